@@ -1,0 +1,33 @@
+#include "collectors/counter_store.h"
+
+namespace ibfabric::collectors {
+
+void CounterStore::Update(const topology::PortRef& port, const PortSample& sample,
+                          std::chrono::system_clock::time_point now) {
+  PortTotals& t = ports_[port];
+  for (std::size_t i = 0; i < kCounterCount; ++i) {
+    if (!sample.present.test(i)) continue;
+    const std::uint64_t raw = sample.value[i];
+    if (!t.present.test(i)) {
+      t.total[i] = raw;
+    } else if (t.last_bits[i] != sample.bits[i]) {
+      // Another field now feeds this counter: re-base, add nothing.
+    } else if (raw >= t.last_raw[i]) {
+      t.total[i] += raw - t.last_raw[i];
+    } else {
+      t.total[i] += raw;  // cleared since the last reading
+    }
+    t.last_raw[i] = raw;
+    t.last_bits[i] = sample.bits[i];
+    t.present.set(i);
+  }
+  t.last_update = now;
+  t.stale = false;
+}
+
+void CounterStore::MarkStale(const topology::PortRef& port) {
+  auto it = ports_.find(port);
+  if (it != ports_.end()) it->second.stale = true;
+}
+
+}  // namespace ibfabric::collectors

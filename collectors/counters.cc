@@ -1,0 +1,79 @@
+#include "collectors/counters.h"
+
+namespace ibfabric::collectors {
+
+const std::array<CounterSpec, kCounterCount>& CounterSpecs() {
+  static const std::array<CounterSpec, kCounterCount> kSpecs{{
+      {Counter::kSymbolError, "symbol_error", "SymbolErrorCounter", 1},
+      {Counter::kLinkErrorRecovery, "link_error_recovery", "LinkErrorRecoveryCounter", 1},
+      {Counter::kLinkDowned, "link_downed", "LinkDownedCounter", 1},
+      {Counter::kRcvErrors, "receive_errors", "PortRcvErrors", 1},
+      {Counter::kRcvRemotePhysicalErrors, "receive_remote_physical_errors",
+       "PortRcvRemotePhysicalErrors", 1},
+      {Counter::kRcvSwitchRelayErrors, "receive_switch_relay_errors", "PortRcvSwitchRelayErrors",
+       1},
+      {Counter::kXmitDiscards, "transmit_discards", "PortXmitDiscards", 1},
+      {Counter::kXmitConstraintErrors, "transmit_constraint_errors", "PortXmitConstraintErrors",
+       1},
+      {Counter::kRcvConstraintErrors, "receive_constraint_errors", "PortRcvConstraintErrors", 1},
+      {Counter::kLocalLinkIntegrityErrors, "local_link_integrity_errors",
+       "LocalLinkIntegrityErrors", 1},
+      {Counter::kExcessiveBufferOverrunErrors, "excessive_buffer_overrun_errors",
+       "ExcessiveBufferOverrunErrors", 1},
+      {Counter::kVl15Dropped, "vl15_dropped", "VL15Dropped", 1},
+      {Counter::kXmitWait, "transmit_wait", "PortXmitWait", 1},
+      // PortXmitData/PortRcvData count 32-bit words (IBTA 16.1.3.5 table 225 note).
+      {Counter::kXmitData, "transmit_data_bytes", "PortXmitData", 4},
+      {Counter::kRcvData, "receive_data_bytes", "PortRcvData", 4},
+      {Counter::kXmitPkts, "transmit_packets", "PortXmitPkts", 1},
+      {Counter::kRcvPkts, "receive_packets", "PortRcvPkts", 1},
+      {Counter::kUnicastXmitPkts, "unicast_transmit_packets", "PortUnicastXmitPkts", 1},
+      {Counter::kUnicastRcvPkts, "unicast_receive_packets", "PortUnicastRcvPkts", 1},
+      {Counter::kMulticastXmitPkts, "multicast_transmit_packets", "PortMulticastXmitPkts", 1},
+      {Counter::kMulticastRcvPkts, "multicast_receive_packets", "PortMulticastRcvPkts", 1},
+  }};
+  return kSpecs;
+}
+
+PortSample SampleFrom(const transport::PortCounters& pc,
+                      const transport::PortCountersExtended* ext) {
+  PortSample s;
+  auto set = [&s](Counter c, std::uint64_t v, std::uint8_t bits) {
+    s.value[Index(c)] = v;
+    s.bits[Index(c)] = bits;
+    s.present.set(Index(c));
+  };
+  // Widths from IBTA 16.1.3.5, table 225.
+  set(Counter::kSymbolError, pc.symbol_error, 16);
+  set(Counter::kLinkErrorRecovery, pc.link_error_recovery, 8);
+  set(Counter::kLinkDowned, pc.link_downed, 8);
+  set(Counter::kRcvErrors, pc.rcv_errors, 16);
+  set(Counter::kRcvRemotePhysicalErrors, pc.rcv_remote_physical_errors, 16);
+  set(Counter::kRcvSwitchRelayErrors, pc.rcv_switch_relay_errors, 16);
+  set(Counter::kXmitDiscards, pc.xmit_discards, 16);
+  set(Counter::kXmitConstraintErrors, pc.xmit_constraint_errors, 8);
+  set(Counter::kRcvConstraintErrors, pc.rcv_constraint_errors, 8);
+  set(Counter::kLocalLinkIntegrityErrors, pc.local_link_integrity_errors, 4);
+  set(Counter::kExcessiveBufferOverrunErrors, pc.excessive_buffer_overrun_errors, 4);
+  set(Counter::kVl15Dropped, pc.vl15_dropped, 16);
+  set(Counter::kXmitWait, pc.xmit_wait, 32);
+  if (ext != nullptr) {
+    set(Counter::kXmitData, ext->xmit_data, 64);
+    set(Counter::kRcvData, ext->rcv_data, 64);
+    set(Counter::kXmitPkts, ext->xmit_pkts, 64);
+    set(Counter::kRcvPkts, ext->rcv_pkts, 64);
+    set(Counter::kUnicastXmitPkts, ext->unicast_xmit_pkts, 64);
+    set(Counter::kUnicastRcvPkts, ext->unicast_rcv_pkts, 64);
+    set(Counter::kMulticastXmitPkts, ext->multicast_xmit_pkts, 64);
+    set(Counter::kMulticastRcvPkts, ext->multicast_rcv_pkts, 64);
+  } else {
+    // Without PortCountersExtended only the 32-bit data and packet counters exist.
+    set(Counter::kXmitData, pc.xmit_data, 32);
+    set(Counter::kRcvData, pc.rcv_data, 32);
+    set(Counter::kXmitPkts, pc.xmit_pkts, 32);
+    set(Counter::kRcvPkts, pc.rcv_pkts, 32);
+  }
+  return s;
+}
+
+}  // namespace ibfabric::collectors

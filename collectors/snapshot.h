@@ -1,0 +1,48 @@
+#pragma once
+// Everything one publication of the exporter knows: the fabric as last
+// discovered, every port's totals, and the exporter's own health. Built by
+// the sweeping thread, then shared read-only (std::shared_ptr<const Snapshot>).
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "collectors/counter_store.h"
+#include "topology/fabric.h"
+#include "transport/mad_engine.h"
+
+namespace ibfabric::collectors {
+
+// How a node is labelled, kept for every node ever seen so that a port whose
+// node vanished keeps its series under the same labels.
+struct NodeLabel {
+  topology::NodeKind kind = topology::NodeKind::kUnknown;
+  std::string name;
+};
+
+struct PhaseHealth {
+  bool ran = false;
+  bool success = false;
+  double duration_seconds = 0;
+};
+
+struct Snapshot {
+  std::shared_ptr<const topology::Fabric> fabric;  // never null once published
+  std::map<topology::PortRef, PortTotals> ports;
+  std::map<std::uint64_t, NodeLabel> nodes;
+  transport::EngineStats mad;
+  PhaseHealth discovery;
+  PhaseHealth port_counters;
+  std::uint64_t sweeps = 0;
+  std::uint64_t discoveries = 0;
+  std::size_t targets = 0;        // ports read in the last sweep
+  std::size_t failed_ports = 0;   // of which did not answer
+  std::chrono::system_clock::time_point last_success{};  // end of the last good sweep
+  std::chrono::system_clock::time_point published{};
+  std::vector<std::string> discovery_problems;
+};
+
+}  // namespace ibfabric::collectors

@@ -1,0 +1,212 @@
+#include "exporter/flags.h"
+
+#include <charconv>
+#include <functional>
+#include <map>
+
+namespace ibfabric::exporter {
+namespace {
+
+bool ParseInt(const std::string& s, long long lo, long long hi, long long* out) {
+  long long v = 0;
+  const char* end = s.data() + s.size();
+  auto [ptr, ec] = std::from_chars(s.data(), end, v);
+  if (s.empty() || ec != std::errc() || ptr != end || v < lo || v > hi) return false;
+  *out = v;
+  return true;
+}
+
+// host:port, [v6]:port or :port
+bool ParseListen(const std::string& s, std::string* host, int* port) {
+  const auto colon = s.rfind(':');
+  if (colon == std::string::npos) return false;
+  std::string h = s.substr(0, colon);
+  if (h.size() >= 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
+  long long p = 0;
+  if (!ParseInt(s.substr(colon + 1), 0, 65535, &p)) return false;
+  *host = h.empty() ? "0.0.0.0" : h;
+  *port = static_cast<int>(p);
+  return true;
+}
+
+struct Flag {
+  const char* help;
+  const char* placeholder;  // nullptr for boolean flags
+  // Applies the value; returns an empty string or what is wrong with it.
+  std::function<std::string(Config&, const std::string&)> apply;
+};
+
+std::string Duration(std::chrono::milliseconds* field, const std::string& v, std::chrono::milliseconds min) {
+  std::chrono::milliseconds d;
+  if (!ParseDuration(v, &d)) return "'" + v + "' is not a duration (e.g. 500ms, 10s, 5m)";
+  if (d < min) return "must be at least " + std::to_string(min.count()) + "ms";
+  *field = d;
+  return "";
+}
+
+std::string Int(int* field, const std::string& v, long long lo, long long hi) {
+  long long n = 0;
+  if (!ParseInt(v, lo, hi, &n)) {
+    return "'" + v + "' is not an integer in " + std::to_string(lo) + ".." + std::to_string(hi);
+  }
+  *field = static_cast<int>(n);
+  return "";
+}
+
+const std::map<std::string, Flag>& Flags() {
+  using std::chrono::milliseconds;
+  static const std::map<std::string, Flag> kFlags{
+      {"web.listen-address",
+       {"Address on which to expose metrics and web interface (host:port or :port).",
+        "ADDRESS",
+        [](Config& c, const std::string& v) -> std::string {
+          return ParseListen(v, &c.listen_host, &c.listen_port)
+                     ? ""
+                     : "'" + v + "' is not host:port with a port in 0..65535";
+        }}},
+      {"web.telemetry-path",
+       {"Path under which to expose metrics.", "PATH",
+        [](Config& c, const std::string& v) -> std::string {
+          if (v.empty() || v[0] != '/' || v == "/") return "must start with '/' and not be '/'";
+          c.telemetry_path = v;
+          return "";
+        }}},
+      {"ib.ca",
+       {"InfiniBand device to use (default: the first with an active port).", "NAME",
+        [](Config& c, const std::string& v) -> std::string {
+          if (v.empty()) return "must not be empty";
+          c.ca_name = v;
+          return "";
+        }}},
+      {"ib.port",
+       {"Port of the device to use (default: its first active port).", "N",
+        [](Config& c, const std::string& v) { return Int(&c.ca_port, v, 1, 254); }}},
+      {"sweep.interval",
+       {"Time between counter sweeps.", "DURATION",
+        [](Config& c, const std::string& v) {
+          return Duration(&c.sweep_interval, v, milliseconds(100));
+        }}},
+      {"discovery.interval",
+       {"Time between fabric discoveries.", "DURATION",
+        [](Config& c, const std::string& v) {
+          return Duration(&c.discovery_interval, v, milliseconds(100));
+        }}},
+      {"mad.timeout",
+       {"Time to wait for a MAD response before retrying.", "DURATION",
+        [](Config& c, const std::string& v) {
+          return Duration(&c.mad_timeout, v, milliseconds(1));
+        }}},
+      {"mad.retries",
+       {"Retries of a MAD that got no response.", "N",
+        [](Config& c, const std::string& v) { return Int(&c.mad_retries, v, 0, 20); }}},
+      {"mad.window",
+       {"MAD requests kept in flight at once.", "N",
+        [](Config& c, const std::string& v) { return Int(&c.mad_window, v, 1, 4096); }}},
+      {"log.level",
+       {"Only log messages with the given severity or above: debug, info, warn, error.", "LEVEL",
+        [](Config& c, const std::string& v) -> std::string {
+          if (v != "debug" && v != "info" && v != "warn" && v != "error") {
+            return "'" + v + "' is not one of debug, info, warn, error";
+          }
+          c.log_level = v;
+          return "";
+        }}},
+      {"once",
+       {"Discover and sweep once, print the metrics to standard output and exit.", nullptr,
+        [](Config& c, const std::string&) -> std::string {
+          c.once = true;
+          return "";
+        }}},
+  };
+  return kFlags;
+}
+
+}  // namespace
+
+bool ParseDuration(const std::string& text, std::chrono::milliseconds* out) {
+  std::size_t i = 0;
+  while (i < text.size() && text[i] >= '0' && text[i] <= '9') ++i;
+  if (i == 0 || i > 12) return false;
+  long long n = std::stoll(text.substr(0, i));
+  const std::string unit = text.substr(i);
+  long long ms_per = 0;
+  if (unit == "ms") ms_per = 1;
+  else if (unit == "s") ms_per = 1000;
+  else if (unit == "m") ms_per = 60'000;
+  else if (unit == "h") ms_per = 3'600'000;
+  else return false;
+  *out = std::chrono::milliseconds(n * ms_per);
+  return true;
+}
+
+ParsedFlags ParseFlags(const std::vector<std::string>& args) {
+  ParsedFlags r;
+  const auto& flags = Flags();
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--help" || a == "-h") {
+      r.action = ParsedFlags::Action::kHelp;
+      return r;
+    }
+    if (a == "--version") {
+      r.action = ParsedFlags::Action::kVersion;
+      return r;
+    }
+    if (a.rfind("--", 0) != 0) {
+      r.action = ParsedFlags::Action::kError;
+      r.error = "unexpected argument '" + a + "' (flags start with --; see --help)";
+      return r;
+    }
+    std::string name = a.substr(2);
+    std::string value;
+    bool has_value = false;
+    if (auto eq = name.find('='); eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+      has_value = true;
+    }
+    auto it = flags.find(name);
+    if (it == flags.end()) {
+      r.action = ParsedFlags::Action::kError;
+      r.error = "unknown flag --" + name + " (see --help)";
+      return r;
+    }
+    const Flag& f = it->second;
+    if (f.placeholder == nullptr) {
+      if (has_value) {
+        r.action = ParsedFlags::Action::kError;
+        r.error = "flag --" + name + " takes no value";
+        return r;
+      }
+    } else if (!has_value) {
+      if (i + 1 >= args.size()) {
+        r.action = ParsedFlags::Action::kError;
+        r.error = "flag --" + name + " needs a value";
+        return r;
+      }
+      value = args[++i];
+    }
+    if (std::string problem = f.apply(r.config, value); !problem.empty()) {
+      r.action = ParsedFlags::Action::kError;
+      r.error = "invalid value for --" + name + ": " + problem;
+      return r;
+    }
+  }
+  return r;
+}
+
+std::string HelpText(const std::string& program) {
+  std::string s = "usage: " + program + " [<flags>]\n\n"
+                  "InfiniBand fabric health exporter for Prometheus.\n\nFlags:\n";
+  s += "  -h, --help                Show this help and exit.\n";
+  s += "      --version             Show the version and exit.\n";
+  for (const auto& [name, f] : Flags()) {
+    std::string left = "      --" + name + (f.placeholder ? std::string("=") + f.placeholder : "");
+    if (left.size() < 40) left.resize(40, ' ');
+    else left += "\n" + std::string(40, ' ');
+    s += left + f.help + "\n";
+  }
+  return s;
+}
+
+}  // namespace ibfabric::exporter

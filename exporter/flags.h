@@ -1,0 +1,40 @@
+#pragma once
+// Command-line flags in the style of Prometheus exporters
+// (--web.listen-address, --help, --version, ...). Both `--flag=value` and
+// `--flag value` are accepted; boolean flags take no value.
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+namespace ibfabric::exporter {
+
+struct Config {
+  std::string listen_host = "0.0.0.0";
+  int listen_port = 9315;
+  std::string telemetry_path = "/metrics";
+  std::string ca_name;  // empty: first CA with an active port
+  int ca_port = 0;      // 0: first active port
+  std::chrono::milliseconds sweep_interval{10'000};
+  std::chrono::milliseconds discovery_interval{300'000};
+  std::chrono::milliseconds mad_timeout{100};
+  int mad_retries = 2;
+  int mad_window = 128;
+  std::string log_level = "info";  // debug, info, warn, error
+  bool once = false;               // one discovery and sweep, metrics to stdout, exit
+};
+
+struct ParsedFlags {
+  enum class Action { kRun, kHelp, kVersion, kError } action = Action::kRun;
+  Config config;
+  std::string error;  // one line naming the flag and the problem, for kError
+};
+
+// Pure: parses argv[1..]. Never exits.
+ParsedFlags ParseFlags(const std::vector<std::string>& args);
+std::string HelpText(const std::string& program);
+
+// Parses "10s", "500ms", "2m", "1h" into milliseconds; false when malformed.
+bool ParseDuration(const std::string& text, std::chrono::milliseconds* out);
+
+}  // namespace ibfabric::exporter

@@ -1,0 +1,29 @@
+#pragma once
+// A small logfmt logger to standard error. Owned by main and passed by
+// reference; thread-safe (one line is written under a lock).
+
+#include <mutex>
+#include <string>
+#include <string_view>
+
+namespace ibfabric::exporter {
+
+enum class LogLevel { kDebug = 0, kInfo = 1, kWarn = 2, kError = 3 };
+
+class Logger {
+ public:
+  explicit Logger(LogLevel min) : min_(min) {}
+  static LogLevel LevelFrom(std::string_view name);
+
+  void Log(LogLevel level, std::string_view msg, std::string_view fields = {});
+  void Debug(std::string_view m, std::string_view f = {}) { Log(LogLevel::kDebug, m, f); }
+  void Info(std::string_view m, std::string_view f = {}) { Log(LogLevel::kInfo, m, f); }
+  void Warn(std::string_view m, std::string_view f = {}) { Log(LogLevel::kWarn, m, f); }
+  void Error(std::string_view m, std::string_view f = {}) { Log(LogLevel::kError, m, f); }
+
+ private:
+  LogLevel min_;
+  std::mutex mu_;
+};
+
+}  // namespace ibfabric::exporter

@@ -1,0 +1,61 @@
+#pragma once
+// The schedule: discovery on its own (slower) interval, counter sweeps on
+// theirs, each cycle ending in a published Snapshot.
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <set>
+#include <stop_token>
+
+#include "collectors/counter_store.h"
+#include "collectors/snapshot.h"
+#include "exporter/log.h"
+#include "exporter/snapshot_holder.h"
+#include "transport/mad_engine.h"
+
+namespace ibfabric::exporter {
+
+struct PollerOptions {
+  std::chrono::milliseconds sweep_interval{10'000};
+  std::chrono::milliseconds discovery_interval{300'000};
+};
+
+// Ownership: borrows engine, holder and logger; they outlive the poller.
+// Thread-safety: Cycle/Run from one thread; Wake from any.
+class Poller {
+ public:
+  Poller(transport::MadEngine& engine, PollerOptions options, SnapshotHolder& holder, Logger& log);
+
+  // One discovery (when due) and one sweep, then publish. Returns whether
+  // the sweep read at least one port.
+  bool Cycle();
+  // Cycles every sweep interval until `stop` is requested. Never overlaps
+  // cycles: a cycle that overruns delays the next one.
+  void Run(std::stop_token stop);
+
+ private:
+  void Discover();
+  void Publish();
+
+  transport::MadEngine& engine_;
+  PollerOptions options_;
+  SnapshotHolder& holder_;
+  Logger& log_;
+
+  std::shared_ptr<const topology::Fabric> fabric_;
+  std::map<std::uint64_t, collectors::NodeLabel> nodes_;  // every node ever seen
+  std::set<topology::PortRef> remembered_;               // switch ports once up
+  collectors::CounterStore store_;
+  collectors::PhaseHealth discovery_;
+  collectors::PhaseHealth port_counters_;
+  std::vector<std::string> discovery_problems_;
+  std::chrono::steady_clock::time_point next_discovery_{};
+  std::chrono::system_clock::time_point last_success_{};
+  std::uint64_t sweeps_ = 0;
+  std::uint64_t discoveries_ = 0;
+  std::size_t targets_ = 0;
+  std::size_t failed_ports_ = 0;
+};
+
+}  // namespace ibfabric::exporter

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Installs everything the project needs to build, run on a simulated fabric
+# and test, from Debian's packages. Idempotent: packages already present are
+# not fetched again, and apt's lists are refreshed only when something is missing.
+set -euo pipefail
+
+packages=(
+  # build
+  build-essential cmake pkg-config
+  # rdma-core: the MAD libraries and their headers
+  libibmad-dev libibumad-dev libibnetdisc-dev
+  # HTTP, metrics, JSON
+  prometheus-cpp-dev libcpp-httplib-dev nlohmann-json3-dev
+  # tests and benchmarks
+  libgtest-dev libgmock-dev libbenchmark-dev
+  # the simulated fabric and the tools we cross-check against
+  ibsim-utils opensm infiniband-diags
+  # scripts used by the test bed and the demo
+  python3 curl procps
+)
+
+if [ "$(id -u)" != 0 ]; then
+  echo "install-deps.sh: must run as root (apt-get install)" >&2
+  exit 1
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps.sh: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+echo "install-deps.sh: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}"

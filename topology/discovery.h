@@ -1,0 +1,29 @@
+#pragma once
+// Fabric discovery with directed-route SMPs (IBTA 14.2.2), breadth first
+// from the local port: NodeInfo tells what answers at the end of a route and
+// through which of its ports the SMP came in; NodeDescription and PortInfo
+// fill in names, LIDs, link states, widths and speeds. Each BFS level is one
+// pipelined batch on the MAD engine.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "topology/fabric.h"
+#include "transport/mad_engine.h"
+
+namespace ibfabric::topology {
+
+struct DiscoveryResult {
+  bool ok = false;                    // false when not even the local node answered
+  Fabric fabric;
+  std::uint64_t local_node_guid = 0;
+  std::uint8_t local_port = 0;
+  std::vector<std::string> problems;  // one line each: what did not answer, where
+  std::size_t smps = 0;               // requests issued
+};
+
+// Thread-safety: uses the engine exclusively for its duration.
+DiscoveryResult Discover(transport::MadEngine& engine);
+
+}  // namespace ibfabric::topology

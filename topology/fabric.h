@@ -1,0 +1,69 @@
+#pragma once
+// The fabric as a plain graph: nodes, their ports, and which port each port
+// is cabled to. No libibumad type appears here. A Fabric is built once by
+// discovery (or by hand in tests) and then only read.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ibfabric::topology {
+
+enum class NodeKind : std::uint8_t { kUnknown, kCa, kSwitch, kRouter };
+const char* ToString(NodeKind k);
+
+// The far end of a cable.
+struct PortRef {
+  std::uint64_t node_guid = 0;
+  std::uint8_t port = 0;
+  auto operator<=>(const PortRef&) const = default;
+};
+
+struct Port {
+  std::uint8_t number = 0;
+  std::uint64_t guid = 0;        // port GUID (CA ports; a switch's ports share port 0's)
+  std::uint16_t lid = 0;         // LID that answers for this port (switch: port 0's LID)
+  std::uint8_t state = 0;        // IBTA PortState: 1 Down, 2 Init, 3 Armed, 4 Active
+  std::uint8_t phys_state = 0;   // IBTA PortPhysicalState: 5 LinkUp
+  std::uint8_t width_active = 0; // IBTA LinkWidthActive bit mask
+  std::uint8_t speed_active = 0; // IBTA LinkSpeedActive bit mask
+  std::uint8_t speed_ext_active = 0;
+  std::optional<PortRef> remote; // set when the link is up and the far end answered
+
+  bool link_up() const { return phys_state == 5; }
+};
+
+struct Node {
+  std::uint64_t guid = 0;
+  NodeKind kind = NodeKind::kUnknown;
+  std::string description;       // NodeDescription as the node reports it
+  std::uint8_t num_ports = 0;
+  std::uint16_t lid = 0;         // switch: port 0 LID; CA: LID of its first port with one
+  std::vector<Port> ports;       // the ports discovery learnt, ascending by number
+
+  const Port* FindPort(std::uint8_t number) const;
+};
+
+// Immutable after construction; copyable value.
+class Fabric {
+ public:
+  Fabric() = default;
+  explicit Fabric(std::vector<Node> nodes);
+
+  const std::vector<Node>& nodes() const { return nodes_; }
+  const Node* FindNode(std::uint64_t guid) const;
+  const Port* FindPort(const PortRef& ref) const;
+  std::size_t switch_count() const;
+  std::size_t ca_count() const;
+
+ private:
+  std::vector<Node> nodes_;                     // switches first, then by GUID
+  std::map<std::uint64_t, std::size_t> index_;  // GUID -> position in nodes_
+};
+
+// GUIDs print as 0x-prefixed 16-digit lower-case hex everywhere.
+std::string FormatGuid(std::uint64_t guid);
+
+}  // namespace ibfabric::topology

@@ -1,0 +1,161 @@
+#include "transport/attributes.h"
+
+#include <infiniband/mad.h>
+
+#include <cctype>
+
+#include "transport/codec.h"
+
+namespace ibfabric::transport {
+namespace {
+
+// libibmad field ids for the attribute data sections are relative to the
+// start of the data (byte 64 of the MAD); these helpers read from there.
+void* Data(const MadBytes& m) {
+  return const_cast<std::uint8_t*>(m.data() + kMadDataOffset);
+}
+std::uint32_t Get(const MadBytes& m, MAD_FIELDS f) { return mad_get_field(Data(m), 0, f); }
+std::uint64_t Get64(const MadBytes& m, MAD_FIELDS f) { return mad_get_field64(Data(m), 0, f); }
+
+template <typename T>
+T Narrow(std::uint32_t v) {
+  return static_cast<T>(v);
+}
+
+MadRequest Smp(const MadAddress& route, std::uint16_t attr_id, std::uint32_t mod) {
+  MadRequest r;
+  r.mgmt_class = route.dr_path.empty() && route.lid != 0 ? MgmtClass::kSubnLidRouted
+                                                          : MgmtClass::kSubnDirectRoute;
+  r.method = MadMethod::kGet;
+  r.attr_id = attr_id;
+  r.attr_mod = mod;
+  r.address = route;
+  return r;
+}
+
+MadRequest Pma(std::uint16_t lid, std::uint16_t attr_id, std::uint8_t port_select) {
+  MadRequest r;
+  r.mgmt_class = MgmtClass::kPerformance;
+  r.method = MadMethod::kGet;
+  r.attr_id = attr_id;
+  r.attr_mod = 0;
+  r.address = MadAddress::Lid(lid);
+  if (attr_id != pma_attr::kClassPortInfo) {
+    // PortSelect is byte 1 of PortCounters and PortCountersExtended data.
+    r.payload.assign(kPmaDataSize, 0);
+    mad_set_field(r.payload.data(), 0, IB_PC_PORT_SELECT_F, port_select);
+  }
+  return r;
+}
+
+}  // namespace
+
+NodeInfo DecodeNodeInfo(const MadBytes& mad) {
+  NodeInfo n;
+  n.node_type = static_cast<NodeType>(Get(mad, IB_NODE_TYPE_F));
+  n.num_ports = Narrow<std::uint8_t>(Get(mad, IB_NODE_NPORTS_F));
+  n.system_image_guid = Get64(mad, IB_NODE_SYSTEM_GUID_F);
+  n.node_guid = Get64(mad, IB_NODE_GUID_F);
+  n.port_guid = Get64(mad, IB_NODE_PORT_GUID_F);
+  n.device_id = Narrow<std::uint16_t>(Get(mad, IB_NODE_DEVID_F));
+  n.revision = Get(mad, IB_NODE_REVISION_F);
+  n.local_port = Narrow<std::uint8_t>(Get(mad, IB_NODE_LOCAL_PORT_F));
+  n.vendor_id = Get(mad, IB_NODE_VENDORID_F);
+  return n;
+}
+
+std::string DecodeNodeDescription(const MadBytes& mad) {
+  const auto data = MadData(mad).first(kSmpDataSize);
+  std::string s;
+  for (std::uint8_t c : data) {
+    if (c == 0) break;
+    s.push_back(std::isprint(c) ? static_cast<char>(c) : '?');
+  }
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
+  return s;
+}
+
+PortInfo DecodePortInfo(const MadBytes& mad) {
+  PortInfo p;
+  p.lid = Narrow<std::uint16_t>(Get(mad, IB_PORT_LID_F));
+  p.sm_lid = Narrow<std::uint16_t>(Get(mad, IB_PORT_SMLID_F));
+  p.capability_mask = Get(mad, IB_PORT_CAPMASK_F);
+  p.local_port = Narrow<std::uint8_t>(Get(mad, IB_PORT_LOCAL_PORT_F));
+  p.link_width_enabled = Narrow<std::uint8_t>(Get(mad, IB_PORT_LINK_WIDTH_ENABLED_F));
+  p.link_width_supported = Narrow<std::uint8_t>(Get(mad, IB_PORT_LINK_WIDTH_SUPPORTED_F));
+  p.link_width_active = Narrow<std::uint8_t>(Get(mad, IB_PORT_LINK_WIDTH_ACTIVE_F));
+  p.link_speed_supported = Narrow<std::uint8_t>(Get(mad, IB_PORT_LINK_SPEED_SUPPORTED_F));
+  p.link_speed_active = Narrow<std::uint8_t>(Get(mad, IB_PORT_LINK_SPEED_ACTIVE_F));
+  p.link_speed_enabled = Narrow<std::uint8_t>(Get(mad, IB_PORT_LINK_SPEED_ENABLED_F));
+  p.port_state = Narrow<std::uint8_t>(Get(mad, IB_PORT_STATE_F));
+  p.port_phys_state = Narrow<std::uint8_t>(Get(mad, IB_PORT_PHYS_STATE_F));
+  p.lmc = Narrow<std::uint8_t>(Get(mad, IB_PORT_LMC_F));
+  p.link_speed_ext_active = Narrow<std::uint8_t>(Get(mad, IB_PORT_LINK_SPEED_EXT_ACTIVE_F));
+  p.link_speed_ext_supported =
+      Narrow<std::uint8_t>(Get(mad, IB_PORT_LINK_SPEED_EXT_SUPPORTED_F));
+  p.link_speed_ext_enabled = Narrow<std::uint8_t>(Get(mad, IB_PORT_LINK_SPEED_EXT_ENABLED_F));
+  return p;
+}
+
+PerfClassPortInfo DecodePerfClassPortInfo(const MadBytes& mad) {
+  PerfClassPortInfo c;
+  c.capability_mask = Narrow<std::uint16_t>(Get(mad, IB_CPI_CAPMASK_F));
+  c.capability_mask2 = Get(mad, IB_CPI_CAPMASK2_F);
+  return c;
+}
+
+PortCounters DecodePortCounters(const MadBytes& mad) {
+  PortCounters c;
+  c.port_select = Narrow<std::uint8_t>(Get(mad, IB_PC_PORT_SELECT_F));
+  c.symbol_error = Narrow<std::uint16_t>(Get(mad, IB_PC_ERR_SYM_F));
+  c.link_error_recovery = Narrow<std::uint8_t>(Get(mad, IB_PC_LINK_RECOVERS_F));
+  c.link_downed = Narrow<std::uint8_t>(Get(mad, IB_PC_LINK_DOWNED_F));
+  c.rcv_errors = Narrow<std::uint16_t>(Get(mad, IB_PC_ERR_RCV_F));
+  c.rcv_remote_physical_errors = Narrow<std::uint16_t>(Get(mad, IB_PC_ERR_PHYSRCV_F));
+  c.rcv_switch_relay_errors = Narrow<std::uint16_t>(Get(mad, IB_PC_ERR_SWITCH_REL_F));
+  c.xmit_discards = Narrow<std::uint16_t>(Get(mad, IB_PC_XMT_DISCARDS_F));
+  c.xmit_constraint_errors = Narrow<std::uint8_t>(Get(mad, IB_PC_ERR_XMTCONSTR_F));
+  c.rcv_constraint_errors = Narrow<std::uint8_t>(Get(mad, IB_PC_ERR_RCVCONSTR_F));
+  c.local_link_integrity_errors = Narrow<std::uint8_t>(Get(mad, IB_PC_ERR_LOCALINTEG_F));
+  c.excessive_buffer_overrun_errors = Narrow<std::uint8_t>(Get(mad, IB_PC_ERR_EXCESS_OVR_F));
+  c.vl15_dropped = Narrow<std::uint16_t>(Get(mad, IB_PC_VL15_DROPPED_F));
+  c.xmit_data = Get(mad, IB_PC_XMT_BYTES_F);
+  c.rcv_data = Get(mad, IB_PC_RCV_BYTES_F);
+  c.xmit_pkts = Get(mad, IB_PC_XMT_PKTS_F);
+  c.rcv_pkts = Get(mad, IB_PC_RCV_PKTS_F);
+  c.xmit_wait = Get(mad, IB_PC_XMT_WAIT_F);
+  return c;
+}
+
+PortCountersExtended DecodePortCountersExtended(const MadBytes& mad) {
+  PortCountersExtended c;
+  c.port_select = Narrow<std::uint8_t>(Get(mad, IB_PC_EXT_PORT_SELECT_F));
+  c.xmit_data = Get64(mad, IB_PC_EXT_XMT_BYTES_F);
+  c.rcv_data = Get64(mad, IB_PC_EXT_RCV_BYTES_F);
+  c.xmit_pkts = Get64(mad, IB_PC_EXT_XMT_PKTS_F);
+  c.rcv_pkts = Get64(mad, IB_PC_EXT_RCV_PKTS_F);
+  c.unicast_xmit_pkts = Get64(mad, IB_PC_EXT_XMT_UPKTS_F);
+  c.unicast_rcv_pkts = Get64(mad, IB_PC_EXT_RCV_UPKTS_F);
+  c.multicast_xmit_pkts = Get64(mad, IB_PC_EXT_XMT_MPKTS_F);
+  c.multicast_rcv_pkts = Get64(mad, IB_PC_EXT_RCV_MPKTS_F);
+  return c;
+}
+
+MadRequest NodeInfoQuery(const MadAddress& route) { return Smp(route, smp_attr::kNodeInfo, 0); }
+MadRequest NodeDescriptionQuery(const MadAddress& route) {
+  return Smp(route, smp_attr::kNodeDescription, 0);
+}
+MadRequest PortInfoQuery(const MadAddress& route, std::uint8_t port) {
+  return Smp(route, smp_attr::kPortInfo, port);
+}
+MadRequest PerfClassPortInfoQuery(std::uint16_t lid) {
+  return Pma(lid, pma_attr::kClassPortInfo, 0);
+}
+MadRequest PortCountersQuery(std::uint16_t lid, std::uint8_t port) {
+  return Pma(lid, pma_attr::kPortCounters, port);
+}
+MadRequest PortCountersExtendedQuery(std::uint16_t lid, std::uint8_t port) {
+  return Pma(lid, pma_attr::kPortCountersExtended, port);
+}
+
+}  // namespace ibfabric::transport

@@ -1,0 +1,116 @@
+#pragma once
+// Decoded SMP and PMA attributes, and the payloads that ask for them.
+// Decoders are pure: they read the data section of a whole response MAD and
+// never fail (a MAD is always 256 bytes); callers check the MAD status first.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "transport/mad.h"
+
+namespace ibfabric::transport {
+
+// NodeInfo.NodeType (IBTA 14.2.5.3, table 146).
+enum class NodeType : std::uint8_t { kUnknown = 0, kCa = 1, kSwitch = 2, kRouter = 3 };
+
+// NodeInfo (IBTA 14.2.5.3).
+struct NodeInfo {
+  NodeType node_type = NodeType::kUnknown;
+  std::uint8_t num_ports = 0;
+  std::uint64_t system_image_guid = 0;
+  std::uint64_t node_guid = 0;
+  std::uint64_t port_guid = 0;
+  std::uint16_t device_id = 0;
+  std::uint32_t revision = 0;
+  std::uint8_t local_port = 0;  // the port through which this SMP entered the node
+  std::uint32_t vendor_id = 0;
+};
+
+// PortInfo (IBTA 14.2.5.6), the fields this project uses.
+struct PortInfo {
+  std::uint16_t lid = 0;  // for switches, meaningful on port 0 only
+  std::uint16_t sm_lid = 0;
+  std::uint32_t capability_mask = 0;
+  std::uint8_t local_port = 0;
+  std::uint8_t link_width_enabled = 0;
+  std::uint8_t link_width_supported = 0;
+  std::uint8_t link_width_active = 0;  // bit mask: 1=1x 2=4x 4=8x 8=12x 16=2x
+  std::uint8_t link_speed_supported = 0;
+  std::uint8_t link_speed_active = 0;  // 1=SDR 2=DDR 4=QDR
+  std::uint8_t link_speed_enabled = 0;
+  std::uint8_t port_state = 0;          // 1=Down 2=Init 3=Armed 4=Active
+  std::uint8_t port_phys_state = 0;     // 2=Polling 3=Disabled 5=LinkUp ...
+  std::uint8_t lmc = 0;
+  std::uint8_t link_speed_ext_active = 0;     // IBTA 14.2.5.6: 1=FDR 2=EDR 4=HDR 8=NDR
+  std::uint8_t link_speed_ext_supported = 0;
+  std::uint8_t link_speed_ext_enabled = 0;
+};
+
+// PortInfo.PortState values (IBTA table 155).
+inline constexpr std::uint8_t kPortStateDown = 1;
+inline constexpr std::uint8_t kPortStateActive = 4;
+// PortInfo.PortPhysicalState LinkUp (IBTA table 155).
+inline constexpr std::uint8_t kPhysStateLinkUp = 5;
+
+// PMA ClassPortInfo (IBTA 13.4.8.1 with the PMA capability bits of 16.1.2).
+struct PerfClassPortInfo {
+  std::uint16_t capability_mask = 0;
+  std::uint32_t capability_mask2 = 0;  // 27 bits
+};
+
+// PortCounters (IBTA 16.1.3.5, table 225). Widths in bits are those of the
+// spec; every error counter is sticky at its maximum.
+struct PortCounters {
+  std::uint8_t port_select = 0;
+  std::uint16_t symbol_error = 0;              // 16
+  std::uint8_t link_error_recovery = 0;        // 8
+  std::uint8_t link_downed = 0;                // 8
+  std::uint16_t rcv_errors = 0;                // 16
+  std::uint16_t rcv_remote_physical_errors = 0;  // 16
+  std::uint16_t rcv_switch_relay_errors = 0;   // 16
+  std::uint16_t xmit_discards = 0;             // 16
+  std::uint8_t xmit_constraint_errors = 0;     // 8
+  std::uint8_t rcv_constraint_errors = 0;      // 8
+  std::uint8_t local_link_integrity_errors = 0;  // 4
+  std::uint8_t excessive_buffer_overrun_errors = 0;  // 4
+  std::uint16_t vl15_dropped = 0;              // 16
+  std::uint32_t xmit_data = 0;                 // 32, in units of 4 octets
+  std::uint32_t rcv_data = 0;                  // 32, in units of 4 octets
+  std::uint32_t xmit_pkts = 0;                 // 32
+  std::uint32_t rcv_pkts = 0;                  // 32
+  std::uint32_t xmit_wait = 0;                 // 32
+};
+
+// PortCountersExtended (IBTA 16.1.4.11, table 247): 64-bit data counters.
+struct PortCountersExtended {
+  std::uint8_t port_select = 0;
+  std::uint64_t xmit_data = 0;  // units of 4 octets
+  std::uint64_t rcv_data = 0;   // units of 4 octets
+  std::uint64_t xmit_pkts = 0;
+  std::uint64_t rcv_pkts = 0;
+  std::uint64_t unicast_xmit_pkts = 0;
+  std::uint64_t unicast_rcv_pkts = 0;
+  std::uint64_t multicast_xmit_pkts = 0;
+  std::uint64_t multicast_rcv_pkts = 0;
+};
+
+NodeInfo DecodeNodeInfo(const MadBytes& mad);
+// NodeDescription (IBTA 14.2.5.2): up to 64 bytes, NUL padded; trailing
+// NULs and whitespace are removed, control characters replaced by '?'.
+std::string DecodeNodeDescription(const MadBytes& mad);
+PortInfo DecodePortInfo(const MadBytes& mad);
+PerfClassPortInfo DecodePerfClassPortInfo(const MadBytes& mad);
+PortCounters DecodePortCounters(const MadBytes& mad);
+PortCountersExtended DecodePortCountersExtended(const MadBytes& mad);
+
+// Requests. `route` is a directed route for SMPs, a LID for PMA queries.
+MadRequest NodeInfoQuery(const MadAddress& route);
+MadRequest NodeDescriptionQuery(const MadAddress& route);
+MadRequest PortInfoQuery(const MadAddress& route, std::uint8_t port);
+MadRequest PerfClassPortInfoQuery(std::uint16_t lid);
+// PortSelect goes in the data section (IBTA 16.1.3.5), not in the modifier.
+MadRequest PortCountersQuery(std::uint16_t lid, std::uint8_t port);
+MadRequest PortCountersExtendedQuery(std::uint16_t lid, std::uint8_t port);
+
+}  // namespace ibfabric::transport

@@ -1,0 +1,106 @@
+#pragma once
+// Plain value types for management datagrams (MADs). Nothing here includes
+// <infiniband/*.h>: every library above transport/ sees only these.
+//
+// References are to the InfiniBand Architecture Specification, Volume 1
+// (IBTA), chapter 13.4 (MAD formats), 14.2.5 (SMP attributes) and 16.1.3
+// (Performance Management attributes).
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ibfabric::transport {
+
+inline constexpr std::size_t kMadSize = 256;  // IBTA 13.4.2: every MAD is 256 bytes.
+using MadBytes = std::array<std::uint8_t, kMadSize>;
+
+// Management classes used here (IBTA 13.4.4, table 110).
+enum class MgmtClass : std::uint8_t {
+  kSubnLidRouted = 0x01,     // SMP, LID routed
+  kPerformance = 0x04,       // PMA (GS class, LID routed, QP1)
+  kSubnDirectRoute = 0x81,   // SMP, directed route
+};
+
+// Methods (IBTA 13.4.5).
+enum class MadMethod : std::uint8_t {
+  kGet = 0x01,
+  kSet = 0x02,
+  kGetResponse = 0x81,
+};
+
+// Subnet management attribute IDs (IBTA 14.2.5, table 145).
+namespace smp_attr {
+inline constexpr std::uint16_t kNodeDescription = 0x0010;
+inline constexpr std::uint16_t kNodeInfo = 0x0011;
+inline constexpr std::uint16_t kSwitchInfo = 0x0012;
+inline constexpr std::uint16_t kPortInfo = 0x0015;
+}  // namespace smp_attr
+
+// Performance management attribute IDs (IBTA 16.1.3, table 224).
+namespace pma_attr {
+inline constexpr std::uint16_t kClassPortInfo = 0x0001;
+inline constexpr std::uint16_t kPortCounters = 0x0012;
+inline constexpr std::uint16_t kPortCountersExtended = 0x001D;
+}  // namespace pma_attr
+
+// Where a MAD goes. A directed route is the list of egress port numbers,
+// hop by hop, starting at the local port (IBTA 14.2.2 InitialPath[1..n]); an
+// empty route addresses the local node. LID routing is used for everything
+// that is not a directed-route SMP.
+struct MadAddress {
+  std::uint16_t lid = 0;                 // destination LID when LID routed
+  std::vector<std::uint8_t> dr_path;     // egress ports when directed route
+
+  static MadAddress Lid(std::uint16_t l) { return MadAddress{l, {}}; }
+  static MadAddress Directed(std::vector<std::uint8_t> path) { return MadAddress{0, std::move(path)}; }
+};
+
+// One request, before a TID is assigned. `payload` is the attribute data
+// that follows the class header (for SMPs and PMA both start at byte 64 of
+// the MAD; see kMadDataOffset).
+struct MadRequest {
+  MgmtClass mgmt_class = MgmtClass::kPerformance;
+  MadMethod method = MadMethod::kGet;
+  std::uint16_t attr_id = 0;
+  std::uint32_t attr_mod = 0;
+  MadAddress address;
+  std::vector<std::uint8_t> payload;  // at most kMadSize - kMadDataOffset bytes
+};
+
+// SMP data (IBTA 14.2.1.1) and PMA data (IBTA 16.1.1, after the 40 reserved
+// bytes) both begin at byte 64 of the MAD.
+inline constexpr std::size_t kMadDataOffset = 64;
+inline constexpr std::size_t kSmpDataSize = 64;
+inline constexpr std::size_t kPmaDataSize = kMadSize - kMadDataOffset;
+
+// Fields of the common MAD header (IBTA 13.4.2), decoded.
+struct MadHeader {
+  std::uint8_t base_version = 0;
+  std::uint8_t mgmt_class = 0;
+  std::uint8_t class_version = 0;
+  std::uint8_t method = 0;          // with the response bit (0x80)
+  std::uint16_t status = 0;         // for DR SMPs the 15-bit status without the D bit
+  std::uint64_t tid = 0;
+  std::uint16_t attr_id = 0;
+  std::uint32_t attr_mod = 0;
+};
+
+// How one request ended.
+enum class MadOutcome : std::uint8_t {
+  kOk,            // a response came back with MAD status 0
+  kRemoteError,   // a response came back with a non-zero MAD status
+  kTimeout,       // no response after every retry
+  kSendError,     // the local port refused the send
+};
+
+const char* ToString(MadOutcome o);
+
+struct MadResult {
+  MadOutcome outcome = MadOutcome::kTimeout;
+  std::uint16_t mad_status = 0;  // valid for kOk / kRemoteError
+  MadBytes response{};           // the whole response MAD, valid for kOk / kRemoteError
+};
+
+}  // namespace ibfabric::transport

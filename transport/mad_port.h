@@ -1,0 +1,35 @@
+#pragma once
+// The one seam between this project and the MAD wire. UmadPort implements it
+// over libibumad; FakeMadPort (transport/testing) implements it in memory
+// with delay, loss, duplication and corruption.
+
+#include <chrono>
+#include <optional>
+
+#include "transport/mad.h"
+
+namespace ibfabric::transport {
+
+struct InboundMad {
+  MadBytes mad{};
+  // 0 for a MAD received from the wire. Non-zero (an errno such as
+  // ETIMEDOUT) when the kernel hands back one of our own sends that got no
+  // response; `mad` then holds the request, TID included.
+  int status = 0;
+};
+
+// Contract: not thread-safe; one thread drives a port. Send never blocks on
+// the fabric; Receive blocks at most `timeout`.
+class MadPort {
+ public:
+  virtual ~MadPort() = default;
+
+  // Queues `mad` (a complete request, TID set) for `to`. Returns false when
+  // the local port refuses it; nothing will come back for it then.
+  virtual bool Send(const MadAddress& to, const MadBytes& mad) = 0;
+
+  // The next inbound MAD, or nullopt when none arrived within `timeout`.
+  virtual std::optional<InboundMad> Receive(std::chrono::microseconds timeout) = 0;
+};
+
+}  // namespace ibfabric::transport

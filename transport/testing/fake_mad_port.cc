@@ -1,0 +1,44 @@
+#include "transport/testing/fake_mad_port.h"
+
+#include <thread>
+
+#include "transport/codec.h"
+
+namespace ibfabric::transport::testing {
+
+FakeMadPort::FakeMadPort(Responder responder, FakeFaults faults, std::uint32_t seed)
+    : responder_(std::move(responder)), faults_(faults), rng_(seed) {}
+
+bool FakeMadPort::Send(const MadAddress& to, const MadBytes& mad) {
+  ++sends_;
+  sent_.push_back(mad);
+  std::optional<MadBytes> response = responder_(to, mad);
+  if (!response) return true;  // a request nobody answers: the engine must time out
+  std::uniform_real_distribution<double> u(0, 1);
+  if (u(rng_) < faults_.drop_rate) return true;
+  if (u(rng_) < faults_.corrupt_rate) {
+    (*response)[16] ^= 0x5a;  // AttributeID, IBTA 13.4.2 byte 16
+  }
+  const auto due = std::chrono::steady_clock::now() + faults_.latency;
+  queue_.push(Pending{due, seq_++, *response, true});
+  if (u(rng_) < faults_.duplicate_rate) queue_.push(Pending{due, seq_++, *response, false});
+  ++outstanding_;
+  if (outstanding_ > max_outstanding_) max_outstanding_ = outstanding_;
+  return true;
+}
+
+std::optional<InboundMad> FakeMadPort::Receive(std::chrono::microseconds timeout) {
+  const auto limit = std::chrono::steady_clock::now() + timeout;
+  if (queue_.empty() || queue_.top().due > limit) {
+    std::this_thread::sleep_until(limit);
+    return std::nullopt;
+  }
+  std::this_thread::sleep_until(queue_.top().due);
+  Pending p = queue_.top();
+  queue_.pop();
+  if (p.answers) --outstanding_;
+  ++delivered_;
+  return InboundMad{p.mad, 0};
+}
+
+}  // namespace ibfabric::transport::testing

@@ -1,0 +1,67 @@
+#pragma once
+// An in-memory MadPort for tests and benchmarks. A responder turns each
+// request into a response (or none); faults delay, drop, duplicate or
+// corrupt what comes back. Time is real (steady_clock).
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <queue>
+#include <random>
+#include <vector>
+
+#include "transport/mad_port.h"
+
+namespace ibfabric::transport::testing {
+
+struct FakeFaults {
+  std::chrono::microseconds latency{0};  // request to response
+  double drop_rate = 0;                  // probability a response is lost
+  double duplicate_rate = 0;             // probability a response arrives twice
+  double corrupt_rate = 0;               // probability the attribute ID is garbled
+};
+
+// Thread-safety: none, like every MadPort.
+class FakeMadPort final : public MadPort {
+ public:
+  // Returns the response MAD for a request, or nullopt for no response.
+  using Responder = std::function<std::optional<MadBytes>(const MadAddress&, const MadBytes&)>;
+
+  FakeMadPort(Responder responder, FakeFaults faults = {}, std::uint32_t seed = 1);
+
+  bool Send(const MadAddress& to, const MadBytes& mad) override;
+  std::optional<InboundMad> Receive(std::chrono::microseconds timeout) override;
+
+  // Observations for tests.
+  std::uint64_t sends() const { return sends_; }
+  std::uint64_t delivered() const { return delivered_; }
+  // Largest number of sends whose response had not been delivered yet at any
+  // instant. A dropped response counts as settled when it is dropped, so this
+  // equals the engine's window use only when nothing is dropped.
+  std::size_t max_outstanding() const { return max_outstanding_; }
+  const std::vector<MadBytes>& sent_mads() const { return sent_; }
+  void set_faults(const FakeFaults& f) { faults_ = f; }
+
+ private:
+  struct Pending {
+    std::chrono::steady_clock::time_point due;
+    std::uint64_t seq;
+    MadBytes mad;
+    bool answers;  // false for the second copy of a duplicate
+    bool operator>(const Pending& o) const { return due != o.due ? due > o.due : seq > o.seq; }
+  };
+
+  Responder responder_;
+  FakeFaults faults_;
+  std::mt19937 rng_;
+  std::priority_queue<Pending, std::vector<Pending>, std::greater<>> queue_;
+  std::vector<MadBytes> sent_;
+  std::uint64_t seq_ = 0;
+  std::uint64_t sends_ = 0;
+  std::uint64_t delivered_ = 0;
+  std::size_t outstanding_ = 0;
+  std::size_t max_outstanding_ = 0;
+};
+
+}  // namespace ibfabric::transport::testing

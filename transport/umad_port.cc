@@ -1,0 +1,188 @@
+#include "transport/umad_port.h"
+
+#include <endian.h>
+#include <infiniband/mad.h>
+#include <infiniband/umad.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+namespace ibfabric::transport {
+namespace {
+
+constexpr int kMaxCas = 32;
+
+struct Candidate {
+  std::string ca;
+  int port = 0;
+  unsigned state = 0;
+};
+
+// Ports of `ca` in order, with their states. Empty when the CA is unknown.
+std::vector<Candidate> PortsOf(const std::string& ca) {
+  std::vector<Candidate> out;
+  umad_ca_t info{};
+  if (umad_get_ca(ca.c_str(), &info) < 0) return out;
+  for (int p = 0; p <= info.numports && p < UMAD_CA_MAX_PORTS; ++p) {
+    if (info.ports[p] == nullptr) continue;
+    out.push_back({ca, info.ports[p]->portnum, info.ports[p]->state});
+  }
+  umad_release_ca(&info);
+  return out;
+}
+
+std::vector<std::string> CaNames() {
+  char names[kMaxCas][UMAD_CA_NAME_LEN];
+  const int n = umad_get_cas_names(names, kMaxCas);
+  std::vector<std::string> out;
+  for (int i = 0; i < n; ++i) out.emplace_back(names[i]);
+  return out;
+}
+
+constexpr unsigned kActive = 4;
+
+// Resolves the CA and port to open following UmadPortOptions' rules.
+bool Choose(const UmadPortOptions& o, Candidate* chosen, std::string* error) {
+  std::vector<std::string> cas = o.ca_name.empty() ? CaNames() : std::vector{o.ca_name};
+  if (cas.empty()) {
+    *error = "no InfiniBand device found (is the ib_umad module loaded?)";
+    return false;
+  }
+  std::vector<Candidate> all;
+  for (const auto& ca : cas) {
+    auto ports = PortsOf(ca);
+    if (ports.empty() && !o.ca_name.empty()) {
+      *error = "InfiniBand device '" + ca + "' not found";
+      return false;
+    }
+    all.insert(all.end(), ports.begin(), ports.end());
+  }
+  if (o.port != 0) {
+    for (const auto& c : all) {
+      if (c.port == o.port) {
+        *chosen = c;
+        return true;
+      }
+    }
+    *error = "port " + std::to_string(o.port) + " not found on '" + cas.front() + "'";
+    return false;
+  }
+  for (const auto& c : all) {
+    if (c.state == kActive) {
+      *chosen = c;
+      return true;
+    }
+  }
+  if (!o.ca_name.empty() && !all.empty()) {
+    *chosen = all.front();  // an explicit CA with no active port: open it anyway
+    return true;
+  }
+  *error = "no active InfiniBand port found";
+  return false;
+}
+
+}  // namespace
+
+std::unique_ptr<UmadPort> UmadPort::Open(const UmadPortOptions& options, std::string* error) {
+  if (umad_init() < 0) {
+    *error = "umad_init failed: " + std::string(std::strerror(errno));
+    return nullptr;
+  }
+  Candidate c;
+  if (!Choose(options, &c, error)) return nullptr;
+
+  std::unique_ptr<UmadPort> port(new UmadPort());
+  port->kernel_timeout_ms_ = options.kernel_timeout_ms;
+  umad_port_t info{};
+  if (umad_get_port(c.ca.c_str(), c.port, &info) == 0) {
+    port->local_.ca_name = info.ca_name;
+    port->local_.port = info.portnum;
+    port->local_.lid = static_cast<std::uint16_t>(info.base_lid);
+    port->local_.sm_lid = static_cast<std::uint16_t>(info.sm_lid);
+    port->local_.state = info.state;
+    port->local_.port_guid = be64toh(info.port_guid);
+    umad_release_port(&info);
+  }
+  umad_ca_t ca_info{};
+  if (umad_get_ca(c.ca.c_str(), &ca_info) == 0) {
+    port->local_.node_guid = be64toh(ca_info.node_guid);
+    umad_release_ca(&ca_info);
+  }
+
+  port->fd_ = umad_open_port(c.ca.c_str(), c.port);
+  if (port->fd_ < 0) {
+    *error = "cannot open " + c.ca + " port " + std::to_string(c.port) + ": " +
+             std::strerror(-port->fd_ > 0 ? -port->fd_ : errno) +
+             " (needs read/write access to /dev/infiniband/umad*)";
+    return nullptr;
+  }
+  // Class version 1 for SMI (IBTA 14.2.1) and PerfMgt (IBTA 16.1.1).
+  port->agent_smi_ = umad_register(port->fd_, IB_SMI_CLASS, 1, 0, nullptr);
+  port->agent_smi_dr_ = umad_register(port->fd_, IB_SMI_DIRECT_CLASS, 1, 0, nullptr);
+  port->agent_perf_ = umad_register(port->fd_, IB_PERFORMANCE_CLASS, 1, 0, nullptr);
+  if (port->agent_smi_ < 0 || port->agent_smi_dr_ < 0 || port->agent_perf_ < 0) {
+    *error = "cannot register MAD agents on " + c.ca + " port " + std::to_string(c.port);
+    return nullptr;
+  }
+  port->send_buf_.reset(new std::uint8_t[umad_size() + kMadSize]());
+  port->recv_buf_.reset(new std::uint8_t[umad_size() + kMadSize]());
+  return port;
+}
+
+UmadPort::~UmadPort() {
+  if (fd_ < 0) return;
+  for (int agent : {agent_smi_, agent_smi_dr_, agent_perf_}) {
+    if (agent >= 0) umad_unregister(fd_, agent);
+  }
+  umad_close_port(fd_);
+}
+
+int UmadPort::AgentFor(std::uint8_t mgmt_class) const {
+  switch (static_cast<MgmtClass>(mgmt_class)) {
+    case MgmtClass::kSubnLidRouted: return agent_smi_;
+    case MgmtClass::kSubnDirectRoute: return agent_smi_dr_;
+    case MgmtClass::kPerformance: return agent_perf_;
+  }
+  return -1;
+}
+
+bool UmadPort::Send(const MadAddress& to, const MadBytes& mad) {
+  const std::uint8_t cls = mad[1];  // MgmtClass, IBTA 13.4.2
+  const int agent = AgentFor(cls);
+  if (agent < 0) return false;
+  void* umad = send_buf_.get();
+  std::memset(umad, 0, umad_size() + kMadSize);
+  switch (static_cast<MgmtClass>(cls)) {
+    case MgmtClass::kSubnDirectRoute:
+      umad_set_addr(umad, 0xffff, 0, 0, 0);  // permissive DLID
+      break;
+    case MgmtClass::kSubnLidRouted:
+      umad_set_addr(umad, to.lid, 0, 0, 0);
+      break;
+    case MgmtClass::kPerformance:
+      umad_set_addr(umad, to.lid, 1, 0, IB_DEFAULT_QP1_QKEY);  // GMPs go to QP1
+      break;
+  }
+  umad_set_grh(umad, nullptr);
+  umad_set_pkey(umad, 0);
+  std::memcpy(umad_get_mad(umad), mad.data(), kMadSize);
+  return umad_send(fd_, agent, umad, static_cast<int>(kMadSize), kernel_timeout_ms_, 0) == 0;
+}
+
+std::optional<InboundMad> UmadPort::Receive(std::chrono::microseconds timeout) {
+  // umad2sim's poll() only honours the first descriptor, so the umad fd is
+  // polled alone (inside umad_recv); the timeout is rounded up to 1 ms.
+  int timeout_ms = static_cast<int>((timeout.count() + 999) / 1000);
+  if (timeout_ms < 0) timeout_ms = 0;
+  void* umad = recv_buf_.get();
+  int length = static_cast<int>(kMadSize);
+  const int rc = umad_recv(fd_, umad, &length, timeout_ms);
+  if (rc < 0) return std::nullopt;  // -ETIMEDOUT when nothing came, or a read error
+  InboundMad in;
+  in.status = umad_status(umad);
+  std::memcpy(in.mad.data(), umad_get_mad(umad), kMadSize);
+  return in;
+}
+
+}  // namespace ibfabric::transport

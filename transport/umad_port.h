@@ -1,0 +1,61 @@
+#pragma once
+// MadPort over libibumad: one open umad port with one agent per management
+// class this project speaks (LID-routed SMI, directed-route SMI, PerfMgt).
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "transport/mad_port.h"
+
+namespace ibfabric::transport {
+
+// What the local port looks like (from sysfs through libibumad).
+struct LocalPortInfo {
+  std::string ca_name;
+  int port = 0;
+  std::uint16_t lid = 0;
+  std::uint16_t sm_lid = 0;
+  unsigned state = 0;  // IBTA PortState: 4 = Active
+  std::uint64_t port_guid = 0;
+  std::uint64_t node_guid = 0;
+};
+
+struct UmadPortOptions {
+  std::string ca_name;  // empty: the first CA with an active port
+  int port = 0;         // 0: the first active port of that CA
+  // Passed to the kernel with each send so that it matches responses to
+  // requests (ib_umad drops responses to sends without a timeout). The
+  // engine keeps its own deadline too: the simulator has no kernel timeouts.
+  int kernel_timeout_ms = 100;
+};
+
+// Ownership: owns the umad port and its agents; neither copyable nor movable.
+class UmadPort final : public MadPort {
+ public:
+  // Opens the port, or returns nullptr and a one-line reason in *error.
+  static std::unique_ptr<UmadPort> Open(const UmadPortOptions& options, std::string* error);
+  ~UmadPort() override;
+  UmadPort(const UmadPort&) = delete;
+  UmadPort& operator=(const UmadPort&) = delete;
+
+  bool Send(const MadAddress& to, const MadBytes& mad) override;
+  std::optional<InboundMad> Receive(std::chrono::microseconds timeout) override;
+
+  const LocalPortInfo& local() const { return local_; }
+
+ private:
+  UmadPort() = default;
+  int AgentFor(std::uint8_t mgmt_class) const;
+
+  int fd_ = -1;
+  int agent_smi_ = -1;
+  int agent_smi_dr_ = -1;
+  int agent_perf_ = -1;
+  int kernel_timeout_ms_ = 100;
+  LocalPortInfo local_;
+  std::unique_ptr<std::uint8_t[]> send_buf_;
+  std::unique_ptr<std::uint8_t[]> recv_buf_;
+};
+
+}  // namespace ibfabric::transport
