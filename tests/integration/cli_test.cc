@@ -1,0 +1,73 @@
+// The binary's command line: bad input exits 2 with one clear line; --help
+// and --version exit 0; a missing device is a clear error, not a crash.
+
+#include <gtest/gtest.h>
+
+#include "tests/testbed/exporter_process.h"
+#include "tests/testbed/process.h"
+
+namespace ibfabric::testbed {
+namespace {
+
+using std::chrono::milliseconds;
+
+CommandResult RunExporter(const std::vector<std::string>& args, const Env& env = {}) {
+  std::vector<std::string> argv{ExporterBinary()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return RunCommand(argv, env, milliseconds(20000));
+}
+
+int Lines(const std::string& s) {
+  int n = 0;
+  for (char c : s) n += c == '\n';
+  return n;
+}
+
+TEST(CliTest, UnknownFlagExits2WithOneLine) {
+  const auto r = RunExporter({"--no.such-flag"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(Lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("unknown flag --no.such-flag"), std::string::npos) << r.err;
+}
+
+TEST(CliTest, BadValuesExit2NamingTheFlag) {
+  const std::vector<std::pair<std::string, std::string>> cases{
+      {"--web.listen-address=nonsense", "--web.listen-address"},
+      {"--web.listen-address=:99999", "--web.listen-address"},
+      {"--sweep.interval=soon", "--sweep.interval"},
+      {"--mad.window=0", "--mad.window"},
+      {"--mad.retries=-1", "--mad.retries"},
+      {"--log.level=loud", "--log.level"},
+      {"--web.telemetry-path=metrics", "--web.telemetry-path"},
+      {"--ib.port", "--ib.port"},
+  };
+  for (const auto& [arg, flag] : cases) {
+    const auto r = RunExporter({arg});
+    EXPECT_EQ(r.exit_code, 2) << arg;
+    EXPECT_EQ(Lines(r.err), 1) << arg << ": " << r.err;
+    EXPECT_NE(r.err.find(flag), std::string::npos) << arg << ": " << r.err;
+  }
+}
+
+TEST(CliTest, HelpAndVersion) {
+  const auto help = RunExporter({"--help"});
+  EXPECT_EQ(help.exit_code, 0);
+  for (const char* flag : {"--web.listen-address", "--ib.ca", "--ib.port", "--sweep.interval", "--mad.window"}) {
+    EXPECT_NE(help.out.find(flag), std::string::npos) << flag;
+  }
+  const auto version = RunExporter({"--version"});
+  EXPECT_EQ(version.exit_code, 0);
+  EXPECT_NE(version.out.find("version"), std::string::npos);
+}
+
+TEST(CliTest, MissingDeviceIsAClearError) {
+  // Without the simulator preload there is no InfiniBand device here (or, on
+  // a machine with one, no device by this name).
+  const auto r = RunExporter({"--ib.ca=no_such_hca0", "--once"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(Lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("no_such_hca0"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace ibfabric::testbed

@@ -1,0 +1,97 @@
+#include "tests/testbed/exporter_process.h"
+
+#include <arpa/inet.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <thread>
+
+#ifndef IBFABRIC_EXPORTER_BIN
+#error "IBFABRIC_EXPORTER_BIN must be defined by the build"
+#endif
+
+namespace ibfabric::testbed {
+
+std::string ExporterBinary() { return IBFABRIC_EXPORTER_BIN; }
+
+int FreeLocalPort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  socklen_t len = sizeof a;
+  int port = 0;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
+    port = ntohs(a.sin_port);
+  }
+  close(fd);
+  return port;
+}
+
+std::unique_ptr<ExporterProcess> ExporterProcess::Start(const SimFabric& sim,
+                                                        const std::vector<std::string>& args,
+                                                        std::string* error) {
+  std::unique_ptr<ExporterProcess> e(new ExporterProcess());
+  e->dir_ = MakeTempDir("exporter");
+  e->port_ = FreeLocalPort();
+  SpawnOptions o;
+  o.argv = {ExporterBinary(), "--web.listen-address=127.0.0.1:" + std::to_string(e->port_)};
+  o.argv.insert(o.argv.end(), args.begin(), args.end());
+  o.env = sim.ClientEnv();
+  o.stdout_path = e->dir_ + "/exporter.log";
+  e->process_ = Process::Spawn(o, error);
+  if (!e->process_) return nullptr;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < deadline) {
+    int status = 0;
+    e->Get("/healthz", &status);
+    if (status == 200) return e;
+    if (!e->process_->Running()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  *error = "exporter did not come up: " + e->Log();
+  return nullptr;
+}
+
+ExporterProcess::~ExporterProcess() {
+  if (process_) process_->Stop();
+  RemoveTree(dir_);
+}
+
+std::string ExporterProcess::Get(const std::string& path, int* status) const {
+  httplib::Client c("127.0.0.1", port_);
+  c.set_connection_timeout(2, 0);
+  c.set_read_timeout(30, 0);
+  auto res = c.Get(path);
+  if (!res) {
+    if (status) *status = -1;
+    return "";
+  }
+  if (status) *status = res->status;
+  return res->body;
+}
+
+Scrape ExporterProcess::ScrapeMetrics() const { return Scrape::Parse(Get("/metrics")); }
+
+std::optional<Scrape> ExporterProcess::WaitForSweeps(double n, std::chrono::milliseconds timeout) const {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    int status = 0;
+    const std::string body = Get("/metrics", &status);
+    if (status == 200) {
+      Scrape s = Scrape::Parse(body);
+      auto v = s.Value("infiniband_exporter_sweeps_total");
+      if (v && *v >= n) return s;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return std::nullopt;
+}
+
+std::string ExporterProcess::Log() const { return ReadFile(dir_ + "/exporter.log"); }
+
+}  // namespace ibfabric::testbed

@@ -1,0 +1,46 @@
+#pragma once
+// The real exporter binary, attached to a SimFabric, on a free local port.
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tests/testbed/process.h"
+#include "tests/testbed/prom_text.h"
+#include "tests/testbed/sim_fabric.h"
+
+namespace ibfabric::testbed {
+
+// The path of the built exporter (set by CMake for the test targets).
+std::string ExporterBinary();
+
+class ExporterProcess {
+ public:
+  // Starts the exporter with `args` (a listen address is added) and waits
+  // until it serves /healthz.
+  static std::unique_ptr<ExporterProcess> Start(const SimFabric& sim,
+                                                const std::vector<std::string>& args,
+                                                std::string* error);
+  ~ExporterProcess();
+
+  // GET `path`; the body, or empty with *status set (-1 when unreachable).
+  std::string Get(const std::string& path, int* status = nullptr) const;
+  Scrape ScrapeMetrics() const;
+  // Waits until infiniband_exporter_sweeps_total >= n; the scrape that showed it.
+  std::optional<Scrape> WaitForSweeps(double n, std::chrono::milliseconds timeout) const;
+  std::string Log() const;
+  int port() const { return port_; }
+  Process& process() { return *process_; }
+
+ private:
+  ExporterProcess() = default;
+  std::string dir_;
+  int port_ = 0;
+  std::unique_ptr<Process> process_;
+};
+
+// A TCP port on 127.0.0.1 that was free a moment ago.
+int FreeLocalPort();
+
+}  // namespace ibfabric::testbed

@@ -1,0 +1,160 @@
+#include "tests/testbed/fat_tree.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <set>
+#include <sstream>
+
+namespace ibfabric::testbed {
+namespace {
+
+std::string Name(const char* fmt, int n) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, fmt, n);
+  return buf;
+}
+
+std::string Str(const Endpoint& e) { return "\"" + e.node + "\"[" + std::to_string(e.port) + "]"; }
+
+}  // namespace
+
+FatTree FatTree::Generate(const FatTreeSpec& s) {
+  if (s.leaves < 1 || s.spines < 0 || s.hosts_per_leaf < 0 || s.links_per_pair < 1) {
+    throw std::invalid_argument("fat tree needs at least one leaf and one link per pair");
+  }
+  if (s.hosts_per_leaf + s.spines * s.links_per_pair > s.radix) {
+    throw std::invalid_argument("leaf needs " + std::to_string(s.hosts_per_leaf + s.spines * s.links_per_pair) +
+                                " ports, radix is " + std::to_string(s.radix));
+  }
+  if (s.leaves * s.links_per_pair > s.radix) {
+    throw std::invalid_argument("spine needs " + std::to_string(s.leaves * s.links_per_pair) +
+                                " ports, radix is " + std::to_string(s.radix));
+  }
+  FatTree t;
+  t.spec_ = s;
+  for (int l = 1; l <= s.leaves; ++l) t.leaves_.push_back(Name("ib-leaf%02d", l));
+  for (int sp = 1; sp <= s.spines; ++sp) t.spines_.push_back(Name("ib-spine%02d", sp));
+  for (int h = 1; h <= s.leaves * s.hosts_per_leaf; ++h) t.hosts_.push_back(Name("cn%04d", h));
+
+  for (int h = 1; h <= static_cast<int>(t.hosts_.size()); ++h) {
+    t.cables_.push_back({t.LeafHostPort(h), t.HostPort(h), s.rate});
+  }
+  for (int l = 1; l <= s.leaves; ++l) {
+    for (int sp = 1; sp <= s.spines; ++sp) {
+      for (int k = 0; k < s.links_per_pair; ++k) {
+        t.cables_.push_back({t.LeafUplink(l, sp, k), t.SpineDownlink(sp, l, k), s.rate});
+      }
+    }
+  }
+
+  auto find = [&t](const Endpoint& e) -> Cable* {
+    for (auto& c : t.cables_) {
+      if (c.a == e || c.b == e) return &c;
+    }
+    return nullptr;
+  };
+  auto far_of = [](Cable& c, const Endpoint& e) -> Endpoint& { return c.a == e ? c.b : c.a; };
+
+  for (const auto& [x, y] : s.swaps) {
+    Cable* cx = find(x);
+    Cable* cy = find(y);
+    if (!cx || !cy || cx == cy) throw std::invalid_argument("swap: no two distinct cables at " + Str(x) + " and " + Str(y));
+    std::swap(far_of(*cx, x), far_of(*cy, y));
+  }
+  for (const auto& e : s.missing) {
+    auto it = std::find_if(t.cables_.begin(), t.cables_.end(),
+                           [&e](const Cable& c) { return c.a == e || c.b == e; });
+    if (it == t.cables_.end()) throw std::invalid_argument("missing: no cable at " + Str(e));
+    t.cables_.erase(it);
+  }
+  std::map<std::string, int> next_spare;
+  const int first_spare = s.hosts_per_leaf + s.spines * s.links_per_pair + 1;
+  for (const auto& [i, j] : s.leaf_links) {
+    if (i < 1 || j < 1 || i > s.leaves || j > s.leaves || i == j) {
+      throw std::invalid_argument("leaf link: bad leaves " + std::to_string(i) + "," + std::to_string(j));
+    }
+    Endpoint ends[2];
+    int idx = 0;
+    for (int l : {i, j}) {
+      const std::string n = t.Leaf(l);
+      int& p = next_spare.try_emplace(n, first_spare).first->second;
+      if (p > s.radix) throw std::invalid_argument("leaf link: " + n + " has no spare port");
+      ends[idx++] = {n, p++};
+    }
+    t.cables_.push_back({ends[0], ends[1], s.rate});
+  }
+  for (const auto& [e, rate] : s.degraded) {
+    Cable* c = find(e);
+    if (!c) throw std::invalid_argument("degraded: no cable at " + Str(e));
+    c->rate = rate;
+  }
+  return t;
+}
+
+Endpoint FatTree::HostPort(int h) const { return {Host(h), 1}; }
+
+Endpoint FatTree::LeafHostPort(int h) const {
+  const int H = spec_.hosts_per_leaf;
+  return {Leaf((h - 1) / H + 1), (h - 1) % H + 1};
+}
+
+Endpoint FatTree::LeafUplink(int l, int s, int k) const {
+  return {Leaf(l), spec_.hosts_per_leaf + (s - 1) * spec_.links_per_pair + k + 1};
+}
+
+Endpoint FatTree::SpineDownlink(int s, int l, int k) const {
+  return {Spine(s), (l - 1) * spec_.links_per_pair + k + 1};
+}
+
+std::vector<int> FatTree::CabledPorts(const std::string& node) const {
+  std::vector<int> out;
+  for (const auto& c : cables_) {
+    if (c.a.node == node) out.push_back(c.a.port);
+    if (c.b.node == node) out.push_back(c.b.port);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+const Endpoint* FatTree::Peer(const Endpoint& e) const {
+  for (const auto& c : cables_) {
+    if (c.a == e) return &c.b;
+    if (c.b == e) return &c.a;
+  }
+  return nullptr;
+}
+
+std::string FatTree::NetFile() const {
+  // Every cable is written from both ends; ibsim needs both ends' notes to agree.
+  std::map<std::string, std::vector<std::pair<int, std::string>>> lines;
+  std::set<std::string> is_host(hosts_.begin(), hosts_.end());
+  for (const auto& c : cables_) {
+    for (int side = 0; side < 2; ++side) {
+      const Endpoint& me = side ? c.b : c.a;
+      const Endpoint& peer = side ? c.a : c.b;
+      std::string line = "[" + std::to_string(me.port) + "] " + Str(peer);
+      if (!c.rate.empty()) {
+        line += is_host.count(me.node) ? "  # lid 0 lmc 0 \"" + peer.node + "\" lid 0 " + c.rate
+                                       : "  # \"" + peer.node + "\" lid 0 " + c.rate;
+      }
+      lines[me.node].emplace_back(me.port, line);
+    }
+  }
+  std::ostringstream out;
+  out << "# generated fat tree: " << spec_.leaves << " leaves, " << spec_.spines << " spines, "
+      << spec_.hosts_per_leaf << " hosts per leaf, " << spec_.links_per_pair
+      << " links per leaf-spine pair, radix " << spec_.radix << "\n\n";
+  auto emit = [&](const std::string& header, const std::string& node) {
+    out << header << " \"" << node << "\"\n";
+    auto& v = lines[node];
+    std::sort(v.begin(), v.end());
+    for (const auto& [port, line] : v) out << line << "\n";
+    out << "\n";
+  };
+  for (const auto& n : leaves_) emit("Switch " + std::to_string(spec_.radix), n);
+  for (const auto& n : spines_) emit("Switch " + std::to_string(spec_.radix), n);
+  for (const auto& n : hosts_) emit("Hca 1", n);
+  return out.str();
+}
+
+}  // namespace ibfabric::testbed

@@ -1,0 +1,80 @@
+#pragma once
+// Two-tier fat trees in ibsim's net format (the ibnetdiscover format), with
+// planted wiring faults. Port layout, for reading tests:
+//   leaf L (1-based): ports 1..H to hosts, then uplinks: link k (0-based)
+//     to spine S (1-based) at port H + (S-1)*K + k + 1, K = links per pair;
+//     spare ports after that.
+//   spine S: link k to leaf L at port (L-1)*K + k + 1.
+//   host h (1-based, fabric wide) sits on leaf (h-1)/H + 1, port (h-1)%H + 1.
+// Names read like a cluster: ib-leaf01, ib-spine01, cn0001.
+
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace ibfabric::testbed {
+
+struct Endpoint {
+  std::string node;
+  int port = 0;
+  bool operator==(const Endpoint&) const = default;
+  bool operator<(const Endpoint& o) const {
+    return node != o.node ? node < o.node : port < o.port;
+  }
+};
+
+struct Cable {
+  Endpoint a, b;
+  std::string rate;  // e.g. "4xQDR" (both ends get the same note), empty: ibsim's default
+};
+
+struct FatTreeSpec {
+  int leaves = 4;
+  int spines = 2;
+  int hosts_per_leaf = 4;
+  int links_per_pair = 1;
+  int radix = 36;
+  std::string rate = "4xQDR";  // every cable's width and speed unless degraded
+
+  // Planted faults, applied in this order.
+  std::vector<std::pair<Endpoint, Endpoint>> swaps;  // exchange the far ends of the cables at these two ports
+  std::vector<Endpoint> missing;                      // remove the cable at this port
+  std::vector<std::pair<int, int>> leaf_links;        // cable leaf i to leaf j on spare ports (1-based)
+  std::map<Endpoint, std::string> degraded;           // cable at port -> rate, e.g. "1xQDR"
+};
+
+class FatTree {
+ public:
+  // Throws std::invalid_argument naming the problem (radix too small, a
+  // fault on a port without a cable, ...).
+  static FatTree Generate(const FatTreeSpec& spec);
+
+  std::string NetFile() const;
+
+  const FatTreeSpec& spec() const { return spec_; }
+  const std::vector<std::string>& leaves() const { return leaves_; }
+  const std::vector<std::string>& spines() const { return spines_; }
+  const std::vector<std::string>& hosts() const { return hosts_; }
+  const std::vector<Cable>& cables() const { return cables_; }
+
+  // Names and ports by position (all 1-based).
+  std::string Leaf(int l) const { return leaves_.at(l - 1); }
+  std::string Spine(int s) const { return spines_.at(s - 1); }
+  std::string Host(int h) const { return hosts_.at(h - 1); }
+  Endpoint HostPort(int h) const;              // the host's own port 1
+  Endpoint LeafHostPort(int h) const;          // the leaf port cabled to host h
+  Endpoint LeafUplink(int l, int s, int k = 0) const;
+  Endpoint SpineDownlink(int s, int l, int k = 0) const;
+  // Ports of `node` that have a cable, ascending.
+  std::vector<int> CabledPorts(const std::string& node) const;
+  // The far end of the cable at `e`, if any.
+  const Endpoint* Peer(const Endpoint& e) const;
+
+ private:
+  FatTreeSpec spec_;
+  std::vector<std::string> leaves_, spines_, hosts_;
+  std::vector<Cable> cables_;
+};
+
+}  // namespace ibfabric::testbed

@@ -1,0 +1,129 @@
+#include "tests/testbed/sim_fabric.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+namespace ibfabric::testbed {
+namespace {
+
+std::string Tail(const std::string& text, std::size_t n = 600) {
+  return text.size() <= n ? text : "..." + text.substr(text.size() - n);
+}
+
+std::size_t Count(const std::string& hay, const std::string& needle) {
+  std::size_t n = 0;
+  for (auto p = hay.find(needle); p != std::string::npos; p = hay.find(needle, p + 1)) ++n;
+  return n;
+}
+
+}  // namespace
+
+std::unique_ptr<SimFabric> SimFabric::Start(const std::string& net_file, const SimOptions& options,
+                                            std::string* error) {
+  std::unique_ptr<SimFabric> sim(new SimFabric());
+  sim->options_ = options;
+  sim->dir_ = MakeTempDir("sim");
+  if (sim->dir_.empty()) {
+    *error = "cannot create a temporary directory";
+    return nullptr;
+  }
+  const std::string net = sim->dir_ + "/net";
+  const std::string fifo = sim->dir_ + "/console";
+  WriteFile(net, net_file);
+  if (mkfifo(fifo.c_str(), 0600) != 0) {
+    *error = "mkfifo: " + std::string(std::strerror(errno));
+    return nullptr;
+  }
+  // O_RDWR on a fifo does not block; holding it open keeps ibsim from
+  // seeing end of file on its console.
+  sim->console_fd_ = open(fifo.c_str(), O_RDWR);
+  SpawnOptions o;
+  o.argv = {"ibsim", "-s", "-N", std::to_string(options.max_nodes), "-S",
+            std::to_string(options.max_switches), "-P", std::to_string(options.max_ports), net};
+  o.stdin_path = fifo;
+  o.stdout_path = sim->dir_ + "/ibsim.log";
+  sim->ibsim_ = Process::Spawn(o, error);
+  if (!sim->ibsim_) return nullptr;
+
+  const auto deadline = std::chrono::steady_clock::now() + options.timeout;
+  while (true) {
+    const std::string log = ReadFile(o.stdout_path);
+    if (log.find("Network simulator ready.") != std::string::npos) break;
+    if (!sim->ibsim_->Running() || log.find("ibpanic") != std::string::npos) {
+      *error = "ibsim failed to start: " + Tail(log);
+      return nullptr;
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      *error = "ibsim not ready after " + std::to_string(options.timeout.count()) + "s";
+      return nullptr;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (!sim->SweepSubnet(error)) return nullptr;
+  return sim;
+}
+
+SimFabric::~SimFabric() {
+  if (ibsim_) ibsim_->Stop();
+  if (console_fd_ >= 0) close(console_fd_);
+  if (std::getenv("IBFABRIC_KEEP_SIM") == nullptr) RemoveTree(dir_);
+}
+
+std::size_t SimFabric::Prompts() const { return Count(ReadFile(dir_ + "/ibsim.log"), "sim> "); }
+
+std::string SimFabric::Console(const std::string& command, bool* ok) {
+  const std::string path = dir_ + "/ibsim.log";
+  const std::size_t before_len = ReadFile(path).size();
+  const std::size_t before = Prompts();
+  const std::string line = command + "\n";
+  bool answered = write(console_fd_, line.data(), line.size()) == static_cast<ssize_t>(line.size());
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (answered && Prompts() <= before) {
+    if (std::chrono::steady_clock::now() > deadline || !ibsim_->Running()) {
+      answered = false;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  if (ok) *ok = answered;
+  if (!answered) return "";
+  std::string out = ReadFile(path).substr(before_len);
+  auto p = out.rfind("sim> ");
+  return p == std::string::npos ? out : out.substr(0, p);
+}
+
+bool SimFabric::SweepSubnet(std::string* error) {
+  const std::string log = dir_ + "/opensm." + std::to_string(++sm_runs_) + ".log";
+  const std::string cache = dir_ + "/osm-cache";
+  mkdir(cache.c_str(), 0700);
+  Env env = ClientEnv();
+  env["OSM_CACHE_DIR"] = cache;
+  const auto r = RunCommand({"opensm", "-o", "-f", log}, env,
+                            std::chrono::duration_cast<std::chrono::milliseconds>(options_.timeout));
+  const std::string text = ReadFile(log);
+  if (text.find("SUBNET UP") == std::string::npos) {
+    *error = "opensm did not bring the subnet up (exit " + std::to_string(r.exit_code) + "): " +
+             Tail(text + r.out + r.err);
+    return false;
+  }
+  return true;
+}
+
+Env SimFabric::ClientEnv() const {
+  Env env{{"LD_PRELOAD", kUmad2SimPreload}};
+  if (!options_.attach.empty()) env["SIM_HOST"] = options_.attach;
+  return env;
+}
+
+CommandResult SimFabric::Tool(const std::vector<std::string>& argv,
+                              std::chrono::milliseconds timeout) const {
+  return RunCommand(argv, ClientEnv(), timeout);
+}
+
+}  // namespace ibfabric::testbed

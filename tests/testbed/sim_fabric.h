@@ -1,0 +1,64 @@
+#pragma once
+// A running simulated fabric: ibsim on a net file, its console through a
+// fifo, and opensm run under the umad2sim preload to assign LIDs. Tools and
+// the exporter attach with ClientEnv(). The destructor ends every process it
+// started, also when the test failed.
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tests/testbed/process.h"
+
+namespace ibfabric::testbed {
+
+inline constexpr const char* kUmad2SimPreload = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so";
+
+struct SimOptions {
+  std::string attach;                // SIM_HOST for clients (a node name)
+  int max_nodes = 4096;              // ibsim -N
+  int max_switches = 512;            // ibsim -S
+  int max_ports = 32768;             // ibsim -P
+  std::chrono::seconds timeout{120}; // for ibsim start and each opensm sweep
+};
+
+class SimFabric {
+ public:
+  // Starts ibsim and sweeps once with opensm. nullptr and a reason on failure
+  // (the reason carries the tail of the failing process's log).
+  static std::unique_ptr<SimFabric> Start(const std::string& net_file, const SimOptions& options,
+                                          std::string* error);
+  ~SimFabric();
+  SimFabric(const SimFabric&) = delete;
+  SimFabric& operator=(const SimFabric&) = delete;
+
+  // Sends one console command (PerformanceSet, Unlink, ReLink, Link, Error,
+  // Baselid, ...) and waits for ibsim's next prompt. Returns what ibsim
+  // printed for it; empty with *ok=false when ibsim did not answer in time.
+  std::string Console(const std::string& command, bool* ok = nullptr);
+
+  // Runs opensm once more (-o), e.g. after links changed. False on failure.
+  bool SweepSubnet(std::string* error);
+
+  // Environment for clients: LD_PRELOAD and SIM_HOST.
+  Env ClientEnv() const;
+  // Runs a tool (perfquery, ibnetdiscover, ...) attached to the fabric.
+  CommandResult Tool(const std::vector<std::string>& argv,
+                     std::chrono::milliseconds timeout = std::chrono::milliseconds(60000)) const;
+
+  const std::string& dir() const { return dir_; }
+  bool Alive() { return ibsim_ && ibsim_->Running(); }
+
+ private:
+  SimFabric() = default;
+  std::size_t Prompts() const;
+
+  SimOptions options_;
+  std::string dir_;
+  int console_fd_ = -1;
+  std::unique_ptr<Process> ibsim_;
+  int sm_runs_ = 0;
+};
+
+}  // namespace ibfabric::testbed

@@ -1,0 +1,161 @@
+// Discovery and sweep over a fake fabric: nodes, links (both ends), LIDs,
+// down links, silent nodes; counters land on the right ports.
+
+#include <gtest/gtest.h>
+
+#include "collectors/sweep.h"
+#include "tests/unit/fake_fabric.h"
+#include "topology/discovery.h"
+#include "transport/mad_engine.h"
+
+namespace ibfabric {
+namespace {
+
+using std::chrono::milliseconds;
+using topology::NodeKind;
+using topology::PortRef;
+
+// host0 - leaf0 - spine0 - leaf1 - host1, two cables leaf0<->spine0, a
+// second HCA port (host1 port 2) cabled to leaf0.
+struct Small {
+  testing::FakeFabric f;
+  int leaf0, leaf1, spine, host0, host1;
+  Small() {
+    leaf0 = f.AddSwitch("leaf0", 8, 10);
+    leaf1 = f.AddSwitch("leaf1", 8, 11);
+    spine = f.AddSwitch("spine0", 8, 12);
+    host0 = f.AddCa("host0", 1);
+    host1 = f.AddCa("host1", 2);
+    f.SetCaLid(host0, 1, 1);
+    f.SetCaLid(host1, 1, 2);
+    f.SetCaLid(host1, 2, 3);
+    f.Connect(host0, 1, leaf0, 1);
+    f.Connect(host1, 1, leaf1, 1);
+    f.Connect(host1, 2, leaf0, 2);
+    f.Connect(leaf0, 5, spine, 1);
+    f.Connect(leaf0, 6, spine, 2);
+    f.Connect(leaf1, 5, spine, 3);
+  }
+};
+
+topology::DiscoveryResult Discover(testing::FakeFabric& f, int local, int port) {
+  transport::testing::FakeMadPort mad(f.Responder(local, port));
+  transport::MadEngine engine(mad, {16, milliseconds(20), 1});
+  return topology::Discover(engine);
+}
+
+TEST(DiscoveryTest, FindsEveryNodeAndBothEndsOfEveryLink) {
+  Small s;
+  const auto r = Discover(s.f, s.host0, 1);
+  ASSERT_TRUE(r.ok);
+  EXPECT_TRUE(r.problems.empty());
+  EXPECT_EQ(r.local_node_guid, s.f.Guid(s.host0));
+  EXPECT_EQ(r.local_port, 1);
+  const auto& fab = r.fabric;
+  EXPECT_EQ(fab.switch_count(), 3u);
+  EXPECT_EQ(fab.ca_count(), 2u);
+
+  const auto* leaf0 = fab.FindNode(s.f.Guid(s.leaf0));
+  ASSERT_NE(leaf0, nullptr);
+  EXPECT_EQ(leaf0->kind, NodeKind::kSwitch);
+  EXPECT_EQ(leaf0->description, "leaf0");
+  EXPECT_EQ(leaf0->lid, 10);
+  EXPECT_EQ(leaf0->ports.size(), 8u);  // every port, up or not
+  EXPECT_EQ(leaf0->FindPort(6)->remote, (PortRef{s.f.Guid(s.spine), 2}));
+  EXPECT_FALSE(leaf0->FindPort(7)->remote);
+  EXPECT_FALSE(leaf0->FindPort(7)->link_up());
+
+  const auto* spine = fab.FindNode(s.f.Guid(s.spine));
+  EXPECT_EQ(spine->FindPort(2)->remote, (PortRef{s.f.Guid(s.leaf0), 6}));
+  EXPECT_EQ(spine->FindPort(3)->remote, (PortRef{s.f.Guid(s.leaf1), 5}));
+
+  // Both ports of the dual-port HCA, reached through different leaves.
+  const auto* host1 = fab.FindNode(s.f.Guid(s.host1));
+  ASSERT_NE(host1, nullptr);
+  ASSERT_EQ(host1->ports.size(), 2u);
+  EXPECT_EQ(host1->FindPort(1)->lid, 2);
+  EXPECT_EQ(host1->FindPort(2)->lid, 3);
+  EXPECT_EQ(host1->FindPort(2)->remote, (PortRef{s.f.Guid(s.leaf0), 2}));
+  EXPECT_EQ(fab.FindNode(s.f.Guid(s.host0))->FindPort(1)->remote, (PortRef{s.f.Guid(s.leaf0), 1}));
+}
+
+TEST(DiscoveryTest, DownLinksAndSilentNodes) {
+  Small s;
+  s.f.SetLinkDown(s.leaf1, 5);  // leaf1 and host1 port 1 now only via host1 port 2
+  const auto r = Discover(s.f, s.host0, 1);
+  ASSERT_TRUE(r.ok);
+  EXPECT_EQ(r.fabric.FindNode(s.f.Guid(s.leaf1)), nullptr);
+  const auto* host1 = r.fabric.FindNode(s.f.Guid(s.host1));
+  ASSERT_NE(host1, nullptr);
+  EXPECT_EQ(host1->ports.size(), 1u);
+
+  Small t;
+  t.f.Silence(t.spine);
+  const auto q = Discover(t.f, t.host0, 1);
+  ASSERT_TRUE(q.ok);
+  EXPECT_EQ(q.fabric.FindNode(t.f.Guid(t.spine)), nullptr);
+  EXPECT_EQ(q.problems.size(), 2u) << "one per leaf0 uplink that led to the silent spine";
+}
+
+TEST(DiscoveryTest, NothingAnswersLocally) {
+  testing::FakeFabric f;
+  const int ca = f.AddCa("lonely", 1);
+  f.Silence(ca);
+  const auto r = Discover(f, ca, 1);
+  EXPECT_FALSE(r.ok);
+  ASSERT_EQ(r.problems.size(), 1u);
+  EXPECT_NE(r.problems[0].find("local node"), std::string::npos);
+}
+
+TEST(SweepTest, CountersLandOnTheirPorts) {
+  Small s;
+  transport::PortCounters c;
+  c.rcv_errors = 77;
+  s.f.SetCounters(s.spine, 2, c);
+  transport::PortCountersExtended x;
+  x.xmit_data = 1ULL << 40;
+  s.f.SetExtended(s.host1, 2, x);
+  s.f.DisableExtended(s.leaf1);
+
+  transport::testing::FakeMadPort mad(s.f.Responder(s.host0, 1));
+  transport::MadEngine engine(mad, {16, milliseconds(20), 1});
+  const auto d = topology::Discover(engine);
+  ASSERT_TRUE(d.ok);
+  const auto targets = collectors::SweepTargets(d.fabric, {});
+  // Up switch ports: leaf0 1,2,5,6; leaf1 1,5; spine 1,2,3; CA ports: 3.
+  EXPECT_EQ(targets.size(), 12u);
+  const auto sweep = collectors::Sweep(targets, engine);
+  EXPECT_EQ(sweep.failed_ports, 0u);
+  for (const auto& r : sweep.readings) {
+    ASSERT_TRUE(r.sample);
+    const auto& v = r.sample->value;
+    using collectors::Counter;
+    using collectors::Index;
+    const bool spine2 = r.target.port == PortRef{s.f.Guid(s.spine), 2};
+    EXPECT_EQ(v[Index(Counter::kRcvErrors)], spine2 ? 77u : 0u);
+    const bool host1p2 = r.target.port == PortRef{s.f.Guid(s.host1), 2};
+    EXPECT_EQ(v[Index(Counter::kXmitData)], host1p2 ? (1ULL << 40) : 0u);
+    const bool leaf1 = r.target.port.node_guid == s.f.Guid(s.leaf1);
+    // Without PortCountersExtended the 32-bit fields feed the data counters
+    // and the unicast/multicast counters are absent.
+    EXPECT_EQ(r.sample->bits[Index(Counter::kXmitData)], leaf1 ? 32 : 64);
+    EXPECT_EQ(r.sample->present.test(Index(Counter::kUnicastXmitPkts)), !leaf1);
+  }
+}
+
+TEST(SweepTest, RememberedDownPortsStayTargets) {
+  Small s;
+  s.f.SetLinkDown(s.leaf0, 6);
+  transport::testing::FakeMadPort mad(s.f.Responder(s.host0, 1));
+  transport::MadEngine engine(mad, {16, milliseconds(20), 1});
+  const auto d = topology::Discover(engine);
+  const PortRef down{s.f.Guid(s.leaf0), 6};
+  const auto without = collectors::SweepTargets(d.fabric, {});
+  const auto with = collectors::SweepTargets(d.fabric, {down});
+  EXPECT_EQ(with.size(), without.size() + 1);
+  const auto sweep = collectors::Sweep(with, engine);
+  EXPECT_EQ(sweep.failed_ports, 0u) << "a switch answers for its down ports";
+}
+
+}  // namespace
+}  // namespace ibfabric

@@ -1,0 +1,137 @@
+#include "tests/unit/fake_fabric.h"
+
+#include "transport/codec.h"
+#include "transport/testing/encoders.h"
+
+namespace ibfabric::testing {
+
+using namespace transport;
+using transport::testing::EncodeNodeDescription;
+using transport::testing::EncodeNodeInfo;
+using transport::testing::EncodePortCounters;
+using transport::testing::EncodePortCountersExtended;
+using transport::testing::EncodePortInfo;
+
+int FakeFabric::AddSwitch(const std::string& name, int ports, std::uint16_t lid) {
+  FakeNode n{name, NodeType::kSwitch, lid, {}, ports};
+  for (int p = 1; p <= ports; ++p) n.ports[p] = PortState{};
+  nodes_.push_back(n);
+  return static_cast<int>(nodes_.size()) - 1;
+}
+
+int FakeFabric::AddCa(const std::string& name, int ports) {
+  FakeNode n{name, NodeType::kCa, 0, {}, ports};
+  for (int p = 1; p <= ports; ++p) n.ports[p] = PortState{};
+  nodes_.push_back(n);
+  return static_cast<int>(nodes_.size()) - 1;
+}
+
+void FakeFabric::Connect(int a, int pa, int b, int pb) {
+  PortState& x = nodes_.at(a).ports.at(pa);
+  PortState& y = nodes_.at(b).ports.at(pb);
+  x.peer = b;
+  x.peer_port = pb;
+  x.up = true;
+  y.peer = a;
+  y.peer_port = pa;
+  y.up = true;
+}
+
+void FakeFabric::SetCaLid(int ca, int port, std::uint16_t lid) { nodes_.at(ca).ports.at(port).lid = lid; }
+
+void FakeFabric::SetLinkDown(int node, int port) {
+  PortState& p = nodes_.at(node).ports.at(port);
+  if (p.peer >= 0) nodes_.at(p.peer).ports.at(p.peer_port).up = false;
+  p.up = false;
+}
+
+void FakeFabric::SetCounters(int node, int port, const PortCounters& c) {
+  nodes_.at(node).ports.at(port).counters = c;
+}
+void FakeFabric::SetExtended(int node, int port, const PortCountersExtended& c) {
+  nodes_.at(node).ports.at(port).extended = c;
+}
+
+transport::testing::FakeMadPort::Responder FakeFabric::Responder(int local, int local_port) {
+  return [this, local, local_port](const MadAddress& to, const MadBytes& req) {
+    return Answer(local, local_port, to, req);
+  };
+}
+
+std::optional<MadBytes> FakeFabric::Answer(int local, int local_port, const MadAddress& to,
+                                           const MadBytes& req) {
+  const MadHeader h = DecodeHeader(req);
+  if (h.mgmt_class == static_cast<std::uint8_t>(MgmtClass::kSubnDirectRoute)) {
+    // Walk the route: each hop leaves the current node by the given port.
+    int node = local;
+    int entered = local_port;
+    for (std::uint8_t out : to.dr_path) {
+      const FakeNode& n = nodes_.at(node);
+      if (node != local && n.type != NodeType::kSwitch) return std::nullopt;  // CAs do not forward
+      auto it = n.ports.find(out);
+      if (it == n.ports.end() || !it->second.up) return std::nullopt;
+      entered = it->second.peer_port;
+      node = it->second.peer;
+    }
+    const FakeNode& n = nodes_.at(node);
+    if (n.silent) return std::nullopt;
+    if (h.attr_id == smp_attr::kNodeInfo) {
+      NodeInfo ni;
+      ni.node_type = n.type;
+      ni.num_ports = static_cast<std::uint8_t>(n.num_ports);
+      ni.node_guid = Guid(node);
+      ni.system_image_guid = Guid(node);
+      ni.port_guid = n.type == NodeType::kSwitch ? Guid(node) : (Guid(node) << 8 | static_cast<std::uint64_t>(entered));
+      ni.local_port = static_cast<std::uint8_t>(entered);
+      return EncodeResponse(req, EncodeNodeInfo(ni));
+    }
+    if (h.attr_id == smp_attr::kNodeDescription) return EncodeResponse(req, EncodeNodeDescription(n.name));
+    if (h.attr_id == smp_attr::kPortInfo) {
+      PortInfo pi;
+      const int port = static_cast<int>(h.attr_mod);
+      if (port == 0 && n.type == NodeType::kSwitch) {
+        pi.lid = n.lid;
+        pi.port_state = kPortStateActive;
+        return EncodeResponse(req, EncodePortInfo(pi));
+      }
+      auto it = n.ports.find(port);
+      if (it == n.ports.end()) return EncodeResponse(req, {}, 0x1c);  // invalid attribute modifier
+      pi.lid = n.type == NodeType::kSwitch ? n.lid : it->second.lid;
+      pi.local_port = static_cast<std::uint8_t>(entered);
+      pi.port_state = it->second.up ? kPortStateActive : kPortStateDown;
+      pi.port_phys_state = it->second.up ? kPhysStateLinkUp : 2;
+      pi.link_width_active = 2;  // 4x
+      pi.link_speed_active = 4;  // QDR
+      return EncodeResponse(req, EncodePortInfo(pi));
+    }
+    return EncodeResponse(req, {}, 0x0c);  // unsupported attribute
+  }
+  if (h.mgmt_class == static_cast<std::uint8_t>(MgmtClass::kPerformance)) {
+    for (std::size_t i = 0; i < nodes_.size(); ++i) {
+      FakeNode& n = nodes_[i];
+      for (auto& [num, p] : n.ports) {
+        const bool owns = n.type == NodeType::kSwitch ? n.lid == to.lid : p.lid == to.lid;
+        if (!owns || to.lid == 0) continue;
+        if (n.silent) return std::nullopt;
+        const int select = MadData(req)[1];  // PortSelect, IBTA 16.1.3.5
+        auto it = n.ports.find(select);
+        if (it == n.ports.end()) return EncodeResponse(req, {}, 0x1c);
+        if (h.attr_id == pma_attr::kPortCounters) {
+          PortCounters c = it->second.counters;
+          c.port_select = static_cast<std::uint8_t>(select);
+          return EncodeResponse(req, EncodePortCounters(c));
+        }
+        if (h.attr_id == pma_attr::kPortCountersExtended && !n.no_extended) {
+          PortCountersExtended c = it->second.extended;
+          c.port_select = static_cast<std::uint8_t>(select);
+          return EncodeResponse(req, EncodePortCountersExtended(c));
+        }
+        return EncodeResponse(req, {}, 0x0c);
+      }
+    }
+    return std::nullopt;  // no such LID: nothing answers
+  }
+  return std::nullopt;
+}
+
+}  // namespace ibfabric::testing

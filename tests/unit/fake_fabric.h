@@ -1,0 +1,62 @@
+#pragma once
+// A fabric in memory that answers directed-route SMPs (NodeInfo,
+// NodeDescription, PortInfo) and PMA queries (PortCounters,
+// PortCountersExtended) the way a real one does, for unit tests of
+// discovery and sweeps through FakeMadPort.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "transport/attributes.h"
+#include "transport/mad.h"
+#include "transport/testing/fake_mad_port.h"
+
+namespace ibfabric::testing {
+
+class FakeFabric {
+ public:
+  // Adds a node; returns its index. GUIDs are 0x1000 + index (node) and
+  // 0x1000 + index << 8 | port (CA port GUIDs).
+  int AddSwitch(const std::string& name, int ports, std::uint16_t lid);
+  int AddCa(const std::string& name, int ports);
+  void Connect(int a, int port_a, int b, int port_b);
+  void SetCaLid(int ca, int port, std::uint16_t lid);
+  void SetLinkDown(int node, int port);  // both ends
+  void SetCounters(int node, int port, const transport::PortCounters& c);
+  void SetExtended(int node, int port, const transport::PortCountersExtended& c);
+  void DisableExtended(int node) { nodes_.at(node).no_extended = true; }
+  void Silence(int node) { nodes_.at(node).silent = true; }  // answers nothing
+
+  std::uint64_t Guid(int node) const { return 0x1000 + static_cast<std::uint64_t>(node); }
+
+  // The responder for FakeMadPort; `local` is the node the port sits on.
+  transport::testing::FakeMadPort::Responder Responder(int local, int local_port);
+
+ private:
+  struct PortState {
+    int peer = -1;
+    int peer_port = 0;
+    bool up = false;
+    std::uint16_t lid = 0;  // CA ports
+    transport::PortCounters counters;
+    transport::PortCountersExtended extended;
+  };
+  struct FakeNode {
+    std::string name;
+    transport::NodeType type;
+    std::uint16_t lid = 0;  // switches
+    std::map<int, PortState> ports;
+    int num_ports = 0;
+    bool no_extended = false;
+    bool silent = false;
+  };
+  std::optional<transport::MadBytes> Answer(int local, int local_port, const transport::MadAddress& to,
+                                            const transport::MadBytes& req);
+
+  std::vector<FakeNode> nodes_;
+};
+
+}  // namespace ibfabric::testing

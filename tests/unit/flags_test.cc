@@ -1,0 +1,66 @@
+#include <gtest/gtest.h>
+
+#include "exporter/flags.h"
+
+namespace ibfabric::exporter {
+namespace {
+
+using Action = ParsedFlags::Action;
+
+TEST(FlagsTest, Defaults) {
+  const auto r = ParseFlags({});
+  EXPECT_EQ(r.action, Action::kRun);
+  EXPECT_EQ(r.config.listen_port, 9315);
+  EXPECT_EQ(r.config.telemetry_path, "/metrics");
+  EXPECT_EQ(r.config.sweep_interval, std::chrono::seconds(10));
+}
+
+TEST(FlagsTest, BothValueForms) {
+  const auto r = ParseFlags({"--web.listen-address", "127.0.0.1:9000", "--ib.ca=mlx5_1", "--ib.port", "2",
+                             "--sweep.interval=1500ms", "--mad.window=256", "--once"});
+  ASSERT_EQ(r.action, Action::kRun) << r.error;
+  EXPECT_EQ(r.config.listen_host, "127.0.0.1");
+  EXPECT_EQ(r.config.listen_port, 9000);
+  EXPECT_EQ(r.config.ca_name, "mlx5_1");
+  EXPECT_EQ(r.config.ca_port, 2);
+  EXPECT_EQ(r.config.sweep_interval, std::chrono::milliseconds(1500));
+  EXPECT_EQ(r.config.mad_window, 256);
+  EXPECT_TRUE(r.config.once);
+}
+
+TEST(FlagsTest, ListenAddressForms) {
+  EXPECT_EQ(ParseFlags({"--web.listen-address=:9100"}).config.listen_host, "0.0.0.0");
+  EXPECT_EQ(ParseFlags({"--web.listen-address=[::1]:9100"}).config.listen_host, "::1");
+  EXPECT_EQ(ParseFlags({"--web.listen-address=9100"}).action, Action::kError);
+}
+
+TEST(FlagsTest, ErrorsNameTheFlag) {
+  for (const auto& [args, needle] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"--bogus"}, "unknown flag --bogus"},
+           {{"--mad.window=x"}, "--mad.window"},
+           {{"--mad.timeout=0ms"}, "--mad.timeout"},
+           {{"--once=yes"}, "takes no value"},
+           {{"--ib.ca"}, "needs a value"},
+           {{"stray"}, "unexpected argument 'stray'"},
+           {{"--sweep.interval=10"}, "not a duration"}}) {
+    const auto r = ParseFlags(args);
+    EXPECT_EQ(r.action, Action::kError) << args[0];
+    EXPECT_NE(r.error.find(needle), std::string::npos) << r.error;
+    EXPECT_EQ(r.error.find('\n'), std::string::npos);
+  }
+}
+
+TEST(FlagsTest, Durations) {
+  std::chrono::milliseconds d;
+  ASSERT_TRUE(ParseDuration("2m", &d));
+  EXPECT_EQ(d, std::chrono::minutes(2));
+  ASSERT_TRUE(ParseDuration("1h", &d));
+  EXPECT_EQ(d, std::chrono::hours(1));
+  EXPECT_FALSE(ParseDuration("", &d));
+  EXPECT_FALSE(ParseDuration("s", &d));
+  EXPECT_FALSE(ParseDuration("1.5s", &d));
+  EXPECT_FALSE(ParseDuration("99999999999999s", &d));
+}
+
+}  // namespace
+}  // namespace ibfabric::exporter

@@ -1,0 +1,99 @@
+#include "transport/testing/encoders.h"
+
+#include <infiniband/mad.h>
+
+#include <algorithm>
+
+namespace ibfabric::transport::testing {
+namespace {
+
+struct Buf {
+  explicit Buf(std::size_t n) : bytes(n, 0) {}
+  void Set(MAD_FIELDS f, std::uint32_t v) { mad_set_field(bytes.data(), 0, f, v); }
+  void Set64(MAD_FIELDS f, std::uint64_t v) { mad_set_field64(bytes.data(), 0, f, v); }
+  std::vector<std::uint8_t> bytes;
+};
+
+}  // namespace
+
+std::vector<std::uint8_t> EncodeNodeInfo(const NodeInfo& n) {
+  Buf b(kSmpDataSize);
+  b.Set(IB_NODE_BASE_VERS_F, 1);
+  b.Set(IB_NODE_CLASS_VERS_F, 1);
+  b.Set(IB_NODE_TYPE_F, static_cast<std::uint32_t>(n.node_type));
+  b.Set(IB_NODE_NPORTS_F, n.num_ports);
+  b.Set64(IB_NODE_SYSTEM_GUID_F, n.system_image_guid);
+  b.Set64(IB_NODE_GUID_F, n.node_guid);
+  b.Set64(IB_NODE_PORT_GUID_F, n.port_guid);
+  b.Set(IB_NODE_DEVID_F, n.device_id);
+  b.Set(IB_NODE_REVISION_F, n.revision);
+  b.Set(IB_NODE_LOCAL_PORT_F, n.local_port);
+  b.Set(IB_NODE_VENDORID_F, n.vendor_id);
+  return b.bytes;
+}
+
+std::vector<std::uint8_t> EncodeNodeDescription(const std::string& s) {
+  std::vector<std::uint8_t> out(kSmpDataSize, 0);
+  std::copy_n(s.begin(), std::min(s.size(), out.size()), out.begin());
+  return out;
+}
+
+std::vector<std::uint8_t> EncodePortInfo(const PortInfo& p) {
+  Buf b(kSmpDataSize);
+  b.Set(IB_PORT_LID_F, p.lid);
+  b.Set(IB_PORT_SMLID_F, p.sm_lid);
+  b.Set(IB_PORT_CAPMASK_F, p.capability_mask);
+  b.Set(IB_PORT_LOCAL_PORT_F, p.local_port);
+  b.Set(IB_PORT_LINK_WIDTH_ENABLED_F, p.link_width_enabled);
+  b.Set(IB_PORT_LINK_WIDTH_SUPPORTED_F, p.link_width_supported);
+  b.Set(IB_PORT_LINK_WIDTH_ACTIVE_F, p.link_width_active);
+  b.Set(IB_PORT_LINK_SPEED_SUPPORTED_F, p.link_speed_supported);
+  b.Set(IB_PORT_STATE_F, p.port_state);
+  b.Set(IB_PORT_PHYS_STATE_F, p.port_phys_state);
+  b.Set(IB_PORT_LMC_F, p.lmc);
+  b.Set(IB_PORT_LINK_SPEED_ACTIVE_F, p.link_speed_active);
+  b.Set(IB_PORT_LINK_SPEED_ENABLED_F, p.link_speed_enabled);
+  b.Set(IB_PORT_LINK_SPEED_EXT_ACTIVE_F, p.link_speed_ext_active);
+  b.Set(IB_PORT_LINK_SPEED_EXT_SUPPORTED_F, p.link_speed_ext_supported);
+  b.Set(IB_PORT_LINK_SPEED_EXT_ENABLED_F, p.link_speed_ext_enabled);
+  return b.bytes;
+}
+
+std::vector<std::uint8_t> EncodePortCounters(const PortCounters& c) {
+  Buf b(kPmaDataSize);
+  b.Set(IB_PC_PORT_SELECT_F, c.port_select);
+  b.Set(IB_PC_ERR_SYM_F, c.symbol_error);
+  b.Set(IB_PC_LINK_RECOVERS_F, c.link_error_recovery);
+  b.Set(IB_PC_LINK_DOWNED_F, c.link_downed);
+  b.Set(IB_PC_ERR_RCV_F, c.rcv_errors);
+  b.Set(IB_PC_ERR_PHYSRCV_F, c.rcv_remote_physical_errors);
+  b.Set(IB_PC_ERR_SWITCH_REL_F, c.rcv_switch_relay_errors);
+  b.Set(IB_PC_XMT_DISCARDS_F, c.xmit_discards);
+  b.Set(IB_PC_ERR_XMTCONSTR_F, c.xmit_constraint_errors);
+  b.Set(IB_PC_ERR_RCVCONSTR_F, c.rcv_constraint_errors);
+  b.Set(IB_PC_ERR_LOCALINTEG_F, c.local_link_integrity_errors);
+  b.Set(IB_PC_ERR_EXCESS_OVR_F, c.excessive_buffer_overrun_errors);
+  b.Set(IB_PC_VL15_DROPPED_F, c.vl15_dropped);
+  b.Set(IB_PC_XMT_BYTES_F, c.xmit_data);
+  b.Set(IB_PC_RCV_BYTES_F, c.rcv_data);
+  b.Set(IB_PC_XMT_PKTS_F, c.xmit_pkts);
+  b.Set(IB_PC_RCV_PKTS_F, c.rcv_pkts);
+  b.Set(IB_PC_XMT_WAIT_F, c.xmit_wait);
+  return b.bytes;
+}
+
+std::vector<std::uint8_t> EncodePortCountersExtended(const PortCountersExtended& c) {
+  Buf b(kPmaDataSize);
+  b.Set(IB_PC_EXT_PORT_SELECT_F, c.port_select);
+  b.Set64(IB_PC_EXT_XMT_BYTES_F, c.xmit_data);
+  b.Set64(IB_PC_EXT_RCV_BYTES_F, c.rcv_data);
+  b.Set64(IB_PC_EXT_XMT_PKTS_F, c.xmit_pkts);
+  b.Set64(IB_PC_EXT_RCV_PKTS_F, c.rcv_pkts);
+  b.Set64(IB_PC_EXT_XMT_UPKTS_F, c.unicast_xmit_pkts);
+  b.Set64(IB_PC_EXT_RCV_UPKTS_F, c.unicast_rcv_pkts);
+  b.Set64(IB_PC_EXT_XMT_MPKTS_F, c.multicast_xmit_pkts);
+  b.Set64(IB_PC_EXT_RCV_MPKTS_F, c.multicast_rcv_pkts);
+  return b.bytes;
+}
+
+}  // namespace ibfabric::transport::testing

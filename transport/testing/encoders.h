@@ -1,0 +1,19 @@
+#pragma once
+// Inverse of the decoders in attributes.h: attribute structs to the bytes of
+// a MAD's data section. For fakes and tests only.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "transport/attributes.h"
+
+namespace ibfabric::transport::testing {
+
+std::vector<std::uint8_t> EncodeNodeInfo(const NodeInfo& n);
+std::vector<std::uint8_t> EncodeNodeDescription(const std::string& s);
+std::vector<std::uint8_t> EncodePortInfo(const PortInfo& p);
+std::vector<std::uint8_t> EncodePortCounters(const PortCounters& c);
+std::vector<std::uint8_t> EncodePortCountersExtended(const PortCountersExtended& c);
+
+}  // namespace ibfabric::transport::testing
