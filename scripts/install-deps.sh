@@ -15,14 +15,11 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   # the simulated fabric and the tools we cross-check against
   ibsim-utils opensm infiniband-diags
+  # promtool lints the exposition format; the server scrapes in end-to-end tests
+  prometheus
   # scripts used by the test bed and the demo
   python3 curl procps
 )
-
-if [ "$(id -u)" != 0 ]; then
-  echo "install-deps.sh: must run as root (apt-get install)" >&2
-  exit 1
-fi
 
 missing=()
 for p in "${packages[@]}"; do
@@ -36,6 +33,10 @@ if [ ${#missing[@]} -eq 0 ]; then
   exit 0
 fi
 
+if [ "$(id -u)" != 0 ]; then
+  echo "install-deps.sh: missing packages (${missing[*]}); run as root to install them" >&2
+  exit 1
+fi
 echo "install-deps.sh: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq

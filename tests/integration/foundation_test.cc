@@ -245,5 +245,31 @@ TEST_F(FoundationTest, UnlinkedPortKeepsItsSeries) {
   ASSERT_TRUE(sim_->SweepSubnet(&error)) << error;
 }
 
+TEST_F(FoundationTest, ExpositionPassesPromtoolAndEndpointsAnswer) {
+  std::string error;
+  auto exporter = ExporterProcess::Start(*sim_, {"--sweep.interval=1h"}, &error);
+  ASSERT_NE(exporter, nullptr) << error;
+  int status = 0;
+  exporter->Get("/readyz", &status);
+  // Ready only once a sweep has completed.
+  ASSERT_TRUE(exporter->WaitForSweeps(1, seconds(60)));
+  exporter->Get("/readyz", &status);
+  EXPECT_EQ(status, 200);
+  EXPECT_EQ(exporter->Get("/healthz", &status), "ok\n");
+  EXPECT_EQ(status, 200);
+  EXPECT_NE(exporter->Get("/", &status).find("href=\"/metrics\""), std::string::npos);
+  exporter->Get("/no/such/page", &status);
+  EXPECT_EQ(status, 404);
+
+  const std::string body = exporter->Get("/metrics", &status);
+  ASSERT_EQ(status, 200);
+  const std::string dir = MakeTempDir("promtool");
+  WriteFile(dir + "/metrics.txt", body);
+  const auto lint = RunCommand({"sh", "-c", "promtool check metrics < " + dir + "/metrics.txt"}, {}, seconds(60));
+  RemoveTree(dir);
+  EXPECT_EQ(lint.exit_code, 0) << lint.out << lint.err;
+  EXPECT_EQ(lint.out + lint.err, "");
+}
+
 }  // namespace
 }  // namespace ibfabric::testbed

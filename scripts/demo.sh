@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# README command 1: install, build, start a simulated fat-tree fabric (ibsim
+# + opensm) with a few planted faults, and run the exporter against it.
+#   scripts/demo.sh [--listen ADDRESS] [--leaves N] [--spines N] [--hosts-per-leaf N]
+# Stops everything it started on Ctrl-C.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+listen=":9315"; leaves=8; spines=4; hosts=8
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --listen) listen="$2"; shift 2 ;;
+    --leaves) leaves="$2"; shift 2 ;;
+    --spines) spines="$2"; shift 2 ;;
+    --hosts-per-leaf) hosts="$2"; shift 2 ;;
+    *) echo "demo.sh: unknown argument '$1' (see the header of this script)" >&2; exit 2 ;;
+  esac
+done
+
+bash scripts/build.sh
+
+dir="$PWD/.demo"
+rm -rf "$dir"; mkdir -p "$dir/osm-cache"
+preload=/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so
+
+build/tests/gen_fabric --leaves "$leaves" --spines "$spines" --hosts-per-leaf "$hosts" \
+  --links-per-pair 2 --radix $(( hosts + spines * 2 > leaves * 2 ? hosts + spines * 2 : leaves * 2 )) \
+  > "$dir/fabric.net"
+
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }
+trap cleanup EXIT INT TERM
+
+# ibsim reads its console from a fifo that this script holds open (fd 3).
+mkfifo "$dir/console"
+exec 3<>"$dir/console"
+ibsim -s -N 4096 -S 512 -P 32768 "$dir/fabric.net" <&3 >"$dir/ibsim.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 100); do grep -q "Network simulator ready" "$dir/ibsim.log" && break; sleep 0.1; done
+grep -q "Network simulator ready" "$dir/ibsim.log" || { echo "demo.sh: ibsim failed:"; tail "$dir/ibsim.log"; exit 1; }
+
+echo "demo.sh: assigning LIDs with opensm"
+LD_PRELOAD=$preload SIM_HOST=cn0001 OSM_CACHE_DIR="$dir/osm-cache" \
+  timeout 120 opensm -o -f "$dir/opensm.log" >/dev/null 2>&1 || true
+grep -q "SUBNET UP" "$dir/opensm.log" || { echo "demo.sh: opensm did not bring the subnet up"; tail "$dir/opensm.log"; exit 1; }
+
+# A few planted faults so the metrics have something to show.
+{
+  echo 'PerformanceSet "ib-leaf02"[3] PortCounters.SymbolErrorCounter=1234'
+  echo 'PerformanceSet "ib-leaf03"['"$(( hosts + 1 ))"'] PortCounters.PortXmitWait=987654'
+  echo 'PerformanceSet "ib-spine01"[2] PortCounters.PortRcvErrors=42'
+  echo 'PerformanceSet "cn0005"[1] PortCounters.LinkDownedCounter=3'
+} >&3
+
+port="${listen##*:}"
+echo
+echo "demo.sh: simulated fabric: $leaves leaves, $spines spines, $(( leaves * hosts )) hosts (files in $dir)"
+echo "demo.sh: open http://localhost:${port}/metrics  (Ctrl-C stops everything)"
+echo "demo.sh: inject more faults with: echo 'PerformanceSet \"ib-leaf01\"[2] PortCounters.PortRcvErrors=7' > $dir/console"
+echo
+LD_PRELOAD=$preload SIM_HOST=cn0001 build/exporter/ibfabric_exporter \
+  --web.listen-address="$listen" --sweep.interval=5s --discovery.interval=1m &
+pids+=($!)
+wait "${pids[-1]}"
