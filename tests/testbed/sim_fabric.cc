@@ -91,11 +91,20 @@ std::string SimFabric::Console(const std::string& command, bool* ok) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-  if (ok) *ok = answered;
-  if (!answered) return "";
+  if (!answered) {
+    if (ok) *ok = false;
+    return "";
+  }
   std::string out = ReadFile(path).substr(before_len);
   auto p = out.rfind("sim> ");
-  return p == std::string::npos ? out : out.substr(0, p);
+  if (p != std::string::npos) out = out.substr(0, p);
+  // ibsim says nothing on success and one of these on a rejected command.
+  bool rejected = false;
+  for (const char* bad : {"unknown", "not found", "error", "invalid", "failed", "bad "}) {
+    rejected = rejected || out.find(bad) != std::string::npos;
+  }
+  if (ok) *ok = !rejected;
+  return out;
 }
 
 bool SimFabric::SweepSubnet(std::string* error) {

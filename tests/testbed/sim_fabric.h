@@ -35,7 +35,8 @@ class SimFabric {
 
   // Sends one console command (PerformanceSet, Unlink, ReLink, Link, Error,
   // Baselid, ...) and waits for ibsim's next prompt. Returns what ibsim
-  // printed for it; empty with *ok=false when ibsim did not answer in time.
+  // printed for it. *ok is false when ibsim did not answer in time or
+  // rejected the command (unknown command, node not found, ...).
   std::string Console(const std::string& command, bool* ok = nullptr);
 
   // Runs opensm once more (-o), e.g. after links changed. False on failure.
