@@ -62,17 +62,11 @@ class FoundationTest : public ::testing::Test {
     return verb + " \"" + e.node + "\"[" + std::to_string(e.port) + "]" + (rest.empty() ? "" : " " + rest);
   }
 
-  // name -> guid label, from the info metrics.
-  static std::map<std::string, std::string> Guids(const Scrape& s) {
+  // node name -> the value of `label` (guid, lid) in the info metrics.
+  static std::map<std::string, std::string> ByName(const Scrape& s, const std::string& label) {
     std::map<std::string, std::string> out;
-    for (const auto& x : s.Find("infiniband_switch_info")) out[x.labels.at("switch")] = x.labels.at("guid");
-    for (const auto& x : s.Find("infiniband_hca_info")) out[x.labels.at("hca")] = x.labels.at("guid");
-    return out;
-  }
-  static std::map<std::string, std::string> Lids(const Scrape& s) {
-    std::map<std::string, std::string> out;
-    for (const auto& x : s.Find("infiniband_switch_info")) out[x.labels.at("switch")] = x.labels.at("lid");
-    for (const auto& x : s.Find("infiniband_hca_info")) out[x.labels.at("hca")] = x.labels.at("lid");
+    for (const auto& x : s.Find("infiniband_switch_info")) out[x.labels.at("switch")] = x.labels.at(label);
+    for (const auto& x : s.Find("infiniband_hca_info")) out[x.labels.at("hca")] = x.labels.at(label);
     return out;
   }
   static bool IsHost(const std::string& node) { return node.rfind("cn", 0) == 0; }
@@ -112,7 +106,7 @@ TEST_F(FoundationTest, PlantedCountersAppearOnExactlyTheirSeries) {
   ASSERT_NE(exporter, nullptr) << error;
   auto scrape = exporter->WaitForSweeps(1, seconds(60));
   ASSERT_TRUE(scrape) << exporter->Log();
-  const auto guids = Guids(*scrape);
+  const auto guids = ByName(*scrape, "guid");
   ASSERT_EQ(guids.size(), 18u + 9u + 324u);
 
   std::map<std::string, Endpoint> by_guid_port;  // "guid/port" -> endpoint
@@ -173,8 +167,8 @@ TEST_F(FoundationTest, DataCountersAgreeWithPerfquery) {
   ASSERT_NE(exporter, nullptr) << error;
   auto scrape = exporter->WaitForSweeps(1, seconds(60));
   ASSERT_TRUE(scrape) << exporter->Log();
-  const auto guids = Guids(*scrape);
-  const auto lids = Lids(*scrape);
+  const auto guids = ByName(*scrape, "guid");
+  const auto lids = ByName(*scrape, "lid");
 
   for (const auto& p : plants) {
     const auto q = sim_->Tool({"perfquery", "-x", lids.at(p.port.node), std::to_string(p.port.port)});
@@ -212,7 +206,7 @@ TEST_F(FoundationTest, UnlinkedPortKeepsItsSeries) {
   ASSERT_NE(exporter, nullptr) << error;
   auto before = exporter->WaitForSweeps(1, seconds(60));
   ASSERT_TRUE(before) << exporter->Log();
-  const auto guids = Guids(*before);
+  const auto guids = ByName(*before, "guid");
   const Labels leaf_labels{{"guid", guids.at(leaf_port.node)}, {"port", std::to_string(leaf_port.port)}};
   const Labels host_labels{{"guid", guids.at(host_port.node)}, {"port", "1"}};
   ASSERT_EQ(before->Value("infiniband_switch_port_receive_errors_total", leaf_labels), 9);
@@ -246,7 +240,8 @@ TEST_F(FoundationTest, UnlinkedPortKeepsItsSeries) {
 
 TEST_F(FoundationTest, ExpositionPassesPromtoolAndEndpointsAnswer) {
   std::string error;
-  auto exporter = ExporterProcess::Start(*sim_, {"--sweep.interval=1h"}, &error);
+  // The simulated CA and port named explicitly, as on a host with several.
+  auto exporter = ExporterProcess::Start(*sim_, {"--sweep.interval=1h", "--ib.ca=ibsim0", "--ib.port=1"}, &error);
   ASSERT_NE(exporter, nullptr) << error;
   int status = 0;
   exporter->Get("/readyz", &status);
@@ -268,6 +263,10 @@ TEST_F(FoundationTest, ExpositionPassesPromtoolAndEndpointsAnswer) {
   RemoveTree(dir);
   EXPECT_EQ(lint.exit_code, 0) << lint.out << lint.err;
   EXPECT_EQ(lint.out + lint.err, "");
+
+  const auto wrong = sim_->Tool({ExporterBinary(), "--ib.ca=ibsim0", "--ib.port=2", "--once"});
+  EXPECT_EQ(wrong.exit_code, 1);
+  EXPECT_NE(wrong.err.find("port 2 not found on 'ibsim0'"), std::string::npos) << wrong.err;
 }
 
 }  // namespace
