@@ -25,6 +25,15 @@ void CounterStore::Update(const topology::PortRef& port, const PortSample& sampl
   t.stale = false;
 }
 
+void CounterStore::NoteCleared(const topology::PortRef& port,
+                               const std::bitset<kCounterCount>& counters) {
+  auto it = ports_.find(port);
+  if (it == ports_.end()) return;
+  for (std::size_t i = 0; i < kCounterCount; ++i) {
+    if (counters.test(i)) it->second.last_raw[i] = 0;
+  }
+}
+
 void CounterStore::MarkStale(const topology::PortRef& port) {
   auto it = ports_.find(port);
   if (it != ports_.end()) it->second.stale = true;

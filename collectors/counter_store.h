@@ -26,6 +26,12 @@ struct PortTotals {
   std::array<std::uint8_t, kCounterCount> last_bits{};
   std::chrono::system_clock::time_point last_update{};
   bool stale = false;  // the last sweep got no reading for this port
+
+  // The last raw reading of counter i sat at its field's maximum: a sticky
+  // counter that stopped, so the total is a lower bound until it is cleared.
+  bool Pinned(std::size_t i) const {
+    return present.test(i) && last_bits[i] < 64 && last_raw[i] == MaxOf(last_bits[i]);
+  }
 };
 
 // Thread-safety: none; the sweeping thread owns it and publishes copies.
@@ -35,8 +41,13 @@ class CounterStore {
               std::chrono::system_clock::time_point now);
   // The port was a target but did not answer: keep totals, mark stale.
   void MarkStale(const topology::PortRef& port);
+  // These counters of the port were just cleared by us: the next reading is
+  // all new counts (the total itself is untouched, so it stays continuous).
+  void NoteCleared(const topology::PortRef& port, const std::bitset<kCounterCount>& counters);
 
   const std::map<topology::PortRef, PortTotals>& ports() const { return ports_; }
+  // Replaces everything, e.g. with totals saved before a re-exec.
+  void Restore(std::map<topology::PortRef, PortTotals> ports) { ports_ = std::move(ports); }
 
  private:
   std::map<topology::PortRef, PortTotals> ports_;

@@ -4,68 +4,90 @@ namespace ibfabric::collectors {
 
 const std::array<CounterSpec, kCounterCount>& CounterSpecs() {
   static const std::array<CounterSpec, kCounterCount> kSpecs{{
-      {Counter::kSymbolError, "symbol_error", "SymbolErrorCounter", 1},
-      {Counter::kLinkErrorRecovery, "link_error_recovery", "LinkErrorRecoveryCounter", 1},
-      {Counter::kLinkDowned, "link_downed", "LinkDownedCounter", 1},
-      {Counter::kRcvErrors, "receive_errors", "PortRcvErrors", 1},
+      {Counter::kSymbolError, "symbol_error", "SymbolErrorCounter", 1, 0},
+      {Counter::kLinkErrorRecovery, "link_error_recovery", "LinkErrorRecoveryCounter", 1, 1},
+      {Counter::kLinkDowned, "link_downed", "LinkDownedCounter", 1, 2},
+      {Counter::kRcvErrors, "receive_errors", "PortRcvErrors", 1, 3},
       {Counter::kRcvRemotePhysicalErrors, "receive_remote_physical_errors",
-       "PortRcvRemotePhysicalErrors", 1},
+       "PortRcvRemotePhysicalErrors", 1, 4},
       {Counter::kRcvSwitchRelayErrors, "receive_switch_relay_errors", "PortRcvSwitchRelayErrors",
-       1},
-      {Counter::kXmitDiscards, "transmit_discards", "PortXmitDiscards", 1},
+       1, 5},
+      {Counter::kXmitDiscards, "transmit_discards", "PortXmitDiscards", 1, 6},
       {Counter::kXmitConstraintErrors, "transmit_constraint_errors", "PortXmitConstraintErrors",
-       1},
-      {Counter::kRcvConstraintErrors, "receive_constraint_errors", "PortRcvConstraintErrors", 1},
+       1, 7},
+      {Counter::kRcvConstraintErrors, "receive_constraint_errors", "PortRcvConstraintErrors", 1, 8},
       {Counter::kLocalLinkIntegrityErrors, "local_link_integrity_errors",
-       "LocalLinkIntegrityErrors", 1},
+       "LocalLinkIntegrityErrors", 1, 9},
       {Counter::kExcessiveBufferOverrunErrors, "excessive_buffer_overrun_errors",
-       "ExcessiveBufferOverrunErrors", 1},
-      {Counter::kVl15Dropped, "vl15_dropped", "VL15Dropped", 1},
-      {Counter::kXmitWait, "transmit_wait", "PortXmitWait", 1},
+       "ExcessiveBufferOverrunErrors", 1, 10},
+      {Counter::kVl15Dropped, "vl15_dropped", "VL15Dropped", 1, 11},
+      {Counter::kQp1Dropped, "qp1_dropped", "QP1Dropped", 1, -1},
+      {Counter::kXmitWait, "transmit_wait", "PortXmitWait", 1, 16},
       // PortXmitData/PortRcvData count 32-bit words (IBTA 16.1.3.5 table 225 note).
-      {Counter::kXmitData, "transmit_data_bytes", "PortXmitData", 4},
-      {Counter::kRcvData, "receive_data_bytes", "PortRcvData", 4},
-      {Counter::kXmitPkts, "transmit_packets", "PortXmitPkts", 1},
-      {Counter::kRcvPkts, "receive_packets", "PortRcvPkts", 1},
-      {Counter::kUnicastXmitPkts, "unicast_transmit_packets", "PortUnicastXmitPkts", 1},
-      {Counter::kUnicastRcvPkts, "unicast_receive_packets", "PortUnicastRcvPkts", 1},
-      {Counter::kMulticastXmitPkts, "multicast_transmit_packets", "PortMulticastXmitPkts", 1},
-      {Counter::kMulticastRcvPkts, "multicast_receive_packets", "PortMulticastRcvPkts", 1},
+      {Counter::kXmitData, "transmit_data_bytes", "PortXmitData", 4, 12},
+      {Counter::kRcvData, "receive_data_bytes", "PortRcvData", 4, 13},
+      {Counter::kXmitPkts, "transmit_packets", "PortXmitPkts", 1, 14},
+      {Counter::kRcvPkts, "receive_packets", "PortRcvPkts", 1, 15},
+      {Counter::kUnicastXmitPkts, "unicast_transmit_packets", "PortUnicastXmitPkts", 1, -1},
+      {Counter::kUnicastRcvPkts, "unicast_receive_packets", "PortUnicastRcvPkts", 1, -1},
+      {Counter::kMulticastXmitPkts, "multicast_transmit_packets", "PortMulticastXmitPkts", 1, -1},
+      {Counter::kMulticastRcvPkts, "multicast_receive_packets", "PortMulticastRcvPkts", 1, -1},
   }};
   return kSpecs;
 }
 
 PortSample SampleFrom(const transport::PortCounters& pc,
-                      const transport::PortCountersExtended* ext) {
+                      const transport::PortCountersExtended* ext, const PmaCapabilities& caps) {
   PortSample s;
   auto set = [&s](Counter c, std::uint64_t v, std::uint8_t bits) {
     s.value[Index(c)] = v;
     s.bits[Index(c)] = bits;
     s.present.set(Index(c));
   };
-  // Widths from IBTA 16.1.3.5, table 225.
-  set(Counter::kSymbolError, pc.symbol_error, 16);
-  set(Counter::kLinkErrorRecovery, pc.link_error_recovery, 8);
-  set(Counter::kLinkDowned, pc.link_downed, 8);
-  set(Counter::kRcvErrors, pc.rcv_errors, 16);
-  set(Counter::kRcvRemotePhysicalErrors, pc.rcv_remote_physical_errors, 16);
-  set(Counter::kRcvSwitchRelayErrors, pc.rcv_switch_relay_errors, 16);
-  set(Counter::kXmitDiscards, pc.xmit_discards, 16);
-  set(Counter::kXmitConstraintErrors, pc.xmit_constraint_errors, 8);
-  set(Counter::kRcvConstraintErrors, pc.rcv_constraint_errors, 8);
-  set(Counter::kLocalLinkIntegrityErrors, pc.local_link_integrity_errors, 4);
-  set(Counter::kExcessiveBufferOverrunErrors, pc.excessive_buffer_overrun_errors, 4);
-  set(Counter::kVl15Dropped, pc.vl15_dropped, 16);
-  set(Counter::kXmitWait, pc.xmit_wait, 32);
+  if (ext != nullptr && caps.AdditionalExtended()) {
+    // 64-bit copies of the error counters in PortCountersExtended: never sticky.
+    set(Counter::kSymbolError, ext->symbol_error, 64);
+    set(Counter::kLinkErrorRecovery, ext->link_error_recovery, 64);
+    set(Counter::kLinkDowned, ext->link_downed, 64);
+    set(Counter::kRcvErrors, ext->rcv_errors, 64);
+    set(Counter::kRcvRemotePhysicalErrors, ext->rcv_remote_physical_errors, 64);
+    set(Counter::kRcvSwitchRelayErrors, ext->rcv_switch_relay_errors, 64);
+    set(Counter::kXmitDiscards, ext->xmit_discards, 64);
+    set(Counter::kXmitConstraintErrors, ext->xmit_constraint_errors, 64);
+    set(Counter::kRcvConstraintErrors, ext->rcv_constraint_errors, 64);
+    set(Counter::kLocalLinkIntegrityErrors, ext->local_link_integrity_errors, 64);
+    set(Counter::kExcessiveBufferOverrunErrors, ext->excessive_buffer_overrun_errors, 64);
+    set(Counter::kVl15Dropped, ext->vl15_dropped, 64);
+    if (caps.XmitWait()) set(Counter::kXmitWait, ext->xmit_wait, 64);
+    if (caps.Qp1Dropped()) set(Counter::kQp1Dropped, ext->qp1_dropped, 64);
+  } else {
+    // Widths from IBTA 16.1.3.5, table 225.
+    set(Counter::kSymbolError, pc.symbol_error, 16);
+    set(Counter::kLinkErrorRecovery, pc.link_error_recovery, 8);
+    set(Counter::kLinkDowned, pc.link_downed, 8);
+    set(Counter::kRcvErrors, pc.rcv_errors, 16);
+    set(Counter::kRcvRemotePhysicalErrors, pc.rcv_remote_physical_errors, 16);
+    set(Counter::kRcvSwitchRelayErrors, pc.rcv_switch_relay_errors, 16);
+    set(Counter::kXmitDiscards, pc.xmit_discards, 16);
+    set(Counter::kXmitConstraintErrors, pc.xmit_constraint_errors, 8);
+    set(Counter::kRcvConstraintErrors, pc.rcv_constraint_errors, 8);
+    set(Counter::kLocalLinkIntegrityErrors, pc.local_link_integrity_errors, 4);
+    set(Counter::kExcessiveBufferOverrunErrors, pc.excessive_buffer_overrun_errors, 4);
+    set(Counter::kVl15Dropped, pc.vl15_dropped, 16);
+    if (caps.XmitWait()) set(Counter::kXmitWait, pc.xmit_wait, 32);
+    if (caps.Qp1Dropped()) set(Counter::kQp1Dropped, pc.qp1_dropped, 16);
+  }
   if (ext != nullptr) {
     set(Counter::kXmitData, ext->xmit_data, 64);
     set(Counter::kRcvData, ext->rcv_data, 64);
     set(Counter::kXmitPkts, ext->xmit_pkts, 64);
     set(Counter::kRcvPkts, ext->rcv_pkts, 64);
-    set(Counter::kUnicastXmitPkts, ext->unicast_xmit_pkts, 64);
-    set(Counter::kUnicastRcvPkts, ext->unicast_rcv_pkts, 64);
-    set(Counter::kMulticastXmitPkts, ext->multicast_xmit_pkts, 64);
-    set(Counter::kMulticastRcvPkts, ext->multicast_rcv_pkts, 64);
+    if (caps.ExtendedUnicastMulticast()) {
+      set(Counter::kUnicastXmitPkts, ext->unicast_xmit_pkts, 64);
+      set(Counter::kUnicastRcvPkts, ext->unicast_rcv_pkts, 64);
+      set(Counter::kMulticastXmitPkts, ext->multicast_xmit_pkts, 64);
+      set(Counter::kMulticastRcvPkts, ext->multicast_rcv_pkts, 64);
+    }
   } else {
     // Without PortCountersExtended only the 32-bit data and packet counters exist.
     set(Counter::kXmitData, pc.xmit_data, 32);

@@ -24,6 +24,7 @@ enum class Counter : std::uint8_t {
   kLocalLinkIntegrityErrors,
   kExcessiveBufferOverrunErrors,
   kVl15Dropped,
+  kQp1Dropped,
   kXmitWait,
   kXmitData,
   kRcvData,
@@ -34,13 +35,38 @@ enum class Counter : std::uint8_t {
   kMulticastXmitPkts,
   kMulticastRcvPkts,
 };
-inline constexpr std::size_t kCounterCount = 21;
+inline constexpr std::size_t kCounterCount = 22;
 
 struct CounterSpec {
   Counter id;
   const char* metric;     // infiniband_{switch,hca}_port_<metric>_total
   const char* ibta_name;  // field name in IBTA 16.1.3.5 / 16.1.4.11 (and perfquery)
   std::uint64_t scale;    // raw unit to exported base unit (data: 4 octets -> bytes)
+  // Bit in PortCounters' CounterSelect (0..15) or, as 16 + n, bit n of
+  // CounterSelect2 (IBTA table 225); -1 when a Set cannot clear it.
+  int select_bit;
+};
+
+// What a node's PMA says it supports (ClassPortInfo, IBTA 16.1.2). When
+// ClassPortInfo did not answer, `known` is false and everything that may
+// exist is asked for: what the port answers is what is exported.
+struct PmaCapabilities {
+  bool known = false;
+  std::uint16_t mask = 0;
+  std::uint32_t mask2 = 0;
+
+  static PmaCapabilities From(const transport::PerfClassPortInfo& cpi) {
+    return {true, cpi.capability_mask, cpi.capability_mask2};
+  }
+  bool Extended() const {
+    return !known || (mask & (transport::pma_cap::kExtWidth | transport::pma_cap::kExtWidthNoIetf));
+  }
+  bool ExtendedUnicastMulticast() const { return !known || (mask & transport::pma_cap::kExtWidth); }
+  bool XmitWait() const { return !known || (mask & transport::pma_cap::kXmitWait); }
+  bool Qp1Dropped() const { return known && (mask & transport::pma_cap::kQp1Dropped); }
+  bool AdditionalExtended() const {
+    return known && (mask2 & transport::pma_cap::kAdditionalExtended);
+  }
 };
 
 const std::array<CounterSpec, kCounterCount>& CounterSpecs();
@@ -56,8 +82,14 @@ struct PortSample {
 };
 
 // Builds a sample from PortCounters and, when the port answered it,
-// PortCountersExtended, whose 64-bit data and packet counters are preferred.
+// PortCountersExtended, whose 64-bit counters are preferred. A counter the
+// capabilities say is not supported is absent from the sample.
 PortSample SampleFrom(const transport::PortCounters& pc,
-                      const transport::PortCountersExtended* ext);
+                      const transport::PortCountersExtended* ext, const PmaCapabilities& caps);
+
+// The largest raw value of a field `bits` wide (a sticky counter stops there).
+inline std::uint64_t MaxOf(std::uint8_t bits) {
+  return bits >= 64 ? ~0ULL : (1ULL << bits) - 1;
+}
 
 }  // namespace ibfabric::collectors

@@ -51,6 +51,19 @@ void RenderPortCounters(const Snapshot& s, std::vector<MetricFamily>& out) {
                             MetricType::Counter));
     }
   }
+  // Sticky counters stopped at their maximum: the total is a lower bound.
+  MetricFamily pinned[2] = {
+      Family("infiniband_switch_port_pinned_counters",
+             "Raw counters of the port stopped at their maximum (totals are lower bounds)",
+             MetricType::Gauge),
+      Family("infiniband_hca_port_pinned_counters",
+             "Raw counters of the port stopped at their maximum (totals are lower bounds)",
+             MetricType::Gauge)};
+  MetricFamily pinned_which[2] = {
+      Family("infiniband_switch_port_counter_pinned",
+             "1 for each raw counter of the port stopped at its maximum", MetricType::Gauge),
+      Family("infiniband_hca_port_counter_pinned",
+             "1 for each raw counter of the port stopped at its maximum", MetricType::Gauge)};
   for (const auto& [ref, totals] : s.ports) {
     auto nit = s.nodes.find(ref.node_guid);
     const NodeLabel label = nit == s.nodes.end() ? NodeLabel{} : nit->second;
@@ -58,10 +71,22 @@ void RenderPortCounters(const Snapshot& s, std::vector<MetricFamily>& out) {
     const std::size_t base = sw ? 0 : kCounterCount;
     const std::vector<ClientMetric::Label> labels{
         {"guid", FormatGuid(ref.node_guid)}, {"port", std::to_string(ref.port)}, {Role(label.kind), label.name}};
+    int pinned_count = 0;
     for (std::size_t i = 0; i < kCounterCount; ++i) {
       if (!totals.present.test(i)) continue;  // never read: absent, not 0
       Add(fams[base + i], labels, static_cast<double>(totals.total[i]) * static_cast<double>(specs[i].scale));
+      if (totals.Pinned(i)) {
+        ++pinned_count;
+        auto with = labels;
+        with.push_back({"counter", specs[i].metric});
+        Add(pinned_which[sw ? 0 : 1], std::move(with), 1);
+      }
     }
+    Add(pinned[sw ? 0 : 1], labels, pinned_count);
+  }
+  for (auto& f : pinned) out.push_back(std::move(f));
+  for (auto& f : pinned_which) {
+    if (!f.metric.empty()) out.push_back(std::move(f));
   }
   for (auto& f : fams) {
     if (!f.metric.empty()) out.push_back(std::move(f));
@@ -170,6 +195,34 @@ void RenderSelf(const Snapshot& s, std::string_view version, std::vector<MetricF
                         MetricType::Counter);
   Add(ignored, {}, static_cast<double>(s.mad.ignored));
   out.push_back(std::move(ignored));
+
+  auto node_stale = Family("infiniband_exporter_node_stale",
+                           "1 when no port of the node answered the last sweep (its totals are kept)",
+                           MetricType::Gauge);
+  auto node_failures = Family("infiniband_exporter_node_failures_total",
+                              "Sweeps in which no port of the node answered", MetricType::Counter);
+  auto node_last = Family("infiniband_exporter_node_last_success_timestamp_seconds",
+                          "Unix time of the last sweep that read the node", MetricType::Gauge);
+  for (const auto& [guid, h] : s.node_health) {
+    const std::vector<ClientMetric::Label> labels{{"guid", FormatGuid(guid)}};
+    Add(node_stale, labels, h.stale ? 1 : 0);
+    Add(node_failures, labels, static_cast<double>(h.failures));
+    Add(node_last, labels, h.last_success == std::chrono::system_clock::time_point{} ? 0 : Seconds(h.last_success));
+  }
+  out.push_back(std::move(node_stale));
+  out.push_back(std::move(node_failures));
+  out.push_back(std::move(node_last));
+
+  auto clears = Family("infiniband_exporter_port_resets_total",
+                       "Ports whose counters the exporter cleared (--counters.clear-threshold)",
+                       MetricType::Counter);
+  Add(clears, {}, static_cast<double>(s.counter_clears));
+  out.push_back(std::move(clears));
+  auto moves = Family("infiniband_exporter_lid_moves_total",
+                      "Nodes found answering under another LID than discovered (then rediscovered)",
+                      MetricType::Counter);
+  Add(moves, {}, static_cast<double>(s.lid_moves));
+  out.push_back(std::move(moves));
 
   std::size_t stale = 0;
   for (const auto& [ref, t] : s.ports) stale += t.stale ? 1 : 0;

@@ -23,6 +23,13 @@ struct NodeLabel {
   std::string name;
 };
 
+// Freshness of one node's data.
+struct NodeHealth {
+  bool stale = false;               // no port of the node answered the last sweep
+  std::uint64_t failures = 0;       // sweeps in which no port of the node answered
+  std::chrono::system_clock::time_point last_success{};
+};
+
 struct PhaseHealth {
   bool ran = false;
   bool success = false;
@@ -33,6 +40,7 @@ struct Snapshot {
   std::shared_ptr<const topology::Fabric> fabric;  // never null once published
   std::map<topology::PortRef, PortTotals> ports;
   std::map<std::uint64_t, NodeLabel> nodes;
+  std::map<std::uint64_t, NodeHealth> node_health;  // every node ever read
   transport::EngineStats mad;
   PhaseHealth discovery;
   PhaseHealth port_counters;
@@ -40,6 +48,8 @@ struct Snapshot {
   std::uint64_t discoveries = 0;
   std::size_t targets = 0;        // ports read in the last sweep
   std::size_t failed_ports = 0;   // of which did not answer
+  std::uint64_t counter_clears = 0;  // ports whose counters this exporter cleared
+  std::uint64_t lid_moves = 0;       // nodes found answering under another LID
   std::chrono::system_clock::time_point last_success{};  // end of the last good sweep
   std::chrono::system_clock::time_point published{};
   std::vector<std::string> discovery_problems;

@@ -7,15 +7,39 @@ namespace ibfabric::collectors {
 using transport::MadOutcome;
 
 std::vector<SweepTarget> SweepTargets(const topology::Fabric& fabric,
-                                      const std::set<topology::PortRef>& remembered) {
+                                      const std::set<topology::PortRef>& remembered,
+                                      const CapabilityMap& caps) {
   std::vector<SweepTarget> out;
   for (const auto& node : fabric.nodes()) {
+    auto cit = caps.find(node.guid);
+    const PmaCapabilities node_caps = cit == caps.end() ? PmaCapabilities{} : cit->second;
     for (const auto& port : node.ports) {
       const topology::PortRef ref{node.guid, port.number};
       const bool wanted = node.kind != topology::NodeKind::kSwitch || port.link_up() ||
                           remembered.count(ref) > 0;
-      if (wanted && port.lid != 0) out.push_back({ref, port.lid});
+      if (wanted && port.lid != 0) out.push_back({ref, port.lid, node_caps});
     }
+  }
+  return out;
+}
+
+CapabilityMap ReadCapabilities(const topology::Fabric& fabric, transport::MadEngine& engine) {
+  std::vector<transport::MadRequest> reqs;
+  std::vector<std::uint64_t> guids;
+  for (const auto& node : fabric.nodes()) {
+    std::uint16_t lid = node.kind == topology::NodeKind::kSwitch ? node.lid : 0;
+    for (const auto& p : node.ports) {
+      if (lid == 0) lid = p.lid;
+    }
+    if (lid == 0) continue;
+    reqs.push_back(transport::PerfClassPortInfoQuery(lid));
+    guids.push_back(node.guid);
+  }
+  const auto results = engine.Run(reqs);
+  CapabilityMap out;
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    if (results[i].outcome != MadOutcome::kOk) continue;
+    out[guids[i]] = PmaCapabilities::From(transport::DecodePerfClassPortInfo(results[i].response));
   }
   return out;
 }
@@ -23,35 +47,71 @@ std::vector<SweepTarget> SweepTargets(const topology::Fabric& fabric,
 SweepResult Sweep(const std::vector<SweepTarget>& targets, transport::MadEngine& engine) {
   const auto start = std::chrono::steady_clock::now();
   std::vector<transport::MadRequest> reqs;
-  reqs.reserve(targets.size() * 2);
-  for (const auto& t : targets) {
+  reqs.reserve(targets.size() * 2 + targets.size() / 8);
+  constexpr std::size_t kNone = static_cast<std::size_t>(-1);
+  std::vector<std::size_t> basic_index(targets.size());
+  std::vector<std::size_t> ext_index(targets.size(), kNone);
+  for (std::size_t i = 0; i < targets.size(); ++i) {
+    const auto& t = targets[i];
+    basic_index[i] = reqs.size();
     reqs.push_back(transport::PortCountersQuery(t.lid, t.port.port));
-    reqs.push_back(transport::PortCountersExtendedQuery(t.lid, t.port.port));
+    if (t.caps.Extended()) {
+      ext_index[i] = reqs.size();
+      reqs.push_back(transport::PortCountersExtendedQuery(t.lid, t.port.port));
+    }
+  }
+  // One LID-routed NodeInfo per LID: PMA replies carry no GUID, so this is
+  // how a LID that now belongs to another node is caught.
+  std::map<std::uint16_t, std::uint64_t> lid_owner;
+  for (const auto& t : targets) lid_owner.emplace(t.lid, t.port.node_guid);
+  const std::size_t first_check = reqs.size();
+  for (const auto& [lid, guid] : lid_owner) {
+    reqs.push_back(transport::NodeInfoQuery(transport::MadAddress::Lid(lid)));
   }
   const auto results = engine.Run(reqs);
 
   SweepResult out;
+  std::set<std::uint16_t> moved_lids;
+  std::size_t k = first_check;
+  for (const auto& [lid, guid] : lid_owner) {
+    const auto& r = results[k++];
+    if (r.outcome == MadOutcome::kOk && transport::DecodeNodeInfo(r.response).node_guid != guid) {
+      moved_lids.insert(lid);
+      out.moved_nodes.insert(guid);
+    }
+  }
+
   out.readings.reserve(targets.size());
   for (std::size_t i = 0; i < targets.size(); ++i) {
-    const auto& basic = results[2 * i];
-    const auto& ext = results[2 * i + 1];
-    PortReading r{targets[i], std::nullopt, basic.outcome};
-    if (basic.outcome == MadOutcome::kOk) {
+    const auto& t = targets[i];
+    const auto& basic = results[basic_index[i]];
+    PortReading r{t, std::nullopt, basic.outcome};
+    if (basic.outcome == MadOutcome::kOk && moved_lids.count(t.lid)) {
+      r.outcome = MadOutcome::kRemoteError;  // someone else's counters
+    } else if (basic.outcome == MadOutcome::kOk) {
       const auto pc = transport::DecodePortCounters(basic.response);
       std::optional<transport::PortCountersExtended> pce;
-      if (ext.outcome == MadOutcome::kOk) pce = transport::DecodePortCountersExtended(ext.response);
+      bool ext_lost = false;
+      if (ext_index[i] != kNone) {
+        const auto& ext = results[ext_index[i]];
+        if (ext.outcome == MadOutcome::kOk) {
+          pce = transport::DecodePortCountersExtended(ext.response);
+        }
+        ext_lost = ext.outcome == MadOutcome::kTimeout || ext.outcome == MadOutcome::kSendError;
+      }
       // A reply for another port than asked is not this port's reading.
-      if (pc.port_select != targets[i].port.port ||
-          (pce && pce->port_select != targets[i].port.port)) {
+      if (pc.port_select != t.port.port || (pce && pce->port_select != t.port.port)) {
         r.outcome = MadOutcome::kRemoteError;
       } else {
-        PortSample s = SampleFrom(pc, pce ? &*pce : nullptr);
-        if (ext.outcome == MadOutcome::kTimeout || ext.outcome == MadOutcome::kSendError) {
-          // Lost, not unsupported: skip the data counters this sweep rather
-          // than switch them to the 32-bit fields for one reading.
-          for (Counter c : {Counter::kXmitData, Counter::kRcvData, Counter::kXmitPkts,
-                            Counter::kRcvPkts}) {
-            s.present.reset(Index(c));
+        PortSample s = SampleFrom(pc, pce ? &*pce : nullptr, t.caps);
+        if (ext_lost) {
+          // Lost, not unsupported: keep only the counters that come from the
+          // same field as when PortCountersExtended answers, rather than
+          // switch the others to their narrower PortCounters fields once.
+          const transport::PortCountersExtended any{};
+          const PortSample full = SampleFrom(pc, &any, t.caps);
+          for (std::size_t c = 0; c < kCounterCount; ++c) {
+            if (!full.present.test(c) || full.bits[c] != s.bits[c]) s.present.reset(c);
           }
         }
         r.sample = s;
@@ -62,6 +122,40 @@ SweepResult Sweep(const std::vector<SweepTarget>& targets, transport::MadEngine&
   }
   out.duration = std::chrono::steady_clock::now() - start;
   return out;
+}
+
+std::optional<ClearRequest> ClearNeeded(const SweepTarget& target, const PortSample& sample,
+                                        int percent) {
+  ClearRequest req{target, 0, 0, {}};
+  const auto& specs = CounterSpecs();
+  for (std::size_t i = 0; i < kCounterCount; ++i) {
+    if (!sample.present.test(i) || sample.bits[i] >= 64 || specs[i].select_bit < 0) continue;
+    // Only fields of PortCounters are cleared; 32-bit data counters too,
+    // when they are what this port has.
+    const std::uint64_t threshold = MaxOf(sample.bits[i]) * static_cast<std::uint64_t>(percent) / 100;
+    if (sample.value[i] < threshold) continue;
+    const int bit = specs[i].select_bit;
+    if (bit < 16) {
+      req.select |= static_cast<std::uint16_t>(1u << bit);
+    } else {
+      req.select2 |= static_cast<std::uint8_t>(1u << (bit - 16));
+    }
+    req.counters.set(i);
+  }
+  if (req.counters.none()) return std::nullopt;
+  return req;
+}
+
+std::vector<bool> ClearCounters(const std::vector<ClearRequest>& requests,
+                                transport::MadEngine& engine) {
+  std::vector<transport::MadRequest> reqs;
+  for (const auto& r : requests) {
+    reqs.push_back(transport::PortCountersClear(r.target.lid, r.target.port.port, r.select, r.select2));
+  }
+  const auto results = engine.Run(reqs);
+  std::vector<bool> ok(results.size());
+  for (std::size_t i = 0; i < results.size(); ++i) ok[i] = results[i].outcome == MadOutcome::kOk;
+  return ok;
 }
 
 }  // namespace ibfabric::collectors

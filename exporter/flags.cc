@@ -111,6 +111,17 @@ const std::map<std::string, Flag>& Flags() {
           c.log_level = v;
           return "";
         }}},
+      {"counters.clear-threshold",
+       {"Clear a port's counters on the fabric when one reaches this percent of its maximum "
+        "(e.g. 75; 0, the default, never clears: other tools may rely on the counters).",
+        "PERCENT",
+        [](Config& c, const std::string& v) { return Int(&c.clear_threshold, v, 0, 100); }}},
+      {"check",
+       {"Check that the local port answers MADs, print one line and exit (0: it does).", nullptr,
+        [](Config& c, const std::string&) -> std::string {
+          c.check = true;
+          return "";
+        }}},
       {"once",
        {"Discover and sweep once, print the metrics to standard output and exit.", nullptr,
         [](Config& c, const std::string&) -> std::string {

@@ -21,7 +21,9 @@ struct Config {
   int mad_retries = 2;
   int mad_window = 128;
   std::string log_level = "info";  // debug, info, warn, error
+  int clear_threshold = 0;         // percent of a counter's maximum; 0: never clear
   bool once = false;               // one discovery and sweep, metrics to stdout, exit
+  bool check = false;              // does the local port answer? exit 0 or 1
 };
 
 struct ParsedFlags {

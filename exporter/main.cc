@@ -1,6 +1,9 @@
 // Composition root: parses flags, opens the MAD port, wires the poller, the
 // snapshot holder and the HTTP server, and waits for a signal.
 
+#include <pthread.h>
+
+#include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <iostream>
@@ -12,7 +15,9 @@
 #include "exporter/http_server.h"
 #include "exporter/log.h"
 #include "exporter/poller.h"
+#include "exporter/recovery.h"
 #include "exporter/snapshot_holder.h"
+#include "topology/discovery.h"
 #include "transport/mad_engine.h"
 #include "transport/umad_port.h"
 
@@ -42,12 +47,15 @@ int Main(int argc, char** argv) {
   const Config& cfg = flags.config;
   Logger log(Logger::LevelFrom(cfg.log_level));
 
-  // Block the stop signals before any thread starts, so only sigwait sees them.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  // Block the stop signals (and SIGUSR1, the poller's "re-exec me") before
+  // any thread starts, so only sigwait in this thread sees them.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGUSR1);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);  // a vanished peer is an error value, not a death
 
   std::string error;
   transport::UmadPortOptions port_options;
@@ -70,8 +78,54 @@ int Main(int argc, char** argv) {
   engine_options.retries = cfg.mad_retries;
   transport::MadEngine engine(*port, engine_options);
 
+  if (cfg.check) {
+    const std::vector<transport::MadRequest> req{
+        transport::NodeInfoQuery(transport::MadAddress::Directed({}))};
+    const auto r = engine.Run(req);
+    if (r[0].outcome != transport::MadOutcome::kOk) {
+      std::cout << "ibfabric_exporter: " << local.ca_name << " port " << local.port
+                << " does not answer NodeInfo: " << transport::ToString(r[0].outcome) << "\n";
+      return 1;
+    }
+    std::cout << "ok: " << local.ca_name << " port " << local.port << " lid " << local.lid
+              << " answers\n";
+    return 0;
+  }
+
+  collectors::PersistedState restored;
+  if (auto state = TakeRestoredState(&error)) {
+    restored = std::move(*state);
+    log.Info("restored counter totals after re-exec", "ports=" + std::to_string(restored.ports.size()));
+  } else if (!error.empty()) {
+    log.Warn("could not restore counter totals", "error=\"" + error + "\"");
+  }
+
+  // When the local port stops answering, probe from a fresh process and,
+  // once it answers there, have the main thread re-exec this program.
+  const pthread_t main_thread = pthread_self();
+  std::vector<std::string> port_args;
+  if (!cfg.ca_name.empty()) port_args.push_back("--ib.ca=" + cfg.ca_name);
+  if (cfg.ca_port != 0) port_args.push_back("--ib.port=" + std::to_string(cfg.ca_port));
+  auto last_probe = std::chrono::steady_clock::time_point{};
+  PollerOptions poller_options;
+  poller_options.sweep_interval = cfg.sweep_interval;
+  poller_options.discovery_interval = cfg.discovery_interval;
+  poller_options.clear_threshold_percent = cfg.clear_threshold;
+  poller_options.on_transport_down = [&]() {
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_probe < std::chrono::seconds(2)) return;
+    last_probe = now;
+    std::string detail;
+    if (ProbeLocalPort(port_args, 10'000, &detail)) {
+      log.Warn("local port answers from a fresh process; re-executing", "probe=\"" + detail + "\"");
+      pthread_kill(main_thread, SIGUSR1);
+    } else {
+      log.Warn("local port still does not answer", "probe=\"" + detail + "\"");
+    }
+  };
+
   SnapshotHolder holder;
-  Poller poller(engine, PollerOptions{cfg.sweep_interval, cfg.discovery_interval}, holder, log);
+  Poller poller(engine, poller_options, holder, log, std::move(restored));
 
   if (cfg.once) {
     const bool ok = poller.Cycle();
@@ -90,10 +144,16 @@ int Main(int argc, char** argv) {
 
   std::jthread sweeper([&poller](std::stop_token st) { poller.Run(st); });
   int sig = 0;
-  sigwait(&stop_signals, &sig);
-  log.Info("stopping", "signal=" + std::to_string(sig));
+  sigwait(&signals, &sig);
   http.Stop();
   sweeper.request_stop();
+  sweeper.join();
+  if (sig == SIGUSR1) {
+    const std::string why = ReexecWithState(argv, poller.SaveState());
+    log.Error("re-exec failed", "error=\"" + why + "\"");
+    return 1;
+  }
+  log.Info("stopping", "signal=" + std::to_string(sig));
   return 0;
 }
 

@@ -1,8 +1,8 @@
 #include "exporter/poller.h"
 
 #include <condition_variable>
+#include <mutex>
 
-#include "collectors/sweep.h"
 #include "topology/discovery.h"
 
 namespace ibfabric::exporter {
@@ -14,25 +14,28 @@ double SecondsOf(std::chrono::steady_clock::duration d) {
 }  // namespace
 
 Poller::Poller(transport::MadEngine& engine, PollerOptions options, SnapshotHolder& holder,
-               Logger& log)
+               Logger& log, collectors::PersistedState restored)
     : engine_(engine),
-      options_(options),
+      options_(std::move(options)),
       holder_(holder),
       log_(log),
-      fabric_(std::make_shared<topology::Fabric>()) {
-  Publish();  // an empty snapshot, so /metrics answers before the first sweep
+      fabric_(std::make_shared<topology::Fabric>()),
+      nodes_(std::move(restored.nodes)),
+      remembered_(std::move(restored.remembered)) {
+  store_.Restore(std::move(restored.ports));
+  Publish();  // so /metrics answers (with restored totals, stale) before the first sweep
 }
 
 void Poller::Discover() {
   const auto start = std::chrono::steady_clock::now();
   topology::DiscoveryResult r = topology::Discover(engine_);
-  discovery_.ran = true;
-  discovery_.duration_seconds = SecondsOf(std::chrono::steady_clock::now() - start);
-  discovery_.success = r.ok;
   ++discoveries_;
+  discovery_.ran = true;
+  discovery_.success = r.ok;
   discovery_problems_ = r.problems;
   for (const auto& p : r.problems) log_.Warn("discovery", "problem=\"" + p + "\"");
   if (!r.ok) {
+    discovery_.duration_seconds = SecondsOf(std::chrono::steady_clock::now() - start);
     log_.Error("discovery failed; keeping the previous fabric");
     return;
   }
@@ -44,6 +47,9 @@ void Poller::Discover() {
     }
   }
   fabric_ = std::make_shared<topology::Fabric>(std::move(r.fabric));
+  // What each PMA supports decides what is asked and what is exported.
+  caps_ = collectors::ReadCapabilities(*fabric_, engine_);
+  discovery_.duration_seconds = SecondsOf(std::chrono::steady_clock::now() - start);
   log_.Info("discovery done", "switches=" + std::to_string(fabric_->switch_count()) +
                                   " hcas=" + std::to_string(fabric_->ca_count()) +
                                   " smps=" + std::to_string(r.smps) +
@@ -52,26 +58,52 @@ void Poller::Discover() {
 
 bool Poller::Cycle() {
   const auto now = std::chrono::steady_clock::now();
-  if (!discovery_.success || now >= next_discovery_) {
+  if (rediscover_ || now >= next_discovery_) {
     Discover();
+    rediscover_ = !discovery_.success;
     next_discovery_ = now + options_.discovery_interval;
   }
-  const auto targets = collectors::SweepTargets(*fabric_, remembered_);
-  collectors::SweepResult sweep = collectors::Sweep(targets, engine_);
+  const auto targets = collectors::SweepTargets(*fabric_, remembered_, caps_);
+  const collectors::SweepResult sweep = collectors::Sweep(targets, engine_);
   const auto wall = std::chrono::system_clock::now();
+
+  std::map<std::uint64_t, bool> node_ok;  // node -> any port answered
+  bool link_flapped = false;
   for (const auto& r : sweep.readings) {
-    if (r.sample) {
-      store_.Update(r.target.port, *r.sample, wall);
-    } else {
+    bool& ok = node_ok[r.target.port.node_guid];
+    if (!r.sample) {
       store_.MarkStale(r.target.port);
+      continue;
+    }
+    ok = true;
+    const auto& before = store_.ports();
+    auto it = before.find(r.target.port);
+    const std::size_t ld = collectors::Index(collectors::Counter::kLinkDowned);
+    if (it != before.end() && it->second.present.test(ld) && r.sample->present.test(ld) &&
+        r.sample->value[ld] != it->second.last_raw[ld]) {
+      link_flapped = true;
+    }
+    store_.Update(r.target.port, *r.sample, wall);
+  }
+  for (const auto& [guid, ok] : node_ok) {
+    collectors::NodeHealth& h = health_[guid];
+    h.stale = !ok;
+    if (ok) {
+      h.last_success = wall;
+    } else {
+      ++h.failures;
     }
   }
-  // Ports that were read before but are no target now (their node vanished).
+  // Ports and nodes that were read before but are no target now (vanished).
   std::set<topology::PortRef> targeted;
   for (const auto& t : targets) targeted.insert(t.port);
   for (const auto& [ref, totals] : store_.ports()) {
     if (!targeted.count(ref)) store_.MarkStale(ref);
   }
+  for (auto& [guid, h] : health_) {
+    if (!node_ok.count(guid)) h.stale = true;
+  }
+
   ++sweeps_;
   targets_ = targets.size();
   failed_ports_ = sweep.failed_ports;
@@ -79,16 +111,52 @@ bool Poller::Cycle() {
   port_counters_.duration_seconds = sweep.duration.count();
   port_counters_.success = !targets.empty() && sweep.failed_ports < targets.size();
   if (port_counters_.success) last_success_ = wall;
-  if (sweep.failed_ports > 0) {
-    log_.Warn("sweep: ports did not answer", "failed=" + std::to_string(sweep.failed_ports) +
-                                                 " targets=" + std::to_string(targets.size()));
-    // A port that stops answering often means the fabric changed.
-    next_discovery_ = std::chrono::steady_clock::now();
+
+  if (!sweep.moved_nodes.empty()) {
+    lid_moves_ += sweep.moved_nodes.size();
+    log_.Warn("LIDs answer for other nodes; rediscovering",
+              "nodes=" + std::to_string(sweep.moved_nodes.size()));
+    rediscover_ = true;
   }
+  if (sweep.failed_ports > 0) {
+    log_.Warn("sweep: ports did not answer; rediscovering",
+              "failed=" + std::to_string(sweep.failed_ports) + " targets=" + std::to_string(targets.size()));
+    rediscover_ = true;
+  }
+  if (link_flapped) {
+    log_.Info("a LinkDownedCounter moved; rediscovering");
+    rediscover_ = true;
+  }
+  if (options_.clear_threshold_percent > 0) ClearSaturated(sweep);
+
   log_.Debug("sweep done", "ports=" + std::to_string(targets.size()) +
                                " seconds=" + std::to_string(port_counters_.duration_seconds));
   Publish();
+
+  // Not even the local port answered discovery: count towards transport down.
+  local_down_cycles_ = discovery_.ran && !discovery_.success ? local_down_cycles_ + 1 : 0;
+  if (local_down_cycles_ >= options_.transport_down_cycles && options_.on_transport_down) {
+    options_.on_transport_down();
+  }
   return port_counters_.success;
+}
+
+void Poller::ClearSaturated(const collectors::SweepResult& sweep) {
+  std::vector<collectors::ClearRequest> reqs;
+  for (const auto& r : sweep.readings) {
+    if (!r.sample) continue;
+    if (auto c = collectors::ClearNeeded(r.target, *r.sample, options_.clear_threshold_percent)) {
+      reqs.push_back(*c);
+    }
+  }
+  if (reqs.empty()) return;
+  const auto ok = collectors::ClearCounters(reqs, engine_);
+  for (std::size_t i = 0; i < reqs.size(); ++i) {
+    if (!ok[i]) continue;
+    store_.NoteCleared(reqs[i].target.port, reqs[i].counters);
+    ++clears_;
+  }
+  log_.Info("cleared counters near their maximum", "ports=" + std::to_string(reqs.size()));
 }
 
 void Poller::Publish() {
@@ -96,6 +164,7 @@ void Poller::Publish() {
   s->fabric = fabric_;
   s->ports = store_.ports();
   s->nodes = nodes_;
+  s->node_health = health_;
   s->mad = engine_.stats();
   s->discovery = discovery_;
   s->port_counters = port_counters_;
@@ -103,10 +172,16 @@ void Poller::Publish() {
   s->discoveries = discoveries_;
   s->targets = targets_;
   s->failed_ports = failed_ports_;
+  s->counter_clears = clears_;
+  s->lid_moves = lid_moves_;
   s->last_success = last_success_;
   s->published = std::chrono::system_clock::now();
   s->discovery_problems = discovery_problems_;
   holder_.Publish(std::move(s));
+}
+
+collectors::PersistedState Poller::SaveState() const {
+  return collectors::PersistedState{store_.ports(), nodes_, remembered_};
 }
 
 void Poller::Run(std::stop_token stop) {

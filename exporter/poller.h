@@ -1,8 +1,11 @@
 #pragma once
-// The schedule: discovery on its own (slower) interval, counter sweeps on
-// theirs, each cycle ending in a published Snapshot.
+// The schedule: discovery on its own (slower) interval and again when the
+// fabric changed, counter sweeps on theirs, each cycle ending in a published
+// Snapshot. Rediscovery is triggered by a port that stops answering, a LID
+// that answers with another node's GUID, or a LinkDownedCounter that moved.
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -10,6 +13,8 @@
 
 #include "collectors/counter_store.h"
 #include "collectors/snapshot.h"
+#include "collectors/state.h"
+#include "collectors/sweep.h"
 #include "exporter/log.h"
 #include "exporter/snapshot_holder.h"
 #include "transport/mad_engine.h"
@@ -19,13 +24,19 @@ namespace ibfabric::exporter {
 struct PollerOptions {
   std::chrono::milliseconds sweep_interval{10'000};
   std::chrono::milliseconds discovery_interval{300'000};
+  int clear_threshold_percent = 0;  // 0: never clear counters on the fabric
+  // Called from the polling thread after this many cycles in a row in which
+  // not even the local port answered (the HCA or the simulator went away).
+  int transport_down_cycles = 3;
+  std::function<void()> on_transport_down;
 };
 
 // Ownership: borrows engine, holder and logger; they outlive the poller.
-// Thread-safety: Cycle/Run from one thread; Wake from any.
+// Thread-safety: Cycle/Run/SaveState from one thread at a time.
 class Poller {
  public:
-  Poller(transport::MadEngine& engine, PollerOptions options, SnapshotHolder& holder, Logger& log);
+  Poller(transport::MadEngine& engine, PollerOptions options, SnapshotHolder& holder, Logger& log,
+         collectors::PersistedState restored = {});
 
   // One discovery (when due) and one sweep, then publish. Returns whether
   // the sweep read at least one port.
@@ -33,9 +44,11 @@ class Poller {
   // Cycles every sweep interval until `stop` is requested. Never overlaps
   // cycles: a cycle that overruns delays the next one.
   void Run(std::stop_token stop);
+  collectors::PersistedState SaveState() const;
 
  private:
   void Discover();
+  void ClearSaturated(const collectors::SweepResult& sweep);
   void Publish();
 
   transport::MadEngine& engine_;
@@ -44,18 +57,24 @@ class Poller {
   Logger& log_;
 
   std::shared_ptr<const topology::Fabric> fabric_;
+  collectors::CapabilityMap caps_;
   std::map<std::uint64_t, collectors::NodeLabel> nodes_;  // every node ever seen
+  std::map<std::uint64_t, collectors::NodeHealth> health_;
   std::set<topology::PortRef> remembered_;               // switch ports once up
   collectors::CounterStore store_;
   collectors::PhaseHealth discovery_;
   collectors::PhaseHealth port_counters_;
   std::vector<std::string> discovery_problems_;
+  bool rediscover_ = true;
   std::chrono::steady_clock::time_point next_discovery_{};
   std::chrono::system_clock::time_point last_success_{};
   std::uint64_t sweeps_ = 0;
   std::uint64_t discoveries_ = 0;
+  std::uint64_t clears_ = 0;
+  std::uint64_t lid_moves_ = 0;
   std::size_t targets_ = 0;
   std::size_t failed_ports_ = 0;
+  int local_down_cycles_ = 0;
 };
 
 }  // namespace ibfabric::exporter

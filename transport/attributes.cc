@@ -118,6 +118,7 @@ PortCounters DecodePortCounters(const MadBytes& mad) {
   c.rcv_constraint_errors = Narrow<std::uint8_t>(Get(mad, IB_PC_ERR_RCVCONSTR_F));
   c.local_link_integrity_errors = Narrow<std::uint8_t>(Get(mad, IB_PC_ERR_LOCALINTEG_F));
   c.excessive_buffer_overrun_errors = Narrow<std::uint8_t>(Get(mad, IB_PC_ERR_EXCESS_OVR_F));
+  c.qp1_dropped = Narrow<std::uint16_t>(Get(mad, IB_PC_QP1_DROP_F));
   c.vl15_dropped = Narrow<std::uint16_t>(Get(mad, IB_PC_VL15_DROPPED_F));
   c.xmit_data = Get(mad, IB_PC_XMT_BYTES_F);
   c.rcv_data = Get(mad, IB_PC_RCV_BYTES_F);
@@ -138,6 +139,20 @@ PortCountersExtended DecodePortCountersExtended(const MadBytes& mad) {
   c.unicast_rcv_pkts = Get64(mad, IB_PC_EXT_RCV_UPKTS_F);
   c.multicast_xmit_pkts = Get64(mad, IB_PC_EXT_XMT_MPKTS_F);
   c.multicast_rcv_pkts = Get64(mad, IB_PC_EXT_RCV_MPKTS_F);
+  c.symbol_error = Get64(mad, IB_PC_EXT_ERR_SYM_F);
+  c.link_error_recovery = Get64(mad, IB_PC_EXT_LINK_RECOVERS_F);
+  c.link_downed = Get64(mad, IB_PC_EXT_LINK_DOWNED_F);
+  c.rcv_errors = Get64(mad, IB_PC_EXT_ERR_RCV_F);
+  c.rcv_remote_physical_errors = Get64(mad, IB_PC_EXT_ERR_PHYSRCV_F);
+  c.rcv_switch_relay_errors = Get64(mad, IB_PC_EXT_ERR_SWITCH_REL_F);
+  c.xmit_discards = Get64(mad, IB_PC_EXT_XMT_DISCARDS_F);
+  c.xmit_constraint_errors = Get64(mad, IB_PC_EXT_ERR_XMTCONSTR_F);
+  c.rcv_constraint_errors = Get64(mad, IB_PC_EXT_ERR_RCVCONSTR_F);
+  c.local_link_integrity_errors = Get64(mad, IB_PC_EXT_ERR_LOCALINTEG_F);
+  c.excessive_buffer_overrun_errors = Get64(mad, IB_PC_EXT_ERR_EXCESS_OVR_F);
+  c.vl15_dropped = Get64(mad, IB_PC_EXT_VL15_DROPPED_F);
+  c.xmit_wait = Get64(mad, IB_PC_EXT_XMT_WAIT_F);
+  c.qp1_dropped = Get64(mad, IB_PC_EXT_QP1_DROP_F);
   return c;
 }
 
@@ -156,6 +171,14 @@ MadRequest PortCountersQuery(std::uint16_t lid, std::uint8_t port) {
 }
 MadRequest PortCountersExtendedQuery(std::uint16_t lid, std::uint8_t port) {
   return Pma(lid, pma_attr::kPortCountersExtended, port);
+}
+MadRequest PortCountersClear(std::uint16_t lid, std::uint8_t port, std::uint16_t select,
+                             std::uint8_t select2) {
+  MadRequest r = Pma(lid, pma_attr::kPortCounters, port);
+  r.method = MadMethod::kSet;
+  mad_set_field(r.payload.data(), 0, IB_PC_COUNTER_SELECT_F, select);
+  mad_set_field(r.payload.data(), 0, IB_PC_COUNTER_SELECT2_F, select2);
+  return r;
 }
 
 }  // namespace ibfabric::transport

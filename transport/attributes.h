@@ -59,6 +59,19 @@ struct PerfClassPortInfo {
   std::uint32_t capability_mask2 = 0;  // 27 bits
 };
 
+// PMA ClassPortInfo.CapabilityMask bits (IBTA 16.1.2, table 218; the same
+// values as IB_PM_* in opensm's ib_types.h, in host order).
+namespace pma_cap {
+inline constexpr std::uint16_t kAllPortSelect = 1 << 8;
+inline constexpr std::uint16_t kExtWidth = 1 << 9;         // PortCountersExtended, all fields
+inline constexpr std::uint16_t kExtWidthNoIetf = 1 << 10;  // PortCountersExtended, no uni/multicast
+inline constexpr std::uint16_t kXmitWait = 1 << 12;        // PortCounters.PortXmitWait
+inline constexpr std::uint16_t kQp1Dropped = 1 << 15;      // PortCounters.QP1Dropped
+// CapabilityMask2: PortCountersExtended carries 64-bit copies of the error
+// counters (IBTA 1.3 16.1.4.11, "additional" extended counters).
+inline constexpr std::uint32_t kAdditionalExtended = 1u << 1;
+}  // namespace pma_cap
+
 // PortCounters (IBTA 16.1.3.5, table 225). Widths in bits are those of the
 // spec; every error counter is sticky at its maximum.
 struct PortCounters {
@@ -74,6 +87,7 @@ struct PortCounters {
   std::uint8_t rcv_constraint_errors = 0;      // 8
   std::uint8_t local_link_integrity_errors = 0;  // 4
   std::uint8_t excessive_buffer_overrun_errors = 0;  // 4
+  std::uint16_t qp1_dropped = 0;               // 16, if ClassPortInfo says so
   std::uint16_t vl15_dropped = 0;              // 16
   std::uint32_t xmit_data = 0;                 // 32, in units of 4 octets
   std::uint32_t rcv_data = 0;                  // 32, in units of 4 octets
@@ -93,6 +107,21 @@ struct PortCountersExtended {
   std::uint64_t unicast_rcv_pkts = 0;
   std::uint64_t multicast_xmit_pkts = 0;
   std::uint64_t multicast_rcv_pkts = 0;
+  // 64-bit error counters, meaningful only with pma_cap::kAdditionalExtended.
+  std::uint64_t symbol_error = 0;
+  std::uint64_t link_error_recovery = 0;
+  std::uint64_t link_downed = 0;
+  std::uint64_t rcv_errors = 0;
+  std::uint64_t rcv_remote_physical_errors = 0;
+  std::uint64_t rcv_switch_relay_errors = 0;
+  std::uint64_t xmit_discards = 0;
+  std::uint64_t xmit_constraint_errors = 0;
+  std::uint64_t rcv_constraint_errors = 0;
+  std::uint64_t local_link_integrity_errors = 0;
+  std::uint64_t excessive_buffer_overrun_errors = 0;
+  std::uint64_t vl15_dropped = 0;
+  std::uint64_t xmit_wait = 0;
+  std::uint64_t qp1_dropped = 0;
 };
 
 NodeInfo DecodeNodeInfo(const MadBytes& mad);
@@ -112,5 +141,10 @@ MadRequest PerfClassPortInfoQuery(std::uint16_t lid);
 // PortSelect goes in the data section (IBTA 16.1.3.5), not in the modifier.
 MadRequest PortCountersQuery(std::uint16_t lid, std::uint8_t port);
 MadRequest PortCountersExtendedQuery(std::uint16_t lid, std::uint8_t port);
+// PortCounters Set that zeroes the counters selected by CounterSelect (bit i
+// of `select` is the i-th counter of IBTA table 225: SymbolErrorCounter = 0
+// ... PortRcvPkts = 15) and CounterSelect2 (bit 0: PortXmitWait).
+MadRequest PortCountersClear(std::uint16_t lid, std::uint8_t port, std::uint16_t select,
+                             std::uint8_t select2);
 
 }  // namespace ibfabric::transport

@@ -26,6 +26,12 @@ std::size_t Count(const std::string& hay, const std::string& needle) {
 
 std::unique_ptr<SimFabric> SimFabric::Start(const std::string& net_file, const SimOptions& options,
                                             std::string* error) {
+  // ibsim's control socket is a fixed abstract name, so only one simulator
+  // can run on a machine; a second prints "ready" and then dies on bind.
+  if (ReadFile("/proc/net/unix").find("@sim:ctl") != std::string::npos) {
+    *error = "another ibsim is already running (socket @sim:ctl is in use); stop it first";
+    return nullptr;
+  }
   std::unique_ptr<SimFabric> sim(new SimFabric());
   sim->options_ = options;
   sim->dir_ = MakeTempDir("sim");
@@ -66,6 +72,10 @@ std::unique_ptr<SimFabric> SimFabric::Start(const std::string& net_file, const S
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   if (!sim->SweepSubnet(error)) return nullptr;
+  if (!sim->ibsim_->Running()) {
+    *error = "ibsim died after start: " + Tail(ReadFile(o.stdout_path));
+    return nullptr;
+  }
   return sim;
 }
 

@@ -121,7 +121,7 @@ TEST(SweepTest, CountersLandOnTheirPorts) {
   transport::MadEngine engine(mad, {16, milliseconds(20), 1});
   const auto d = topology::Discover(engine);
   ASSERT_TRUE(d.ok);
-  const auto targets = collectors::SweepTargets(d.fabric, {});
+  const auto targets = collectors::SweepTargets(d.fabric, {}, {});
   // Up switch ports: leaf0 1,2,5,6; leaf1 1,5; spine 1,2,3; CA ports: 3.
   EXPECT_EQ(targets.size(), 12u);
   const auto sweep = collectors::Sweep(targets, engine);
@@ -150,8 +150,8 @@ TEST(SweepTest, RememberedDownPortsStayTargets) {
   transport::MadEngine engine(mad, {16, milliseconds(20), 1});
   const auto d = topology::Discover(engine);
   const PortRef down{s.f.Guid(s.leaf0), 6};
-  const auto without = collectors::SweepTargets(d.fabric, {});
-  const auto with = collectors::SweepTargets(d.fabric, {down});
+  const auto without = collectors::SweepTargets(d.fabric, {}, {});
+  const auto with = collectors::SweepTargets(d.fabric, {down}, {});
   EXPECT_EQ(with.size(), without.size() + 1);
   const auto sweep = collectors::Sweep(with, engine);
   EXPECT_EQ(sweep.failed_ports, 0u) << "a switch answers for its down ports";

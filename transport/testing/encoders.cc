@@ -73,6 +73,7 @@ std::vector<std::uint8_t> EncodePortCounters(const PortCounters& c) {
   b.Set(IB_PC_ERR_RCVCONSTR_F, c.rcv_constraint_errors);
   b.Set(IB_PC_ERR_LOCALINTEG_F, c.local_link_integrity_errors);
   b.Set(IB_PC_ERR_EXCESS_OVR_F, c.excessive_buffer_overrun_errors);
+  b.Set(IB_PC_QP1_DROP_F, c.qp1_dropped);
   b.Set(IB_PC_VL15_DROPPED_F, c.vl15_dropped);
   b.Set(IB_PC_XMT_BYTES_F, c.xmit_data);
   b.Set(IB_PC_RCV_BYTES_F, c.rcv_data);
@@ -93,6 +94,29 @@ std::vector<std::uint8_t> EncodePortCountersExtended(const PortCountersExtended&
   b.Set64(IB_PC_EXT_RCV_UPKTS_F, c.unicast_rcv_pkts);
   b.Set64(IB_PC_EXT_XMT_MPKTS_F, c.multicast_xmit_pkts);
   b.Set64(IB_PC_EXT_RCV_MPKTS_F, c.multicast_rcv_pkts);
+  b.Set64(IB_PC_EXT_ERR_SYM_F, c.symbol_error);
+  b.Set64(IB_PC_EXT_LINK_RECOVERS_F, c.link_error_recovery);
+  b.Set64(IB_PC_EXT_LINK_DOWNED_F, c.link_downed);
+  b.Set64(IB_PC_EXT_ERR_RCV_F, c.rcv_errors);
+  b.Set64(IB_PC_EXT_ERR_PHYSRCV_F, c.rcv_remote_physical_errors);
+  b.Set64(IB_PC_EXT_ERR_SWITCH_REL_F, c.rcv_switch_relay_errors);
+  b.Set64(IB_PC_EXT_XMT_DISCARDS_F, c.xmit_discards);
+  b.Set64(IB_PC_EXT_ERR_XMTCONSTR_F, c.xmit_constraint_errors);
+  b.Set64(IB_PC_EXT_ERR_RCVCONSTR_F, c.rcv_constraint_errors);
+  b.Set64(IB_PC_EXT_ERR_LOCALINTEG_F, c.local_link_integrity_errors);
+  b.Set64(IB_PC_EXT_ERR_EXCESS_OVR_F, c.excessive_buffer_overrun_errors);
+  b.Set64(IB_PC_EXT_VL15_DROPPED_F, c.vl15_dropped);
+  b.Set64(IB_PC_EXT_XMT_WAIT_F, c.xmit_wait);
+  b.Set64(IB_PC_EXT_QP1_DROP_F, c.qp1_dropped);
+  return b.bytes;
+}
+
+std::vector<std::uint8_t> EncodePerfClassPortInfo(const PerfClassPortInfo& c) {
+  Buf b(kPmaDataSize);
+  b.Set(IB_CPI_BASEVER_F, 1);
+  b.Set(IB_CPI_CLASSVER_F, 1);
+  b.Set(IB_CPI_CAPMASK_F, c.capability_mask);
+  b.Set(IB_CPI_CAPMASK2_F, c.capability_mask2);
   return b.bytes;
 }
 

@@ -15,5 +15,6 @@ std::vector<std::uint8_t> EncodeNodeDescription(const std::string& s);
 std::vector<std::uint8_t> EncodePortInfo(const PortInfo& p);
 std::vector<std::uint8_t> EncodePortCounters(const PortCounters& c);
 std::vector<std::uint8_t> EncodePortCountersExtended(const PortCountersExtended& c);
+std::vector<std::uint8_t> EncodePerfClassPortInfo(const PerfClassPortInfo& c);
 
 }  // namespace ibfabric::transport::testing

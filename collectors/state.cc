@@ -1,0 +1,71 @@
+#include "collectors/state.h"
+
+#include <nlohmann/json.hpp>
+
+namespace ibfabric::collectors {
+
+using nlohmann::json;
+
+namespace {
+constexpr int kVersion = 1;
+}
+
+std::string SaveState(const PersistedState& state) {
+  json ports = json::array();
+  const auto& specs = CounterSpecs();
+  for (const auto& [ref, t] : state.ports) {
+    json counters = json::object();
+    for (std::size_t i = 0; i < kCounterCount; ++i) {
+      if (!t.present.test(i)) continue;
+      counters[specs[i].metric] = {{"total", t.total[i]}, {"raw", t.last_raw[i]}, {"bits", t.last_bits[i]}};
+    }
+    ports.push_back({{"guid", ref.node_guid}, {"port", ref.port}, {"stale", t.stale}, {"counters", counters}});
+  }
+  json nodes = json::array();
+  for (const auto& [guid, label] : state.nodes) {
+    nodes.push_back({{"guid", guid}, {"kind", static_cast<int>(label.kind)}, {"name", label.name}});
+  }
+  json remembered = json::array();
+  for (const auto& ref : state.remembered) remembered.push_back({ref.node_guid, ref.port});
+  return json{{"version", kVersion}, {"ports", ports}, {"nodes", nodes}, {"remembered", remembered}}.dump();
+}
+
+bool LoadState(const std::string& text, PersistedState* state, std::string* error) {
+  try {
+    const json j = json::parse(text);
+    if (j.at("version").get<int>() != kVersion) {
+      *error = "state version " + j.at("version").dump() + " is not " + std::to_string(kVersion);
+      return false;
+    }
+    PersistedState out;
+    std::map<std::string, std::size_t> by_name;
+    for (std::size_t i = 0; i < kCounterCount; ++i) by_name[CounterSpecs()[i].metric] = i;
+    for (const auto& p : j.at("ports")) {
+      PortTotals t;
+      t.stale = p.at("stale").get<bool>();
+      for (const auto& [name, c] : p.at("counters").items()) {
+        auto it = by_name.find(name);
+        if (it == by_name.end()) continue;  // a counter this build does not know
+        t.total[it->second] = c.at("total").get<std::uint64_t>();
+        t.last_raw[it->second] = c.at("raw").get<std::uint64_t>();
+        t.last_bits[it->second] = c.at("bits").get<std::uint8_t>();
+        t.present.set(it->second);
+      }
+      out.ports[{p.at("guid").get<std::uint64_t>(), p.at("port").get<std::uint8_t>()}] = t;
+    }
+    for (const auto& n : j.at("nodes")) {
+      out.nodes[n.at("guid").get<std::uint64_t>()] =
+          NodeLabel{static_cast<topology::NodeKind>(n.at("kind").get<int>()), n.at("name").get<std::string>()};
+    }
+    for (const auto& r : j.at("remembered")) {
+      out.remembered.insert({r.at(0).get<std::uint64_t>(), r.at(1).get<std::uint8_t>()});
+    }
+    *state = std::move(out);
+    return true;
+  } catch (const json::exception& e) {
+    *error = std::string("malformed state: ") + e.what();
+    return false;
+  }
+}
+
+}  // namespace ibfabric::collectors
