@@ -1,5 +1,6 @@
 #include "exporter/recovery.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -35,6 +36,8 @@ bool ProbeLocalPort(const std::vector<std::string>& port_args, int timeout_ms, s
   posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
   posix_spawn_file_actions_adddup2(&fa, out_fd, 2);
   posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  // Nothing else of ours: the probe opens its own port from scratch.
+  posix_spawn_file_actions_addclosefrom_np(&fa, 3);
   pid_t pid = 0;
   const int rc = posix_spawn(&pid, "/proc/self/exe", &fa, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&fa);
@@ -78,6 +81,17 @@ std::string ReexecWithState(char** argv, const collectors::PersistedState& state
     return "cannot save state: short write";
   }
   setenv(kRestoreStateEnv, path, 1);
+  // The new image opens its port afresh; descriptors of the old one (the
+  // umad device, umad2sim's sockets, named after this very PID) must not
+  // survive into it.
+  if (DIR* d = opendir("/proc/self/fd")) {
+    const int own = dirfd(d);
+    while (dirent* e = readdir(d)) {
+      const int n = std::atoi(e->d_name);
+      if (n > 2 && n != own) fcntl(n, F_SETFD, FD_CLOEXEC);
+    }
+    closedir(d);
+  }
   execv("/proc/self/exe", argv);
   const std::string why = std::string("exec failed: ") + std::strerror(errno);
   unsetenv(kRestoreStateEnv);

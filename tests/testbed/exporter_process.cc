@@ -77,19 +77,28 @@ std::string ExporterProcess::Get(const std::string& path, int* status) const {
 
 Scrape ExporterProcess::ScrapeMetrics() const { return Scrape::Parse(Get("/metrics")); }
 
-std::optional<Scrape> ExporterProcess::WaitForSweeps(double n, std::chrono::milliseconds timeout) const {
+std::optional<Scrape> ExporterProcess::WaitFor(const std::function<bool(const Scrape&)>& done,
+                                               std::chrono::milliseconds timeout) const {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < deadline) {
     int status = 0;
     const std::string body = Get("/metrics", &status);
     if (status == 200) {
       Scrape s = Scrape::Parse(body);
-      auto v = s.Value("infiniband_exporter_sweeps_total");
-      if (v && *v >= n) return s;
+      if (done(s)) return s;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   return std::nullopt;
+}
+
+std::optional<Scrape> ExporterProcess::WaitForSweeps(double n, std::chrono::milliseconds timeout) const {
+  return WaitFor(
+      [n](const Scrape& s) {
+        auto v = s.Value("infiniband_exporter_sweeps_total");
+        return v && *v >= n;
+      },
+      timeout);
 }
 
 std::string ExporterProcess::Log() const { return ReadFile(dir_ + "/exporter.log"); }

@@ -2,6 +2,7 @@
 // The real exporter binary, attached to a SimFabric, on a free local port.
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,6 +30,9 @@ class ExporterProcess {
   Scrape ScrapeMetrics() const;
   // Waits until infiniband_exporter_sweeps_total >= n; the scrape that showed it.
   std::optional<Scrape> WaitForSweeps(double n, std::chrono::milliseconds timeout) const;
+  // Scrapes until `done` holds; the scrape that satisfied it.
+  std::optional<Scrape> WaitFor(const std::function<bool(const Scrape&)>& done,
+                                std::chrono::milliseconds timeout) const;
   std::string Log() const;
   int port() const { return port_; }
   Process& process() { return *process_; }

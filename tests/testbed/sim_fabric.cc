@@ -1,6 +1,7 @@
 #include "tests/testbed/sim_fabric.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -28,8 +29,8 @@ std::unique_ptr<SimFabric> SimFabric::Start(const std::string& net_file, const S
                                             std::string* error) {
   // ibsim's control socket is a fixed abstract name, so only one simulator
   // can run on a machine; a second prints "ready" and then dies on bind.
-  if (ReadFile("/proc/net/unix").find("@sim:ctl") != std::string::npos) {
-    *error = "another ibsim is already running (socket @sim:ctl is in use); stop it first";
+  if (ReadFile("/proc/net/unix").find("@sim:ctl@") != std::string::npos) {
+    *error = "another ibsim is already running (socket @sim:ctl@ is in use); stop it first";
     return nullptr;
   }
   std::unique_ptr<SimFabric> sim(new SimFabric());
@@ -39,9 +40,8 @@ std::unique_ptr<SimFabric> SimFabric::Start(const std::string& net_file, const S
     *error = "cannot create a temporary directory";
     return nullptr;
   }
-  const std::string net = sim->dir_ + "/net";
+  WriteFile(sim->dir_ + "/net", net_file);
   const std::string fifo = sim->dir_ + "/console";
-  WriteFile(net, net_file);
   if (mkfifo(fifo.c_str(), 0600) != 0) {
     *error = "mkfifo: " + std::string(std::strerror(errno));
     return nullptr;
@@ -49,34 +49,59 @@ std::unique_ptr<SimFabric> SimFabric::Start(const std::string& net_file, const S
   // O_RDWR on a fifo does not block; holding it open keeps ibsim from
   // seeing end of file on its console.
   sim->console_fd_ = open(fifo.c_str(), O_RDWR);
-  SpawnOptions o;
-  o.argv = {"ibsim", "-s", "-N", std::to_string(options.max_nodes), "-S",
-            std::to_string(options.max_switches), "-P", std::to_string(options.max_ports), net};
-  o.stdin_path = fifo;
-  o.stdout_path = sim->dir_ + "/ibsim.log";
-  sim->ibsim_ = Process::Spawn(o, error);
-  if (!sim->ibsim_) return nullptr;
-
-  const auto deadline = std::chrono::steady_clock::now() + options.timeout;
-  while (true) {
-    const std::string log = ReadFile(o.stdout_path);
-    if (log.find("Network simulator ready.") != std::string::npos) break;
-    if (!sim->ibsim_->Running() || log.find("ibpanic") != std::string::npos) {
-      *error = "ibsim failed to start: " + Tail(log);
-      return nullptr;
-    }
-    if (std::chrono::steady_clock::now() > deadline) {
-      *error = "ibsim not ready after " + std::to_string(options.timeout.count()) + "s";
-      return nullptr;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  if (!sim->Launch(error)) return nullptr;
   if (!sim->SweepSubnet(error)) return nullptr;
   if (!sim->ibsim_->Running()) {
-    *error = "ibsim died after start: " + Tail(ReadFile(o.stdout_path));
+    *error = "ibsim died after start: " + Tail(ReadFile(sim->dir_ + "/ibsim.log"));
     return nullptr;
   }
   return sim;
+}
+
+bool SimFabric::Launch(std::string* error) {
+  SpawnOptions o;
+  o.argv = {"ibsim", "-s", "-N", std::to_string(options_.max_nodes), "-S",
+            std::to_string(options_.max_switches), "-P", std::to_string(options_.max_ports),
+            dir_ + "/net"};
+  o.stdin_path = dir_ + "/console";
+  o.stdout_path = dir_ + "/ibsim.log";
+  ibsim_ = Process::Spawn(o, error);
+  if (!ibsim_) return false;
+  const auto deadline = std::chrono::steady_clock::now() + options_.timeout;
+  while (true) {
+    const std::string log = ReadFile(o.stdout_path);
+    if (log.find("Network simulator ready.") != std::string::npos) return true;
+    if (!ibsim_->Running() || log.find("ibpanic") != std::string::npos) {
+      *error = "ibsim failed to start: " + Tail(log);
+      return false;
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      *error = "ibsim not ready after " + std::to_string(options_.timeout.count()) + "s";
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+void SimFabric::Kill() {
+  if (ibsim_) {
+    ibsim_->Signal(SIGKILL);
+    ibsim_->Wait(std::chrono::milliseconds(5000));
+  }
+}
+
+bool SimFabric::Restart(std::string* error) {
+  Kill();
+  // The dead simulator's sockets go away with it; wait until its name is free.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (ReadFile("/proc/net/unix").find("@sim:ctl@") != std::string::npos) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      *error = "socket @sim:ctl@ still in use after ibsim was killed";
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return Launch(error) && SweepSubnet(error);
 }
 
 SimFabric::~SimFabric() {
@@ -117,9 +142,10 @@ std::string SimFabric::Console(const std::string& command, bool* ok) {
   return out;
 }
 
-bool SimFabric::SweepSubnet(std::string* error) {
+bool SimFabric::SweepSubnet(std::string* error, bool forget_lids) {
   const std::string log = dir_ + "/opensm." + std::to_string(++sm_runs_) + ".log";
   const std::string cache = dir_ + "/osm-cache";
+  if (forget_lids) RemoveTree(cache);
   mkdir(cache.c_str(), 0700);
   Env env = ClientEnv();
   env["OSM_CACHE_DIR"] = cache;

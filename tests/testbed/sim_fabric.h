@@ -39,8 +39,15 @@ class SimFabric {
   // rejected the command (unknown command, node not found, ...).
   std::string Console(const std::string& command, bool* ok = nullptr);
 
-  // Runs opensm once more (-o), e.g. after links changed. False on failure.
-  bool SweepSubnet(std::string* error);
+  // Runs opensm once more (-o), e.g. after links changed. With
+  // `forget_lids`, opensm starts without its guid2lid cache, so LIDs a
+  // Baselid changed stay changed (as after an SM restart). False on failure.
+  bool SweepSubnet(std::string* error, bool forget_lids = false);
+
+  // Kills ibsim (SIGKILL), as a crash would.
+  void Kill();
+  // Starts ibsim again on the same net file and console, and sweeps.
+  bool Restart(std::string* error);
 
   // Environment for clients: LD_PRELOAD and SIM_HOST.
   Env ClientEnv() const;
@@ -53,6 +60,7 @@ class SimFabric {
 
  private:
   SimFabric() = default;
+  bool Launch(std::string* error);
   std::size_t Prompts() const;
 
   SimOptions options_;

@@ -14,6 +14,7 @@ using transport::testing::EncodePortInfo;
 
 int FakeFabric::AddSwitch(const std::string& name, int ports, std::uint16_t lid) {
   FakeNode n{name, NodeType::kSwitch, lid, {}, ports};
+  n.cap_mask = pma_cap::kAllPortSelect | pma_cap::kExtWidth | pma_cap::kXmitWait;
   for (int p = 1; p <= ports; ++p) n.ports[p] = PortState{};
   nodes_.push_back(n);
   return static_cast<int>(nodes_.size()) - 1;
@@ -21,6 +22,7 @@ int FakeFabric::AddSwitch(const std::string& name, int ports, std::uint16_t lid)
 
 int FakeFabric::AddCa(const std::string& name, int ports) {
   FakeNode n{name, NodeType::kCa, 0, {}, ports};
+  n.cap_mask = pma_cap::kExtWidth | pma_cap::kXmitWait;
   for (int p = 1; p <= ports; ++p) n.ports[p] = PortState{};
   nodes_.push_back(n);
   return static_cast<int>(nodes_.size()) - 1;
@@ -35,6 +37,12 @@ void FakeFabric::Connect(int a, int pa, int b, int pb) {
   y.peer = a;
   y.peer_port = pa;
   y.up = true;
+}
+
+void FakeFabric::SetCapabilities(int node, std::uint16_t mask, std::uint32_t mask2, bool answers) {
+  nodes_.at(node).cap_mask = mask;
+  nodes_.at(node).cap_mask2 = mask2;
+  nodes_.at(node).cpi_answers = answers;
 }
 
 void FakeFabric::SetCaLid(int ca, int port, std::uint16_t lid) { nodes_.at(ca).ports.at(port).lid = lid; }
@@ -106,32 +114,68 @@ std::optional<MadBytes> FakeFabric::Answer(int local, int local_port, const MadA
     }
     return EncodeResponse(req, {}, 0x0c);  // unsupported attribute
   }
-  if (h.mgmt_class == static_cast<std::uint8_t>(MgmtClass::kPerformance)) {
+  if (h.mgmt_class == static_cast<std::uint8_t>(MgmtClass::kSubnLidRouted) &&
+      h.attr_id == smp_attr::kNodeInfo) {
     for (std::size_t i = 0; i < nodes_.size(); ++i) {
-      FakeNode& n = nodes_[i];
-      for (auto& [num, p] : n.ports) {
+      const FakeNode& n = nodes_[i];
+      for (const auto& [num, p] : n.ports) {
         const bool owns = n.type == NodeType::kSwitch ? n.lid == to.lid : p.lid == to.lid;
-        if (!owns || to.lid == 0) continue;
-        if (n.silent) return std::nullopt;
-        const int select = MadData(req)[1];  // PortSelect, IBTA 16.1.3.5
-        auto it = n.ports.find(select);
-        if (it == n.ports.end()) return EncodeResponse(req, {}, 0x1c);
-        if (h.attr_id == pma_attr::kPortCounters) {
-          PortCounters c = it->second.counters;
-          c.port_select = static_cast<std::uint8_t>(select);
-          return EncodeResponse(req, EncodePortCounters(c));
-        }
-        if (h.attr_id == pma_attr::kPortCountersExtended && !n.no_extended) {
-          PortCountersExtended c = it->second.extended;
-          c.port_select = static_cast<std::uint8_t>(select);
-          return EncodeResponse(req, EncodePortCountersExtended(c));
-        }
-        return EncodeResponse(req, {}, 0x0c);
+        if (!owns || to.lid == 0 || n.silent) continue;
+        NodeInfo ni;
+        ni.node_type = n.type;
+        ni.num_ports = static_cast<std::uint8_t>(n.num_ports);
+        ni.node_guid = Guid(static_cast<int>(i));
+        ni.local_port = static_cast<std::uint8_t>(num);
+        return EncodeResponse(req, EncodeNodeInfo(ni));
       }
     }
-    return std::nullopt;  // no such LID: nothing answers
+    return std::nullopt;
   }
+  if (h.mgmt_class == static_cast<std::uint8_t>(MgmtClass::kPerformance)) return Pma(to, req);
   return std::nullopt;
+}
+
+std::optional<MadBytes> FakeFabric::Pma(const MadAddress& to, const MadBytes& req) {
+  const MadHeader h = DecodeHeader(req);
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    FakeNode& n = nodes_[i];
+    for (auto& [num, p] : n.ports) {
+      const bool owns = n.type == NodeType::kSwitch ? n.lid == to.lid : p.lid == to.lid;
+      if (!owns || to.lid == 0) continue;
+      if (n.silent) return std::nullopt;
+      if (h.attr_id == pma_attr::kClassPortInfo) {
+        if (!n.cpi_answers) return std::nullopt;
+        return EncodeResponse(req, transport::testing::EncodePerfClassPortInfo({n.cap_mask, n.cap_mask2}));
+      }
+      const int select = MadData(req)[1];  // PortSelect, IBTA 16.1.3.5
+      auto it = n.ports.find(select);
+      if (it == n.ports.end()) return EncodeResponse(req, {}, 0x1c);
+      if (h.attr_id == pma_attr::kPortCounters) {
+        PortCounters& c = it->second.counters;
+        if (h.method == static_cast<std::uint8_t>(MadMethod::kSet)) {
+          // CounterSelect (bits 0..11 of interest here) and CounterSelect2 bit 0.
+          const std::uint16_t sel = static_cast<std::uint16_t>(MadData(req)[2] << 8 | MadData(req)[3]);
+          if (sel & (1 << 0)) c.symbol_error = 0;
+          if (sel & (1 << 1)) c.link_error_recovery = 0;
+          if (sel & (1 << 2)) c.link_downed = 0;
+          if (sel & (1 << 3)) c.rcv_errors = 0;
+          if (sel & (1 << 6)) c.xmit_discards = 0;
+          if (sel & (1 << 11)) c.vl15_dropped = 0;
+          ++sets_;
+        }
+        PortCounters out = c;
+        out.port_select = static_cast<std::uint8_t>(select);
+        return EncodeResponse(req, EncodePortCounters(out));
+      }
+      if (h.attr_id == pma_attr::kPortCountersExtended && !n.no_extended) {
+        PortCountersExtended c = it->second.extended;
+        c.port_select = static_cast<std::uint8_t>(select);
+        return EncodeResponse(req, EncodePortCountersExtended(c));
+      }
+      return EncodeResponse(req, {}, 0x0c);
+    }
+  }
+  return std::nullopt;  // no such LID: nothing answers
 }
 
 }  // namespace ibfabric::testing

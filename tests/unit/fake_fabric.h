@@ -28,6 +28,15 @@ class FakeFabric {
   void SetCounters(int node, int port, const transport::PortCounters& c);
   void SetExtended(int node, int port, const transport::PortCountersExtended& c);
   void DisableExtended(int node) { nodes_.at(node).no_extended = true; }
+  // PMA ClassPortInfo.CapabilityMask/2 of a node; by default switches
+  // advertise AllPortSelect|ExtWidth|XmitWait and CAs ExtWidth|XmitWait (as
+  // ibsim does). `answers` false: ClassPortInfo times out.
+  void SetCapabilities(int node, std::uint16_t mask, std::uint32_t mask2 = 0, bool answers = true);
+  void SetLid(int node, std::uint16_t lid) { nodes_.at(node).lid = lid; }
+  const transport::PortCounters& Counters(int node, int port) const {
+    return nodes_.at(node).ports.at(port).counters;
+  }
+  int sets() const { return sets_; }
   void Silence(int node) { nodes_.at(node).silent = true; }  // answers nothing
 
   std::uint64_t Guid(int node) const { return 0x1000 + static_cast<std::uint64_t>(node); }
@@ -52,11 +61,17 @@ class FakeFabric {
     int num_ports = 0;
     bool no_extended = false;
     bool silent = false;
+    std::uint16_t cap_mask = 0;
+    std::uint32_t cap_mask2 = 0;
+    bool cpi_answers = true;
   };
   std::optional<transport::MadBytes> Answer(int local, int local_port, const transport::MadAddress& to,
                                             const transport::MadBytes& req);
 
+  std::optional<transport::MadBytes> Pma(const transport::MadAddress& to, const transport::MadBytes& req);
+
   std::vector<FakeNode> nodes_;
+  int sets_ = 0;
 };
 
 }  // namespace ibfabric::testing

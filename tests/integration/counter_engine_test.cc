@@ -1,0 +1,304 @@
+// Issue 3's acceptance on the simulated fabric: sticky counters and
+// out-of-band clears give exact, monotonic totals; opt-in clearing keeps
+// totals continuous; an unlinked node is stale and recovers; lost MADs are
+// retried and counted; a LID change is rediscovered with totals kept; the
+// simulator killed and restarted leaves stale data served, then resumes.
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <thread>
+
+#include "tests/testbed/exporter_process.h"
+#include "tests/testbed/fat_tree.h"
+#include "tests/testbed/sim_fabric.h"
+
+namespace ibfabric::testbed {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+class CounterEngineTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    FatTreeSpec s;
+    s.leaves = 4;
+    s.spines = 2;
+    s.hosts_per_leaf = 4;
+    s.radix = 8;
+    tree_ = new FatTree(FatTree::Generate(s));
+    SimOptions o;
+    o.attach = tree_->Host(1);
+    std::string error;
+    sim_ = SimFabric::Start(tree_->NetFile(), o, &error).release();
+    ASSERT_NE(sim_, nullptr) << error;
+  }
+  static void TearDownTestSuite() {
+    delete sim_;
+    sim_ = nullptr;
+    delete tree_;
+    tree_ = nullptr;
+  }
+  void SetUp() override {
+    ASSERT_NE(sim_, nullptr);
+    ASSERT_TRUE(sim_->Alive());
+  }
+
+  static void Console(const std::string& cmd) {
+    bool ok = false;
+    const std::string out = sim_->Console(cmd, &ok);
+    ASSERT_TRUE(ok) << "ibsim did not take: " << cmd << " -> " << out;
+  }
+  static std::string At(const Endpoint& e) { return "\"" + e.node + "\"[" + std::to_string(e.port) + "]"; }
+  static void Plant(const Endpoint& e, const std::string& field, unsigned long long v) {
+    Console("PerformanceSet " + At(e) + " PortCounters." + field + "=" + std::to_string(v));
+  }
+
+  std::unique_ptr<ExporterProcess> Start(const std::vector<std::string>& extra) {
+    std::vector<std::string> args{"--sweep.interval=200ms", "--discovery.interval=2s", "--mad.timeout=20ms"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    std::string error;
+    auto e = ExporterProcess::Start(*sim_, args, &error);
+    EXPECT_NE(e, nullptr) << error;
+    if (e) {
+      EXPECT_TRUE(e->WaitForSweeps(1, seconds(30)));
+    }
+    return e;
+  }
+
+  static std::string Guid(const Scrape& s, const std::string& name) {
+    for (const char* info : {"infiniband_switch_info", "infiniband_hca_info"}) {
+      for (const auto& x : s.Find(info)) {
+        const auto& l = x.labels;
+        if ((l.count("switch") && l.at("switch") == name) || (l.count("hca") && l.at("hca") == name)) {
+          return l.at("guid");
+        }
+      }
+    }
+    return "";
+  }
+  static std::string Role(const std::string& node) { return node.rfind("cn", 0) == 0 ? "hca" : "switch"; }
+  static std::optional<double> Total(const Scrape& s, const std::string& guid, const Endpoint& e,
+                                     const std::string& counter) {
+    return s.Value("infiniband_" + Role(e.node) + "_port_" + counter + "_total",
+                   {{"guid", guid}, {"port", std::to_string(e.port)}});
+  }
+  // Waits for a scrape from a sweep that started after now: two more sweeps.
+  static std::optional<Scrape> Fresh(const ExporterProcess& e) {
+    const auto now = e.ScrapeMetrics().Value("infiniband_exporter_sweeps_total");
+    return e.WaitForSweeps(now.value_or(0) + 2, seconds(30));
+  }
+
+  static FatTree* tree_;
+  static SimFabric* sim_;
+};
+
+FatTree* CounterEngineTest::tree_ = nullptr;
+SimFabric* CounterEngineTest::sim_ = nullptr;
+
+TEST_F(CounterEngineTest, StickyCounterAndOutOfBandClearGiveExactMonotonicTotal) {
+  const Endpoint port = tree_->LeafUplink(2, 1);
+  auto e = Start({});
+  ASSERT_TRUE(e);
+  const std::string guid = Guid(e->ScrapeMetrics(), port.node);
+  const Labels labels{{"guid", guid}, {"port", std::to_string(port.port)}};
+  std::vector<double> seen;
+
+  Plant(port, "PortRcvErrors", 65535);  // a 16-bit counter stopped at its maximum
+  auto s = Fresh(*e);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(Total(*s, guid, port, "receive_errors"), 65535);
+  EXPECT_EQ(s->Value("infiniband_switch_port_pinned_counters", labels), 1);
+  EXPECT_EQ(s->Value("infiniband_switch_port_counter_pinned",
+                     {{"guid", guid}, {"port", std::to_string(port.port)}, {"counter", "receive_errors"}}),
+            1);
+  seen.push_back(*Total(*s, guid, port, "receive_errors"));
+  // Clearing is off by default: the fabric still holds the raw value.
+  const auto q = sim_->Tool({"perfquery", s->Find("infiniband_switch_info", {{"guid", guid}})[0].labels.at("lid"),
+                             std::to_string(port.port)});
+  EXPECT_NE(q.out.find("PortRcvErrors:...................65535"), std::string::npos) << q.out;
+
+  Plant(port, "PortRcvErrors", 10);  // cleared by someone else, 10 new errors since
+  s = Fresh(*e);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(Total(*s, guid, port, "receive_errors"), 65545);
+  EXPECT_EQ(s->Value("infiniband_switch_port_pinned_counters", labels), 0);
+  seen.push_back(*Total(*s, guid, port, "receive_errors"));
+
+  Plant(port, "PortRcvErrors", 25);  // 15 more
+  s = Fresh(*e);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(Total(*s, guid, port, "receive_errors"), 65560);
+  seen.push_back(*Total(*s, guid, port, "receive_errors"));
+  EXPECT_TRUE(std::is_sorted(seen.begin(), seen.end()));
+  Plant(port, "PortRcvErrors", 0);
+}
+
+TEST_F(CounterEngineTest, OptInClearKeepsTotalsContinuous) {
+  const Endpoint port = tree_->LeafHostPort(9);  // ib-leaf03 port 1
+  auto e = Start({"--counters.clear-threshold=75"});
+  ASSERT_TRUE(e);
+  const auto first = e->ScrapeMetrics();
+  const std::string guid = Guid(first, port.node);
+  const std::string lid = first.Find("infiniband_switch_info", {{"guid", guid}})[0].labels.at("lid");
+
+  Plant(port, "SymbolErrorCounter", 60000);  // above 75% of 65535
+  auto s = e->WaitFor([](const Scrape& x) { return x.Value("infiniband_exporter_port_resets_total").value_or(0) >= 1; },
+                      seconds(30));
+  ASSERT_TRUE(s) << e->Log();
+  s = Fresh(*e);
+  EXPECT_EQ(Total(*s, guid, port, "symbol_error"), 60000);
+  const auto q = sim_->Tool({"perfquery", lid, std::to_string(port.port)});
+  EXPECT_NE(q.out.find("SymbolErrorCounter:..............0\n"), std::string::npos) << "cleared on the fabric: " << q.out;
+
+  Plant(port, "SymbolErrorCounter", 100);
+  s = Fresh(*e);
+  EXPECT_EQ(Total(*s, guid, port, "symbol_error"), 60100);
+  EXPECT_EQ(s->Value("infiniband_exporter_port_resets_total"), 1);
+  Plant(port, "SymbolErrorCounter", 0);
+}
+
+TEST_F(CounterEngineTest, UnlinkedNodeIsStaleAndRecoversAfterReLink) {
+  const Endpoint host = tree_->HostPort(6);
+  const Endpoint leaf = tree_->LeafHostPort(6);
+  Plant(host, "PortRcvErrors", 5);
+  auto e = Start({});
+  ASSERT_TRUE(e);
+  auto s = Fresh(*e);
+  const std::string guid = Guid(*s, host.node);
+  ASSERT_EQ(Total(*s, guid, host, "receive_errors"), 5);
+  ASSERT_EQ(s->Value("infiniband_exporter_node_stale", {{"guid", guid}}), 0);
+
+  Console("Unlink " + At(leaf));
+  s = e->WaitFor([&](const Scrape& x) { return x.Value("infiniband_exporter_node_stale", {{"guid", guid}}) == 1; },
+                 seconds(30));
+  ASSERT_TRUE(s) << e->Log();
+  EXPECT_EQ(Total(*s, guid, host, "receive_errors"), 5) << "totals kept while stale";
+  // The rest of the fabric goes on being swept, and fast.
+  s = Fresh(*e);
+  EXPECT_LT(*s->Value("infiniband_exporter_sweep_duration_seconds"), 2.0);
+  EXPECT_EQ(s->Value("infiniband_exporter_node_stale", {{"guid", Guid(*s, tree_->Leaf(1))}}), 0);
+  EXPECT_GE(*s->Value("infiniband_exporter_node_failures_total", {{"guid", guid}}), 1);
+
+  Console("ReLink " + At(leaf));
+  std::string error;
+  ASSERT_TRUE(sim_->SweepSubnet(&error)) << error;
+  s = e->WaitFor([&](const Scrape& x) { return x.Value("infiniband_exporter_node_stale", {{"guid", guid}}) == 0; },
+                 seconds(30));
+  ASSERT_TRUE(s) << e->Log();
+  EXPECT_EQ(Total(*s, guid, host, "receive_errors"), 5);
+  Plant(host, "PortRcvErrors", 8);
+  s = Fresh(*e);
+  EXPECT_EQ(Total(*s, guid, host, "receive_errors"), 8);
+  Plant(host, "PortRcvErrors", 0);
+}
+
+TEST_F(CounterEngineTest, LostMadsAreRetriedAndCounted) {
+  const Endpoint port = tree_->LeafHostPort(14);  // ib-leaf04 port 2
+  Plant(port, "PortRcvErrors", 77);
+  auto e = Start({"--mad.retries=6"});
+  ASSERT_TRUE(e);
+  auto s = Fresh(*e);
+  const std::string guid = Guid(*s, port.node);
+  const double retries_before = *s->Value("infiniband_exporter_mad_retries_total");
+
+  // ibsim drops 40% of the MADs addressed to the switch (port 0 is its own).
+  Console("Error \"" + port.node + "\"[0] 40");
+  s = e->WaitFor(
+      [&](const Scrape& x) { return x.Value("infiniband_exporter_mad_retries_total").value_or(0) > retries_before + 10; },
+      seconds(30));
+  ASSERT_TRUE(s);
+  s = Fresh(*e);
+  EXPECT_EQ(Total(*s, guid, port, "receive_errors"), 77) << "retried to an exact value";
+  EXPECT_EQ(s->Value("infiniband_exporter_node_stale", {{"guid", guid}}), 0);
+
+  // Every MAD lost: the node goes stale, timeouts are counted, the sweep
+  // still ends quickly and the rest of the fabric stays fresh.
+  const double timeouts_before = *s->Value("infiniband_exporter_mad_failures_total", {{"reason", "timeout"}});
+  Console("Error \"" + port.node + "\"[0] 100");
+  s = e->WaitFor([&](const Scrape& x) { return x.Value("infiniband_exporter_node_stale", {{"guid", guid}}) == 1; },
+                 seconds(30));
+  ASSERT_TRUE(s) << e->Log();
+  s = Fresh(*e);
+  EXPECT_GT(*s->Value("infiniband_exporter_mad_failures_total", {{"reason", "timeout"}}), timeouts_before);
+  EXPECT_LT(*s->Value("infiniband_exporter_sweep_duration_seconds"), 2.0);
+  EXPECT_EQ(s->Value("infiniband_exporter_node_stale", {{"guid", Guid(*s, tree_->Leaf(1))}}), 0);
+  EXPECT_EQ(Total(*s, guid, port, "receive_errors"), 77);
+
+  Console("Error \"" + port.node + "\"[0] 0");
+  s = e->WaitFor([&](const Scrape& x) { return x.Value("infiniband_exporter_node_stale", {{"guid", guid}}) == 0; },
+                 seconds(30));
+  ASSERT_TRUE(s) << e->Log();
+  Plant(port, "PortRcvErrors", 0);
+}
+
+TEST_F(CounterEngineTest, LidChangeIsRediscoveredWithTotalsKept) {
+  const Endpoint host = tree_->HostPort(10);
+  Plant(host, "PortRcvErrors", 31);
+  auto e = Start({});
+  ASSERT_TRUE(e);
+  auto s = Fresh(*e);
+  const std::string guid = Guid(*s, host.node);
+  ASSERT_EQ(Total(*s, guid, host, "receive_errors"), 31);
+  const double discoveries = *s->Value("infiniband_exporter_discoveries_total");
+
+  Console("Baselid " + At(host) + " 200");
+  std::string error;
+  ASSERT_TRUE(sim_->SweepSubnet(&error, /*forget_lids=*/true)) << error;  // as after an SM restart
+  s = e->WaitFor([&](const Scrape& x) { return x.Value("infiniband_hca_info", {{"guid", guid}, {"lid", "200"}}) == 1; },
+                 seconds(30));
+  ASSERT_TRUE(s) << e->Log();
+  EXPECT_GT(*s->Value("infiniband_exporter_discoveries_total"), discoveries);
+  s = Fresh(*e);
+  EXPECT_EQ(Total(*s, guid, host, "receive_errors"), 31);
+  EXPECT_EQ(s->Value("infiniband_exporter_node_stale", {{"guid", guid}}), 0);
+  Plant(host, "PortRcvErrors", 40);
+  s = Fresh(*e);
+  EXPECT_EQ(Total(*s, guid, host, "receive_errors"), 40);
+  Plant(host, "PortRcvErrors", 0);
+}
+
+// Last in the suite: it restarts the simulator.
+TEST_F(CounterEngineTest, SimulatorKilledAndRestartedServesStaleThenResumes) {
+  const Endpoint port = tree_->LeafHostPort(3);
+  Plant(port, "PortRcvErrors", 500);
+  auto e = Start({});
+  ASSERT_TRUE(e);
+  auto s = Fresh(*e);
+  const std::string guid = Guid(*s, port.node);
+  ASSERT_EQ(Total(*s, guid, port, "receive_errors"), 500);
+  const double targets = *s->Value("infiniband_exporter_sweep_ports", {{"result", "ok"}});
+  const pid_t pid = e->process().pid();
+
+  sim_->Kill();
+  s = e->WaitFor([&](const Scrape& x) { return x.Value("infiniband_exporter_stale_ports") == targets; }, seconds(30));
+  ASSERT_TRUE(s) << e->Log();
+  EXPECT_EQ(Total(*s, guid, port, "receive_errors"), 500) << "last data still served";
+  EXPECT_EQ(s->Value("infiniband_exporter_node_stale", {{"guid", guid}}), 1);
+  EXPECT_EQ(s->Value("infiniband_exporter_collector_success", {{"collector", "port_counters"}}), 0);
+  std::this_thread::sleep_for(seconds(1));
+  EXPECT_TRUE(e->process().Running()) << e->Log();
+
+  std::string error;
+  ASSERT_TRUE(sim_->Restart(&error)) << error;
+  s = e->WaitFor(
+      [&](const Scrape& x) {
+        return x.Value("infiniband_exporter_stale_ports") == 0 &&
+               x.Value("infiniband_exporter_sweep_ports", {{"result", "ok"}}) == targets;
+      },
+      seconds(60));
+  ASSERT_TRUE(s) << e->Log();
+  EXPECT_EQ(e->process().pid(), pid) << "same process, re-executed";
+  EXPECT_NE(e->Log().find("restored counter totals"), std::string::npos) << e->Log();
+  // The new simulator starts from 0: the total does not go back.
+  EXPECT_EQ(Total(*s, guid, port, "receive_errors"), 500);
+  Plant(port, "PortRcvErrors", 7);
+  s = Fresh(*e);
+  EXPECT_EQ(Total(*s, guid, port, "receive_errors"), 507);
+  Plant(port, "PortRcvErrors", 0);
+}
+
+}  // namespace
+}  // namespace ibfabric::testbed

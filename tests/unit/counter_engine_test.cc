@@ -1,0 +1,288 @@
+// Counter semantics on the fake transport: ClassPortInfo capability bits
+// decide what is asked and what is exported; LIDs that moved are caught;
+// opt-in clearing; pinned counters; state that survives a re-exec.
+
+#include <gtest/gtest.h>
+
+#include "collectors/state.h"
+#include "collectors/sweep.h"
+#include "exporter/http_server.h"
+#include "tests/testbed/prom_text.h"
+#include "tests/unit/fake_fabric.h"
+#include "topology/discovery.h"
+#include "transport/codec.h"
+#include "transport/mad_engine.h"
+
+namespace ibfabric {
+namespace {
+
+using collectors::Counter;
+using collectors::Index;
+using std::chrono::milliseconds;
+using topology::PortRef;
+namespace cap = transport::pma_cap;
+
+// One switch with five CAs, each CA with other PMA capabilities.
+struct Caps {
+  testing::FakeFabric f;
+  int sw, plain, noietf, old_ca, fancy, mute;
+  Caps() {
+    sw = f.AddSwitch("sw", 8, 10);
+    plain = f.AddCa("plain", 1);    // ExtWidth | XmitWait (the default)
+    noietf = f.AddCa("noietf", 1);  // ExtWidthNoIetf only
+    old_ca = f.AddCa("old", 1);     // nothing: no extended counters, no XmitWait
+    fancy = f.AddCa("fancy", 1);    // everything, 64-bit error counters too
+    mute = f.AddCa("mute", 1);      // ClassPortInfo never answers
+    int port = 1;
+    std::uint16_t lid = 1;
+    for (int ca : {plain, noietf, old_ca, fancy, mute}) {
+      f.SetCaLid(ca, 1, lid++);
+      f.Connect(ca, 1, sw, port++);
+    }
+    f.SetCapabilities(noietf, cap::kExtWidthNoIetf);
+    f.SetCapabilities(old_ca, 0);
+    f.SetCapabilities(fancy, cap::kExtWidth | cap::kXmitWait | cap::kQp1Dropped, cap::kAdditionalExtended);
+    f.SetCapabilities(mute, 0, 0, false);
+    transport::PortCountersExtended x;
+    x.symbol_error = 1ULL << 40;  // only visible through the 64-bit error counters
+    x.xmit_data = 5;
+    f.SetExtended(fancy, 1, x);
+    transport::PortCounters c;
+    c.symbol_error = 7;
+    c.qp1_dropped = 9;
+    c.xmit_data = 11;
+    c.xmit_wait = 13;
+    for (int ca : {plain, noietf, old_ca, fancy, mute}) f.SetCounters(ca, 1, c);
+  }
+};
+
+TEST(CapabilitiesTest, WhatIsAskedAndWhatIsExported) {
+  Caps t;
+  transport::testing::FakeMadPort mad(t.f.Responder(t.plain, 1));
+  transport::MadEngine engine(mad, {16, milliseconds(10), 0});
+  const auto d = topology::Discover(engine);
+  ASSERT_TRUE(d.ok);
+  const auto caps = collectors::ReadCapabilities(d.fabric, engine);
+  EXPECT_EQ(caps.count(t.f.Guid(t.mute)), 0u) << "no answer: unknown, not guessed";
+  ASSERT_TRUE(caps.at(t.f.Guid(t.old_ca)).known);
+  const auto targets = collectors::SweepTargets(d.fabric, {}, caps);
+  const std::size_t before = mad.sent_mads().size();
+  const auto sweep = collectors::Sweep(targets, engine);
+  EXPECT_EQ(sweep.failed_ports, 0u);
+
+  // PortCountersExtended is asked of every port except the old CA's.
+  std::size_t extended_asked = 0;
+  for (std::size_t i = before; i < mad.sent_mads().size(); ++i) {
+    const auto h = transport::DecodeHeader(mad.sent_mads()[i]);
+    if (h.mgmt_class == 0x04 && h.attr_id == transport::pma_attr::kPortCountersExtended) ++extended_asked;
+  }
+  EXPECT_EQ(extended_asked, targets.size() - 1);
+
+  std::map<std::uint64_t, collectors::PortSample> s;
+  for (const auto& r : sweep.readings) {
+    ASSERT_TRUE(r.sample);
+    if (r.target.port.node_guid != t.f.Guid(t.sw)) s[r.target.port.node_guid] = *r.sample;
+  }
+  const auto& plain = s.at(t.f.Guid(t.plain));
+  EXPECT_TRUE(plain.present.test(Index(Counter::kXmitWait)));
+  EXPECT_TRUE(plain.present.test(Index(Counter::kUnicastXmitPkts)));
+  EXPECT_FALSE(plain.present.test(Index(Counter::kQp1Dropped)));
+  EXPECT_EQ(plain.bits[Index(Counter::kXmitData)], 64);
+  EXPECT_EQ(plain.value[Index(Counter::kSymbolError)], 7u);
+
+  const auto& noietf = s.at(t.f.Guid(t.noietf));
+  EXPECT_EQ(noietf.bits[Index(Counter::kXmitData)], 64);
+  EXPECT_FALSE(noietf.present.test(Index(Counter::kUnicastXmitPkts)));
+  EXPECT_FALSE(noietf.present.test(Index(Counter::kXmitWait)));
+
+  const auto& old_ca = s.at(t.f.Guid(t.old_ca));
+  EXPECT_EQ(old_ca.bits[Index(Counter::kXmitData)], 32);
+  EXPECT_EQ(old_ca.value[Index(Counter::kXmitData)], 11u);
+  EXPECT_FALSE(old_ca.present.test(Index(Counter::kXmitWait)));
+  EXPECT_FALSE(old_ca.present.test(Index(Counter::kUnicastXmitPkts)));
+
+  const auto& fancy = s.at(t.f.Guid(t.fancy));
+  EXPECT_EQ(fancy.bits[Index(Counter::kSymbolError)], 64);
+  EXPECT_EQ(fancy.value[Index(Counter::kSymbolError)], 1ULL << 40);
+  EXPECT_TRUE(fancy.present.test(Index(Counter::kQp1Dropped)));
+
+  // Unknown capabilities: ask everything, export what answers.
+  const auto& mute = s.at(t.f.Guid(t.mute));
+  EXPECT_TRUE(mute.present.test(Index(Counter::kXmitWait)));
+  EXPECT_EQ(mute.value[Index(Counter::kXmitWait)], 13u);
+  EXPECT_EQ(mute.bits[Index(Counter::kXmitData)], 64);
+}
+
+TEST(CapabilitiesTest, LostExtendedReplyDropsOnlyWhatItFeeds) {
+  Caps t;
+  // A port whose PortCountersExtended replies are lost, PortCounters not.
+  auto inner = t.f.Responder(t.plain, 1);
+  transport::testing::FakeMadPort mad([&](const transport::MadAddress& to, const transport::MadBytes& req) {
+    const auto h = transport::DecodeHeader(req);
+    if (h.attr_id == transport::pma_attr::kPortCountersExtended && (to.lid == 1 || to.lid == 4)) {
+      return std::optional<transport::MadBytes>();
+    }
+    return inner(to, req);
+  });
+  transport::MadEngine engine(mad, {16, milliseconds(5), 0});
+  const auto d = topology::Discover(engine);
+  const auto caps = collectors::ReadCapabilities(d.fabric, engine);
+  const auto sweep = collectors::Sweep(collectors::SweepTargets(d.fabric, {}, caps), engine);
+  int checked = 0;
+  for (const auto& r : sweep.readings) {
+    const auto guid = r.target.port.node_guid;
+    if (guid == t.f.Guid(t.plain)) {  // LID 1: errors from PortCounters either way
+      ASSERT_TRUE(r.sample);
+      EXPECT_FALSE(r.sample->present.test(Index(Counter::kXmitData))) << "not switched to 32 bits";
+      EXPECT_FALSE(r.sample->present.test(Index(Counter::kUnicastXmitPkts)));
+      EXPECT_EQ(r.sample->value[Index(Counter::kSymbolError)], 7u);
+      EXPECT_EQ(r.sample->value[Index(Counter::kXmitWait)], 13u);
+      ++checked;
+    }
+    if (guid == t.f.Guid(t.fancy)) {  // LID 4: every counter comes from the lost reply
+      ASSERT_TRUE(r.sample);
+      EXPECT_TRUE(r.sample->present.none()) << r.sample->present;
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 2);
+}
+
+TEST(LidMoveTest, ALidAnsweringForAnotherNodeIsCaught) {
+  testing::FakeFabric f;
+  const int sw = f.AddSwitch("sw", 4, 10);
+  const int a = f.AddCa("a", 1);
+  const int b = f.AddCa("b", 1);
+  f.SetCaLid(a, 1, 1);
+  f.SetCaLid(b, 1, 2);
+  f.Connect(a, 1, sw, 1);
+  f.Connect(b, 1, sw, 2);
+  transport::PortCounters c;
+  c.rcv_errors = 55;
+  f.SetCounters(b, 1, c);
+  transport::testing::FakeMadPort mad(f.Responder(a, 1));
+  transport::MadEngine engine(mad, {16, milliseconds(10), 0});
+  const auto d = topology::Discover(engine);
+  const auto targets = collectors::SweepTargets(d.fabric, {}, {});
+  EXPECT_TRUE(collectors::Sweep(targets, engine).moved_nodes.empty());
+
+  f.SetCaLid(a, 1, 2);  // an SM gave the LIDs out the other way round
+  f.SetCaLid(b, 1, 1);
+  const auto sweep = collectors::Sweep(targets, engine);
+  EXPECT_EQ(sweep.moved_nodes, (std::set<std::uint64_t>{f.Guid(a), f.Guid(b)}));
+  for (const auto& r : sweep.readings) {
+    if (r.target.port.node_guid == f.Guid(a)) {
+      EXPECT_FALSE(r.sample) << "b's 55 errors must not land on a";
+    }
+  }
+}
+
+TEST(ClearTest, ThresholdMasksAndContinuity) {
+  collectors::PortSample s;
+  auto set = [&s](Counter c, std::uint64_t v, std::uint8_t bits) {
+    s.value[Index(c)] = v;
+    s.bits[Index(c)] = bits;
+    s.present.set(Index(c));
+  };
+  set(Counter::kRcvErrors, 49150, 16);       // just below 75% of 65535 (49151)
+  set(Counter::kXmitData, 1ULL << 50, 64);   // 64-bit: never cleared
+  const collectors::SweepTarget t{{0x5, 1}, 9, {}};
+  EXPECT_FALSE(collectors::ClearNeeded(t, s, 75));
+  set(Counter::kRcvErrors, 49151, 16);
+  set(Counter::kXmitWait, 0xF0000000u, 32);
+  set(Counter::kLinkDowned, 255, 8);
+  const auto req = collectors::ClearNeeded(t, s, 75);
+  ASSERT_TRUE(req);
+  EXPECT_EQ(req->select, (1u << 3) | (1u << 2));  // PortRcvErrors, LinkDownedCounter
+  EXPECT_EQ(req->select2, 1u);                     // PortXmitWait
+  EXPECT_TRUE(req->counters.test(Index(Counter::kRcvErrors)));
+  EXPECT_FALSE(req->counters.test(Index(Counter::kXmitData)));
+
+  // Totals stay continuous across our own clear.
+  collectors::CounterStore st;
+  st.Update({0x5, 1}, s, {});
+  st.NoteCleared({0x5, 1}, req->counters);
+  set(Counter::kRcvErrors, 4, 16);
+  st.Update({0x5, 1}, s, {});
+  EXPECT_EQ(st.ports().at({0x5, 1}).total[Index(Counter::kRcvErrors)], 49155u);
+}
+
+TEST(ClearTest, SetReachesThePortOnTheWire) {
+  testing::FakeFabric f;
+  const int sw = f.AddSwitch("sw", 4, 10);
+  const int a = f.AddCa("a", 1);
+  f.SetCaLid(a, 1, 1);
+  f.Connect(a, 1, sw, 1);
+  transport::PortCounters c;
+  c.rcv_errors = 60000;
+  c.symbol_error = 12;
+  f.SetCounters(sw, 1, c);
+  transport::testing::FakeMadPort mad(f.Responder(a, 1));
+  transport::MadEngine engine(mad, {16, milliseconds(10), 0});
+  const auto d = topology::Discover(engine);
+  const auto sweep = collectors::Sweep(collectors::SweepTargets(d.fabric, {}, {}), engine);
+  std::vector<collectors::ClearRequest> reqs;
+  for (const auto& r : sweep.readings) {
+    if (auto q = collectors::ClearNeeded(r.target, *r.sample, 75)) reqs.push_back(*q);
+  }
+  ASSERT_EQ(reqs.size(), 1u);
+  EXPECT_EQ(collectors::ClearCounters(reqs, engine), std::vector<bool>{true});
+  EXPECT_EQ(f.sets(), 1);
+  EXPECT_EQ(f.Counters(sw, 1).rcv_errors, 0);
+  EXPECT_EQ(f.Counters(sw, 1).symbol_error, 12) << "only the selected counter is cleared";
+}
+
+TEST(PinnedTest, PinnedCountersAreExposed) {
+  collectors::PortTotals t;
+  t.present.set(Index(Counter::kRcvErrors));
+  t.last_bits[Index(Counter::kRcvErrors)] = 16;
+  t.last_raw[Index(Counter::kRcvErrors)] = 65535;
+  t.total[Index(Counter::kRcvErrors)] = 65535;
+  EXPECT_TRUE(t.Pinned(Index(Counter::kRcvErrors)));
+  t.last_bits[Index(Counter::kRcvErrors)] = 64;
+  EXPECT_FALSE(t.Pinned(Index(Counter::kRcvErrors)));
+  t.last_bits[Index(Counter::kRcvErrors)] = 16;
+
+  collectors::Snapshot s;
+  s.fabric = std::make_shared<topology::Fabric>();
+  s.nodes[0x9] = {topology::NodeKind::kSwitch, "sw"};
+  s.ports[{0x9, 4}] = t;
+  s.ports[{0x9, 5}] = collectors::PortTotals{};
+  const auto m = testbed::Scrape::Parse(exporter::SerializeMetrics(s, "x"));
+  EXPECT_EQ(m.Value("infiniband_switch_port_pinned_counters", {{"port", "4"}}), 1);
+  EXPECT_EQ(m.Value("infiniband_switch_port_pinned_counters", {{"port", "5"}}), 0);
+  EXPECT_EQ(m.Value("infiniband_switch_port_counter_pinned", {{"port", "4"}, {"counter", "receive_errors"}}), 1);
+  EXPECT_EQ(m.Find("infiniband_switch_port_counter_pinned").size(), 1u);
+}
+
+TEST(StateTest, RoundTripAndRejects) {
+  collectors::PersistedState st;
+  collectors::PortTotals t;
+  t.present.set(Index(Counter::kXmitData));
+  t.total[Index(Counter::kXmitData)] = ~0ULL - 5;  // 64-bit values survive JSON exactly
+  t.last_raw[Index(Counter::kXmitData)] = 17;
+  t.last_bits[Index(Counter::kXmitData)] = 64;
+  t.stale = true;
+  st.ports[{0xabc, 3}] = t;
+  st.nodes[0xabc] = {topology::NodeKind::kCa, "cn0001 \"quoted\""};
+  st.remembered.insert({0xdef, 7});
+  collectors::PersistedState back;
+  std::string error;
+  ASSERT_TRUE(collectors::LoadState(collectors::SaveState(st), &back, &error)) << error;
+  const auto& bt = back.ports.at({0xabc, 3});
+  EXPECT_EQ(bt.total[Index(Counter::kXmitData)], ~0ULL - 5);
+  EXPECT_EQ(bt.last_raw[Index(Counter::kXmitData)], 17u);
+  EXPECT_EQ(bt.last_bits[Index(Counter::kXmitData)], 64);
+  EXPECT_TRUE(bt.stale);
+  EXPECT_EQ(bt.present, t.present);
+  EXPECT_EQ(back.nodes.at(0xabc).name, "cn0001 \"quoted\"");
+  EXPECT_EQ(back.remembered, st.remembered);
+
+  EXPECT_FALSE(collectors::LoadState("{not json", &back, &error));
+  EXPECT_NE(error.find("malformed state"), std::string::npos);
+  EXPECT_FALSE(collectors::LoadState(R"({"version": 99, "ports": [], "nodes": [], "remembered": []})", &back, &error));
+  EXPECT_NE(error.find("version"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ibfabric
