@@ -8,17 +8,17 @@
 // with node metadata in infiniband_{switch,hca}_info and each cable's far
 // end in infiniband_{switch,hca}_uplink_info.
 
+#include <string>
 #include <string_view>
-#include <vector>
-
-#include <prometheus/metric_family.h>
 
 #include "collectors/snapshot.h"
 
 namespace ibfabric::collectors {
 
-// Pure: the same snapshot gives the same families, sorted by name.
-std::vector<prometheus::MetricFamily> RenderMetrics(const Snapshot& snapshot,
-                                                    std::string_view version);
+// The Prometheus text exposition (format 0.0.4) of a snapshot. Pure: the
+// same snapshot gives the same text. Families are built and serialized one
+// at a time (prometheus-cpp's MetricFamily and TextSerializer), so memory
+// holds one family and the text, never the whole exposition as objects.
+std::string RenderExposition(const Snapshot& snapshot, std::string_view version);
 
 }  // namespace ibfabric::collectors

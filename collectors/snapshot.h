@@ -53,6 +53,9 @@ struct Snapshot {
   std::chrono::system_clock::time_point last_success{};  // end of the last good sweep
   std::chrono::system_clock::time_point published{};
   std::vector<std::string> discovery_problems;
+  // The metrics exposition of this snapshot, rendered once when it is
+  // published; every scrape serves this text.
+  std::string exposition;
 };
 
 }  // namespace ibfabric::collectors

@@ -1,19 +1,10 @@
 #include "exporter/http_server.h"
 
 #include <httplib.h>
-#include <prometheus/text_serializer.h>
 
-#include <sstream>
-
-#include "collectors/metrics.h"
+#include <algorithm>
 
 namespace ibfabric::exporter {
-
-std::string SerializeMetrics(const collectors::Snapshot& snapshot, const std::string& version) {
-  std::ostringstream out;
-  prometheus::TextSerializer().Serialize(out, collectors::RenderMetrics(snapshot, version));
-  return out.str();
-}
 
 HttpServer::HttpServer(const SnapshotHolder& holder, HttpOptions options)
     : holder_(holder), options_(std::move(options)), server_(std::make_unique<httplib::Server>()) {
@@ -22,12 +13,59 @@ HttpServer::HttpServer(const SnapshotHolder& holder, HttpOptions options)
 
 HttpServer::~HttpServer() { Stop(); }
 
+namespace {
+
+// Accept-Encoding without brotli. httplib prefers brotli whenever a client
+// offers it (browsers do) and compresses at quality 11: about 30 s of CPU
+// for a 10 MB exposition. gzip costs ~0.1 s and is what Prometheus asks for.
+std::string WithoutBrotli(const std::string& accept) {
+  std::string out;
+  std::size_t start = 0;
+  while (start <= accept.size()) {
+    std::size_t end = accept.find(',', start);
+    if (end == std::string::npos) end = accept.size();
+    std::string token = accept.substr(start, end - start);
+    const auto first = token.find_first_not_of(' ');
+    const std::string name = first == std::string::npos ? "" : token.substr(first, token.find_first_of(" ;", first) - first);
+    if (!name.empty() && name != "br") out += (out.empty() ? "" : ", ") + token.substr(first);
+    start = end + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
 void HttpServer::Routes() {
+  server_->set_pre_routing_handler([](const httplib::Request& req, httplib::Response&) {
+    if (req.has_header("Accept-Encoding")) {
+      // httplib hands handlers a const Request it owns; the header is
+      // rewritten before any encoding decision is taken on it.
+      auto& headers = const_cast<httplib::Headers&>(req.headers);
+      const std::string accept = WithoutBrotli(req.get_header_value("Accept-Encoding"));
+      headers.erase("Accept-Encoding");
+      if (!accept.empty()) headers.emplace("Accept-Encoding", accept);
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
   const std::string metrics_path = options_.telemetry_path;
   server_->Get(metrics_path, [this](const httplib::Request&, httplib::Response& res) {
     auto snap = holder_.Get();
-    res.set_content(SerializeMetrics(*snap, options_.version),
-                    "text/plain; version=0.0.4; charset=utf-8");
+    // Streamed from the snapshot, which the provider keeps alive: no copy of
+    // the exposition per scrape, and httplib compresses chunked responses on
+    // the fly when the client accepts gzip (Prometheus does).
+    res.set_chunked_content_provider(
+        "text/plain; version=0.0.4; charset=utf-8",
+        [snap, offset = std::size_t{0}](std::size_t, httplib::DataSink& sink) mutable {
+          constexpr std::size_t kSlice = 64 * 1024;
+          const std::string& text = snap->exposition;
+          if (offset < text.size()) {
+            const std::size_t n = std::min(kSlice, text.size() - offset);
+            if (!sink.write(text.data() + offset, n)) return false;
+            offset += n;
+          }
+          if (offset >= text.size()) sink.done();
+          return true;
+        });
   });
   server_->Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
     res.set_content("ok\n", "text/plain");

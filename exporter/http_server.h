@@ -18,7 +18,6 @@ struct HttpOptions {
   std::string host = "0.0.0.0";
   int port = 9315;  // 0: any free port (see bound_port())
   std::string telemetry_path = "/metrics";
-  std::string version;
 };
 
 // Ownership: borrows the holder. Thread-safety: Start/Stop from one thread;
@@ -45,8 +44,5 @@ class HttpServer {
   std::thread thread_;
   int bound_port_ = 0;
 };
-
-// The text exposition of a snapshot (Prometheus text format 0.0.4).
-std::string SerializeMetrics(const collectors::Snapshot& snapshot, const std::string& version);
 
 }  // namespace ibfabric::exporter

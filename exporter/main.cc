@@ -1,6 +1,7 @@
 // Composition root: parses flags, opens the MAD port, wires the poller, the
 // snapshot holder and the HTTP server, and waits for a signal.
 
+#include <malloc.h>
 #include <pthread.h>
 
 #include <atomic>
@@ -29,6 +30,12 @@ namespace ibfabric::exporter {
 namespace {
 
 int Main(int argc, char** argv) {
+  // Large buffers (an exposition is ~10 MB at 4k ports) straight from and back
+  // to the kernel, and few arenas: otherwise glibc's dynamic mmap threshold
+  // keeps each worker thread's freed buffers and RSS ratchets up per scrape.
+  mallopt(M_MMAP_THRESHOLD, 256 * 1024);
+  mallopt(M_ARENA_MAX, 2);
+
   const std::string program = argc > 0 ? argv[0] : "ibfabric_exporter";
   const ParsedFlags flags = ParseFlags(std::vector<std::string>(argv + 1, argv + argc));
   switch (flags.action) {
@@ -111,6 +118,7 @@ int Main(int argc, char** argv) {
   poller_options.sweep_interval = cfg.sweep_interval;
   poller_options.discovery_interval = cfg.discovery_interval;
   poller_options.clear_threshold_percent = cfg.clear_threshold;
+  poller_options.version = IBFABRIC_VERSION;
   poller_options.on_transport_down = [&]() {
     const auto now = std::chrono::steady_clock::now();
     if (now - last_probe < std::chrono::seconds(2)) return;
@@ -129,12 +137,11 @@ int Main(int argc, char** argv) {
 
   if (cfg.once) {
     const bool ok = poller.Cycle();
-    std::cout << SerializeMetrics(*holder.Get(), IBFABRIC_VERSION);
+    std::cout << holder.Get()->exposition;
     return ok ? 0 : 1;
   }
 
-  HttpServer http(holder, HttpOptions{cfg.listen_host, cfg.listen_port, cfg.telemetry_path,
-                                      IBFABRIC_VERSION});
+  HttpServer http(holder, HttpOptions{cfg.listen_host, cfg.listen_port, cfg.telemetry_path});
   if (!http.Start(&error)) {
     std::cerr << "ibfabric_exporter: " << error << "\n";
     return 1;

@@ -3,6 +3,7 @@
 #include <condition_variable>
 #include <mutex>
 
+#include "collectors/metrics.h"
 #include "topology/discovery.h"
 
 namespace ibfabric::exporter {
@@ -177,6 +178,7 @@ void Poller::Publish() {
   s->last_success = last_success_;
   s->published = std::chrono::system_clock::now();
   s->discovery_problems = discovery_problems_;
+  s->exposition = collectors::RenderExposition(*s, options_.version);
   holder_.Publish(std::move(s));
 }
 

@@ -29,6 +29,7 @@ struct PollerOptions {
   // not even the local port answered (the HCA or the simulator went away).
   int transport_down_cycles = 3;
   std::function<void()> on_transport_down;
+  std::string version;  // for infiniband_exporter_build_info
 };
 
 // Ownership: borrows engine, holder and logger; they outlive the poller.

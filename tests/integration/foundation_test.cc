@@ -264,6 +264,14 @@ TEST_F(FoundationTest, ExpositionPassesPromtoolAndEndpointsAnswer) {
   EXPECT_EQ(lint.exit_code, 0) << lint.out << lint.err;
   EXPECT_EQ(lint.out + lint.err, "");
 
+  // A browser offers brotli; the exposition comes back as gzip (brotli at
+  // httplib's quality costs tens of seconds of CPU per scrape).
+  const auto headers = RunCommand({"curl", "-s", "-D", "-", "-o", "/dev/null", "-H",
+                                   "Accept-Encoding: gzip, deflate, br",
+                                   "http://127.0.0.1:" + std::to_string(exporter->port()) + "/metrics"},
+                                  {}, seconds(30));
+  EXPECT_NE(headers.out.find("Content-Encoding: gzip"), std::string::npos) << headers.out;
+
   const auto wrong = sim_->Tool({ExporterBinary(), "--ib.ca=ibsim0", "--ib.port=2", "--once"});
   EXPECT_EQ(wrong.exit_code, 1);
   EXPECT_NE(wrong.err.find("port 2 not found on 'ibsim0'"), std::string::npos) << wrong.err;

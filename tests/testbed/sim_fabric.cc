@@ -160,6 +160,28 @@ bool SimFabric::SweepSubnet(std::string* error, bool forget_lids) {
   return true;
 }
 
+std::unique_ptr<Process> SimFabric::StartSubnetManager(std::string* error) {
+  const std::string log = dir_ + "/opensm.resident.log";
+  const std::string cache = dir_ + "/osm-cache";
+  mkdir(cache.c_str(), 0700);
+  SpawnOptions o;
+  o.argv = {"opensm", "-d2", "-f", log};  // -d2: flush the log after each message
+  o.env = ClientEnv();
+  o.env["OSM_CACHE_DIR"] = cache;
+  o.stdout_path = dir_ + "/opensm.resident.out";
+  auto sm = Process::Spawn(o, error);
+  if (!sm) return nullptr;
+  const auto deadline = std::chrono::steady_clock::now() + options_.timeout;
+  while (ReadFile(log).find("SUBNET UP") == std::string::npos) {
+    if (!sm->Running() || std::chrono::steady_clock::now() > deadline) {
+      *error = "resident opensm did not bring the subnet up: " + Tail(ReadFile(log));
+      return nullptr;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return sm;
+}
+
 Env SimFabric::ClientEnv() const {
   Env env{{"LD_PRELOAD", kUmad2SimPreload}};
   if (!options_.attach.empty()) env["SIM_HOST"] = options_.attach;

@@ -44,6 +44,10 @@ class SimFabric {
   // Baselid changed stay changed (as after an SM restart). False on failure.
   bool SweepSubnet(std::string* error, bool forget_lids = false);
 
+  // Starts opensm as a resident SM/SA (tools such as ibqueryerrors ask the
+  // SA for paths) and waits for SUBNET UP; nullptr and a reason on failure.
+  std::unique_ptr<Process> StartSubnetManager(std::string* error);
+
   // Kills ibsim (SIGKILL), as a crash would.
   void Kill();
   // Starts ibsim again on the same net file and console, and sweeps.

@@ -6,7 +6,7 @@
 
 #include "collectors/state.h"
 #include "collectors/sweep.h"
-#include "exporter/http_server.h"
+#include "collectors/metrics.h"
 #include "tests/testbed/prom_text.h"
 #include "tests/unit/fake_fabric.h"
 #include "topology/discovery.h"
@@ -248,7 +248,7 @@ TEST(PinnedTest, PinnedCountersAreExposed) {
   s.nodes[0x9] = {topology::NodeKind::kSwitch, "sw"};
   s.ports[{0x9, 4}] = t;
   s.ports[{0x9, 5}] = collectors::PortTotals{};
-  const auto m = testbed::Scrape::Parse(exporter::SerializeMetrics(s, "x"));
+  const auto m = testbed::Scrape::Parse(collectors::RenderExposition(s, "x"));
   EXPECT_EQ(m.Value("infiniband_switch_port_pinned_counters", {{"port", "4"}}), 1);
   EXPECT_EQ(m.Value("infiniband_switch_port_pinned_counters", {{"port", "5"}}), 0);
   EXPECT_EQ(m.Value("infiniband_switch_port_counter_pinned", {{"port", "4"}, {"counter", "receive_errors"}}), 1);

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "exporter/http_server.h"
+#include "collectors/metrics.h"
 #include "tests/testbed/prom_text.h"
 
 namespace ibfabric {
@@ -60,7 +60,7 @@ collectors::Snapshot Build() {
 }
 
 TEST(MetricsTest, PortCountersUseTreydockNamesAndLabels) {
-  const Scrape m = Scrape::Parse(exporter::SerializeMetrics(Build(), "1.2.3"));
+  const Scrape m = Scrape::Parse(collectors::RenderExposition(Build(), "1.2.3"));
   EXPECT_EQ(m.Value("infiniband_switch_port_receive_errors_total",
                     {{"guid", "0x00000000000000a1"}, {"port", "3"}, {"switch", "ib-leaf01"}}),
             17);
@@ -78,7 +78,7 @@ TEST(MetricsTest, PortCountersUseTreydockNamesAndLabels) {
 }
 
 TEST(MetricsTest, InfoAndSelfMetrics) {
-  const Scrape m = Scrape::Parse(exporter::SerializeMetrics(Build(), "1.2.3"));
+  const Scrape m = Scrape::Parse(collectors::RenderExposition(Build(), "1.2.3"));
   EXPECT_EQ(m.Value("infiniband_switch_info", {{"guid", "0x00000000000000a1"}, {"switch", "ib-leaf01"}, {"lid", "5"}}), 1);
   EXPECT_EQ(m.Value("infiniband_hca_info", {{"guid", "0x00000000000000c1"}, {"hca", "cn0001"}, {"lid", "9"}}), 1);
   EXPECT_EQ(m.Value("infiniband_switch_uplink_info", {{"guid", "0x00000000000000a1"},

@@ -40,7 +40,10 @@ class FakeMadPort final : public MadPort {
   // instant. A dropped response counts as settled when it is dropped, so this
   // equals the engine's window use only when nothing is dropped.
   std::size_t max_outstanding() const { return max_outstanding_; }
+  // Every MAD sent, when recording is on (the default). Benchmarks turn it
+  // off: a growing record costs copies that would look like engine stalls.
   const std::vector<MadBytes>& sent_mads() const { return sent_; }
+  void set_record_sent(bool on) { record_sent_ = on; }
   void set_faults(const FakeFaults& f) { faults_ = f; }
 
  private:
@@ -57,6 +60,7 @@ class FakeMadPort final : public MadPort {
   std::mt19937 rng_;
   std::priority_queue<Pending, std::vector<Pending>, std::greater<>> queue_;
   std::vector<MadBytes> sent_;
+  bool record_sent_ = true;
   std::uint64_t seq_ = 0;
   std::uint64_t sends_ = 0;
   std::uint64_t delivered_ = 0;
