@@ -3,6 +3,7 @@
 #include <prometheus/text_serializer.h>
 
 #include <chrono>
+#include <cstdio>
 #include <functional>
 #include <sstream>
 #include <string>
@@ -130,6 +131,19 @@ void RenderFabric(const Snapshot& s, Emit out) {
     }
   }
   for (auto* f : {&hca_info, &hca_up, &sw_info, &sw_up}) out(std::move(*f));
+
+  // What each node's PMA advertises (ClassPortInfo, IBTA 16.1.2): why a
+  // counter is absent on a port, e.g. transmit_wait without bit 12.
+  auto pma = Family("infiniband_node_pma_capabilities_info",
+                    "PMA ClassPortInfo CapabilityMask and CapabilityMask2 of the node (hex)",
+                    MetricType::Gauge);
+  for (const auto& [guid, caps] : s.pma) {
+    char mask[8], mask2[12];
+    std::snprintf(mask, sizeof mask, "0x%04x", caps.mask);
+    std::snprintf(mask2, sizeof mask2, "0x%08x", caps.mask2);
+    Add(pma, {{"guid", FormatGuid(guid)}, {"capability_mask", mask}, {"capability_mask2", mask2}}, 1);
+  }
+  out(std::move(pma));
 }
 
 void RenderSelf(const Snapshot& s, std::string_view version, Emit out) {
@@ -141,14 +155,18 @@ void RenderSelf(const Snapshot& s, std::string_view version, Emit out) {
                         "1 if the collector's last run succeeded", MetricType::Gauge);
   auto duration = Family("infiniband_exporter_collector_duration_seconds",
                          "Duration of the collector's last run", MetricType::Gauge);
+  auto total = Family("infiniband_exporter_collector_seconds_total",
+                      "Time spent in the collector's runs since start", MetricType::Counter);
   for (const auto& [name, phase] :
        {std::pair{"discovery", &s.discovery}, std::pair{"port_counters", &s.port_counters}}) {
     if (!phase->ran) continue;
     Add(success, {{"collector", name}}, phase->success ? 1 : 0);
     Add(duration, {{"collector", name}}, phase->duration_seconds);
+    Add(total, {{"collector", name}}, phase->total_seconds);
   }
   out(std::move(success));
   out(std::move(duration));
+  out(std::move(total));
 
   auto sweep_dur = Family("infiniband_exporter_sweep_duration_seconds",
                           "Wall time of the last counter sweep", MetricType::Gauge);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "collectors/counter_store.h"
+#include "collectors/counters.h"
 #include "topology/fabric.h"
 #include "transport/mad_engine.h"
 
@@ -33,7 +34,8 @@ struct NodeHealth {
 struct PhaseHealth {
   bool ran = false;
   bool success = false;
-  double duration_seconds = 0;
+  double duration_seconds = 0;  // of the last run
+  double total_seconds = 0;     // of every run: a slow run stays visible to rate()
 };
 
 struct Snapshot {
@@ -41,6 +43,7 @@ struct Snapshot {
   std::map<topology::PortRef, PortTotals> ports;
   std::map<std::uint64_t, NodeLabel> nodes;
   std::map<std::uint64_t, NodeHealth> node_health;  // every node ever read
+  std::map<std::uint64_t, PmaCapabilities> pma;     // ClassPortInfo of the nodes that answered
   transport::EngineStats mad;
   PhaseHealth discovery;
   PhaseHealth port_counters;

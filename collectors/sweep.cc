@@ -124,6 +124,26 @@ SweepResult Sweep(const std::vector<SweepTarget>& targets, transport::MadEngine&
   return out;
 }
 
+std::size_t DownPortsNowUp(const topology::Fabric& fabric, transport::MadEngine& engine) {
+  std::vector<transport::MadRequest> reqs;
+  for (const auto& node : fabric.nodes()) {
+    if (node.kind != topology::NodeKind::kSwitch || node.lid == 0) continue;
+    for (const auto& port : node.ports) {
+      if (!port.link_up()) {
+        reqs.push_back(transport::PortInfoQuery(transport::MadAddress::Lid(node.lid), port.number));
+      }
+    }
+  }
+  std::size_t up = 0;
+  for (const auto& r : engine.Run(reqs)) {
+    if (r.outcome == MadOutcome::kOk &&
+        transport::DecodePortInfo(r.response).port_phys_state == transport::kPhysStateLinkUp) {
+      ++up;
+    }
+  }
+  return up;
+}
+
 std::optional<ClearRequest> ClearNeeded(const SweepTarget& target, const PortSample& sample,
                                         int percent) {
   ClearRequest req{target, 0, 0, {}};

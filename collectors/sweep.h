@@ -56,6 +56,12 @@ struct SweepResult {
 // Thread-safety: uses the engine exclusively for its duration.
 SweepResult Sweep(const std::vector<SweepTarget>& targets, transport::MadEngine& engine);
 
+// Asks every switch for PortInfo of its ports that are down in `fabric`
+// (LID-routed SMPs; nothing on a fully cabled fabric) and returns how many
+// have come up since: a new cable, a new node, a link back. Discovery alone
+// would see them only on its next interval.
+std::size_t DownPortsNowUp(const topology::Fabric& fabric, transport::MadEngine& engine);
+
 // A PortCounters Set for the sticky counters of one port that reached
 // `percent` of their field's maximum; nullopt when none did.
 struct ClearRequest {

@@ -37,6 +37,7 @@ void Poller::Discover() {
   for (const auto& p : r.problems) log_.Warn("discovery", "problem=\"" + p + "\"");
   if (!r.ok) {
     discovery_.duration_seconds = SecondsOf(std::chrono::steady_clock::now() - start);
+    discovery_.total_seconds += discovery_.duration_seconds;
     log_.Error("discovery failed; keeping the previous fabric");
     return;
   }
@@ -51,6 +52,7 @@ void Poller::Discover() {
   // What each PMA supports decides what is asked and what is exported.
   caps_ = collectors::ReadCapabilities(*fabric_, engine_);
   discovery_.duration_seconds = SecondsOf(std::chrono::steady_clock::now() - start);
+  discovery_.total_seconds += discovery_.duration_seconds;
   log_.Info("discovery done", "switches=" + std::to_string(fabric_->switch_count()) +
                                   " hcas=" + std::to_string(fabric_->ca_count()) +
                                   " smps=" + std::to_string(r.smps) +
@@ -110,6 +112,7 @@ bool Poller::Cycle() {
   failed_ports_ = sweep.failed_ports;
   port_counters_.ran = true;
   port_counters_.duration_seconds = sweep.duration.count();
+  port_counters_.total_seconds += port_counters_.duration_seconds;
   port_counters_.success = !targets.empty() && sweep.failed_ports < targets.size();
   if (port_counters_.success) last_success_ = wall;
 
@@ -119,13 +122,26 @@ bool Poller::Cycle() {
               "nodes=" + std::to_string(sweep.moved_nodes.size()));
     rediscover_ = true;
   }
-  if (sweep.failed_ports > 0) {
-    log_.Warn("sweep: ports did not answer; rediscovering",
-              "failed=" + std::to_string(sweep.failed_ports) + " targets=" + std::to_string(targets.size()));
+  std::size_t newly_failing = 0;
+  for (const auto& r : sweep.readings) {
+    if (r.sample) {
+      known_failing_.erase(r.target.port);
+    } else if (known_failing_.insert(r.target.port).second) {
+      ++newly_failing;
+    }
+  }
+  if (newly_failing > 0) {
+    log_.Warn("sweep: ports stopped answering; rediscovering",
+              "newly_failing=" + std::to_string(newly_failing) + " failed=" +
+                  std::to_string(sweep.failed_ports) + " targets=" + std::to_string(targets.size()));
     rediscover_ = true;
   }
   if (link_flapped) {
     log_.Info("a LinkDownedCounter moved; rediscovering");
+    rediscover_ = true;
+  }
+  if (const std::size_t up = collectors::DownPortsNowUp(*fabric_, engine_); up > 0) {
+    log_.Info("switch ports came up; rediscovering", "ports=" + std::to_string(up));
     rediscover_ = true;
   }
   if (options_.clear_threshold_percent > 0) ClearSaturated(sweep);
@@ -166,6 +182,7 @@ void Poller::Publish() {
   s->ports = store_.ports();
   s->nodes = nodes_;
   s->node_health = health_;
+  s->pma = caps_;
   s->mad = engine_.stats();
   s->discovery = discovery_;
   s->port_counters = port_counters_;

@@ -62,6 +62,9 @@ class Poller {
   std::map<std::uint64_t, collectors::NodeLabel> nodes_;  // every node ever seen
   std::map<std::uint64_t, collectors::NodeHealth> health_;
   std::set<topology::PortRef> remembered_;               // switch ports once up
+  // Ports whose failure already led to a rediscovery: a node that stays dead
+  // costs one rediscovery, not one every sweep.
+  std::set<topology::PortRef> known_failing_;
   collectors::CounterStore store_;
   collectors::PhaseHealth discovery_;
   collectors::PhaseHealth port_counters_;

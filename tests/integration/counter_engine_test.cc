@@ -260,6 +260,64 @@ TEST_F(CounterEngineTest, LidChangeIsRediscoveredWithTotalsKept) {
   Plant(host, "PortRcvErrors", 0);
 }
 
+TEST_F(CounterEngineTest, NodeThatAppearsIsDiscoveredBeforeTheInterval) {
+  const Endpoint leaf = tree_->LeafHostPort(12);
+  Console("Unlink " + At(leaf));  // cn0012 is not on the fabric when the exporter starts
+  std::string error;
+  auto e = ExporterProcess::Start(*sim_, {"--sweep.interval=200ms", "--discovery.interval=1h"}, &error);
+  ASSERT_NE(e, nullptr) << error;
+  auto s = e->WaitForSweeps(2, seconds(30));
+  ASSERT_TRUE(s);
+  ASSERT_EQ(s->Value("infiniband_exporter_fabric_nodes", {{"type", "hca"}}), 15);
+  const double discoveries = *s->Value("infiniband_exporter_discoveries_total");
+
+  Console("ReLink " + At(leaf));
+  ASSERT_TRUE(sim_->SweepSubnet(&error)) << error;
+  s = e->WaitFor([](const Scrape& x) { return x.Value("infiniband_exporter_fabric_nodes", {{"type", "hca"}}) == 16; },
+                 seconds(30));
+  ASSERT_TRUE(s) << e->Log();
+  EXPECT_EQ(s->Value("infiniband_exporter_discoveries_total"), discoveries + 1);
+  s = Fresh(*e);
+  EXPECT_EQ(s->Find("infiniband_hca_port_receive_errors_total", {{"hca", tree_->Host(12)}}).size(), 1u);
+}
+
+TEST_F(CounterEngineTest, ScrapesNeverWaitForTheFabric) {
+  std::string error;
+  // Window and retries small enough that what piles up in umad2sim's socket
+  // while ibsim is frozen fits its send buffer (see SimFabric::Start).
+  auto e = ExporterProcess::Start(
+      *sim_, {"--sweep.interval=200ms", "--mad.timeout=700ms", "--mad.retries=2", "--mad.window=16"}, &error);
+  ASSERT_NE(e, nullptr) << error;
+  ASSERT_TRUE(e->WaitForSweeps(1, seconds(30)));
+  auto busy = [](const Scrape& x) {  // seconds spent in discovery and sweeps so far
+    double t = 0;
+    for (const auto& d : x.Find("infiniband_exporter_collector_seconds_total")) t += d.value;
+    return t;
+  };
+  const double busy_before = busy(e->ScrapeMetrics());
+  // A hung fabric: nothing answers, every MAD waits out 3 x 700 ms.
+  sim_->Pause();
+  double slowest_scrape = 0;
+  const auto until = std::chrono::steady_clock::now() + seconds(3);
+  while (std::chrono::steady_clock::now() < until) {
+    const auto t0 = std::chrono::steady_clock::now();
+    int status = 0;
+    e->Get("/metrics", &status);
+    EXPECT_EQ(status, 200);
+    slowest_scrape = std::max(slowest_scrape, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  sim_->Resume();
+  EXPECT_LT(slowest_scrape, 0.3) << "no scrape waited for the fabric";
+  // The cycle that ran into the hang spent the waiting in the exporter's own
+  // time accounting, where rate() will always see it.
+  EXPECT_TRUE(e->WaitFor([&](const Scrape& x) { return busy(x) - busy_before >= 1.5; }, seconds(30)))
+      << e->Log();
+  // And the exporter carries on once the fabric answers again.
+  EXPECT_TRUE(e->WaitFor([](const Scrape& x) { return x.Value("infiniband_exporter_stale_ports") == 0; }, seconds(30)))
+      << e->Log();
+}
+
 // Last in the suite: it restarts the simulator.
 TEST_F(CounterEngineTest, SimulatorKilledAndRestartedServesStaleThenResumes) {
   const Endpoint port = tree_->LeafHostPort(3);

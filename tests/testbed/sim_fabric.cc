@@ -35,6 +35,18 @@ std::unique_ptr<SimFabric> SimFabric::Start(const std::string& net_file, const S
   }
   std::unique_ptr<SimFabric> sim(new SimFabric());
   sim->options_ = options;
+  // umad2sim writes each MAD to ibsim's datagram socket while holding a
+  // process-wide lock that its poll() wrapper (used by every thread of the
+  // client, HTTP server included) also takes. The socket queues only
+  // net.unix.max_dgram_qlen datagrams (10 by default), so a busy or frozen
+  // ibsim would stall unrelated threads of the exporter, which no real HCA
+  // does. The limit is read when ibsim creates its socket: raise it first
+  // (as root; restored by the destructor).
+  const std::string qlen_path = "/proc/sys/net/unix/max_dgram_qlen";
+  const std::string qlen = ReadFile(qlen_path);
+  if (!qlen.empty() && std::atoi(qlen.c_str()) < 4096 && WriteFile(qlen_path, "4096\n")) {
+    sim->saved_qlen_ = qlen;
+  }
   sim->dir_ = MakeTempDir("sim");
   if (sim->dir_.empty()) {
     *error = "cannot create a temporary directory";
@@ -105,7 +117,11 @@ bool SimFabric::Restart(std::string* error) {
 }
 
 SimFabric::~SimFabric() {
-  if (ibsim_) ibsim_->Stop();
+  if (ibsim_) {
+    ibsim_->Signal(SIGCONT);  // a paused simulator cannot act on SIGTERM
+    ibsim_->Stop();
+  }
+  if (!saved_qlen_.empty()) WriteFile("/proc/sys/net/unix/max_dgram_qlen", saved_qlen_);
   if (console_fd_ >= 0) close(console_fd_);
   if (std::getenv("IBFABRIC_KEEP_SIM") == nullptr) RemoveTree(dir_);
 }

@@ -4,6 +4,8 @@
 // the exporter attach with ClientEnv(). The destructor ends every process it
 // started, also when the test failed.
 
+#include <signal.h>
+
 #include <chrono>
 #include <memory>
 #include <string>
@@ -48,6 +50,12 @@ class SimFabric {
   // SA for paths) and waits for SUBNET UP; nullptr and a reason on failure.
   std::unique_ptr<Process> StartSubnetManager(std::string* error);
 
+  // Freezes ibsim (SIGSTOP) and thaws it (SIGCONT): while frozen, no MAD is
+  // answered at all, as on a fabric that hangs. (A MAD ibsim drops through
+  // `Error` comes back at once with status ETIMEDOUT instead.)
+  void Pause() { ibsim_->Signal(SIGSTOP); }
+  void Resume() { ibsim_->Signal(SIGCONT); }
+
   // Kills ibsim (SIGKILL), as a crash would.
   void Kill();
   // Starts ibsim again on the same net file and console, and sweeps.
@@ -69,6 +77,7 @@ class SimFabric {
 
   SimOptions options_;
   std::string dir_;
+  std::string saved_qlen_;  // net.unix.max_dgram_qlen before Start, to restore
   int console_fd_ = -1;
   std::unique_ptr<Process> ibsim_;
   int sm_runs_ = 0;
