@@ -10,9 +10,7 @@
 #include <string>
 #include <thread>
 
-#include "tests/testbed/exporter_process.h"
-#include "tests/testbed/fat_tree.h"
-#include "tests/testbed/sim_fabric.h"
+#include "tests/integration/fabric_suite.h"
 
 namespace ibfabric::testbed {
 namespace {
@@ -20,7 +18,7 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-class CounterEngineTest : public ::testing::Test {
+class CounterEngineTest : public FabricSuite {
  protected:
   static void SetUpTestSuite() {
     FatTreeSpec s;
@@ -28,58 +26,16 @@ class CounterEngineTest : public ::testing::Test {
     s.spines = 2;
     s.hosts_per_leaf = 4;
     s.radix = 8;
-    tree_ = new FatTree(FatTree::Generate(s));
-    SimOptions o;
-    o.attach = tree_->Host(1);
-    std::string error;
-    sim_ = SimFabric::Start(tree_->NetFile(), o, &error).release();
-    ASSERT_NE(sim_, nullptr) << error;
+    StartFabric(s);
   }
-  static void TearDownTestSuite() {
-    delete sim_;
-    sim_ = nullptr;
-    delete tree_;
-    tree_ = nullptr;
-  }
-  void SetUp() override {
-    ASSERT_NE(sim_, nullptr);
-    ASSERT_TRUE(sim_->Alive());
-  }
-
-  static void Console(const std::string& cmd) {
-    bool ok = false;
-    const std::string out = sim_->Console(cmd, &ok);
-    ASSERT_TRUE(ok) << "ibsim did not take: " << cmd << " -> " << out;
-  }
-  static std::string At(const Endpoint& e) { return "\"" + e.node + "\"[" + std::to_string(e.port) + "]"; }
   static void Plant(const Endpoint& e, const std::string& field, unsigned long long v) {
-    Console("PerformanceSet " + At(e) + " PortCounters." + field + "=" + std::to_string(v));
+    FabricSuite::Plant(e, "PortCounters." + field, v);
   }
-
-  std::unique_ptr<ExporterProcess> Start(const std::vector<std::string>& extra) {
+  static std::unique_ptr<ExporterProcess> Start(const std::vector<std::string>& extra) {
     std::vector<std::string> args{"--sweep.interval=200ms", "--discovery.interval=2s", "--mad.timeout=20ms"};
     args.insert(args.end(), extra.begin(), extra.end());
-    std::string error;
-    auto e = ExporterProcess::Start(*sim_, args, &error);
-    EXPECT_NE(e, nullptr) << error;
-    if (e) {
-      EXPECT_TRUE(e->WaitForSweeps(1, seconds(30)));
-    }
-    return e;
+    return StartExporter(args);
   }
-
-  static std::string Guid(const Scrape& s, const std::string& name) {
-    for (const char* info : {"infiniband_switch_info", "infiniband_hca_info"}) {
-      for (const auto& x : s.Find(info)) {
-        const auto& l = x.labels;
-        if ((l.count("switch") && l.at("switch") == name) || (l.count("hca") && l.at("hca") == name)) {
-          return l.at("guid");
-        }
-      }
-    }
-    return "";
-  }
-  static std::string Role(const std::string& node) { return node.rfind("cn", 0) == 0 ? "hca" : "switch"; }
   static std::optional<double> Total(const Scrape& s, const std::string& guid, const Endpoint& e,
                                      const std::string& counter) {
     return s.Value("infiniband_" + Role(e.node) + "_port_" + counter + "_total",
@@ -90,13 +46,7 @@ class CounterEngineTest : public ::testing::Test {
     const auto now = e.ScrapeMetrics().Value("infiniband_exporter_sweeps_total");
     return e.WaitForSweeps(now.value_or(0) + 2, seconds(30));
   }
-
-  static FatTree* tree_;
-  static SimFabric* sim_;
 };
-
-FatTree* CounterEngineTest::tree_ = nullptr;
-SimFabric* CounterEngineTest::sim_ = nullptr;
 
 TEST_F(CounterEngineTest, StickyCounterAndOutOfBandClearGiveExactMonotonicTotal) {
   const Endpoint port = tree_->LeafUplink(2, 1);
@@ -264,8 +214,8 @@ TEST_F(CounterEngineTest, NodeThatAppearsIsDiscoveredBeforeTheInterval) {
   const Endpoint leaf = tree_->LeafHostPort(12);
   Console("Unlink " + At(leaf));  // cn0012 is not on the fabric when the exporter starts
   std::string error;
-  auto e = ExporterProcess::Start(*sim_, {"--sweep.interval=200ms", "--discovery.interval=1h"}, &error);
-  ASSERT_NE(e, nullptr) << error;
+  auto e = StartExporter({"--sweep.interval=200ms", "--discovery.interval=1h"});
+  ASSERT_TRUE(e);
   auto s = e->WaitForSweeps(2, seconds(30));
   ASSERT_TRUE(s);
   ASSERT_EQ(s->Value("infiniband_exporter_fabric_nodes", {{"type", "hca"}}), 15);
@@ -282,13 +232,10 @@ TEST_F(CounterEngineTest, NodeThatAppearsIsDiscoveredBeforeTheInterval) {
 }
 
 TEST_F(CounterEngineTest, ScrapesNeverWaitForTheFabric) {
-  std::string error;
   // Window and retries small enough that what piles up in umad2sim's socket
   // while ibsim is frozen fits its send buffer (see SimFabric::Start).
-  auto e = ExporterProcess::Start(
-      *sim_, {"--sweep.interval=200ms", "--mad.timeout=700ms", "--mad.retries=2", "--mad.window=16"}, &error);
-  ASSERT_NE(e, nullptr) << error;
-  ASSERT_TRUE(e->WaitForSweeps(1, seconds(30)));
+  auto e = StartExporter({"--sweep.interval=200ms", "--mad.timeout=700ms", "--mad.retries=2", "--mad.window=16"});
+  ASSERT_TRUE(e);
   auto busy = [](const Scrape& x) {  // seconds spent in discovery and sweeps so far
     double t = 0;
     for (const auto& d : x.Find("infiniband_exporter_collector_seconds_total")) t += d.value;

@@ -11,9 +11,7 @@
 #include <string>
 #include <thread>
 
-#include "tests/testbed/exporter_process.h"
-#include "tests/testbed/fat_tree.h"
-#include "tests/testbed/sim_fabric.h"
+#include "tests/integration/fabric_suite.h"
 
 namespace ibfabric::testbed {
 namespace {
@@ -31,52 +29,10 @@ FatTreeSpec Spec324() {
   return s;
 }
 
-class FoundationTest : public ::testing::Test {
+class FoundationTest : public FabricSuite {
  protected:
-  static void SetUpTestSuite() {
-    tree_ = new FatTree(FatTree::Generate(Spec324()));
-    SimOptions o;
-    o.attach = tree_->Host(1);
-    std::string error;
-    sim_ = SimFabric::Start(tree_->NetFile(), o, &error).release();
-    ASSERT_NE(sim_, nullptr) << error;
-  }
-  static void TearDownTestSuite() {
-    delete sim_;
-    sim_ = nullptr;
-    delete tree_;
-    tree_ = nullptr;
-  }
-  void SetUp() override {
-    ASSERT_NE(sim_, nullptr);
-    ASSERT_TRUE(sim_->Alive());
-  }
-
-  static void Console(const std::string& cmd) {
-    bool ok = false;
-    const std::string out = sim_->Console(cmd, &ok);
-    ASSERT_TRUE(ok) << "ibsim did not take: " << cmd << " -> " << out;
-  }
-
-  static std::string Cmd(const std::string& verb, const Endpoint& e, const std::string& rest = "") {
-    return verb + " \"" + e.node + "\"[" + std::to_string(e.port) + "]" + (rest.empty() ? "" : " " + rest);
-  }
-
-  // node name -> the value of `label` (guid, lid) in the info metrics.
-  static std::map<std::string, std::string> ByName(const Scrape& s, const std::string& label) {
-    std::map<std::string, std::string> out;
-    for (const auto& x : s.Find("infiniband_switch_info")) out[x.labels.at("switch")] = x.labels.at(label);
-    for (const auto& x : s.Find("infiniband_hca_info")) out[x.labels.at("hca")] = x.labels.at(label);
-    return out;
-  }
-  static bool IsHost(const std::string& node) { return node.rfind("cn", 0) == 0; }
-
-  static FatTree* tree_;
-  static SimFabric* sim_;
+  static void SetUpTestSuite() { StartFabric(Spec324()); }
 };
-
-FatTree* FoundationTest::tree_ = nullptr;
-SimFabric* FoundationTest::sim_ = nullptr;
 
 TEST_F(FoundationTest, PlantedCountersAppearOnExactlyTheirSeries) {
   const Endpoint leaf_host = tree_->LeafHostPort(41);     // ib-leaf03 port 5 -> cn0041
@@ -97,8 +53,7 @@ TEST_F(FoundationTest, PlantedCountersAppearOnExactlyTheirSeries) {
                                                  {"transmit_wait", "PortCounters.PortXmitWait"},
                                                  {"link_downed", "PortCounters.LinkDownedCounter"}};
   for (const auto& [key, value] : planted) {
-    Console(Cmd("PerformanceSet", key.first,
-                field.at(key.second) + "=" + std::to_string(static_cast<long long>(value))));
+    Plant(key.first, field.at(key.second), static_cast<unsigned long long>(value));
   }
 
   std::string error;
@@ -138,18 +93,18 @@ TEST_F(FoundationTest, PlantedCountersAppearOnExactlyTheirSeries) {
     }
   }
   // Clean up for the other tests in this suite.
-  for (const auto& [key, value] : planted) Console(Cmd("PerformanceSet", key.first, field.at(key.second) + "=0"));
+  for (const auto& [key, value] : planted) Plant(key.first, field.at(key.second), 0);
 }
 
 TEST_F(FoundationTest, DataCountersAgreeWithPerfquery) {
   // Large, distinct planted values: a field read from the wrong offset or
   // under the wrong name would be off by about 1e12, while the MADs the test
   // itself causes move a counter by a few hundred at most.
-  struct Plant {
+  struct Planted {
     Endpoint port;
     unsigned long long base;
   };
-  const std::vector<Plant> plants{{tree_->LeafHostPort(100), 1'000'000'000'000ULL},
+  const std::vector<Planted> plants{{tree_->LeafHostPort(100), 1'000'000'000'000ULL},
                                   {tree_->LeafUplink(3, 2, 0), 3'000'000'000'000ULL},
                                   {tree_->SpineDownlink(8, 17, 1), 5'000'000'000'000ULL},
                                   {tree_->HostPort(250), 7'000'000'000'000ULL}};
@@ -158,8 +113,7 @@ TEST_F(FoundationTest, DataCountersAgreeWithPerfquery) {
       {"PortXmitPkts", "transmit_packets"},    {"PortRcvPkts", "receive_packets"}};
   for (const auto& p : plants) {
     for (std::size_t i = 0; i < fields.size(); ++i) {
-      Console(Cmd("PerformanceSet", p.port,
-                  "PortCountersExtended." + fields[i].first + "=" + std::to_string(p.base + i * 100'000'000'000ULL)));
+      Plant(p.port, "PortCountersExtended." + fields[i].first, p.base + i * 100'000'000'000ULL);
     }
   }
   std::string error;
@@ -173,7 +127,7 @@ TEST_F(FoundationTest, DataCountersAgreeWithPerfquery) {
   for (const auto& p : plants) {
     const auto q = sim_->Tool({"perfquery", "-x", lids.at(p.port.node), std::to_string(p.port.port)});
     ASSERT_EQ(q.exit_code, 0) << q.err;
-    const std::string role = IsHost(p.port.node) ? "hca" : "switch";
+    const std::string role = Role(p.port.node);
     for (std::size_t i = 0; i < fields.size(); ++i) {
       const std::string& ibta = fields[i].first;
       auto at = q.out.find(ibta + ":");
@@ -198,7 +152,7 @@ TEST_F(FoundationTest, DataCountersAgreeWithPerfquery) {
 TEST_F(FoundationTest, UnlinkedPortKeepsItsSeries) {
   const Endpoint leaf_port = tree_->LeafHostPort(75);  // ib-leaf05 port 3 -> cn0075
   const Endpoint host_port = tree_->HostPort(75);
-  Console(Cmd("PerformanceSet", leaf_port, "PortCounters.PortRcvErrors=9"));
+  Plant(leaf_port, "PortCounters.PortRcvErrors", 9);
 
   std::string error;
   auto exporter = ExporterProcess::Start(
@@ -213,7 +167,7 @@ TEST_F(FoundationTest, UnlinkedPortKeepsItsSeries) {
   ASSERT_TRUE(before->Value("infiniband_hca_port_receive_errors_total", host_labels));
   ASSERT_TRUE(before->Value("infiniband_switch_uplink_info", leaf_labels));
 
-  Console(Cmd("Unlink", leaf_port));
+  Console("Unlink " + At(leaf_port));
   // Wait until a discovery after the unlink has dropped the cable.
   std::optional<Scrape> after;
   const auto deadline = std::chrono::steady_clock::now() + seconds(30);
@@ -233,8 +187,8 @@ TEST_F(FoundationTest, UnlinkedPortKeepsItsSeries) {
   EXPECT_EQ(after->Find("infiniband_switch_port_symbol_error_total").size(), 27u * 36u);
   EXPECT_EQ(after->Find("infiniband_hca_port_symbol_error_total").size(), 324u);
 
-  Console(Cmd("ReLink", leaf_port));
-  Console(Cmd("PerformanceSet", leaf_port, "PortCounters.PortRcvErrors=0"));
+  Console("ReLink " + At(leaf_port));
+  Plant(leaf_port, "PortCounters.PortRcvErrors", 0);
   ASSERT_TRUE(sim_->SweepSubnet(&error)) << error;
 }
 

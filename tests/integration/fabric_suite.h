@@ -1,0 +1,84 @@
+#pragma once
+// A GoogleTest fixture for suites that share one simulated fat tree: the
+// suite starts it once (SetUpTestSuite calls StartFabric), every test uses
+// it, and it is torn down after the suite. Only one ibsim can run on a
+// machine, so suites run one after the other (ctest RESOURCE_LOCK ibsim).
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+#include "tests/testbed/exporter_process.h"
+#include "tests/testbed/fat_tree.h"
+#include "tests/testbed/sim_fabric.h"
+
+namespace ibfabric::testbed {
+
+class FabricSuite : public ::testing::Test {
+ protected:
+  static void StartFabric(const FatTreeSpec& spec) {
+    tree_ = new FatTree(FatTree::Generate(spec));
+    SimOptions o;
+    o.attach = tree_->Host(1);
+    std::string error;
+    sim_ = SimFabric::Start(tree_->NetFile(), o, &error).release();
+    ASSERT_NE(sim_, nullptr) << error;
+  }
+  static void StopFabric() {
+    delete sim_;
+    sim_ = nullptr;
+    delete tree_;
+    tree_ = nullptr;
+  }
+  static void TearDownTestSuite() { StopFabric(); }
+  void SetUp() override {
+    ASSERT_NE(sim_, nullptr);
+    ASSERT_TRUE(sim_->Alive());
+  }
+
+  // One console command that ibsim must accept.
+  static void Console(const std::string& cmd) {
+    bool ok = false;
+    const std::string out = sim_->Console(cmd, &ok);
+    ASSERT_TRUE(ok) << "ibsim did not take: " << cmd << " -> " << out;
+  }
+  // `"node"[port]` as ibsim's console spells a port.
+  static std::string At(const Endpoint& e) { return "\"" + e.node + "\"[" + std::to_string(e.port) + "]"; }
+  // PerformanceSet of one field, e.g. Plant(p, "PortCounters.PortRcvErrors", 5).
+  static void Plant(const Endpoint& e, const std::string& field, unsigned long long value) {
+    Console("PerformanceSet " + At(e) + " " + field + "=" + std::to_string(value));
+  }
+
+  // The exporter on the suite's fabric, after its first sweep.
+  static std::unique_ptr<ExporterProcess> StartExporter(const std::vector<std::string>& args) {
+    std::string error;
+    auto e = ExporterProcess::Start(*sim_, args, &error);
+    EXPECT_NE(e, nullptr) << error;
+    if (e && !e->WaitForSweeps(1, std::chrono::seconds(60))) {
+      ADD_FAILURE() << "no sweep: " << e->Log();
+      return nullptr;
+    }
+    return e;
+  }
+
+  // node name -> the value of `label` (guid, lid) in the info metrics.
+  static std::map<std::string, std::string> ByName(const Scrape& s, const std::string& label) {
+    std::map<std::string, std::string> out;
+    for (const auto& x : s.Find("infiniband_switch_info")) out[x.labels.at("switch")] = x.labels.at(label);
+    for (const auto& x : s.Find("infiniband_hca_info")) out[x.labels.at("hca")] = x.labels.at(label);
+    return out;
+  }
+  static std::string Guid(const Scrape& s, const std::string& node) {
+    const auto m = ByName(s, "guid");
+    auto it = m.find(node);
+    return it == m.end() ? "" : it->second;
+  }
+  // "hca" for the generator's hosts (cn....), "switch" otherwise.
+  static std::string Role(const std::string& node) { return node.rfind("cn", 0) == 0 ? "hca" : "switch"; }
+
+  static inline FatTree* tree_ = nullptr;
+  static inline SimFabric* sim_ = nullptr;
+};
+
+}  // namespace ibfabric::testbed
