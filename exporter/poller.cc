@@ -59,32 +59,26 @@ void Poller::Discover() {
                                   " seconds=" + std::to_string(discovery_.duration_seconds));
 }
 
-bool Poller::Cycle() {
-  const auto now = std::chrono::steady_clock::now();
-  if (rediscover_ || now >= next_discovery_) {
-    Discover();
-    rediscover_ = !discovery_.success;
-    next_discovery_ = now + options_.discovery_interval;
-  }
-  const auto targets = collectors::SweepTargets(*fabric_, remembered_, caps_);
-  const collectors::SweepResult sweep = collectors::Sweep(targets, engine_);
-  const auto wall = std::chrono::system_clock::now();
-
-  std::map<std::uint64_t, bool> node_ok;  // node -> any port answered
-  bool link_flapped = false;
+Poller::Absorbed Poller::Absorb(const collectors::SweepResult& sweep,
+                                std::chrono::system_clock::time_point wall) {
+  Absorbed a;
+  std::map<std::uint64_t, bool> node_ok;  // node -> any of its ports answered
+  std::set<topology::PortRef> targeted;
+  const std::size_t ld = collectors::Index(collectors::Counter::kLinkDowned);
   for (const auto& r : sweep.readings) {
+    targeted.insert(r.target.port);
     bool& ok = node_ok[r.target.port.node_guid];
     if (!r.sample) {
       store_.MarkStale(r.target.port);
+      if (known_failing_.insert(r.target.port).second) ++a.newly_failing;
       continue;
     }
     ok = true;
-    const auto& before = store_.ports();
-    auto it = before.find(r.target.port);
-    const std::size_t ld = collectors::Index(collectors::Counter::kLinkDowned);
-    if (it != before.end() && it->second.present.test(ld) && r.sample->present.test(ld) &&
+    known_failing_.erase(r.target.port);
+    auto it = store_.ports().find(r.target.port);
+    if (it != store_.ports().end() && it->second.present.test(ld) && r.sample->present.test(ld) &&
         r.sample->value[ld] != it->second.last_raw[ld]) {
-      link_flapped = true;
+      a.link_flapped = true;
     }
     store_.Update(r.target.port, *r.sample, wall);
   }
@@ -97,15 +91,27 @@ bool Poller::Cycle() {
       ++h.failures;
     }
   }
-  // Ports and nodes that were read before but are no target now (vanished).
-  std::set<topology::PortRef> targeted;
-  for (const auto& t : targets) targeted.insert(t.port);
+  // Ports and nodes read before that are no target now (they vanished).
   for (const auto& [ref, totals] : store_.ports()) {
     if (!targeted.count(ref)) store_.MarkStale(ref);
   }
   for (auto& [guid, h] : health_) {
     if (!node_ok.count(guid)) h.stale = true;
   }
+  return a;
+}
+
+bool Poller::Cycle() {
+  const auto now = std::chrono::steady_clock::now();
+  if (rediscover_ || now >= next_discovery_) {
+    Discover();
+    rediscover_ = !discovery_.success;
+    next_discovery_ = now + options_.discovery_interval;
+  }
+  const auto targets = collectors::SweepTargets(*fabric_, remembered_, caps_);
+  const collectors::SweepResult sweep = collectors::Sweep(targets, engine_);
+  const auto wall = std::chrono::system_clock::now();
+  const Absorbed absorbed = Absorb(sweep, wall);
 
   ++sweeps_;
   targets_ = targets.size();
@@ -116,27 +122,20 @@ bool Poller::Cycle() {
   port_counters_.success = !targets.empty() && sweep.failed_ports < targets.size();
   if (port_counters_.success) last_success_ = wall;
 
+  // What makes the next cycle rediscover the fabric.
   if (!sweep.moved_nodes.empty()) {
     lid_moves_ += sweep.moved_nodes.size();
     log_.Warn("LIDs answer for other nodes; rediscovering",
               "nodes=" + std::to_string(sweep.moved_nodes.size()));
     rediscover_ = true;
   }
-  std::size_t newly_failing = 0;
-  for (const auto& r : sweep.readings) {
-    if (r.sample) {
-      known_failing_.erase(r.target.port);
-    } else if (known_failing_.insert(r.target.port).second) {
-      ++newly_failing;
-    }
-  }
-  if (newly_failing > 0) {
+  if (absorbed.newly_failing > 0) {
     log_.Warn("sweep: ports stopped answering; rediscovering",
-              "newly_failing=" + std::to_string(newly_failing) + " failed=" +
+              "newly_failing=" + std::to_string(absorbed.newly_failing) + " failed=" +
                   std::to_string(sweep.failed_ports) + " targets=" + std::to_string(targets.size()));
     rediscover_ = true;
   }
-  if (link_flapped) {
+  if (absorbed.link_flapped) {
     log_.Info("a LinkDownedCounter moved; rediscovering");
     rediscover_ = true;
   }

@@ -48,6 +48,13 @@ class Poller {
   collectors::PersistedState SaveState() const;
 
  private:
+  // What one sweep changed that the cycle decides on.
+  struct Absorbed {
+    std::size_t newly_failing = 0;  // ports that answered before and not now
+    bool link_flapped = false;      // a LinkDownedCounter moved
+  };
+  // Folds a sweep into the totals and the node health.
+  Absorbed Absorb(const collectors::SweepResult& sweep, std::chrono::system_clock::time_point wall);
   void Discover();
   void ClearSaturated(const collectors::SweepResult& sweep);
   void Publish();

@@ -89,9 +89,10 @@ class Discoverer {
   std::vector<Visit> Admit(const std::vector<Visit>& visits) {
     std::vector<Visit> fresh;
     std::vector<MadRequest> reqs;
+    constexpr std::uint8_t kDescription = 0xff;  // not a port: the NodeDescription query
     struct Pending {
       std::uint64_t guid;
-      std::uint8_t port;  // 0xff: NodeDescription
+      std::uint8_t port;  // PortInfo of this port, or kDescription
     };
     std::vector<Pending> what;
     for (const Visit& v : visits) {
@@ -105,7 +106,7 @@ class Discoverer {
         b.node.num_ports = ni.num_ports;
         b.path = v.path;
         reqs.push_back(transport::NodeDescriptionQuery(route));
-        what.push_back({ni.node_guid, 0xff});
+        what.push_back({ni.node_guid, kDescription});
         if (b.node.kind == NodeKind::kSwitch) {
           // Port 0 holds the switch's LID (IBTA 14.2.5.6); 1..N the external ports.
           for (std::uint8_t p = 0; p <= ni.num_ports; ++p) {
@@ -117,6 +118,7 @@ class Discoverer {
           b.ports.erase(0);  // port 0 is internal; only its LID is kept
         }
       }
+      bool is_new = inserted;
       if (b.node.kind != NodeKind::kSwitch && !b.ports.count(ni.local_port)) {
         // A CA (or router) port reached for the first time.
         Port& p = b.ports[ni.local_port];
@@ -124,23 +126,22 @@ class Discoverer {
         p.guid = ni.port_guid;
         reqs.push_back(transport::PortInfoQuery(route, ni.local_port));
         what.push_back({ni.node_guid, ni.local_port});
-        if (!inserted) fresh.push_back(v);
+        is_new = true;
       }
-      if (inserted) fresh.push_back(v);
+      if (is_new) fresh.push_back(v);
     }
     const auto results = RunBatch(reqs);
     for (std::size_t i = 0; i < results.size(); ++i) {
       Building& b = building_[what[i].guid];
       if (results[i].outcome != MadOutcome::kOk) {
-        problems_.push_back("no answer to " +
-                            std::string(what[i].port == 0xff ? "NodeDescription"
-                                                             : "PortInfo port " +
-                                                                   std::to_string(what[i].port)) +
-                            " from " + FormatGuid(what[i].guid) + " via " + PathString(b.path) +
-                            ": " + transport::ToString(results[i].outcome));
+        const std::string asked = what[i].port == kDescription
+                                      ? "NodeDescription"
+                                      : "PortInfo port " + std::to_string(what[i].port);
+        problems_.push_back("no answer to " + asked + " from " + FormatGuid(what[i].guid) + " via " +
+                            PathString(b.path) + ": " + transport::ToString(results[i].outcome));
         continue;
       }
-      if (what[i].port == 0xff) {
+      if (what[i].port == kDescription) {
         b.node.description = transport::DecodeNodeDescription(results[i].response);
         continue;
       }
