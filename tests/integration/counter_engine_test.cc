@@ -269,15 +269,22 @@ TEST_F(CounterEngineTest, ScrapesNeverWaitForTheFabric) {
 TEST_F(CounterEngineTest, SimulatorKilledAndRestartedServesStaleThenResumes) {
   const Endpoint port = tree_->LeafHostPort(3);
   Plant(port, "PortRcvErrors", 500);
-  auto e = Start({});
+  // A long timeout and a small window: a sweep stays in flight while ibsim
+  // is frozen, without filling umad2sim's socket (see SimFabric::Start).
+  auto e = Start({"--mad.timeout=500ms", "--mad.window=16"});
   ASSERT_TRUE(e);
   auto s = Fresh(*e);
   const std::string guid = Guid(*s, port.node);
   ASSERT_EQ(Total(*s, guid, port, "receive_errors"), 500);
   const double targets = *s->Value("infiniband_exporter_sweep_ports", {{"result", "ok"}});
+  const double sweeps = *s->Value("infiniband_exporter_sweeps_total");
   const pid_t pid = e->process().pid();
 
+  // Killed mid-sweep: frozen first, so that a sweep is waiting on it.
+  sim_->Pause();
+  std::this_thread::sleep_for(milliseconds(400));
   sim_->Kill();
+  EXPECT_EQ(e->ScrapeMetrics().Value("infiniband_exporter_sweeps_total"), sweeps) << "a sweep was in flight";
   s = e->WaitFor([&](const Scrape& x) { return x.Value("infiniband_exporter_stale_ports") == targets; }, seconds(30));
   ASSERT_TRUE(s) << e->Log();
   EXPECT_EQ(Total(*s, guid, port, "receive_errors"), 500) << "last data still served";
