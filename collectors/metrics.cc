@@ -257,6 +257,88 @@ void RenderSelf(const Snapshot& s, std::string_view version, Emit out) {
 
 }  // namespace
 
+void RenderTopology(const Snapshot& s, Emit out) {
+  if (!s.topology) return;
+  const topology::Analysis& a = *s.topology;
+  const topology::Fabric& f = *s.fabric;
+  auto name = [&f](std::uint64_t guid) {
+    const topology::Node* n = f.FindNode(guid);
+    return n ? n->description : FormatGuid(guid);
+  };
+
+  auto tree = Family("infiniband_topology_is_tree",
+                     "1 when the fabric ranks as a fat tree (else see infiniband_topology_finding)",
+                     MetricType::Gauge);
+  Add(tree, {}, a.is_tree ? 1 : 0);
+  out(std::move(tree));
+  auto tiers = Family("infiniband_topology_tiers", "Switch tiers found", MetricType::Gauge);
+  Add(tiers, {}, a.tiers);
+  out(std::move(tiers));
+
+  auto by_kind = Family("infiniband_topology_findings", "Topology findings of the last discovery, by kind",
+                        MetricType::Gauge);
+  std::map<topology::FindingKind, int> count;
+  for (const auto& x : a.findings) ++count[x.kind];
+  for (topology::FindingKind k : topology::kAllFindingKinds) Add(by_kind, {{"kind", topology::ToString(k)}}, count[k]);
+  out(std::move(by_kind));
+  // One series per finding, named by node and port, for alerts that say where.
+  auto each = Family("infiniband_topology_finding", "1 for each topology finding, where it is",
+                     MetricType::Gauge);
+  for (const auto& x : a.findings) {
+    Add(each,
+        {{"kind", topology::ToString(x.kind)},
+         {"node", x.a ? name(x.a->node_guid) : x.node ? name(x.node) : ""},
+         {"port", x.a ? std::to_string(x.a->port) : ""},
+         {"remote_node", x.b ? name(x.b->node_guid) : ""},
+         {"remote_port", x.b ? std::to_string(x.b->port) : ""}},
+        1);
+  }
+  if (!each.metric.empty()) out(std::move(each));
+
+  auto degraded = Family("infiniband_link_degraded", "1 for each link running below its ends or its peers",
+                         MetricType::Gauge);
+  for (const auto& [l, why] : a.degraded) {
+    Add(degraded,
+        {{"guid", FormatGuid(l.a.node_guid)},
+         {"port", std::to_string(l.a.port)},
+         {"remote_guid", FormatGuid(l.b.node_guid)},
+         {"remote_port", std::to_string(l.b.port)},
+         {"reason", topology::ToString(why)}},
+        1);
+  }
+  if (!degraded.metric.empty()) out(std::move(degraded));
+
+  auto tier = Family("infiniband_switch_tier", "Tier of the switch, from 0 at the leaves (-1: not ranked)",
+                     MetricType::Gauge);
+  auto up = Family("infiniband_switch_uplinks", "Links from the switch to the tier above", MetricType::Gauge);
+  auto down = Family("infiniband_switch_downlinks",
+                     "Links from the switch to the tier below (CA links not counted)", MetricType::Gauge);
+  auto blocking = Family("infiniband_leaf_blocking_factor",
+                         "Down bandwidth over up bandwidth of a leaf (1: non-blocking, 2: 2:1)", MetricType::Gauge);
+  for (const auto& [guid, sw] : a.switches) {
+    const std::vector<ClientMetric::Label> labels{{"guid", FormatGuid(guid)}, {"switch", name(guid)}};
+    auto with_tier = labels;
+    with_tier.push_back({"tier", topology::TierName(sw.tier)});
+    Add(tier, with_tier, sw.tier);
+    Add(up, labels, sw.up_links);
+    Add(down, labels, sw.down_links);
+    if (auto bf = topology::BlockingFactor(sw)) Add(blocking, labels, *bf);
+  }
+  for (auto* fam : {&tier, &up, &down, &blocking}) out(std::move(*fam));
+
+  // Gb/s of data to bytes/s: 1e9 / 8.
+  auto bisection = Family("infiniband_topology_bisection_bandwidth_bytes_per_second",
+                          "Estimated bisection bandwidth: sum over leaves of min(up, down) bandwidth",
+                          MetricType::Gauge);
+  Add(bisection, {}, a.bisection_gbps * 1e9 / 8);
+  out(std::move(bisection));
+  auto ratio = Family("infiniband_topology_bisection_ratio",
+                      "Estimated bisection bandwidth over a non-blocking build of the same tiers",
+                      MetricType::Gauge);
+  Add(ratio, {}, a.nonblocking_gbps > 0 ? a.bisection_gbps / a.nonblocking_gbps : 0);
+  out(std::move(ratio));
+}
+
 std::string RenderExposition(const Snapshot& snapshot, std::string_view version) {
   std::ostringstream text;
   const prometheus::TextSerializer serializer;
@@ -268,6 +350,7 @@ std::string RenderExposition(const Snapshot& snapshot, std::string_view version)
   RenderPortCounters(snapshot, emit);
   if (snapshot.fabric) {
     RenderFabric(snapshot, emit);
+    RenderTopology(snapshot, emit);
     RenderSelf(snapshot, version, emit);
   }
   return std::move(text).str();

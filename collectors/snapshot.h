@@ -12,6 +12,7 @@
 
 #include "collectors/counter_store.h"
 #include "collectors/counters.h"
+#include "topology/analysis.h"
 #include "topology/fabric.h"
 #include "transport/mad_engine.h"
 
@@ -40,6 +41,7 @@ struct PhaseHealth {
 
 struct Snapshot {
   std::shared_ptr<const topology::Fabric> fabric;  // never null once published
+  std::shared_ptr<const topology::Analysis> topology;  // of `fabric`; null before a discovery
   std::map<topology::PortRef, PortTotals> ports;
   std::map<std::uint64_t, NodeLabel> nodes;
   std::map<std::uint64_t, NodeHealth> node_health;  // every node ever read

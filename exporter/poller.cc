@@ -49,6 +49,11 @@ void Poller::Discover() {
     }
   }
   fabric_ = std::make_shared<topology::Fabric>(std::move(r.fabric));
+  analysis_ = std::make_shared<topology::Analysis>(topology::Analyze(*fabric_));
+  if (!analysis_->is_tree) log_.Warn("topology", "not_a_tree=\"" + analysis_->not_tree_reason + "\"");
+  for (const auto& f : analysis_->findings) {
+    log_.Info("topology finding", std::string("kind=") + topology::ToString(f.kind) + " detail=\"" + f.detail + "\"");
+  }
   // What each PMA supports decides what is asked and what is exported.
   caps_ = collectors::ReadCapabilities(*fabric_, engine_);
   discovery_.duration_seconds = SecondsOf(std::chrono::steady_clock::now() - start);
@@ -178,6 +183,7 @@ void Poller::ClearSaturated(const collectors::SweepResult& sweep) {
 void Poller::Publish() {
   auto s = std::make_shared<collectors::Snapshot>();
   s->fabric = fabric_;
+  s->topology = analysis_;
   s->ports = store_.ports();
   s->nodes = nodes_;
   s->node_health = health_;

@@ -65,6 +65,7 @@ class Poller {
   Logger& log_;
 
   std::shared_ptr<const topology::Fabric> fabric_;
+  std::shared_ptr<const topology::Analysis> analysis_;
   collectors::CapabilityMap caps_;
   std::map<std::uint64_t, collectors::NodeLabel> nodes_;  // every node ever seen
   std::map<std::uint64_t, collectors::NodeHealth> health_;

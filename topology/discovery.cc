@@ -155,8 +155,14 @@ class Discoverer {
       p.state = pi.port_state;
       p.phys_state = pi.port_phys_state;
       p.width_active = pi.link_width_active;
+      p.width_enabled = pi.link_width_enabled;
+      p.width_supported = pi.link_width_supported;
       p.speed_active = pi.link_speed_active;
+      p.speed_enabled = pi.link_speed_enabled;
+      p.speed_supported = pi.link_speed_supported;
       p.speed_ext_active = pi.link_speed_ext_active;
+      p.speed_ext_enabled = pi.link_speed_ext_enabled;
+      p.speed_ext_supported = pi.link_speed_ext_supported;
       if (b.node.kind == NodeKind::kSwitch) {
         p.lid = b.node.lid;
       } else {

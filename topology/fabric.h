@@ -27,9 +27,17 @@ struct Port {
   std::uint16_t lid = 0;         // LID that answers for this port (switch: port 0's LID)
   std::uint8_t state = 0;        // IBTA PortState: 1 Down, 2 Init, 3 Armed, 4 Active
   std::uint8_t phys_state = 0;   // IBTA PortPhysicalState: 5 LinkUp
-  std::uint8_t width_active = 0; // IBTA LinkWidthActive bit mask
-  std::uint8_t speed_active = 0; // IBTA LinkSpeedActive bit mask
-  std::uint8_t speed_ext_active = 0;
+  // Link width and speed as PortInfo reports them (IBTA 14.2.5.6): bit
+  // masks; see link_rate.h for what they mean.
+  std::uint8_t width_active = 0;
+  std::uint8_t width_enabled = 0;
+  std::uint8_t width_supported = 0;
+  std::uint8_t speed_active = 0;
+  std::uint8_t speed_enabled = 0;
+  std::uint8_t speed_supported = 0;
+  std::uint8_t speed_ext_active = 0;  // FDR and faster; 0: none
+  std::uint8_t speed_ext_enabled = 0;
+  std::uint8_t speed_ext_supported = 0;
   std::optional<PortRef> remote; // set when the link is up and the far end answered
 
   bool link_up() const { return phys_state == 5; }

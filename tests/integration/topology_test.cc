@@ -1,0 +1,176 @@
+// The topology analysis on the simulated fabric: generated fat trees with
+// planted wiring faults, read back from the exporter's metrics.
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+#include "tests/testbed/exporter_process.h"
+#include "tests/testbed/fat_tree.h"
+#include "tests/testbed/sim_fabric.h"
+
+namespace ibfabric::testbed {
+namespace {
+
+using std::chrono::seconds;
+
+struct Running {
+  std::unique_ptr<SimFabric> sim;
+  std::unique_ptr<ExporterProcess> exporter;
+  std::optional<Scrape> scrape;
+};
+
+Running Start(const FatTree& tree, const std::vector<std::string>& args = {"--sweep.interval=200ms"}) {
+  Running r;
+  SimOptions o;
+  o.attach = tree.Host(1);
+  std::string error;
+  r.sim = SimFabric::Start(tree.NetFile(), o, &error);
+  EXPECT_NE(r.sim, nullptr) << error;
+  if (!r.sim) return r;
+  r.exporter = ExporterProcess::Start(*r.sim, args, &error);
+  EXPECT_NE(r.exporter, nullptr) << error;
+  if (r.exporter) r.scrape = r.exporter->WaitForSweeps(1, seconds(60));
+  EXPECT_TRUE(r.scrape);
+  return r;
+}
+
+std::map<std::string, double> FindingCounts(const Scrape& s) {
+  std::map<std::string, double> out;
+  for (const auto& x : s.Find("infiniband_topology_findings")) out[x.labels.at("kind")] = x.value;
+  return out;
+}
+
+double TotalFindings(const Scrape& s) {
+  double n = 0;
+  for (const auto& [k, v] : FindingCounts(s)) n += v;
+  return n;
+}
+
+FatTreeSpec Small() {
+  FatTreeSpec s;
+  s.leaves = 4;
+  s.spines = 2;
+  s.hosts_per_leaf = 4;
+  s.links_per_pair = 2;
+  s.radix = 12;  // spare ports for leaf-to-leaf links
+  return s;
+}
+
+TEST(TopologyTest, CleanFabricsHaveNoFindings) {
+  FatTreeSpec three = Small();
+  three.links_per_pair = 3;
+  FatTreeSpec big;  // the 36-port 324-host build
+  big.leaves = 18;
+  big.spines = 9;
+  big.hosts_per_leaf = 18;
+  big.links_per_pair = 2;
+  big.radix = 36;
+  for (const FatTreeSpec& spec : {Small(), three, big}) {
+    const FatTree tree = FatTree::Generate(spec);
+    Running r = Start(tree);
+    ASSERT_TRUE(r.scrape);
+    const Scrape& s = *r.scrape;
+    EXPECT_EQ(s.Value("infiniband_topology_is_tree"), 1);
+    EXPECT_EQ(s.Value("infiniband_topology_tiers"), 2);
+    EXPECT_EQ(TotalFindings(s), 0) << "clean " << spec.leaves << "x" << spec.links_per_pair << ": "
+                                   << r.exporter->Log();
+    EXPECT_EQ(s.Find("infiniband_switch_tier", {{"tier", "leaf"}}).size(), static_cast<std::size_t>(spec.leaves));
+    EXPECT_EQ(s.Find("infiniband_switch_tier", {{"tier", "spine"}}).size(), static_cast<std::size_t>(spec.spines));
+    EXPECT_EQ(s.Value("infiniband_switch_uplinks", {{"switch", tree.Leaf(1)}}), spec.spines * spec.links_per_pair);
+    // As many uplinks as hosts at the same rate: non-blocking.
+    const double expected_bf = static_cast<double>(spec.hosts_per_leaf) / (spec.spines * spec.links_per_pair);
+    EXPECT_DOUBLE_EQ(*s.Value("infiniband_leaf_blocking_factor", {{"switch", tree.Leaf(2)}}), expected_bf);
+    EXPECT_TRUE(s.Find("infiniband_link_degraded").empty());
+  }
+}
+
+TEST(TopologyTest, PlantedFaultsAreFoundAndNameBothEnds) {
+  const FatTree clean = FatTree::Generate(Small());
+  FatTreeSpec spec = Small();
+  spec.missing = {clean.LeafUplink(2, 1, 0)};           // ib-leaf02 loses a link to ib-spine01
+  spec.leaf_links = {{3, 4}};                            // ib-leaf03 cabled to ib-leaf04
+  spec.degraded = {{clean.LeafUplink(1, 2, 1), "1xQDR"}};  // one of ib-leaf01's links runs 1x
+  const FatTree tree = FatTree::Generate(spec);
+  Running r = Start(tree);
+  ASSERT_TRUE(r.scrape);
+  const Scrape& s = *r.scrape;
+  EXPECT_EQ(s.Value("infiniband_topology_is_tree"), 1);
+
+  const auto counts = FindingCounts(s);
+  EXPECT_EQ(counts.at("fewer_uplinks"), 1);
+  EXPECT_EQ(counts.at("uneven_parallel_links"), 2);  // the leaf and the spine of the missing cable
+  EXPECT_EQ(counts.at("same_tier_link"), 1);
+  EXPECT_EQ(counts.at("below_tier_majority"), 1);
+  EXPECT_EQ(counts.at("not_a_tree"), 0);
+
+  const auto fewer = s.Find("infiniband_topology_finding", {{"kind", "fewer_uplinks"}});
+  ASSERT_EQ(fewer.size(), 1u);
+  EXPECT_EQ(fewer[0].labels.at("node"), "ib-leaf02");
+  const auto uneven = s.Find("infiniband_topology_finding", {{"kind", "uneven_parallel_links"}});
+  std::set<std::string> uneven_nodes;
+  for (const auto& x : uneven) uneven_nodes.insert(x.labels.at("node"));
+  EXPECT_EQ(uneven_nodes, (std::set<std::string>{"ib-leaf02", "ib-spine01"}));
+
+  const auto same = s.Find("infiniband_topology_finding", {{"kind", "same_tier_link"}});
+  ASSERT_EQ(same.size(), 1u);
+  const std::set<std::string> ends{same[0].labels.at("node") + "[" + same[0].labels.at("port") + "]",
+                                   same[0].labels.at("remote_node") + "[" + same[0].labels.at("remote_port") + "]"};
+  // The generator's first spare leaf port: 4 hosts + 2 spines x 2 links + 1.
+  EXPECT_EQ(ends, (std::set<std::string>{"ib-leaf03[9]", "ib-leaf04[9]"}));
+
+  const Endpoint slow = clean.LeafUplink(1, 2, 1);
+  const Endpoint far = *tree.Peer(slow);
+  const auto degraded = s.Find("infiniband_link_degraded");
+  ASSERT_EQ(degraded.size(), 1u);
+  const auto guids = [&] {
+    std::map<std::string, std::string> m;
+    for (const auto& x : s.Find("infiniband_switch_info")) m[x.labels.at("switch")] = x.labels.at("guid");
+    return m;
+  }();
+  const std::set<std::string> degraded_ends{
+      degraded[0].labels.at("guid") + "/" + degraded[0].labels.at("port"),
+      degraded[0].labels.at("remote_guid") + "/" + degraded[0].labels.at("remote_port")};
+  EXPECT_EQ(degraded_ends, (std::set<std::string>{guids.at(slow.node) + "/" + std::to_string(slow.port),
+                                                  guids.at(far.node) + "/" + std::to_string(far.port)}));
+  EXPECT_EQ(degraded[0].labels.at("reason"), "below_tier_majority");
+  // ib-leaf02 has 3 uplinks for 4 hosts.
+  EXPECT_DOUBLE_EQ(*s.Value("infiniband_leaf_blocking_factor", {{"switch", "ib-leaf02"}}), 4.0 / 3.0);
+}
+
+TEST(TopologyTest, FindingsAppearAndClearWithTheWiring) {
+  const FatTree tree = FatTree::Generate(Small());
+  Running r = Start(tree, {"--sweep.interval=200ms", "--discovery.interval=500ms"});
+  ASSERT_TRUE(r.scrape);
+  ASSERT_EQ(TotalFindings(*r.scrape), 0);
+  auto console = [&](const std::string& cmd) {
+    bool ok = false;
+    const std::string out = r.sim->Console(cmd, &ok);
+    ASSERT_TRUE(ok) << cmd << " -> " << out;
+  };
+  auto at = [](const Endpoint& e) { return "\"" + e.node + "\"[" + std::to_string(e.port) + "]"; };
+
+  const Endpoint uplink = tree.LeafUplink(3, 2, 1);
+  console("Unlink " + at(uplink));                               // a cable comes out
+  console("Link \"ib-leaf01\"[9] \"ib-leaf02\"[9]");              // one goes where none belongs
+  auto s = r.exporter->WaitFor(
+      [](const Scrape& x) {
+        const auto c = FindingCounts(x);
+        return c.count("fewer_uplinks") && c.at("fewer_uplinks") == 1 && c.at("same_tier_link") == 1;
+      },
+      seconds(30));
+  ASSERT_TRUE(s) << r.exporter->Log();
+  EXPECT_EQ(s->Find("infiniband_topology_finding", {{"kind", "fewer_uplinks"}, {"node", "ib-leaf03"}}).size(), 1u);
+
+  console("ReLink " + at(uplink));          // put back as it was
+  console("Unlink \"ib-leaf01\"[9]");       // and the stray one out
+  std::string error;
+  ASSERT_TRUE(r.sim->SweepSubnet(&error)) << error;
+  s = r.exporter->WaitFor([](const Scrape& x) { return TotalFindings(x) == 0; }, seconds(30));
+  ASSERT_TRUE(s) << r.exporter->Log();
+  EXPECT_EQ(s->Value("infiniband_switch_uplinks", {{"switch", "ib-leaf03"}}), 4);
+}
+
+}  // namespace
+}  // namespace ibfabric::testbed

@@ -1,0 +1,222 @@
+// Tier ranking, tree verdict, asymmetry and degraded links on hand-built
+// fabrics.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "tests/unit/fabric_builder.h"
+#include "topology/analysis.h"
+#include "topology/link_rate.h"
+
+namespace ibfabric::topology {
+namespace {
+
+using testing::FabricBuilder;
+
+// L leaves of H hosts, S spines, K links per leaf-spine pair; optionally a
+// core tier of C switches, each spine cabled once to each core switch.
+struct Tree {
+  FabricBuilder b;
+  std::vector<int> leaves, spines, cores, hosts;
+  Tree(int L, int H, int S, int K, int C = 0, bool skip_link = false) {
+    for (int i = 0; i < L; ++i) leaves.push_back(b.Switch("leaf" + std::to_string(i)));
+    for (int i = 0; i < S; ++i) spines.push_back(b.Switch("spine" + std::to_string(i)));
+    for (int i = 0; i < C; ++i) cores.push_back(b.Switch("core" + std::to_string(i)));
+    for (int l : leaves) {
+      for (int h = 0; h < H; ++h) {
+        hosts.push_back(b.Ca("h" + std::to_string(hosts.size())));
+        b.Connect(hosts.back(), l);
+      }
+    }
+    for (int l : leaves) {
+      for (int s : spines) {
+        if (skip_link && l == leaves[0] && s == spines[0]) continue;
+        for (int k = 0; k < K; ++k) b.Connect(l, s);
+      }
+    }
+    for (int s : spines) {
+      for (int c : cores) b.Connect(s, c);
+    }
+  }
+};
+
+std::vector<Finding> Of(const Analysis& a, FindingKind k) {
+  std::vector<Finding> out;
+  std::copy_if(a.findings.begin(), a.findings.end(), std::back_inserter(out),
+               [k](const Finding& f) { return f.kind == k; });
+  return out;
+}
+
+std::string Kinds(const Analysis& a) {
+  std::string s;
+  for (const auto& f : a.findings) s += std::string(ToString(f.kind)) + ": " + f.detail + "\n";
+  return s;
+}
+
+TEST(AnalysisTest, CleanTwoTierTree) {
+  Tree t(4, 4, 2, 2);
+  const Analysis a = Analyze(t.b.Build());
+  EXPECT_TRUE(a.is_tree) << a.not_tree_reason;
+  EXPECT_EQ(a.tiers, 2);
+  EXPECT_TRUE(a.findings.empty()) << Kinds(a);
+  const auto& leaf = a.switches.at(t.b.Guid(t.leaves[0]));
+  EXPECT_EQ(leaf.tier, 0);
+  EXPECT_EQ(leaf.ca_links, 4);
+  EXPECT_EQ(leaf.up_links, 4);
+  EXPECT_EQ(leaf.up_groups, 2);
+  EXPECT_DOUBLE_EQ(leaf.down_gbps, 4 * 32.0);  // 4x QDR: 4 lanes of 8 Gb/s
+  EXPECT_DOUBLE_EQ(leaf.up_gbps, 4 * 32.0);
+  EXPECT_EQ(BlockingFactor(leaf), 1.0);
+  const auto& spine = a.switches.at(t.b.Guid(t.spines[1]));
+  EXPECT_EQ(spine.tier, 1);
+  EXPECT_EQ(spine.down_links, 8);
+  EXPECT_EQ(spine.down_groups, 4);
+  EXPECT_FALSE(BlockingFactor(spine));
+  EXPECT_DOUBLE_EQ(a.bisection_gbps, a.nonblocking_gbps);
+  EXPECT_EQ(TierName(spine.tier), "spine");
+}
+
+TEST(AnalysisTest, ThreeTiersAndASkipTierLink) {
+  Tree t(4, 2, 2, 1, 2);
+  Analysis a = Analyze(t.b.Build());
+  EXPECT_TRUE(a.is_tree) << a.not_tree_reason;
+  EXPECT_EQ(a.tiers, 3);
+  EXPECT_EQ(a.switches.at(t.b.Guid(t.cores[0])).tier, 2);
+  EXPECT_EQ(TierName(2), "core");
+  EXPECT_TRUE(a.findings.empty()) << Kinds(a);
+
+  t.b.Connect(t.leaves[3], t.cores[1]);  // leaf straight to core
+  a = Analyze(t.b.Build());
+  ASSERT_EQ(Of(a, FindingKind::kSkipTierLink).size(), 1u) << Kinds(a);
+  const Finding f = Of(a, FindingKind::kSkipTierLink)[0];
+  EXPECT_NE(f.detail.find("leaf3["), std::string::npos) << f.detail;
+  EXPECT_NE(f.detail.find("core1["), std::string::npos) << f.detail;
+  ASSERT_TRUE(f.a && f.b);
+}
+
+TEST(AnalysisTest, MissingLinkShowsOnBothEnds) {
+  // leaf0 gets one link to spine0 where every other pair has two.
+  Tree u(4, 4, 2, 2, 0, /*skip_link=*/true);
+  u.b.Connect(u.leaves[0], u.spines[0]);  // one link back instead of two
+  const Analysis a = Analyze(u.b.Build());
+  EXPECT_TRUE(a.is_tree);
+  const auto fewer = Of(a, FindingKind::kFewerUplinks);
+  ASSERT_EQ(fewer.size(), 1u) << Kinds(a);
+  EXPECT_EQ(fewer[0].node, u.b.Guid(u.leaves[0]));
+  EXPECT_NE(fewer[0].detail.find("3 uplinks, most leaves have 4"), std::string::npos) << fewer[0].detail;
+  const auto uneven = Of(a, FindingKind::kUnevenParallelLinks);
+  ASSERT_EQ(uneven.size(), 2u) << Kinds(a);  // leaf0 and spine0
+  std::set<std::uint64_t> nodes{uneven[0].node, uneven[1].node};
+  EXPECT_EQ(nodes, (std::set<std::uint64_t>{u.b.Guid(u.leaves[0]), u.b.Guid(u.spines[0])}));
+  EXPECT_EQ(BlockingFactor(a.switches.at(u.b.Guid(u.leaves[0]))), 128.0 / 96.0);
+  EXPECT_LT(a.bisection_gbps, a.nonblocking_gbps);
+}
+
+TEST(AnalysisTest, MissingNeighbourGroupIsAsymmetry) {
+  Tree t(4, 4, 2, 1, 0, /*skip_link=*/true);  // leaf0 has no link at all to spine0
+  const Analysis a = Analyze(t.b.Build());
+  const auto asym = Of(a, FindingKind::kAsymmetricSwitch);
+  std::set<std::uint64_t> nodes;
+  for (const auto& f : asym) nodes.insert(f.node);
+  EXPECT_EQ(nodes, (std::set<std::uint64_t>{t.b.Guid(t.leaves[0]), t.b.Guid(t.spines[0])})) << Kinds(a);
+  EXPECT_EQ(Of(a, FindingKind::kFewerUplinks).size(), 1u);
+}
+
+TEST(AnalysisTest, LeafToLeafAndCaPlacement) {
+  Tree t(4, 4, 2, 2);
+  t.b.Connect(t.leaves[0], t.leaves[1]);
+  const int stray = t.b.Ca("storage0");
+  t.b.Connect(stray, t.spines[1]);
+  const int x = t.b.Ca("x"), y = t.b.Ca("y");
+  t.b.Connect(x, y);
+  const Analysis a = Analyze(t.b.Build());
+  EXPECT_TRUE(a.is_tree) << a.not_tree_reason;
+  EXPECT_EQ(a.switches.at(t.b.Guid(t.spines[1])).tier, 1) << "a stray CA does not make a spine a leaf";
+  const auto same = Of(a, FindingKind::kSameTierLink);
+  ASSERT_EQ(same.size(), 1u) << Kinds(a);
+  EXPECT_NE(same[0].detail.find("leaf0["), std::string::npos);
+  EXPECT_NE(same[0].detail.find("leaf1["), std::string::npos);
+  const auto ca = Of(a, FindingKind::kCaOnNonLeaf);
+  ASSERT_EQ(ca.size(), 1u) << Kinds(a);
+  EXPECT_NE(ca[0].detail.find("storage0[1] - spine1["), std::string::npos) << ca[0].detail;
+  const auto cc = Of(a, FindingKind::kCaToCa);
+  ASSERT_EQ(cc.size(), 1u);
+  EXPECT_NE(cc[0].detail.find("x[1] - y[1]"), std::string::npos) << cc[0].detail;
+}
+
+TEST(AnalysisTest, DegradedLinks) {
+  Tree t(4, 4, 2, 2);
+  // A 1x link where both ends allow 4x, and a DDR link among QDR ones whose
+  // ends are limited to DDR (nothing to blame on the ends: only its peers).
+  t.b.Link(t.leaves[2], 30, t.spines[1], 30, /*width=*/1, /*speed=*/4);
+  FabricBuilder& b = t.b;
+  b.Link(t.leaves[3], 31, t.spines[0], 31, 2, 2);
+  Fabric f = b.Build();
+  // Limit the DDR link's ends to DDR.
+  std::vector<Node> nodes = f.nodes();
+  for (auto& n : nodes) {
+    for (auto& p : n.ports) {
+      if (p.number == 31) p.speed_enabled = 1 | 2;
+    }
+  }
+  const Analysis a = Analyze(Fabric(nodes));
+  const auto below = Of(a, FindingKind::kBelowEnabled);
+  ASSERT_EQ(below.size(), 1u) << Kinds(a);
+  EXPECT_NE(below[0].detail.find("leaf2[30] - spine1[30] runs 1xQDR where both ends allow 4xQDR"), std::string::npos)
+      << below[0].detail;
+  const auto peers = Of(a, FindingKind::kBelowTierMajority);
+  ASSERT_EQ(peers.size(), 1u) << Kinds(a);
+  EXPECT_NE(peers[0].detail.find("runs 4xDDR where most links of its tiers run 4xQDR"), std::string::npos)
+      << peers[0].detail;
+  EXPECT_EQ(a.degraded.size(), 2u);
+}
+
+TEST(AnalysisTest, NotATreeIsSaidWithTheReason) {
+  // A ring of four switches, each with hosts: every switch is a leaf.
+  FabricBuilder b;
+  std::vector<int> sw;
+  for (int i = 0; i < 4; ++i) {
+    sw.push_back(b.Switch("r" + std::to_string(i)));
+    b.Connect(b.Ca("h" + std::to_string(i)), sw.back());
+  }
+  for (int i = 0; i < 4; ++i) b.Connect(sw[i], sw[(i + 1) % 4]);
+  const Analysis a = Analyze(b.Build());
+  EXPECT_FALSE(a.is_tree);
+  EXPECT_NE(a.not_tree_reason.find("4 of 4 switch-to-switch links join switches of the same tier"), std::string::npos)
+      << a.not_tree_reason;
+  ASSERT_EQ(a.findings.size(), 1u) << Kinds(a);  // no guessed tier findings
+  EXPECT_EQ(a.findings[0].kind, FindingKind::kNotATree);
+
+  FabricBuilder c;  // switches only: nothing to rank from
+  c.Connect(c.Switch("a"), c.Switch("b"));
+  EXPECT_NE(Analyze(c.Build()).not_tree_reason.find("no switch has a CA"), std::string::npos);
+
+  Tree t(2, 2, 1, 1);  // a tree with an island of switches beside it
+  const int i1 = t.b.Switch("island1"), i2 = t.b.Switch("island2");
+  t.b.Connect(i1, i2);
+  EXPECT_NE(Analyze(t.b.Build()).not_tree_reason.find("2 switches are not connected to any leaf"), std::string::npos);
+}
+
+TEST(LinkRateTest, WidthsAndSpeeds) {
+  Port p;
+  p.phys_state = 5;
+  p.width_active = 2;
+  p.speed_active = 4;
+  EXPECT_EQ(RateString(p), "4xQDR");
+  EXPECT_DOUBLE_EQ(ActiveGbps(p), 32.0);
+  p.speed_ext_active = 4;  // HDR outranks the base speed
+  EXPECT_EQ(RateString(p), "4xHDR");
+  p.width_active = 16;
+  EXPECT_EQ(RateString(p), "2xHDR");
+  EXPECT_EQ(MaxLanes(1 | 2 | 4 | 8 | 16), 12);
+  p.speed_supported = 7;
+  p.speed_ext_supported = 1 | 2 | 4 | 8;
+  EXPECT_EQ(MaxSupportedSpeed(p), Speed::kNdr);
+  p.phys_state = 2;
+  EXPECT_EQ(RateString(p), "");
+  EXPECT_DOUBLE_EQ(ActiveGbps(p), 0);
+}
+
+}  // namespace
+}  // namespace ibfabric::topology

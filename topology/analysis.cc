@@ -1,0 +1,385 @@
+#include "topology/analysis.h"
+
+#include <algorithm>
+#include <deque>
+#include <set>
+
+#include "topology/link_rate.h"
+
+namespace ibfabric::topology {
+namespace {
+
+bool IsSwitch(const Fabric& f, std::uint64_t guid) {
+  const Node* n = f.FindNode(guid);
+  return n != nullptr && n->kind == NodeKind::kSwitch;
+}
+
+std::string Name(const Fabric& f, std::uint64_t guid) {
+  const Node* n = f.FindNode(guid);
+  return n != nullptr && !n->description.empty() ? n->description : FormatGuid(guid);
+}
+
+std::string PortName(const Fabric& f, const PortRef& r) {
+  return Name(f, r.node_guid) + "[" + std::to_string(r.port) + "]";
+}
+
+// The most common value; of equally common ones the largest, because a
+// missing cable is a likelier fault than an extra one (with two spines, the
+// one that lost a link is the odd one out).
+template <typename T>
+T Mode(const std::vector<T>& v) {
+  std::map<T, int> count;
+  for (const T& x : v) ++count[x];
+  T best{};
+  int n = -1;
+  for (const auto& [x, c] : count) {
+    if (c >= n) {
+      best = x;
+      n = c;
+    }
+  }
+  return best;
+}
+
+Speed MaxEnabledSpeed(const Port& p) {
+  // Same decoding as MaxSupportedSpeed, on the enabled masks.
+  Port q = p;
+  q.speed_supported = p.speed_enabled;
+  q.speed_ext_supported = p.speed_ext_enabled;
+  return MaxSupportedSpeed(q);
+}
+
+int MinNonZero(int a, int b) { return a == 0 ? b : b == 0 ? a : std::min(a, b); }
+
+}  // namespace
+
+const char* ToString(FindingKind k) {
+  switch (k) {
+    case FindingKind::kNotATree: return "not_a_tree";
+    case FindingKind::kSameTierLink: return "same_tier_link";
+    case FindingKind::kSkipTierLink: return "skip_tier_link";
+    case FindingKind::kCaOnNonLeaf: return "ca_on_non_leaf";
+    case FindingKind::kCaToCa: return "ca_to_ca";
+    case FindingKind::kFewerUplinks: return "fewer_uplinks";
+    case FindingKind::kAsymmetricSwitch: return "asymmetric_switch";
+    case FindingKind::kUnevenParallelLinks: return "uneven_parallel_links";
+    case FindingKind::kBelowEnabled: return "below_enabled";
+    case FindingKind::kBelowTierMajority: return "below_tier_majority";
+  }
+  return "unknown";
+}
+
+std::string TierName(int tier) {
+  switch (tier) {
+    case -1: return "unranked";
+    case 0: return "leaf";
+    case 1: return "spine";
+    case 2: return "core";
+  }
+  return "tier" + std::to_string(tier);
+}
+
+std::optional<double> BlockingFactor(const SwitchSummary& s) {
+  if (s.tier != 0 || s.up_gbps <= 0) return std::nullopt;
+  return s.down_gbps / s.up_gbps;
+}
+
+std::vector<Link> Links(const Fabric& fabric) {
+  std::set<Link> out;
+  for (const auto& node : fabric.nodes()) {
+    for (const auto& port : node.ports) {
+      if (!port.remote || fabric.FindPort(*port.remote) == nullptr) continue;
+      const PortRef me{node.guid, port.number};
+      out.insert(me < *port.remote ? Link{me, *port.remote} : Link{*port.remote, me});
+    }
+  }
+  return {out.begin(), out.end()};
+}
+
+Analysis Analyze(const Fabric& f) {
+  Analysis out;
+  const std::vector<Link> links = Links(f);
+
+  // Neighbours of every switch: CA links and switch neighbours (with repeats
+  // for parallel links).
+  std::map<std::uint64_t, int> ca_links;
+  std::map<std::uint64_t, std::vector<std::uint64_t>> sw_neighbours;
+  for (const auto& node : f.nodes()) {
+    if (node.kind == NodeKind::kSwitch) {
+      ca_links[node.guid];
+      sw_neighbours[node.guid];
+    }
+  }
+  for (const Link& l : links) {
+    const bool sa = IsSwitch(f, l.a.node_guid), sb = IsSwitch(f, l.b.node_guid);
+    if (sa && sb) {
+      sw_neighbours[l.a.node_guid].push_back(l.b.node_guid);
+      sw_neighbours[l.b.node_guid].push_back(l.a.node_guid);
+    } else if (sa) {
+      ++ca_links[l.a.node_guid];
+    } else if (sb) {
+      ++ca_links[l.b.node_guid];
+    } else {
+      out.findings.push_back({FindingKind::kCaToCa,
+                              "CAs cabled to each other: " + PortName(f, l.a) + " - " + PortName(f, l.b),
+                              l.a.node_guid, l.a, l.b});
+    }
+  }
+
+  // Leaves, and switches above the leaves that carry a CA anyway.
+  std::set<std::uint64_t> candidates, leaves, stray;
+  for (const auto& [guid, n] : ca_links) {
+    if (n > 0) candidates.insert(guid);
+  }
+  std::vector<int> leaf_cas;
+  for (std::uint64_t g : candidates) leaf_cas.push_back(ca_links[g]);
+  std::sort(leaf_cas.begin(), leaf_cas.end());
+  const int typical_cas = leaf_cas.empty() ? 0 : leaf_cas[leaf_cas.size() / 2];
+  for (std::uint64_t g : candidates) {
+    // Above the leaves: every switch neighbour carries CAs, it has more
+    // switch links than CAs, and far fewer CAs than a typical leaf.
+    const auto& nb = sw_neighbours[g];
+    const bool above = !nb.empty() && static_cast<int>(nb.size()) > ca_links[g] &&
+                       ca_links[g] * 2 < typical_cas &&
+                       std::all_of(nb.begin(), nb.end(), [&](std::uint64_t x) { return candidates.count(x) > 0; });
+    (above ? stray : leaves).insert(g);
+  }
+
+  // Tiers: distance in switch hops from the nearest leaf.
+  std::map<std::uint64_t, int> tier;
+  std::deque<std::uint64_t> queue;
+  for (std::uint64_t g : leaves) {
+    tier[g] = 0;
+    queue.push_back(g);
+  }
+  while (!queue.empty()) {
+    const std::uint64_t g = queue.front();
+    queue.pop_front();
+    for (std::uint64_t n : sw_neighbours[g]) {
+      if (!tier.count(n)) {
+        tier[n] = tier[g] + 1;
+        queue.push_back(n);
+      }
+    }
+  }
+  // A link that skips a tier pulls a switch down in plain distance (a core
+  // switch cabled to one leaf would look like a spine). Settle instead on
+  // one tier above where most of a switch's switch neighbours are.
+  bool settled = false;
+  for (int round = 0; round < 32 && !settled; ++round) {
+    settled = true;
+    for (const auto& [g, nb] : sw_neighbours) {
+      if (leaves.count(g) || !tier.count(g) || nb.empty()) continue;
+      std::vector<int> below;
+      for (std::uint64_t n : nb) {
+        if (tier.count(n)) below.push_back(tier[n]);
+      }
+      // Ties go to the lower tier here, so that settling only ever lifts.
+      std::map<int, int> count;
+      for (int t : below) ++count[t];
+      int usual = below.front(), n_usual = -1;
+      for (const auto& [t, c] : count) {
+        if (c > n_usual) {
+          usual = t;
+          n_usual = c;
+        }
+      }
+      if (usual + 1 > tier[g]) {
+        tier[g] = usual + 1;
+        settled = false;
+      }
+    }
+  }
+  for (const auto& [g, nb] : sw_neighbours) {
+    SwitchSummary& s = out.switches[g];
+    s.tier = tier.count(g) ? tier[g] : -1;
+    s.ca_links = ca_links[g];
+    out.tiers = std::max(out.tiers, s.tier + 1);
+  }
+
+  // Is it a tree at all?
+  std::size_t sw_links = 0, same_tier = 0, unranked = 0;
+  for (const Link& l : links) {
+    if (IsSwitch(f, l.a.node_guid) && IsSwitch(f, l.b.node_guid)) {
+      ++sw_links;
+      if (out.switches[l.a.node_guid].tier == out.switches[l.b.node_guid].tier) ++same_tier;
+    }
+  }
+  for (const auto& [g, s] : out.switches) unranked += s.tier < 0 ? 1 : 0;
+  if (out.switches.empty()) {
+    out.not_tree_reason = "no switches";
+  } else if (leaves.empty()) {
+    out.not_tree_reason = "no switch has a CA, so there are no leaves to rank from";
+  } else if (unranked > 0) {
+    out.not_tree_reason = std::to_string(unranked) + " switches are not connected to any leaf";
+  } else if (!settled) {
+    out.not_tree_reason = "switch tiers do not settle (the switches form loops across tiers)";
+  } else if (same_tier * 4 > sw_links) {
+    out.not_tree_reason = std::to_string(same_tier) + " of " + std::to_string(sw_links) +
+                          " switch-to-switch links join switches of the same tier (a fat tree has none)";
+  }
+  out.is_tree = out.not_tree_reason.empty();
+  if (!out.is_tree) {
+    out.findings.push_back({FindingKind::kNotATree, "not a fat tree: " + out.not_tree_reason, 0, {}, {}});
+  }
+
+  // Per switch: up and down links and groups, bandwidth.
+  std::map<std::uint64_t, std::map<std::uint64_t, int>> groups;  // switch -> neighbour -> links
+  for (const Link& l : links) {
+    const bool sa = IsSwitch(f, l.a.node_guid), sb = IsSwitch(f, l.b.node_guid);
+    if (sa && sb) {
+      groups[l.a.node_guid][l.b.node_guid]++;
+      groups[l.b.node_guid][l.a.node_guid]++;
+      for (const auto& [me, other] : {std::pair{l.a, l.b}, std::pair{l.b, l.a}}) {
+        SwitchSummary& s = out.switches[me.node_guid];
+        const int t = s.tier, o = out.switches[other.node_guid].tier;
+        if (t >= 0 && o == t + 1) {
+          ++s.up_links;
+          s.up_gbps += ActiveGbps(*f.FindPort(me));
+        } else if (t >= 0 && o == t - 1) {
+          ++s.down_links;
+          if (t > 0) s.down_gbps += ActiveGbps(*f.FindPort(me));
+        }
+      }
+      if (out.is_tree) {
+        const int ta = out.switches[l.a.node_guid].tier, tb = out.switches[l.b.node_guid].tier;
+        if (ta == tb) {
+          out.findings.push_back({FindingKind::kSameTierLink,
+                                  "switches of one tier (" + TierName(ta) + ") cabled together: " +
+                                      PortName(f, l.a) + " - " + PortName(f, l.b),
+                                  l.a.node_guid, l.a, l.b});
+        } else if (std::abs(ta - tb) > 1) {
+          out.findings.push_back({FindingKind::kSkipTierLink,
+                                  "link skips a tier (" + TierName(ta) + " to " + TierName(tb) + "): " +
+                                      PortName(f, l.a) + " - " + PortName(f, l.b),
+                                  l.a.node_guid, l.a, l.b});
+        }
+      }
+    } else if (sa || sb) {
+      const PortRef sw = sa ? l.a : l.b;
+      const PortRef ca = sa ? l.b : l.a;
+      SwitchSummary& s = out.switches[sw.node_guid];
+      s.down_gbps += ActiveGbps(*f.FindPort(sw));
+      if (stray.count(sw.node_guid)) {
+        out.findings.push_back({FindingKind::kCaOnNonLeaf,
+                                "CA on a switch above the leaves: " + PortName(f, ca) + " - " + PortName(f, sw),
+                                sw.node_guid, sw, ca});
+      }
+    }
+  }
+  for (const auto& [g, nb] : groups) {
+    SwitchSummary& s = out.switches[g];
+    for (const auto& [n, count] : nb) {
+      const int o = out.switches[n].tier;
+      if (s.tier >= 0 && o == s.tier + 1) ++s.up_groups;
+      if (s.tier >= 0 && o == s.tier - 1) ++s.down_groups;
+    }
+  }
+
+  if (out.is_tree) {
+    // Asymmetry against each tier's majority.
+    // Groups of parallel links to the tiers above and below; links within a
+    // tier are findings of their own (kSameTierLink) and not counted here.
+    std::map<std::uint64_t, std::map<std::uint64_t, int>> updown;
+    for (const auto& [g, nb] : groups) {
+      for (const auto& [n, c] : nb) {
+        if (std::abs(out.switches[n].tier - out.switches[g].tier) == 1) updown[g][n] = c;
+      }
+    }
+    std::map<int, std::vector<int>> up_groups, down_groups, up_links, group_sizes;
+    for (const auto& [g, s] : out.switches) {
+      up_groups[s.tier].push_back(s.up_groups);
+      down_groups[s.tier].push_back(s.down_groups);
+      up_links[s.tier].push_back(s.up_links);
+      for (const auto& [n, c] : updown[g]) group_sizes[s.tier].push_back(c);
+    }
+    for (const auto& [g, s] : out.switches) {
+      const std::string name = Name(f, g);
+      const int t = s.tier;
+      std::set<int> sizes;
+      for (const auto& [n, c] : updown[g]) sizes.insert(c);
+      if (sizes.size() > 1) {
+        // Name the groups that differ from this switch's most common size.
+        std::vector<int> all;
+        for (const auto& [n, c] : updown[g]) all.push_back(c);
+        const int usual = Mode(all);
+        std::string odd;
+        for (const auto& [n, c] : updown[g]) {
+          if (c != usual) odd += (odd.empty() ? "" : ", ") + std::to_string(c) + " to " + Name(f, n);
+        }
+        out.findings.push_back({FindingKind::kUnevenParallelLinks,
+                                name + " has " + std::to_string(usual) + " links to most neighbours but " + odd,
+                                g, {}, {}});
+      } else if (!sizes.empty() && *sizes.begin() != Mode(group_sizes[t])) {
+        out.findings.push_back({FindingKind::kAsymmetricSwitch,
+                                name + " has " + std::to_string(*sizes.begin()) + " links per neighbour, its tier (" +
+                                    TierName(t) + ") mostly " + std::to_string(Mode(group_sizes[t])),
+                                g, {}, {}});
+      }
+      if (t == 0 && s.up_links < Mode(up_links[t])) {
+        out.findings.push_back({FindingKind::kFewerUplinks,
+                                name + " has " + std::to_string(s.up_links) + " uplinks, most leaves have " +
+                                    std::to_string(Mode(up_links[t])),
+                                g, {}, {}});
+      }
+      if (s.up_groups != Mode(up_groups[t]) || s.down_groups != Mode(down_groups[t])) {
+        out.findings.push_back({FindingKind::kAsymmetricSwitch,
+                                name + " connects to " + std::to_string(s.up_groups) + " switches up and " +
+                                    std::to_string(s.down_groups) + " down, its tier (" + TierName(t) +
+                                    ") mostly " + std::to_string(Mode(up_groups[t])) + " and " +
+                                    std::to_string(Mode(down_groups[t])),
+                                g, {}, {}});
+      }
+    }
+  }
+
+  // Degraded links: below what both ends are enabled for and support, and
+  // below most links between the same two tiers (CAs count as tier -1).
+  std::map<std::pair<int, int>, std::vector<std::pair<int, Speed>>> by_tiers;
+  auto tier_of = [&](std::uint64_t g) { return IsSwitch(f, g) ? out.switches[g].tier : -1; };
+  auto tiers_of = [&](const Link& l) {
+    const int x = tier_of(l.a.node_guid), y = tier_of(l.b.node_guid);
+    return std::pair{std::min(x, y), std::max(x, y)};
+  };
+  for (const Link& l : links) {
+    const Port& a = *f.FindPort(l.a);
+    if (a.link_up()) by_tiers[tiers_of(l)].emplace_back(Lanes(a.width_active), ActiveSpeed(a));
+  }
+  for (const Link& l : links) {
+    const Port& a = *f.FindPort(l.a);
+    const Port& b = *f.FindPort(l.b);
+    if (!a.link_up() || !b.link_up()) continue;
+    const int lanes = Lanes(a.width_active);
+    const Speed speed = ActiveSpeed(a);
+    const int lane_cap = MinNonZero(MinNonZero(MaxLanes(a.width_enabled), MaxLanes(a.width_supported)),
+                                    MinNonZero(MaxLanes(b.width_enabled), MaxLanes(b.width_supported)));
+    const Speed speed_cap = std::min(std::min(MaxEnabledSpeed(a), MaxSupportedSpeed(a)),
+                                     std::min(MaxEnabledSpeed(b), MaxSupportedSpeed(b)));
+    const std::string ends = PortName(f, l.a) + " - " + PortName(f, l.b);
+    if ((lane_cap > 0 && lanes < lane_cap) || (speed_cap != Speed::kUnknown && speed < speed_cap)) {
+      const std::string why = RateString(a) + " where both ends allow " + std::to_string(lane_cap) + "x" +
+                              ToString(speed_cap);
+      out.findings.push_back({FindingKind::kBelowEnabled, "link below its ends' capability: " + ends + " runs " + why,
+                              l.a.node_guid, l.a, l.b});
+      out.degraded[l] = FindingKind::kBelowEnabled;
+      continue;
+    }
+    const auto [usual_lanes, usual_speed] = Mode(by_tiers[tiers_of(l)]);
+    if (lanes < usual_lanes || speed < usual_speed) {
+      const std::string why = RateString(a) + " where most links of its tiers run " + std::to_string(usual_lanes) +
+                              "x" + ToString(usual_speed);
+      out.findings.push_back({FindingKind::kBelowTierMajority, "link slower than its peers: " + ends + " runs " + why,
+                              l.a.node_guid, l.a, l.b});
+      out.degraded[l] = FindingKind::kBelowTierMajority;
+    }
+  }
+
+  for (const auto& [g, s] : out.switches) {
+    if (s.tier != 0) continue;
+    out.bisection_gbps += std::min(s.up_gbps, s.down_gbps);
+    out.nonblocking_gbps += s.down_gbps;
+  }
+  return out;
+}
+
+}  // namespace ibfabric::topology

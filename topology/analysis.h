@@ -1,0 +1,95 @@
+#pragma once
+// What the wiring of a fabric says, without a cabling plan: switch tiers,
+// links that break a fat tree's up/down structure, asymmetry against each
+// tier's majority, degraded links, blocking factors and a bisection
+// estimate. Pure functions over a Fabric; nothing here sends a MAD.
+//
+// Ranking: leaves are switches with CAs, except a switch whose switch
+// neighbours are all leaves and that has more switch links than CAs (an
+// upper switch with a stray CA, reported as kCaOnNonLeaf). Every other
+// switch's tier is its distance in switch hops from the nearest leaf.
+// A fabric is called a tree when every switch is ranked and at most a
+// quarter of the switch-to-switch links join switches of one tier; when it
+// is not, the reason is given and the tier-based findings are not guessed.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "topology/fabric.h"
+
+namespace ibfabric::topology {
+
+// A cable with both ends known, `a` < `b`.
+struct Link {
+  PortRef a;
+  PortRef b;
+  auto operator<=>(const Link&) const = default;
+};
+// Every cable once.
+std::vector<Link> Links(const Fabric& fabric);
+
+enum class FindingKind : std::uint8_t {
+  kNotATree,            // the fabric is not a fat tree; `detail` says why
+  kSameTierLink,        // two switches of one tier cabled together
+  kSkipTierLink,        // switches more than one tier apart cabled together
+  kCaOnNonLeaf,         // a CA on a switch above the leaves
+  kCaToCa,              // two CAs cabled to each other
+  kFewerUplinks,        // a leaf with fewer uplinks than most leaves
+  kAsymmetricSwitch,    // neighbour groups or links per group unlike its tier's majority
+  kUnevenParallelLinks, // a switch's groups of parallel links differ in size
+  kBelowEnabled,        // a link narrower or slower than both ends are enabled and support
+  kBelowTierMajority,   // a link narrower or slower than most links of its tier
+};
+inline constexpr FindingKind kAllFindingKinds[] = {
+    FindingKind::kNotATree,           FindingKind::kSameTierLink,     FindingKind::kSkipTierLink,
+    FindingKind::kCaOnNonLeaf,        FindingKind::kCaToCa,           FindingKind::kFewerUplinks,
+    FindingKind::kAsymmetricSwitch,   FindingKind::kUnevenParallelLinks,
+    FindingKind::kBelowEnabled,       FindingKind::kBelowTierMajority};
+// snake_case name, stable: used as a metric label and in JSON.
+const char* ToString(FindingKind k);
+
+struct Finding {
+  FindingKind kind;
+  std::string detail;         // one line, names the nodes involved
+  std::uint64_t node = 0;     // the node the finding is about (0: the fabric)
+  std::optional<PortRef> a;   // the link's ends, where it is about a link
+  std::optional<PortRef> b;
+};
+
+struct SwitchSummary {
+  int tier = -1;  // -1: not ranked
+  int ca_links = 0;
+  int up_links = 0;
+  int down_links = 0;  // to switches one tier down (CAs not counted)
+  int up_groups = 0;   // distinct neighbour switches one tier up
+  int down_groups = 0;
+  double up_gbps = 0;    // active data rate of the up links
+  double down_gbps = 0;  // of the CA links (leaves) or down links
+};
+
+struct Analysis {
+  bool is_tree = false;
+  std::string not_tree_reason;
+  int tiers = 0;  // number of switch tiers found
+  std::map<std::uint64_t, SwitchSummary> switches;
+  std::vector<Finding> findings;
+  // Degraded links and why: kBelowEnabled or kBelowTierMajority.
+  std::map<Link, FindingKind> degraded;
+  // Σ over leaves of min(up, down) bandwidth, against Σ of down bandwidth:
+  // a non-blocking build of the same tiers has a ratio of 1.
+  double bisection_gbps = 0;
+  double nonblocking_gbps = 0;
+};
+
+// "leaf", "spine", "core", then "tier3", ...; "unranked" for -1.
+std::string TierName(int tier);
+// Down bandwidth over up bandwidth of a leaf (2 means 2:1 oversubscribed);
+// nullopt for a switch that is not a leaf or has no uplink.
+std::optional<double> BlockingFactor(const SwitchSummary& s);
+
+Analysis Analyze(const Fabric& fabric);
+
+}  // namespace ibfabric::topology

@@ -1,0 +1,99 @@
+#include "topology/link_rate.h"
+
+namespace ibfabric::topology {
+
+const char* ToString(Speed s) {
+  switch (s) {
+    case Speed::kSdr: return "SDR";
+    case Speed::kDdr: return "DDR";
+    case Speed::kQdr: return "QDR";
+    case Speed::kFdr: return "FDR";
+    case Speed::kEdr: return "EDR";
+    case Speed::kHdr: return "HDR";
+    case Speed::kNdr: return "NDR";
+    case Speed::kUnknown: break;
+  }
+  return "unknown";
+}
+
+int Lanes(std::uint8_t width_bit) {
+  switch (width_bit) {
+    case 1: return 1;
+    case 2: return 4;
+    case 4: return 8;
+    case 8: return 12;
+    case 16: return 2;
+  }
+  return 0;
+}
+
+int MaxLanes(std::uint8_t width_mask) {
+  int best = 0;
+  for (std::uint8_t bit = 1; bit != 0 && bit <= 16; bit = static_cast<std::uint8_t>(bit << 1)) {
+    if ((width_mask & bit) && Lanes(bit) > best) best = Lanes(bit);
+  }
+  return best;
+}
+
+namespace {
+Speed FromBase(std::uint8_t bit) {
+  switch (bit) {
+    case 1: return Speed::kSdr;
+    case 2: return Speed::kDdr;
+    case 4: return Speed::kQdr;
+  }
+  return Speed::kUnknown;
+}
+Speed FromExt(std::uint8_t bit) {
+  switch (bit) {
+    case 1: return Speed::kFdr;
+    case 2: return Speed::kEdr;
+    case 4: return Speed::kHdr;
+    case 8: return Speed::kNdr;
+  }
+  return Speed::kUnknown;
+}
+Speed Highest(std::uint8_t mask, Speed (*from)(std::uint8_t)) {
+  Speed best = Speed::kUnknown;
+  for (std::uint8_t bit = 1; bit != 0 && bit <= 8; bit = static_cast<std::uint8_t>(bit << 1)) {
+    if ((mask & bit) && from(bit) > best) best = from(bit);
+  }
+  return best;
+}
+}  // namespace
+
+Speed ActiveSpeed(const Port& p) {
+  if (p.speed_ext_active != 0) return FromExt(p.speed_ext_active);
+  return FromBase(p.speed_active);
+}
+
+Speed MaxSupportedSpeed(const Port& p) {
+  const Speed ext = Highest(p.speed_ext_supported, FromExt);
+  return ext != Speed::kUnknown ? ext : Highest(p.speed_supported, FromBase);
+}
+
+double LaneGbps(Speed s) {
+  switch (s) {
+    case Speed::kSdr: return 2.0;
+    case Speed::kDdr: return 4.0;
+    case Speed::kQdr: return 8.0;
+    case Speed::kFdr: return 13.64;
+    case Speed::kEdr: return 25.0;
+    case Speed::kHdr: return 50.0;
+    case Speed::kNdr: return 100.0;
+    case Speed::kUnknown: break;
+  }
+  return 0;
+}
+
+double ActiveGbps(const Port& p) {
+  if (!p.link_up()) return 0;
+  return Lanes(p.width_active) * LaneGbps(ActiveSpeed(p));
+}
+
+std::string RateString(const Port& p) {
+  if (!p.link_up() || Lanes(p.width_active) == 0) return "";
+  return std::to_string(Lanes(p.width_active)) + "x" + ToString(ActiveSpeed(p));
+}
+
+}  // namespace ibfabric::topology

@@ -1,0 +1,34 @@
+#pragma once
+// What PortInfo's width and speed bit masks mean (IBTA 14.2.5.6, table 155:
+// LinkWidth*, LinkSpeed*, LinkSpeedExt*), and the data rate of a link.
+
+#include <cstdint>
+#include <string>
+
+#include "topology/fabric.h"
+
+namespace ibfabric::topology {
+
+// Speeds in increasing order. LinkSpeedActive: 1 SDR, 2 DDR, 4 QDR;
+// LinkSpeedExtActive: 1 FDR, 2 EDR, 4 HDR, 8 NDR (rdma-core 44's tables stop
+// at NDR; XDR needs PortInfo fields it does not decode).
+enum class Speed : std::uint8_t { kUnknown, kSdr, kDdr, kQdr, kFdr, kEdr, kHdr, kNdr };
+
+const char* ToString(Speed s);
+// Lanes of a single-bit LinkWidth value: 1 1x, 16 2x, 2 4x, 4 8x, 8 12x.
+int Lanes(std::uint8_t width_bit);
+// The widest lane count in a LinkWidthSupported/Enabled mask.
+int MaxLanes(std::uint8_t width_mask);
+// The speed a port runs at: the extended one when it has one.
+Speed ActiveSpeed(const Port& p);
+// The fastest speed a port supports (extended speeds included).
+Speed MaxSupportedSpeed(const Port& p);
+// Data rate of one lane in Gb/s after line encoding (8b/10b up to QDR,
+// 64b/66b from FDR, PAM4 with FEC from HDR as commonly quoted).
+double LaneGbps(Speed s);
+// Data rate of the port's active link in Gb/s; 0 when it is not up.
+double ActiveGbps(const Port& p);
+// "4xQDR", as ibnetdiscover prints it; "" when not up.
+std::string RateString(const Port& p);
+
+}  // namespace ibfabric::topology
