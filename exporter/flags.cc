@@ -81,6 +81,15 @@ const std::map<std::string, Flag>& Flags() {
       {"ib.port",
        {"Port of the device to use (default: its first active port).", "N",
         [](Config& c, const std::string& v) { return Int(&c.ca_port, v, 1, 254); }}},
+      {"ib.node-name-map",
+       {"Node name map file (infiniband-diags format: GUID \"name\" per line) naming nodes in "
+        "metrics and findings.",
+        "FILE",
+        [](Config& c, const std::string& v) -> std::string {
+          if (v.empty()) return "must not be empty";
+          c.node_name_map = v;
+          return "";
+        }}},
       {"sweep.interval",
        {"Time between counter sweeps.", "DURATION",
         [](Config& c, const std::string& v) {

@@ -19,6 +19,7 @@
 #include "exporter/recovery.h"
 #include "exporter/snapshot_holder.h"
 #include "topology/discovery.h"
+#include "topology/node_name_map.h"
 #include "transport/mad_engine.h"
 #include "transport/umad_port.h"
 
@@ -53,6 +54,14 @@ int Main(int argc, char** argv) {
   }
   const Config& cfg = flags.config;
   Logger log(Logger::LevelFrom(cfg.log_level));
+  topology::NodeNameMap names;
+  if (!cfg.node_name_map.empty()) {
+    std::string why;
+    if (!topology::LoadNodeNameMap(cfg.node_name_map, &names, &why)) {
+      std::cerr << "ibfabric_exporter: invalid --ib.node-name-map: " << why << "\n";
+      return 2;
+    }
+  }
 
   // Block the stop signals (and SIGUSR1, the poller's "re-exec me") before
   // any thread starts, so only sigwait in this thread sees them.
@@ -119,6 +128,7 @@ int Main(int argc, char** argv) {
   poller_options.discovery_interval = cfg.discovery_interval;
   poller_options.clear_threshold_percent = cfg.clear_threshold;
   poller_options.version = IBFABRIC_VERSION;
+  poller_options.names = std::move(names);
   poller_options.on_transport_down = [&]() {
     const auto now = std::chrono::steady_clock::now();
     if (now - last_probe < std::chrono::seconds(2)) return;

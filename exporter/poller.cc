@@ -41,14 +41,14 @@ void Poller::Discover() {
     log_.Error("discovery failed; keeping the previous fabric");
     return;
   }
-  for (const auto& node : r.fabric.nodes()) {
+  fabric_ = std::make_shared<topology::Fabric>(topology::WithNames(r.fabric, options_.names));
+  for (const auto& node : fabric_->nodes()) {
     nodes_[node.guid] = collectors::NodeLabel{node.kind, node.description};
     if (node.kind != topology::NodeKind::kSwitch) continue;
     for (const auto& port : node.ports) {
       if (port.link_up()) remembered_.insert({node.guid, port.number});
     }
   }
-  fabric_ = std::make_shared<topology::Fabric>(std::move(r.fabric));
   analysis_ = std::make_shared<topology::Analysis>(topology::Analyze(*fabric_));
   if (!analysis_->is_tree) log_.Warn("topology", "not_a_tree=\"" + analysis_->not_tree_reason + "\"");
   for (const auto& f : analysis_->findings) {

@@ -15,6 +15,7 @@
 #include "collectors/snapshot.h"
 #include "collectors/state.h"
 #include "collectors/sweep.h"
+#include "topology/node_name_map.h"
 #include "exporter/log.h"
 #include "exporter/snapshot_holder.h"
 #include "transport/mad_engine.h"
@@ -30,6 +31,7 @@ struct PollerOptions {
   int transport_down_cycles = 3;
   std::function<void()> on_transport_down;
   std::string version;  // for infiniband_exporter_build_info
+  topology::NodeNameMap names;  // applied to every discovered fabric
 };
 
 // Ownership: borrows engine, holder and logger; they outlive the poller.

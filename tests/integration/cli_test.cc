@@ -60,6 +60,19 @@ TEST(CliTest, HelpAndVersion) {
   EXPECT_NE(version.out.find("version"), std::string::npos);
 }
 
+TEST(CliTest, MalformedNodeNameMapExits2WithFileAndLine) {
+  const std::string dir = MakeTempDir("cli");
+  WriteFile(dir + "/names", "0x1 \"ok\"\nzzz bad\n");
+  const auto r = RunExporter({"--ib.node-name-map=" + dir + "/names", "--once"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(Lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find(dir + "/names:2: 'zzz' is not a GUID"), std::string::npos) << r.err;
+  const auto missing = RunExporter({"--ib.node-name-map=" + dir + "/absent", "--once"});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find(dir + "/absent: cannot read"), std::string::npos) << missing.err;
+  RemoveTree(dir);
+}
+
 TEST(CliTest, MissingDeviceIsAClearError) {
   // Without the simulator preload there is no InfiniBand device here (or, on
   // a machine with one, no device by this name).

@@ -172,5 +172,37 @@ TEST(TopologyTest, FindingsAppearAndClearWithTheWiring) {
   EXPECT_EQ(s->Value("infiniband_switch_uplinks", {{"switch", "ib-leaf03"}}), 4);
 }
 
+TEST(TopologyTest, NodeNameMapNamesNodesInMetricsAndFindings) {
+  FatTreeSpec spec = Small();
+  spec.leaf_links = {{1, 2}};
+  const FatTree tree = FatTree::Generate(spec);
+  Running r = Start(tree);
+  ASSERT_TRUE(r.scrape);
+  std::map<std::string, std::string> guid;
+  for (const auto& x : r.scrape->Find("infiniband_switch_info")) guid[x.labels.at("switch")] = x.labels.at("guid");
+  for (const auto& x : r.scrape->Find("infiniband_hca_info")) guid[x.labels.at("hca")] = x.labels.at("guid");
+  r.exporter.reset();
+
+  const std::string dir = MakeTempDir("names");
+  WriteFile(dir + "/map", "# site names\n" + guid.at("ib-leaf01") + " \"rack1-leaf-a\"\n" + guid.at("cn0003") +
+                              " gpu-node-003\n");
+  std::string error;
+  auto e = ExporterProcess::Start(*r.sim, {"--sweep.interval=200ms", "--ib.node-name-map=" + dir + "/map"}, &error);
+  ASSERT_NE(e, nullptr) << error;
+  auto s = e->WaitForSweeps(1, seconds(60));
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->Value("infiniband_hca_info", {{"guid", guid.at("cn0003")}, {"hca", "gpu-node-003"}}), 1);
+  EXPECT_EQ(s->Find("infiniband_hca_port_receive_errors_total", {{"hca", "gpu-node-003"}}).size(), 1u);
+  // 4 hosts, 2 spines x 2 links and the leaf-to-leaf link.
+  EXPECT_EQ(s->Find("infiniband_switch_port_receive_errors_total", {{"switch", "rack1-leaf-a"}}).size(), 9u);
+  EXPECT_TRUE(s->Find("infiniband_switch_info", {{"switch", "ib-leaf01"}}).empty());
+  EXPECT_EQ(s->Value("infiniband_hca_uplink_info", {{"hca", tree.Host(1)}, {"uplink", "rack1-leaf-a"}}), 1);
+  const auto same = s->Find("infiniband_topology_finding", {{"kind", "same_tier_link"}});
+  ASSERT_EQ(same.size(), 1u);
+  EXPECT_EQ(std::set<std::string>({same[0].labels.at("node"), same[0].labels.at("remote_node")}),
+            (std::set<std::string>{"rack1-leaf-a", "ib-leaf02"}));
+  RemoveTree(dir);
+}
+
 }  // namespace
 }  // namespace ibfabric::testbed
