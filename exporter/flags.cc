@@ -90,6 +90,15 @@ const std::map<std::string, Flag>& Flags() {
           c.node_name_map = v;
           return "";
         }}},
+      {"topology.plan",
+       {"Cabling plan to compare the fabric with: ibnetdiscover output saved from the healthy "
+        "fabric, or a JSON plan (see README).",
+        "FILE",
+        [](Config& c, const std::string& v) -> std::string {
+          if (v.empty()) return "must not be empty";
+          c.topology_plan = v;
+          return "";
+        }}},
       {"sweep.interval",
        {"Time between counter sweeps.", "DURATION",
         [](Config& c, const std::string& v) {

@@ -20,6 +20,7 @@
 #include "exporter/snapshot_holder.h"
 #include "topology/discovery.h"
 #include "topology/node_name_map.h"
+#include "topology/plan.h"
 #include "transport/mad_engine.h"
 #include "transport/umad_port.h"
 
@@ -59,6 +60,15 @@ int Main(int argc, char** argv) {
     std::string why;
     if (!topology::LoadNodeNameMap(cfg.node_name_map, &names, &why)) {
       std::cerr << "ibfabric_exporter: invalid --ib.node-name-map: " << why << "\n";
+      return 2;
+    }
+  }
+  std::optional<topology::CablingPlan> plan;
+  if (!cfg.topology_plan.empty()) {
+    std::string why;
+    plan.emplace();
+    if (!topology::LoadPlan(cfg.topology_plan, &*plan, &why)) {
+      std::cerr << "ibfabric_exporter: invalid --topology.plan: " << why << "\n";
       return 2;
     }
   }
@@ -129,6 +139,7 @@ int Main(int argc, char** argv) {
   poller_options.clear_threshold_percent = cfg.clear_threshold;
   poller_options.version = IBFABRIC_VERSION;
   poller_options.names = std::move(names);
+  poller_options.plan = std::move(plan);
   poller_options.on_transport_down = [&]() {
     const auto now = std::chrono::steady_clock::now();
     if (now - last_probe < std::chrono::seconds(2)) return;

@@ -49,7 +49,16 @@ void Poller::Discover() {
       if (port.link_up()) remembered_.insert({node.guid, port.number});
     }
   }
-  analysis_ = std::make_shared<topology::Analysis>(topology::Analyze(*fabric_));
+  topology::Analysis analysis = topology::Analyze(*fabric_);
+  if (options_.plan) {
+    for (auto& f : topology::DiffAgainstPlan(*fabric_, *options_.plan, analysis)) {
+      if (f.kind == topology::FindingKind::kPlanRateMismatch && f.a && f.b) {
+        analysis.degraded[*f.a < *f.b ? topology::Link{*f.a, *f.b} : topology::Link{*f.b, *f.a}] = f.kind;
+      }
+      analysis.findings.push_back(std::move(f));
+    }
+  }
+  analysis_ = std::make_shared<topology::Analysis>(std::move(analysis));
   if (!analysis_->is_tree) log_.Warn("topology", "not_a_tree=\"" + analysis_->not_tree_reason + "\"");
   for (const auto& f : analysis_->findings) {
     log_.Info("topology finding", std::string("kind=") + topology::ToString(f.kind) + " detail=\"" + f.detail + "\"");

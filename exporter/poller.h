@@ -7,6 +7,7 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <optional>
 #include <memory>
 #include <set>
 #include <stop_token>
@@ -16,6 +17,7 @@
 #include "collectors/state.h"
 #include "collectors/sweep.h"
 #include "topology/node_name_map.h"
+#include "topology/plan.h"
 #include "exporter/log.h"
 #include "exporter/snapshot_holder.h"
 #include "transport/mad_engine.h"
@@ -32,6 +34,7 @@ struct PollerOptions {
   std::function<void()> on_transport_down;
   std::string version;  // for infiniband_exporter_build_info
   topology::NodeNameMap names;  // applied to every discovered fabric
+  std::optional<topology::CablingPlan> plan;  // every discovery is compared with it
 };
 
 // Ownership: borrows engine, holder and logger; they outlive the poller.

@@ -65,6 +65,13 @@ const char* ToString(FindingKind k) {
     case FindingKind::kUnevenParallelLinks: return "uneven_parallel_links";
     case FindingKind::kBelowEnabled: return "below_enabled";
     case FindingKind::kBelowTierMajority: return "below_tier_majority";
+    case FindingKind::kPlanUnknownNode: return "plan_unknown_node";
+    case FindingKind::kPlanMissingLink: return "plan_missing_link";
+    case FindingKind::kPlanWrongRemoteNode: return "plan_wrong_remote_node";
+    case FindingKind::kPlanWrongRemotePort: return "plan_wrong_remote_port";
+    case FindingKind::kPlanRateMismatch: return "plan_rate_mismatch";
+    case FindingKind::kPlanExtraLink: return "plan_extra_link";
+    case FindingKind::kPlanTierMismatch: return "plan_tier_mismatch";
   }
   return "unknown";
 }

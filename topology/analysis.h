@@ -42,12 +42,22 @@ enum class FindingKind : std::uint8_t {
   kUnevenParallelLinks, // a switch's groups of parallel links differ in size
   kBelowEnabled,        // a link narrower or slower than both ends are enabled and support
   kBelowTierMajority,   // a link narrower or slower than most links of its tier
+  // Against a cabling plan (plan.h):
+  kPlanUnknownNode,     // a planned node is not in the fabric
+  kPlanMissingLink,     // a planned cable is not there, neither end connected
+  kPlanWrongRemoteNode, // a planned port is cabled to another node
+  kPlanWrongRemotePort, // a planned port reaches the right node on the wrong port
+  kPlanRateMismatch,    // a planned cable runs at another width or speed
+  kPlanExtraLink,       // a cable the plan does not have
+  kPlanTierMismatch,    // a switch in another tier than the plan says
 };
 inline constexpr FindingKind kAllFindingKinds[] = {
     FindingKind::kNotATree,           FindingKind::kSameTierLink,     FindingKind::kSkipTierLink,
     FindingKind::kCaOnNonLeaf,        FindingKind::kCaToCa,           FindingKind::kFewerUplinks,
     FindingKind::kAsymmetricSwitch,   FindingKind::kUnevenParallelLinks,
-    FindingKind::kBelowEnabled,       FindingKind::kBelowTierMajority};
+    FindingKind::kBelowEnabled,       FindingKind::kBelowTierMajority, FindingKind::kPlanUnknownNode,
+    FindingKind::kPlanMissingLink,    FindingKind::kPlanWrongRemoteNode, FindingKind::kPlanWrongRemotePort,
+    FindingKind::kPlanRateMismatch,   FindingKind::kPlanExtraLink,     FindingKind::kPlanTierMismatch};
 // snake_case name, stable: used as a metric label and in JSON.
 const char* ToString(FindingKind k);
 

@@ -73,6 +73,20 @@ TEST(CliTest, MalformedNodeNameMapExits2WithFileAndLine) {
   RemoveTree(dir);
 }
 
+TEST(CliTest, MalformedPlanExits2WithFileAndLine) {
+  const std::string dir = MakeTempDir("cli");
+  WriteFile(dir + "/plan.json", "{\"links\": [\n  {\"a\": {\"node\": \"x\", \"port\": 1}}\n]}\n");
+  const auto r = RunExporter({"--topology.plan=" + dir + "/plan.json", "--once"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(Lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find(dir + "/plan.json:2: links[0]: missing \"b\""), std::string::npos) << r.err;
+  WriteFile(dir + "/plan.net", "Switch 8 \"a\"\n[1] \"b\"[1]\nrubbish\n");
+  const auto n = RunExporter({"--topology.plan=" + dir + "/plan.net", "--once"});
+  EXPECT_EQ(n.exit_code, 2);
+  EXPECT_NE(n.err.find(dir + "/plan.net:3: neither a node nor a port line"), std::string::npos) << n.err;
+  RemoveTree(dir);
+}
+
 TEST(CliTest, MissingDeviceIsAClearError) {
   // Without the simulator preload there is no InfiniBand device here (or, on
   // a machine with one, no device by this name).

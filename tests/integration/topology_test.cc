@@ -204,5 +204,60 @@ TEST(TopologyTest, NodeNameMapNamesNodesInMetricsAndFindings) {
   RemoveTree(dir);
 }
 
+std::map<std::string, double> PlanFindings(const Scrape& s) {
+  std::map<std::string, double> out;
+  for (const auto& [kind, n] : FindingCounts(s)) {
+    if (kind.rfind("plan_", 0) == 0) out[kind] = n;
+  }
+  return out;
+}
+
+TEST(TopologyTest, PlanDiffFindsEveryWiringFaultAndNothingOnTheCleanTwin) {
+  const FatTree clean = FatTree::Generate(Small());
+  const std::string dir = MakeTempDir("plan");
+  WriteFile(dir + "/plan.net", clean.NetFile());  // keyed by node names
+  {
+    Running c = Start(clean, {"--sweep.interval=200ms", "--topology.plan=" + dir + "/plan.net"});
+    ASSERT_TRUE(c.scrape);
+    for (const auto& [kind, n] : PlanFindings(*c.scrape)) EXPECT_EQ(n, 0) << kind << "\n" << c.exporter->Log();
+    EXPECT_EQ(TotalFindings(*c.scrape), 0);
+    const auto d = c.sim->Tool({"ibnetdiscover"});
+    ASSERT_EQ(d.exit_code, 0) << d.err;
+    WriteFile(dir + "/plan.ibnetdiscover", d.out);  // keyed by GUIDs
+  }
+  FatTreeSpec spec = Small();
+  spec.swaps = {{clean.LeafUplink(1, 1, 0), clean.LeafUplink(1, 1, 1)},   // swapped on the same spine
+                {clean.LeafUplink(2, 1, 0), clean.LeafUplink(2, 2, 0)}};  // swapped between spines
+  spec.missing = {clean.LeafUplink(3, 2, 1)};
+  spec.leaf_links = {{3, 4}};
+  spec.degraded = {{clean.LeafUplink(4, 1, 0), "1xQDR"}};
+  const FatTree faulted = FatTree::Generate(spec);
+  for (const std::string plan : {"plan.net", "plan.ibnetdiscover"}) {
+    Running r = Start(faulted, {"--sweep.interval=200ms", "--topology.plan=" + dir + "/" + plan});
+    ASSERT_TRUE(r.scrape);
+    const auto got = PlanFindings(*r.scrape);
+    const std::map<std::string, double> want{
+        {"plan_extra_link", 1},      {"plan_missing_link", 1},      {"plan_rate_mismatch", 1},
+        {"plan_tier_mismatch", 0},   {"plan_unknown_node", 0},      {"plan_wrong_remote_node", 2},
+        {"plan_wrong_remote_port", 2}};
+    EXPECT_EQ(got, want) << plan << "\n" << r.exporter->Log();
+    // Each names both ends, e.g. the cables swapped on one spine.
+    const auto swapped = r.scrape->Find("infiniband_topology_finding", {{"kind", "plan_wrong_remote_port"}});
+    std::set<std::string> ends;
+    for (const auto& x : swapped) ends.insert(x.labels.at("node") + "[" + x.labels.at("port") + "]-" +
+                                              x.labels.at("remote_node") + "[" + x.labels.at("remote_port") + "]");
+    const Endpoint u0 = clean.LeafUplink(1, 1, 0), u1 = clean.LeafUplink(1, 1, 1);
+    const Endpoint s0 = clean.SpineDownlink(1, 1, 0), s1 = clean.SpineDownlink(1, 1, 1);
+    auto e = [](const Endpoint& a, const Endpoint& b) {
+      return a.node + "[" + std::to_string(a.port) + "]-" + b.node + "[" + std::to_string(b.port) + "]";
+    };
+    // Findings name the planned cable; its ends are ordered by GUID.
+    EXPECT_TRUE(ends == (std::set<std::string>{e(u0, s0), e(u1, s1)}) ||
+                ends == (std::set<std::string>{e(s0, u0), e(s1, u1)}))
+        << plan;
+  }
+  RemoveTree(dir);
+}
+
 }  // namespace
 }  // namespace ibfabric::testbed

@@ -1,0 +1,391 @@
+#include "topology/plan.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "topology/link_rate.h"
+
+namespace ibfabric::topology {
+namespace {
+
+// Splits into lines, keeping 1-based numbers.
+std::vector<std::string_view> Lines(std::string_view text) {
+  std::vector<std::string_view> out;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view l = text.substr(start, end - start);
+    if (!l.empty() && l.back() == '\r') l.remove_suffix(1);
+    out.push_back(l);
+    start = end + 1;
+  }
+  return out;
+}
+
+std::optional<std::uint64_t> GuidOfId(const std::string& id) {
+  static const std::regex kId("^[SHR]-([0-9a-fA-F]{16})$");
+  std::smatch m;
+  if (!std::regex_match(id, m, kId)) return std::nullopt;
+  return std::strtoull(m[1].str().c_str(), nullptr, 16);
+}
+
+// The last whitespace-separated token of a comment if it reads like 4xQDR.
+std::string RateIn(const std::string& comment) {
+  static const std::regex kRate("(\\d+x[A-Z]+)\\s*$");
+  std::smatch m;
+  return std::regex_search(comment, m, kRate) ? m[1].str() : "";
+}
+
+class Builder {
+ public:
+  explicit Builder(CablingPlan* plan) : plan_(plan) {}
+  std::size_t Node(const std::string& name, std::optional<std::uint64_t> guid) {
+    const std::string key = guid ? FormatGuid(*guid) : name;
+    auto it = index_.find(key);
+    if (it != index_.end()) {
+      if (!name.empty() && plan_->nodes[it->second].name.empty()) plan_->nodes[it->second].name = name;
+      return it->second;
+    }
+    plan_->nodes.push_back({name, guid});
+    return index_[key] = plan_->nodes.size() - 1;
+  }
+  // Records a cable; the same cable seen from its other end must agree.
+  bool Link(PlanEnd a, PlanEnd b, const std::string& rate, int line, std::string* error) {
+    for (const auto& [me, other] : {std::pair{a, b}, std::pair{b, a}}) {
+      auto it = seen_.find({me.node, me.port});
+      if (it == seen_.end()) continue;
+      const PlanLink& prev = plan_->links[it->second];
+      const PlanEnd& prev_other = (prev.a.node == me.node && prev.a.port == me.port) ? prev.b : prev.a;
+      if (prev_other.node != other.node || prev_other.port != other.port) {
+        *error = "line " + std::to_string(line) + ": " + Name(me) + " is cabled to " + Name(prev_other) +
+                 " on line " + std::to_string(prev.line) + " but to " + Name(other) + " here";
+        return false;
+      }
+      return true;  // the other end of a cable already recorded
+    }
+    plan_->links.push_back({a, b, rate, line});
+    seen_[{a.node, a.port}] = seen_[{b.node, b.port}] = plan_->links.size() - 1;
+    return true;
+  }
+  std::string Name(const PlanEnd& e) const {
+    const PlanNode& n = plan_->nodes[e.node];
+    return (n.name.empty() && n.guid ? FormatGuid(*n.guid) : n.name) + "[" + std::to_string(e.port) + "]";
+  }
+
+ private:
+  CablingPlan* plan_;
+  std::map<std::string, std::size_t> index_;
+  std::map<std::pair<std::size_t, int>, std::size_t> seen_;
+};
+
+bool PortNumber(const std::string& s, int* port) {
+  char* end = nullptr;
+  const long v = std::strtol(s.c_str(), &end, 10);
+  if (s.empty() || *end != '\0' || v < 0 || v > 254) return false;
+  *port = static_cast<int>(v);
+  return true;
+}
+
+// Offsets at which the elements of the top-level "links" array start, for
+// line numbers in messages about a JSON plan's links.
+std::vector<std::size_t> LinkOffsets(std::string_view text) {
+  std::vector<std::size_t> out;
+  int depth = 0;
+  bool in_string = false, escaped = false, in_links = false;
+  std::string last_key, current;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+        last_key = current;
+      } else {
+        current.push_back(c);
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+      current.clear();
+    } else if (c == '{' || c == '[') {
+      if (in_links && depth == 2 && c == '{') out.push_back(i);
+      if (depth == 1 && c == '[' && last_key == "links") in_links = true;
+      ++depth;
+    } else if (c == '}' || c == ']') {
+      --depth;
+      if (depth == 1) in_links = false;
+    }
+  }
+  return out;
+}
+
+int LineAt(std::string_view text, std::size_t offset) {
+  int line = 1;
+  for (std::size_t i = 0; i < offset && i < text.size(); ++i) line += text[i] == '\n';
+  return line;
+}
+
+}  // namespace
+
+bool ParseIbnetdiscoverPlan(std::string_view text, CablingPlan* plan, std::string* error) {
+  static const std::regex kNode(R"re(^(Switch|Ca|Hca|Rt)\s+(\d+)\s+"([^"]+)"\s*(#.*)?$)re");
+  static const std::regex kPort(
+      R"re(^\[(\d+)\](\([0-9a-fA-F]+\))?\s+"([^"]+)"\[(\d+)\](\([0-9a-fA-F]+\))?\s*(#.*)?$)re");
+  static const std::regex kDescription(R"re(^#\s*"([^"]*)")re");
+  static const std::regex kIgnored(R"re(^(vendid|devid|sysimgguid|switchguid|caguid|rtguid)=)re");
+  CablingPlan out;
+  Builder b(&out);
+  std::optional<std::size_t> current;
+  std::map<std::string, std::size_t> by_id;  // a file's ids name nodes defined anywhere in it
+  struct Pending {
+    std::size_t node;
+    int port;
+    std::string peer_id;
+    int peer_port;
+    std::string rate;
+    int line;
+  };
+  std::vector<Pending> pending;
+  int n = 0;
+  for (std::string_view raw : Lines(text)) {
+    ++n;
+    std::string line(raw);
+    const auto first = line.find_first_not_of(" \t");
+    if (first == std::string::npos || line[first] == '#') continue;
+    line = line.substr(first);
+    std::smatch m;
+    if (std::regex_match(line, m, kIgnored) || std::regex_search(line, m, kIgnored)) continue;
+    if (std::regex_match(line, m, kNode)) {
+      const std::string id = m[3];
+      std::string name = id;
+      std::smatch d;
+      const std::string comment = m[4];
+      if (std::regex_search(comment, d, kDescription)) name = d[1];
+      const auto guid = GuidOfId(id);
+      current = b.Node(guid ? name : id, guid);
+      by_id[id] = *current;
+      continue;
+    }
+    if (std::regex_match(line, m, kPort)) {
+      if (!current) {
+        *error = "line " + std::to_string(n) + ": a port line before any node line";
+        return false;
+      }
+      int port = 0, peer_port = 0;
+      if (!PortNumber(m[1], &port) || !PortNumber(m[4], &peer_port)) {
+        *error = "line " + std::to_string(n) + ": port numbers must be 0..254";
+        return false;
+      }
+      pending.push_back({*current, port, m[3], peer_port, RateIn(m[6]), n});
+      continue;
+    }
+    *error = "line " + std::to_string(n) + ": neither a node nor a port line: '" + line.substr(0, 60) + "'";
+    return false;
+  }
+  for (const Pending& p : pending) {
+    auto it = by_id.find(p.peer_id);
+    const std::size_t peer = it != by_id.end() ? it->second
+                                               : b.Node(GuidOfId(p.peer_id) ? "" : p.peer_id, GuidOfId(p.peer_id));
+    if (!b.Link({p.node, p.port}, {peer, p.peer_port}, p.rate, p.line, error)) return false;
+  }
+  *plan = std::move(out);
+  return true;
+}
+
+bool ParseJsonPlan(std::string_view text, CablingPlan* plan, std::string* error) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    *error = "line " + std::to_string(LineAt(text, e.byte > 0 ? e.byte - 1 : 0)) + ": not JSON: " +
+             std::string(e.what()).substr(std::string(e.what()).find(':') + 2);
+    return false;
+  }
+  if (!j.is_object() || !j.contains("links") || !j["links"].is_array()) {
+    *error = "line 1: a plan is an object with a \"links\" array";
+    return false;
+  }
+  const auto offsets = LinkOffsets(text);
+  CablingPlan out;
+  Builder b(&out);
+  for (std::size_t i = 0; i < j["links"].size(); ++i) {
+    const auto& l = j["links"][i];
+    const int line = i < offsets.size() ? LineAt(text, offsets[i]) : 1;
+    auto fail = [&](const std::string& why) {
+      *error = "line " + std::to_string(line) + ": links[" + std::to_string(i) + "]: " + why;
+      return false;
+    };
+    if (!l.is_object()) return fail("not an object");
+    PlanEnd ends[2];
+    int k = 0;
+    for (const char* side : {"a", "b"}) {
+      if (!l.contains(side) || !l[side].is_object()) return fail(std::string("missing \"") + side + "\"");
+      const auto& e = l[side];
+      if (!e.contains("node") || !e["node"].is_string() || e["node"].get<std::string>().empty()) {
+        return fail(std::string(side) + ".node must be a non-empty string");
+      }
+      if (!e.contains("port") || !e["port"].is_number_integer() || e["port"].get<long>() < 0 ||
+          e["port"].get<long>() > 254) {
+        return fail(std::string(side) + ".port must be an integer 0..254");
+      }
+      std::optional<std::uint64_t> guid;
+      if (e.contains("guid")) {
+        const std::string g = e["guid"].is_string() ? e["guid"].get<std::string>() : "";
+        char* end = nullptr;
+        errno = 0;
+        const unsigned long long v = std::strtoull(g.c_str(), &end, 0);
+        if (g.empty() || *end != '\0' || errno == ERANGE) return fail(std::string(side) + ".guid is not a GUID");
+        guid = v;
+      }
+      ends[k++] = {b.Node(e["node"].get<std::string>(), guid), static_cast<int>(e["port"].get<long>())};
+    }
+    std::string rate;
+    if (l.contains("rate")) {
+      static const std::regex kRate("^\\d+x(SDR|DDR|QDR|FDR|EDR|HDR|NDR)$");
+      rate = l["rate"].is_string() ? l["rate"].get<std::string>() : "";
+      if (!std::regex_match(rate, kRate)) return fail("rate must read like 4xHDR");
+    }
+    std::string why;
+    if (!b.Link(ends[0], ends[1], rate, line, &why)) return fail(why.substr(why.find(": ") + 2));
+  }
+  if (j.contains("tiers")) {
+    if (!j["tiers"].is_object()) {
+      *error = "line 1: \"tiers\" must map node names to tier names";
+      return false;
+    }
+    for (const auto& [name, tier] : j["tiers"].items()) {
+      if (!tier.is_string()) {
+        *error = "line 1: tiers." + name + " must be a string such as \"leaf\"";
+        return false;
+      }
+      out.tiers[name] = tier.get<std::string>();
+    }
+  }
+  *plan = std::move(out);
+  return true;
+}
+
+bool LoadPlan(const std::string& path, CablingPlan* plan, std::string* error) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) {
+    *error = path + ": cannot read: " + std::strerror(errno);
+    return false;
+  }
+  std::stringstream ss;
+  ss << f.rdbuf();
+  const std::string text = ss.str();
+  const auto first = text.find_first_not_of(" \t\r\n");
+  std::string why;
+  const bool ok = first != std::string::npos && text[first] == '{' ? ParseJsonPlan(text, plan, &why)
+                                                                   : ParseIbnetdiscoverPlan(text, plan, &why);
+  if (!ok) {
+    *error = path + ":" + why.substr(5);  // "line N: x" -> "FILE:N: x"
+    return false;
+  }
+  if (plan->links.empty()) {
+    *error = path + ": the plan has no cables";
+    return false;
+  }
+  return true;
+}
+
+std::vector<Finding> DiffAgainstPlan(const Fabric& fabric, const CablingPlan& plan, const Analysis& analysis) {
+  std::vector<Finding> out;
+  // Plan nodes to fabric nodes.
+  std::map<std::string, std::uint64_t> by_name;
+  for (const auto& n : fabric.nodes()) by_name.emplace(n.description, n.guid);
+  std::vector<std::optional<std::uint64_t>> resolved(plan.nodes.size());
+  for (std::size_t i = 0; i < plan.nodes.size(); ++i) {
+    const PlanNode& p = plan.nodes[i];
+    if (p.guid && fabric.FindNode(*p.guid)) {
+      resolved[i] = *p.guid;
+    } else if (!p.guid) {
+      if (auto it = by_name.find(p.name); it != by_name.end()) resolved[i] = it->second;
+    }
+    if (!resolved[i]) {
+      out.push_back({FindingKind::kPlanUnknownNode,
+                     "planned node " + (p.name.empty() ? FormatGuid(p.guid.value_or(0)) : p.name) +
+                         (p.guid ? " (" + FormatGuid(*p.guid) + ")" : "") + " is not in the fabric",
+                     p.guid.value_or(0), {}, {}});
+    }
+  }
+  auto name = [&](std::uint64_t g) {
+    const Node* n = fabric.FindNode(g);
+    return n && !n->description.empty() ? n->description : FormatGuid(g);
+  };
+  auto port_name = [&](const PortRef& r) { return name(r.node_guid) + "[" + std::to_string(r.port) + "]"; };
+  auto far_of = [&](const PortRef& r) -> std::optional<PortRef> {
+    const Port* p = fabric.FindPort(r);
+    if (!p || !p->remote || !p->link_up()) return std::nullopt;
+    return *p->remote;
+  };
+
+  std::set<PortRef> planned_ports;
+  for (const PlanLink& l : plan.links) {
+    if (!resolved[l.a.node] || !resolved[l.b.node]) continue;  // reported as unknown nodes
+    const PortRef a{*resolved[l.a.node], static_cast<std::uint8_t>(l.a.port)};
+    const PortRef b{*resolved[l.b.node], static_cast<std::uint8_t>(l.b.port)};
+    planned_ports.insert(a);
+    planned_ports.insert(b);
+    const std::string planned = port_name(a) + " - " + port_name(b);
+    const auto fa = far_of(a), fb = far_of(b);
+    if (fa && *fa == b) {
+      const Port& pa = *fabric.FindPort(a);
+      if (!l.rate.empty() && RateString(pa) != l.rate) {
+        out.push_back({FindingKind::kPlanRateMismatch,
+                       planned + " runs " + RateString(pa) + ", planned " + l.rate + " (plan line " +
+                           std::to_string(l.line) + ")",
+                       a.node_guid, a, b});
+      }
+      continue;
+    }
+    auto where = [&](const std::optional<PortRef>& f) { return f ? port_name(*f) : std::string("nothing"); };
+    const std::string found = port_name(a) + " goes to " + where(fa) + ", " + port_name(b) + " to " + where(fb);
+    // Wrong port: every connected end reaches the planned node, on another
+    // port (two cables swapped on the same neighbour). Wrong node: an end
+    // reaches another node.
+    const bool a_right_node = !fa || fa->node_guid == b.node_guid;
+    const bool b_right_node = !fb || fb->node_guid == a.node_guid;
+    FindingKind kind = FindingKind::kPlanWrongRemoteNode;
+    if (!fa && !fb) {
+      kind = FindingKind::kPlanMissingLink;
+    } else if (a_right_node && b_right_node) {
+      kind = FindingKind::kPlanWrongRemotePort;
+    }
+    out.push_back({kind,
+                   "planned " + planned + " (plan line " + std::to_string(l.line) + "): " +
+                       (kind == FindingKind::kPlanMissingLink ? std::string("no cable at either end") : found),
+                   a.node_guid, a, b});
+  }
+  // Cables nobody planned: neither end appears in the plan.
+  for (const Link& l : Links(fabric)) {
+    if (!fabric.FindPort(l.a)->link_up()) continue;
+    if (planned_ports.count(l.a) || planned_ports.count(l.b)) continue;
+    out.push_back({FindingKind::kPlanExtraLink, "cable not in the plan: " + port_name(l.a) + " - " + port_name(l.b),
+                   l.a.node_guid, l.a, l.b});
+  }
+  for (const auto& [node_name, tier] : plan.tiers) {
+    auto it = by_name.find(node_name);
+    if (it == by_name.end() || !analysis.switches.count(it->second)) continue;
+    const std::string actual = TierName(analysis.switches.at(it->second).tier);
+    if (actual != tier) {
+      out.push_back({FindingKind::kPlanTierMismatch, node_name + " ranks as " + actual + ", planned " + tier,
+                     it->second, {}, {}});
+    }
+  }
+  return out;
+}
+
+}  // namespace ibfabric::topology

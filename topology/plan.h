@@ -1,0 +1,69 @@
+#pragma once
+// The cabling the fabric should have, and how the discovered one differs.
+//
+// Two sources:
+//  - ibnetdiscover's output saved from the healthy fabric (nodes are matched
+//    by the GUID in their "S-<guid>"/"H-<guid>" ids), or a file in the same
+//    grammar keyed by names, such as ibsim's net files: node headers
+//    `Switch|Ca|Hca|Rt <ports> "<id>" [# "<description>" ...]` and port lines
+//    `[<port>](<guid>)? "<peer id>"[<peer port>](<guid>)? [# ... <rate>]`,
+//    where a trailing token like 4xQDR is the expected rate.
+//  - a JSON plan:
+//      {"links": [{"a": {"node": "leaf01", "port": 19},
+//                  "b": {"node": "spine01", "port": 1, "guid": "0x..."},
+//                  "rate": "4xHDR"}, ...],
+//       "tiers": {"leaf01": "leaf", "spine01": "spine"}}
+//    "guid" and "rate" are optional; so is "tiers".
+// Malformed input is rejected with the line and the reason.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "topology/analysis.h"
+#include "topology/fabric.h"
+
+namespace ibfabric::topology {
+
+struct PlanNode {
+  std::string name;
+  std::optional<std::uint64_t> guid;
+};
+
+struct PlanEnd {
+  std::size_t node = 0;  // index into CablingPlan::nodes
+  int port = 0;
+};
+
+struct PlanLink {
+  PlanEnd a;
+  PlanEnd b;
+  std::string rate;  // e.g. "4xQDR"; empty: not checked
+  int line = 0;      // where the plan says so
+};
+
+struct CablingPlan {
+  std::vector<PlanNode> nodes;
+  std::vector<PlanLink> links;
+  std::map<std::string, std::string> tiers;  // node name -> tier name (JSON plans)
+};
+
+// Pure parsers; false with "line N: reason".
+bool ParseIbnetdiscoverPlan(std::string_view text, CablingPlan* plan, std::string* error);
+bool ParseJsonPlan(std::string_view text, CablingPlan* plan, std::string* error);
+// JSON when the first non-blank character is '{', else the ibnetdiscover
+// grammar. False with "FILE:N: reason" or "FILE: cannot read: ...".
+bool LoadPlan(const std::string& path, CablingPlan* plan, std::string* error);
+
+// One finding per planned cable that is not as planned, one per cable
+// that is in the fabric but not in the plan, one per planned node not
+// found, and one per tier that differs from the plan's. `analysis` gives
+// the tiers; nodes are matched by GUID where the plan has one, else by
+// name (the node description, after any node-name map).
+std::vector<Finding> DiffAgainstPlan(const Fabric& fabric, const CablingPlan& plan,
+                                     const Analysis& analysis);
+
+}  // namespace ibfabric::topology
