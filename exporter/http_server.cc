@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "topology/topology_json.h"
+
 namespace ibfabric::exporter {
 
 HttpServer::HttpServer(const SnapshotHolder& holder, HttpOptions options)
@@ -67,6 +69,15 @@ void HttpServer::Routes() {
           return true;
         });
   });
+  server_->Get("/api/v1/topology", [this](const httplib::Request&, httplib::Response& res) {
+    auto snap = holder_.Get();
+    if (!snap->topology) {
+      res.status = 503;
+      res.set_content("{\"error\": \"no discovery has completed yet\"}\n", "application/json");
+      return;
+    }
+    res.set_content(topology::TopologyJson(*snap->fabric, *snap->topology).dump() + "\n", "application/json");
+  });
   server_->Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
     res.set_content("ok\n", "text/plain");
   });
@@ -83,7 +94,8 @@ void HttpServer::Routes() {
     res.set_content(
         "<!doctype html><html><head><meta charset=\"utf-8\"><title>InfiniBand fabric "
         "exporter</title></head><body><h1>InfiniBand fabric exporter</h1><ul><li><a href=\"" +
-            metrics_path + "\">Metrics</a></li><li><a href=\"/healthz\">Health</a></li></ul>"
+            metrics_path + "\">Metrics</a></li><li><a href=\"/api/v1/topology\">Topology (JSON)</a></li>"
+                           "<li><a href=\"/healthz\">Health</a></li></ul>"
                            "</body></html>\n",
         "text/html; charset=utf-8");
   });

@@ -11,8 +11,8 @@ packages=(
   libibmad-dev libibumad-dev libibnetdisc-dev
   # HTTP, metrics, JSON
   prometheus-cpp-dev libcpp-httplib-dev nlohmann-json3-dev
-  # tests and benchmarks
-  libgtest-dev libgmock-dev libbenchmark-dev
+  # tests and benchmarks; clang's libFuzzer and sanitizers for the fuzz targets
+  libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev
   # the simulated fabric and the tools we cross-check against
   ibsim-utils opensm infiniband-diags
   # promtool lints the exposition format; the server scrapes in end-to-end tests

@@ -212,6 +212,11 @@ bool ParseJsonPlan(std::string_view text, CablingPlan* plan, std::string* error)
     *error = "line " + std::to_string(LineAt(text, e.byte > 0 ? e.byte - 1 : 0)) + ": not JSON: " +
              std::string(e.what()).substr(std::string(e.what()).find(':') + 2);
     return false;
+  } catch (const nlohmann::json::exception& e) {
+    // Valid syntax nlohmann cannot hold, such as a number beyond a double
+    // (found by the fuzz target).
+    *error = "line 1: not usable JSON: " + std::string(e.what()).substr(std::string(e.what()).find(' ') + 1);
+    return false;
   }
   if (!j.is_object() || !j.contains("links") || !j["links"].is_array()) {
     *error = "line 1: a plan is an object with a \"links\" array";

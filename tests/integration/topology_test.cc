@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <map>
 #include <string>
 
@@ -137,6 +139,35 @@ TEST(TopologyTest, PlantedFaultsAreFoundAndNameBothEnds) {
   EXPECT_EQ(degraded[0].labels.at("reason"), "below_tier_majority");
   // ib-leaf02 has 3 uplinks for 4 hosts.
   EXPECT_DOUBLE_EQ(*s.Value("infiniband_leaf_blocking_factor", {{"switch", "ib-leaf02"}}), 4.0 / 3.0);
+
+  // The same, as JSON.
+  int status = 0;
+  const auto j = nlohmann::json::parse(r.exporter->Get("/api/v1/topology", &status));
+  ASSERT_EQ(status, 200);
+  EXPECT_EQ(j.at("schema_version"), 1);
+  EXPECT_EQ(j.at("is_tree"), true);
+  EXPECT_EQ(j.at("tiers"), 2);
+  EXPECT_EQ(j.at("nodes").size(), 4u + 2u + 16u);
+  EXPECT_EQ(j.at("links").size(), tree.cables().size());
+  std::size_t degraded_links = 0;
+  for (const auto& l : j.at("links")) degraded_links += l.at("degraded").is_null() ? 0 : 1;
+  EXPECT_EQ(degraded_links, 1u);
+  bool found = false;
+  for (const auto& f : j.at("findings")) {
+    if (f.at("kind") != "same_tier_link") continue;
+    found = true;
+    EXPECT_EQ(std::set<std::string>({f.at("a").at("name"), f.at("b").at("name")}),
+              (std::set<std::string>{"ib-leaf03", "ib-leaf04"}));
+    EXPECT_EQ(f.at("a").at("port"), 9);
+  }
+  EXPECT_TRUE(found);
+  for (const auto& n : j.at("nodes")) {
+    if (n.at("name") == "ib-leaf02") {
+      EXPECT_EQ(n.at("tier_name"), "leaf");
+      EXPECT_EQ(n.at("summary").at("up_links"), 3);
+      EXPECT_DOUBLE_EQ(n.at("summary").at("blocking_factor").get<double>(), 4.0 / 3.0);
+    }
+  }
 }
 
 TEST(TopologyTest, FindingsAppearAndClearWithTheWiring) {

@@ -99,6 +99,7 @@ TEST(PlanParseTest, JsonPlansAndTheirErrors) {
   const std::vector<std::pair<std::string, std::string>> cases{
       {"{\n  \"links\": [\n", "line 3: not JSON"},
       {"[]", "line 1: a plan is an object with a \"links\" array"},
+      {"1e00565", "line 1: not usable JSON"},  // a crash the fuzz target found
       {"{\"links\": [\n{\"a\": {\"node\": \"x\", \"port\": 1}}]}", "line 2: links[0]: missing \"b\""},
       {"{\"links\": [\n{\"a\": {\"node\": \"x\", \"port\": 1}},\n{\"a\": {\"node\": \"x\", \"port\": -1}, \"b\": {}}]}",
        "line 2: links[0]: missing \"b\""},

@@ -1,0 +1,105 @@
+#include "topology/topology_json.h"
+
+#include "topology/link_rate.h"
+
+namespace ibfabric::topology {
+namespace {
+
+using nlohmann::json;
+
+const char* TypeName(NodeKind k) {
+  switch (k) {
+    case NodeKind::kSwitch: return "switch";
+    case NodeKind::kCa: return "ca";
+    case NodeKind::kRouter: return "router";
+    case NodeKind::kUnknown: break;
+  }
+  return "unknown";
+}
+
+// IBTA PortState and PortPhysicalState names (table 155).
+const char* StateName(std::uint8_t s) {
+  switch (s) {
+    case 1: return "down";
+    case 2: return "init";
+    case 3: return "armed";
+    case 4: return "active";
+  }
+  return "unknown";
+}
+const char* PhysName(std::uint8_t s) {
+  switch (s) {
+    case 1: return "sleep";
+    case 2: return "polling";
+    case 3: return "disabled";
+    case 4: return "port_configuration_training";
+    case 5: return "link_up";
+    case 6: return "link_error_recovery";
+    case 7: return "phy_test";
+  }
+  return "unknown";
+}
+
+json End(const Fabric& f, const PortRef& r) {
+  const Node* n = f.FindNode(r.node_guid);
+  return {{"guid", FormatGuid(r.node_guid)}, {"name", n ? n->description : ""}, {"port", r.port}};
+}
+
+}  // namespace
+
+json TopologyJson(const Fabric& f, const Analysis& a) {
+  json nodes = json::array();
+  for (const auto& n : f.nodes()) {
+    json ports = json::array();
+    for (const auto& p : n.ports) {
+      json port{{"port", p.number},
+                {"lid", p.lid},
+                {"state", StateName(p.state)},
+                {"phys_state", PhysName(p.phys_state)},
+                {"rate", RateString(p)},
+                {"remote", p.remote ? End(f, *p.remote) : json(nullptr)}};
+      ports.push_back(std::move(port));
+    }
+    json node{{"guid", FormatGuid(n.guid)}, {"name", n.description}, {"type", TypeName(n.kind)},
+              {"lid", n.lid}, {"ports", std::move(ports)}};
+    if (auto it = a.switches.find(n.guid); it != a.switches.end()) {
+      const SwitchSummary& s = it->second;
+      const auto bf = BlockingFactor(s);
+      node["tier"] = s.tier;
+      node["tier_name"] = TierName(s.tier);
+      node["summary"] = {{"ca_links", s.ca_links},     {"up_links", s.up_links},
+                         {"down_links", s.down_links}, {"up_groups", s.up_groups},
+                         {"down_groups", s.down_groups}, {"up_gbps", s.up_gbps},
+                         {"down_gbps", s.down_gbps},   {"blocking_factor", bf ? json(*bf) : json(nullptr)}};
+    }
+    nodes.push_back(std::move(node));
+  }
+  json links = json::array();
+  for (const Link& l : Links(f)) {
+    auto d = a.degraded.find(l);
+    links.push_back({{"a", End(f, l.a)},
+                     {"b", End(f, l.b)},
+                     {"rate", RateString(*f.FindPort(l.a))},
+                     {"degraded", d == a.degraded.end() ? json(nullptr) : json(ToString(d->second))}});
+  }
+  json findings = json::array();
+  for (const auto& x : a.findings) {
+    const Node* n = x.node ? f.FindNode(x.node) : nullptr;
+    findings.push_back({{"kind", ToString(x.kind)},
+                        {"detail", x.detail},
+                        {"node", n ? json{{"guid", FormatGuid(n->guid)}, {"name", n->description}} : json(nullptr)},
+                        {"a", x.a ? End(f, *x.a) : json(nullptr)},
+                        {"b", x.b ? End(f, *x.b) : json(nullptr)}});
+  }
+  return {{"schema_version", kTopologySchemaVersion},
+          {"is_tree", a.is_tree},
+          {"not_tree_reason", a.not_tree_reason},
+          {"tiers", a.tiers},
+          {"bisection", {{"bandwidth_bytes_per_second", a.bisection_gbps * 1e9 / 8},
+                         {"ratio", a.nonblocking_gbps > 0 ? a.bisection_gbps / a.nonblocking_gbps : 0.0}}},
+          {"nodes", std::move(nodes)},
+          {"links", std::move(links)},
+          {"findings", std::move(findings)}};
+}
+
+}  // namespace ibfabric::topology

@@ -1,0 +1,18 @@
+#pragma once
+// The fabric, its analysis and findings as JSON: the body of
+// GET /api/v1/topology. The schema is documented in docs/api.md and
+// versioned by "schema_version"; fields are only ever added.
+
+#include <nlohmann/json.hpp>
+
+#include "topology/analysis.h"
+#include "topology/fabric.h"
+
+namespace ibfabric::topology {
+
+inline constexpr int kTopologySchemaVersion = 1;
+
+// Pure.
+nlohmann::json TopologyJson(const Fabric& fabric, const Analysis& analysis);
+
+}  // namespace ibfabric::topology
