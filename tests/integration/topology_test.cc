@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <map>
 #include <string>
 
@@ -288,6 +289,93 @@ TEST(TopologyTest, PlanDiffFindsEveryWiringFaultAndNothingOnTheCleanTwin) {
         << plan;
   }
   RemoveTree(dir);
+}
+
+// Every planted fault kind, alone and all together, on three builds; each
+// is found with and without a plan, every link finding names both ends, and
+// nothing else is reported.
+TEST(TopologyTest, EveryFaultAloneAndCombinedOnSeveralBuilds) {
+  FatTreeSpec three = Small();
+  three.links_per_pair = 3;
+  three.radix = 14;  // 4 hosts + 2 spines x 3 links + spares
+  FatTreeSpec big;
+  big.leaves = 18;
+  big.spines = 9;
+  big.hosts_per_leaf = 18;
+  big.links_per_pair = 2;
+  big.radix = 36;  // full: no spare port for a leaf-to-leaf cable
+  struct Fault {
+    std::string name;
+    std::function<void(const FatTree&, FatTreeSpec&)> plant;
+    std::map<std::string, double> plan;  // expected plan_* findings
+    std::map<std::string, double> analysis;  // expected other findings
+  };
+  for (const FatTreeSpec& build : {Small(), three, big}) {
+    const FatTree clean = FatTree::Generate(build);
+    const bool parallel = build.links_per_pair > 1;
+    const bool spare = build.hosts_per_leaf + build.spines * build.links_per_pair < build.radix;
+    std::vector<Fault> faults{
+        {"missing link", [](const FatTree& c, FatTreeSpec& s) { s.missing.push_back(c.LeafUplink(3, 2, 0)); },
+         {{"plan_missing_link", 1}},
+         parallel ? std::map<std::string, double>{{"fewer_uplinks", 1}, {"uneven_parallel_links", 2}}
+                  : std::map<std::string, double>{{"fewer_uplinks", 1}, {"asymmetric_switch", 2}}},
+        {"degraded link", [](const FatTree& c, FatTreeSpec& s) { s.degraded[c.LeafUplink(4, 1, 0)] = "1xQDR"; },
+         {{"plan_rate_mismatch", 1}}, {{"below_tier_majority", 1}}},
+        {"swap between spines",
+         [](const FatTree& c, FatTreeSpec& s) { s.swaps.push_back({c.LeafUplink(2, 1, 0), c.LeafUplink(2, 2, 0)}); },
+         {{"plan_wrong_remote_node", 2}}, {}},
+    };
+    if (parallel) {
+      faults.push_back({"swap on one spine",
+                        [](const FatTree& c, FatTreeSpec& s) {
+                          s.swaps.push_back({c.LeafUplink(1, 1, 0), c.LeafUplink(1, 1, 1)});
+                        },
+                        {{"plan_wrong_remote_port", 2}}, {}});
+    }
+    if (spare) {
+      faults.push_back({"leaf-to-leaf link", [](const FatTree&, FatTreeSpec& s) { s.leaf_links.push_back({1, 2}); },
+                        {{"plan_extra_link", 1}}, {{"same_tier_link", 1}}});
+    }
+    Fault all{"all combined", nullptr, {}, {}};
+    for (const auto& f : faults) {
+      for (const auto& [k, n] : f.plan) all.plan[k] += n;
+      for (const auto& [k, n] : f.analysis) all.analysis[k] += n;
+    }
+    all.plant = [faults](const FatTree& c, FatTreeSpec& s) {
+      for (const auto& f : faults) f.plant(c, s);
+    };
+    faults.push_back(all);
+
+    const std::string dir = MakeTempDir("plans");
+    WriteFile(dir + "/clean.net", clean.NetFile());
+    for (const auto& fault : faults) {
+      FatTreeSpec spec = build;
+      fault.plant(clean, spec);
+      const FatTree tree = FatTree::Generate(spec);
+      Running r = Start(tree, {"--sweep.interval=1h", "--topology.plan=" + dir + "/clean.net"});
+      ASSERT_TRUE(r.scrape) << fault.name;
+      const std::string where = fault.name + " on " + std::to_string(build.leaves) + " leaves x " +
+                                std::to_string(build.links_per_pair) + " links";
+      std::map<std::string, double> plan_got, analysis_got;
+      for (const auto& [kind, n] : FindingCounts(*r.scrape)) {
+        if (n == 0) continue;
+        (kind.rfind("plan_", 0) == 0 ? plan_got : analysis_got)[kind] = n;
+      }
+      EXPECT_EQ(plan_got, fault.plan) << where;
+      EXPECT_EQ(analysis_got, fault.analysis) << where;
+      for (const auto& x : r.scrape->Find("infiniband_topology_finding")) {
+        EXPECT_FALSE(x.labels.at("node").empty()) << where;
+        const std::string kind = x.labels.at("kind");
+        const bool about_a_cable = kind.rfind("plan_", 0) == 0 || kind == "same_tier_link" ||
+                                   kind == "below_tier_majority";
+        if (about_a_cable) {
+          EXPECT_FALSE(x.labels.at("remote_node").empty()) << where << ": " << kind;
+          EXPECT_FALSE(x.labels.at("remote_port").empty()) << where << ": " << kind;
+        }
+      }
+    }
+    RemoveTree(dir);
+  }
 }
 
 }  // namespace
