@@ -148,22 +148,12 @@ int main(int argc, char** argv) {
   if (!scale) {
     // Issue 3's fabric: 1024 hosts, 32 leaves of 32, 16 spines, 2 links per
     // pair, 64-port switches: 4096 ports.
-    FatTreeSpec s;
-    s.leaves = 32;
-    s.spines = 16;
-    s.hosts_per_leaf = 32;
-    s.links_per_pair = 2;
-    s.radix = 64;
+    FatTreeSpec s = ibfabric::testbed::Spec(32, 16, 32, 2, 64);
     return ibfabric::testbed::RunOne(s, runs, window, true);
   }
   // Full two-tier trees of radix r: r leaves of r/2 hosts, r/2 spines.
   for (int r : {32, 64, 96}) {
-    FatTreeSpec s;
-    s.leaves = r;
-    s.spines = r / 2;
-    s.hosts_per_leaf = r / 2;
-    s.links_per_pair = 1;
-    s.radix = r;
+    FatTreeSpec s = ibfabric::testbed::Spec(r, r / 2, r / 2, 1, r);
     if (ibfabric::testbed::RunOne(s, runs, window, false) != 0) return 1;
   }
   return 0;

@@ -20,14 +20,7 @@ using std::chrono::seconds;
 
 class CounterEngineTest : public FabricSuite {
  protected:
-  static void SetUpTestSuite() {
-    FatTreeSpec s;
-    s.leaves = 4;
-    s.spines = 2;
-    s.hosts_per_leaf = 4;
-    s.radix = 8;
-    StartFabric(s);
-  }
+  static void SetUpTestSuite() { StartFabric(Spec(4, 2, 4, 1, 8)); }
   static void Plant(const Endpoint& e, const std::string& field, unsigned long long v) {
     FabricSuite::Plant(e, "PortCounters." + field, v);
   }

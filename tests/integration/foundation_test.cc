@@ -19,16 +19,6 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-FatTreeSpec Spec324() {
-  FatTreeSpec s;
-  s.leaves = 18;
-  s.spines = 9;
-  s.hosts_per_leaf = 18;
-  s.links_per_pair = 2;
-  s.radix = 36;
-  return s;
-}
-
 class FoundationTest : public FabricSuite {
  protected:
   static void SetUpTestSuite() { StartFabric(Spec324()); }

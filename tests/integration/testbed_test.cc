@@ -50,12 +50,7 @@ std::map<Endpoint, Seen> SwitchLinks(const std::string& text) {
 }
 
 TEST(TestbedTest, GeneratedFaultsAreWhatIbnetdiscoverSees) {
-  FatTreeSpec s;
-  s.leaves = 4;
-  s.spines = 3;
-  s.hosts_per_leaf = 4;
-  s.links_per_pair = 2;
-  s.radix = 12;
+  FatTreeSpec s = Spec(4, 3, 4, 2, 12);
   const FatTree clean = FatTree::Generate(s);
   s.swaps = {{clean.LeafUplink(1, 1, 0), clean.LeafUplink(1, 2, 1)}};  // cables swapped between spines
   s.missing = {clean.LeafUplink(2, 3, 0)};

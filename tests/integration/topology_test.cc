@@ -52,24 +52,14 @@ double TotalFindings(const Scrape& s) {
 }
 
 FatTreeSpec Small() {
-  FatTreeSpec s;
-  s.leaves = 4;
-  s.spines = 2;
-  s.hosts_per_leaf = 4;
-  s.links_per_pair = 2;
-  s.radix = 12;  // spare ports for leaf-to-leaf links
+  FatTreeSpec s = Spec(4, 2, 4, 2, 12);
   return s;
 }
 
 TEST(TopologyTest, CleanFabricsHaveNoFindings) {
   FatTreeSpec three = Small();
   three.links_per_pair = 3;
-  FatTreeSpec big;  // the 36-port 324-host build
-  big.leaves = 18;
-  big.spines = 9;
-  big.hosts_per_leaf = 18;
-  big.links_per_pair = 2;
-  big.radix = 36;
+  const FatTreeSpec big = Spec324();
   for (const FatTreeSpec& spec : {Small(), three, big}) {
     const FatTree tree = FatTree::Generate(spec);
     Running r = Start(tree);
@@ -298,12 +288,7 @@ TEST(TopologyTest, EveryFaultAloneAndCombinedOnSeveralBuilds) {
   FatTreeSpec three = Small();
   three.links_per_pair = 3;
   three.radix = 14;  // 4 hosts + 2 spines x 3 links + spares
-  FatTreeSpec big;
-  big.leaves = 18;
-  big.spines = 9;
-  big.hosts_per_leaf = 18;
-  big.links_per_pair = 2;
-  big.radix = 36;  // full: no spare port for a leaf-to-leaf cable
+  const FatTreeSpec big = Spec324();
   struct Fault {
     std::string name;
     std::function<void(const FatTree&, FatTreeSpec&)> plant;

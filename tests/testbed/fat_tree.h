@@ -44,6 +44,19 @@ struct FatTreeSpec {
   std::map<Endpoint, std::string> degraded;           // cable at port -> rate, e.g. "1xQDR"
 };
 
+// A fault-free spec from its five numbers.
+inline FatTreeSpec Spec(int leaves, int spines, int hosts_per_leaf, int links_per_pair, int radix) {
+  FatTreeSpec s;
+  s.leaves = leaves;
+  s.spines = spines;
+  s.hosts_per_leaf = hosts_per_leaf;
+  s.links_per_pair = links_per_pair;
+  s.radix = radix;
+  return s;
+}
+// The 36-port, 324-host build: 18 leaves of 18 hosts, 9 spines, 2 links per pair.
+inline FatTreeSpec Spec324() { return Spec(18, 9, 18, 2, 36); }
+
 class FatTree {
  public:
   // Throws std::invalid_argument naming the problem (radix too small, a

@@ -6,12 +6,7 @@ namespace ibfabric::testbed {
 namespace {
 
 TEST(FatTreeTest, LayoutOf324HostBuild) {
-  FatTreeSpec s;
-  s.leaves = 18;
-  s.spines = 9;
-  s.hosts_per_leaf = 18;
-  s.links_per_pair = 2;
-  const FatTree t = FatTree::Generate(s);
+  const FatTree t = FatTree::Generate(Spec324());
   EXPECT_EQ(t.hosts().size(), 324u);
   EXPECT_EQ(t.cables().size(), 324u + 18u * 9u * 2u);
   EXPECT_EQ(t.LeafHostPort(41), (Endpoint{"ib-leaf03", 5}));
@@ -26,11 +21,7 @@ TEST(FatTreeTest, LayoutOf324HostBuild) {
 }
 
 TEST(FatTreeTest, PlantedFaults) {
-  FatTreeSpec s;
-  s.leaves = 4;
-  s.spines = 2;
-  s.hosts_per_leaf = 4;
-  s.radix = 12;
+  FatTreeSpec s = Spec(4, 2, 4, 1, 12);
   FatTree clean = FatTree::Generate(s);
   s.swaps = {{clean.LeafUplink(1, 1), clean.LeafUplink(1, 2)}};
   s.missing = {clean.LeafUplink(2, 2)};
