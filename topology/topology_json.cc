@@ -1,5 +1,8 @@
 #include "topology/topology_json.h"
 
+#include <algorithm>
+#include <map>
+
 #include "topology/link_rate.h"
 
 namespace ibfabric::topology {
@@ -82,6 +85,23 @@ json TopologyJson(const Fabric& f, const Analysis& a) {
                      {"rate", RateString(*f.FindPort(l.a))},
                      {"degraded", d == a.degraded.end() ? json(nullptr) : json(ToString(d->second))}});
   }
+  // Groups of parallel cables between the same two switches.
+  std::map<std::pair<std::uint64_t, std::uint64_t>, int> group_size;
+  for (const Link& l : Links(f)) {
+    const Node* na = f.FindNode(l.a.node_guid);
+    const Node* nb = f.FindNode(l.b.node_guid);
+    if (na && nb && na->kind == NodeKind::kSwitch && nb->kind == NodeKind::kSwitch) {
+      ++group_size[{std::min(l.a.node_guid, l.b.node_guid), std::max(l.a.node_guid, l.b.node_guid)}];
+    }
+  }
+  json groups = json::array();
+  for (const auto& [pair, n] : group_size) {
+    const Node* a_node = f.FindNode(pair.first);
+    const Node* b_node = f.FindNode(pair.second);
+    groups.push_back({{"a", {{"guid", FormatGuid(pair.first)}, {"name", a_node->description}}},
+                      {"b", {{"guid", FormatGuid(pair.second)}, {"name", b_node->description}}},
+                      {"links", n}});
+  }
   json findings = json::array();
   for (const auto& x : a.findings) {
     const Node* n = x.node ? f.FindNode(x.node) : nullptr;
@@ -99,6 +119,7 @@ json TopologyJson(const Fabric& f, const Analysis& a) {
                          {"ratio", a.nonblocking_gbps > 0 ? a.bisection_gbps / a.nonblocking_gbps : 0.0}}},
           {"nodes", std::move(nodes)},
           {"links", std::move(links)},
+          {"groups", std::move(groups)},
           {"findings", std::move(findings)}};
 }
 

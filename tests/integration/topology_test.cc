@@ -143,6 +143,17 @@ TEST(TopologyTest, PlantedFaultsAreFoundAndNameBothEnds) {
   std::size_t degraded_links = 0;
   for (const auto& l : j.at("links")) degraded_links += l.at("degraded").is_null() ? 0 : 1;
   EXPECT_EQ(degraded_links, 1u);
+  // Parallel groups: ib-leaf02 kept 1 of its 2 cables to ib-spine01.
+  std::map<std::pair<std::string, std::string>, int> groups;
+  for (const auto& g : j.at("groups")) {
+    std::string a = g.at("a").at("name"), b = g.at("b").at("name");
+    if (b < a) std::swap(a, b);
+    groups[{a, b}] = g.at("links");
+  }
+  EXPECT_EQ(groups.at({"ib-leaf02", "ib-spine01"}), 1);
+  EXPECT_EQ(groups.at({"ib-leaf02", "ib-spine02"}), 2);
+  EXPECT_EQ(groups.at({"ib-leaf03", "ib-leaf04"}), 1);
+  EXPECT_EQ(groups.size(), 4u * 2u + 1u);
   bool found = false;
   for (const auto& f : j.at("findings")) {
     if (f.at("kind") != "same_tier_link") continue;
@@ -317,6 +328,10 @@ TEST(TopologyTest, EveryFaultAloneAndCombinedOnSeveralBuilds) {
                         },
                         {{"plan_wrong_remote_port", 2}}, {}});
     }
+    if (build.leaves * build.links_per_pair < build.radix) {  // a spare spine port
+      faults.push_back({"CA on a spine", [](const FatTree&, FatTreeSpec& s) { s.spine_cas.push_back(1); },
+                        {{"plan_extra_link", 1}}, {{"ca_on_non_leaf", 1}}});
+    }
     if (spare) {
       faults.push_back({"leaf-to-leaf link", [](const FatTree&, FatTreeSpec& s) { s.leaf_links.push_back({1, 2}); },
                         {{"plan_extra_link", 1}}, {{"same_tier_link", 1}}});
@@ -352,7 +367,7 @@ TEST(TopologyTest, EveryFaultAloneAndCombinedOnSeveralBuilds) {
         EXPECT_FALSE(x.labels.at("node").empty()) << where;
         const std::string kind = x.labels.at("kind");
         const bool about_a_cable = kind.rfind("plan_", 0) == 0 || kind == "same_tier_link" ||
-                                   kind == "below_tier_majority";
+                                   kind == "below_tier_majority" || kind == "ca_on_non_leaf";
         if (about_a_cable) {
           EXPECT_FALSE(x.labels.at("remote_node").empty()) << where << ": " << kind;
           EXPECT_FALSE(x.labels.at("remote_port").empty()) << where << ": " << kind;

@@ -83,6 +83,16 @@ FatTree FatTree::Generate(const FatTreeSpec& s) {
     }
     t.cables_.push_back({ends[0], ends[1], s.rate});
   }
+  for (std::size_t i = 0; i < s.spine_cas.size(); ++i) {
+    const int sp = s.spine_cas[i];
+    if (sp < 1 || sp > s.spines) throw std::invalid_argument("spine CA: bad spine " + std::to_string(sp));
+    const std::string n = t.Spine(sp);
+    int& p = next_spare.try_emplace(n, s.leaves * s.links_per_pair + 1).first->second;
+    if (p > s.radix) throw std::invalid_argument("spine CA: " + n + " has no spare port");
+    const std::string ca = Name("storage%02d", static_cast<int>(i) + 1);
+    t.hosts_.push_back(ca);
+    t.cables_.push_back({{n, p++}, {ca, 1}, s.rate});
+  }
   for (const auto& [e, rate] : s.degraded) {
     Cable* c = find(e);
     if (!c) throw std::invalid_argument("degraded: no cable at " + Str(e));

@@ -42,6 +42,7 @@ struct FatTreeSpec {
   std::vector<Endpoint> missing;                      // remove the cable at this port
   std::vector<std::pair<int, int>> leaf_links;        // cable leaf i to leaf j on spare ports (1-based)
   std::map<Endpoint, std::string> degraded;           // cable at port -> rate, e.g. "1xQDR"
+  std::vector<int> spine_cas;                         // a CA ("storage01", ...) on a spare port of spine i (1-based)
 };
 
 // A fault-free spec from its five numbers.
