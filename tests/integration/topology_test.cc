@@ -378,5 +378,34 @@ TEST(TopologyTest, EveryFaultAloneAndCombinedOnSeveralBuilds) {
   }
 }
 
+TEST(TopologyTest, ThreeTiersAndALinkThatSkipsOne) {
+  FatTreeSpec spec = Spec(4, 4, 4, 1, 12);
+  spec.cores = 2;
+  const FatTree clean = FatTree::Generate(spec);
+  {
+    Running r = Start(clean, {"--sweep.interval=1h"});
+    ASSERT_TRUE(r.scrape);
+    EXPECT_EQ(r.scrape->Value("infiniband_topology_tiers"), 3);
+    EXPECT_EQ(r.scrape->Value("infiniband_switch_tier", {{"switch", "ib-core02"}, {"tier", "core"}}), 2);
+    EXPECT_EQ(r.scrape->Value("infiniband_switch_uplinks", {{"switch", "ib-spine03"}}), 2);
+    EXPECT_EQ(TotalFindings(*r.scrape), 0) << r.exporter->Log();
+  }
+  spec.skip_links = {{1, 2}};  // ib-leaf01 straight to ib-core02
+  const FatTree skipping = FatTree::Generate(spec);
+  Running r = Start(skipping, {"--sweep.interval=1h"});
+  ASSERT_TRUE(r.scrape);
+  EXPECT_EQ(r.scrape->Value("infiniband_switch_tier", {{"switch", "ib-core02"}, {"tier", "core"}}), 2)
+      << "a core cabled to a leaf is still a core";
+  const auto counts = FindingCounts(*r.scrape);
+  double others = 0;
+  for (const auto& [k, n] : counts) others += k == "skip_tier_link" ? 0 : n;
+  EXPECT_EQ(counts.at("skip_tier_link"), 1);
+  EXPECT_EQ(others, 0) << r.exporter->Log();
+  const auto f = r.scrape->Find("infiniband_topology_finding", {{"kind", "skip_tier_link"}});
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(std::set<std::string>({f[0].labels.at("node"), f[0].labels.at("remote_node")}),
+            (std::set<std::string>{"ib-leaf01", "ib-core02"}));
+}
+
 }  // namespace
 }  // namespace ibfabric::testbed

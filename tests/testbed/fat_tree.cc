@@ -26,14 +26,19 @@ FatTree FatTree::Generate(const FatTreeSpec& s) {
     throw std::invalid_argument("leaf needs " + std::to_string(s.hosts_per_leaf + s.spines * s.links_per_pair) +
                                 " ports, radix is " + std::to_string(s.radix));
   }
-  if (s.leaves * s.links_per_pair > s.radix) {
-    throw std::invalid_argument("spine needs " + std::to_string(s.leaves * s.links_per_pair) +
+  if (s.leaves * s.links_per_pair + s.cores * s.core_links > s.radix) {
+    throw std::invalid_argument("spine needs " + std::to_string(s.leaves * s.links_per_pair + s.cores * s.core_links) +
                                 " ports, radix is " + std::to_string(s.radix));
+  }
+  if (s.spines * s.core_links > s.radix) {
+    throw std::invalid_argument("core needs " + std::to_string(s.spines * s.core_links) + " ports, radix is " +
+                                std::to_string(s.radix));
   }
   FatTree t;
   t.spec_ = s;
   for (int l = 1; l <= s.leaves; ++l) t.leaves_.push_back(Name("ib-leaf%02d", l));
   for (int sp = 1; sp <= s.spines; ++sp) t.spines_.push_back(Name("ib-spine%02d", sp));
+  for (int c = 1; c <= s.cores; ++c) t.cores_.push_back(Name("ib-core%02d", c));
   for (int h = 1; h <= s.leaves * s.hosts_per_leaf; ++h) t.hosts_.push_back(Name("cn%04d", h));
 
   for (int h = 1; h <= static_cast<int>(t.hosts_.size()); ++h) {
@@ -44,6 +49,12 @@ FatTree FatTree::Generate(const FatTreeSpec& s) {
       for (int k = 0; k < s.links_per_pair; ++k) {
         t.cables_.push_back({t.LeafUplink(l, sp, k), t.SpineDownlink(sp, l, k), s.rate});
       }
+    }
+  }
+
+  for (int sp = 1; sp <= s.spines; ++sp) {
+    for (int c = 1; c <= s.cores; ++c) {
+      for (int k = 0; k < s.core_links; ++k) t.cables_.push_back({t.SpineUplink(sp, c, k), t.CoreDownlink(c, sp, k), s.rate});
     }
   }
 
@@ -67,31 +78,39 @@ FatTree FatTree::Generate(const FatTreeSpec& s) {
     if (it == t.cables_.end()) throw std::invalid_argument("missing: no cable at " + Str(e));
     t.cables_.erase(it);
   }
+  // The next free port of a switch, after the ports the layout uses.
   std::map<std::string, int> next_spare;
-  const int first_spare = s.hosts_per_leaf + s.spines * s.links_per_pair + 1;
+  auto spare = [&](const std::string& n, int first, const char* what) {
+    int& p = next_spare.try_emplace(n, first).first->second;
+    if (p > s.radix) throw std::invalid_argument(std::string(what) + ": " + n + " has no spare port");
+    return Endpoint{n, p++};
+  };
+  const int leaf_spare = s.hosts_per_leaf + s.spines * s.links_per_pair + 1;
+  const int spine_spare = s.leaves * s.links_per_pair + s.cores * s.core_links + 1;
+  const int core_spare = s.spines * s.core_links + 1;
   for (const auto& [i, j] : s.leaf_links) {
     if (i < 1 || j < 1 || i > s.leaves || j > s.leaves || i == j) {
       throw std::invalid_argument("leaf link: bad leaves " + std::to_string(i) + "," + std::to_string(j));
     }
-    Endpoint ends[2];
-    int idx = 0;
-    for (int l : {i, j}) {
-      const std::string n = t.Leaf(l);
-      int& p = next_spare.try_emplace(n, first_spare).first->second;
-      if (p > s.radix) throw std::invalid_argument("leaf link: " + n + " has no spare port");
-      ends[idx++] = {n, p++};
+    const Endpoint a = spare(t.Leaf(i), leaf_spare, "leaf link");
+    const Endpoint b = spare(t.Leaf(j), leaf_spare, "leaf link");
+    t.cables_.push_back({a, b, s.rate});
+  }
+  for (const auto& [l, c] : s.skip_links) {
+    if (l < 1 || l > s.leaves || c < 1 || c > s.cores) {
+      throw std::invalid_argument("skip link: bad leaf " + std::to_string(l) + " or core " + std::to_string(c));
     }
-    t.cables_.push_back({ends[0], ends[1], s.rate});
+    const Endpoint a = spare(t.Leaf(l), leaf_spare, "skip link");
+    const Endpoint b = spare(t.Core(c), core_spare, "skip link");
+    t.cables_.push_back({a, b, s.rate});
   }
   for (std::size_t i = 0; i < s.spine_cas.size(); ++i) {
     const int sp = s.spine_cas[i];
     if (sp < 1 || sp > s.spines) throw std::invalid_argument("spine CA: bad spine " + std::to_string(sp));
-    const std::string n = t.Spine(sp);
-    int& p = next_spare.try_emplace(n, s.leaves * s.links_per_pair + 1).first->second;
-    if (p > s.radix) throw std::invalid_argument("spine CA: " + n + " has no spare port");
+    const Endpoint port = spare(t.Spine(sp), spine_spare, "spine CA");
     const std::string ca = Name("storage%02d", static_cast<int>(i) + 1);
     t.hosts_.push_back(ca);
-    t.cables_.push_back({{n, p++}, {ca, 1}, s.rate});
+    t.cables_.push_back({port, {ca, 1}, s.rate});
   }
   for (const auto& [e, rate] : s.degraded) {
     Cable* c = find(e);
@@ -114,6 +133,14 @@ Endpoint FatTree::LeafUplink(int l, int s, int k) const {
 
 Endpoint FatTree::SpineDownlink(int s, int l, int k) const {
   return {Spine(s), (l - 1) * spec_.links_per_pair + k + 1};
+}
+
+Endpoint FatTree::SpineUplink(int s, int c, int k) const {
+  return {Spine(s), spec_.leaves * spec_.links_per_pair + (c - 1) * spec_.core_links + k + 1};
+}
+
+Endpoint FatTree::CoreDownlink(int c, int s, int k) const {
+  return {Core(c), (s - 1) * spec_.core_links + k + 1};
 }
 
 std::vector<int> FatTree::CabledPorts(const std::string& node) const {
@@ -163,6 +190,7 @@ std::string FatTree::NetFile() const {
   };
   for (const auto& n : leaves_) emit("Switch " + std::to_string(spec_.radix), n);
   for (const auto& n : spines_) emit("Switch " + std::to_string(spec_.radix), n);
+  for (const auto& n : cores_) emit("Switch " + std::to_string(spec_.radix), n);
   for (const auto& n : hosts_) emit("Hca 1", n);
   return out.str();
 }

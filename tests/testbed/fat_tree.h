@@ -4,7 +4,9 @@
 //   leaf L (1-based): ports 1..H to hosts, then uplinks: link k (0-based)
 //     to spine S (1-based) at port H + (S-1)*K + k + 1, K = links per pair;
 //     spare ports after that.
-//   spine S: link k to leaf L at port (L-1)*K + k + 1.
+//   spine S: link k to leaf L at port (L-1)*K + k + 1; with cores, link k
+//     to core C at port L*K + (C-1)*KC + k + 1, KC = links per spine-core pair.
+//   core C (ib-core01, ...): link k to spine S at port (S-1)*KC + k + 1.
 //   host h (1-based, fabric wide) sits on leaf (h-1)/H + 1, port (h-1)%H + 1.
 // Names read like a cluster: ib-leaf01, ib-spine01, cn0001.
 
@@ -35,6 +37,8 @@ struct FatTreeSpec {
   int hosts_per_leaf = 4;
   int links_per_pair = 1;
   int radix = 36;
+  int cores = 0;       // a third tier: every spine cabled to every core switch
+  int core_links = 1;  // cables per spine-core pair
   std::string rate = "4xQDR";  // every cable's width and speed unless degraded
 
   // Planted faults, applied in this order.
@@ -43,6 +47,7 @@ struct FatTreeSpec {
   std::vector<std::pair<int, int>> leaf_links;        // cable leaf i to leaf j on spare ports (1-based)
   std::map<Endpoint, std::string> degraded;           // cable at port -> rate, e.g. "1xQDR"
   std::vector<int> spine_cas;                         // a CA ("storage01", ...) on a spare port of spine i (1-based)
+  std::vector<std::pair<int, int>> skip_links;        // leaf i cabled straight to core j, spare ports
 };
 
 // A fault-free spec from its five numbers.
@@ -80,6 +85,10 @@ class FatTree {
   Endpoint LeafHostPort(int h) const;          // the leaf port cabled to host h
   Endpoint LeafUplink(int l, int s, int k = 0) const;
   Endpoint SpineDownlink(int s, int l, int k = 0) const;
+  Endpoint SpineUplink(int s, int c, int k = 0) const;
+  Endpoint CoreDownlink(int c, int s, int k = 0) const;
+  const std::vector<std::string>& cores() const { return cores_; }
+  std::string Core(int c) const { return cores_.at(c - 1); }
   // Ports of `node` that have a cable, ascending.
   std::vector<int> CabledPorts(const std::string& node) const;
   // The far end of the cable at `e`, if any.
@@ -87,7 +96,7 @@ class FatTree {
 
  private:
   FatTreeSpec spec_;
-  std::vector<std::string> leaves_, spines_, hosts_;
+  std::vector<std::string> leaves_, spines_, cores_, hosts_;
   std::vector<Cable> cables_;
 };
 
