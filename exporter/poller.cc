@@ -53,7 +53,7 @@ void Poller::Discover() {
   if (options_.plan) {
     for (auto& f : topology::DiffAgainstPlan(*fabric_, *options_.plan, analysis)) {
       if (f.kind == topology::FindingKind::kPlanRateMismatch && f.a && f.b) {
-        analysis.degraded[*f.a < *f.b ? topology::Link{*f.a, *f.b} : topology::Link{*f.b, *f.a}] = f.kind;
+        analysis.degraded[topology::CableBetween(*f.a, *f.b)] = f.kind;
       }
       analysis.findings.push_back(std::move(f));
     }

@@ -96,8 +96,7 @@ std::vector<Link> Links(const Fabric& fabric) {
   for (const auto& node : fabric.nodes()) {
     for (const auto& port : node.ports) {
       if (!port.remote || fabric.FindPort(*port.remote) == nullptr) continue;
-      const PortRef me{node.guid, port.number};
-      out.insert(me < *port.remote ? Link{me, *port.remote} : Link{*port.remote, me});
+      out.insert(CableBetween({node.guid, port.number}, *port.remote));
     }
   }
   return {out.begin(), out.end()};

@@ -28,6 +28,8 @@ struct Link {
   PortRef b;
   auto operator<=>(const Link&) const = default;
 };
+// The cable between two ports, ends in canonical order.
+inline Link CableBetween(const PortRef& x, const PortRef& y) { return x < y ? Link{x, y} : Link{y, x}; }
 // Every cable once.
 std::vector<Link> Links(const Fabric& fabric);
 

@@ -166,7 +166,7 @@ bool ParseIbnetdiscoverPlan(std::string_view text, CablingPlan* plan, std::strin
     if (first == std::string::npos || line[first] == '#') continue;
     line = line.substr(first);
     std::smatch m;
-    if (std::regex_match(line, m, kIgnored) || std::regex_search(line, m, kIgnored)) continue;
+    if (std::regex_search(line, m, kIgnored)) continue;  // vendid=, switchguid=, ...
     if (std::regex_match(line, m, kNode)) {
       const std::string id = m[3];
       std::string name = id;
