@@ -46,11 +46,9 @@ TEST_F(FoundationTest, PlantedCountersAppearOnExactlyTheirSeries) {
     Plant(key.first, field.at(key.second), static_cast<unsigned long long>(value));
   }
 
-  std::string error;
-  auto exporter = ExporterProcess::Start(*sim_, {"--sweep.interval=1h"}, &error);
-  ASSERT_NE(exporter, nullptr) << error;
-  auto scrape = exporter->WaitForSweeps(1, seconds(60));
-  ASSERT_TRUE(scrape) << exporter->Log();
+  auto exporter = StartExporter({"--sweep.interval=1h"});
+  ASSERT_TRUE(exporter);
+  const std::optional<Scrape> scrape = exporter->ScrapeMetrics();
   const auto guids = ByName(*scrape, "guid");
   ASSERT_EQ(guids.size(), 18u + 9u + 324u);
 
@@ -106,11 +104,9 @@ TEST_F(FoundationTest, DataCountersAgreeWithPerfquery) {
       Plant(p.port, "PortCountersExtended." + fields[i].first, p.base + i * 100'000'000'000ULL);
     }
   }
-  std::string error;
-  auto exporter = ExporterProcess::Start(*sim_, {"--sweep.interval=1h"}, &error);
-  ASSERT_NE(exporter, nullptr) << error;
-  auto scrape = exporter->WaitForSweeps(1, seconds(60));
-  ASSERT_TRUE(scrape) << exporter->Log();
+  auto exporter = StartExporter({"--sweep.interval=1h"});
+  ASSERT_TRUE(exporter);
+  const std::optional<Scrape> scrape = exporter->ScrapeMetrics();
   const auto guids = ByName(*scrape, "guid");
   const auto lids = ByName(*scrape, "lid");
 
@@ -144,12 +140,9 @@ TEST_F(FoundationTest, UnlinkedPortKeepsItsSeries) {
   const Endpoint host_port = tree_->HostPort(75);
   Plant(leaf_port, "PortCounters.PortRcvErrors", 9);
 
-  std::string error;
-  auto exporter = ExporterProcess::Start(
-      *sim_, {"--sweep.interval=300ms", "--discovery.interval=300ms", "--mad.timeout=50ms"}, &error);
-  ASSERT_NE(exporter, nullptr) << error;
-  auto before = exporter->WaitForSweeps(1, seconds(60));
-  ASSERT_TRUE(before) << exporter->Log();
+  auto exporter = StartExporter({"--sweep.interval=300ms", "--discovery.interval=300ms", "--mad.timeout=50ms"});
+  ASSERT_TRUE(exporter);
+  const std::optional<Scrape> before = exporter->ScrapeMetrics();
   const auto guids = ByName(*before, "guid");
   const Labels leaf_labels{{"guid", guids.at(leaf_port.node)}, {"port", std::to_string(leaf_port.port)}};
   const Labels host_labels{{"guid", guids.at(host_port.node)}, {"port", "1"}};
@@ -179,19 +172,16 @@ TEST_F(FoundationTest, UnlinkedPortKeepsItsSeries) {
 
   Console("ReLink " + At(leaf_port));
   Plant(leaf_port, "PortCounters.PortRcvErrors", 0);
+  std::string error;
   ASSERT_TRUE(sim_->SweepSubnet(&error)) << error;
 }
 
 TEST_F(FoundationTest, ExpositionPassesPromtoolAndEndpointsAnswer) {
-  std::string error;
   // The simulated CA and port named explicitly, as on a host with several.
-  auto exporter = ExporterProcess::Start(*sim_, {"--sweep.interval=1h", "--ib.ca=ibsim0", "--ib.port=1"}, &error);
-  ASSERT_NE(exporter, nullptr) << error;
+  auto exporter = StartExporter({"--sweep.interval=1h", "--ib.ca=ibsim0", "--ib.port=1"});
+  ASSERT_TRUE(exporter);
   int status = 0;
-  exporter->Get("/readyz", &status);
-  // Ready only once a sweep has completed.
-  ASSERT_TRUE(exporter->WaitForSweeps(1, seconds(60)));
-  exporter->Get("/readyz", &status);
+  exporter->Get("/readyz", &status);  // 503 before the first sweep: see HttpServerTest
   EXPECT_EQ(status, 200);
   EXPECT_EQ(exporter->Get("/healthz", &status), "ok\n");
   EXPECT_EQ(status, 200);
