@@ -46,6 +46,7 @@ Speed MaxEnabledSpeed(const Port& p) {
   Port q = p;
   q.speed_supported = p.speed_enabled;
   q.speed_ext_supported = p.speed_ext_enabled;
+  q.speed_ext2_supported = p.speed_ext2_enabled;
   return MaxSupportedSpeed(q);
 }
 

@@ -39,6 +39,7 @@ struct Building {
   Node node;
   Path path;  // a directed route that reaches this node
   std::map<std::uint8_t, Port> ports;
+  bool ext_speeds2 = false;  // a switch's port 0 says LinkSpeedExt*2 are valid
 };
 
 class Discoverer {
@@ -148,6 +149,7 @@ class Discoverer {
       const transport::PortInfo pi = transport::DecodePortInfo(results[i].response);
       if (what[i].port == 0 && b.node.kind == NodeKind::kSwitch) {
         b.node.lid = pi.lid;
+        b.ext_speeds2 = transport::HasExtendedSpeeds2(pi);
         for (auto& [num, port] : b.ports) port.lid = pi.lid;
         continue;
       }
@@ -163,6 +165,13 @@ class Discoverer {
       p.speed_ext_active = pi.link_speed_ext_active;
       p.speed_ext_enabled = pi.link_speed_ext_enabled;
       p.speed_ext_supported = pi.link_speed_ext_supported;
+      // A switch's capability masks live on port 0, answered before its
+      // other ports (requested first, results in request order).
+      if (b.node.kind == NodeKind::kSwitch ? b.ext_speeds2 : transport::HasExtendedSpeeds2(pi)) {
+        p.speed_ext2_active = pi.link_speed_ext2_active;
+        p.speed_ext2_enabled = pi.link_speed_ext2_enabled;
+        p.speed_ext2_supported = pi.link_speed_ext2_supported;
+      }
       if (b.node.kind == NodeKind::kSwitch) {
         p.lid = b.node.lid;
       } else {

@@ -38,6 +38,9 @@ struct Port {
   std::uint8_t speed_ext_active = 0;  // FDR and faster; 0: none
   std::uint8_t speed_ext_enabled = 0;
   std::uint8_t speed_ext_supported = 0;
+  std::uint8_t speed_ext2_active = 0;  // XDR (IBTA 1.7); 0 when the port lacks ExtendedSpeeds2
+  std::uint8_t speed_ext2_enabled = 0;
+  std::uint8_t speed_ext2_supported = 0;
   std::optional<PortRef> remote; // set when the link is up and the far end answered
 
   bool link_up() const { return phys_state == 5; }

@@ -11,6 +11,7 @@ const char* ToString(Speed s) {
     case Speed::kEdr: return "EDR";
     case Speed::kHdr: return "HDR";
     case Speed::kNdr: return "NDR";
+    case Speed::kXdr: return "XDR";
     case Speed::kUnknown: break;
   }
   return "unknown";
@@ -60,14 +61,18 @@ Speed Highest(std::uint8_t mask, Speed (*from)(std::uint8_t)) {
   }
   return best;
 }
+Speed FromExt2(std::uint8_t bit) { return bit == 1 ? Speed::kXdr : Speed::kUnknown; }
 }  // namespace
 
 Speed ActiveSpeed(const Port& p) {
+  if (p.speed_ext2_active != 0) return FromExt2(p.speed_ext2_active);
   if (p.speed_ext_active != 0) return FromExt(p.speed_ext_active);
   return FromBase(p.speed_active);
 }
 
 Speed MaxSupportedSpeed(const Port& p) {
+  const Speed ext2 = Highest(p.speed_ext2_supported, FromExt2);
+  if (ext2 != Speed::kUnknown) return ext2;
   const Speed ext = Highest(p.speed_ext_supported, FromExt);
   return ext != Speed::kUnknown ? ext : Highest(p.speed_supported, FromBase);
 }
@@ -81,6 +86,7 @@ double LaneGbps(Speed s) {
     case Speed::kEdr: return 25.0;
     case Speed::kHdr: return 50.0;
     case Speed::kNdr: return 100.0;
+    case Speed::kXdr: return 200.0;
     case Speed::kUnknown: break;
   }
   return 0;

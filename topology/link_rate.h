@@ -10,9 +10,10 @@
 namespace ibfabric::topology {
 
 // Speeds in increasing order. LinkSpeedActive: 1 SDR, 2 DDR, 4 QDR;
-// LinkSpeedExtActive: 1 FDR, 2 EDR, 4 HDR, 8 NDR (rdma-core 44's tables stop
-// at NDR; XDR needs PortInfo fields it does not decode).
-enum class Speed : std::uint8_t { kUnknown, kSdr, kDdr, kQdr, kFdr, kEdr, kHdr, kNdr };
+// LinkSpeedExtActive: 1 FDR, 2 EDR, 4 HDR, 8 NDR; LinkSpeedExtActive2
+// (IBTA 1.7): 1 XDR. The ExtActive2 field, when set, outranks the others
+// (as libibnetdisc's ibnd_get_agg_linkspeedext does).
+enum class Speed : std::uint8_t { kUnknown, kSdr, kDdr, kQdr, kFdr, kEdr, kHdr, kNdr, kXdr };
 
 const char* ToString(Speed s);
 // Lanes of a single-bit LinkWidth value: 1 1x, 16 2x, 2 4x, 4 8x, 8 12x.

@@ -258,7 +258,7 @@ bool ParseJsonPlan(std::string_view text, CablingPlan* plan, std::string* error)
     }
     std::string rate;
     if (l.contains("rate")) {
-      static const std::regex kRate("^\\d+x(SDR|DDR|QDR|FDR|EDR|HDR|NDR)$");
+      static const std::regex kRate("^\\d+x(SDR|DDR|QDR|FDR|EDR|HDR|NDR|XDR)$");
       rate = l["rate"].is_string() ? l["rate"].get<std::string>() : "";
       if (!std::regex_match(rate, kRate)) return fail("rate must read like 4xHDR");
     }

@@ -17,6 +17,14 @@ void* Data(const MadBytes& m) {
 std::uint32_t Get(const MadBytes& m, MAD_FIELDS f) { return mad_get_field(Data(m), 0, f); }
 std::uint64_t Get64(const MadBytes& m, MAD_FIELDS f) { return mad_get_field64(Data(m), 0, f); }
 
+// A field libibmad 44 has no id for: `width` bits starting `bit` bits into
+// the attribute data, most significant bit first (the IBTA's numbering).
+std::uint8_t Bits(const MadBytes& m, int bit, int width) {
+  const std::uint8_t byte = m[static_cast<std::size_t>(kMadDataOffset + bit / 8)];
+  const int shift = 8 - bit % 8 - width;
+  return static_cast<std::uint8_t>((byte >> shift) & ((1u << width) - 1));
+}
+
 template <typename T>
 T Narrow(std::uint32_t v) {
   return static_cast<T>(v);
@@ -94,7 +102,16 @@ PortInfo DecodePortInfo(const MadBytes& mad) {
   p.link_speed_ext_supported =
       Narrow<std::uint8_t>(Get(mad, IB_PORT_LINK_SPEED_EXT_SUPPORTED_F));
   p.link_speed_ext_enabled = Narrow<std::uint8_t>(Get(mad, IB_PORT_LINK_SPEED_EXT_ENABLED_F));
+  p.capability_mask2 = Narrow<std::uint16_t>(Get(mad, IB_PORT_CAPMASK2_F));
+  p.link_speed_ext2_active = Bits(mad, 449, 2);
+  p.link_speed_ext2_supported = Bits(mad, 451, 2);
+  p.link_speed_ext2_enabled = Bits(mad, 453, 3);
   return p;
+}
+
+bool HasExtendedSpeeds2(const PortInfo& caps) {
+  return (caps.capability_mask & kPortCapHasExtSpeeds) && (caps.capability_mask & kPortCapHasCapMask2) &&
+         (caps.capability_mask2 & kPortCap2ExtSpeeds2);
 }
 
 PerfClassPortInfo DecodePerfClassPortInfo(const MadBytes& mad) {

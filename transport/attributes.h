@@ -45,7 +45,26 @@ struct PortInfo {
   std::uint8_t link_speed_ext_active = 0;     // IBTA 14.2.5.6: 1=FDR 2=EDR 4=HDR 8=NDR
   std::uint8_t link_speed_ext_supported = 0;
   std::uint8_t link_speed_ext_enabled = 0;
+  // IBTA 1.7 (XDR). libibmad 44 has no field ids for these; rdma-core's
+  // later libibmad/fields.c places them at PortInfo bit offsets 449 (2 bits),
+  // 451 (2) and 453 (3), bit 0 meaning 212.5 Gb/s signalling (XDR). They
+  // are meaningful only when HasExtendedSpeeds2 (below) holds for the port
+  // that carries the capability masks (port 0 of a switch).
+  std::uint16_t capability_mask2 = 0;  // PortInfo.CapabilityMask2
+  std::uint8_t link_speed_ext2_active = 0;
+  std::uint8_t link_speed_ext2_supported = 0;
+  std::uint8_t link_speed_ext2_enabled = 0;
 };
+
+// PortInfo.CapabilityMask bits (IBTA 14.2.5.6; rdma-core iba_types.h
+// IB_PORT_CAP_HAS_EXT_SPEEDS, IB_PORT_CAP_HAS_CAP_MASK2) and the
+// CapabilityMask2 bit IsExtendedSpeeds2Supported (IB_PORT_CAP2_IS_EXT_SPEEDS_2_SUPPORTED).
+inline constexpr std::uint32_t kPortCapHasExtSpeeds = 0x00004000;
+inline constexpr std::uint32_t kPortCapHasCapMask2 = 0x00008000;
+inline constexpr std::uint16_t kPortCap2ExtSpeeds2 = 0x0800;
+// True when `caps` (PortInfo of a CA port, or of port 0 of a switch) says
+// the LinkSpeedExt*2 fields are valid.
+bool HasExtendedSpeeds2(const PortInfo& caps);
 
 // PortInfo.PortState values (IBTA table 155).
 inline constexpr std::uint8_t kPortStateDown = 1;

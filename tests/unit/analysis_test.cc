@@ -172,6 +172,28 @@ TEST(AnalysisTest, DegradedLinks) {
   EXPECT_EQ(a.degraded.size(), 2u);
 }
 
+TEST(AnalysisTest, XdrLinkRunningAtNdrIsBelowWhatItsEndsAllow) {
+  Tree t(2, 2, 2, 1);
+  t.b.Link(t.leaves[1], 30, t.spines[1], 30);
+  std::vector<Node> nodes = t.b.Build().nodes();
+  for (auto& n : nodes) {
+    for (auto& p : n.ports) {
+      p.speed_ext_enabled = p.speed_ext_supported = 8;    // NDR
+      p.speed_ext2_enabled = p.speed_ext2_supported = 1;  // XDR
+      p.speed_ext2_active = 1;
+      if (p.number == 30) {  // this cable trained at NDR
+        p.speed_ext2_active = 0;
+        p.speed_ext_active = 8;
+      }
+    }
+  }
+  const Analysis a = Analyze(Fabric(nodes));
+  const auto below = Of(a, FindingKind::kBelowEnabled);
+  ASSERT_EQ(below.size(), 1u) << Kinds(a);
+  EXPECT_NE(below[0].detail.find("leaf1[30] - spine1[30] runs 4xNDR where both ends allow 4xXDR"), std::string::npos)
+      << below[0].detail;
+}
+
 TEST(AnalysisTest, NotATreeIsSaidWithTheReason) {
   // A ring of four switches, each with hosts: every switch is a leaf.
   FabricBuilder b;
@@ -213,6 +235,12 @@ TEST(LinkRateTest, WidthsAndSpeeds) {
   p.speed_supported = 7;
   p.speed_ext_supported = 1 | 2 | 4 | 8;
   EXPECT_EQ(MaxSupportedSpeed(p), Speed::kNdr);
+  p.speed_ext2_supported = 1;  // XDR (IBTA 1.7 LinkSpeedExtSupported2)
+  EXPECT_EQ(MaxSupportedSpeed(p), Speed::kXdr);
+  p.speed_ext2_active = 1;  // outranks LinkSpeedExtActive
+  p.width_active = 2;
+  EXPECT_EQ(RateString(p), "4xXDR");
+  EXPECT_DOUBLE_EQ(ActiveGbps(p), 800.0);
   p.phys_state = 2;
   EXPECT_EQ(RateString(p), "");
   EXPECT_DOUBLE_EQ(ActiveGbps(p), 0);

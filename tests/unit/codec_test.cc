@@ -133,5 +133,39 @@ TEST(CodecTest, NodeDescriptionIsTrimmedAndPrintable) {
   EXPECT_EQ(DecodeNodeDescription(m), "ib-leaf01 ??");
 }
 
+// PortInfo's XDR fields (IBTA 1.7), which libibmad 44 has no ids for: bytes
+// laid out by hand from the bit offsets of rdma-core's later fields.c
+// (LinkSpeedExtActive2 bits 449-450, Supported2 451-452, Enabled2 453-455;
+// CapabilityMask at bits 160-191, CapabilityMask2 at 480-495).
+TEST(CodecTest, DecodesPortInfoXdrFields) {
+  MadBytes m{};
+  std::uint8_t* data = m.data() + kMadDataOffset;
+  data[22] = 0xc0;  // CapabilityMask: HasCapabilityMask2 | HasExtendedSpeeds
+  data[56] = 0x29;  // 0 01 01 001: active XDR, supported XDR, enabled XDR
+  data[60] = 0x08;  // CapabilityMask2: IsExtendedSpeeds2Supported
+  data[62] = 0x88;  // LinkSpeedExtActive NDR, LinkSpeedExtSupported NDR
+  PortInfo p = DecodePortInfo(m);
+  EXPECT_EQ(p.capability_mask, 0xc000u);
+  EXPECT_EQ(p.capability_mask2, 0x0800u);
+  EXPECT_EQ(p.link_speed_ext2_active, 1);
+  EXPECT_EQ(p.link_speed_ext2_supported, 1);
+  EXPECT_EQ(p.link_speed_ext2_enabled, 1);
+  EXPECT_EQ(p.link_speed_ext_active, 8);
+  EXPECT_EQ(p.link_speed_ext_supported, 8);
+  EXPECT_TRUE(HasExtendedSpeeds2(p));
+
+  data[56] = 0x5e;  // 0 10 11 110: each field's neighbours set, XDR bit clear
+  p = DecodePortInfo(m);
+  EXPECT_EQ(p.link_speed_ext2_active, 2);
+  EXPECT_EQ(p.link_speed_ext2_supported, 3);
+  EXPECT_EQ(p.link_speed_ext2_enabled, 6);
+
+  data[60] = 0;  // without IsExtendedSpeeds2Supported the fields mean nothing
+  EXPECT_FALSE(HasExtendedSpeeds2(DecodePortInfo(m)));
+  data[60] = 0x08;
+  data[22] = 0x40;  // nor without CapabilityMask2
+  EXPECT_FALSE(HasExtendedSpeeds2(DecodePortInfo(m)));
+}
+
 }  // namespace
 }  // namespace ibfabric::transport

@@ -6,6 +6,7 @@
 #include "collectors/sweep.h"
 #include "tests/unit/fake_fabric.h"
 #include "topology/discovery.h"
+#include "topology/link_rate.h"
 #include "transport/mad_engine.h"
 
 namespace ibfabric {
@@ -95,6 +96,31 @@ TEST(DiscoveryTest, DownLinksAndSilentNodes) {
   ASSERT_TRUE(q.ok);
   EXPECT_EQ(q.fabric.FindNode(t.f.Guid(t.spine)), nullptr);
   EXPECT_EQ(q.problems.size(), 2u) << "one per leaf0 uplink that led to the silent spine";
+}
+
+// XDR links (PortInfo LinkSpeedExt*2): honoured only where the port carrying
+// the capability masks (a switch's port 0, a CA's own port) says so.
+TEST(DiscoveryTest, XdrSpeedsFromPortInfoCapabilities) {
+  Small s;
+  s.f.SetXdr(s.leaf0);
+  s.f.SetXdr(s.spine);
+  s.f.SetXdr(s.host0);
+  s.f.SetXdr(s.leaf1, /*advertised=*/false);
+  const auto r = Discover(s.f, s.host0, 1);
+  ASSERT_TRUE(r.ok);
+  const auto& fab = r.fabric;
+  const auto* leaf0 = fab.FindNode(s.f.Guid(s.leaf0));
+  EXPECT_EQ(topology::RateString(*leaf0->FindPort(5)), "4xXDR");  // leaf0 - spine
+  EXPECT_EQ(topology::RateString(*leaf0->FindPort(1)), "4xXDR");  // leaf0 - host0
+  EXPECT_EQ(topology::RateString(*leaf0->FindPort(2)), "4xQDR");  // host1 has no XDR
+  EXPECT_EQ(topology::MaxSupportedSpeed(*leaf0->FindPort(2)), topology::Speed::kXdr);
+  EXPECT_DOUBLE_EQ(topology::ActiveGbps(*leaf0->FindPort(6)), 800.0);
+  EXPECT_EQ(topology::RateString(*fab.FindNode(s.f.Guid(s.host0))->FindPort(1)), "4xXDR");
+  // leaf1's fields say XDR but its port 0 does not advertise them.
+  const auto* leaf1 = fab.FindNode(s.f.Guid(s.leaf1));
+  EXPECT_EQ(topology::RateString(*leaf1->FindPort(5)), "4xQDR");
+  EXPECT_EQ(leaf1->FindPort(5)->speed_ext2_supported, 0);
+  EXPECT_EQ(topology::RateString(*fab.FindNode(s.f.Guid(s.spine))->FindPort(3)), "4xQDR");
 }
 
 TEST(DiscoveryTest, NothingAnswersLocally) {

@@ -97,6 +97,10 @@ std::optional<MadBytes> FakeFabric::Answer(int local, int local_port, const MadA
     if (h.attr_id == smp_attr::kPortInfo) {
       PortInfo pi;
       const int port = static_cast<int>(h.attr_mod);
+      if (n.xdr && n.xdr_advertised) {
+        pi.capability_mask = transport::kPortCapHasExtSpeeds | transport::kPortCapHasCapMask2;
+        pi.capability_mask2 = transport::kPortCap2ExtSpeeds2;
+      }
       if (port == 0 && n.type == NodeType::kSwitch) {
         pi.lid = n.lid;
         pi.port_state = kPortStateActive;
@@ -110,6 +114,15 @@ std::optional<MadBytes> FakeFabric::Answer(int local, int local_port, const MadA
       pi.port_phys_state = it->second.up ? kPhysStateLinkUp : 2;
       pi.link_width_active = 2;  // 4x
       pi.link_speed_active = 4;  // QDR
+      if (n.xdr) {
+        pi.link_speed_ext_supported = 8;  // NDR
+        pi.link_speed_ext2_supported = 1;
+        pi.link_speed_ext2_enabled = 1;
+        const PortState& st = it->second;
+        const FakeNode* peer = st.peer >= 0 ? &nodes_.at(static_cast<std::size_t>(st.peer)) : nullptr;
+        const bool both = st.up && n.xdr_advertised && peer && peer->xdr && peer->xdr_advertised;
+        pi.link_speed_ext2_active = both ? 1 : 0;
+      }
       return EncodeResponse(req, EncodePortInfo(pi));
     }
     return EncodeResponse(req, {}, 0x0c);  // unsupported attribute

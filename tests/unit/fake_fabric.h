@@ -32,6 +32,13 @@ class FakeFabric {
   // advertise AllPortSelect|ExtWidth|XmitWait and CAs ExtWidth|XmitWait (as
   // ibsim does). `answers` false: ClassPortInfo times out.
   void SetCapabilities(int node, std::uint16_t mask, std::uint32_t mask2 = 0, bool answers = true);
+  // The node's ports support XDR (PortInfo LinkSpeedExt*2); a link whose
+  // two ends both do runs at 4xXDR. `advertised` false: the fields are set
+  // but PortInfo.CapabilityMask2 does not say so (they must be ignored).
+  void SetXdr(int node, bool advertised = true) {
+    nodes_.at(node).xdr = true;
+    nodes_.at(node).xdr_advertised = advertised;
+  }
   void SetLid(int node, std::uint16_t lid) { nodes_.at(node).lid = lid; }
   const transport::PortCounters& Counters(int node, int port) const {
     return nodes_.at(node).ports.at(port).counters;
@@ -64,6 +71,8 @@ class FakeFabric {
     std::uint16_t cap_mask = 0;
     std::uint32_t cap_mask2 = 0;
     bool cpi_answers = true;
+    bool xdr = false;
+    bool xdr_advertised = false;
   };
   std::optional<transport::MadBytes> Answer(int local, int local_port, const transport::MadAddress& to,
                                             const transport::MadBytes& req);

@@ -56,6 +56,11 @@ std::vector<std::uint8_t> EncodePortInfo(const PortInfo& p) {
   b.Set(IB_PORT_LINK_SPEED_EXT_ACTIVE_F, p.link_speed_ext_active);
   b.Set(IB_PORT_LINK_SPEED_EXT_SUPPORTED_F, p.link_speed_ext_supported);
   b.Set(IB_PORT_LINK_SPEED_EXT_ENABLED_F, p.link_speed_ext_enabled);
+  b.Set(IB_PORT_CAPMASK2_F, p.capability_mask2);
+  // LinkSpeedExtActive2/Supported2/Enabled2: byte 56, bits 6-5, 4-3, 2-0.
+  b.bytes[56] = static_cast<std::uint8_t>((b.bytes[56] & 0x80) | (p.link_speed_ext2_active & 0x3) << 5 |
+                                          (p.link_speed_ext2_supported & 0x3) << 3 |
+                                          (p.link_speed_ext2_enabled & 0x7));
   return b.bytes;
 }
 
