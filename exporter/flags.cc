@@ -92,7 +92,7 @@ const std::map<std::string, Flag>& Flags() {
         }}},
       {"topology.plan",
        {"Cabling plan to compare the fabric with: ibnetdiscover output saved from the healthy "
-        "fabric, or a JSON plan (see README).",
+        "fabric, or a JSON or YAML plan (see docs/api.md).",
         "FILE",
         [](Config& c, const std::string& v) -> std::string {
           if (v.empty()) return "must not be empty";

@@ -9,8 +9,8 @@ packages=(
   build-essential cmake pkg-config
   # rdma-core: the MAD libraries and their headers
   libibmad-dev libibumad-dev libibnetdisc-dev
-  # HTTP, metrics, JSON
-  prometheus-cpp-dev libcpp-httplib-dev nlohmann-json3-dev
+  # HTTP, metrics, JSON and YAML
+  prometheus-cpp-dev libcpp-httplib-dev nlohmann-json3-dev libyaml-cpp-dev
   # tests and benchmarks; clang's libFuzzer and sanitizers for the fuzz targets
   libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev
   # the simulated fabric and the tools we cross-check against

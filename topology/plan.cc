@@ -1,11 +1,13 @@
 #include "topology/plan.h"
 
 #include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
 
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -204,30 +206,23 @@ bool ParseIbnetdiscoverPlan(std::string_view text, CablingPlan* plan, std::strin
   return true;
 }
 
-bool ParseJsonPlan(std::string_view text, CablingPlan* plan, std::string* error) {
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    *error = "line " + std::to_string(LineAt(text, e.byte > 0 ? e.byte - 1 : 0)) + ": not JSON: " +
-             std::string(e.what()).substr(std::string(e.what()).find(':') + 2);
-    return false;
-  } catch (const nlohmann::json::exception& e) {
-    // Valid syntax nlohmann cannot hold, such as a number beyond a double
-    // (found by the fuzz target).
-    *error = "line 1: not usable JSON: " + std::string(e.what()).substr(std::string(e.what()).find(' ') + 1);
-    return false;
-  }
+namespace {
+
+// The plan's structure, shared by the JSON and YAML front ends: `line_of`
+// gives the line where links[i] starts, `top_line` the line for errors about
+// the document as a whole.
+bool PlanFromTree(const nlohmann::json& j, const std::function<int(std::size_t)>& line_of, int top_line,
+                  CablingPlan* plan, std::string* error) {
+  const std::string top = "line " + std::to_string(top_line) + ": ";
   if (!j.is_object() || !j.contains("links") || !j["links"].is_array()) {
-    *error = "line 1: a plan is an object with a \"links\" array";
+    *error = top + "a plan is an object with a \"links\" array";
     return false;
   }
-  const auto offsets = LinkOffsets(text);
   CablingPlan out;
   Builder b(&out);
   for (std::size_t i = 0; i < j["links"].size(); ++i) {
     const auto& l = j["links"][i];
-    const int line = i < offsets.size() ? LineAt(text, offsets[i]) : 1;
+    const int line = line_of(i);
     auto fail = [&](const std::string& why) {
       *error = "line " + std::to_string(line) + ": links[" + std::to_string(i) + "]: " + why;
       return false;
@@ -267,12 +262,12 @@ bool ParseJsonPlan(std::string_view text, CablingPlan* plan, std::string* error)
   }
   if (j.contains("tiers")) {
     if (!j["tiers"].is_object()) {
-      *error = "line 1: \"tiers\" must map node names to tier names";
+      *error = top + "\"tiers\" must map node names to tier names";
       return false;
     }
     for (const auto& [name, tier] : j["tiers"].items()) {
       if (!tier.is_string()) {
-        *error = "line 1: tiers." + name + " must be a string such as \"leaf\"";
+        *error = top + "tiers." + name + " must be a string such as \"leaf\"";
         return false;
       }
       out.tiers[name] = tier.get<std::string>();
@@ -280,6 +275,118 @@ bool ParseJsonPlan(std::string_view text, CablingPlan* plan, std::string* error)
   }
   *plan = std::move(out);
   return true;
+}
+
+// A YAML document as the JSON value it stands for, so both front ends share
+// PlanFromTree. Plain scalars that read as integers become numbers (ports);
+// quoted ones stay strings. Bounded in depth and size against hostile input
+// (aliases can make a small file expand enormously).
+class YamlToJson {
+ public:
+  bool Convert(const YAML::Node& n, nlohmann::json* out, std::string* error, int depth = 0) {
+    if (depth > 32 || ++count_ > 1'000'000) {
+      *error = "line " + std::to_string(n.Mark().line + 1) + ": the document nests or expands too far";
+      return false;
+    }
+    switch (n.Type()) {
+      case YAML::NodeType::Undefined:
+      case YAML::NodeType::Null:
+        *out = nullptr;
+        return true;
+      case YAML::NodeType::Scalar:
+        *out = Scalar(n);
+        return true;
+      case YAML::NodeType::Sequence:
+        *out = nlohmann::json::array();
+        for (const auto& item : n) {
+          nlohmann::json v;
+          if (!Convert(item, &v, error, depth + 1)) return false;
+          out->push_back(std::move(v));
+        }
+        return true;
+      case YAML::NodeType::Map:
+        *out = nlohmann::json::object();
+        for (const auto& kv : n) {
+          if (!kv.first.IsScalar()) {
+            *error = "line " + std::to_string(kv.first.Mark().line + 1) + ": a key must be a plain value";
+            return false;
+          }
+          nlohmann::json v;
+          if (!Convert(kv.second, &v, error, depth + 1)) return false;
+          (*out)[kv.first.Scalar()] = std::move(v);
+        }
+        return true;
+    }
+    return true;
+  }
+
+ private:
+  static nlohmann::json Scalar(const YAML::Node& n) {
+    const std::string& v = n.Scalar();
+    if (n.Tag() == "!") return v;  // quoted: always a string
+    static const std::regex kInt("^[-+]?[0-9]{1,18}$");
+    if (std::regex_match(v, kInt)) return std::stoll(v);
+    return v;
+  }
+  std::size_t count_ = 0;
+};
+
+}  // namespace
+
+bool ParseYamlPlan(std::string_view text, CablingPlan* plan, std::string* error) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(text));
+  } catch (const YAML::Exception& e) {
+    *error = "line " + std::to_string(e.mark.line + 1) + ": not YAML: " + e.msg;
+    return false;
+  }
+  nlohmann::json j;
+  YamlToJson convert;
+  if (!convert.Convert(root, &j, error)) return false;
+  const YAML::Node links = root.IsMap() ? root["links"] : YAML::Node();
+  return PlanFromTree(
+      j,
+      [&](std::size_t i) { return links.IsSequence() && i < links.size() ? links[i].Mark().line + 1 : 1; }, 1,
+      plan, error);
+}
+
+bool ParseJsonPlan(std::string_view text, CablingPlan* plan, std::string* error) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    *error = "line " + std::to_string(LineAt(text, e.byte > 0 ? e.byte - 1 : 0)) + ": not JSON: " +
+             std::string(e.what()).substr(std::string(e.what()).find(':') + 2);
+    return false;
+  } catch (const nlohmann::json::exception& e) {
+    // Valid syntax nlohmann cannot hold, such as a number beyond a double
+    // (found by the fuzz target).
+    *error = "line 1: not usable JSON: " + std::string(e.what()).substr(std::string(e.what()).find(' ') + 1);
+    return false;
+  }
+  const auto offsets = LinkOffsets(text);
+  return PlanFromTree(
+      j, [&](std::size_t i) { return i < offsets.size() ? LineAt(text, offsets[i]) : 1; }, 1, plan, error);
+}
+
+PlanFormat PlanFormatOf(std::string_view path, std::string_view text) {
+  const auto ends_with = [&](std::string_view suffix) {
+    return path.size() >= suffix.size() && path.substr(path.size() - suffix.size()) == suffix;
+  };
+  if (ends_with(".yaml") || ends_with(".yml")) return PlanFormat::kYaml;
+  if (ends_with(".json")) return PlanFormat::kJson;
+  for (std::string_view line : Lines(text)) {
+    const auto first = line.find_first_not_of(" \t");
+    if (first == std::string_view::npos || line[first] == '#') continue;
+    line.remove_prefix(first);
+    if (line[0] == '{') return PlanFormat::kJson;
+    if (line.starts_with("---") || line.starts_with("links:") || line.starts_with("tiers:")) {
+      return PlanFormat::kYaml;
+    }
+    break;
+  }
+  return PlanFormat::kIbnetdiscover;
 }
 
 bool LoadPlan(const std::string& path, CablingPlan* plan, std::string* error) {
@@ -291,10 +398,13 @@ bool LoadPlan(const std::string& path, CablingPlan* plan, std::string* error) {
   std::stringstream ss;
   ss << f.rdbuf();
   const std::string text = ss.str();
-  const auto first = text.find_first_not_of(" \t\r\n");
   std::string why;
-  const bool ok = first != std::string::npos && text[first] == '{' ? ParseJsonPlan(text, plan, &why)
-                                                                   : ParseIbnetdiscoverPlan(text, plan, &why);
+  bool ok = false;
+  switch (PlanFormatOf(path, text)) {
+    case PlanFormat::kJson: ok = ParseJsonPlan(text, plan, &why); break;
+    case PlanFormat::kYaml: ok = ParseYamlPlan(text, plan, &why); break;
+    case PlanFormat::kIbnetdiscover: ok = ParseIbnetdiscoverPlan(text, plan, &why); break;
+  }
   if (!ok) {
     *error = path + ":" + why.substr(5);  // "line N: x" -> "FILE:N: x"
     return false;

@@ -14,6 +14,10 @@
 //                  "rate": "4xHDR"}, ...],
 //       "tiers": {"leaf01": "leaf", "spine01": "spine"}}
 //    "guid" and "rate" are optional; so is "tiers".
+//  - the same plan in YAML:
+//      links:
+//        - {a: {node: leaf01, port: 19}, b: {node: spine01, port: 1}, rate: 4xHDR}
+//      tiers: {leaf01: leaf, spine01: spine}
 // Malformed input is rejected with the line and the reason.
 
 #include <cstdint>
@@ -54,8 +58,14 @@ struct CablingPlan {
 // Pure parsers; false with "line N: reason".
 bool ParseIbnetdiscoverPlan(std::string_view text, CablingPlan* plan, std::string* error);
 bool ParseJsonPlan(std::string_view text, CablingPlan* plan, std::string* error);
-// JSON when the first non-blank character is '{', else the ibnetdiscover
-// grammar. False with "FILE:N: reason" or "FILE: cannot read: ...".
+bool ParseYamlPlan(std::string_view text, CablingPlan* plan, std::string* error);
+
+enum class PlanFormat { kIbnetdiscover, kJson, kYaml };
+// By extension (.json, .yaml, .yml), else by the first line that is not a
+// comment: '{' JSON; "---", "links:" or "tiers:" YAML; else ibnetdiscover.
+PlanFormat PlanFormatOf(std::string_view path, std::string_view text);
+// Reads and parses in the format PlanFormatOf names. False with
+// "FILE:N: reason" or "FILE: cannot read: ...".
 bool LoadPlan(const std::string& path, CablingPlan* plan, std::string* error);
 
 // One finding per planned cable that is not as planned, one per cable

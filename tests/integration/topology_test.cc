@@ -249,11 +249,14 @@ TEST(TopologyTest, PlanDiffFindsEveryWiringFaultAndNothingOnTheCleanTwin) {
   const FatTree clean = FatTree::Generate(Small());
   const std::string dir = MakeTempDir("plan");
   WriteFile(dir + "/plan.net", clean.NetFile());  // keyed by node names
-  {
-    Running c = Start(clean, {"--sweep.interval=200ms", "--topology.plan=" + dir + "/plan.net"});
+  WriteFile(dir + "/plan.yaml", clean.YamlPlan());  // explicit cabling plan with tiers
+  for (const std::string plan : {"plan.yaml", "plan.net"}) {
+    Running c = Start(clean, {"--sweep.interval=200ms", "--topology.plan=" + dir + "/" + plan});
     ASSERT_TRUE(c.scrape);
+    EXPECT_EQ(PlanFindings(*c.scrape).size(), 7u) << "every plan_* kind exported, at 0";
     for (const auto& [kind, n] : PlanFindings(*c.scrape)) EXPECT_EQ(n, 0) << kind << "\n" << c.exporter->Log();
-    EXPECT_EQ(TotalFindings(*c.scrape), 0);
+    EXPECT_EQ(TotalFindings(*c.scrape), 0) << plan;
+    if (plan != "plan.net") continue;
     const auto d = c.sim->Tool({"ibnetdiscover"});
     ASSERT_EQ(d.exit_code, 0) << d.err;
     WriteFile(dir + "/plan.ibnetdiscover", d.out);  // keyed by GUIDs
@@ -265,7 +268,7 @@ TEST(TopologyTest, PlanDiffFindsEveryWiringFaultAndNothingOnTheCleanTwin) {
   spec.leaf_links = {{3, 4}};
   spec.degraded = {{clean.LeafUplink(4, 1, 0), "1xQDR"}};
   const FatTree faulted = FatTree::Generate(spec);
-  for (const std::string plan : {"plan.net", "plan.ibnetdiscover"}) {
+  for (const std::string plan : {"plan.net", "plan.ibnetdiscover", "plan.yaml"}) {
     Running r = Start(faulted, {"--sweep.interval=200ms", "--topology.plan=" + dir + "/" + plan});
     ASSERT_TRUE(r.scrape);
     const auto got = PlanFindings(*r.scrape);

@@ -195,4 +195,19 @@ std::string FatTree::NetFile() const {
   return out.str();
 }
 
+std::string FatTree::YamlPlan() const {
+  std::ostringstream out;
+  out << "# generated fat tree cabling plan\nlinks:\n";
+  for (const auto& c : cables_) {
+    out << "  - a: {node: \"" << c.a.node << "\", port: " << c.a.port << "}\n"
+        << "    b: {node: \"" << c.b.node << "\", port: " << c.b.port << "}\n";
+    if (!c.rate.empty()) out << "    rate: " << c.rate << "\n";
+  }
+  out << "tiers:\n";
+  for (const auto& [names, tier] : {std::pair{&leaves_, "leaf"}, {&spines_, "spine"}, {&cores_, "core"}}) {
+    for (const auto& n : *names) out << "  \"" << n << "\": " << tier << "\n";
+  }
+  return out.str();
+}
+
 }  // namespace ibfabric::testbed

@@ -70,6 +70,9 @@ class FatTree {
   static FatTree Generate(const FatTreeSpec& spec);
 
   std::string NetFile() const;
+  // The same cabling as a YAML plan for --topology.plan: every cable with
+  // its rate, and the tier of every switch (leaf, spine, core).
+  std::string YamlPlan() const;
 
   const FatTreeSpec& spec() const { return spec_; }
   const std::vector<std::string>& leaves() const { return leaves_; }

@@ -116,6 +116,81 @@ TEST(PlanParseTest, JsonPlansAndTheirErrors) {
   }
 }
 
+TEST(PlanParseTest, YamlPlansMatchTheirJsonTwinAndNameTheLine) {
+  CablingPlan y, j;
+  std::string error;
+  ASSERT_TRUE(ParseYamlPlan(R"(# the cabling of row 3
+links:
+  - a: {node: leaf01, port: 19}
+    b: {node: spine01, port: 1}
+    rate: 4xXDR
+  - a: {node: leaf01, port: 20, guid: "0x10"}
+    b:
+      node: "042"
+      port: 1
+tiers:
+  leaf01: leaf
+)",
+                            &y, &error))
+      << error;
+  ASSERT_TRUE(ParseJsonPlan(R"({"links": [
+    {"a": {"node": "leaf01", "port": 19}, "b": {"node": "spine01", "port": 1}, "rate": "4xXDR"},
+    {"a": {"node": "leaf01", "port": 20, "guid": "0x10"}, "b": {"node": "042", "port": 1}}],
+    "tiers": {"leaf01": "leaf"}})",
+                            &j, &error))
+      << error;
+  ASSERT_EQ(y.links.size(), 2u);
+  EXPECT_EQ(y.links[0].line, 3);
+  EXPECT_EQ(y.links[1].line, 6);
+  EXPECT_EQ(y.links[0].rate, "4xXDR");
+  ASSERT_EQ(y.nodes.size(), j.nodes.size());
+  for (std::size_t i = 0; i < y.nodes.size(); ++i) {
+    EXPECT_EQ(y.nodes[i].name, j.nodes[i].name);
+    EXPECT_EQ(y.nodes[i].guid, j.nodes[i].guid);
+  }
+  EXPECT_EQ(y.nodes[y.links[1].b.node].name, "042") << "a quoted name stays a string";
+  EXPECT_EQ(y.nodes[y.links[1].a.node].guid, std::optional<std::uint64_t>(0x10));
+  for (std::size_t i = 0; i < y.links.size(); ++i) {
+    EXPECT_EQ(y.links[i].a.node, j.links[i].a.node);
+    EXPECT_EQ(y.links[i].b.port, j.links[i].b.port);
+  }
+  EXPECT_EQ(y.tiers, j.tiers);
+
+  const std::vector<std::pair<std::string, std::string>> cases{
+      {"links:\n  - a: {node: x, port: 1\n", "line 3: not YAML"},
+      {"- 1\n- 2\n", "line 1: a plan is an object with a \"links\" array"},
+      {"links:\n  - a: {node: x, port: 1}\n  - a: {node: x, port: 2}\n", "line 2: links[0]: missing \"b\""},
+      {"links:\n  - a: {node: x, port: 1}\n    b: {node: y, port: \"2\"}\n",
+       "line 2: links[0]: b.port must be an integer 0..254"},
+      {"links:\n  - a: {node: x, port: 1}\n    b: {node: y, port: 2}\n  - a: {node: x, port: 300}\n    b: {node: y, port: 3}\n",
+       "line 4: links[1]: a.port must be an integer 0..254"},
+      {"links:\n  - a: {node: x, port: 1}\n    b: {node: y, port: 2}\n    rate: fast\n",
+       "line 2: links[0]: rate must read like 4xHDR"},
+      {"links:\n  - a: {node: x, port: 1}\n    b: {node: y, port: 1}\n  - a: {node: x, port: 1}\n    b: {node: z, port: 1}\n",
+       "line 4: links[1]: "},
+      {"a: &a [1, 2]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\nc: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\n"
+       "d: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\ne: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]\n"
+       "f: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e, *e]\ng: [*f, *f, *f, *f, *f, *f, *f, *f, *f, *f]\n",
+       "line "},  // expands to 2e7 values: refused, not swallowed
+  };
+  for (const auto& [text, want] : cases) {
+    EXPECT_FALSE(ParseYamlPlan(text, &y, &error)) << text;
+    EXPECT_EQ(error.substr(0, want.size()), want) << error;
+  }
+  EXPECT_NE(error.find("expands too far"), std::string::npos) << error;
+}
+
+TEST(PlanParseTest, FormatByExtensionThenByFirstLine) {
+  EXPECT_EQ(PlanFormatOf("p.yaml", "{}"), PlanFormat::kYaml);
+  EXPECT_EQ(PlanFormatOf("p.yml", ""), PlanFormat::kYaml);
+  EXPECT_EQ(PlanFormatOf("p.json", "links:"), PlanFormat::kJson);
+  EXPECT_EQ(PlanFormatOf("plan", "# comment\n\n  {\"links\": []}"), PlanFormat::kJson);
+  EXPECT_EQ(PlanFormatOf("plan", "# comment\nlinks:\n"), PlanFormat::kYaml);
+  EXPECT_EQ(PlanFormatOf("plan", "---\n"), PlanFormat::kYaml);
+  EXPECT_EQ(PlanFormatOf("plan", kIbnetdiscover), PlanFormat::kIbnetdiscover);
+  EXPECT_EQ(PlanFormatOf("plan", "Switch 8 \"leaf\"\n"), PlanFormat::kIbnetdiscover);
+}
+
 // leaf0 has two cables to spine0 (ports 5, 6) and one to spine1 (port 7).
 struct Wired {
   testing::FabricBuilder b;
