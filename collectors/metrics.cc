@@ -339,6 +339,57 @@ void RenderTopology(const Snapshot& s, Emit out) {
   out(std::move(ratio));
 }
 
+namespace {
+
+// Labels of a cable: both ends by GUID (unique) and name (readable).
+std::vector<ClientMetric::Label> CableLabels(const Snapshot& s, const topology::Link& l) {
+  return {{"guid", FormatGuid(l.a.node_guid)},        {"node", LabelOf(s, l.a.node_guid).name},
+          {"port", std::to_string(l.a.port)},          {"remote_guid", FormatGuid(l.b.node_guid)},
+          {"remote_node", LabelOf(s, l.b.node_guid).name}, {"remote_port", std::to_string(l.b.port)}};
+}
+
+void RenderHealth(const Snapshot& s, Emit out) {
+  const HealthReport& h = *s.health;
+  auto up = Family("infiniband_link_up",
+                   "1 while the cable's link is up; 0 for a cable seen up before that is down now",
+                   MetricType::Gauge);
+  auto downs = Family("infiniband_link_down_events_total",
+                      "Times the cable went down: LinkDownedCounter increments or Down states seen between "
+                      "sweeps, once per sweep",
+                      MetricType::Counter);
+  for (const CableHealth& c : h.cables) {
+    Add(up, CableLabels(s, c.cable), c.up ? 1 : 0);
+    Add(downs, CableLabels(s, c.cable), static_cast<double>(c.downs_total));
+  }
+  out(std::move(up));
+  out(std::move(downs));
+
+  auto active = Family("infiniband_alert_active", "1 for each active alert, on its cable, with cause and severity",
+                       MetricType::Gauge);
+  std::map<std::pair<Cause, Severity>, int> count;
+  for (const Alert& a : h.active) {
+    auto labels = CableLabels(s, a.cable);
+    labels.insert(labels.begin(), {{"cause", ToString(a.cause)}, {"severity", ToString(a.severity)}});
+    Add(active, std::move(labels), 1);
+    ++count[{a.cause, a.severity}];
+  }
+  if (!active.metric.empty()) out(std::move(active));
+  auto counts = Family("infiniband_alerts", "Active alerts by cause and severity", MetricType::Gauge);
+  auto raised = Family("infiniband_alerts_raised_total", "Alerts raised since the exporter started, by cause",
+                       MetricType::Counter);
+  for (Cause c : kAllCauses) {
+    for (Severity sev : {Severity::kWarning, Severity::kCritical}) {
+      Add(counts, {{"cause", ToString(c)}, {"severity", ToString(sev)}}, count[{c, sev}]);
+    }
+    auto it = h.raised.find(c);
+    Add(raised, {{"cause", ToString(c)}}, it == h.raised.end() ? 0 : static_cast<double>(it->second));
+  }
+  out(std::move(counts));
+  out(std::move(raised));
+}
+
+}  // namespace
+
 std::string RenderExposition(const Snapshot& snapshot, std::string_view version) {
   std::ostringstream text;
   const prometheus::TextSerializer serializer;
@@ -351,6 +402,7 @@ std::string RenderExposition(const Snapshot& snapshot, std::string_view version)
   if (snapshot.fabric) {
     RenderFabric(snapshot, emit);
     RenderTopology(snapshot, emit);
+    if (snapshot.health) RenderHealth(snapshot, emit);
     RenderSelf(snapshot, version, emit);
   }
   return std::move(text).str();

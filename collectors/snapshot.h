@@ -10,7 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "collectors/alerts.h"
 #include "collectors/counter_store.h"
+#include "collectors/link_health.h"
 #include "collectors/counters.h"
 #include "topology/analysis.h"
 #include "topology/fabric.h"
@@ -39,6 +41,15 @@ struct PhaseHealth {
   double total_seconds = 0;     // of every run: a slow run stays visible to rate()
 };
 
+// Link health and alerts as of one sweep.
+struct HealthReport {
+  std::vector<CableHealth> cables;
+  std::vector<Alert> active;   // by severity, cause, cable
+  std::vector<Alert> cleared;  // newest first
+  std::map<Cause, std::uint64_t> raised;
+  std::chrono::milliseconds window{};
+};
+
 struct Snapshot {
   std::shared_ptr<const topology::Fabric> fabric;  // never null once published
   std::shared_ptr<const topology::Analysis> topology;  // of `fabric`; null before a discovery
@@ -46,6 +57,7 @@ struct Snapshot {
   std::map<std::uint64_t, NodeLabel> nodes;
   std::map<std::uint64_t, NodeHealth> node_health;  // every node ever read
   std::map<std::uint64_t, PmaCapabilities> pma;     // ClassPortInfo of the nodes that answered
+  std::shared_ptr<const HealthReport> health;       // null before the first sweep
   transport::EngineStats mad;
   PhaseHealth discovery;
   PhaseHealth port_counters;

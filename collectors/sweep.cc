@@ -1,5 +1,6 @@
 #include "collectors/sweep.h"
 
+#include "topology/discovery.h"
 #include "transport/attributes.h"
 
 namespace ibfabric::collectors {
@@ -44,7 +45,17 @@ CapabilityMap ReadCapabilities(const topology::Fabric& fabric, transport::MadEng
   return out;
 }
 
-SweepResult Sweep(const std::vector<SweepTarget>& targets, transport::MadEngine& engine) {
+std::vector<LinkTarget> LinkTargets(const topology::Fabric& fabric) {
+  std::vector<LinkTarget> out;
+  for (const auto& node : fabric.nodes()) {
+    if (node.kind != topology::NodeKind::kSwitch || node.lid == 0) continue;
+    for (const auto& port : node.ports) out.push_back({{node.guid, port.number}, node.lid, node.ext_speeds2});
+  }
+  return out;
+}
+
+SweepResult Sweep(const std::vector<SweepTarget>& targets, const std::vector<LinkTarget>& links,
+                  transport::MadEngine& engine) {
   const auto start = std::chrono::steady_clock::now();
   std::vector<transport::MadRequest> reqs;
   reqs.reserve(targets.size() * 2 + targets.size() / 8);
@@ -65,8 +76,13 @@ SweepResult Sweep(const std::vector<SweepTarget>& targets, transport::MadEngine&
   std::map<std::uint16_t, std::uint64_t> lid_owner;
   for (const auto& t : targets) lid_owner.emplace(t.lid, t.port.node_guid);
   const std::size_t first_check = reqs.size();
+  for (const auto& t : links) lid_owner.emplace(t.lid, t.port.node_guid);
   for (const auto& [lid, guid] : lid_owner) {
     reqs.push_back(transport::NodeInfoQuery(transport::MadAddress::Lid(lid)));
+  }
+  const std::size_t first_link = reqs.size();
+  for (const auto& t : links) {
+    reqs.push_back(transport::PortInfoQuery(transport::MadAddress::Lid(t.lid), t.port.port));
   }
   const auto results = engine.Run(reqs);
 
@@ -79,6 +95,16 @@ SweepResult Sweep(const std::vector<SweepTarget>& targets, transport::MadEngine&
       moved_lids.insert(lid);
       out.moved_nodes.insert(guid);
     }
+  }
+
+  for (std::size_t i = 0; i < links.size(); ++i) {
+    const auto& r = results[first_link + i];
+    if (r.outcome != MadOutcome::kOk || moved_lids.count(links[i].lid)) continue;
+    topology::Port p;
+    p.number = links[i].port.port;
+    p.lid = links[i].lid;
+    topology::ApplyPortInfo(transport::DecodePortInfo(r.response), links[i].ext_speeds2, &p);
+    out.links.emplace(links[i].port, p);
   }
 
   out.readings.reserve(targets.size());
@@ -124,24 +150,16 @@ SweepResult Sweep(const std::vector<SweepTarget>& targets, transport::MadEngine&
   return out;
 }
 
-std::size_t DownPortsNowUp(const topology::Fabric& fabric, transport::MadEngine& engine) {
-  std::vector<transport::MadRequest> reqs;
-  for (const auto& node : fabric.nodes()) {
-    if (node.kind != topology::NodeKind::kSwitch || node.lid == 0) continue;
-    for (const auto& port : node.ports) {
-      if (!port.link_up()) {
-        reqs.push_back(transport::PortInfoQuery(transport::MadAddress::Lid(node.lid), port.number));
-      }
-    }
+LinkChanges CompareLinks(const topology::Fabric& fabric,
+                         const std::map<topology::PortRef, topology::Port>& links) {
+  LinkChanges out;
+  for (const auto& [ref, now] : links) {
+    const topology::Port* then = fabric.FindPort(ref);
+    if (!then) continue;
+    if (!then->link_up() && now.link_up()) ++out.came_up;
+    if (then->link_up() && !now.link_up()) ++out.went_down;
   }
-  std::size_t up = 0;
-  for (const auto& r : engine.Run(reqs)) {
-    if (r.outcome == MadOutcome::kOk &&
-        transport::DecodePortInfo(r.response).port_phys_state == transport::kPhysStateLinkUp) {
-      ++up;
-    }
-  }
-  return up;
+  return out;
 }
 
 std::optional<ClearRequest> ClearNeeded(const SweepTarget& target, const PortSample& sample,

@@ -38,6 +38,17 @@ std::vector<SweepTarget> SweepTargets(const topology::Fabric& fabric,
 // with a LID). Nodes that did not answer are absent from the result.
 CapabilityMap ReadCapabilities(const topology::Fabric& fabric, transport::MadEngine& engine);
 
+// A switch port whose PortInfo every sweep reads (LID-routed SMP): the
+// state, width and speed of its link, so that flaps and retrains are seen
+// between discoveries. Switch ends cover every link but CA-to-CA ones.
+struct LinkTarget {
+  topology::PortRef port;
+  std::uint16_t lid = 0;
+  bool ext_speeds2 = false;  // the switch's capability masks allow the XDR fields
+};
+// Every port of every switch with a LID, cabled or not (a new cable shows up).
+std::vector<LinkTarget> LinkTargets(const topology::Fabric& fabric);
+
 struct PortReading {
   SweepTarget target;
   std::optional<PortSample> sample;  // nullopt: no trustworthy reading this sweep
@@ -50,17 +61,28 @@ struct SweepResult {
   // Nodes whose LID answered NodeInfo with another GUID: the LIDs moved (an
   // SM restart, Baselid). Their readings are dropped; rediscover.
   std::set<std::uint64_t> moved_nodes;
+  // PortInfo of the link targets that answered (state, width, speed only).
+  std::map<topology::PortRef, topology::Port> links;
   std::chrono::duration<double> duration{};
 };
 
-// Thread-safety: uses the engine exclusively for its duration.
-SweepResult Sweep(const std::vector<SweepTarget>& targets, transport::MadEngine& engine);
+// Reads counters of `targets` and PortInfo of `links`, all in one pipelined
+// batch. Thread-safety: uses the engine exclusively for its duration.
+SweepResult Sweep(const std::vector<SweepTarget>& targets, const std::vector<LinkTarget>& links,
+                  transport::MadEngine& engine);
+inline SweepResult Sweep(const std::vector<SweepTarget>& targets, transport::MadEngine& engine) {
+  return Sweep(targets, {}, engine);
+}
 
-// Asks every switch for PortInfo of its ports that are down in `fabric`
-// (LID-routed SMPs; nothing on a fully cabled fabric) and returns how many
-// have come up since: a new cable, a new node, a link back. Discovery alone
-// would see them only on its next interval.
-std::size_t DownPortsNowUp(const topology::Fabric& fabric, transport::MadEngine& engine);
+// How the links read in a sweep differ from the discovered fabric: ports
+// down there and up now (a new cable, a link back), and the reverse. Either
+// makes the fabric worth rediscovering before its interval.
+struct LinkChanges {
+  std::size_t came_up = 0;
+  std::size_t went_down = 0;
+};
+LinkChanges CompareLinks(const topology::Fabric& fabric,
+                         const std::map<topology::PortRef, topology::Port>& links);
 
 // A PortCounters Set for the sticky counters of one port that reached
 // `percent` of their field's maximum; nullopt when none did.

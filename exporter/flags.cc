@@ -99,6 +99,15 @@ const std::map<std::string, Flag>& Flags() {
           c.topology_plan = v;
           return "";
         }}},
+      {"alerts.config",
+       {"Alert thresholds, windows and hysteresis (YAML; see docs/alerts.md). Default: built-in "
+        "thresholds.",
+        "FILE",
+        [](Config& c, const std::string& v) -> std::string {
+          if (v.empty()) return "must not be empty";
+          c.alerts_config = v;
+          return "";
+        }}},
       {"sweep.interval",
        {"Time between counter sweeps.", "DURATION",
         [](Config& c, const std::string& v) {

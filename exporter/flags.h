@@ -16,7 +16,8 @@ struct Config {
   std::string ca_name;  // empty: first CA with an active port
   int ca_port = 0;      // 0: first active port
   std::string node_name_map;  // infiniband-diags node-name map file; empty: none
-  std::string topology_plan;  // cabling plan (ibnetdiscover output or JSON); empty: none
+  std::string topology_plan;  // cabling plan (ibnetdiscover output, JSON or YAML); empty: none
+  std::string alerts_config;  // alert thresholds file; empty: built-in defaults
   std::chrono::milliseconds sweep_interval{10'000};
   std::chrono::milliseconds discovery_interval{300'000};
   std::chrono::milliseconds mad_timeout{100};

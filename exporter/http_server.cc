@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "collectors/alerts_json.h"
 #include "topology/topology_json.h"
 
 namespace ibfabric::exporter {
@@ -78,6 +79,18 @@ void HttpServer::Routes() {
     }
     res.set_content(topology::TopologyJson(*snap->fabric, *snap->topology).dump() + "\n", "application/json");
   });
+  server_->Get("/api/v1/alerts", [this](const httplib::Request& req, httplib::Response& res) {
+    collectors::AlertFilter filter;
+    std::string why;
+    const std::multimap<std::string, std::string> params(req.params.begin(), req.params.end());
+    if (!collectors::ParseAlertFilter(params, &filter, &why)) {
+      res.status = 400;
+      res.set_content(nlohmann::json{{"error", why}}.dump() + "\n", "application/json");
+      return;
+    }
+    auto snap = holder_.Get();
+    res.set_content(collectors::AlertsJson(*snap, filter).dump() + "\n", "application/json");
+  });
   server_->Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
     res.set_content("ok\n", "text/plain");
   });
@@ -95,6 +108,7 @@ void HttpServer::Routes() {
         "<!doctype html><html><head><meta charset=\"utf-8\"><title>InfiniBand fabric "
         "exporter</title></head><body><h1>InfiniBand fabric exporter</h1><ul><li><a href=\"" +
             metrics_path + "\">Metrics</a></li><li><a href=\"/api/v1/topology\">Topology (JSON)</a></li>"
+                           "<li><a href=\"/api/v1/alerts\">Alerts (JSON)</a></li>"
                            "<li><a href=\"/healthz\">Health</a></li></ul>"
                            "</body></html>\n",
         "text/html; charset=utf-8");

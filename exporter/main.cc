@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "exporter/alert_config.h"
 #include "exporter/flags.h"
 #include "exporter/http_server.h"
 #include "exporter/log.h"
@@ -60,6 +61,14 @@ int Main(int argc, char** argv) {
     std::string why;
     if (!topology::LoadNodeNameMap(cfg.node_name_map, &names, &why)) {
       std::cerr << "ibfabric_exporter: invalid --ib.node-name-map: " << why << "\n";
+      return 2;
+    }
+  }
+  collectors::AlertConfig alerts;
+  if (!cfg.alerts_config.empty()) {
+    std::string why;
+    if (!LoadAlertConfig(cfg.alerts_config, &alerts, &why)) {
+      std::cerr << "ibfabric_exporter: invalid --alerts.config: " << why << "\n";
       return 2;
     }
   }
@@ -140,6 +149,7 @@ int Main(int argc, char** argv) {
   poller_options.version = IBFABRIC_VERSION;
   poller_options.names = std::move(names);
   poller_options.plan = std::move(plan);
+  poller_options.alerts = alerts;
   poller_options.on_transport_down = [&]() {
     const auto now = std::chrono::steady_clock::now();
     if (now - last_probe < std::chrono::seconds(2)) return;

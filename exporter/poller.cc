@@ -22,7 +22,9 @@ Poller::Poller(transport::MadEngine& engine, PollerOptions options, SnapshotHold
       log_(log),
       fabric_(std::make_shared<topology::Fabric>()),
       nodes_(std::move(restored.nodes)),
-      remembered_(std::move(restored.remembered)) {
+      remembered_(std::move(restored.remembered)),
+      link_health_({options_.alerts.window, options_.alerts.xmit_wait_tick_multiplier}),
+      alerts_(options_.alerts) {
   store_.Restore(std::move(restored.ports));
   Publish();  // so /metrics answers (with restored totals, stale) before the first sweep
 }
@@ -123,9 +125,10 @@ bool Poller::Cycle() {
     next_discovery_ = now + options_.discovery_interval;
   }
   const auto targets = collectors::SweepTargets(*fabric_, remembered_, caps_);
-  const collectors::SweepResult sweep = collectors::Sweep(targets, engine_);
+  const collectors::SweepResult sweep = collectors::Sweep(targets, collectors::LinkTargets(*fabric_), engine_);
   const auto wall = std::chrono::system_clock::now();
   const Absorbed absorbed = Absorb(sweep, wall);
+  Judge(sweep, std::chrono::steady_clock::now(), wall);
 
   ++sweeps_;
   targets_ = targets.size();
@@ -153,8 +156,10 @@ bool Poller::Cycle() {
     log_.Info("a LinkDownedCounter moved; rediscovering");
     rediscover_ = true;
   }
-  if (const std::size_t up = collectors::DownPortsNowUp(*fabric_, engine_); up > 0) {
-    log_.Info("switch ports came up; rediscovering", "ports=" + std::to_string(up));
+  if (const auto changed = collectors::CompareLinks(*fabric_, sweep.links);
+      changed.came_up > 0 || changed.went_down > 0) {
+    log_.Info("switch ports changed state; rediscovering",
+              "came_up=" + std::to_string(changed.came_up) + " went_down=" + std::to_string(changed.went_down));
     rediscover_ = true;
   }
   if (options_.clear_threshold_percent > 0) ClearSaturated(sweep);
@@ -189,6 +194,48 @@ void Poller::ClearSaturated(const collectors::SweepResult& sweep) {
   log_.Info("cleared counters near their maximum", "ports=" + std::to_string(reqs.size()));
 }
 
+std::string Poller::Describe(const topology::PortRef& port) const {
+  auto it = nodes_.find(port.node_guid);
+  const std::string name = it == nodes_.end() || it->second.name.empty() ? topology::FormatGuid(port.node_guid)
+                                                                         : it->second.name;
+  return name + "[" + std::to_string(port.port) + "]";
+}
+
+void Poller::Judge(const collectors::SweepResult& sweep, std::chrono::steady_clock::time_point now,
+                   std::chrono::system_clock::time_point wall) {
+  link_health_.Observe(*fabric_, analysis_.get(), store_.ports(), sweep.links, now, wall);
+  auto report = std::make_shared<collectors::HealthReport>();
+  report->cables = link_health_.Cables();
+  alerts_.Evaluate(report->cables, analysis_.get(), wall,
+                   [this](const topology::PortRef& p) { return Describe(p); });
+  report->active = alerts_.Active();
+  report->cleared.assign(alerts_.Cleared().begin(), alerts_.Cleared().end());
+  report->raised = alerts_.Raised();
+  report->window = options_.alerts.window;
+  // Transitions, for the log.
+  auto key = [](const collectors::Alert& a) { return std::make_pair(a.cable, a.cause); };
+  std::set<std::pair<topology::Link, collectors::Cause>> before, after;
+  if (health_report_) {
+    for (const auto& a : health_report_->active) before.insert(key(a));
+  }
+  for (const auto& a : report->active) {
+    after.insert(key(a));
+    if (!before.count(key(a))) {
+      log_.Warn("alert raised", std::string("cause=") + collectors::ToString(a.cause) + " severity=" +
+                                    collectors::ToString(a.severity) + " summary=\"" + a.summary + "\"");
+    }
+  }
+  if (health_report_) {
+    for (const auto& a : health_report_->active) {
+      if (!after.count(key(a))) {
+        log_.Info("alert cleared", std::string("cause=") + collectors::ToString(a.cause) + " summary=\"" +
+                                       a.summary + "\"");
+      }
+    }
+  }
+  health_report_ = std::move(report);
+}
+
 void Poller::Publish() {
   auto s = std::make_shared<collectors::Snapshot>();
   s->fabric = fabric_;
@@ -197,6 +244,7 @@ void Poller::Publish() {
   s->nodes = nodes_;
   s->node_health = health_;
   s->pma = caps_;
+  s->health = health_report_;
   s->mad = engine_.stats();
   s->discovery = discovery_;
   s->port_counters = port_counters_;

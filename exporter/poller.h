@@ -12,7 +12,9 @@
 #include <set>
 #include <stop_token>
 
+#include "collectors/alerts.h"
 #include "collectors/counter_store.h"
+#include "collectors/link_health.h"
 #include "collectors/snapshot.h"
 #include "collectors/state.h"
 #include "collectors/sweep.h"
@@ -35,6 +37,7 @@ struct PollerOptions {
   std::string version;  // for infiniband_exporter_build_info
   topology::NodeNameMap names;  // applied to every discovered fabric
   std::optional<topology::CablingPlan> plan;  // every discovery is compared with it
+  collectors::AlertConfig alerts;              // thresholds, window, hysteresis
 };
 
 // Ownership: borrows engine, holder and logger; they outlive the poller.
@@ -62,6 +65,10 @@ class Poller {
   Absorbed Absorb(const collectors::SweepResult& sweep, std::chrono::system_clock::time_point wall);
   void Discover();
   void ClearSaturated(const collectors::SweepResult& sweep);
+  // Link health and alerts after a sweep; logs alerts raised and cleared.
+  void Judge(const collectors::SweepResult& sweep, std::chrono::steady_clock::time_point now,
+             std::chrono::system_clock::time_point wall);
+  std::string Describe(const topology::PortRef& port) const;
   void Publish();
 
   transport::MadEngine& engine_;
@@ -79,6 +86,9 @@ class Poller {
   // costs one rediscovery, not one every sweep.
   std::set<topology::PortRef> known_failing_;
   collectors::CounterStore store_;
+  collectors::LinkHealth link_health_;
+  collectors::AlertEngine alerts_;
+  std::shared_ptr<const collectors::HealthReport> health_report_;
   collectors::PhaseHealth discovery_;
   collectors::PhaseHealth port_counters_;
   std::vector<std::string> discovery_problems_;

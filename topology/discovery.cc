@@ -39,7 +39,6 @@ struct Building {
   Node node;
   Path path;  // a directed route that reaches this node
   std::map<std::uint8_t, Port> ports;
-  bool ext_speeds2 = false;  // a switch's port 0 says LinkSpeedExt*2 are valid
 };
 
 class Discoverer {
@@ -149,29 +148,15 @@ class Discoverer {
       const transport::PortInfo pi = transport::DecodePortInfo(results[i].response);
       if (what[i].port == 0 && b.node.kind == NodeKind::kSwitch) {
         b.node.lid = pi.lid;
-        b.ext_speeds2 = transport::HasExtendedSpeeds2(pi);
+        b.node.ext_speeds2 = transport::HasExtendedSpeeds2(pi);
         for (auto& [num, port] : b.ports) port.lid = pi.lid;
         continue;
       }
       Port& p = b.ports[what[i].port];
-      p.state = pi.port_state;
-      p.phys_state = pi.port_phys_state;
-      p.width_active = pi.link_width_active;
-      p.width_enabled = pi.link_width_enabled;
-      p.width_supported = pi.link_width_supported;
-      p.speed_active = pi.link_speed_active;
-      p.speed_enabled = pi.link_speed_enabled;
-      p.speed_supported = pi.link_speed_supported;
-      p.speed_ext_active = pi.link_speed_ext_active;
-      p.speed_ext_enabled = pi.link_speed_ext_enabled;
-      p.speed_ext_supported = pi.link_speed_ext_supported;
       // A switch's capability masks live on port 0, answered before its
       // other ports (requested first, results in request order).
-      if (b.node.kind == NodeKind::kSwitch ? b.ext_speeds2 : transport::HasExtendedSpeeds2(pi)) {
-        p.speed_ext2_active = pi.link_speed_ext2_active;
-        p.speed_ext2_enabled = pi.link_speed_ext2_enabled;
-        p.speed_ext2_supported = pi.link_speed_ext2_supported;
-      }
+      if (b.node.kind != NodeKind::kSwitch) b.node.ext_speeds2 = transport::HasExtendedSpeeds2(pi);
+      ApplyPortInfo(pi, b.node.ext_speeds2, &p);
       if (b.node.kind == NodeKind::kSwitch) {
         p.lid = b.node.lid;
       } else {
@@ -245,6 +230,23 @@ class Discoverer {
 };
 
 }  // namespace
+
+void ApplyPortInfo(const transport::PortInfo& pi, bool ext_speeds2, Port* p) {
+  p->state = pi.port_state;
+  p->phys_state = pi.port_phys_state;
+  p->width_active = pi.link_width_active;
+  p->width_enabled = pi.link_width_enabled;
+  p->width_supported = pi.link_width_supported;
+  p->speed_active = pi.link_speed_active;
+  p->speed_enabled = pi.link_speed_enabled;
+  p->speed_supported = pi.link_speed_supported;
+  p->speed_ext_active = pi.link_speed_ext_active;
+  p->speed_ext_enabled = pi.link_speed_ext_enabled;
+  p->speed_ext_supported = pi.link_speed_ext_supported;
+  p->speed_ext2_active = ext_speeds2 ? pi.link_speed_ext2_active : 0;
+  p->speed_ext2_enabled = ext_speeds2 ? pi.link_speed_ext2_enabled : 0;
+  p->speed_ext2_supported = ext_speeds2 ? pi.link_speed_ext2_supported : 0;
+}
 
 DiscoveryResult Discover(transport::MadEngine& engine) { return Discoverer(engine).Run(); }
 

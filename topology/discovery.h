@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "topology/fabric.h"
+#include "transport/attributes.h"
 #include "transport/mad_engine.h"
 
 namespace ibfabric::topology {
@@ -25,5 +26,9 @@ struct DiscoveryResult {
 
 // Thread-safety: uses the engine exclusively for its duration.
 DiscoveryResult Discover(transport::MadEngine& engine);
+
+// Copies a port's state, width and speed fields from its PortInfo; the XDR
+// fields only when `ext_speeds2` (the node's capability masks allow them).
+void ApplyPortInfo(const transport::PortInfo& pi, bool ext_speeds2, Port* port);
 
 }  // namespace ibfabric::topology

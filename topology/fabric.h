@@ -53,6 +53,7 @@ struct Node {
   std::uint8_t num_ports = 0;
   std::uint16_t lid = 0;         // switch: port 0 LID; CA: LID of its first port with one
   std::vector<Port> ports;       // the ports discovery learnt, ascending by number
+  bool ext_speeds2 = false;      // PortInfo capability masks say LinkSpeedExt*2 are valid
 
   const Port* FindPort(std::uint8_t number) const;
 };

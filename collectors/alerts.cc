@@ -1,0 +1,278 @@
+#include "collectors/alerts.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <tuple>
+
+namespace ibfabric::collectors {
+namespace {
+
+std::string Number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", v);
+  return buf;
+}
+
+std::optional<Severity> Worse(std::optional<Severity> x, std::optional<Severity> y) {
+  if (!x) return y;
+  if (!y) return x;
+  return std::max(*x, *y);
+}
+
+std::string Seconds(double s) { return Number(s) + "s"; }
+
+// Findings about a cable that mean it is not where it should be.
+bool IsMiswiring(topology::FindingKind k) {
+  using K = topology::FindingKind;
+  switch (k) {
+    case K::kSameTierLink:
+    case K::kSkipTierLink:
+    case K::kCaOnNonLeaf:
+    case K::kCaToCa:
+    case K::kPlanMissingLink:
+    case K::kPlanExtraLink:
+    case K::kPlanWrongRemoteNode:
+    case K::kPlanWrongRemotePort:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+const char* ToString(Cause c) {
+  switch (c) {
+    case Cause::kBadCable: return "bad_cable";
+    case Cause::kFlappingLink: return "flapping_link";
+    case Cause::kDegradedLink: return "degraded_link";
+    case Cause::kCongestion: return "congestion";
+    case Cause::kMiswiring: return "miswiring";
+  }
+  return "unknown";
+}
+
+const char* ToString(Severity s) { return s == Severity::kCritical ? "critical" : "warning"; }
+
+std::optional<Severity> Threshold::Judge(double value) const {
+  if (critical && value >= *critical) return Severity::kCritical;
+  if (warning && value >= *warning) return Severity::kWarning;
+  return std::nullopt;
+}
+
+AlertEngine::Verdict AlertEngine::BadCable(const CableHealth& h, const Describe& describe) const {
+  struct Rule {
+    Signal signal;
+    const Threshold* threshold;
+  };
+  const Rule rules[] = {{Signal::kSymbolErrors, &config_.symbol_errors},
+                        {Signal::kLinkErrorRecoveries, &config_.link_error_recoveries},
+                        {Signal::kRcvErrors, &config_.rcv_errors},
+                        {Signal::kLocalLinkIntegrityErrors, &config_.local_link_integrity_errors},
+                        {Signal::kExcessiveBufferOverrunErrors, &config_.excessive_buffer_overrun_errors}};
+  Verdict v;
+  bool ends_with_errors[2] = {false, false};
+  int e = 0;
+  for (const EndRates* end : {&h.a, &h.b}) {
+    if (!end->present.any() || end->window_seconds <= 0) {
+      v.clean = false;  // this end was not read, or not twice yet
+      ++e;
+      continue;
+    }
+    auto judge = [&](const std::string& signal, double value, const Threshold& t, const std::string& unit,
+                     std::optional<std::uint64_t> delta) {
+      const auto sev = t.Judge(value);
+      if (!sev) return;
+      v.severity = Worse(v.severity, sev);
+      ends_with_errors[e] = true;
+      v.evidence.push_back({signal, e, value, unit, delta, end->window_seconds,
+                            *sev == Severity::kCritical ? t.critical : t.warning, ""});
+    };
+    for (const Rule& r : rules) {
+      if (!end->Known(r.signal)) continue;  // not reported by this port
+      if (end->pinned.test(static_cast<std::size_t>(r.signal)) && end->Delta(r.signal) == 0) {
+        v.clean = false;  // stopped at its maximum: its rate cannot be seen
+        continue;
+      }
+      judge(ToString(r.signal), end->PerSecond(r.signal), *r.threshold, "per_second", end->Delta(r.signal));
+    }
+    if (end->bit_error_rate && end->bits_received >= config_.bit_error_rate_min_bits) {
+      judge("bit_error_rate", *end->bit_error_rate, config_.bit_error_rate, "ratio",
+            end->Delta(Signal::kSymbolErrors));
+    }
+    if (end->packet_drop_rate && end->packets_received >= config_.packet_drop_rate_min_packets) {
+      judge("packet_drop_rate", *end->packet_drop_rate, config_.packet_drop_rate, "ratio",
+            end->Delta(Signal::kRcvErrors));
+    }
+    ++e;
+  }
+  if (!v.severity) return v;
+  const std::string cable = describe(h.cable.a) + " - " + describe(h.cable.b);
+  const Evidence& first = v.evidence.front();
+  const topology::PortRef& at = first.end == 0 ? h.cable.a : h.cable.b;
+  v.summary = "bad cable " + cable + ": " + first.signal + " " + Number(first.value) +
+              (first.unit == "per_second" ? "/s" : "") + " at " + describe(at) + " over " +
+              Seconds(first.window_seconds);
+  if (ends_with_errors[0] && ends_with_errors[1]) {
+    v.action = "Errors at both ends: replace the cable.";
+  } else {
+    const topology::PortRef& far = ends_with_errors[0] ? h.cable.b : h.cable.a;
+    const topology::PortRef& near = ends_with_errors[0] ? h.cable.a : h.cable.b;
+    v.action = "Errors are received at " + describe(near) + ": reseat the cable at both ends; if they continue, " +
+               "replace the cable, then check the transceiver and port at the far end " + describe(far) + ".";
+  }
+  return v;
+}
+
+AlertEngine::Verdict AlertEngine::Flapping(const CableHealth& h, const Describe& describe) const {
+  Verdict v;
+  const double window = std::chrono::duration<double>(config_.window).count();
+  v.severity = config_.link_downs.Judge(h.downs_in_window);
+  if (!v.severity) return v;
+  v.evidence.push_back({"link_downs", -1, static_cast<double>(h.downs_in_window), "events", h.downs_total, window,
+                        *v.severity == Severity::kCritical ? config_.link_downs.critical : config_.link_downs.warning,
+                        ""});
+  v.summary = "flapping link " + describe(h.cable.a) + " - " + describe(h.cable.b) + ": went down " +
+              std::to_string(h.downs_in_window) + " times in " + Seconds(window);
+  v.action = "Check the cable seating and the transceivers at both ends; replace the cable if it keeps going "
+             "down. If other links of one port flap too, suspect that port.";
+  return v;
+}
+
+AlertEngine::Verdict AlertEngine::Degraded(const CableHealth& h, const Describe& describe) const {
+  Verdict v;
+  if (!h.up) {
+    v.clean = false;  // down: whether it still trains low is unknown
+    return v;
+  }
+  if (!h.dropped && !h.degraded) return v;
+  v.severity = config_.degraded_severity;
+  std::string why;
+  if (h.dropped) {
+    why = "runs " + h.rate + ", it ran " + h.best_rate;
+    v.evidence.push_back({"rate_drop", -1, 0, "", std::nullopt, 0, std::nullopt, why});
+  }
+  if (h.degraded) {
+    const std::string d = std::string("topology: ") + topology::ToString(*h.degraded) + " at " + h.rate;
+    v.evidence.push_back({"topology", -1, 0, "", std::nullopt, 0, std::nullopt, d});
+    if (why.empty()) why = d;
+  }
+  v.summary = "degraded link " + describe(h.cable.a) + " - " + describe(h.cable.b) + ": " + why;
+  v.action = "Reseat the cable; if it still trains below its width or speed, replace it, and check the "
+             "enabled width and speed of both ports.";
+  return v;
+}
+
+AlertEngine::Verdict AlertEngine::Congestion(const CableHealth& h, const Describe& describe) const {
+  Verdict v;
+  int e = 0;
+  for (const EndRates* end : {&h.a, &h.b}) {
+    if (!end->present.any() || end->window_seconds <= 0) {
+      v.clean = false;
+      ++e;
+      continue;
+    }
+    auto add = [&](const char* signal, double value, const Threshold& t, const char* unit,
+                   std::optional<std::uint64_t> delta) {
+      const auto sev = t.Judge(value);
+      if (!sev) return;
+      v.severity = Worse(v.severity, sev);
+      v.evidence.push_back({signal, e, value, unit, delta, end->window_seconds,
+                            *sev == Severity::kCritical ? t.critical : t.warning, ""});
+    };
+    if (end->xmit_wait_fraction) {
+      add("xmit_wait_fraction", *end->xmit_wait_fraction, config_.xmit_wait_fraction, "fraction",
+          end->Delta(Signal::kXmitWait));
+    }
+    if (end->Known(Signal::kXmitDiscards)) {
+      add("xmit_discards", end->PerSecond(Signal::kXmitDiscards), config_.xmit_discards, "per_second",
+          end->Delta(Signal::kXmitDiscards));
+    }
+    ++e;
+  }
+  if (!v.severity) return v;
+  const Evidence& first = v.evidence.front();
+  const topology::PortRef& at = first.end == 0 ? h.cable.a : h.cable.b;
+  v.summary = "congestion on " + describe(h.cable.a) + " - " + describe(h.cable.b) + ": " + first.signal + " " +
+              Number(first.value) + " at " + describe(at) + " (transmitting)";
+  v.action = "Congestion, not a cable fault: check the routing balance (SM routing engine, ibdiagnet), the "
+             "traffic pattern and whether the switch has enough uplinks.";
+  return v;
+}
+
+void AlertEngine::Apply(const std::pair<topology::Link, Cause>& key, const Verdict& v,
+                        std::chrono::system_clock::time_point now) {
+  Track& t = tracks_[key];
+  if (v.severity) {
+    t.good = 0;
+    if (t.bad++ == 0) t.streak_start = now;
+    if (!t.active && t.bad >= config_.raise_after) {
+      t.active = Alert{};
+      t.active->cause = key.second;
+      t.active->cable = key.first;
+      t.active->since = t.streak_start;
+      ++raised_[key.second];
+    }
+    if (t.active) {
+      t.active->severity = *v.severity;
+      t.active->last_seen = now;
+      t.active->evidence = v.evidence;
+      t.active->summary = v.summary;
+      t.active->action = v.action;
+    }
+  } else if (v.clean) {
+    t.bad = 0;
+    if (t.active && ++t.good >= config_.clear_after) {
+      t.active->cleared = now;
+      cleared_.push_front(std::move(*t.active));
+      while (cleared_.size() > config_.keep_cleared) cleared_.pop_back();
+      t.active.reset();
+      t.good = 0;
+    }
+  }
+  if (!t.active && t.bad == 0) tracks_.erase(key);
+}
+
+void AlertEngine::Evaluate(const std::vector<CableHealth>& cables, const topology::Analysis* analysis,
+                           std::chrono::system_clock::time_point now, const Describe& describe) {
+  std::map<std::pair<topology::Link, Cause>, Verdict> verdicts;
+  for (const CableHealth& h : cables) {
+    verdicts[{h.cable, Cause::kBadCable}] = BadCable(h, describe);
+    verdicts[{h.cable, Cause::kFlappingLink}] = Flapping(h, describe);
+    verdicts[{h.cable, Cause::kDegradedLink}] = Degraded(h, describe);
+    verdicts[{h.cable, Cause::kCongestion}] = Congestion(h, describe);
+  }
+  if (analysis) {
+    for (const auto& f : analysis->findings) {
+      if (!f.a || !f.b || !IsMiswiring(f.kind)) continue;
+      const topology::Link cable = topology::CableBetween(*f.a, *f.b);
+      Verdict& v = verdicts[{cable, Cause::kMiswiring}];
+      v.severity = config_.miswiring_severity;
+      v.evidence.push_back({topology::ToString(f.kind), -1, 0, "", std::nullopt, 0, std::nullopt, f.detail});
+      if (v.summary.empty()) v.summary = std::string("miswired: ") + f.detail;
+      v.action = "Recable as the plan or the fat-tree layout says; the evidence names both ends.";
+    }
+  }
+  // Alerts and streaks of cables and findings that are gone: judged clean,
+  // except miswiring before the first analysis.
+  std::vector<std::pair<topology::Link, Cause>> stale;
+  for (const auto& [key, t] : tracks_) {
+    if (!verdicts.count(key) && (analysis || key.second != Cause::kMiswiring)) stale.push_back(key);
+  }
+  for (const auto& key : stale) Apply(key, Verdict{}, now);
+  for (const auto& [key, v] : verdicts) Apply(key, v, now);
+}
+
+std::vector<Alert> AlertEngine::Active() const {
+  std::vector<Alert> out;
+  for (const auto& [key, t] : tracks_) {
+    if (t.active) out.push_back(*t.active);
+  }
+  std::stable_sort(out.begin(), out.end(), [](const Alert& x, const Alert& y) {
+    if (x.severity != y.severity) return x.severity > y.severity;
+    return std::tie(x.cause, x.cable) < std::tie(y.cause, y.cable);
+  });
+  return out;
+}
+
+}  // namespace ibfabric::collectors

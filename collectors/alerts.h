@@ -1,0 +1,143 @@
+#pragma once
+// The alert engine: turns link health and topology findings into alerts an
+// on-call engineer can act on. Each (cable, cause) is a small state machine:
+// a condition met in `raise_after` sweeps in a row raises the alert; an
+// active alert clears after `clear_after` sweeps in a row without it. A
+// condition that cannot be judged this sweep (an end did not answer, a
+// counter stopped at its maximum) counts neither way. Conditions are rates
+// over the link-health window, never absolute counter values.
+//
+// Default thresholds (AlertConfig's initialisers) are documented with the
+// config file format (exporter/alert_config.h) in docs/alerts.md.
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "collectors/link_health.h"
+#include "topology/analysis.h"
+
+namespace ibfabric::collectors {
+
+enum class Cause : std::uint8_t { kBadCable, kFlappingLink, kDegradedLink, kCongestion, kMiswiring };
+inline constexpr Cause kAllCauses[] = {Cause::kBadCable, Cause::kFlappingLink, Cause::kDegradedLink,
+                                       Cause::kCongestion, Cause::kMiswiring};
+const char* ToString(Cause c);  // "bad_cable", "flapping_link", ...
+
+enum class Severity : std::uint8_t { kWarning, kCritical };
+const char* ToString(Severity s);  // "warning", "critical"
+
+// A value at or above `critical` is critical, else at or above `warning` a
+// warning; an unset level never fires.
+struct Threshold {
+  std::optional<double> warning;
+  std::optional<double> critical;
+  std::optional<Severity> Judge(double value) const;
+};
+
+struct AlertConfig {
+  std::chrono::milliseconds window{300'000};  // rates are taken over this span
+  int raise_after = 2;                        // sweeps in a row with the condition
+  int clear_after = 3;                        // sweeps in a row without it
+  std::size_t keep_cleared = 100;             // recently cleared alerts kept for /api/v1/alerts
+
+  // Bad cable: per end, per second over the window.
+  Threshold symbol_errors{0.01, 1};
+  Threshold link_error_recoveries{0.001, 0.1};
+  Threshold rcv_errors{0.01, 1};
+  Threshold local_link_integrity_errors{0.001, 0.1};
+  Threshold excessive_buffer_overrun_errors{0.001, 0.1};
+  // Estimates, judged only once enough traffic was received in the window.
+  Threshold bit_error_rate{1e-12, 1e-10};
+  double bit_error_rate_min_bits = 1e12;
+  Threshold packet_drop_rate{1e-6, 1e-4};
+  double packet_drop_rate_min_packets = 1e6;
+  // Flapping: link-down events within the window.
+  Threshold link_downs{2, 5};
+  // Congestion, per end: fraction of the time the port had data it could not send,
+  // and discarded packets per second.
+  Threshold xmit_wait_fraction{0.05, 0.25};
+  double xmit_wait_tick_multiplier = 1;
+  Threshold xmit_discards{1, 100};
+  // Discrete conditions.
+  Severity degraded_severity = Severity::kWarning;
+  Severity miswiring_severity = Severity::kWarning;
+};
+
+// What raised an alert: one signal at one end (`end` 0: cable.a, 1:
+// cable.b, -1: the cable as a whole).
+struct Evidence {
+  std::string signal;  // "symbol_errors", "link_downs", "xmit_wait_fraction", ...
+  int end = -1;
+  double value = 0;                   // the judged value (a rate, a count, a fraction)
+  std::string unit;                   // "per_second", "events", "fraction", ...
+  std::optional<std::uint64_t> delta; // counter increments over the window
+  double window_seconds = 0;
+  std::optional<double> threshold;    // the level it reached
+  std::string detail;                 // for discrete conditions
+};
+
+struct Alert {
+  Cause cause = Cause::kBadCable;
+  Severity severity = Severity::kWarning;
+  topology::Link cable;
+  std::chrono::system_clock::time_point since{};      // first sweep of the streak that raised it
+  std::chrono::system_clock::time_point last_seen{};  // last sweep the condition held
+  std::optional<std::chrono::system_clock::time_point> cleared;
+  std::vector<Evidence> evidence;
+  std::string summary;  // one line
+  std::string action;   // what to do about it
+};
+
+// Thread-safety: none; the sweeping thread owns it.
+class AlertEngine {
+ public:
+  explicit AlertEngine(AlertConfig config) : config_(std::move(config)) {}
+
+  // How a port is named in summaries, e.g. "leaf01[3]".
+  using Describe = std::function<std::string(const topology::PortRef&)>;
+
+  // One evaluation per sweep. `analysis` null: no discovery yet, so
+  // miswiring cannot be judged.
+  void Evaluate(const std::vector<CableHealth>& cables, const topology::Analysis* analysis,
+                std::chrono::system_clock::time_point now, const Describe& describe);
+
+  std::vector<Alert> Active() const;                      // by severity, then cause, then cable
+  const std::deque<Alert>& Cleared() const { return cleared_; }  // newest first
+  std::map<Cause, std::uint64_t> Raised() const { return raised_; }
+  const AlertConfig& config() const { return config_; }
+
+ private:
+  // One judgement: nullopt severity with `clean` false means "cannot tell".
+  struct Verdict {
+    std::optional<Severity> severity;
+    bool clean = true;
+    std::vector<Evidence> evidence;
+    std::string summary;
+    std::string action;
+  };
+  struct Track {
+    int bad = 0;
+    int good = 0;
+    std::chrono::system_clock::time_point streak_start{};
+    std::optional<Alert> active;
+  };
+  void Apply(const std::pair<topology::Link, Cause>& key, const Verdict& v,
+             std::chrono::system_clock::time_point now);
+  Verdict BadCable(const CableHealth& h, const Describe& d) const;
+  Verdict Flapping(const CableHealth& h, const Describe& d) const;
+  Verdict Degraded(const CableHealth& h, const Describe& d) const;
+  Verdict Congestion(const CableHealth& h, const Describe& d) const;
+
+  AlertConfig config_;
+  std::map<std::pair<topology::Link, Cause>, Track> tracks_;
+  std::deque<Alert> cleared_;
+  std::map<Cause, std::uint64_t> raised_;
+};
+
+}  // namespace ibfabric::collectors

@@ -1,0 +1,182 @@
+#include "exporter/alert_config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <sstream>
+
+#include "exporter/flags.h"
+
+namespace ibfabric::exporter {
+namespace {
+
+using collectors::AlertConfig;
+using collectors::Severity;
+using collectors::Threshold;
+
+// Raised with the node where the problem is; turned into "line N: ...".
+struct Bad {
+  int line;
+  std::string why;
+};
+
+int LineOf(const YAML::Node& n) { return n.Mark().line + 1; }
+
+double Number(const YAML::Node& n, const std::string& key) {
+  if (!n.IsScalar()) throw Bad{LineOf(n), key + " must be a number"};
+  const std::string& s = n.Scalar();
+  char* end = nullptr;
+  errno = 0;
+  const double v = std::strtod(s.c_str(), &end);
+  if (s.empty() || *end != '\0' || errno == ERANGE || !std::isfinite(v)) {
+    throw Bad{LineOf(n), key + " must be a number, not '" + s.substr(0, 40) + "'"};
+  }
+  if (v < 0) throw Bad{LineOf(n), key + " must not be negative"};
+  return v;
+}
+
+int Count(const YAML::Node& n, const std::string& key, int min, int max) {
+  const double v = Number(n, key);
+  if (v != std::floor(v) || v < min || v > max) {
+    throw Bad{LineOf(n), key + " must be a whole number from " + std::to_string(min) + " to " + std::to_string(max)};
+  }
+  return static_cast<int>(v);
+}
+
+// Calls handlers[key] for each key of a map; unknown keys are errors.
+void Keys(const YAML::Node& map, const std::string& where,
+          const std::map<std::string, std::function<void(const YAML::Node&, const std::string&)>>& handlers) {
+  if (!map.IsMap()) throw Bad{LineOf(map), where + " must be a map of keys"};
+  for (const auto& kv : map) {
+    const std::string key = kv.first.Scalar();
+    auto it = handlers.find(key);
+    if (it == handlers.end()) {
+      std::string known;
+      for (const auto& [k, h] : handlers) known += (known.empty() ? "" : ", ") + k;
+      throw Bad{LineOf(kv.first), "unknown key '" + key.substr(0, 40) + "' in " + where + " (known: " + known + ")"};
+    }
+    const std::string path = where == "the file" ? key : where + "." + key;
+    it->second(kv.second, path);
+  }
+}
+
+void Level(const YAML::Node& n, const std::string& key, std::optional<double>* out) {
+  if (n.IsNull()) {
+    out->reset();
+    return;
+  }
+  *out = Number(n, key);
+}
+
+std::function<void(const YAML::Node&, const std::string&)> Levels(Threshold* t, double* minimum = nullptr,
+                                                                 const char* minimum_key = nullptr) {
+  return [t, minimum, minimum_key](const YAML::Node& n, const std::string& where) {
+    std::map<std::string, std::function<void(const YAML::Node&, const std::string&)>> h{
+        {"warning", [t](const YAML::Node& v, const std::string& k) { Level(v, k, &t->warning); }},
+        {"critical", [t](const YAML::Node& v, const std::string& k) { Level(v, k, &t->critical); }}};
+    if (minimum) h[minimum_key] = [minimum](const YAML::Node& v, const std::string& k) { *minimum = Number(v, k); };
+    Keys(n, where, h);
+    if (t->warning && t->critical && *t->warning > *t->critical) {
+      throw Bad{LineOf(n), where + ": warning must not be above critical"};
+    }
+  };
+}
+
+std::function<void(const YAML::Node&, const std::string&)> SeverityOf(Severity* s) {
+  return [s](const YAML::Node& n, const std::string& where) {
+    Keys(n, where, {{"severity", [s](const YAML::Node& v, const std::string& k) {
+                       const std::string x = v.IsScalar() ? v.Scalar() : "";
+                       if (x == "warning") {
+                         *s = Severity::kWarning;
+                       } else if (x == "critical") {
+                         *s = Severity::kCritical;
+                       } else {
+                         throw Bad{LineOf(v), k + " must be warning or critical"};
+                       }
+                     }}});
+  };
+}
+
+}  // namespace
+
+bool ParseAlertConfig(const std::string& text, AlertConfig* config, std::string* error) {
+  AlertConfig c;
+  try {
+    const YAML::Node root = YAML::Load(text);
+    if (!root.IsNull()) {
+      Keys(root, "the file",
+           {{"window",
+             [&](const YAML::Node& n, const std::string& k) {
+               std::chrono::milliseconds d{};
+               if (!n.IsScalar() || !ParseDuration(n.Scalar(), &d) || d.count() < 100 || d > std::chrono::hours(24)) {
+                 throw Bad{LineOf(n), k + " must be a duration from 100ms to 24h, such as 5m"};
+               }
+               c.window = d;
+             }},
+            {"raise_after", [&](const YAML::Node& n, const std::string& k) { c.raise_after = Count(n, k, 1, 1000); }},
+            {"clear_after", [&](const YAML::Node& n, const std::string& k) { c.clear_after = Count(n, k, 1, 1000); }},
+            {"keep_cleared",
+             [&](const YAML::Node& n, const std::string& k) { c.keep_cleared = static_cast<std::size_t>(Count(n, k, 0, 100000)); }},
+            {"bad_cable",
+             [&](const YAML::Node& n, const std::string& k) {
+               Keys(n, k,
+                    {{"symbol_errors_per_second", Levels(&c.symbol_errors)},
+                     {"link_error_recoveries_per_second", Levels(&c.link_error_recoveries)},
+                     {"rcv_errors_per_second", Levels(&c.rcv_errors)},
+                     {"local_link_integrity_errors_per_second", Levels(&c.local_link_integrity_errors)},
+                     {"excessive_buffer_overrun_errors_per_second", Levels(&c.excessive_buffer_overrun_errors)},
+                     {"bit_error_rate", Levels(&c.bit_error_rate, &c.bit_error_rate_min_bits, "min_bits")},
+                     {"packet_drop_rate", Levels(&c.packet_drop_rate, &c.packet_drop_rate_min_packets, "min_packets")}});
+             }},
+            {"flapping_link",
+             [&](const YAML::Node& n, const std::string& k) { Keys(n, k, {{"link_downs", Levels(&c.link_downs)}}); }},
+            {"congestion",
+             [&](const YAML::Node& n, const std::string& k) {
+               Keys(n, k,
+                    {{"xmit_wait_fraction", Levels(&c.xmit_wait_fraction)},
+                     {"xmit_wait_tick_multiplier",
+                      [&](const YAML::Node& v, const std::string& kk) {
+                        c.xmit_wait_tick_multiplier = Number(v, kk);
+                        if (c.xmit_wait_tick_multiplier < 1 || c.xmit_wait_tick_multiplier > 256) {
+                          throw Bad{LineOf(v), kk + " must be from 1 to 256"};
+                        }
+                      }},
+                     {"xmit_discards_per_second", Levels(&c.xmit_discards)}});
+             }},
+            {"degraded_link", SeverityOf(&c.degraded_severity)},
+            {"miswiring", SeverityOf(&c.miswiring_severity)}});
+    }
+  } catch (const Bad& b) {
+    *error = "line " + std::to_string(b.line) + ": " + b.why;
+    return false;
+  } catch (const YAML::Exception& e) {
+    *error = "line " + std::to_string(e.mark.line + 1) + ": not YAML: " + e.msg;
+    return false;
+  }
+  *config = c;
+  return true;
+}
+
+bool LoadAlertConfig(const std::string& path, AlertConfig* config, std::string* error) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) {
+    *error = path + ": cannot read: " + std::strerror(errno);
+    return false;
+  }
+  std::stringstream ss;
+  ss << f.rdbuf();
+  std::string why;
+  if (!ParseAlertConfig(ss.str(), config, &why)) {
+    *error = path + ":" + why.substr(5);  // "line N: x" -> "FILE:N: x"
+    return false;
+  }
+  return true;
+}
+
+}  // namespace ibfabric::exporter
