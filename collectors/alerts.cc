@@ -165,6 +165,12 @@ AlertEngine::Verdict AlertEngine::Degraded(const CableHealth& h, const Describe&
 
 AlertEngine::Verdict AlertEngine::Congestion(const CableHealth& h, const Describe& describe) const {
   Verdict v;
+  if (!h.active) {
+    // Discards on a link that is not Active come from its state (packets
+    // routed to a port still in Init), not from congestion.
+    v.clean = false;
+    return v;
+  }
   int e = 0;
   for (const EndRates* end : {&h.a, &h.b}) {
     if (!end->present.any() || end->window_seconds <= 0) {

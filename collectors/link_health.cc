@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "topology/link_rate.h"
+#include "transport/attributes.h"
 
 namespace ibfabric::collectors {
 namespace {
@@ -144,19 +145,22 @@ void LinkHealth::Observe(const topology::Fabric& fabric, const topology::Analysi
     // The link's state: what this sweep read at its switch end(s), else
     // what discovery saw.
     const topology::Port* state = nullptr;
-    bool read = false, up = true;
+    bool read = false, up = true, active = true;
     for (const auto& end : {link.a, link.b}) {
       auto it = links.find(end);
       if (it == links.end()) continue;
       read = true;
       up = up && it->second.link_up();
+      active = active && it->second.state == transport::kPortStateActive;
       if (!state) state = &it->second;
     }
     if (!read) {
       const topology::Port* pa = fabric.FindPort(link.a);
       up = pa && pa->link_up() && pa->remote == link.b;
+      active = up && pa->state == transport::kPortStateActive;
       state = pa;
     }
+    h.active = up && active;
     const bool went_down = h.up && !up;
     const std::uint64_t events = std::max<std::uint64_t>(went_down ? 1 : 0, downed);
     for (std::uint64_t i = 0; i < events && c.downs.size() < kMaxDowns; ++i) c.downs.push_back(now);

@@ -72,7 +72,8 @@ struct EndRates {
 
 struct CableHealth {
   topology::Link cable;  // ends ordered by GUID
-  bool up = false;       // as last seen
+  bool up = false;       // as last seen (physical link up)
+  bool active = false;   // and PortState Active: traffic flows
   std::string rate;      // "4xQDR" while up
   std::string best_rate; // the fastest it ran at since the exporter started
   bool dropped = false;  // up, but below best_rate: retrained to a lower width or speed

@@ -1,6 +1,7 @@
 #include "collectors/sweep.h"
 
 #include "topology/discovery.h"
+#include "topology/link_rate.h"
 #include "transport/attributes.h"
 
 namespace ibfabric::collectors {
@@ -158,6 +159,9 @@ LinkChanges CompareLinks(const topology::Fabric& fabric,
     if (!then) continue;
     if (!then->link_up() && now.link_up()) ++out.came_up;
     if (then->link_up() && !now.link_up()) ++out.went_down;
+    if (then->link_up() && now.link_up() && topology::RateString(*then) != topology::RateString(now)) {
+      ++out.retrained;
+    }
   }
   return out;
 }

@@ -75,11 +75,14 @@ inline SweepResult Sweep(const std::vector<SweepTarget>& targets, transport::Mad
 }
 
 // How the links read in a sweep differ from the discovered fabric: ports
-// down there and up now (a new cable, a link back), and the reverse. Either
-// makes the fabric worth rediscovering before its interval.
+// down there and up now (a new cable, a link back), the reverse, and links
+// up in both that run at another width or speed now. Any of them makes the
+// fabric worth rediscovering before its interval.
 struct LinkChanges {
   std::size_t came_up = 0;
   std::size_t went_down = 0;
+  std::size_t retrained = 0;
+  bool any() const { return came_up + went_down + retrained > 0; }
 };
 LinkChanges CompareLinks(const topology::Fabric& fabric,
                          const std::map<topology::PortRef, topology::Port>& links);

@@ -156,10 +156,10 @@ bool Poller::Cycle() {
     log_.Info("a LinkDownedCounter moved; rediscovering");
     rediscover_ = true;
   }
-  if (const auto changed = collectors::CompareLinks(*fabric_, sweep.links);
-      changed.came_up > 0 || changed.went_down > 0) {
+  if (const auto changed = collectors::CompareLinks(*fabric_, sweep.links); changed.any()) {
     log_.Info("switch ports changed state; rediscovering",
-              "came_up=" + std::to_string(changed.came_up) + " went_down=" + std::to_string(changed.went_down));
+              "came_up=" + std::to_string(changed.came_up) + " went_down=" + std::to_string(changed.went_down) +
+                  " retrained=" + std::to_string(changed.retrained));
     rediscover_ = true;
   }
   if (options_.clear_threshold_percent > 0) ClearSaturated(sweep);
