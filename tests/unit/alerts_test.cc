@@ -1,0 +1,330 @@
+// Link health bookkeeping and the alert engine on hand-made sweeps: rates
+// over the window, BER and drop-rate estimates, flaps counted once,
+// hysteresis both ways, "cannot tell" counting neither way, pinned
+// counters, severities; and the thresholds file's parser.
+
+#include <gtest/gtest.h>
+
+#include "collectors/alerts.h"
+#include "collectors/alerts_json.h"
+#include "collectors/link_health.h"
+#include "exporter/alert_config.h"
+#include "tests/unit/fabric_builder.h"
+
+namespace ibfabric::collectors {
+namespace {
+
+using std::chrono::milliseconds;
+using topology::PortRef;
+
+// leaf0[1] - host0[1], leaf0[2] - host1[1]; a clock that sweeps every 1 s.
+struct Bench {
+  topology::Fabric fabric;
+  std::map<PortRef, PortTotals> ports;
+  std::map<PortRef, topology::Port> links;
+  std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
+  std::chrono::system_clock::time_point w0 = std::chrono::system_clock::now();
+  PortRef leaf1, leaf2, host0, host1;
+  int sweep = 0;
+
+  Bench() {
+    testing::FabricBuilder b;
+    const int leaf = b.Switch("leaf0");
+    const int h0 = b.Ca("host0"), h1 = b.Ca("host1");
+    b.Link(leaf, 1, h0, 1);
+    b.Link(leaf, 2, h1, 1);
+    fabric = b.Build();
+    const auto& nodes = fabric.nodes();
+    leaf1 = {nodes[0].guid, 1};
+    leaf2 = {nodes[0].guid, 2};
+    host0 = {nodes[1].guid, 1};
+    host1 = {nodes[2].guid, 1};
+    for (const PortRef& p : {leaf1, leaf2, host0, host1}) {
+      PortTotals& t = ports[p];
+      for (std::size_t i = 0; i < kCounterCount; ++i) {
+        t.present.set(i);
+        t.last_bits[i] = 64;
+      }
+    }
+    for (const PortRef& p : {leaf1, leaf2}) links[p] = *fabric.FindPort(p);
+  }
+  void Add(const PortRef& p, Counter c, std::uint64_t n) { ports[p].total[Index(c)] += n; }
+  std::chrono::steady_clock::time_point Now() const { return t0 + std::chrono::seconds(sweep); }
+  std::chrono::system_clock::time_point Wall() const { return w0 + std::chrono::seconds(sweep); }
+  void Observe(LinkHealth& h) {
+    h.Observe(fabric, nullptr, ports, links, Now(), Wall());
+    ++sweep;
+  }
+  void SetUp(const PortRef& switch_port, bool up) {
+    links[switch_port].phys_state = up ? 5 : 2;
+    links[switch_port].state = up ? 4 : 1;
+  }
+};
+
+const CableHealth& Of(const std::vector<CableHealth>& v, const PortRef& end) {
+  for (const auto& c : v) {
+    if (c.cable.a == end || c.cable.b == end) return c;
+  }
+  throw std::runtime_error("no such cable");
+}
+
+TEST(LinkHealthTest, RatesOverTheWindowAndEstimates) {
+  Bench b;
+  LinkHealth h({milliseconds(4000), 1});
+  b.Observe(h);  // t=0: the base
+  EXPECT_EQ(Of(h.Cables(), b.leaf1).a.window_seconds + Of(h.Cables(), b.leaf1).b.window_seconds, 0);
+  for (int i = 0; i < 3; ++i) {
+    b.Add(b.host0, Counter::kSymbolError, 5);
+    b.Add(b.host0, Counter::kRcvData, 1'000'000);  // 32e6 bits
+    b.Add(b.host0, Counter::kRcvPkts, 1000);
+    b.Add(b.host0, Counter::kRcvErrors, 2);
+    b.Add(b.leaf1, Counter::kXmitWait, 250'000'000);  // QDR: 1 ns ticks -> 0.25 s per second
+    b.Observe(h);
+  }
+  const CableHealth c = Of(h.Cables(), b.leaf1);
+  const EndRates& host = c.a.port == b.host0 ? c.a : c.b;
+  const EndRates& leaf = c.a.port == b.leaf1 ? c.a : c.b;
+  EXPECT_DOUBLE_EQ(host.window_seconds, 3);
+  EXPECT_EQ(host.Delta(Signal::kSymbolErrors), 15u);
+  EXPECT_DOUBLE_EQ(host.PerSecond(Signal::kSymbolErrors), 5);
+  ASSERT_TRUE(host.bit_error_rate);
+  EXPECT_DOUBLE_EQ(*host.bit_error_rate, 15.0 / 96e6);
+  ASSERT_TRUE(host.packet_drop_rate);
+  EXPECT_DOUBLE_EQ(*host.packet_drop_rate, 6.0 / 3000);
+  ASSERT_TRUE(leaf.xmit_wait_fraction);
+  EXPECT_NEAR(*leaf.xmit_wait_fraction, 0.25, 1e-9);
+  EXPECT_EQ(Of(h.Cables(), b.leaf2).a.Delta(Signal::kSymbolErrors), 0u) << "the other cable saw nothing";
+
+  // The window slides: after 4 quiet sweeps the increments are out of it.
+  for (int i = 0; i < 6; ++i) b.Observe(h);
+  const CableHealth later = Of(h.Cables(), b.leaf1);
+  const EndRates& host_later = later.a.port == b.host0 ? later.a : later.b;
+  EXPECT_EQ(host_later.Delta(Signal::kSymbolErrors), 0u);
+  EXPECT_GE(host_later.window_seconds, 4);
+  EXPECT_LE(host_later.window_seconds, 5);
+}
+
+TEST(LinkHealthTest, FlapsCountOncePerSweepWhicheverSawThem) {
+  Bench b;
+  LinkHealth h({milliseconds(10'000), 1});
+  b.Observe(h);
+  b.SetUp(b.leaf1, false);  // seen down, and LinkDowned moved on both ends
+  b.Add(b.leaf1, Counter::kLinkDowned, 1);
+  b.Add(b.host0, Counter::kLinkDowned, 1);
+  b.Observe(h);
+  EXPECT_FALSE(Of(h.Cables(), b.leaf1).up);
+  EXPECT_EQ(Of(h.Cables(), b.leaf1).downs_total, 1u);
+  b.SetUp(b.leaf1, true);
+  b.Observe(h);
+  b.Add(b.leaf1, Counter::kLinkDowned, 2);  // two flaps between sweeps, never seen down
+  b.Observe(h);
+  const CableHealth c = Of(h.Cables(), b.leaf1);
+  EXPECT_TRUE(c.up);
+  EXPECT_EQ(c.downs_total, 3u);
+  EXPECT_EQ(c.downs_in_window, 3);
+  EXPECT_EQ(Of(h.Cables(), b.leaf2).downs_total, 0u);
+}
+
+TEST(LinkHealthTest, AWidthDropIsBelowTheBestRate) {
+  Bench b;
+  LinkHealth h({milliseconds(10'000), 1});
+  b.Observe(h);
+  EXPECT_EQ(Of(h.Cables(), b.leaf2).rate, "4xQDR");
+  b.links[b.leaf2].width_active = 1;
+  b.Observe(h);
+  CableHealth c = Of(h.Cables(), b.leaf2);
+  EXPECT_TRUE(c.dropped);
+  EXPECT_EQ(c.rate, "1xQDR");
+  EXPECT_EQ(c.best_rate, "4xQDR");
+  b.links[b.leaf2].width_active = 2;
+  b.Observe(h);
+  EXPECT_FALSE(Of(h.Cables(), b.leaf2).dropped);
+}
+
+// An engine fed with sweeps of the bench, one per call.
+struct Driven {
+  Bench b;
+  LinkHealth health{{milliseconds(3000), 1}};
+  AlertEngine engine;
+  explicit Driven(AlertConfig c) : engine(c) {}
+  std::vector<Alert> Sweep() {
+    health.Observe(b.fabric, nullptr, b.ports, b.links, b.Now(), b.Wall());
+    engine.Evaluate(health.Cables(), nullptr, b.Wall(),
+                    [](const PortRef& p) { return topology::FormatGuid(p.node_guid) + "[" + std::to_string(p.port) + "]"; });
+    ++b.sweep;
+    return engine.Active();
+  }
+};
+
+AlertConfig Quick() {
+  AlertConfig c;
+  c.window = milliseconds(3000);
+  c.raise_after = 2;
+  c.clear_after = 2;
+  c.symbol_errors = {1, 10};
+  return c;
+}
+
+TEST(AlertEngineTest, HysteresisBothWays) {
+  Driven d(Quick());
+  EXPECT_TRUE(d.Sweep().empty());
+  d.b.Add(d.b.host1, Counter::kSymbolError, 4);  // 4/s: a warning, once
+  EXPECT_TRUE(d.Sweep().empty()) << "one sweep is not enough";
+  d.b.Add(d.b.host1, Counter::kSymbolError, 40);
+  auto active = d.Sweep();
+  ASSERT_EQ(active.size(), 1u);
+  EXPECT_EQ(active[0].cause, Cause::kBadCable);
+  EXPECT_EQ(active[0].severity, Severity::kCritical);  // 44 over 2 s
+  EXPECT_EQ(active[0].cable, topology::CableBetween(d.b.leaf2, d.b.host1));
+  EXPECT_EQ(active[0].since, d.b.w0 + std::chrono::seconds(1)) << "since the first sweep of the streak";
+  ASSERT_FALSE(active[0].evidence.empty());
+  EXPECT_EQ(active[0].evidence[0].signal, "symbol_errors");
+  EXPECT_EQ(*active[0].evidence[0].delta, 44u);
+  EXPECT_NE(active[0].action.find("Errors are received at"), std::string::npos);
+  // Quiet: the increments stay in the 3 s window for a while, then two
+  // clean sweeps clear it.
+  int sweeps = 0;
+  while (!d.Sweep().empty()) ASSERT_LT(++sweeps, 10);
+  // t=3 and t=4 still have the t=2 increments in their 3 s window; t=5 is
+  // the first clean sweep, t=6 the second, which clears (clear_after=2).
+  EXPECT_EQ(sweeps, 3);
+  ASSERT_EQ(d.engine.Cleared().size(), 1u);
+  EXPECT_TRUE(d.engine.Cleared()[0].cleared);
+  EXPECT_EQ(d.engine.Raised().at(Cause::kBadCable), 1u);
+}
+
+TEST(AlertEngineTest, RemotePhysicalErrorsAndCongestionAreNotACable) {
+  AlertConfig c = Quick();
+  Driven d(c);
+  d.Sweep();
+  for (int i = 0; i < 4; ++i) {
+    d.b.Add(d.b.leaf1, Counter::kRcvRemotePhysicalErrors, 1000);
+    d.b.Add(d.b.leaf2, Counter::kXmitWait, 600'000'000);
+    d.Sweep();
+  }
+  const auto active = d.engine.Active();
+  ASSERT_EQ(active.size(), 1u);
+  EXPECT_EQ(active[0].cause, Cause::kCongestion);
+  EXPECT_EQ(active[0].severity, Severity::kCritical);
+  EXPECT_EQ(active[0].cable, topology::CableBetween(d.b.leaf2, d.b.host1));
+}
+
+TEST(AlertEngineTest, AnEndThatDoesNotAnswerCountsNeitherWay) {
+  Driven d(Quick());
+  d.Sweep();
+  d.b.Add(d.b.host0, Counter::kSymbolError, 50);
+  d.Sweep();
+  d.b.Add(d.b.host0, Counter::kSymbolError, 50);
+  ASSERT_EQ(d.Sweep().size(), 1u);
+  d.b.ports[d.b.host0].stale = true;  // host0 stops answering
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(d.Sweep().size(), 1u) << "kept while it cannot be judged";
+  d.b.ports[d.b.host0].stale = false;
+  int sweeps = 0;
+  while (!d.Sweep().empty()) ASSERT_LT(++sweeps, 10);
+}
+
+TEST(AlertEngineTest, APinnedCounterCannotClearAnAlert) {
+  Driven d(Quick());
+  d.Sweep();
+  d.b.Add(d.b.host0, Counter::kSymbolError, 50);
+  d.Sweep();
+  d.b.Add(d.b.host0, Counter::kSymbolError, 50);
+  ASSERT_EQ(d.Sweep().size(), 1u);
+  PortTotals& t = d.b.ports[d.b.host0];
+  t.last_bits[Index(Counter::kSymbolError)] = 16;
+  t.last_raw[Index(Counter::kSymbolError)] = 0xffff;  // stopped at its maximum
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(d.Sweep().size(), 1u);
+}
+
+TEST(AlertEngineTest, FlappingDegradedAndMiswiring) {
+  AlertConfig c = Quick();
+  c.raise_after = 1;
+  c.link_downs = {2, std::nullopt};
+  Driven d(c);
+  d.Sweep();
+  d.b.Add(d.b.leaf1, Counter::kLinkDowned, 2);
+  d.b.links[d.b.leaf2].width_active = 1;
+  auto active = d.Sweep();
+  ASSERT_EQ(active.size(), 2u);
+  std::set<Cause> causes{active[0].cause, active[1].cause};
+  EXPECT_EQ(causes, (std::set<Cause>{Cause::kFlappingLink, Cause::kDegradedLink}));
+  for (const auto& a : active) EXPECT_EQ(a.severity, Severity::kWarning);
+
+  topology::Analysis analysis;
+  analysis.findings.push_back({topology::FindingKind::kPlanWrongRemotePort, "planned x, found y", 0, d.b.leaf1, d.b.host0});
+  analysis.findings.push_back({topology::FindingKind::kFewerUplinks, "not about a cable", d.b.leaf1.node_guid, {}, {}});
+  d.engine.Evaluate(d.health.Cables(), &analysis, d.b.Wall(), [](const PortRef&) { return std::string("p"); });
+  active = d.engine.Active();
+  const auto mis = std::count_if(active.begin(), active.end(), [](const Alert& a) { return a.cause == Cause::kMiswiring; });
+  EXPECT_EQ(mis, 1);
+  // The finding gone after a discovery: the alert clears after clear_after.
+  const topology::Analysis fixed;
+  for (int i = 0; i < 2; ++i) {
+    d.engine.Evaluate(d.health.Cables(), &fixed, d.b.Wall(), [](const PortRef&) { return std::string("p"); });
+  }
+  active = d.engine.Active();
+  EXPECT_EQ(std::count_if(active.begin(), active.end(), [](const Alert& a) { return a.cause == Cause::kMiswiring; }), 0);
+}
+
+TEST(AlertConfigTest, DefaultsOverridesAndErrorsNameTheLine) {
+  AlertConfig c;
+  std::string error;
+  ASSERT_TRUE(exporter::ParseAlertConfig("", &c, &error)) << error;
+  EXPECT_EQ(c.window, milliseconds(300'000));
+  ASSERT_TRUE(exporter::ParseAlertConfig(R"(# thresholds
+window: 30s
+raise_after: 3
+bad_cable:
+  symbol_errors_per_second: {warning: 0.5, critical: null}
+  bit_error_rate: {min_bits: 1e9}
+congestion:
+  xmit_wait_tick_multiplier: 8
+degraded_link: {severity: critical}
+)",
+                                         &c, &error))
+      << error;
+  EXPECT_EQ(c.window, milliseconds(30'000));
+  EXPECT_EQ(c.raise_after, 3);
+  EXPECT_EQ(c.clear_after, 3);
+  EXPECT_EQ(c.symbol_errors.warning, 0.5);
+  EXPECT_FALSE(c.symbol_errors.critical);
+  EXPECT_EQ(c.bit_error_rate_min_bits, 1e9);
+  EXPECT_EQ(c.bit_error_rate.warning, 1e-12) << "unset levels keep their defaults";
+  EXPECT_EQ(c.xmit_wait_tick_multiplier, 8);
+  EXPECT_EQ(c.degraded_severity, Severity::kCritical);
+
+  const std::vector<std::pair<std::string, std::string>> cases{
+      {"window: soon\n", "line 1: window must be a duration"},
+      {"raise_after: 0\n", "line 1: raise_after must be a whole number from 1 to 1000"},
+      {"clear_after: 2.5\n", "line 1: clear_after must be a whole number"},
+      {"bad_cable:\n  symbol_errors_per_second: {warning: -1}\n", "line 2: bad_cable.symbol_errors_per_second.warning must not be negative"},
+      {"bad_cable:\n  symbol_errors_per_second: {warning: 5, critical: 1}\n", "line 2: bad_cable.symbol_errors_per_second: warning must not be above critical"},
+      {"bad_cable:\n  symbol_error_per_second: {warning: 5}\n", "line 2: unknown key 'symbol_error_per_second' in bad_cable"},
+      {"flapping_link:\n  link_downs: {warning: many}\n", "line 2: flapping_link.link_downs.warning must be a number, not 'many'"},
+      {"miswiring: {severity: page}\n", "line 1: miswiring.severity must be warning or critical"},
+      {"congestion: {xmit_wait_tick_multiplier: 0}\n", "line 1: congestion.xmit_wait_tick_multiplier must be from 1 to 256"},
+      {"thresholds: 1\n", "line 1: unknown key 'thresholds' in the file"},
+      {"window: [1\n", "line 2: not YAML"},
+      {"- 1\n", "line 1: the file must be a map of keys"},
+  };
+  for (const auto& [text, want] : cases) {
+    AlertConfig x;
+    EXPECT_FALSE(exporter::ParseAlertConfig(text, &x, &error)) << text;
+    EXPECT_EQ(error.substr(0, want.size()), want) << text << " -> " << error;
+  }
+}
+
+TEST(AlertFilterTest, ParsesAndRejects) {
+  AlertFilter f;
+  std::string error;
+  ASSERT_TRUE(ParseAlertFilter({{"severity", "critical"}, {"node", "leaf01"}, {"state", "cleared"}}, &f, &error));
+  EXPECT_EQ(f.severity, Severity::kCritical);
+  EXPECT_EQ(f.node, "leaf01");
+  EXPECT_FALSE(f.active);
+  EXPECT_TRUE(f.cleared);
+  EXPECT_FALSE(ParseAlertFilter({{"severity", "warning"}, {"severity", "critical"}}, &f, &error));
+  EXPECT_EQ(error, "parameter 'severity' given more than once");
+}
+
+}  // namespace
+}  // namespace ibfabric::collectors
