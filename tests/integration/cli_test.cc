@@ -87,6 +87,25 @@ TEST(CliTest, MalformedPlanExits2WithFileAndLine) {
   RemoveTree(dir);
 }
 
+TEST(CliTest, MalformedAlertConfigExits2WithFileAndLine) {
+  const std::string dir = MakeTempDir("cli");
+  WriteFile(dir + "/alerts.yaml", "window: 1m\nbad_cable:\n  rcv_errors_per_second: {warning: 5, critical: 2}\n");
+  const auto r = RunExporter({"--alerts.config=" + dir + "/alerts.yaml", "--once"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(Lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find(dir + "/alerts.yaml:3: bad_cable.rcv_errors_per_second: warning must not be above critical"),
+            std::string::npos)
+      << r.err;
+  WriteFile(dir + "/typo.yaml", "raise_afterr: 2\n");
+  const auto t = RunExporter({"--alerts.config=" + dir + "/typo.yaml", "--once"});
+  EXPECT_EQ(t.exit_code, 2);
+  EXPECT_NE(t.err.find(dir + "/typo.yaml:1: unknown key 'raise_afterr'"), std::string::npos) << t.err;
+  const auto missing = RunExporter({"--alerts.config=" + dir + "/absent.yaml", "--once"});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find(dir + "/absent.yaml: cannot read"), std::string::npos) << missing.err;
+  RemoveTree(dir);
+}
+
 TEST(CliTest, MissingDeviceIsAClearError) {
   // Without the simulator preload there is no InfiniBand device here (or, on
   // a machine with one, no device by this name).
