@@ -39,7 +39,19 @@ bool IsMiswiring(topology::FindingKind k) {
   }
 }
 
+// Whether an end can be judged this sweep: it answered, and twice so far.
+bool Readable(const EndRates& end) { return end.present.any() && end.window_seconds > 0; }
+
 }  // namespace
+
+void AlertEngine::JudgeEnd(Verdict* v, int end, const EndRates& rates, const std::string& signal, double value,
+                           const Threshold& t, const std::string& unit, std::optional<std::uint64_t> delta) {
+  const auto sev = t.Judge(value);
+  if (!sev) return;
+  v->severity = Worse(v->severity, sev);
+  v->evidence.push_back(
+      {signal, end, value, unit, delta, rates.window_seconds, *sev == Severity::kCritical ? t.critical : t.warning, ""});
+}
 
 const char* ToString(Cause c) {
   switch (c) {
@@ -74,37 +86,30 @@ AlertEngine::Verdict AlertEngine::BadCable(const CableHealth& h, const Describe&
   bool ends_with_errors[2] = {false, false};
   int e = 0;
   for (const EndRates* end : {&h.a, &h.b}) {
-    if (!end->present.any() || end->window_seconds <= 0) {
+    const int me = e++;
+    if (!Readable(*end)) {
       v.clean = false;  // this end was not read, or not twice yet
-      ++e;
       continue;
     }
-    auto judge = [&](const std::string& signal, double value, const Threshold& t, const std::string& unit,
-                     std::optional<std::uint64_t> delta) {
-      const auto sev = t.Judge(value);
-      if (!sev) return;
-      v.severity = Worse(v.severity, sev);
-      ends_with_errors[e] = true;
-      v.evidence.push_back({signal, e, value, unit, delta, end->window_seconds,
-                            *sev == Severity::kCritical ? t.critical : t.warning, ""});
-    };
+    const std::size_t before = v.evidence.size();
     for (const Rule& r : rules) {
       if (!end->Known(r.signal)) continue;  // not reported by this port
       if (end->pinned.test(static_cast<std::size_t>(r.signal)) && end->Delta(r.signal) == 0) {
         v.clean = false;  // stopped at its maximum: its rate cannot be seen
         continue;
       }
-      judge(ToString(r.signal), end->PerSecond(r.signal), *r.threshold, "per_second", end->Delta(r.signal));
+      JudgeEnd(&v, me, *end, ToString(r.signal), end->PerSecond(r.signal), *r.threshold, "per_second",
+               end->Delta(r.signal));
     }
     if (end->bit_error_rate && end->bits_received >= config_.bit_error_rate_min_bits) {
-      judge("bit_error_rate", *end->bit_error_rate, config_.bit_error_rate, "ratio",
-            end->Delta(Signal::kSymbolErrors));
+      JudgeEnd(&v, me, *end, "bit_error_rate", *end->bit_error_rate, config_.bit_error_rate, "ratio",
+               end->Delta(Signal::kSymbolErrors));
     }
     if (end->packet_drop_rate && end->packets_received >= config_.packet_drop_rate_min_packets) {
-      judge("packet_drop_rate", *end->packet_drop_rate, config_.packet_drop_rate, "ratio",
-            end->Delta(Signal::kRcvErrors));
+      JudgeEnd(&v, me, *end, "packet_drop_rate", *end->packet_drop_rate, config_.packet_drop_rate, "ratio",
+               end->Delta(Signal::kRcvErrors));
     }
-    ++e;
+    ends_with_errors[me] = v.evidence.size() > before;
   }
   if (!v.severity) return v;
   const std::string cable = describe(h.cable.a) + " - " + describe(h.cable.b);
@@ -173,28 +178,19 @@ AlertEngine::Verdict AlertEngine::Congestion(const CableHealth& h, const Describ
   }
   int e = 0;
   for (const EndRates* end : {&h.a, &h.b}) {
-    if (!end->present.any() || end->window_seconds <= 0) {
+    const int me = e++;
+    if (!Readable(*end)) {
       v.clean = false;
-      ++e;
       continue;
     }
-    auto add = [&](const char* signal, double value, const Threshold& t, const char* unit,
-                   std::optional<std::uint64_t> delta) {
-      const auto sev = t.Judge(value);
-      if (!sev) return;
-      v.severity = Worse(v.severity, sev);
-      v.evidence.push_back({signal, e, value, unit, delta, end->window_seconds,
-                            *sev == Severity::kCritical ? t.critical : t.warning, ""});
-    };
     if (end->xmit_wait_fraction) {
-      add("xmit_wait_fraction", *end->xmit_wait_fraction, config_.xmit_wait_fraction, "fraction",
-          end->Delta(Signal::kXmitWait));
+      JudgeEnd(&v, me, *end, "xmit_wait_fraction", *end->xmit_wait_fraction, config_.xmit_wait_fraction, "fraction",
+               end->Delta(Signal::kXmitWait));
     }
     if (end->Known(Signal::kXmitDiscards)) {
-      add("xmit_discards", end->PerSecond(Signal::kXmitDiscards), config_.xmit_discards, "per_second",
-          end->Delta(Signal::kXmitDiscards));
+      JudgeEnd(&v, me, *end, "xmit_discards", end->PerSecond(Signal::kXmitDiscards), config_.xmit_discards,
+               "per_second", end->Delta(Signal::kXmitDiscards));
     }
-    ++e;
   }
   if (!v.severity) return v;
   const Evidence& first = v.evidence.front();

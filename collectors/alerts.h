@@ -127,6 +127,9 @@ class AlertEngine {
     std::chrono::system_clock::time_point streak_start{};
     std::optional<Alert> active;
   };
+  // Judges one value of one end against `t`; adds the evidence when it fires.
+  static void JudgeEnd(Verdict* v, int end, const EndRates& rates, const std::string& signal, double value,
+                       const Threshold& t, const std::string& unit, std::optional<std::uint64_t> delta);
   void Apply(const std::pair<topology::Link, Cause>& key, const Verdict& v,
              std::chrono::system_clock::time_point now);
   Verdict BadCable(const CableHealth& h, const Describe& d) const;

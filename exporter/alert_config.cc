@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "exporter/flags.h"
+#include "topology/config_file.h"
 
 namespace ibfabric::exporter {
 namespace {
@@ -164,19 +165,9 @@ bool ParseAlertConfig(const std::string& text, AlertConfig* config, std::string*
 }
 
 bool LoadAlertConfig(const std::string& path, AlertConfig* config, std::string* error) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) {
-    *error = path + ": cannot read: " + std::strerror(errno);
-    return false;
-  }
-  std::stringstream ss;
-  ss << f.rdbuf();
-  std::string why;
-  if (!ParseAlertConfig(ss.str(), config, &why)) {
-    *error = path + ":" + why.substr(5);  // "line N: x" -> "FILE:N: x"
-    return false;
-  }
-  return true;
+  return topology::ParseFile(
+      path, [config](const std::string& text, std::string* why) { return ParseAlertConfig(text, config, why); },
+      error);
 }
 
 }  // namespace ibfabric::exporter

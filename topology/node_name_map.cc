@@ -1,5 +1,7 @@
 #include "topology/node_name_map.h"
 
+#include "topology/config_file.h"
+
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -67,20 +69,8 @@ bool ParseNodeNameMap(std::string_view text, NodeNameMap* map, std::string* erro
 }
 
 bool LoadNodeNameMap(const std::string& path, NodeNameMap* map, std::string* error) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) {
-    *error = path + ": cannot read: " + std::strerror(errno);
-    return false;
-  }
-  std::stringstream ss;
-  ss << f.rdbuf();
-  std::string why;
-  if (!ParseNodeNameMap(ss.str(), map, &why)) {
-    // "line N: reason" -> "FILE:N: reason"
-    *error = path + ":" + why.substr(5);
-    return false;
-  }
-  return true;
+  return ParseFile(
+      path, [map](const std::string& text, std::string* why) { return ParseNodeNameMap(text, map, why); }, error);
 }
 
 Fabric WithNames(const Fabric& fabric, const NodeNameMap& map) {

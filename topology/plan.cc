@@ -12,6 +12,7 @@
 #include <set>
 #include <sstream>
 
+#include "topology/config_file.h"
 #include "topology/link_rate.h"
 
 namespace ibfabric::topology {
@@ -390,30 +391,22 @@ PlanFormat PlanFormatOf(std::string_view path, std::string_view text) {
 }
 
 bool LoadPlan(const std::string& path, CablingPlan* plan, std::string* error) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) {
-    *error = path + ": cannot read: " + std::strerror(errno);
-    return false;
-  }
-  std::stringstream ss;
-  ss << f.rdbuf();
-  const std::string text = ss.str();
-  std::string why;
-  bool ok = false;
-  switch (PlanFormatOf(path, text)) {
-    case PlanFormat::kJson: ok = ParseJsonPlan(text, plan, &why); break;
-    case PlanFormat::kYaml: ok = ParseYamlPlan(text, plan, &why); break;
-    case PlanFormat::kIbnetdiscover: ok = ParseIbnetdiscoverPlan(text, plan, &why); break;
-  }
-  if (!ok) {
-    *error = path + ":" + why.substr(5);  // "line N: x" -> "FILE:N: x"
-    return false;
-  }
-  if (plan->links.empty()) {
+  const bool ok = ParseFile(
+      path,
+      [&](const std::string& text, std::string* why) {
+        switch (PlanFormatOf(path, text)) {
+          case PlanFormat::kJson: return ParseJsonPlan(text, plan, why);
+          case PlanFormat::kYaml: return ParseYamlPlan(text, plan, why);
+          case PlanFormat::kIbnetdiscover: break;
+        }
+        return ParseIbnetdiscoverPlan(text, plan, why);
+      },
+      error);
+  if (ok && plan->links.empty()) {
     *error = path + ": the plan has no cables";
     return false;
   }
-  return true;
+  return ok;
 }
 
 std::vector<Finding> DiffAgainstPlan(const Fabric& fabric, const CablingPlan& plan, const Analysis& analysis) {

@@ -209,13 +209,19 @@ TEST(AlertEngineTest, RemotePhysicalErrorsAndCongestionAreNotACable) {
   EXPECT_EQ(active[0].cable, topology::CableBetween(d.b.leaf2, d.b.host1));
 }
 
+// A bad-cable alert on host0's cable: errors in two sweeps in a row.
+void RaiseOnHost0(Driven& d) {
+  d.Sweep();
+  for (int i = 0; i < 2; ++i) {
+    d.b.Add(d.b.host0, Counter::kSymbolError, 50);
+    d.Sweep();
+  }
+  ASSERT_EQ(d.engine.Active().size(), 1u);
+}
+
 TEST(AlertEngineTest, AnEndThatDoesNotAnswerCountsNeitherWay) {
   Driven d(Quick());
-  d.Sweep();
-  d.b.Add(d.b.host0, Counter::kSymbolError, 50);
-  d.Sweep();
-  d.b.Add(d.b.host0, Counter::kSymbolError, 50);
-  ASSERT_EQ(d.Sweep().size(), 1u);
+  ASSERT_NO_FATAL_FAILURE(RaiseOnHost0(d));
   d.b.ports[d.b.host0].stale = true;  // host0 stops answering
   for (int i = 0; i < 6; ++i) EXPECT_EQ(d.Sweep().size(), 1u) << "kept while it cannot be judged";
   d.b.ports[d.b.host0].stale = false;
@@ -225,11 +231,7 @@ TEST(AlertEngineTest, AnEndThatDoesNotAnswerCountsNeitherWay) {
 
 TEST(AlertEngineTest, APinnedCounterCannotClearAnAlert) {
   Driven d(Quick());
-  d.Sweep();
-  d.b.Add(d.b.host0, Counter::kSymbolError, 50);
-  d.Sweep();
-  d.b.Add(d.b.host0, Counter::kSymbolError, 50);
-  ASSERT_EQ(d.Sweep().size(), 1u);
+  ASSERT_NO_FATAL_FAILURE(RaiseOnHost0(d));
   PortTotals& t = d.b.ports[d.b.host0];
   t.last_bits[Index(Counter::kSymbolError)] = 16;
   t.last_raw[Index(Counter::kSymbolError)] = 0xffff;  // stopped at its maximum

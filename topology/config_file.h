@@ -1,0 +1,17 @@
+#pragma once
+// The one way configuration files (plans, node-name maps, thresholds) are
+// read: the whole file, handed to a pure parser whose "line N: reason"
+// becomes "FILE:N: reason".
+
+#include <functional>
+#include <string>
+
+namespace ibfabric::topology {
+
+using TextParser = std::function<bool(const std::string& text, std::string* why)>;
+
+// False with "FILE:N: reason" (or "FILE: reason" when the parser names no
+// line) or "FILE: cannot read: <errno text>".
+bool ParseFile(const std::string& path, const TextParser& parse, std::string* error);
+
+}  // namespace ibfabric::topology
