@@ -7,7 +7,9 @@
 
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
+#include <thread>
 
 #include "tests/testbed/exporter_process.h"
 #include "tests/testbed/fat_tree.h"
@@ -245,6 +247,46 @@ std::map<std::string, double> PlanFindings(const Scrape& s) {
   return out;
 }
 
+// Every topology finding about a cable is a miswiring alert on exactly that
+// cable (the two ends the finding names), and the planted degraded link is
+// a degraded-link alert: /api/v1/alerts against /api/v1/topology.
+void ExpectMiswiringAlerts(const ExporterProcess& e, const Endpoint& degraded) {
+  using nlohmann::json;
+  const std::set<std::string> kinds{"same_tier_link", "skip_tier_link", "ca_on_non_leaf", "ca_to_ca",
+                                    "plan_missing_link", "plan_extra_link", "plan_wrong_remote_node",
+                                    "plan_wrong_remote_port"};
+  auto end = [](const json& x, const char* name_key) {
+    return x[name_key].get<std::string>() + "[" + std::to_string(x["port"].get<int>()) + "]";
+  };
+  std::set<std::set<std::string>> want;
+  const json topo = json::parse(e.Get("/api/v1/topology"));
+  for (const auto& f : topo["findings"]) {
+    if (kinds.count(f["kind"]) && !f["a"].is_null() && !f["b"].is_null()) {
+      want.insert({end(f["a"], "name"), end(f["b"], "name")});
+    }
+  }
+  ASSERT_GE(want.size(), 5u) << topo["findings"].dump(1);
+  std::set<std::set<std::string>> got;
+  std::set<std::string> degraded_ends;
+  const auto deadline = std::chrono::steady_clock::now() + seconds(20);
+  while (std::chrono::steady_clock::now() < deadline) {
+    const json alerts = json::parse(e.Get("/api/v1/alerts?state=active"));
+    got.clear();
+    degraded_ends.clear();
+    for (const auto& a : alerts["active"]) {
+      if (a["cause"] == "miswiring") got.insert({end(a["ends"][0], "node"), end(a["ends"][1], "node")});
+      if (a["cause"] == "degraded_link") {
+        for (const auto& x : a["ends"]) degraded_ends.insert(end(x, "node"));
+      }
+    }
+    if (got == want && !degraded_ends.empty()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  EXPECT_EQ(got, want);
+  EXPECT_TRUE(degraded_ends.count(degraded.node + "[" + std::to_string(degraded.port) + "]"))
+      << "degraded-link alert ends: " << degraded_ends.size();
+}
+
 TEST(TopologyTest, PlanDiffFindsEveryWiringFaultAndNothingOnTheCleanTwin) {
   const FatTree clean = FatTree::Generate(Small());
   const std::string dir = MakeTempDir("plan");
@@ -291,6 +333,7 @@ TEST(TopologyTest, PlanDiffFindsEveryWiringFaultAndNothingOnTheCleanTwin) {
     EXPECT_TRUE(ends == (std::set<std::string>{e(u0, s0), e(u1, s1)}) ||
                 ends == (std::set<std::string>{e(s0, u0), e(s1, u1)}))
         << plan;
+    if (plan == "plan.yaml") ExpectMiswiringAlerts(*r.exporter, faulted.LeafUplink(4, 1, 0));
   }
   RemoveTree(dir);
 }
