@@ -112,6 +112,24 @@ AlertEngine::Verdict AlertEngine::BadCable(const CableHealth& h, const Describe&
     ends_with_errors[me] = v.evidence.size() > before;
   }
   if (!v.severity) return v;
+  // The estimates go with the evidence wherever traffic allows them, also
+  // below their thresholds (or their minimum traffic): they say how bad.
+  int k = 0;
+  for (const EndRates* end : {&h.a, &h.b}) {
+    const int me = k++;
+    auto has = [&](const char* signal) {
+      return std::any_of(v.evidence.begin(), v.evidence.end(),
+                         [&](const Evidence& x) { return x.end == me && x.signal == signal; });
+    };
+    if (end->bit_error_rate && !has("bit_error_rate")) {
+      v.evidence.push_back({"bit_error_rate", me, *end->bit_error_rate, "ratio", end->Delta(Signal::kSymbolErrors),
+                            end->window_seconds, std::nullopt, ""});
+    }
+    if (end->packet_drop_rate && !has("packet_drop_rate")) {
+      v.evidence.push_back({"packet_drop_rate", me, *end->packet_drop_rate, "ratio", end->Delta(Signal::kRcvErrors),
+                            end->window_seconds, std::nullopt, ""});
+    }
+  }
   const std::string cable = describe(h.cable.a) + " - " + describe(h.cable.b);
   const Evidence& first = v.evidence.front();
   const topology::PortRef& at = first.end == 0 ? h.cable.a : h.cable.b;

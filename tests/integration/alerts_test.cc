@@ -275,6 +275,22 @@ TEST_F(AlertsTest, ALinkDownAgainAndAgainIsFlapping) {
   EXPECT_TRUE(WaitAlerts(*e, [](const json& j) { return j["active"].empty(); })) << Alerts(*e).dump(2);
 }
 
+TEST_F(AlertsTest, LinkDownedCounterIncrementsAreFlaps) {
+  // Real ports count their own flaps even when no sweep sees them down.
+  const Endpoint uplink = tree_->LeafUplink(3, 1);
+  auto e = Start();
+  ASSERT_TRUE(e);
+  {
+    Ramp ramp(uplink, "PortCounters.LinkDownedCounter", 1);
+    const auto raised = WaitAlerts(*e, [](const json& j) { return HasActive(j, "flapping_link"); });
+    ASSERT_TRUE(raised) << e->Log();
+    const json* a = Find((*raised)["active"], "flapping_link");
+    EXPECT_EQ(Ends(*a), (std::set<std::string>{Str(uplink), Str(*tree_->Peer(uplink))}));
+    EXPECT_FALSE(HasActive(*raised, "bad_cable"));
+  }
+  EXPECT_TRUE(WaitAlerts(*e, [](const json& j) { return j["active"].empty(); })) << Alerts(*e).dump(2);
+}
+
 TEST_F(AlertsTest, ALinkRetrainedToOneLaneIsDegradedUntilRestored) {
   const Endpoint uplink = tree_->LeafUplink(1, 2);
   auto e = Start();

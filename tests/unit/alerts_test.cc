@@ -181,6 +181,8 @@ TEST(AlertEngineTest, HysteresisBothWays) {
   EXPECT_EQ(active[0].evidence[0].signal, "symbol_errors");
   EXPECT_EQ(*active[0].evidence[0].delta, 44u);
   EXPECT_NE(active[0].action.find("Errors are received at"), std::string::npos);
+  // No data counted at host1: no bit-error-rate estimate to give.
+  for (const auto& ev : active[0].evidence) EXPECT_NE(ev.signal, "bit_error_rate");
   // Quiet: the increments stay in the 3 s window for a while, then two
   // clean sweeps clear it.
   int sweeps = 0;
@@ -191,6 +193,27 @@ TEST(AlertEngineTest, HysteresisBothWays) {
   ASSERT_EQ(d.engine.Cleared().size(), 1u);
   EXPECT_TRUE(d.engine.Cleared()[0].cleared);
   EXPECT_EQ(d.engine.Raised().at(Cause::kBadCable), 1u);
+}
+
+TEST(AlertEngineTest, EstimatesGoWithTheEvidenceBelowTheirThresholds) {
+  Driven d(Quick());
+  d.Sweep();
+  for (int i = 0; i < 2; ++i) {
+    d.b.Add(d.b.host1, Counter::kSymbolError, 20);
+    d.b.Add(d.b.host1, Counter::kRcvData, 1'000'000'000);  // 3.2e10 bits a sweep: below min_bits
+    d.b.Add(d.b.host1, Counter::kRcvPkts, 1'000'000);
+    d.Sweep();
+  }
+  const auto active = d.engine.Active();
+  ASSERT_EQ(active.size(), 1u);
+  const Evidence* ber = nullptr;
+  for (const auto& ev : active[0].evidence) {
+    if (ev.signal == "bit_error_rate") ber = &ev;
+  }
+  ASSERT_NE(ber, nullptr);
+  EXPECT_DOUBLE_EQ(ber->value, 40.0 / 6.4e10);
+  EXPECT_FALSE(ber->threshold) << "informational: below min_bits";
+  EXPECT_EQ(active[0].cable.a == d.b.host1 ? 0 : 1, ber->end);
 }
 
 TEST(AlertEngineTest, RemotePhysicalErrorsAndCongestionAreNotACable) {
