@@ -181,10 +181,15 @@ void LinkHealth::Observe(const topology::Fabric& fabric, const topology::Analysi
       auto d = analysis->degraded.find(link);
       if (d != analysis->degraded.end()) h.degraded = d->second;
     }
-    const topology::Port* sa = links.count(link.a) ? &links.at(link.a) : fabric.FindPort(link.a);
-    const topology::Port* sb = links.count(link.b) ? &links.at(link.b) : fabric.FindPort(link.b);
-    h.a = RatesOf(link.a, sa && sa->link_up() ? sa : state);
-    h.b = RatesOf(link.b, sb && sb->link_up() ? sb : state);
+    // Each end's speed sets its XmitWait tick: as read this sweep, else as
+    // discovered, else the link's.
+    auto speed_of = [&](const topology::PortRef& end) {
+      auto it = links.find(end);
+      const topology::Port* p = it != links.end() ? &it->second : fabric.FindPort(end);
+      return p && p->link_up() ? p : state;
+    };
+    h.a = RatesOf(link.a, speed_of(link.a));
+    h.b = RatesOf(link.b, speed_of(link.b));
     h.a.present = present[0];
     h.a.pinned = pinned[0];
     h.b.present = present[1];
