@@ -50,7 +50,7 @@ void AlertEngine::JudgeEnd(Verdict* v, int end, const EndRates& rates, const std
   if (!sev) return;
   v->severity = Worse(v->severity, sev);
   v->evidence.push_back(
-      {signal, end, value, unit, delta, rates.window_seconds, *sev == Severity::kCritical ? t.critical : t.warning, ""});
+      {signal, end, value, unit, delta, rates.window_seconds, t.LevelOf(*sev), ""});
 }
 
 const char* ToString(Cause c) {
@@ -153,8 +153,7 @@ AlertEngine::Verdict AlertEngine::Flapping(const CableHealth& h, const Describe&
   v.severity = config_.link_downs.Judge(h.downs_in_window);
   if (!v.severity) return v;
   v.evidence.push_back({"link_downs", -1, static_cast<double>(h.downs_in_window), "events", h.downs_total, window,
-                        *v.severity == Severity::kCritical ? config_.link_downs.critical : config_.link_downs.warning,
-                        ""});
+                        config_.link_downs.LevelOf(*v.severity), ""});
   v.summary = "flapping link " + describe(h.cable.a) + " - " + describe(h.cable.b) + ": went down " +
               std::to_string(h.downs_in_window) + " times in " + Seconds(window);
   v.action = "Check the cable seating and the transceivers at both ends; replace the cable if it keeps going "

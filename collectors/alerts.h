@@ -38,6 +38,8 @@ struct Threshold {
   std::optional<double> warning;
   std::optional<double> critical;
   std::optional<Severity> Judge(double value) const;
+  // The level that stands for `s`.
+  std::optional<double> LevelOf(Severity s) const { return s == Severity::kCritical ? critical : warning; }
 };
 
 struct AlertConfig {
