@@ -1,17 +1,10 @@
 #include "exporter/alert_config.h"
 
-#include <yaml-cpp/yaml.h>
-
-#include <cerrno>
-#include <cmath>
-#include <cstdlib>
-#include <cstring>
-#include <fstream>
 #include <functional>
 #include <map>
-#include <sstream>
 
 #include "exporter/flags.h"
+#include "exporter/yaml_keys.h"
 #include "topology/config_file.h"
 
 namespace ibfabric::exporter {
@@ -21,51 +14,11 @@ using collectors::AlertConfig;
 using collectors::Severity;
 using collectors::Threshold;
 
-// Raised with the node where the problem is; turned into "line N: ...".
-struct Bad {
-  int line;
-  std::string why;
-};
-
-int LineOf(const YAML::Node& n) { return n.Mark().line + 1; }
-
-double Number(const YAML::Node& n, const std::string& key) {
-  if (!n.IsScalar()) throw Bad{LineOf(n), key + " must be a number"};
-  const std::string& s = n.Scalar();
-  char* end = nullptr;
-  errno = 0;
-  const double v = std::strtod(s.c_str(), &end);
-  if (s.empty() || *end != '\0' || errno == ERANGE || !std::isfinite(v)) {
-    throw Bad{LineOf(n), key + " must be a number, not '" + s.substr(0, 40) + "'"};
-  }
-  if (v < 0) throw Bad{LineOf(n), key + " must not be negative"};
-  return v;
-}
-
-int Count(const YAML::Node& n, const std::string& key, int min, int max) {
-  const double v = Number(n, key);
-  if (v != std::floor(v) || v < min || v > max) {
-    throw Bad{LineOf(n), key + " must be a whole number from " + std::to_string(min) + " to " + std::to_string(max)};
-  }
-  return static_cast<int>(v);
-}
-
-// Calls handlers[key] for each key of a map; unknown keys are errors.
-void Keys(const YAML::Node& map, const std::string& where,
-          const std::map<std::string, std::function<void(const YAML::Node&, const std::string&)>>& handlers) {
-  if (!map.IsMap()) throw Bad{LineOf(map), where + " must be a map of keys"};
-  for (const auto& kv : map) {
-    const std::string key = kv.first.Scalar();
-    auto it = handlers.find(key);
-    if (it == handlers.end()) {
-      std::string known;
-      for (const auto& [k, h] : handlers) known += (known.empty() ? "" : ", ") + k;
-      throw Bad{LineOf(kv.first), "unknown key '" + key.substr(0, 40) + "' in " + where + " (known: " + known + ")"};
-    }
-    const std::string path = where == "the file" ? key : where + "." + key;
-    it->second(kv.second, path);
-  }
-}
+using yaml::Bad;
+using yaml::Count;
+using yaml::Keys;
+using yaml::LineOf;
+using yaml::Number;
 
 void Level(const YAML::Node& n, const std::string& key, std::optional<double>* out) {
   if (n.IsNull()) {
@@ -108,8 +61,7 @@ std::function<void(const YAML::Node&, const std::string&)> SeverityOf(Severity* 
 
 bool ParseAlertConfig(const std::string& text, AlertConfig* config, std::string* error) {
   AlertConfig c;
-  try {
-    const YAML::Node root = YAML::Load(text);
+  const bool ok = yaml::Parse(text, [&c](const YAML::Node& root) {
     if (!root.IsNull()) {
       Keys(root, "the file",
            {{"window",
@@ -153,15 +105,9 @@ bool ParseAlertConfig(const std::string& text, AlertConfig* config, std::string*
             {"degraded_link", SeverityOf(&c.degraded_severity)},
             {"miswiring", SeverityOf(&c.miswiring_severity)}});
     }
-  } catch (const Bad& b) {
-    *error = "line " + std::to_string(b.line) + ": " + b.why;
-    return false;
-  } catch (const YAML::Exception& e) {
-    *error = "line " + std::to_string(e.mark.line + 1) + ": not YAML: " + e.msg;
-    return false;
-  }
-  *config = c;
-  return true;
+  }, error);
+  if (ok) *config = c;
+  return ok;
 }
 
 bool LoadAlertConfig(const std::string& path, AlertConfig* config, std::string* error) {

@@ -71,6 +71,15 @@ const std::map<std::string, Flag>& Flags() {
           c.telemetry_path = v;
           return "";
         }}},
+      {"web.config.file",
+       {"Path to a web configuration file enabling TLS and/or basic auth (the format of "
+        "Prometheus's exporter-toolkit; see docs/security.md).",
+        "FILE",
+        [](Config& c, const std::string& v) -> std::string {
+          if (v.empty()) return "must not be empty";
+          c.web_config = v;
+          return "";
+        }}},
       {"ib.ca",
        {"InfiniBand device to use (default: the first with an active port).", "NAME",
         [](Config& c, const std::string& v) -> std::string {

@@ -13,6 +13,7 @@ struct Config {
   std::string listen_host = "0.0.0.0";
   int listen_port = 9315;
   std::string telemetry_path = "/metrics";
+  std::string web_config;  // exporter-toolkit web config (TLS, basic auth); empty: none
   std::string ca_name;  // empty: first CA with an active port
   int ca_port = 0;      // 0: first active port
   std::string node_name_map;  // infiniband-diags node-name map file; empty: none

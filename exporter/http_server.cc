@@ -1,22 +1,124 @@
 #include "exporter/http_server.h"
 
 #include <httplib.h>
+#include <openssl/err.h>
+#include <openssl/sha.h>
+#include <openssl/ssl.h>
 
 #include <algorithm>
+#include <array>
 
 #include "collectors/alerts_json.h"
 #include "topology/topology_json.h"
 
 namespace ibfabric::exporter {
 
-HttpServer::HttpServer(const SnapshotHolder& holder, HttpOptions options)
-    : holder_(holder), options_(std::move(options)), server_(std::make_unique<httplib::Server>()) {
-  Routes();
+namespace {
+
+std::string OpensslError() {
+  const unsigned long e = ERR_get_error();
+  ERR_clear_error();
+  if (e == 0) return "unknown TLS error";
+  char buf[256];
+  ERR_error_string_n(e, buf, sizeof buf);
+  return buf;
 }
 
-HttpServer::~HttpServer() { Stop(); }
+// Accepts any client certificate: the Request/RequireAny client auth types
+// ask for one without verifying it (exporter-toolkit's meaning).
+int AcceptAny(int, X509_STORE_CTX*) { return 1; }
 
-namespace {
+// Sets up the server's TLS context from the web config; false with *error.
+bool SetupTls(const TlsConfig& tls, SSL_CTX& ctx, std::string* error) {
+  SSL_CTX_set_options(&ctx, SSL_OP_NO_COMPRESSION | SSL_OP_NO_SESSION_RESUMPTION_ON_RENEGOTIATION |
+                                (tls.prefer_server_cipher_suites ? SSL_OP_CIPHER_SERVER_PREFERENCE : 0));
+  if (SSL_CTX_set_min_proto_version(&ctx, tls.min_version) != 1 ||
+      (tls.max_version != 0 && SSL_CTX_set_max_proto_version(&ctx, tls.max_version) != 1)) {
+    *error = "TLS versions not available: " + OpensslError();
+    return false;
+  }
+  if (SSL_CTX_use_certificate_chain_file(&ctx, tls.cert_file.c_str()) != 1) {
+    *error = "cannot load cert_file " + tls.cert_file + ": " + OpensslError();
+    return false;
+  }
+  if (SSL_CTX_use_PrivateKey_file(&ctx, tls.key_file.c_str(), SSL_FILETYPE_PEM) != 1) {
+    *error = "cannot load key_file " + tls.key_file + ": " + OpensslError();
+    return false;
+  }
+  if (SSL_CTX_check_private_key(&ctx) != 1) {
+    *error = "key_file " + tls.key_file + " does not match cert_file " + tls.cert_file;
+    return false;
+  }
+  if (!tls.client_ca_file.empty()) {
+    if (SSL_CTX_load_verify_locations(&ctx, tls.client_ca_file.c_str(), nullptr) != 1) {
+      *error = "cannot load client_ca_file " + tls.client_ca_file + ": " + OpensslError();
+      return false;
+    }
+    SSL_CTX_set_client_CA_list(&ctx, SSL_load_client_CA_file(tls.client_ca_file.c_str()));
+  }
+  switch (tls.client_auth) {
+    case ClientAuth::kNone:
+      SSL_CTX_set_verify(&ctx, SSL_VERIFY_NONE, nullptr);
+      break;
+    case ClientAuth::kRequest:
+      SSL_CTX_set_verify(&ctx, SSL_VERIFY_PEER, AcceptAny);
+      break;
+    case ClientAuth::kRequireAny:
+      SSL_CTX_set_verify(&ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, AcceptAny);
+      break;
+    case ClientAuth::kVerifyIfGiven:
+      SSL_CTX_set_verify(&ctx, SSL_VERIFY_PEER, nullptr);
+      break;
+    case ClientAuth::kRequireAndVerify:
+      SSL_CTX_set_verify(&ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nullptr);
+      break;
+  }
+  return true;
+}
+
+std::unique_ptr<httplib::Server> MakeServer(const HttpOptions& options, std::string* tls_error) {
+  if (!options.web.tls) return std::make_unique<httplib::Server>();
+  const TlsConfig tls = *options.web.tls;
+  return std::make_unique<httplib::SSLServer>(
+      [tls, tls_error](SSL_CTX& ctx) { return SetupTls(tls, ctx, tls_error); });
+}
+
+// RFC 4648 base64 (the Basic credentials' encoding); nullopt when malformed.
+std::optional<std::string> DecodeBase64(const std::string& in) {
+  static constexpr std::string_view kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  if (in.empty() || in.size() % 4 != 0) return std::nullopt;
+  std::string out;
+  std::uint32_t acc = 0;
+  int bits = 0;
+  std::size_t pad = 0;
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    if (in[i] == '=') {
+      if (i + 2 < in.size() || ++pad > 2) return std::nullopt;
+      continue;
+    }
+    if (pad > 0) return std::nullopt;
+    const auto v = kAlphabet.find(in[i]);
+    if (v == std::string_view::npos) return std::nullopt;
+    acc = (acc << 6) | static_cast<std::uint32_t>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out.push_back(static_cast<char>((acc >> bits) & 0xff));
+    }
+  }
+  return out;
+}
+
+std::string Sha256(const std::string& s) {
+  std::array<unsigned char, SHA256_DIGEST_LENGTH> d{};
+  SHA256(reinterpret_cast<const unsigned char*>(s.data()), s.size(), d.data());
+  return std::string(d.begin(), d.end());
+}
+
+constexpr std::size_t kMaxHeaders = 100;
+constexpr std::size_t kMaxHeaderBytes = 32 * 1024;
+constexpr std::size_t kMaxBody = 64 * 1024;
+
 
 // Accept-Encoding without brotli. httplib prefers brotli whenever a client
 // offers it (browsers do) and compresses at quality 11: about 30 s of CPU
@@ -38,8 +140,76 @@ std::string WithoutBrotli(const std::string& accept) {
 
 }  // namespace
 
+HttpServer::HttpServer(const SnapshotHolder& holder, HttpOptions options)
+    : holder_(holder), options_(std::move(options)), server_(MakeServer(options_, &tls_error_)) {
+  // A hash of nothing anybody knows, at the users' cost: an unknown user
+  // costs as much as a known one, so timing does not tell which names exist.
+  if (!options_.web.basic_auth_users.empty()) {
+    const std::string& some = options_.web.basic_auth_users.begin()->second;
+    decoy_hash_ = HashPassword(Sha256(some), std::stoi(some.substr(4, 2)));
+  }
+  Routes();
+}
+
+HttpServer::~HttpServer() { Stop(); }
+
+bool HttpServer::Authorized(const std::string& authorization) {
+  const auto& users = options_.web.basic_auth_users;
+  if (users.empty()) return true;
+  if (authorization.size() < 6 || authorization.compare(0, 6, "Basic ") != 0) return false;
+  const std::string digest = Sha256(authorization);
+  {
+    std::lock_guard<std::mutex> lock(auth_mutex_);
+    if (verified_.count(digest)) return true;
+  }
+  const auto decoded = DecodeBase64(authorization.substr(6));
+  if (!decoded) return false;
+  const auto colon = decoded->find(':');
+  if (colon == std::string::npos) return false;
+  const auto user = users.find(decoded->substr(0, colon));
+  const std::string password = decoded->substr(colon + 1);
+  // bcrypt per scrape would cost ~50 ms of CPU each; a credential that
+  // passed once is remembered by its digest only.
+  const bool ok = CheckPassword(password, user == users.end() ? decoy_hash_ : user->second) && user != users.end();
+  if (ok) {
+    std::lock_guard<std::mutex> lock(auth_mutex_);
+    if (verified_.size() >= 64) verified_.clear();
+    verified_.insert(digest);
+  }
+  return ok;
+}
+
 void HttpServer::Routes() {
-  server_->set_pre_routing_handler([](const httplib::Request& req, httplib::Response&) {
+  const int workers = options_.workers;
+  server_->new_task_queue = [workers] { return new httplib::ThreadPool(static_cast<std::size_t>(workers)); };
+  server_->set_read_timeout(5, 0);
+  server_->set_write_timeout(5, 0);
+  server_->set_keep_alive_timeout(5);
+  server_->set_payload_max_length(kMaxBody);
+  if (!options_.web.headers.empty()) {
+    server_->set_default_headers(httplib::Headers(options_.web.headers.begin(), options_.web.headers.end()));
+  }
+  server_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (req.method != "GET" && req.method != "HEAD") {
+      res.status = 405;
+      res.set_header("Allow", "GET, HEAD");
+      res.set_content("method not allowed: only GET and HEAD\n", "text/plain");
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    std::size_t header_bytes = 0;
+    for (const auto& [k, v] : req.headers) header_bytes += k.size() + v.size() + 4;
+    if (req.headers.size() > kMaxHeaders || header_bytes > kMaxHeaderBytes) {
+      res.status = 431;
+      res.set_content("request headers too large\n", "text/plain");
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    // Probes stay open so that kubelet and systemd need no password.
+    if (req.path != "/healthz" && req.path != "/readyz" && !Authorized(req.get_header_value("Authorization"))) {
+      res.status = 401;
+      res.set_header("WWW-Authenticate", "Basic realm=\"ibfabric_exporter\", charset=\"UTF-8\"");
+      res.set_content("unauthorized\n", "text/plain");
+      return httplib::Server::HandlerResponse::Handled;
+    }
     if (req.has_header("Accept-Encoding")) {
       // httplib hands handlers a const Request it owns; the header is
       // rewritten before any encoding decision is taken on it.
@@ -116,6 +286,10 @@ void HttpServer::Routes() {
 }
 
 bool HttpServer::Start(std::string* error) {
+  if (!server_->is_valid()) {
+    *error = "invalid --web.config.file: " + (tls_error_.empty() ? "cannot set up TLS" : tls_error_);
+    return false;
+  }
   if (options_.port == 0) {
     bound_port_ = server_->bind_to_any_port(options_.host);
   } else {

@@ -19,6 +19,7 @@
 #include "exporter/poller.h"
 #include "exporter/recovery.h"
 #include "exporter/snapshot_holder.h"
+#include "exporter/web_config.h"
 #include "topology/discovery.h"
 #include "topology/node_name_map.h"
 #include "topology/plan.h"
@@ -69,6 +70,14 @@ int Main(int argc, char** argv) {
     std::string why;
     if (!LoadAlertConfig(cfg.alerts_config, &alerts, &why)) {
       std::cerr << "ibfabric_exporter: invalid --alerts.config: " << why << "\n";
+      return 2;
+    }
+  }
+  WebConfig web;
+  if (!cfg.web_config.empty()) {
+    std::string why;
+    if (!LoadWebConfig(cfg.web_config, &web, &why)) {
+      std::cerr << "ibfabric_exporter: invalid --web.config.file: " << why << "\n";
       return 2;
     }
   }
@@ -172,13 +181,19 @@ int Main(int argc, char** argv) {
     return ok ? 0 : 1;
   }
 
-  HttpServer http(holder, HttpOptions{cfg.listen_host, cfg.listen_port, cfg.telemetry_path});
+  HttpOptions http_options;
+  http_options.host = cfg.listen_host;
+  http_options.port = cfg.listen_port;
+  http_options.telemetry_path = cfg.telemetry_path;
+  http_options.web = web;
+  HttpServer http(holder, std::move(http_options));
   if (!http.Start(&error)) {
     std::cerr << "ibfabric_exporter: " << error << "\n";
-    return 1;
+    return error.rfind("invalid --web.config.file", 0) == 0 ? 2 : 1;
   }
   log.Info("listening", "address=" + cfg.listen_host + ":" + std::to_string(http.bound_port()) +
-                            " telemetry_path=" + cfg.telemetry_path);
+                            " telemetry_path=" + cfg.telemetry_path + " tls=" + (web.tls ? "true" : "false") +
+                            " basic_auth=" + (web.basic_auth_users.empty() ? "false" : "true"));
 
   std::jthread sweeper([&poller](std::stop_token st) { poller.Run(st); });
   int sig = 0;

@@ -1,12 +1,101 @@
-// The HTTP endpoint against a hand-published snapshot: readiness, paths.
+// The HTTP endpoint against a hand-published snapshot, over real sockets:
+// readiness, paths, TLS and basic auth from a web config, and hardening
+// (methods, sizes, traversal, slow clients).
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 
 #include "exporter/http_server.h"
 
 namespace ibfabric::exporter {
 namespace {
+
+HttpOptions Options(WebConfig web = {}) {
+  HttpOptions o;
+  o.host = "127.0.0.1";
+  o.port = 0;
+  o.web = std::move(web);
+  return o;
+}
+
+std::shared_ptr<collectors::Snapshot> Swept(const std::string& exposition) {
+  auto s = std::make_shared<collectors::Snapshot>();
+  s->fabric = std::make_shared<topology::Fabric>();
+  s->exposition = exposition;
+  s->sweeps = 1;
+  return s;
+}
+
+// A raw TCP connection, for requests no well-behaved client would send.
+class RawClient {
+ public:
+  explicit RawClient(int port) : fd_(socket(AF_INET, SOCK_STREAM, 0)) {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<std::uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    connected_ = connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    timeval tv{10, 0};
+    setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  }
+  ~RawClient() { close(fd_); }
+  bool connected() const { return connected_; }
+  bool Send(const std::string& bytes) { return ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(bytes.size()); }
+  // Everything until the server closes (or 10 s pass).
+  std::string ReadAll() {
+    std::string out;
+    char buf[4096];
+    for (ssize_t n; (n = ::recv(fd_, buf, sizeof buf, 0)) > 0;) out.append(buf, static_cast<std::size_t>(n));
+    return out;
+  }
+  // The first line of the answer, without waiting for the server to close.
+  std::string StatusLine() {
+    std::string out;
+    char buf[4096];
+    while (out.find("\r\n") == std::string::npos) {
+      const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+      if (n <= 0) break;
+      out.append(buf, static_cast<std::size_t>(n));
+    }
+    return out.substr(0, out.find("\r\n"));
+  }
+
+ private:
+  int fd_;
+  bool connected_ = false;
+};
+
+// Writes a CA, a server certificate for 127.0.0.1 and a client certificate
+// signed by the CA, with the openssl command line.
+class Certificates {
+ public:
+  Certificates() : dir_(std::filesystem::temp_directory_path() / ("ibfabric-tls-" + std::to_string(getpid()))) {
+    std::filesystem::create_directories(dir_);
+    const std::string d = dir_.string();
+    const std::string quiet = " >/dev/null 2>&1";
+    const std::string key = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
+    ok_ = std::system(("cd " + d + " && openssl req -x509 " + key + " -keyout ca.key -out ca.crt -days 2 -subj /CN=test-ca" + quiet).c_str()) == 0 &&
+          std::system(("cd " + d + " && openssl req -x509 " + key + " -keyout server.key -out server.crt -days 2 -subj /CN=localhost -addext subjectAltName=IP:127.0.0.1" + quiet).c_str()) == 0 &&
+          std::system(("cd " + d + " && openssl req " + key + " -keyout client.key -out client.csr -subj /CN=prometheus" + quiet +
+                       " && openssl x509 -req -in client.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out client.crt -days 2" + quiet).c_str()) == 0;
+  }
+  ~Certificates() { std::filesystem::remove_all(dir_); }
+  bool ok() const { return ok_; }
+  std::string operator()(const std::string& name) const { return (dir_ / name).string(); }
+
+ private:
+  std::filesystem::path dir_;
+  bool ok_ = false;
+};
 
 TEST(HttpServerTest, ReadyOnlyAfterASweepAndUnknownPathsAre404) {
   SnapshotHolder holder;
@@ -14,7 +103,7 @@ TEST(HttpServerTest, ReadyOnlyAfterASweepAndUnknownPathsAre404) {
   first->fabric = std::make_shared<topology::Fabric>();
   first->exposition = "# nothing yet\n";
   holder.Publish(first);
-  HttpServer http(holder, HttpOptions{"127.0.0.1", 0, "/metrics"});
+  HttpServer http(holder, Options());
   std::string error;
   ASSERT_TRUE(http.Start(&error)) << error;
   httplib::Client c("127.0.0.1", http.bound_port());
@@ -42,6 +131,223 @@ TEST(HttpServerTest, ReadyOnlyAfterASweepAndUnknownPathsAre404) {
   r = c.Get("/no/such/path");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 404);
+  http.Stop();
+}
+
+WebConfig WithUser(const std::string& user, const std::string& password) {
+  WebConfig web;
+  web.basic_auth_users[user] = HashPassword(password, 4);
+  return web;
+}
+
+TEST(HttpServerTest, BasicAuthRightWrongAndUnknownUsersProbesStayOpen) {
+  SnapshotHolder holder;
+  holder.Publish(Swept("infiniband_exporter_sweeps_total 1\n"));
+  HttpServer http(holder, Options(WithUser("prometheus", "s3cret")));
+  std::string error;
+  ASSERT_TRUE(http.Start(&error)) << error;
+  httplib::Client c("127.0.0.1", http.bound_port());
+
+  auto r = c.Get("/metrics");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 401);
+  EXPECT_NE(r->get_header_value("WWW-Authenticate").find("Basic"), std::string::npos);
+  EXPECT_EQ(r->body.find("sweeps_total"), std::string::npos);
+  for (const auto& [user, password] : std::vector<std::pair<std::string, std::string>>{
+           {"prometheus", "wrong"}, {"prometheus", "s3cret "}, {"nobody", "s3cret"}, {"prometheus", ""}}) {
+    c.set_basic_auth(user, password);
+    r = c.Get("/metrics");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 401) << user << ":" << password;
+  }
+  for (const char* path : {"/api/v1/alerts", "/api/v1/topology", "/", "/no/such/path"}) {
+    httplib::Client anon("127.0.0.1", http.bound_port());
+    r = anon.Get(path);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 401) << path;
+  }
+  c.set_basic_auth("prometheus", "s3cret");
+  for (int i = 0; i < 2; ++i) {  // the second time from the verified cache
+    r = c.Get("/metrics");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    EXPECT_EQ(r->body, "infiniband_exporter_sweeps_total 1\n");
+  }
+  // A malformed header is a 401, not a crash.
+  for (const char* bad : {"Basic", "Basic !!!!", "Basic cHJvbWV0aGV1cw==", "Bearer abc", "Basic ====", "Basic Og=="}) {
+    RawClient raw(http.bound_port());
+    ASSERT_TRUE(raw.Send(std::string("GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: ") + bad + "\r\n\r\n"));
+    EXPECT_EQ(raw.StatusLine(), "HTTP/1.1 401 Unauthorized") << bad;
+  }
+  httplib::Client anon("127.0.0.1", http.bound_port());
+  r = anon.Get("/healthz");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  r = anon.Get("/readyz");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  http.Stop();
+}
+
+TEST(HttpServerTest, TlsServesVerifiedClientsAndRefusesPlainHttp) {
+  Certificates certs;
+  ASSERT_TRUE(certs.ok()) << "openssl could not make test certificates";
+  SnapshotHolder holder;
+  holder.Publish(Swept("infiniband_exporter_sweeps_total 1\n"));
+  WebConfig web = WithUser("prometheus", "s3cret");
+  web.tls.emplace();
+  web.tls->cert_file = certs("server.crt");
+  web.tls->key_file = certs("server.key");
+  web.headers["Strict-Transport-Security"] = "max-age=60";
+  HttpServer http(holder, Options(web));
+  std::string error;
+  ASSERT_TRUE(http.Start(&error)) << error;
+
+  httplib::SSLClient tls("127.0.0.1", http.bound_port());
+  tls.set_ca_cert_path(certs("server.crt").c_str());
+  tls.enable_server_certificate_verification(true);
+  tls.set_basic_auth("prometheus", "s3cret");
+  auto r = tls.Get("/metrics");
+  ASSERT_TRUE(r) << httplib::to_string(r.error());
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->body, "infiniband_exporter_sweeps_total 1\n");
+  EXPECT_EQ(r->get_header_value("Strict-Transport-Security"), "max-age=60");
+  tls.set_basic_auth("prometheus", "nope");
+  r = tls.Get("/metrics");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 401);
+
+  // A plain-HTTP client gets no HTTP answer from the TLS port.
+  httplib::Client plain("127.0.0.1", http.bound_port());
+  plain.set_basic_auth("prometheus", "s3cret");
+  r = plain.Get("/metrics");
+  EXPECT_FALSE(r && r->status == 200);
+  RawClient raw(http.bound_port());
+  ASSERT_TRUE(raw.Send("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"));
+  EXPECT_EQ(raw.ReadAll().find("sweeps_total"), std::string::npos);
+  // ...and the server still serves TLS afterwards.
+  tls.set_basic_auth("prometheus", "s3cret");
+  r = tls.Get("/metrics");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  http.Stop();
+}
+
+TEST(HttpServerTest, TlsClientCertificatesRequiredAndVerified) {
+  Certificates certs;
+  ASSERT_TRUE(certs.ok());
+  SnapshotHolder holder;
+  holder.Publish(Swept("x 1\n"));
+  WebConfig web;
+  web.tls.emplace();
+  web.tls->cert_file = certs("server.crt");
+  web.tls->key_file = certs("server.key");
+  web.tls->client_ca_file = certs("ca.crt");
+  web.tls->client_auth = ClientAuth::kRequireAndVerify;
+  HttpServer http(holder, Options(web));
+  std::string error;
+  ASSERT_TRUE(http.Start(&error)) << error;
+
+  httplib::SSLClient without("127.0.0.1", http.bound_port());
+  without.enable_server_certificate_verification(false);
+  EXPECT_FALSE(without.Get("/metrics"));
+  // Self-signed by another key: not signed by the client CA.
+  httplib::SSLClient wrong("127.0.0.1", http.bound_port(), certs("server.crt"), certs("server.key"));
+  wrong.enable_server_certificate_verification(false);
+  EXPECT_FALSE(wrong.Get("/metrics"));
+  httplib::SSLClient with("127.0.0.1", http.bound_port(), certs("client.crt"), certs("client.key"));
+  with.enable_server_certificate_verification(false);
+  auto r = with.Get("/metrics");
+  ASSERT_TRUE(r) << httplib::to_string(r.error());
+  EXPECT_EQ(r->status, 200);
+  http.Stop();
+}
+
+TEST(HttpServerTest, UnreadableCertificateIsAOneLineStartError) {
+  SnapshotHolder holder;
+  WebConfig web;
+  web.tls.emplace();
+  web.tls->cert_file = "/nonexistent/server.crt";
+  web.tls->key_file = "/nonexistent/server.key";
+  HttpServer http(holder, Options(web));
+  std::string error;
+  EXPECT_FALSE(http.Start(&error));
+  EXPECT_EQ(error.rfind("invalid --web.config.file: cannot load cert_file /nonexistent/server.crt", 0), 0u) << error;
+  EXPECT_EQ(error.find('\n'), std::string::npos);
+}
+
+TEST(HttpServerTest, OnlyGetAndHeadOnKnownPathsWithinSizeLimits) {
+  SnapshotHolder holder;
+  holder.Publish(Swept("x 1\n"));
+  HttpServer http(holder, Options());
+  std::string error;
+  ASSERT_TRUE(http.Start(&error)) << error;
+  const int port = http.bound_port();
+  auto status = [port](const std::string& request) {
+    const auto start = std::chrono::steady_clock::now();
+    RawClient raw(port);
+    const auto took = [start] { return std::chrono::steady_clock::now() - start; };
+    EXPECT_TRUE(raw.connected());
+    raw.Send(request);
+    std::string line = raw.StatusLine();
+    EXPECT_LT(took(), std::chrono::seconds(2)) << request.substr(0, 60);
+    return line;
+  };
+  const std::string tail = " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n";
+  for (const char* method : {"POST", "PUT", "DELETE", "PATCH", "OPTIONS"}) {
+    EXPECT_EQ(status(std::string(method) + " /metrics" + tail + "Content-Length: 0\r\n\r\n"), "HTTP/1.1 405 Method Not Allowed") << method;
+  }
+  EXPECT_EQ(status("HEAD /metrics" + tail + "\r\n"), "HTTP/1.1 200 OK");
+  EXPECT_EQ(status("GET /metrics" + tail + "\r\n"), "HTTP/1.1 200 OK");
+  for (const char* path : {"/../../etc/passwd", "/%2e%2e/%2e%2e/etc/passwd", "/metrics/../../etc/passwd", "//etc/passwd",
+                           "/api/v1/../../../etc/passwd"}) {
+    const std::string line = status(std::string("GET ") + path + tail + "\r\n");
+    EXPECT_TRUE(line == "HTTP/1.1 404 Not Found" || line == "HTTP/1.1 400 Bad Request") << path << ": " << line;
+  }
+  std::string many;
+  for (int i = 0; i < 150; ++i) many += "X-Filler-" + std::to_string(i) + ": 1\r\n";
+  EXPECT_EQ(status("GET /metrics" + tail + many + "\r\n"), "HTTP/1.1 431 Request Header Fields Too Large");
+  std::string wide;
+  for (int i = 0; i < 6; ++i) wide += "X-Wide-" + std::to_string(i) + ": " + std::string(7000, 'a') + "\r\n";
+  EXPECT_EQ(status("GET /metrics" + tail + wide + "\r\n"), "HTTP/1.1 431 Request Header Fields Too Large");
+  // One header line over httplib's 8 KiB: the request is refused outright.
+  EXPECT_NE(status("GET /metrics" + tail + "X-Long: " + std::string(9000, 'a') + "\r\n\r\n"), "HTTP/1.1 200 OK");
+  EXPECT_EQ(status("GET /" + std::string(9000, 'a') + tail + "\r\n"), "HTTP/1.1 414 URI Too Long");
+  // A body is never read: the method is refused first.
+  EXPECT_EQ(status("POST /metrics" + tail + "Content-Length: 1000000\r\n\r\n"), "HTTP/1.1 405 Method Not Allowed");
+  http.Stop();
+}
+
+TEST(HttpServerTest, SlowClientsDoNotStallAScrape) {
+  SnapshotHolder holder;
+  holder.Publish(Swept(std::string(4 << 20, '#') + "\nx 1\n"));
+  // With httplib's default pool (8 workers on this machine) the scrape waits
+  // for the slow clients' read timeouts: this test fails.
+  HttpServer http(holder, Options());
+  std::string error;
+  ASSERT_TRUE(http.Start(&error)) << error;
+  // Twelve clients that send half a request and wait, and four that ask for
+  // the 4 MiB exposition and never read it: more than httplib's default pool.
+  std::vector<std::unique_ptr<RawClient>> slow;
+  for (int i = 0; i < 12; ++i) {
+    slow.push_back(std::make_unique<RawClient>(http.bound_port()));
+    ASSERT_TRUE(slow.back()->Send("GET /metrics HTTP/1.1\r\nHost: x\r\nX-Slow: "));
+  }
+  for (int i = 0; i < 4; ++i) {
+    slow.push_back(std::make_unique<RawClient>(http.bound_port()));
+    ASSERT_TRUE(slow.back()->Send("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const auto start = std::chrono::steady_clock::now();
+  httplib::Client c("127.0.0.1", http.bound_port());
+  c.set_read_timeout(3, 0);
+  auto r = c.Get("/metrics");
+  const auto took = std::chrono::steady_clock::now() - start;
+  ASSERT_TRUE(r) << httplib::to_string(r.error());
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->body.size(), (4u << 20) + 5);
+  EXPECT_LT(took, std::chrono::seconds(2));
+  slow.clear();
   http.Stop();
 }
 
