@@ -150,6 +150,14 @@ void RenderSelf(const Snapshot& s, std::string_view version, Emit out) {
   auto build = Family("infiniband_exporter_build_info", "Exporter version", MetricType::Gauge);
   Add(build, {{"version", std::string(version)}}, 1);
   out(std::move(build));
+  auto scope = Family("infiniband_exporter_scope_info", "Which ports this exporter reads: its scope and shard",
+                      MetricType::Gauge);
+  Add(scope,
+      {{"scope", topology::ToString(s.scope.kind)},
+       {"shard", std::to_string(s.scope.shard)},
+       {"shards", std::to_string(s.scope.shards)}},
+      1);
+  out(std::move(scope));
 
   auto success = Family("infiniband_exporter_collector_success",
                         "1 if the collector's last run succeeded", MetricType::Gauge);
@@ -258,7 +266,9 @@ void RenderSelf(const Snapshot& s, std::string_view version, Emit out) {
 }  // namespace
 
 void RenderTopology(const Snapshot& s, Emit out) {
-  if (!s.topology) return;
+  // A local exporter, or a shard other than the first, reports no fabric-wide
+  // topology (see topology/scope.h): its analysis would be partial or a copy.
+  if (!s.topology || !s.scope.reports_topology()) return;
   const topology::Analysis& a = *s.topology;
   const topology::Fabric& f = *s.fabric;
   auto name = [&f](std::uint64_t guid) {

@@ -16,6 +16,7 @@
 #include "collectors/counters.h"
 #include "topology/analysis.h"
 #include "topology/fabric.h"
+#include "topology/scope.h"
 #include "transport/mad_engine.h"
 
 namespace ibfabric::collectors {
@@ -61,6 +62,7 @@ struct Snapshot {
   transport::EngineStats mad;
   PhaseHealth discovery;
   PhaseHealth port_counters;
+  topology::Scope scope;  // which ports this exporter reads
   std::uint64_t sweeps = 0;
   std::uint64_t discoveries = 0;
   std::size_t targets = 0;        // ports read in the last sweep

@@ -25,10 +25,12 @@ std::vector<SweepTarget> SweepTargets(const topology::Fabric& fabric,
   return out;
 }
 
-CapabilityMap ReadCapabilities(const topology::Fabric& fabric, transport::MadEngine& engine) {
+CapabilityMap ReadCapabilities(const topology::Fabric& fabric, transport::MadEngine& engine,
+                               const std::set<std::uint64_t>* only) {
   std::vector<transport::MadRequest> reqs;
   std::vector<std::uint64_t> guids;
   for (const auto& node : fabric.nodes()) {
+    if (only && !only->count(node.guid)) continue;
     std::uint16_t lid = node.kind == topology::NodeKind::kSwitch ? node.lid : 0;
     for (const auto& p : node.ports) {
       if (lid == 0) lid = p.lid;

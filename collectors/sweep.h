@@ -35,8 +35,10 @@ std::vector<SweepTarget> SweepTargets(const topology::Fabric& fabric,
                                       const CapabilityMap& caps);
 
 // ClassPortInfo from every node's PMA (a switch's LID, a CA's first port
-// with a LID). Nodes that did not answer are absent from the result.
-CapabilityMap ReadCapabilities(const topology::Fabric& fabric, transport::MadEngine& engine);
+// with a LID), or only from the nodes in `only` when it is given. Nodes
+// that did not answer are absent from the result.
+CapabilityMap ReadCapabilities(const topology::Fabric& fabric, transport::MadEngine& engine,
+                               const std::set<std::uint64_t>* only = nullptr);
 
 // A switch port whose PortInfo every sweep reads (LID-routed SMP): the
 // state, width and speed of its link, so that flaps and retrains are seen

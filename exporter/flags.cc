@@ -117,6 +117,24 @@ const std::map<std::string, Flag>& Flags() {
           c.alerts_config = v;
           return "";
         }}},
+      {"scope",
+       {"Which ports to read: fabric (every port; see --shard), local (this host's ports and the "
+        "switch port at the other end of each of its cables: for a DaemonSet), inter-switch (both "
+        "ends of switch-to-switch cables: with local on every host, each port is read once).",
+        "SCOPE",
+        [](Config& c, const std::string& v) -> std::string {
+          return topology::ParseScopeKind(v, &c.scope.kind) ? ""
+                                                            : "'" + v + "' is not one of fabric, local, inter-switch";
+        }}},
+      {"shard",
+       {"Read only shard I of N of the switches (by GUID), as I/N with 0 <= I < N; N exporters with "
+        "shards 0/N .. N-1/N read every switch once (fabric and inter-switch scopes).",
+        "I/N",
+        [](Config& c, const std::string& v) -> std::string {
+          return topology::ParseShard(v, &c.scope.shard, &c.scope.shards)
+                     ? ""
+                     : "'" + v + "' is not I/N with 0 <= I < N <= 4096 (e.g. 0/4)";
+        }}},
       {"sweep.interval",
        {"Time between counter sweeps.", "DURATION",
         [](Config& c, const std::string& v) {
@@ -238,6 +256,10 @@ ParsedFlags ParseFlags(const std::vector<std::string>& args) {
       r.error = "invalid value for --" + name + ": " + problem;
       return r;
     }
+  }
+  if (r.config.scope.kind == topology::ScopeKind::kLocal && r.config.scope.shards > 1) {
+    r.action = ParsedFlags::Action::kError;
+    r.error = "--shard applies to the fabric and inter-switch scopes, not to --scope=local";
   }
   return r;
 }

@@ -247,7 +247,14 @@ void HttpServer::Routes() {
       res.set_content("{\"error\": \"no discovery has completed yet\"}\n", "application/json");
       return;
     }
-    res.set_content(topology::TopologyJson(*snap->fabric, *snap->topology).dump() + "\n", "application/json");
+    nlohmann::json j = topology::TopologyJson(*snap->fabric, *snap->topology);
+    // Which part of the fabric this exporter sees, and whether its findings
+    // speak for the whole fabric (topology/scope.h).
+    j["scope"] = {{"kind", topology::ToString(snap->scope.kind)},
+                  {"shard", snap->scope.shard},
+                  {"shards", snap->scope.shards},
+                  {"reports_topology", snap->scope.reports_topology()}};
+    res.set_content(j.dump() + "\n", "application/json");
   });
   server_->Get("/api/v1/alerts", [this](const httplib::Request& req, httplib::Response& res) {
     collectors::AlertFilter filter;

@@ -159,6 +159,7 @@ int Main(int argc, char** argv) {
   poller_options.names = std::move(names);
   poller_options.plan = std::move(plan);
   poller_options.alerts = alerts;
+  poller_options.scope = cfg.scope;
   poller_options.on_transport_down = [&]() {
     const auto now = std::chrono::steady_clock::now();
     if (now - last_probe < std::chrono::seconds(2)) return;

@@ -31,7 +31,9 @@ Poller::Poller(transport::MadEngine& engine, PollerOptions options, SnapshotHold
 
 void Poller::Discover() {
   const auto start = std::chrono::steady_clock::now();
-  topology::DiscoveryResult r = topology::Discover(engine_);
+  topology::DiscoverOptions discover_options;
+  if (options_.scope.kind == topology::ScopeKind::kLocal) discover_options.max_hops = 1;
+  topology::DiscoveryResult r = topology::Discover(engine_, discover_options);
   ++discoveries_;
   discovery_.ran = true;
   discovery_.success = r.ok;
@@ -44,15 +46,20 @@ void Poller::Discover() {
     return;
   }
   fabric_ = std::make_shared<topology::Fabric>(topology::WithNames(r.fabric, options_.names));
+  const bool everything = options_.scope.everything();
+  if (!everything) in_scope_ = topology::PortsInScope(*fabric_, options_.scope, r.local_node_guid);
   for (const auto& node : fabric_->nodes()) {
     nodes_[node.guid] = collectors::NodeLabel{node.kind, node.description};
     if (node.kind != topology::NodeKind::kSwitch) continue;
     for (const auto& port : node.ports) {
-      if (port.link_up()) remembered_.insert({node.guid, port.number});
+      const topology::PortRef ref{node.guid, port.number};
+      if (port.link_up() && (everything || in_scope_.count(ref))) remembered_.insert(ref);
     }
   }
-  topology::Analysis analysis = topology::Analyze(*fabric_);
-  if (options_.plan) {
+  // Fabric-wide findings come from one exporter of a sharded set, and never
+  // from a local one (it sees its neighbours only).
+  topology::Analysis analysis = options_.scope.reports_topology() ? topology::Analyze(*fabric_) : topology::Analysis{};
+  if (options_.plan && options_.scope.reports_topology()) {
     for (auto& f : topology::DiffAgainstPlan(*fabric_, *options_.plan, analysis)) {
       if (f.kind == topology::FindingKind::kPlanRateMismatch && f.a && f.b) {
         analysis.degraded[topology::CableBetween(*f.a, *f.b)] = f.kind;
@@ -66,7 +73,9 @@ void Poller::Discover() {
     log_.Info("topology finding", std::string("kind=") + topology::ToString(f.kind) + " detail=\"" + f.detail + "\"");
   }
   // What each PMA supports decides what is asked and what is exported.
-  caps_ = collectors::ReadCapabilities(*fabric_, engine_);
+  std::set<std::uint64_t> scope_nodes;
+  for (const auto& ref : in_scope_) scope_nodes.insert(ref.node_guid);
+  caps_ = collectors::ReadCapabilities(*fabric_, engine_, everything ? nullptr : &scope_nodes);
   discovery_.duration_seconds = SecondsOf(std::chrono::steady_clock::now() - start);
   discovery_.total_seconds += discovery_.duration_seconds;
   log_.Info("discovery done", "switches=" + std::to_string(fabric_->switch_count()) +
@@ -124,8 +133,14 @@ bool Poller::Cycle() {
     rediscover_ = !discovery_.success;
     next_discovery_ = now + options_.discovery_interval;
   }
-  const auto targets = collectors::SweepTargets(*fabric_, remembered_, caps_);
-  const collectors::SweepResult sweep = collectors::Sweep(targets, collectors::LinkTargets(*fabric_), engine_);
+  auto targets = collectors::SweepTargets(*fabric_, remembered_, caps_);
+  auto links = collectors::LinkTargets(*fabric_);
+  if (!options_.scope.everything()) {
+    const auto out = [this](const auto& t) { return !in_scope_.count(t.port) && !remembered_.count(t.port); };
+    std::erase_if(targets, out);
+    std::erase_if(links, out);
+  }
+  const collectors::SweepResult sweep = collectors::Sweep(targets, links, engine_);
   const auto wall = std::chrono::system_clock::now();
   const Absorbed absorbed = Absorb(sweep, wall);
   Judge(sweep, std::chrono::steady_clock::now(), wall);
@@ -240,6 +255,7 @@ void Poller::Publish() {
   auto s = std::make_shared<collectors::Snapshot>();
   s->fabric = fabric_;
   s->topology = analysis_;
+  s->scope = options_.scope;
   s->ports = store_.ports();
   s->nodes = nodes_;
   s->node_health = health_;

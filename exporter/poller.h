@@ -20,6 +20,7 @@
 #include "collectors/sweep.h"
 #include "topology/node_name_map.h"
 #include "topology/plan.h"
+#include "topology/scope.h"
 #include "exporter/log.h"
 #include "exporter/snapshot_holder.h"
 #include "transport/mad_engine.h"
@@ -38,6 +39,7 @@ struct PollerOptions {
   topology::NodeNameMap names;  // applied to every discovered fabric
   std::optional<topology::CablingPlan> plan;  // every discovery is compared with it
   collectors::AlertConfig alerts;              // thresholds, window, hysteresis
+  topology::Scope scope;                       // which ports are read (topology/scope.h)
 };
 
 // Ownership: borrows engine, holder and logger; they outlive the poller.
@@ -81,7 +83,8 @@ class Poller {
   collectors::CapabilityMap caps_;
   std::map<std::uint64_t, collectors::NodeLabel> nodes_;  // every node ever seen
   std::map<std::uint64_t, collectors::NodeHealth> health_;
-  std::set<topology::PortRef> remembered_;               // switch ports once up
+  std::set<topology::PortRef> remembered_;               // switch ports once up (in scope)
+  std::set<topology::PortRef> in_scope_;                 // of the last discovery; unused when scope is everything
   // Ports whose failure already led to a rediscovery: a node that stays dead
   // costs one rediscovery, not one every sweep.
   std::set<topology::PortRef> known_failing_;

@@ -43,7 +43,7 @@ struct Building {
 
 class Discoverer {
  public:
-  explicit Discoverer(transport::MadEngine& engine) : engine_(engine) {}
+  Discoverer(transport::MadEngine& engine, DiscoverOptions options) : engine_(engine), options_(options) {}
 
   DiscoveryResult Run() {
     DiscoveryResult out;
@@ -60,7 +60,7 @@ class Discoverer {
     out.local_port = local.info.local_port;
 
     std::vector<Visit> fresh = Admit({local});
-    while (!fresh.empty()) {
+    for (int hops = 0; !fresh.empty() && (options_.max_hops < 0 || hops < options_.max_hops); ++hops) {
       std::vector<Visit> reached = Probe(fresh, local);
       fresh = Admit(reached);
       LinkBack();
@@ -223,6 +223,7 @@ class Discoverer {
   }
 
   transport::MadEngine& engine_;
+  const DiscoverOptions options_;
   std::map<std::uint64_t, Building> building_;
   std::vector<std::pair<PortRef, PortRef>> links_;  // (port, its remote) to record
   std::vector<std::string> problems_;
@@ -248,6 +249,8 @@ void ApplyPortInfo(const transport::PortInfo& pi, bool ext_speeds2, Port* p) {
   p->speed_ext2_supported = ext_speeds2 ? pi.link_speed_ext2_supported : 0;
 }
 
-DiscoveryResult Discover(transport::MadEngine& engine) { return Discoverer(engine).Run(); }
+DiscoveryResult Discover(transport::MadEngine& engine, DiscoverOptions options) {
+  return Discoverer(engine, options).Run();
+}
 
 }  // namespace ibfabric::topology

@@ -24,8 +24,15 @@ struct DiscoveryResult {
   std::size_t smps = 0;               // requests issued
 };
 
+struct DiscoverOptions {
+  // How far from the local node to go: -1 the whole fabric; 1 the local
+  // node and the nodes at the other end of its cables (local scope), whose
+  // other links are then up but lead nowhere known.
+  int max_hops = -1;
+};
+
 // Thread-safety: uses the engine exclusively for its duration.
-DiscoveryResult Discover(transport::MadEngine& engine);
+DiscoveryResult Discover(transport::MadEngine& engine, DiscoverOptions options = {});
 
 // Copies a port's state, width and speed fields from its PortInfo; the XDR
 // fields only when `ext_speeds2` (the node's capability masks allow them).

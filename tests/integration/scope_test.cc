@@ -1,0 +1,177 @@
+// Scope and shard modes on the simulated fabric: which ports each exporter
+// reads. A local exporter on a host reads exactly that host's cables' two
+// ends; n shards read every port exactly once; local exporters on every host
+// plus inter-switch shards read every cabled port exactly once.
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+#include <string>
+
+#include "tests/testbed/exporter_process.h"
+#include "tests/testbed/fat_tree.h"
+#include "tests/testbed/sim_fabric.h"
+
+namespace ibfabric::testbed {
+namespace {
+
+using std::chrono::seconds;
+
+// node name -> ports whose counters the scrape carries.
+using PortSet = std::set<Endpoint>;
+
+PortSet PortsRead(const Scrape& s) {
+  PortSet out;
+  for (const auto& x : s.Find("infiniband_switch_port_symbol_error_total")) {
+    out.insert({x.labels.at("switch"), std::stoi(x.labels.at("port"))});
+  }
+  for (const auto& x : s.Find("infiniband_hca_port_symbol_error_total")) {
+    out.insert({x.labels.at("hca"), std::stoi(x.labels.at("port"))});
+  }
+  return out;
+}
+
+std::string Show(const PortSet& ports) {
+  std::string s;
+  for (const auto& e : ports) s += e.node + "[" + std::to_string(e.port) + "] ";
+  return s;
+}
+
+class ScopeTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    tree_ = new FatTree(FatTree::Generate(Spec(4, 2, 4, 2, 12)));
+    SimOptions o;
+    o.attach = tree_->Host(1);
+    std::string error;
+    sim_ = SimFabric::Start(tree_->NetFile(), o, &error).release();
+    ASSERT_NE(sim_, nullptr) << error;
+  }
+  static void TearDownTestSuite() {
+    delete sim_;
+    delete tree_;
+  }
+
+  // One discovery and sweep (--once) attached at `host`; the scrape it printed.
+  static Scrape Once(const std::string& host, const std::vector<std::string>& flags) {
+    Env env = sim_->ClientEnv();
+    env["SIM_HOST"] = host;
+    std::vector<std::string> argv{ExporterBinary(), "--once", "--log.level=warn"};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    const CommandResult r = RunCommand(argv, env, std::chrono::milliseconds(60000));
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return Scrape::Parse(r.out);
+  }
+
+  // Every port with a cable, from the generator's own list.
+  static PortSet Cabled() {
+    PortSet out;
+    for (const auto& c : tree_->cables()) {
+      out.insert(c.a);
+      out.insert(c.b);
+    }
+    return out;
+  }
+
+  static FatTree* tree_;
+  static SimFabric* sim_;
+};
+FatTree* ScopeTest::tree_ = nullptr;
+SimFabric* ScopeTest::sim_ = nullptr;
+
+TEST_F(ScopeTest, LocalReadsExactlyTheHostsCableEndsAndSeesAPlantedCounterThere) {
+  ASSERT_NE(sim_, nullptr);
+  const Endpoint leaf_end = tree_->LeafHostPort(6);
+  bool ok = false;
+  sim_->Console("PerformanceSet \"" + leaf_end.node + "\"[" + std::to_string(leaf_end.port) +
+                    "] PortCounters.PortRcvErrors=17",
+                &ok);
+  ASSERT_TRUE(ok);
+  for (int h : {1, 6, 16}) {
+    const Scrape s = Once(tree_->Host(h), {"--scope=local"});
+    const PortSet want{tree_->HostPort(h), tree_->LeafHostPort(h)};
+    EXPECT_EQ(PortsRead(s), want) << "host " << h << " read " << Show(PortsRead(s));
+    EXPECT_EQ(s.Value("infiniband_exporter_sweep_ports", {{"result", "ok"}}), 2);
+    EXPECT_EQ(s.Value("infiniband_exporter_scope_info", {{"scope", "local"}, {"shard", "0"}, {"shards", "1"}}), 1);
+    // A local exporter sees its neighbours only: no fabric-wide findings.
+    EXPECT_TRUE(s.Find("infiniband_topology_tiers").empty());
+    const auto planted = s.Find("infiniband_switch_port_receive_errors_total",
+                                {{"switch", leaf_end.node}, {"port", std::to_string(leaf_end.port)}});
+    if (h == 6) {
+      ASSERT_EQ(planted.size(), 1u);
+      EXPECT_EQ(planted[0].value, 17);
+    } else {
+      EXPECT_TRUE(planted.empty());
+    }
+    // Discovery stopped at the leaf: no spine is known.
+    EXPECT_TRUE(s.Find("infiniband_switch_info", {{"switch", tree_->Spine(1)}}).empty());
+  }
+  sim_->Console("PerformanceSet \"" + leaf_end.node + "\"[" + std::to_string(leaf_end.port) +
+                "] PortCounters.PortRcvErrors=0");
+}
+
+TEST_F(ScopeTest, ShardsReadEveryPortExactlyOnceAndOneReportsTopology) {
+  ASSERT_NE(sim_, nullptr);
+  const PortSet all = PortsRead(Once(tree_->Host(1), {}));
+  ASSERT_EQ(all, Cabled()) << Show(all);
+  for (int n : {2, 3}) {
+    std::map<Endpoint, int> times;
+    std::map<std::string, std::set<int>> switch_shards;
+    for (int i = 0; i < n; ++i) {
+      const Scrape s = Once(tree_->Host(1), {"--shard=" + std::to_string(i) + "/" + std::to_string(n)});
+      for (const auto& e : PortsRead(s)) {
+        ++times[e];
+        if (e.node.rfind("ib-", 0) == 0) switch_shards[e.node].insert(i);
+      }
+      EXPECT_EQ(s.Find("infiniband_topology_tiers").size(), i == 0 ? 1u : 0u) << "shard " << i << "/" << n;
+    }
+    PortSet covered;
+    for (const auto& [e, k] : times) {
+      covered.insert(e);
+      EXPECT_EQ(k, 1) << e.node << "[" << e.port << "] read by " << k << " of " << n << " shards";
+    }
+    EXPECT_EQ(covered, all) << n << " shards";
+    for (const auto& [sw, shards] : switch_shards) EXPECT_EQ(shards.size(), 1u) << sw << " split over shards";
+    EXPECT_EQ(switch_shards.size(), tree_->leaves().size() + tree_->spines().size());
+  }
+}
+
+TEST_F(ScopeTest, LocalOnEveryHostPlusInterSwitchShardsReadEachCabledPortOnce) {
+  ASSERT_NE(sim_, nullptr);
+  std::map<Endpoint, int> times;
+  for (const auto& host : tree_->hosts()) {
+    for (const auto& e : PortsRead(Once(host, {"--scope=local"}))) ++times[e];
+  }
+  for (int i = 0; i < 2; ++i) {
+    const Scrape s = Once(tree_->Host(1), {"--scope=inter-switch", "--shard=" + std::to_string(i) + "/2"});
+    for (const auto& e : PortsRead(s)) {
+      ++times[e];
+      EXPECT_EQ(e.node.rfind("ib-", 0), 0u) << "inter-switch read a host port " << e.node;
+    }
+  }
+  PortSet covered;
+  for (const auto& [e, k] : times) {
+    covered.insert(e);
+    EXPECT_EQ(k, 1) << e.node << "[" << e.port << "] read " << k << " times";
+  }
+  EXPECT_EQ(covered, Cabled()) << Show(covered);
+}
+
+TEST_F(ScopeTest, ShardWithLocalScopeAndBadShardsAreFlagErrors) {
+  for (const auto& [flags, want] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"--scope=local", "--shard=0/2"}, "--shard applies to the fabric and inter-switch scopes"},
+           {{"--shard=2/2"}, "invalid value for --shard: '2/2' is not I/N"},
+           {{"--shard=1"}, "invalid value for --shard"},
+           {{"--scope=host"}, "invalid value for --scope: 'host' is not one of fabric, local, inter-switch"}}) {
+    std::vector<std::string> argv{ExporterBinary()};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    const CommandResult r = RunCommand(argv, {}, std::chrono::milliseconds(10000));
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find(want), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace ibfabric::testbed
