@@ -263,6 +263,13 @@ void RenderSelf(const Snapshot& s, std::string_view version, Emit out) {
   out(std::move(stale_f));
 }
 
+// Labels of a cable: both ends by GUID (unique) and name (readable).
+std::vector<ClientMetric::Label> CableLabels(const Snapshot& s, const topology::Link& l) {
+  return {{"guid", FormatGuid(l.a.node_guid)},        {"node", LabelOf(s, l.a.node_guid).name},
+          {"port", std::to_string(l.a.port)},          {"remote_guid", FormatGuid(l.b.node_guid)},
+          {"remote_node", LabelOf(s, l.b.node_guid).name}, {"remote_port", std::to_string(l.b.port)}};
+}
+
 }  // namespace
 
 void RenderTopology(const Snapshot& s, Emit out) {
@@ -308,13 +315,9 @@ void RenderTopology(const Snapshot& s, Emit out) {
   auto degraded = Family("infiniband_link_degraded", "1 for each link running below its ends or its peers",
                          MetricType::Gauge);
   for (const auto& [l, why] : a.degraded) {
-    Add(degraded,
-        {{"guid", FormatGuid(l.a.node_guid)},
-         {"port", std::to_string(l.a.port)},
-         {"remote_guid", FormatGuid(l.b.node_guid)},
-         {"remote_port", std::to_string(l.b.port)},
-         {"reason", topology::ToString(why)}},
-        1);
+    auto labels = CableLabels(s, l);
+    labels.push_back({"reason", topology::ToString(why)});
+    Add(degraded, std::move(labels), 1);
   }
   if (!degraded.metric.empty()) out(std::move(degraded));
 
@@ -351,13 +354,6 @@ void RenderTopology(const Snapshot& s, Emit out) {
 
 namespace {
 
-// Labels of a cable: both ends by GUID (unique) and name (readable).
-std::vector<ClientMetric::Label> CableLabels(const Snapshot& s, const topology::Link& l) {
-  return {{"guid", FormatGuid(l.a.node_guid)},        {"node", LabelOf(s, l.a.node_guid).name},
-          {"port", std::to_string(l.a.port)},          {"remote_guid", FormatGuid(l.b.node_guid)},
-          {"remote_node", LabelOf(s, l.b.node_guid).name}, {"remote_port", std::to_string(l.b.port)}};
-}
-
 void RenderHealth(const Snapshot& s, Emit out) {
   const HealthReport& h = *s.health;
   auto up = Family("infiniband_link_up",
@@ -373,6 +369,28 @@ void RenderHealth(const Snapshot& s, Emit out) {
   }
   out(std::move(up));
   out(std::move(downs));
+
+  // Per end of each cable, over the link-health window: what dashboards
+  // and rules need without knowing each link's symbol time.
+  auto wait = Family("infiniband_port_transmit_wait_ratio",
+                     "Fraction of the window the port had data to send but no credits (PortXmitWait ticks "
+                     "times the tick at the link's speed)",
+                     MetricType::Gauge);
+  auto ber = Family("infiniband_port_bit_error_ratio",
+                    "Estimated bit error ratio of what the port received over the window (symbol errors "
+                    "over bits received)",
+                    MetricType::Gauge);
+  for (const CableHealth& c : h.cables) {
+    for (const EndRates* end : {&c.a, &c.b}) {
+      const std::vector<ClientMetric::Label> labels{{"guid", FormatGuid(end->port.node_guid)},
+                                                    {"node", LabelOf(s, end->port.node_guid).name},
+                                                    {"port", std::to_string(end->port.port)}};
+      if (end->xmit_wait_fraction) Add(wait, labels, *end->xmit_wait_fraction);
+      if (end->bit_error_rate) Add(ber, labels, *end->bit_error_rate);
+    }
+  }
+  if (!wait.metric.empty()) out(std::move(wait));
+  if (!ber.metric.empty()) out(std::move(ber));
 
   auto active = Family("infiniband_alert_active", "1 for each active alert, on its cable, with cause and severity",
                        MetricType::Gauge);

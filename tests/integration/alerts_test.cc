@@ -89,31 +89,6 @@ class AlertsTest : public FabricSuite {
   }
   static std::string Str(const Endpoint& e) { return e.node + "[" + std::to_string(e.port) + "]"; }
 
-  // Adds `step` to a counter of one port every 100 ms until stopped.
-  class Ramp {
-   public:
-    Ramp(const Endpoint& at, std::string field, unsigned long long step) {
-      thread_ = std::thread([=, this] {
-        unsigned long long v = 0;
-        while (!stop_) {
-          v += step;
-          bool ok = false;
-          sim_->Console("PerformanceSet " + At(at) + " " + field + "=" + std::to_string(v), &ok);
-          std::this_thread::sleep_for(milliseconds(100));
-        }
-      });
-    }
-    ~Ramp() { Stop(); }
-    void Stop() {
-      stop_ = true;
-      if (thread_.joinable()) thread_.join();
-    }
-
-   private:
-    std::atomic<bool> stop_{false};
-    std::thread thread_;
-  };
-
   // Every alert metric series of one cause.
   static std::size_t ActiveSeries(const Scrape& s, const std::string& cause) {
     return s.Find("infiniband_alert_active", {{"cause", cause}}).size();

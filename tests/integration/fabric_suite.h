@@ -6,7 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <map>
+#include <thread>
 #include <string>
 
 #include "tests/testbed/exporter_process.h"
@@ -61,6 +63,33 @@ class FabricSuite : public ::testing::Test {
     }
     return e;
   }
+
+  // Adds `step` to a counter of one port every 100 ms until stopped; past
+  // `wrap_at` it starts again from `step` (as a counter cleared by another
+  // tool would), so that a ramp never pins ibsim's counter at its limit.
+  class Ramp {
+   public:
+    Ramp(const Endpoint& at, std::string field, unsigned long long step, unsigned long long wrap_at = ~0ULL) {
+      thread_ = std::thread([=, this] {
+        unsigned long long v = 0;
+        while (!stop_) {
+          v = v + step > wrap_at ? step : v + step;
+          bool ok = false;
+          sim_->Console("PerformanceSet " + At(at) + " " + field + "=" + std::to_string(v), &ok);
+          std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        }
+      });
+    }
+    ~Ramp() { Stop(); }
+    void Stop() {
+      stop_ = true;
+      if (thread_.joinable()) thread_.join();
+    }
+
+   private:
+    std::atomic<bool> stop_{false};
+    std::thread thread_;
+  };
 
   // node name -> the value of `label` (guid, lid) in the info metrics.
   static std::map<std::string, std::string> ByName(const Scrape& s, const std::string& label) {

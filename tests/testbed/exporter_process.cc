@@ -34,8 +34,9 @@ int FreeLocalPort() {
 
 std::unique_ptr<ExporterProcess> ExporterProcess::Start(const SimFabric& sim,
                                                         const std::vector<std::string>& args,
-                                                        std::string* error) {
+                                                        std::string* error, ClientOptions client) {
   std::unique_ptr<ExporterProcess> e(new ExporterProcess());
+  e->client_ = std::move(client);
   e->dir_ = MakeTempDir("exporter");
   e->port_ = FreeLocalPort();
   SpawnOptions o;
@@ -63,7 +64,13 @@ ExporterProcess::~ExporterProcess() {
 }
 
 std::string ExporterProcess::Get(const std::string& path, int* status) const {
-  httplib::Client c("127.0.0.1", port_);
+  httplib::Client c((client_.ca_file.empty() ? "http://" : "https://") + std::string("127.0.0.1:") +
+                    std::to_string(port_));
+  if (!client_.ca_file.empty()) {
+    c.set_ca_cert_path(client_.ca_file.c_str());
+    c.enable_server_certificate_verification(true);
+  }
+  if (!client_.user.empty()) c.set_basic_auth(client_.user.c_str(), client_.password.c_str());
   c.set_connection_timeout(2, 0);
   c.set_read_timeout(30, 0);
   auto res = c.Get(path);

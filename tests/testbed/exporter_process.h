@@ -16,13 +16,20 @@ namespace ibfabric::testbed {
 // The path of the built exporter (set by CMake for the test targets).
 std::string ExporterBinary();
 
+// How the test talks to an exporter run with --web.config.file.
+struct ClientOptions {
+  std::string ca_file;  // non-empty: HTTPS, the server certificate checked against this
+  std::string user;     // non-empty: basic auth
+  std::string password;
+};
+
 class ExporterProcess {
  public:
   // Starts the exporter with `args` (a listen address is added) and waits
   // until it serves /healthz.
   static std::unique_ptr<ExporterProcess> Start(const SimFabric& sim,
                                                 const std::vector<std::string>& args,
-                                                std::string* error);
+                                                std::string* error, ClientOptions client = {});
   ~ExporterProcess();
 
   // GET `path`; the body, or empty with *status set (-1 when unreachable).
@@ -41,6 +48,7 @@ class ExporterProcess {
   ExporterProcess() = default;
   std::string dir_;
   int port_ = 0;
+  ClientOptions client_;
   std::unique_ptr<Process> process_;
 };
 

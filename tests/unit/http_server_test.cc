@@ -10,14 +10,14 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
 
 #include "exporter/http_server.h"
+#include "tests/testbed/certificates.h"
 
 namespace ibfabric::exporter {
 namespace {
+
+using testbed::Certificates;
 
 HttpOptions Options(WebConfig web = {}) {
   HttpOptions o;
@@ -72,29 +72,6 @@ class RawClient {
  private:
   int fd_;
   bool connected_ = false;
-};
-
-// Writes a CA, a server certificate for 127.0.0.1 and a client certificate
-// signed by the CA, with the openssl command line.
-class Certificates {
- public:
-  Certificates() : dir_(std::filesystem::temp_directory_path() / ("ibfabric-tls-" + std::to_string(getpid()))) {
-    std::filesystem::create_directories(dir_);
-    const std::string d = dir_.string();
-    const std::string quiet = " >/dev/null 2>&1";
-    const std::string key = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
-    ok_ = std::system(("cd " + d + " && openssl req -x509 " + key + " -keyout ca.key -out ca.crt -days 2 -subj /CN=test-ca" + quiet).c_str()) == 0 &&
-          std::system(("cd " + d + " && openssl req -x509 " + key + " -keyout server.key -out server.crt -days 2 -subj /CN=localhost -addext subjectAltName=IP:127.0.0.1" + quiet).c_str()) == 0 &&
-          std::system(("cd " + d + " && openssl req " + key + " -keyout client.key -out client.csr -subj /CN=prometheus" + quiet +
-                       " && openssl x509 -req -in client.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out client.crt -days 2" + quiet).c_str()) == 0;
-  }
-  ~Certificates() { std::filesystem::remove_all(dir_); }
-  bool ok() const { return ok_; }
-  std::string operator()(const std::string& name) const { return (dir_ / name).string(); }
-
- private:
-  std::filesystem::path dir_;
-  bool ok_ = false;
 };
 
 TEST(HttpServerTest, ReadyOnlyAfterASweepAndUnknownPathsAre404) {

@@ -1,0 +1,302 @@
+#!/usr/bin/env python3
+"""Writes the Grafana dashboards of dashboards/*.json.
+
+The JSON files are what Grafana imports; this script is where they are
+edited, so that the five dashboards share one set of variables, one panel
+shape and one naming of queries. `generate.py --check` exits 1 when a
+committed file differs from what the script writes (a ctest entry runs it).
+
+Every dashboard has a Prometheus data source variable and the filters
+fabric (a target label set in the scrape config, see deploy/), switch and
+node (HCA). Panel queries use only metrics this exporter exposes, and the
+rule-generated ALERTS series where a panel shows firing rules.
+"""
+import json
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+DS = {"type": "prometheus", "uid": "${datasource}"}
+F = 'fabric=~"$fabric"'
+SW = F + ',switch=~"$switch"'
+HCA = F + ',hca=~"$node"'
+CABLE = F + ',node=~"$switch|$node"'
+
+
+def variables(extra_topn=False):
+    def query(name, label, expr):
+        return {
+            "name": name, "label": label, "type": "query", "datasource": DS,
+            "definition": f"label_values({expr})",
+            "query": {"query": f"label_values({expr})", "refId": name},
+            "includeAll": True, "multi": True, "allValue": ".*", "refresh": 2, "sort": 1,
+            "current": {"selected": True, "text": ["All"], "value": ["$__all"]},
+        }
+    out = [
+        {"name": "datasource", "label": "Data source", "type": "datasource", "query": "prometheus",
+         "current": {}, "hide": 0},
+        query("fabric", "Fabric", "infiniband_exporter_build_info, fabric"),
+        query("switch", "Switch", 'infiniband_switch_info{fabric=~"$fabric"}, switch'),
+        query("node", "Node", 'infiniband_hca_info{fabric=~"$fabric"}, hca'),
+    ]
+    if extra_topn:
+        out.append({"name": "topn", "label": "Top N", "type": "custom", "query": "5,10,20,50",
+                    "current": {"selected": True, "text": "10", "value": "10"},
+                    "options": [{"selected": v == "10", "text": v, "value": v} for v in ["5", "10", "20", "50"]]})
+    return {"list": out}
+
+
+class Layout:
+    """Places panels left to right on Grafana's 24-column grid."""
+
+    def __init__(self):
+        self.x, self.y, self.row_h, self.next_id = 0, 0, 0, 1
+        self.panels = []
+
+    def add(self, panel, w, h):
+        if self.x + w > 24:
+            self.x, self.y, self.row_h = 0, self.y + self.row_h, 0
+        panel["id"] = self.next_id
+        panel["gridPos"] = {"h": h, "w": w, "x": self.x, "y": self.y}
+        self.next_id += 1
+        self.x += w
+        self.row_h = max(self.row_h, h)
+        self.panels.append(panel)
+
+    def row(self, title):
+        if self.x:
+            self.x, self.y, self.row_h = 0, self.y + self.row_h, 0
+        self.panels.append({"id": self.next_id, "type": "row", "title": title, "collapsed": False,
+                            "gridPos": {"h": 1, "w": 24, "x": 0, "y": self.y}, "panels": []})
+        self.next_id += 1
+        self.y += 1
+
+
+def target(expr, legend="", instant=False, table=False, ref="A"):
+    t = {"refId": ref, "datasource": DS, "expr": expr, "legendFormat": legend or "__auto",
+         "range": not instant, "instant": instant}
+    if table:
+        t["format"] = "table"
+    return t
+
+
+def panel(kind, title, targets, unit=None, description="", **extra):
+    p = {"type": kind, "title": title, "description": description, "datasource": DS,
+         "targets": targets, "fieldConfig": {"defaults": {}, "overrides": []}, "options": {}}
+    if unit:
+        p["fieldConfig"]["defaults"]["unit"] = unit
+    p.update(extra)
+    return p
+
+
+def stat(title, expr, unit=None, description="", red_above=None):
+    p = panel("stat", title, [target(expr, instant=True)], unit, description)
+    if red_above is not None:
+        p["fieldConfig"]["defaults"]["thresholds"] = {
+            "mode": "absolute",
+            "steps": [{"color": "green", "value": None}, {"color": "red", "value": red_above}]}
+    p["options"] = {"reduceOptions": {"calcs": ["lastNotNull"]}, "colorMode": "background"}
+    return p
+
+
+def table(title, expr, description="", hide=("Time", "__name__", "job", "instance", "Value")):
+    p = panel("table", title, [target(expr, instant=True, table=True)], description=description)
+    p["transformations"] = [{"id": "organize", "options": {"excludeByName": {h: True for h in hide}}}]
+    return p
+
+
+def timeseries(title, targets, unit=None, description=""):
+    return panel("timeseries", title, targets, unit, description)
+
+
+def dashboard(uid, title, description, layout, topn=False):
+    titles = [p["title"] for p in layout.panels if p["type"] != "row"]
+    dupes = sorted({t for t in titles if titles.count(t) > 1})
+    if dupes:
+        raise SystemExit(f"{title}: panel titles must be unique: {dupes}")
+    return {
+        "uid": uid, "title": title, "description": description,
+        "tags": ["infiniband", "ibfabric"], "timezone": "browser", "editable": True,
+        "schemaVersion": 39, "version": 1, "refresh": "30s",
+        "time": {"from": "now-6h", "to": "now"},
+        "templating": variables(topn), "annotations": {"list": []},
+        "links": [{"title": "InfiniBand", "type": "dashboards", "tags": ["ibfabric"], "asDropdown": True}],
+        "panels": layout.panels,
+    }
+
+
+def overview():
+    l = Layout()
+    l.row("Health")
+    l.add(stat("Active alerts", f'sum(infiniband_alerts{{{F}}})', red_above=1,
+               description="Alerts the exporter holds active (bad cables, flapping, degraded, congestion, miswiring)."), 4, 4)
+    l.add(stat("Critical alerts", f'sum(infiniband_alerts{{{F},severity="critical"}})', red_above=1), 4, 4)
+    l.add(stat("Links down", f'count(infiniband_link_up{{{F}}} == 0) or vector(0)', red_above=1,
+               description="Cables seen up before that are down now."), 4, 4)
+    l.add(stat("Topology findings", f'sum(infiniband_topology_findings{{{F}}})', red_above=1), 4, 4)
+    l.add(stat("Switches", f'sum(infiniband_exporter_fabric_nodes{{{F},type="switch"}})'), 4, 4)
+    l.add(stat("HCAs", f'sum(infiniband_exporter_fabric_nodes{{{F},type="hca"}})'), 4, 4)
+    l.add(table("Active alerts by cable", f'infiniband_alert_active{{{CABLE}}} == 1',
+                "Each active alert on its cable, both ends. Details: /api/v1/alerts on the exporter."), 14, 8)
+    l.add(table("Firing and pending alert rules", f'ALERTS{{alertname=~"Infiniband.*"}}',
+                "Prometheus alert rules of deploy/prometheus/infiniband-rules.yml."), 10, 8)
+    l.row("Topology and bandwidth")
+    l.add(table("Topology findings by place", f'infiniband_topology_finding{{{F}}}',
+                "Miswiring, asymmetry, degraded links from the last discovery (and the cabling plan)."), 12, 8)
+    l.add(timeseries("Fabric bandwidth (switch ports, transmit)", [
+        target(f'sum(rate(infiniband_switch_port_transmit_data_bytes_total{{{SW}}}[$__rate_interval]))', "transmit"),
+        target(f'sum(rate(infiniband_switch_port_receive_data_bytes_total{{{SW}}}[$__rate_interval]))', "receive", ref="B"),
+    ], "Bps"), 12, 8)
+    l.add(stat("Bisection ratio", f'infiniband_topology_bisection_ratio{{{F}}}', "percentunit",
+               "Estimated bisection bandwidth over a non-blocking build of the same tiers."), 6, 4)
+    l.add(stat("Bisection bandwidth", f'infiniband_topology_bisection_bandwidth_bytes_per_second{{{F}}}', "Bps"), 6, 4)
+    l.add(stat("Tiers", f'infiniband_topology_tiers{{{F}}}'), 6, 4)
+    l.add(stat("Fat tree", f'infiniband_topology_is_tree{{{F}}}', description="1: the fabric ranks as a fat tree."), 6, 4)
+    return dashboard("ibfabric-overview", "InfiniBand / Fabric overview",
+                     "Health of the whole fabric at a glance: alerts, findings, bandwidth.", l)
+
+
+ERRORS = [
+    ("Symbol errors", "symbol_error_total", "Physical layer errors: the first sign of a bad cable."),
+    ("Link error recoveries", "link_error_recovery_total", "Link retrains: a marginal cable or transceiver."),
+    ("Receive errors", "receive_errors_total", "Packets received with errors."),
+    ("Link downed", "link_downed_total", "The link went down: a flap."),
+    ("Local link integrity errors", "local_link_integrity_errors_total", ""),
+    ("Excessive buffer overrun errors", "excessive_buffer_overrun_errors_total", ""),
+]
+
+
+def port_errors():
+    l = Layout()
+    l.row("Top ports by error rate")
+    for title, metric, desc in ERRORS:
+        l.add(timeseries(f"{title}: top $topn switch ports", [target(
+            f'topk($topn, rate(infiniband_switch_port_{metric}{{{SW}}}[$__rate_interval]))',
+            "{{switch}} port {{port}}")], "cps", desc), 12, 7)
+    l.row("HCA ports")
+    l.add(timeseries("Symbol errors: top $topn HCA ports", [target(
+        f'topk($topn, rate(infiniband_hca_port_symbol_error_total{{{HCA}}}[$__rate_interval]))',
+        "{{hca}} port {{port}}")], "cps"), 12, 7)
+    l.add(timeseries("Receive errors: top $topn HCA ports", [target(
+        f'topk($topn, rate(infiniband_hca_port_receive_errors_total{{{HCA}}}[$__rate_interval]))',
+        "{{hca}} port {{port}}")], "cps"), 12, 7)
+    l.row("Heat map")
+    sums = " + ".join(f'increase(infiniband_switch_port_{m}{{{SW}}}[$__range])' for _, m, _ in ERRORS[:4])
+    heat = table("Errors by switch and port over the range", f'sum by (switch, port) ({sums})',
+                 "Symbol errors, link error recoveries, receive errors and link downs, summed per port; a row per "
+                 "switch, a column per port.", hide=("Time",))
+    heat["transformations"] = [{"id": "groupingToMatrix", "options": {
+        "rowField": "switch", "columnField": "port", "valueField": "Value"}}]
+    heat["fieldConfig"]["defaults"].update({
+        "custom": {"cellOptions": {"type": "color-background"}},
+        "thresholds": {"mode": "absolute", "steps": [
+            {"color": "green", "value": None}, {"color": "yellow", "value": 1}, {"color": "red", "value": 100}]}})
+    l.add(heat, 24, 10)
+    l.add(timeseries("Bit error ratio estimate: top $topn ports", [target(
+        f'topk($topn, infiniband_port_bit_error_ratio{{{CABLE}}})', "{{node}} port {{port}}")], "short",
+        "Symbol errors over bits received, over the exporter's link-health window."), 24, 7)
+    return dashboard("ibfabric-port-errors", "InfiniBand / Port errors",
+                     "Which ports and cables are taking errors.", l, topn=True)
+
+
+def congestion():
+    l = Layout()
+    l.add(timeseries("Transmit wait ratio: top $topn ports", [target(
+        f'topk($topn, infiniband_port_transmit_wait_ratio{{{CABLE}}})', "{{node}} port {{port}}")], "percentunit",
+        "Fraction of time a port had data to send and no credits (PortXmitWait): congestion spreading back "
+        "from a hot spot."), 12, 8)
+    l.add(timeseries("PortXmitWait ticks: top $topn switch ports", [target(
+        f'topk($topn, rate(infiniband_switch_port_transmit_wait_total{{{SW}}}[$__rate_interval]))',
+        "{{switch}} port {{port}}")], "cps"), 12, 8)
+    l.add(timeseries("Transmit discards: top $topn switch ports", [target(
+        f'topk($topn, rate(infiniband_switch_port_transmit_discards_total{{{SW}}}[$__rate_interval]))',
+        "{{switch}} port {{port}}")], "cps", "Packets dropped for lack of credits or a down link."), 12, 8)
+    l.add(timeseries("Transmit discards: top $topn HCA ports", [target(
+        f'topk($topn, rate(infiniband_hca_port_transmit_discards_total{{{HCA}}}[$__rate_interval]))',
+        "{{hca}} port {{port}}")], "cps"), 12, 8)
+    l.add(table("Congestion alerts", f'infiniband_alert_active{{{CABLE},cause="congestion"}} == 1'), 24, 6)
+    return dashboard("ibfabric-congestion", "InfiniBand / Congestion",
+                     "Where the fabric is congested: PortXmitWait and discards.", l, topn=True)
+
+
+def topology_health():
+    l = Layout()
+    l.add(stat("Tiers", f'infiniband_topology_tiers{{{F}}}'), 4, 4)
+    l.add(stat("Fat tree", f'infiniband_topology_is_tree{{{F}}}'), 4, 4)
+    l.add(stat("Degraded links", f'count(infiniband_link_degraded{{{F}}}) or vector(0)', red_above=1,
+               description="Links running below the width or speed their ends or their peers run at."), 4, 4)
+    l.add(stat("Miswired cables", f'sum(infiniband_alerts{{{F},cause="miswiring"}})',
+               red_above=1), 4, 4)
+    l.add(stat("Bisection ratio", f'infiniband_topology_bisection_ratio{{{F}}}', "percentunit"), 8, 4)
+    l.add(panel("bargauge", "Findings by kind", [target(f'infiniband_topology_findings{{{F}}}', "{{kind}}", instant=True)],
+                options={"displayMode": "basic", "orientation": "horizontal"}), 8, 10)
+    l.add(table("Findings", f'infiniband_topology_finding{{{F}}}'), 16, 10)
+    l.add(table("Degraded links by cable", f'infiniband_link_degraded{{{F}}}'), 12, 8)
+    l.add(table("Switch tiers", f'infiniband_switch_tier{{{SW}}}'), 12, 8)
+    l.add(panel("bargauge", "Uplinks per switch (asymmetry shows as a short bar)",
+                [target(f'infiniband_switch_uplinks{{{SW}}}', "{{switch}}", instant=True)],
+                options={"displayMode": "basic", "orientation": "horizontal"}), 12, 10)
+    l.add(panel("bargauge", "Leaf blocking factor",
+                [target(f'infiniband_leaf_blocking_factor{{{SW}}}', "{{switch}}", instant=True)],
+                options={"displayMode": "basic", "orientation": "horizontal"}), 12, 10)
+    return dashboard("ibfabric-topology", "InfiniBand / Topology health",
+                     "Tiers, asymmetry, miswiring and degraded links.", l)
+
+
+def exporter_health():
+    l = Layout()
+    l.add(stat("Exporters up", f'sum(up{{{F},job=~".*infiniband.*"}})'), 4, 4)
+    l.add(stat("Seconds since last good sweep",
+               f'max(time() - infiniband_exporter_last_successful_sweep_timestamp_seconds{{{F}}})', "s", red_above=300), 5, 4)
+    l.add(stat("Stale ports", f'sum(infiniband_exporter_stale_ports{{{F}}})', red_above=1), 5, 4)
+    l.add(stat("Unreachable nodes", f'sum(infiniband_exporter_node_stale{{{F}}})', red_above=1), 5, 4)
+    l.add(stat("Ports read", f'sum(infiniband_exporter_sweep_ports{{{F},result="ok"}})'), 5, 4)
+    l.add(timeseries("Sweep duration", [target(f'infiniband_exporter_sweep_duration_seconds{{{F}}}', "{{instance}}")], "s"), 12, 8)
+    l.add(timeseries("Collector run time", [target(
+        f'rate(infiniband_exporter_collector_seconds_total{{{F}}}[$__rate_interval])', "{{instance}} {{collector}}")],
+        "percentunit", "Share of wall time each collector runs."), 12, 8)
+    l.add(timeseries("MADs", [
+        target(f'sum by (instance) (rate(infiniband_exporter_mads_sent_total{{{F}}}[$__rate_interval]))', "{{instance}} sent"),
+        target(f'sum by (instance, reason) (rate(infiniband_exporter_mad_failures_total{{{F}}}[$__rate_interval]))',
+               "{{instance}} failed: {{reason}}", ref="B"),
+        target(f'sum by (instance) (rate(infiniband_exporter_mad_retries_total{{{F}}}[$__rate_interval]))',
+               "{{instance}} retried", ref="C")], "cps"), 12, 8)
+    l.add(timeseries("Discoveries", [target(
+        f'increase(infiniband_exporter_discoveries_total{{{F}}}[$__rate_interval])', "{{instance}}")]), 12, 8)
+    l.add(table("Exporters: version, scope and shard",
+                f'infiniband_exporter_build_info{{{F}}} * on (instance) group_left (scope, shard, shards) '
+                f'infiniband_exporter_scope_info{{{F}}}'), 12, 6)
+    l.add(table("Collectors failing", f'infiniband_exporter_collector_success{{{F}}} == 0 or '
+                f'infiniband_exporter_collector_success{{{F}}}'), 12, 6)
+    return dashboard("ibfabric-exporter", "InfiniBand / Exporter health",
+                     "The exporters themselves: sweeps, MADs, staleness.", l)
+
+
+DASHBOARDS = {
+    "fabric-overview.json": overview,
+    "port-errors.json": port_errors,
+    "congestion.json": congestion,
+    "topology-health.json": topology_health,
+    "exporter-health.json": exporter_health,
+}
+
+
+def main():
+    check = "--check" in sys.argv[1:]
+    stale = []
+    for name, build in DASHBOARDS.items():
+        text = json.dumps(build(), indent=2, sort_keys=True) + "\n"
+        path = HERE / name
+        if check:
+            if not path.exists() or path.read_text() != text:
+                stale.append(name)
+        else:
+            path.write_text(text)
+    if stale:
+        print("dashboards out of date (run dashboards/generate.py): " + ", ".join(stale), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,331 @@
+// The ecosystem end to end on the simulated fabric: the exporter serves
+// TLS with basic auth from a web config, a real Prometheus server scrapes it
+// (and fails to with a wrong password or plain HTTP), the alert rules load,
+// and every query of every Grafana dashboard in dashboards/ runs through
+// Prometheus's HTTP API and returns data, the panels meant for the planted
+// faults showing them on exactly the planted ports.
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "exporter/web_config.h"
+#include "tests/integration/fabric_suite.h"
+#include "tests/testbed/certificates.h"
+#include "tests/testbed/prometheus_server.h"
+
+namespace ibfabric::testbed {
+namespace {
+
+using nlohmann::json;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+constexpr const char* kAlerts = R"(window: 2s
+raise_after: 2
+clear_after: 2
+bad_cable:
+  symbol_errors_per_second: {warning: 1, critical: 20}
+congestion:
+  xmit_wait_fraction: {warning: 0.05, critical: 0.25}
+  xmit_discards_per_second: {warning: 1, critical: 1000}
+)";
+
+// Grafana's variables as a person with "All" selected would have them; the
+// interval variables as Grafana would fill them for a short time range.
+std::string Substitute(std::string expr) {
+  const std::vector<std::pair<std::string, std::string>> vars{
+      {"$__rate_interval", "10s"}, {"$__range", "1m"}, {"$__interval", "2s"},
+      {"$fabric", "sim"},         {"$switch", ".*"},   {"$node", ".*"},
+      {"$topn", "10"}};
+  for (const auto& [k, v] : vars) {
+    for (std::size_t at; (at = expr.find(k)) != std::string::npos;) expr.replace(at, k.size(), v);
+  }
+  return expr;
+}
+
+struct Query {
+  std::string dashboard;
+  std::string panel;
+  std::string expr;
+};
+
+std::vector<Query> DashboardQueries() {
+  std::vector<Query> out;
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(IBFABRIC_SOURCE_DIR) + "/dashboards")) {
+    if (entry.path().extension() != ".json") continue;
+    std::ifstream in(entry.path());
+    const json d = json::parse(in);
+    std::function<void(const json&)> walk = [&](const json& panels) {
+      for (const auto& p : panels) {
+        if (p.contains("panels")) walk(p["panels"]);
+        if (!p.contains("targets")) continue;
+        for (const auto& t : p["targets"]) {
+          out.push_back({entry.path().filename().string(), p.value("title", ""), t.value("expr", "")});
+        }
+      }
+    };
+    walk(d["panels"]);
+  }
+  return out;
+}
+
+class EcosystemTest : public FabricSuite {
+ protected:
+  static void SetUpTestSuite() {
+    const FatTreeSpec clean_spec = Spec(4, 2, 4, 2, 12);
+    const FatTree clean = FatTree::Generate(clean_spec);
+    FatTreeSpec spec = clean_spec;
+    spec.swaps.push_back({clean.LeafUplink(2, 1, 0), clean.LeafUplink(2, 2, 0)});  // miswired against the plan
+    spec.degraded[clean.LeafUplink(4, 1, 0)] = "1xQDR";
+    StartFabric(spec);
+    if (!sim_) return;
+    certs_ = new Certificates();
+    ASSERT_TRUE(certs_->ok());
+    dir_ = MakeTempDir("ecosystem");
+    WriteFile(dir_ + "/plan.net", clean.NetFile());
+    WriteFile(dir_ + "/alerts.yaml", kAlerts);
+    WriteFile(dir_ + "/web.yml", "tls_server_config:\n  cert_file: " + (*certs_)("server.crt") +
+                                     "\n  key_file: " + (*certs_)("server.key") +
+                                     "\nbasic_auth_users:\n  prometheus: " + exporter::HashPassword("s3cret", 6) + "\n");
+    std::string error;
+    exporter_ = ExporterProcess::Start(
+                    *sim_,
+                    {"--sweep.interval=500ms", "--discovery.interval=1m", "--mad.timeout=20ms",
+                     "--alerts.config=" + dir_ + "/alerts.yaml", "--topology.plan=" + dir_ + "/plan.net",
+                     "--web.config.file=" + dir_ + "/web.yml"},
+                    &error, ClientOptions{(*certs_)("server.crt"), "prometheus", "s3cret"})
+                    .release();
+    ASSERT_NE(exporter_, nullptr) << error;
+    ASSERT_TRUE(exporter_->WaitForSweeps(2, seconds(60))) << exporter_->Log();
+
+    // The planted faults: errors on one cable, congestion on another,
+    // discards on a host port, and a host cable pulled.
+    ramps_.push_back(new Ramp(SymbolPort(), "PortCounters.SymbolErrorCounter", 10));
+    // 100 M ticks a second: ~10 % of the time at QDR. PortXmitWait is 32 bits.
+    ramps_.push_back(new Ramp(WaitPort(), "PortCounters.PortXmitWait", 10'000'000, 4'000'000'000ULL));
+    ramps_.push_back(new Ramp(DiscardPort(), "PortCounters.PortXmitDiscards", 20));
+    Console("Unlink " + At(tree_->HostPort(16)));
+
+    const std::string port = std::to_string(exporter_->port());
+    const std::string ca = (*certs_)("server.crt");
+    const std::string rules = ReadFile(std::string(IBFABRIC_SOURCE_DIR) + "/deploy/prometheus/infiniband-rules.yml");
+    const std::string config =
+        "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
+        "rule_files: [infiniband-rules.yml]\n"
+        "scrape_configs:\n"
+        "  - job_name: infiniband\n"
+        "    scheme: https\n"
+        "    tls_config: {ca_file: " + ca + "}\n"
+        "    basic_auth: {username: prometheus, password: s3cret}\n"
+        "    static_configs: [{targets: ['127.0.0.1:" + port + "'], labels: {fabric: sim}}]\n"
+        "  - job_name: wrong-password\n"
+        "    scheme: https\n"
+        "    tls_config: {ca_file: " + ca + "}\n"
+        "    basic_auth: {username: prometheus, password: guess}\n"
+        "    static_configs: [{targets: ['127.0.0.1:" + port + "']}]\n"
+        "  - job_name: plain-http\n"
+        "    scheme: http\n"
+        "    static_configs: [{targets: ['127.0.0.1:" + port + "']}]\n";
+    prometheus_ = PrometheusServer::Start(config, {{"infiniband-rules.yml", rules}}, &error).release();
+    ASSERT_NE(prometheus_, nullptr) << error;
+    // Until the faults show in Prometheus: alerts raised, rates over 10 s.
+    const auto deadline = std::chrono::steady_clock::now() + seconds(90);
+    bool ready = false;
+    while (!ready && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(seconds(1));
+      ready = Number("sum(infiniband_alerts{cause=\"bad_cable\"})") > 0 &&
+              Number("sum(infiniband_alerts{cause=\"congestion\"})") > 0 &&
+              Number("count(infiniband_link_up == 0)") > 0 &&
+              Number("count_over_time(infiniband_exporter_sweeps_total{job=\"infiniband\"}[10s])") >= 8;
+    }
+    ASSERT_TRUE(ready) << "faults did not show in Prometheus: " << exporter_->Log() << prometheus_->Log();
+  }
+  static void TearDownTestSuite() {
+    for (Ramp* r : ramps_) delete r;
+    ramps_.clear();
+    delete prometheus_;
+    delete exporter_;
+    delete certs_;
+    if (!dir_.empty()) RemoveTree(dir_);
+    StopFabric();
+  }
+
+  static Endpoint SymbolPort() { return tree_->LeafUplink(1, 1, 0); }
+  static Endpoint WaitPort() { return tree_->LeafUplink(3, 2, 1); }
+  static Endpoint DiscardPort() { return tree_->LeafHostPort(5); }
+
+  static json Run(const std::string& expr) {
+    std::string error;
+    auto r = prometheus_->Query(expr, &error);
+    EXPECT_TRUE(r) << expr << ": " << error;
+    return r ? *r : json::array();
+  }
+  // The value of a query that yields one series (0 when it yields none).
+  static double Number(const std::string& expr) {
+    std::string error;
+    auto r = prometheus_->Query(expr, &error);
+    if (!r || r->empty()) return 0;
+    return std::stod((*r)[0]["value"][1].get<std::string>());
+  }
+  static json Panel(const std::string& dashboard, const std::string& title) {
+    for (const Query& q : DashboardQueries()) {
+      if (q.dashboard == dashboard && q.panel == title) return Run(Substitute(q.expr));
+    }
+    ADD_FAILURE() << "no panel '" << title << "' in " << dashboard;
+    return json::array();
+  }
+  static double ValueOf(const json& series) { return std::stod(series["value"][1].get<std::string>()); }
+
+  static inline Certificates* certs_ = nullptr;
+  static inline std::string dir_;
+  static inline ExporterProcess* exporter_ = nullptr;
+  static inline PrometheusServer* prometheus_ = nullptr;
+  static inline std::vector<Ramp*> ramps_;
+};
+
+TEST_F(EcosystemTest, PrometheusScrapesOverTlsWithBasicAuthAndIsRefusedOtherwise) {
+  std::string error;
+  const auto targets = prometheus_->Api("/api/v1/targets", &error);
+  ASSERT_TRUE(targets) << error;
+  std::map<std::string, json> by_job;
+  for (const auto& t : (*targets)["activeTargets"]) by_job[t["labels"]["job"].get<std::string>()] = t;
+  ASSERT_EQ(by_job.size(), 3u);
+  EXPECT_EQ(by_job["infiniband"]["health"], "up") << by_job["infiniband"].dump();
+  EXPECT_EQ(by_job["wrong-password"]["health"], "down");
+  EXPECT_NE(by_job["wrong-password"]["lastError"].get<std::string>().find("401"), std::string::npos)
+      << by_job["wrong-password"].dump();
+  EXPECT_EQ(by_job["plain-http"]["health"], "down") << by_job["plain-http"].dump();
+  EXPECT_EQ(Number("up{job=\"infiniband\"}"), 1);
+  EXPECT_EQ(Number("up{job=\"wrong-password\"}"), 0);
+  EXPECT_EQ(Number("up{job=\"plain-http\"}"), 0);
+  // The rules file loaded and its rules are evaluated.
+  const auto rules = prometheus_->Api("/api/v1/rules", &error);
+  ASSERT_TRUE(rules) << error;
+  std::size_t n = 0;
+  for (const auto& g : (*rules)["groups"]) {
+    for (const auto& r : g["rules"]) {
+      ++n;
+      EXPECT_EQ(r.value("health", ""), "ok") << r.dump();
+    }
+  }
+  EXPECT_GE(n, 11u);
+}
+
+TEST_F(EcosystemTest, EveryDashboardQueryReturnsData) {
+  const auto queries = DashboardQueries();
+  std::set<std::string> dashboards;
+  for (const auto& q : queries) dashboards.insert(q.dashboard);
+  EXPECT_EQ(dashboards, (std::set<std::string>{"congestion.json", "exporter-health.json", "fabric-overview.json",
+                                               "port-errors.json", "topology-health.json"}));
+  EXPECT_GE(queries.size(), 40u);
+  for (const auto& q : queries) {
+    ASSERT_FALSE(q.expr.empty()) << q.dashboard << ": " << q.panel;
+    const json r = Run(Substitute(q.expr));
+    EXPECT_FALSE(r.empty()) << q.dashboard << " / " << q.panel << ": no data for " << Substitute(q.expr);
+  }
+}
+
+TEST_F(EcosystemTest, DashboardVariablesListTheFabricItsSwitchesAndNodes) {
+  std::string error;
+  auto values = [&](const std::string& label, const std::string& match) {
+    auto r = prometheus_->Api(httplib::append_query_params("/api/v1/label/" + label + "/values", {{"match[]", match}}), &error);
+    EXPECT_TRUE(r) << error;
+    std::set<std::string> out;
+    if (r) {
+      for (const auto& v : *r) out.insert(v.get<std::string>());
+    }
+    return out;
+  };
+  EXPECT_EQ(values("fabric", "infiniband_exporter_build_info"), std::set<std::string>{"sim"});
+  std::set<std::string> switches(tree_->leaves().begin(), tree_->leaves().end());
+  switches.insert(tree_->spines().begin(), tree_->spines().end());
+  EXPECT_EQ(values("switch", "infiniband_switch_info{fabric=~\"sim\"}"), switches);
+  const auto hcas = values("hca", "infiniband_hca_info{fabric=~\"sim\"}");
+  EXPECT_EQ(hcas.size(), tree_->hosts().size() - 1) << "all hosts but the unplugged one";
+  EXPECT_TRUE(hcas.count(tree_->Host(1)));
+}
+
+TEST_F(EcosystemTest, FaultPanelsShowThePlantedFaultsOnThePlantedPorts) {
+  const auto port_of = [](const json& s) { return s["metric"]["port"].get<std::string>(); };
+  // Port errors: the planted cable end tops the symbol error panel, alone.
+  const json symbols = Panel("port-errors.json", "Symbol errors: top $topn switch ports");
+  ASSERT_FALSE(symbols.empty());
+  json top = symbols[0];
+  for (const auto& s : symbols) {
+    if (ValueOf(s) > ValueOf(top)) top = s;
+  }
+  EXPECT_EQ(top["metric"]["switch"], SymbolPort().node);
+  EXPECT_EQ(port_of(top), std::to_string(SymbolPort().port));
+  EXPECT_GT(ValueOf(top), 20);  // 100 per second planted; rate over 10 s
+  for (const auto& s : symbols) {
+    if (s != top) {
+      EXPECT_EQ(ValueOf(s), 0) << s.dump();
+    }
+  }
+  // The heat map's cell for that port holds its errors; no other cell does.
+  for (const auto& s : Panel("port-errors.json", "Errors by switch and port over the range")) {
+    const bool planted = s["metric"]["switch"] == SymbolPort().node && port_of(s) == std::to_string(SymbolPort().port);
+    if (planted) {
+      EXPECT_GT(ValueOf(s), 100);
+    }
+    if (!planted) {
+      EXPECT_EQ(ValueOf(s), 0) << s.dump();
+    }
+  }
+  // Congestion: the XmitWait port tops the ratio, the discard port the discards.
+  const json wait = Panel("congestion.json", "Transmit wait ratio: top $topn ports");
+  ASSERT_FALSE(wait.empty());
+  bool wait_seen = false;
+  for (const auto& s : wait) {
+    const bool planted = s["metric"]["node"] == WaitPort().node && port_of(s) == std::to_string(WaitPort().port);
+    wait_seen |= planted && ValueOf(s) > 0.05;
+    if (!planted) {
+      EXPECT_LT(ValueOf(s), 0.01) << s.dump();
+    }
+  }
+  EXPECT_TRUE(wait_seen) << wait.dump();
+  bool discards_seen = false;
+  for (const auto& s : Panel("congestion.json", "Transmit discards: top $topn switch ports")) {
+    const bool planted = s["metric"]["switch"] == DiscardPort().node && port_of(s) == std::to_string(DiscardPort().port);
+    discards_seen |= planted && ValueOf(s) > 50;
+    if (!planted) {
+      EXPECT_EQ(ValueOf(s), 0) << s.dump();
+    }
+  }
+  EXPECT_TRUE(discards_seen);
+  EXPECT_FALSE(Panel("congestion.json", "Congestion alerts").empty());
+  // Overview: alerts and a link down, on the right cables.
+  std::set<std::string> causes;
+  for (const auto& s : Panel("fabric-overview.json", "Active alerts by cable")) causes.insert(s["metric"]["cause"]);
+  EXPECT_TRUE(causes.count("bad_cable") && causes.count("congestion") && causes.count("miswiring") &&
+              causes.count("degraded_link"))
+      << [&] { std::string c; for (const auto& x : causes) c += x + " "; return c; }();
+  const json down = Panel("fabric-overview.json", "Links down");
+  ASSERT_EQ(down.size(), 1u);
+  EXPECT_EQ(ValueOf(down[0]), 1);
+  std::set<std::string> rules;
+  for (const auto& s : Panel("fabric-overview.json", "Firing and pending alert rules")) rules.insert(s["metric"]["alertname"]);
+  EXPECT_TRUE(rules.count("InfinibandBadCable") && rules.count("InfinibandLinkDown")) << rules.size();
+  EXPECT_GT(ValueOf(Panel("fabric-overview.json", "Topology findings")[0]), 0);
+  // Topology: the degraded cable and the miswiring.
+  const json degraded = Panel("topology-health.json", "Degraded links by cable");
+  ASSERT_EQ(degraded.size(), 1u);
+  const Endpoint slow = tree_->LeafUplink(4, 1, 0);
+  const json& m = degraded[0]["metric"];
+  EXPECT_TRUE((m["node"] == slow.node && m["port"] == std::to_string(slow.port)) ||
+              (m["remote_node"] == slow.node && m["remote_port"] == std::to_string(slow.port)))
+      << m.dump();
+  EXPECT_GE(ValueOf(Panel("topology-health.json", "Miswired cables")[0]), 1);
+}
+
+}  // namespace
+}  // namespace ibfabric::testbed
