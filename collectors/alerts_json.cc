@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <ctime>
 
+#include "topology/topology_json.h"
+
 namespace ibfabric::collectors {
 namespace {
 
@@ -146,6 +148,109 @@ json AlertsJson(const Snapshot& s, const AlertFilter& filter) {
               {"active_counts", counts},
               {"active", std::move(active)},
               {"recently_cleared", std::move(cleared)}};
+}
+
+}  // namespace ibfabric::collectors
+
+namespace ibfabric::collectors {
+namespace {
+
+nlohmann::json RatesJson(const Snapshot& s, const EndRates& r) {
+  nlohmann::json per_second = nlohmann::json::object();
+  for (std::size_t i = 0; i < kSignalCount; ++i) {
+    const auto sig = static_cast<Signal>(i);
+    if (r.Known(sig)) per_second[ToString(sig)] = r.PerSecond(sig);
+  }
+  nlohmann::json j{{"port", End(s, r.port)}, {"window_seconds", r.window_seconds}, {"per_second", per_second}};
+  j["xmit_wait_fraction"] = r.xmit_wait_fraction ? nlohmann::json(*r.xmit_wait_fraction) : nlohmann::json(nullptr);
+  j["bit_error_rate"] = r.bit_error_rate ? nlohmann::json(*r.bit_error_rate) : nlohmann::json(nullptr);
+  j["packet_drop_rate"] = r.packet_drop_rate ? nlohmann::json(*r.packet_drop_rate) : nlohmann::json(nullptr);
+  return j;
+}
+
+}  // namespace
+
+bool ParsePortQuery(const std::multimap<std::string, std::string>& params, topology::PortRef* port,
+                    std::string* error) {
+  std::optional<std::uint64_t> guid;
+  std::optional<int> number;
+  for (const auto& [k, v] : params) {
+    if (k == "guid" && !guid) {
+      char* stop = nullptr;
+      errno = 0;
+      const unsigned long long g = std::strtoull(v.c_str(), &stop, 16);
+      if (v.empty() || v.size() > 18 || errno != 0 || *stop != '\0' || v[0] == '-') {
+        *error = "guid must be a hexadecimal node GUID such as 0x0002c90300a1b2c3";
+        return false;
+      }
+      guid = g;
+    } else if (k == "port" && !number) {
+      char* stop = nullptr;
+      const long n = std::strtol(v.c_str(), &stop, 10);
+      if (v.empty() || *stop != '\0' || n < 0 || n > 254) {
+        *error = "port must be a port number from 0 to 254";
+        return false;
+      }
+      number = static_cast<int>(n);
+    } else {
+      *error = "unexpected parameter '" + k.substr(0, 40) + "' (use guid and port, once each)";
+      return false;
+    }
+  }
+  if (!guid || !number) {
+    *error = "guid and port are both required";
+    return false;
+  }
+  *port = {*guid, static_cast<std::uint8_t>(*number)};
+  return true;
+}
+
+nlohmann::json PortDetailJson(const Snapshot& s, const topology::PortRef& ref) {
+  const topology::Port* p = s.fabric ? s.fabric->FindPort(ref) : nullptr;
+  auto totals = s.ports.find(ref);
+  if (!p && totals == s.ports.end()) return nullptr;
+  json j{{"schema_version", kAlertsSchemaVersion}, {"end", End(s, ref)}};
+  j["link"] = p ? topology::PortJson(*s.fabric, *p) : json(nullptr);
+  json counters = json::object();
+  json pinned = json::array();
+  if (totals != s.ports.end()) {
+    const auto& specs = CounterSpecs();
+    for (std::size_t i = 0; i < kCounterCount; ++i) {
+      if (!totals->second.present.test(i)) continue;
+      counters[specs[i].metric] = totals->second.total[i];
+      if (totals->second.Pinned(i)) pinned.push_back(specs[i].metric);
+    }
+    j["stale"] = totals->second.stale;
+    j["last_update"] = Iso8601(totals->second.last_update);
+  }
+  j["counters"] = std::move(counters);
+  j["pinned"] = std::move(pinned);
+  j["health"] = nullptr;
+  if (s.health) {
+    for (const CableHealth& c : s.health->cables) {
+      if (!(c.cable.a == ref || c.cable.b == ref)) continue;
+      const EndRates& here = c.a.port == ref ? c.a : c.b;
+      const EndRates& there = c.a.port == ref ? c.b : c.a;
+      j["health"] = {{"up", c.up},
+                     {"active", c.active},
+                     {"rate", c.rate},
+                     {"best_rate", c.best_rate},
+                     {"dropped", c.dropped},
+                     {"downs_in_window", c.downs_in_window},
+                     {"downs_total", c.downs_total},
+                     {"this_end", RatesJson(s, here)},
+                     {"far_end", RatesJson(s, there)}};
+      break;
+    }
+  }
+  json alerts = json::array();
+  if (s.health) {
+    for (const Alert& a : s.health->active) {
+      if (a.cable.a == ref || a.cable.b == ref) alerts.push_back(AlertToJson(s, a));
+    }
+  }
+  j["alerts"] = std::move(alerts);
+  return j;
 }
 
 }  // namespace ibfabric::collectors

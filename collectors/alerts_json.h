@@ -30,4 +30,13 @@ bool ParseAlertFilter(const std::multimap<std::string, std::string>& params, Ale
 // Pure.
 nlohmann::json AlertsJson(const Snapshot& snapshot, const AlertFilter& filter);
 
+// GET /api/v1/port?guid=0x...&port=N: one port for a drill-down. False
+// with a one-line reason naming the parameter.
+bool ParsePortQuery(const std::multimap<std::string, std::string>& params, topology::PortRef* port,
+                    std::string* error);
+// Pure. The port's state and rate, its counter totals (pinned ones named),
+// its link's health over the window (this end and the far one), and the
+// alerts on its cable; null when the snapshot knows no such port.
+nlohmann::json PortDetailJson(const Snapshot& snapshot, const topology::PortRef& port);
+
 }  // namespace ibfabric::collectors

@@ -9,6 +9,7 @@
 #include <array>
 
 #include "collectors/alerts_json.h"
+#include "exporter/status_assets.h"
 #include "topology/topology_json.h"
 
 namespace ibfabric::exporter {
@@ -280,15 +281,41 @@ void HttpServer::Routes() {
     }
     res.set_content("ok\n", "text/plain");
   });
-  server_->Get("/", [metrics_path](const httplib::Request&, httplib::Response& res) {
-    res.set_content(
-        "<!doctype html><html><head><meta charset=\"utf-8\"><title>InfiniBand fabric "
-        "exporter</title></head><body><h1>InfiniBand fabric exporter</h1><ul><li><a href=\"" +
-            metrics_path + "\">Metrics</a></li><li><a href=\"/api/v1/topology\">Topology (JSON)</a></li>"
-                           "<li><a href=\"/api/v1/alerts\">Alerts (JSON)</a></li>"
-                           "<li><a href=\"/healthz\">Health</a></li></ul>"
-                           "</body></html>\n",
-        "text/html; charset=utf-8");
+  // The status page: three embedded files that load nothing from elsewhere,
+  // which the Content-Security-Policy makes the browser enforce.
+  const auto page = [](std::string body, const char* type) {
+    return [body = std::move(body), type](const httplib::Request&, httplib::Response& res) {
+      res.set_header("Content-Security-Policy",
+                     "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; "
+                     "base-uri 'none'; form-action 'none'; frame-ancestors 'none'");
+      res.set_header("X-Content-Type-Options", "nosniff");
+      res.set_header("Cache-Control", "no-cache");
+      res.set_content(body, type);
+    };
+  };
+  std::string html = kStatusHtml;
+  const std::string marker = "METRICS_PATH";
+  if (auto at = html.find(marker); at != std::string::npos) html.replace(at, marker.size(), metrics_path.substr(1));
+  server_->Get("/", page(std::move(html), "text/html; charset=utf-8"));
+  server_->Get("/static/status.css", page(kStatusCss, "text/css; charset=utf-8"));
+  server_->Get("/static/status.js", page(kStatusJs, "text/javascript; charset=utf-8"));
+  server_->Get("/api/v1/port", [this](const httplib::Request& req, httplib::Response& res) {
+    topology::PortRef port;
+    std::string why;
+    const std::multimap<std::string, std::string> params(req.params.begin(), req.params.end());
+    if (!collectors::ParsePortQuery(params, &port, &why)) {
+      res.status = 400;
+      res.set_content(nlohmann::json{{"error", why}}.dump() + "\n", "application/json");
+      return;
+    }
+    auto snap = holder_.Get();
+    const nlohmann::json j = collectors::PortDetailJson(*snap, port);
+    if (j.is_null()) {
+      res.status = 404;
+      res.set_content(nlohmann::json{{"error", "no such port in the fabric"}}.dump() + "\n", "application/json");
+      return;
+    }
+    res.set_content(j.dump() + "\n", "application/json");
   });
 }
 

@@ -19,6 +19,8 @@ packages=(
   ibsim-utils opensm infiniband-diags
   # promtool lints the exposition format; the server scrapes in end-to-end tests
   prometheus
+  # the status page is tested in headless Chromium over WebDriver
+  chromium chromium-driver
   # scripts used by the test bed and the demo
   python3 curl procps
 )

@@ -50,18 +50,21 @@ json End(const Fabric& f, const PortRef& r) {
 
 }  // namespace
 
+json PortJson(const Fabric& f, const Port& p) {
+  return {{"port", p.number},
+          {"lid", p.lid},
+          {"state", StateName(p.state)},
+          {"phys_state", PhysName(p.phys_state)},
+          {"rate", RateString(p)},
+          {"remote", p.remote ? End(f, *p.remote) : json(nullptr)}};
+}
+
 json TopologyJson(const Fabric& f, const Analysis& a) {
   json nodes = json::array();
   for (const auto& n : f.nodes()) {
     json ports = json::array();
     for (const auto& p : n.ports) {
-      json port{{"port", p.number},
-                {"lid", p.lid},
-                {"state", StateName(p.state)},
-                {"phys_state", PhysName(p.phys_state)},
-                {"rate", RateString(p)},
-                {"remote", p.remote ? End(f, *p.remote) : json(nullptr)}};
-      ports.push_back(std::move(port));
+      ports.push_back(PortJson(f, p));
     }
     json node{{"guid", FormatGuid(n.guid)}, {"name", n.description}, {"type", TypeName(n.kind)},
               {"lid", n.lid}, {"ports", std::move(ports)}};

@@ -12,6 +12,9 @@ namespace ibfabric::topology {
 
 inline constexpr int kTopologySchemaVersion = 1;
 
+// Pure. One port as in nodes[].ports[]: number, LID, state, rate, remote end.
+nlohmann::json PortJson(const Fabric& fabric, const Port& port);
+
 // Pure.
 nlohmann::json TopologyJson(const Fabric& fabric, const Analysis& analysis);
 

@@ -3,7 +3,10 @@
 // (and fails to with a wrong password or plain HTTP), the alert rules load,
 // and every query of every Grafana dashboard in dashboards/ runs through
 // Prometheus's HTTP API and returns data, the panels meant for the planted
-// faults showing them on exactly the planted ports.
+// faults showing them on exactly the planted ports. The status page renders
+// in headless Chromium behind the same TLS and auth, shows the planted
+// faults, drills down to a port, and leaves screenshots in the build's
+// artifacts/ folder.
 
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -19,6 +22,7 @@
 
 #include "exporter/web_config.h"
 #include "tests/integration/fabric_suite.h"
+#include "tests/testbed/browser.h"
 #include "tests/testbed/certificates.h"
 #include "tests/testbed/prometheus_server.h"
 
@@ -325,6 +329,100 @@ TEST_F(EcosystemTest, FaultPanelsShowThePlantedFaultsOnThePlantedPorts) {
               (m["remote_node"] == slow.node && m["remote_port"] == std::to_string(slow.port)))
       << m.dump();
   EXPECT_GE(ValueOf(Panel("topology-health.json", "Miswired cables")[0]), 1);
+}
+
+TEST_F(EcosystemTest, StatusPageInChromiumShowsThePlantedFaultsAndDrillsDownToAPort) {
+  std::string error;
+  auto browser = Browser::Start(&error);
+  ASSERT_NE(browser, nullptr) << error;
+  ASSERT_TRUE(browser->SetExtraHeaders({{"Authorization", "Basic cHJvbWV0aGV1czpzM2NyZXQ="}}, &error)) << error;  // prometheus:s3cret
+  const std::string origin = "https://127.0.0.1:" + std::to_string(exporter_->port());
+  ASSERT_TRUE(browser->Navigate(origin + "/", &error)) << error;
+  ASSERT_TRUE(browser->WaitFor("return document.body.dataset.loaded === 'true' && "
+                               "document.querySelectorAll('#alerts tbody tr[data-cause]').length > 0 && "
+                               "document.querySelector('#fabric-svg') !== null;",
+                               seconds(30), &error))
+      << error;
+  const auto page = browser->Execute(R"(
+    const texts = (sel) => [...document.querySelectorAll(sel)].map((e) => e.textContent);
+    return {
+      causes: [...document.querySelectorAll('#alerts tbody tr[data-cause]')].map((r) => r.dataset.cause),
+      problems: [...document.querySelectorAll('#problems tbody tr[data-state]')].map((r) => ({state: r.dataset.state, text: r.textContent})),
+      lines: [...document.querySelectorAll('#fabric-svg line.link')].map((l) => ({cls: l.getAttribute('class'), cable: l.dataset.cable})),
+      tiers: texts('#fabric-svg .tier-label'),
+      switches: document.querySelectorAll('#fabric-svg g.node').length,
+      hcas: document.querySelectorAll('#fabric-svg g.ca').length,
+      critical: document.querySelector('#critical-count').textContent,
+      resources: performance.getEntriesByType('resource').map((e) => e.name),
+      origin: location.origin,
+    };)",
+                                     &error);
+  ASSERT_TRUE(page) << error;
+  const json& p = *page;
+  std::set<std::string> causes(p["causes"].begin(), p["causes"].end());
+  for (const char* c : {"bad_cable", "congestion", "miswiring", "degraded_link"}) EXPECT_TRUE(causes.count(c)) << c;
+  EXPECT_EQ(p["tiers"], json::array({"spine", "leaf"}));
+  EXPECT_EQ(p["switches"], 6);
+  EXPECT_EQ(p["hcas"], static_cast<int>(tree_->hosts().size()) - 1) << "the unplugged host is not discovered";
+  EXPECT_NE(p["critical"].get<std::string>(), "0 critical");
+  // The highlighted links: the bad cable on exactly the planted port, and
+  // the degraded, miswired and congested ones.
+  const Scrape scrape = exporter_->ScrapeMetrics();
+  const std::string symbol_end = Guid(scrape, SymbolPort().node) + ":" + std::to_string(SymbolPort().port);
+  std::map<std::string, std::set<std::string>> by_state;
+  for (const auto& l : p["lines"]) {
+    const std::string cls = l["cls"];
+    by_state[cls.substr(cls.find(' ') + 1)].insert(l["cable"].get<std::string>());
+  }
+  ASSERT_EQ(by_state["bad"].size(), 1u);
+  EXPECT_NE(by_state["bad"].begin()->find(symbol_end), std::string::npos) << *by_state["bad"].begin();
+  EXPECT_FALSE(by_state["degraded"].empty());
+  EXPECT_EQ(by_state["miswired"].size(), 2u) << p["lines"].dump();
+  EXPECT_FALSE(by_state["congested"].empty());
+  std::set<std::string> problem_states;
+  for (const auto& r : p["problems"]) problem_states.insert(r["state"].get<std::string>());
+  EXPECT_EQ(problem_states, (std::set<std::string>{"bad", "congested", "degraded", "miswired"}));
+  // Nothing was loaded from anywhere but the exporter.
+  for (const auto& r : p["resources"]) EXPECT_EQ(r.get<std::string>().rfind(p["origin"].get<std::string>(), 0), 0u) << r;
+  std::filesystem::create_directories(IBFABRIC_ARTIFACT_DIR);
+  EXPECT_TRUE(browser->Screenshot(std::string(IBFABRIC_ARTIFACT_DIR) + "/status-page.png", &error)) << error;
+
+  // Drill down: the planted port's counters, its link's rates and its alert.
+  ASSERT_TRUE(browser->Click("#problems a.port[data-port='" + symbol_end + "']", &error)) << error;
+  ASSERT_TRUE(browser->WaitFor("return document.querySelector('#port-counters') !== null;", seconds(10), &error)) << error;
+  const auto port = browser->Execute(R"(
+    const row = document.querySelector('#port-counters tr[data-counter="symbol_error"]');
+    return {title: document.querySelector('#port-title').textContent,
+            symbols: row ? Number(row.children[1].textContent) : -1,
+            alerts: [...document.querySelectorAll('#port-alerts li')].map((li) => li.textContent),
+            rates: document.querySelector('#port-rates') !== null};)",
+                                     &error);
+  ASSERT_TRUE(port) << error;
+  EXPECT_EQ((*port)["title"], SymbolPort().node + "[" + std::to_string(SymbolPort().port) + "]");
+  EXPECT_GT((*port)["symbols"].get<double>(), 100);
+  ASSERT_FALSE((*port)["alerts"].empty());
+  EXPECT_NE((*port)["alerts"][0].get<std::string>().find("bad_cable"), std::string::npos);
+  EXPECT_TRUE((*port)["rates"].get<bool>());
+  EXPECT_TRUE(browser->Screenshot(std::string(IBFABRIC_ARTIFACT_DIR) + "/status-page-port.png", &error)) << error;
+}
+
+TEST_F(EcosystemTest, PortDrillDownApiAnswersAndRefusesBadQueries) {
+  const Scrape scrape = exporter_->ScrapeMetrics();
+  const std::string guid = Guid(scrape, SymbolPort().node);
+  int status = 0;
+  const json d = json::parse(exporter_->Get("/api/v1/port?guid=" + guid + "&port=" + std::to_string(SymbolPort().port), &status));
+  ASSERT_EQ(status, 200);
+  EXPECT_EQ(d["end"]["node"], SymbolPort().node);
+  EXPECT_GT(d["counters"]["symbol_error"].get<double>(), 100);
+  EXPECT_EQ(d["link"]["state"], "active");
+  EXPECT_GT(d["health"]["this_end"]["per_second"]["symbol_errors"].get<double>(), 20);
+  for (const auto& [query, want] : std::vector<std::pair<std::string, int>>{
+           {"guid=" + guid, 400}, {"guid=zz&port=1", 400}, {"guid=" + guid + "&port=300", 400},
+           {"guid=" + guid + "&port=1&x=1", 400}, {"guid=0x1234&port=1", 404}}) {
+    const std::string body = exporter_->Get("/api/v1/port?" + query, &status);
+    EXPECT_EQ(status, want) << query << ": " << body;
+    EXPECT_TRUE(json::parse(body, nullptr, false).contains("error")) << body;
+  }
 }
 
 }  // namespace
