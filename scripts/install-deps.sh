@@ -21,9 +21,17 @@ packages=(
   prometheus
   # the status page is tested in headless Chromium over WebDriver
   chromium chromium-driver
+  # systemd-analyze checks the unit file
+  systemd
   # scripts used by the test bed and the demo
   python3 curl procps
 )
+
+# Node.js and npm run the Kubernetes schema validation (npm packages). Many
+# machines carry a newer Node.js than Debian's (NodeSource): keep it then.
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  packages+=(nodejs npm)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

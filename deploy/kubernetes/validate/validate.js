@@ -1,0 +1,108 @@
+// Validates every manifest in deploy/kubernetes/ against the Kubernetes API
+// schemas (kubernetes-models) and the Prometheus Operator CRD schemas, then
+// checks what the deployment promises: least privilege, probes, resources,
+// the scope of each workload, and that every exporter's arguments parse.
+//
+// usage: node validate.js MANIFEST_DIR EXPORTER_BINARY
+"use strict";
+const fs = require("fs");
+const path = require("path");
+const { execFileSync } = require("child_process");
+const YAML = require("yaml");
+
+const [dir, exporter] = process.argv.slice(2);
+if (!dir || !exporter) {
+  console.error("usage: node validate.js MANIFEST_DIR EXPORTER_BINARY");
+  process.exit(2);
+}
+
+const MODELS = {
+  "v1/Namespace": () => require("kubernetes-models/v1/Namespace").Namespace,
+  "v1/Service": () => require("kubernetes-models/v1/Service").Service,
+  "v1/ConfigMap": () => require("kubernetes-models/v1/ConfigMap").ConfigMap,
+  "v1/Secret": () => require("kubernetes-models/v1/Secret").Secret,
+  "apps/v1/DaemonSet": () => require("kubernetes-models/apps/v1/DaemonSet").DaemonSet,
+  "apps/v1/StatefulSet": () => require("kubernetes-models/apps/v1/StatefulSet").StatefulSet,
+  "apps/v1/Deployment": () => require("kubernetes-models/apps/v1/Deployment").Deployment,
+  "monitoring.coreos.com/v1/ServiceMonitor": () =>
+    require("@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/ServiceMonitor").ServiceMonitor,
+};
+
+const problems = [];
+const objects = [];
+const fail = (where, why) => problems.push(where + ": " + why);
+
+for (const file of fs.readdirSync(dir).filter((f) => f.endsWith(".yaml")).sort()) {
+  const docs = YAML.parseAllDocuments(fs.readFileSync(path.join(dir, file), "utf8"));
+  for (const doc of docs) {
+    if (doc.errors.length) { fail(file, "not YAML: " + doc.errors[0].message); continue; }
+    const obj = doc.toJS();
+    if (!obj) continue;
+    const key = obj.apiVersion + "/" + obj.kind;
+    const where = file + " " + key + " " + ((obj.metadata || {}).name || "?");
+    const model = MODELS[key];
+    if (!model) { fail(where, "no schema known for " + key); continue; }
+    try {
+      const Model = model();
+      new Model(obj).validate();
+    } catch (e) {
+      fail(where, "schema: " + e.message.split("\n")[0]);
+      continue;
+    }
+    objects.push({ where, obj });
+  }
+}
+
+const workloads = objects.filter((o) => ["DaemonSet", "StatefulSet", "Deployment"].includes(o.obj.kind));
+const services = objects.filter((o) => o.obj.kind === "Service");
+const byKind = (k) => workloads.filter((o) => o.obj.kind === k);
+if (byKind("DaemonSet").length !== 1) fail(dir, "expected one DaemonSet (the per-host exporter)");
+if (byKind("StatefulSet").length !== 1) fail(dir, "expected one StatefulSet (the fabric-wide exporter)");
+if (!objects.some((o) => o.obj.kind === "ServiceMonitor")) fail(dir, "expected a ServiceMonitor");
+
+for (const { where, obj } of workloads) {
+  const spec = obj.spec.template.spec;
+  const labels = obj.spec.template.metadata.labels || {};
+  if (!services.some((s) => Object.entries(s.obj.spec.selector || {}).every(([k, v]) => labels[k] === v))) {
+    fail(where, "no Service selects its pods");
+  }
+  if (spec.hostNetwork || spec.hostPID || spec.hostIPC) fail(where, "must not share the host's namespaces");
+  for (const v of spec.volumes || []) if (v.hostPath) fail(where, "hostPath volume " + v.name + ": use the RDMA device plugin");
+  for (const c of spec.containers) {
+    const w = where + " container " + c.name;
+    const sc = c.securityContext || {};
+    if (sc.privileged) fail(w, "must not be privileged");
+    if (sc.allowPrivilegeEscalation !== false) fail(w, "allowPrivilegeEscalation must be false");
+    if (sc.readOnlyRootFilesystem !== true) fail(w, "readOnlyRootFilesystem must be true");
+    if (!(sc.capabilities && (sc.capabilities.drop || []).includes("ALL")) || (sc.capabilities.add || []).length) {
+      fail(w, "must drop ALL capabilities and add none");
+    }
+    if (!c.livenessProbe || c.livenessProbe.httpGet.path !== "/healthz") fail(w, "liveness probe on /healthz");
+    if (!c.readinessProbe || c.readinessProbe.httpGet.path !== "/readyz") fail(w, "readiness probe on /readyz");
+    const limits = (c.resources || {}).limits || {};
+    if (!limits.memory || !((c.resources || {}).requests || {}).cpu) fail(w, "needs a memory limit and a CPU request");
+    if (!Object.keys(limits).some((k) => k.startsWith("rdma/"))) fail(w, "needs an RDMA device resource for /dev/infiniband");
+    // $(VAR) references resolve as Kubernetes would, with the first pod's values.
+    const env = { SHARD: "0" };
+    const args = (c.args || []).map((a) => a.replace(/\$\(([A-Z_]+)\)/g, (_, v) => env[v] ?? "$(" + v + ")"));
+    const scope = (args.find((a) => a.startsWith("--scope=")) || "--scope=fabric").slice(8);
+    const want = obj.kind === "DaemonSet" ? "local" : "inter-switch";
+    if (scope !== want) fail(w, "scope " + scope + ", expected " + want);
+    if (obj.kind === "StatefulSet") {
+      const shard = args.find((a) => a.startsWith("--shard="));
+      const n = shard ? Number(shard.split("/")[1]) : NaN;
+      if (n !== obj.spec.replicas) fail(w, "--shard's N (" + n + ") must equal replicas (" + obj.spec.replicas + ")");
+    }
+    try {
+      execFileSync(exporter, [...args, "--help"], { stdio: ["ignore", "ignore", "pipe"] });
+    } catch (e) {
+      fail(w, "the exporter refuses its arguments: " + String(e.stderr).trim());
+    }
+  }
+}
+
+if (problems.length) {
+  for (const p of problems) console.error("FAIL " + p);
+  process.exit(1);
+}
+console.log("ok: " + objects.length + " objects valid (" + objects.map((o) => o.obj.kind).join(", ") + ")");
