@@ -55,7 +55,7 @@ grep -q "SUBNET UP" "$dir/opensm.log" || { echo "demo.sh: opensm did not bring t
 port="${listen##*:}"
 echo
 echo "demo.sh: simulated fabric: $leaves leaves, $spines spines, $(( leaves * hosts )) hosts (files in $dir)"
-echo "demo.sh: open http://localhost:${port}/metrics and http://localhost:${port}/api/v1/topology  (Ctrl-C stops everything)"
+echo "demo.sh: open http://localhost:${port}/ (status page), http://localhost:${port}/metrics and http://localhost:${port}/api/v1/alerts  (Ctrl-C stops everything)"
 echo "demo.sh: inject more faults with: echo 'PerformanceSet \"ib-leaf01\"[2] PortCounters.PortRcvErrors=7' > $dir/console"
 echo
 LD_PRELOAD=$preload SIM_HOST=cn0001 build/exporter/ibfabric_exporter \
