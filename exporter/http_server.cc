@@ -116,6 +116,12 @@ std::string Sha256(const std::string& s) {
   return std::string(d.begin(), d.end());
 }
 
+// A JSON API's refusal: the status and {"error": "<one line>"}.
+void JsonError(httplib::Response& res, int status, const std::string& why) {
+  res.status = status;
+  res.set_content(nlohmann::json{{"error", why}}.dump() + "\n", "application/json");
+}
+
 constexpr std::size_t kMaxHeaders = 100;
 constexpr std::size_t kMaxHeaderBytes = 32 * 1024;
 constexpr std::size_t kMaxBody = 64 * 1024;
@@ -243,11 +249,7 @@ void HttpServer::Routes() {
   });
   server_->Get("/api/v1/topology", [this](const httplib::Request&, httplib::Response& res) {
     auto snap = holder_.Get();
-    if (!snap->topology) {
-      res.status = 503;
-      res.set_content("{\"error\": \"no discovery has completed yet\"}\n", "application/json");
-      return;
-    }
+    if (!snap->topology) return JsonError(res, 503, "no discovery has completed yet");
     nlohmann::json j = topology::TopologyJson(*snap->fabric, *snap->topology);
     // Which part of the fabric this exporter sees, and whether its findings
     // speak for the whole fabric (topology/scope.h).
@@ -261,11 +263,7 @@ void HttpServer::Routes() {
     collectors::AlertFilter filter;
     std::string why;
     const std::multimap<std::string, std::string> params(req.params.begin(), req.params.end());
-    if (!collectors::ParseAlertFilter(params, &filter, &why)) {
-      res.status = 400;
-      res.set_content(nlohmann::json{{"error", why}}.dump() + "\n", "application/json");
-      return;
-    }
+    if (!collectors::ParseAlertFilter(params, &filter, &why)) return JsonError(res, 400, why);
     auto snap = holder_.Get();
     res.set_content(collectors::AlertsJson(*snap, filter).dump() + "\n", "application/json");
   });
@@ -303,18 +301,10 @@ void HttpServer::Routes() {
     topology::PortRef port;
     std::string why;
     const std::multimap<std::string, std::string> params(req.params.begin(), req.params.end());
-    if (!collectors::ParsePortQuery(params, &port, &why)) {
-      res.status = 400;
-      res.set_content(nlohmann::json{{"error", why}}.dump() + "\n", "application/json");
-      return;
-    }
+    if (!collectors::ParsePortQuery(params, &port, &why)) return JsonError(res, 400, why);
     auto snap = holder_.Get();
     const nlohmann::json j = collectors::PortDetailJson(*snap, port);
-    if (j.is_null()) {
-      res.status = 404;
-      res.set_content(nlohmann::json{{"error", "no such port in the fabric"}}.dump() + "\n", "application/json");
-      return;
-    }
+    if (j.is_null()) return JsonError(res, 404, "no such port in the fabric");
     res.set_content(j.dump() + "\n", "application/json");
   });
 }

@@ -9,9 +9,7 @@
 #include <set>
 #include <string>
 
-#include "tests/testbed/exporter_process.h"
-#include "tests/testbed/fat_tree.h"
-#include "tests/testbed/sim_fabric.h"
+#include "tests/integration/fabric_suite.h"
 
 namespace ibfabric::testbed {
 namespace {
@@ -38,20 +36,9 @@ std::string Show(const PortSet& ports) {
   return s;
 }
 
-class ScopeTest : public ::testing::Test {
+class ScopeTest : public FabricSuite {
  protected:
-  static void SetUpTestSuite() {
-    tree_ = new FatTree(FatTree::Generate(Spec(4, 2, 4, 2, 12)));
-    SimOptions o;
-    o.attach = tree_->Host(1);
-    std::string error;
-    sim_ = SimFabric::Start(tree_->NetFile(), o, &error).release();
-    ASSERT_NE(sim_, nullptr) << error;
-  }
-  static void TearDownTestSuite() {
-    delete sim_;
-    delete tree_;
-  }
+  static void SetUpTestSuite() { StartFabric(Spec(4, 2, 4, 2, 12)); }
 
   // One discovery and sweep (--once) attached at `host`; the scrape it printed.
   static Scrape Once(const std::string& host, const std::vector<std::string>& flags) {
@@ -73,21 +60,11 @@ class ScopeTest : public ::testing::Test {
     }
     return out;
   }
-
-  static FatTree* tree_;
-  static SimFabric* sim_;
 };
-FatTree* ScopeTest::tree_ = nullptr;
-SimFabric* ScopeTest::sim_ = nullptr;
 
 TEST_F(ScopeTest, LocalReadsExactlyTheHostsCableEndsAndSeesAPlantedCounterThere) {
-  ASSERT_NE(sim_, nullptr);
   const Endpoint leaf_end = tree_->LeafHostPort(6);
-  bool ok = false;
-  sim_->Console("PerformanceSet \"" + leaf_end.node + "\"[" + std::to_string(leaf_end.port) +
-                    "] PortCounters.PortRcvErrors=17",
-                &ok);
-  ASSERT_TRUE(ok);
+  Plant(leaf_end, "PortCounters.PortRcvErrors", 17);
   for (int h : {1, 6, 16}) {
     const Scrape s = Once(tree_->Host(h), {"--scope=local"});
     const PortSet want{tree_->HostPort(h), tree_->LeafHostPort(h)};
@@ -107,12 +84,10 @@ TEST_F(ScopeTest, LocalReadsExactlyTheHostsCableEndsAndSeesAPlantedCounterThere)
     // Discovery stopped at the leaf: no spine is known.
     EXPECT_TRUE(s.Find("infiniband_switch_info", {{"switch", tree_->Spine(1)}}).empty());
   }
-  sim_->Console("PerformanceSet \"" + leaf_end.node + "\"[" + std::to_string(leaf_end.port) +
-                "] PortCounters.PortRcvErrors=0");
+  Plant(leaf_end, "PortCounters.PortRcvErrors", 0);
 }
 
 TEST_F(ScopeTest, ShardsReadEveryPortExactlyOnceAndOneReportsTopology) {
-  ASSERT_NE(sim_, nullptr);
   const PortSet all = PortsRead(Once(tree_->Host(1), {}));
   ASSERT_EQ(all, Cabled()) << Show(all);
   for (int n : {2, 3}) {
@@ -138,7 +113,6 @@ TEST_F(ScopeTest, ShardsReadEveryPortExactlyOnceAndOneReportsTopology) {
 }
 
 TEST_F(ScopeTest, LocalOnEveryHostPlusInterSwitchShardsReadEachCabledPortOnce) {
-  ASSERT_NE(sim_, nullptr);
   std::map<Endpoint, int> times;
   for (const auto& host : tree_->hosts()) {
     for (const auto& e : PortsRead(Once(host, {"--scope=local"}))) ++times[e];

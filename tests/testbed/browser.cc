@@ -35,14 +35,11 @@ std::unique_ptr<Browser> Browser::Start(std::string* error) {
   b->driver_ = Process::Spawn(o, error);
   if (!b->driver_) return nullptr;
   httplib::Client c("127.0.0.1", b->port_);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  bool up = false;
-  while (!up && std::chrono::steady_clock::now() < deadline && b->driver_->Running()) {
+  const auto up = [&c] {
     auto r = c.Get("/status");
-    up = r && r->status == 200;
-    if (!up) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  if (!up) {
+    return r && r->status == 200;
+  };
+  if (!WaitUntilServing(up, *b->driver_, std::chrono::seconds(30), std::chrono::milliseconds(100))) {
     *error = "chromedriver did not start: " + ReadFile(b->dir_ + "/chromedriver.log");
     return nullptr;
   }

@@ -46,14 +46,12 @@ std::unique_ptr<ExporterProcess> ExporterProcess::Start(const SimFabric& sim,
   o.stdout_path = e->dir_ + "/exporter.log";
   e->process_ = Process::Spawn(o, error);
   if (!e->process_) return nullptr;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (std::chrono::steady_clock::now() < deadline) {
+  const auto healthy = [&e] {
     int status = 0;
     e->Get("/healthz", &status);
-    if (status == 200) return e;
-    if (!e->process_->Running()) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+    return status == 200;
+  };
+  if (WaitUntilServing(healthy, *e->process_, std::chrono::seconds(30), std::chrono::milliseconds(20))) return e;
   *error = "exporter did not come up: " + e->Log();
   return nullptr;
 }

@@ -152,6 +152,17 @@ bool WriteFile(const std::string& path, const std::string& content) {
   return static_cast<bool>(f);
 }
 
+bool WaitUntilServing(const std::function<bool()>& done, Process& process, std::chrono::milliseconds timeout,
+                      std::chrono::milliseconds step) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (done()) return true;
+    if (!process.Running()) return false;
+    std::this_thread::sleep_for(step);
+  }
+  return false;
+}
+
 std::string MakeTempDir(const std::string& prefix) {
   const char* base = std::getenv("TMPDIR");
   std::string templ = std::string(base && *base ? base : "/tmp") + "/ibfabric-" + prefix + "-XXXXXX";

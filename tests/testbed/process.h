@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -60,6 +61,12 @@ std::string ReadFile(const std::string& path);
 bool WriteFile(const std::string& path, const std::string& content);
 // A fresh directory under $TMPDIR (or /tmp).
 std::string MakeTempDir(const std::string& prefix);
+
+// Calls `done` every `step` until it returns true (then true), or until
+// `process` stops running or `timeout` passes (then false). For servers the
+// tests start: up once they answer, given up on once they exit.
+bool WaitUntilServing(const std::function<bool()>& done, Process& process, std::chrono::milliseconds timeout,
+                      std::chrono::milliseconds step = std::chrono::milliseconds(50));
 void RemoveTree(const std::string& path);
 
 }  // namespace ibfabric::testbed

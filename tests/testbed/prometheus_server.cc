@@ -27,13 +27,11 @@ std::unique_ptr<PrometheusServer> PrometheusServer::Start(const std::string& con
   if (!p->process_) return nullptr;
   httplib::Client c("127.0.0.1", p->port_);
   c.set_connection_timeout(1, 0);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (std::chrono::steady_clock::now() < deadline) {
+  const auto ready = [&c] {
     auto r = c.Get("/-/ready");
-    if (r && r->status == 200) return p;
-    if (!p->process_->Running()) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+    return r && r->status == 200;
+  };
+  if (WaitUntilServing(ready, *p->process_, std::chrono::seconds(60), std::chrono::milliseconds(100))) return p;
   *error = "prometheus did not become ready: " + p->Log();
   return nullptr;
 }

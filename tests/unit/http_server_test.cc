@@ -111,6 +111,14 @@ TEST(HttpServerTest, ReadyOnlyAfterASweepAndUnknownPathsAre404) {
   http.Stop();
 }
 
+// The web config of a TLS server with the test certificates.
+WebConfig WithTls(const Certificates& certs, WebConfig web = {}) {
+  web.tls.emplace();
+  web.tls->cert_file = certs("server.crt");
+  web.tls->key_file = certs("server.key");
+  return web;
+}
+
 WebConfig WithUser(const std::string& user, const std::string& password) {
   WebConfig web;
   web.basic_auth_users[user] = HashPassword(password, 4);
@@ -171,10 +179,7 @@ TEST(HttpServerTest, TlsServesVerifiedClientsAndRefusesPlainHttp) {
   ASSERT_TRUE(certs.ok()) << "openssl could not make test certificates";
   SnapshotHolder holder;
   holder.Publish(Swept("infiniband_exporter_sweeps_total 1\n"));
-  WebConfig web = WithUser("prometheus", "s3cret");
-  web.tls.emplace();
-  web.tls->cert_file = certs("server.crt");
-  web.tls->key_file = certs("server.key");
+  WebConfig web = WithTls(certs, WithUser("prometheus", "s3cret"));
   web.headers["Strict-Transport-Security"] = "max-age=60";
   HttpServer http(holder, Options(web));
   std::string error;
@@ -215,10 +220,7 @@ TEST(HttpServerTest, TlsClientCertificatesRequiredAndVerified) {
   ASSERT_TRUE(certs.ok());
   SnapshotHolder holder;
   holder.Publish(Swept("x 1\n"));
-  WebConfig web;
-  web.tls.emplace();
-  web.tls->cert_file = certs("server.crt");
-  web.tls->key_file = certs("server.key");
+  WebConfig web = WithTls(certs);
   web.tls->client_ca_file = certs("ca.crt");
   web.tls->client_auth = ClientAuth::kRequireAndVerify;
   HttpServer http(holder, Options(web));
