@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <ctime>
 
+#include "collectors/iso8601.h"
 #include "topology/topology_json.h"
 
 namespace ibfabric::collectors {
@@ -11,15 +12,6 @@ namespace {
 
 using nlohmann::json;
 using topology::FormatGuid;
-
-std::string Iso8601(std::chrono::system_clock::time_point t) {
-  const std::time_t secs = std::chrono::system_clock::to_time_t(t);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 double Unix(std::chrono::system_clock::time_point t) {
   return std::chrono::duration<double>(t.time_since_epoch()).count();

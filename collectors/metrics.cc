@@ -1,5 +1,7 @@
 #include "collectors/metrics.h"
 
+#include <algorithm>
+
 #include <prometheus/text_serializer.h>
 
 #include <chrono>
@@ -416,6 +418,61 @@ void RenderHealth(const Snapshot& s, Emit out) {
   out(std::move(raised));
 }
 
+void RenderSubnetManagers(const SmReport& r, Emit out) {
+  auto info = Family("infiniband_sm_info", "A subnet manager found behind an IsSM port", MetricType::Gauge);
+  auto state = Family("infiniband_sm_state",
+                      "1 for the state the SM answered in SMInfo (not_answering when it did not answer)",
+                      MetricType::Gauge);
+  auto priority = Family("infiniband_sm_priority", "SMInfo.Priority of the SM (0-15)", MetricType::Gauge);
+  auto act = Family("infiniband_sm_activity_count",
+                    "SMInfo.ActCount: moves while the SM sends SMPs; a master's that stops means it stopped sweeping",
+                    MetricType::Gauge);
+  for (const SmStatus& sm : r.sms) {
+    const std::vector<ClientMetric::Label> labels{
+        {"guid", FormatGuid(sm.guid)}, {"node", sm.node}, {"port", std::to_string(sm.port.port)}};
+    auto with_lid = labels;
+    with_lid.push_back({"lid", std::to_string(sm.lid)});
+    with_lid.push_back({"node_guid", FormatGuid(sm.port.node_guid)});
+    Add(info, with_lid, 1);
+    const std::string now = sm.answering ? transport::ToString(sm.state) : "not_answering";
+    for (const char* st : {"master", "standby", "discovering", "not_active", "not_answering"}) {
+      auto with_state = labels;
+      with_state.push_back({"state", st});
+      Add(state, with_state, now == st ? 1 : 0);
+    }
+    Add(priority, labels, sm.priority);
+    if (sm.answering) Add(act, labels, sm.act_count);
+  }
+  for (auto* f : {&info, &state, &priority, &act}) {
+    if (!f->metric.empty()) out(std::move(*f));
+  }
+  auto masters = Family("infiniband_sm_masters", "Subnet managers answering as master (1 is healthy)", MetricType::Gauge);
+  Add(masters, {}, static_cast<double>(r.masters));
+  out(std::move(masters));
+  auto standbys = Family("infiniband_sm_standbys", "Subnet managers answering as standby", MetricType::Gauge);
+  Add(standbys, {}, static_cast<double>(r.standbys));
+  out(std::move(standbys));
+  auto sweeping = Family("infiniband_sm_master_sweeping",
+                         "1 while the single master SM's ActCount keeps moving (see --sm.stall-after)", MetricType::Gauge);
+  Add(sweeping, {}, r.master_sweeping ? 1 : 0);
+  out(std::move(sweeping));
+  auto changes = Family("infiniband_sm_master_changes_total", "Times another SM became master (failovers) since start",
+                        MetricType::Counter);
+  Add(changes, {}, static_cast<double>(r.master_changes));
+  out(std::move(changes));
+  auto conditions = Family("infiniband_sm_condition",
+                           "1 while a subnet manager condition holds: no_master, no_standby, master_not_sweeping, "
+                           "multiple_masters, failover (recent)",
+                           MetricType::Gauge);
+  for (SmCondition c : {SmCondition::kNoMaster, SmCondition::kNoStandby, SmCondition::kMasterNotSweeping,
+                        SmCondition::kMultipleMasters, SmCondition::kFailover}) {
+    const bool held = std::any_of(r.conditions.begin(), r.conditions.end(),
+                                  [c](const SmConditionState& x) { return x.condition == c; });
+    Add(conditions, {{"condition", ToString(c)}}, held ? 1 : 0);
+  }
+  out(std::move(conditions));
+}
+
 }  // namespace
 
 std::string RenderExposition(const Snapshot& snapshot, std::string_view version) {
@@ -431,6 +488,7 @@ std::string RenderExposition(const Snapshot& snapshot, std::string_view version)
     RenderFabric(snapshot, emit);
     RenderTopology(snapshot, emit);
     if (snapshot.health) RenderHealth(snapshot, emit);
+    if (snapshot.subnet_managers) RenderSubnetManagers(*snapshot.subnet_managers, emit);
     RenderSelf(snapshot, version, emit);
   }
   return std::move(text).str();

@@ -13,6 +13,7 @@
 #include "collectors/alerts.h"
 #include "collectors/counter_store.h"
 #include "collectors/link_health.h"
+#include "collectors/subnet_managers.h"
 #include "collectors/counters.h"
 #include "topology/analysis.h"
 #include "topology/fabric.h"
@@ -59,6 +60,7 @@ struct Snapshot {
   std::map<std::uint64_t, NodeHealth> node_health;  // every node ever read
   std::map<std::uint64_t, PmaCapabilities> pma;     // ClassPortInfo of the nodes that answered
   std::shared_ptr<const HealthReport> health;       // null before the first sweep
+  std::shared_ptr<const SmReport> subnet_managers;  // null when this exporter does not watch SMs
   transport::EngineStats mad;
   PhaseHealth discovery;
   PhaseHealth port_counters;

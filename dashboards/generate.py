@@ -152,6 +152,20 @@ def overview():
     l.add(stat("Bisection bandwidth", f'infiniband_topology_bisection_bandwidth_bytes_per_second{{{F}}}', "Bps"), 6, 4)
     l.add(stat("Tiers", f'infiniband_topology_tiers{{{F}}}'), 6, 4)
     l.add(stat("Fat tree", f'infiniband_topology_is_tree{{{F}}}', description="1: the fabric ranks as a fat tree."), 6, 4)
+    l.row("Subnet managers")
+    l.add(stat("Master SMs", f'max(infiniband_sm_masters{{{F}}})',
+               description="Subnet managers answering as master: exactly 1 is healthy."), 4, 4)
+    l.add(stat("Standby SMs", f'max(infiniband_sm_standbys{{{F}}})',
+               description="0 means nothing takes over if the master fails."), 4, 4)
+    l.add(stat("Master sweeping", f'min(infiniband_sm_master_sweeping{{{F}}})',
+               description="1 while the master's SMInfo.ActCount shows activity of its own."), 4, 4)
+    l.add(stat("SM failovers (range)", f'sum(increase(infiniband_sm_master_changes_total{{{F}}}[$__range]))', red_above=1), 4, 4)
+    l.add(table("SM conditions", f'infiniband_sm_condition{{{F}}} == 1 or infiniband_sm_condition{{{F}}}',
+                "no_master, no_standby, master_not_sweeping, multiple_masters, failover (1 while it holds)."), 8, 6)
+    l.add(table("Subnet managers", f'infiniband_sm_state{{{F}}} == 1',
+                "Every SM behind an IsSM port, in the state it answered (details: /api/v1/subnet_managers)."), 12, 6)
+    l.add(timeseries("SM activity (ActCount per second)", [target(
+        f'rate(infiniband_sm_activity_count{{{F}}}[$__rate_interval])', "{{node}} port {{port}}")], "cps"), 12, 6)
     return dashboard("ibfabric-overview", "InfiniBand / Fabric overview",
                      "Health of the whole fabric at a glance: alerts, findings, bandwidth.", l)
 

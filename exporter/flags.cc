@@ -145,6 +145,11 @@ const std::map<std::string, Flag>& Flags() {
         [](Config& c, const std::string& v) {
           return Duration(&c.discovery_interval, v, milliseconds(100));
         }}},
+      {"sm.stall-after",
+       {"How long the master subnet manager's SMInfo.ActCount may stand still before it counts as not "
+        "sweeping.",
+        "DURATION",
+        [](Config& c, const std::string& v) { return Duration(&c.sm_stall_after, v, milliseconds(100)); }}},
       {"mad.timeout",
        {"Time to wait for a MAD response before retrying.", "DURATION",
         [](Config& c, const std::string& v) {

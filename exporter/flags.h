@@ -24,6 +24,7 @@ struct Config {
   topology::Scope scope;      // which ports this exporter reads (--scope, --shard)
   std::chrono::milliseconds sweep_interval{10'000};
   std::chrono::milliseconds discovery_interval{300'000};
+  std::chrono::milliseconds sm_stall_after{60'000};  // master SM ActCount standing still this long: not sweeping
   std::chrono::milliseconds mad_timeout{100};
   int mad_retries = 2;
   int mad_window = 128;

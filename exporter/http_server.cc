@@ -267,6 +267,18 @@ void HttpServer::Routes() {
     auto snap = holder_.Get();
     res.set_content(collectors::AlertsJson(*snap, filter).dump() + "\n", "application/json");
   });
+  server_->Get("/api/v1/subnet_managers", [this](const httplib::Request&, httplib::Response& res) {
+    auto snap = holder_.Get();
+    if (!snap->subnet_managers) {
+      return JsonError(res, snap->scope.reports_topology() ? 503 : 404,
+                       snap->scope.reports_topology() ? "no sweep has completed yet"
+                                                      : "this exporter does not watch subnet managers (scope " +
+                                                            std::string(topology::ToString(snap->scope.kind)) +
+                                                            " or a shard other than 0)");
+    }
+    res.set_content(collectors::SubnetManagersJson(*snap->subnet_managers, snap->published).dump() + "\n",
+                    "application/json");
+  });
   server_->Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
     res.set_content("ok\n", "text/plain");
   });

@@ -160,6 +160,7 @@ int Main(int argc, char** argv) {
   poller_options.plan = std::move(plan);
   poller_options.alerts = alerts;
   poller_options.scope = cfg.scope;
+  poller_options.subnet_managers.stall_after = cfg.sm_stall_after;
   poller_options.on_transport_down = [&]() {
     const auto now = std::chrono::steady_clock::now();
     if (now - last_probe < std::chrono::seconds(2)) return;

@@ -24,7 +24,8 @@ Poller::Poller(transport::MadEngine& engine, PollerOptions options, SnapshotHold
       nodes_(std::move(restored.nodes)),
       remembered_(std::move(restored.remembered)),
       link_health_({options_.alerts.window, options_.alerts.xmit_wait_tick_multiplier}),
-      alerts_(options_.alerts) {
+      alerts_(options_.alerts),
+      sm_monitor_(options_.subnet_managers) {
   store_.Restore(std::move(restored.ports));
   Publish();  // so /metrics answers (with restored totals, stale) before the first sweep
 }
@@ -144,6 +145,8 @@ bool Poller::Cycle() {
   const auto wall = std::chrono::system_clock::now();
   const Absorbed absorbed = Absorb(sweep, wall);
   Judge(sweep, std::chrono::steady_clock::now(), wall);
+  // One exporter of a set watches the SMs: the one that reports topology.
+  if (options_.scope.reports_topology()) WatchSubnetManagers(std::chrono::steady_clock::now(), wall);
 
   ++sweeps_;
   targets_ = targets.size();
@@ -189,6 +192,24 @@ bool Poller::Cycle() {
     options_.on_transport_down();
   }
   return port_counters_.success;
+}
+
+void Poller::WatchSubnetManagers(std::chrono::steady_clock::time_point now,
+                                 std::chrono::system_clock::time_point wall) {
+  const auto readings = collectors::ReadSubnetManagers(collectors::SmTargets(*fabric_), engine_);
+  const auto before = sm_report_;
+  sm_monitor_.Update(readings, *fabric_, now, wall);
+  sm_report_ = std::make_shared<const collectors::SmReport>(sm_monitor_.Report());
+  // Conditions as they start; a failover is one of them.
+  std::set<collectors::SmCondition> had;
+  if (before) {
+    for (const auto& c : before->conditions) had.insert(c.condition);
+  }
+  for (const auto& c : sm_report_->conditions) {
+    if (had.count(c.condition)) continue;
+    log_.Warn("subnet manager", std::string("condition=") + collectors::ToString(c.condition) + " severity=" +
+                                    c.severity + " summary=\"" + c.summary + "\"");
+  }
 }
 
 void Poller::ClearSaturated(const collectors::SweepResult& sweep) {
@@ -256,6 +277,7 @@ void Poller::Publish() {
   s->fabric = fabric_;
   s->topology = analysis_;
   s->scope = options_.scope;
+  s->subnet_managers = sm_report_;
   s->ports = store_.ports();
   s->nodes = nodes_;
   s->node_health = health_;

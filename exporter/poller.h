@@ -40,6 +40,7 @@ struct PollerOptions {
   std::optional<topology::CablingPlan> plan;  // every discovery is compared with it
   collectors::AlertConfig alerts;              // thresholds, window, hysteresis
   topology::Scope scope;                       // which ports are read (topology/scope.h)
+  collectors::SmMonitorOptions subnet_managers;  // when the master counts as not sweeping
 };
 
 // Ownership: borrows engine, holder and logger; they outlive the poller.
@@ -70,6 +71,8 @@ class Poller {
   // Link health and alerts after a sweep; logs alerts raised and cleared.
   void Judge(const collectors::SweepResult& sweep, std::chrono::steady_clock::time_point now,
              std::chrono::system_clock::time_point wall);
+  // SMInfo from every IsSM port; logs failovers and conditions that change.
+  void WatchSubnetManagers(std::chrono::steady_clock::time_point now, std::chrono::system_clock::time_point wall);
   std::string Describe(const topology::PortRef& port) const;
   void Publish();
 
@@ -91,6 +94,8 @@ class Poller {
   collectors::CounterStore store_;
   collectors::LinkHealth link_health_;
   collectors::AlertEngine alerts_;
+  collectors::SmMonitor sm_monitor_;
+  std::shared_ptr<const collectors::SmReport> sm_report_;
   std::shared_ptr<const collectors::HealthReport> health_report_;
   collectors::PhaseHealth discovery_;
   collectors::PhaseHealth port_counters_;

@@ -42,6 +42,8 @@ struct Port {
   std::uint8_t speed_ext2_enabled = 0;
   std::uint8_t speed_ext2_supported = 0;
   std::optional<PortRef> remote; // set when the link is up and the far end answered
+  bool is_sm = false;            // CapabilityMask.IsSM: a subnet manager runs behind this port
+  std::uint16_t sm_lid = 0;      // the master SM's LID as this port knows it (PortInfo.MasterSMLID)
 
   bool link_up() const { return phys_state == 5; }
 };

@@ -180,6 +180,33 @@ MadRequest NodeDescriptionQuery(const MadAddress& route) {
 MadRequest PortInfoQuery(const MadAddress& route, std::uint8_t port) {
   return Smp(route, smp_attr::kPortInfo, port);
 }
+SmInfo DecodeSmInfo(const MadBytes& mad) {
+  SmInfo s;
+  s.guid = Get64(mad, IB_SMINFO_GUID_F);
+  s.sm_key = Get64(mad, IB_SMINFO_KEY_F);
+  s.act_count = Get(mad, IB_SMINFO_ACT_F);
+  s.priority = Narrow<std::uint8_t>(Get(mad, IB_SMINFO_PRIO_F));
+  const std::uint32_t state = Get(mad, IB_SMINFO_STATE_F);
+  s.state = state <= 3 ? static_cast<SmState>(state) : SmState::kNotActive;
+  return s;
+}
+
+const char* ToString(SmState s) {
+  switch (s) {
+    case SmState::kNotActive:
+      return "not_active";
+    case SmState::kDiscovering:
+      return "discovering";
+    case SmState::kStandby:
+      return "standby";
+    case SmState::kMaster:
+      return "master";
+  }
+  return "not_active";
+}
+
+MadRequest SmInfoQuery(std::uint16_t lid) { return Smp(MadAddress::Lid(lid), smp_attr::kSmInfo, 0); }
+
 MadRequest PerfClassPortInfoQuery(std::uint16_t lid) {
   return Pma(lid, pma_attr::kClassPortInfo, 0);
 }

@@ -56,6 +56,21 @@ struct PortInfo {
   std::uint8_t link_speed_ext2_enabled = 0;
 };
 
+// PortInfo.CapabilityMask IsSM (IBTA 14.2.5.6; rdma-core IB_PORT_CAP_IS_SM):
+// a subnet manager runs behind this port.
+inline constexpr std::uint32_t kPortCapIsSm = 0x00000002;
+
+// SMInfo (IBTA 14.2.5.13): what a subnet manager says of itself.
+enum class SmState : std::uint8_t { kNotActive = 0, kDiscovering = 1, kStandby = 2, kMaster = 3 };
+const char* ToString(SmState s);  // "not_active", "discovering", "standby", "master"
+struct SmInfo {
+  std::uint64_t guid = 0;       // the SM's port GUID
+  std::uint64_t sm_key = 0;     // 0 unless the requester proved the key
+  std::uint32_t act_count = 0;  // ActCount: moves while the SM sends SMPs (sweeps, polls)
+  std::uint8_t priority = 0;    // 0..15, the higher the more it wants to be master
+  SmState state = SmState::kNotActive;
+};
+
 // PortInfo.CapabilityMask bits (IBTA 14.2.5.6; rdma-core iba_types.h
 // IB_PORT_CAP_HAS_EXT_SPEEDS, IB_PORT_CAP_HAS_CAP_MASK2) and the
 // CapabilityMask2 bit IsExtendedSpeeds2Supported (IB_PORT_CAP2_IS_EXT_SPEEDS_2_SUPPORTED).
@@ -151,12 +166,15 @@ PortInfo DecodePortInfo(const MadBytes& mad);
 PerfClassPortInfo DecodePerfClassPortInfo(const MadBytes& mad);
 PortCounters DecodePortCounters(const MadBytes& mad);
 PortCountersExtended DecodePortCountersExtended(const MadBytes& mad);
+SmInfo DecodeSmInfo(const MadBytes& mad);
 
 // Requests. `route` is a directed route for SMPs, a LID for PMA queries.
 MadRequest NodeInfoQuery(const MadAddress& route);
 MadRequest NodeDescriptionQuery(const MadAddress& route);
 MadRequest PortInfoQuery(const MadAddress& route, std::uint8_t port);
 MadRequest PerfClassPortInfoQuery(std::uint16_t lid);
+// SubnGet(SMInfo), LID routed to the SM's port (answered by the SM itself).
+MadRequest SmInfoQuery(std::uint16_t lid);
 // PortSelect goes in the data section (IBTA 16.1.3.5), not in the modifier.
 MadRequest PortCountersQuery(std::uint16_t lid, std::uint8_t port);
 MadRequest PortCountersExtendedQuery(std::uint16_t lid, std::uint8_t port);

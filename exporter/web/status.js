@@ -15,7 +15,7 @@ const FINDING_STATE = {
 };
 const MAX_DRAWN_CAS = 96;
 
-let state = { topology: null, alerts: null, byGuid: new Map() };
+let state = { topology: null, alerts: null, sms: null, byGuid: new Map() };
 
 function el(tag, attrs, ...children) {
   const e = tag.startsWith("svg:") ? document.createElementNS(SVG, tag.slice(4)) : document.createElement(tag);
@@ -90,6 +90,16 @@ function classify(topology, alerts) {
   return out;
 }
 
+function smChip(sms) {
+  if (!sms) return null;
+  if (sms.master_count === 0) return el("span", { class: "chip crit", id: "sm-chip", text: "no master SM" });
+  if (sms.master_count > 1) return el("span", { class: "chip crit", id: "sm-chip", text: sms.master_count + " master SMs" });
+  const bad = sms.conditions.length > 0;
+  return el("span", { class: "chip " + (bad ? "warn" : "good"), id: "sm-chip",
+                      title: sms.conditions.map((c) => c.summary).join("\n"),
+                      text: "SM " + sms.master.node + " + " + sms.standby_count + " standby" + (bad ? " (" + sms.conditions.map((c) => c.condition).join(", ") + ")" : "") });
+}
+
 function summary(topology, alerts) {
   const box = document.getElementById("summary");
   box.replaceChildren();
@@ -102,6 +112,8 @@ function summary(topology, alerts) {
              el("span", { class: "chip " + (counts.warning ? "warn" : "good"), id: "warning-count", text: counts.warning + " warning" }),
              el("span", { class: "chip " + ((topology && topology.findings.length) ? "warn" : "good"),
                           text: (topology ? topology.findings.length : 0) + " findings" }));
+  const chip = smChip(state.sms);
+  if (chip) box.append(chip);
   if (topology && topology.scope && !topology.scope.reports_topology) {
     box.append(el("span", { class: "chip", text: "scope " + topology.scope.kind + " " + topology.scope.shard + "/" + topology.scope.shards }));
   }
@@ -307,6 +319,7 @@ async function refresh() {
   let topology = null, alerts = null;
   try { alerts = await get("api/v1/alerts?state=active"); } catch (e) { footer.textContent = "alerts: " + e.message; }
   try { topology = await get("api/v1/topology"); } catch (e) { footer.textContent = "topology: " + e.message; }
+  try { state.sms = await get("api/v1/subnet_managers"); } catch (e) { state.sms = null; }  // 404: not watched here
   state.topology = topology;
   state.alerts = alerts;
   state.byGuid = new Map(((topology && topology.nodes) || []).map((n) => [n.guid, n]));

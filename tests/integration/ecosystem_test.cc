@@ -92,6 +92,10 @@ class EcosystemTest : public FabricSuite {
     spec.degraded[clean.LeafUplink(4, 1, 0)] = "1xQDR";
     StartFabric(spec);
     if (!sim_) return;
+    // A resident SM, as on a real fabric: the subnet-manager panels watch it.
+    std::string sm_error;
+    sm_ = sim_->StartSubnetManager(&sm_error).release();
+    ASSERT_NE(sm_, nullptr) << sm_error;
     certs_ = new Certificates();
     ASSERT_TRUE(certs_->ok());
     dir_ = MakeTempDir("ecosystem");
@@ -158,6 +162,7 @@ class EcosystemTest : public FabricSuite {
     ramps_.clear();
     delete prometheus_;
     delete exporter_;
+    delete sm_;
     delete certs_;
     if (!dir_.empty()) RemoveTree(dir_);
     StopFabric();
@@ -189,6 +194,7 @@ class EcosystemTest : public FabricSuite {
   }
   static double ValueOf(const json& series) { return std::stod(series["value"][1].get<std::string>()); }
 
+  static inline Process* sm_ = nullptr;
   static inline Certificates* certs_ = nullptr;
   static inline std::string dir_;
   static inline ExporterProcess* exporter_ = nullptr;
@@ -221,7 +227,7 @@ TEST_F(EcosystemTest, PrometheusScrapesOverTlsWithBasicAuthAndIsRefusedOtherwise
       EXPECT_EQ(r.value("health", ""), "ok") << r.dump();
     }
   }
-  EXPECT_GE(n, 11u);
+  EXPECT_GE(n, 16u);
 }
 
 TEST_F(EcosystemTest, EveryDashboardQueryReturnsData) {
@@ -353,6 +359,7 @@ TEST_F(EcosystemTest, StatusPageInChromiumShowsThePlantedFaultsAndDrillsDownToAP
       switches: document.querySelectorAll('#fabric-svg g.node').length,
       hcas: document.querySelectorAll('#fabric-svg g.ca').length,
       critical: document.querySelector('#critical-count').textContent,
+      sm: document.querySelector('#sm-chip') ? document.querySelector('#sm-chip').textContent : '',
       resources: performance.getEntriesByType('resource').map((e) => e.name),
       origin: location.origin,
     };)",
@@ -365,6 +372,8 @@ TEST_F(EcosystemTest, StatusPageInChromiumShowsThePlantedFaultsAndDrillsDownToAP
   EXPECT_EQ(p["switches"], 6);
   EXPECT_EQ(p["hcas"], static_cast<int>(tree_->hosts().size()) - 1) << "the unplugged host is not discovered";
   EXPECT_NE(p["critical"].get<std::string>(), "0 critical");
+  // The subnet manager chip names the resident SM's node as master.
+  EXPECT_EQ(p["sm"].get<std::string>().rfind("SM " + tree_->Host(1) + " + 0 standby", 0), 0u) << p["sm"];
   // The highlighted links: the bad cable on exactly the planted port, and
   // the degraded, miswired and congested ones.
   const Scrape scrape = exporter_->ScrapeMetrics();

@@ -176,21 +176,30 @@ bool SimFabric::SweepSubnet(std::string* error, bool forget_lids) {
   return true;
 }
 
-std::unique_ptr<Process> SimFabric::StartSubnetManager(std::string* error) {
-  const std::string log = dir_ + "/opensm.resident.log";
-  const std::string cache = dir_ + "/osm-cache";
+std::unique_ptr<Process> SimFabric::StartSubnetManager(const SmOptions& options, std::string* error) {
+  const std::string name = "opensm.resident" + (resident_sms_++ ? std::to_string(resident_sms_) : std::string());
+  const std::string log = dir_ + "/" + name + ".log";
+  const std::string cache = dir_ + "/" + name + "-cache";
   mkdir(cache.c_str(), 0700);
   SpawnOptions o;
   o.argv = {"opensm", "-d2", "-f", log};  // -d2: flush the log after each message
+  if (options.priority >= 0) o.argv.insert(o.argv.end(), {"-p", std::to_string(options.priority)});
+  if (options.sweep_seconds >= 0) o.argv.insert(o.argv.end(), {"-s", std::to_string(options.sweep_seconds)});
+  if (!options.config.empty()) {
+    WriteFile(dir_ + "/" + name + ".conf", options.config);
+    o.argv.insert(o.argv.end(), {"-F", dir_ + "/" + name + ".conf"});
+  }
   o.env = ClientEnv();
+  if (!options.attach.empty()) o.env["SIM_HOST"] = options.attach;
   o.env["OSM_CACHE_DIR"] = cache;
-  o.stdout_path = dir_ + "/opensm.resident.out";
+  o.stdout_path = dir_ + "/" + name + ".out";
   auto sm = Process::Spawn(o, error);
   if (!sm) return nullptr;
+  const char* wanted = options.standby ? "Entering STANDBY state" : "SUBNET UP";
   const auto deadline = std::chrono::steady_clock::now() + options_.timeout;
-  while (ReadFile(log).find("SUBNET UP") == std::string::npos) {
+  while (ReadFile(log).find(wanted) == std::string::npos) {
     if (!sm->Running() || std::chrono::steady_clock::now() > deadline) {
-      *error = "resident opensm did not bring the subnet up: " + Tail(ReadFile(log));
+      *error = name + " did not reach '" + wanted + "': " + Tail(ReadFile(log));
       return nullptr;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));

@@ -47,8 +47,17 @@ class SimFabric {
   bool SweepSubnet(std::string* error, bool forget_lids = false);
 
   // Starts opensm as a resident SM/SA (tools such as ibqueryerrors ask the
-  // SA for paths) and waits for SUBNET UP; nullptr and a reason on failure.
-  std::unique_ptr<Process> StartSubnetManager(std::string* error);
+  // SA for paths) and waits for SUBNET UP, or for STANDBY when `standby`;
+  // nullptr and a reason on failure. Each call gets its own log and cache.
+  struct SmOptions {
+    std::string attach;       // SIM_HOST of this SM; empty: the fabric's
+    int priority = -1;        // opensm -p (0-15); -1: opensm's default
+    int sweep_seconds = -1;   // opensm -s (0: no periodic sweeps); -1: default
+    std::string config;       // opensm -F file contents, e.g. "sminfo_polling_timeout 500\n"
+    bool standby = false;     // wait for STANDBY instead of SUBNET UP
+  };
+  std::unique_ptr<Process> StartSubnetManager(std::string* error) { return StartSubnetManager(SmOptions{}, error); }
+  std::unique_ptr<Process> StartSubnetManager(const SmOptions& options, std::string* error);
 
   // Freezes ibsim (SIGSTOP) and thaws it (SIGCONT): while frozen, no MAD is
   // answered at all, as on a fabric that hangs. (A MAD ibsim drops through
@@ -81,6 +90,7 @@ class SimFabric {
   int console_fd_ = -1;
   std::unique_ptr<Process> ibsim_;
   int sm_runs_ = 0;
+  int resident_sms_ = 0;
 };
 
 }  // namespace ibfabric::testbed

@@ -167,5 +167,33 @@ TEST(CodecTest, DecodesPortInfoXdrFields) {
   EXPECT_FALSE(HasExtendedSpeeds2(DecodePortInfo(m)));
 }
 
+// SMInfo (IBTA 14.2.5.13, table 158): GUID bytes 0-7, SM_Key 8-15,
+// ActCount 16-19, then Priority (4 bits) and SMState (4 bits) in byte 20.
+TEST(CodecTest, DecodesSmInfoByTheSpecsLayout) {
+  MadBytes m{};
+  std::uint8_t* data = m.data() + kMadDataOffset;
+  const std::uint8_t bytes[] = {0x00, 0x02, 0xc9, 0x03, 0x00, 0xa1, 0xb2, 0xc3,   // GUID
+                                0, 0, 0, 0, 0, 0, 0, 0,                           // SM_Key
+                                0x00, 0x01, 0x02, 0x03,                           // ActCount
+                                0xa3};                                            // priority 10, master
+  std::memcpy(data, bytes, sizeof bytes);
+  SmInfo s = DecodeSmInfo(m);
+  EXPECT_EQ(s.guid, 0x0002c90300a1b2c3u);
+  EXPECT_EQ(s.act_count, 0x00010203u);
+  EXPECT_EQ(s.priority, 10);
+  EXPECT_EQ(s.state, SmState::kMaster);
+  EXPECT_STREQ(ToString(s.state), "master");
+  data[20] = 0x12;
+  s = DecodeSmInfo(m);
+  EXPECT_EQ(s.priority, 1);
+  EXPECT_EQ(s.state, SmState::kStandby);
+  data[20] = 0x0f;  // a reserved state value reads as not active
+  EXPECT_EQ(DecodeSmInfo(m).state, SmState::kNotActive);
+  const MadRequest q = SmInfoQuery(7);
+  EXPECT_EQ(q.mgmt_class, MgmtClass::kSubnLidRouted);
+  EXPECT_EQ(q.attr_id, smp_attr::kSmInfo);
+  EXPECT_EQ(q.address.lid, 7);
+}
+
 }  // namespace
 }  // namespace ibfabric::transport

@@ -1,0 +1,270 @@
+#include "collectors/subnet_managers.h"
+
+#include <algorithm>
+
+#include "collectors/iso8601.h"
+
+namespace ibfabric::collectors {
+
+using transport::SmState;
+
+std::vector<SmTarget> SmTargets(const topology::Fabric& fabric) {
+  std::vector<SmTarget> out;
+  for (const auto& node : fabric.nodes()) {
+    for (const auto& port : node.ports) {
+      if (!port.is_sm) continue;
+      const std::uint16_t lid = port.lid != 0 ? port.lid : node.lid;
+      if (lid != 0) out.push_back({{node.guid, port.number}, lid});
+    }
+  }
+  return out;
+}
+
+std::vector<SmReading> ReadSubnetManagers(const std::vector<SmTarget>& targets, transport::MadEngine& engine) {
+  std::vector<transport::MadRequest> reqs;
+  reqs.reserve(targets.size());
+  for (const auto& t : targets) reqs.push_back(transport::SmInfoQuery(t.lid));
+  const auto results = engine.Run(reqs);
+  std::vector<SmReading> out;
+  for (std::size_t i = 0; i < targets.size(); ++i) {
+    SmReading r{targets[i], std::nullopt, results[i].outcome};
+    if (results[i].outcome == transport::MadOutcome::kOk) r.info = transport::DecodeSmInfo(results[i].response);
+    out.push_back(r);
+  }
+  return out;
+}
+
+const char* ToString(SmCondition c) {
+  switch (c) {
+    case SmCondition::kNoMaster:
+      return "no_master";
+    case SmCondition::kNoStandby:
+      return "no_standby";
+    case SmCondition::kMasterNotSweeping:
+      return "master_not_sweeping";
+    case SmCondition::kMultipleMasters:
+      return "multiple_masters";
+    case SmCondition::kFailover:
+      return "failover";
+  }
+  return "no_master";
+}
+
+namespace {
+
+// SMPs other than ours that an idle SM may answer between two rounds
+// (standbys polling it, an operator's sminfo).
+constexpr std::uint32_t kForeignSmpsPerRound = 2;
+
+std::string Where(const SmStatus& s) {
+  return (s.node.empty() ? topology::FormatGuid(s.port.node_guid) : s.node) + "[" + std::to_string(s.port.port) +
+         "] (" + topology::FormatGuid(s.guid) + ")";
+}
+
+int Rank(const SmStatus& s) {
+  if (!s.answering) return 4;
+  switch (s.state) {
+    case SmState::kMaster:
+      return 0;
+    case SmState::kStandby:
+      return 1;
+    case SmState::kDiscovering:
+      return 2;
+    case SmState::kNotActive:
+      return 3;
+  }
+  return 4;
+}
+
+}  // namespace
+
+void SmMonitor::Update(const std::vector<SmReading>& readings, const topology::Fabric& fabric,
+                       std::chrono::steady_clock::time_point now, std::chrono::system_clock::time_point wall) {
+  updated_ = true;
+  std::map<topology::PortRef, std::uint64_t> by_port;
+  for (const auto& [guid, t] : sms_) by_port[t.status.port] = guid;
+  std::map<std::uint64_t, bool> seen;
+  for (const SmReading& r : readings) {
+    const topology::Node* node = fabric.FindNode(r.target.port.node_guid);
+    const topology::Port* port = fabric.FindPort(r.target.port);
+    std::uint64_t key = 0;
+    if (r.info) {
+      key = r.info->guid;
+    } else if (auto it = by_port.find(r.target.port); it != by_port.end()) {
+      key = it->second;
+    } else {
+      key = port && port->guid != 0 ? port->guid : r.target.port.node_guid;
+    }
+    auto [it, fresh] = sms_.try_emplace(key);
+    Tracked& t = it->second;
+    SmStatus& s = t.status;
+    s.guid = key;
+    s.port = r.target.port;
+    s.node = node ? node->description : "";
+    s.lid = r.target.lid;
+    s.answering = r.info.has_value();
+    if (r.info) {
+      // opensm's ActCount counts the SMPs it sends, replies included: our
+      // own SMInfo Get moves it by one each round, a standby's poll by one
+      // more. Only more than that is the SM's own activity (a light sweep
+      // sends at least one SMP per switch).
+      const std::uint32_t delta = r.info->act_count - s.act_count;  // wraps like the 32-bit field
+      const bool active = delta > 1 + kForeignSmpsPerRound;
+      if (fresh || active || s.state != r.info->state) {
+        t.last_act_change_steady = now;
+        s.last_act_change = wall;
+      }
+      s.state = r.info->state;
+      s.priority = r.info->priority;
+      s.act_count = r.info->act_count;
+      s.last_answer = wall;
+    } else if (fresh) {
+      t.last_act_change_steady = now;
+    }
+    seen[key] = true;
+  }
+  // SMs no longer behind an IsSM port (the process went away) stay listed,
+  // not answering, for a while: they are the "from" of a failover.
+  for (auto it = sms_.begin(); it != sms_.end();) {
+    Tracked& t = it->second;
+    if (!seen.count(it->first)) t.status.answering = false;
+    if (!t.status.answering && now - t.last_act_change_steady > options_.failover_hold &&
+        wall - t.status.last_answer > options_.failover_hold) {
+      it = sms_.erase(it);
+      continue;
+    }
+    t.status.act_count_moving = t.status.answering && now - t.last_act_change_steady < options_.stall_after;
+    ++it;
+  }
+
+  std::vector<const SmStatus*> masters;
+  std::size_t standbys = 0;
+  for (const auto& [guid, t] : sms_) {
+    if (!t.status.answering) continue;
+    if (t.status.state == SmState::kMaster) masters.push_back(&t.status);
+    if (t.status.state == SmState::kStandby) ++standbys;
+  }
+  if (masters.size() == 1) {
+    const SmStatus& m = *masters[0];
+    if (master_ && *master_ != m.guid) {
+      SmEvent e{wall, std::nullopt, m};
+      if (auto old = sms_.find(*master_); old != sms_.end()) e.from = old->second.status;
+      events_.push_front(std::move(e));
+      while (events_.size() > options_.keep_events) events_.pop_back();
+      ++master_changes_;
+      last_failover_steady_ = now;
+    }
+    master_ = m.guid;
+  }
+
+  std::vector<SmConditionState> conditions;
+  auto hold = [&](SmCondition c, const char* severity, std::string summary) {
+    auto [it, fresh] = since_.try_emplace(c, wall);
+    conditions.push_back({c, severity, it->second, std::move(summary)});
+  };
+  if (masters.empty()) {
+    hold(SmCondition::kNoMaster, "critical",
+         "no subnet manager answers as master (" + std::to_string(sms_.size()) + " SM ports known): new "
+         "connections cannot be set up and the fabric is not swept");
+  }
+  if (masters.size() > 1) {
+    std::string who;
+    for (const SmStatus* m : masters) who += (who.empty() ? "" : ", ") + Where(*m);
+    hold(SmCondition::kMultipleMasters, "critical", std::to_string(masters.size()) + " SMs claim master: " + who);
+  }
+  if (!masters.empty() && standbys == 0) {
+    hold(SmCondition::kNoStandby, "warning",
+         "no standby subnet manager: if the master " + Where(*masters[0]) + " fails, nothing takes over");
+  }
+  if (masters.size() == 1 && !masters[0]->act_count_moving) {
+    hold(SmCondition::kMasterNotSweeping, "critical",
+         "master SM " + Where(*masters[0]) + " answers but its ActCount " + std::to_string(masters[0]->act_count) +
+             " has not moved since " + Iso8601(masters[0]->last_act_change) + ": it stopped sweeping");
+  }
+  if (last_failover_steady_ && now - *last_failover_steady_ < options_.failover_hold && !events_.empty()) {
+    const SmEvent& e = events_.front();
+    hold(SmCondition::kFailover, "warning",
+         "master SM moved from " + (e.from ? Where(*e.from) : std::string("an unknown SM")) + " to " + Where(e.to) +
+             " at " + Iso8601(e.when));
+  }
+  for (auto it = since_.begin(); it != since_.end();) {
+    const bool held = std::any_of(conditions.begin(), conditions.end(),
+                                  [&](const SmConditionState& c) { return c.condition == it->first; });
+    it = held ? std::next(it) : since_.erase(it);
+  }
+  conditions_ = std::move(conditions);
+}
+
+SmReport SmMonitor::Report() const {
+  SmReport r;
+  for (const auto& [guid, t] : sms_) {
+    r.sms.push_back(t.status);
+    if (!t.status.answering) continue;
+    if (t.status.state == SmState::kMaster) {
+      ++r.masters;
+      r.master_sweeping = t.status.act_count_moving;
+    }
+    if (t.status.state == SmState::kStandby) ++r.standbys;
+  }
+  if (r.masters != 1) r.master_sweeping = false;
+  std::stable_sort(r.sms.begin(), r.sms.end(), [](const SmStatus& a, const SmStatus& b) { return Rank(a) < Rank(b); });
+  r.events.assign(events_.begin(), events_.end());
+  r.conditions = conditions_;
+  r.master_changes = master_changes_;
+  return r;
+}
+
+namespace {
+
+nlohmann::json StatusJson(const SmStatus& s) {
+  return {{"guid", topology::FormatGuid(s.guid)},
+          {"node", s.node},
+          {"node_guid", topology::FormatGuid(s.port.node_guid)},
+          {"port", s.port.port},
+          {"lid", s.lid},
+          {"answering", s.answering},
+          {"state", transport::ToString(s.state)},
+          {"priority", s.priority},
+          {"act_count", s.act_count},
+          {"act_count_moving", s.act_count_moving},
+          {"last_answer", s.answering || s.last_answer.time_since_epoch().count() ? Iso8601(s.last_answer) : ""}};
+}
+
+}  // namespace
+
+nlohmann::json SubnetManagersJson(const SmReport& r, std::chrono::system_clock::time_point generated) {
+  nlohmann::json master = nullptr;
+  nlohmann::json standbys = nlohmann::json::array();
+  nlohmann::json sms = nlohmann::json::array();
+  for (const SmStatus& s : r.sms) {
+    sms.push_back(StatusJson(s));
+    if (!s.answering) continue;
+    if (s.state == SmState::kMaster && r.masters == 1) master = StatusJson(s);
+    if (s.state == SmState::kStandby) standbys.push_back(StatusJson(s));
+  }
+  nlohmann::json events = nlohmann::json::array();
+  for (const SmEvent& e : r.events) {
+    events.push_back({{"kind", "failover"},
+                      {"time", Iso8601(e.when)},
+                      {"from", e.from ? StatusJson(*e.from) : nlohmann::json(nullptr)},
+                      {"to", StatusJson(e.to)}});
+  }
+  nlohmann::json conditions = nlohmann::json::array();
+  for (const SmConditionState& c : r.conditions) {
+    conditions.push_back(
+        {{"condition", ToString(c.condition)}, {"severity", c.severity}, {"since", Iso8601(c.since)}, {"summary", c.summary}});
+  }
+  return {{"schema_version", 1},
+          {"generated", Iso8601(generated)},
+          {"master_count", r.masters},
+          {"standby_count", r.standbys},
+          {"master", master},
+          {"standbys", standbys},
+          {"master_sweeping", r.master_sweeping},
+          {"master_changes", r.master_changes},
+          {"sms", sms},
+          {"events", events},
+          {"conditions", conditions}};
+}
+
+}  // namespace ibfabric::collectors

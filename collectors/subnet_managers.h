@@ -1,0 +1,126 @@
+#pragma once
+// Subnet manager health. Every port whose PortInfo.CapabilityMask has IsSM
+// (found by discovery) is asked for its SMInfo (IBTA 14.2.5.13) every
+// sweep: GUID, priority, state and ActCount. The monitor keeps, across
+// sweeps, which SM is master, whether the master's ActCount still moves (an
+// SM that stopped sweeping), the failovers (master changes, when, from, to),
+// and the conditions on-call cares about: no master, no standby, master not
+// sweeping, several masters, a recent failover.
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "topology/fabric.h"
+#include "transport/attributes.h"
+#include "transport/mad_engine.h"
+
+namespace ibfabric::collectors {
+
+struct SmTarget {
+  topology::PortRef port;
+  std::uint16_t lid = 0;
+};
+// Ports with IsSM and a LID (a switch's SM is on port 0, with the switch's LID).
+std::vector<SmTarget> SmTargets(const topology::Fabric& fabric);
+
+struct SmReading {
+  SmTarget target;
+  std::optional<transport::SmInfo> info;  // nullopt: did not answer
+  transport::MadOutcome outcome = transport::MadOutcome::kOk;
+};
+// One SMInfo Get per target, pipelined. Thread-safety: uses the engine
+// exclusively for its duration.
+std::vector<SmReading> ReadSubnetManagers(const std::vector<SmTarget>& targets, transport::MadEngine& engine);
+
+struct SmMonitorOptions {
+  // The master's ActCount may show no activity of its own this long before
+  // it counts as not sweeping (opensm light-sweeps every 10 s by default).
+  // ActCount counts every SMP the SM sends, the replies to this exporter's
+  // SMInfo Gets included, so a round counts as activity only when ActCount
+  // moved by more than those replies and a couple of standby polls.
+  std::chrono::milliseconds stall_after{60'000};
+  // A failover stays a condition this long after it happened.
+  std::chrono::milliseconds failover_hold{1'800'000};
+  std::size_t keep_events = 50;
+};
+
+// One SM as last seen. Keyed by the SM's port GUID (from SMInfo, or the
+// port's own GUID when it stopped answering).
+struct SmStatus {
+  std::uint64_t guid = 0;
+  topology::PortRef port;
+  std::string node;  // the node's name
+  std::uint16_t lid = 0;
+  bool answering = false;
+  transport::SmState state = transport::SmState::kNotActive;  // as last answered
+  std::uint8_t priority = 0;
+  std::uint32_t act_count = 0;
+  bool act_count_moving = false;  // showed activity of its own within stall_after (meaningful for the master)
+  std::chrono::system_clock::time_point last_answer{};
+  std::chrono::system_clock::time_point last_act_change{};
+};
+
+struct SmEvent {
+  std::chrono::system_clock::time_point when{};
+  std::optional<SmStatus> from;  // the previous master (nullopt: none was known)
+  SmStatus to;
+};
+
+enum class SmCondition { kNoMaster, kNoStandby, kMasterNotSweeping, kMultipleMasters, kFailover };
+const char* ToString(SmCondition c);  // "no_master", ...
+
+struct SmConditionState {
+  SmCondition condition;
+  std::string severity;  // "critical" or "warning"
+  std::chrono::system_clock::time_point since{};
+  std::string summary;
+};
+
+// Immutable result of the monitor after a sweep.
+struct SmReport {
+  std::vector<SmStatus> sms;  // by state (masters first), then GUID
+  std::vector<SmEvent> events;  // newest first
+  std::vector<SmConditionState> conditions;
+  std::uint64_t master_changes = 0;
+  std::size_t masters = 0;   // answering SMs in state master
+  std::size_t standbys = 0;  // answering SMs in state standby
+  bool master_sweeping = false;  // the single master's ActCount moves
+};
+
+// Thread-safety: none; the sweeping thread owns it.
+class SmMonitor {
+ public:
+  explicit SmMonitor(SmMonitorOptions options = {}) : options_(options) {}
+
+  // Folds one round of readings in. `names` labels ports.
+  void Update(const std::vector<SmReading>& readings, const topology::Fabric& fabric,
+              std::chrono::steady_clock::time_point now, std::chrono::system_clock::time_point wall);
+  SmReport Report() const;
+
+ private:
+  struct Tracked {
+    SmStatus status;
+    std::chrono::steady_clock::time_point last_act_change_steady{};
+  };
+  SmMonitorOptions options_;
+  std::map<std::uint64_t, Tracked> sms_;
+  std::optional<std::uint64_t> master_;  // the last single master seen
+  std::deque<SmEvent> events_;
+  std::uint64_t master_changes_ = 0;
+  std::optional<std::chrono::steady_clock::time_point> last_failover_steady_;
+  std::map<SmCondition, std::chrono::system_clock::time_point> since_;
+  std::vector<SmConditionState> conditions_;
+  bool updated_ = false;
+};
+
+// GET /api/v1/subnet_managers (schema in docs/api.md). Pure.
+nlohmann::json SubnetManagersJson(const SmReport& report, std::chrono::system_clock::time_point generated);
+
+}  // namespace ibfabric::collectors

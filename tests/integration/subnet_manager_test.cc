@@ -1,0 +1,186 @@
+// Subnet manager health on the simulated fabric: two opensm processes at
+// different hosts with different priorities. The exporter reports the
+// master and the standby (checked against `sminfo`), the failover when the
+// master is killed (the standby takes over within about a second: short
+// SMInfo polling in the SMs' config), no master once every SM is gone, and
+// a master that answers but no longer sweeps (opensm -s 0).
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <regex>
+#include <string>
+
+#include "tests/integration/fabric_suite.h"
+
+namespace ibfabric::testbed {
+namespace {
+
+using nlohmann::json;
+using std::chrono::seconds;
+
+// The standby polls the master every 500 ms and gives up after 2 misses.
+constexpr const char* kFastPolling = "sminfo_polling_timeout 500\npolling_retry_number 2\n";
+
+struct SmInfoLine {
+  std::string guid;
+  int priority = -1;
+  int state = -1;
+};
+// `sminfo [LID]`: "sminfo: sm lid 1 sm guid 0x100001, activity count 209 priority 10 state 3 SMINFO_MASTER"
+std::optional<SmInfoLine> SmInfoTool(const SimFabric& sim, const std::string& lid = "") {
+  std::vector<std::string> argv{"sminfo"};
+  if (!lid.empty()) argv.push_back(lid);
+  const CommandResult r = sim.Tool(argv, std::chrono::milliseconds(20000));
+  std::smatch m;
+  static const std::regex kLine(R"(sm guid (0x[0-9a-f]+), activity count \d+ priority (\d+) state (\d+))");
+  if (r.exit_code != 0 || !std::regex_search(r.out, m, kLine)) return std::nullopt;
+  return SmInfoLine{m[1], std::stoi(m[2]), std::stoi(m[3])};
+}
+
+// GUIDs as the exporter prints them (16 hex digits) and sminfo does (short).
+std::uint64_t Hex(const std::string& s) { return std::stoull(s, nullptr, 16); }
+
+class SubnetManagerTest : public FabricSuite {
+ protected:
+  static void SetUpTestSuite() { StartFabric(Spec(4, 2, 4, 1, 8)); }
+
+  static std::unique_ptr<Process> Sm(const std::string& host, int priority, bool standby, int sweep = 1) {
+    std::string error;
+    SimFabric::SmOptions o;
+    o.attach = host;
+    o.priority = priority;
+    o.sweep_seconds = sweep;
+    o.config = kFastPolling;
+    o.standby = standby;
+    auto sm = sim_->StartSubnetManager(o, &error);
+    EXPECT_NE(sm, nullptr) << error;
+    return sm;
+  }
+  static json Sms(const ExporterProcess& e) {
+    int status = 0;
+    const std::string body = e.Get("/api/v1/subnet_managers", &status);
+    EXPECT_EQ(status, 200) << body;
+    return json::parse(body, nullptr, false);
+  }
+  static std::set<std::string> Conditions(const json& j) {
+    std::set<std::string> out;
+    for (const auto& c : j["conditions"]) out.insert(c["condition"].get<std::string>());
+    return out;
+  }
+  static bool WaitJson(const ExporterProcess& e, const std::function<bool(const json&)>& done, json* last) {
+    const auto deadline = std::chrono::steady_clock::now() + seconds(30);
+    while (std::chrono::steady_clock::now() < deadline) {
+      *last = Sms(e);
+      if (!last->is_discarded() && done(*last)) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    return false;
+  }
+};
+
+TEST_F(SubnetManagerTest, MasterAndStandbyAreReportedAndAKilledMasterIsAFailover) {
+  auto master = Sm(tree_->Host(2), 10, false);
+  auto standby = Sm(tree_->Host(7), 1, true);
+  ASSERT_TRUE(master && standby);
+  auto e = StartExporter({"--sweep.interval=300ms", "--discovery.interval=1s", "--sm.stall-after=5s",
+                          "--mad.timeout=50ms", "--mad.retries=1"});
+  ASSERT_NE(e, nullptr);
+  json j;
+  ASSERT_TRUE(WaitJson(*e, [](const json& x) { return x["master"].is_object() && x["standbys"].size() == 1; }, &j))
+      << j.dump(2) << e->Log();
+  EXPECT_EQ(j["master"]["node"], tree_->Host(2));
+  EXPECT_EQ(j["master"]["priority"], 10);
+  EXPECT_EQ(j["master"]["state"], "master");
+  EXPECT_EQ(j["standbys"][0]["node"], tree_->Host(7));
+  EXPECT_EQ(j["standbys"][0]["priority"], 1);
+  EXPECT_EQ(j["master_count"], 1);
+  EXPECT_TRUE(Conditions(j).empty()) << j["conditions"].dump();
+  // The same as sminfo says, for the master and, by its LID, the standby.
+  const auto tool_master = SmInfoTool(*sim_);
+  ASSERT_TRUE(tool_master);
+  EXPECT_EQ(Hex(tool_master->guid), Hex(j["master"]["guid"]));
+  EXPECT_EQ(tool_master->priority, 10);
+  EXPECT_EQ(tool_master->state, 3);
+  const auto tool_standby = SmInfoTool(*sim_, std::to_string(j["standbys"][0]["lid"].get<int>()));
+  ASSERT_TRUE(tool_standby);
+  EXPECT_EQ(Hex(tool_standby->guid), Hex(j["standbys"][0]["guid"]));
+  EXPECT_EQ(tool_standby->state, 2);
+  // A master that sweeps (opensm -s 1) keeps its ActCount moving.
+  std::this_thread::sleep_for(seconds(6));
+  const Scrape s = e->ScrapeMetrics();
+  EXPECT_EQ(s.Value("infiniband_sm_master_sweeping"), 1);
+  EXPECT_EQ(s.Value("infiniband_sm_masters"), 1);
+  EXPECT_EQ(s.Value("infiniband_sm_standbys"), 1);
+  EXPECT_EQ(s.Value("infiniband_sm_state", {{"node", tree_->Host(2)}, {"state", "master"}}), 1);
+  EXPECT_EQ(s.Value("infiniband_sm_state", {{"node", tree_->Host(7)}, {"state", "standby"}}), 1);
+  EXPECT_EQ(s.Value("infiniband_sm_priority", {{"node", tree_->Host(2)}}), 10);
+  EXPECT_EQ(s.Value("infiniband_sm_master_changes_total"), 0);
+
+  // Kill the master: the standby takes over and the exporter reports when,
+  // from and to.
+  master->Signal(SIGKILL);
+  ASSERT_TRUE(WaitJson(*e, [&](const json& x) {
+    return x["master"].is_object() && x["master"]["node"] == tree_->Host(7) && !x["events"].empty();
+  }, &j)) << j.dump(2) << e->Log();
+  EXPECT_EQ(j["events"][0]["kind"], "failover");
+  EXPECT_EQ(j["events"][0]["from"]["node"], tree_->Host(2));
+  EXPECT_EQ(j["events"][0]["to"]["node"], tree_->Host(7));
+  EXPECT_EQ(j["master_changes"], 1);
+  EXPECT_EQ(Conditions(j), (std::set<std::string>{"failover", "no_standby"})) << j["conditions"].dump();
+  const auto after = SmInfoTool(*sim_);
+  ASSERT_TRUE(after);
+  EXPECT_EQ(Hex(after->guid), Hex(j["master"]["guid"]));
+  EXPECT_EQ(after->state, 3);
+  const auto scraped = e->WaitFor([](const Scrape& x) { return x.Value("infiniband_sm_master_changes_total") == 1; },
+                                  seconds(10));
+  ASSERT_TRUE(scraped);
+  EXPECT_EQ(scraped->Value("infiniband_sm_condition", {{"condition", "failover"}}), 1);
+  EXPECT_EQ(scraped->Value("infiniband_sm_condition", {{"condition", "no_standby"}}), 1);
+  EXPECT_EQ(scraped->Value("infiniband_sm_condition", {{"condition", "no_master"}}), 0);
+  EXPECT_NE(e->Log().find("condition=failover"), std::string::npos);
+
+  // And with no SM left at all: no master.
+  standby->Signal(SIGKILL);
+  ASSERT_TRUE(WaitJson(*e, [](const json& x) { return x["master_count"] == 0; }, &j)) << j.dump(2);
+  EXPECT_TRUE(Conditions(j).count("no_master")) << j["conditions"].dump();
+  EXPECT_TRUE(j["master"].is_null());
+}
+
+TEST_F(SubnetManagerTest, AMasterThatStopsSweepingIsReported) {
+  auto lazy = Sm(tree_->Host(3), 5, false, /*sweep=*/0);  // opensm -s 0: no periodic sweeps
+  ASSERT_NE(lazy, nullptr);
+  auto e = StartExporter({"--sweep.interval=300ms", "--discovery.interval=1s", "--sm.stall-after=2s"});
+  ASSERT_NE(e, nullptr);
+  json j;
+  ASSERT_TRUE(WaitJson(*e, [](const json& x) {
+    for (const auto& c : x["conditions"]) if (c["condition"] == "master_not_sweeping") return true;
+    return false;
+  }, &j)) << j.dump(2);
+  EXPECT_EQ(j["master"]["node"], tree_->Host(3));
+  EXPECT_FALSE(j["master"]["act_count_moving"].get<bool>());
+  const Scrape s = e->ScrapeMetrics();
+  EXPECT_EQ(s.Value("infiniband_sm_master_sweeping"), 0);
+  EXPECT_EQ(s.Value("infiniband_sm_condition", {{"condition", "master_not_sweeping"}}), 1);
+  // sminfo agrees that it is the master, and its ActCount stands still.
+  const auto a = SmInfoTool(*sim_);
+  std::this_thread::sleep_for(seconds(1));
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->state, 3);
+  EXPECT_EQ(Hex(a->guid), Hex(j["master"]["guid"]));
+  lazy->Signal(SIGKILL);
+}
+
+TEST_F(SubnetManagerTest, LocalExportersDoNotWatchSubnetManagers) {
+  auto e = StartExporter({"--scope=local", "--sweep.interval=300ms"});
+  ASSERT_NE(e, nullptr);
+  int status = 0;
+  const std::string body = e->Get("/api/v1/subnet_managers", &status);
+  EXPECT_EQ(status, 404);
+  EXPECT_NE(body.find("does not watch subnet managers"), std::string::npos) << body;
+  EXPECT_TRUE(e->ScrapeMetrics().Find("infiniband_sm_masters").empty());
+}
+
+}  // namespace
+}  // namespace ibfabric::testbed

@@ -1,0 +1,146 @@
+// The subnet manager monitor on hand-made SMInfo readings: master and
+// standby, a failover with when/from/to, ActCount activity against our own
+// queries, several masters, none, and the JSON.
+
+#include "collectors/subnet_managers.h"
+
+#include <gtest/gtest.h>
+
+namespace ibfabric::collectors {
+namespace {
+
+using std::chrono::seconds;
+using transport::SmState;
+
+topology::Fabric TwoHosts() {
+  std::vector<topology::Node> nodes;
+  for (std::uint64_t i = 1; i <= 2; ++i) {
+    topology::Node n;
+    n.guid = 0x100 * i;
+    n.kind = topology::NodeKind::kCa;
+    n.description = "cn000" + std::to_string(i);
+    n.num_ports = 1;
+    topology::Port p;
+    p.number = 1;
+    p.guid = n.guid + 1;
+    p.lid = static_cast<std::uint16_t>(i);
+    p.is_sm = true;
+    n.ports.push_back(p);
+    nodes.push_back(n);
+  }
+  return topology::Fabric(std::move(nodes));
+}
+
+SmReading Answer(std::uint64_t node, std::uint32_t act, SmState state, std::uint8_t priority) {
+  transport::SmInfo info;
+  info.guid = node + 1;
+  info.act_count = act;
+  info.state = state;
+  info.priority = priority;
+  return {{{node, 1}, static_cast<std::uint16_t>(node / 0x100)}, info, transport::MadOutcome::kOk};
+}
+SmReading Silent(std::uint64_t node) {
+  return {{{node, 1}, static_cast<std::uint16_t>(node / 0x100)}, std::nullopt, transport::MadOutcome::kTimeout};
+}
+
+std::set<std::string> Conditions(const SmReport& r) {
+  std::set<std::string> out;
+  for (const auto& c : r.conditions) out.insert(ToString(c.condition));
+  return out;
+}
+
+TEST(SubnetManagersTest, TargetsAreTheIsSmPortsWithALid) {
+  const auto fabric = TwoHosts();
+  const auto t = SmTargets(fabric);
+  ASSERT_EQ(t.size(), 2u);
+  EXPECT_EQ(t[0].port, (topology::PortRef{0x100, 1}));
+  EXPECT_EQ(t[0].lid, 1);
+}
+
+TEST(SubnetManagersTest, MasterStandbyFailoverAndNoMaster) {
+  const auto fabric = TwoHosts();
+  SmMonitor m({seconds(30), seconds(600), 10});
+  const auto t0 = std::chrono::steady_clock::time_point{} + seconds(1000);
+  const auto w0 = std::chrono::system_clock::time_point{} + seconds(1'700'000'000);
+  std::uint32_t act = 100;
+  for (int i = 0; i < 3; ++i, act += 20) {
+    m.Update({Answer(0x100, act, SmState::kMaster, 10), Answer(0x200, 5 + i, SmState::kStandby, 1)}, fabric,
+             t0 + seconds(10 * i), w0 + seconds(10 * i));
+  }
+  SmReport r = m.Report();
+  EXPECT_EQ(r.masters, 1u);
+  EXPECT_EQ(r.standbys, 1u);
+  EXPECT_TRUE(r.master_sweeping);
+  EXPECT_TRUE(Conditions(r).empty());
+  ASSERT_EQ(r.sms.size(), 2u);
+  EXPECT_EQ(r.sms[0].node, "cn0001");  // the master first
+  EXPECT_EQ(r.sms[0].guid, 0x101u);
+
+  // The master stops answering, the standby becomes master.
+  m.Update({Silent(0x100), Answer(0x200, 50, SmState::kMaster, 1)}, fabric, t0 + seconds(40), w0 + seconds(40));
+  r = m.Report();
+  EXPECT_EQ(r.master_changes, 1u);
+  ASSERT_EQ(r.events.size(), 1u);
+  ASSERT_TRUE(r.events[0].from);
+  EXPECT_EQ(r.events[0].from->node, "cn0001");
+  EXPECT_EQ(r.events[0].to.node, "cn0002");
+  EXPECT_EQ(r.events[0].when, w0 + seconds(40));
+  EXPECT_EQ(Conditions(r), (std::set<std::string>{"failover", "no_standby"}));
+  EXPECT_EQ(r.sms.back().node, "cn0001");
+  EXPECT_FALSE(r.sms.back().answering);
+
+  // Nobody answers: no master; the failover is still recent.
+  m.Update({Silent(0x100), Silent(0x200)}, fabric, t0 + seconds(50), w0 + seconds(50));
+  r = m.Report();
+  EXPECT_EQ(Conditions(r), (std::set<std::string>{"failover", "no_master"}));
+  // Long after, only the lack of a master remains.
+  m.Update({Silent(0x100), Silent(0x200)}, fabric, t0 + seconds(2000), w0 + seconds(2000));
+  EXPECT_EQ(Conditions(m.Report()), (std::set<std::string>{"no_master"}));
+}
+
+TEST(SubnetManagersTest, OurOwnQueriesAloneDoNotCountAsSweeping) {
+  const auto fabric = TwoHosts();
+  SmMonitor m({seconds(30), seconds(600), 10});
+  const auto t0 = std::chrono::steady_clock::time_point{} + seconds(1000);
+  const auto w0 = std::chrono::system_clock::time_point{} + seconds(1'700'000'000);
+  // ActCount moves by one per round (the reply to our SMInfo Get) and by
+  // two now and then (a standby's poll): idle.
+  std::uint32_t act = 7;
+  for (int i = 0; i <= 40; ++i) {
+    act += i % 5 == 0 ? 3 : 1;
+    m.Update({Answer(0x100, act, SmState::kMaster, 3), Answer(0x200, 1, SmState::kStandby, 1)}, fabric,
+             t0 + seconds(i), w0 + seconds(i));
+  }
+  SmReport r = m.Report();
+  EXPECT_FALSE(r.master_sweeping);
+  EXPECT_EQ(Conditions(r), (std::set<std::string>{"master_not_sweeping"}));
+  // A light sweep (one SMP per switch and more) is activity again.
+  act += 40;
+  m.Update({Answer(0x100, act, SmState::kMaster, 3), Answer(0x200, 1, SmState::kStandby, 1)}, fabric,
+           t0 + seconds(41), w0 + seconds(41));
+  EXPECT_TRUE(m.Report().master_sweeping);
+  EXPECT_TRUE(Conditions(m.Report()).empty());
+}
+
+TEST(SubnetManagersTest, TwoMastersAndTheJson) {
+  const auto fabric = TwoHosts();
+  SmMonitor m;
+  const auto t0 = std::chrono::steady_clock::time_point{} + seconds(1000);
+  const auto w0 = std::chrono::system_clock::time_point{} + seconds(1'700'000'000);
+  m.Update({Answer(0x100, 10, SmState::kMaster, 5), Answer(0x200, 10, SmState::kMaster, 5)}, fabric, t0, w0);
+  const SmReport r = m.Report();
+  EXPECT_EQ(r.masters, 2u);
+  EXPECT_EQ(Conditions(r), (std::set<std::string>{"multiple_masters", "no_standby"}));
+  const auto j = SubnetManagersJson(r, w0);
+  EXPECT_EQ(j["master_count"], 2);
+  EXPECT_TRUE(j["master"].is_null()) << "no single master";
+  EXPECT_EQ(j["sms"].size(), 2u);
+  EXPECT_EQ(j["sms"][0]["state"], "master");
+  EXPECT_EQ(j["conditions"][0]["condition"], "multiple_masters");
+  EXPECT_EQ(j["conditions"][0]["severity"], "critical");
+  EXPECT_NE(j["conditions"][0]["summary"].get<std::string>().find("cn0001[1]"), std::string::npos);
+  EXPECT_EQ(j["generated"], "2023-11-14T22:13:20Z");
+}
+
+}  // namespace
+}  // namespace ibfabric::collectors
