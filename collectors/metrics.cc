@@ -341,6 +341,39 @@ void RenderTopology(const Snapshot& s, Emit out) {
   }
   for (auto* fam : {&tier, &up, &down, &blocking}) out(std::move(*fam));
 
+  if (a.routing_read) {
+    auto dests = Family("infiniband_routing_port_destinations",
+                        "CA LIDs the switch's forwarding table sends out of each uplink (leaves) or downlink (above)",
+                        MetricType::Gauge);
+    auto spread = Family("infiniband_routing_spread",
+                         "Most minus fewest destinations over the switch's uplinks (leaves) or downlinks (above)",
+                         MetricType::Gauge);
+    auto ratio = Family("infiniband_routing_max_min_ratio",
+                        "Most over fewest destinations over those ports (absent when a port carries none)",
+                        MetricType::Gauge);
+    auto unrouted = Family("infiniband_routing_unrouted_destinations",
+                           "CA LIDs the switch cannot forward (LFT holes, 0xFF, down ports)", MetricType::Gauge);
+    for (const auto& [guid, r] : a.routing) {
+      const std::vector<ClientMetric::Label> labels{{"guid", FormatGuid(guid)}, {"switch", name(guid)}};
+      for (const auto& [port, n] : r.destinations) {
+        auto l = labels;
+        l.push_back({"port", std::to_string(port)});
+        l.push_back({"direction", r.direction});
+        Add(dests, l, n);
+      }
+      if (!r.destinations.empty()) Add(spread, labels, r.spread);
+      if (r.max_min_ratio) Add(ratio, labels, *r.max_min_ratio);
+      Add(unrouted, labels, r.unrouted);
+    }
+    for (auto* family : {&dests, &spread, &ratio, &unrouted}) {
+      if (!family->metric.empty()) out(std::move(*family));
+    }
+    auto down_up = Family("infiniband_routing_down_up_routes",
+                          "Leaf-to-CA routes that go down a tier and up again, or never arrive", MetricType::Gauge);
+    Add(down_up, {}, a.down_up_routes);
+    out(std::move(down_up));
+  }
+
   // Gb/s of data to bytes/s: 1e9 / 8.
   auto bisection = Family("infiniband_topology_bisection_bandwidth_bytes_per_second",
                           "Estimated bisection bandwidth: sum over leaves of min(up, down) bandwidth",

@@ -253,6 +253,19 @@ def topology_health():
     l.add(panel("bargauge", "Leaf blocking factor",
                 [target(f'infiniband_leaf_blocking_factor{{{SW}}}', "{{switch}}", instant=True)],
                 options={"displayMode": "basic", "orientation": "horizontal"}), 12, 10)
+    l.row("Routing (forwarding tables)")
+    l.add(stat("Unrouted destinations", f'sum(infiniband_routing_unrouted_destinations{{{SW}}})', red_above=1,
+               description="CA LIDs some switch cannot forward: LFT holes or routes over down ports."), 6, 4)
+    l.add(stat("Down-up routes", f'max(infiniband_routing_down_up_routes{{{F}}})', red_above=1,
+               description="Leaf-to-CA routes that go down a tier and up again, or never arrive."), 6, 4)
+    l.add(stat("Worst routing spread", f'max(infiniband_routing_spread{{{SW}}})', red_above=2,
+               description="Most minus fewest destinations over a leaf's uplinks (or a spine's parallel downlinks)."), 6, 4)
+    l.add(stat("Routing findings", f'sum(infiniband_topology_findings{{{F},kind=~"routing_imbalance|unrouted_destination|down_up_route"}})',
+               red_above=1), 6, 4)
+    l.add(panel("bargauge", "Routing spread per switch",
+                [target(f'infiniband_routing_spread{{{SW}}}', "{{switch}}", instant=True)],
+                options={"displayMode": "basic", "orientation": "horizontal"}), 12, 10)
+    l.add(table("Destinations per uplink (leaves) and downlink (above)", f'infiniband_routing_port_destinations{{{SW}}}'), 12, 10)
     return dashboard("ibfabric-topology", "InfiniBand / Topology health",
                      "Tiers, asymmetry, miswiring and degraded links.", l)
 

@@ -5,6 +5,7 @@
 
 #include "collectors/metrics.h"
 #include "topology/discovery.h"
+#include "topology/routing.h"
 
 namespace ibfabric::exporter {
 
@@ -67,6 +68,16 @@ void Poller::Discover() {
       }
       analysis.findings.push_back(std::move(f));
     }
+  }
+  if (options_.scope.reports_topology()) {
+    // The forwarding tables, read once per discovery: routing balance,
+    // unrouted destinations, down-up routes (topology/routing.h).
+    const auto lft = topology::ReadForwardingTables(*fabric_, engine_);
+    for (const auto& p : lft.problems) {
+      log_.Warn("routing", "problem=\"" + p + "\"");
+      discovery_problems_.push_back(p);
+    }
+    topology::AnalyzeRouting(*fabric_, lft.tables, &analysis);
   }
   analysis_ = std::make_shared<topology::Analysis>(std::move(analysis));
   if (!analysis_->is_tree) log_.Warn("topology", "not_a_tree=\"" + analysis_->not_tree_reason + "\"");

@@ -73,6 +73,9 @@ const char* ToString(FindingKind k) {
     case FindingKind::kPlanRateMismatch: return "plan_rate_mismatch";
     case FindingKind::kPlanExtraLink: return "plan_extra_link";
     case FindingKind::kPlanTierMismatch: return "plan_tier_mismatch";
+    case FindingKind::kRoutingImbalance: return "routing_imbalance";
+    case FindingKind::kUnroutedDestination: return "unrouted_destination";
+    case FindingKind::kDownUpRoute: return "down_up_route";
   }
   return "unknown";
 }

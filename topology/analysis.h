@@ -52,6 +52,10 @@ enum class FindingKind : std::uint8_t {
   kPlanRateMismatch,    // a planned cable runs at another width or speed
   kPlanExtraLink,       // a cable the plan does not have
   kPlanTierMismatch,    // a switch in another tier than the plan says
+  // From the switches' forwarding tables (routing.h):
+  kRoutingImbalance,    // a switch's up (leaf) or down (spine) ports carry uneven numbers of destinations
+  kUnroutedDestination, // a switch has no usable egress port for some CA LIDs (LFT holes, down ports)
+  kDownUpRoute,         // a route from a leaf goes down a tier and up again (or loops)
 };
 inline constexpr FindingKind kAllFindingKinds[] = {
     FindingKind::kNotATree,           FindingKind::kSameTierLink,     FindingKind::kSkipTierLink,
@@ -59,7 +63,8 @@ inline constexpr FindingKind kAllFindingKinds[] = {
     FindingKind::kAsymmetricSwitch,   FindingKind::kUnevenParallelLinks,
     FindingKind::kBelowEnabled,       FindingKind::kBelowTierMajority, FindingKind::kPlanUnknownNode,
     FindingKind::kPlanMissingLink,    FindingKind::kPlanWrongRemoteNode, FindingKind::kPlanWrongRemotePort,
-    FindingKind::kPlanRateMismatch,   FindingKind::kPlanExtraLink,     FindingKind::kPlanTierMismatch};
+    FindingKind::kPlanRateMismatch,   FindingKind::kPlanExtraLink,     FindingKind::kPlanTierMismatch,
+    FindingKind::kRoutingImbalance,   FindingKind::kUnroutedDestination, FindingKind::kDownUpRoute};
 // snake_case name, stable: used as a metric label and in JSON.
 const char* ToString(FindingKind k);
 
@@ -82,6 +87,15 @@ struct SwitchSummary {
   double down_gbps = 0;  // of the CA links (leaves) or down links
 };
 
+// How one switch's LinearForwardingTable spreads the CA destinations.
+struct SwitchRouting {
+  std::string direction;  // "up" for a leaf (its uplinks), "down" above (its downlinks)
+  std::map<std::uint8_t, int> destinations;  // port -> CA LIDs routed out of it (every port of `direction`)
+  int spread = 0;               // max - min over those ports (above the leaves: within each group of parallel links to one switch)
+  std::optional<double> max_min_ratio;  // max / min, when min > 0
+  int unrouted = 0;             // CA LIDs with no usable egress port here
+};
+
 struct Analysis {
   bool is_tree = false;
   std::string not_tree_reason;
@@ -94,6 +108,11 @@ struct Analysis {
   // a non-blocking build of the same tiers has a ratio of 1.
   double bisection_gbps = 0;
   double nonblocking_gbps = 0;
+  // From the forwarding tables, when they were read (routing.h).
+  bool routing_read = false;
+  std::map<std::uint64_t, SwitchRouting> routing;
+  int down_up_routes = 0;  // leaf-to-CA routes that go down and up again
+  int routes_traced = 0;
 };
 
 // "leaf", "spine", "core", then "tier3", ...; "unranked" for -1.

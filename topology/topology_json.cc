@@ -114,12 +114,32 @@ json TopologyJson(const Fabric& f, const Analysis& a) {
                         {"a", x.a ? End(f, *x.a) : json(nullptr)},
                         {"b", x.b ? End(f, *x.b) : json(nullptr)}});
   }
+  json routing = nullptr;
+  if (a.routing_read) {
+    json switches = json::array();
+    for (const auto& [guid, r] : a.routing) {
+      json ports = json::object();
+      for (const auto& [port, n] : r.destinations) ports[std::to_string(port)] = n;
+      const Node* n = f.FindNode(guid);
+      switches.push_back({{"guid", FormatGuid(guid)},
+                          {"name", n ? n->description : ""},
+                          {"direction", r.direction},
+                          {"destinations_by_port", std::move(ports)},
+                          {"spread", r.spread},
+                          {"max_min_ratio", r.max_min_ratio ? json(*r.max_min_ratio) : json(nullptr)},
+                          {"unrouted", r.unrouted}});
+    }
+    routing = {{"switches", std::move(switches)},
+               {"routes_traced", a.routes_traced},
+               {"down_up_routes", a.down_up_routes}};
+  }
   return {{"schema_version", kTopologySchemaVersion},
           {"is_tree", a.is_tree},
           {"not_tree_reason", a.not_tree_reason},
           {"tiers", a.tiers},
           {"bisection", {{"bandwidth_bytes_per_second", a.bisection_gbps * 1e9 / 8},
                          {"ratio", a.nonblocking_gbps > 0 ? a.bisection_gbps / a.nonblocking_gbps : 0.0}}},
+          {"routing", std::move(routing)},
           {"nodes", std::move(nodes)},
           {"links", std::move(links)},
           {"groups", std::move(groups)},

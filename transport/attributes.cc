@@ -2,6 +2,7 @@
 
 #include <infiniband/mad.h>
 
+#include <algorithm>
 #include <cctype>
 
 #include "transport/codec.h"
@@ -203,6 +204,24 @@ const char* ToString(SmState s) {
       return "master";
   }
   return "not_active";
+}
+
+SwitchInfo DecodeSwitchInfo(const MadBytes& mad) {
+  SwitchInfo s;
+  s.linear_fdb_cap = Narrow<std::uint16_t>(Get(mad, IB_SW_LINEAR_FDB_CAP_F));
+  s.linear_fdb_top = Narrow<std::uint16_t>(Get(mad, IB_SW_LINEAR_FDB_TOP_F));
+  return s;
+}
+
+LftBlock DecodeLftBlock(const MadBytes& mad) {
+  LftBlock b{};
+  std::copy_n(mad.begin() + kMadDataOffset, kLftBlockSize, b.begin());
+  return b;
+}
+
+MadRequest SwitchInfoQuery(const MadAddress& route) { return Smp(route, smp_attr::kSwitchInfo, 0); }
+MadRequest LftBlockQuery(const MadAddress& route, std::uint32_t block) {
+  return Smp(route, smp_attr::kLinearForwardingTable, block);
 }
 
 MadRequest SmInfoQuery(std::uint16_t lid) { return Smp(MadAddress::Lid(lid), smp_attr::kSmInfo, 0); }

@@ -3,6 +3,7 @@
 // Decoders are pure: they read the data section of a whole response MAD and
 // never fail (a MAD is always 256 bytes); callers check the MAD status first.
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -55,6 +56,18 @@ struct PortInfo {
   std::uint8_t link_speed_ext2_supported = 0;
   std::uint8_t link_speed_ext2_enabled = 0;
 };
+
+// SwitchInfo (IBTA 14.2.5.4), the fields routing needs.
+struct SwitchInfo {
+  std::uint16_t linear_fdb_cap = 0;  // LinearFDBCap: entries the LFT can hold
+  std::uint16_t linear_fdb_top = 0;  // LinearFDBTop: the highest LID in use
+};
+
+// One block of the LinearForwardingTable (IBTA 14.2.5.10): the egress port
+// for 64 consecutive LIDs, block b holding LIDs 64b .. 64b+63; 0xFF: none.
+inline constexpr std::size_t kLftBlockSize = 64;
+inline constexpr std::uint8_t kLftNoPort = 0xFF;
+using LftBlock = std::array<std::uint8_t, kLftBlockSize>;
 
 // PortInfo.CapabilityMask IsSM (IBTA 14.2.5.6; rdma-core IB_PORT_CAP_IS_SM):
 // a subnet manager runs behind this port.
@@ -167,6 +180,8 @@ PerfClassPortInfo DecodePerfClassPortInfo(const MadBytes& mad);
 PortCounters DecodePortCounters(const MadBytes& mad);
 PortCountersExtended DecodePortCountersExtended(const MadBytes& mad);
 SmInfo DecodeSmInfo(const MadBytes& mad);
+SwitchInfo DecodeSwitchInfo(const MadBytes& mad);
+LftBlock DecodeLftBlock(const MadBytes& mad);
 
 // Requests. `route` is a directed route for SMPs, a LID for PMA queries.
 MadRequest NodeInfoQuery(const MadAddress& route);
@@ -175,6 +190,9 @@ MadRequest PortInfoQuery(const MadAddress& route, std::uint8_t port);
 MadRequest PerfClassPortInfoQuery(std::uint16_t lid);
 // SubnGet(SMInfo), LID routed to the SM's port (answered by the SM itself).
 MadRequest SmInfoQuery(std::uint16_t lid);
+MadRequest SwitchInfoQuery(const MadAddress& route);
+// SubnGet(LinearForwardingTable) of block `block` (AttributeModifier).
+MadRequest LftBlockQuery(const MadAddress& route, std::uint32_t block);
 // PortSelect goes in the data section (IBTA 16.1.3.5), not in the modifier.
 MadRequest PortCountersQuery(std::uint16_t lid, std::uint8_t port);
 MadRequest PortCountersExtendedQuery(std::uint16_t lid, std::uint8_t port);

@@ -1,0 +1,142 @@
+// Routing balance from the switches' forwarding tables on the simulated
+// fabric, routed by opensm. Clean fat trees: no routing finding, every
+// leaf's per-uplink destination counts equal to what `ibroute` prints. An
+// uplink pulled after the SM swept: the destinations routed over it are
+// unrouted on both ends. The SM sweeps around the gap and the cable comes
+// back without a new sweep: the returned uplink carries nothing, an
+// imbalance on that leaf.
+
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <set>
+#include <string>
+
+#include "tests/integration/fabric_suite.h"
+
+namespace ibfabric::testbed {
+namespace {
+
+using std::chrono::milliseconds;
+
+Scrape Once(const SimFabric& sim) {
+  const CommandResult r = sim.Tool({ExporterBinary(), "--once", "--log.level=error"}, milliseconds(120000));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return Scrape::Parse(r.out);
+}
+
+// `ibroute LID`: egress port -> CA destinations, from lines like
+// "0x0005 002 : (Channel Adapter portguid 0x...: 'cn0002')".
+std::map<int, int> IbrouteCaCounts(const SimFabric& sim, const std::string& lid) {
+  const CommandResult r = sim.Tool({"ibroute", lid}, milliseconds(30000));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  std::map<int, int> out;
+  static const std::regex kLine(R"(^0x[0-9a-f]+ (\d+) : \(Channel Adapter)");
+  std::istringstream in(r.out);
+  for (std::string line; std::getline(in, line);) {
+    std::smatch m;
+    if (std::regex_search(line, m, kLine)) ++out[std::stoi(m[1])];
+  }
+  return out;
+}
+
+std::map<std::string, double> RoutingFindings(const Scrape& s) {
+  std::map<std::string, double> out;
+  for (const auto& x : s.Find("infiniband_topology_findings")) {
+    const std::string kind = x.labels.at("kind");
+    if (kind == "routing_imbalance" || kind == "unrouted_destination" || kind == "down_up_route") out[kind] = x.value;
+  }
+  return out;
+}
+
+std::unique_ptr<SimFabric> Start(const FatTree& tree) {
+  SimOptions o;
+  o.attach = tree.Host(1);
+  std::string error;
+  auto sim = SimFabric::Start(tree.NetFile(), o, &error);
+  EXPECT_NE(sim, nullptr) << error;
+  return sim;
+}
+
+TEST(RoutingBalanceTest, OpensmRoutesOnCleanFatTreesAreBalancedAndMatchIbroute) {
+  FatTreeSpec three = Spec(4, 2, 4, 3, 14);
+  for (const FatTreeSpec& spec : {Spec(4, 2, 4, 2, 12), three, Spec324()}) {
+    const FatTree tree = FatTree::Generate(spec);
+    auto sim = Start(tree);
+    ASSERT_NE(sim, nullptr);
+    const Scrape s = Once(*sim);
+    const std::string where = std::to_string(spec.leaves) + " leaves x " + std::to_string(spec.links_per_pair) + " links";
+    EXPECT_EQ(RoutingFindings(s), (std::map<std::string, double>{{"down_up_route", 0}, {"routing_imbalance", 0},
+                                                                 {"unrouted_destination", 0}}))
+        << where;
+    EXPECT_EQ(s.Value("infiniband_routing_down_up_routes"), 0) << where;
+    for (const auto& x : s.Find("infiniband_routing_spread")) EXPECT_LE(x.value, 1) << where << " " << x.labels.at("switch");
+    for (const auto& x : s.Find("infiniband_routing_unrouted_destinations")) EXPECT_EQ(x.value, 0) << where;
+    EXPECT_EQ(s.Find("infiniband_routing_spread").size(), static_cast<std::size_t>(spec.leaves + spec.spines));
+    // Leaf 2's uplinks: the exporter's counts are ibroute's CA destinations per port.
+    const std::string leaf = tree.Leaf(2);
+    const std::string lid = s.Find("infiniband_switch_info", {{"switch", leaf}}).at(0).labels.at("lid");
+    const auto tool = IbrouteCaCounts(*sim, lid);
+    const auto ours = s.Find("infiniband_routing_port_destinations", {{"switch", leaf}});
+    ASSERT_EQ(ours.size(), static_cast<std::size_t>(spec.spines * spec.links_per_pair)) << where;
+    int total = 0;
+    for (const auto& x : ours) {
+      const int port = std::stoi(x.labels.at("port"));
+      EXPECT_EQ(x.labels.at("direction"), "up");
+      EXPECT_EQ(x.value, tool.count(port) ? tool.at(port) : 0) << where << " port " << port;
+      total += static_cast<int>(x.value);
+    }
+    EXPECT_EQ(total, (spec.leaves - 1) * spec.hosts_per_leaf) << where << ": every remote host goes up";
+  }
+}
+
+TEST(RoutingBalanceTest, APulledUplinkIsUnroutedThenAReturnedOneCarriesNothing) {
+  const FatTree tree = FatTree::Generate(Spec(4, 2, 4, 2, 12));
+  auto sim = Start(tree);
+  ASSERT_NE(sim, nullptr);
+  const Endpoint uplink = tree.LeafUplink(2, 1, 1);
+  const Endpoint spine_end = tree.SpineDownlink(1, 2, 1);
+  const Scrape before = Once(*sim);
+  const std::string leaf_lid = before.Find("infiniband_switch_info", {{"switch", uplink.node}}).at(0).labels.at("lid");
+  const int routed_over = IbrouteCaCounts(*sim, leaf_lid)[uplink.port];
+  ASSERT_GT(routed_over, 0);
+
+  // Pulled, no SM sweep: what the tables send over it goes nowhere.
+  bool ok = false;
+  sim->Console("Unlink \"" + uplink.node + "\"[" + std::to_string(uplink.port) + "]", &ok);
+  ASSERT_TRUE(ok);
+  Scrape s = Once(*sim);
+  EXPECT_EQ(s.Value("infiniband_routing_unrouted_destinations", {{"switch", uplink.node}}), routed_over);
+  EXPECT_GT(*s.Value("infiniband_routing_unrouted_destinations", {{"switch", spine_end.node}}), 0);
+  EXPECT_EQ(RoutingFindings(s)["unrouted_destination"], 2) << "the leaf and the spine";
+  bool named = false;
+  for (const auto& x : s.Find("infiniband_topology_finding", {{"kind", "unrouted_destination"}})) {
+    named |= x.labels.at("node") == uplink.node;
+  }
+  EXPECT_TRUE(named);
+
+  // The SM routes around the gap; the cable returns without a new sweep.
+  std::string error;
+  ASSERT_TRUE(sim->SweepSubnet(&error)) << error;
+  sim->Console("ReLink \"" + uplink.node + "\"[" + std::to_string(uplink.port) + "]", &ok);
+  ASSERT_TRUE(ok);
+  s = Once(*sim);
+  EXPECT_EQ(s.Value("infiniband_routing_port_destinations", {{"switch", uplink.node}, {"port", std::to_string(uplink.port)}}), 0);
+  EXPECT_GE(*s.Value("infiniband_routing_spread", {{"switch", uplink.node}}), 2);
+  EXPECT_EQ(RoutingFindings(s)["unrouted_destination"], 0);
+  EXPECT_GE(RoutingFindings(s)["routing_imbalance"], 1);
+  named = false;
+  for (const auto& x : s.Find("infiniband_topology_finding", {{"kind", "routing_imbalance"}})) {
+    named |= x.labels.at("node") == uplink.node;
+  }
+  EXPECT_TRUE(named);
+  // ibroute agrees: nothing leaves through the returned uplink.
+  EXPECT_EQ(IbrouteCaCounts(*sim, leaf_lid).count(uplink.port), 0u);
+  // A new sweep balances again.
+  ASSERT_TRUE(sim->SweepSubnet(&error)) << error;
+  s = Once(*sim);
+  EXPECT_EQ(RoutingFindings(s)["routing_imbalance"], 0);
+}
+
+}  // namespace
+}  // namespace ibfabric::testbed

@@ -1,0 +1,114 @@
+// Routing analysis on hand-built forwarding tables: a balanced two-tier
+// tree, an uplink that carries nothing, an LFT hole, a route that goes down
+// and up again, and one that loops.
+
+#include "topology/routing.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/unit/fabric_builder.h"
+#include "transport/attributes.h"
+
+namespace ibfabric::topology {
+namespace {
+
+// Three leaves with two hosts each, two spines, one cable per pair. Node
+// indices: leaves 0-2, spines 3-4, hosts 5-10 (two per leaf); LID = index + 1.
+struct Tree {
+  testing::FabricBuilder b;
+  int leaf[3], spine[2], host[6];
+  Fabric fabric;
+  Analysis analysis;
+  ForwardingTables tables;
+
+  Tree() {
+    for (int i = 0; i < 3; ++i) leaf[i] = b.Switch("leaf" + std::to_string(i + 1), 8);
+    for (int i = 0; i < 2; ++i) spine[i] = b.Switch("spine" + std::to_string(i + 1), 8);
+    for (int i = 0; i < 6; ++i) host[i] = b.Ca("cn" + std::to_string(i + 1));
+    for (int h = 0; h < 6; ++h) b.Link(leaf[h / 2], h % 2 + 1, host[h], 1);  // leaf ports 1-2: hosts
+    for (int l = 0; l < 3; ++l) {
+      for (int s = 0; s < 2; ++s) b.Link(leaf[l], 3 + s, spine[s], 1 + l);  // leaf 3-4: spines; spine 1-3: leaves
+    }
+    fabric = b.Build();
+    analysis = Analyze(fabric);
+    // Balanced routes: hosts on their leaf ports, other hosts up through
+    // spine (h % 2); the spines down to the host's leaf.
+    for (int sw = 0; sw < 5; ++sw) tables[b.Guid(sw)].assign(16, transport::kLftNoPort);
+    for (int h = 0; h < 6; ++h) {
+      const auto lid = static_cast<std::size_t>(host[h] + 1);
+      for (int l = 0; l < 3; ++l) Route(leaf[l], lid, l == h / 2 ? h % 2 + 1 : 3 + h % 2);
+      for (int s = 0; s < 2; ++s) Route(spine[s], lid, 1 + h / 2);
+    }
+  }
+  void Route(int sw, std::size_t lid, int port) { tables[b.Guid(sw)][lid] = static_cast<std::uint8_t>(port); }
+  std::uint16_t Lid(int node) const { return static_cast<std::uint16_t>(node + 1); }
+  std::map<FindingKind, int> Run() {
+    AnalyzeRouting(fabric, tables, &analysis);
+    std::map<FindingKind, int> out;
+    for (const auto& f : analysis.findings) ++out[f.kind];
+    return out;
+  }
+};
+
+TEST(RoutingTest, BalancedTablesHaveNoFinding) {
+  Tree t;
+  ASSERT_TRUE(t.analysis.is_tree);
+  EXPECT_TRUE(t.Run().empty());
+  const SwitchRouting& l1 = t.analysis.routing.at(t.b.Guid(t.leaf[0]));
+  EXPECT_EQ(l1.direction, "up");
+  EXPECT_EQ(l1.destinations, (std::map<std::uint8_t, int>{{3, 2}, {4, 2}}));  // 4 remote hosts over 2 uplinks
+  EXPECT_EQ(l1.spread, 0);
+  EXPECT_EQ(l1.max_min_ratio, 1.0);
+  const SwitchRouting& s1 = t.analysis.routing.at(t.b.Guid(t.spine[0]));
+  EXPECT_EQ(s1.direction, "down");
+  EXPECT_EQ(s1.destinations, (std::map<std::uint8_t, int>{{1, 2}, {2, 2}, {3, 2}}));
+  EXPECT_EQ(t.analysis.routes_traced, 3 * 4);
+  EXPECT_EQ(t.analysis.down_up_routes, 0);
+}
+
+TEST(RoutingTest, AnUplinkCarryingNothingIsAnImbalance) {
+  Tree t;
+  for (int h = 2; h < 6; ++h) t.Route(t.leaf[0], t.Lid(t.host[h]), 3);  // every remote host via spine1
+  const auto found = t.Run();
+  EXPECT_EQ(found, (std::map<FindingKind, int>{{FindingKind::kRoutingImbalance, 1}}));
+  const SwitchRouting& l1 = t.analysis.routing.at(t.b.Guid(t.leaf[0]));
+  EXPECT_EQ(l1.destinations, (std::map<std::uint8_t, int>{{3, 4}, {4, 0}}));
+  EXPECT_EQ(l1.spread, 4);
+  EXPECT_FALSE(l1.max_min_ratio);
+  EXPECT_NE(t.analysis.findings[0].detail.find("leaf1 routes 4 destinations through port 3 and 0 through port 4"),
+            std::string::npos)
+      << t.analysis.findings[0].detail;
+}
+
+TEST(RoutingTest, HolesAndDownPortsAreUnrouted) {
+  Tree t;
+  t.Route(t.spine[1], t.Lid(t.host[4]), transport::kLftNoPort);  // a hole
+  t.tables[t.b.Guid(t.leaf[1])].resize(t.Lid(t.host[5]));          // LinearFDBTop below a LID
+  const auto found = t.Run();
+  EXPECT_EQ(found.at(FindingKind::kUnroutedDestination), 2);
+  EXPECT_EQ(t.analysis.routing.at(t.b.Guid(t.spine[1])).unrouted, 1);
+  EXPECT_EQ(t.analysis.routing.at(t.b.Guid(t.leaf[1])).unrouted, 1);
+}
+
+TEST(RoutingTest, DownAndUpAgainAndLoopsAreFound) {
+  Tree t;
+  // leaf1 -> spine1 -> leaf3 (down to the wrong leaf) -> spine2 -> leaf2: down and up.
+  const auto lid = t.Lid(t.host[2]);  // on leaf2
+  t.Route(t.spine[0], lid, 3);
+  t.Route(t.leaf[2], lid, 4);
+  // And a loop: leaf1 -> spine2 -> leaf1 for host 4 (on leaf2 as well).
+  const auto loop = t.Lid(t.host[3]);
+  t.Route(t.leaf[0], loop, 4);
+  t.Route(t.spine[1], loop, 1);
+  const auto found = t.Run();
+  EXPECT_GE(found.at(FindingKind::kDownUpRoute), 1);
+  EXPECT_GE(t.analysis.down_up_routes, 2);
+  bool named = false;
+  for (const auto& f : t.analysis.findings) {
+    if (f.kind == FindingKind::kDownUpRoute && f.node == t.b.Guid(t.leaf[0])) named = true;
+  }
+  EXPECT_TRUE(named);
+}
+
+}  // namespace
+}  // namespace ibfabric::topology

@@ -1,0 +1,208 @@
+#include "topology/routing.h"
+
+#include <algorithm>
+
+#include "transport/attributes.h"
+
+namespace ibfabric::topology {
+
+ReadTablesResult ReadForwardingTables(const Fabric& fabric, transport::MadEngine& engine) {
+  ReadTablesResult out;
+  std::vector<const Node*> switches;
+  std::vector<transport::MadRequest> info;
+  for (const auto& n : fabric.nodes()) {
+    if (n.kind != NodeKind::kSwitch || n.lid == 0) continue;
+    switches.push_back(&n);
+    info.push_back(transport::SwitchInfoQuery(transport::MadAddress::Lid(n.lid)));
+  }
+  out.smps += info.size();
+  const auto infos = engine.Run(info);
+  std::vector<transport::MadRequest> blocks;
+  std::vector<std::pair<std::size_t, std::uint32_t>> which;  // (switch index, block)
+  for (std::size_t i = 0; i < switches.size(); ++i) {
+    if (infos[i].outcome != transport::MadOutcome::kOk) {
+      out.problems.push_back("no SwitchInfo from " + switches[i]->description + " (" + FormatGuid(switches[i]->guid) +
+                             "): " + transport::ToString(infos[i].outcome));
+      continue;
+    }
+    const auto si = transport::DecodeSwitchInfo(infos[i].response);
+    // LinearFDBTop is the highest LID the SM programmed (IBTA 14.2.5.4);
+    // unicast LIDs stop at 0xBFFF.
+    const std::uint32_t top = std::min<std::uint32_t>(si.linear_fdb_top, 0xBFFF);
+    out.tables[switches[i]->guid].assign(top + 1, transport::kLftNoPort);
+    for (std::uint32_t b = 0; b <= top / transport::kLftBlockSize; ++b) {
+      blocks.push_back(transport::LftBlockQuery(transport::MadAddress::Lid(switches[i]->lid), b));
+      which.push_back({i, b});
+    }
+  }
+  out.smps += blocks.size();
+  const auto got = engine.Run(blocks);
+  for (std::size_t k = 0; k < got.size(); ++k) {
+    const Node& sw = *switches[which[k].first];
+    auto& table = out.tables[sw.guid];
+    if (got[k].outcome != transport::MadOutcome::kOk) {
+      out.problems.push_back("no LFT block " + std::to_string(which[k].second) + " from " + sw.description + ": " +
+                             transport::ToString(got[k].outcome));
+      continue;  // its LIDs stay 0xFF: reported as unrouted
+    }
+    const auto block = transport::DecodeLftBlock(got[k].response);
+    const std::size_t first = which[k].second * transport::kLftBlockSize;
+    for (std::size_t j = 0; j < block.size() && first + j < table.size(); ++j) table[first + j] = block[j];
+  }
+  return out;
+}
+
+namespace {
+
+struct Destination {
+  std::uint16_t lid;
+  PortRef ca;
+  std::uint64_t leaf = 0;  // the switch the CA port is cabled to
+};
+
+std::string Name(const Fabric& f, std::uint64_t guid) {
+  const Node* n = f.FindNode(guid);
+  return n && !n->description.empty() ? n->description : FormatGuid(guid);
+}
+
+int TierOf(const Analysis& a, std::uint64_t guid) {
+  auto it = a.switches.find(guid);
+  return it == a.switches.end() ? -1 : it->second.tier;
+}
+
+// The port `port` of `sw` leads somewhere usable: it is up and cabled.
+const Port* Usable(const Fabric& f, std::uint64_t sw, std::uint8_t port) {
+  const Port* p = f.FindPort({sw, port});
+  return p && p->link_up() && p->remote ? p : nullptr;
+}
+
+}  // namespace
+
+void AnalyzeRouting(const Fabric& fabric, const ForwardingTables& tables, Analysis* a) {
+  a->routing_read = true;
+  std::vector<Destination> dests;
+  for (const auto& n : fabric.nodes()) {
+    if (n.kind == NodeKind::kSwitch) continue;
+    for (const auto& p : n.ports) {
+      if (p.lid == 0 || !p.remote) continue;
+      const Node* peer = fabric.FindNode(p.remote->node_guid);
+      dests.push_back({p.lid, {n.guid, p.number}, peer && peer->kind == NodeKind::kSwitch ? peer->guid : 0});
+    }
+  }
+  const auto egress = [&](std::uint64_t sw, std::uint16_t lid) -> std::uint8_t {
+    auto it = tables.find(sw);
+    if (it == tables.end() || lid >= it->second.size()) return transport::kLftNoPort;
+    return it->second[lid];
+  };
+
+  for (const auto& [guid, table] : tables) {
+    const int tier = TierOf(*a, guid);
+    SwitchRouting r;
+    r.direction = tier == 0 ? "up" : "down";
+    // The ports of the switch's direction, each counted even when it carries nothing.
+    if (a->is_tree && tier >= 0) {
+      for (const auto& p : fabric.FindNode(guid)->ports) {
+        if (!p.link_up() || !p.remote) continue;
+        const int far = TierOf(*a, p.remote->node_guid);
+        if (far < 0) continue;  // a CA or an unranked switch
+        if ((tier == 0 && far > tier) || (tier > 0 && far < tier)) r.destinations[p.number] = 0;
+      }
+    }
+    std::vector<std::string> unrouted_examples;
+    for (const Destination& d : dests) {
+      const std::uint8_t port = egress(guid, d.lid);
+      if (port == transport::kLftNoPort || port == 0 || !Usable(fabric, guid, port)) {
+        ++r.unrouted;
+        if (unrouted_examples.size() < 3) {
+          unrouted_examples.push_back(Name(fabric, d.ca.node_guid) + " (LID " + std::to_string(d.lid) + ")");
+        }
+        continue;
+      }
+      if (tier == 0 && d.leaf == guid) continue;  // local to the leaf
+      if (auto it = r.destinations.find(port); it != r.destinations.end()) ++it->second;
+    }
+    // A leaf may send any destination up any uplink: all of them should
+    // carry alike. Above, a destination can only go down the links to its
+    // own leaf: the parallel links to one neighbour should carry alike.
+    std::map<std::uint64_t, std::map<std::uint8_t, int>> groups;
+    for (const auto& [port, n] : r.destinations) {
+      const std::uint64_t group = tier == 0 ? 0 : fabric.FindPort({guid, port})->remote->node_guid;
+      groups[group][port] = n;
+    }
+    for (const auto& [group, ports] : groups) {
+      auto [lo, hi] = std::minmax_element(ports.begin(), ports.end(),
+                                          [](const auto& x, const auto& y) { return x.second < y.second; });
+      if (hi->second - lo->second < r.spread) continue;
+      r.spread = hi->second - lo->second;
+      r.max_min_ratio.reset();
+      if (lo->second > 0) r.max_min_ratio = static_cast<double>(hi->second) / lo->second;
+      if (ports.size() > 1 && r.spread >= 2) {
+        std::string finding = Name(fabric, guid) + " routes " + std::to_string(hi->second) + " destinations through port " +
+                              std::to_string(hi->first) + " and " + std::to_string(lo->second) + " through port " +
+                              std::to_string(lo->first) + " (" + r.direction + "links" +
+                              (tier == 0 ? std::string(")") : " to " + Name(fabric, group) + ")");
+        std::erase_if(a->findings, [&](const Finding& f) { return f.kind == FindingKind::kRoutingImbalance && f.node == guid; });
+        a->findings.push_back({FindingKind::kRoutingImbalance, finding, guid, std::nullopt, std::nullopt});
+      }
+    }
+    if (r.unrouted > 0) {
+      std::string examples;
+      for (const auto& e : unrouted_examples) examples += (examples.empty() ? "" : ", ") + e;
+      a->findings.push_back({FindingKind::kUnroutedDestination,
+                             Name(fabric, guid) + " has no usable route to " + std::to_string(r.unrouted) +
+                                 " CA LIDs, e.g. " + examples,
+                             guid, std::nullopt, std::nullopt});
+    }
+    a->routing[guid] = std::move(r);
+  }
+
+  // Trace every leaf-to-CA route hop by hop: a fat tree's routes go up,
+  // then down, never down and up again.
+  if (!a->is_tree) return;
+  const int max_hops = 2 * std::max(a->tiers, 1) + 2;
+  for (const auto& [leaf, summary] : a->switches) {
+    if (summary.tier != 0 || !tables.count(leaf)) continue;
+    int bad = 0;
+    std::string example;
+    for (const Destination& d : dests) {
+      if (d.leaf == leaf) continue;
+      ++a->routes_traced;
+      std::uint64_t at = leaf;
+      bool went_down = false;
+      bool arrived = false;
+      bool down_up = false;
+      for (int hop = 0; hop < max_hops; ++hop) {
+        const std::uint8_t port = egress(at, d.lid);
+        const Port* p = port == transport::kLftNoPort ? nullptr : Usable(fabric, at, port);
+        if (!p) break;  // counted as unrouted at `at`
+        if (p->remote->node_guid == d.ca.node_guid) {
+          arrived = true;
+          break;
+        }
+        const int from_tier = TierOf(*a, at);
+        const int to_tier = TierOf(*a, p->remote->node_guid);
+        if (to_tier < 0) break;  // into a CA that is not the destination, or an unranked switch
+        if (to_tier < from_tier) went_down = true;
+        if (to_tier > from_tier && went_down) down_up = true;
+        at = p->remote->node_guid;
+      }
+      const bool looped = !arrived && tables.count(at) && egress(at, d.lid) != transport::kLftNoPort;
+      if (down_up || looped) {
+        ++bad;
+        if (example.empty()) {
+          example = Name(fabric, d.ca.node_guid) + " (LID " + std::to_string(d.lid) + ")" +
+                    (looped ? " never arrives" : " goes down and up again");
+        }
+      }
+    }
+    if (bad > 0) {
+      a->down_up_routes += bad;
+      a->findings.push_back({FindingKind::kDownUpRoute,
+                             Name(fabric, leaf) + ": " + std::to_string(bad) + " routes to CAs break up/down order, e.g. " +
+                                 example,
+                             leaf, std::nullopt, std::nullopt});
+    }
+  }
+}
+
+}  // namespace ibfabric::topology
