@@ -1,5 +1,7 @@
 #include "collectors/metrics.h"
 
+#include "topology/partitions.h"
+
 #include <algorithm>
 
 #include <prometheus/text_serializer.h>
@@ -372,6 +374,25 @@ void RenderTopology(const Snapshot& s, Emit out) {
                           "Leaf-to-CA routes that go down a tier and up again, or never arrive", MetricType::Gauge);
     Add(down_up, {}, a.down_up_routes);
     out(std::move(down_up));
+  }
+
+  if (a.partitions_read) {
+    auto member = Family("infiniband_port_partition_info",
+                         "1 for each partition a CA port belongs to (its P_Key table), full or limited member",
+                         MetricType::Gauge);
+    for (const auto& [ref, keys] : a.partitions) {
+      for (std::uint16_t k : keys) {
+        const std::string d = topology::DescribePKey(k);  // "0x7fff full"
+        Add(member,
+            {{"guid", FormatGuid(ref.node_guid)},
+             {"node", name(ref.node_guid)},
+             {"port", std::to_string(ref.port)},
+             {"pkey", d.substr(0, 6)},
+             {"membership", d.substr(7)}},
+            1);
+      }
+    }
+    if (!member.metric.empty()) out(std::move(member));
   }
 
   // Gb/s of data to bytes/s: 1e9 / 8.

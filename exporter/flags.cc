@@ -108,6 +108,15 @@ const std::map<std::string, Flag>& Flags() {
           c.topology_plan = v;
           return "";
         }}},
+      {"partitions.plan",
+       {"Expected partition membership of the CA ports (YAML, see docs/api.md); ports that differ are "
+        "findings.",
+        "FILE",
+        [](Config& c, const std::string& v) -> std::string {
+          if (v.empty()) return "must not be empty";
+          c.partition_plan = v;
+          return "";
+        }}},
       {"alerts.config",
        {"Alert thresholds, windows and hysteresis (YAML; see docs/alerts.md). Default: built-in "
         "thresholds.",

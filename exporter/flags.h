@@ -21,6 +21,7 @@ struct Config {
   std::string node_name_map;  // infiniband-diags node-name map file; empty: none
   std::string topology_plan;  // cabling plan (ibnetdiscover output, JSON or YAML); empty: none
   std::string alerts_config;  // alert thresholds file; empty: built-in defaults
+  std::string partition_plan;  // expected partition membership (YAML); empty: none
   topology::Scope scope;      // which ports this exporter reads (--scope, --shard)
   std::chrono::milliseconds sweep_interval{10'000};
   std::chrono::milliseconds discovery_interval{300'000};

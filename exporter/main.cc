@@ -22,6 +22,7 @@
 #include "exporter/web_config.h"
 #include "topology/discovery.h"
 #include "topology/node_name_map.h"
+#include "topology/partitions.h"
 #include "topology/plan.h"
 #include "transport/mad_engine.h"
 #include "transport/umad_port.h"
@@ -70,6 +71,15 @@ int Main(int argc, char** argv) {
     std::string why;
     if (!LoadAlertConfig(cfg.alerts_config, &alerts, &why)) {
       std::cerr << "ibfabric_exporter: invalid --alerts.config: " << why << "\n";
+      return 2;
+    }
+  }
+  std::optional<topology::PartitionPlan> partition_plan;
+  if (!cfg.partition_plan.empty()) {
+    std::string why;
+    partition_plan.emplace();
+    if (!topology::LoadPartitionPlan(cfg.partition_plan, &*partition_plan, &why)) {
+      std::cerr << "ibfabric_exporter: invalid --partitions.plan: " << why << "\n";
       return 2;
     }
   }
@@ -158,6 +168,7 @@ int Main(int argc, char** argv) {
   poller_options.version = IBFABRIC_VERSION;
   poller_options.names = std::move(names);
   poller_options.plan = std::move(plan);
+  poller_options.partition_plan = std::move(partition_plan);
   poller_options.alerts = alerts;
   poller_options.scope = cfg.scope;
   poller_options.subnet_managers.stall_after = cfg.sm_stall_after;

@@ -78,6 +78,14 @@ void Poller::Discover() {
       discovery_problems_.push_back(p);
     }
     topology::AnalyzeRouting(*fabric_, lft.tables, &analysis);
+    // The CA ports' partitions (topology/partitions.h).
+    const auto pkeys = topology::ReadPartitions(*fabric_, engine_);
+    for (const auto& p : pkeys.problems) {
+      log_.Warn("partitions", "problem=\"" + p + "\"");
+      discovery_problems_.push_back(p);
+    }
+    topology::AnalyzePartitions(*fabric_, pkeys.tables, options_.partition_plan ? &*options_.partition_plan : nullptr,
+                                &analysis);
   }
   analysis_ = std::make_shared<topology::Analysis>(std::move(analysis));
   if (!analysis_->is_tree) log_.Warn("topology", "not_a_tree=\"" + analysis_->not_tree_reason + "\"");

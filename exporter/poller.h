@@ -19,6 +19,7 @@
 #include "collectors/state.h"
 #include "collectors/sweep.h"
 #include "topology/node_name_map.h"
+#include "topology/partitions.h"
 #include "topology/plan.h"
 #include "topology/scope.h"
 #include "exporter/log.h"
@@ -38,6 +39,7 @@ struct PollerOptions {
   std::string version;  // for infiniband_exporter_build_info
   topology::NodeNameMap names;  // applied to every discovered fabric
   std::optional<topology::CablingPlan> plan;  // every discovery is compared with it
+  std::optional<topology::PartitionPlan> partition_plan;  // the CA ports' P_Keys are compared with it
   collectors::AlertConfig alerts;              // thresholds, window, hysteresis
   topology::Scope scope;                       // which ports are read (topology/scope.h)
   collectors::SmMonitorOptions subnet_managers;  // when the master counts as not sweeping

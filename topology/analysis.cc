@@ -76,6 +76,8 @@ const char* ToString(FindingKind k) {
     case FindingKind::kRoutingImbalance: return "routing_imbalance";
     case FindingKind::kUnroutedDestination: return "unrouted_destination";
     case FindingKind::kDownUpRoute: return "down_up_route";
+    case FindingKind::kPartitionMismatch: return "partition_mismatch";
+    case FindingKind::kPartitionPlanMismatch: return "partition_plan_mismatch";
   }
   return "unknown";
 }

@@ -56,6 +56,9 @@ enum class FindingKind : std::uint8_t {
   kRoutingImbalance,    // a switch's up (leaf) or down (spine) ports carry uneven numbers of destinations
   kUnroutedDestination, // a switch has no usable egress port for some CA LIDs (LFT holes, down ports)
   kDownUpRoute,         // a route from a leaf goes down a tier and up again (or loops)
+  // From the CA ports' P_Key tables (partitions.h):
+  kPartitionMismatch,   // a CA port's partitions differ from most CA ports on its leaf
+  kPartitionPlanMismatch,  // a CA port's partitions differ from the partition plan
 };
 inline constexpr FindingKind kAllFindingKinds[] = {
     FindingKind::kNotATree,           FindingKind::kSameTierLink,     FindingKind::kSkipTierLink,
@@ -64,7 +67,8 @@ inline constexpr FindingKind kAllFindingKinds[] = {
     FindingKind::kBelowEnabled,       FindingKind::kBelowTierMajority, FindingKind::kPlanUnknownNode,
     FindingKind::kPlanMissingLink,    FindingKind::kPlanWrongRemoteNode, FindingKind::kPlanWrongRemotePort,
     FindingKind::kPlanRateMismatch,   FindingKind::kPlanExtraLink,     FindingKind::kPlanTierMismatch,
-    FindingKind::kRoutingImbalance,   FindingKind::kUnroutedDestination, FindingKind::kDownUpRoute};
+    FindingKind::kRoutingImbalance,   FindingKind::kUnroutedDestination, FindingKind::kDownUpRoute,
+    FindingKind::kPartitionMismatch,  FindingKind::kPartitionPlanMismatch};
 // snake_case name, stable: used as a metric label and in JSON.
 const char* ToString(FindingKind k);
 
@@ -113,6 +117,9 @@ struct Analysis {
   std::map<std::uint64_t, SwitchRouting> routing;
   int down_up_routes = 0;  // leaf-to-CA routes that go down and up again
   int routes_traced = 0;
+  // CA port -> its P_Keys (membership bit included), when read (partitions.h).
+  bool partitions_read = false;
+  std::map<PortRef, std::vector<std::uint16_t>> partitions;
 };
 
 // "leaf", "spine", "core", then "tier3", ...; "unranked" for -1.

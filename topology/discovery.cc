@@ -104,6 +104,7 @@ class Discoverer {
         b.node.guid = ni.node_guid;
         b.node.kind = KindOf(ni.node_type);
         b.node.num_ports = ni.num_ports;
+        b.node.partition_cap = ni.partition_cap;
         b.path = v.path;
         reqs.push_back(transport::NodeDescriptionQuery(route));
         what.push_back({ni.node_guid, kDescription});

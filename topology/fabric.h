@@ -56,6 +56,7 @@ struct Node {
   std::uint16_t lid = 0;         // switch: port 0 LID; CA: LID of its first port with one
   std::vector<Port> ports;       // the ports discovery learnt, ascending by number
   bool ext_speeds2 = false;      // PortInfo capability masks say LinkSpeedExt*2 are valid
+  std::uint16_t partition_cap = 0;  // NodeInfo.PartitionCap: P_Key entries per CA port
 
   const Port* FindPort(std::uint8_t number) const;
 };

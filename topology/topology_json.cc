@@ -1,6 +1,7 @@
 #include "topology/topology_json.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 
 #include "topology/link_rate.h"
@@ -114,6 +115,21 @@ json TopologyJson(const Fabric& f, const Analysis& a) {
                         {"a", x.a ? End(f, *x.a) : json(nullptr)},
                         {"b", x.b ? End(f, *x.b) : json(nullptr)}});
   }
+  json partitions = nullptr;
+  if (a.partitions_read) {
+    partitions = json::array();
+    for (const auto& [ref, keys] : a.partitions) {
+      json list = json::array();
+      for (std::uint16_t k : keys) {
+        char pkey[8];
+        std::snprintf(pkey, sizeof pkey, "0x%04x", k & 0x7fff);
+        list.push_back({{"pkey", pkey}, {"membership", (k & 0x8000) ? "full" : "limited"}});
+      }
+      json port = End(f, ref);
+      port["partitions"] = std::move(list);
+      partitions.push_back(std::move(port));
+    }
+  }
   json routing = nullptr;
   if (a.routing_read) {
     json switches = json::array();
@@ -140,6 +156,7 @@ json TopologyJson(const Fabric& f, const Analysis& a) {
           {"bisection", {{"bandwidth_bytes_per_second", a.bisection_gbps * 1e9 / 8},
                          {"ratio", a.nonblocking_gbps > 0 ? a.bisection_gbps / a.nonblocking_gbps : 0.0}}},
           {"routing", std::move(routing)},
+          {"partitions", std::move(partitions)},
           {"nodes", std::move(nodes)},
           {"links", std::move(links)},
           {"groups", std::move(groups)},

@@ -70,6 +70,7 @@ NodeInfo DecodeNodeInfo(const MadBytes& mad) {
   n.revision = Get(mad, IB_NODE_REVISION_F);
   n.local_port = Narrow<std::uint8_t>(Get(mad, IB_NODE_LOCAL_PORT_F));
   n.vendor_id = Get(mad, IB_NODE_VENDORID_F);
+  n.partition_cap = Narrow<std::uint16_t>(Get(mad, IB_NODE_PARTITION_CAP_F));
   return n;
 }
 
@@ -217,6 +218,19 @@ LftBlock DecodeLftBlock(const MadBytes& mad) {
   LftBlock b{};
   std::copy_n(mad.begin() + kMadDataOffset, kLftBlockSize, b.begin());
   return b;
+}
+
+PKeyBlock DecodePKeyBlock(const MadBytes& mad) {
+  PKeyBlock b{};
+  for (std::size_t i = 0; i < b.size(); ++i) {
+    const std::size_t at = kMadDataOffset + 2 * i;
+    b[i] = static_cast<std::uint16_t>(mad[at] << 8 | mad[at + 1]);  // big-endian on the wire
+  }
+  return b;
+}
+
+MadRequest PKeyBlockQuery(const MadAddress& route, std::uint8_t port, std::uint16_t block) {
+  return Smp(route, smp_attr::kPKeyTable, static_cast<std::uint32_t>(port) << 16 | block);
 }
 
 MadRequest SwitchInfoQuery(const MadAddress& route) { return Smp(route, smp_attr::kSwitchInfo, 0); }

@@ -26,6 +26,7 @@ struct NodeInfo {
   std::uint32_t revision = 0;
   std::uint8_t local_port = 0;  // the port through which this SMP entered the node
   std::uint32_t vendor_id = 0;
+  std::uint16_t partition_cap = 0;  // PartitionCap: P_Key table entries of a CA port
 };
 
 // PortInfo (IBTA 14.2.5.6), the fields this project uses.
@@ -68,6 +69,12 @@ struct SwitchInfo {
 inline constexpr std::size_t kLftBlockSize = 64;
 inline constexpr std::uint8_t kLftNoPort = 0xFF;
 using LftBlock = std::array<std::uint8_t, kLftBlockSize>;
+
+// P_KeyTable (IBTA 14.2.5.7): 32 P_Keys per block. Bit 15 of a P_Key is
+// the membership type (1 full, 0 limited); the low 15 bits the partition;
+// 0x0000 and 0x8000 are empty entries.
+inline constexpr std::size_t kPKeyBlockSize = 32;
+using PKeyBlock = std::array<std::uint16_t, kPKeyBlockSize>;
 
 // PortInfo.CapabilityMask IsSM (IBTA 14.2.5.6; rdma-core IB_PORT_CAP_IS_SM):
 // a subnet manager runs behind this port.
@@ -182,6 +189,7 @@ PortCountersExtended DecodePortCountersExtended(const MadBytes& mad);
 SmInfo DecodeSmInfo(const MadBytes& mad);
 SwitchInfo DecodeSwitchInfo(const MadBytes& mad);
 LftBlock DecodeLftBlock(const MadBytes& mad);
+PKeyBlock DecodePKeyBlock(const MadBytes& mad);
 
 // Requests. `route` is a directed route for SMPs, a LID for PMA queries.
 MadRequest NodeInfoQuery(const MadAddress& route);
@@ -193,6 +201,9 @@ MadRequest SmInfoQuery(std::uint16_t lid);
 MadRequest SwitchInfoQuery(const MadAddress& route);
 // SubnGet(LinearForwardingTable) of block `block` (AttributeModifier).
 MadRequest LftBlockQuery(const MadAddress& route, std::uint32_t block);
+// SubnGet(P_KeyTable) of block `block`; `port` matters for switches
+// (AttributeModifier bits 16-31), a CA's port is the one the LID names.
+MadRequest PKeyBlockQuery(const MadAddress& route, std::uint8_t port, std::uint16_t block);
 // PortSelect goes in the data section (IBTA 16.1.3.5), not in the modifier.
 MadRequest PortCountersQuery(std::uint16_t lid, std::uint8_t port);
 MadRequest PortCountersExtendedQuery(std::uint16_t lid, std::uint8_t port);

@@ -36,6 +36,7 @@ inline constexpr std::uint16_t kNodeDescription = 0x0010;
 inline constexpr std::uint16_t kNodeInfo = 0x0011;
 inline constexpr std::uint16_t kSwitchInfo = 0x0012;
 inline constexpr std::uint16_t kPortInfo = 0x0015;
+inline constexpr std::uint16_t kPKeyTable = 0x0016;
 inline constexpr std::uint16_t kLinearForwardingTable = 0x0019;
 inline constexpr std::uint16_t kSmInfo = 0x0020;
 }  // namespace smp_attr

@@ -165,8 +165,12 @@ bool SimFabric::SweepSubnet(std::string* error, bool forget_lids) {
   mkdir(cache.c_str(), 0700);
   Env env = ClientEnv();
   env["OSM_CACHE_DIR"] = cache;
-  const auto r = RunCommand({"opensm", "-o", "-f", log}, env,
-                            std::chrono::duration_cast<std::chrono::milliseconds>(options_.timeout));
+  std::vector<std::string> argv{"opensm", "-o", "-f", log};
+  if (!options_.partitions.empty()) {
+    WriteFile(dir_ + "/partitions.conf", options_.partitions);
+    argv.insert(argv.end(), {"-P", dir_ + "/partitions.conf"});
+  }
+  const auto r = RunCommand(argv, env, std::chrono::duration_cast<std::chrono::milliseconds>(options_.timeout));
   const std::string text = ReadFile(log);
   if (text.find("SUBNET UP") == std::string::npos) {
     *error = "opensm did not bring the subnet up (exit " + std::to_string(r.exit_code) + "): " +

@@ -23,6 +23,7 @@ struct SimOptions {
   int max_switches = 512;            // ibsim -S
   int max_ports = 32768;             // ibsim -P
   std::chrono::seconds timeout{120}; // for ibsim start and each opensm sweep
+  std::string partitions;            // opensm partitions.conf contents (-P); empty: opensm's default
 };
 
 class SimFabric {
@@ -45,6 +46,8 @@ class SimFabric {
   // `forget_lids`, opensm starts without its guid2lid cache, so LIDs a
   // Baselid changed stay changed (as after an SM restart). False on failure.
   bool SweepSubnet(std::string* error, bool forget_lids = false);
+  // The partitions.conf later sweeps program (opensm -P); empty: opensm's default.
+  void SetPartitions(const std::string& conf) { options_.partitions = conf; }
 
   // Starts opensm as a resident SM/SA (tools such as ibqueryerrors ask the
   // SA for paths) and waits for SUBNET UP, or for STANDBY when `standby`;

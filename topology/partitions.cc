@@ -1,0 +1,202 @@
+#include "topology/partitions.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "topology/config_file.h"
+#include "transport/attributes.h"
+
+namespace ibfabric::topology {
+
+ReadPartitionsResult ReadPartitions(const Fabric& fabric, transport::MadEngine& engine) {
+  ReadPartitionsResult out;
+  std::vector<transport::MadRequest> reqs;
+  std::vector<PortRef> whose;
+  for (const auto& n : fabric.nodes()) {
+    if (n.kind == NodeKind::kSwitch) continue;
+    const std::size_t cap = n.partition_cap == 0 ? 1 : n.partition_cap;
+    const auto blocks = static_cast<std::uint16_t>(std::min<std::size_t>((cap + 31) / 32, 32));
+    for (const auto& p : n.ports) {
+      if (p.lid == 0) continue;
+      out.tables[{n.guid, p.number}];
+      for (std::uint16_t b = 0; b < blocks; ++b) {
+        reqs.push_back(transport::PKeyBlockQuery(transport::MadAddress::Lid(p.lid), p.number, b));
+        whose.push_back({n.guid, p.number});
+      }
+    }
+  }
+  out.smps = reqs.size();
+  const auto got = engine.Run(reqs);
+  std::map<PortRef, std::map<std::uint16_t, std::uint16_t>> keys;  // partition -> P_Key with the best membership
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    if (got[i].outcome != transport::MadOutcome::kOk) {
+      const Node* n = fabric.FindNode(whose[i].node_guid);
+      out.problems.push_back("no P_KeyTable from " + (n ? n->description : FormatGuid(whose[i].node_guid)) + "[" +
+                             std::to_string(whose[i].port) + "]: " + transport::ToString(got[i].outcome));
+      out.tables.erase(whose[i]);
+      continue;
+    }
+    for (std::uint16_t k : transport::DecodePKeyBlock(got[i].response)) {
+      if ((k & 0x7fff) == 0) continue;  // 0x0000 and 0x8000 are empty entries
+      std::uint16_t& best = keys[whose[i]][k & 0x7fff];
+      best = std::max(best, k);  // full (bit 15) over limited
+    }
+  }
+  for (auto& [port, list] : out.tables) {
+    for (const auto& [partition, k] : keys[port]) list.push_back(k);
+  }
+  return out;
+}
+
+std::string DescribePKey(std::uint16_t pkey) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%04x %s", pkey & 0x7fff, (pkey & 0x8000) ? "full" : "limited");
+  return buf;
+}
+
+namespace {
+
+std::string Describe(const std::vector<std::uint16_t>& keys) {
+  std::string s;
+  for (std::uint16_t k : keys) s += (s.empty() ? "" : ", ") + DescribePKey(k);
+  return "{" + s + "}";
+}
+
+struct Bad {
+  int line;
+  std::string why;
+};
+int LineOf(const YAML::Node& n) { return n.Mark().line + 1; }
+
+std::set<std::string> Members(const YAML::Node& n, const std::string& what) {
+  if (!n.IsSequence()) throw Bad{LineOf(n), what + " must be a list of node names or GUIDs (or 'all' for full)"};
+  std::set<std::string> out;
+  for (const auto& m : n) {
+    if (!m.IsScalar() || m.Scalar().empty()) throw Bad{LineOf(m), what + ": members are node names or GUIDs"};
+    out.insert(m.Scalar());
+  }
+  return out;
+}
+
+}  // namespace
+
+bool ParsePartitionPlan(const std::string& text, PartitionPlan* plan, std::string* error) {
+  PartitionPlan p;
+  try {
+    const YAML::Node root = YAML::Load(text);
+    if (!root.IsMap() || !root["partitions"]) throw Bad{root.IsNull() ? 1 : LineOf(root), "expected a map with 'partitions:'"};
+    for (const auto& kv : root) {
+      if (kv.first.Scalar() != "partitions") throw Bad{LineOf(kv.first), "unknown key '" + kv.first.Scalar() + "' (known: partitions)"};
+    }
+    const YAML::Node list = root["partitions"];
+    if (!list.IsSequence()) throw Bad{LineOf(list), "partitions must be a list"};
+    std::set<std::uint16_t> seen;
+    for (const auto& item : list) {
+      if (!item.IsMap()) throw Bad{LineOf(item), "each partition must be a map with name, pkey, full, limited"};
+      PartitionPlan::Partition part;
+      bool has_pkey = false;
+      for (const auto& kv : item) {
+        const std::string key = kv.first.Scalar();
+        const YAML::Node& v = kv.second;
+        if (key == "name") {
+          part.name = v.IsScalar() ? v.Scalar() : "";
+        } else if (key == "pkey") {
+          const std::string s = v.IsScalar() ? v.Scalar() : "";
+          char* end = nullptr;
+          const unsigned long k = std::strtoul(s.c_str(), &end, 0);
+          if (s.empty() || *end != '\0' || k > 0xffff || (k & 0x7fff) == 0) {
+            throw Bad{LineOf(v), "pkey must be a P_Key such as 0x7fff or 0x8001, not '" + s.substr(0, 20) + "'"};
+          }
+          part.pkey = static_cast<std::uint16_t>(k & 0x7fff);
+          has_pkey = true;
+        } else if (key == "full") {
+          if (v.IsScalar() && v.Scalar() == "all") {
+            part.all_full = true;
+          } else {
+            part.full = Members(v, "full");
+          }
+        } else if (key == "limited") {
+          part.limited = Members(v, "limited");
+        } else {
+          throw Bad{LineOf(kv.first), "unknown key '" + key.substr(0, 40) + "' in a partition (known: name, pkey, full, limited)"};
+        }
+      }
+      if (!has_pkey) throw Bad{LineOf(item), "a partition needs a pkey"};
+      if (!seen.insert(part.pkey).second) throw Bad{LineOf(item), "partition " + DescribePKey(part.pkey).substr(0, 6) + " is listed twice"};
+      for (const auto& m : part.limited) {
+        if (part.full.count(m)) throw Bad{LineOf(item), m + " is both a full and a limited member"};
+      }
+      p.partitions.push_back(std::move(part));
+    }
+  } catch (const Bad& b) {
+    *error = "line " + std::to_string(b.line) + ": " + b.why;
+    return false;
+  } catch (const YAML::Exception& e) {
+    *error = "line " + std::to_string(e.mark.line + 1) + ": not YAML: " + e.msg;
+    return false;
+  }
+  *plan = std::move(p);
+  return true;
+}
+
+bool LoadPartitionPlan(const std::string& path, PartitionPlan* plan, std::string* error) {
+  return ParseFile(
+      path, [plan](const std::string& text, std::string* why) { return ParsePartitionPlan(text, plan, why); }, error);
+}
+
+void AnalyzePartitions(const Fabric& fabric, const PartitionTables& tables, const PartitionPlan* plan, Analysis* a) {
+  a->partitions_read = true;
+  a->partitions = tables;
+  const auto name = [&](std::uint64_t guid) {
+    const Node* n = fabric.FindNode(guid);
+    return n && !n->description.empty() ? n->description : FormatGuid(guid);
+  };
+  // Leaf groups: CA ports by the switch they are cabled to.
+  std::map<std::uint64_t, std::vector<PortRef>> by_leaf;
+  for (const auto& [ref, keys] : tables) {
+    const Port* p = fabric.FindPort(ref);
+    if (!p || !p->remote) continue;
+    const Node* peer = fabric.FindNode(p->remote->node_guid);
+    if (peer && peer->kind == NodeKind::kSwitch) by_leaf[peer->guid].push_back(ref);
+  }
+  for (const auto& [leaf, ports] : by_leaf) {
+    if (ports.size() < 3) continue;
+    std::map<std::vector<std::uint16_t>, int> votes;
+    for (const auto& ref : ports) ++votes[tables.at(ref)];
+    const auto top = std::max_element(votes.begin(), votes.end(), [](const auto& x, const auto& y) { return x.second < y.second; });
+    if (top->second * 2 <= static_cast<int>(ports.size())) continue;  // no strict majority: nothing to compare with
+    for (const auto& ref : ports) {
+      const auto& keys = tables.at(ref);
+      if (keys == top->first) continue;
+      a->findings.push_back({FindingKind::kPartitionMismatch,
+                             name(ref.node_guid) + "[" + std::to_string(ref.port) + "] holds " + Describe(keys) + " where " +
+                                 std::to_string(top->second) + " of " + std::to_string(ports.size()) + " HCA ports on " +
+                                 name(leaf) + " hold " + Describe(top->first),
+                             ref.node_guid, ref, std::nullopt});
+    }
+  }
+  if (!plan) return;
+  for (const auto& [ref, keys] : tables) {
+    const std::string node = name(ref.node_guid);
+    const std::string guid = FormatGuid(ref.node_guid);
+    std::vector<std::uint16_t> want;
+    for (const auto& part : plan->partitions) {
+      const auto member = [&](const std::set<std::string>& s) { return s.count(node) || s.count(guid); };
+      if (part.all_full || member(part.full)) {
+        want.push_back(static_cast<std::uint16_t>(part.pkey | 0x8000));
+      } else if (member(part.limited)) {
+        want.push_back(part.pkey);
+      }
+    }
+    std::sort(want.begin(), want.end(), [](std::uint16_t x, std::uint16_t y) { return (x & 0x7fff) < (y & 0x7fff); });
+    if (want == keys) continue;
+    a->findings.push_back({FindingKind::kPartitionPlanMismatch,
+                           node + "[" + std::to_string(ref.port) + "] holds " + Describe(keys) + ", the partition plan says " +
+                               Describe(want),
+                           ref.node_guid, ref, std::nullopt});
+  }
+}
+
+}  // namespace ibfabric::topology
