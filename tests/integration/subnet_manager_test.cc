@@ -39,6 +39,17 @@ std::optional<SmInfoLine> SmInfoTool(const SimFabric& sim, const std::string& li
   return SmInfoLine{m[1], std::stoi(m[2]), std::stoi(m[3])};
 }
 
+// `saquery SMIR` (the SA's SMInfoRecords): GUID -> (priority, state).
+std::map<std::uint64_t, std::pair<int, int>> SaSmRecords(const SimFabric& sim) {
+  const CommandResult r = sim.Tool({"saquery", "SMIR"}, std::chrono::milliseconds(20000));
+  std::map<std::uint64_t, std::pair<int, int>> out;
+  static const std::regex kRecord(R"(GUID\.+(0x[0-9a-f]+)[\s\S]*?Priority\.+(\d+)\s+SMState\.+(\d+))");
+  for (auto it = std::sregex_iterator(r.out.begin(), r.out.end(), kRecord); it != std::sregex_iterator(); ++it) {
+    out[std::stoull((*it)[1].str(), nullptr, 16)] = {std::stoi((*it)[2].str()), std::stoi((*it)[3].str())};
+  }
+  return out;
+}
+
 // GUIDs as the exporter prints them (16 hex digits) and sminfo does (short).
 std::uint64_t Hex(const std::string& s) { return std::stoull(s, nullptr, 16); }
 
@@ -107,6 +118,16 @@ TEST_F(SubnetManagerTest, MasterAndStandbyAreReportedAndAKilledMasterIsAFailover
   ASSERT_TRUE(tool_standby);
   EXPECT_EQ(Hex(tool_standby->guid), Hex(j["standbys"][0]["guid"]));
   EXPECT_EQ(tool_standby->state, 2);
+  // And as the SA lists them: the same two SMs with the same priorities,
+  // the master as master (the SA's record of a standby is what the master
+  // last polled, possibly from while it was still discovering).
+  std::map<std::uint64_t, int> ours;
+  for (const auto& sm : j["sms"]) ours[Hex(sm["guid"])] = sm["priority"].get<int>();
+  const auto sa = SaSmRecords(*sim_);
+  std::map<std::uint64_t, int> theirs;
+  for (const auto& [guid, record] : sa) theirs[guid] = record.first;
+  EXPECT_EQ(theirs, ours);
+  EXPECT_EQ(sa.at(Hex(j["master"]["guid"])).second, 3);
   // A master that sweeps (opensm -s 1) keeps its ActCount moving.
   std::this_thread::sleep_for(seconds(6));
   const Scrape s = e->ScrapeMetrics();
