@@ -53,6 +53,15 @@ std::string Int(int* field, const std::string& v, long long lo, long long hi) {
   return "";
 }
 
+// A flag whose value is a file (or device) name, stored in `field`.
+std::function<std::string(Config&, const std::string&)> Path(std::string Config::*field) {
+  return [field](Config& c, const std::string& v) -> std::string {
+    if (v.empty()) return "must not be empty";
+    c.*field = v;
+    return "";
+  };
+}
+
 const std::map<std::string, Flag>& Flags() {
   using std::chrono::milliseconds;
   static const std::map<std::string, Flag> kFlags{
@@ -75,18 +84,10 @@ const std::map<std::string, Flag>& Flags() {
        {"Path to a web configuration file enabling TLS and/or basic auth (the format of "
         "Prometheus's exporter-toolkit; see docs/security.md).",
         "FILE",
-        [](Config& c, const std::string& v) -> std::string {
-          if (v.empty()) return "must not be empty";
-          c.web_config = v;
-          return "";
-        }}},
+        Path(&Config::web_config)}},
       {"ib.ca",
        {"InfiniBand device to use (default: the first with an active port).", "NAME",
-        [](Config& c, const std::string& v) -> std::string {
-          if (v.empty()) return "must not be empty";
-          c.ca_name = v;
-          return "";
-        }}},
+        Path(&Config::ca_name)}},
       {"ib.port",
        {"Port of the device to use (default: its first active port).", "N",
         [](Config& c, const std::string& v) { return Int(&c.ca_port, v, 1, 254); }}},
@@ -94,38 +95,22 @@ const std::map<std::string, Flag>& Flags() {
        {"Node name map file (infiniband-diags format: GUID \"name\" per line) naming nodes in "
         "metrics and findings.",
         "FILE",
-        [](Config& c, const std::string& v) -> std::string {
-          if (v.empty()) return "must not be empty";
-          c.node_name_map = v;
-          return "";
-        }}},
+        Path(&Config::node_name_map)}},
       {"topology.plan",
        {"Cabling plan to compare the fabric with: ibnetdiscover output saved from the healthy "
         "fabric, or a JSON or YAML plan (see docs/api.md).",
         "FILE",
-        [](Config& c, const std::string& v) -> std::string {
-          if (v.empty()) return "must not be empty";
-          c.topology_plan = v;
-          return "";
-        }}},
+        Path(&Config::topology_plan)}},
       {"partitions.plan",
        {"Expected partition membership of the CA ports (YAML, see docs/api.md); ports that differ are "
         "findings.",
         "FILE",
-        [](Config& c, const std::string& v) -> std::string {
-          if (v.empty()) return "must not be empty";
-          c.partition_plan = v;
-          return "";
-        }}},
+        Path(&Config::partition_plan)}},
       {"alerts.config",
        {"Alert thresholds, windows and hysteresis (YAML; see docs/alerts.md). Default: built-in "
         "thresholds.",
         "FILE",
-        [](Config& c, const std::string& v) -> std::string {
-          if (v.empty()) return "must not be empty";
-          c.alerts_config = v;
-          return "";
-        }}},
+        Path(&Config::alerts_config)}},
       {"scope",
        {"Which ports to read: fabric (every port; see --shard), local (this host's ports and the "
         "switch port at the other end of each of its cables: for a DaemonSet), inter-switch (both "

@@ -58,48 +58,32 @@ int Main(int argc, char** argv) {
   }
   const Config& cfg = flags.config;
   Logger log(Logger::LevelFrom(cfg.log_level));
+  // Every configuration file is read before anything starts: a bad one is
+  // one line naming the flag, the file and the line, and exit status 2.
+  std::string bad_flag;
+  std::string why;
+  const auto load = [&](const std::string& path, const char* flag, auto&& loader, auto* out) {
+    if (path.empty() || !bad_flag.empty()) return;
+    if (!loader(path, out, &why)) bad_flag = flag;
+  };
   topology::NodeNameMap names;
-  if (!cfg.node_name_map.empty()) {
-    std::string why;
-    if (!topology::LoadNodeNameMap(cfg.node_name_map, &names, &why)) {
-      std::cerr << "ibfabric_exporter: invalid --ib.node-name-map: " << why << "\n";
-      return 2;
-    }
-  }
   collectors::AlertConfig alerts;
-  if (!cfg.alerts_config.empty()) {
-    std::string why;
-    if (!LoadAlertConfig(cfg.alerts_config, &alerts, &why)) {
-      std::cerr << "ibfabric_exporter: invalid --alerts.config: " << why << "\n";
-      return 2;
-    }
+  topology::PartitionPlan partitions;
+  WebConfig web;
+  topology::CablingPlan cabling;
+  load(cfg.node_name_map, "--ib.node-name-map", topology::LoadNodeNameMap, &names);
+  load(cfg.alerts_config, "--alerts.config", LoadAlertConfig, &alerts);
+  load(cfg.partition_plan, "--partitions.plan", topology::LoadPartitionPlan, &partitions);
+  load(cfg.web_config, "--web.config.file", LoadWebConfig, &web);
+  load(cfg.topology_plan, "--topology.plan", topology::LoadPlan, &cabling);
+  if (!bad_flag.empty()) {
+    std::cerr << "ibfabric_exporter: invalid " << bad_flag << ": " << why << "\n";
+    return 2;
   }
   std::optional<topology::PartitionPlan> partition_plan;
-  if (!cfg.partition_plan.empty()) {
-    std::string why;
-    partition_plan.emplace();
-    if (!topology::LoadPartitionPlan(cfg.partition_plan, &*partition_plan, &why)) {
-      std::cerr << "ibfabric_exporter: invalid --partitions.plan: " << why << "\n";
-      return 2;
-    }
-  }
-  WebConfig web;
-  if (!cfg.web_config.empty()) {
-    std::string why;
-    if (!LoadWebConfig(cfg.web_config, &web, &why)) {
-      std::cerr << "ibfabric_exporter: invalid --web.config.file: " << why << "\n";
-      return 2;
-    }
-  }
+  if (!cfg.partition_plan.empty()) partition_plan = std::move(partitions);
   std::optional<topology::CablingPlan> plan;
-  if (!cfg.topology_plan.empty()) {
-    std::string why;
-    plan.emplace();
-    if (!topology::LoadPlan(cfg.topology_plan, &*plan, &why)) {
-      std::cerr << "ibfabric_exporter: invalid --topology.plan: " << why << "\n";
-      return 2;
-    }
-  }
+  if (!cfg.topology_plan.empty()) plan = std::move(cabling);
 
   // Block the stop signals (and SIGUSR1, the poller's "re-exec me") before
   // any thread starts, so only sigwait in this thread sees them.
@@ -215,8 +199,8 @@ int Main(int argc, char** argv) {
   sweeper.request_stop();
   sweeper.join();
   if (sig == SIGUSR1) {
-    const std::string why = ReexecWithState(argv, poller.SaveState());
-    log.Error("re-exec failed", "error=\"" + why + "\"");
+    const std::string failure = ReexecWithState(argv, poller.SaveState());
+    log.Error("re-exec failed", "error=\"" + failure + "\"");
     return 1;
   }
   log.Info("stopping", "signal=" + std::to_string(sig));
