@@ -105,7 +105,9 @@ void AnalyzeRouting(const Fabric& fabric, const ForwardingTables& tables, Analys
         if (!p.link_up() || !p.remote) continue;
         const int far = TierOf(*a, p.remote->node_guid);
         if (far < 0) continue;  // a CA or an unranked switch
-        if ((tier == 0 && far > tier) || (tier > 0 && far < tier)) r.destinations[p.number] = 0;
+        // Only the neighbouring tier: a link that skips one is its own finding
+        // (kSkipTierLink) and carries what the SM chooses, not a share.
+        if ((tier == 0 && far == tier + 1) || (tier > 0 && far == tier - 1)) r.destinations[p.number] = 0;
       }
     }
     std::vector<std::string> unrouted_examples;

@@ -32,8 +32,8 @@ struct ReadTablesResult {
 ReadTablesResult ReadForwardingTables(const Fabric& fabric, transport::MadEngine& engine);
 
 // Pure. Fills analysis->routing, routing_read, down_up_routes,
-// routes_traced and appends kRoutingImbalance (a leaf whose uplinks, or an
-// upper switch whose parallel links to one lower switch, differ by 2 or
+// routes_traced and appends kRoutingImbalance (a leaf whose uplinks to the tier above, or an
+// upper switch whose parallel links to one switch of the tier below, differ by 2 or
 // more destinations: 1 is what an uneven count leaves),
 // kUnroutedDestination and kDownUpRoute findings. Needs the
 // analysis' tiers; does nothing of the tier-based kind when the fabric is
