@@ -1,11 +1,8 @@
 #include "topology/partitions.h"
 
-#include <yaml-cpp/yaml.h>
-
 #include <algorithm>
 #include <cstdio>
 
-#include "topology/config_file.h"
 #include "transport/attributes.h"
 
 namespace ibfabric::topology {
@@ -50,101 +47,15 @@ ReadPartitionsResult ReadPartitions(const Fabric& fabric, transport::MadEngine& 
   return out;
 }
 
-std::string DescribePKey(std::uint16_t pkey) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%04x %s", pkey & 0x7fff, (pkey & 0x8000) ? "full" : "limited");
-  return buf;
-}
-
 namespace {
 
 std::string Describe(const std::vector<std::uint16_t>& keys) {
-  std::string s;
-  for (std::uint16_t k : keys) s += (s.empty() ? "" : ", ") + DescribePKey(k);
-  return "{" + s + "}";
-}
-
-struct Bad {
-  int line;
-  std::string why;
-};
-int LineOf(const YAML::Node& n) { return n.Mark().line + 1; }
-
-std::set<std::string> Members(const YAML::Node& n, const std::string& what) {
-  if (!n.IsSequence()) throw Bad{LineOf(n), what + " must be a list of node names or GUIDs (or 'all' for full)"};
-  std::set<std::string> out;
-  for (const auto& m : n) {
-    if (!m.IsScalar() || m.Scalar().empty()) throw Bad{LineOf(m), what + ": members are node names or GUIDs"};
-    out.insert(m.Scalar());
-  }
-  return out;
+  std::string out;
+  for (std::uint16_t k : keys) out += (out.empty() ? "" : ", ") + DescribePKey(k);
+  return "{" + out + "}";
 }
 
 }  // namespace
-
-bool ParsePartitionPlan(const std::string& text, PartitionPlan* plan, std::string* error) {
-  PartitionPlan p;
-  try {
-    const YAML::Node root = YAML::Load(text);
-    if (!root.IsMap() || !root["partitions"]) throw Bad{root.IsNull() ? 1 : LineOf(root), "expected a map with 'partitions:'"};
-    for (const auto& kv : root) {
-      if (kv.first.Scalar() != "partitions") throw Bad{LineOf(kv.first), "unknown key '" + kv.first.Scalar() + "' (known: partitions)"};
-    }
-    const YAML::Node list = root["partitions"];
-    if (!list.IsSequence()) throw Bad{LineOf(list), "partitions must be a list"};
-    std::set<std::uint16_t> seen;
-    for (const auto& item : list) {
-      if (!item.IsMap()) throw Bad{LineOf(item), "each partition must be a map with name, pkey, full, limited"};
-      PartitionPlan::Partition part;
-      bool has_pkey = false;
-      for (const auto& kv : item) {
-        const std::string key = kv.first.Scalar();
-        const YAML::Node& v = kv.second;
-        if (key == "name") {
-          part.name = v.IsScalar() ? v.Scalar() : "";
-        } else if (key == "pkey") {
-          const std::string s = v.IsScalar() ? v.Scalar() : "";
-          char* end = nullptr;
-          const unsigned long k = std::strtoul(s.c_str(), &end, 0);
-          if (s.empty() || *end != '\0' || k > 0xffff || (k & 0x7fff) == 0) {
-            throw Bad{LineOf(v), "pkey must be a P_Key such as 0x7fff or 0x8001, not '" + s.substr(0, 20) + "'"};
-          }
-          part.pkey = static_cast<std::uint16_t>(k & 0x7fff);
-          has_pkey = true;
-        } else if (key == "full") {
-          if (v.IsScalar() && v.Scalar() == "all") {
-            part.all_full = true;
-          } else {
-            part.full = Members(v, "full");
-          }
-        } else if (key == "limited") {
-          part.limited = Members(v, "limited");
-        } else {
-          throw Bad{LineOf(kv.first), "unknown key '" + key.substr(0, 40) + "' in a partition (known: name, pkey, full, limited)"};
-        }
-      }
-      if (!has_pkey) throw Bad{LineOf(item), "a partition needs a pkey"};
-      if (!seen.insert(part.pkey).second) throw Bad{LineOf(item), "partition " + DescribePKey(part.pkey).substr(0, 6) + " is listed twice"};
-      for (const auto& m : part.limited) {
-        if (part.full.count(m)) throw Bad{LineOf(item), m + " is both a full and a limited member"};
-      }
-      p.partitions.push_back(std::move(part));
-    }
-  } catch (const Bad& b) {
-    *error = "line " + std::to_string(b.line) + ": " + b.why;
-    return false;
-  } catch (const YAML::Exception& e) {
-    *error = "line " + std::to_string(e.mark.line + 1) + ": not YAML: " + e.msg;
-    return false;
-  }
-  *plan = std::move(p);
-  return true;
-}
-
-bool LoadPartitionPlan(const std::string& path, PartitionPlan* plan, std::string* error) {
-  return ParseFile(
-      path, [plan](const std::string& text, std::string* why) { return ParsePartitionPlan(text, plan, why); }, error);
-}
 
 void AnalyzePartitions(const Fabric& fabric, const PartitionTables& tables, const PartitionPlan* plan, Analysis* a) {
   a->partitions_read = true;

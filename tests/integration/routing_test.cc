@@ -138,5 +138,44 @@ TEST(RoutingBalanceTest, APulledUplinkIsUnroutedThenAReturnedOneCarriesNothing) 
   EXPECT_EQ(RoutingFindings(s)["routing_imbalance"], 0);
 }
 
+// Three forwarding-table entries planted with SubnSet (tests/tools/set_lft):
+// leaf 1 sends a leaf-2 host up to spine 1, spine 1 sends it down to leaf 3,
+// leaf 3 up to spine 2: down and up again. ibtracert walks the same path.
+TEST(RoutingBalanceTest, APlantedDownAndUpRouteIsFoundAndIbtracertAgrees) {
+  const FatTree tree = FatTree::Generate(Spec(4, 2, 4, 1, 8));
+  auto sim = Start(tree);
+  ASSERT_NE(sim, nullptr);
+  Scrape s = Once(*sim);
+  EXPECT_EQ(s.Value("infiniband_routing_down_up_routes"), 0);
+  const auto lid = [&s](const std::string& metric, const std::string& label, const std::string& node) {
+    return s.Find(metric, {{label, node}}).at(0).labels.at("lid");
+  };
+  const std::string dest = lid("infiniband_hca_info", "hca", tree.Host(5));  // on leaf 2
+  const std::string source = lid("infiniband_hca_info", "hca", tree.Host(1));  // on leaf 1
+  const auto set = [&](const std::string& sw, const Endpoint& out) {
+    const CommandResult r = sim->Tool({IBFABRIC_SET_LFT_BIN, lid("infiniband_switch_info", "switch", sw), dest,
+                                       std::to_string(out.port)});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+  };
+  set(tree.Leaf(1), tree.LeafUplink(1, 1));
+  set(tree.Spine(1), tree.SpineDownlink(1, 3));
+  set(tree.Leaf(3), tree.LeafUplink(3, 2));
+  const CommandResult trace = sim->Tool({"ibtracert", source, dest});
+  EXPECT_NE(trace.out.find(tree.Leaf(3)), std::string::npos) << trace.out << trace.err;
+
+  s = Once(*sim);
+  EXPECT_GE(*s.Value("infiniband_routing_down_up_routes"), 1);
+  bool leaf1 = false;
+  for (const auto& x : s.Find("infiniband_topology_finding", {{"kind", "down_up_route"}})) {
+    leaf1 |= x.labels.at("node") == tree.Leaf(1);
+  }
+  EXPECT_TRUE(leaf1);
+  // Spine 1 now sends one destination down the wrong downlink: leaf 3's
+  // group carries one more, leaf 2's one fewer. Not an imbalance (1 link per pair).
+  EXPECT_EQ(s.Value("infiniband_routing_port_destinations",
+                    {{"switch", tree.Spine(1)}, {"port", std::to_string(tree.SpineDownlink(1, 3).port)}}),
+            tree.spec().hosts_per_leaf + 1);
+}
+
 }  // namespace
 }  // namespace ibfabric::testbed
