@@ -40,6 +40,15 @@ void Add(MetricFamily& f, std::vector<ClientMetric::Label> labels, double value)
   f.metric.push_back(std::move(m));
 }
 
+using Emit = const std::function<void(MetricFamily&&)>&;
+
+// A family of one series without labels, emitted at once.
+void EmitOne(Emit out, std::string name, std::string help, MetricType type, double value) {
+  auto f = Family(std::move(name), std::move(help), type);
+  Add(f, {}, value);
+  out(std::move(f));
+}
+
 double Seconds(std::chrono::system_clock::time_point t) {
   return std::chrono::duration<double>(t.time_since_epoch()).count();
 }
@@ -49,7 +58,6 @@ double Seconds(std::chrono::system_clock::time_point t) {
 const char* Role(NodeKind k) { return k == NodeKind::kSwitch ? "switch" : "hca"; }
 
 // Called with each family as soon as it is complete.
-using Emit = const std::function<void(MetricFamily&&)>&;
 
 const NodeLabel& LabelOf(const Snapshot& s, std::uint64_t guid) {
   static const NodeLabel kUnknown{};
@@ -180,23 +188,20 @@ void RenderSelf(const Snapshot& s, std::string_view version, Emit out) {
   out(std::move(duration));
   out(std::move(total));
 
-  auto sweep_dur = Family("infiniband_exporter_sweep_duration_seconds",
-                          "Wall time of the last counter sweep", MetricType::Gauge);
-  Add(sweep_dur, {}, s.port_counters.duration_seconds);
-  out(std::move(sweep_dur));
+  EmitOne(out, "infiniband_exporter_sweep_duration_seconds",
+          "Wall time of the last counter sweep",
+          MetricType::Gauge, s.port_counters.duration_seconds);
 
-  auto last_ok = Family("infiniband_exporter_last_successful_sweep_timestamp_seconds",
-                        "Unix time at which the last successful sweep ended", MetricType::Gauge);
-  Add(last_ok, {}, s.last_success == std::chrono::system_clock::time_point{} ? 0 : Seconds(s.last_success));
-  out(std::move(last_ok));
+  EmitOne(out, "infiniband_exporter_last_successful_sweep_timestamp_seconds",
+          "Unix time at which the last successful sweep ended",
+          MetricType::Gauge, s.last_success == std::chrono::system_clock::time_point{} ? 0 : Seconds(s.last_success));
 
-  auto sweeps = Family("infiniband_exporter_sweeps_total", "Counter sweeps run", MetricType::Counter);
-  Add(sweeps, {}, static_cast<double>(s.sweeps));
-  out(std::move(sweeps));
-  auto discoveries = Family("infiniband_exporter_discoveries_total", "Fabric discoveries run",
-                            MetricType::Counter);
-  Add(discoveries, {}, static_cast<double>(s.discoveries));
-  out(std::move(discoveries));
+  EmitOne(out, "infiniband_exporter_sweeps_total",
+          "Counter sweeps run",
+          MetricType::Counter, static_cast<double>(s.sweeps));
+  EmitOne(out, "infiniband_exporter_discoveries_total",
+          "Fabric discoveries run",
+          MetricType::Counter, static_cast<double>(s.discoveries));
 
   auto ports = Family("infiniband_exporter_sweep_ports", "Ports read in the last sweep, by result",
                       MetricType::Gauge);
@@ -210,25 +215,21 @@ void RenderSelf(const Snapshot& s, std::string_view version, Emit out) {
   Add(nodes, {{"type", "hca"}}, static_cast<double>(s.fabric->ca_count()));
   out(std::move(nodes));
 
-  auto sent = Family("infiniband_exporter_mads_sent_total", "MADs sent, retries included",
-                     MetricType::Counter);
-  Add(sent, {}, static_cast<double>(s.mad.sent));
-  out(std::move(sent));
+  EmitOne(out, "infiniband_exporter_mads_sent_total",
+          "MADs sent, retries included",
+          MetricType::Counter, static_cast<double>(s.mad.sent));
   auto failed = Family("infiniband_exporter_mad_failures_total",
                        "MAD requests that failed, by reason", MetricType::Counter);
   Add(failed, {{"reason", "timeout"}}, static_cast<double>(s.mad.timeouts));
   Add(failed, {{"reason", "remote_error"}}, static_cast<double>(s.mad.remote_errors));
   Add(failed, {{"reason", "send_error"}}, static_cast<double>(s.mad.send_errors));
   out(std::move(failed));
-  auto retries = Family("infiniband_exporter_mad_retries_total",
-                        "MADs sent again after a timed-out attempt", MetricType::Counter);
-  Add(retries, {}, static_cast<double>(s.mad.retries));
-  out(std::move(retries));
-  auto ignored = Family("infiniband_exporter_mads_ignored_total",
-                        "Received MADs matching no outstanding request (late, duplicate, garbled)",
-                        MetricType::Counter);
-  Add(ignored, {}, static_cast<double>(s.mad.ignored));
-  out(std::move(ignored));
+  EmitOne(out, "infiniband_exporter_mad_retries_total",
+          "MADs sent again after a timed-out attempt",
+          MetricType::Counter, static_cast<double>(s.mad.retries));
+  EmitOne(out, "infiniband_exporter_mads_ignored_total",
+          "Received MADs matching no outstanding request (late, duplicate, garbled)",
+          MetricType::Counter, static_cast<double>(s.mad.ignored));
 
   auto node_stale = Family("infiniband_exporter_node_stale",
                            "1 when no port of the node answered the last sweep (its totals are kept)",
@@ -247,24 +248,18 @@ void RenderSelf(const Snapshot& s, std::string_view version, Emit out) {
   out(std::move(node_failures));
   out(std::move(node_last));
 
-  auto clears = Family("infiniband_exporter_port_resets_total",
-                       "Ports whose counters the exporter cleared (--counters.clear-threshold)",
-                       MetricType::Counter);
-  Add(clears, {}, static_cast<double>(s.counter_clears));
-  out(std::move(clears));
-  auto moves = Family("infiniband_exporter_lid_moves_total",
-                      "Nodes found answering under another LID than discovered (then rediscovered)",
-                      MetricType::Counter);
-  Add(moves, {}, static_cast<double>(s.lid_moves));
-  out(std::move(moves));
+  EmitOne(out, "infiniband_exporter_port_resets_total",
+          "Ports whose counters the exporter cleared (--counters.clear-threshold)",
+          MetricType::Counter, static_cast<double>(s.counter_clears));
+  EmitOne(out, "infiniband_exporter_lid_moves_total",
+          "Nodes found answering under another LID than discovered (then rediscovered)",
+          MetricType::Counter, static_cast<double>(s.lid_moves));
 
   std::size_t stale = 0;
   for (const auto& [ref, t] : s.ports) stale += t.stale ? 1 : 0;
-  auto stale_f = Family("infiniband_exporter_stale_ports",
-                        "Ports whose totals are from an earlier sweep (no answer in the last one)",
-                        MetricType::Gauge);
-  Add(stale_f, {}, static_cast<double>(stale));
-  out(std::move(stale_f));
+  EmitOne(out, "infiniband_exporter_stale_ports",
+          "Ports whose totals are from an earlier sweep (no answer in the last one)",
+          MetricType::Gauge, static_cast<double>(stale));
 }
 
 // Labels of a cable: both ends by GUID (unique) and name (readable).
@@ -287,14 +282,10 @@ void RenderTopology(const Snapshot& s, Emit out) {
     return n ? n->description : FormatGuid(guid);
   };
 
-  auto tree = Family("infiniband_topology_is_tree",
-                     "1 when the fabric ranks as a fat tree (else see infiniband_topology_finding)",
-                     MetricType::Gauge);
-  Add(tree, {}, a.is_tree ? 1 : 0);
-  out(std::move(tree));
-  auto tiers = Family("infiniband_topology_tiers", "Switch tiers found", MetricType::Gauge);
-  Add(tiers, {}, a.tiers);
-  out(std::move(tiers));
+  EmitOne(out, "infiniband_topology_is_tree",
+          "1 when the fabric ranks as a fat tree (else see infiniband_topology_finding)",
+          MetricType::Gauge, a.is_tree ? 1 : 0);
+  EmitOne(out, "infiniband_topology_tiers", "Switch tiers found", MetricType::Gauge, a.tiers);
 
   auto by_kind = Family("infiniband_topology_findings", "Topology findings of the last discovery, by kind",
                         MetricType::Gauge);
@@ -370,10 +361,9 @@ void RenderTopology(const Snapshot& s, Emit out) {
     for (auto* family : {&dests, &spread, &ratio, &unrouted}) {
       if (!family->metric.empty()) out(std::move(*family));
     }
-    auto down_up = Family("infiniband_routing_down_up_routes",
-                          "Leaf-to-CA routes that go down a tier and up again, or never arrive", MetricType::Gauge);
-    Add(down_up, {}, a.down_up_routes);
-    out(std::move(down_up));
+    EmitOne(out, "infiniband_routing_down_up_routes",
+            "Leaf-to-CA routes that go down a tier and up again, or never arrive", MetricType::Gauge,
+            a.down_up_routes);
   }
 
   if (a.partitions_read) {
@@ -396,16 +386,12 @@ void RenderTopology(const Snapshot& s, Emit out) {
   }
 
   // Gb/s of data to bytes/s: 1e9 / 8.
-  auto bisection = Family("infiniband_topology_bisection_bandwidth_bytes_per_second",
-                          "Estimated bisection bandwidth: sum over leaves of min(up, down) bandwidth",
-                          MetricType::Gauge);
-  Add(bisection, {}, a.bisection_gbps * 1e9 / 8);
-  out(std::move(bisection));
-  auto ratio = Family("infiniband_topology_bisection_ratio",
-                      "Estimated bisection bandwidth over a non-blocking build of the same tiers",
-                      MetricType::Gauge);
-  Add(ratio, {}, a.nonblocking_gbps > 0 ? a.bisection_gbps / a.nonblocking_gbps : 0);
-  out(std::move(ratio));
+  EmitOne(out, "infiniband_topology_bisection_bandwidth_bytes_per_second",
+          "Estimated bisection bandwidth: sum over leaves of min(up, down) bandwidth",
+          MetricType::Gauge, a.bisection_gbps * 1e9 / 8);
+  EmitOne(out, "infiniband_topology_bisection_ratio",
+          "Estimated bisection bandwidth over a non-blocking build of the same tiers",
+          MetricType::Gauge, a.nonblocking_gbps > 0 ? a.bisection_gbps / a.nonblocking_gbps : 0);
 }
 
 namespace {
@@ -500,20 +486,18 @@ void RenderSubnetManagers(const SmReport& r, Emit out) {
   for (auto* f : {&info, &state, &priority, &act}) {
     if (!f->metric.empty()) out(std::move(*f));
   }
-  auto masters = Family("infiniband_sm_masters", "Subnet managers answering as master (1 is healthy)", MetricType::Gauge);
-  Add(masters, {}, static_cast<double>(r.masters));
-  out(std::move(masters));
-  auto standbys = Family("infiniband_sm_standbys", "Subnet managers answering as standby", MetricType::Gauge);
-  Add(standbys, {}, static_cast<double>(r.standbys));
-  out(std::move(standbys));
-  auto sweeping = Family("infiniband_sm_master_sweeping",
-                         "1 while the single master SM's ActCount keeps moving (see --sm.stall-after)", MetricType::Gauge);
-  Add(sweeping, {}, r.master_sweeping ? 1 : 0);
-  out(std::move(sweeping));
-  auto changes = Family("infiniband_sm_master_changes_total", "Times another SM became master (failovers) since start",
-                        MetricType::Counter);
-  Add(changes, {}, static_cast<double>(r.master_changes));
-  out(std::move(changes));
+  EmitOne(out, "infiniband_sm_masters",
+          "Subnet managers answering as master (1 is healthy)",
+          MetricType::Gauge, static_cast<double>(r.masters));
+  EmitOne(out, "infiniband_sm_standbys",
+          "Subnet managers answering as standby",
+          MetricType::Gauge, static_cast<double>(r.standbys));
+  EmitOne(out, "infiniband_sm_master_sweeping",
+          "1 while the single master SM's ActCount keeps moving (see --sm.stall-after)",
+          MetricType::Gauge, r.master_sweeping ? 1 : 0);
+  EmitOne(out, "infiniband_sm_master_changes_total",
+          "Times another SM became master (failovers) since start",
+          MetricType::Counter, static_cast<double>(r.master_changes));
   auto conditions = Family("infiniband_sm_condition",
                            "1 while a subnet manager condition holds: no_master, no_standby, master_not_sweeping, "
                            "multiple_masters, failover (recent)",
