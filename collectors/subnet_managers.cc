@@ -80,7 +80,6 @@ int Rank(const SmStatus& s) {
 
 void SmMonitor::Update(const std::vector<SmReading>& readings, const topology::Fabric& fabric,
                        std::chrono::steady_clock::time_point now, std::chrono::system_clock::time_point wall) {
-  updated_ = true;
   std::map<topology::PortRef, std::uint64_t> by_port;
   for (const auto& [guid, t] : sms_) by_port[t.status.port] = guid;
   std::map<std::uint64_t, bool> seen;

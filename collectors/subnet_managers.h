@@ -99,7 +99,7 @@ class SmMonitor {
  public:
   explicit SmMonitor(SmMonitorOptions options = {}) : options_(options) {}
 
-  // Folds one round of readings in. `names` labels ports.
+  // Folds one round of readings in; `fabric` names the SMs' nodes.
   void Update(const std::vector<SmReading>& readings, const topology::Fabric& fabric,
               std::chrono::steady_clock::time_point now, std::chrono::system_clock::time_point wall);
   SmReport Report() const;
@@ -117,7 +117,6 @@ class SmMonitor {
   std::optional<std::chrono::steady_clock::time_point> last_failover_steady_;
   std::map<SmCondition, std::chrono::system_clock::time_point> since_;
   std::vector<SmConditionState> conditions_;
-  bool updated_ = false;
 };
 
 // GET /api/v1/subnet_managers (schema in docs/api.md). Pure.

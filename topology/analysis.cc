@@ -14,13 +14,8 @@ bool IsSwitch(const Fabric& f, std::uint64_t guid) {
   return n != nullptr && n->kind == NodeKind::kSwitch;
 }
 
-std::string Name(const Fabric& f, std::uint64_t guid) {
-  const Node* n = f.FindNode(guid);
-  return n != nullptr && !n->description.empty() ? n->description : FormatGuid(guid);
-}
-
 std::string PortName(const Fabric& f, const PortRef& r) {
-  return Name(f, r.node_guid) + "[" + std::to_string(r.port) + "]";
+  return NodeName(f, r.node_guid) + "[" + std::to_string(r.port) + "]";
 }
 
 // The most common value; of equally common ones the largest, because a
@@ -306,7 +301,7 @@ Analysis Analyze(const Fabric& f) {
       for (const auto& [n, c] : updown[g]) group_sizes[s.tier].push_back(c);
     }
     for (const auto& [g, s] : out.switches) {
-      const std::string name = Name(f, g);
+      const std::string name = NodeName(f, g);
       const int t = s.tier;
       std::set<int> sizes;
       for (const auto& [n, c] : updown[g]) sizes.insert(c);
@@ -317,7 +312,7 @@ Analysis Analyze(const Fabric& f) {
         const int usual = Mode(all);
         std::string odd;
         for (const auto& [n, c] : updown[g]) {
-          if (c != usual) odd += (odd.empty() ? "" : ", ") + std::to_string(c) + " to " + Name(f, n);
+          if (c != usual) odd += (odd.empty() ? "" : ", ") + std::to_string(c) + " to " + NodeName(f, n);
         }
         out.findings.push_back({FindingKind::kUnevenParallelLinks,
                                 name + " has " + std::to_string(usual) + " links to most neighbours but " + odd,

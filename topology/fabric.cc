@@ -59,4 +59,9 @@ std::string FormatGuid(std::uint64_t guid) {
   return buf;
 }
 
+std::string NodeName(const Fabric& fabric, std::uint64_t guid) {
+  const Node* n = fabric.FindNode(guid);
+  return n != nullptr && !n->description.empty() ? n->description : FormatGuid(guid);
+}
+
 }  // namespace ibfabric::topology

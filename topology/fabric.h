@@ -80,5 +80,7 @@ class Fabric {
 
 // GUIDs print as 0x-prefixed 16-digit lower-case hex everywhere.
 std::string FormatGuid(std::uint64_t guid);
+// How findings and logs name a node: its description, else its GUID.
+std::string NodeName(const Fabric& fabric, std::uint64_t guid);
 
 }  // namespace ibfabric::topology

@@ -60,10 +60,7 @@ std::string Describe(const std::vector<std::uint16_t>& keys) {
 void AnalyzePartitions(const Fabric& fabric, const PartitionTables& tables, const PartitionPlan* plan, Analysis* a) {
   a->partitions_read = true;
   a->partitions = tables;
-  const auto name = [&](std::uint64_t guid) {
-    const Node* n = fabric.FindNode(guid);
-    return n && !n->description.empty() ? n->description : FormatGuid(guid);
-  };
+  const auto name = [&](std::uint64_t guid) { return NodeName(fabric, guid); };
   // Leaf groups: CA ports by the switch they are cabled to.
   std::map<std::uint64_t, std::vector<PortRef>> by_leaf;
   for (const auto& [ref, keys] : tables) {

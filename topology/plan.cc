@@ -429,10 +429,7 @@ std::vector<Finding> DiffAgainstPlan(const Fabric& fabric, const CablingPlan& pl
                      p.guid.value_or(0), {}, {}});
     }
   }
-  auto name = [&](std::uint64_t g) {
-    const Node* n = fabric.FindNode(g);
-    return n && !n->description.empty() ? n->description : FormatGuid(g);
-  };
+  auto name = [&](std::uint64_t g) { return NodeName(fabric, g); };
   auto port_name = [&](const PortRef& r) { return name(r.node_guid) + "[" + std::to_string(r.port) + "]"; };
   auto far_of = [&](const PortRef& r) -> std::optional<PortRef> {
     const Port* p = fabric.FindPort(r);

@@ -60,11 +60,6 @@ struct Destination {
   std::uint64_t leaf = 0;  // the switch the CA port is cabled to
 };
 
-std::string Name(const Fabric& f, std::uint64_t guid) {
-  const Node* n = f.FindNode(guid);
-  return n && !n->description.empty() ? n->description : FormatGuid(guid);
-}
-
 int TierOf(const Analysis& a, std::uint64_t guid) {
   auto it = a.switches.find(guid);
   return it == a.switches.end() ? -1 : it->second.tier;
@@ -116,7 +111,7 @@ void AnalyzeRouting(const Fabric& fabric, const ForwardingTables& tables, Analys
       if (port == transport::kLftNoPort || port == 0 || !Usable(fabric, guid, port)) {
         ++r.unrouted;
         if (unrouted_examples.size() < 3) {
-          unrouted_examples.push_back(Name(fabric, d.ca.node_guid) + " (LID " + std::to_string(d.lid) + ")");
+          unrouted_examples.push_back(NodeName(fabric, d.ca.node_guid) + " (LID " + std::to_string(d.lid) + ")");
         }
         continue;
       }
@@ -139,10 +134,10 @@ void AnalyzeRouting(const Fabric& fabric, const ForwardingTables& tables, Analys
       r.max_min_ratio.reset();
       if (lo->second > 0) r.max_min_ratio = static_cast<double>(hi->second) / lo->second;
       if (ports.size() > 1 && r.spread >= 2) {
-        std::string finding = Name(fabric, guid) + " routes " + std::to_string(hi->second) + " destinations through port " +
+        std::string finding = NodeName(fabric, guid) + " routes " + std::to_string(hi->second) + " destinations through port " +
                               std::to_string(hi->first) + " and " + std::to_string(lo->second) + " through port " +
                               std::to_string(lo->first) + " (" + r.direction + "links" +
-                              (tier == 0 ? std::string(")") : " to " + Name(fabric, group) + ")");
+                              (tier == 0 ? std::string(")") : " to " + NodeName(fabric, group) + ")");
         std::erase_if(a->findings, [&](const Finding& f) { return f.kind == FindingKind::kRoutingImbalance && f.node == guid; });
         a->findings.push_back({FindingKind::kRoutingImbalance, finding, guid, std::nullopt, std::nullopt});
       }
@@ -151,7 +146,7 @@ void AnalyzeRouting(const Fabric& fabric, const ForwardingTables& tables, Analys
       std::string examples;
       for (const auto& e : unrouted_examples) examples += (examples.empty() ? "" : ", ") + e;
       a->findings.push_back({FindingKind::kUnroutedDestination,
-                             Name(fabric, guid) + " has no usable route to " + std::to_string(r.unrouted) +
+                             NodeName(fabric, guid) + " has no usable route to " + std::to_string(r.unrouted) +
                                  " CA LIDs, e.g. " + examples,
                              guid, std::nullopt, std::nullopt});
     }
@@ -192,7 +187,7 @@ void AnalyzeRouting(const Fabric& fabric, const ForwardingTables& tables, Analys
       if (down_up || looped) {
         ++bad;
         if (example.empty()) {
-          example = Name(fabric, d.ca.node_guid) + " (LID " + std::to_string(d.lid) + ")" +
+          example = NodeName(fabric, d.ca.node_guid) + " (LID " + std::to_string(d.lid) + ")" +
                     (looped ? " never arrives" : " goes down and up again");
         }
       }
@@ -200,7 +195,7 @@ void AnalyzeRouting(const Fabric& fabric, const ForwardingTables& tables, Analys
     if (bad > 0) {
       a->down_up_routes += bad;
       a->findings.push_back({FindingKind::kDownUpRoute,
-                             Name(fabric, leaf) + ": " + std::to_string(bad) + " routes to CAs break up/down order, e.g. " +
+                             NodeName(fabric, leaf) + ": " + std::to_string(bad) + " routes to CAs break up/down order, e.g. " +
                                  example,
                              leaf, std::nullopt, std::nullopt});
     }
