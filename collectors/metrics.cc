@@ -277,10 +277,7 @@ void RenderTopology(const Snapshot& s, Emit out) {
   if (!s.topology || !s.scope.reports_topology()) return;
   const topology::Analysis& a = *s.topology;
   const topology::Fabric& f = *s.fabric;
-  auto name = [&f](std::uint64_t guid) {
-    const topology::Node* n = f.FindNode(guid);
-    return n ? n->description : FormatGuid(guid);
-  };
+  auto name = [&f](std::uint64_t guid) { return topology::NodeName(f, guid); };
 
   EmitOne(out, "infiniband_topology_is_tree",
           "1 when the fabric ranks as a fat tree (else see infiniband_topology_finding)",
@@ -370,10 +367,30 @@ void RenderTopology(const Snapshot& s, Emit out) {
     auto member = Family("infiniband_port_partition_info",
                          "1 for each partition a CA port belongs to (its P_Key table), full or limited member",
                          MetricType::Gauge);
+    auto filter = Family("infiniband_switch_port_partition_info",
+                         "1 for each P_Key in the table of a switch port facing a CA port: what partition "
+                         "enforcement lets through",
+                         MetricType::Gauge);
+    auto enforcement = Family("infiniband_switch_port_partition_enforcement",
+                              "1 when a switch port facing a CA port drops packets whose P_Key its table lacks "
+                              "(PortInfo.PartitionEnforcementInbound/Outbound), by direction",
+                              MetricType::Gauge);
     for (const auto& [ref, keys] : a.partitions) {
+      const topology::Node* n = f.FindNode(ref.node_guid);
+      const topology::Port* p = f.FindPort(ref);
+      const bool on_switch = n && n->kind == topology::NodeKind::kSwitch;
+      if (on_switch && p) {
+        for (const auto& [direction, on] : {std::pair{"inbound", p->partition_enforcement_inbound},
+                                            std::pair{"outbound", p->partition_enforcement_outbound}}) {
+          Add(enforcement,
+              {{"guid", FormatGuid(ref.node_guid)}, {"node", name(ref.node_guid)}, {"port", std::to_string(ref.port)},
+               {"direction", direction}},
+              on ? 1 : 0);
+        }
+      }
       for (std::uint16_t k : keys) {
         const std::string d = topology::DescribePKey(k);  // "0x7fff full"
-        Add(member,
+        Add(on_switch ? filter : member,
             {{"guid", FormatGuid(ref.node_guid)},
              {"node", name(ref.node_guid)},
              {"port", std::to_string(ref.port)},
@@ -383,6 +400,8 @@ void RenderTopology(const Snapshot& s, Emit out) {
       }
     }
     if (!member.metric.empty()) out(std::move(member));
+    if (!filter.metric.empty()) out(std::move(filter));
+    if (!enforcement.metric.empty()) out(std::move(enforcement));
   }
 
   // Gb/s of data to bytes/s: 1e9 / 8.

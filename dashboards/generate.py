@@ -268,7 +268,8 @@ def topology_health():
     l.add(table("Destinations per uplink (leaves) and downlink (above)", f'infiniband_routing_port_destinations{{{SW}}}'), 12, 10)
     l.row("Partitions")
     l.add(stat("Partition findings", f'sum(infiniband_topology_findings{{{F},kind=~"partition_.*"}})', red_above=1,
-               description="CA ports whose partitions differ from most ports on their leaf, or from the partition plan."), 6, 4)
+               description="CA ports whose partitions differ from most ports on their leaf or from the partition plan, "
+                           "and switch ports whose P_Key table differs from the HCA they face."), 6, 4)
     l.add(stat("Partitions", f'count(count by (pkey) (infiniband_port_partition_info{{{F}}}))'), 6, 4)
     l.add(table("Members per partition", f'count by (pkey, membership) (infiniband_port_partition_info{{{F}}})'), 12, 6)
     l.add(table("Partition membership by port", f'infiniband_port_partition_info{{{F},node=~"$node"}}'), 24, 8)

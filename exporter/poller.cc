@@ -78,8 +78,9 @@ void Poller::Discover() {
       discovery_problems_.push_back(p);
     }
     topology::AnalyzeRouting(*fabric_, lft.tables, &analysis);
-    // The CA ports' partitions (topology/partitions.h).
-    const auto pkeys = topology::ReadPartitions(*fabric_, engine_);
+    // The partitions of the CA ports and of the switch ports facing them
+    // (topology/partitions.h).
+    const auto pkeys = topology::ReadPartitions(*fabric_, lft.switch_info, engine_);
     for (const auto& p : pkeys.problems) {
       log_.Warn("partitions", "problem=\"" + p + "\"");
       discovery_problems_.push_back(p);

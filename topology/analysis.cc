@@ -73,6 +73,7 @@ const char* ToString(FindingKind k) {
     case FindingKind::kDownUpRoute: return "down_up_route";
     case FindingKind::kPartitionMismatch: return "partition_mismatch";
     case FindingKind::kPartitionPlanMismatch: return "partition_plan_mismatch";
+    case FindingKind::kPartitionEnforcementMismatch: return "partition_enforcement_mismatch";
   }
   return "unknown";
 }

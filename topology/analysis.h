@@ -59,6 +59,7 @@ enum class FindingKind : std::uint8_t {
   // From the CA ports' P_Key tables (partitions.h):
   kPartitionMismatch,   // a CA port's partitions differ from most CA ports on its leaf
   kPartitionPlanMismatch,  // a CA port's partitions differ from the partition plan
+  kPartitionEnforcementMismatch,  // a switch port's P_Key table differs from the CA port it faces
 };
 inline constexpr FindingKind kAllFindingKinds[] = {
     FindingKind::kNotATree,           FindingKind::kSameTierLink,     FindingKind::kSkipTierLink,
@@ -68,7 +69,7 @@ inline constexpr FindingKind kAllFindingKinds[] = {
     FindingKind::kPlanMissingLink,    FindingKind::kPlanWrongRemoteNode, FindingKind::kPlanWrongRemotePort,
     FindingKind::kPlanRateMismatch,   FindingKind::kPlanExtraLink,     FindingKind::kPlanTierMismatch,
     FindingKind::kRoutingImbalance,   FindingKind::kUnroutedDestination, FindingKind::kDownUpRoute,
-    FindingKind::kPartitionMismatch,  FindingKind::kPartitionPlanMismatch};
+    FindingKind::kPartitionMismatch,  FindingKind::kPartitionPlanMismatch, FindingKind::kPartitionEnforcementMismatch};
 // snake_case name, stable: used as a metric label and in JSON.
 const char* ToString(FindingKind k);
 
@@ -117,7 +118,8 @@ struct Analysis {
   std::map<std::uint64_t, SwitchRouting> routing;
   int down_up_routes = 0;  // leaf-to-CA routes that go down and up again
   int routes_traced = 0;
-  // CA port -> its P_Keys (membership bit included), when read (partitions.h).
+  // CA port, and switch port facing a CA port -> its P_Keys (membership bit
+  // included), when read (partitions.h).
   bool partitions_read = false;
   std::map<PortRef, std::vector<std::uint16_t>> partitions;
 };

@@ -236,6 +236,8 @@ class Discoverer {
 void ApplyPortInfo(const transport::PortInfo& pi, bool ext_speeds2, Port* p) {
   p->is_sm = (pi.capability_mask & transport::kPortCapIsSm) != 0;
   p->sm_lid = pi.sm_lid;
+  p->partition_enforcement_inbound = pi.partition_enforcement_inbound;
+  p->partition_enforcement_outbound = pi.partition_enforcement_outbound;
   p->state = pi.port_state;
   p->phys_state = pi.port_phys_state;
   p->width_active = pi.link_width_active;

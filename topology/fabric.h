@@ -44,6 +44,10 @@ struct Port {
   std::optional<PortRef> remote; // set when the link is up and the far end answered
   bool is_sm = false;            // CapabilityMask.IsSM: a subnet manager runs behind this port
   std::uint16_t sm_lid = 0;      // the master SM's LID as this port knows it (PortInfo.MasterSMLID)
+  // PortInfo.PartitionEnforcementInbound/Outbound: a switch port drops
+  // packets whose P_Key its own P_KeyTable lacks (IBTA 10.9.3).
+  bool partition_enforcement_inbound = false;
+  bool partition_enforcement_outbound = false;
 
   bool link_up() const { return phys_state == 5; }
 };

@@ -2,26 +2,40 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <iterator>
+#include <set>
 
 #include "transport/attributes.h"
 
 namespace ibfabric::topology {
 
-ReadPartitionsResult ReadPartitions(const Fabric& fabric, transport::MadEngine& engine) {
+ReadPartitionsResult ReadPartitions(const Fabric& fabric,
+                                    const std::map<std::uint64_t, transport::SwitchInfo>& switch_info,
+                                    transport::MadEngine& engine) {
   ReadPartitionsResult out;
   std::vector<transport::MadRequest> reqs;
   std::vector<PortRef> whose;
+  // Every block of a table of `entries` P_Keys (at least one block, at most 32).
+  const auto ask = [&](const PortRef& ref, std::uint16_t lid, std::size_t entries) {
+    out.tables[ref];
+    const auto blocks = static_cast<std::uint16_t>(std::clamp<std::size_t>((entries + 31) / 32, 1, 32));
+    for (std::uint16_t b = 0; b < blocks; ++b) {
+      reqs.push_back(transport::PKeyBlockQuery(transport::MadAddress::Lid(lid), ref.port, b));
+      whose.push_back(ref);
+    }
+  };
   for (const auto& n : fabric.nodes()) {
-    if (n.kind == NodeKind::kSwitch) continue;
-    const std::size_t cap = n.partition_cap == 0 ? 1 : n.partition_cap;
-    const auto blocks = static_cast<std::uint16_t>(std::min<std::size_t>((cap + 31) / 32, 32));
-    for (const auto& p : n.ports) {
-      if (p.lid == 0) continue;
-      out.tables[{n.guid, p.number}];
-      for (std::uint16_t b = 0; b < blocks; ++b) {
-        reqs.push_back(transport::PKeyBlockQuery(transport::MadAddress::Lid(p.lid), p.number, b));
-        whose.push_back({n.guid, p.number});
+    if (n.kind == NodeKind::kSwitch) {
+      const auto info = switch_info.find(n.guid);
+      if (n.lid == 0 || info == switch_info.end() || info->second.partition_enforcement_cap == 0) continue;
+      for (const auto& p : n.ports) {
+        const Node* peer = p.remote ? fabric.FindNode(p.remote->node_guid) : nullptr;
+        if (peer && peer->kind != NodeKind::kSwitch) ask({n.guid, p.number}, n.lid, info->second.partition_enforcement_cap);
       }
+      continue;
+    }
+    for (const auto& p : n.ports) {
+      if (p.lid != 0) ask({n.guid, p.number}, p.lid, n.partition_cap);
     }
   }
   out.smps = reqs.size();
@@ -29,8 +43,7 @@ ReadPartitionsResult ReadPartitions(const Fabric& fabric, transport::MadEngine& 
   std::map<PortRef, std::map<std::uint16_t, std::uint16_t>> keys;  // partition -> P_Key with the best membership
   for (std::size_t i = 0; i < got.size(); ++i) {
     if (got[i].outcome != transport::MadOutcome::kOk) {
-      const Node* n = fabric.FindNode(whose[i].node_guid);
-      out.problems.push_back("no P_KeyTable from " + (n ? n->description : FormatGuid(whose[i].node_guid)) + "[" +
+      out.problems.push_back("no P_KeyTable from " + NodeName(fabric, whose[i].node_guid) + "[" +
                              std::to_string(whose[i].port) + "]: " + transport::ToString(got[i].outcome));
       out.tables.erase(whose[i]);
       continue;
@@ -53,6 +66,24 @@ std::string Describe(const std::vector<std::uint16_t>& keys) {
   std::string out;
   for (std::uint16_t k : keys) out += (out.empty() ? "" : ", ") + DescribePKey(k);
   return "{" + out + "}";
+}
+
+// The partitions (low 15 bits) of a table, without membership.
+std::set<std::uint16_t> Partitions(const std::vector<std::uint16_t>& keys) {
+  std::set<std::uint16_t> out;
+  for (std::uint16_t k : keys) out.insert(k & 0x7fff);
+  return out;
+}
+
+// "partition 0x0001" / "partitions 0x0001, 0x0002".
+std::string List(const std::vector<std::uint16_t>& partitions) {
+  std::string out = partitions.size() == 1 ? "partition " : "partitions ";
+  for (std::size_t i = 0; i < partitions.size(); ++i) {
+    char buf[8];
+    std::snprintf(buf, sizeof buf, "0x%04x", partitions[i]);
+    out += (i ? ", " : "") + std::string(buf);
+  }
+  return out;
 }
 
 }  // namespace
@@ -85,8 +116,35 @@ void AnalyzePartitions(const Fabric& fabric, const PartitionTables& tables, cons
                              ref.node_guid, ref, std::nullopt});
     }
   }
+  // Switch ports against the CA port at the other end of their cable.
+  for (const auto& [ref, keys] : tables) {
+    const Node* n = fabric.FindNode(ref.node_guid);
+    const Port* p = fabric.FindPort(ref);
+    if (!n || n->kind != NodeKind::kSwitch || !p || !p->remote) continue;
+    const auto ca = tables.find(*p->remote);
+    if (ca == tables.end()) continue;
+    const std::set<std::uint16_t> here = Partitions(keys), there = Partitions(ca->second);
+    if (here == there) continue;
+    std::vector<std::uint16_t> missing, extra;
+    std::set_difference(there.begin(), there.end(), here.begin(), here.end(), std::back_inserter(missing));
+    std::set_difference(here.begin(), here.end(), there.begin(), there.end(), std::back_inserter(extra));
+    std::string why;
+    if (!missing.empty()) why += "its traffic in " + List(missing) + " is dropped at the switch port";
+    if (!extra.empty()) why += std::string(why.empty() ? "" : ", and ") + "the switch port admits " + List(extra);
+    const bool in = p->partition_enforcement_inbound, out = p->partition_enforcement_outbound;
+    why += in || out ? std::string(" (partition enforcement inbound ") + (in ? "on" : "off") + ", outbound " +
+                           (out ? "on" : "off") + ")"
+                     : " once partition enforcement is switched on (it is off)";
+    a->findings.push_back({FindingKind::kPartitionEnforcementMismatch,
+                           name(ref.node_guid) + "[" + std::to_string(ref.port) + "] holds " + Describe(keys) +
+                               " facing " + name(p->remote->node_guid) + "[" + std::to_string(p->remote->port) +
+                               "] which holds " + Describe(ca->second) + ": " + why,
+                           ref.node_guid, ref, *p->remote});
+  }
   if (!plan) return;
   for (const auto& [ref, keys] : tables) {
+    const Node* n = fabric.FindNode(ref.node_guid);
+    if (!n || n->kind == NodeKind::kSwitch) continue;  // the plan is about CA ports
     const std::string node = name(ref.node_guid);
     const std::string guid = FormatGuid(ref.node_guid);
     std::vector<std::uint16_t> want;

@@ -1,9 +1,11 @@
 #pragma once
-// Partition membership from the CA ports' P_Key tables (IBTA 14.2.5.7,
-// 10.9): which partitions each port belongs to and how (full or limited),
-// ports whose membership differs from most CA ports on the same leaf, and
-// ports that differ from an expected partition plan. Reading sends SMPs;
-// the analysis and the plan parser are pure.
+// Partition membership from the P_Key tables (IBTA 14.2.5.7, 10.9) of the
+// CA ports and of the switch ports facing them: which partitions each port
+// belongs to and how (full or limited), CA ports whose membership differs
+// from most CA ports on the same leaf or from an expected partition plan,
+// and switch ports whose table (what partition enforcement lets through)
+// differs from the CA port at the other end of the cable. Reading sends
+// SMPs; the analysis and the plan parser are pure.
 
 #include <cstdint>
 #include <map>
@@ -14,12 +16,13 @@
 
 #include "topology/analysis.h"
 #include "topology/fabric.h"
+#include "transport/attributes.h"
 #include "transport/mad_engine.h"
 
 namespace ibfabric::topology {
 
-// CA port -> its P_Keys: non-empty entries, each partition once (a full
-// membership wins over a limited one), ascending.
+// Port -> its P_Keys: non-empty entries, each partition once (a full
+// membership wins over a limited one), ascending by partition.
 using PartitionTables = std::map<PortRef, std::vector<std::uint16_t>>;
 
 struct ReadPartitionsResult {
@@ -28,8 +31,13 @@ struct ReadPartitionsResult {
   std::size_t smps = 0;
 };
 // Every block up to NodeInfo.PartitionCap (at most 32 blocks) of every CA
-// port with a LID, LID routed and pipelined.
-ReadPartitionsResult ReadPartitions(const Fabric& fabric, transport::MadEngine& engine);
+// port with a LID, and up to SwitchInfo.PartitionEnforcementCap of every
+// switch port cabled to a CA port (switches absent from `switch_info`, or
+// with no enforcement capability, have no such table), LID routed and
+// pipelined. Thread-safety: uses the engine exclusively for its duration.
+ReadPartitionsResult ReadPartitions(const Fabric& fabric,
+                                    const std::map<std::uint64_t, transport::SwitchInfo>& switch_info,
+                                    transport::MadEngine& engine);
 
 // "0x7fff full" / "0x0001 limited": the partition (low 15 bits) and membership.
 std::string DescribePKey(std::uint16_t pkey);
@@ -61,8 +69,13 @@ bool LoadPartitionPlan(const std::string& path, PartitionPlan* plan, std::string
 
 // Pure. Fills analysis->partitions and partitions_read; appends
 // kPartitionMismatch for a CA port whose P_Keys differ from those of a
-// strict majority of the CA ports on its leaf (leaves with 3 or more), and,
-// with a plan, kPartitionPlanMismatch for a port that differs from it.
+// strict majority of the CA ports on its leaf (leaves with 3 or more);
+// with a plan, kPartitionPlanMismatch for a CA port that differs from it;
+// and kPartitionEnforcementMismatch (a: the switch port, b: the CA port)
+// where a switch port's partitions differ from those of the CA port it
+// faces: with enforcement on, the CA's traffic in a partition the switch
+// port lacks is dropped there (PortRcvConstraintErrors); with it off the
+// table is stale and drops that traffic once enforcement is switched on.
 void AnalyzePartitions(const Fabric& fabric, const PartitionTables& tables, const PartitionPlan* plan,
                        Analysis* analysis);
 

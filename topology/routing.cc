@@ -26,6 +26,7 @@ ReadTablesResult ReadForwardingTables(const Fabric& fabric, transport::MadEngine
       continue;
     }
     const auto si = transport::DecodeSwitchInfo(infos[i].response);
+    out.switch_info[switches[i]->guid] = si;
     // LinearFDBTop is the highest LID the SM programmed (IBTA 14.2.5.4);
     // unicast LIDs stop at 0xBFFF.
     const std::uint32_t top = std::min<std::uint32_t>(si.linear_fdb_top, 0xBFFF);

@@ -13,6 +13,7 @@
 
 #include "topology/analysis.h"
 #include "topology/fabric.h"
+#include "transport/attributes.h"
 #include "transport/mad_engine.h"
 
 namespace ibfabric::topology {
@@ -23,6 +24,7 @@ using ForwardingTables = std::map<std::uint64_t, std::vector<std::uint8_t>>;
 
 struct ReadTablesResult {
   ForwardingTables tables;
+  std::map<std::uint64_t, transport::SwitchInfo> switch_info;  // switch GUID -> its SwitchInfo, when it answered
   std::vector<std::string> problems;  // one line per switch that did not answer
   std::size_t smps = 0;
 };

@@ -127,6 +127,12 @@ json TopologyJson(const Fabric& f, const Analysis& a) {
       }
       json port = End(f, ref);
       port["partitions"] = std::move(list);
+      const Node* n = f.FindNode(ref.node_guid);
+      const Port* p = f.FindPort(ref);
+      if (n && p && n->kind == NodeKind::kSwitch) {
+        port["enforcement"] = {{"inbound", p->partition_enforcement_inbound},
+                               {"outbound", p->partition_enforcement_outbound}};
+      }
       partitions.push_back(std::move(port));
     }
   }

@@ -108,6 +108,8 @@ PortInfo DecodePortInfo(const MadBytes& mad) {
   p.link_speed_ext2_active = Bits(mad, 449, 2);
   p.link_speed_ext2_supported = Bits(mad, 451, 2);
   p.link_speed_ext2_enabled = Bits(mad, 453, 3);
+  p.partition_enforcement_inbound = Get(mad, IB_PORT_PART_EN_INB_F) != 0;
+  p.partition_enforcement_outbound = Get(mad, IB_PORT_PART_EN_OUTB_F) != 0;
   return p;
 }
 
@@ -211,6 +213,7 @@ SwitchInfo DecodeSwitchInfo(const MadBytes& mad) {
   SwitchInfo s;
   s.linear_fdb_cap = Narrow<std::uint16_t>(Get(mad, IB_SW_LINEAR_FDB_CAP_F));
   s.linear_fdb_top = Narrow<std::uint16_t>(Get(mad, IB_SW_LINEAR_FDB_TOP_F));
+  s.partition_enforcement_cap = Narrow<std::uint16_t>(Get(mad, IB_SW_PARTITION_ENFORCE_CAP_F));
   return s;
 }
 

@@ -56,12 +56,17 @@ struct PortInfo {
   std::uint8_t link_speed_ext2_active = 0;
   std::uint8_t link_speed_ext2_supported = 0;
   std::uint8_t link_speed_ext2_enabled = 0;
+  // PartitionEnforcementInbound/Outbound (switch external ports): packets
+  // whose P_Key is not in the port's P_KeyTable are dropped (IBTA 10.9.3).
+  bool partition_enforcement_inbound = false;
+  bool partition_enforcement_outbound = false;
 };
 
 // SwitchInfo (IBTA 14.2.5.4), the fields routing needs.
 struct SwitchInfo {
   std::uint16_t linear_fdb_cap = 0;  // LinearFDBCap: entries the LFT can hold
   std::uint16_t linear_fdb_top = 0;  // LinearFDBTop: the highest LID in use
+  std::uint16_t partition_enforcement_cap = 0;  // PartitionEnforcementCap: P_Key entries per external port
 };
 
 // One block of the LinearForwardingTable (IBTA 14.2.5.10): the egress port

@@ -1,7 +1,9 @@
 // Partitions on the simulated fabric: opensm programs P_Key tables from a
-// partitions.conf; the exporter reports every CA port's membership (checked
-// against `smpquery pkeys`), flags the ports whose partitions differ from
-// most ports on their leaf, and compares them with a partition plan.
+// partitions.conf; the exporter reports the membership of every CA port and
+// of the leaf ports facing them (checked against `smpquery pkeys`), flags
+// the HCA ports whose partitions differ from most ports on their leaf, a
+// leaf port whose table differs from its HCA's, and compares them with a
+// partition plan.
 
 #include <gtest/gtest.h>
 
@@ -39,9 +41,11 @@ class PartitionTest : public FabricSuite {
     EXPECT_TRUE(std::regex_search(r.out, m, kGuid)) << r.out;
     return m.size() > 1 ? m[1].str() : "";
   }
-  // `smpquery pkeys LID`: the non-empty P_Keys, as "0x7fff full".
-  static std::set<std::string> ToolPKeys(const std::string& lid) {
-    const CommandResult r = sim_->Tool({"smpquery", "pkeys", lid});
+  // `smpquery pkeys LID [PORT]`: the non-empty P_Keys, as "0x7fff full".
+  static std::set<std::string> ToolPKeys(const std::string& lid, const std::string& port = "") {
+    std::vector<std::string> argv{"smpquery", "pkeys", lid};
+    if (!port.empty()) argv.push_back(port);
+    const CommandResult r = sim_->Tool(argv);
     std::set<std::string> out;
     static const std::regex kKey(R"(0x([0-9a-f]{4}))");
     std::istringstream in(r.out);
@@ -58,9 +62,11 @@ class PartitionTest : public FabricSuite {
     }
     return out;
   }
-  static std::set<std::string> Ours(const Scrape& s, const std::string& host) {
+  // Our P_Keys of an HCA port, or with `metric` infiniband_switch_port_partition_info, of a switch port.
+  static std::set<std::string> Ours(const Scrape& s, const std::string& node, const std::string& port = "1",
+                                    const std::string& metric = "infiniband_port_partition_info") {
     std::set<std::string> out;
-    for (const auto& x : s.Find("infiniband_port_partition_info", {{"node", host}})) {
+    for (const auto& x : s.Find(metric, {{"node", node}, {"port", port}})) {
       out.insert(x.labels.at("pkey") + " " + x.labels.at("membership"));
     }
     return out;
@@ -69,6 +75,9 @@ class PartitionTest : public FabricSuite {
     std::map<std::string, std::string> out;  // node -> port
     for (const auto& x : s.Find("infiniband_topology_finding", {{"kind", kind}})) out[x.labels.at("node")] = x.labels.at("port");
     return out;
+  }
+  static std::string SwitchLid(const Scrape& s, const std::string& sw) {
+    return s.Find("infiniband_switch_info", {{"switch", sw}}).at(0).labels.at("lid");
   }
 };
 
@@ -95,6 +104,37 @@ TEST_F(PartitionTest, MembershipMatchesSmpqueryAndOddPortsOnALeafAreFlagged) {
   EXPECT_EQ(FindingsOf(s, "partition_mismatch"),
             (std::map<std::string, std::string>{{tree_->Host(4), "1"}, {tree_->Host(6), "1"}}));
   EXPECT_EQ(s.Value("infiniband_topology_findings", {{"kind", "partition_mismatch"}}), 2);
+
+  // opensm copies each HCA's table to the leaf port facing it (partition
+  // enforcement); ibsim keeps the enforcement bits at 0.
+  const std::string kSwitchPort = "infiniband_switch_port_partition_info";
+  for (int h : {1, 4, 6}) {
+    const Endpoint leaf = tree_->LeafHostPort(h);
+    const std::string port = std::to_string(leaf.port);
+    EXPECT_EQ(Ours(s, leaf.node, port, kSwitchPort), Ours(s, tree_->Host(h))) << leaf.node << "[" << port << "]";
+    EXPECT_EQ(Ours(s, leaf.node, port, kSwitchPort), ToolPKeys(SwitchLid(s, leaf.node), port)) << leaf.node << "[" << port << "]";
+    EXPECT_EQ(s.Value("infiniband_switch_port_partition_enforcement",
+                      {{"node", leaf.node}, {"port", port}, {"direction", "inbound"}}),
+              0);
+  }
+  EXPECT_TRUE(s.Find(kSwitchPort, {{"node", tree_->Spine(1)}}).empty()) << "spine ports face no HCA";
+  EXPECT_TRUE(s.Find("infiniband_port_partition_info", {{"node", tree_->Leaf(1)}}).empty()) << "HCA ports only";
+  EXPECT_TRUE(FindingsOf(s, "partition_enforcement_mismatch").empty());
+
+  // A leaf port that lost the tenant's P_Key (planted with SubnSet): the
+  // cable from it to host 2 is flagged, and nothing else.
+  const Endpoint leaf2 = tree_->LeafHostPort(2);
+  const CommandResult set = sim_->Tool({IBFABRIC_SMP_SET_BIN, "pkeys", SwitchLid(s, leaf2.node), std::to_string(leaf2.port), "0xffff"});
+  ASSERT_EQ(set.exit_code, 0) << set.err;
+  const Scrape planted = Once();
+  EXPECT_EQ(Ours(planted, leaf2.node, std::to_string(leaf2.port), kSwitchPort), (std::set<std::string>{"0x7fff full"}));
+  EXPECT_EQ(ToolPKeys(SwitchLid(s, leaf2.node), std::to_string(leaf2.port)), (std::set<std::string>{"0x7fff full"}));
+  const auto flagged = planted.Find("infiniband_topology_finding", {{"kind", "partition_enforcement_mismatch"}});
+  ASSERT_EQ(flagged.size(), 1u);
+  EXPECT_EQ(flagged[0].labels.at("node"), leaf2.node);
+  EXPECT_EQ(flagged[0].labels.at("port"), std::to_string(leaf2.port));
+  EXPECT_EQ(flagged[0].labels.at("remote_node"), tree_->Host(2));
+  EXPECT_EQ(flagged[0].labels.at("remote_port"), "1");
 
   // Against a plan that says so: nothing. Against one that wants host 4 in
   // the tenant too: host 4.

@@ -138,7 +138,7 @@ TEST(RoutingBalanceTest, APulledUplinkIsUnroutedThenAReturnedOneCarriesNothing) 
   EXPECT_EQ(RoutingFindings(s)["routing_imbalance"], 0);
 }
 
-// Three forwarding-table entries planted with SubnSet (tests/tools/set_lft):
+// Three forwarding-table entries planted with SubnSet (tests/tools/smp_set):
 // leaf 1 sends a leaf-2 host up to spine 1, spine 1 sends it down to leaf 3,
 // leaf 3 up to spine 2: down and up again. ibtracert walks the same path.
 TEST(RoutingBalanceTest, APlantedDownAndUpRouteIsFoundAndIbtracertAgrees) {
@@ -153,7 +153,7 @@ TEST(RoutingBalanceTest, APlantedDownAndUpRouteIsFoundAndIbtracertAgrees) {
   const std::string dest = lid("infiniband_hca_info", "hca", tree.Host(5));  // on leaf 2
   const std::string source = lid("infiniband_hca_info", "hca", tree.Host(1));  // on leaf 1
   const auto set = [&](const std::string& sw, const Endpoint& out) {
-    const CommandResult r = sim->Tool({IBFABRIC_SET_LFT_BIN, lid("infiniband_switch_info", "switch", sw), dest,
+    const CommandResult r = sim->Tool({IBFABRIC_SMP_SET_BIN, "lft", lid("infiniband_switch_info", "switch", sw), dest,
                                        std::to_string(out.port)});
     EXPECT_EQ(r.exit_code, 0) << r.err;
   };

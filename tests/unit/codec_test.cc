@@ -167,6 +167,27 @@ TEST(CodecTest, DecodesPortInfoXdrFields) {
   EXPECT_FALSE(HasExtendedSpeeds2(DecodePortInfo(m)));
 }
 
+// PortInfo.PartitionEnforcementInbound/Outbound are bits 348 and 349 (byte
+// 43, masks 0x08 and 0x04); SwitchInfo.PartitionEnforcementCap is bytes
+// 14-15 (IBTA 14.2.5.6 and 14.2.5.4; rdma-core libibmad/fields.c).
+TEST(CodecTest, DecodesPartitionEnforcementFields) {
+  MadBytes m{};
+  std::uint8_t* data = m.data() + kMadDataOffset;
+  data[43] = 0x08;
+  PortInfo p = DecodePortInfo(m);
+  EXPECT_TRUE(p.partition_enforcement_inbound);
+  EXPECT_FALSE(p.partition_enforcement_outbound);
+  data[43] = 0xf7 & ~0x08;  // every neighbour set, inbound clear
+  p = DecodePortInfo(m);
+  EXPECT_FALSE(p.partition_enforcement_inbound);
+  EXPECT_TRUE(p.partition_enforcement_outbound);
+
+  MadBytes s{};
+  s[kMadDataOffset + 14] = 0x01;
+  s[kMadDataOffset + 15] = 0x40;
+  EXPECT_EQ(DecodeSwitchInfo(s).partition_enforcement_cap, 0x140);
+}
+
 // SMInfo (IBTA 14.2.5.13, table 158): GUID bytes 0-7, SM_Key 8-15,
 // ActCount 16-19, then Priority (4 bits) and SMState (4 bits) in byte 20.
 TEST(CodecTest, DecodesSmInfoByTheSpecsLayout) {

@@ -1,6 +1,7 @@
 #pragma once
 // Hand-built fabrics for unit tests of the topology analyses.
 
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,14 @@ class FabricBuilder {
   int Next(int n) { return ++next_[n]; }
   void Connect(int a, int b, std::uint8_t width = 2, std::uint8_t speed = 4) {
     Link(a, Next(a), b, Next(b), width, speed);
+  }
+
+  // A cabled port, to adjust before Build().
+  topology::Port& PortOf(int n, int port) {
+    for (auto& p : nodes_[n].ports) {
+      if (p.number == port) return p;
+    }
+    throw std::out_of_range("no port " + std::to_string(port) + " on " + nodes_[n].description);
   }
 
   topology::Fabric Build() const { return topology::Fabric(nodes_); }

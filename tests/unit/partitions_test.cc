@@ -81,5 +81,45 @@ TEST(PartitionsTest, OddPortsOnALeafAndAgainstAPlan) {
                                "cn1[1] holds {0x7fff full}, the partition plan says {0x0001 full, 0x7fff full}"}));
 }
 
+// Switch ports against the CA ports they face: a partition the switch port
+// lacks, one it has in excess, membership alone differing (not a finding),
+// and the enforcement bits in the detail. Switch ports take no part in the
+// leaf majority or the plan.
+TEST(PartitionsTest, SwitchPortsAgainstTheHcaTheyFace) {
+  testing::FabricBuilder b;
+  const int leaf = b.Switch("leaf1", 8);
+  std::vector<int> hosts;
+  for (int i = 0; i < 3; ++i) {
+    hosts.push_back(b.Ca("cn" + std::to_string(i + 1)));
+    b.Link(leaf, i + 1, hosts.back(), 1);
+  }
+  b.PortOf(leaf, 2).partition_enforcement_inbound = true;
+  const Fabric f = b.Build();
+  PartitionTables t;
+  for (int i = 0; i < 3; ++i) t[{b.Guid(hosts[i]), 1}] = {0x8001, 0xffff};
+  t[{b.Guid(leaf), 1}] = {0xffff};                  // lacks 0x0001
+  t[{b.Guid(leaf), 2}] = {0x8001, 0x0002, 0xffff};  // admits 0x0002 too
+  t[{b.Guid(leaf), 3}] = {0x0001, 0xffff};          // limited where cn3 is full: same partitions
+  PartitionPlan plan;
+  std::string error;
+  ASSERT_TRUE(ParsePartitionPlan("partitions:\n  - pkey: 0x7fff\n    full: all\n  - pkey: 0x0001\n    full: [cn1, cn2, cn3]\n",
+                                 &plan, &error))
+      << error;
+  Analysis a;
+  AnalyzePartitions(f, t, &plan, &a);
+  ASSERT_EQ(a.findings.size(), 2u);
+  for (const auto& x : a.findings) EXPECT_EQ(x.kind, FindingKind::kPartitionEnforcementMismatch);
+  EXPECT_EQ(a.findings[0].a, (PortRef{b.Guid(leaf), 1}));
+  EXPECT_EQ(a.findings[0].b, (PortRef{b.Guid(hosts[0]), 1}));
+  EXPECT_EQ(a.findings[0].detail,
+            "leaf1[1] holds {0x7fff full} facing cn1[1] which holds {0x0001 full, 0x7fff full}: its traffic in "
+            "partition 0x0001 is dropped at the switch port once partition enforcement is switched on (it is off)");
+  EXPECT_EQ(a.findings[1].a, (PortRef{b.Guid(leaf), 2}));
+  EXPECT_EQ(a.findings[1].detail,
+            "leaf1[2] holds {0x0001 full, 0x0002 limited, 0x7fff full} facing cn2[1] which holds {0x0001 full, 0x7fff "
+            "full}: the switch port admits partition 0x0002 (partition enforcement inbound on, outbound off)");
+  EXPECT_EQ(a.partitions.size(), 6u);  // all six tables are exported
+}
+
 }  // namespace
 }  // namespace ibfabric::topology
