@@ -3,7 +3,8 @@
 // master and the standby (checked against `sminfo`), the failover when the
 // master is killed (the standby takes over within about a second: short
 // SMInfo polling in the SMs' config), no master once every SM is gone, and
-// a master that answers but no longer sweeps (opensm -s 0).
+// a master that answers but no longer sweeps (opensm -s 0), and two SMs
+// that both claim master.
 
 #include <gtest/gtest.h>
 
@@ -57,13 +58,14 @@ class SubnetManagerTest : public FabricSuite {
  protected:
   static void SetUpTestSuite() { StartFabric(Spec(4, 2, 4, 1, 8)); }
 
-  static std::unique_ptr<Process> Sm(const std::string& host, int priority, bool standby, int sweep = 1) {
+  static std::unique_ptr<Process> Sm(const std::string& host, int priority, bool standby, int sweep = 1,
+                                     const std::string& config = "") {
     std::string error;
     SimFabric::SmOptions o;
     o.attach = host;
     o.priority = priority;
     o.sweep_seconds = sweep;
-    o.config = kFastPolling;
+    o.config = kFastPolling + config;
     o.standby = standby;
     auto sm = sim_->StartSubnetManager(o, &error);
     EXPECT_NE(sm, nullptr) << error;
@@ -191,6 +193,42 @@ TEST_F(SubnetManagerTest, AMasterThatStopsSweepingIsReported) {
   EXPECT_EQ(a->state, 3);
   EXPECT_EQ(Hex(a->guid), Hex(j["master"]["guid"]));
   lazy->Signal(SIGKILL);
+}
+
+// Two SMs configured to ignore other SMs (opensm's ignore_other_sm) both
+// claim master: the exporter reports both and the multiple_masters
+// condition, as sminfo does. (Fresh hosts: ibsim clears IsSM on the node of
+// an SM killed earlier when it notices, which could hit a new SM there.)
+TEST_F(SubnetManagerTest, TwoSmsClaimingMasterAreReported) {
+  const std::string kIgnoreOthers = "ignore_other_sm TRUE\n";
+  auto first = Sm(tree_->Host(4), 10, false, 1, kIgnoreOthers);
+  auto second = Sm(tree_->Host(12), 1, false, 1, kIgnoreOthers);
+  ASSERT_TRUE(first && second);
+  auto e = StartExporter({"--sweep.interval=300ms", "--discovery.interval=1s", "--sm.stall-after=5s"});
+  ASSERT_NE(e, nullptr);
+  json j;
+  ASSERT_TRUE(WaitJson(*e, [](const json& x) { return x["master_count"] == 2; }, &j)) << j.dump(2) << e->Log();
+  EXPECT_TRUE(Conditions(j).count("multiple_masters")) << j["conditions"].dump();
+  std::map<std::string, int> masters;  // node -> priority
+  for (const auto& sm : j["sms"]) {
+    if (sm["state"] == "master") masters[sm["node"].get<std::string>()] = sm["priority"].get<int>();
+  }
+  EXPECT_EQ(masters, (std::map<std::string, int>{{tree_->Host(4), 10}, {tree_->Host(12), 1}}));
+  // sminfo, asked at each SM's LID, hears "master" from both.
+  for (const auto& sm : j["sms"]) {
+    const auto tool = SmInfoTool(*sim_, std::to_string(sm["lid"].get<int>()));
+    ASSERT_TRUE(tool) << sm.dump();
+    EXPECT_EQ(Hex(tool->guid), Hex(sm["guid"]));
+    EXPECT_EQ(tool->state, 3) << sm.dump();
+  }
+  const auto s = e->WaitFor([](const Scrape& x) { return x.Value("infiniband_sm_masters") == 2; }, seconds(10));
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->Value("infiniband_sm_condition", {{"condition", "multiple_masters"}}), 1);
+  EXPECT_EQ(s->Value("infiniband_sm_condition", {{"condition", "no_master"}}), 0);
+  EXPECT_EQ(s->Value("infiniband_sm_state", {{"node", tree_->Host(4)}, {"state", "master"}}), 1);
+  EXPECT_EQ(s->Value("infiniband_sm_state", {{"node", tree_->Host(12)}, {"state", "master"}}), 1);
+  first->Signal(SIGKILL);
+  second->Signal(SIGKILL);
 }
 
 TEST_F(SubnetManagerTest, LocalExportersDoNotWatchSubnetManagers) {
