@@ -326,6 +326,12 @@ bool HttpServer::Start(std::string* error) {
     *error = "invalid --web.config.file: " + (tls_error_.empty() ? "cannot set up TLS" : tls_error_);
     return false;
   }
+  // SO_REUSEADDR only: httplib's default adds SO_REUSEPORT, with which a
+  // second exporter on the same port binds too and takes half the scrapes.
+  server_->set_socket_options([](socket_t sock) {
+    const int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
   if (options_.port == 0) {
     bound_port_ = server_->bind_to_any_port(options_.host);
   } else {

@@ -111,6 +111,21 @@ TEST(HttpServerTest, ReadyOnlyAfterASweepAndUnknownPathsAre404) {
   http.Stop();
 }
 
+// A second server on a port in use fails to start with a one-line error
+// (httplib's default SO_REUSEPORT would let both listen and split scrapes).
+TEST(HttpServerTest, APortInUseIsAStartError) {
+  SnapshotHolder holder;
+  HttpServer first(holder, Options());
+  std::string error;
+  ASSERT_TRUE(first.Start(&error)) << error;
+  HttpOptions o = Options();
+  o.port = first.bound_port();
+  HttpServer second(holder, o);
+  EXPECT_FALSE(second.Start(&error));
+  EXPECT_EQ(error, "cannot listen on 127.0.0.1:" + std::to_string(o.port) + " (address in use or not local?)");
+  first.Stop();
+}
+
 // The web config of a TLS server with the test certificates.
 WebConfig WithTls(const Certificates& certs, WebConfig web = {}) {
   web.tls.emplace();
