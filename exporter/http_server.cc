@@ -342,7 +342,13 @@ bool HttpServer::Start(std::string* error) {
              " (address in use or not local?)";
     return false;
   }
-  thread_ = std::thread([this] { server_->listen_after_bind(); });
+  thread_ = std::thread([this] {
+    server_->listen_after_bind();
+    listen_returned_ = true;
+  });
+  // Serving once Start returns, and a Stop right after it is not lost:
+  // httplib's stop() does nothing until the listening loop has begun.
+  while (!server_->is_running() && !listen_returned_) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   return true;
 }
 

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <atomic>
 #include <thread>
 
 #include "exporter/snapshot_holder.h"
@@ -59,6 +60,7 @@ class HttpServer {
   std::string tls_error_;  // why the TLS context could not be set up; set while server_ is made
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
+  std::atomic<bool> listen_returned_{false};  // the listening loop ended (or never began)
   int bound_port_ = 0;
   std::string decoy_hash_;  // checked for unknown users, so they cost as much as known ones
   std::mutex auth_mutex_;
