@@ -1,5 +1,6 @@
 #include "collectors/alerts_json.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <ctime>
@@ -31,10 +32,12 @@ json End(const Snapshot& s, const topology::PortRef& ref) {
   return e;
 }
 
-bool Matches(const Snapshot& s, const Alert& a, const AlertFilter& f) {
-  if (f.severity && a.severity != *f.severity) return false;
+// Whether an alert of `severity` on `ports` passes the filter: the node
+// filter matches a port's node by name or GUID.
+bool Matches(const Snapshot& s, Severity severity, const std::vector<topology::PortRef>& ports, const AlertFilter& f) {
+  if (f.severity && severity != *f.severity) return false;
   if (f.node.empty()) return true;
-  for (const auto& end : {a.cable.a, a.cable.b}) {
+  for (const auto& end : ports) {
     if (NameOf(s, end.node_guid) == f.node) return true;
     char* stop = nullptr;
     errno = 0;
@@ -42,6 +45,30 @@ bool Matches(const Snapshot& s, const Alert& a, const AlertFilter& f) {
     if (errno == 0 && stop && *stop == '\0' && f.node.size() > 2 && guid == end.node_guid) return true;
   }
   return false;
+}
+
+bool Matches(const Snapshot& s, const Alert& a, const AlertFilter& f) {
+  return Matches(s, a.severity, {a.cable.a, a.cable.b}, f);
+}
+
+// A subnet manager condition as an alert: cause "subnet_manager", `ends`
+// the SM ports concerned (none for no_master), active while it holds.
+json SmConditionToJson(const Snapshot& s, const SmConditionState& c) {
+  json ends = json::array();
+  for (const auto& port : c.sms) ends.push_back(End(s, port));
+  return json{{"id", std::string("subnet_manager:") + ToString(c.condition)},
+              {"cause", "subnet_manager"},
+              {"condition", ToString(c.condition)},
+              {"severity", ToString(c.severity)},
+              {"state", "active"},
+              {"summary", c.summary},
+              {"action", c.action},
+              {"ends", std::move(ends)},
+              {"since", Iso8601(c.since)},
+              {"since_unix", Unix(c.since)},
+              {"last_seen", Iso8601(s.published)},
+              {"cleared", nullptr},
+              {"evidence", json::array({{{"signal", ToString(c.condition)}, {"end", "fabric"}, {"detail", c.summary}}})}};
 }
 
 json AlertToJson(const Snapshot& s, const Alert& a) {
@@ -121,6 +148,14 @@ bool ParseAlertFilter(const std::multimap<std::string, std::string>& params, Ale
 json AlertsJson(const Snapshot& s, const AlertFilter& filter) {
   json active = json::array(), cleared = json::array();
   std::map<std::string, int> counts{{"warning", 0}, {"critical", 0}};
+  // Subnet manager conditions first: they concern the whole fabric.
+  if (s.subnet_managers) {
+    for (const SmConditionState& c : s.subnet_managers->conditions) {
+      if (!Matches(s, c.severity, c.sms, filter)) continue;
+      ++counts[ToString(c.severity)];
+      if (filter.active) active.push_back(SmConditionToJson(s, c));
+    }
+  }
   if (s.health) {
     for (const Alert& a : s.health->active) {
       if (!Matches(s, a, filter)) continue;
@@ -133,6 +168,9 @@ json AlertsJson(const Snapshot& s, const AlertFilter& filter) {
       }
     }
   }
+  // Critical before warning, each group in the order above.
+  std::stable_sort(active.begin(), active.end(),
+                   [](const json& x, const json& y) { return x["severity"] == "critical" && y["severity"] != "critical"; });
   const double window = s.health ? std::chrono::duration<double>(s.health->window).count() : 0;
   return json{{"schema_version", kAlertsSchemaVersion},
               {"generated", Iso8601(s.published)},

@@ -157,34 +157,45 @@ void SmMonitor::Update(const std::vector<SmReading>& readings, const topology::F
   }
 
   std::vector<SmConditionState> conditions;
-  auto hold = [&](SmCondition c, const char* severity, std::string summary) {
+  auto hold = [&](SmCondition c, Severity severity, std::string summary, std::string action,
+                  std::vector<const SmStatus*> concerned) {
     auto [it, fresh] = since_.try_emplace(c, wall);
-    conditions.push_back({c, severity, it->second, std::move(summary)});
+    std::vector<topology::PortRef> ports;
+    for (const SmStatus* sm : concerned) ports.push_back(sm->port);
+    conditions.push_back({c, severity, it->second, std::move(summary), std::move(action), std::move(ports)});
   };
   if (masters.empty()) {
-    hold(SmCondition::kNoMaster, "critical",
+    hold(SmCondition::kNoMaster, Severity::kCritical,
          "no subnet manager answers as master (" + std::to_string(sms_.size()) + " SM ports known): new "
-         "connections cannot be set up and the fabric is not swept");
+         "connections cannot be set up and the fabric is not swept",
+         "Start or restart a subnet manager (systemctl status opensm on the SM hosts) and check its log.", {});
   }
   if (masters.size() > 1) {
     std::string who;
     for (const SmStatus* m : masters) who += (who.empty() ? "" : ", ") + Where(*m);
-    hold(SmCondition::kMultipleMasters, "critical", std::to_string(masters.size()) + " SMs claim master: " + who);
+    hold(SmCondition::kMultipleMasters, Severity::kCritical, std::to_string(masters.size()) + " SMs claim master: " + who,
+         "Stop all but one of them; look for an SM configured to ignore the others (opensm ignore_other_sm) or a "
+         "fabric that was split and joined again.",
+         masters);
   }
   if (!masters.empty() && standbys == 0) {
-    hold(SmCondition::kNoStandby, "warning",
-         "no standby subnet manager: if the master " + Where(*masters[0]) + " fails, nothing takes over");
+    hold(SmCondition::kNoStandby, Severity::kWarning,
+         "no standby subnet manager: if the master " + Where(*masters[0]) + " fails, nothing takes over",
+         "Start a standby subnet manager on a second host, with a lower priority than the master.", {masters[0]});
   }
   if (masters.size() == 1 && !masters[0]->act_count_moving) {
-    hold(SmCondition::kMasterNotSweeping, "critical",
+    hold(SmCondition::kMasterNotSweeping, Severity::kCritical,
          "master SM " + Where(*masters[0]) + " answers but its ActCount " + std::to_string(masters[0]->act_count) +
-             " has not moved since " + Iso8601(masters[0]->last_act_change) + ": it stopped sweeping");
+             " has not moved since " + Iso8601(masters[0]->last_act_change) + ": it stopped sweeping",
+         "Check the master SM's log and configuration (sweep_interval); restart it, or fail over to the standby.",
+         {masters[0]});
   }
   if (last_failover_steady_ && now - *last_failover_steady_ < options_.failover_hold && !events_.empty()) {
     const SmEvent& e = events_.front();
-    hold(SmCondition::kFailover, "warning",
+    hold(SmCondition::kFailover, Severity::kWarning,
          "master SM moved from " + (e.from ? Where(*e.from) : std::string("an unknown SM")) + " to " + Where(e.to) +
-             " at " + Iso8601(e.when));
+             " at " + Iso8601(e.when),
+         "Find out why the previous master stopped (its host, its log) and bring a standby back.", {&e.to});
   }
   for (auto it = since_.begin(); it != since_.end();) {
     const bool held = std::any_of(conditions.begin(), conditions.end(),
@@ -251,7 +262,8 @@ nlohmann::json SubnetManagersJson(const SmReport& r, std::chrono::system_clock::
   nlohmann::json conditions = nlohmann::json::array();
   for (const SmConditionState& c : r.conditions) {
     conditions.push_back(
-        {{"condition", ToString(c.condition)}, {"severity", c.severity}, {"since", Iso8601(c.since)}, {"summary", c.summary}});
+        {{"condition", ToString(c.condition)}, {"severity", ToString(c.severity)}, {"since", Iso8601(c.since)},
+         {"summary", c.summary}, {"action", c.action}});
   }
   return {{"schema_version", 1},
           {"generated", Iso8601(generated)},

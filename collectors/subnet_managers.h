@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "collectors/alerts.h"
 #include "topology/fabric.h"
 #include "transport/attributes.h"
 #include "transport/mad_engine.h"
@@ -78,9 +79,11 @@ const char* ToString(SmCondition c);  // "no_master", ...
 
 struct SmConditionState {
   SmCondition condition;
-  std::string severity;  // "critical" or "warning"
+  Severity severity = Severity::kWarning;
   std::chrono::system_clock::time_point since{};
   std::string summary;
+  std::string action;                   // what on-call should do about it
+  std::vector<topology::PortRef> sms;   // the SM ports concerned (none for no_master)
 };
 
 // Immutable result of the monitor after a sweep.

@@ -228,7 +228,7 @@ void Poller::WatchSubnetManagers(std::chrono::steady_clock::time_point now,
   for (const auto& c : sm_report_->conditions) {
     if (had.count(c.condition)) continue;
     log_.Warn("subnet manager", std::string("condition=") + collectors::ToString(c.condition) + " severity=" +
-                                    c.severity + " summary=\"" + c.summary + "\"");
+                                    collectors::ToString(c.severity) + " summary=\"" + c.summary + "\"");
   }
 }
 

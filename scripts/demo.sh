@@ -28,7 +28,8 @@ build/tests/gen_fabric --leaves "$leaves" --spines "$spines" --hosts-per-leaf "$
   > "$dir/fabric.net"
 
 pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }
+# Newest first: the SMs go before ibsim (an opensm can hang when ibsim dies first).
+cleanup() { for (( i=${#pids[@]}-1; i>=0; i-- )); do kill -9 "${pids[i]}" 2>/dev/null || true; done; }
 trap cleanup EXIT INT TERM
 
 # ibsim reads its console from a fifo that this script holds open (fd 3).
@@ -39,10 +40,19 @@ pids+=($!)
 for _ in $(seq 100); do grep -q "Network simulator ready" "$dir/ibsim.log" && break; sleep 0.1; done
 grep -q "Network simulator ready" "$dir/ibsim.log" || { echo "demo.sh: ibsim failed:"; tail "$dir/ibsim.log"; exit 1; }
 
-echo "demo.sh: assigning LIDs with opensm"
+# A master SM and a standby, as a production fabric runs them (-d2 flushes
+# the log after each message, so that SUBNET UP can be waited for).
+echo "demo.sh: starting the subnet managers (opensm master at cn0001, standby at cn0002)"
+mkdir -p "$dir/osm-cache-standby"
 LD_PRELOAD=$preload SIM_HOST=cn0001 OSM_CACHE_DIR="$dir/osm-cache" \
-  timeout 120 opensm -o -f "$dir/opensm.log" >/dev/null 2>&1 || true
+  opensm -d2 -p 10 -f "$dir/opensm.log" >/dev/null 2>&1 &
+pids+=($!)
+for _ in $(seq 600); do grep -q "SUBNET UP" "$dir/opensm.log" 2>/dev/null && break; sleep 0.2; done
 grep -q "SUBNET UP" "$dir/opensm.log" || { echo "demo.sh: opensm did not bring the subnet up"; tail "$dir/opensm.log"; exit 1; }
+LD_PRELOAD=$preload SIM_HOST=cn0002 OSM_CACHE_DIR="$dir/osm-cache-standby" \
+  opensm -d2 -p 1 -f "$dir/opensm-standby.log" >/dev/null 2>&1 &
+pids+=($!)
+for _ in $(seq 300); do grep -q "STANDBY" "$dir/opensm-standby.log" 2>/dev/null && break; sleep 0.2; done
 
 # A few planted faults so the metrics have something to show.
 {

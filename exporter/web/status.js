@@ -233,6 +233,15 @@ function cableCell(a, b) {
   return el("td", {}, portLink(a.guid, a.port, a.node || a.name), " – ", portLink(b.guid, b.port, b.node || b.name));
 }
 
+// A cable's two ends, or the ports a fabric-wide alert concerns (a subnet
+// manager condition names its SM ports, or none).
+function endsCell(ends) {
+  if (ends.length === 2) return cableCell(ends[0], ends[1]);
+  const cell = el("td", { text: ends.length ? "" : "fabric" });
+  ends.forEach((e, i) => cell.append(...(i ? [", "] : []), portLink(e.guid, e.port, e.node)));
+  return cell;
+}
+
 function tables(topology, alerts, cables) {
   fillTable("problems", [...cables.values()].filter((c) => c.state !== "ok")
     .sort((x, y) => RANK[y.state] - RANK[x.state])
@@ -240,7 +249,7 @@ function tables(topology, alerts, cables) {
                    cableCell(c.a, c.b), el("td", { text: c.why.join("; ") }))));
   fillTable("alerts", ((alerts && alerts.active) || []).map((a) => el("tr", { "data-cause": a.cause },
     el("td", { class: "sev-" + a.severity, text: a.severity }), el("td", { text: a.cause }),
-    cableCell(a.ends[0], a.ends[1]), el("td", { text: a.since }), el("td", { text: a.summary }),
+    endsCell(a.ends || []), el("td", { text: a.since }), el("td", { text: a.summary }),
     el("td", { text: a.action }))));
   fillTable("findings", ((topology && topology.findings) || []).map((f) => el("tr", { "data-kind": f.kind },
     el("td", { text: f.kind }), el("td", { text: f.detail }))));

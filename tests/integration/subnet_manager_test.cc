@@ -221,6 +221,19 @@ TEST_F(SubnetManagerTest, TwoSmsClaimingMasterAreReported) {
     EXPECT_EQ(Hex(tool->guid), Hex(sm["guid"]));
     EXPECT_EQ(tool->state, 3) << sm.dump();
   }
+  // And in /api/v1/alerts, beside the cable alerts: critical, naming both SM ports.
+  int status = 0;
+  const json alerts = json::parse(e->Get("/api/v1/alerts?severity=critical", &status), nullptr, false);
+  ASSERT_EQ(status, 200);
+  json multiple;
+  for (const auto& a : alerts["active"]) {
+    if (a["id"] == "subnet_manager:multiple_masters") multiple = a;
+  }
+  ASSERT_TRUE(multiple.is_object()) << alerts.dump(2);
+  EXPECT_EQ(multiple["cause"], "subnet_manager");
+  std::set<std::string> ends;
+  for (const auto& end : multiple["ends"]) ends.insert(end["node"].get<std::string>() + "[" + end["port"].dump() + "]");
+  EXPECT_EQ(ends, (std::set<std::string>{tree_->Host(4) + "[1]", tree_->Host(12) + "[1]"}));
   const auto s = e->WaitFor([](const Scrape& x) { return x.Value("infiniband_sm_masters") == 2; }, seconds(10));
   ASSERT_TRUE(s);
   EXPECT_EQ(s->Value("infiniband_sm_condition", {{"condition", "multiple_masters"}}), 1);

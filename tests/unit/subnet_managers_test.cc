@@ -4,11 +4,14 @@
 
 #include "collectors/subnet_managers.h"
 
+#include "collectors/alerts_json.h"
+
 #include <gtest/gtest.h>
 
 namespace ibfabric::collectors {
 namespace {
 
+using nlohmann::json;
 using std::chrono::seconds;
 using transport::SmState;
 
@@ -140,6 +143,56 @@ TEST(SubnetManagersTest, TwoMastersAndTheJson) {
   EXPECT_EQ(j["conditions"][0]["severity"], "critical");
   EXPECT_NE(j["conditions"][0]["summary"].get<std::string>().find("cn0001[1]"), std::string::npos);
   EXPECT_EQ(j["generated"], "2023-11-14T22:13:20Z");
+  EXPECT_NE(j["conditions"][0]["action"].get<std::string>().find("ignore_other_sm"), std::string::npos);
+  // The condition names both masters' ports.
+  EXPECT_EQ(r.conditions[0].sms, (std::vector<topology::PortRef>{{0x100, 1}, {0x200, 1}}));
+}
+
+// SM conditions in /api/v1/alerts: cause subnet_manager, the SM ports as
+// ends (none for no_master), critical ones first, counted, and filtered by
+// severity and node like cable alerts.
+TEST(SubnetManagersTest, ConditionsAreAlertsInTheAlertsJson) {
+  const auto fabric = TwoHosts();
+  SmMonitor m;
+  const auto t0 = std::chrono::steady_clock::time_point{} + seconds(1000);
+  const auto w0 = std::chrono::system_clock::time_point{} + seconds(1'700'000'000);
+  m.Update({Answer(0x100, 10, SmState::kMaster, 5), Answer(0x200, 10, SmState::kMaster, 5)}, fabric, t0, w0);
+  Snapshot s;
+  s.fabric = std::make_shared<topology::Fabric>(fabric);
+  for (const auto& n : fabric.nodes()) s.nodes[n.guid] = {n.kind, n.description};
+  s.subnet_managers = std::make_shared<SmReport>(m.Report());
+  s.published = w0;
+  json j = AlertsJson(s, {});
+  EXPECT_EQ(j["active_counts"]["critical"], 1);
+  EXPECT_EQ(j["active_counts"]["warning"], 1);
+  ASSERT_EQ(j["active"].size(), 2u);
+  EXPECT_EQ(j["active"][0]["id"], "subnet_manager:multiple_masters");
+  EXPECT_EQ(j["active"][0]["cause"], "subnet_manager");
+  EXPECT_EQ(j["active"][0]["severity"], "critical");
+  ASSERT_EQ(j["active"][0]["ends"].size(), 2u);
+  EXPECT_EQ(j["active"][0]["ends"][0]["node"], "cn0001");
+  EXPECT_EQ(j["active"][0]["ends"][1]["node"], "cn0002");
+  EXPECT_EQ(j["active"][0]["since"], "2023-11-14T22:13:20Z");
+  EXPECT_EQ(j["active"][1]["condition"], "no_standby");
+  AlertFilter critical;
+  critical.severity = Severity::kCritical;
+  EXPECT_EQ(AlertsJson(s, critical)["active"].size(), 1u);
+  AlertFilter node;
+  node.node = "cn0002";
+  j = AlertsJson(s, node);
+  ASSERT_EQ(j["active"].size(), 1u) << "no_standby names the first master only";
+  EXPECT_EQ(j["active"][0]["condition"], "multiple_masters");
+  AlertFilter cleared;
+  cleared.active = false;
+  EXPECT_TRUE(AlertsJson(s, cleared)["active"].empty());
+
+  // With no SM answering: no_master, on no port.
+  m.Update({}, fabric, t0 + seconds(1), w0 + seconds(1));
+  s.subnet_managers = std::make_shared<SmReport>(m.Report());
+  j = AlertsJson(s, {});
+  ASSERT_EQ(j["active"].size(), 1u) << j.dump();
+  EXPECT_EQ(j["active"][0]["condition"], "no_master");
+  EXPECT_TRUE(j["active"][0]["ends"].empty());
 }
 
 }  // namespace
