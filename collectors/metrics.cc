@@ -1,6 +1,7 @@
 #include "collectors/metrics.h"
 
 #include "topology/partitions.h"
+#include "topology/routing.h"
 
 #include <algorithm>
 
@@ -357,6 +358,15 @@ void RenderTopology(const Snapshot& s, Emit out) {
     }
     for (auto* family : {&dests, &spread, &ratio, &unrouted}) {
       if (!family->metric.empty()) out(std::move(*family));
+    }
+    const topology::RoutingTotals totals = topology::SummarizeRouting(a);
+    EmitOne(out, "infiniband_routing_fabric_max_spread",
+            "Fabric-wide: the largest spread of destinations over any switch's uplinks or downlinks",
+            MetricType::Gauge, totals.max_spread);
+    if (totals.worst_max_min_ratio) {
+      EmitOne(out, "infiniband_routing_fabric_max_min_ratio",
+              "Fabric-wide: the largest most-over-fewest destinations ratio of any switch", MetricType::Gauge,
+              *totals.worst_max_min_ratio);
     }
     EmitOne(out, "infiniband_routing_down_up_routes",
             "Leaf-to-CA routes that go down a tier and up again, or never arrive", MetricType::Gauge,

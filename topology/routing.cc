@@ -203,4 +203,16 @@ void AnalyzeRouting(const Fabric& fabric, const ForwardingTables& tables, Analys
   }
 }
 
+RoutingTotals SummarizeRouting(const Analysis& a) {
+  RoutingTotals t;
+  for (const auto& [guid, r] : a.routing) {
+    t.max_spread = std::max(t.max_spread, r.spread);
+    if (r.unrouted > 0) ++t.switches_with_unrouted;
+    if (r.max_min_ratio) t.worst_max_min_ratio = std::max(t.worst_max_min_ratio.value_or(0), *r.max_min_ratio);
+  }
+  t.imbalanced_switches = static_cast<int>(std::count_if(
+      a.findings.begin(), a.findings.end(), [](const Finding& f) { return f.kind == FindingKind::kRoutingImbalance; }));
+  return t;
+}
+
 }  // namespace ibfabric::topology

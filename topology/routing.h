@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,5 +42,14 @@ ReadTablesResult ReadForwardingTables(const Fabric& fabric, transport::MadEngine
 // analysis' tiers; does nothing of the tier-based kind when the fabric is
 // not a tree.
 void AnalyzeRouting(const Fabric& fabric, const ForwardingTables& tables, Analysis* analysis);
+
+// The fabric-wide picture of an analysis' routing. Pure.
+struct RoutingTotals {
+  int max_spread = 0;                  // the largest spread of any switch
+  int imbalanced_switches = 0;         // switches with a kRoutingImbalance finding
+  int switches_with_unrouted = 0;      // switches that cannot forward some CA LIDs
+  std::optional<double> worst_max_min_ratio;  // the largest defined max/min ratio
+};
+RoutingTotals SummarizeRouting(const Analysis& analysis);
 
 }  // namespace ibfabric::topology

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "topology/link_rate.h"
+#include "topology/routing.h"
 
 namespace ibfabric::topology {
 namespace {
@@ -151,7 +152,12 @@ json TopologyJson(const Fabric& f, const Analysis& a) {
                           {"max_min_ratio", r.max_min_ratio ? json(*r.max_min_ratio) : json(nullptr)},
                           {"unrouted", r.unrouted}});
     }
+    const RoutingTotals t = SummarizeRouting(a);
     routing = {{"switches", std::move(switches)},
+               {"fabric", {{"max_spread", t.max_spread},
+                           {"worst_max_min_ratio", t.worst_max_min_ratio ? json(*t.worst_max_min_ratio) : json(nullptr)},
+                           {"imbalanced_switches", t.imbalanced_switches},
+                           {"switches_with_unrouted", t.switches_with_unrouted}}},
                {"routes_traced", a.routes_traced},
                {"down_up_routes", a.down_up_routes}};
   }

@@ -73,6 +73,7 @@ TEST(RoutingBalanceTest, OpensmRoutesOnCleanFatTreesAreBalancedAndMatchIbroute) 
     for (const auto& x : s.Find("infiniband_routing_spread")) EXPECT_LE(x.value, 1) << where << " " << x.labels.at("switch");
     for (const auto& x : s.Find("infiniband_routing_unrouted_destinations")) EXPECT_EQ(x.value, 0) << where;
     EXPECT_EQ(s.Find("infiniband_routing_spread").size(), static_cast<std::size_t>(spec.leaves + spec.spines));
+    EXPECT_LE(*s.Value("infiniband_routing_fabric_max_spread"), 1) << where;
     // Leaf 2's uplinks: the exporter's counts are ibroute's CA destinations per port.
     const std::string leaf = tree.Leaf(2);
     const std::string lid = s.Find("infiniband_switch_info", {{"switch", leaf}}).at(0).labels.at("lid");
@@ -123,6 +124,9 @@ TEST(RoutingBalanceTest, APulledUplinkIsUnroutedThenAReturnedOneCarriesNothing) 
   s = Once(*sim);
   EXPECT_EQ(s.Value("infiniband_routing_port_destinations", {{"switch", uplink.node}, {"port", std::to_string(uplink.port)}}), 0);
   EXPECT_GE(*s.Value("infiniband_routing_spread", {{"switch", uplink.node}}), 2);
+  double worst = 0;  // fabric-wide: the worst switch
+  for (const auto& x : s.Find("infiniband_routing_spread")) worst = std::max(worst, x.value);
+  EXPECT_EQ(s.Value("infiniband_routing_fabric_max_spread"), worst);
   EXPECT_EQ(RoutingFindings(s)["unrouted_destination"], 0);
   EXPECT_GE(RoutingFindings(s)["routing_imbalance"], 1);
   named = false;

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/unit/fabric_builder.h"
+#include "topology/topology_json.h"
 
 namespace ibfabric::topology {
 namespace {
@@ -119,6 +120,13 @@ TEST(PartitionsTest, SwitchPortsAgainstTheHcaTheyFace) {
             "leaf1[2] holds {0x0001 full, 0x0002 limited, 0x7fff full} facing cn2[1] which holds {0x0001 full, 0x7fff "
             "full}: the switch port admits partition 0x0002 (partition enforcement inbound on, outbound off)");
   EXPECT_EQ(a.partitions.size(), 6u);  // all six tables are exported
+  // In the topology JSON: switch ports with their enforcement bits, HCA ports without.
+  const auto j = TopologyJson(f, a)["partitions"];
+  ASSERT_EQ(j.size(), 6u);
+  EXPECT_EQ(j[0]["name"], "leaf1");
+  EXPECT_EQ(j[0]["partitions"], (nlohmann::json::array({{{"pkey", "0x7fff"}, {"membership", "full"}}})));
+  EXPECT_EQ(j[1]["enforcement"], (nlohmann::json{{"inbound", true}, {"outbound", false}}));
+  EXPECT_FALSE(j[3].contains("enforcement")) << j[3].dump();
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/unit/fabric_builder.h"
+#include "topology/topology_json.h"
 #include "transport/attributes.h"
 
 namespace ibfabric::topology {
@@ -78,6 +79,18 @@ TEST(RoutingTest, AnUplinkCarryingNothingIsAnImbalance) {
   EXPECT_NE(t.analysis.findings[0].detail.find("leaf1 routes 4 destinations through port 3 and 0 through port 4"),
             std::string::npos)
       << t.analysis.findings[0].detail;
+  // Fabric-wide: the worst spread, one imbalanced switch; in the JSON too.
+  const RoutingTotals totals = SummarizeRouting(t.analysis);
+  EXPECT_EQ(totals.max_spread, 4);
+  EXPECT_EQ(totals.imbalanced_switches, 1);
+  EXPECT_EQ(totals.switches_with_unrouted, 0);
+  const auto j = TopologyJson(t.fabric, t.analysis)["routing"];
+  EXPECT_EQ(j["fabric"]["max_spread"], 4);
+  EXPECT_EQ(j["fabric"]["imbalanced_switches"], 1);
+  EXPECT_EQ(j["switches"].size(), 5u);
+  EXPECT_EQ(j["switches"][0]["name"], "leaf1");
+  EXPECT_EQ(j["switches"][0]["destinations_by_port"], (nlohmann::json{{"3", 4}, {"4", 0}}));
+  EXPECT_TRUE(j["switches"][0]["max_min_ratio"].is_null());
 }
 
 TEST(RoutingTest, HolesAndDownPortsAreUnrouted) {
