@@ -353,6 +353,7 @@ TEST_F(EcosystemTest, StatusPageInChromiumShowsThePlantedFaultsAndDrillsDownToAP
     const texts = (sel) => [...document.querySelectorAll(sel)].map((e) => e.textContent);
     return {
       causes: [...document.querySelectorAll('#alerts tbody tr[data-cause]')].map((r) => r.dataset.cause),
+      smAlerts: [...document.querySelectorAll('#alerts tbody tr[data-cause=subnet_manager] td')].map((td) => td.textContent),
       problems: [...document.querySelectorAll('#problems tbody tr[data-state]')].map((r) => ({state: r.dataset.state, text: r.textContent})),
       lines: [...document.querySelectorAll('#fabric-svg line.link')].map((l) => ({cls: l.getAttribute('class'), cable: l.dataset.cable})),
       tiers: texts('#fabric-svg .tier-label'),
@@ -372,8 +373,13 @@ TEST_F(EcosystemTest, StatusPageInChromiumShowsThePlantedFaultsAndDrillsDownToAP
   EXPECT_EQ(p["switches"], 6);
   EXPECT_EQ(p["hcas"], static_cast<int>(tree_->hosts().size()) - 1) << "the unplugged host is not discovered";
   EXPECT_NE(p["critical"].get<std::string>(), "0 critical");
-  // The subnet manager chip names the resident SM's node as master.
+  // The subnet manager chip names the resident SM's node as master, and
+  // the lack of a standby is an alert whose row names the master's port.
   EXPECT_EQ(p["sm"].get<std::string>().rfind("SM " + tree_->Host(1) + " + 0 standby", 0), 0u) << p["sm"];
+  ASSERT_EQ(p["smAlerts"].size(), 6u) << p["smAlerts"].dump();  // one row: severity, cause, where, since, summary, action
+  EXPECT_EQ(p["smAlerts"][0], "warning");
+  EXPECT_EQ(p["smAlerts"][2], tree_->Host(1) + "[1]");
+  EXPECT_NE(p["smAlerts"][4].get<std::string>().find("no standby subnet manager"), std::string::npos) << p["smAlerts"][4];
   // The highlighted links: the bad cable on exactly the planted port, and
   // the degraded, miswired and congested ones.
   const Scrape scrape = exporter_->ScrapeMetrics();
