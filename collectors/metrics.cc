@@ -399,13 +399,12 @@ void RenderTopology(const Snapshot& s, Emit out) {
         }
       }
       for (std::uint16_t k : keys) {
-        const std::string d = topology::DescribePKey(k);  // "0x7fff full"
         Add(on_switch ? filter : member,
             {{"guid", FormatGuid(ref.node_guid)},
              {"node", name(ref.node_guid)},
              {"port", std::to_string(ref.port)},
-             {"pkey", d.substr(0, 6)},
-             {"membership", d.substr(7)}},
+             {"pkey", topology::PartitionOf(k)},
+             {"membership", topology::MembershipOf(k)}},
             1);
       }
     }

@@ -10,11 +10,15 @@
 
 namespace ibfabric::topology {
 
-std::string DescribePKey(std::uint16_t pkey) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%04x %s", pkey & 0x7fff, (pkey & 0x8000) ? "full" : "limited");
+std::string PartitionOf(std::uint16_t pkey) {
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "0x%04x", pkey & 0x7fff);
   return buf;
 }
+
+const char* MembershipOf(std::uint16_t pkey) { return (pkey & 0x8000) ? "full" : "limited"; }
+
+std::string DescribePKey(std::uint16_t pkey) { return PartitionOf(pkey) + " " + MembershipOf(pkey); }
 
 namespace {
 

@@ -1,7 +1,6 @@
 #include "topology/partitions.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <iterator>
 #include <set>
 
@@ -78,11 +77,7 @@ std::set<std::uint16_t> Partitions(const std::vector<std::uint16_t>& keys) {
 // "partition 0x0001" / "partitions 0x0001, 0x0002".
 std::string List(const std::vector<std::uint16_t>& partitions) {
   std::string out = partitions.size() == 1 ? "partition " : "partitions ";
-  for (std::size_t i = 0; i < partitions.size(); ++i) {
-    char buf[8];
-    std::snprintf(buf, sizeof buf, "0x%04x", partitions[i]);
-    out += (i ? ", " : "") + std::string(buf);
-  }
+  for (std::size_t i = 0; i < partitions.size(); ++i) out += (i ? ", " : "") + PartitionOf(partitions[i]);
   return out;
 }
 

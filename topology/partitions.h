@@ -39,7 +39,11 @@ ReadPartitionsResult ReadPartitions(const Fabric& fabric,
                                     const std::map<std::uint64_t, transport::SwitchInfo>& switch_info,
                                     transport::MadEngine& engine);
 
-// "0x7fff full" / "0x0001 limited": the partition (low 15 bits) and membership.
+// "0x7fff": the partition of a P_Key (its low 15 bits).
+std::string PartitionOf(std::uint16_t pkey);
+// "full" or "limited": the membership of a P_Key (bit 15).
+const char* MembershipOf(std::uint16_t pkey);
+// "0x7fff full" / "0x0001 limited": both.
 std::string DescribePKey(std::uint16_t pkey);
 
 // The expected partitions (--partitions.plan), YAML:

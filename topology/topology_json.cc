@@ -1,10 +1,10 @@
 #include "topology/topology_json.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <map>
 
 #include "topology/link_rate.h"
+#include "topology/partitions.h"
 #include "topology/routing.h"
 
 namespace ibfabric::topology {
@@ -121,11 +121,7 @@ json TopologyJson(const Fabric& f, const Analysis& a) {
     partitions = json::array();
     for (const auto& [ref, keys] : a.partitions) {
       json list = json::array();
-      for (std::uint16_t k : keys) {
-        char pkey[8];
-        std::snprintf(pkey, sizeof pkey, "0x%04x", k & 0x7fff);
-        list.push_back({{"pkey", pkey}, {"membership", (k & 0x8000) ? "full" : "limited"}});
-      }
+      for (std::uint16_t k : keys) list.push_back({{"pkey", PartitionOf(k)}, {"membership", MembershipOf(k)}});
       json port = End(f, ref);
       port["partitions"] = std::move(list);
       const Node* n = f.FindNode(ref.node_guid);
