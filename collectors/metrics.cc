@@ -216,18 +216,49 @@ void RenderSelf(const Snapshot& s, std::string_view version, Emit out) {
   Add(nodes, {{"type", "hca"}}, static_cast<double>(s.fabric->ca_count()));
   out(std::move(nodes));
 
-  EmitOne(out, "infiniband_exporter_mads_sent_total",
-          "MADs sent, retries included",
-          MetricType::Counter, static_cast<double>(s.mad.sent));
+  // The exporter's own load on the fabric, by kind of MAD (transport/mad.h
+  // MadKind): what it sends, what it retries, what fails and why.
+  auto sent = Family("infiniband_exporter_mads_sent_total", "MADs sent, retries included, by kind",
+                     MetricType::Counter);
   auto failed = Family("infiniband_exporter_mad_failures_total",
-                       "MAD requests that failed, by reason", MetricType::Counter);
-  Add(failed, {{"reason", "timeout"}}, static_cast<double>(s.mad.timeouts));
-  Add(failed, {{"reason", "remote_error"}}, static_cast<double>(s.mad.remote_errors));
-  Add(failed, {{"reason", "send_error"}}, static_cast<double>(s.mad.send_errors));
+                       "MAD requests that failed, by kind and reason", MetricType::Counter);
+  auto retried = Family("infiniband_exporter_mad_retries_total",
+                        "MADs sent again after a timed-out attempt or a Busy reply, by kind", MetricType::Counter);
+  auto busy = Family("infiniband_exporter_mad_busy_total", "Replies with the Busy status (IBTA 13.4.7), by kind",
+                     MetricType::Counter);
+  auto rtt = Family("infiniband_exporter_mad_round_trip_seconds",
+                    "Smoothed round trip of first attempts, by kind (0 before the first answer)", MetricType::Gauge);
+  auto timeout = Family("infiniband_exporter_mad_timeout_seconds",
+                        "Timeout of a first attempt now (adapted to the round trip, within the floor and ceiling)",
+                        MetricType::Gauge);
+  auto last = Family("infiniband_exporter_last_run_mads",
+                     "MADs of the last discovery and of the last sweep, by kind and outcome", MetricType::Gauge);
+  for (std::size_t k = 0; k < transport::kMadKinds; ++k) {
+    const std::string kind = transport::ToString(static_cast<transport::MadKind>(k));
+    const transport::KindStats& m = s.mad.kinds[k];
+    Add(sent, {{"class", kind}}, static_cast<double>(m.sent));
+    Add(failed, {{"class", kind}, {"reason", "timeout"}}, static_cast<double>(m.timeouts));
+    Add(failed, {{"class", kind}, {"reason", "remote_error"}}, static_cast<double>(m.remote_errors - m.redirects));
+    Add(failed, {{"class", kind}, {"reason", "redirect"}}, static_cast<double>(m.redirects));
+    Add(failed, {{"class", kind}, {"reason", "send_error"}}, static_cast<double>(m.send_errors));
+    Add(retried, {{"class", kind}}, static_cast<double>(m.retries));
+    Add(busy, {{"class", kind}}, static_cast<double>(m.busy));
+    Add(rtt, {{"class", kind}}, s.mad.srtt_seconds[k]);
+    Add(timeout, {{"class", kind}}, s.mad.timeout_seconds[k]);
+    for (const auto& [phase, counts] : {std::pair{"discovery", &s.discovery_mads}, std::pair{"sweep", &s.sweep_mads}}) {
+      const transport::KindStats& c = (*counts)[k];
+      Add(last, {{"phase", phase}, {"class", kind}, {"outcome", "sent"}}, static_cast<double>(c.sent));
+      Add(last, {{"phase", phase}, {"class", kind}, {"outcome", "retried"}}, static_cast<double>(c.retries));
+      Add(last, {{"phase", phase}, {"class", kind}, {"outcome", "timed_out"}}, static_cast<double>(c.timeouts));
+    }
+  }
+  out(std::move(sent));
   out(std::move(failed));
-  EmitOne(out, "infiniband_exporter_mad_retries_total",
-          "MADs sent again after a timed-out attempt",
-          MetricType::Counter, static_cast<double>(s.mad.retries));
+  out(std::move(retried));
+  out(std::move(busy));
+  out(std::move(rtt));
+  out(std::move(timeout));
+  out(std::move(last));
   EmitOne(out, "infiniband_exporter_mads_ignored_total",
           "Received MADs matching no outstanding request (late, duplicate, garbled)",
           MetricType::Counter, static_cast<double>(s.mad.ignored));

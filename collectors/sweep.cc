@@ -43,7 +43,9 @@ CapabilityMap ReadCapabilities(const topology::Fabric& fabric, transport::MadEng
   CapabilityMap out;
   for (std::size_t i = 0; i < results.size(); ++i) {
     if (results[i].outcome != MadOutcome::kOk) continue;
-    out[guids[i]] = PmaCapabilities::From(transport::DecodePerfClassPortInfo(results[i].response));
+    const auto cpi = transport::DecodePerfClassPortInfo(results[i].response);
+    out[guids[i]] = PmaCapabilities::From(cpi);
+    engine.SetResponseTime(reqs[i].address.lid, transport::ExpectedTime(cpi.resp_time_value));
   }
   return out;
 }

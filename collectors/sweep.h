@@ -36,7 +36,9 @@ std::vector<SweepTarget> SweepTargets(const topology::Fabric& fabric,
 
 // ClassPortInfo from every node's PMA (a switch's LID, a CA's first port
 // with a LID), or only from the nodes in `only` when it is given. Nodes
-// that did not answer are absent from the result.
+// that did not answer are absent from the result. Each answer's
+// RespTimeValue is handed to the engine (MadEngine::SetResponseTime), so
+// queries to a PMA that declares itself slow wait long enough.
 CapabilityMap ReadCapabilities(const topology::Fabric& fabric, transport::MadEngine& engine,
                                const std::set<std::uint64_t>* only = nullptr);
 

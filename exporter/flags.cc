@@ -145,15 +145,41 @@ const std::map<std::string, Flag>& Flags() {
         "DURATION",
         [](Config& c, const std::string& v) { return Duration(&c.sm_stall_after, v, milliseconds(100)); }}},
       {"mad.timeout",
-       {"Time to wait for a MAD response before retrying.", "DURATION",
+       {"Shortest time to wait for a MAD response before retrying; longer when the measured round trip or "
+        "the agent's declared response time says so.",
+        "DURATION",
         [](Config& c, const std::string& v) {
           return Duration(&c.mad_timeout, v, milliseconds(1));
+        }}},
+      {"mad.timeout-max",
+       {"Longest time to wait for a MAD response: the ceiling of the backoff after timeouts.", "DURATION",
+        [](Config& c, const std::string& v) { return Duration(&c.mad_timeout_max, v, milliseconds(1)); }}},
+      {"mad.window.dr-smp",
+       {"Directed-route SMPs in flight at once (each is forwarded by every switch on its route; opensm keeps 4).",
+        "N", [](Config& c, const std::string& v) { return Int(&c.mad_dr_window, v, 1, 64); }}},
+      {"mad.window.lid-smp",
+       {"LID-routed SMPs in flight at once.", "N",
+        [](Config& c, const std::string& v) { return Int(&c.mad_lid_window, v, 1, 4096); }}},
+      {"mad.window.gmp",
+       {"Performance-management queries in flight at once.", "N",
+        [](Config& c, const std::string& v) { return Int(&c.mad_gmp_window, v, 1, 4096); }}},
+      {"mad.per-destination",
+       {"MADs outstanding to or through any one node at once (a directed-route SMP counts at every switch "
+        "on its route).",
+        "N", [](Config& c, const std::string& v) { return Int(&c.mad_per_destination, v, 1, 64); }}},
+      {"mad.rate-limit",
+       {"MADs per second at most, over all kinds (0: no limit).", "N",
+        [](Config& c, const std::string& v) -> std::string {
+          int n = 0;
+          if (std::string e = Int(&n, v, 0, 10'000'000); !e.empty()) return e;
+          c.mad_rate_limit = n;
+          return "";
         }}},
       {"mad.retries",
        {"Retries of a MAD that got no response.", "N",
         [](Config& c, const std::string& v) { return Int(&c.mad_retries, v, 0, 20); }}},
       {"mad.window",
-       {"MAD requests kept in flight at once.", "N",
+       {"MAD requests kept in flight at once, all kinds together.", "N",
         [](Config& c, const std::string& v) { return Int(&c.mad_window, v, 1, 4096); }}},
       {"log.level",
        {"Only log messages with the given severity or above: debug, info, warn, error.", "LEVEL",
@@ -255,6 +281,12 @@ ParsedFlags ParseFlags(const std::vector<std::string>& args) {
       r.error = "invalid value for --" + name + ": " + problem;
       return r;
     }
+  }
+  if (r.config.mad_timeout_max < r.config.mad_timeout) {
+    r.action = ParsedFlags::Action::kError;
+    r.error = "--mad.timeout-max (" + std::to_string(r.config.mad_timeout_max.count()) +
+              "ms) must not be below --mad.timeout (" + std::to_string(r.config.mad_timeout.count()) + "ms)";
+    return r;
   }
   if (r.config.scope.kind == topology::ScopeKind::kLocal && r.config.scope.shards > 1) {
     r.action = ParsedFlags::Action::kError;

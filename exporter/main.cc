@@ -99,7 +99,9 @@ int Main(int argc, char** argv) {
   transport::UmadPortOptions port_options;
   port_options.ca_name = cfg.ca_name;
   port_options.port = cfg.ca_port;
-  port_options.kernel_timeout_ms = static_cast<int>(cfg.mad_timeout.count());
+  // The engine's timeouts adapt up to --mad.timeout-max; the kernel must not
+  // hand a send back as timed out before that.
+  port_options.kernel_timeout_ms = static_cast<int>(cfg.mad_timeout_max.count());
   auto port = transport::UmadPort::Open(port_options, &error);
   if (!port) {
     std::cerr << "ibfabric_exporter: " << error << "\n";
@@ -113,7 +115,11 @@ int Main(int argc, char** argv) {
   transport::EngineOptions engine_options;
   engine_options.window = cfg.mad_window;
   engine_options.timeout = cfg.mad_timeout;
+  engine_options.timeout_max = cfg.mad_timeout_max;
   engine_options.retries = cfg.mad_retries;
+  engine_options.kind_window = {cfg.mad_dr_window, cfg.mad_lid_window, cfg.mad_gmp_window};
+  engine_options.per_destination = cfg.mad_per_destination;
+  engine_options.rate_limit = cfg.mad_rate_limit;
   transport::MadEngine engine(*port, engine_options);
 
   if (cfg.check) {

@@ -72,6 +72,7 @@ class Discoverer {
       nodes.push_back(std::move(b.node));
     }
     out.fabric = Fabric(std::move(nodes));
+    out.subnet_timeout = subnet_timeout_;
     out.problems = std::move(problems_);
     out.smps = smps_;
     out.ok = true;
@@ -147,6 +148,7 @@ class Discoverer {
         continue;
       }
       const transport::PortInfo pi = transport::DecodePortInfo(results[i].response);
+      if (b.path.empty() && b.node.kind != NodeKind::kSwitch) subnet_timeout_ = pi.subnet_timeout;
       if (what[i].port == 0 && b.node.kind == NodeKind::kSwitch) {
         b.node.lid = pi.lid;
         b.node.ext_speeds2 = transport::HasExtendedSpeeds2(pi);
@@ -229,6 +231,7 @@ class Discoverer {
   std::vector<std::pair<PortRef, PortRef>> links_;  // (port, its remote) to record
   std::vector<std::string> problems_;
   std::size_t smps_ = 0;
+  std::uint8_t subnet_timeout_ = 0;
 };
 
 }  // namespace

@@ -22,6 +22,9 @@ struct DiscoveryResult {
   std::uint8_t local_port = 0;
   std::vector<std::string> problems;  // one line each: what did not answer, where
   std::size_t smps = 0;               // requests issued
+  // PortInfo.SubnetTimeOut of the local port (IBTA 14.2.5.6), as the SM set
+  // it; 0 when the local port did not answer.
+  std::uint8_t subnet_timeout = 0;
 };
 
 struct DiscoverOptions {

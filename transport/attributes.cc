@@ -110,6 +110,8 @@ PortInfo DecodePortInfo(const MadBytes& mad) {
   p.link_speed_ext2_enabled = Bits(mad, 453, 3);
   p.partition_enforcement_inbound = Get(mad, IB_PORT_PART_EN_INB_F) != 0;
   p.partition_enforcement_outbound = Get(mad, IB_PORT_PART_EN_OUTB_F) != 0;
+  p.subnet_timeout = Narrow<std::uint8_t>(Get(mad, IB_PORT_SUBN_TIMEOUT_F));
+  p.resp_time_value = Narrow<std::uint8_t>(Get(mad, IB_PORT_RESP_TIME_VAL_F));
   return p;
 }
 
@@ -122,7 +124,16 @@ PerfClassPortInfo DecodePerfClassPortInfo(const MadBytes& mad) {
   PerfClassPortInfo c;
   c.capability_mask = Narrow<std::uint16_t>(Get(mad, IB_CPI_CAPMASK_F));
   c.capability_mask2 = Get(mad, IB_CPI_CAPMASK2_F);
+  c.resp_time_value = Narrow<std::uint8_t>(Get(mad, IB_CPI_RESP_TIME_VALUE_F));
+  c.redirect_lid = Narrow<std::uint16_t>(Get(mad, IB_CPI_REDIRECT_LID_F));
+  c.redirect_qp = Get(mad, IB_CPI_REDIRECT_QP_F);
   return c;
+}
+
+std::chrono::microseconds ExpectedTime(std::uint8_t value) {
+  const unsigned v = value > 31 ? 31u : value;
+  // 4.096 us * 2^v = 4096 ns << v; 2^31 * 4096 ns fits in 64 bits.
+  return std::chrono::microseconds((std::uint64_t{4096} << v) / 1000);
 }
 
 PortCounters DecodePortCounters(const MadBytes& mad) {

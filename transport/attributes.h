@@ -4,6 +4,7 @@
 // never fail (a MAD is always 256 bytes); callers check the MAD status first.
 
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -60,6 +61,12 @@ struct PortInfo {
   // whose P_Key is not in the port's P_KeyTable are dropped (IBTA 10.9.3).
   bool partition_enforcement_inbound = false;
   bool partition_enforcement_outbound = false;
+  // Timing the SM publishes (IBTA 14.2.5.6): SubnetTimeOut, the maximum
+  // packet lifetime on the subnet as 4.096 us * 2^value, and RespTimeValue,
+  // how long this port's SMA may take to answer, in the same encoding
+  // (IBTA 13.4.6.2). Both are 5-bit exponents; see ExpectedTime().
+  std::uint8_t subnet_timeout = 0;
+  std::uint8_t resp_time_value = 0;
 };
 
 // SwitchInfo (IBTA 14.2.5.4), the fields routing needs.
@@ -116,7 +123,19 @@ inline constexpr std::uint8_t kPhysStateLinkUp = 5;
 struct PerfClassPortInfo {
   std::uint16_t capability_mask = 0;
   std::uint32_t capability_mask2 = 0;  // 27 bits
+  // RespTimeValue: how long this PMA may take to answer, 4.096 us *
+  // 2^value (IBTA 13.4.6.2, 13.4.8.1).
+  std::uint8_t resp_time_value = 0;
+  // Where the PMA asks requesters to go instead of QP1 at this LID
+  // (IBTA 13.5.3.3 redirection): meaningful after a reply with the
+  // "redirect required" status (kMadStatusRedirect).
+  std::uint16_t redirect_lid = 0;
+  std::uint32_t redirect_qp = 0;
 };
+
+// The time a 5-bit IBTA time exponent stands for: 4.096 us * 2^value
+// (IBTA 13.4.6.2; values above 31 are clamped to 31).
+std::chrono::microseconds ExpectedTime(std::uint8_t value);
 
 // PMA ClassPortInfo.CapabilityMask bits (IBTA 16.1.2, table 218; the same
 // values as IB_PM_* in opensm's ib_types.h, in host order).

@@ -23,6 +23,24 @@ const char* ToString(MadOutcome o) {
   return "unknown";
 }
 
+const char* ToString(MadKind k) {
+  switch (k) {
+    case MadKind::kDirectedSmp: return "dr_smp";
+    case MadKind::kLidSmp: return "lid_smp";
+    case MadKind::kGmp: return "gmp";
+  }
+  return "unknown";
+}
+
+MadKind KindOf(MgmtClass c) {
+  switch (c) {
+    case MgmtClass::kSubnDirectRoute: return MadKind::kDirectedSmp;
+    case MgmtClass::kSubnLidRouted: return MadKind::kLidSmp;
+    case MgmtClass::kPerformance: return MadKind::kGmp;
+  }
+  return MadKind::kGmp;
+}
+
 MadBytes EncodeRequest(const MadRequest& request, std::uint64_t tid) {
   MadBytes out{};
   ib_rpc_t rpc{};

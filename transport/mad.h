@@ -23,6 +23,19 @@ enum class MgmtClass : std::uint8_t {
   kSubnDirectRoute = 0x81,   // SMP, directed route
 };
 
+// The three kinds of MAD this project sends, which the engine limits
+// separately because they load the fabric differently:
+// - directed-route SMPs are forwarded by the management firmware of every
+//   switch on their route and travel on VL15, which has no flow control;
+// - LID-routed SMPs travel on VL15 too but only the target's agent
+//   handles them;
+// - GMPs (PMA queries to QP1) travel on a data VL with flow control and
+//   load only the target's agent.
+enum class MadKind : std::uint8_t { kDirectedSmp = 0, kLidSmp = 1, kGmp = 2 };
+inline constexpr std::size_t kMadKinds = 3;
+const char* ToString(MadKind k);  // "dr_smp", "lid_smp", "gmp"
+MadKind KindOf(MgmtClass c);
+
 // Methods (IBTA 13.4.5).
 enum class MadMethod : std::uint8_t {
   kGet = 0x01,
@@ -89,6 +102,10 @@ struct MadHeader {
   std::uint16_t attr_id = 0;
   std::uint32_t attr_mod = 0;
 };
+
+// Bits of the common MAD Status field (IBTA 13.4.7, table 114).
+inline constexpr std::uint16_t kMadStatusBusy = 0x0001;      // discarded, retry later
+inline constexpr std::uint16_t kMadStatusRedirect = 0x0002;  // ask elsewhere (ClassPortInfo)
 
 // How one request ended.
 enum class MadOutcome : std::uint8_t {

@@ -1,43 +1,128 @@
 #pragma once
-// Pipelined MAD engine: keeps up to `window` requests in flight over one
-// MadPort, matches responses by TID, times requests out in user space and
-// retries them a bounded number of times.
+// Pipelined MAD engine: keeps many requests in flight over one MadPort,
+// matches responses by TID, times requests out in user space and retries
+// them a bounded number of times, within limits that keep a production
+// fabric and its subnet manager undisturbed.
 //
 // libibmad's mad_rpc is synchronous and discards responses whose TID is not
 // the one it waits for, so it cannot keep more than one request in flight;
 // this engine builds requests with libibmad's encoder (codec.h) instead and
 // drives the port itself.
+//
+// Limits (each request must fit all of them to be sent):
+// - per kind of MAD (mad.h MadKind): directed-route SMPs, LID-routed SMPs
+//   and GMPs each have their own window;
+// - per destination: at most `per_destination` requests outstanding to or
+//   through any one node. A LID-routed request counts against its LID; a
+//   directed-route SMP against every node on its route (each switch's
+//   firmware forwards it, IBTA 14.2.2), the node at the end included. A
+//   node is known by its address here: a LID, or the shortest directed
+//   route the request uses to it (callers use one route per node);
+// - a total `window` over all kinds, and optionally a rate in MADs/s.
+// Requests are interleaved across destinations (round robin), so a switch
+// with 64 ports' worth of queries gets them one or two at a time while
+// others are asked too, never 64 back to back.
+//
+// Timeouts: each kind keeps a smoothed round trip and its variation (RFC
+// 6298 style, from first attempts only). An attempt's timeout is
+// SRTT + 4 * RTTVAR (doubled per timeout since the last clean sample),
+// raised to `timeout` (the floor) and to what the
+// destination declared as its response time (SetResponseTime), lowered to
+// `timeout_max` and to the subnet's own bound (SetSubnetTimeout), and
+// doubled on a retry, at most twice (x4) and never past that ceiling: a
+// slow agent is outwaited, a dead one does not cost ever longer waits. A destination that timed out
+// gets one request at a time until it answers again; after `dead_after`
+// requests in a row failed every attempt, the rest of its requests in this
+// Run fail at once without being sent: a dead node costs a few timeouts,
+// not a retry storm. When `silence_after` attempts in a row time out with
+// no answer from anywhere in between, the local port or the whole fabric
+// has gone quiet: the rest of the Run fails at once the same way. A Busy status (IBTA 13.4.7) is retried after the same
+// backoff, at most `busy_retries` times; a redirect status is counted and
+// returned to the caller as a remote error.
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <span>
+#include <unordered_map>
 #include <vector>
 
+#include "transport/clock.h"
 #include "transport/mad.h"
 #include "transport/mad_port.h"
 
 namespace ibfabric::transport {
 
 struct EngineOptions {
-  int window = 128;                                   // requests in flight, >= 1
-  std::chrono::microseconds timeout{100'000};         // per attempt
-  int retries = 2;                                    // extra attempts after a timeout
+  int window = 128;                            // all MADs in flight at once, >= 1
+  std::chrono::microseconds timeout{100'000};  // the floor of every attempt's timeout
+  int retries = 2;                             // extra attempts after a timeout
+  // Per kind (MadKind order: directed-route SMPs, LID-routed SMPs, GMPs).
+  // 4 directed-route SMPs on the wire is opensm's max_wire_smps; 16
+  // LID-routed SMPs and 128 GMPs spread over many agents (opensm's PerfMgr
+  // keeps up to 500 GMPs outstanding). README "Fabric-safe MAD limits".
+  std::array<int, kMadKinds> kind_window{4, 16, 128};
+  // Outstanding MADs to or through one node; 0: no limit (the old engine).
+  int per_destination = 1;
+  std::chrono::microseconds timeout_max{1'000'000};  // ceiling of the backoff
+  int busy_retries = 3;                              // re-sends after a Busy status
+  int dead_after = 3;  // requests in a row that failed every attempt: give up on that destination
+  int silence_after = 64;  // attempts in a row timed out, no answer at all: give up on the Run
+  double rate_limit = 0;  // MADs per second over all kinds; 0: none
+  // Round-robin across destinations; false sends in request order (the
+  // old engine, kept for comparisons in benchmarks).
+  bool interleave = true;
+  // Adapt timeouts to the measured round trip; false: always `timeout`.
+  bool adaptive_timeout = true;
+  const Clock* clock = nullptr;  // nullptr: SteadyClock()
+
+  // What this engine did before fabric-safe limits: one window of `window`
+  // for every kind, no per-destination limit, requests in order, a fixed
+  // timeout. For benchmarks that show the difference.
+  static EngineOptions Legacy(int window, std::chrono::microseconds timeout, int retries);
 };
+
+// Counts of one kind of MAD since the engine was made.
+struct KindStats {
+  std::uint64_t sent = 0;           // attempts put on the port
+  std::uint64_t responses = 0;      // matched responses
+  std::uint64_t retries = 0;        // re-sends after a timed-out attempt or a Busy status
+  std::uint64_t timeouts = 0;       // requests that failed after every retry
+  std::uint64_t busy = 0;           // responses with the Busy status
+  std::uint64_t redirects = 0;      // responses asking to be redirected
+  std::uint64_t remote_errors = 0;  // requests ended by a non-zero MAD status
+  std::uint64_t send_errors = 0;    // attempts the port refused
+  std::uint64_t abandoned = 0;      // not sent: their destination was dead (counted in timeouts too)
+  KindStats& operator+=(const KindStats& o);
+};
+KindStats operator-(const KindStats& a, const KindStats& b);
 
 // Cumulative counts since the engine was made. Plain values: copy them out.
 struct EngineStats {
-  std::uint64_t requests = 0;      // Run() requests (not attempts)
-  std::uint64_t sent = 0;          // attempts put on the port
-  std::uint64_t responses = 0;     // matched responses
-  std::uint64_t timeouts = 0;      // requests that failed after every retry
-  std::uint64_t retries = 0;       // re-sends after a timed-out attempt
-  std::uint64_t remote_errors = 0; // responses with a non-zero MAD status
-  std::uint64_t send_errors = 0;   // attempts the port refused
-  std::uint64_t ignored = 0;       // late, duplicate, unknown or mismatched MADs
+  std::uint64_t requests = 0;       // Run() requests (not attempts)
+  std::uint64_t sent = 0;           // attempts put on the port
+  std::uint64_t responses = 0;      // matched responses
+  std::uint64_t timeouts = 0;       // requests that failed after every retry
+  std::uint64_t retries = 0;        // re-sends after a timed-out attempt or Busy
+  std::uint64_t remote_errors = 0;  // responses with a non-zero MAD status
+  std::uint64_t send_errors = 0;    // attempts the port refused
+  std::uint64_t ignored = 0;        // late, duplicate, unknown or mismatched MADs
+  std::array<KindStats, kMadKinds> kinds{};
+  // The most that were ever outstanding at once: to or through one node,
+  // per kind, and in total. Never above the configured limits.
+  int peak_per_destination = 0;
+  std::array<int, kMadKinds> peak_kind{};
+  int peak_total = 0;
+  // The current smoothed round trip and timeout floor per kind (0 before the
+  // first sample), in seconds.
+  std::array<double, kMadKinds> srtt_seconds{};
+  std::array<double, kMadKinds> timeout_seconds{};
+
+  const KindStats& of(MadKind k) const { return kinds[static_cast<std::size_t>(k)]; }
 };
 
 // Thread-safety: none; one thread uses an engine (and its port) at a time.
-// Ownership: borrows the port, which must outlive the engine.
+// Ownership: borrows the port (and the clock), which must outlive the engine.
 class MadEngine {
  public:
   MadEngine(MadPort& port, EngineOptions options);
@@ -45,19 +130,46 @@ class MadEngine {
   MadEngine& operator=(const MadEngine&) = delete;
 
   // Runs every request to completion. The result at index i belongs to
-  // requests[i]. Never more than options.window attempts are outstanding.
+  // requests[i]. The limits above hold at every instant.
   std::vector<MadResult> Run(std::span<const MadRequest> requests);
+
+  // The time the agent at `lid` declared it may take to answer (ClassPortInfo
+  // or PortInfo RespTimeValue): timeouts for it are at least this, within
+  // the ceiling. Zero forgets it.
+  void SetResponseTime(std::uint16_t lid, std::chrono::microseconds t);
+  // The subnet's packet lifetime (PortInfo.SubnetTimeOut as a time): no
+  // reply comes later than twice that plus the agent's response time, so
+  // the ceiling is lowered to that (never below the floor). Zero: none.
+  void SetSubnetTimeout(std::chrono::microseconds lifetime);
 
   const EngineStats& stats() const { return stats_; }
   const EngineOptions& options() const { return options_; }
+  const Clock& clock() const { return *clock_; }
 
  private:
+  struct Rtt {
+    double srtt = 0;    // seconds; 0: no sample yet
+    double rttvar = 0;  // seconds
+    // Timeouts of this kind since the last clean sample: later requests
+    // start that many doublings up (RFC 6298 5.5), so a floor below the
+    // real round trip does not time out every first attempt forever.
+    int backoff = 0;
+  };
   std::uint32_t NextTid();
+  // The timeout of `attempt` (0 = first) of a request of `kind` to `lid`
+  // (0 when directed-route).
+  std::chrono::microseconds TimeoutFor(MadKind kind, std::uint16_t lid, int attempt) const;
+  void Sample(MadKind kind, std::chrono::microseconds rtt);
+  std::chrono::microseconds Ceiling() const;
 
   MadPort& port_;
   EngineOptions options_;
+  const Clock* clock_;
   EngineStats stats_;
   std::uint32_t tid_;
+  std::array<Rtt, kMadKinds> rtt_{};
+  std::unordered_map<std::uint16_t, std::chrono::microseconds> response_time_;
+  std::chrono::microseconds subnet_lifetime_{0};
 };
 
 }  // namespace ibfabric::transport

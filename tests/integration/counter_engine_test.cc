@@ -145,12 +145,12 @@ TEST_F(CounterEngineTest, LostMadsAreRetriedAndCounted) {
   ASSERT_TRUE(e);
   auto s = Fresh(*e);
   const std::string guid = Guid(*s, port.node);
-  const double retries_before = *s->Value("infiniband_exporter_mad_retries_total");
+  const double retries_before = s->Sum("infiniband_exporter_mad_retries_total");
 
   // ibsim drops 40% of the MADs addressed to the switch (port 0 is its own).
   Console("Error \"" + port.node + "\"[0] 40");
   s = e->WaitFor(
-      [&](const Scrape& x) { return x.Value("infiniband_exporter_mad_retries_total").value_or(0) > retries_before + 10; },
+      [&](const Scrape& x) { return x.Sum("infiniband_exporter_mad_retries_total") > retries_before + 10; },
       seconds(30));
   ASSERT_TRUE(s);
   s = Fresh(*e);
@@ -159,13 +159,13 @@ TEST_F(CounterEngineTest, LostMadsAreRetriedAndCounted) {
 
   // Every MAD lost: the node goes stale, timeouts are counted, the sweep
   // still ends quickly and the rest of the fabric stays fresh.
-  const double timeouts_before = *s->Value("infiniband_exporter_mad_failures_total", {{"reason", "timeout"}});
+  const double timeouts_before = s->Sum("infiniband_exporter_mad_failures_total", {{"reason", "timeout"}});
   Console("Error \"" + port.node + "\"[0] 100");
   s = e->WaitFor([&](const Scrape& x) { return x.Value("infiniband_exporter_node_stale", {{"guid", guid}}) == 1; },
                  seconds(30));
   ASSERT_TRUE(s) << e->Log();
   s = Fresh(*e);
-  EXPECT_GT(*s->Value("infiniband_exporter_mad_failures_total", {{"reason", "timeout"}}), timeouts_before);
+  EXPECT_GT(s->Sum("infiniband_exporter_mad_failures_total", {{"reason", "timeout"}}), timeouts_before);
   EXPECT_LT(*s->Value("infiniband_exporter_sweep_duration_seconds"), 2.0);
   EXPECT_EQ(s->Value("infiniband_exporter_node_stale", {{"guid", Guid(*s, tree_->Leaf(1))}}), 0);
   EXPECT_EQ(Total(*s, guid, port, "receive_errors"), 77);

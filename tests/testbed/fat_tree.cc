@@ -22,38 +22,53 @@ FatTree FatTree::Generate(const FatTreeSpec& s) {
   if (s.leaves < 1 || s.spines < 0 || s.hosts_per_leaf < 0 || s.links_per_pair < 1) {
     throw std::invalid_argument("fat tree needs at least one leaf and one link per pair");
   }
+  if (s.pods < 0 || (s.pods > 0 && (s.spines < 1 || s.cores % s.spines != 0))) {
+    throw std::invalid_argument("pods need aggregation switches and a number of cores divisible by them");
+  }
+  // Cores each aggregation switch is cabled to, and core ports used.
+  const int core_group = s.pods > 0 ? s.cores / s.spines : s.cores;
+  const int core_down = (s.pods > 0 ? s.pods : s.spines) * s.core_links;
   if (s.hosts_per_leaf + s.spines * s.links_per_pair > s.radix) {
     throw std::invalid_argument("leaf needs " + std::to_string(s.hosts_per_leaf + s.spines * s.links_per_pair) +
                                 " ports, radix is " + std::to_string(s.radix));
   }
-  if (s.leaves * s.links_per_pair + s.cores * s.core_links > s.radix) {
-    throw std::invalid_argument("spine needs " + std::to_string(s.leaves * s.links_per_pair + s.cores * s.core_links) +
+  if (s.leaves * s.links_per_pair + core_group * s.core_links > s.radix) {
+    throw std::invalid_argument("spine needs " + std::to_string(s.leaves * s.links_per_pair + core_group * s.core_links) +
                                 " ports, radix is " + std::to_string(s.radix));
   }
-  if (s.spines * s.core_links > s.radix) {
-    throw std::invalid_argument("core needs " + std::to_string(s.spines * s.core_links) + " ports, radix is " +
+  if (core_down > s.radix) {
+    throw std::invalid_argument("core needs " + std::to_string(core_down) + " ports, radix is " +
                                 std::to_string(s.radix));
   }
   FatTree t;
   t.spec_ = s;
-  for (int l = 1; l <= s.leaves; ++l) t.leaves_.push_back(Name("ib-leaf%02d", l));
-  for (int sp = 1; sp <= s.spines; ++sp) t.spines_.push_back(Name("ib-spine%02d", sp));
-  for (int c = 1; c <= s.cores; ++c) t.cores_.push_back(Name("ib-core%02d", c));
-  for (int h = 1; h <= s.leaves * s.hosts_per_leaf; ++h) t.hosts_.push_back(Name("cn%04d", h));
+  const int pods = std::max(s.pods, 1);
+  for (int p = 1; p <= pods; ++p) {
+    const std::string pod = s.pods > 0 ? Name("ib-p%02d-", p) : "ib-";
+    for (int l = 1; l <= s.leaves; ++l) t.leaves_.push_back(pod + Name("leaf%02d", l));
+    for (int sp = 1; sp <= s.spines; ++sp) t.spines_.push_back(pod + Name(s.pods > 0 ? "agg%02d" : "spine%02d", sp));
+  }
+  for (int c = 1; c <= s.cores; ++c) t.cores_.push_back(Name(s.pods > 0 ? "ib-core%03d" : "ib-core%02d", c));
+  const int hosts = pods * s.leaves * s.hosts_per_leaf;
+  for (int h = 1; h <= hosts; ++h) t.hosts_.push_back(Name(hosts > 9999 ? "cn%05d" : "cn%04d", h));
 
   for (int h = 1; h <= static_cast<int>(t.hosts_.size()); ++h) {
     t.cables_.push_back({t.LeafHostPort(h), t.HostPort(h), s.rate});
   }
-  for (int l = 1; l <= s.leaves; ++l) {
-    for (int sp = 1; sp <= s.spines; ++sp) {
-      for (int k = 0; k < s.links_per_pair; ++k) {
-        t.cables_.push_back({t.LeafUplink(l, sp, k), t.SpineDownlink(sp, l, k), s.rate});
+  for (int p = 0; p < pods; ++p) {
+    for (int l = p * s.leaves + 1; l <= (p + 1) * s.leaves; ++l) {
+      for (int sp = 1; sp <= s.spines; ++sp) {
+        for (int k = 0; k < s.links_per_pair; ++k) {
+          t.cables_.push_back({t.LeafUplink(l, sp, k), t.SpineDownlink(p * s.spines + sp, l, k), s.rate});
+        }
       }
     }
   }
 
-  for (int sp = 1; sp <= s.spines; ++sp) {
-    for (int c = 1; c <= s.cores; ++c) {
+  for (int sp = 1; sp <= static_cast<int>(t.spines_.size()); ++sp) {
+    // Without pods every spine reaches every core; with pods, its group.
+    const int first = s.pods > 0 ? ((sp - 1) % s.spines) * core_group + 1 : 1;
+    for (int c = first; c < first + core_group; ++c) {
       for (int k = 0; k < s.core_links; ++k) t.cables_.push_back({t.SpineUplink(sp, c, k), t.CoreDownlink(c, sp, k), s.rate});
     }
   }
@@ -86,10 +101,10 @@ FatTree FatTree::Generate(const FatTreeSpec& s) {
     return Endpoint{n, p++};
   };
   const int leaf_spare = s.hosts_per_leaf + s.spines * s.links_per_pair + 1;
-  const int spine_spare = s.leaves * s.links_per_pair + s.cores * s.core_links + 1;
-  const int core_spare = s.spines * s.core_links + 1;
+  const int spine_spare = s.leaves * s.links_per_pair + core_group * s.core_links + 1;
+  const int core_spare = core_down + 1;
   for (const auto& [i, j] : s.leaf_links) {
-    if (i < 1 || j < 1 || i > s.leaves || j > s.leaves || i == j) {
+    if (i < 1 || j < 1 || i > static_cast<int>(t.leaves_.size()) || j > static_cast<int>(t.leaves_.size()) || i == j) {
       throw std::invalid_argument("leaf link: bad leaves " + std::to_string(i) + "," + std::to_string(j));
     }
     const Endpoint a = spare(t.Leaf(i), leaf_spare, "leaf link");
@@ -97,7 +112,7 @@ FatTree FatTree::Generate(const FatTreeSpec& s) {
     t.cables_.push_back({a, b, s.rate});
   }
   for (const auto& [l, c] : s.skip_links) {
-    if (l < 1 || l > s.leaves || c < 1 || c > s.cores) {
+    if (l < 1 || l > static_cast<int>(t.leaves_.size()) || c < 1 || c > s.cores) {
       throw std::invalid_argument("skip link: bad leaf " + std::to_string(l) + " or core " + std::to_string(c));
     }
     const Endpoint a = spare(t.Leaf(l), leaf_spare, "skip link");
@@ -106,7 +121,7 @@ FatTree FatTree::Generate(const FatTreeSpec& s) {
   }
   for (std::size_t i = 0; i < s.spine_cas.size(); ++i) {
     const int sp = s.spine_cas[i];
-    if (sp < 1 || sp > s.spines) throw std::invalid_argument("spine CA: bad spine " + std::to_string(sp));
+    if (sp < 1 || sp > static_cast<int>(t.spines_.size())) throw std::invalid_argument("spine CA: bad spine " + std::to_string(sp));
     const Endpoint port = spare(t.Spine(sp), spine_spare, "spine CA");
     const std::string ca = Name("storage%02d", static_cast<int>(i) + 1);
     t.hosts_.push_back(ca);
@@ -132,15 +147,19 @@ Endpoint FatTree::LeafUplink(int l, int s, int k) const {
 }
 
 Endpoint FatTree::SpineDownlink(int s, int l, int k) const {
-  return {Spine(s), (l - 1) * spec_.links_per_pair + k + 1};
+  const int local = spec_.pods > 0 ? (l - 1) % spec_.leaves + 1 : l;
+  return {Spine(s), (local - 1) * spec_.links_per_pair + k + 1};
 }
 
 Endpoint FatTree::SpineUplink(int s, int c, int k) const {
-  return {Spine(s), spec_.leaves * spec_.links_per_pair + (c - 1) * spec_.core_links + k + 1};
+  // With pods, the j-th core of the spine's group.
+  const int j = spec_.pods > 0 ? (c - 1) % (spec_.cores / spec_.spines) + 1 : c;
+  return {Spine(s), spec_.leaves * spec_.links_per_pair + (j - 1) * spec_.core_links + k + 1};
 }
 
 Endpoint FatTree::CoreDownlink(int c, int s, int k) const {
-  return {Core(c), (s - 1) * spec_.core_links + k + 1};
+  const int slot = spec_.pods > 0 ? PodOfSpine(s) : s;
+  return {Core(c), (slot - 1) * spec_.core_links + k + 1};
 }
 
 std::vector<int> FatTree::CabledPorts(const std::string& node) const {

@@ -9,6 +9,15 @@
 //   core C (ib-core01, ...): link k to spine S at port (S-1)*KC + k + 1.
 //   host h (1-based, fabric wide) sits on leaf (h-1)/H + 1, port (h-1)%H + 1.
 // Names read like a cluster: ib-leaf01, ib-spine01, cn0001.
+// With pods (a three-tier fat tree): `leaves` and `spines` are per pod
+// (spines are the pods' aggregation switches), numbered fabric-wide pod by
+// pod (leaf l is in pod (l-1)/leaves + 1); the cores form `spines` groups
+// of cores/spines, and aggregation switch a of every pod is cabled to each
+// core of group a. Leaf and aggregation ports are laid out as above within
+// the pod (leaf indices local to the pod); aggregation uplink k to the j-th
+// core of its group at port leaves*K + (j-1)*KC + k + 1; core port
+// (pod-1)*KC + k + 1. Names: ib-p01-leaf01, ib-p01-agg01, ib-core001,
+// cn00001.
 
 #include <map>
 #include <stdexcept>
@@ -39,6 +48,7 @@ struct FatTreeSpec {
   int radix = 36;
   int cores = 0;       // a third tier: every spine cabled to every core switch
   int core_links = 1;  // cables per spine-core pair
+  int pods = 0;        // > 0: a three-tier fat tree of pods (see above)
   std::string rate = "4xQDR";  // every cable's width and speed unless degraded
 
   // Planted faults, applied in this order.
@@ -88,9 +98,14 @@ class FatTree {
   Endpoint LeafHostPort(int h) const;          // the leaf port cabled to host h
   Endpoint LeafUplink(int l, int s, int k = 0) const;
   Endpoint SpineDownlink(int s, int l, int k = 0) const;
+  // With pods, `l` and `s` are fabric-wide, `c` must be in spine s's group.
   Endpoint SpineUplink(int s, int c, int k = 0) const;
   Endpoint CoreDownlink(int c, int s, int k = 0) const;
   const std::vector<std::string>& cores() const { return cores_; }
+  int pods() const { return spec_.pods; }
+  // The pod of a leaf or spine (1-based); 1 without pods.
+  int PodOfLeaf(int l) const { return spec_.pods > 0 ? (l - 1) / spec_.leaves + 1 : 1; }
+  int PodOfSpine(int s) const { return spec_.pods > 0 ? (s - 1) / spec_.spines + 1 : 1; }
   std::string Core(int c) const { return cores_.at(c - 1); }
   // Ports of `node` that have a cable, ascending.
   std::vector<int> CabledPorts(const std::string& node) const;

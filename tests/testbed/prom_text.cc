@@ -81,4 +81,10 @@ std::optional<double> Scrape::Value(const std::string& name, const Labels& match
   return v.front().value;
 }
 
+double Scrape::Sum(const std::string& name, const Labels& match) const {
+  double total = 0;
+  for (const auto& s : Find(name, match)) total += s.value;
+  return total;
+}
+
 }  // namespace ibfabric::testbed

@@ -27,6 +27,8 @@ class Scrape {
   std::vector<Sample> Find(const std::string& name, const Labels& match = {}) const;
   // The one sample that matches, or nullopt when none or several do.
   std::optional<double> Value(const std::string& name, const Labels& match = {}) const;
+  // The sum of every sample that matches (0 when none does), as PromQL's sum().
+  double Sum(const std::string& name, const Labels& match = {}) const;
   // # TYPE lines: metric family -> type.
   const std::map<std::string, std::string>& types() const { return types_; }
 

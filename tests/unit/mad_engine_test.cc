@@ -44,7 +44,7 @@ void ExpectAllMatch(const std::vector<MadRequest>& reqs, const std::vector<MadRe
 TEST(MadEngineTest, NeverExceedsTheWindow) {
   for (int window : {1, 4, 64}) {
     FakeMadPort port(Echo, FakeFaults{microseconds(300)});
-    MadEngine engine(port, EngineOptions{window, milliseconds(500), 0});
+    MadEngine engine(port, EngineOptions::Legacy(window, milliseconds(500), 0));
     const auto reqs = Requests(500);
     ExpectAllMatch(reqs, engine.Run(reqs));
     EXPECT_EQ(port.max_outstanding(), static_cast<std::size_t>(window));
@@ -55,7 +55,9 @@ TEST(MadEngineTest, NeverExceedsTheWindow) {
 TEST(MadEngineTest, TimeoutIsRetriedExactlyTheConfiguredTimes) {
   for (int retries : {0, 1, 3}) {
     FakeMadPort port([](const MadAddress&, const MadBytes&) { return std::nullopt; });
-    MadEngine engine(port, EngineOptions{8, milliseconds(5), retries});
+    EngineOptions o{8, milliseconds(5), retries};
+    o.timeout_max = milliseconds(20);  // the backoff stops doubling there
+    MadEngine engine(port, o);
     const auto res = engine.Run(Requests(3));
     for (const auto& r : res) EXPECT_EQ(r.outcome, MadOutcome::kTimeout);
     EXPECT_EQ(port.sends(), 3u * (1 + retries));
@@ -78,7 +80,7 @@ TEST(MadEngineTest, LateRepliesAreIgnored) {
   // retry each request is answered by the reply to the retry only, and the
   // late first replies are counted as ignored.
   FakeMadPort port(Echo, FakeFaults{milliseconds(15)});
-  MadEngine engine(port, EngineOptions{16, milliseconds(10), 1});
+  MadEngine engine(port, EngineOptions::Legacy(16, milliseconds(10), 1));  // a fixed timeout
   const auto reqs = Requests(5);
   const auto res = engine.Run(reqs);
   for (const auto& r : res) EXPECT_EQ(r.outcome, MadOutcome::kTimeout);
@@ -88,6 +90,20 @@ TEST(MadEngineTest, LateRepliesAreIgnored) {
   MadEngine patient(port, EngineOptions{16, milliseconds(100), 0});
   ExpectAllMatch(reqs, patient.Run(reqs));
   EXPECT_GT(patient.stats().ignored, 0u);
+}
+
+TEST(MadEngineTest, BackoffOutwaitsSlowReplies) {
+  // The same slow agent with the adaptive engine: the retry waits twice as
+  // long and is answered, the late first reply is ignored, and the requests
+  // after it start from the backed-off timeout (RFC 6298 5.5) and then from
+  // the measured round trip: one timeout in all, not one per request.
+  FakeMadPort port(Echo, FakeFaults{milliseconds(15)});
+  MadEngine engine(port, EngineOptions{16, milliseconds(10), 1});
+  const auto reqs = Requests(5);  // one LID: one at a time
+  ExpectAllMatch(reqs, engine.Run(reqs));
+  EXPECT_EQ(engine.stats().retries, 1u);
+  EXPECT_EQ(engine.stats().ignored, 1u);
+  EXPECT_NEAR(engine.stats().srtt_seconds[static_cast<int>(MadKind::kGmp)], 0.015, 0.005);
 }
 
 TEST(MadEngineTest, DuplicatesAndCorruptRepliesAreIgnored) {

@@ -54,6 +54,14 @@ collectors::Snapshot Build() {
   s.sweeps = 3;
   s.mad.sent = 100;
   s.mad.timeouts = 2;
+  s.mad.kinds[static_cast<int>(transport::MadKind::kGmp)].sent = 70;
+  s.mad.kinds[static_cast<int>(transport::MadKind::kDirectedSmp)].sent = 30;
+  s.mad.kinds[static_cast<int>(transport::MadKind::kGmp)].timeouts = 2;
+  s.mad.kinds[static_cast<int>(transport::MadKind::kGmp)].remote_errors = 3;
+  s.mad.kinds[static_cast<int>(transport::MadKind::kGmp)].redirects = 1;
+  s.mad.srtt_seconds[static_cast<int>(transport::MadKind::kGmp)] = 0.0004;
+  s.sweep_mads[static_cast<int>(transport::MadKind::kLidSmp)].sent = 12;
+  s.discovery_mads[static_cast<int>(transport::MadKind::kDirectedSmp)].retries = 4;
   s.targets = 2;
   s.port_counters = {true, true, 0.25};
   return s;
@@ -91,8 +99,18 @@ TEST(MetricsTest, InfoAndSelfMetrics) {
             1);
   EXPECT_EQ(m.Value("infiniband_hca_uplink_info", {{"hca", "cn0001"}, {"uplink", "ib-leaf01"}, {"uplink_type", "SW"}}), 1);
   EXPECT_EQ(m.Value("infiniband_exporter_build_info", {{"version", "1.2.3"}}), 1);
-  EXPECT_EQ(m.Value("infiniband_exporter_mads_sent_total"), 100);
-  EXPECT_EQ(m.Value("infiniband_exporter_mad_failures_total", {{"reason", "timeout"}}), 2);
+  // The exporter's load by kind of MAD.
+  EXPECT_EQ(m.Value("infiniband_exporter_mads_sent_total", {{"class", "gmp"}}), 70);
+  EXPECT_EQ(m.Value("infiniband_exporter_mads_sent_total", {{"class", "dr_smp"}}), 30);
+  EXPECT_EQ(m.Value("infiniband_exporter_mads_sent_total", {{"class", "lid_smp"}}), 0);
+  EXPECT_EQ(m.Value("infiniband_exporter_mad_failures_total", {{"class", "gmp"}, {"reason", "timeout"}}), 2);
+  EXPECT_EQ(m.Value("infiniband_exporter_mad_failures_total", {{"class", "gmp"}, {"reason", "remote_error"}}), 2);
+  EXPECT_EQ(m.Value("infiniband_exporter_mad_failures_total", {{"class", "gmp"}, {"reason", "redirect"}}), 1);
+  EXPECT_EQ(m.Value("infiniband_exporter_mad_round_trip_seconds", {{"class", "gmp"}}), 0.0004);
+  EXPECT_EQ(m.Value("infiniband_exporter_last_run_mads", {{"phase", "sweep"}, {"class", "lid_smp"}, {"outcome", "sent"}}), 12);
+  EXPECT_EQ(m.Value("infiniband_exporter_last_run_mads",
+                    {{"phase", "discovery"}, {"class", "dr_smp"}, {"outcome", "retried"}}),
+            4);
   EXPECT_EQ(m.Value("infiniband_exporter_sweep_duration_seconds"), 0.25);
   EXPECT_EQ(m.Value("infiniband_exporter_collector_success", {{"collector", "port_counters"}}), 1);
   EXPECT_EQ(m.Value("infiniband_exporter_sweeps_total"), 3);

@@ -61,6 +61,8 @@ std::vector<std::uint8_t> EncodePortInfo(const PortInfo& p) {
   b.bytes[56] = static_cast<std::uint8_t>((b.bytes[56] & 0x80) | (p.link_speed_ext2_active & 0x3) << 5 |
                                           (p.link_speed_ext2_supported & 0x3) << 3 |
                                           (p.link_speed_ext2_enabled & 0x7));
+  b.Set(IB_PORT_SUBN_TIMEOUT_F, p.subnet_timeout);
+  b.Set(IB_PORT_RESP_TIME_VAL_F, p.resp_time_value);
   return b.bytes;
 }
 
@@ -122,6 +124,27 @@ std::vector<std::uint8_t> EncodePerfClassPortInfo(const PerfClassPortInfo& c) {
   b.Set(IB_CPI_CLASSVER_F, 1);
   b.Set(IB_CPI_CAPMASK_F, c.capability_mask);
   b.Set(IB_CPI_CAPMASK2_F, c.capability_mask2);
+  b.Set(IB_CPI_RESP_TIME_VALUE_F, c.resp_time_value);
+  b.Set(IB_CPI_REDIRECT_LID_F, c.redirect_lid);
+  b.Set(IB_CPI_REDIRECT_QP_F, c.redirect_qp);
+  return b.bytes;
+}
+
+std::vector<std::uint8_t> EncodeSwitchInfo(const SwitchInfo& s) {
+  Buf b(kSmpDataSize);
+  b.Set(IB_SW_LINEAR_FDB_CAP_F, s.linear_fdb_cap);
+  b.Set(IB_SW_LINEAR_FDB_TOP_F, s.linear_fdb_top);
+  b.Set(IB_SW_PARTITION_ENFORCE_CAP_F, s.partition_enforcement_cap);
+  return b.bytes;
+}
+
+std::vector<std::uint8_t> EncodeSmInfo(const SmInfo& s) {
+  Buf b(kSmpDataSize);
+  b.Set64(IB_SMINFO_GUID_F, s.guid);
+  b.Set64(IB_SMINFO_KEY_F, s.sm_key);
+  b.Set(IB_SMINFO_ACT_F, s.act_count);
+  b.Set(IB_SMINFO_PRIO_F, s.priority);
+  b.Set(IB_SMINFO_STATE_F, static_cast<std::uint32_t>(s.state));
   return b.bytes;
 }
 
