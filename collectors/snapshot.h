@@ -66,8 +66,8 @@ struct Snapshot {
   PhaseHealth port_counters;
   // MADs of the last discovery (graph, tables, capabilities) and of the last
   // sweep (counters, link states, LID checks, SMs, clearing), by kind.
-  std::array<transport::KindStats, transport::kMadKinds> discovery_mads{};
-  std::array<transport::KindStats, transport::kMadKinds> sweep_mads{};
+  transport::KindCounts discovery_mads{};
+  transport::KindCounts sweep_mads{};
   topology::Scope scope;  // which ports this exporter reads
   std::uint64_t sweeps = 0;
   std::uint64_t discoveries = 0;

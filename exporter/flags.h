@@ -8,8 +8,12 @@
 #include <vector>
 
 #include "topology/scope.h"
+#include "transport/mad_engine.h"
 
 namespace ibfabric::exporter {
+
+// The engine's defaults, which the MAD flags default to.
+inline const transport::EngineOptions kEngineDefaults{};
 
 struct Config {
   std::string listen_host = "0.0.0.0";
@@ -26,17 +30,20 @@ struct Config {
   std::chrono::milliseconds sweep_interval{10'000};
   std::chrono::milliseconds discovery_interval{300'000};
   std::chrono::milliseconds sm_stall_after{60'000};  // master SM ActCount standing still this long: not sweeping
-  // MAD limits; the defaults are the engine's (transport/mad_engine.h
-  // EngineOptions), README "Fabric-safe MAD limits".
-  std::chrono::milliseconds mad_timeout{100};       // floor of every attempt's timeout
-  std::chrono::milliseconds mad_timeout_max{1000};  // ceiling of the backoff
-  int mad_retries = 2;
-  int mad_window = 128;        // all kinds together
-  int mad_dr_window = 4;       // directed-route SMPs
-  int mad_lid_window = 16;     // LID-routed SMPs
-  int mad_gmp_window = 128;    // PMA queries
-  int mad_per_destination = 1;
-  double mad_rate_limit = 0;   // MADs per second; 0: none
+  // MAD limits, defaulting to the engine's own (transport/mad_engine.h
+  // EngineOptions; README "Fabric-safe MAD limits").
+  // Floor of every attempt's timeout, and ceiling of the backoff.
+  std::chrono::milliseconds mad_timeout =
+      std::chrono::duration_cast<std::chrono::milliseconds>(kEngineDefaults.timeout);
+  std::chrono::milliseconds mad_timeout_max =
+      std::chrono::duration_cast<std::chrono::milliseconds>(kEngineDefaults.timeout_max);
+  int mad_retries = kEngineDefaults.retries;
+  int mad_window = kEngineDefaults.window;  // all kinds together
+  int mad_dr_window = kEngineDefaults.kind_window[static_cast<int>(transport::MadKind::kDirectedSmp)];
+  int mad_lid_window = kEngineDefaults.kind_window[static_cast<int>(transport::MadKind::kLidSmp)];
+  int mad_gmp_window = kEngineDefaults.kind_window[static_cast<int>(transport::MadKind::kGmp)];
+  int mad_per_destination = kEngineDefaults.per_destination;
+  double mad_rate_limit = kEngineDefaults.rate_limit;  // MADs per second; 0: none
   std::string log_level = "info";  // debug, info, warn, error
   int clear_threshold = 0;         // percent of a counter's maximum; 0: never clear
   bool once = false;               // one discovery and sweep, metrics to stdout, exit

@@ -14,12 +14,6 @@ double SecondsOf(std::chrono::steady_clock::duration d) {
   return std::chrono::duration<double>(d).count();
 }
 
-using KindCounts = std::array<transport::KindStats, transport::kMadKinds>;
-KindCounts Since(const KindCounts& before, const KindCounts& now) {
-  KindCounts d;
-  for (std::size_t k = 0; k < d.size(); ++k) d[k] = now[k] - before[k];
-  return d;
-}
 }  // namespace
 
 Poller::Poller(transport::MadEngine& engine, PollerOptions options, SnapshotHolder& holder,
@@ -40,7 +34,7 @@ Poller::Poller(transport::MadEngine& engine, PollerOptions options, SnapshotHold
 
 void Poller::Discover() {
   const auto start = std::chrono::steady_clock::now();
-  const KindCounts mads_before = engine_.stats().kinds;
+  const transport::KindCounts mads_before = engine_.stats().kinds;
   topology::DiscoverOptions discover_options;
   if (options_.scope.kind == topology::ScopeKind::kLocal) discover_options.max_hops = 1;
   topology::DiscoveryResult r = topology::Discover(engine_, discover_options);
@@ -52,7 +46,7 @@ void Poller::Discover() {
   discovery_problems_ = r.problems;
   for (const auto& p : r.problems) log_.Warn("discovery", "problem=\"" + p + "\"");
   if (!r.ok) {
-    discovery_mads_ = Since(mads_before, engine_.stats().kinds);
+    discovery_mads_ = transport::Since(mads_before, engine_.stats().kinds);
     discovery_.duration_seconds = SecondsOf(std::chrono::steady_clock::now() - start);
     discovery_.total_seconds += discovery_.duration_seconds;
     log_.Error("discovery failed; keeping the previous fabric");
@@ -108,7 +102,7 @@ void Poller::Discover() {
   std::set<std::uint64_t> scope_nodes;
   for (const auto& ref : in_scope_) scope_nodes.insert(ref.node_guid);
   caps_ = collectors::ReadCapabilities(*fabric_, engine_, everything ? nullptr : &scope_nodes);
-  discovery_mads_ = Since(mads_before, engine_.stats().kinds);
+  discovery_mads_ = transport::Since(mads_before, engine_.stats().kinds);
   discovery_.duration_seconds = SecondsOf(std::chrono::steady_clock::now() - start);
   discovery_.total_seconds += discovery_.duration_seconds;
   log_.Info("discovery done", "switches=" + std::to_string(fabric_->switch_count()) +
@@ -173,7 +167,7 @@ bool Poller::Cycle() {
     std::erase_if(targets, out);
     std::erase_if(links, out);
   }
-  const KindCounts mads_before = engine_.stats().kinds;
+  const transport::KindCounts mads_before = engine_.stats().kinds;
   const collectors::SweepResult sweep = collectors::Sweep(targets, links, engine_);
   const auto wall = std::chrono::system_clock::now();
   const Absorbed absorbed = Absorb(sweep, wall);
@@ -214,7 +208,7 @@ bool Poller::Cycle() {
     rediscover_ = true;
   }
   if (options_.clear_threshold_percent > 0) ClearSaturated(sweep);
-  sweep_mads_ = Since(mads_before, engine_.stats().kinds);
+  sweep_mads_ = transport::Since(mads_before, engine_.stats().kinds);
 
   log_.Debug("sweep done", "ports=" + std::to_string(targets.size()) +
                                " seconds=" + std::to_string(port_counters_.duration_seconds));

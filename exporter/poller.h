@@ -101,8 +101,8 @@ class Poller {
   std::shared_ptr<const collectors::HealthReport> health_report_;
   collectors::PhaseHealth discovery_;
   collectors::PhaseHealth port_counters_;
-  std::array<transport::KindStats, transport::kMadKinds> discovery_mads_{};
-  std::array<transport::KindStats, transport::kMadKinds> sweep_mads_{};
+  transport::KindCounts discovery_mads_{};
+  transport::KindCounts sweep_mads_{};
   std::vector<std::string> discovery_problems_;
   bool rediscover_ = true;
   std::chrono::steady_clock::time_point next_discovery_{};

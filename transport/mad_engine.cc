@@ -117,6 +117,18 @@ KindStats operator-(const KindStats& a, const KindStats& b) {
   return d;
 }
 
+KindStats Total(const KindCounts& counts) {
+  KindStats t;
+  for (const KindStats& k : counts) t += k;
+  return t;
+}
+
+KindCounts Since(const KindCounts& before, const KindCounts& now) {
+  KindCounts d;
+  for (std::size_t k = 0; k < d.size(); ++k) d[k] = now[k] - before[k];
+  return d;
+}
+
 EngineOptions EngineOptions::Legacy(int window, microseconds timeout, int retries) {
   EngineOptions o;
   o.window = window;
@@ -303,9 +315,9 @@ std::vector<MadResult> MadEngine::Run(std::span<const MadRequest> requests) {
     NodesOf(req, &nodes);
     Dest& tgt = dest(nodes.back());
     if (tgt.dead || silent) {
-      // Its node failed `dead_after` requests in a row: not worth the wire.
+      // Its node failed `dead_after` requests in a row, or nothing has
+      // answered for `silence_after` attempts: not worth the wire.
       u.jobs.pop_front();
-      ++stats_.timeouts;
       ++stats_.kinds[Slot(kind)].timeouts;
       ++stats_.kinds[Slot(kind)].abandoned;
       finish(job.index, MadOutcome::kTimeout);
@@ -315,8 +327,7 @@ std::vector<MadResult> MadEngine::Run(std::span<const MadRequest> requests) {
     if (per_dest > 0) {
       for (std::size_t i = 0; i < nodes.size(); ++i) {
         Dest& d = dest(nodes[i]);
-        const int limit = std::min(per_dest, std::max(d.cwnd, 1));
-        if (d.outstanding < limit) continue;
+        if (d.outstanding < std::min(per_dest, d.cwnd)) continue;  // cwnd >= 1 here
         if (i + 1 == nodes.size()) {
           // Its own node is full: wait for one of its answers.
           d.waiters.push_back(unit_id);
@@ -333,11 +344,9 @@ std::vector<MadResult> MadEngine::Run(std::span<const MadRequest> requests) {
     u.jobs.pop_front();
     const std::uint32_t tid = NextTid();
     const MadBytes mad = EncodeRequest(req, tid);
-    ++stats_.sent;
     ++stats_.kinds[Slot(kind)].sent;
     if (rate > 0) tokens -= 1;
     if (!port_.Send(req.address, mad)) {
-      ++stats_.send_errors;
       ++stats_.kinds[Slot(kind)].send_errors;
       finish(job.index, MadOutcome::kSendError);
       enqueue(unit_id);
@@ -425,14 +434,12 @@ std::vector<MadResult> MadEngine::Run(std::span<const MadRequest> requests) {
     if (options_.adaptive_timeout && rtt_[Slot(kind)].backoff < 2) ++rtt_[Slot(kind)].backoff;
     if (options_.silence_after > 0 && ++silent_attempts >= options_.silence_after) silent = true;
     if (f.job.attempt < options_.retries) {
-      ++stats_.retries;
       ++stats_.kinds[Slot(kind)].retries;
       Unit& u = units[f.unit];
       u.jobs.push_front(Job{f.job.index, f.job.attempt + 1, f.job.busy});
       enqueue(f.unit);
       return;
     }
-    ++stats_.timeouts;
     ++stats_.kinds[Slot(kind)].timeouts;
     finish(f.job.index, MadOutcome::kTimeout);
     if (options_.dead_after > 0 && ++t.failures >= options_.dead_after) t.dead = true;
@@ -503,7 +510,6 @@ std::vector<MadResult> MadEngine::Run(std::span<const MadRequest> requests) {
     in_flight.erase(it);
     settle(f.job.index, kind);
     silent_attempts = 0;
-    ++stats_.responses;
     KindStats& ks = stats_.kinds[Slot(kind)];
     ++ks.responses;
     now = clock_->Now();
@@ -517,7 +523,6 @@ std::vector<MadResult> MadEngine::Run(std::span<const MadRequest> requests) {
       t.cwnd = 1;
       if (f.job.busy < options_.busy_retries) {
         // Busy: the agent discarded it (IBTA 13.4.7); ask again after a backoff.
-        ++stats_.retries;
         ++ks.retries;
         const Job again{f.job.index, f.job.attempt, f.job.busy + 1};
         delayed.push(Delayed{now + TimeoutFor(kind, lid_of(f.job.index), f.job.busy), f.unit, again});
@@ -529,7 +534,6 @@ std::vector<MadResult> MadEngine::Run(std::span<const MadRequest> requests) {
     t.failures = 0;
     if (h.status != 0) {
       if ((h.status & kMadStatusRedirect) != 0) ++ks.redirects;
-      ++stats_.remote_errors;
       ++ks.remote_errors;
       finish(f.job.index, MadOutcome::kRemoteError);
     } else {

@@ -97,17 +97,18 @@ struct KindStats {
 };
 KindStats operator-(const KindStats& a, const KindStats& b);
 
+// Counts of every kind, in MadKind order.
+using KindCounts = std::array<KindStats, kMadKinds>;
+// All kinds together.
+KindStats Total(const KindCounts& counts);
+// What happened between two copies of the counts (`now` taken after `before`).
+KindCounts Since(const KindCounts& before, const KindCounts& now);
+
 // Cumulative counts since the engine was made. Plain values: copy them out.
 struct EngineStats {
-  std::uint64_t requests = 0;       // Run() requests (not attempts)
-  std::uint64_t sent = 0;           // attempts put on the port
-  std::uint64_t responses = 0;      // matched responses
-  std::uint64_t timeouts = 0;       // requests that failed after every retry
-  std::uint64_t retries = 0;        // re-sends after a timed-out attempt or Busy
-  std::uint64_t remote_errors = 0;  // responses with a non-zero MAD status
-  std::uint64_t send_errors = 0;    // attempts the port refused
-  std::uint64_t ignored = 0;        // late, duplicate, unknown or mismatched MADs
-  std::array<KindStats, kMadKinds> kinds{};
+  std::uint64_t requests = 0;  // Run() requests (not attempts)
+  std::uint64_t ignored = 0;   // late, duplicate, unknown or mismatched MADs
+  KindCounts kinds{};          // everything else, by kind of MAD
   // The most that were ever outstanding at once: to or through one node,
   // per kind, and in total. Never above the configured limits.
   int peak_per_destination = 0;
@@ -119,6 +120,7 @@ struct EngineStats {
   std::array<double, kMadKinds> timeout_seconds{};
 
   const KindStats& of(MadKind k) const { return kinds[static_cast<std::size_t>(k)]; }
+  KindStats total() const { return Total(kinds); }
 };
 
 // Thread-safety: none; one thread uses an engine (and its port) at a time.

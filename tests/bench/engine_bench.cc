@@ -81,9 +81,9 @@ void BM_Sweep(benchmark::State& state) {
   }
   state.SetItemsProcessed(state.iterations() * kPorts);
   state.counters["failed_ports"] = static_cast<double>(failed);
-  state.counters["retries"] = static_cast<double>(engine.stats().retries);
+  state.counters["retries"] = static_cast<double>(engine.stats().total().retries);
   state.counters["mads_per_s"] =
-      benchmark::Counter(static_cast<double>(engine.stats().sent), benchmark::Counter::kIsRate);
+      benchmark::Counter(static_cast<double>(engine.stats().total().sent), benchmark::Counter::kIsRate);
 }
 
 BENCHMARK(BM_Sweep)

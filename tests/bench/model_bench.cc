@@ -56,7 +56,7 @@ struct Phase {
   double seconds = 0;
   double bound = 0;
   model::ExporterLoad load;
-  std::array<transport::KindStats, transport::kMadKinds> mads{};
+  transport::KindCounts mads{};
 };
 
 double Bound(const model::ExporterLoad& l, const model::ModelParams& p) {
@@ -79,7 +79,7 @@ Phase Measure(model::HardwareModel& m, transport::MadEngine& e, F body) {
   p.seconds = std::chrono::duration<double>(m.Now() - start).count();
   p.load = m.load();
   p.bound = Bound(p.load, m.params());
-  for (std::size_t k = 0; k < transport::kMadKinds; ++k) p.mads[k] = e.stats().kinds[k] - before[k];
+  p.mads = transport::Since(before, e.stats().kinds);
   return p;
 }
 
@@ -171,13 +171,6 @@ Outcome Run(const testbed::FatTree& tree, const model::ModelParams& params, Mode
   return out;
 }
 
-std::uint64_t Sum(const std::array<transport::KindStats, transport::kMadKinds>& a,
-                  std::uint64_t transport::KindStats::*f) {
-  std::uint64_t s = 0;
-  for (const auto& k : a) s += k.*f;
-  return s;
-}
-
 void Print(const char* label, const Outcome& o, bool exporter) {
   std::printf("  %-8s SM: sent %7llu dropped %5llu timeouts %5llu failed %3llu  heavy %7.3f s  light %6.3f s (max %6.3f)",
               label, static_cast<unsigned long long>(o.sm.sent), static_cast<unsigned long long>(o.sm.dropped),
@@ -186,13 +179,14 @@ void Print(const char* label, const Outcome& o, bool exporter) {
   std::printf("\n");
   if (!exporter) return;
   auto phase = [](const char* name, const Phase& p) {
+    const transport::KindStats all = transport::Total(p.mads);
     std::printf("           %-9s %8.3f s  bound %8.3f s  ratio %5.2f  MADs %7llu (dr %llu, lid %llu, gmp %llu)  retries %llu  timeouts %llu\n",
                 name, p.seconds, p.bound, p.bound > 0 ? p.seconds / p.bound : 0,
-                static_cast<unsigned long long>(Sum(p.mads, &transport::KindStats::sent)),
+                static_cast<unsigned long long>(all.sent),
                 static_cast<unsigned long long>(p.mads[0].sent), static_cast<unsigned long long>(p.mads[1].sent),
                 static_cast<unsigned long long>(p.mads[2].sent),
-                static_cast<unsigned long long>(Sum(p.mads, &transport::KindStats::retries)),
-                static_cast<unsigned long long>(Sum(p.mads, &transport::KindStats::timeouts)));
+                static_cast<unsigned long long>(all.retries),
+                static_cast<unsigned long long>(all.timeouts));
   };
   phase("graph", o.graph);
   phase("discovery", o.discovery);

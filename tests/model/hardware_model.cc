@@ -152,8 +152,12 @@ void HardwareModel::Schedule(TimePoint at, EventType type, std::size_t what) {
   events_.push(Event{at, seq_++, type, what});
 }
 
+microseconds HardwareModel::MeanServiceOf(int node) const {
+  return nodes_[node].is_switch ? params_.switch_service : params_.hca_service;
+}
+
 microseconds HardwareModel::ServiceOf(int node) {
-  const microseconds mean = nodes_[node].is_switch ? params_.switch_service : params_.hca_service;
+  const microseconds mean = MeanServiceOf(node);
   std::uniform_real_distribution<double> u(1 - params_.jitter, 1 + params_.jitter);
   return microseconds(std::max<std::int64_t>(1, static_cast<std::int64_t>(mean.count() * u(rng_))));
 }
@@ -162,15 +166,12 @@ bool HardwareModel::Send(const transport::MadAddress& to, const MadBytes& mad) {
   const auto cls = static_cast<MgmtClass>(mad[1]);
   const int kind = static_cast<int>(transport::KindOf(cls));
   ++load_.mads;
-  ++load_.by_kind[kind];
   // The local HCA sends one MAD after the other at its rate.
   const TimePoint send_at = std::max(now_, wire_free_);
   wire_free_ = send_at + std::chrono::duration_cast<TimePoint::duration>(std::chrono::duration<double>(1.0 / params_.send_rate));
   Packet p;
   p.ours = true;
   p.mad = mad;
-  p.to = to;
-  p.kind = kind;
   microseconds leg = params_.hop_latency;
   if (cls == MgmtClass::kSubnDirectRoute) {
     std::vector<int> route;
@@ -193,7 +194,7 @@ bool HardwareModel::Send(const transport::MadAddress& to, const MadBytes& mad) {
   // What it would take on an idle fabric: the lower bound's per-kind part.
   double unloaded = std::chrono::duration<double>(leg).count() * static_cast<double>(p.stops.size() + 1);
   for (int s : p.stops) {
-    unloaded += std::chrono::duration<double>(nodes_[s].is_switch ? params_.switch_service : params_.hca_service).count();
+    unloaded += std::chrono::duration<double>(MeanServiceOf(s)).count();
   }
   load_.unloaded_rtt_sum[kind] += unloaded;
   p.leg = leg;

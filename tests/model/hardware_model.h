@@ -96,7 +96,6 @@ struct SmStats {
 struct ExporterLoad {
   std::uint64_t mads = 0;
   std::uint64_t dropped = 0;
-  std::array<std::uint64_t, 3> by_kind{};        // MadKind order
   std::array<double, 3> unloaded_rtt_sum{};      // seconds, what each would take on an idle fabric
   std::map<int, double> agent_work;              // node -> seconds of its agent's time
   int peak_queued = 0;  // most of our MADs waiting or served at one agent at once
@@ -154,9 +153,7 @@ class HardwareModel final : public transport::MadPort, public transport::Clock {
     std::vector<bool> answers;  // at that stop the target answers (else it forwards)
     std::size_t next = 0;
     transport::MadBytes mad{};
-    transport::MadAddress to;
     int entered_port = 0;  // at the target
-    int kind = 0;
     microseconds leg{0};  // wire time between two stops (and to the first, and back)
   };
   enum class EventType : std::uint8_t { kArrive, kServed, kDeliver, kSmTimeout, kSmLightSweep };
@@ -178,7 +175,8 @@ class HardwareModel final : public transport::MadPort, public transport::Clock {
   void Schedule(TimePoint at, EventType type, std::size_t what);
   void Arrive(std::size_t packet);
   void Served(std::size_t packet);
-  microseconds ServiceOf(int node);
+  microseconds MeanServiceOf(int node) const;
+  microseconds ServiceOf(int node);  // drawn around the mean
   std::optional<transport::MadBytes> Answer(const Packet& p);
   bool Step(TimePoint limit);  // processes the next event at or before limit
 

@@ -48,7 +48,7 @@ TEST(MadEngineTest, NeverExceedsTheWindow) {
     const auto reqs = Requests(500);
     ExpectAllMatch(reqs, engine.Run(reqs));
     EXPECT_EQ(port.max_outstanding(), static_cast<std::size_t>(window));
-    EXPECT_EQ(engine.stats().sent, 500u);
+    EXPECT_EQ(engine.stats().total().sent, 500u);
   }
 }
 
@@ -61,8 +61,8 @@ TEST(MadEngineTest, TimeoutIsRetriedExactlyTheConfiguredTimes) {
     const auto res = engine.Run(Requests(3));
     for (const auto& r : res) EXPECT_EQ(r.outcome, MadOutcome::kTimeout);
     EXPECT_EQ(port.sends(), 3u * (1 + retries));
-    EXPECT_EQ(engine.stats().retries, 3u * retries);
-    EXPECT_EQ(engine.stats().timeouts, 3u);
+    EXPECT_EQ(engine.stats().total().retries, 3u * retries);
+    EXPECT_EQ(engine.stats().total().timeouts, 3u);
   }
 }
 
@@ -71,8 +71,8 @@ TEST(MadEngineTest, LossIsRecoveredByRetries) {
   MadEngine engine(port, EngineOptions{32, milliseconds(5), 10});
   const auto reqs = Requests(300);
   ExpectAllMatch(reqs, engine.Run(reqs));
-  EXPECT_GT(engine.stats().retries, 0u);
-  EXPECT_EQ(engine.stats().timeouts, 0u);
+  EXPECT_GT(engine.stats().total().retries, 0u);
+  EXPECT_EQ(engine.stats().total().timeouts, 0u);
 }
 
 TEST(MadEngineTest, LateRepliesAreIgnored) {
@@ -84,7 +84,7 @@ TEST(MadEngineTest, LateRepliesAreIgnored) {
   const auto reqs = Requests(5);
   const auto res = engine.Run(reqs);
   for (const auto& r : res) EXPECT_EQ(r.outcome, MadOutcome::kTimeout);
-  EXPECT_EQ(engine.stats().responses, 0u);
+  EXPECT_EQ(engine.stats().total().responses, 0u);
   // Now with a timeout longer than the latency everything is answered and
   // the stale replies of the previous run are ignored, not misattributed.
   MadEngine patient(port, EngineOptions{16, milliseconds(100), 0});
@@ -101,7 +101,7 @@ TEST(MadEngineTest, BackoffOutwaitsSlowReplies) {
   MadEngine engine(port, EngineOptions{16, milliseconds(10), 1});
   const auto reqs = Requests(5);  // one LID: one at a time
   ExpectAllMatch(reqs, engine.Run(reqs));
-  EXPECT_EQ(engine.stats().retries, 1u);
+  EXPECT_EQ(engine.stats().total().retries, 1u);
   EXPECT_EQ(engine.stats().ignored, 1u);
   EXPECT_NEAR(engine.stats().srtt_seconds[static_cast<int>(MadKind::kGmp)], 0.015, 0.005);
 }
@@ -112,7 +112,7 @@ TEST(MadEngineTest, DuplicatesAndCorruptRepliesAreIgnored) {
   const auto reqs = Requests(200);
   ExpectAllMatch(reqs, engine.Run(reqs));
   EXPECT_GT(engine.stats().ignored, 0u);
-  EXPECT_EQ(engine.stats().responses, 200u);
+  EXPECT_EQ(engine.stats().total().responses, 200u);
 }
 
 TEST(MadEngineTest, RemoteErrorsAreReportedNotRetried) {

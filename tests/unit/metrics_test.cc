@@ -52,8 +52,6 @@ collectors::Snapshot Build() {
   t.stale = true;
   s.ports[{0xd1, 1}] = t;
   s.sweeps = 3;
-  s.mad.sent = 100;
-  s.mad.timeouts = 2;
   s.mad.kinds[static_cast<int>(transport::MadKind::kGmp)].sent = 70;
   s.mad.kinds[static_cast<int>(transport::MadKind::kDirectedSmp)].sent = 30;
   s.mad.kinds[static_cast<int>(transport::MadKind::kGmp)].timeouts = 2;
