@@ -164,9 +164,12 @@ const std::map<std::string, Flag>& Flags() {
        {"Performance-management queries in flight at once.", "N",
         [](Config& c, const std::string& v) { return Int(&c.mad_gmp_window, v, 1, 4096); }}},
       {"mad.per-destination",
-       {"MADs outstanding to or through any one node at once (a directed-route SMP counts at every switch "
-        "on its route).",
-        "N", [](Config& c, const std::string& v) { return Int(&c.mad_per_destination, v, 1, 64); }}},
+       {"MADs outstanding to any one node at once.", "N",
+        [](Config& c, const std::string& v) { return Int(&c.mad_per_destination, v, 1, 64); }}},
+      {"mad.dr-per-switch",
+       {"MADs outstanding at a switch that a directed-route SMP of ours would pass through (its firmware "
+        "forwards it, beside the subnet manager's).",
+        "N", [](Config& c, const std::string& v) { return Int(&c.mad_dr_per_switch, v, 1, 64); }}},
       {"mad.rate-limit",
        {"MADs per second at most, over all kinds (0: no limit).", "N",
         [](Config& c, const std::string& v) -> std::string {

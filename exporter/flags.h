@@ -43,6 +43,7 @@ struct Config {
   int mad_lid_window = kEngineDefaults.kind_window[static_cast<int>(transport::MadKind::kLidSmp)];
   int mad_gmp_window = kEngineDefaults.kind_window[static_cast<int>(transport::MadKind::kGmp)];
   int mad_per_destination = kEngineDefaults.per_destination;
+  int mad_dr_per_switch = kEngineDefaults.dr_per_switch;
   double mad_rate_limit = kEngineDefaults.rate_limit;  // MADs per second; 0: none
   std::string log_level = "info";  // debug, info, warn, error
   int clear_threshold = 0;         // percent of a counter's maximum; 0: never clear

@@ -119,6 +119,7 @@ int Main(int argc, char** argv) {
   engine_options.retries = cfg.mad_retries;
   engine_options.kind_window = {cfg.mad_dr_window, cfg.mad_lid_window, cfg.mad_gmp_window};
   engine_options.per_destination = cfg.mad_per_destination;
+  engine_options.dr_per_switch = cfg.mad_dr_per_switch;
   engine_options.rate_limit = cfg.mad_rate_limit;
   transport::MadEngine engine(*port, engine_options);
 

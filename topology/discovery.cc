@@ -39,6 +39,7 @@ struct Building {
   Node node;
   Path path;  // a directed route that reaches this node
   std::map<std::uint8_t, Port> ports;
+  bool lid_active = false;  // node.lid is on an Active port
 };
 
 class Discoverer {
@@ -58,6 +59,7 @@ class Discoverer {
     const Visit local{{}, transport::DecodeNodeInfo(r[0].response)};
     out.local_node_guid = local.info.node_guid;
     out.local_port = local.info.local_port;
+    local_port_ = local.info.local_port;
 
     std::vector<Visit> fresh = Admit({local});
     for (int hops = 0; !fresh.empty() && (options_.max_hops < 0 || hops < options_.max_hops); ++hops) {
@@ -85,20 +87,30 @@ class Discoverer {
     return engine_.Run(reqs);
   }
 
+  // What one query of Admit() asks.
+  static constexpr std::uint8_t kDescription = 0xff;  // not a port: the NodeDescription query
+  struct Ask {
+    std::uint64_t guid;
+    std::uint8_t port;  // PortInfo of this port, or kDescription
+  };
+
   // Records the nodes and CA ports seen for the first time and reads their
   // descriptions and PortInfo. Returns the visits that were new.
-  std::vector<Visit> Admit(const std::vector<Visit>& visits) {
+  //
+  // Only what needs the route goes directed: a switch's port 0 (its LID)
+  // and a CA's port. Every switch on a directed route handles the SMP in
+  // its management firmware (IBTA 14.2.2); a LID-routed SMP is forwarded
+  // like any packet and loads only its target's agent. So once a
+  // node's LID is known and usable, its description and the PortInfo of
+  // its other ports are LID-routed; what does not answer that way (the SM
+  // may not have programmed the routes yet) is asked again directed.
+  std::vector<Visit> Admit(const std::vector<Visit>& reached) {
+    const std::vector<Visit> visits = SpreadRoutes(reached);
     std::vector<Visit> fresh;
-    std::vector<MadRequest> reqs;
-    constexpr std::uint8_t kDescription = 0xff;  // not a port: the NodeDescription query
-    struct Pending {
-      std::uint64_t guid;
-      std::uint8_t port;  // PortInfo of this port, or kDescription
-    };
-    std::vector<Pending> what;
+    std::vector<Ask> first;  // directed: what gives the LID
+    std::vector<Ask> rest;   // LID-routed where the LID allows
     for (const Visit& v : visits) {
       const auto& ni = v.info;
-      const MadAddress route = MadAddress::Directed(v.path);
       auto [it, inserted] = building_.try_emplace(ni.node_guid);
       Building& b = it->second;
       if (inserted) {
@@ -107,13 +119,12 @@ class Discoverer {
         b.node.num_ports = ni.num_ports;
         b.node.partition_cap = ni.partition_cap;
         b.path = v.path;
-        reqs.push_back(transport::NodeDescriptionQuery(route));
-        what.push_back({ni.node_guid, kDescription});
+        rest.push_back({ni.node_guid, kDescription});
         if (b.node.kind == NodeKind::kSwitch) {
           // Port 0 holds the switch's LID (IBTA 14.2.5.6); 1..N the external ports.
+          first.push_back({ni.node_guid, 0});
           for (std::uint8_t p = 0; p <= ni.num_ports; ++p) {
-            reqs.push_back(transport::PortInfoQuery(route, p));
-            what.push_back({ni.node_guid, p});
+            if (p > 0) rest.push_back({ni.node_guid, p});
             b.ports[p].number = p;
             b.ports[p].guid = ni.port_guid;
           }
@@ -126,48 +137,124 @@ class Discoverer {
         Port& p = b.ports[ni.local_port];
         p.number = ni.local_port;
         p.guid = ni.port_guid;
-        reqs.push_back(transport::PortInfoQuery(route, ni.local_port));
-        what.push_back({ni.node_guid, ni.local_port});
+        first.push_back({ni.node_guid, ni.local_port});
         is_new = true;
       }
       if (is_new) fresh.push_back(v);
     }
-    const auto results = RunBatch(reqs);
-    for (std::size_t i = 0; i < results.size(); ++i) {
-      Building& b = building_[what[i].guid];
-      if (results[i].outcome != MadOutcome::kOk) {
-        const std::string asked = what[i].port == kDescription
-                                      ? "NodeDescription"
-                                      : "PortInfo port " + std::to_string(what[i].port);
-        problems_.push_back("no answer to " + asked + " from " + FormatGuid(what[i].guid) + " via " +
-                            PathString(b.path) + ": " + transport::ToString(results[i].outcome));
-        continue;
-      }
-      if (what[i].port == kDescription) {
-        b.node.description = transport::DecodeNodeDescription(results[i].response);
-        continue;
-      }
-      const transport::PortInfo pi = transport::DecodePortInfo(results[i].response);
-      if (b.path.empty() && b.node.kind != NodeKind::kSwitch) subnet_timeout_ = pi.subnet_timeout;
-      if (what[i].port == 0 && b.node.kind == NodeKind::kSwitch) {
-        b.node.lid = pi.lid;
-        b.node.ext_speeds2 = transport::HasExtendedSpeeds2(pi);
-        for (auto& [num, port] : b.ports) port.lid = pi.lid;
-        continue;
-      }
-      Port& p = b.ports[what[i].port];
-      // A switch's capability masks live on port 0, answered before its
-      // other ports (requested first, results in request order).
-      if (b.node.kind != NodeKind::kSwitch) b.node.ext_speeds2 = transport::HasExtendedSpeeds2(pi);
-      ApplyPortInfo(pi, b.node.ext_speeds2, &p);
-      if (b.node.kind == NodeKind::kSwitch) {
-        p.lid = b.node.lid;
-      } else {
-        p.lid = pi.lid;
-        if (b.node.lid == 0) b.node.lid = pi.lid;
-      }
-    }
+    AskAll(first, /*lid_routed=*/false);
+    std::vector<Ask> by_lid;
+    std::vector<Ask> directed;
+    for (const Ask& a : rest) (LidUsable(building_[a.guid]) ? by_lid : directed).push_back(a);
+    std::vector<Ask> unanswered = AskAll(by_lid, /*lid_routed=*/true);
+    directed.insert(directed.end(), unanswered.begin(), unanswered.end());
+    AskAll(directed, /*lid_routed=*/false);
     return fresh;
+  }
+
+  // A node reached through several cables at once (a leaf seen from every
+  // spine) is known by one of those routes from now on; taking them in turn
+  // spreads the directed routes, and the switch firmware forwarding them,
+  // over the fabric instead of sending every one through the first spine.
+  // Returns the visits with each new node's chosen route first.
+  std::vector<Visit> SpreadRoutes(const std::vector<Visit>& visits) {
+    std::map<std::uint64_t, std::vector<std::size_t>> routes;  // new node -> its visits
+    std::vector<std::uint64_t> order;
+    for (std::size_t i = 0; i < visits.size(); ++i) {
+      const std::uint64_t guid = visits[i].info.node_guid;
+      if (building_.count(guid)) continue;
+      auto& r = routes[guid];
+      if (r.empty()) order.push_back(guid);
+      r.push_back(i);
+    }
+    std::vector<Visit> out;
+    out.reserve(visits.size());
+    std::vector<bool> taken(visits.size(), false);
+    for (std::uint64_t guid : order) {
+      const auto& r = routes[guid];
+      const std::size_t pick = r[r.size() > 1 ? spread_++ % r.size() : 0];
+      out.push_back(visits[pick]);
+      taken[pick] = true;
+    }
+    for (std::size_t i = 0; i < visits.size(); ++i) {
+      if (!taken[i]) out.push_back(visits[i]);
+    }
+    return out;
+  }
+
+  // A LID that reaches the node: a unicast LID (IBTA 4.1.3: 1..0xBFFF) on a
+  // port the SM made Active, seen from a local port that is Active too.
+  bool LidUsable(const Building& b) const {
+    return local_active_ && b.lid_active && b.node.lid >= 1 && b.node.lid <= 0xBFFF;
+  }
+
+  // Runs `asks` and records the answers. LID-routed: returns the ones that
+  // timed out, for the caller to ask directed; directed: records a problem
+  // for each that did not answer.
+  std::vector<Ask> AskAll(const std::vector<Ask>& asks, bool lid_routed) {
+    std::vector<MadRequest> reqs;
+    reqs.reserve(asks.size());
+    for (const Ask& a : asks) {
+      const Building& b = building_[a.guid];
+      const MadAddress route = lid_routed ? MadAddress::Lid(b.node.lid) : MadAddress::Directed(b.path);
+      reqs.push_back(a.port == kDescription ? transport::NodeDescriptionQuery(route)
+                                            : transport::PortInfoQuery(route, a.port));
+    }
+    const auto results = RunBatch(reqs);
+    std::vector<Ask> unanswered;
+    for (std::size_t i = 0; i < results.size(); ++i) {
+      Building& b = building_[asks[i].guid];
+      if (results[i].outcome != MadOutcome::kOk) {
+        if (lid_routed && results[i].outcome == MadOutcome::kTimeout) {
+          unanswered.push_back(asks[i]);
+          continue;
+        }
+        const std::string asked = asks[i].port == kDescription
+                                      ? "NodeDescription"
+                                      : "PortInfo port " + std::to_string(asks[i].port);
+        const std::string via = lid_routed ? "LID " + std::to_string(b.node.lid) : PathString(b.path);
+        problems_.push_back("no answer to " + asked + " from " + FormatGuid(asks[i].guid) + " via " + via +
+                            ": " + transport::ToString(results[i].outcome));
+        continue;
+      }
+      Record(asks[i], results[i], b);
+    }
+    return unanswered;
+  }
+
+  void Record(const Ask& ask, const MadResult& result, Building& b) {
+    if (ask.port == kDescription) {
+      b.node.description = transport::DecodeNodeDescription(result.response);
+      return;
+    }
+    const transport::PortInfo pi = transport::DecodePortInfo(result.response);
+    const bool is_switch = b.node.kind == NodeKind::kSwitch;
+    if (is_switch && ask.port == 0) {
+      b.node.lid = pi.lid;
+      b.lid_active = pi.port_state == transport::kPortStateActive;
+      b.node.ext_speeds2 = transport::HasExtendedSpeeds2(pi);
+      for (auto& [num, port] : b.ports) port.lid = pi.lid;
+      if (b.path.empty()) local_active_ = b.lid_active;  // the exporter runs on this switch
+      return;
+    }
+    Port& p = b.ports[ask.port];
+    // A switch's capability masks live on port 0, answered before its
+    // other ports (asked in an earlier batch).
+    if (!is_switch) b.node.ext_speeds2 = transport::HasExtendedSpeeds2(pi);
+    ApplyPortInfo(pi, b.node.ext_speeds2, &p);
+    if (is_switch) {
+      p.lid = b.node.lid;
+      return;
+    }
+    p.lid = pi.lid;
+    if (b.node.lid == 0) {
+      b.node.lid = pi.lid;
+      b.lid_active = pi.port_state == transport::kPortStateActive;
+    }
+    if (b.path.empty() && ask.port == local_port_) {
+      subnet_timeout_ = pi.subnet_timeout;
+      local_active_ = pi.port_state == transport::kPortStateActive && pi.lid != 0;
+    }
   }
 
   // Asks NodeInfo through every up port of the switches just admitted (and
@@ -187,6 +274,8 @@ class Discoverer {
       if (b.node.kind != NodeKind::kSwitch && !is_local) continue;  // CAs do not forward SMPs
       for (const auto& [num, port] : b.ports) {
         if (!port.link_up()) continue;
+        // The far end already answered through this cable from its side.
+        if (port.remote) continue;
         if (b.node.kind != NodeKind::kSwitch && num != local.info.local_port) continue;
         Path next = v.path;
         next.push_back(num);
@@ -232,6 +321,9 @@ class Discoverer {
   std::vector<std::string> problems_;
   std::size_t smps_ = 0;
   std::uint8_t subnet_timeout_ = 0;
+  std::uint8_t local_port_ = 0;
+  std::size_t spread_ = 0;  // routes handed out by SpreadRoutes()
+  bool local_active_ = false;  // the local port is Active with a LID: LID routing can leave it
 };
 
 }  // namespace

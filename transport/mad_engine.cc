@@ -234,6 +234,8 @@ std::vector<MadResult> MadEngine::Run(std::span<const MadRequest> requests) {
   if (n == 0) return results;
 
   const int per_dest = options_.per_destination;
+  const int per_switch = options_.dr_per_switch > 0 ? options_.dr_per_switch : per_dest;
+  const int max_cwnd = std::max(per_dest, per_switch);
   std::unordered_map<std::uint64_t, Dest> dests;
   std::unordered_map<std::uint64_t, Unit> units;
   // One ring of units per kind when interleaving; one FIFO otherwise.
@@ -260,7 +262,7 @@ std::vector<MadResult> MadEngine::Run(std::span<const MadRequest> requests) {
 
   auto dest = [&](std::uint64_t key) -> Dest& {
     auto [it, inserted] = dests.try_emplace(key);
-    if (inserted) it->second.cwnd = per_dest;
+    if (inserted) it->second.cwnd = max_cwnd;
     return it->second;
   };
   auto unit_of = [&](std::size_t index) -> std::uint64_t {
@@ -327,8 +329,10 @@ std::vector<MadResult> MadEngine::Run(std::span<const MadRequest> requests) {
     if (per_dest > 0) {
       for (std::size_t i = 0; i < nodes.size(); ++i) {
         Dest& d = dest(nodes[i]);
-        if (d.outstanding < std::min(per_dest, d.cwnd)) continue;  // cwnd >= 1 here
-        if (i + 1 == nodes.size()) {
+        const bool is_target = i + 1 == nodes.size();
+        const int limit = is_target ? per_dest : per_switch;
+        if (d.outstanding < std::min(limit, d.cwnd)) continue;  // cwnd >= 1 here
+        if (is_target) {
           // Its own node is full: wait for one of its answers.
           d.waiters.push_back(unit_id);
           u.parked = true;
@@ -537,7 +541,7 @@ std::vector<MadResult> MadEngine::Run(std::span<const MadRequest> requests) {
       ++ks.remote_errors;
       finish(f.job.index, MadOutcome::kRemoteError);
     } else {
-      if (per_dest > 0) t.cwnd = std::min(per_dest, t.cwnd + 1);
+      if (per_dest > 0) t.cwnd = std::min(max_cwnd, t.cwnd + 1);
       finish(f.job.index, MadOutcome::kOk);
     }
   }

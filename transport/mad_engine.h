@@ -12,12 +12,14 @@
 // Limits (each request must fit all of them to be sent):
 // - per kind of MAD (mad.h MadKind): directed-route SMPs, LID-routed SMPs
 //   and GMPs each have their own window;
-// - per destination: at most `per_destination` requests outstanding to or
-//   through any one node. A LID-routed request counts against its LID; a
+// - per destination: at most `per_destination` requests outstanding to any
+//   one node. A LID-routed request counts against its LID; a
 //   directed-route SMP against every node on its route (each switch's
-//   firmware forwards it, IBTA 14.2.2), the node at the end included. A
-//   node is known by its address here: a LID, or the shortest directed
-//   route the request uses to it (callers use one route per node);
+//   firmware forwards it, IBTA 14.2.2): its target within
+//   `per_destination`, each switch it passes through within
+//   `dr_per_switch` (everything outstanding there counted). A node is
+//   known by its address here: a LID, or the directed route the request
+//   uses to it (callers use one route per node);
 // - a total `window` over all kinds, and optionally a rate in MADs/s.
 // Requests are interleaved across destinations (round robin), so a switch
 // with 64 ports' worth of queries gets them one or two at a time while
@@ -62,8 +64,11 @@ struct EngineOptions {
   // LID-routed SMPs and 128 GMPs spread over many agents (opensm's PerfMgr
   // keeps up to 500 GMPs outstanding). README "Fabric-safe MAD limits".
   std::array<int, kMadKinds> kind_window{4, 16, 128};
-  // Outstanding MADs to or through one node; 0: no limit (the old engine).
+  // Outstanding MADs to one node; 0: no limit (the old engine).
   int per_destination = 1;
+  // Outstanding MADs at a switch that a directed-route SMP passes through
+  // (not its target); 0: the same as per_destination.
+  int dr_per_switch = 1;
   std::chrono::microseconds timeout_max{1'000'000};  // ceiling of the backoff
   int busy_retries = 3;                              // re-sends after a Busy status
   int dead_after = 3;  // requests in a row that failed every attempt: give up on that destination

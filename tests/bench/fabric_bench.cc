@@ -1,6 +1,8 @@
 // Full-fabric sweep on the simulator, timed in the same run as
 // `ibqueryerrors --data` and a one-MAD-at-a-time serial baseline, with the
-// ratios and the exporter's peak RSS printed. With --scale, the same sweep
+// ratios and the exporter's peak RSS printed, then what crossed libibumad
+// during a discovery and two sweeps, watched from outside the exporter by
+// the MAD tap (tests/tools/mad_tap.cc). With --scale, the same sweep
 // on growing fabrics to show the cost per port.
 //
 //   build/tests/fabric_bench                 # 1024 hosts, 4096 ports
@@ -15,6 +17,7 @@
 
 #include "tests/testbed/exporter_process.h"
 #include "tests/testbed/fat_tree.h"
+#include "tests/testbed/mad_tap.h"
 #include "tests/testbed/sim_fabric.h"
 
 namespace ibfabric::testbed {
@@ -56,6 +59,36 @@ bool MeasureExporter(const SimFabric& sim, int window, int runs, Measure* m, std
   return true;
 }
 
+// The exporter at its defaults once more, under the MAD tap: what crossed
+// libibumad, seen from outside, through its discovery and two sweeps.
+bool Watch(const SimFabric& sim, std::string* error) {
+  const std::string file = sim.dir() + "/mad_tap.log";
+  auto e = ExporterProcess::Start(sim, {"--sweep.interval=100ms", "--discovery.interval=1h"}, error, {},
+                                  {{"LD_PRELOAD", MadTapLibrary()}, {kMadTapFileVariable, file}});
+  if (!e) return false;
+  const auto s = e->WaitForSweeps(2, std::chrono::seconds(300));
+  if (!s) {
+    *error = "exporter did not sweep under the tap: " + e->Log();
+    return false;
+  }
+  const double discovery =
+      s->Value("infiniband_exporter_collector_duration_seconds", {{"collector", "discovery"}}).value_or(0);
+  e.reset();
+  const MadTapReport r = ReadMadTap(file);
+  if (!r.ok) {
+    *error = r.error;
+    return false;
+  }
+  std::printf("  discovery at the defaults    %8.3f s\n", discovery);
+  std::printf("  from outside (umad tap): sent %llu DR SMPs, %llu LID-routed SMPs, %llu GMPs\n",
+              static_cast<unsigned long long>(r.sent[0]), static_cast<unsigned long long>(r.sent[1]),
+              static_cast<unsigned long long>(r.sent[2]));
+  std::printf("    most in flight: DR %d, LID-routed %d, GMP %d, all %d; to one node %d (%s); at one switch passed %d (%s)\n",
+              r.peak_kind[0], r.peak_kind[1], r.peak_kind[2], r.peak_total, r.peak_target,
+              r.peak_target_node.c_str(), r.peak_transit, r.peak_transit_node.c_str());
+  return true;
+}
+
 int RunOne(const FatTreeSpec& spec, int runs, int window, bool compare) {
   const FatTree tree = FatTree::Generate(spec);
   SimOptions o;
@@ -84,6 +117,10 @@ int RunOne(const FatTreeSpec& spec, int runs, int window, bool compare) {
               window, ours, fast.sweep_seconds.size(), fast.ports, fast.ports / ours, ours / fast.ports * 1e6);
   std::printf("  exporter peak RSS            %8.1f MiB\n", fast.rss_mib);
   if (!compare) return 0;
+  if (!Watch(*sim, &error)) {
+    std::fprintf(stderr, "fabric_bench: %s\n", error.c_str());
+    return 1;
+  }
 
   Measure serial;
   if (!MeasureExporter(*sim, 1, std::max(1, runs / 3), &serial, &error)) {

@@ -34,7 +34,7 @@ int FreeLocalPort() {
 
 std::unique_ptr<ExporterProcess> ExporterProcess::Start(const SimFabric& sim,
                                                         const std::vector<std::string>& args,
-                                                        std::string* error, ClientOptions client) {
+                                                        std::string* error, ClientOptions client, Env env) {
   std::unique_ptr<ExporterProcess> e(new ExporterProcess());
   e->client_ = std::move(client);
   e->dir_ = MakeTempDir("exporter");
@@ -43,6 +43,10 @@ std::unique_ptr<ExporterProcess> ExporterProcess::Start(const SimFabric& sim,
   o.argv = {ExporterBinary(), "--web.listen-address=127.0.0.1:" + std::to_string(e->port_)};
   o.argv.insert(o.argv.end(), args.begin(), args.end());
   o.env = sim.ClientEnv();
+  for (auto& [name, value] : env) {
+    std::string& to = o.env[name];
+    to = name == "LD_PRELOAD" && !to.empty() ? to + " " + value : value;
+  }
   o.stdout_path = e->dir_ + "/exporter.log";
   e->process_ = Process::Spawn(o, error);
   if (!e->process_) return nullptr;

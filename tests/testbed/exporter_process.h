@@ -26,10 +26,11 @@ struct ClientOptions {
 class ExporterProcess {
  public:
   // Starts the exporter with `args` (a listen address is added) and waits
-  // until it serves /healthz.
+  // until it serves /healthz. `env` is added to the simulator's client
+  // environment; an LD_PRELOAD in it goes after umad2sim's.
   static std::unique_ptr<ExporterProcess> Start(const SimFabric& sim,
                                                 const std::vector<std::string>& args,
-                                                std::string* error, ClientOptions client = {});
+                                                std::string* error, ClientOptions client = {}, Env env = {});
   ~ExporterProcess();
 
   // GET `path`; the body, or empty with *status set (-1 when unreachable).

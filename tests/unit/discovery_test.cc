@@ -7,6 +7,7 @@
 #include "tests/unit/fake_fabric.h"
 #include "topology/discovery.h"
 #include "topology/link_rate.h"
+#include "transport/codec.h"
 #include "transport/mad_engine.h"
 
 namespace ibfabric {
@@ -131,6 +132,86 @@ TEST(DiscoveryTest, NothingAnswersLocally) {
   EXPECT_FALSE(r.ok);
   ASSERT_EQ(r.problems.size(), 1u);
   EXPECT_NE(r.problems[0].find("local node"), std::string::npos);
+}
+
+// How many SMPs of each routing a discovery sent, and what it found.
+struct Counted {
+  topology::DiscoveryResult result;
+  int directed = 0;
+  int lid_routed = 0;
+};
+
+Counted DiscoverCounting(testing::FakeFabric& f, int local, int port) {
+  transport::testing::FakeMadPort mad(f.Responder(local, port));
+  transport::MadEngine engine(mad, {16, milliseconds(5), 1});
+  Counted c{topology::Discover(engine)};
+  for (const auto& m : mad.sent_mads()) {
+    const auto cls = static_cast<transport::MgmtClass>(transport::DecodeHeader(m).mgmt_class);
+    if (cls == transport::MgmtClass::kSubnDirectRoute) ++c.directed;
+    if (cls == transport::MgmtClass::kSubnLidRouted) ++c.lid_routed;
+  }
+  return c;
+}
+
+// Directed routes only for what needs one: NodeInfo through each cable
+// (once per cable), a switch's port 0 (its LID) and each CA port; the
+// rest goes LID-routed to the node's target alone.
+TEST(DiscoveryTest, DirectedRoutesOnlyWhereTheLidIsNotKnown) {
+  Small s;
+  const auto c = DiscoverCounting(s.f, s.host0, 1);
+  ASSERT_TRUE(c.result.ok);
+  EXPECT_TRUE(c.result.problems.empty());
+  // NodeInfo: the local node, and the 6 cables once each (the far end of
+  // a cable already seen from one side is not asked again).
+  const int node_info = 1 + 6;
+  // PortInfo: port 0 of 3 switches, host0 port 1, host1 ports 1 and 2.
+  const int port_info = 3 + 3;
+  EXPECT_EQ(c.directed, node_info + port_info);
+  // NodeDescription of 5 nodes, PortInfo of 3 x 8 switch ports.
+  EXPECT_EQ(c.lid_routed, 5 + 3 * 8);
+  EXPECT_EQ(s.f.lid_routed_smps(), c.lid_routed);
+  EXPECT_EQ(c.result.fabric.FindNode(s.f.Guid(s.spine))->description, "spine0");
+  EXPECT_EQ(c.result.fabric.FindNode(s.f.Guid(s.leaf1))->FindPort(5)->remote,
+            (PortRef{s.f.Guid(s.spine), 3}));
+}
+
+// The SM has assigned LIDs but LID routing does not reach the nodes yet:
+// the same fabric, asked again directed, and no problem reported.
+TEST(DiscoveryTest, LidRoutesThatDoNotAnswerAreAskedDirected) {
+  Small routed;
+  const auto expected = DiscoverCounting(routed.f, routed.host0, 1);
+  Small s;
+  s.f.SetLidRouting(false);
+  const auto c = DiscoverCounting(s.f, s.host0, 1);
+  ASSERT_TRUE(c.result.ok);
+  EXPECT_TRUE(c.result.problems.empty()) << c.result.problems.front();
+  EXPECT_GT(s.f.lid_routed_smps(), 0);
+  EXPECT_EQ(c.result.fabric.nodes().size(), expected.result.fabric.nodes().size());
+  for (const auto& n : expected.result.fabric.nodes()) {
+    const auto* m = c.result.fabric.FindNode(n.guid);
+    ASSERT_NE(m, nullptr);
+    EXPECT_EQ(m->description, n.description);
+    ASSERT_EQ(m->ports.size(), n.ports.size()) << n.description;
+    for (std::size_t i = 0; i < n.ports.size(); ++i) {
+      EXPECT_EQ(m->ports[i].state, n.ports[i].state) << n.description << " port " << i;
+      EXPECT_EQ(m->ports[i].remote, n.ports[i].remote) << n.description << " port " << i;
+    }
+  }
+}
+
+// Before the SM has run there are no LIDs: everything goes directed.
+TEST(DiscoveryTest, WithoutLidsEverythingIsDirected) {
+  Small s;
+  for (int sw : {s.leaf0, s.leaf1, s.spine}) s.f.SetLid(sw, 0);
+  s.f.SetCaLid(s.host0, 1, 0);
+  s.f.SetCaLid(s.host1, 1, 0);
+  s.f.SetCaLid(s.host1, 2, 0);
+  const auto c = DiscoverCounting(s.f, s.host0, 1);
+  ASSERT_TRUE(c.result.ok);
+  EXPECT_TRUE(c.result.problems.empty());
+  EXPECT_EQ(c.lid_routed, 0);
+  EXPECT_EQ(c.result.fabric.switch_count(), 3u);
+  EXPECT_EQ(c.result.fabric.FindNode(s.f.Guid(s.leaf1))->description, "leaf1");
 }
 
 TEST(SweepTest, CountersLandOnTheirPorts) {

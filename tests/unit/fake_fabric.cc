@@ -81,71 +81,74 @@ std::optional<MadBytes> FakeFabric::Answer(int local, int local_port, const MadA
       entered = it->second.peer_port;
       node = it->second.peer;
     }
-    const FakeNode& n = nodes_.at(node);
-    if (n.silent) return std::nullopt;
-    if (h.attr_id == smp_attr::kNodeInfo) {
-      NodeInfo ni;
-      ni.node_type = n.type;
-      ni.num_ports = static_cast<std::uint8_t>(n.num_ports);
-      ni.node_guid = Guid(node);
-      ni.system_image_guid = Guid(node);
-      ni.port_guid = n.type == NodeType::kSwitch ? Guid(node) : (Guid(node) << 8 | static_cast<std::uint64_t>(entered));
-      ni.local_port = static_cast<std::uint8_t>(entered);
-      return EncodeResponse(req, EncodeNodeInfo(ni));
-    }
-    if (h.attr_id == smp_attr::kNodeDescription) return EncodeResponse(req, EncodeNodeDescription(n.name));
-    if (h.attr_id == smp_attr::kPortInfo) {
-      PortInfo pi;
-      const int port = static_cast<int>(h.attr_mod);
-      if (n.xdr && n.xdr_advertised) {
-        pi.capability_mask = transport::kPortCapHasExtSpeeds | transport::kPortCapHasCapMask2;
-        pi.capability_mask2 = transport::kPortCap2ExtSpeeds2;
-      }
-      if (port == 0 && n.type == NodeType::kSwitch) {
-        pi.lid = n.lid;
-        pi.port_state = kPortStateActive;
-        return EncodeResponse(req, EncodePortInfo(pi));
-      }
-      auto it = n.ports.find(port);
-      if (it == n.ports.end()) return EncodeResponse(req, {}, 0x1c);  // invalid attribute modifier
-      pi.lid = n.type == NodeType::kSwitch ? n.lid : it->second.lid;
-      pi.local_port = static_cast<std::uint8_t>(entered);
-      pi.port_state = it->second.up ? kPortStateActive : kPortStateDown;
-      pi.port_phys_state = it->second.up ? kPhysStateLinkUp : 2;
-      pi.link_width_active = 2;  // 4x
-      pi.link_speed_active = 4;  // QDR
-      if (n.xdr) {
-        pi.link_speed_ext_supported = 8;  // NDR
-        pi.link_speed_ext2_supported = 1;
-        pi.link_speed_ext2_enabled = 1;
-        const PortState& st = it->second;
-        const FakeNode* peer = st.peer >= 0 ? &nodes_.at(static_cast<std::size_t>(st.peer)) : nullptr;
-        const bool both = st.up && n.xdr_advertised && peer && peer->xdr && peer->xdr_advertised;
-        pi.link_speed_ext2_active = both ? 1 : 0;
-      }
-      return EncodeResponse(req, EncodePortInfo(pi));
-    }
-    return EncodeResponse(req, {}, 0x0c);  // unsupported attribute
+    return Smp(node, entered, req);
   }
-  if (h.mgmt_class == static_cast<std::uint8_t>(MgmtClass::kSubnLidRouted) &&
-      h.attr_id == smp_attr::kNodeInfo) {
+  if (h.mgmt_class == static_cast<std::uint8_t>(MgmtClass::kSubnLidRouted)) {
+    ++lid_routed_smps_;
+    if (!lid_routing_ || to.lid == 0) return std::nullopt;
     for (std::size_t i = 0; i < nodes_.size(); ++i) {
       const FakeNode& n = nodes_[i];
+      if (n.type == NodeType::kSwitch) {
+        if (n.lid == to.lid) return Smp(static_cast<int>(i), 0, req);
+        continue;
+      }
       for (const auto& [num, p] : n.ports) {
-        const bool owns = n.type == NodeType::kSwitch ? n.lid == to.lid : p.lid == to.lid;
-        if (!owns || to.lid == 0 || n.silent) continue;
-        NodeInfo ni;
-        ni.node_type = n.type;
-        ni.num_ports = static_cast<std::uint8_t>(n.num_ports);
-        ni.node_guid = Guid(static_cast<int>(i));
-        ni.local_port = static_cast<std::uint8_t>(num);
-        return EncodeResponse(req, EncodeNodeInfo(ni));
+        if (p.lid == to.lid) return Smp(static_cast<int>(i), num, req);
       }
     }
     return std::nullopt;
   }
   if (h.mgmt_class == static_cast<std::uint8_t>(MgmtClass::kPerformance)) return Pma(to, req);
   return std::nullopt;
+}
+
+std::optional<MadBytes> FakeFabric::Smp(int node, int entered, const MadBytes& req) {
+  const MadHeader h = DecodeHeader(req);
+  const FakeNode& n = nodes_.at(node);
+  if (n.silent) return std::nullopt;
+  if (h.attr_id == smp_attr::kNodeInfo) {
+    NodeInfo ni;
+    ni.node_type = n.type;
+    ni.num_ports = static_cast<std::uint8_t>(n.num_ports);
+    ni.node_guid = Guid(node);
+    ni.system_image_guid = Guid(node);
+    ni.port_guid = n.type == NodeType::kSwitch ? Guid(node) : (Guid(node) << 8 | static_cast<std::uint64_t>(entered));
+    ni.local_port = static_cast<std::uint8_t>(entered);
+    return EncodeResponse(req, EncodeNodeInfo(ni));
+  }
+  if (h.attr_id == smp_attr::kNodeDescription) return EncodeResponse(req, EncodeNodeDescription(n.name));
+  if (h.attr_id == smp_attr::kPortInfo) {
+    PortInfo pi;
+    const int port = static_cast<int>(h.attr_mod);
+    if (n.xdr && n.xdr_advertised) {
+      pi.capability_mask = transport::kPortCapHasExtSpeeds | transport::kPortCapHasCapMask2;
+      pi.capability_mask2 = transport::kPortCap2ExtSpeeds2;
+    }
+    if (port == 0 && n.type == NodeType::kSwitch) {
+      pi.lid = n.lid;
+      pi.port_state = kPortStateActive;
+      return EncodeResponse(req, EncodePortInfo(pi));
+    }
+    auto it = n.ports.find(port);
+    if (it == n.ports.end()) return EncodeResponse(req, {}, 0x1c);  // invalid attribute modifier
+    pi.lid = n.type == NodeType::kSwitch ? n.lid : it->second.lid;
+    pi.local_port = static_cast<std::uint8_t>(entered);
+    pi.port_state = it->second.up ? kPortStateActive : kPortStateDown;
+    pi.port_phys_state = it->second.up ? kPhysStateLinkUp : 2;
+    pi.link_width_active = 2;  // 4x
+    pi.link_speed_active = 4;  // QDR
+    if (n.xdr) {
+      pi.link_speed_ext_supported = 8;  // NDR
+      pi.link_speed_ext2_supported = 1;
+      pi.link_speed_ext2_enabled = 1;
+      const PortState& st = it->second;
+      const FakeNode* peer = st.peer >= 0 ? &nodes_.at(static_cast<std::size_t>(st.peer)) : nullptr;
+      const bool both = st.up && n.xdr_advertised && peer && peer->xdr && peer->xdr_advertised;
+      pi.link_speed_ext2_active = both ? 1 : 0;
+    }
+    return EncodeResponse(req, EncodePortInfo(pi));
+  }
+  return EncodeResponse(req, {}, 0x0c);  // unsupported attribute
 }
 
 std::optional<MadBytes> FakeFabric::Pma(const MadAddress& to, const MadBytes& req) {

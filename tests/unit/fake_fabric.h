@@ -1,6 +1,6 @@
 #pragma once
-// A fabric in memory that answers directed-route SMPs (NodeInfo,
-// NodeDescription, PortInfo) and PMA queries (PortCounters,
+// A fabric in memory that answers SMPs, directed-route or LID-routed
+// (NodeInfo, NodeDescription, PortInfo), and PMA queries (PortCounters,
 // PortCountersExtended) the way a real one does, for unit tests of
 // discovery and sweeps through FakeMadPort.
 
@@ -45,6 +45,10 @@ class FakeFabric {
   }
   int sets() const { return sets_; }
   void Silence(int node) { nodes_.at(node).silent = true; }  // answers nothing
+  // false: LID-routed SMPs go unanswered, as when the forwarding tables do
+  // not lead there yet; directed routes still work.
+  void SetLidRouting(bool on) { lid_routing_ = on; }
+  int lid_routed_smps() const { return lid_routed_smps_; }  // received, answered or not
 
   std::uint64_t Guid(int node) const { return 0x1000 + static_cast<std::uint64_t>(node); }
 
@@ -77,10 +81,14 @@ class FakeFabric {
   std::optional<transport::MadBytes> Answer(int local, int local_port, const transport::MadAddress& to,
                                             const transport::MadBytes& req);
 
+  // The SMA of `node`, reached through its port `entered` (0: a switch's own).
+  std::optional<transport::MadBytes> Smp(int node, int entered, const transport::MadBytes& req);
   std::optional<transport::MadBytes> Pma(const transport::MadAddress& to, const transport::MadBytes& req);
 
   std::vector<FakeNode> nodes_;
   int sets_ = 0;
+  bool lid_routing_ = true;
+  int lid_routed_smps_ = 0;
 };
 
 }  // namespace ibfabric::testing

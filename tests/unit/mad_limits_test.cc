@@ -57,6 +57,7 @@ class VirtualPort final : public MadPort, public Clock {
     MadBytes reply = EncodeResponse(mad, testing::EncodePortCounters(c), fate == Fate::kBusy ? kMadStatusBusy : 0);
     const auto nodes = NodesOf(to, mad);
     for (const auto& n : nodes) peak_node_[n] = std::max(peak_node_[n], ++outstanding_[n]);
+    peak_target_ = std::max(peak_target_, ++targeted_[nodes.back()]);
     const int kind = static_cast<int>(KindOf(static_cast<MgmtClass>(mad[1])));
     peak_kind_[kind] = std::max(peak_kind_[kind], ++kind_out_[kind]);
     std::uniform_int_distribution<std::int64_t> d(lo_.count(), hi_.count());
@@ -73,6 +74,7 @@ class VirtualPort final : public MadPort, public Clock {
     queue_.pop();
     now_ = std::max(now_, p.due);
     for (const auto& n : p.nodes) --outstanding_[n];
+    --targeted_[p.nodes.back()];
     --kind_out_[p.kind];
     return InboundMad{p.mad, 0};
   }
@@ -84,6 +86,8 @@ class VirtualPort final : public MadPort, public Clock {
     for (const auto& [n, v] : peak_node_) m = std::max(m, v);
     return m;
   }
+  // The most MADs ever outstanding with one node as their target.
+  int peak_any_target() const { return peak_target_; }
   int peak_kind(MadKind k) const { return peak_kind_[static_cast<int>(k)]; }
   int sends_to(const std::string& n) const { return sends_to_.count(n) ? sends_to_.at(n) : 0; }
   const std::vector<TimePoint>& send_times() const { return send_times_; }
@@ -103,7 +107,8 @@ class VirtualPort final : public MadPort, public Clock {
   TimePoint now_ = TimePoint{} + std::chrono::seconds(1);
   std::uint64_t seq_ = 0;
   std::priority_queue<Pending, std::vector<Pending>, std::greater<>> queue_;
-  std::map<std::string, int> outstanding_, peak_node_, sends_to_;
+  std::map<std::string, int> outstanding_, peak_node_, sends_to_, targeted_;
+  int peak_target_ = 0;
   std::array<int, kMadKinds> kind_out_{}, peak_kind_{};
   std::vector<TimePoint> send_times_;
 };
@@ -148,9 +153,16 @@ EngineOptions Options(int per_destination) {
   return o;
 }
 
+// Targets within per_destination; a switch that directed-route SMPs pass
+// through within dr_per_switch; every kind within its window.
 TEST(MadLimitsTest, NoNodeOrKindEverExceedsItsLimitUnderLossBusyAndSilence) {
-  for (int per_destination : {1, 2}) {
-    std::mt19937 rng(per_destination);
+  struct Limits {
+    int per_destination, dr_per_switch;
+  };
+  for (const Limits l : {Limits{1, 1}, Limits{1, 3}, Limits{2, 1}}) {
+    SCOPED_TRACE("per_destination " + std::to_string(l.per_destination) + ", dr_per_switch " +
+                 std::to_string(l.dr_per_switch));
+    std::mt19937 rng(static_cast<unsigned>(l.per_destination * 10 + l.dr_per_switch));
     // 15% lost, 10% Busy, LIDs 23 and 24 never answer, round trips 0.2-3 ms.
     VirtualPort port(
         [&rng](const MadAddress& to, const MadBytes&) {
@@ -159,20 +171,23 @@ TEST(MadLimitsTest, NoNodeOrKindEverExceedsItsLimitUnderLossBusyAndSilence) {
           return u < 0.15 ? Fate::kLose : u < 0.25 ? Fate::kBusy : Fate::kAnswer;
         },
         microseconds(200), microseconds(3000), 7);
-    EngineOptions o = Options(per_destination);
+    EngineOptions o = Options(l.per_destination);
+    o.dr_per_switch = l.dr_per_switch;
     o.retries = 5;  // 0.15^6: no request loses every attempt by chance
     o.clock = &port;
     MadEngine engine(port, o);
     const auto reqs = Mixed();
     const auto res = engine.Run(reqs);
     // Limits, seen from outside, and reached (so this test can fail).
-    EXPECT_EQ(port.peak_any_node(), per_destination);
-    // Every directed-route SMP passes the switch behind the local port.
-    EXPECT_EQ(port.peak_node("route.1"), per_destination);
+    EXPECT_EQ(port.peak_any_target(), l.per_destination);
+    EXPECT_EQ(port.peak_any_node(), std::max(l.per_destination, l.dr_per_switch));
+    // Every directed-route SMP passes the switch behind the local port,
+    // which none of them targets.
+    EXPECT_EQ(port.peak_node("route.1"), l.dr_per_switch);
     EXPECT_LE(port.peak_kind(MadKind::kDirectedSmp), 3);
     EXPECT_LE(port.peak_kind(MadKind::kLidSmp), 5);
     EXPECT_LE(port.peak_kind(MadKind::kGmp), 7);
-    EXPECT_EQ(engine.stats().peak_per_destination, per_destination);
+    EXPECT_EQ(engine.stats().peak_per_destination, std::max(l.per_destination, l.dr_per_switch));
     // The silent LIDs fail, everything else is recovered.
     for (std::size_t i = 0; i < reqs.size(); ++i) {
       const bool silent = reqs[i].mgmt_class != MgmtClass::kSubnDirectRoute && reqs[i].address.lid >= 23;

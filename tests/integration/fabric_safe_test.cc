@@ -1,0 +1,80 @@
+// Issue 13 on the simulated fabric, watched from outside the exporter: an
+// LD_PRELOAD tap over umad_send/umad_recv (tests/tools/mad_tap.cc) records
+// every MAD, and the limits are checked on what crossed libibumad. Also
+// what a discovery costs in directed-route SMPs: one NodeInfo per cable,
+// one PortInfo per switch (its port 0) and per CA port, nothing else.
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+
+#include "tests/integration/fabric_suite.h"
+#include "tests/testbed/mad_tap.h"
+
+namespace ibfabric::testbed {
+namespace {
+
+using std::chrono::seconds;
+
+class FabricSafeTest : public FabricSuite {
+ protected:
+  // 8 leaves of 8 hosts, 4 spines: 12 switches, 64 CA ports, 96 cables.
+  static void SetUpTestSuite() { StartFabric(Spec(8, 4, 8, 1, 16)); }
+
+  // Runs the exporter with the tap through its discovery and three sweeps,
+  // stops it, and reads what the tap saw.
+  static MadTapReport Watch(const std::vector<std::string>& extra) {
+    const std::string file = sim_->dir() + "/mad_tap.log";
+    std::remove(file.c_str());
+    std::vector<std::string> args{"--sweep.interval=200ms", "--discovery.interval=1h"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    std::string error;
+    auto e = ExporterProcess::Start(*sim_, args, &error, {},
+                                    {{"LD_PRELOAD", MadTapLibrary()}, {kMadTapFileVariable, file}});
+    EXPECT_NE(e, nullptr) << error;
+    if (!e) return {};
+    EXPECT_TRUE(e->WaitForSweeps(3, seconds(60))) << e->Log();
+    e.reset();  // stopped: the tap has written everything
+    const MadTapReport r = ReadMadTap(file);
+    std::printf("tap: sent dr %llu lid %llu gmp %llu; peaks dr %d lid %d gmp %d total %d, to one node %d (%s), "
+                "at one switch passed %d (%s)\n",
+                static_cast<unsigned long long>(r.sent[0]), static_cast<unsigned long long>(r.sent[1]),
+                static_cast<unsigned long long>(r.sent[2]), r.peak_kind[0], r.peak_kind[1], r.peak_kind[2],
+                r.peak_total, r.peak_target, r.peak_target_node.c_str(), r.peak_transit,
+                r.peak_transit_node.c_str());
+    return r;
+  }
+};
+
+TEST_F(FabricSafeTest, AtTheDefaultsOneMadPerNodeAndOneThroughEachSwitch) {
+  const MadTapReport r = Watch({});
+  ASSERT_TRUE(r.ok) << r.error;
+  const std::size_t switches = tree_->leaves().size() + tree_->spines().size();
+  const std::size_t ca_ports = tree_->hosts().size();
+  // NodeInfo: the local node and each cable once; PortInfo: each switch's
+  // port 0 and each CA port. Everything else went LID-routed.
+  EXPECT_EQ(r.sent[0], 1 + tree_->cables().size() + switches + ca_ports);
+  EXPECT_GT(r.sent[1], switches * 16) << "every switch port's PortInfo, LID-routed";
+  EXPECT_GT(r.sent[2], 0u);
+  for (std::size_t k = 0; k < 3; ++k) EXPECT_EQ(r.answered[k], r.sent[k]) << "kind " << k;
+  // Every directed route starts at the exporter's own leaf: with at most one
+  // MAD outstanding at any switch it passes, one is on the wire at a time.
+  EXPECT_EQ(r.peak_kind[0], 1);
+  EXPECT_EQ(r.peak_target, 1) << r.peak_target_node;
+  EXPECT_EQ(r.peak_transit, 1) << r.peak_transit_node;
+  EXPECT_LE(r.peak_kind[1], 16);
+  EXPECT_LE(r.peak_kind[2], 128);
+  EXPECT_GT(r.peak_kind[2], 16) << "GMPs still go out many at a time, to many nodes";
+}
+
+TEST_F(FabricSafeTest, RaisedLimitsAreReachedAndNeverExceeded) {
+  const MadTapReport r = Watch({"--mad.per-destination=2", "--mad.dr-per-switch=3", "--mad.window.gmp=32"});
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(r.peak_target, 2) << r.peak_target_node;
+  EXPECT_EQ(r.peak_transit, 3) << r.peak_transit_node;
+  EXPECT_EQ(r.peak_kind[0], 3) << "four allowed on the wire, three through the exporter's leaf";
+  EXPECT_EQ(r.peak_kind[2], 32);
+}
+
+}  // namespace
+}  // namespace ibfabric::testbed
