@@ -13,7 +13,6 @@ namespace {
 double SecondsOf(std::chrono::steady_clock::duration d) {
   return std::chrono::duration<double>(d).count();
 }
-
 }  // namespace
 
 Poller::Poller(transport::MadEngine& engine, PollerOptions options, SnapshotHolder& holder,

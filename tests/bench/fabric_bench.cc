@@ -64,7 +64,7 @@ bool MeasureExporter(const SimFabric& sim, int window, int runs, Measure* m, std
 bool Watch(const SimFabric& sim, std::string* error) {
   const std::string file = sim.dir() + "/mad_tap.log";
   auto e = ExporterProcess::Start(sim, {"--sweep.interval=100ms", "--discovery.interval=1h"}, error, {},
-                                  {{"LD_PRELOAD", MadTapLibrary()}, {kMadTapFileVariable, file}});
+                                  MadTapEnv(file));
   if (!e) return false;
   const auto s = e->WaitForSweeps(2, std::chrono::seconds(300));
   if (!s) {
@@ -80,12 +80,7 @@ bool Watch(const SimFabric& sim, std::string* error) {
     return false;
   }
   std::printf("  discovery at the defaults    %8.3f s\n", discovery);
-  std::printf("  from outside (umad tap): sent %llu DR SMPs, %llu LID-routed SMPs, %llu GMPs\n",
-              static_cast<unsigned long long>(r.sent[0]), static_cast<unsigned long long>(r.sent[1]),
-              static_cast<unsigned long long>(r.sent[2]));
-  std::printf("    most in flight: DR %d, LID-routed %d, GMP %d, all %d; to one node %d (%s); at one switch passed %d (%s)\n",
-              r.peak_kind[0], r.peak_kind[1], r.peak_kind[2], r.peak_total, r.peak_target,
-              r.peak_target_node.c_str(), r.peak_transit, r.peak_transit_node.c_str());
+  std::printf("  from outside (umad tap): %s\n", Describe(r).c_str());
   return true;
 }
 

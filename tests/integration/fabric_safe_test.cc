@@ -29,19 +29,13 @@ class FabricSafeTest : public FabricSuite {
     std::vector<std::string> args{"--sweep.interval=200ms", "--discovery.interval=1h"};
     args.insert(args.end(), extra.begin(), extra.end());
     std::string error;
-    auto e = ExporterProcess::Start(*sim_, args, &error, {},
-                                    {{"LD_PRELOAD", MadTapLibrary()}, {kMadTapFileVariable, file}});
+    auto e = ExporterProcess::Start(*sim_, args, &error, {}, MadTapEnv(file));
     EXPECT_NE(e, nullptr) << error;
     if (!e) return {};
     EXPECT_TRUE(e->WaitForSweeps(3, seconds(60))) << e->Log();
     e.reset();  // stopped: the tap has written everything
     const MadTapReport r = ReadMadTap(file);
-    std::printf("tap: sent dr %llu lid %llu gmp %llu; peaks dr %d lid %d gmp %d total %d, to one node %d (%s), "
-                "at one switch passed %d (%s)\n",
-                static_cast<unsigned long long>(r.sent[0]), static_cast<unsigned long long>(r.sent[1]),
-                static_cast<unsigned long long>(r.sent[2]), r.peak_kind[0], r.peak_kind[1], r.peak_kind[2],
-                r.peak_total, r.peak_target, r.peak_target_node.c_str(), r.peak_transit,
-                r.peak_transit_node.c_str());
+    std::printf("tap: %s\n", Describe(r).c_str());
     return r;
   }
 };

@@ -10,20 +10,31 @@
 namespace ibfabric::testbed {
 namespace {
 
-int KindOfClass(unsigned cls) {
-  if (cls == 0x81) return 0;  // directed-route SMP
-  if (cls == 0x01) return 1;  // LID-routed SMP
-  return 2;                   // GMP
-}
-
 struct Pending {
   std::vector<std::string> nodes;  // the target last
-  int kind = 0;
+  std::size_t kind = 0;            // transport::MadKind
 };
 
 }  // namespace
 
-const char* MadTapLibrary() { return IBFABRIC_MAD_TAP_LIB; }
+Env MadTapEnv(const std::string& file) { return {{"LD_PRELOAD", IBFABRIC_MAD_TAP_LIB}, {"MAD_TAP_FILE", file}}; }
+
+std::string Describe(const MadTapReport& r) {
+  std::string out = "sent";
+  for (std::size_t k = 0; k < transport::kMadKinds; ++k) {
+    out += std::string(k ? ", " : " ") + std::to_string(r.sent[k]) + " " +
+           transport::ToString(static_cast<transport::MadKind>(k));
+  }
+  out += "; most in flight";
+  for (std::size_t k = 0; k < transport::kMadKinds; ++k) {
+    out += std::string(k ? ", " : " ") + transport::ToString(static_cast<transport::MadKind>(k)) + " " +
+           std::to_string(r.peak_kind[k]);
+  }
+  out += ", all " + std::to_string(r.peak_total) + "; to one node " + std::to_string(r.peak_target) + " (" +
+         r.peak_target_node + "); at one switch on a route " + std::to_string(r.peak_transit) + " (" +
+         r.peak_transit_node + ")";
+  return out;
+}
 
 MadTapReport ReadMadTap(const std::string& path, std::chrono::milliseconds expire) {
   MadTapReport r;
@@ -38,7 +49,7 @@ MadTapReport ReadMadTap(const std::string& path, std::chrono::milliseconds expir
                       std::greater<>>
       deadlines;
   std::map<std::string, int> at_node, targeted;
-  std::array<int, 3> kind_out{};
+  std::array<int, transport::kMadKinds> kind_out{};
   int total = 0;
 
   auto settle = [&](std::uint32_t tid) {
@@ -46,7 +57,7 @@ MadTapReport ReadMadTap(const std::string& path, std::chrono::milliseconds expir
     if (it == pending.end()) return false;
     for (const auto& n : it->second.nodes) --at_node[n];
     --targeted[it->second.nodes.back()];
-    --kind_out[static_cast<std::size_t>(it->second.kind)];
+    --kind_out[it->second.kind];
     --total;
     pending.erase(it);
     return true;
@@ -69,9 +80,9 @@ MadTapReport ReadMadTap(const std::string& path, std::chrono::milliseconds expir
       settle(deadlines.top().second);
       deadlines.pop();
     }
-    const int kind = KindOfClass(cls);
+    const auto kind = static_cast<std::size_t>(transport::KindOf(static_cast<transport::MgmtClass>(cls)));
     if (what == 'R') {
-      if (settle(tid)) ++r.answered[static_cast<std::size_t>(kind)];
+      if (settle(tid)) ++r.answered[kind];
       continue;
     }
     unsigned lid = 0;
@@ -79,7 +90,7 @@ MadTapReport ReadMadTap(const std::string& path, std::chrono::milliseconds expir
     s >> lid >> route;
     Pending p;
     p.kind = kind;
-    if (kind == 0) {
+    if (kind == static_cast<std::size_t>(transport::MadKind::kDirectedSmp)) {
       std::string prefix;
       std::istringstream hops(route == "local" ? "" : route);
       std::string hop;
@@ -92,7 +103,7 @@ MadTapReport ReadMadTap(const std::string& path, std::chrono::milliseconds expir
       p.nodes.push_back("lid " + std::to_string(lid));
     }
     settle(tid);  // a TID reused after it expired
-    ++r.sent[static_cast<std::size_t>(kind)];
+    ++r.sent[kind];
     for (std::size_t i = 0; i < p.nodes.size(); ++i) {
       const int n = ++at_node[p.nodes[i]];
       if (i + 1 < p.nodes.size() && n > r.peak_transit) {
@@ -104,8 +115,7 @@ MadTapReport ReadMadTap(const std::string& path, std::chrono::milliseconds expir
       r.peak_target = t;
       r.peak_target_node = p.nodes.back();
     }
-    r.peak_kind[static_cast<std::size_t>(kind)] =
-        std::max(r.peak_kind[static_cast<std::size_t>(kind)], ++kind_out[static_cast<std::size_t>(kind)]);
+    r.peak_kind[kind] = std::max(r.peak_kind[kind], ++kind_out[kind]);
     r.peak_total = std::max(r.peak_total, ++total);
     pending[tid] = std::move(p);
     deadlines.emplace(ns + expire_ns, tid);

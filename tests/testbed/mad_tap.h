@@ -11,30 +11,34 @@
 #include <cstdint>
 #include <string>
 
+#include "tests/testbed/process.h"
+#include "transport/mad.h"
+
 namespace ibfabric::testbed {
 
-// The preload that taps MADs (built next to the tests), and the variable
-// naming its output file.
-const char* MadTapLibrary();
-inline constexpr const char* kMadTapFileVariable = "MAD_TAP_FILE";
+// The environment that preloads the tap (built next to the tests) and has
+// it write to `file`; for ExporterProcess::Start.
+Env MadTapEnv(const std::string& file);
 
 struct MadTapReport {
   bool ok = false;
   std::string error;  // when !ok: what could not be read
-  // Requests sent and responses matched, by kind: directed-route SMPs,
-  // LID-routed SMPs, GMPs (transport::MadKind order).
-  std::array<std::uint64_t, 3> sent{};
-  std::array<std::uint64_t, 3> answered{};
+  // Requests sent and responses matched, by kind (transport::MadKind order).
+  std::array<std::uint64_t, transport::kMadKinds> sent{};
+  std::array<std::uint64_t, transport::kMadKinds> answered{};
   // The most outstanding at once: per kind, over all kinds, with one node
   // as their target, and at one switch that directed-route SMPs pass
   // through (counting everything outstanding at it, its own requests too).
-  std::array<int, 3> peak_kind{};
+  std::array<int, transport::kMadKinds> peak_kind{};
   int peak_total = 0;
   int peak_target = 0;
   std::string peak_target_node;  // "lid 12" or "route 1,3"
   int peak_transit = 0;
   std::string peak_transit_node;
 };
+
+// One line: what was sent by kind, and the peaks with where they were.
+std::string Describe(const MadTapReport& r);
 
 // `expire`: a request with no response stops counting as outstanding this
 // long after it was sent (the engine has given up on it by then).

@@ -40,10 +40,28 @@ struct Small {
   }
 };
 
-topology::DiscoveryResult Discover(testing::FakeFabric& f, int local, int port) {
+
+// How many SMPs of each routing a discovery sent, and what it found.
+struct Counted {
+  topology::DiscoveryResult result;
+  int directed = 0;
+  int lid_routed = 0;
+};
+
+Counted DiscoverCounting(testing::FakeFabric& f, int local, int port, milliseconds timeout = milliseconds(20)) {
   transport::testing::FakeMadPort mad(f.Responder(local, port));
-  transport::MadEngine engine(mad, {16, milliseconds(20), 1});
-  return topology::Discover(engine);
+  transport::MadEngine engine(mad, {16, timeout, 1});
+  Counted c{topology::Discover(engine)};
+  for (const auto& m : mad.sent_mads()) {
+    const auto cls = static_cast<transport::MgmtClass>(transport::DecodeHeader(m).mgmt_class);
+    if (cls == transport::MgmtClass::kSubnDirectRoute) ++c.directed;
+    if (cls == transport::MgmtClass::kSubnLidRouted) ++c.lid_routed;
+  }
+  return c;
+}
+
+topology::DiscoveryResult Discover(testing::FakeFabric& f, int local, int port) {
+  return DiscoverCounting(f, local, port).result;
 }
 
 TEST(DiscoveryTest, FindsEveryNodeAndBothEndsOfEveryLink) {
@@ -134,25 +152,6 @@ TEST(DiscoveryTest, NothingAnswersLocally) {
   EXPECT_NE(r.problems[0].find("local node"), std::string::npos);
 }
 
-// How many SMPs of each routing a discovery sent, and what it found.
-struct Counted {
-  topology::DiscoveryResult result;
-  int directed = 0;
-  int lid_routed = 0;
-};
-
-Counted DiscoverCounting(testing::FakeFabric& f, int local, int port) {
-  transport::testing::FakeMadPort mad(f.Responder(local, port));
-  transport::MadEngine engine(mad, {16, milliseconds(5), 1});
-  Counted c{topology::Discover(engine)};
-  for (const auto& m : mad.sent_mads()) {
-    const auto cls = static_cast<transport::MgmtClass>(transport::DecodeHeader(m).mgmt_class);
-    if (cls == transport::MgmtClass::kSubnDirectRoute) ++c.directed;
-    if (cls == transport::MgmtClass::kSubnLidRouted) ++c.lid_routed;
-  }
-  return c;
-}
-
 // Directed routes only for what needs one: NodeInfo through each cable
 // (once per cable), a switch's port 0 (its LID) and each CA port; the
 // rest goes LID-routed to the node's target alone.
@@ -182,7 +181,7 @@ TEST(DiscoveryTest, LidRoutesThatDoNotAnswerAreAskedDirected) {
   const auto expected = DiscoverCounting(routed.f, routed.host0, 1);
   Small s;
   s.f.SetLidRouting(false);
-  const auto c = DiscoverCounting(s.f, s.host0, 1);
+  const auto c = DiscoverCounting(s.f, s.host0, 1, milliseconds(5));
   ASSERT_TRUE(c.result.ok);
   EXPECT_TRUE(c.result.problems.empty()) << c.result.problems.front();
   EXPECT_GT(s.f.lid_routed_smps(), 0);
