@@ -200,9 +200,39 @@ void RenderSelf(const Snapshot& s, std::string_view version, Emit out) {
   EmitOne(out, "infiniband_exporter_sweeps_total",
           "Counter sweeps run",
           MetricType::Counter, static_cast<double>(s.sweeps));
-  EmitOne(out, "infiniband_exporter_discoveries_total",
-          "Fabric discoveries run",
-          MetricType::Counter, static_cast<double>(s.discoveries));
+  auto discoveries = Family("infiniband_exporter_discoveries_total",
+                            "Fabric discoveries run: full walks, and incremental re-walks of what changed",
+                            MetricType::Counter);
+  Add(discoveries, {{"mode", "full"}}, static_cast<double>(s.discoveries));
+  Add(discoveries, {{"mode", "incremental"}}, static_cast<double>(s.rewalks));
+  out(std::move(discoveries));
+  // The budget: what each phase costs the fabric, cumulatively (README
+  // "Fewer MADs").
+  auto phases = Family("infiniband_exporter_phase_mads_total",
+                       "MADs sent by phase (discovery: full walks, rewalk: incremental, sweep, trap: re-reads "
+                       "of the ports a trap named), by kind",
+                       MetricType::Counter);
+  for (const char* phase : {"discovery", "rewalk", "sweep", "trap"}) {
+    auto it = s.phase_mads.find(phase);
+    for (std::size_t k = 0; k < transport::kMadKinds; ++k) {
+      const double sent = it == s.phase_mads.end() ? 0 : static_cast<double>(it->second[k].sent);
+      Add(phases, {{"phase", phase}, {"class", transport::ToString(static_cast<transport::MadKind>(k))}}, sent);
+    }
+  }
+  out(std::move(phases));
+  auto traps = Family("infiniband_exporter_traps_total",
+                      "Traps the subnet manager reported to this exporter (SA Reports), by trap number",
+                      MetricType::Counter);
+  auto subscribed = Family("infiniband_exporter_trap_subscribed",
+                           "1 when the SA accepted this exporter's subscription to the trap", MetricType::Gauge);
+  for (std::uint16_t t : {64, 65, 128, 144}) {
+    auto it = s.traps.find(t);
+    Add(traps, {{"trap", std::to_string(t)}}, it == s.traps.end() ? 0 : static_cast<double>(it->second));
+    auto sub = s.trap_subscriptions.find(t);
+    Add(subscribed, {{"trap", std::to_string(t)}}, sub != s.trap_subscriptions.end() && sub->second ? 1 : 0);
+  }
+  out(std::move(traps));
+  out(std::move(subscribed));
 
   auto ports = Family("infiniband_exporter_sweep_ports", "Ports read in the last sweep, by result",
                       MetricType::Gauge);

@@ -70,7 +70,13 @@ struct Snapshot {
   transport::KindCounts sweep_mads{};
   topology::Scope scope;  // which ports this exporter reads
   std::uint64_t sweeps = 0;
-  std::uint64_t discoveries = 0;
+  std::uint64_t discoveries = 0;  // full walks
+  std::uint64_t rewalks = 0;      // incremental discoveries (topology/discovery.h Rediscover)
+  // Cumulative MADs by phase ("discovery": full walks, "rewalk", "sweep",
+  // "trap": re-reads of the ports traps named), by kind.
+  std::map<std::string, transport::KindCounts> phase_mads;
+  std::map<std::uint16_t, std::uint64_t> traps;             // trap number -> Reports received
+  std::map<std::uint16_t, bool> trap_subscriptions;         // trap number -> the SA accepted it
   std::size_t targets = 0;        // ports read in the last sweep
   std::size_t failed_ports = 0;   // of which did not answer
   std::uint64_t counter_clears = 0;  // ports whose counters this exporter cleared

@@ -59,8 +59,18 @@ std::vector<LinkTarget> LinkTargets(const topology::Fabric& fabric) {
   return out;
 }
 
+std::vector<LidCheck> LidChecks(const std::vector<SweepTarget>& targets, const std::vector<LinkTarget>& links) {
+  std::map<std::uint16_t, std::uint64_t> owner;
+  for (const auto& t : targets) owner.emplace(t.lid, t.port.node_guid);
+  for (const auto& t : links) owner.emplace(t.lid, t.port.node_guid);
+  std::vector<LidCheck> out;
+  out.reserve(owner.size());
+  for (const auto& [lid, guid] : owner) out.push_back({lid, guid});
+  return out;
+}
+
 SweepResult Sweep(const std::vector<SweepTarget>& targets, const std::vector<LinkTarget>& links,
-                  transport::MadEngine& engine) {
+                  const std::vector<LidCheck>& checks, transport::MadEngine& engine) {
   const auto start = std::chrono::steady_clock::now();
   std::vector<transport::MadRequest> reqs;
   reqs.reserve(targets.size() * 2 + targets.size() / 8);
@@ -76,15 +86,8 @@ SweepResult Sweep(const std::vector<SweepTarget>& targets, const std::vector<Lin
       reqs.push_back(transport::PortCountersExtendedQuery(t.lid, t.port.port));
     }
   }
-  // One LID-routed NodeInfo per LID: PMA replies carry no GUID, so this is
-  // how a LID that now belongs to another node is caught.
-  std::map<std::uint16_t, std::uint64_t> lid_owner;
-  for (const auto& t : targets) lid_owner.emplace(t.lid, t.port.node_guid);
   const std::size_t first_check = reqs.size();
-  for (const auto& t : links) lid_owner.emplace(t.lid, t.port.node_guid);
-  for (const auto& [lid, guid] : lid_owner) {
-    reqs.push_back(transport::NodeInfoQuery(transport::MadAddress::Lid(lid)));
-  }
+  for (const auto& c : checks) reqs.push_back(transport::NodeInfoQuery(transport::MadAddress::Lid(c.lid)));
   const std::size_t first_link = reqs.size();
   for (const auto& t : links) {
     reqs.push_back(transport::PortInfoQuery(transport::MadAddress::Lid(t.lid), t.port.port));
@@ -94,11 +97,11 @@ SweepResult Sweep(const std::vector<SweepTarget>& targets, const std::vector<Lin
   SweepResult out;
   std::set<std::uint16_t> moved_lids;
   std::size_t k = first_check;
-  for (const auto& [lid, guid] : lid_owner) {
+  for (const auto& c : checks) {
     const auto& r = results[k++];
-    if (r.outcome == MadOutcome::kOk && transport::DecodeNodeInfo(r.response).node_guid != guid) {
-      moved_lids.insert(lid);
-      out.moved_nodes.insert(guid);
+    if (r.outcome == MadOutcome::kOk && transport::DecodeNodeInfo(r.response).node_guid != c.guid) {
+      moved_lids.insert(c.lid);
+      out.moved_nodes.insert(c.guid);
     }
   }
 
@@ -161,11 +164,17 @@ LinkChanges CompareLinks(const topology::Fabric& fabric,
   for (const auto& [ref, now] : links) {
     const topology::Port* then = fabric.FindPort(ref);
     if (!then) continue;
+    const std::size_t before = out.came_up + out.went_down + out.retrained + out.activated;
     if (!then->link_up() && now.link_up()) ++out.came_up;
     if (then->link_up() && !now.link_up()) ++out.went_down;
-    if (then->link_up() && now.link_up() && topology::RateString(*then) != topology::RateString(now)) {
-      ++out.retrained;
+    if (then->link_up() && now.link_up()) {
+      if (topology::RateString(*then) != topology::RateString(now)) {
+        ++out.retrained;
+      } else if ((then->state == transport::kPortStateActive) != (now.state == transport::kPortStateActive)) {
+        ++out.activated;
+      }
     }
+    if (out.came_up + out.went_down + out.retrained + out.activated != before) out.ports.emplace(ref, now);
   }
   return out;
 }

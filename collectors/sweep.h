@@ -53,6 +53,29 @@ struct LinkTarget {
 // Every port of every switch with a LID, cabled or not (a new cable shows up).
 std::vector<LinkTarget> LinkTargets(const topology::Fabric& fabric);
 
+// A LID and the node that should answer at it. PMA replies carry no GUID,
+// so a LID-routed NodeInfo is how a LID that now belongs to another node
+// (an SM restart, a Baselid) is caught.
+struct LidCheck {
+  std::uint16_t lid = 0;
+  std::uint64_t guid = 0;
+};
+// Every LID of `targets` and `links` once, ascending.
+std::vector<LidCheck> LidChecks(const std::vector<SweepTarget>& targets, const std::vector<LinkTarget>& links);
+
+// The part of `all` that sweep number `round` reads so that every element
+// is read once every `rounds` sweeps (consecutive slices, wrapping).
+template <typename T>
+std::vector<T> RotationSlice(const std::vector<T>& all, std::uint64_t round, std::uint64_t rounds) {
+  std::vector<T> out;
+  if (all.empty()) return out;
+  if (rounds <= 1) return all;
+  const std::size_t per = (all.size() + rounds - 1) / rounds;
+  const std::size_t start = static_cast<std::size_t>((round % rounds) * per % all.size());
+  for (std::size_t i = 0; i < per && i < all.size(); ++i) out.push_back(all[(start + i) % all.size()]);
+  return out;
+}
+
 struct PortReading {
   SweepTarget target;
   std::optional<PortSample> sample;  // nullopt: no trustworthy reading this sweep
@@ -70,23 +93,29 @@ struct SweepResult {
   std::chrono::duration<double> duration{};
 };
 
-// Reads counters of `targets` and PortInfo of `links`, all in one pipelined
-// batch. Thread-safety: uses the engine exclusively for its duration.
+// Reads counters of `targets`, PortInfo of `links` and NodeInfo of the
+// `checks`, all in one pipelined batch. Readings from a LID that answered
+// for another node are dropped. Thread-safety: uses the engine
+// exclusively for its duration.
 SweepResult Sweep(const std::vector<SweepTarget>& targets, const std::vector<LinkTarget>& links,
-                  transport::MadEngine& engine);
+                  const std::vector<LidCheck>& checks, transport::MadEngine& engine);
+// Every LID of the targets checked.
 inline SweepResult Sweep(const std::vector<SweepTarget>& targets, transport::MadEngine& engine) {
-  return Sweep(targets, {}, engine);
+  return Sweep(targets, {}, LidChecks(targets, {}), engine);
 }
 
 // How the links read in a sweep differ from the discovered fabric: ports
 // down there and up now (a new cable, a link back), the reverse, and links
-// up in both that run at another width or speed now. Any of them makes the
-// fabric worth rediscovering before its interval.
+// up in both that run at another width or speed or in another state now.
+// Each is worth re-walking (topology/discovery.h Rediscover).
 struct LinkChanges {
   std::size_t came_up = 0;
   std::size_t went_down = 0;
   std::size_t retrained = 0;
-  bool any() const { return came_up + went_down + retrained > 0; }
+  std::size_t activated = 0;  // up in both, but the SM brought it Active (or took it back) since
+  // Every port counted above, with what it reads now.
+  std::map<topology::PortRef, topology::Port> ports;
+  bool any() const { return !ports.empty(); }
 };
 LinkChanges CompareLinks(const topology::Fabric& fabric,
                          const std::map<topology::PortRef, topology::Port>& links);

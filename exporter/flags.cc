@@ -135,9 +135,25 @@ const std::map<std::string, Flag>& Flags() {
           return Duration(&c.sweep_interval, v, milliseconds(100));
         }}},
       {"discovery.interval",
-       {"Time between fabric discoveries.", "DURATION",
+       {"Time between full walks of the fabric; in between, what changed (traps, sweeps) is re-walked "
+        "incrementally.",
+        "DURATION",
         [](Config& c, const std::string& v) {
           return Duration(&c.discovery_interval, v, milliseconds(100));
+        }}},
+      {"sweep.rotation",
+       {"Every switch port's PortInfo and every LID's owner (NodeInfo) are read again at least once in "
+        "this time; ports with news (a moved LinkDownedCounter, a trap, a degraded or recently changed "
+        "link) are read every sweep.",
+        "DURATION",
+        [](Config& c, const std::string& v) { return Duration(&c.sweep_rotation, v, milliseconds(100)); }}},
+      {"sm.no-traps",
+       {"Do not subscribe to the subnet manager's traps (link state changes, ports in and out of "
+        "service); changes are then found by the sweeps alone.",
+        nullptr,
+        [](Config& c, const std::string&) -> std::string {
+          c.sm_traps = false;
+          return "";
         }}},
       {"sm.stall-after",
        {"How long the master subnet manager's SMInfo.ActCount may stand still before it counts as not "

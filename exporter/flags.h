@@ -28,7 +28,9 @@ struct Config {
   std::string partition_plan;  // expected partition membership (YAML); empty: none
   topology::Scope scope;      // which ports this exporter reads (--scope, --shard)
   std::chrono::milliseconds sweep_interval{10'000};
-  std::chrono::milliseconds discovery_interval{300'000};
+  std::chrono::milliseconds discovery_interval{3'600'000};  // full walks; changes in between incrementally
+  std::chrono::milliseconds sweep_rotation{300'000};  // every port's PortInfo, every LID's owner at least this often
+  bool sm_traps = true;  // subscribe to the SM's traps (InformInfo)
   std::chrono::milliseconds sm_stall_after{60'000};  // master SM ActCount standing still this long: not sweeping
   // MAD limits, defaulting to the engine's own (transport/mad_engine.h
   // EngineOptions; README "Fabric-safe MAD limits").

@@ -155,6 +155,8 @@ int Main(int argc, char** argv) {
   PollerOptions poller_options;
   poller_options.sweep_interval = cfg.sweep_interval;
   poller_options.discovery_interval = cfg.discovery_interval;
+  poller_options.sweep_rotation = cfg.sweep_rotation;
+  poller_options.subscribe_traps = cfg.sm_traps;
   poller_options.clear_threshold_percent = cfg.clear_threshold;
   poller_options.version = IBFABRIC_VERSION;
   poller_options.names = std::move(names);

@@ -31,6 +31,33 @@ Poller::Poller(transport::MadEngine& engine, PollerOptions options, SnapshotHold
   Publish();  // so /metrics answers (with restored totals, stale) before the first sweep
 }
 
+namespace {
+// Traps subscribed to (transport/attributes.h trap).
+constexpr std::uint16_t kTraps[] = {transport::trap::kGidInService, transport::trap::kGidOutOfService,
+                                    transport::trap::kLinkStateChange, transport::trap::kLocalChange};
+// Sweeps a changed port stays watched, and how many changes at once a
+// re-walk takes on before a full walk is the better deal.
+constexpr int kRecentSweeps = 6;
+constexpr std::size_t kMaxRewalk = 64;
+
+void AddPhase(transport::KindCounts* total, const transport::KindCounts& add) {
+  for (std::size_t k = 0; k < transport::kMadKinds; ++k) (*total)[k] += add[k];
+}
+
+// The nodes of `fabric` in `guids`, with only the ports `keep` allows.
+topology::Fabric Part(const topology::Fabric& fabric, const std::set<std::uint64_t>& guids,
+                      const std::function<bool(const topology::Node&, const topology::Port&)>& keep) {
+  std::vector<topology::Node> nodes;
+  for (const auto& n : fabric.nodes()) {
+    if (!guids.count(n.guid)) continue;
+    topology::Node copy = n;
+    std::erase_if(copy.ports, [&](const topology::Port& p) { return !keep(n, p); });
+    nodes.push_back(std::move(copy));
+  }
+  return topology::Fabric(std::move(nodes));
+}
+}  // namespace
+
 void Poller::Discover() {
   const auto start = std::chrono::steady_clock::now();
   const transport::KindCounts mads_before = engine_.stats().kinds;
@@ -44,16 +71,31 @@ void Poller::Discover() {
   discovery_.success = r.ok;
   discovery_problems_ = r.problems;
   for (const auto& p : r.problems) log_.Warn("discovery", "problem=\"" + p + "\"");
-  if (!r.ok) {
-    discovery_mads_ = transport::Since(mads_before, engine_.stats().kinds);
-    discovery_.duration_seconds = SecondsOf(std::chrono::steady_clock::now() - start);
-    discovery_.total_seconds += discovery_.duration_seconds;
+  if (r.ok) {
+    local_guid_ = r.local_node_guid;
+    local_port_ = r.local_port;
+    Adopt(r.fabric, nullptr, {});
+    subscribe_due_ = true;
+    check_all_lids_ = false;  // the walk just read every LID's owner
+  } else {
     log_.Error("discovery failed; keeping the previous fabric");
-    return;
   }
-  fabric_ = std::make_shared<topology::Fabric>(topology::WithNames(r.fabric, options_.names));
+  discovery_mads_ = transport::Since(mads_before, engine_.stats().kinds);
+  AddPhase(&phase_mads_["discovery"], discovery_mads_);
+  discovery_.duration_seconds = SecondsOf(std::chrono::steady_clock::now() - start);
+  discovery_.total_seconds += discovery_.duration_seconds;
+  if (!r.ok) return;
+  log_.Info("discovery done", "mode=full switches=" + std::to_string(fabric_->switch_count()) +
+                                  " hcas=" + std::to_string(fabric_->ca_count()) +
+                                  " smps=" + std::to_string(r.smps) +
+                                  " seconds=" + std::to_string(discovery_.duration_seconds));
+}
+
+void Poller::Adopt(const topology::Fabric& walked, const std::vector<std::uint64_t>* fresh,
+                   const std::vector<std::uint64_t>& gone) {
+  fabric_ = std::make_shared<topology::Fabric>(topology::WithNames(walked, options_.names));
   const bool everything = options_.scope.everything();
-  if (!everything) in_scope_ = topology::PortsInScope(*fabric_, options_.scope, r.local_node_guid);
+  if (!everything) in_scope_ = topology::PortsInScope(*fabric_, options_.scope, local_guid_);
   for (const auto& node : fabric_->nodes()) {
     nodes_[node.guid] = collectors::NodeLabel{node.kind, node.description};
     if (node.kind != topology::NodeKind::kSwitch) continue;
@@ -61,6 +103,38 @@ void Poller::Discover() {
       const topology::PortRef ref{node.guid, port.number};
       if (port.link_up() && (everything || in_scope_.count(ref))) remembered_.insert(ref);
     }
+  }
+  // What is read per node: everything after a full walk, the new nodes'
+  // after a re-walk; what gone nodes had is forgotten.
+  const std::set<std::uint64_t> gone_set(gone.begin(), gone.end());
+  std::set<std::uint64_t> read;
+  if (fresh) {
+    read.insert(fresh->begin(), fresh->end());
+    // And nodes whose tables did not answer before (a CA port the SM had
+    // not made Active yet when it came back).
+    for (const auto& node : fabric_->nodes()) {
+      const bool is_switch = node.kind == topology::NodeKind::kSwitch;
+      if (is_switch && node.lid != 0 && !lft_.count(node.guid) && options_.scope.reports_topology()) read.insert(node.guid);
+      if (!is_switch && !caps_.count(node.guid)) read.insert(node.guid);
+      for (const auto& p : node.ports) {
+        if (!is_switch && p.lid != 0 && !pkeys_.count({node.guid, p.number}) && options_.scope.reports_topology()) {
+          read.insert(node.guid);
+        }
+      }
+    }
+    for (std::uint64_t g : gone_set) {
+      lft_.erase(g);
+      switch_info_.erase(g);
+      caps_.erase(g);
+    }
+    std::erase_if(pkeys_, [&](const auto& e) { return gone_set.count(e.first.node_guid) > 0; });
+  } else {
+    for (const auto& node : fabric_->nodes()) read.insert(node.guid);
+    lft_.clear();
+    switch_info_.clear();
+    pkeys_.clear();
+    caps_.clear();
+    table_problems_.clear();
   }
   // Fabric-wide findings come from one exporter of a sharded set, and never
   // from a local one (it sees its neighbours only).
@@ -73,41 +147,215 @@ void Poller::Discover() {
       analysis.findings.push_back(std::move(f));
     }
   }
-  if (options_.scope.reports_topology()) {
-    // The forwarding tables, read once per discovery: routing balance,
-    // unrouted destinations, down-up routes (topology/routing.h).
-    const auto lft = topology::ReadForwardingTables(*fabric_, engine_);
+  if (options_.scope.reports_topology() && !read.empty()) {
+    // The forwarding tables of the switches read now (all at a full walk):
+    // routing balance, unrouted destinations, down-up routes
+    // (topology/routing.h). A re-walk keeps the others: the SM re-routes a
+    // host that comes back to the same ports.
+    const topology::Fabric switches = Part(*fabric_, read, [](const topology::Node&, const topology::Port&) { return true; });
+    const auto lft = topology::ReadForwardingTables(switches, engine_);
     for (const auto& p : lft.problems) {
       log_.Warn("routing", "problem=\"" + p + "\"");
-      discovery_problems_.push_back(p);
+      table_problems_.push_back(p);
     }
-    topology::AnalyzeRouting(*fabric_, lft.tables, &analysis);
-    // The partitions of the CA ports and of the switch ports facing them
-    // (topology/partitions.h).
-    const auto pkeys = topology::ReadPartitions(*fabric_, lft.switch_info, engine_);
+    for (const auto& [g, t] : lft.tables) lft_[g] = t;
+    for (const auto& [g, i] : lft.switch_info) switch_info_[g] = i;
+    // The partitions of the CA ports read now and of the switch ports
+    // facing them (topology/partitions.h).
+    std::set<std::uint64_t> with_facing = read;
+    std::set<topology::PortRef> facing;
+    for (const auto& node : fabric_->nodes()) {
+      if (!read.count(node.guid) || node.kind == topology::NodeKind::kSwitch) continue;
+      for (const auto& p : node.ports) {
+        if (!p.remote) continue;
+        with_facing.insert(p.remote->node_guid);
+        facing.insert(*p.remote);
+      }
+    }
+    const topology::Fabric part = Part(*fabric_, with_facing, [&](const topology::Node& n, const topology::Port& p) {
+      return read.count(n.guid) > 0 || facing.count({n.guid, p.number}) > 0;
+    });
+    const auto pkeys = topology::ReadPartitions(part, switch_info_, engine_);
     for (const auto& p : pkeys.problems) {
       log_.Warn("partitions", "problem=\"" + p + "\"");
-      discovery_problems_.push_back(p);
+      table_problems_.push_back(p);
     }
-    topology::AnalyzePartitions(*fabric_, pkeys.tables, options_.partition_plan ? &*options_.partition_plan : nullptr,
+    for (const auto& [ref, keys] : pkeys.tables) pkeys_[ref] = keys;
+  }
+  if (options_.scope.reports_topology()) {
+    topology::AnalyzeRouting(*fabric_, lft_, &analysis);
+    topology::AnalyzePartitions(*fabric_, pkeys_, options_.partition_plan ? &*options_.partition_plan : nullptr,
                                 &analysis);
   }
+  if (!fresh) discovery_problems_.insert(discovery_problems_.end(), table_problems_.begin(), table_problems_.end());
   analysis_ = std::make_shared<topology::Analysis>(std::move(analysis));
-  if (!analysis_->is_tree) log_.Warn("topology", "not_a_tree=\"" + analysis_->not_tree_reason + "\"");
-  for (const auto& f : analysis_->findings) {
-    log_.Info("topology finding", std::string("kind=") + topology::ToString(f.kind) + " detail=\"" + f.detail + "\"");
+  if (!fresh) {
+    if (!analysis_->is_tree) log_.Warn("topology", "not_a_tree=\"" + analysis_->not_tree_reason + "\"");
+    for (const auto& f : analysis_->findings) {
+      log_.Info("topology finding", std::string("kind=") + topology::ToString(f.kind) + " detail=\"" + f.detail + "\"");
+    }
   }
   // What each PMA supports decides what is asked and what is exported.
-  std::set<std::uint64_t> scope_nodes;
-  for (const auto& ref : in_scope_) scope_nodes.insert(ref.node_guid);
-  caps_ = collectors::ReadCapabilities(*fabric_, engine_, everything ? nullptr : &scope_nodes);
-  discovery_mads_ = transport::Since(mads_before, engine_.stats().kinds);
-  discovery_.duration_seconds = SecondsOf(std::chrono::steady_clock::now() - start);
-  discovery_.total_seconds += discovery_.duration_seconds;
-  log_.Info("discovery done", "switches=" + std::to_string(fabric_->switch_count()) +
-                                  " hcas=" + std::to_string(fabric_->ca_count()) +
-                                  " smps=" + std::to_string(r.smps) +
-                                  " seconds=" + std::to_string(discovery_.duration_seconds));
+  std::set<std::uint64_t> caps_of;
+  for (std::uint64_t g : read) {
+    if (everything) {
+      caps_of.insert(g);
+      continue;
+    }
+    const topology::Node* n = fabric_->FindNode(g);
+    for (const auto& p : n ? n->ports : std::vector<topology::Port>{}) {
+      if (in_scope_.count({g, p.number})) caps_of.insert(g);
+    }
+  }
+  if (!caps_of.empty()) {
+    for (auto& [g, c] : collectors::ReadCapabilities(*fabric_, engine_, &caps_of)) caps_[g] = c;
+  }
+}
+
+void Poller::Rewalk(const std::vector<topology::PortChange>& changes) {
+  if (changes.empty()) return;
+  if (changes.size() > kMaxRewalk) {
+    log_.Info("many ports changed at once; walking the whole fabric", "ports=" + std::to_string(changes.size()));
+    rediscover_ = true;
+    return;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  const transport::KindCounts before = engine_.stats().kinds;
+  topology::IncrementalResult r = topology::Rediscover(engine_, *fabric_, local_guid_, local_port_, changes);
+  for (const auto& line : r.reread) log_.Info("re-walk", "what=\"" + line + "\"");
+  for (const auto& c : changes) recent_[c.port] = kRecentSweeps;
+  ++rewalks_;
+  if (!r.trusted) {
+    log_.Warn("re-walk could not be trusted; walking the whole fabric next");
+    rediscover_ = true;
+  } else {
+    Adopt(r.discovery.fabric, &r.new_nodes, r.gone_nodes);
+  }
+  const transport::KindCounts used = transport::Since(before, engine_.stats().kinds);
+  AddPhase(&phase_mads_["rewalk"], used);
+  log_.Info("discovery done", "mode=incremental changes=" + std::to_string(changes.size()) +
+                                  " new_nodes=" + std::to_string(r.new_nodes.size()) +
+                                  " gone_nodes=" + std::to_string(r.gone_nodes.size()) +
+                                  " dr_smps=" + std::to_string(used[0].sent) +
+                                  " smps=" + std::to_string(used[0].sent + used[1].sent) + " seconds=" +
+                                  std::to_string(SecondsOf(std::chrono::steady_clock::now() - start)));
+}
+
+std::optional<topology::PortRef> Poller::SwitchEnd(const topology::PortRef& port) const {
+  const topology::Node* n = fabric_->FindNode(port.node_guid);
+  if (!n) return std::nullopt;
+  if (n->kind == topology::NodeKind::kSwitch) return port;
+  const topology::Port* p = n->FindPort(port.port);
+  if (!p || !p->remote) return std::nullopt;
+  const topology::Node* far = fabric_->FindNode(p->remote->node_guid);
+  if (!far || far->kind != topology::NodeKind::kSwitch) return std::nullopt;
+  return *p->remote;
+}
+
+std::set<topology::PortRef> Poller::Watched() const {
+  std::set<topology::PortRef> out;
+  for (const auto& [ref, left] : recent_) out.insert(ref);
+  // A remembered port that is down: seen as soon as it comes back.
+  for (const auto& ref : remembered_) {
+    const topology::Port* p = fabric_->FindPort(ref);
+    if (p && !p->link_up()) out.insert(ref);
+  }
+  // Degraded links: a retrain back (or further down) is seen at once.
+  if (analysis_) {
+    for (const auto& [link, why] : analysis_->degraded) {
+      for (const auto& end : {link.a, link.b}) {
+        if (auto s = SwitchEnd(end)) out.insert(*s);
+      }
+    }
+  }
+  // A LinkDownedCounter pinned at its maximum cannot show a flap.
+  const std::size_t ld = collectors::Index(collectors::Counter::kLinkDowned);
+  for (const auto& [ref, t] : store_.ports()) {
+    if (!t.Pinned(ld)) continue;
+    if (auto s = SwitchEnd(ref)) out.insert(*s);
+  }
+  return out;
+}
+
+void Poller::Subscribe(std::chrono::steady_clock::time_point now) {
+  if (!options_.subscribe_traps) return;
+  // The master SM as the SM monitor sees it answer (where this exporter
+  // watches the SMs), else as the local port knows it.
+  std::uint16_t sm_lid = 0;
+  if (sm_report_) {
+    for (const auto& sm : sm_report_->sms) {
+      if (sm.answering && sm.state == transport::SmState::kMaster) sm_lid = sm.lid;
+    }
+  } else {
+    const topology::Port* local = fabric_->FindPort({local_guid_, local_port_});
+    if (local) sm_lid = local->sm_lid;
+  }
+  if (sm_lid == 0) return;
+  if (!subscribe_due_ && sm_lid == subscribed_sm_ && now - subscribed_at_ < options_.sweep_rotation) return;
+  std::vector<transport::MadRequest> reqs;
+  for (std::uint16_t t : kTraps) reqs.push_back(transport::InformInfoSubscribe(sm_lid, t));
+  const auto results = engine_.Run(reqs);
+  bool all = true;
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const bool ok = results[i].outcome == transport::MadOutcome::kOk;
+    subscriptions_[kTraps[i]] = ok;
+    all = all && ok;
+  }
+  if (sm_lid != subscribed_sm_ || subscribe_due_) {
+    if (all) {
+      log_.Info("subscribed to the SM's traps", "sm_lid=" + std::to_string(sm_lid) + " traps=64,65,128,144");
+    } else {
+      log_.Warn("the SA refused some trap subscriptions; sweeps alone find those changes",
+                "sm_lid=" + std::to_string(sm_lid));
+    }
+  }
+  subscribed_sm_ = sm_lid;
+  subscribed_at_ = now;
+  subscribe_due_ = false;
+}
+
+bool Poller::HandleReports() {
+  const auto reports = engine_.TakeReports();
+  if (reports.empty()) return false;
+  const transport::KindCounts before = engine_.stats().kinds;
+  std::set<topology::PortRef> ports;
+  std::map<topology::PortRef, std::string> why;
+  for (const auto& mad : reports) {
+    const transport::Notice n = transport::DecodeNotice(mad);
+    ++traps_[n.trap_number];
+    const std::string trap = "trap " + std::to_string(n.trap_number);
+    log_.Debug("trap", "number=" + std::to_string(n.trap_number) + " lid=" + std::to_string(n.lid) +
+                           " port_guid=" + topology::FormatGuid(n.port_guid));
+    for (const auto& node : fabric_->nodes()) {
+      const bool by_lid = n.lid != 0 && node.lid == n.lid;
+      for (const auto& p : node.ports) {
+        const bool named = by_lid || (n.port_guid != 0 && node.kind != topology::NodeKind::kSwitch && p.guid == n.port_guid) ||
+                           (n.lid != 0 && node.kind != topology::NodeKind::kSwitch && p.lid == n.lid);
+        if (!named) continue;
+        if (auto s = SwitchEnd({node.guid, p.number})) {
+          ports.insert(*s);
+          why.emplace(*s, trap);
+        }
+      }
+    }
+  }
+  if (!ports.empty()) {
+    std::vector<collectors::LinkTarget> links;
+    for (const auto& t : collectors::LinkTargets(*fabric_)) {
+      if (ports.count(t.port)) links.push_back(t);
+    }
+    collectors::SweepResult reread = collectors::Sweep({}, links, {}, engine_);
+    const auto now = std::chrono::steady_clock::now();
+    const auto wall = std::chrono::system_clock::now();
+    Judge(reread, now, wall);  // a link that went down is reported now, not at the next sweep
+    const auto changed = collectors::CompareLinks(*fabric_, reread.links);
+    std::vector<topology::PortChange> changes;
+    for (const auto& [ref, port] : changed.ports) changes.push_back({ref, port, why[ref]});
+    Rewalk(changes);
+  }
+  AddPhase(&phase_mads_["trap"], transport::Since(before, engine_.stats().kinds));
+  Publish();
+  return true;
 }
 
 Poller::Absorbed Poller::Absorb(const collectors::SweepResult& sweep,
@@ -121,7 +369,7 @@ Poller::Absorbed Poller::Absorb(const collectors::SweepResult& sweep,
     bool& ok = node_ok[r.target.port.node_guid];
     if (!r.sample) {
       store_.MarkStale(r.target.port);
-      if (known_failing_.insert(r.target.port).second) ++a.newly_failing;
+      if (known_failing_.insert(r.target.port).second) a.newly_failing.insert(r.target.port);
       continue;
     }
     ok = true;
@@ -129,7 +377,7 @@ Poller::Absorbed Poller::Absorb(const collectors::SweepResult& sweep,
     auto it = store_.ports().find(r.target.port);
     if (it != store_.ports().end() && it->second.present.test(ld) && r.sample->present.test(ld) &&
         r.sample->value[ld] != it->second.last_raw[ld]) {
-      a.link_flapped = true;
+      a.flapped.insert(r.target.port);
     }
     store_.Update(r.target.port, *r.sample, wall);
   }
@@ -159,20 +407,61 @@ bool Poller::Cycle() {
     rediscover_ = !discovery_.success;
     next_discovery_ = now + options_.discovery_interval;
   }
+  HandleReports();  // what arrived during the walk
   auto targets = collectors::SweepTargets(*fabric_, remembered_, caps_);
-  auto links = collectors::LinkTargets(*fabric_);
+  auto all_links = collectors::LinkTargets(*fabric_);
   if (!options_.scope.everything()) {
     const auto out = [this](const auto& t) { return !in_scope_.count(t.port) && !remembered_.count(t.port); };
     std::erase_if(targets, out);
-    std::erase_if(links, out);
+    std::erase_if(all_links, out);
   }
+  // PortInfo of the watched ports and of this sweep's slice of the rest;
+  // NodeInfo of this sweep's slice of the LIDs (all after a master change).
+  const std::uint64_t rounds = std::max<std::uint64_t>(
+      1, static_cast<std::uint64_t>(options_.sweep_rotation / std::max(options_.sweep_interval, std::chrono::milliseconds(1))));
+  const std::set<topology::PortRef> watched = Watched();
+  std::vector<collectors::LinkTarget> links;
+  std::vector<collectors::LinkTarget> rest;
+  for (const auto& t : all_links) (watched.count(t.port) ? links : rest).push_back(t);
+  for (auto& t : collectors::RotationSlice(rest, sweeps_, rounds)) links.push_back(t);
+  const auto all_checks = collectors::LidChecks(targets, all_links);
+  const auto checks = check_all_lids_ ? all_checks : collectors::RotationSlice(all_checks, sweeps_, rounds);
+  check_all_lids_ = false;
+
   const transport::KindCounts mads_before = engine_.stats().kinds;
-  const collectors::SweepResult sweep = collectors::Sweep(targets, links, engine_);
+  collectors::SweepResult sweep = collectors::Sweep(targets, links, checks, engine_);
   const auto wall = std::chrono::system_clock::now();
   const Absorbed absorbed = Absorb(sweep, wall);
+  // The switch ends of links that flapped or stopped answering, when this
+  // sweep did not read them already: their PortInfo now, so a flap is seen
+  // within the sweep that counted it.
+  std::set<topology::PortRef> more;
+  for (const auto* set : {&absorbed.flapped, &absorbed.newly_failing}) {
+    for (const auto& ref : *set) {
+      if (auto s = SwitchEnd(ref); s && !sweep.links.count(*s)) more.insert(*s);
+    }
+  }
+  if (!more.empty()) {
+    std::vector<collectors::LinkTarget> extra;
+    for (const auto& t : all_links) {
+      if (more.count(t.port)) extra.push_back(t);
+    }
+    const auto second = collectors::Sweep({}, extra, {}, engine_);
+    sweep.links.insert(second.links.begin(), second.links.end());
+  }
   Judge(sweep, std::chrono::steady_clock::now(), wall);
   // One exporter of a set watches the SMs: the one that reports topology.
-  if (options_.scope.reports_topology()) WatchSubnetManagers(std::chrono::steady_clock::now(), wall);
+  if (options_.scope.reports_topology()) {
+    const std::uint64_t changes_before = sm_report_ ? sm_report_->master_changes : 0;
+    WatchSubnetManagers(std::chrono::steady_clock::now(), wall);
+    if (sm_report_ && sm_report_->master_changes != changes_before) {
+      // A new master may have handed out other LIDs, and knows nothing of
+      // our subscriptions.
+      check_all_lids_ = true;
+      subscribe_due_ = true;
+    }
+  }
+  Subscribe(std::chrono::steady_clock::now());
 
   ++sweeps_;
   targets_ = targets.size();
@@ -182,34 +471,50 @@ bool Poller::Cycle() {
   port_counters_.total_seconds += port_counters_.duration_seconds;
   port_counters_.success = !targets.empty() && sweep.failed_ports < targets.size();
   if (port_counters_.success) last_success_ = wall;
+  for (auto it = recent_.begin(); it != recent_.end();) it = --it->second <= 0 ? recent_.erase(it) : std::next(it);
 
-  // What makes the next cycle rediscover the fabric.
+  // What changed: LIDs that answer for other nodes make the whole view
+  // suspect (the next cycle walks everything); a changed link, a flap or a
+  // port that stopped answering is re-walked now.
   if (!sweep.moved_nodes.empty()) {
     lid_moves_ += sweep.moved_nodes.size();
     log_.Warn("LIDs answer for other nodes; rediscovering",
               "nodes=" + std::to_string(sweep.moved_nodes.size()));
     rediscover_ = true;
-  }
-  if (absorbed.newly_failing > 0) {
-    log_.Warn("sweep: ports stopped answering; rediscovering",
-              "newly_failing=" + std::to_string(absorbed.newly_failing) + " failed=" +
-                  std::to_string(sweep.failed_ports) + " targets=" + std::to_string(targets.size()));
-    rediscover_ = true;
-  }
-  if (absorbed.link_flapped) {
-    log_.Info("a LinkDownedCounter moved; rediscovering");
-    rediscover_ = true;
-  }
-  if (const auto changed = collectors::CompareLinks(*fabric_, sweep.links); changed.any()) {
-    log_.Info("switch ports changed state; rediscovering",
-              "came_up=" + std::to_string(changed.came_up) + " went_down=" + std::to_string(changed.went_down) +
-                  " retrained=" + std::to_string(changed.retrained));
-    rediscover_ = true;
+    check_all_lids_ = true;
+  } else {
+    const auto changed = collectors::CompareLinks(*fabric_, sweep.links);
+    std::map<topology::PortRef, topology::PortChange> changes;
+    for (const auto& [ref, port] : changed.ports) changes[ref] = {ref, port, "port state changed"};
+    // A flap that is over (up again at the same rate) may have brought
+    // another cable; a port that stopped answering may have another LID.
+    for (const auto& [set, why] : {std::pair{&absorbed.flapped, "LinkDownedCounter moved"},
+                                   std::pair{&absorbed.newly_failing, "stopped answering"}}) {
+      for (const auto& ref : *set) {
+        const auto end = SwitchEnd(ref);
+        if (!end || changes.count(*end)) continue;
+        auto it = sweep.links.find(*end);
+        if (it != sweep.links.end()) changes[*end] = {*end, it->second, why};
+      }
+    }
+    if (!changes.empty()) {
+      log_.Info("switch ports changed; re-walking them",
+                "came_up=" + std::to_string(changed.came_up) + " went_down=" + std::to_string(changed.went_down) +
+                    " retrained=" + std::to_string(changed.retrained) +
+                    " activated=" + std::to_string(changed.activated) + " flapped=" +
+                    std::to_string(absorbed.flapped.size()) + " newly_failing=" +
+                    std::to_string(absorbed.newly_failing.size()));
+      std::vector<topology::PortChange> list;
+      for (auto& [ref, c] : changes) list.push_back(std::move(c));
+      Rewalk(list);
+    }
   }
   if (options_.clear_threshold_percent > 0) ClearSaturated(sweep);
   sweep_mads_ = transport::Since(mads_before, engine_.stats().kinds);
+  AddPhase(&phase_mads_["sweep"], sweep_mads_);
 
-  log_.Debug("sweep done", "ports=" + std::to_string(targets.size()) +
+  log_.Debug("sweep done", "ports=" + std::to_string(targets.size()) + " port_infos=" + std::to_string(links.size()) +
+                               " lid_checks=" + std::to_string(checks.size()) +
                                " seconds=" + std::to_string(port_counters_.duration_seconds));
   Publish();
 
@@ -317,6 +622,10 @@ void Poller::Publish() {
   s->sweep_mads = sweep_mads_;
   s->sweeps = sweeps_;
   s->discoveries = discoveries_;
+  s->rewalks = rewalks_;
+  s->phase_mads = phase_mads_;
+  s->traps = traps_;
+  s->trap_subscriptions = subscriptions_;
   s->targets = targets_;
   s->failed_ports = failed_ports_;
   s->counter_clears = clears_;
@@ -335,11 +644,22 @@ collectors::PersistedState Poller::SaveState() const {
 void Poller::Run(std::stop_token stop) {
   std::mutex mu;
   std::condition_variable_any cv;
+  // Reports are waited for in slices, so a stop request is seen soon.
+  constexpr auto kSlice = std::chrono::milliseconds(200);
   while (!stop.stop_requested()) {
     const auto next = std::chrono::steady_clock::now() + options_.sweep_interval;
     Cycle();
-    std::unique_lock lock(mu);
-    cv.wait_until(lock, stop, next, [] { return false; });
+    while (!stop.stop_requested()) {
+      const auto now = std::chrono::steady_clock::now();
+      if (now >= next) break;
+      if (subscribed_sm_ == 0) {
+        std::unique_lock lock(mu);
+        cv.wait_until(lock, stop, next, [] { return false; });
+        continue;
+      }
+      const auto slice = std::min<std::chrono::steady_clock::duration>(next - now, kSlice);
+      if (engine_.WaitForReports(std::chrono::duration_cast<std::chrono::microseconds>(slice))) HandleReports();
+    }
   }
 }
 

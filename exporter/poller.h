@@ -1,8 +1,18 @@
 #pragma once
-// The schedule: discovery on its own (slower) interval and again when the
-// fabric changed, counter sweeps on theirs, each cycle ending in a published
-// Snapshot. Rediscovery is triggered by a port that stops answering, a LID
-// that answers with another node's GUID, or a LinkDownedCounter that moved.
+// The schedule: a full walk of the fabric on its own (slow) interval,
+// counter sweeps on theirs, each cycle ending in a published Snapshot; in
+// between, what changed is re-walked incrementally (topology/discovery.h
+// Rediscover), and traps the SM reports (link state changes, ports in and
+// out of service) are acted on as they arrive.
+//
+// What a sweep reads besides the counters: PortInfo of the switch ports
+// with news (a LinkDownedCounter that moved or is pinned at its maximum, a
+// port that stopped answering, a degraded or recently changed link, a
+// remembered port that is down) and of a slice of the rest, so that every
+// switch port is read once per `sweep_rotation`; NodeInfo of a slice of the
+// LIDs likewise (all of them after the master SM changed). A changed port is
+// re-walked; LIDs that answer for another node, a re-walk that cannot be
+// trusted, or many changes at once make the next cycle walk everything.
 
 #include <chrono>
 #include <functional>
@@ -19,7 +29,9 @@
 #include "collectors/state.h"
 #include "collectors/sweep.h"
 #include "topology/node_name_map.h"
+#include "topology/discovery.h"
 #include "topology/partitions.h"
+#include "topology/routing.h"
 #include "topology/plan.h"
 #include "topology/scope.h"
 #include "exporter/log.h"
@@ -30,7 +42,10 @@ namespace ibfabric::exporter {
 
 struct PollerOptions {
   std::chrono::milliseconds sweep_interval{10'000};
-  std::chrono::milliseconds discovery_interval{300'000};
+  std::chrono::milliseconds discovery_interval{3'600'000};  // full walks
+  // Every switch port's PortInfo and every LID's NodeInfo at least this often.
+  std::chrono::milliseconds sweep_rotation{300'000};
+  bool subscribe_traps = true;  // InformInfo to the SA for traps 64, 65, 128, 144
   int clear_threshold_percent = 0;  // 0: never clear counters on the fabric
   // Called from the polling thread after this many cycles in a row in which
   // not even the local port answered (the HCA or the simulator went away).
@@ -63,12 +78,31 @@ class Poller {
  private:
   // What one sweep changed that the cycle decides on.
   struct Absorbed {
-    std::size_t newly_failing = 0;  // ports that answered before and not now
-    bool link_flapped = false;      // a LinkDownedCounter moved
+    std::set<topology::PortRef> newly_failing;  // ports that answered before and not now
+    std::set<topology::PortRef> flapped;        // ports whose LinkDownedCounter moved
   };
   // Folds a sweep into the totals and the node health.
   Absorbed Absorb(const collectors::SweepResult& sweep, std::chrono::system_clock::time_point wall);
+  // A full walk, then everything read from it (tables, capabilities).
   void Discover();
+  // Re-walks what is behind `changes`; a view it cannot trust makes the
+  // next cycle walk everything.
+  void Rewalk(const std::vector<topology::PortChange>& changes);
+  // Takes `fabric` as the current one: names, scope, analysis; the tables
+  // and capabilities of `fresh` nodes are read (all when `fresh` is null),
+  // those of `gone` nodes forgotten, the others kept.
+  void Adopt(const topology::Fabric& fabric, const std::vector<std::uint64_t>* fresh,
+             const std::vector<std::uint64_t>& gone);
+  // The switch ports a sweep must read PortInfo of, whatever the rotation.
+  std::set<topology::PortRef> Watched() const;
+  // The switch end of the cable at `port` (itself when it is a switch port).
+  std::optional<topology::PortRef> SwitchEnd(const topology::PortRef& port) const;
+  // Subscribes to the SM's traps when due (after a full walk, a new master
+  // SM, or once per rotation).
+  void Subscribe(std::chrono::steady_clock::time_point now);
+  // Re-reads the switch ports the Reports received so far name and re-walks
+  // those that changed. Returns whether any Report was taken.
+  bool HandleReports();
   void ClearSaturated(const collectors::SweepResult& sweep);
   // Link health and alerts after a sweep; logs alerts raised and cleared.
   void Judge(const collectors::SweepResult& sweep, std::chrono::steady_clock::time_point now,
@@ -90,9 +124,25 @@ class Poller {
   std::map<std::uint64_t, collectors::NodeHealth> health_;
   std::set<topology::PortRef> remembered_;               // switch ports once up (in scope)
   std::set<topology::PortRef> in_scope_;                 // of the last discovery; unused when scope is everything
-  // Ports whose failure already led to a rediscovery: a node that stays dead
-  // costs one rediscovery, not one every sweep.
+  // Ports whose failure already led to a re-walk: a node that stays dead
+  // costs one, not one every sweep.
   std::set<topology::PortRef> known_failing_;
+  // Switch ports that changed lately -> sweeps left to read them every sweep.
+  std::map<topology::PortRef, int> recent_;
+  std::uint64_t local_guid_ = 0;
+  std::uint8_t local_port_ = 0;
+  // Read at a full walk and for nodes a re-walk admits; kept in between.
+  topology::ForwardingTables lft_;
+  std::map<std::uint64_t, transport::SwitchInfo> switch_info_;
+  topology::PartitionTables pkeys_;
+  std::vector<std::string> table_problems_;
+  // Traps: the SM LID subscribed at (0: none), when, and what came in.
+  std::uint16_t subscribed_sm_ = 0;
+  std::chrono::steady_clock::time_point subscribed_at_{};
+  bool subscribe_due_ = true;
+  std::map<std::uint16_t, bool> subscriptions_;  // trap -> accepted by the SA
+  std::map<std::uint16_t, std::uint64_t> traps_;  // trap -> Reports taken
+  bool check_all_lids_ = true;
   collectors::CounterStore store_;
   collectors::LinkHealth link_health_;
   collectors::AlertEngine alerts_;
@@ -103,12 +153,15 @@ class Poller {
   collectors::PhaseHealth port_counters_;
   transport::KindCounts discovery_mads_{};
   transport::KindCounts sweep_mads_{};
+  // Cumulative MADs by phase: full walks, re-walks, sweeps, trap re-reads.
+  std::map<std::string, transport::KindCounts> phase_mads_;
   std::vector<std::string> discovery_problems_;
-  bool rediscover_ = true;
+  bool rediscover_ = true;  // the next cycle walks everything
   std::chrono::steady_clock::time_point next_discovery_{};
   std::chrono::system_clock::time_point last_success_{};
   std::uint64_t sweeps_ = 0;
   std::uint64_t discoveries_ = 0;
+  std::uint64_t rewalks_ = 0;
   std::uint64_t clears_ = 0;
   std::uint64_t lid_moves_ = 0;
   std::size_t targets_ = 0;

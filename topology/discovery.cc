@@ -1,6 +1,8 @@
 #include "topology/discovery.h"
 
 #include <map>
+#include <optional>
+#include <set>
 
 #include "transport/attributes.h"
 
@@ -40,7 +42,10 @@ struct Building {
   Path path;  // a directed route that reaches this node
   std::map<std::uint8_t, Port> ports;
   bool lid_active = false;  // node.lid is on an Active port
+  bool reached = true;      // an incremental walk reaches it from the local node
 };
+
+constexpr std::uint8_t kPhysStatePolling = 2;  // IBTA PortPhysicalState: no link, trying
 
 class Discoverer {
  public:
@@ -63,25 +68,246 @@ class Discoverer {
 
     std::vector<Visit> fresh = Admit({local});
     for (int hops = 0; !fresh.empty() && (options_.max_hops < 0 || hops < options_.max_hops); ++hops) {
-      std::vector<Visit> reached = Probe(fresh, local);
+      std::vector<Visit> reached = Probe(fresh);
       fresh = Admit(reached);
       LinkBack();
     }
-    std::vector<Node> nodes;
-    nodes.reserve(building_.size());
-    for (auto& [guid, b] : building_) {
-      for (auto& [num, port] : b.ports) b.node.ports.push_back(port);
-      nodes.push_back(std::move(b.node));
+    Finish(&out);
+    return out;
+  }
+
+  IncrementalResult RunIncremental(const Fabric& base, std::uint64_t local_guid, std::uint8_t local_port,
+                                   const std::vector<PortChange>& changes) {
+    IncrementalResult out;
+    out.discovery.local_node_guid = local_guid;
+    out.discovery.local_port = local_port;
+    local_port_ = local_port;
+    Seed(base, local_guid);
+    if (!building_.count(local_guid)) {
+      out.trusted = false;
+      out.reread.push_back("the local node is not in the fabric");
+      Finish(&out.discovery);
+      return out;
     }
-    out.fabric = Fabric(std::move(nodes));
-    out.subnet_timeout = subnet_timeout_;
-    out.problems = std::move(problems_);
-    out.smps = smps_;
-    out.ok = true;
+    struct Behind {
+      PortRef near;
+      Path path;
+      std::optional<PortRef> was;  // the far end before
+      std::string why;
+    };
+    std::vector<Behind> behind;
+    for (const PortChange& c : changes) {
+      auto it = building_.find(c.port.node_guid);
+      if (it == building_.end() || !it->second.reached) {
+        out.trusted = false;
+        out.reread.push_back(FormatGuid(c.port.node_guid) + "[" + std::to_string(c.port.port) + "] (" + c.why +
+                             "): not a node of the fabric");
+        continue;
+      }
+      Building& b = it->second;
+      Port& p = b.ports[c.port.port];
+      p.number = c.port.port;
+      const std::optional<PortRef> was = p.remote;
+      CopyLink(c.now, &p);
+      const std::string where = Named(b) + "[" + std::to_string(c.port.port) + "] (" + c.why + ")";
+      if (!p.link_up()) {
+        p.remote.reset();
+        if (was) Unlink(*was);
+        out.reread.push_back(where + ": down" + (was ? ", was " + Named(*was) : std::string()));
+        continue;
+      }
+      Path path = b.path;
+      path.push_back(c.port.port);
+      behind.push_back({c.port, std::move(path), was, where});
+    }
+    std::vector<MadRequest> reqs;
+    for (const Behind& x : behind) reqs.push_back(transport::NodeInfoQuery(MadAddress::Directed(x.path)));
+    const auto results = RunBatch(reqs);
+    std::vector<Visit> reached;
+    std::vector<Ask> far_ports;  // known nodes' ports behind a change: their PortInfo again
+    std::set<std::uint64_t> known_before;
+    for (const auto& [guid, b] : building_) known_before.insert(guid);
+    for (std::size_t i = 0; i < behind.size(); ++i) {
+      const Behind& x = behind[i];
+      if (results[i].outcome != MadOutcome::kOk) {
+        out.trusted = false;
+        out.reread.push_back(x.why + ": no NodeInfo answer behind it: " + transport::ToString(results[i].outcome));
+        problems_.push_back("no NodeInfo answer behind " + x.why + ": " + transport::ToString(results[i].outcome));
+        continue;
+      }
+      const transport::NodeInfo ni = transport::DecodeNodeInfo(results[i].response);
+      const PortRef far{ni.node_guid, ni.local_port};
+      if (x.was && *x.was != far) Unlink(*x.was);
+      building_[x.near.node_guid].ports[x.near.port].remote = far;
+      links_.emplace_back(far, x.near);
+      auto known = building_.find(ni.node_guid);
+      const bool is_known = known != building_.end() && known->second.reached;
+      out.reread.push_back(x.why + ": " + (is_known ? Named(far) : "new node " + FormatGuid(ni.node_guid)) +
+                           (x.was && *x.was == far ? " (same cable)" : ""));
+      if (is_known) {
+        Building& f = known->second;
+        if (f.node.kind != NodeKind::kSwitch) f.path = x.path;  // a CA's one route is through this cable
+        if (f.ports.count(ni.local_port)) far_ports.push_back({ni.node_guid, ni.local_port});
+      } else if (known != building_.end()) {
+        building_.erase(known);  // dropped earlier, back now: admitted afresh
+      }
+      reached.push_back(Visit{x.path, ni});
+    }
+    std::vector<Visit> fresh = Admit(reached);
+    LinkBack();
+    // The far ends that were known: their PortInfo, LID-routed where the
+    // LID allows (a switch port), directed for a CA port (its LID may be
+    // what changed).
+    std::vector<Ask> by_lid;
+    std::vector<Ask> directed;
+    for (const Ask& a : far_ports) {
+      const Building& f = building_[a.guid];
+      (f.node.kind == NodeKind::kSwitch && LidUsable(f) ? by_lid : directed).push_back(a);
+    }
+    std::vector<Ask> unanswered = AskAll(by_lid, /*lid_routed=*/true);
+    directed.insert(directed.end(), unanswered.begin(), unanswered.end());
+    AskAll(directed, /*lid_routed=*/false);
+    while (!fresh.empty()) {
+      std::vector<Visit> next = Probe(fresh);
+      fresh = Admit(next);
+      LinkBack();
+    }
+    for (const auto& [guid, b] : building_) {
+      if (!known_before.count(guid)) out.new_nodes.push_back(guid);
+    }
+    Prune(local_guid, &out.gone_nodes);
+    for (std::uint64_t g : out.gone_nodes) {
+      out.reread.push_back("dropped " + FormatGuid(g) + ": no longer reachable");
+    }
+    Finish(&out.discovery);
     return out;
   }
 
  private:
+  void Finish(DiscoveryResult* out) {
+    std::vector<Node> nodes;
+    nodes.reserve(building_.size());
+    for (auto& [guid, b] : building_) {
+      b.node.ports.clear();
+      for (auto& [num, port] : b.ports) b.node.ports.push_back(port);
+      nodes.push_back(std::move(b.node));
+    }
+    out->fabric = Fabric(std::move(nodes));
+    out->subnet_timeout = subnet_timeout_;
+    out->problems = std::move(problems_);
+    out->smps = smps_;
+    out->ok = true;
+  }
+
+  // The nodes of `base` as if this walk had found them, each with the route
+  // a walk from the local node takes to it (breadth first over up links).
+  void Seed(const Fabric& base, std::uint64_t local_guid) {
+    for (const Node& n : base.nodes()) {
+      Building& b = building_[n.guid];
+      b.node = n;
+      for (const Port& p : n.ports) b.ports[p.number] = p;
+      b.node.ports.clear();
+      b.lid_active = n.lid >= 1 && n.lid <= 0xBFFF;
+      b.reached = false;
+    }
+    std::vector<std::uint64_t> order = Reach(local_guid);
+    for (std::uint64_t g : order) building_[g].reached = true;
+    auto it = building_.find(local_guid);
+    if (it == building_.end()) return;
+    const Building& local = it->second;
+    if (local.node.kind == NodeKind::kSwitch) {
+      local_active_ = local.lid_active;
+    } else if (auto p = local.ports.find(local_port_); p != local.ports.end()) {
+      local_active_ = p->second.state == transport::kPortStateActive && p->second.lid != 0;
+    }
+  }
+
+  // Breadth first from the local node over up links with a known far end
+  // (out of a CA only through the local port), setting each node's route.
+  // Returns the nodes reached, the local one first.
+  std::vector<std::uint64_t> Reach(std::uint64_t local_guid) {
+    std::vector<std::uint64_t> order;
+    if (!building_.count(local_guid)) return order;
+    std::set<std::uint64_t> seen{local_guid};
+    building_[local_guid].path.clear();
+    order.push_back(local_guid);
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      const Building& b = building_[order[i]];
+      const bool local = i == 0;
+      if (b.node.kind != NodeKind::kSwitch && !local) continue;
+      for (const auto& [num, port] : b.ports) {
+        if (!port.link_up() || !port.remote) continue;
+        if (b.node.kind != NodeKind::kSwitch && num != local_port_) continue;
+        const std::uint64_t far = port.remote->node_guid;
+        auto fit = building_.find(far);
+        if (fit == building_.end() || !seen.insert(far).second) continue;
+        Path path = b.path;
+        path.push_back(num);
+        fit->second.path = std::move(path);
+        order.push_back(far);
+      }
+    }
+    return order;
+  }
+
+  // Drops the nodes the local node no longer reaches, and every far end
+  // that pointed at them.
+  void Prune(std::uint64_t local_guid, std::vector<std::uint64_t>* gone) {
+    const std::vector<std::uint64_t> order = Reach(local_guid);
+    const std::set<std::uint64_t> keep(order.begin(), order.end());
+    for (auto it = building_.begin(); it != building_.end();) {
+      if (keep.count(it->first)) {
+        ++it;
+        continue;
+      }
+      gone->push_back(it->first);
+      it = building_.erase(it);
+    }
+    for (auto& [guid, b] : building_) {
+      for (auto& [num, port] : b.ports) {
+        if (port.remote && !keep.count(port.remote->node_guid)) port.remote.reset();
+      }
+    }
+  }
+
+  // The far end of a cable that is gone: its port is down, linked to nothing.
+  void Unlink(const PortRef& ref) {
+    auto it = building_.find(ref.node_guid);
+    if (it == building_.end()) return;
+    auto pit = it->second.ports.find(ref.port);
+    if (pit == it->second.ports.end()) return;
+    Port& p = pit->second;
+    p.remote.reset();
+    p.state = transport::kPortStateDown;
+    p.phys_state = kPhysStatePolling;
+    p.width_active = 0;
+    p.speed_active = 0;
+    p.speed_ext_active = 0;
+    p.speed_ext2_active = 0;
+  }
+
+  // The link fields a re-read changed (ApplyPortInfo's), on a known port.
+  static void CopyLink(const Port& now, Port* p) {
+    const auto remote = p->remote;
+    const auto number = p->number;
+    const auto guid = p->guid;
+    const auto lid = p->lid;
+    *p = now;
+    p->remote = remote;
+    p->number = number;
+    p->guid = guid;
+    p->lid = lid;
+  }
+
+  std::string Named(const Building& b) const {
+    return b.node.description.empty() ? FormatGuid(b.node.guid) : b.node.description;
+  }
+  std::string Named(const PortRef& r) const {
+    auto it = building_.find(r.node_guid);
+    const std::string n = it == building_.end() ? FormatGuid(r.node_guid) : Named(it->second);
+    return n + "[" + std::to_string(r.port) + "]";
+  }
+
   std::vector<MadResult> RunBatch(const std::vector<MadRequest>& reqs) {
     smps_ += reqs.size();
     return engine_.Run(reqs);
@@ -247,9 +473,14 @@ class Discoverer {
       return;
     }
     p.lid = pi.lid;
-    if (b.node.lid == 0) {
-      b.node.lid = pi.lid;
-      b.lid_active = pi.port_state == transport::kPortStateActive;
+    // A CA's LID is its first port's with one (a re-walk may re-read it).
+    for (const auto& [num, port] : b.ports) {
+      if (port.lid == 0) continue;
+      if (num == ask.port || b.node.lid == 0) {
+        b.node.lid = pi.lid;
+        b.lid_active = pi.port_state == transport::kPortStateActive;
+      }
+      break;
     }
     if (b.path.empty() && ask.port == local_port_) {
       subnet_timeout_ = pi.subnet_timeout;
@@ -260,7 +491,7 @@ class Discoverer {
   // Asks NodeInfo through every up port of the switches just admitted (and
   // out of the local CA's port), records the near end of each link, and
   // returns the visits whose far port is not known yet.
-  std::vector<Visit> Probe(const std::vector<Visit>& fresh, const Visit& local) {
+  std::vector<Visit> Probe(const std::vector<Visit>& fresh) {
     std::vector<MadRequest> reqs;
     struct From {
       std::uint64_t guid;
@@ -276,7 +507,7 @@ class Discoverer {
         if (!port.link_up()) continue;
         // The far end already answered through this cable from its side.
         if (port.remote) continue;
-        if (b.node.kind != NodeKind::kSwitch && num != local.info.local_port) continue;
+        if (b.node.kind != NodeKind::kSwitch && num != local_port_) continue;
         Path next = v.path;
         next.push_back(num);
         reqs.push_back(transport::NodeInfoQuery(MadAddress::Directed(next)));
@@ -351,6 +582,11 @@ void ApplyPortInfo(const transport::PortInfo& pi, bool ext_speeds2, Port* p) {
 
 DiscoveryResult Discover(transport::MadEngine& engine, DiscoverOptions options) {
   return Discoverer(engine, options).Run();
+}
+
+IncrementalResult Rediscover(transport::MadEngine& engine, const Fabric& base, std::uint64_t local_node_guid,
+                             std::uint8_t local_port, const std::vector<PortChange>& changes) {
+  return Discoverer(engine, {}).RunIncremental(base, local_node_guid, local_port, changes);
 }
 
 }  // namespace ibfabric::topology

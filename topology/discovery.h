@@ -44,6 +44,37 @@ struct DiscoverOptions {
 // Thread-safety: uses the engine exclusively for its duration.
 DiscoveryResult Discover(transport::MadEngine& engine, DiscoverOptions options = {});
 
+// A port whose PortInfo (state, width, speed) was read again and differs
+// from the fabric, or that is worth re-walking anyway (its link flapped).
+struct PortChange {
+  PortRef port;     // a switch port of the fabric
+  Port now;         // what PortInfo says now (the fields ApplyPortInfo sets)
+  std::string why;  // for the log: "trap 128", "LinkDownedCounter moved", ...
+};
+
+struct IncrementalResult {
+  DiscoveryResult discovery;  // the whole fabric after the changes
+  // False when what was re-read cannot be trusted to match a full walk (a
+  // changed port names a node the fabric lacks, or what is behind an up
+  // port did not answer): run a full walk.
+  bool trusted = true;
+  std::vector<std::string> reread;        // one line per port re-walked: where, why, what was found
+  std::vector<std::uint64_t> new_nodes;   // nodes admitted behind the changes (their tables are unread)
+  std::vector<std::uint64_t> gone_nodes;  // nodes no longer reachable, dropped
+};
+
+// Incremental discovery: applies `changes` to `base` (discovered from the
+// node `local_node_guid`, port `local_port`) and re-walks only what is behind
+// them. Behind a port that is up: NodeInfo through it (directed), and the
+// far port's PortInfo (directed for a CA port, LID-routed for a switch's);
+// a node seen for the first time is walked like a full discovery does,
+// stopping at nodes already known. Behind a port that went down: the link is
+// dropped at both ends, and nodes no longer reachable from the local node
+// leave the fabric. Costs a few SMPs per change, not a walk of the fabric.
+// Thread-safety: uses the engine exclusively for its duration.
+IncrementalResult Rediscover(transport::MadEngine& engine, const Fabric& base, std::uint64_t local_node_guid,
+                             std::uint8_t local_port, const std::vector<PortChange>& changes);
+
 // Copies a port's state, width and speed fields from its PortInfo; the XDR
 // fields only when `ext_speeds2` (the node's capability masks allow them).
 void ApplyPortInfo(const transport::PortInfo& pi, bool ext_speeds2, Port* port);

@@ -272,4 +272,75 @@ MadRequest PortCountersClear(std::uint16_t lid, std::uint8_t port, std::uint16_t
   return r;
 }
 
+bool IsNoticeReport(const MadBytes& mad) {
+  const MadHeader h = DecodeHeader(mad);
+  return h.mgmt_class == static_cast<std::uint8_t>(MgmtClass::kSubnAdm) &&
+         h.method == static_cast<std::uint8_t>(MadMethod::kReport) && h.attr_id == sa_attr::kNotice;
+}
+
+Notice DecodeNotice(const MadBytes& report) {
+  // libibmad's Notice fields are relative to the attribute, which an SA
+  // Report carries at byte 56.
+  void* n = const_cast<std::uint8_t*>(report.data() + kSaDataOffset);
+  Notice out;
+  out.generic = mad_get_field(n, 0, IB_NOTICE_IS_GENERIC_F) != 0;
+  out.producer_type = mad_get_field(n, 0, IB_NOTICE_PRODUCER_F);
+  out.trap_number = Narrow<std::uint16_t>(mad_get_field(n, 0, IB_NOTICE_TRAP_NUMBER_F));
+  out.issuer_lid = Narrow<std::uint16_t>(mad_get_field(n, 0, IB_NOTICE_ISSUER_LID_F));
+  if (!out.generic) return out;
+  switch (out.trap_number) {
+    case trap::kLinkStateChange:
+      out.lid = Narrow<std::uint16_t>(mad_get_field(n, 0, IB_NOTICE_DATA_LID_F));
+      break;
+    case trap::kLocalChange:
+      out.lid = Narrow<std::uint16_t>(mad_get_field(n, 0, IB_NOTICE_DATA_144_LID_F));
+      break;
+    case trap::kGidInService:
+    case trap::kGidOutOfService: {
+      // DataDetails (Notice byte 10): 6 reserved bytes, then the 16-byte
+      // GIDADDR; its interface ID (the last 8 bytes) is the port GUID.
+      const std::uint8_t* gid = report.data() + kSaDataOffset + 10 + 6;
+      for (int i = 8; i < 16; ++i) out.port_guid = out.port_guid << 8 | gid[i];
+      break;
+    }
+    default: break;
+  }
+  return out;
+}
+
+MadBytes ReportResponse(const MadBytes& report) {
+  MadBytes out = report;
+  mad_set_field(out.data(), 0, IB_MAD_METHOD_F, static_cast<std::uint32_t>(MadMethod::kReportResponse) & 0x7f);
+  mad_set_field(out.data(), 0, IB_MAD_RESPONSE_F, 1);
+  mad_set_field(out.data(), 0, IB_MAD_STATUS_F, 0);
+  return out;
+}
+
+MadRequest InformInfoSubscribe(std::uint16_t sm_lid, std::uint16_t trap_number, bool subscribe) {
+  MadRequest r;
+  r.mgmt_class = MgmtClass::kSubnAdm;
+  r.method = MadMethod::kSet;
+  r.attr_id = sa_attr::kInformInfo;
+  r.address = MadAddress::Lid(sm_lid);
+  // InformInfo (IBTA 13.4.8.3, table 132); libibmad has no fields for it.
+  std::vector<std::uint8_t> d(36, 0);
+  // GID (bytes 0-15) zero: LIDRangeBegin names the producers instead;
+  // 0xFFFF there means every LID.
+  d[16] = 0xff;
+  d[17] = 0xff;
+  d[22] = 1;  // IsGeneric
+  d[23] = subscribe ? 1 : 0;
+  d[24] = 0xff;  // Type 0xFFFF: every type
+  d[25] = 0xff;
+  d[26] = static_cast<std::uint8_t>(trap_number >> 8);
+  d[27] = static_cast<std::uint8_t>(trap_number);
+  // QPN (bytes 28-30) 0: the SA reports to the requester's QP1; bytes
+  // 33-35 ProducerType 0xFFFFFF: every producer.
+  d[33] = 0xff;
+  d[34] = 0xff;
+  d[35] = 0xff;
+  r.payload = std::move(d);
+  return r;
+}
+
 }  // namespace ibfabric::transport

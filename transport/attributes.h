@@ -202,6 +202,39 @@ struct PortCountersExtended {
   std::uint64_t qp1_dropped = 0;
 };
 
+// The traps this exporter subscribes to (IBTA 14.2.5.1, table 150): the SM
+// forwards them as SA Reports of a Notice.
+namespace trap {
+inline constexpr std::uint16_t kGidInService = 64;      // a port joined: GIDADDR
+inline constexpr std::uint16_t kGidOutOfService = 65;   // a port left: GIDADDR
+inline constexpr std::uint16_t kLinkStateChange = 128;  // some port of a switch changed state: LIDADDR
+inline constexpr std::uint16_t kLocalChange = 144;      // capability mask, description, enabled width/speed: LIDADDR
+}  // namespace trap
+
+// A Notice (IBTA 14.2.5.1) as an SA Report carries it (at byte 56 of the
+// MAD). Only generic notices carry a trap number.
+struct Notice {
+  bool generic = false;
+  std::uint32_t producer_type = 0;  // 1 CA, 2 switch, 3 router, 4 class manager
+  std::uint16_t trap_number = 0;
+  std::uint16_t issuer_lid = 0;
+  // The node the trap is about: traps 128 and 144 name a LID (LIDADDR of
+  // their DataDetails), traps 64-67 a port GID (GIDADDR; its low 64 bits
+  // are the port GUID).
+  std::uint16_t lid = 0;
+  std::uint64_t port_guid = 0;
+};
+// True for an SA Report of a Notice: what a subscription brings.
+bool IsNoticeReport(const MadBytes& mad);
+Notice DecodeNotice(const MadBytes& report);
+// The ReportResponse (IBTA 13.4.5, 13.4.8.3) that acknowledges a Report:
+// same TID and attribute, method 0x86. Without it the SA sends it again.
+MadBytes ReportResponse(const MadBytes& report);
+// SubnAdmSet(InformInfo) (IBTA 13.4.8.3, 15.2.5.12) to the SA at `sm_lid`:
+// (un)subscribe to generic trap `trap_number` from every LID, to be
+// reported to the requesting port.
+MadRequest InformInfoSubscribe(std::uint16_t sm_lid, std::uint16_t trap_number, bool subscribe = true);
+
 NodeInfo DecodeNodeInfo(const MadBytes& mad);
 // NodeDescription (IBTA 14.2.5.2): up to 64 bytes, NUL padded; trailing
 // NULs and whitespace are removed, control characters replaced by '?'.

@@ -36,7 +36,8 @@ MadKind KindOf(MgmtClass c) {
   switch (c) {
     case MgmtClass::kSubnDirectRoute: return MadKind::kDirectedSmp;
     case MgmtClass::kSubnLidRouted: return MadKind::kLidSmp;
-    case MgmtClass::kPerformance: return MadKind::kGmp;
+    case MgmtClass::kPerformance:
+    case MgmtClass::kSubnAdm: return MadKind::kGmp;
   }
   return MadKind::kGmp;
 }
@@ -49,8 +50,11 @@ MadBytes EncodeRequest(const MadRequest& request, std::uint64_t tid) {
   rpc.attr.id = request.attr_id;
   rpc.attr.mod = request.attr_mod;
   rpc.trid = tid;
-  rpc.dataoffs = static_cast<int>(kMadDataOffset);
-  rpc.datasz = static_cast<int>(std::min(request.payload.size(), kMadSize - kMadDataOffset));
+  const bool sa = request.mgmt_class == MgmtClass::kSubnAdm;
+  const std::size_t offset = sa ? kSaDataOffset : kMadDataOffset;
+  rpc.dataoffs = static_cast<int>(offset);
+  rpc.datasz = static_cast<int>(std::min(request.payload.size(), kMadSize - offset));
+  rpc.mask = request.component_mask;  // written into the SA header only for the SA class
 
   ib_dr_path_t dr{};
   const bool directed = request.mgmt_class == MgmtClass::kSubnDirectRoute;
@@ -65,8 +69,10 @@ MadBytes EncodeRequest(const MadRequest& request, std::uint64_t tid) {
   }
   // mad_encode copies `datasz` bytes from data; pad the payload so it may.
   std::vector<std::uint8_t> data(request.payload);
-  data.resize(kMadSize - kMadDataOffset, 0);
+  data.resize(kMadSize - offset, 0);
   mad_encode(out.data(), &rpc, directed ? &dr : nullptr, data.data());
+  // The SA speaks class version 2 (IBTA 15.2.1.1); libibmad writes 1.
+  if (sa) mad_set_field(out.data(), 0, IB_MAD_CLASSVER_F, 2);
   return out;
 }
 
@@ -106,9 +112,11 @@ MadBytes EncodeResponse(const MadBytes& request_mad, std::span<const std::uint8_
   const std::uint32_t cls = mad_get_field(b, 0, IB_MAD_MGMTCLASS_F);
   const bool smp = cls == static_cast<std::uint32_t>(MgmtClass::kSubnDirectRoute) ||
                    cls == static_cast<std::uint32_t>(MgmtClass::kSubnLidRouted);
-  const std::size_t area = smp ? kSmpDataSize : kPmaDataSize;
-  std::memset(out.data() + kMadDataOffset, 0, area);
-  std::memcpy(out.data() + kMadDataOffset, data.data(), std::min(data.size(), area));
+  const bool sa = cls == static_cast<std::uint32_t>(MgmtClass::kSubnAdm);
+  const std::size_t offset = sa ? kSaDataOffset : kMadDataOffset;
+  const std::size_t area = smp ? kSmpDataSize : kMadSize - offset;
+  std::memset(out.data() + offset, 0, area);
+  std::memcpy(out.data() + offset, data.data(), std::min(data.size(), area));
   return out;
 }
 

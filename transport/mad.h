@@ -19,6 +19,7 @@ using MadBytes = std::array<std::uint8_t, kMadSize>;
 // Management classes used here (IBTA 13.4.4, table 110).
 enum class MgmtClass : std::uint8_t {
   kSubnLidRouted = 0x01,     // SMP, LID routed
+  kSubnAdm = 0x03,           // SA (GS class, the SM's database, LID routed, QP1)
   kPerformance = 0x04,       // PMA (GS class, LID routed, QP1)
   kSubnDirectRoute = 0x81,   // SMP, directed route
 };
@@ -29,8 +30,8 @@ enum class MgmtClass : std::uint8_t {
 //   switch on their route and travel on VL15, which has no flow control;
 // - LID-routed SMPs travel on VL15 too but only the target's agent
 //   handles them;
-// - GMPs (PMA queries to QP1) travel on a data VL with flow control and
-//   load only the target's agent.
+// - GMPs (PMA and SA queries to QP1) travel on a data VL with flow control
+//   and load only the target's agent (the SA's is the SM).
 enum class MadKind : std::uint8_t { kDirectedSmp = 0, kLidSmp = 1, kGmp = 2 };
 inline constexpr std::size_t kMadKinds = 3;
 const char* ToString(MadKind k);  // "dr_smp", "lid_smp", "gmp"
@@ -41,6 +42,8 @@ enum class MadMethod : std::uint8_t {
   kGet = 0x01,
   kSet = 0x02,
   kGetResponse = 0x81,
+  kReport = 0x06,           // an SA Report (unsolicited, IBTA 13.4.5 table 113)
+  kReportResponse = 0x86,
 };
 
 // Subnet management attribute IDs (IBTA 14.2.5, table 145).
@@ -61,6 +64,12 @@ inline constexpr std::uint16_t kPortCounters = 0x0012;
 inline constexpr std::uint16_t kPortCountersExtended = 0x001D;
 }  // namespace pma_attr
 
+// Subnet administration attribute IDs (IBTA 15.2.5, table 196).
+namespace sa_attr {
+inline constexpr std::uint16_t kNotice = 0x0002;
+inline constexpr std::uint16_t kInformInfo = 0x0003;
+}  // namespace sa_attr
+
 // Where a MAD goes. A directed route is the list of egress port numbers,
 // hop by hop, starting at the local port (IBTA 14.2.2 InitialPath[1..n]); an
 // empty route addresses the local node. LID routing is used for everything
@@ -75,7 +84,7 @@ struct MadAddress {
 
 // One request, before a TID is assigned. `payload` is the attribute data
 // that follows the class header (for SMPs and PMA both start at byte 64 of
-// the MAD; see kMadDataOffset).
+// the MAD, see kMadDataOffset; SA data at byte 56, kSaDataOffset).
 struct MadRequest {
   MgmtClass mgmt_class = MgmtClass::kPerformance;
   MadMethod method = MadMethod::kGet;
@@ -83,6 +92,7 @@ struct MadRequest {
   std::uint32_t attr_mod = 0;
   MadAddress address;
   std::vector<std::uint8_t> payload;  // at most kMadSize - kMadDataOffset bytes
+  std::uint64_t component_mask = 0;   // SA only: which fields of payload are set (IBTA 15.2.1.1)
 };
 
 // SMP data (IBTA 14.2.1.1) and PMA data (IBTA 16.1.1, after the 40 reserved
@@ -90,6 +100,9 @@ struct MadRequest {
 inline constexpr std::size_t kMadDataOffset = 64;
 inline constexpr std::size_t kSmpDataSize = 64;
 inline constexpr std::size_t kPmaDataSize = kMadSize - kMadDataOffset;
+// SA data (IBTA 15.2.1.1) follows the RMPP and SA headers at byte 56.
+inline constexpr std::size_t kSaDataOffset = 56;
+inline constexpr std::size_t kSaDataSize = kMadSize - kSaDataOffset;
 
 // Fields of the common MAD header (IBTA 13.4.2), decoded.
 struct MadHeader {

@@ -5,7 +5,9 @@
 #include <deque>
 #include <queue>
 #include <random>
+#include <utility>
 
+#include "transport/attributes.h"
 #include "transport/codec.h"
 
 namespace ibfabric::transport {
@@ -176,6 +178,41 @@ void MadEngine::SetResponseTime(std::uint16_t lid, microseconds t) {
   } else {
     response_time_[lid] = t;
   }
+}
+
+bool MadEngine::TakeReport(const InboundMad& in) {
+  if (in.status != 0 || !IsNoticeReport(in.mad)) return false;
+  // Acknowledge every copy (the SA repeats a Report whose response it
+  // missed), keep the first: Reports are told apart by TID and sender.
+  const MadBytes response = ReportResponse(in.mad);
+  if (in.source_lid != 0 && port_.Send(MadAddress::Lid(in.source_lid), response)) {
+    ++stats_.kinds[Slot(MadKind::kGmp)].sent;
+  }
+  const std::uint64_t key = DecodeHeader(in.mad).tid ^ (static_cast<std::uint64_t>(in.source_lid) << 48);
+  if (std::find(recent_reports_.begin(), recent_reports_.end(), key) != recent_reports_.end()) {
+    ++stats_.reports_repeated;
+    return true;
+  }
+  recent_reports_.push_back(key);
+  if (recent_reports_.size() > 256) recent_reports_.pop_front();
+  ++stats_.reports;
+  reports_.push_back(in.mad);
+  return true;
+}
+
+std::vector<MadBytes> MadEngine::TakeReports() { return std::exchange(reports_, {}); }
+
+bool MadEngine::WaitForReports(microseconds timeout) {
+  const TimePoint until = clock_->Now() + timeout;
+  while (reports_.empty()) {
+    const TimePoint now = clock_->Now();
+    if (now >= until) break;
+    std::optional<InboundMad> in =
+        port_.Receive(std::chrono::duration_cast<microseconds>(until - now));
+    if (!in) continue;
+    if (!TakeReport(*in)) ++stats_.ignored;  // a late response to an earlier Run
+  }
+  return !reports_.empty();
 }
 
 void MadEngine::SetSubnetTimeout(microseconds lifetime) { subnet_lifetime_ = std::max(lifetime, microseconds(0)); }
@@ -490,6 +527,7 @@ std::vector<MadResult> MadEngine::Run(std::span<const MadRequest> requests) {
     std::optional<InboundMad> in = port_.Receive(wait);
     if (!in) continue;
 
+    if (TakeReport(*in)) continue;
     const MadHeader h = DecodeHeader(in->mad);
     auto it = in_flight.find(static_cast<std::uint32_t>(h.tid));
     if (it == in_flight.end()) {

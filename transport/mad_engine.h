@@ -45,6 +45,7 @@
 #include <array>
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <span>
 #include <unordered_map>
 #include <vector>
@@ -114,6 +115,8 @@ struct EngineStats {
   std::uint64_t requests = 0;  // Run() requests (not attempts)
   std::uint64_t ignored = 0;   // late, duplicate, unknown or mismatched MADs
   KindCounts kinds{};          // everything else, by kind of MAD
+  std::uint64_t reports = 0;           // SA Reports of a Notice taken in (each acknowledged)
+  std::uint64_t reports_repeated = 0;  // the SA sent one again; acknowledged, not taken twice
   // The most that were ever outstanding at once: to or through one node,
   // per kind, and in total. Never above the configured limits.
   int peak_per_destination = 0;
@@ -149,6 +152,14 @@ class MadEngine {
   // the ceiling is lowered to that (never below the floor). Zero: none.
   void SetSubnetTimeout(std::chrono::microseconds lifetime);
 
+  // SA Reports (the traps subscribed to, transport::IsNoticeReport) that
+  // arrived during a Run or a wait, oldest first; each was acknowledged
+  // with a ReportResponse when it arrived (counted as a GMP sent).
+  std::vector<MadBytes> TakeReports();
+  // Waits up to `timeout` for a Report, taking in whatever else arrives (late
+  // responses are ignored). True when Reports are waiting for TakeReports().
+  bool WaitForReports(std::chrono::microseconds timeout);
+
   const EngineStats& stats() const { return stats_; }
   const EngineOptions& options() const { return options_; }
   const Clock& clock() const { return *clock_; }
@@ -168,6 +179,9 @@ class MadEngine {
   std::chrono::microseconds TimeoutFor(MadKind kind, std::uint16_t lid, int attempt) const;
   void Sample(MadKind kind, std::chrono::microseconds rtt);
   std::chrono::microseconds Ceiling() const;
+  // Takes in an SA Report (acknowledges it, keeps it once); false for
+  // anything else.
+  bool TakeReport(const InboundMad& in);
 
   MadPort& port_;
   EngineOptions options_;
@@ -177,6 +191,8 @@ class MadEngine {
   std::array<Rtt, kMadKinds> rtt_{};
   std::unordered_map<std::uint16_t, std::chrono::microseconds> response_time_;
   std::chrono::microseconds subnet_lifetime_{0};
+  std::vector<MadBytes> reports_;
+  std::deque<std::uint64_t> recent_reports_;  // TID and sender of the last Reports, to drop repeats
 };
 
 }  // namespace ibfabric::transport

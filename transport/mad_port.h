@@ -16,6 +16,9 @@ struct InboundMad {
   // ETIMEDOUT) when the kernel hands back one of our own sends that got no
   // response; `mad` then holds the request, TID included.
   int status = 0;
+  // The LID it came from (0 when unknown): where a reply to an unsolicited
+  // MAD, such as an SA Report, goes.
+  std::uint16_t source_lid = 0;
 };
 
 // Contract: not thread-safe; one thread drives a port. Send never blocks on

@@ -125,6 +125,15 @@ std::unique_ptr<UmadPort> UmadPort::Open(const UmadPortOptions& options, std::st
     *error = "cannot register MAD agents on " + c.ca + " port " + std::to_string(c.port);
     return nullptr;
   }
+  // SubnAdm class version 2 (IBTA 15.2.1.1), taking the SA's unsolicited
+  // Reports (IBTA 13.4.5: method 0x06) besides responses to our requests.
+  // Optional: the kernel allows one receiver of a method per class on a
+  // port, so another daemon may hold it; the exporter then polls only.
+  long methods[16 / sizeof(long)] = {};
+  reinterpret_cast<unsigned char*>(methods)[0] = 1u << static_cast<unsigned>(MadMethod::kReport);
+  port->agent_sa_ = umad_register(port->fd_, IB_SA_CLASS, 2, 0, methods);
+  port->takes_reports_ = port->agent_sa_ >= 0;
+  if (port->agent_sa_ < 0) port->agent_sa_ = umad_register(port->fd_, IB_SA_CLASS, 2, 0, nullptr);
   port->send_buf_.reset(new std::uint8_t[umad_size() + kMadSize]());
   port->recv_buf_.reset(new std::uint8_t[umad_size() + kMadSize]());
   return port;
@@ -132,7 +141,7 @@ std::unique_ptr<UmadPort> UmadPort::Open(const UmadPortOptions& options, std::st
 
 UmadPort::~UmadPort() {
   if (fd_ < 0) return;
-  for (int agent : {agent_smi_, agent_smi_dr_, agent_perf_}) {
+  for (int agent : {agent_smi_, agent_smi_dr_, agent_perf_, agent_sa_}) {
     if (agent >= 0) umad_unregister(fd_, agent);
   }
   umad_close_port(fd_);
@@ -143,6 +152,7 @@ int UmadPort::AgentFor(std::uint8_t mgmt_class) const {
     case MgmtClass::kSubnLidRouted: return agent_smi_;
     case MgmtClass::kSubnDirectRoute: return agent_smi_dr_;
     case MgmtClass::kPerformance: return agent_perf_;
+    case MgmtClass::kSubnAdm: return agent_sa_;
   }
   return -1;
 }
@@ -161,6 +171,7 @@ bool UmadPort::Send(const MadAddress& to, const MadBytes& mad) {
       umad_set_addr(umad, to.lid, 0, 0, 0);
       break;
     case MgmtClass::kPerformance:
+    case MgmtClass::kSubnAdm:
       umad_set_addr(umad, to.lid, 1, 0, IB_DEFAULT_QP1_QKEY);  // GMPs go to QP1
       break;
   }
@@ -181,6 +192,7 @@ std::optional<InboundMad> UmadPort::Receive(std::chrono::microseconds timeout) {
   if (rc < 0) return std::nullopt;  // -ETIMEDOUT when nothing came, or a read error
   InboundMad in;
   in.status = umad_status(umad);
+  if (const ib_mad_addr_t* from = umad_get_mad_addr(umad)) in.source_lid = be16toh(from->lid);
   std::memcpy(in.mad.data(), umad_get_mad(umad), kMadSize);
   return in;
 }

@@ -1,6 +1,8 @@
 #pragma once
 // MadPort over libibumad: one open umad port with one agent per management
-// class this project speaks (LID-routed SMI, directed-route SMI, PerfMgt).
+// class this project speaks (LID-routed SMI, directed-route SMI, PerfMgt,
+// SubnAdm; the last also receives the SA's Reports of the traps the
+// exporter subscribed to).
 
 #include <cstdint>
 #include <memory>
@@ -43,6 +45,9 @@ class UmadPort final : public MadPort {
   std::optional<InboundMad> Receive(std::chrono::microseconds timeout) override;
 
   const LocalPortInfo& local() const { return local_; }
+  // Whether the SA's Reports reach this port (another process on the host
+  // may hold that registration).
+  bool takes_reports() const { return takes_reports_; }
 
  private:
   UmadPort() = default;
@@ -52,6 +57,9 @@ class UmadPort final : public MadPort {
   int agent_smi_ = -1;
   int agent_smi_dr_ = -1;
   int agent_perf_ = -1;
+  int agent_sa_ = -1;
+  bool takes_reports_ = false;
+
   int kernel_timeout_ms_ = 100;
   LocalPortInfo local_;
   std::unique_ptr<std::uint8_t[]> send_buf_;

@@ -3,13 +3,18 @@
 // ratios and the exporter's peak RSS printed, then what crossed libibumad
 // during a discovery and two sweeps, watched from outside the exporter by
 // the MAD tap (tests/tools/mad_tap.cc). With --scale, the same sweep
-// on growing fabrics to show the cost per port.
+// on growing fabrics to show the cost per port. With --budget, the SMPs a
+// sweep, a quiet minute and a host cable flap cost, before and now.
 //
 //   build/tests/fabric_bench                 # 1024 hosts, 4096 ports
 //   build/tests/fabric_bench --scale         # about 2k, 8k and 18k ports
 //   build/tests/fabric_bench --runs 9 --window 256
+//   build/tests/fabric_bench --budget        # SMPs at rest and per event, 1024 hosts
+//   build/tests/fabric_bench --budget --fabric 16k
 
 #include <algorithm>
+#include <array>
+#include <thread>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -81,6 +86,144 @@ bool Watch(const SimFabric& sim, std::string* error) {
   }
   std::printf("  discovery at the defaults    %8.3f s\n", discovery);
   std::printf("  from outside (umad tap): %s\n", Describe(r).c_str());
+  return true;
+}
+
+// The series that make the routing and partition views, as text: equal
+// before and after events means the views came back the same.
+std::string Views(const Scrape& s) {
+  std::string out;
+  for (const char* name : {"infiniband_routing_port_destinations", "infiniband_routing_unrouted_destinations",
+                           "infiniband_port_partition_info", "infiniband_switch_port_partition_info",
+                           "infiniband_topology_finding"}) {
+    for (const auto& x : s.Find(name)) {
+      out += name;
+      for (const auto& [k, v] : x.labels) out += " " + k + "=" + v;
+      out += " " + std::to_string(x.value) + "\n";
+    }
+  }
+  return out;
+}
+
+using Counts = std::array<std::uint64_t, ibfabric::transport::kMadKinds>;
+double Smps(const Counts& c) { return static_cast<double>(c[0] + c[1]); }
+
+// What the exporter costs the fabric at rest and per event, counted outside
+// the process by the MAD tap, with a resident SM: the defaults of before
+// (every switch port's PortInfo and every LID's NodeInfo each sweep, a
+// full walk every 5 minutes and after every change) against today's
+// (rotation, traps, incremental re-walks, a full walk an hour).
+bool Budget(const FatTree& tree, SimFabric& sim, int quiet_seconds, int events, std::string* error) {
+  SimFabric::SmOptions sm_options;
+  sm_options.attach = tree.hosts().back();  // the exporter's node takes SM-port Reports (SIM_SET_ISSM)
+  auto sm = sim.StartSubnetManager(sm_options, error);
+  if (!sm) return false;
+  const double sweep = 10;  // seconds, the default
+  std::printf("  SMP budget, resident opensm, sweeps every %.0f s, quiet window %d s, MAD tap:\n", sweep, quiet_seconds);
+  struct Window {
+    Clock::time_point from, to;
+  };
+  auto run = [&](const std::vector<std::string>& args, bool traps, const std::string& tap, Window* startup,
+                 Window* quiet, std::string* views) -> std::unique_ptr<ExporterProcess> {
+    Env env = MadTapEnv(tap);
+    if (traps) env["SIM_SET_ISSM"] = "1";
+    startup->from = Clock::now();
+    auto e = ExporterProcess::Start(sim, args, error, {}, env);
+    if (!e) return nullptr;
+    auto s = e->WaitForSweeps(1, std::chrono::seconds(900));
+    if (s && traps) {
+      s = e->WaitFor([](const Scrape& x) { return x.Value("infiniband_exporter_trap_subscribed", {{"trap", "128"}}) == 1; },
+                     std::chrono::seconds(120));
+    }
+    if (!s) {
+      *error = "exporter did not sweep (or subscribe): " + e->Log();
+      return nullptr;
+    }
+    // The quiet window starts on a sweep boundary.
+    s = e->WaitForSweeps(*s->Value("infiniband_exporter_sweeps_total") + 1, std::chrono::seconds(120));
+    startup->to = quiet->from = Clock::now();
+    std::this_thread::sleep_for(std::chrono::seconds(quiet_seconds));
+    quiet->to = Clock::now();
+    if (views) *views = Views(e->ScrapeMetrics());
+    return e;
+  };
+
+  // Before: every port and LID each sweep, a full walk every 5 minutes.
+  const std::string tap_old = sim.dir() + "/budget_old.tap";
+  Window old_start, old_quiet;
+  auto e = run({"--sweep.interval=10s", "--discovery.interval=5m", "--sweep.rotation=10s", "--sm.no-traps"}, false,
+               tap_old, &old_start, &old_quiet, nullptr);
+  if (!e) return false;
+  e.reset();
+  const Counts old_walk = SentBetween(tap_old, old_start.from, old_start.to);
+  const Counts old_q = SentBetween(tap_old, old_quiet.from, old_quiet.to);
+  const double q = std::chrono::duration<double>(old_quiet.to - old_quiet.from).count();
+  const double old_minute = Smps(old_q) * 60 / q + Smps(old_walk) * 60 / 300;
+
+  // Today's defaults.
+  const std::string tap = sim.dir() + "/budget.tap";
+  Window start, quiet;
+  std::string views_before;
+  e = run({"--sweep.interval=10s"}, true, tap, &start, &quiet, &views_before);
+  if (!e) return false;
+  // Host cables that go down and come back, one every 10 s, as hardware
+  // shows them (LinkDownedCounter moves at both ends; ibsim never counts it).
+  const auto events_from = Clock::now();
+  std::vector<int> hosts;
+  for (int i = 0; i < events; ++i) hosts.push_back(2 + i * static_cast<int>(tree.hosts().size() - 2) / std::max(1, events));
+  for (int h : hosts) {
+    const auto next = Clock::now() + std::chrono::seconds(10);
+    bool ok = true;
+    sim.Console("Unlink " + std::string("\"") + tree.LeafHostPort(h).node + "\"[" + std::to_string(tree.LeafHostPort(h).port) + "]", &ok);
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    sim.Console("ReLink " + std::string("\"") + tree.LeafHostPort(h).node + "\"[" + std::to_string(tree.LeafHostPort(h).port) + "]", &ok);
+    for (const Endpoint& end : {tree.LeafHostPort(h), tree.HostPort(h)}) {
+      sim.Console("PerformanceSet \"" + end.node + "\"[" + std::to_string(end.port) + "] PortCounters.LinkDownedCounter=1", &ok);
+    }
+    std::this_thread::sleep_until(next);
+  }
+  const auto events_to = Clock::now();
+  // Settled: every host back, every flap counted.
+  auto s = e->WaitFor([&](const Scrape& x) {
+    return x.Value("infiniband_exporter_fabric_nodes", {{"type", "hca"}}) == static_cast<double>(tree.hosts().size());
+  }, std::chrono::seconds(120));
+  s = e->WaitForSweeps(*e->ScrapeMetrics().Value("infiniband_exporter_sweeps_total") + 2, std::chrono::seconds(120));
+  if (!s) {
+    *error = "exporter did not settle after the events: " + e->Log();
+    return false;
+  }
+  int reported = 0;
+  for (int h : hosts) {
+    for (const auto& x : s->Find("infiniband_link_down_events_total")) {
+      if ((x.labels.at("node") == tree.Host(h) || x.labels.at("remote_node") == tree.Host(h)) && x.value >= 1) ++reported;
+    }
+  }
+  const bool views_same = Views(*s) == views_before;
+  const double full_walks = s->Value("infiniband_exporter_discoveries_total", {{"mode", "full"}}).value_or(-1);
+  e.reset();
+  const Counts walk = SentBetween(tap, start.from, start.to);
+  const Counts q_now = SentBetween(tap, quiet.from, quiet.to);
+  const Counts ev = SentBetween(tap, events_from, events_to);
+  const double qn = std::chrono::duration<double>(quiet.to - quiet.from).count();
+  const double ev_seconds = std::chrono::duration<double>(events_to - events_from).count();
+  const double minute = Smps(q_now) * 60 / qn + Smps(walk) * 60 / 3600;
+  const double switches = static_cast<double>(tree.leaves().size() + tree.spines().size() + tree.cores().size());
+  // Per event: beyond what the same time at rest costs.
+  const double dr_event = (static_cast<double>(ev[0]) - q_now[0] * ev_seconds / qn) / events;
+  const double smp_event = (Smps(ev) - Smps(q_now) * ev_seconds / qn) / events;
+  std::printf("    before: start (walk + first sweep) %.0f SMPs (%llu directed); a sweep %.0f SMPs; "
+              "a quiet minute %.0f SMPs (a walk every 5 min included), %.1f per switch\n",
+              Smps(old_walk), static_cast<unsigned long long>(old_walk[0]), Smps(old_q) * sweep / q, old_minute,
+              old_minute / switches);
+  std::printf("    now:    start %.0f SMPs (%llu directed); a sweep %.0f SMPs; a quiet minute %.0f SMPs "
+              "(a walk an hour included), %.1f per switch: %.3f of before (target <= 0.25)\n",
+              Smps(walk), static_cast<unsigned long long>(walk[0]), Smps(q_now) * sweep / qn, minute, minute / switches,
+              minute / old_minute);
+  std::printf("    events: %d host cables down and up, one every 10 s: %.1f directed-route SMPs and %.1f SMPs per "
+              "event (target <= 500 directed; a walk is %llu); %d of %d flaps reported; full walks %.0f; "
+              "routing and partition views %s\n",
+              events, dr_event, smp_event, static_cast<unsigned long long>(walk[0]), reported, events, full_walks,
+              views_same ? "unchanged" : "CHANGED");
   return true;
 }
 
@@ -158,25 +301,73 @@ int RunOne(const FatTreeSpec& spec, int runs, int window, bool compare) {
   return 0;
 }
 
+// The SMP budget on the 1024-host fabric or the 16k-host three-tier one.
+int RunBudget(const std::string& which, int quiet, int events) {
+  FatTreeSpec spec = Spec(32, 16, 32, 2, 64);
+  if (which == "16k") {
+    spec = FatTreeSpec{};
+    spec.pods = 16;  // 16 pods x 32 leaves x 32 aggregation switches, 512 cores, 16384 hosts
+    spec.leaves = 32;
+    spec.spines = 32;
+    spec.cores = 512;
+    spec.hosts_per_leaf = 32;
+    spec.radix = 64;
+  }
+  const FatTree tree = FatTree::Generate(spec);
+  SimOptions o;
+  o.attach = tree.Host(1);
+  o.max_nodes = 20000;
+  o.max_switches = 2000;
+  o.max_ports = 200000;
+  o.timeout = std::chrono::seconds(900);
+  std::string error;
+  auto sim = SimFabric::Start(tree.NetFile(), o, &error);
+  if (!sim) {
+    std::fprintf(stderr, "fabric_bench: %s\n", error.c_str());
+    return 1;
+  }
+  std::printf("fabric: %zu switches, %zu hosts, %zu cables\n",
+              tree.leaves().size() + tree.spines().size() + tree.cores().size(), tree.hosts().size(),
+              tree.cables().size());
+  if (!Budget(tree, *sim, quiet, events, &error)) {
+    std::fprintf(stderr, "fabric_bench: %s\n", error.c_str());
+    return 1;
+  }
+  return 0;
+}
+
 }  // namespace
 }  // namespace ibfabric::testbed
 
 int main(int argc, char** argv) {
   using ibfabric::testbed::FatTreeSpec;
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // figures appear as they are measured
-  int runs = 5, window = 128;
-  bool scale = false;
+  int runs = 5, window = 128, quiet = 60, events = 10;
+  bool scale = false, budget = false;
+  std::string fabric = "1k";
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--scale") {
       scale = true;
-    } else if ((a == "--runs" || a == "--window") && i + 1 < argc) {
-      (a == "--runs" ? runs : window) = std::atoi(argv[++i]);
+    } else if (a == "--budget") {
+      budget = true;
+    } else if (a == "--fabric" && i + 1 < argc && (std::string(argv[i + 1]) == "1k" || std::string(argv[i + 1]) == "16k")) {
+      fabric = argv[++i];
+    } else if ((a == "--runs" || a == "--window" || a == "--quiet" || a == "--events") && i + 1 < argc) {
+      int& v = a == "--runs" ? runs : a == "--window" ? window : a == "--quiet" ? quiet : events;
+      v = std::atoi(argv[++i]);
+      if (v < 1) {
+        std::fprintf(stderr, "fabric_bench: %s must be a positive integer\n", a.c_str());
+        return 2;
+      }
     } else {
-      std::fprintf(stderr, "usage: fabric_bench [--scale] [--runs N] [--window N]\n");
+      std::fprintf(stderr,
+                   "usage: fabric_bench [--scale] [--runs N] [--window N] | --budget [--fabric 1k|16k] "
+                   "[--quiet SECONDS] [--events N]\n");
       return 2;
     }
   }
+  if (budget) return ibfabric::testbed::RunBudget(fabric, quiet, events);
   if (!scale) {
     // Issue 3's fabric: 1024 hosts, 32 leaves of 32, 16 spines, 2 links per
     // pair, 64-port switches: 4096 ports.

@@ -185,7 +185,7 @@ Outcome Run(const testbed::FatTree& tree, const model::ModelParams& params, Mode
         changed = true;
       }
       out.sweep = Measure(m, engine, yardsticks, [&] {
-        collectors::Sweep(targets, links, engine);
+        collectors::Sweep(targets, links, collectors::LidChecks(targets, links), engine);
         collectors::ReadSubnetManagers(sms, engine);
       });
       ++out.sweeps;

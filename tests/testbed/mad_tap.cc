@@ -124,4 +124,27 @@ MadTapReport ReadMadTap(const std::string& path, std::chrono::milliseconds expir
   return r;
 }
 
+std::array<std::uint64_t, transport::kMadKinds> SentBetween(const std::string& path,
+                                                            std::chrono::steady_clock::time_point from,
+                                                            std::chrono::steady_clock::time_point to) {
+  std::array<std::uint64_t, transport::kMadKinds> out{};
+  const auto ns_of = [](std::chrono::steady_clock::time_point t) {
+    return static_cast<unsigned long long>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count());
+  };
+  const unsigned long long lo = ns_of(from), hi = ns_of(to);
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream s(line);
+    char what = 0;
+    unsigned long long ns = 0;
+    std::uint32_t tid = 0;
+    unsigned cls = 0;
+    if (!(s >> what >> ns >> tid >> std::hex >> cls) || what != 'S' || ns < lo || ns >= hi) continue;
+    ++out[static_cast<std::size_t>(transport::KindOf(static_cast<transport::MgmtClass>(cls)))];
+  }
+  return out;
+}
+
 }  // namespace ibfabric::testbed

@@ -45,4 +45,11 @@ std::string Describe(const MadTapReport& r);
 MadTapReport ReadMadTap(const std::string& path,
                         std::chrono::milliseconds expire = std::chrono::milliseconds(1000));
 
+// Requests sent within [from, to), by kind. The tap's clock is
+// CLOCK_MONOTONIC, which is what steady_clock reads on Linux. Empty (all
+// zero) when the file cannot be read.
+std::array<std::uint64_t, transport::kMadKinds> SentBetween(const std::string& path,
+                                                            std::chrono::steady_clock::time_point from,
+                                                            std::chrono::steady_clock::time_point to);
+
 }  // namespace ibfabric::testbed

@@ -38,7 +38,11 @@ std::optional<InboundMad> FakeMadPort::Receive(std::chrono::microseconds timeout
   queue_.pop();
   if (p.answers) --outstanding_;
   ++delivered_;
-  return InboundMad{p.mad, 0};
+  return InboundMad{p.mad, 0, p.source_lid};
+}
+
+void FakeMadPort::Inject(const MadBytes& mad, std::uint16_t source_lid) {
+  queue_.push(Pending{std::chrono::steady_clock::now(), seq_++, mad, false, source_lid});
 }
 
 }  // namespace ibfabric::transport::testing

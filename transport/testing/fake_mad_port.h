@@ -33,6 +33,10 @@ class FakeMadPort final : public MadPort {
   bool Send(const MadAddress& to, const MadBytes& mad) override;
   std::optional<InboundMad> Receive(std::chrono::microseconds timeout) override;
 
+  // Queues an unsolicited MAD (an SA Report, say) for the next Receive, as
+  // if `source_lid` had sent it.
+  void Inject(const MadBytes& mad, std::uint16_t source_lid);
+
   // Observations for tests.
   std::uint64_t sends() const { return sends_; }
   std::uint64_t delivered() const { return delivered_; }
@@ -51,7 +55,8 @@ class FakeMadPort final : public MadPort {
     std::chrono::steady_clock::time_point due;
     std::uint64_t seq;
     MadBytes mad;
-    bool answers;  // false for the second copy of a duplicate
+    bool answers;  // false for the second copy of a duplicate and for injected MADs
+    std::uint16_t source_lid = 0;
     bool operator>(const Pending& o) const { return due != o.due ? due > o.due : seq > o.seq; }
   };
 

@@ -1,0 +1,191 @@
+// Fewer MADs for the same knowledge, on the simulated fabric with a resident
+// opensm: a trap the SM forwards makes the exporter re-read the port it
+// names before its next sweep would have; with the traps lost, the slow
+// rotation of the sweeps still finds the change; a host cable that flaps
+// costs a few directed-route SMPs (counted outside the process by the MAD
+// tap), never a walk of the fabric, and every flap is reported.
+//
+// ibsim hands an unsolicited MAD on QP1 (the SA's Report) only to a client
+// whose port is an SM port (ibsim.c find_client); SIM_SET_ISSM=1 makes the
+// exporter's port one. Without it the Reports are dropped: traps lost.
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
+#include "tests/integration/fabric_suite.h"
+#include "tests/testbed/mad_tap.h"
+
+namespace ibfabric::testbed {
+namespace {
+
+using std::chrono::seconds;
+
+class EventsTest : public FabricSuite {
+ protected:
+  static void SetUpTestSuite() {
+    StartFabric(Spec(4, 2, 4, 1, 16));
+    if (!sim_) return;
+    SimFabric::SmOptions sm;
+    sm.attach = tree_->Host(16);  // not the exporter's node: one SM port per node
+    std::string error;
+    sm_ = sim_->StartSubnetManager(sm, &error).release();
+    ASSERT_NE(sm_, nullptr) << error;
+  }
+  static void TearDownTestSuite() {
+    delete sm_;
+    sm_ = nullptr;
+    StopFabric();
+  }
+
+  static std::unique_ptr<ExporterProcess> Start(const std::vector<std::string>& args, bool traps,
+                                                const std::string& tap = "") {
+    Env env = tap.empty() ? Env{} : MadTapEnv(tap);
+    if (traps) env["SIM_SET_ISSM"] = "1";
+    std::string error;
+    auto e = ExporterProcess::Start(*sim_, args, &error, {}, env);
+    EXPECT_NE(e, nullptr) << error;
+    return e;
+  }
+  static double Value(const Scrape& s, const std::string& name, const std::vector<std::pair<std::string, std::string>>& l = {}) {
+    std::map<std::string, std::string> labels(l.begin(), l.end());
+    return s.Value(name, labels).value_or(-1);
+  }
+  // The down events counted on the cable of host `i`.
+  static double Downs(const Scrape& s, int i) {
+    for (const auto& x : s.Find("infiniband_link_down_events_total")) {
+      if (x.labels.at("node") == tree_->Host(i) || x.labels.at("remote_node") == tree_->Host(i)) return x.value;
+    }
+    return -1;
+  }
+  // infiniband_link_up of the cable at `end` (-1: no such cable).
+  static double LinkUp(const Scrape& s, const Endpoint& end) {
+    const std::string port = std::to_string(end.port);
+    for (const auto& l : s.Find("infiniband_link_up")) {
+      if ((l.labels.at("node") == end.node && l.labels.at("port") == port) ||
+          (l.labels.at("remote_node") == end.node && l.labels.at("remote_port") == port)) {
+        return l.value;
+      }
+    }
+    return -1;
+  }
+  static double Hcas(const Scrape& s) { return Value(s, "infiniband_exporter_fabric_nodes", {{"type", "hca"}}); }
+
+  // A flap as hardware shows it: the link goes down and comes back, and
+  // LinkDownedCounter moves at both ends (ibsim never counts it).
+  static void Flap(const Endpoint& leaf_end, const Endpoint& host_end, unsigned long long downs) {
+    Console("Unlink " + At(leaf_end));
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    Console("ReLink " + At(leaf_end));
+    Plant(leaf_end, "PortCounters.LinkDownedCounter", downs);
+    Plant(host_end, "PortCounters.LinkDownedCounter", downs);
+  }
+
+  static inline Process* sm_ = nullptr;
+};
+
+TEST_F(EventsTest, TrapMakesThePortReadBeforeTheNextSweep) {
+  // One sweep an hour: whatever is seen after the first one came from a trap.
+  auto e = Start({"--sweep.interval=1h", "--discovery.interval=1h"}, /*traps=*/true);
+  ASSERT_TRUE(e);
+  auto s = e->WaitFor([](const Scrape& x) { return x.Value("infiniband_exporter_trap_subscribed", {{"trap", "128"}}) == 1; },
+                      seconds(30));
+  ASSERT_TRUE(s) << e->Log();
+  ASSERT_EQ(Value(*s, "infiniband_exporter_sweeps_total"), 1);
+  ASSERT_EQ(Hcas(*s), 16);
+
+  const Endpoint leaf_end = tree_->LeafHostPort(6);
+  Console("Unlink " + At(leaf_end));
+  s = e->WaitFor([](const Scrape& x) { return Hcas(x) == 15; }, seconds(20));
+  ASSERT_TRUE(s) << e->Log();
+  EXPECT_GE(Value(*s, "infiniband_exporter_traps_total", {{"trap", "128"}}), 1);
+  EXPECT_EQ(Value(*s, "infiniband_exporter_sweeps_total"), 1) << "re-read on the trap, not by a sweep";
+  EXPECT_EQ(Value(*s, "infiniband_exporter_discoveries_total", {{"mode", "full"}}), 1);
+  EXPECT_GE(Value(*s, "infiniband_exporter_discoveries_total", {{"mode", "incremental"}}), 1);
+  EXPECT_EQ(Downs(*s, 6), 1) << "the cable's down is reported at once";
+
+  Console("ReLink " + At(leaf_end));
+  s = e->WaitFor([](const Scrape& x) { return Hcas(x) == 16; }, seconds(20));
+  ASSERT_TRUE(s) << e->Log();
+  EXPECT_EQ(Value(*s, "infiniband_exporter_sweeps_total"), 1);
+  EXPECT_EQ(Value(*s, "infiniband_exporter_discoveries_total", {{"mode", "full"}}), 1);
+  EXPECT_EQ(s->Find("infiniband_hca_info", {{"hca", tree_->Host(6)}}).size(), 1u);
+}
+
+TEST_F(EventsTest, SlowPollFindsAChangeWhenTrapsAreLost) {
+  // Traps subscribed but never delivered (the exporter's port is no SM
+  // port, so ibsim drops the Reports); a spine cable goes down: no PMA
+  // stops answering and ibsim counts no LinkDowned, so only the rotation of
+  // PortInfo through the switch ports can see it.
+  auto e = Start({"--sweep.interval=200ms", "--discovery.interval=1h", "--sweep.rotation=3s"}, /*traps=*/false);
+  ASSERT_TRUE(e);
+  auto s = e->WaitFor([](const Scrape& x) { return x.Value("infiniband_exporter_trap_subscribed", {{"trap", "128"}}) == 1; },
+                      seconds(30));
+  ASSERT_TRUE(s) << e->Log();
+  const Endpoint up = tree_->LeafUplink(2, 1);  // leaf 2's cable to spine 1
+  ASSERT_EQ(LinkUp(*s, up), 1);
+  Console("Unlink " + At(up));
+  const auto t0 = std::chrono::steady_clock::now();
+  s = e->WaitFor([&](const Scrape& x) { return LinkUp(x, up) == 0; }, seconds(20));
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_TRUE(s) << e->Log();
+  std::printf("spine cable down seen after %.1f s (rotation 3 s, sweeps every 0.2 s)\n", waited);
+  EXPECT_EQ(Value(*s, "infiniband_exporter_traps_total", {{"trap", "128"}}), 0) << "the traps were lost";
+  EXPECT_EQ(Value(*s, "infiniband_exporter_discoveries_total", {{"mode", "full"}}), 1);
+  EXPECT_LE(waited, 6.0);
+  Console("ReLink " + At(up));
+  s = e->WaitFor([&](const Scrape& x) { return LinkUp(x, up) == 1; }, seconds(20));
+  EXPECT_TRUE(s) << e->Log();
+  EXPECT_EQ(Value(*s, "infiniband_exporter_discoveries_total", {{"mode", "full"}}), 1);
+}
+
+TEST_F(EventsTest, HostFlapsCostAFewDirectedSmpsEachAndAreAllReported) {
+  const std::string tap = MakeTempDir("events") + "/tap";
+  auto e = Start({"--sweep.interval=1s", "--discovery.interval=1h"}, /*traps=*/true, tap);
+  ASSERT_TRUE(e);
+  auto s = e->WaitFor([](const Scrape& x) { return x.Value("infiniband_exporter_trap_subscribed", {{"trap", "128"}}) == 1; },
+                      seconds(30));
+  ASSERT_TRUE(s) << e->Log();
+  const int host = 11;
+  const Endpoint leaf_end = tree_->LeafHostPort(host);
+  const Endpoint host_end = tree_->HostPort(host);
+  const auto quiet_from = std::chrono::steady_clock::now();
+  std::this_thread::sleep_for(seconds(5));
+  const auto flaps_from = std::chrono::steady_clock::now();
+  constexpr int kFlaps = 3;
+  for (int i = 1; i <= kFlaps; ++i) {
+    Flap(leaf_end, host_end, static_cast<unsigned long long>(i));
+    s = e->WaitFor([&](const Scrape& x) { return Downs(x, host) >= i && Hcas(x) == 16; }, seconds(20));
+    ASSERT_TRUE(s) << "flap " << i << ": " << e->Log();
+    std::this_thread::sleep_for(seconds(1));
+  }
+  const auto flaps_to = std::chrono::steady_clock::now();
+  s = e->WaitForSweeps(Value(e->ScrapeMetrics(), "infiniband_exporter_sweeps_total") + 2, seconds(20));
+  ASSERT_TRUE(s);
+  EXPECT_EQ(Downs(*s, host), kFlaps) << "each flap once, not twice (trap and counter)";
+  EXPECT_EQ(Value(*s, "infiniband_exporter_discoveries_total", {{"mode", "full"}}), 1) << "never a full walk";
+  EXPECT_EQ(Hcas(*s), 16);
+  e.reset();  // the tap has written everything
+
+  const auto quiet = SentBetween(tap, quiet_from, flaps_from);
+  const auto flaps = SentBetween(tap, flaps_from, flaps_to);
+  const double quiet_seconds = std::chrono::duration<double>(flaps_from - quiet_from).count();
+  const double flap_seconds = std::chrono::duration<double>(flaps_to - flaps_from).count();
+  // What the flaps cost beyond the sweeps that would have run anyway.
+  const double dr_per_flap = (static_cast<double>(flaps[0]) - quiet[0] * flap_seconds / quiet_seconds) / kFlaps;
+  std::printf("quiet: %llu dr_smp %llu lid_smp %llu gmp in %.1f s; %d flaps: %llu dr_smp %llu lid_smp in %.1f s "
+              "(%.1f directed-route SMPs per flap)\n",
+              static_cast<unsigned long long>(quiet[0]), static_cast<unsigned long long>(quiet[1]),
+              static_cast<unsigned long long>(quiet[2]), quiet_seconds, kFlaps,
+              static_cast<unsigned long long>(flaps[0]), static_cast<unsigned long long>(flaps[1]), flap_seconds,
+              dr_per_flap);
+  EXPECT_EQ(quiet[0], 0u) << "steady state sends no directed-route SMP";
+  EXPECT_GT(flaps[0], 0u) << "the host that came back was walked";
+  // A full walk of this fabric is 1 + cables + switches + CA ports = 45.
+  EXPECT_LE(dr_per_flap, 8);
+}
+
+}  // namespace
+}  // namespace ibfabric::testbed
