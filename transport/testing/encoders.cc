@@ -148,4 +148,33 @@ std::vector<std::uint8_t> EncodeSmInfo(const SmInfo& s) {
   return b.bytes;
 }
 
+MadBytes EncodeNoticeReport(const Notice& n, std::uint64_t tid) {
+  MadBytes m{};
+  void* b = m.data();
+  mad_set_field(b, 0, IB_MAD_BASEVER_F, 1);
+  mad_set_field(b, 0, IB_MAD_MGMTCLASS_F, static_cast<std::uint32_t>(MgmtClass::kSubnAdm));
+  mad_set_field(b, 0, IB_MAD_CLASSVER_F, 2);
+  mad_set_field(b, 0, IB_MAD_METHOD_F, static_cast<std::uint32_t>(MadMethod::kReport));
+  mad_set_field64(b, 0, IB_MAD_TRID_F, tid);
+  mad_set_field(b, 0, IB_MAD_ATTRID_F, sa_attr::kNotice);
+  void* notice = m.data() + kSaDataOffset;
+  mad_set_field(notice, 0, IB_NOTICE_IS_GENERIC_F, 1);
+  mad_set_field(notice, 0, IB_NOTICE_TYPE_F, 1);
+  mad_set_field(notice, 0, IB_NOTICE_PRODUCER_F, n.producer_type);
+  mad_set_field(notice, 0, IB_NOTICE_TRAP_NUMBER_F, n.trap_number);
+  mad_set_field(notice, 0, IB_NOTICE_ISSUER_LID_F, n.issuer_lid);
+  if (n.trap_number == trap::kLocalChange) {
+    mad_set_field(notice, 0, IB_NOTICE_DATA_144_LID_F, n.lid);
+  } else if (n.trap_number == trap::kLinkStateChange) {
+    mad_set_field(notice, 0, IB_NOTICE_DATA_LID_F, n.lid);
+  } else {
+    // DataDetails at Notice byte 10: 6 reserved bytes, then the GID.
+    std::uint8_t* gid = m.data() + kSaDataOffset + 10 + 6;
+    gid[0] = 0xfe;
+    gid[1] = 0x80;
+    for (int i = 0; i < 8; ++i) gid[8 + i] = static_cast<std::uint8_t>(n.port_guid >> (56 - 8 * i));
+  }
+  return m;
+}
+
 }  // namespace ibfabric::transport::testing

@@ -18,5 +18,9 @@ std::vector<std::uint8_t> EncodePortCountersExtended(const PortCountersExtended&
 std::vector<std::uint8_t> EncodePerfClassPortInfo(const PerfClassPortInfo& c);
 std::vector<std::uint8_t> EncodeSwitchInfo(const SwitchInfo& s);
 std::vector<std::uint8_t> EncodeSmInfo(const SmInfo& s);
+// A whole SA Report (IBTA 13.4.8.3) of a generic Notice as the SM sends it
+// to a subscriber: trap `n.trap_number` about `n.lid` (traps 128, 144) or
+// `n.port_guid` (traps 64-67, in a GID with the default prefix).
+MadBytes EncodeNoticeReport(const Notice& n, std::uint64_t tid);
 
 }  // namespace ibfabric::transport::testing
