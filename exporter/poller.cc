@@ -38,6 +38,8 @@ constexpr std::uint16_t kTraps[] = {transport::trap::kGidInService, transport::t
 // Sweeps a changed port stays watched, and how many changes at once a
 // re-walk takes on before a full walk is the better deal.
 constexpr int kRecentSweeps = 6;
+// Sweeps in which tables that did not answer are asked again.
+constexpr int kTableRetries = 6;
 constexpr std::size_t kMaxRewalk = 64;
 
 void AddPhase(transport::KindCounts* total, const transport::KindCounts& add) {
@@ -106,26 +108,15 @@ void Poller::Adopt(const topology::Fabric& walked, const std::vector<std::uint64
   }
   // What is read per node: everything after a full walk, the new nodes'
   // after a re-walk; what gone nodes had is forgotten.
-  const std::set<std::uint64_t> gone_set(gone.begin(), gone.end());
   std::set<std::uint64_t> read;
   if (fresh) {
     read.insert(fresh->begin(), fresh->end());
-    // And nodes whose tables did not answer before (a CA port the SM had
-    // not made Active yet when it came back).
-    for (const auto& node : fabric_->nodes()) {
-      const bool is_switch = node.kind == topology::NodeKind::kSwitch;
-      if (is_switch && node.lid != 0 && !lft_.count(node.guid) && options_.scope.reports_topology()) read.insert(node.guid);
-      if (!is_switch && !caps_.count(node.guid)) read.insert(node.guid);
-      for (const auto& p : node.ports) {
-        if (!is_switch && p.lid != 0 && !pkeys_.count({node.guid, p.number}) && options_.scope.reports_topology()) {
-          read.insert(node.guid);
-        }
-      }
-    }
+    const std::set<std::uint64_t> gone_set(gone.begin(), gone.end());
     for (std::uint64_t g : gone_set) {
       lft_.erase(g);
       switch_info_.erase(g);
       caps_.erase(g);
+      tables_due_.erase(g);
     }
     std::erase_if(pkeys_, [&](const auto& e) { return gone_set.count(e.first.node_guid) > 0; });
   } else {
@@ -135,23 +126,30 @@ void Poller::Adopt(const topology::Fabric& walked, const std::vector<std::uint64
     pkeys_.clear();
     caps_.clear();
     table_problems_.clear();
+    tables_due_.clear();
   }
-  // Fabric-wide findings come from one exporter of a sharded set, and never
-  // from a local one (it sees its neighbours only).
-  topology::Analysis analysis = options_.scope.reports_topology() ? topology::Analyze(*fabric_) : topology::Analysis{};
-  if (options_.plan && options_.scope.reports_topology()) {
-    for (auto& f : topology::DiffAgainstPlan(*fabric_, *options_.plan, analysis)) {
-      if (f.kind == topology::FindingKind::kPlanRateMismatch && f.a && f.b) {
-        analysis.degraded[topology::CableBetween(*f.a, *f.b)] = f.kind;
-      }
-      analysis.findings.push_back(std::move(f));
-    }
+  ReadTables(read);
+  if (!fresh) discovery_problems_.insert(discovery_problems_.end(), table_problems_.begin(), table_problems_.end());
+  Reanalyze(/*log_findings=*/!fresh);
+}
+
+bool Poller::LacksTables(const topology::Node& node) const {
+  const bool topology = options_.scope.reports_topology();
+  if (node.kind == topology::NodeKind::kSwitch) return topology && node.lid != 0 && !lft_.count(node.guid);
+  bool wanted = options_.scope.everything();
+  for (const auto& p : node.ports) {
+    if (topology && p.lid != 0 && p.remote && !pkeys_.count({node.guid, p.number})) return true;
+    wanted = wanted || in_scope_.count({node.guid, p.number}) > 0;
   }
-  if (options_.scope.reports_topology() && !read.empty()) {
-    // The forwarding tables of the switches read now (all at a full walk):
+  return wanted && !caps_.count(node.guid);
+}
+
+void Poller::ReadTables(const std::set<std::uint64_t>& read) {
+  if (read.empty()) return;
+  if (options_.scope.reports_topology()) {
+    // The forwarding tables of these switches (all at a full walk):
     // routing balance, unrouted destinations, down-up routes
-    // (topology/routing.h). A re-walk keeps the others: the SM re-routes a
-    // host that comes back to the same ports.
+    // (topology/routing.h). A re-walk keeps the others'.
     const topology::Fabric switches = Part(*fabric_, read, [](const topology::Node&, const topology::Port&) { return true; });
     const auto lft = topology::ReadForwardingTables(switches, engine_);
     for (const auto& p : lft.problems) {
@@ -160,8 +158,8 @@ void Poller::Adopt(const topology::Fabric& walked, const std::vector<std::uint64
     }
     for (const auto& [g, t] : lft.tables) lft_[g] = t;
     for (const auto& [g, i] : lft.switch_info) switch_info_[g] = i;
-    // The partitions of the CA ports read now and of the switch ports
-    // facing them (topology/partitions.h).
+    // The partitions of these CA ports and of the switch ports facing them
+    // (topology/partitions.h).
     std::set<std::uint64_t> with_facing = read;
     std::set<topology::PortRef> facing;
     for (const auto& node : fabric_->nodes()) {
@@ -182,34 +180,68 @@ void Poller::Adopt(const topology::Fabric& walked, const std::vector<std::uint64
     }
     for (const auto& [ref, keys] : pkeys.tables) pkeys_[ref] = keys;
   }
+  // What each PMA supports decides what is asked and what is exported.
+  std::set<std::uint64_t> caps_of;
+  for (std::uint64_t g : read) {
+    const topology::Node* n = fabric_->FindNode(g);
+    if (!n) continue;
+    bool wanted = options_.scope.everything();
+    for (const auto& p : n->ports) wanted = wanted || in_scope_.count({g, p.number}) > 0;
+    if (wanted) caps_of.insert(g);
+  }
+  if (!caps_of.empty()) {
+    for (auto& [g, c] : collectors::ReadCapabilities(*fabric_, engine_, &caps_of)) caps_[g] = c;
+  }
+  // What did not answer is asked again over the next sweeps (a CA port the
+  // SM has not made Active, or routed to, yet); then left to the full walk.
+  for (std::uint64_t g : read) {
+    const topology::Node* n = fabric_->FindNode(g);
+    if (n && LacksTables(*n)) {
+      tables_due_.emplace(g, kTableRetries);
+    } else {
+      tables_due_.erase(g);
+    }
+  }
+}
+
+void Poller::Reanalyze(bool log_findings) {
+  // Fabric-wide findings come from one exporter of a sharded set, and never
+  // from a local one (it sees its neighbours only).
+  topology::Analysis analysis = options_.scope.reports_topology() ? topology::Analyze(*fabric_) : topology::Analysis{};
+  if (options_.plan && options_.scope.reports_topology()) {
+    for (auto& f : topology::DiffAgainstPlan(*fabric_, *options_.plan, analysis)) {
+      if (f.kind == topology::FindingKind::kPlanRateMismatch && f.a && f.b) {
+        analysis.degraded[topology::CableBetween(*f.a, *f.b)] = f.kind;
+      }
+      analysis.findings.push_back(std::move(f));
+    }
+  }
   if (options_.scope.reports_topology()) {
     topology::AnalyzeRouting(*fabric_, lft_, &analysis);
     topology::AnalyzePartitions(*fabric_, pkeys_, options_.partition_plan ? &*options_.partition_plan : nullptr,
                                 &analysis);
   }
-  if (!fresh) discovery_problems_.insert(discovery_problems_.end(), table_problems_.begin(), table_problems_.end());
   analysis_ = std::make_shared<topology::Analysis>(std::move(analysis));
-  if (!fresh) {
-    if (!analysis_->is_tree) log_.Warn("topology", "not_a_tree=\"" + analysis_->not_tree_reason + "\"");
-    for (const auto& f : analysis_->findings) {
-      log_.Info("topology finding", std::string("kind=") + topology::ToString(f.kind) + " detail=\"" + f.detail + "\"");
-    }
+  if (!log_findings) return;
+  if (!analysis_->is_tree) log_.Warn("topology", "not_a_tree=\"" + analysis_->not_tree_reason + "\"");
+  for (const auto& f : analysis_->findings) {
+    log_.Info("topology finding", std::string("kind=") + topology::ToString(f.kind) + " detail=\"" + f.detail + "\"");
   }
-  // What each PMA supports decides what is asked and what is exported.
-  std::set<std::uint64_t> caps_of;
-  for (std::uint64_t g : read) {
-    if (everything) {
-      caps_of.insert(g);
+}
+
+void Poller::RetryTables() {
+  std::set<std::uint64_t> read;
+  for (auto it = tables_due_.begin(); it != tables_due_.end();) {
+    if (!fabric_->FindNode(it->first) || it->second-- <= 0) {
+      it = tables_due_.erase(it);
       continue;
     }
-    const topology::Node* n = fabric_->FindNode(g);
-    for (const auto& p : n ? n->ports : std::vector<topology::Port>{}) {
-      if (in_scope_.count({g, p.number})) caps_of.insert(g);
-    }
+    read.insert(it->first);
+    ++it;
   }
-  if (!caps_of.empty()) {
-    for (auto& [g, c] : collectors::ReadCapabilities(*fabric_, engine_, &caps_of)) caps_[g] = c;
-  }
+  if (read.empty()) return;
+  ReadTables(read);
+  Reanalyze(/*log_findings=*/false);
 }
 
 void Poller::Rewalk(const std::vector<topology::PortChange>& changes) {
@@ -450,6 +482,7 @@ bool Poller::Cycle() {
     sweep.links.insert(second.links.begin(), second.links.end());
   }
   Judge(sweep, std::chrono::steady_clock::now(), wall);
+  RetryTables();
   // One exporter of a set watches the SMs: the one that reports topology.
   if (options_.scope.reports_topology()) {
     const std::uint64_t changes_before = sm_report_ ? sm_report_->master_changes : 0;

@@ -93,6 +93,15 @@ class Poller {
   // those of `gone` nodes forgotten, the others kept.
   void Adopt(const topology::Fabric& fabric, const std::vector<std::uint64_t>* fresh,
              const std::vector<std::uint64_t>& gone);
+  // Reads the forwarding tables, P_Key tables and PMA capabilities of the
+  // nodes in `read`; those that did not answer are asked again later.
+  void ReadTables(const std::set<std::uint64_t>& read);
+  // Whether `node` misses a table it should have.
+  bool LacksTables(const topology::Node& node) const;
+  // Asks again for the tables that did not answer (a few sweeps at most).
+  void RetryTables();
+  // The analysis of the current fabric and tables.
+  void Reanalyze(bool log_findings);
   // The switch ports a sweep must read PortInfo of, whatever the rotation.
   std::set<topology::PortRef> Watched() const;
   // The switch end of the cable at `port` (itself when it is a switch port).
@@ -136,6 +145,7 @@ class Poller {
   std::map<std::uint64_t, transport::SwitchInfo> switch_info_;
   topology::PartitionTables pkeys_;
   std::vector<std::string> table_problems_;
+  std::map<std::uint64_t, int> tables_due_;  // node -> sweeps left to ask again for tables that did not answer
   // Traps: the SM LID subscribed at (0: none), when, and what came in.
   std::uint16_t subscribed_sm_ = 0;
   std::chrono::steady_clock::time_point subscribed_at_{};

@@ -14,6 +14,8 @@
 
 #include <algorithm>
 #include <array>
+#include <set>
+#include <sstream>
 #include <thread>
 #include <cstdio>
 #include <cstdlib>
@@ -116,6 +118,7 @@ double Smps(const Counts& c) { return static_cast<double>(c[0] + c[1]); }
 bool Budget(const FatTree& tree, SimFabric& sim, int quiet_seconds, int events, std::string* error) {
   SimFabric::SmOptions sm_options;
   sm_options.attach = tree.hosts().back();  // the exporter's node takes SM-port Reports (SIM_SET_ISSM)
+  sm_options.config = "ignore_other_sm TRUE\n";  // and answers no SMInfo: see tests/integration/events_test.cc
   auto sm = sim.StartSubnetManager(sm_options, error);
   if (!sm) return false;
   const double sweep = 10;  // seconds, the default
@@ -198,7 +201,26 @@ bool Budget(const FatTree& tree, SimFabric& sim, int quiet_seconds, int events, 
       if ((x.labels.at("node") == tree.Host(h) || x.labels.at("remote_node") == tree.Host(h)) && x.value >= 1) ++reported;
     }
   }
-  const bool views_same = Views(*s) == views_before;
+  const std::string views_after = Views(*s);
+  const bool views_same = views_after == views_before;
+  if (!views_same) {
+    // What differs, a few lines each way.
+    auto lines = [](const std::string& text) {
+      std::set<std::string> out;
+      std::istringstream in(text);
+      for (std::string l; std::getline(in, l);) out.insert(l);
+      return out;
+    };
+    const auto a = lines(views_before), b = lines(views_after);
+    int shown = 0;
+    for (const auto& l : a) {
+      if (!b.count(l) && shown++ < 8) std::printf("    - %s\n", l.c_str());
+    }
+    shown = 0;
+    for (const auto& l : b) {
+      if (!a.count(l) && shown++ < 8) std::printf("    + %s\n", l.c_str());
+    }
+  }
   const double full_walks = s->Value("infiniband_exporter_discoveries_total", {{"mode", "full"}}).value_or(-1);
   e.reset();
   const Counts walk = SentBetween(tap, start.from, start.to);

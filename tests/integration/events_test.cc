@@ -7,7 +7,9 @@
 //
 // ibsim hands an unsolicited MAD on QP1 (the SA's Report) only to a client
 // whose port is an SM port (ibsim.c find_client); SIM_SET_ISSM=1 makes the
-// exporter's port one. Without it the Reports are dropped: traps lost.
+// exporter's port one, and opensm runs with ignore_other_sm so that it does
+// not wait on SMInfo from that port. Without it the Reports are dropped:
+// traps lost.
 
 #include <gtest/gtest.h>
 
@@ -30,6 +32,9 @@ class EventsTest : public FabricSuite {
     if (!sim_) return;
     SimFabric::SmOptions sm;
     sm.attach = tree_->Host(16);  // not the exporter's node: one SM port per node
+    // The exporter's port shows IsSM (SIM_SET_ISSM) but answers no SMInfo;
+    // an opensm that polls it stops sweeping.
+    sm.config = "ignore_other_sm TRUE\n";
     std::string error;
     sm_ = sim_->StartSubnetManager(sm, &error).release();
     ASSERT_NE(sm_, nullptr) << error;
@@ -139,6 +144,38 @@ TEST_F(EventsTest, SlowPollFindsAChangeWhenTrapsAreLost) {
   s = e->WaitFor([&](const Scrape& x) { return LinkUp(x, up) == 1; }, seconds(20));
   EXPECT_TRUE(s) << e->Log();
   EXPECT_EQ(Value(*s, "infiniband_exporter_discoveries_total", {{"mode", "full"}}), 1);
+}
+
+TEST_F(EventsTest, PinnedLinkDownedCounterKeepsItsPortWatched) {
+  // A LinkDownedCounter at its maximum (255) cannot show a flap, so its
+  // port's PortInfo is read every sweep, whatever the rotation.
+  const Endpoint up = tree_->LeafUplink(3, 2);
+  const Endpoint down = tree_->SpineDownlink(2, 3);
+  Plant(up, "PortCounters.LinkDownedCounter", 255);
+  Plant(down, "PortCounters.LinkDownedCounter", 255);
+  auto e = Start({"--sweep.interval=200ms", "--discovery.interval=1h", "--sweep.rotation=1h", "--sm.no-traps",
+                  "--log.level=debug"},
+                 /*traps=*/false);
+  ASSERT_TRUE(e);
+  auto s = e->WaitForSweeps(3, seconds(30));
+  ASSERT_TRUE(s);
+  // One port of the rotation and the two pinned ones, each sweep.
+  const std::string log = e->Log();
+  EXPECT_NE(log.find("port_infos=3 "), std::string::npos) << log;
+  // ibsim may warn that the switch's trap found no route to the SM (through
+  // the cable just unlinked): the command took all the same.
+  sim_->Console("Unlink " + At(up));
+  const auto t0 = std::chrono::steady_clock::now();
+  s = e->WaitFor([&](const Scrape& x) { return LinkUp(x, up) == 0; }, seconds(20));
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_TRUE(s) << e->Log();
+  // The rotation alone takes 96 sweeps (19 s) to come round to a port.
+  EXPECT_LE(waited, 2.0);
+  sim_->Console("ReLink " + At(up));
+  s = e->WaitFor([&](const Scrape& x) { return LinkUp(x, up) == 1; }, seconds(20));
+  EXPECT_TRUE(s) << e->Log();
+  Plant(up, "PortCounters.LinkDownedCounter", 0);
+  Plant(down, "PortCounters.LinkDownedCounter", 0);
 }
 
 TEST_F(EventsTest, HostFlapsCostAFewDirectedSmpsEachAndAreAllReported) {
