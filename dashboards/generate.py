@@ -296,7 +296,14 @@ def exporter_health():
         target(f'sum by (instance) (rate(infiniband_exporter_mad_retries_total{{{F}}}[$__rate_interval]))',
                "{{instance}} retried", ref="C")], "cps"), 12, 8)
     l.add(timeseries("Discoveries", [target(
-        f'increase(infiniband_exporter_discoveries_total{{{F}}}[$__rate_interval])', "{{instance}}")]), 12, 8)
+        f'increase(infiniband_exporter_discoveries_total{{{F}}}[$__rate_interval])', "{{instance}} {{mode}}")]), 12, 8)
+    l.add(timeseries("SMPs per switch per minute, by phase", [target(
+        f'sum by (instance, phase) (rate(infiniband_exporter_phase_mads_total{{{F},class=~".*smp"}}[$__rate_interval])) * 60 '
+        f'/ on (instance) group_left sum by (instance) (infiniband_exporter_fabric_nodes{{{F},type="switch"}})',
+        "{{instance}} {{phase}}")], "short",
+        "The exporter's SMP budget: sweeps and trap re-reads in steady state, re-walks per event, full walks hourly."), 12, 8)
+    l.add(timeseries("Traps received", [target(
+        f'increase(infiniband_exporter_traps_total{{{F}}}[$__rate_interval])', "{{instance}} trap {{trap}}")]), 12, 8)
     l.add(table("Exporters: version, scope and shard",
                 f'infiniband_exporter_build_info{{{F}}} * on (instance) group_left (scope, shard, shards) '
                 f'infiniband_exporter_scope_info{{{F}}}'), 12, 6)

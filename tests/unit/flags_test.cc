@@ -13,6 +13,21 @@ TEST(FlagsTest, Defaults) {
   EXPECT_EQ(r.config.listen_port, 9315);
   EXPECT_EQ(r.config.telemetry_path, "/metrics");
   EXPECT_EQ(r.config.sweep_interval, std::chrono::seconds(10));
+  EXPECT_EQ(r.config.discovery_interval, std::chrono::hours(1)) << "full walks; changes re-walked in between";
+  EXPECT_EQ(r.config.sweep_rotation, std::chrono::minutes(5));
+  EXPECT_TRUE(r.config.sm_traps);
+}
+
+TEST(FlagsTest, RotationAndTraps) {
+  const auto r = ParseFlags({"--sweep.rotation=90s", "--sm.no-traps", "--discovery.interval=2h"});
+  ASSERT_EQ(r.action, Action::kRun) << r.error;
+  EXPECT_EQ(r.config.sweep_rotation, std::chrono::seconds(90));
+  EXPECT_FALSE(r.config.sm_traps);
+  EXPECT_EQ(r.config.discovery_interval, std::chrono::hours(2));
+  const auto bad = ParseFlags({"--sweep.rotation=50ms"});
+  EXPECT_EQ(bad.action, Action::kError);
+  EXPECT_NE(bad.error.find("--sweep.rotation"), std::string::npos) << bad.error;
+  EXPECT_EQ(ParseFlags({"--sm.no-traps=1"}).action, Action::kError);
 }
 
 TEST(FlagsTest, BothValueForms) {
