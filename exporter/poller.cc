@@ -1,5 +1,6 @@
 #include "exporter/poller.h"
 
+#include <algorithm>
 #include <condition_variable>
 #include <mutex>
 
@@ -125,11 +126,10 @@ void Poller::Adopt(const topology::Fabric& walked, const std::vector<std::uint64
     switch_info_.clear();
     pkeys_.clear();
     caps_.clear();
-    table_problems_.clear();
     tables_due_.clear();
   }
-  ReadTables(read);
-  if (!fresh) discovery_problems_.insert(discovery_problems_.end(), table_problems_.begin(), table_problems_.end());
+  const std::vector<std::string> problems = ReadTables(read);
+  if (!fresh) discovery_problems_.insert(discovery_problems_.end(), problems.begin(), problems.end());
   Reanalyze(/*log_findings=*/!fresh);
 }
 
@@ -144,8 +144,9 @@ bool Poller::LacksTables(const topology::Node& node) const {
   return wanted && !caps_.count(node.guid);
 }
 
-void Poller::ReadTables(const std::set<std::uint64_t>& read) {
-  if (read.empty()) return;
+std::vector<std::string> Poller::ReadTables(const std::set<std::uint64_t>& read) {
+  std::vector<std::string> problems;
+  if (read.empty()) return problems;
   if (options_.scope.reports_topology()) {
     // The forwarding tables of these switches (all at a full walk):
     // routing balance, unrouted destinations, down-up routes
@@ -154,7 +155,7 @@ void Poller::ReadTables(const std::set<std::uint64_t>& read) {
     const auto lft = topology::ReadForwardingTables(switches, engine_);
     for (const auto& p : lft.problems) {
       log_.Warn("routing", "problem=\"" + p + "\"");
-      table_problems_.push_back(p);
+      problems.push_back(p);
     }
     for (const auto& [g, t] : lft.tables) lft_[g] = t;
     for (const auto& [g, i] : lft.switch_info) switch_info_[g] = i;
@@ -176,7 +177,7 @@ void Poller::ReadTables(const std::set<std::uint64_t>& read) {
     const auto pkeys = topology::ReadPartitions(part, switch_info_, engine_);
     for (const auto& p : pkeys.problems) {
       log_.Warn("partitions", "problem=\"" + p + "\"");
-      table_problems_.push_back(p);
+      problems.push_back(p);
     }
     for (const auto& [ref, keys] : pkeys.tables) pkeys_[ref] = keys;
   }
@@ -202,6 +203,7 @@ void Poller::ReadTables(const std::set<std::uint64_t>& read) {
       tables_due_.erase(g);
     }
   }
+  return problems;
 }
 
 void Poller::Reanalyze(bool log_findings) {
@@ -246,6 +248,12 @@ void Poller::RetryTables() {
 
 void Poller::Rewalk(const std::vector<topology::PortChange>& changes) {
   if (changes.empty()) return;
+  if (options_.scope.kind == topology::ScopeKind::kLocal) {
+    // A walk of the local node's neighbours is a handful of SMPs, and a
+    // re-walk would not stop at one hop.
+    rediscover_ = true;
+    return;
+  }
   if (changes.size() > kMaxRewalk) {
     log_.Info("many ports changed at once; walking the whole fabric", "ports=" + std::to_string(changes.size()));
     rediscover_ = true;
@@ -326,6 +334,10 @@ void Poller::Subscribe(std::chrono::steady_clock::time_point now) {
   if (!subscribe_due_ && sm_lid == subscribed_sm_ && now - subscribed_at_ < options_.sweep_rotation) return;
   std::vector<transport::MadRequest> reqs;
   for (std::uint16_t t : kTraps) reqs.push_back(transport::InformInfoSubscribe(sm_lid, t));
+  // Logged as it changes: accepted, or not (first time, or after it was).
+  const bool first = subscriptions_.empty() || sm_lid != subscribed_sm_;
+  const bool had_all = !first && std::all_of(subscriptions_.begin(), subscriptions_.end(),
+                                             [](const auto& e) { return e.second; });
   const auto results = engine_.Run(reqs);
   bool all = true;
   for (std::size_t i = 0; i < results.size(); ++i) {
@@ -333,17 +345,18 @@ void Poller::Subscribe(std::chrono::steady_clock::time_point now) {
     subscriptions_[kTraps[i]] = ok;
     all = all && ok;
   }
-  if (sm_lid != subscribed_sm_ || subscribe_due_) {
-    if (all) {
-      log_.Info("subscribed to the SM's traps", "sm_lid=" + std::to_string(sm_lid) + " traps=64,65,128,144");
-    } else {
-      log_.Warn("the SA refused some trap subscriptions; sweeps alone find those changes",
-                "sm_lid=" + std::to_string(sm_lid));
-    }
+  if (all && !had_all) {
+    log_.Info("subscribed to the SM's traps", "sm_lid=" + std::to_string(sm_lid) + " traps=64,65,128,144");
+  } else if (!all && (first || had_all)) {
+    log_.Warn("the SA did not accept every trap subscription; asking again each sweep, sweeps alone find changes "
+              "meanwhile",
+              "sm_lid=" + std::to_string(sm_lid));
   }
   subscribed_sm_ = sm_lid;
   subscribed_at_ = now;
-  subscribe_due_ = false;
+  // An SA busy with a sweep of its own may not answer in time: ask again
+  // next sweep until it has accepted every trap.
+  subscribe_due_ = !all;
 }
 
 bool Poller::HandleReports() {

@@ -95,7 +95,8 @@ class Poller {
              const std::vector<std::uint64_t>& gone);
   // Reads the forwarding tables, P_Key tables and PMA capabilities of the
   // nodes in `read`; those that did not answer are asked again later.
-  void ReadTables(const std::set<std::uint64_t>& read);
+  // Returns what did not answer, one line each.
+  std::vector<std::string> ReadTables(const std::set<std::uint64_t>& read);
   // Whether `node` misses a table it should have.
   bool LacksTables(const topology::Node& node) const;
   // Asks again for the tables that did not answer (a few sweeps at most).
@@ -144,7 +145,6 @@ class Poller {
   topology::ForwardingTables lft_;
   std::map<std::uint64_t, transport::SwitchInfo> switch_info_;
   topology::PartitionTables pkeys_;
-  std::vector<std::string> table_problems_;
   std::map<std::uint64_t, int> tables_due_;  // node -> sweeps left to ask again for tables that did not answer
   // Traps: the SM LID subscribed at (0: none), when, and what came in.
   std::uint16_t subscribed_sm_ = 0;
