@@ -123,7 +123,8 @@ EndRates LinkHealth::RatesOf(const topology::PortRef& port, const topology::Port
 void LinkHealth::Observe(const topology::Fabric& fabric, const topology::Analysis* analysis,
                          const std::map<topology::PortRef, PortTotals>& ports,
                          const std::map<topology::PortRef, topology::Port>& links,
-                         std::chrono::steady_clock::time_point now, std::chrono::system_clock::time_point wall) {
+                         std::chrono::steady_clock::time_point now, std::chrono::system_clock::time_point wall,
+                         bool counters_read) {
   Track(fabric);
   for (auto& [link, c] : cables_) {
     CableHealth& h = c.health;
@@ -133,7 +134,7 @@ void LinkHealth::Observe(const topology::Fabric& fabric, const topology::Analysi
     for (const auto& end : {link.a, link.b}) {
       auto pt = ports.find(end);
       if (pt != ports.end() && !pt->second.stale) {
-        downed = std::max(downed, Record(end, pt->second, now));
+        if (counters_read) downed = std::max(downed, Record(end, pt->second, now));
         for (std::size_t s = 0; s < kSignalCount; ++s) {
           const std::size_t ci = Index(CounterOf(static_cast<Signal>(s)));
           present[k].set(s, pt->second.present.test(ci));
@@ -162,7 +163,15 @@ void LinkHealth::Observe(const topology::Fabric& fabric, const topology::Analysi
     }
     h.active = up && active;
     const bool went_down = h.up && !up;
-    const std::uint64_t events = std::max<std::uint64_t>(went_down ? 1 : 0, downed);
+    // A Down state and the LinkDownedCounter increment it caused are one
+    // event, in the same sweep or a trap's read before it.
+    std::uint64_t events = went_down ? 1 : 0;
+    if (counters_read) {
+      events = std::max(events, downed > c.unmatched_downs ? downed - c.unmatched_downs : 0);
+      c.unmatched_downs = 0;
+    } else {
+      c.unmatched_downs += events;
+    }
     for (std::uint64_t i = 0; i < events && c.downs.size() < kMaxDowns; ++i) c.downs.push_back(now);
     if (events > 0) h.last_down = wall;
     h.downs_total += events;

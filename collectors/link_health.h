@@ -97,11 +97,15 @@ class LinkHealth {
   // Folds in one sweep: the fabric as last discovered with its analysis
   // (may be null), every port's totals after the sweep, and the PortInfo the
   // sweep read of switch ports. Cables are those of every fabric seen; one
-  // whose port is now cabled elsewhere is forgotten.
+  // whose port is now cabled elsewhere is forgotten. With `counters_read`
+  // false (PortInfo read between sweeps, on a trap) the totals are not
+  // new: only link states are folded in, and a Down state seen then is not
+  // counted again when the LinkDownedCounter that counted it is read.
   void Observe(const topology::Fabric& fabric, const topology::Analysis* analysis,
                const std::map<topology::PortRef, PortTotals>& ports,
                const std::map<topology::PortRef, topology::Port>& links,
-               std::chrono::steady_clock::time_point now, std::chrono::system_clock::time_point wall);
+               std::chrono::steady_clock::time_point now, std::chrono::system_clock::time_point wall,
+               bool counters_read = true);
 
   std::vector<CableHealth> Cables() const;
 
@@ -118,6 +122,9 @@ class LinkHealth {
     CableHealth health;
     double best_gbps = 0;
     std::deque<std::chrono::steady_clock::time_point> downs;
+    // Down states counted between sweeps that no LinkDownedCounter
+    // increment has matched yet.
+    std::uint64_t unmatched_downs = 0;
   };
   void Track(const topology::Fabric& fabric);
   // Adds the port's reading to its history; returns its LinkDownedCounter

@@ -617,7 +617,8 @@ std::string Poller::Describe(const topology::PortRef& port) const {
 
 void Poller::Judge(const collectors::SweepResult& sweep, std::chrono::steady_clock::time_point now,
                    std::chrono::system_clock::time_point wall) {
-  link_health_.Observe(*fabric_, analysis_.get(), store_.ports(), sweep.links, now, wall);
+  link_health_.Observe(*fabric_, analysis_.get(), store_.ports(), sweep.links, now, wall,
+                       /*counters_read=*/!sweep.readings.empty());
   auto report = std::make_shared<collectors::HealthReport>();
   report->cables = link_health_.Cables();
   alerts_.Evaluate(report->cables, analysis_.get(), wall,

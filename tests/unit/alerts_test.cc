@@ -125,6 +125,38 @@ TEST(LinkHealthTest, FlapsCountOncePerSweepWhicheverSawThem) {
   EXPECT_EQ(Of(h.Cables(), b.leaf2).downs_total, 0u);
 }
 
+TEST(LinkHealthTest, ADownSeenOnATrapIsNotCountedAgainByItsCounter) {
+  Bench b;
+  LinkHealth h({milliseconds(10'000), 1});
+  b.Observe(h);
+  // A trap: PortInfo read between sweeps shows the link down, then up.
+  b.SetUp(b.leaf1, false);
+  h.Observe(b.fabric, nullptr, b.ports, b.links, b.Now(), b.Wall(), /*counters_read=*/false);
+  EXPECT_EQ(Of(h.Cables(), b.leaf1).downs_total, 1u) << "reported at once";
+  EXPECT_FALSE(Of(h.Cables(), b.leaf1).up);
+  b.SetUp(b.leaf1, true);
+  h.Observe(b.fabric, nullptr, b.ports, b.links, b.Now(), b.Wall(), /*counters_read=*/false);
+  // The next sweep reads the LinkDownedCounter that counted that flap.
+  b.Add(b.leaf1, Counter::kLinkDowned, 1);
+  b.Add(b.host0, Counter::kLinkDowned, 1);
+  b.Observe(h);
+  EXPECT_EQ(Of(h.Cables(), b.leaf1).downs_total, 1u) << "one flap, one event";
+  // A later flap seen only by the counters still counts.
+  b.Add(b.leaf1, Counter::kLinkDowned, 1);
+  b.Observe(h);
+  EXPECT_EQ(Of(h.Cables(), b.leaf1).downs_total, 2u);
+  // A down on a trap whose counter never moves (ibsim) is matched by
+  // nothing; the next flap the counter shows is not swallowed.
+  b.SetUp(b.leaf1, false);
+  h.Observe(b.fabric, nullptr, b.ports, b.links, b.Now(), b.Wall(), /*counters_read=*/false);
+  b.SetUp(b.leaf1, true);
+  b.Observe(h);
+  EXPECT_EQ(Of(h.Cables(), b.leaf1).downs_total, 3u);
+  b.Add(b.leaf1, Counter::kLinkDowned, 1);
+  b.Observe(h);
+  EXPECT_EQ(Of(h.Cables(), b.leaf1).downs_total, 4u);
+}
+
 TEST(LinkHealthTest, AWidthDropIsBelowTheBestRate) {
   Bench b;
   LinkHealth h({milliseconds(10'000), 1});
