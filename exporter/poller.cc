@@ -130,7 +130,13 @@ void Poller::Adopt(const topology::Fabric& walked, const std::vector<std::uint64
   }
   const std::vector<std::string> problems = ReadTables(read);
   if (!fresh) discovery_problems_.insert(discovery_problems_.end(), problems.begin(), problems.end());
-  Reanalyze(/*log_findings=*/!fresh);
+  // A re-walk's analysis waits for the next sweep: on a large fabric it is
+  // seconds of CPU, and several traps in a row need it once.
+  if (fresh) {
+    analysis_stale_ = true;
+  } else {
+    Reanalyze(/*log_findings=*/true);
+  }
 }
 
 bool Poller::LacksTables(const topology::Node& node) const {
@@ -207,6 +213,7 @@ std::vector<std::string> Poller::ReadTables(const std::set<std::uint64_t>& read)
 }
 
 void Poller::Reanalyze(bool log_findings) {
+  analysis_stale_ = false;
   // Fabric-wide findings come from one exporter of a sharded set, and never
   // from a local one (it sees its neighbours only).
   topology::Analysis analysis = options_.scope.reports_topology() ? topology::Analyze(*fabric_) : topology::Analysis{};
@@ -243,7 +250,7 @@ void Poller::RetryTables() {
   }
   if (read.empty()) return;
   ReadTables(read);
-  Reanalyze(/*log_findings=*/false);
+  analysis_stale_ = true;
 }
 
 void Poller::Rewalk(const std::vector<topology::PortChange>& changes) {
@@ -453,6 +460,7 @@ bool Poller::Cycle() {
     next_discovery_ = now + options_.discovery_interval;
   }
   HandleReports();  // what arrived during the walk
+  if (analysis_stale_) Reanalyze(/*log_findings=*/false);
   auto targets = collectors::SweepTargets(*fabric_, remembered_, caps_);
   auto all_links = collectors::LinkTargets(*fabric_);
   if (!options_.scope.everything()) {
@@ -559,6 +567,7 @@ bool Poller::Cycle() {
   sweep_mads_ = transport::Since(mads_before, engine_.stats().kinds);
   AddPhase(&phase_mads_["sweep"], sweep_mads_);
 
+  if (analysis_stale_) Reanalyze(/*log_findings=*/false);  // once a sweep, whatever changed in it
   log_.Debug("sweep done", "ports=" + std::to_string(targets.size()) + " port_infos=" + std::to_string(links.size()) +
                                " lid_checks=" + std::to_string(checks.size()) +
                                " seconds=" + std::to_string(port_counters_.duration_seconds));

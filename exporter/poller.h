@@ -146,6 +146,7 @@ class Poller {
   std::map<std::uint64_t, transport::SwitchInfo> switch_info_;
   topology::PartitionTables pkeys_;
   std::map<std::uint64_t, int> tables_due_;  // node -> sweeps left to ask again for tables that did not answer
+  bool analysis_stale_ = false;  // the fabric or tables changed since analysis_ was made
   // Traps: the SM LID subscribed at (0: none), when, and what came in.
   std::uint16_t subscribed_sm_ = 0;
   std::chrono::steady_clock::time_point subscribed_at_{};

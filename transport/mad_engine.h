@@ -41,6 +41,10 @@
 // has gone quiet: the rest of the Run fails at once the same way. A Busy status (IBTA 13.4.7) is retried after the same
 // backoff, at most `busy_retries` times; a redirect status is counted and
 // returned to the caller as a remote error.
+//
+// Unsolicited MADs: an SA Report (a trap the exporter subscribed to) that
+// arrives during a Run or a WaitForReports is acknowledged at once with a
+// ReportResponse and kept, once, for TakeReports().
 
 #include <array>
 #include <chrono>

@@ -171,6 +171,18 @@ bool Budget(const FatTree& tree, SimFabric& sim, int quiet_seconds, int events, 
   if (!e) return false;
   // Host cables that go down and come back, one every 10 s, as hardware
   // shows them (LinkDownedCounter moves at both ends; ibsim never counts it).
+  // Besides the tap's count, the exporter's own count of what its trap
+  // re-reads and re-walks sent: the tap cannot tell those from the sweeps.
+  auto event_smps = [](const Scrape& x) {
+    double n = 0;
+    for (const char* phase : {"trap", "rewalk"}) {
+      for (const char* cls : {"dr_smp", "lid_smp"}) {
+        n += x.Value("infiniband_exporter_phase_mads_total", {{"phase", phase}, {"class", cls}}).value_or(0);
+      }
+    }
+    return n;
+  };
+  const Scrape before_events = e->ScrapeMetrics();
   const auto events_from = Clock::now();
   std::vector<int> hosts;
   for (int i = 0; i < events; ++i) hosts.push_back(2 + i * static_cast<int>(tree.hosts().size() - 2) / std::max(1, events));
@@ -186,6 +198,8 @@ bool Budget(const FatTree& tree, SimFabric& sim, int quiet_seconds, int events, 
     std::this_thread::sleep_until(next);
   }
   const auto events_to = Clock::now();
+  const double sweeps_in_events = *e->ScrapeMetrics().Value("infiniband_exporter_sweeps_total") -
+                                  *before_events.Value("infiniband_exporter_sweeps_total");
   // Settled: every host back, every flap counted.
   auto s = e->WaitFor([&](const Scrape& x) {
     return x.Value("infiniband_exporter_fabric_nodes", {{"type", "hca"}}) == static_cast<double>(tree.hosts().size());
@@ -199,6 +213,16 @@ bool Budget(const FatTree& tree, SimFabric& sim, int quiet_seconds, int events, 
   for (int h : hosts) {
     for (const auto& x : s->Find("infiniband_link_down_events_total")) {
       if ((x.labels.at("node") == tree.Host(h) || x.labels.at("remote_node") == tree.Host(h)) && x.value >= 1) ++reported;
+    }
+  }
+  const double own_per_event = (event_smps(*s) - event_smps(before_events)) / events;
+  // How long each re-walk took, from the exporter's log.
+  std::vector<double> rewalk_seconds;
+  {
+    const std::string log = e->Log();
+    for (std::size_t at = log.find("mode=incremental"); at != std::string::npos; at = log.find("mode=incremental", at + 1)) {
+      const auto sec = log.find("seconds=", at);
+      if (sec != std::string::npos) rewalk_seconds.push_back(std::atof(log.c_str() + sec + 8));
     }
   }
   const std::string views_after = Views(*s);
@@ -232,7 +256,7 @@ bool Budget(const FatTree& tree, SimFabric& sim, int quiet_seconds, int events, 
   const double switches = static_cast<double>(tree.leaves().size() + tree.spines().size() + tree.cores().size());
   // Per event: beyond what the same time at rest costs.
   const double dr_event = (static_cast<double>(ev[0]) - q_now[0] * ev_seconds / qn) / events;
-  const double smp_event = (Smps(ev) - Smps(q_now) * ev_seconds / qn) / events;
+
   std::printf("    before: start (walk + first sweep) %.0f SMPs (%llu directed); a sweep %.0f SMPs; "
               "a quiet minute %.0f SMPs (a walk every 5 min included), %.1f per switch\n",
               Smps(old_walk), static_cast<unsigned long long>(old_walk[0]), Smps(old_q) * sweep / q, old_minute,
@@ -241,10 +265,13 @@ bool Budget(const FatTree& tree, SimFabric& sim, int quiet_seconds, int events, 
               "(a walk an hour included), %.1f per switch: %.3f of before (target <= 0.25)\n",
               Smps(walk), static_cast<unsigned long long>(walk[0]), Smps(q_now) * sweep / qn, minute, minute / switches,
               minute / old_minute);
-  std::printf("    events: %d host cables down and up, one every 10 s: %.1f directed-route SMPs and %.1f SMPs per "
-              "event (target <= 500 directed; a walk is %llu); %d of %d flaps reported; full walks %.0f; "
-              "routing and partition views %s\n",
-              events, dr_event, smp_event, static_cast<unsigned long long>(walk[0]), reported, events, full_walks,
+  std::printf("    events: %d host cables down and up, one every 10 s: %.1f directed-route SMPs per event (tap; "
+              "target <= 500, a walk is %llu), %.1f SMPs per event in trap re-reads and re-walks (exporter's count); "
+              "%d of %d flaps reported; full walks %.0f; %.0f sweeps in %.0f s; re-walks took %.3f s median, %.3f s "
+              "at most; routing and partition views %s\n",
+              events, dr_event, static_cast<unsigned long long>(walk[0]), own_per_event, reported, events,
+              full_walks, sweeps_in_events, ev_seconds, Median(rewalk_seconds),
+              rewalk_seconds.empty() ? 0 : *std::max_element(rewalk_seconds.begin(), rewalk_seconds.end()),
               views_same ? "unchanged" : "CHANGED");
   return true;
 }
