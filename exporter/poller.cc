@@ -397,6 +397,7 @@ bool Poller::HandleReports() {
       if (ports.count(t.port)) links.push_back(t);
     }
     collectors::SweepResult reread = collectors::Sweep({}, links, {}, engine_);
+    AddPhase(&phase_mads_["trap"], transport::Since(before, engine_.stats().kinds));  // the re-walk counts apart
     const auto now = std::chrono::steady_clock::now();
     const auto wall = std::chrono::system_clock::now();
     Judge(reread, now, wall);  // a link that went down is reported now, not at the next sweep
@@ -405,7 +406,6 @@ bool Poller::HandleReports() {
     for (const auto& [ref, port] : changed.ports) changes.push_back({ref, port, why[ref]});
     Rewalk(changes);
   }
-  AddPhase(&phase_mads_["trap"], transport::Since(before, engine_.stats().kinds));
   Publish();
   return true;
 }
@@ -485,25 +485,8 @@ bool Poller::Cycle() {
   collectors::SweepResult sweep = collectors::Sweep(targets, links, checks, engine_);
   const auto wall = std::chrono::system_clock::now();
   const Absorbed absorbed = Absorb(sweep, wall);
-  // The switch ends of links that flapped or stopped answering, when this
-  // sweep did not read them already: their PortInfo now, so a flap is seen
-  // within the sweep that counted it.
-  std::set<topology::PortRef> more;
-  for (const auto* set : {&absorbed.flapped, &absorbed.newly_failing}) {
-    for (const auto& ref : *set) {
-      if (auto s = SwitchEnd(ref); s && !sweep.links.count(*s)) more.insert(*s);
-    }
-  }
-  if (!more.empty()) {
-    std::vector<collectors::LinkTarget> extra;
-    for (const auto& t : all_links) {
-      if (more.count(t.port)) extra.push_back(t);
-    }
-    const auto second = collectors::Sweep({}, extra, {}, engine_);
-    sweep.links.insert(second.links.begin(), second.links.end());
-  }
+  ReadSwitchEnds(absorbed, all_links, &sweep);
   Judge(sweep, std::chrono::steady_clock::now(), wall);
-  RetryTables();
   // One exporter of a set watches the SMs: the one that reports topology.
   if (options_.scope.reports_topology()) {
     const std::uint64_t changes_before = sm_report_ ? sm_report_->master_changes : 0;
@@ -515,7 +498,19 @@ bool Poller::Cycle() {
       subscribe_due_ = true;
     }
   }
-  Subscribe(std::chrono::steady_clock::now());
+  if (options_.clear_threshold_percent > 0) ClearSaturated(sweep);
+  sweep_mads_ = transport::Since(mads_before, engine_.stats().kinds);
+  AddPhase(&phase_mads_["sweep"], sweep_mads_);
+  {
+    const transport::KindCounts before = engine_.stats().kinds;
+    Subscribe(std::chrono::steady_clock::now());
+    AddPhase(&phase_mads_["trap"], transport::Since(before, engine_.stats().kinds));
+  }
+  {
+    const transport::KindCounts before = engine_.stats().kinds;
+    RetryTables();
+    AddPhase(&phase_mads_["rewalk"], transport::Since(before, engine_.stats().kinds));
+  }
 
   ++sweeps_;
   targets_ = targets.size();
@@ -537,35 +532,8 @@ bool Poller::Cycle() {
     rediscover_ = true;
     check_all_lids_ = true;
   } else {
-    const auto changed = collectors::CompareLinks(*fabric_, sweep.links);
-    std::map<topology::PortRef, topology::PortChange> changes;
-    for (const auto& [ref, port] : changed.ports) changes[ref] = {ref, port, "port state changed"};
-    // A flap that is over (up again at the same rate) may have brought
-    // another cable; a port that stopped answering may have another LID.
-    for (const auto& [set, why] : {std::pair{&absorbed.flapped, "LinkDownedCounter moved"},
-                                   std::pair{&absorbed.newly_failing, "stopped answering"}}) {
-      for (const auto& ref : *set) {
-        const auto end = SwitchEnd(ref);
-        if (!end || changes.count(*end)) continue;
-        auto it = sweep.links.find(*end);
-        if (it != sweep.links.end()) changes[*end] = {*end, it->second, why};
-      }
-    }
-    if (!changes.empty()) {
-      log_.Info("switch ports changed; re-walking them",
-                "came_up=" + std::to_string(changed.came_up) + " went_down=" + std::to_string(changed.went_down) +
-                    " retrained=" + std::to_string(changed.retrained) +
-                    " activated=" + std::to_string(changed.activated) + " flapped=" +
-                    std::to_string(absorbed.flapped.size()) + " newly_failing=" +
-                    std::to_string(absorbed.newly_failing.size()));
-      std::vector<topology::PortChange> list;
-      for (auto& [ref, c] : changes) list.push_back(std::move(c));
-      Rewalk(list);
-    }
+    Rewalk(ChangesOf(sweep, absorbed));
   }
-  if (options_.clear_threshold_percent > 0) ClearSaturated(sweep);
-  sweep_mads_ = transport::Since(mads_before, engine_.stats().kinds);
-  AddPhase(&phase_mads_["sweep"], sweep_mads_);
 
   if (analysis_stale_) Reanalyze(/*log_findings=*/false);  // once a sweep, whatever changed in it
   log_.Debug("sweep done", "ports=" + std::to_string(targets.size()) + " port_infos=" + std::to_string(links.size()) +
@@ -579,6 +547,49 @@ bool Poller::Cycle() {
     options_.on_transport_down();
   }
   return port_counters_.success;
+}
+
+void Poller::ReadSwitchEnds(const Absorbed& absorbed, const std::vector<collectors::LinkTarget>& all_links,
+                            collectors::SweepResult* sweep) {
+  std::set<topology::PortRef> more;
+  for (const auto* set : {&absorbed.flapped, &absorbed.newly_failing}) {
+    for (const auto& ref : *set) {
+      if (auto s = SwitchEnd(ref); s && !sweep->links.count(*s)) more.insert(*s);
+    }
+  }
+  if (more.empty()) return;
+  std::vector<collectors::LinkTarget> extra;
+  for (const auto& t : all_links) {
+    if (more.count(t.port)) extra.push_back(t);
+  }
+  const auto second = collectors::Sweep({}, extra, {}, engine_);
+  sweep->links.insert(second.links.begin(), second.links.end());
+}
+
+std::vector<topology::PortChange> Poller::ChangesOf(const collectors::SweepResult& sweep, const Absorbed& absorbed) {
+  const auto changed = collectors::CompareLinks(*fabric_, sweep.links);
+  std::map<topology::PortRef, topology::PortChange> changes;
+  for (const auto& [ref, port] : changed.ports) changes[ref] = {ref, port, "port state changed"};
+  // A flap that is over (up again at the same rate) may have brought
+  // another cable; a port that stopped answering may have another LID.
+  for (const auto& [set, why] : {std::pair{&absorbed.flapped, "LinkDownedCounter moved"},
+                                 std::pair{&absorbed.newly_failing, "stopped answering"}}) {
+    for (const auto& ref : *set) {
+      const auto end = SwitchEnd(ref);
+      if (!end || changes.count(*end)) continue;
+      auto it = sweep.links.find(*end);
+      if (it != sweep.links.end()) changes[*end] = {*end, it->second, why};
+    }
+  }
+  std::vector<topology::PortChange> list;
+  if (changes.empty()) return list;
+  log_.Info("switch ports changed; re-walking them",
+            "came_up=" + std::to_string(changed.came_up) + " went_down=" + std::to_string(changed.went_down) +
+                " retrained=" + std::to_string(changed.retrained) + " activated=" + std::to_string(changed.activated) +
+                " flapped=" + std::to_string(absorbed.flapped.size()) +
+                " newly_failing=" + std::to_string(absorbed.newly_failing.size()));
+  for (auto& [ref, c] : changes) list.push_back(std::move(c));
+  return list;
 }
 
 void Poller::WatchSubnetManagers(std::chrono::steady_clock::time_point now,

@@ -83,6 +83,14 @@ class Poller {
   };
   // Folds a sweep into the totals and the node health.
   Absorbed Absorb(const collectors::SweepResult& sweep, std::chrono::system_clock::time_point wall);
+  // PortInfo of the switch ends of links that flapped or stopped answering
+  // that `sweep` did not read, added to it: a flap is seen within the sweep
+  // that counted it.
+  void ReadSwitchEnds(const Absorbed& absorbed, const std::vector<collectors::LinkTarget>& all_links,
+                      collectors::SweepResult* sweep);
+  // The switch ports to re-walk after a sweep: changed state, width or
+  // speed; a flap that is over; a port that stopped answering.
+  std::vector<topology::PortChange> ChangesOf(const collectors::SweepResult& sweep, const Absorbed& absorbed);
   // A full walk, then everything read from it (tables, capabilities).
   void Discover();
   // Re-walks what is behind `changes`; a view it cannot trust makes the

@@ -89,84 +89,13 @@ class Discoverer {
       Finish(&out.discovery);
       return out;
     }
-    struct Behind {
-      PortRef near;
-      Path path;
-      std::optional<PortRef> was;  // the far end before
-      std::string why;
-    };
-    std::vector<Behind> behind;
-    for (const PortChange& c : changes) {
-      auto it = building_.find(c.port.node_guid);
-      if (it == building_.end() || !it->second.reached) {
-        out.trusted = false;
-        out.reread.push_back(FormatGuid(c.port.node_guid) + "[" + std::to_string(c.port.port) + "] (" + c.why +
-                             "): not a node of the fabric");
-        continue;
-      }
-      Building& b = it->second;
-      Port& p = b.ports[c.port.port];
-      p.number = c.port.port;
-      const std::optional<PortRef> was = p.remote;
-      CopyLink(c.now, &p);
-      const std::string where = Named(b) + "[" + std::to_string(c.port.port) + "] (" + c.why + ")";
-      if (!p.link_up()) {
-        p.remote.reset();
-        if (was) Unlink(*was);
-        out.reread.push_back(where + ": down" + (was ? ", was " + Named(*was) : std::string()));
-        continue;
-      }
-      Path path = b.path;
-      path.push_back(c.port.port);
-      behind.push_back({c.port, std::move(path), was, where});
-    }
-    std::vector<MadRequest> reqs;
-    for (const Behind& x : behind) reqs.push_back(transport::NodeInfoQuery(MadAddress::Directed(x.path)));
-    const auto results = RunBatch(reqs);
-    std::vector<Visit> reached;
-    std::vector<Ask> far_ports;  // known nodes' ports behind a change: their PortInfo again
     std::set<std::uint64_t> known_before;
     for (const auto& [guid, b] : building_) known_before.insert(guid);
-    for (std::size_t i = 0; i < behind.size(); ++i) {
-      const Behind& x = behind[i];
-      if (results[i].outcome != MadOutcome::kOk) {
-        out.trusted = false;
-        out.reread.push_back(x.why + ": no NodeInfo answer behind it: " + transport::ToString(results[i].outcome));
-        problems_.push_back("no NodeInfo answer behind " + x.why + ": " + transport::ToString(results[i].outcome));
-        continue;
-      }
-      const transport::NodeInfo ni = transport::DecodeNodeInfo(results[i].response);
-      const PortRef far{ni.node_guid, ni.local_port};
-      if (x.was && *x.was != far) Unlink(*x.was);
-      building_[x.near.node_guid].ports[x.near.port].remote = far;
-      links_.emplace_back(far, x.near);
-      auto known = building_.find(ni.node_guid);
-      const bool is_known = known != building_.end() && known->second.reached;
-      out.reread.push_back(x.why + ": " + (is_known ? Named(far) : "new node " + FormatGuid(ni.node_guid)) +
-                           (x.was && *x.was == far ? " (same cable)" : ""));
-      if (is_known) {
-        Building& f = known->second;
-        if (f.node.kind != NodeKind::kSwitch) f.path = x.path;  // a CA's one route is through this cable
-        if (f.ports.count(ni.local_port)) far_ports.push_back({ni.node_guid, ni.local_port});
-      } else if (known != building_.end()) {
-        building_.erase(known);  // dropped earlier, back now: admitted afresh
-      }
-      reached.push_back(Visit{x.path, ni});
-    }
-    std::vector<Visit> fresh = Admit(reached);
+    const std::vector<Behind> behind = ApplyChanges(changes, &out);
+    std::vector<Ask> far_ports;
+    std::vector<Visit> fresh = Admit(ProbeBehind(behind, &out, &far_ports));
     LinkBack();
-    // The far ends that were known: their PortInfo, LID-routed where the
-    // LID allows (a switch port), directed for a CA port (its LID may be
-    // what changed).
-    std::vector<Ask> by_lid;
-    std::vector<Ask> directed;
-    for (const Ask& a : far_ports) {
-      const Building& f = building_[a.guid];
-      (f.node.kind == NodeKind::kSwitch && LidUsable(f) ? by_lid : directed).push_back(a);
-    }
-    std::vector<Ask> unanswered = AskAll(by_lid, /*lid_routed=*/true);
-    directed.insert(directed.end(), unanswered.begin(), unanswered.end());
-    AskAll(directed, /*lid_routed=*/false);
+    RereadPorts(far_ports);
     while (!fresh.empty()) {
       std::vector<Visit> next = Probe(fresh);
       fresh = Admit(next);
@@ -184,6 +113,104 @@ class Discoverer {
   }
 
  private:
+  // What one query of Admit() asks.
+  static constexpr std::uint8_t kDescription = 0xff;  // not a port: the NodeDescription query
+  struct Ask {
+    std::uint64_t guid;
+    std::uint8_t port;  // PortInfo of this port, or kDescription
+  };
+
+  // An up port a re-walk looks behind.
+  struct Behind {
+    PortRef near;
+    Path path;
+    std::optional<PortRef> was;  // its far end before
+    std::string why;             // where and why, for the log
+  };
+
+  // Applies what each change read to its port: a port that went down loses
+  // its link at both ends; the up ones are returned, to look behind.
+  std::vector<Behind> ApplyChanges(const std::vector<PortChange>& changes, IncrementalResult* out) {
+    std::vector<Behind> behind;
+    for (const PortChange& c : changes) {
+      auto it = building_.find(c.port.node_guid);
+      if (it == building_.end() || !it->second.reached) {
+        out->trusted = false;
+        out->reread.push_back(FormatGuid(c.port.node_guid) + "[" + std::to_string(c.port.port) + "] (" + c.why +
+                              "): not a node of the fabric");
+        continue;
+      }
+      Building& b = it->second;
+      Port& p = b.ports[c.port.port];
+      p.number = c.port.port;
+      const std::optional<PortRef> was = p.remote;
+      CopyLink(c.now, &p);
+      const std::string where = Named(b) + "[" + std::to_string(c.port.port) + "] (" + c.why + ")";
+      if (!p.link_up()) {
+        p.remote.reset();
+        if (was) Unlink(*was);
+        out->reread.push_back(where + ": down" + (was ? ", was " + Named(*was) : std::string()));
+        continue;
+      }
+      Path path = b.path;
+      path.push_back(c.port.port);
+      behind.push_back({c.port, std::move(path), was, where});
+    }
+    return behind;
+  }
+
+  // NodeInfo through each port (directed): links both ends to what answers
+  // and returns the visits for Admit(); the far ports of nodes already
+  // known go to `far_ports`, to be read again.
+  std::vector<Visit> ProbeBehind(const std::vector<Behind>& behind, IncrementalResult* out,
+                                 std::vector<Ask>* far_ports) {
+    std::vector<MadRequest> reqs;
+    for (const Behind& x : behind) reqs.push_back(transport::NodeInfoQuery(MadAddress::Directed(x.path)));
+    const auto results = RunBatch(reqs);
+    std::vector<Visit> reached;
+    for (std::size_t i = 0; i < behind.size(); ++i) {
+      const Behind& x = behind[i];
+      if (results[i].outcome != MadOutcome::kOk) {
+        out->trusted = false;
+        out->reread.push_back(x.why + ": no NodeInfo answer behind it: " + transport::ToString(results[i].outcome));
+        problems_.push_back("no NodeInfo answer behind " + x.why + ": " + transport::ToString(results[i].outcome));
+        continue;
+      }
+      const transport::NodeInfo ni = transport::DecodeNodeInfo(results[i].response);
+      const PortRef far{ni.node_guid, ni.local_port};
+      if (x.was && *x.was != far) Unlink(*x.was);
+      building_[x.near.node_guid].ports[x.near.port].remote = far;
+      links_.emplace_back(far, x.near);
+      auto known = building_.find(ni.node_guid);
+      const bool is_known = known != building_.end() && known->second.reached;
+      out->reread.push_back(x.why + ": " + (is_known ? Named(far) : "new node " + FormatGuid(ni.node_guid)) +
+                            (x.was && *x.was == far ? " (same cable)" : ""));
+      if (is_known) {
+        Building& f = known->second;
+        if (f.node.kind != NodeKind::kSwitch) f.path = x.path;  // a CA's one route is through this cable
+        if (f.ports.count(ni.local_port)) far_ports->push_back({ni.node_guid, ni.local_port});
+      } else if (known != building_.end()) {
+        building_.erase(known);  // dropped earlier, back now: admitted afresh
+      }
+      reached.push_back(Visit{x.path, ni});
+    }
+    return reached;
+  }
+
+  // PortInfo of known ports again: LID-routed where the LID allows (a
+  // switch port), directed for a CA port (its LID may be what changed).
+  void RereadPorts(const std::vector<Ask>& ports) {
+    std::vector<Ask> by_lid;
+    std::vector<Ask> directed;
+    for (const Ask& a : ports) {
+      const Building& f = building_[a.guid];
+      (f.node.kind == NodeKind::kSwitch && LidUsable(f) ? by_lid : directed).push_back(a);
+    }
+    std::vector<Ask> unanswered = AskAll(by_lid, /*lid_routed=*/true);
+    directed.insert(directed.end(), unanswered.begin(), unanswered.end());
+    AskAll(directed, /*lid_routed=*/false);
+  }
+
   void Finish(DiscoveryResult* out) {
     std::vector<Node> nodes;
     nodes.reserve(building_.size());
@@ -312,13 +339,6 @@ class Discoverer {
     smps_ += reqs.size();
     return engine_.Run(reqs);
   }
-
-  // What one query of Admit() asks.
-  static constexpr std::uint8_t kDescription = 0xff;  // not a port: the NodeDescription query
-  struct Ask {
-    std::uint64_t guid;
-    std::uint8_t port;  // PortInfo of this port, or kDescription
-  };
 
   // Records the nodes and CA ports seen for the first time and reads their
   // descriptions and PortInfo. Returns the visits that were new.
