@@ -725,7 +725,14 @@ void Poller::Run(std::stop_token stop) {
         continue;
       }
       const auto slice = std::min<std::chrono::steady_clock::duration>(next - now, kSlice);
-      if (engine_.WaitForReports(std::chrono::duration_cast<std::chrono::microseconds>(slice))) HandleReports();
+      if (engine_.WaitForReports(std::chrono::duration_cast<std::chrono::microseconds>(slice))) {
+        HandleReports();
+      } else if (std::chrono::steady_clock::now() < now + slice / 2) {
+        // The port gave up early (an error, not a timeout): wait out the
+        // slice rather than spin on it.
+        std::unique_lock lock(mu);
+        cv.wait_until(lock, stop, now + slice, [] { return false; });
+      }
     }
   }
 }
