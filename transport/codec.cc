@@ -54,7 +54,6 @@ MadBytes EncodeRequest(const MadRequest& request, std::uint64_t tid) {
   const std::size_t offset = sa ? kSaDataOffset : kMadDataOffset;
   rpc.dataoffs = static_cast<int>(offset);
   rpc.datasz = static_cast<int>(std::min(request.payload.size(), kMadSize - offset));
-  rpc.mask = request.component_mask;  // written into the SA header only for the SA class
 
   ib_dr_path_t dr{};
   const bool directed = request.mgmt_class == MgmtClass::kSubnDirectRoute;

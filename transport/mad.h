@@ -92,7 +92,6 @@ struct MadRequest {
   std::uint32_t attr_mod = 0;
   MadAddress address;
   std::vector<std::uint8_t> payload;  // at most kMadSize - kMadDataOffset bytes
-  std::uint64_t component_mask = 0;   // SA only: which fields of payload are set (IBTA 15.2.1.1)
 };
 
 // SMP data (IBTA 14.2.1.1) and PMA data (IBTA 16.1.1, after the 40 reserved
