@@ -276,20 +276,27 @@ bool Budget(const FatTree& tree, SimFabric& sim, int quiet_seconds, int events, 
   return true;
 }
 
-int RunOne(const FatTreeSpec& spec, int runs, int window, bool compare) {
-  const FatTree tree = FatTree::Generate(spec);
+// ibsim on `tree` with room for `nodes`, `switches` and `ports` (-N -S -P),
+// clients on its first host; nullptr after printing why.
+std::unique_ptr<SimFabric> StartSim(const FatTree& tree, int nodes, int switches, int ports,
+                                    std::chrono::seconds timeout) {
   SimOptions o;
   o.attach = tree.Host(1);
-  o.max_nodes = 8192;
-  o.max_switches = 1024;
-  o.max_ports = 65536;
-  o.timeout = std::chrono::seconds(600);
+  o.max_nodes = nodes;
+  o.max_switches = switches;
+  o.max_ports = ports;
+  o.timeout = timeout;
   std::string error;
   auto sim = SimFabric::Start(tree.NetFile(), o, &error);
-  if (!sim) {
-    std::fprintf(stderr, "fabric_bench: %s\n", error.c_str());
-    return 1;
-  }
+  if (!sim) std::fprintf(stderr, "fabric_bench: %s\n", error.c_str());
+  return sim;
+}
+
+int RunOne(const FatTreeSpec& spec, int runs, int window, bool compare) {
+  const FatTree tree = FatTree::Generate(spec);
+  auto sim = StartSim(tree, 8192, 1024, 65536, std::chrono::seconds(600));
+  if (!sim) return 1;
+  std::string error;
   std::printf("fabric: %d leaves x %d hosts, %d spines, %d links per pair, radix %d: %zu nodes, %zu cables\n",
               spec.leaves, spec.hosts_per_leaf, spec.spines, spec.links_per_pair, spec.radix,
               tree.leaves().size() + tree.spines().size() + tree.hosts().size(), tree.cables().size());
@@ -352,29 +359,10 @@ int RunOne(const FatTreeSpec& spec, int runs, int window, bool compare) {
 
 // The SMP budget on the 1024-host fabric or the 16k-host three-tier one.
 int RunBudget(const std::string& which, int quiet, int events) {
-  FatTreeSpec spec = Spec(32, 16, 32, 2, 64);
-  if (which == "16k") {
-    spec = FatTreeSpec{};
-    spec.pods = 16;  // 16 pods x 32 leaves x 32 aggregation switches, 512 cores, 16384 hosts
-    spec.leaves = 32;
-    spec.spines = 32;
-    spec.cores = 512;
-    spec.hosts_per_leaf = 32;
-    spec.radix = 64;
-  }
-  const FatTree tree = FatTree::Generate(spec);
-  SimOptions o;
-  o.attach = tree.Host(1);
-  o.max_nodes = 20000;
-  o.max_switches = 2000;
-  o.max_ports = 200000;
-  o.timeout = std::chrono::seconds(900);
+  const FatTree tree = FatTree::Generate(which == "16k" ? Spec16k() : Spec1k());
+  auto sim = StartSim(tree, 20000, 2000, 200000, std::chrono::seconds(900));
+  if (!sim) return 1;
   std::string error;
-  auto sim = SimFabric::Start(tree.NetFile(), o, &error);
-  if (!sim) {
-    std::fprintf(stderr, "fabric_bench: %s\n", error.c_str());
-    return 1;
-  }
   std::printf("fabric: %zu switches, %zu hosts, %zu cables\n",
               tree.leaves().size() + tree.spines().size() + tree.cores().size(), tree.hosts().size(),
               tree.cables().size());
@@ -420,8 +408,7 @@ int main(int argc, char** argv) {
   if (!scale) {
     // Issue 3's fabric: 1024 hosts, 32 leaves of 32, 16 spines, 2 links per
     // pair, 64-port switches: 4096 ports.
-    FatTreeSpec s = ibfabric::testbed::Spec(32, 16, 32, 2, 64);
-    return ibfabric::testbed::RunOne(s, runs, window, true);
+    return ibfabric::testbed::RunOne(ibfabric::testbed::Spec1k(), runs, window, true);
   }
   // Full two-tier trees of radix r: r leaves of r/2 hosts, r/2 spines.
   for (int r : {32, 64, 96}) {

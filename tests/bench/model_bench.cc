@@ -38,22 +38,9 @@ namespace {
 using Clock = transport::Clock;
 
 testbed::FatTree Fabric(const std::string& which) {
-  testbed::FatTreeSpec s;
-  if (which == "16k") {
-    // 16 pods x 32 leaves x 32 aggregation switches, 512 cores, 16384 hosts.
-    s.pods = 16;
-    s.leaves = 32;
-    s.spines = 32;
-    s.cores = 512;
-    s.hosts_per_leaf = 32;
-    s.radix = 64;
-  } else if (which == "small") {
-    s = testbed::Spec(8, 4, 8, 1, 36);
-  } else {
-    // 32 leaves of 32 hosts, 16 spines, 2 links per pair: 1072 nodes, 4096 ports.
-    s = testbed::Spec(32, 16, 32, 2, 64);
-  }
-  return testbed::FatTree::Generate(s);
+  if (which == "16k") return testbed::FatTree::Generate(testbed::Spec16k());
+  if (which == "small") return testbed::FatTree::Generate(testbed::Spec(8, 4, 8, 1, 36));
+  return testbed::FatTree::Generate(testbed::Spec1k());
 }
 
 struct Phase {

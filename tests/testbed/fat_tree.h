@@ -72,6 +72,17 @@ inline FatTreeSpec Spec(int leaves, int spines, int hosts_per_leaf, int links_pe
 }
 // The 36-port, 324-host build: 18 leaves of 18 hosts, 9 spines, 2 links per pair.
 inline FatTreeSpec Spec324() { return Spec(18, 9, 18, 2, 36); }
+// The benchmarks' 1024-host fabric: 32 leaves of 32 hosts, 16 spines, 2 links
+// per pair, 64-port switches (1072 nodes, 4096 ports).
+inline FatTreeSpec Spec1k() { return Spec(32, 16, 32, 2, 64); }
+// The benchmarks' 16k-host three-tier fabric: 16 pods x 32 leaves x 32
+// aggregation switches, 512 cores, 16384 hosts.
+inline FatTreeSpec Spec16k() {
+  FatTreeSpec s = Spec(32, 32, 32, 1, 64);
+  s.pods = 16;
+  s.cores = 512;
+  return s;
+}
 
 class FatTree {
  public:
