@@ -52,11 +52,9 @@ Counted DiscoverCounting(testing::FakeFabric& f, int local, int port, millisecon
   transport::testing::FakeMadPort mad(f.Responder(local, port));
   transport::MadEngine engine(mad, {16, timeout, 1});
   Counted c{topology::Discover(engine)};
-  for (const auto& m : mad.sent_mads()) {
-    const auto cls = static_cast<transport::MgmtClass>(transport::DecodeHeader(m).mgmt_class);
-    if (cls == transport::MgmtClass::kSubnDirectRoute) ++c.directed;
-    if (cls == transport::MgmtClass::kSubnLidRouted) ++c.lid_routed;
-  }
+  const testing::SentSmps sent = testing::CountSent(mad);
+  c.directed = sent.directed;
+  c.lid_routed = sent.lid_routed;
   return c;
 }
 

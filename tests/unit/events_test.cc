@@ -158,10 +158,9 @@ Walked Rewalk(testing::FakeFabric& f, int local, const topology::Fabric& base, s
   transport::testing::FakeMadPort mad(f.Responder(local, 1));
   transport::MadEngine engine(mad, {16, milliseconds(20), 1});
   Walked w{topology::Rediscover(engine, base, local_guid, 1, changes)};
-  for (const auto& m : mad.sent_mads()) {
-    ++w.total;
-    if (transport::DecodeHeader(m).mgmt_class == 0x81) ++w.directed;
-  }
+  const testing::SentSmps sent = testing::CountSent(mad);
+  w.directed = sent.directed;
+  w.total = sent.total;
   return w;
 }
 

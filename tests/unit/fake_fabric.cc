@@ -194,4 +194,15 @@ std::optional<MadBytes> FakeFabric::Pma(const MadAddress& to, const MadBytes& re
   return std::nullopt;  // no such LID: nothing answers
 }
 
+SentSmps CountSent(const transport::testing::FakeMadPort& port) {
+  SentSmps out;
+  for (const auto& m : port.sent_mads()) {
+    const auto cls = static_cast<transport::MgmtClass>(transport::DecodeHeader(m).mgmt_class);
+    if (cls == transport::MgmtClass::kSubnDirectRoute) ++out.directed;
+    if (cls == transport::MgmtClass::kSubnLidRouted) ++out.lid_routed;
+    ++out.total;
+  }
+  return out;
+}
+
 }  // namespace ibfabric::testing

@@ -91,4 +91,12 @@ class FakeFabric {
   int lid_routed_smps_ = 0;
 };
 
+// The SMPs a port sent, by routing, and all its MADs.
+struct SentSmps {
+  int directed = 0;
+  int lid_routed = 0;
+  int total = 0;
+};
+SentSmps CountSent(const transport::testing::FakeMadPort& port);
+
 }  // namespace ibfabric::testing
