@@ -139,15 +139,21 @@ void Poller::Adopt(const topology::Fabric& walked, const std::vector<std::uint64
   }
 }
 
+bool Poller::InScope(const topology::Node& node) const {
+  if (options_.scope.everything()) return true;
+  for (const auto& p : node.ports) {
+    if (in_scope_.count({node.guid, p.number})) return true;
+  }
+  return false;
+}
+
 bool Poller::LacksTables(const topology::Node& node) const {
   const bool topology = options_.scope.reports_topology();
   if (node.kind == topology::NodeKind::kSwitch) return topology && node.lid != 0 && !lft_.count(node.guid);
-  bool wanted = options_.scope.everything();
   for (const auto& p : node.ports) {
     if (topology && p.lid != 0 && p.remote && !pkeys_.count({node.guid, p.number})) return true;
-    wanted = wanted || in_scope_.count({node.guid, p.number}) > 0;
   }
-  return wanted && !caps_.count(node.guid);
+  return InScope(node) && !caps_.count(node.guid);
 }
 
 std::vector<std::string> Poller::ReadTables(const std::set<std::uint64_t>& read) {
@@ -191,10 +197,7 @@ std::vector<std::string> Poller::ReadTables(const std::set<std::uint64_t>& read)
   std::set<std::uint64_t> caps_of;
   for (std::uint64_t g : read) {
     const topology::Node* n = fabric_->FindNode(g);
-    if (!n) continue;
-    bool wanted = options_.scope.everything();
-    for (const auto& p : n->ports) wanted = wanted || in_scope_.count({g, p.number}) > 0;
-    if (wanted) caps_of.insert(g);
+    if (n && InScope(*n)) caps_of.insert(g);
   }
   if (!caps_of.empty()) {
     for (auto& [g, c] : collectors::ReadCapabilities(*fabric_, engine_, &caps_of)) caps_[g] = c;

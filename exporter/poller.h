@@ -105,6 +105,8 @@ class Poller {
   // nodes in `read`; those that did not answer are asked again later.
   // Returns what did not answer, one line each.
   std::vector<std::string> ReadTables(const std::set<std::uint64_t>& read);
+  // Whether any port of `node` is read (always, when the scope is everything).
+  bool InScope(const topology::Node& node) const;
   // Whether `node` misses a table it should have.
   bool LacksTables(const topology::Node& node) const;
   // Asks again for the tables that did not answer (a few sweeps at most).

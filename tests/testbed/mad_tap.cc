@@ -10,6 +10,22 @@
 namespace ibfabric::testbed {
 namespace {
 
+// The fields every tap line starts with (tests/tools/mad_tap.cc).
+struct Head {
+  char what = 0;  // 'S' sent, 'R' received
+  unsigned long long ns = 0;
+  std::uint32_t tid = 0;
+  unsigned cls = 0;
+  std::size_t kind() const {
+    return static_cast<std::size_t>(transport::KindOf(static_cast<transport::MgmtClass>(cls)));
+  }
+};
+// False when the line is no tap record.
+bool ReadHead(std::istream& s, Head* h) {
+  return static_cast<bool>(s >> h->what >> h->ns >> h->tid >> std::hex >> h->cls >> std::dec) &&
+         (h->what == 'S' || h->what == 'R');
+}
+
 struct Pending {
   std::vector<std::string> nodes;  // the target last
   std::size_t kind = 0;            // transport::MadKind
@@ -68,21 +84,18 @@ MadTapReport ReadMadTap(const std::string& path, std::chrono::milliseconds expir
   while (std::getline(in, line)) {
     ++number;
     std::istringstream s(line);
-    char what = 0;
-    unsigned long long ns = 0;
-    std::uint32_t tid = 0;
-    unsigned cls = 0;
-    if (!(s >> what >> ns >> tid >> std::hex >> cls >> std::dec) || (what != 'S' && what != 'R')) {
+    Head h;
+    if (!ReadHead(s, &h)) {
       r.error = path + " line " + std::to_string(number) + ": not a tap record: " + line;
       return r;
     }
-    while (!deadlines.empty() && deadlines.top().first < ns) {
+    while (!deadlines.empty() && deadlines.top().first < h.ns) {
       settle(deadlines.top().second);
       deadlines.pop();
     }
-    const auto kind = static_cast<std::size_t>(transport::KindOf(static_cast<transport::MgmtClass>(cls)));
-    if (what == 'R') {
-      if (settle(tid)) ++r.answered[kind];
+    const std::size_t kind = h.kind();
+    if (h.what == 'R') {
+      if (settle(h.tid)) ++r.answered[kind];
       continue;
     }
     unsigned lid = 0;
@@ -102,7 +115,7 @@ MadTapReport ReadMadTap(const std::string& path, std::chrono::milliseconds expir
     } else {
       p.nodes.push_back("lid " + std::to_string(lid));
     }
-    settle(tid);  // a TID reused after it expired
+    settle(h.tid);  // a TID reused after it expired
     ++r.sent[kind];
     for (std::size_t i = 0; i < p.nodes.size(); ++i) {
       const int n = ++at_node[p.nodes[i]];
@@ -117,8 +130,8 @@ MadTapReport ReadMadTap(const std::string& path, std::chrono::milliseconds expir
     }
     r.peak_kind[kind] = std::max(r.peak_kind[kind], ++kind_out[kind]);
     r.peak_total = std::max(r.peak_total, ++total);
-    pending[tid] = std::move(p);
-    deadlines.emplace(ns + expire_ns, tid);
+    pending[h.tid] = std::move(p);
+    deadlines.emplace(h.ns + expire_ns, h.tid);
   }
   r.ok = true;
   return r;
@@ -137,12 +150,9 @@ std::array<std::uint64_t, transport::kMadKinds> SentBetween(const std::string& p
   std::string line;
   while (std::getline(in, line)) {
     std::istringstream s(line);
-    char what = 0;
-    unsigned long long ns = 0;
-    std::uint32_t tid = 0;
-    unsigned cls = 0;
-    if (!(s >> what >> ns >> tid >> std::hex >> cls) || what != 'S' || ns < lo || ns >= hi) continue;
-    ++out[static_cast<std::size_t>(transport::KindOf(static_cast<transport::MgmtClass>(cls)))];
+    Head h;
+    if (!ReadHead(s, &h) || h.what != 'S' || h.ns < lo || h.ns >= hi) continue;
+    ++out[h.kind()];
   }
   return out;
 }
