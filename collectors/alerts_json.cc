@@ -101,6 +101,27 @@ json AlertToJson(const Snapshot& s, const Alert& a) {
          {"last_seen", Iso8601(a.last_seen)},
          {"evidence", std::move(evidence)}};
   j["cleared"] = a.cleared ? json(Iso8601(*a.cleared)) : json(nullptr);
+  // How far the evidence can be trusted: the ends' nodes whose MADs needed
+  // retries or went unanswered over the window.
+  json troubled = json::array();
+  for (const auto& end : {a.cable.a, a.cable.b}) {
+    auto h = s.node_health.find(end.node_guid);
+    if (h == s.node_health.end() || h->second.MadTroubleRatio() <= 0) continue;
+    troubled.push_back({{"node", NameOf(s, end.node_guid)},
+                        {"guid", FormatGuid(end.node_guid)},
+                        {"mad_trouble_ratio", h->second.MadTroubleRatio()}});
+  }
+  j["confidence"] = {{"reduced", !troubled.empty()}, {"failing_mads", std::move(troubled)}};
+  return j;
+}
+
+json EventToJson(const Snapshot& s, const FabricEvent& e) {
+  json j{{"kind", ToString(e.kind)},
+         {"time", Iso8601(e.when)},
+         {"node", NameOf(s, e.node_guid)},
+         {"guid", FormatGuid(e.node_guid)},
+         {"links", e.links}};
+  j["cable"] = e.cable ? json::array({End(s, e.cable->a), End(s, e.cable->b)}) : json(nullptr);
   return j;
 }
 
@@ -172,12 +193,25 @@ json AlertsJson(const Snapshot& s, const AlertFilter& filter) {
   std::stable_sort(active.begin(), active.end(),
                    [](const json& x, const json& y) { return x["severity"] == "critical" && y["severity"] != "critical"; });
   const double window = s.health ? std::chrono::duration<double>(s.health->window).count() : 0;
+  // Link downs that were no flap (a host reset, a switch reboot, a port
+  // disabled on purpose), newest first: why no alert was raised for them.
+  json events = json::array();
+  if (s.health) {
+    for (auto e = s.health->events.rbegin(); e != s.health->events.rend(); ++e) {
+      std::vector<topology::PortRef> at{{e->node_guid, 0}};
+      if (e->cable) at = {e->cable->a, e->cable->b};
+      if (filter.node.empty() || Matches(s, Severity::kWarning, at, AlertFilter{std::nullopt, filter.node})) {
+        events.push_back(EventToJson(s, *e));
+      }
+    }
+  }
   return json{{"schema_version", kAlertsSchemaVersion},
               {"generated", Iso8601(s.published)},
               {"window_seconds", window},
               {"active_counts", counts},
               {"active", std::move(active)},
-              {"recently_cleared", std::move(cleared)}};
+              {"recently_cleared", std::move(cleared)},
+              {"events", std::move(events)}};
 }
 
 }  // namespace ibfabric::collectors
@@ -263,6 +297,9 @@ nlohmann::json PortDetailJson(const Snapshot& s, const topology::PortRef& ref) {
       const EndRates& there = c.a.port == ref ? c.b : c.a;
       j["health"] = {{"up", c.up},
                      {"active", c.active},
+                     {"disabled", c.disabled},
+                     {"reachable", c.reachable},
+                     {"last_down_kind", c.last_down_kind ? json(ToString(*c.last_down_kind)) : json(nullptr)},
                      {"rate", c.rate},
                      {"best_rate", c.best_rate},
                      {"dropped", c.dropped},

@@ -5,6 +5,7 @@ namespace ibfabric::collectors {
 void CounterStore::Update(const topology::PortRef& port, const PortSample& sample,
                           std::chrono::system_clock::time_point now) {
   PortTotals& t = ports_[port];
+  bool restarted = false;
   for (std::size_t i = 0; i < kCounterCount; ++i) {
     if (!sample.present.test(i)) continue;
     const std::uint64_t raw = sample.value[i];
@@ -16,11 +17,15 @@ void CounterStore::Update(const topology::PortRef& port, const PortSample& sampl
       t.total[i] += raw - t.last_raw[i];
     } else {
       t.total[i] += raw;  // cleared since the last reading
+      const auto c = static_cast<Counter>(i);
+      restarted = restarted || c == Counter::kXmitData || c == Counter::kRcvData || c == Counter::kXmitPkts ||
+                  c == Counter::kRcvPkts;
     }
     t.last_raw[i] = raw;
     t.last_bits[i] = sample.bits[i];
     t.present.set(i);
   }
+  if (restarted) ++t.resets;
   t.last_update = now;
   t.stale = false;
 }

@@ -26,6 +26,10 @@ struct PortTotals {
   std::array<std::uint8_t, kCounterCount> last_bits{};
   std::chrono::system_clock::time_point last_update{};
   bool stale = false;  // the last sweep got no reading for this port
+  // Readings in which the data or packet counters went backwards without
+  // our clearing them: the port's counters restarted (a reset, a reboot,
+  // someone else's clear).
+  std::uint32_t resets = 0;
 
   // The last raw reading of counter i sat at its field's maximum: a sticky
   // counter that stopped, so the total is a lower bound until it is cleared.

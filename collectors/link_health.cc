@@ -9,6 +9,14 @@ namespace ibfabric::collectors {
 namespace {
 
 constexpr std::size_t kMaxDowns = 1024;  // per cable, within the window
+constexpr std::size_t kMaxEvents = 256;
+// Observations after a host's counters were seen restarted in which a down
+// of its cable is still that reset.
+constexpr std::uint64_t kResetSlack = 2;
+constexpr std::uint8_t kPhysDisabled = 3;  // IBTA PortPhysicalState: Disabled
+// A switch rebooted when at least this share of its cables (and two) went
+// down within the window.
+constexpr double kRebootShare = 0.9;
 
 std::size_t I(Signal s) { return static_cast<std::size_t>(s); }
 
@@ -48,7 +56,18 @@ const char* ToString(Signal s) {
   return "unknown";
 }
 
+const char* ToString(DownKind k) {
+  switch (k) {
+    case DownKind::kFlap: return "flap";
+    case DownKind::kHostReset: return "host_reset";
+    case DownKind::kSwitchReboot: return "switch_reboot";
+    case DownKind::kPortDisabled: return "port_disabled";
+  }
+  return "unknown";
+}
+
 void LinkHealth::Track(const topology::Fabric& fabric) {
+  for (const auto& n : fabric.nodes()) kinds_[n.guid] = n.kind;
   for (const topology::Link& l : topology::Links(fabric)) {
     if (cables_.count(l)) continue;
     // A port cabled elsewhere now: its old cable is gone for good.
@@ -72,21 +91,43 @@ void LinkHealth::Track(const topology::Fabric& fabric) {
   }
 }
 
-std::uint64_t LinkHealth::Record(const topology::PortRef& port, const PortTotals& totals,
-                                 std::chrono::steady_clock::time_point now) {
+LinkHealth::Reading LinkHealth::Record(const topology::PortRef& port, const PortTotals& totals,
+                                       std::chrono::steady_clock::time_point now) {
   History& h = history_[port];
   Point p{now, {}};
   for (std::size_t s = 0; s < kSignalCount; ++s) {
     const std::size_t c = Index(CounterOf(static_cast<Signal>(s)));
     if (totals.present.test(c)) p.total[s] = totals.total[c];
   }
-  const std::uint64_t downed = h.latest && p.total[I(Signal::kLinkDowned)] > h.latest->total[I(Signal::kLinkDowned)]
-                                   ? p.total[I(Signal::kLinkDowned)] - h.latest->total[I(Signal::kLinkDowned)]
-                                   : 0;
+  Reading r;
+  if (h.latest) {
+    r.previous = h.latest->t;
+    const std::uint64_t was = h.latest->total[I(Signal::kLinkDowned)];
+    r.link_downed = p.total[I(Signal::kLinkDowned)] > was ? p.total[I(Signal::kLinkDowned)] - was : 0;
+    r.reset = totals.resets > h.resets;
+  }
+  h.resets = totals.resets;
   h.latest = p;
   if (h.kept.empty() || now - h.kept.back().t >= options_.window / 5) h.kept.push_back(p);
   while (h.kept.size() >= 2 && h.kept[1].t <= now - options_.window) h.kept.pop_front();
-  return downed;
+  return r;
+}
+
+int LinkHealth::Reclassify(CableState* c, std::chrono::steady_clock::time_point since, DownKind kind) {
+  int n = 0;
+  for (Down& d : c->downs) {
+    if (d.t < since || d.kind != DownKind::kFlap) continue;
+    d.kind = kind;
+    ++n;
+  }
+  if (n > 0) c->health.last_down_kind = kind;
+  return n;
+}
+
+void LinkHealth::Emit(FabricEvent e) {
+  ++event_counts_[e.kind];
+  events_.push_back(std::move(e));
+  while (events_.size() > kMaxEvents) events_.pop_front();
 }
 
 EndRates LinkHealth::RatesOf(const topology::PortRef& port, const topology::Port* state) const {
@@ -126,65 +167,151 @@ void LinkHealth::Observe(const topology::Fabric& fabric, const topology::Analysi
                          std::chrono::steady_clock::time_point now, std::chrono::system_clock::time_point wall,
                          bool counters_read) {
   Track(fabric);
+  ++observation_;
   for (auto& [link, c] : cables_) {
     CableHealth& h = c.health;
-    std::uint64_t downed = 0;
     std::bitset<kSignalCount> present[2], pinned[2];
-    int k = 0;
-    for (const auto& end : {link.a, link.b}) {
-      auto pt = ports.find(end);
-      if (pt != ports.end() && !pt->second.stale) {
-        if (counters_read) downed = std::max(downed, Record(end, pt->second, now));
-        for (std::size_t s = 0; s < kSignalCount; ++s) {
-          const std::size_t ci = Index(CounterOf(static_cast<Signal>(s)));
-          present[k].set(s, pt->second.present.test(ci));
-          pinned[k].set(s, pt->second.Pinned(ci));
-        }
+    std::array<std::optional<Reading>, 2> fresh;  // what each end's counters showed, when read now
+    const topology::PortRef ends[2] = {link.a, link.b};
+    for (int k = 0; k < 2; ++k) {
+      auto pt = ports.find(ends[k]);
+      if (pt == ports.end() || pt->second.stale) continue;
+      if (counters_read) fresh[k] = Record(ends[k], pt->second, now);
+      for (std::size_t s = 0; s < kSignalCount; ++s) {
+        const std::size_t ci = Index(CounterOf(static_cast<Signal>(s)));
+        present[k].set(s, pt->second.present.test(ci));
+        pinned[k].set(s, pt->second.Pinned(ci));
       }
-      ++k;
     }
-    // The link's state: what this sweep read at its switch end(s), else
-    // what discovery saw.
+    // The link's state, only as a PortInfo gave it: read now at an end,
+    // else as discovery last read it. A cable no end of which is known
+    // (both nodes out of reach) keeps its last state: unreachable.
     const topology::Port* state = nullptr;
-    bool read = false, up = true, active = true;
-    for (const auto& end : {link.a, link.b}) {
+    bool known = false, read_now = false, up = true, active = true;
+    bool disabled = false;
+    std::uint64_t disabled_node = 0;  // the node of the end read Disabled
+    for (const auto& end : ends) {
       auto it = links.find(end);
       if (it == links.end()) continue;
-      read = true;
+      known = true;
+      read_now = true;
       up = up && it->second.link_up();
       active = active && it->second.state == transport::kPortStateActive;
+      if (it->second.phys_state == kPhysDisabled) {
+        disabled = true;
+        disabled_node = end.node_guid;
+      }
       if (!state) state = &it->second;
     }
-    if (!read) {
-      const topology::Port* pa = fabric.FindPort(link.a);
-      up = pa && pa->link_up() && pa->remote == link.b;
-      active = up && pa->state == transport::kPortStateActive;
-      state = pa;
+    if (!known) {
+      bool names_other = false;
+      for (int k = 0; k < 2; ++k) {
+        const topology::Port* p = fabric.FindPort(ends[k]);
+        if (!p) continue;
+        if (!p->link_up()) {
+          known = true;  // a PortInfo said down
+          up = false;
+          if (p->phys_state == kPhysDisabled) {
+            disabled = true;
+            disabled_node = ends[k].node_guid;
+          }
+          state = p;
+        } else if (p->remote == ends[1 - k]) {
+          names_other = true;
+          active = active && p->state == transport::kPortStateActive;
+          if (!state) state = p;
+        }
+      }
+      if (!known && names_other) known = true;
+      if (!known) {
+        up = h.up;
+        active = h.active;
+        state = nullptr;
+      }
     }
+    h.reachable = known;
     h.active = up && active;
-    const bool went_down = h.up && !up;
-    // A Down state and the LinkDownedCounter increment it caused are one
-    // event, in the same sweep or a trap's read before it.
-    std::uint64_t events = went_down ? 1 : 0;
-    if (counters_read) {
-      events = std::max(events, downed > c.unmatched_downs ? downed - c.unmatched_downs : 0);
-      c.unmatched_downs = 0;
-    } else {
-      c.unmatched_downs += events;
+    disabled = disabled && !up;
+    h.disabled = disabled;
+    const bool went_down = known && h.up && !up;
+
+    // One flap, one event: an end's increment first pays for events it is
+    // still expected to show; what is left is new. An end read again, with
+    // the link read up, without showing what it was expected to stops
+    // being expected to (its counter never will: ibsim, a pinned counter).
+    // Likewise a Down state read after a counter already showed its flap
+    // is that flap, until the link is read up again.
+    const bool read_up = read_now && up;
+    std::uint64_t counted = 0;
+    std::array<std::uint64_t, 2> shown{};
+    for (int k = 0; k < 2; ++k) {
+      if (!fresh[k]) continue;
+      const std::uint64_t paid = std::min(fresh[k]->link_downed, c.pending[k]);
+      shown[k] = fresh[k]->link_downed - paid;
+      c.pending[k] -= paid;
+      if (read_up) c.pending[k] = 0;
+      counted = std::max(counted, shown[k]);
     }
-    for (std::uint64_t i = 0; i < events && c.downs.size() < kMaxDowns; ++i) c.downs.push_back(now);
-    if (events > 0) h.last_down = wall;
+    std::uint64_t events = std::max<std::uint64_t>(counted, went_down ? 1 : 0);
+    if (went_down && counted == 0 && c.seen_by_counter > 0) {
+      --c.seen_by_counter;  // its counter showed this flap already
+      events = 0;
+    }
+    c.seen_by_counter += counted - std::min<std::uint64_t>(counted, went_down ? 1 : 0);
+    if (read_up) c.seen_by_counter = 0;
+    for (int k = 0; k < 2; ++k) {
+      // Whether this end's counter will show it, read now or later.
+      auto pt = ports.find(ends[k]);
+      const std::size_t ci = Index(Counter::kLinkDowned);
+      if (pt != ports.end() && pt->second.present.test(ci) && !pt->second.Pinned(ci)) c.pending[k] += events - shown[k];
+    }
+
+    // Why: a host whose counters restarted while its cable went down was
+    // reset; a port read Disabled was isolated on purpose.
+    DownKind kind = disabled ? DownKind::kPortDisabled : DownKind::kFlap;
+    for (int k = 0; k < 2; ++k) {
+      if (!fresh[k] || !fresh[k]->reset) continue;
+      auto kit = kinds_.find(ends[k].node_guid);
+      if (kit == kinds_.end() || kit->second != topology::NodeKind::kCa) continue;
+      c.reset_seen = observation_;
+      // Downs since this end was read before (while it was out) were the reset.
+      const int earlier = fresh[k]->previous ? Reclassify(&c, *fresh[k]->previous, DownKind::kHostReset) : 0;
+      if (earlier > 0 || events > 0) {
+        Emit({DownKind::kHostReset, wall, ends[k].node_guid, link, earlier + static_cast<int>(events)});
+      }
+    }
+    if (kind == DownKind::kFlap && c.reset_seen && observation_ - *c.reset_seen <= kResetSlack) {
+      if (events > 0 && *c.reset_seen != observation_ && !events_.empty()) {
+        // The same reset, seen late at the switch end.
+        for (auto e = events_.rbegin(); e != events_.rend(); ++e) {
+          if (e->kind == DownKind::kHostReset && e->cable == link) {
+            e->links += static_cast<int>(events);
+            break;
+          }
+        }
+      }
+      kind = DownKind::kHostReset;
+    }
+    if (kind == DownKind::kPortDisabled && events > 0) {
+      Emit({DownKind::kPortDisabled, wall, disabled_node, link, static_cast<int>(events)});
+    }
+    for (std::uint64_t i = 0; i < events && c.downs.size() < kMaxDowns; ++i) c.downs.push_back({now, observation_, kind});
+    if (events > 0) {
+      h.last_down = wall;
+      h.last_down_kind = kind;
+    }
     h.downs_total += events;
-    while (!c.downs.empty() && c.downs.front() <= now - options_.window) c.downs.pop_front();
-    h.downs_in_window = static_cast<int>(c.downs.size());
+    while (!c.downs.empty() && c.downs.front().t <= now - options_.window) c.downs.pop_front();
     h.up = up;
-    h.rate = up && state ? topology::RateString(*state) : "";
-    const double gbps = up && state ? topology::ActiveGbps(*state) : 0;
-    if (gbps > c.best_gbps) {
-      c.best_gbps = gbps;
-      h.best_rate = h.rate;
+    if (known) {
+      h.rate = up && state ? topology::RateString(*state) : "";
+      const double gbps = up && state ? topology::ActiveGbps(*state) : 0;
+      if (gbps > c.best_gbps) {
+        c.best_gbps = gbps;
+        h.best_rate = h.rate;
+      }
+      h.dropped = up && gbps > 0 && gbps < c.best_gbps;
     }
-    h.dropped = up && gbps > 0 && gbps < c.best_gbps;
     h.degraded.reset();
     if (analysis) {
       auto d = analysis->degraded.find(link);
@@ -203,6 +330,50 @@ void LinkHealth::Observe(const topology::Fabric& fabric, const topology::Analysi
     h.a.pinned = pinned[0];
     h.b.present = present[1];
     h.b.pinned = pinned[1];
+  }
+  FindReboots(now, wall);
+  for (auto& [link, c] : cables_) {
+    c.health.downs_in_window = static_cast<int>(
+        std::count_if(c.downs.begin(), c.downs.end(), [](const Down& d) { return d.kind == DownKind::kFlap; }));
+  }
+}
+
+void LinkHealth::FindReboots(std::chrono::steady_clock::time_point now, std::chrono::system_clock::time_point wall) {
+  // Per switch: its cables, and those with a down in the window that is a
+  // flap or already this reboot.
+  std::map<std::uint64_t, std::pair<int, std::vector<CableState*>>> of;
+  for (auto& [link, c] : cables_) {
+    const bool down = std::any_of(c.downs.begin(), c.downs.end(), [](const Down& d) {
+      return d.kind == DownKind::kFlap || d.kind == DownKind::kSwitchReboot;
+    });
+    for (const auto& end : {link.a, link.b}) {
+      auto kit = kinds_.find(end.node_guid);
+      if (kit == kinds_.end() || kit->second != topology::NodeKind::kSwitch) continue;
+      auto& [total, downs] = of[end.node_guid];
+      ++total;
+      if (down) downs.push_back(&c);
+    }
+  }
+  for (auto& [guid, counts] : of) {
+    auto& [total, downs] = counts;
+    if (downs.size() < 2 || static_cast<double>(downs.size()) < kRebootShare * total) continue;
+    int links = 0;
+    for (CableState* c : downs) links += Reclassify(c, now - options_.window, DownKind::kSwitchReboot);
+    if (links == 0) continue;  // this reboot was already reported, with every cable in it
+    // One event per reboot: cables that join it later add to it.
+    FabricEvent* last = nullptr;
+    for (auto e = events_.rbegin(); e != events_.rend(); ++e) {
+      if (e->kind == DownKind::kSwitchReboot && e->node_guid == guid) {
+        last = &*e;
+        break;
+      }
+    }
+    const auto window = std::chrono::duration_cast<std::chrono::system_clock::duration>(options_.window);
+    if (last && last->when >= wall - window) {
+      last->links += links;
+    } else {
+      Emit({DownKind::kSwitchReboot, wall, guid, std::nullopt, links});
+    }
   }
 }
 

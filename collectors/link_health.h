@@ -1,7 +1,19 @@
 #pragma once
 // Link health per cable, both ends together, from consecutive sweeps:
-//  - flaps: LinkDownedCounter increments and Down transitions seen between
-//    sweeps (one event per sweep counted once, whichever saw it);
+//  - link-down events: LinkDownedCounter increments and Down states that a
+//    PortInfo read (never a MAD that went unanswered: a cable none of whose
+//    ends can be read is unreachable, not down). One flap is one event
+//    whichever saw it first: an event one end's counter or a Down state
+//    showed is expected at each other end's next fresh reading and matched
+//    there, not counted again; an end read again without it stops being
+//    expected to show it (ibsim never counts LinkDowned; a pinned counter
+//    cannot).
+//  - why a link went down: a host whose counters restarted from zero
+//    between two readings while its cable went down was reset (one
+//    host_reset event, no flap); nearly every cable of one switch going
+//    down within the window is one switch_reboot event for that switch; a
+//    port read Disabled was isolated on purpose (port_disabled). Only the
+//    rest are flaps (downs_in_window);
 //  - error rates over a sliding window at each end (symbol errors, link
 //    error recoveries, receive errors, local link integrity errors, buffer
 //    overruns), with a bit-error-rate estimate (symbol errors per bit
@@ -70,6 +82,20 @@ struct EndRates {
   }
 };
 
+// Why a link went down.
+enum class DownKind : std::uint8_t { kFlap, kHostReset, kSwitchReboot, kPortDisabled };
+const char* ToString(DownKind k);  // "flap", "host_reset", "switch_reboot", "port_disabled"
+
+// A link-down event that is not a flap of the cable: what happened, to
+// which node, and how many links it took down.
+struct FabricEvent {
+  DownKind kind = DownKind::kHostReset;
+  std::chrono::system_clock::time_point when{};
+  std::uint64_t node_guid = 0;          // the host, the switch, the node of the disabled port
+  std::optional<topology::Link> cable;  // a host reset's or disabled port's cable
+  int links = 0;                        // link-down events it explains
+};
+
 struct CableHealth {
   topology::Link cable;  // ends ordered by GUID
   bool up = false;       // as last seen (physical link up)
@@ -78,9 +104,12 @@ struct CableHealth {
   std::string best_rate; // the fastest it ran at since the exporter started
   bool dropped = false;  // up, but below best_rate: retrained to a lower width or speed
   std::optional<topology::FindingKind> degraded;  // the topology analysis' verdict
-  int downs_in_window = 0;
-  std::uint64_t downs_total = 0;
+  bool disabled = false;  // down, an end Disabled on purpose (PortPhysicalState 3)
+  bool reachable = true;  // an end was read, or discovery knows one: false when both are out of reach
+  int downs_in_window = 0;        // flaps within the window (what flapping_link judges)
+  std::uint64_t downs_total = 0;  // every link-down event, flap or not
   std::optional<std::chrono::system_clock::time_point> last_down;
+  std::optional<DownKind> last_down_kind;
   EndRates a, b;
 };
 
@@ -108,6 +137,10 @@ class LinkHealth {
                bool counters_read = true);
 
   std::vector<CableHealth> Cables() const;
+  // Events that explain link downs other than flaps, oldest first (the last
+  // 256), and how many of each kind since the start.
+  const std::deque<FabricEvent>& Events() const { return events_; }
+  const std::map<DownKind, std::uint64_t>& EventCounts() const { return event_counts_; }
 
  private:
   struct Point {
@@ -117,26 +150,49 @@ class LinkHealth {
   struct History {
     std::deque<Point> kept;  // thinned: at most one point per window/5, one older than the window
     std::optional<Point> latest;
+    std::uint32_t resets = 0;  // PortTotals::resets as last seen
+  };
+  // What one fresh reading of a port brought.
+  struct Reading {
+    std::uint64_t link_downed = 0;  // LinkDownedCounter increment since the previous reading
+    bool reset = false;             // its counters restarted since
+    std::optional<std::chrono::steady_clock::time_point> previous;  // when it was read before
+  };
+  struct Down {
+    std::chrono::steady_clock::time_point t;
+    std::uint64_t observation;
+    DownKind kind;
   };
   struct CableState {
     CableHealth health;
     double best_gbps = 0;
-    std::deque<std::chrono::steady_clock::time_point> downs;
-    // Down states counted between sweeps that no LinkDownedCounter
-    // increment has matched yet.
-    std::uint64_t unmatched_downs = 0;
+    std::deque<Down> downs;  // within the window
+    // Events each end's LinkDownedCounter is still expected to show, and
+    // events a counter showed whose Down state may still be read.
+    std::array<std::uint64_t, 2> pending{};
+    std::uint64_t seen_by_counter = 0;
+    // The observation in which a CA end's counters were seen restarted:
+    // downs counted soon after are that reset too.
+    std::optional<std::uint64_t> reset_seen;
   };
   void Track(const topology::Fabric& fabric);
-  // Adds the port's reading to its history; returns its LinkDownedCounter
-  // increment since the previous reading.
-  std::uint64_t Record(const topology::PortRef& port, const PortTotals& totals,
-                       std::chrono::steady_clock::time_point now);
+  // Adds the port's reading to its history.
+  Reading Record(const topology::PortRef& port, const PortTotals& totals, std::chrono::steady_clock::time_point now);
   EndRates RatesOf(const topology::PortRef& port, const topology::Port* state) const;
+  // Downs of the cable from `since` on, of kind flap, become `kind`; returns how many.
+  static int Reclassify(CableState* c, std::chrono::steady_clock::time_point since, DownKind kind);
+  // Nearly every cable of one switch down within the window: one reboot.
+  void FindReboots(std::chrono::steady_clock::time_point now, std::chrono::system_clock::time_point wall);
+  void Emit(FabricEvent e);
 
   LinkHealthOptions options_;
   std::map<topology::Link, CableState> cables_;
   std::map<topology::PortRef, topology::Link> cable_of_;
   std::map<topology::PortRef, History> history_;
+  std::map<std::uint64_t, topology::NodeKind> kinds_;  // every node seen in a fabric
+  std::uint64_t observation_ = 0;
+  std::deque<FabricEvent> events_;
+  std::map<DownKind, std::uint64_t> event_counts_;
 };
 
 }  // namespace ibfabric::collectors

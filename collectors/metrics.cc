@@ -300,15 +300,27 @@ void RenderSelf(const Snapshot& s, std::string_view version, Emit out) {
                               "Sweeps in which no port of the node answered", MetricType::Counter);
   auto node_last = Family("infiniband_exporter_node_last_success_timestamp_seconds",
                           "Unix time of the last sweep that read the node", MetricType::Gauge);
+  auto node_trouble = Family("infiniband_exporter_node_mad_trouble_ratio",
+                             "Fraction of the sweeps' MADs to the node over the alert window that needed a retry "
+                             "or got no answer: how far its readings can be trusted",
+                             MetricType::Gauge);
   for (const auto& [guid, h] : s.node_health) {
     const std::vector<ClientMetric::Label> labels{{"guid", FormatGuid(guid)}};
     Add(node_stale, labels, h.stale ? 1 : 0);
     Add(node_failures, labels, static_cast<double>(h.failures));
     Add(node_last, labels, h.last_success == std::chrono::system_clock::time_point{} ? 0 : Seconds(h.last_success));
+    Add(node_trouble, labels, h.MadTroubleRatio());
   }
   out(std::move(node_stale));
   out(std::move(node_failures));
   out(std::move(node_last));
+  out(std::move(node_trouble));
+  EmitOne(out, "infiniband_exporter_discovery_unanswered",
+          "Facts the last full walk asked for and got no answer to (kept from the walk before)", MetricType::Gauge,
+          static_cast<double>(s.discovery_unanswered));
+  EmitOne(out, "infiniband_exporter_discoveries_incomplete_total",
+          "Full walks that missed answers and were merged into the last fabric", MetricType::Counter,
+          static_cast<double>(s.incomplete_discoveries));
 
   EmitOne(out, "infiniband_exporter_port_resets_total",
           "Ports whose counters the exporter cleared (--counters.clear-threshold)",
@@ -491,15 +503,29 @@ void RenderHealth(const Snapshot& s, Emit out) {
                    "1 while the cable's link is up; 0 for a cable seen up before that is down now",
                    MetricType::Gauge);
   auto downs = Family("infiniband_link_down_events_total",
-                      "Times the cable went down: LinkDownedCounter increments or Down states seen between "
-                      "sweeps, once per sweep",
+                      "Times the cable went down (flaps, host resets, switch reboots, ports disabled): "
+                      "LinkDownedCounter increments and Down states PortInfo read, each event once",
                       MetricType::Counter);
+  std::size_t unreachable = 0;
   for (const CableHealth& c : h.cables) {
     Add(up, CableLabels(s, c.cable), c.up ? 1 : 0);
     Add(downs, CableLabels(s, c.cable), static_cast<double>(c.downs_total));
+    unreachable += c.reachable ? 0 : 1;
   }
   out(std::move(up));
   out(std::move(downs));
+  EmitOne(out, "infiniband_exporter_unreachable_links",
+          "Cables neither end of which can be read or is known to discovery (state unknown, not down)",
+          MetricType::Gauge, static_cast<double>(unreachable));
+  auto events = Family("infiniband_link_down_explained_total",
+                       "Link-down events that were no flap, by what they were: host_reset (the host's counters "
+                       "restarted), switch_reboot (nearly every cable of one switch), port_disabled (on purpose)",
+                       MetricType::Counter);
+  for (DownKind k : {DownKind::kHostReset, DownKind::kSwitchReboot, DownKind::kPortDisabled}) {
+    auto it = h.event_counts.find(k);
+    Add(events, {{"kind", ToString(k)}}, it == h.event_counts.end() ? 0 : static_cast<double>(it->second));
+  }
+  out(std::move(events));
 
   // Per end of each cable, over the link-health window: what dashboards
   // and rules need without knowing each link's symbol time.

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <string>
@@ -14,6 +15,7 @@
 #include "collectors/counter_store.h"
 #include "collectors/link_health.h"
 #include "collectors/subnet_managers.h"
+#include "collectors/sweep.h"
 #include "collectors/counters.h"
 #include "topology/analysis.h"
 #include "topology/fabric.h"
@@ -34,6 +36,14 @@ struct NodeHealth {
   bool stale = false;               // no port of the node answered the last sweep
   std::uint64_t failures = 0;       // sweeps in which no port of the node answered
   std::chrono::system_clock::time_point last_success{};
+  // The sweeps' MADs to the node in this half of the window and the one
+  // before: how far its readings can be trusted.
+  MadTally mads_now, mads_before;
+  // The fraction of those that needed a retry or got no answer (0 when none asked).
+  double MadTroubleRatio() const {
+    const double asked = mads_now.asked + mads_before.asked;
+    return asked > 0 ? (mads_now.troubled + mads_before.troubled) / asked : 0;
+  }
 };
 
 struct PhaseHealth {
@@ -46,6 +56,8 @@ struct PhaseHealth {
 // Link health and alerts as of one sweep.
 struct HealthReport {
   std::vector<CableHealth> cables;
+  std::deque<FabricEvent> events;  // link downs that were no flap, oldest first
+  std::map<DownKind, std::uint64_t> event_counts;
   std::vector<Alert> active;   // by severity, cause, cable
   std::vector<Alert> cleared;  // newest first
   std::map<Cause, std::uint64_t> raised;
@@ -84,6 +96,8 @@ struct Snapshot {
   std::chrono::system_clock::time_point last_success{};  // end of the last good sweep
   std::chrono::system_clock::time_point published{};
   std::vector<std::string> discovery_problems;
+  std::size_t discovery_unanswered = 0;      // what the last full walk got no answer to (merged from the one before)
+  std::uint64_t incomplete_discoveries = 0;  // full walks that missed answers
   // The metrics exposition of this snapshot, rendered once when it is
   // published; every scrape serves this text.
   std::string exposition;

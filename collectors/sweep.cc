@@ -95,6 +95,18 @@ SweepResult Sweep(const std::vector<SweepTarget>& targets, const std::vector<Lin
   const auto results = engine.Run(reqs);
 
   SweepResult out;
+  auto tally = [&](std::uint64_t node, std::size_t index) {
+    const auto& r = results[index];
+    MadTally& t = out.mads[node];
+    ++t.asked;
+    if (r.retries > 0 || r.outcome == MadOutcome::kTimeout || r.outcome == MadOutcome::kSendError) ++t.troubled;
+  };
+  for (std::size_t i = 0; i < targets.size(); ++i) {
+    tally(targets[i].port.node_guid, basic_index[i]);
+    if (ext_index[i] != kNone) tally(targets[i].port.node_guid, ext_index[i]);
+  }
+  for (std::size_t i = 0; i < checks.size(); ++i) tally(checks[i].guid, first_check + i);
+  for (std::size_t i = 0; i < links.size(); ++i) tally(links[i].port.node_guid, first_link + i);
   std::set<std::uint16_t> moved_lids;
   std::size_t k = first_check;
   for (const auto& c : checks) {

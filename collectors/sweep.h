@@ -82,8 +82,21 @@ struct PortReading {
   transport::MadOutcome outcome = transport::MadOutcome::kOk;
 };
 
+// The MADs of a sweep to one node, and how many of them needed a retry or
+// got no answer at all: how much its readings can be trusted.
+struct MadTally {
+  std::uint32_t asked = 0;
+  std::uint32_t troubled = 0;
+  MadTally& operator+=(const MadTally& o) {
+    asked += o.asked;
+    troubled += o.troubled;
+    return *this;
+  }
+};
+
 struct SweepResult {
   std::vector<PortReading> readings;  // in target order
+  std::map<std::uint64_t, MadTally> mads;  // per node: every request of this sweep to it
   std::size_t failed_ports = 0;
   // Nodes whose LID answered NodeInfo with another GUID: the LIDs moved (an
   // SM restart, Baselid). Their readings are dropped; rediscover.

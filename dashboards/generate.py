@@ -304,6 +304,14 @@ def exporter_health():
         "The exporter's SMP budget: sweeps and trap re-reads in steady state, re-walks per event, full walks hourly."), 12, 8)
     l.add(timeseries("Traps received", [target(
         f'increase(infiniband_exporter_traps_total{{{F}}}[$__rate_interval])', "{{instance}} trap {{trap}}")]), 12, 8)
+    l.add(table("Nodes whose MADs fail (retried or unanswered, share over the alert window)",
+                f'topk(20, infiniband_exporter_node_mad_trouble_ratio{{{F}}} > 0)'), 12, 6)
+    l.add(timeseries("Link downs that were no flap, and walks that missed answers", [
+        target(f'increase(infiniband_link_down_explained_total{{{F}}}[$__rate_interval])', "{{instance}} {{kind}}"),
+        target(f'increase(infiniband_exporter_discoveries_incomplete_total{{{F}}}[$__rate_interval])',
+               "{{instance}} incomplete walks (merged)", ref="B")], "short",
+        "Host resets, switch reboots and ports disabled on purpose are events, not flapping links; a walk that "
+        "lost answers is merged into the last fabric, never taken as the fabric."), 12, 6)
     l.add(table("Exporters: version, scope and shard",
                 f'infiniband_exporter_build_info{{{F}}} * on (instance) group_left (scope, shard, shards) '
                 f'infiniband_exporter_scope_info{{{F}}}'), 12, 6)

@@ -6,6 +6,7 @@
 
 #include "collectors/metrics.h"
 #include "topology/discovery.h"
+#include "topology/merge.h"
 #include "topology/routing.h"
 
 namespace ibfabric::exporter {
@@ -42,6 +43,12 @@ constexpr int kRecentSweeps = 6;
 // Sweeps in which tables that did not answer are asked again.
 constexpr int kTableRetries = 6;
 constexpr std::size_t kMaxRewalk = 64;
+// A re-walk whose far end did not answer is asked again this many times.
+constexpr int kRewalkRetries = 5;
+// Sweeps before a port that stopped answering is re-walked for that again
+// (doubling while it stays silent, up to kSilentHoldMax).
+constexpr std::uint64_t kSilentHold = 10;
+constexpr std::uint64_t kSilentHoldMax = 640;
 
 void AddPhase(transport::KindCounts* total, const transport::KindCounts& add) {
   for (std::size_t k = 0; k < transport::kMadKinds; ++k) (*total)[k] += add[k];
@@ -77,7 +84,20 @@ void Poller::Discover() {
   if (r.ok) {
     local_guid_ = r.local_node_guid;
     local_port_ = r.local_port;
-    Adopt(r.fabric, nullptr, {});
+    unanswered_ = r.unanswered.size();
+    topology::MergeResult merged = topology::MergeWalk(*fabric_, r, &misses_);
+    if (!r.unanswered.empty()) {
+      ++incomplete_walks_;
+      log_.Warn("discovery missed answers; merged into the last fabric",
+                "unanswered=" + std::to_string(r.unanswered.size()) + " kept_facts=" +
+                    std::to_string(merged.kept.size()) + " kept_nodes=" + std::to_string(merged.kept_nodes.size()));
+      for (const auto& line : merged.kept) log_.Debug("discovery kept", "what=\"" + line + "\"");
+    }
+    for (std::uint64_t g : merged.dropped) {
+      log_.Info("node left the fabric", "guid=" + topology::FormatGuid(g) + " name=\"" +
+                                            (nodes_.count(g) ? nodes_[g].name : std::string()) + "\"");
+    }
+    Adopt(merged.fabric, nullptr, {}, &r.unanswered);
     subscribe_due_ = true;
     check_all_lids_ = false;  // the walk just read every LID's owner
   } else {
@@ -94,9 +114,20 @@ void Poller::Discover() {
                                   " seconds=" + std::to_string(discovery_.duration_seconds));
 }
 
+topology::Fabric Poller::Named(const topology::Fabric& walked, const topology::Unanswered* unanswered) const {
+  if (!unanswered || unanswered->descriptions.empty()) return walked;
+  std::vector<topology::Node> nodes = walked.nodes();
+  for (auto& n : nodes) {
+    if (!n.description.empty() || !unanswered->descriptions.count(n.guid)) continue;
+    auto it = nodes_.find(n.guid);
+    if (it != nodes_.end()) n.description = it->second.name;
+  }
+  return topology::Fabric(std::move(nodes));
+}
+
 void Poller::Adopt(const topology::Fabric& walked, const std::vector<std::uint64_t>* fresh,
-                   const std::vector<std::uint64_t>& gone) {
-  fabric_ = std::make_shared<topology::Fabric>(topology::WithNames(walked, options_.names));
+                   const std::vector<std::uint64_t>& gone, const topology::Unanswered* unanswered) {
+  fabric_ = std::make_shared<topology::Fabric>(topology::WithNames(Named(walked, unanswered), options_.names));
   const bool everything = options_.scope.everything();
   if (!everything) in_scope_ = topology::PortsInScope(*fabric_, options_.scope, local_guid_);
   for (const auto& node : fabric_->nodes()) {
@@ -121,12 +152,15 @@ void Poller::Adopt(const topology::Fabric& walked, const std::vector<std::uint64
     }
     std::erase_if(pkeys_, [&](const auto& e) { return gone_set.count(e.first.node_guid) > 0; });
   } else {
+    // Everything is read again; what does not answer keeps what it had
+    // (a lost MAD is no reason to forget a table), nodes gone lose theirs.
     for (const auto& node : fabric_->nodes()) read.insert(node.guid);
-    lft_.clear();
-    switch_info_.clear();
-    pkeys_.clear();
-    caps_.clear();
-    tables_due_.clear();
+    const auto gone_node = [&](const auto& e) { return fabric_->FindNode(e.first) == nullptr; };
+    std::erase_if(lft_, gone_node);
+    std::erase_if(switch_info_, gone_node);
+    std::erase_if(caps_, gone_node);
+    std::erase_if(tables_due_, gone_node);
+    std::erase_if(pkeys_, [&](const auto& e) { return fabric_->FindNode(e.first.node_guid) == nullptr; });
   }
   const std::vector<std::string> problems = ReadTables(read);
   if (!fresh) discovery_problems_.insert(discovery_problems_.end(), problems.begin(), problems.end());
@@ -273,13 +307,16 @@ void Poller::Rewalk(const std::vector<topology::PortChange>& changes) {
   const transport::KindCounts before = engine_.stats().kinds;
   topology::IncrementalResult r = topology::Rediscover(engine_, *fabric_, local_guid_, local_port_, changes);
   for (const auto& line : r.reread) log_.Info("re-walk", "what=\"" + line + "\"");
-  for (const auto& c : changes) recent_[c.port] = kRecentSweeps;
+  for (const auto& c : changes) {
+    if (c.port.port != 0) recent_[c.port] = kRecentSweeps;
+  }
   ++rewalks_;
   if (!r.trusted) {
     log_.Warn("re-walk could not be trusted; walking the whole fabric next");
     rediscover_ = true;
   } else {
-    Adopt(r.discovery.fabric, &r.new_nodes, r.gone_nodes);
+    Adopt(r.discovery.fabric, &r.new_nodes, r.gone_nodes, &r.discovery.unanswered);
+    Retry(changes, r.retry);
   }
   const transport::KindCounts used = transport::Since(before, engine_.stats().kinds);
   AddPhase(&phase_mads_["rewalk"], used);
@@ -289,6 +326,25 @@ void Poller::Rewalk(const std::vector<topology::PortChange>& changes) {
                                   " dr_smps=" + std::to_string(used[0].sent) +
                                   " smps=" + std::to_string(used[0].sent + used[1].sent) + " seconds=" +
                                   std::to_string(SecondsOf(std::chrono::steady_clock::now() - start)));
+}
+
+void Poller::Retry(const std::vector<topology::PortChange>& changes, const std::vector<topology::PortChange>& retry) {
+  for (const auto& c : changes) {
+    if (std::none_of(retry.begin(), retry.end(), [&](const auto& r) { return r.port == c.port; })) {
+      retry_.erase(c.port);
+    }
+  }
+  for (const auto& c : retry) {
+    RetryState& s = retry_[c.port];
+    s.change = c;
+    if (++s.attempts > kRewalkRetries) {
+      log_.Warn("nothing answers behind a changed port; leaving it to the rotation and the next full walk",
+                "port=\"" + Describe(c.port) + "\" why=\"" + c.why + "\"");
+      retry_.erase(c.port);
+      continue;
+    }
+    s.due = sweeps_ + (1ULL << (s.attempts - 1));
+  }
 }
 
 std::optional<topology::PortRef> Poller::SwitchEnd(const topology::PortRef& port) const {
@@ -305,6 +361,9 @@ std::optional<topology::PortRef> Poller::SwitchEnd(const topology::PortRef& port
 std::set<topology::PortRef> Poller::Watched() const {
   std::set<topology::PortRef> out;
   for (const auto& [ref, left] : recent_) out.insert(ref);
+  for (const auto& [ref, r] : retry_) {
+    if (ref.port != 0) out.insert(ref);
+  }
   // A remembered port that is down: seen as soon as it comes back.
   for (const auto& ref : remembered_) {
     const topology::Port* p = fabric_->FindPort(ref);
@@ -416,6 +475,16 @@ bool Poller::HandleReports() {
 Poller::Absorbed Poller::Absorb(const collectors::SweepResult& sweep,
                                 std::chrono::system_clock::time_point wall) {
   Absorbed a;
+  // What the MADs to each node went through, over two halves of the window.
+  const auto now = std::chrono::steady_clock::now();
+  if (now - mad_half_start_ >= options_.alerts.window / 2) {
+    for (auto& [guid, h] : health_) {
+      h.mads_before = h.mads_now;
+      h.mads_now = {};
+    }
+    mad_half_start_ = now;
+  }
+  for (const auto& [guid, t] : sweep.mads) health_[guid].mads_now += t;
   std::map<std::uint64_t, bool> node_ok;  // node -> any of its ports answered
   std::set<topology::PortRef> targeted;
   const std::size_t ld = collectors::Index(collectors::Counter::kLinkDowned);
@@ -425,6 +494,7 @@ Poller::Absorbed Poller::Absorb(const collectors::SweepResult& sweep,
     if (!r.sample) {
       store_.MarkStale(r.target.port);
       if (known_failing_.insert(r.target.port).second) a.newly_failing.insert(r.target.port);
+      if (auto end = SwitchEnd(r.target.port); end && SilenceDue(*end)) a.silent.insert(r.target.port);
       continue;
     }
     ok = true;
@@ -457,10 +527,20 @@ Poller::Absorbed Poller::Absorb(const collectors::SweepResult& sweep,
 
 bool Poller::Cycle() {
   const auto now = std::chrono::steady_clock::now();
-  if (rediscover_ || now >= next_discovery_) {
+  if ((rediscover_ && now >= forced_not_before_) || now >= next_discovery_) {
     Discover();
     rediscover_ = !discovery_.success;
     next_discovery_ = now + options_.discovery_interval;
+    // Loss is not multiplied into walks: after a walk that missed answers
+    // the next forced one waits, longer each time.
+    if (discovery_.success && unanswered_ > 0) {
+      const auto first = std::max<std::chrono::milliseconds>(2 * options_.sweep_interval, std::chrono::seconds(1));
+      forced_backoff_ = forced_backoff_.count() == 0 ? first : std::min(2 * forced_backoff_, options_.sweep_rotation);
+      forced_backoff_ = std::max(forced_backoff_, first);
+    } else {
+      forced_backoff_ = std::chrono::milliseconds(0);
+    }
+    forced_not_before_ = now + forced_backoff_;
   }
   HandleReports();  // what arrived during the walk
   if (analysis_stale_) Reanalyze(/*log_findings=*/false);
@@ -555,7 +635,7 @@ bool Poller::Cycle() {
 void Poller::ReadSwitchEnds(const Absorbed& absorbed, const std::vector<collectors::LinkTarget>& all_links,
                             collectors::SweepResult* sweep) {
   std::set<topology::PortRef> more;
-  for (const auto* set : {&absorbed.flapped, &absorbed.newly_failing}) {
+  for (const auto* set : {&absorbed.flapped, &absorbed.silent}) {
     for (const auto& ref : *set) {
       if (auto s = SwitchEnd(ref); s && !sweep->links.count(*s)) more.insert(*s);
     }
@@ -574,16 +654,53 @@ std::vector<topology::PortChange> Poller::ChangesOf(const collectors::SweepResul
   std::map<topology::PortRef, topology::PortChange> changes;
   for (const auto& [ref, port] : changed.ports) changes[ref] = {ref, port, "port state changed"};
   // A flap that is over (up again at the same rate) may have brought
-  // another cable; a port that stopped answering may have another LID.
+  // another cable; a port that stopped answering may have another LID (not
+  // every sweep: under loss it stops and starts again).
+  std::set<std::uint64_t> silent_switches;
   for (const auto& [set, why] : {std::pair{&absorbed.flapped, "LinkDownedCounter moved"},
-                                 std::pair{&absorbed.newly_failing, "stopped answering"}}) {
+                                 std::pair{&absorbed.silent, "stopped answering"}}) {
+    const bool silent = set == &absorbed.silent;
     for (const auto& ref : *set) {
       const auto end = SwitchEnd(ref);
       if (!end || changes.count(*end)) continue;
       auto it = sweep.links.find(*end);
-      if (it != sweep.links.end()) changes[*end] = {*end, it->second, why};
+      if (it != sweep.links.end()) {
+        changes[*end] = {*end, it->second, why};
+        if (silent) NoteSilenceRewalk(*end);
+      } else if (silent && *end == ref) {
+        silent_switches.insert(ref.node_guid);  // the switch's own PortInfo did not answer either
+      }
     }
   }
+  // A switch nothing of which answered by LID this sweep may have another
+  // LID: its port 0 is read over its directed route.
+  std::set<std::uint64_t> answered;
+  for (const auto& r : sweep.readings) {
+    if (r.sample) answered.insert(r.target.port.node_guid);
+  }
+  for (const auto& [ref, port] : sweep.links) answered.insert(ref.node_guid);
+  for (std::uint64_t g : silent_switches) {
+    const topology::PortRef zero{g, 0};
+    if (answered.count(g) || changes.count(zero) || !SilenceDue(zero)) continue;
+    NoteSilenceRewalk(zero);
+    changes[zero] = {zero, topology::Port{}, "stopped answering by LID"};
+  }
+  // Re-walks whose far end did not answer, when due.
+  for (auto& [ref, r] : retry_) {
+    if (r.due > sweeps_ || changes.count(ref)) continue;
+    if (ref.port == 0) {
+      changes[ref] = r.change;
+      continue;
+    }
+    auto it = sweep.links.find(ref);
+    if (it == sweep.links.end()) {
+      r.due = sweeps_ + 1;  // its PortInfo did not answer this time
+      continue;
+    }
+    changes[ref] = {ref, it->second, r.change.why + ", asked again"};
+  }
+  // Holds of ports that answer again run out.
+  std::erase_if(silent_rewalked_, [&](const auto& e) { return sweeps_ >= e.second.first + 2 * e.second.second; });
   std::vector<topology::PortChange> list;
   if (changes.empty()) return list;
   log_.Info("switch ports changed; re-walking them",
@@ -593,6 +710,16 @@ std::vector<topology::PortChange> Poller::ChangesOf(const collectors::SweepResul
                 " newly_failing=" + std::to_string(absorbed.newly_failing.size()));
   for (auto& [ref, c] : changes) list.push_back(std::move(c));
   return list;
+}
+
+bool Poller::SilenceDue(const topology::PortRef& end) const {
+  auto it = silent_rewalked_.find(end);
+  return it == silent_rewalked_.end() || sweeps_ >= it->second.first + it->second.second;
+}
+
+void Poller::NoteSilenceRewalk(const topology::PortRef& end) {
+  auto [it, fresh] = silent_rewalked_.try_emplace(end, sweeps_, kSilentHold);
+  if (!fresh) it->second = {sweeps_, std::min(2 * it->second.second, kSilentHoldMax)};
 }
 
 void Poller::WatchSubnetManagers(std::chrono::steady_clock::time_point now,
@@ -644,6 +771,20 @@ void Poller::Judge(const collectors::SweepResult& sweep, std::chrono::steady_clo
                        /*counters_read=*/!sweep.readings.empty());
   auto report = std::make_shared<collectors::HealthReport>();
   report->cables = link_health_.Cables();
+  report->events = link_health_.Events();
+  report->event_counts = link_health_.EventCounts();
+  // Link downs that were no flap, as they are first told apart.
+  std::uint64_t events = 0;
+  for (const auto& [kind, n] : report->event_counts) events += n;
+  const std::size_t fresh = static_cast<std::size_t>(std::min<std::uint64_t>(events - events_logged_, report->events.size()));
+  for (auto it = report->events.end() - static_cast<std::ptrdiff_t>(fresh); it != report->events.end(); ++it) {
+    auto named = nodes_.find(it->node_guid);
+    const std::string node = named != nodes_.end() && !named->second.name.empty() ? named->second.name
+                                                                                  : topology::FormatGuid(it->node_guid);
+    log_.Warn("link down explained", std::string("kind=") + collectors::ToString(it->kind) + " node=\"" + node +
+                                         "\" links=" + std::to_string(it->links));
+  }
+  events_logged_ = events;
   alerts_.Evaluate(report->cables, analysis_.get(), wall,
                    [this](const topology::PortRef& p) { return Describe(p); });
   report->active = alerts_.Active();
@@ -703,6 +844,8 @@ void Poller::Publish() {
   s->last_success = last_success_;
   s->published = std::chrono::system_clock::now();
   s->discovery_problems = discovery_problems_;
+  s->discovery_unanswered = unanswered_;
+  s->incomplete_discoveries = incomplete_walks_;
   s->exposition = collectors::RenderExposition(*s, options_.version);
   holder_.Publish(std::move(s));
 }

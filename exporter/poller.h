@@ -13,6 +13,16 @@
 // LIDs likewise (all of them after the master SM changed). A changed port is
 // re-walked; LIDs that answer for another node, a re-walk that cannot be
 // trusted, or many changes at once make the next cycle walk everything.
+//
+// Lost MADs are never evidence: a full walk that missed answers is merged
+// into the last fabric (topology/merge.h), and the next walk forced by
+// anything but the schedule waits longer after each such walk (twice the
+// sweep interval, doubling up to the rotation); a re-walk whose far end
+// did not answer keeps the link and asks again over the next sweeps
+// (1, 2, 4, ... sweeps apart, five times); a port that stopped answering is
+// re-walked for that at most once in ten sweeps. What each node's MADs
+// went through (retries, no answer) over the alert window is kept with its
+// health, so readings and alerts say how far they can be trusted.
 
 #include <chrono>
 #include <functional>
@@ -79,6 +89,9 @@ class Poller {
   // What one sweep changed that the cycle decides on.
   struct Absorbed {
     std::set<topology::PortRef> newly_failing;  // ports that answered before and not now
+    // Ports not answering whose switch end is due a re-walk for it: newly,
+    // or still and their hold is over (SilenceDue).
+    std::set<topology::PortRef> silent;
     std::set<topology::PortRef> flapped;        // ports whose LinkDownedCounter moved
   };
   // Folds a sweep into the totals and the node health.
@@ -100,11 +113,16 @@ class Poller {
   // and capabilities of `fresh` nodes are read (all when `fresh` is null),
   // those of `gone` nodes forgotten, the others kept.
   void Adopt(const topology::Fabric& fabric, const std::vector<std::uint64_t>* fresh,
-             const std::vector<std::uint64_t>& gone);
+             const std::vector<std::uint64_t>& gone, const topology::Unanswered* unanswered);
   // Reads the forwarding tables, P_Key tables and PMA capabilities of the
   // nodes in `read`; those that did not answer are asked again later.
   // Returns what did not answer, one line each.
   std::vector<std::string> ReadTables(const std::set<std::uint64_t>& read);
+  // `walked` with the names nodes had where their NodeDescription did not
+  // answer (a node back after it was gone keeps its name).
+  topology::Fabric Named(const topology::Fabric& walked, const topology::Unanswered* unanswered) const;
+  // Schedules the changes a re-walk could not finish to be asked again.
+  void Retry(const std::vector<topology::PortChange>& changes, const std::vector<topology::PortChange>& retry);
   // Whether any port of `node` is read (always, when the scope is everything).
   bool InScope(const topology::Node& node) const;
   // Whether `node` misses a table it should have.
@@ -178,6 +196,26 @@ class Poller {
   std::map<std::string, transport::KindCounts> phase_mads_;
   std::vector<std::string> discovery_problems_;
   bool rediscover_ = true;  // the next cycle walks everything
+  // Lost answers: incomplete walks in a row that missed each node, the
+  // earliest a forced walk may run and how long the last wait was.
+  std::map<std::uint64_t, int> misses_;
+  std::chrono::steady_clock::time_point forced_not_before_{};
+  std::chrono::milliseconds forced_backoff_{0};
+  std::size_t unanswered_ = 0;  // what the last full walk asked and got no answer to
+  std::uint64_t incomplete_walks_ = 0;
+  struct RetryState {
+    topology::PortChange change;
+    int attempts = 0;
+    std::uint64_t due = 0;  // sweep number
+  };
+  std::map<topology::PortRef, RetryState> retry_;
+  // Switch ports re-walked because what is behind them stopped answering:
+  // the sweep it was and the sweeps to wait before the next (doubling).
+  std::map<topology::PortRef, std::pair<std::uint64_t, std::uint64_t>> silent_rewalked_;
+  bool SilenceDue(const topology::PortRef& end) const;
+  void NoteSilenceRewalk(const topology::PortRef& end);
+  std::chrono::steady_clock::time_point mad_half_start_{};
+  std::uint64_t events_logged_ = 0;  // link-health events already logged
   std::chrono::steady_clock::time_point next_discovery_{};
   std::chrono::system_clock::time_point last_success_{};
   std::uint64_t sweeps_ = 0;

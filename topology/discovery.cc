@@ -91,11 +91,13 @@ class Discoverer {
     }
     std::set<std::uint64_t> known_before;
     for (const auto& [guid, b] : building_) known_before.insert(guid);
-    const std::vector<Behind> behind = ApplyChanges(changes, &out);
+    std::vector<PortChange> relid;
+    const std::vector<Behind> behind = ApplyChanges(changes, &out, &relid);
     std::vector<Ask> far_ports;
     std::vector<Visit> fresh = Admit(ProbeBehind(behind, &out, &far_ports));
     LinkBack();
     RereadPorts(far_ports);
+    Relid(relid, &out);
     while (!fresh.empty()) {
       std::vector<Visit> next = Probe(fresh);
       fresh = Admit(next);
@@ -122,15 +124,17 @@ class Discoverer {
 
   // An up port a re-walk looks behind.
   struct Behind {
-    PortRef near;
+    PortChange change;
     Path path;
     std::optional<PortRef> was;  // its far end before
     std::string why;             // where and why, for the log
   };
 
   // Applies what each change read to its port: a port that went down loses
-  // its link at both ends; the up ones are returned, to look behind.
-  std::vector<Behind> ApplyChanges(const std::vector<PortChange>& changes, IncrementalResult* out) {
+  // its link at both ends; the up ones are returned, to look behind. A
+  // switch's port 0 goes to `relid`.
+  std::vector<Behind> ApplyChanges(const std::vector<PortChange>& changes, IncrementalResult* out,
+                                   std::vector<PortChange>* relid) {
     std::vector<Behind> behind;
     for (const PortChange& c : changes) {
       auto it = building_.find(c.port.node_guid);
@@ -141,6 +145,10 @@ class Discoverer {
         continue;
       }
       Building& b = it->second;
+      if (c.port.port == 0 && b.node.kind == NodeKind::kSwitch) {
+        relid->push_back(c);
+        continue;
+      }
       Port& p = b.ports[c.port.port];
       p.number = c.port.port;
       const std::optional<PortRef> was = p.remote;
@@ -154,7 +162,7 @@ class Discoverer {
       }
       Path path = b.path;
       path.push_back(c.port.port);
-      behind.push_back({c.port, std::move(path), was, where});
+      behind.push_back({c, std::move(path), was, where});
     }
     return behind;
   }
@@ -171,16 +179,21 @@ class Discoverer {
     for (std::size_t i = 0; i < behind.size(); ++i) {
       const Behind& x = behind[i];
       if (results[i].outcome != MadOutcome::kOk) {
-        out->trusted = false;
-        out->reread.push_back(x.why + ": no NodeInfo answer behind it: " + transport::ToString(results[i].outcome));
+        // Unknown, not gone: the link it had stays, and it is asked again.
+        out->reread.push_back(x.why + ": no NodeInfo answer behind it (" + transport::ToString(results[i].outcome) +
+                              "); " + (x.was ? "keeping " + Named(*x.was) : std::string("nothing known there")) +
+                              ", asking again later");
         problems_.push_back("no NodeInfo answer behind " + x.why + ": " + transport::ToString(results[i].outcome));
+        unanswered_.behind.insert(x.change.port);
+        out->retry.push_back(x.change);
         continue;
       }
       const transport::NodeInfo ni = transport::DecodeNodeInfo(results[i].response);
       const PortRef far{ni.node_guid, ni.local_port};
+      const PortRef near = x.change.port;
       if (x.was && *x.was != far) Unlink(*x.was);
-      building_[x.near.node_guid].ports[x.near.port].remote = far;
-      links_.emplace_back(far, x.near);
+      building_[near.node_guid].ports[near.port].remote = far;
+      links_.emplace_back(far, near);
       auto known = building_.find(ni.node_guid);
       const bool is_known = known != building_.end() && known->second.reached;
       out->reread.push_back(x.why + ": " + (is_known ? Named(far) : "new node " + FormatGuid(ni.node_guid)) +
@@ -211,6 +224,29 @@ class Discoverer {
     AskAll(directed, /*lid_routed=*/false);
   }
 
+  // The LID of each switch whose agent stopped answering by LID, read from
+  // its port 0 over its directed route; what does not answer is retried.
+  void Relid(const std::vector<PortChange>& relid, IncrementalResult* out) {
+    std::vector<Ask> asks;
+    std::map<std::uint64_t, std::uint16_t> before;
+    for (const PortChange& c : relid) {
+      asks.push_back({c.port.node_guid, 0});
+      before[c.port.node_guid] = building_[c.port.node_guid].node.lid;
+    }
+    AskAll(asks, /*lid_routed=*/false);
+    for (const PortChange& c : relid) {
+      const Building& b = building_[c.port.node_guid];
+      if (unanswered_.ports.count({c.port.node_guid, 0})) {
+        out->reread.push_back(Named(b) + " (" + c.why + "): its LID did not answer, asking again later");
+        out->retry.push_back(c);
+        continue;
+      }
+      const std::uint16_t was = before[c.port.node_guid];
+      out->reread.push_back(Named(b) + " (" + c.why + "): LID " + std::to_string(b.node.lid) +
+                            (b.node.lid == was ? " (same)" : ", was " + std::to_string(was)));
+    }
+  }
+
   void Finish(DiscoveryResult* out) {
     std::vector<Node> nodes;
     nodes.reserve(building_.size());
@@ -223,6 +259,7 @@ class Discoverer {
     out->subnet_timeout = subnet_timeout_;
     out->problems = std::move(problems_);
     out->smps = smps_;
+    out->unanswered = std::move(unanswered_);
     out->ok = true;
   }
 
@@ -455,6 +492,11 @@ class Discoverer {
           unanswered.push_back(asks[i]);
           continue;
         }
+        if (asks[i].port == kDescription) {
+          unanswered_.descriptions.insert(asks[i].guid);
+        } else {
+          unanswered_.ports.insert({asks[i].guid, asks[i].port});
+        }
         const std::string asked = asks[i].port == kDescription
                                       ? "NodeDescription"
                                       : "PortInfo port " + std::to_string(asks[i].port);
@@ -539,6 +581,7 @@ class Discoverer {
     for (std::size_t i = 0; i < results.size(); ++i) {
       Building& b = building_[from[i].guid];
       if (results[i].outcome != MadOutcome::kOk) {
+        unanswered_.behind.insert({from[i].guid, from[i].port});
         problems_.push_back("no NodeInfo answer behind " + FormatGuid(from[i].guid) + " (" +
                             b.node.description + ") port " + std::to_string(from[i].port) + ": " +
                             transport::ToString(results[i].outcome));
@@ -570,6 +613,7 @@ class Discoverer {
   std::map<std::uint64_t, Building> building_;
   std::vector<std::pair<PortRef, PortRef>> links_;  // (port, its remote) to record
   std::vector<std::string> problems_;
+  Unanswered unanswered_;
   std::size_t smps_ = 0;
   std::uint8_t subnet_timeout_ = 0;
   std::uint8_t local_port_ = 0;

@@ -13,6 +13,7 @@
 // a BFS level is one pipelined batch on the MAD engine.
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,17 @@
 #include "transport/mad_engine.h"
 
 namespace ibfabric::topology {
+
+// What a walk asked and got no answer to, after every retry and both
+// routings. A lost MAD is no evidence: what these stand for is unknown, not
+// absent (topology/merge.h takes it from the last walk).
+struct Unanswered {
+  std::set<std::uint64_t> descriptions;  // nodes whose NodeDescription did not answer
+  std::set<PortRef> ports;               // ports whose PortInfo did not answer (a switch's port 0: its LID)
+  std::set<PortRef> behind;              // up ports with no NodeInfo answer from their far end
+  bool empty() const { return descriptions.empty() && ports.empty() && behind.empty(); }
+  std::size_t size() const { return descriptions.size() + ports.size() + behind.size(); }
+};
 
 struct DiscoveryResult {
   bool ok = false;                    // false when not even the local node answered
@@ -32,6 +44,7 @@ struct DiscoveryResult {
   // PortInfo.SubnetTimeOut of the local port (IBTA 14.2.5.6), as the SM set
   // it; 0 when the local port did not answer.
   std::uint8_t subnet_timeout = 0;
+  Unanswered unanswered;              // complete when empty
 };
 
 struct DiscoverOptions {
@@ -55,9 +68,11 @@ struct PortChange {
 struct IncrementalResult {
   DiscoveryResult discovery;  // the whole fabric after the changes
   // False when what was re-read cannot be trusted to match a full walk (a
-  // changed port names a node the fabric lacks, or what is behind an up
-  // port did not answer): run a full walk.
+  // changed port names a node the fabric lacks): run a full walk. What did
+  // not answer leaves the fabric as it was there (discovery.unanswered) and
+  // is in `retry`.
   bool trusted = true;
+  std::vector<PortChange> retry;          // changes whose far end did not answer: ask again later
   std::vector<std::string> reread;        // one line per port re-walked: where, why, what was found
   std::vector<std::uint64_t> new_nodes;   // nodes admitted behind the changes (their tables are unread)
   std::vector<std::uint64_t> gone_nodes;  // nodes no longer reachable, dropped
@@ -68,9 +83,12 @@ struct IncrementalResult {
 // them. Behind a port that is up: NodeInfo through it (directed), and the
 // far port's PortInfo (directed for a CA port, LID-routed for a switch's);
 // a node seen for the first time is walked like a full discovery does,
-// stopping at nodes already known. Behind a port that went down: the link is
-// dropped at both ends, and nodes no longer reachable from the local node
-// leave the fabric. Costs a few SMPs per change, not a walk of the fabric.
+// stopping at nodes already known. Behind a port that went down (its
+// PortInfo said so): the link is dropped at both ends, and nodes no longer
+// reachable from the local node leave the fabric. Behind an up port that
+// did not answer, the link it had stays. A change of a switch's port 0 (its
+// agent stopped answering by LID) re-reads its LID, directed. Costs a few
+// SMPs per change, not a walk of the fabric.
 // Thread-safety: uses the engine exclusively for its duration.
 IncrementalResult Rediscover(transport::MadEngine& engine, const Fabric& base, std::uint64_t local_node_guid,
                              std::uint8_t local_port, const std::vector<PortChange>& changes);

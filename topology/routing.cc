@@ -1,6 +1,7 @@
 #include "topology/routing.h"
 
 #include <algorithm>
+#include <set>
 
 #include "transport/attributes.h"
 
@@ -38,18 +39,23 @@ ReadTablesResult ReadForwardingTables(const Fabric& fabric, transport::MadEngine
   }
   out.smps += blocks.size();
   const auto got = engine.Run(blocks);
+  std::set<std::uint64_t> partial;
   for (std::size_t k = 0; k < got.size(); ++k) {
     const Node& sw = *switches[which[k].first];
     auto& table = out.tables[sw.guid];
     if (got[k].outcome != transport::MadOutcome::kOk) {
       out.problems.push_back("no LFT block " + std::to_string(which[k].second) + " from " + sw.description + ": " +
                              transport::ToString(got[k].outcome));
-      continue;  // its LIDs stay 0xFF: reported as unrouted
+      partial.insert(sw.guid);
+      continue;
     }
     const auto block = transport::DecodeLftBlock(got[k].response);
     const std::size_t first = which[k].second * transport::kLftBlockSize;
     for (std::size_t j = 0; j < block.size() && first + j < table.size(); ++j) table[first + j] = block[j];
   }
+  // A table with a block missing would show routes that are not there: a
+  // lost MAD is no evidence, so the switch has no table this time.
+  for (std::uint64_t g : partial) out.tables.erase(g);
   return out;
 }
 

@@ -20,7 +20,7 @@
 namespace ibfabric::topology {
 
 // switch GUID -> egress port by LID (index = LID; 0xFF: none). Switches
-// whose tables did not answer are absent.
+// whose tables did not answer, whole, are absent.
 using ForwardingTables = std::map<std::uint64_t, std::vector<std::uint8_t>>;
 
 struct ReadTablesResult {

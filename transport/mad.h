@@ -133,6 +133,7 @@ struct MadResult {
   MadOutcome outcome = MadOutcome::kTimeout;
   std::uint16_t mad_status = 0;  // valid for kOk / kRemoteError
   MadBytes response{};           // the whole response MAD, valid for kOk / kRemoteError
+  std::uint8_t retries = 0;      // attempts re-sent (timed out or Busy) before this outcome
 };
 
 }  // namespace ibfabric::transport

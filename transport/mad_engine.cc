@@ -573,6 +573,7 @@ std::vector<MadResult> MadEngine::Run(std::span<const MadRequest> requests) {
     }
     results[f.job.index].mad_status = h.status;
     results[f.job.index].response = in->mad;
+    results[f.job.index].retries = static_cast<std::uint8_t>(std::min(255, f.job.attempt + f.job.busy));
     t.failures = 0;
     if (h.status != 0) {
       if ((h.status & kMadStatusRedirect) != 0) ++ks.redirects;

@@ -6,7 +6,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
+#include <sstream>
 #include <cstring>
 #include <thread>
 
@@ -127,6 +129,20 @@ SimFabric::~SimFabric() {
 }
 
 std::size_t SimFabric::Prompts() const { return Count(ReadFile(dir_ + "/ibsim.log"), "sim> "); }
+
+int SimFabric::DisconnectDeadClients() {
+  // "Client 3: pid 1234 connected at ..." (ibsim.c list_connections).
+  std::istringstream in(Console("Attached"));
+  int n = 0;
+  for (std::string line; std::getline(in, line);) {
+    int id = 0, pid = 0;
+    if (std::sscanf(line.c_str(), "Client %d: pid %d", &id, &pid) != 2 || pid <= 0) continue;
+    if (kill(pid, 0) == 0 || errno != ESRCH) continue;
+    Console("X " + std::to_string(id));
+    ++n;
+  }
+  return n;
+}
 
 std::string SimFabric::Console(const std::string& command, bool* ok) {
   const std::string path = dir_ + "/ibsim.log";

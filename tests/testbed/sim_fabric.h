@@ -41,6 +41,10 @@ class SimFabric {
   // printed for it. *ok is false when ibsim did not answer in time or
   // rejected the command (unknown command, node not found, ...).
   std::string Console(const std::string& command, bool* ok = nullptr);
+  // Disconnects the clients ibsim still lists whose process is gone (one
+  // killed before umad2sim said goodbye keeps its slot, and as an SM client
+  // keeps any other SM client off its node). Returns how many.
+  int DisconnectDeadClients();
 
   // Runs opensm once more (-o), e.g. after links changed. With
   // `forget_lids`, opensm starts without its guid2lid cache, so LIDs a

@@ -34,6 +34,20 @@ TEST(CounterStoreTest, AClearNeverMakesTheTotalGoBack) {
   EXPECT_EQ(Total(st, Counter::kRcvErrors), 65547u);
 }
 
+TEST(CounterStoreTest, DataCountersGoingBackwardsAreAResetOursAreNot) {
+  CounterStore st;
+  st.Update(kPort, One(Counter::kRcvData, 1'000'000, 64), {});
+  st.Update(kPort, One(Counter::kRcvErrors, 9), {});  // an error counter cleared: not a restart
+  st.Update(kPort, One(Counter::kRcvErrors, 3), {});
+  EXPECT_EQ(st.ports().at(kPort).resets, 0u);
+  st.Update(kPort, One(Counter::kRcvData, 500, 64), {});  // the port's counters restarted (a reboot)
+  EXPECT_EQ(st.ports().at(kPort).resets, 1u);
+  EXPECT_EQ(Total(st, Counter::kRcvData), 1'000'500u) << "the total still never goes back";
+  st.NoteCleared(kPort, std::bitset<kCounterCount>().set(Index(Counter::kRcvData)));
+  st.Update(kPort, One(Counter::kRcvData, 20, 64), {});  // our own clear
+  EXPECT_EQ(st.ports().at(kPort).resets, 1u);
+}
+
 TEST(CounterStoreTest, AChangeOfSourceWidthRebases) {
   CounterStore st;
   st.Update(kPort, One(Counter::kXmitData, 1000, 64), {});

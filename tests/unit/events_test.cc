@@ -259,13 +259,26 @@ TEST(IncrementalDiscoveryTest, WhatCannotBeTrustedAsksForAFullWalk) {
   const Walked unknown = Rewalk(t.f, t.host0, base, t.f.Guid(t.host0),
                                 {{PortRef{0xdead, 1}, topology::Port{}, "trap 128"}});
   EXPECT_FALSE(unknown.result.trusted);
-  // Up, but nothing answers behind it.
+}
+
+TEST(IncrementalDiscoveryTest, NothingAnsweringBehindAnUpPortKeepsItsLinkAndAsksAgain) {
+  Two t;
+  const topology::Fabric base = Full(t.f, t.host0);
+  // Up (its PortInfo says so), but nothing answers behind it: unknown, not gone.
   t.f.Silence(t.host2);
   const PortRef leaf1_2{t.f.Guid(t.leaf1), 2};
   const Walked silent = Rewalk(t.f, t.host0, base, t.f.Guid(t.host0),
                                {{leaf1_2, PortNow(base, leaf1_2, true), "LinkDownedCounter moved"}});
-  EXPECT_FALSE(silent.result.trusted);
+  EXPECT_TRUE(silent.result.trusted) << "a lost MAD is no reason for a full walk";
   EXPECT_FALSE(silent.result.discovery.problems.empty());
+  ASSERT_EQ(silent.result.retry.size(), 1u);
+  EXPECT_EQ(silent.result.retry[0].port, leaf1_2);
+  EXPECT_TRUE(silent.result.discovery.unanswered.behind.count(leaf1_2));
+  EXPECT_TRUE(silent.result.gone_nodes.empty());
+  const auto* host2 = silent.result.discovery.fabric.FindNode(t.f.Guid(t.host2));
+  ASSERT_NE(host2, nullptr) << "the host stays, with its name and its cable";
+  EXPECT_EQ(host2->description, "host2");
+  EXPECT_EQ(silent.result.discovery.fabric.FindPort(leaf1_2)->remote, (PortRef{t.f.Guid(t.host2), 1}));
 }
 
 TEST(RotationTest, EveryElementOnceInEachRoundOfSweeps) {

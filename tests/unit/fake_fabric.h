@@ -45,6 +45,8 @@ class FakeFabric {
   }
   int sets() const { return sets_; }
   void Silence(int node) { nodes_.at(node).silent = true; }  // answers nothing
+  void SetSilent(int node, bool silent) { nodes_.at(node).silent = silent; }
+  void SetName(int node, const std::string& name) { nodes_.at(node).name = name; }
   // false: LID-routed SMPs go unanswered, as when the forwarding tables do
   // not lead there yet; directed routes still work.
   void SetLidRouting(bool on) { lid_routing_ = on; }

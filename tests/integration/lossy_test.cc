@@ -1,0 +1,361 @@
+// Lost MADs are never evidence, on the simulated fabric: the 8-leaf,
+// 4-spine, 96-host fat tree with a resident opensm, sweeps every second,
+// full walks every 15 s, and ibsim's Error dropping 20-30% of the packets
+// through a spine, a leaf and a host for a minute, while a host cable
+// elsewhere flaps three times (LinkDownedCounter counted at both ends) and
+// another host's LID changes and changes back. Every scrape (one a second)
+// is checked: each GUID keeps its one name; the only link-down events and
+// the only flapping alert are the planted cable's; topology findings stay
+// those of the clean fabric while no cable changed; planted counters read
+// exact. When the loss stops, no port is stale two sweeps later.
+// Then a host reset (its counters restart, its cable goes down and up, the
+// switch end counts one LinkDowned) is one host_reset event and no alert,
+// and a leaf whose every cable goes down and up once is one switch_reboot.
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <set>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/integration/fabric_suite.h"
+
+namespace ibfabric::testbed {
+namespace {
+
+using std::chrono::seconds;
+
+class LossyFabricTest : public FabricSuite {
+ protected:
+  static void SetUpTestSuite() {
+    StartFabric(Spec(8, 4, 12, 1, 36));
+    if (!sim_) return;
+    SimFabric::SmOptions sm;
+    sm.attach = tree_->Host(90);
+    sm.config = "ignore_other_sm TRUE\n";  // the exporter's port shows IsSM (SIM_SET_ISSM) for the traps
+    std::string error;
+    sm_ = sim_->StartSubnetManager(sm, &error).release();
+    ASSERT_NE(sm_, nullptr) << error;
+  }
+  static void TearDownTestSuite() {
+    delete sm_;
+    sm_ = nullptr;
+    StopFabric();
+  }
+
+  // `traps`: the exporter's port is an SM port (SIM_SET_ISSM), so ibsim
+  // hands it the SA's Reports; one such client per node at a time.
+  static std::unique_ptr<ExporterProcess> Start(const std::vector<std::string>& args, bool traps) {
+    const int dead = sim_->DisconnectDeadClients();  // an SM client left by the last test keeps this one off the node
+    std::string error;
+    Env env;
+    if (traps) env["SIM_SET_ISSM"] = "1";
+    auto e = ExporterProcess::Start(*sim_, args, &error, {}, env);
+    EXPECT_NE(e, nullptr) << error << " (dead clients disconnected: " << dead << "; attached now: "
+                          << sim_->Console("Attached") << ")";
+    if (e && !e->WaitForSweeps(2, seconds(60))) {
+      ADD_FAILURE() << "no sweep: " << e->Log();
+      return nullptr;
+    }
+    return e;
+  }
+  // GUID -> every name it has in this scrape (switches and HCAs).
+  static std::map<std::string, std::set<std::string>> Names(const Scrape& s) {
+    std::map<std::string, std::set<std::string>> out;
+    for (const auto& x : s.Find("infiniband_switch_info")) out[x.labels.at("guid")].insert(x.labels.at("switch"));
+    for (const auto& x : s.Find("infiniband_hca_info")) out[x.labels.at("guid")].insert(x.labels.at("hca"));
+    return out;
+  }
+  static std::string GuidOf(const Scrape& s, const std::string& name) {
+    for (const auto& [guid, names] : Names(s)) {
+      if (names.count(name)) return guid;
+    }
+    return "";
+  }
+  static bool OnCable(const Sample& x, const std::string& node) {
+    return x.labels.at("node") == node || x.labels.at("remote_node") == node;
+  }
+  // The cable of host `node`'s down events (-1: none).
+  static double Downs(const Scrape& s, const std::string& node) {
+    for (const auto& x : s.Find("infiniband_link_down_events_total")) {
+      if (OnCable(x, node)) return x.value;
+    }
+    return -1;
+  }
+  // Findings about the cabling. Those about the forwarding tables are left
+  // out: opensm, losing the same MADs, drops the nodes it cannot reach and
+  // re-routes around them (the tables really change; ibroute shows it).
+  static std::set<std::string> Findings(const Scrape& s) {
+    std::set<std::string> out;
+    for (const auto& x : s.Find("infiniband_topology_finding")) {
+      const std::string& kind = x.labels.at("kind");
+      if (kind.rfind("routing_", 0) == 0 || kind.rfind("unrouted_", 0) == 0 || kind.rfind("down_up", 0) == 0) continue;
+      std::string key;
+      for (const auto& [k, v] : x.labels) key += k + "=" + v + ",";
+      out.insert(key);
+    }
+    return out;
+  }
+  static double Total(const Scrape& s, const std::string& guid, int port) {
+    return s.Value("infiniband_switch_port_symbol_error_total", {{"guid", guid}, {"port", std::to_string(port)}})
+        .value_or(-1);
+  }
+  static double Explained(const Scrape& s, const std::string& kind) {
+    return s.Value("infiniband_link_down_explained_total", {{"kind", kind}}).value_or(-1);
+  }
+  // ibsim may warn that a trap found no route to the SM (through the cable
+  // just unlinked): the command took all the same.
+  static void Flap(const Endpoint& leaf_end, const Endpoint& host_end, unsigned long long downs) {
+    sim_->Console("Unlink " + At(leaf_end));
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    sim_->Console("ReLink " + At(leaf_end));
+    Plant(leaf_end, "PortCounters.LinkDownedCounter", downs);
+    Plant(host_end, "PortCounters.LinkDownedCounter", downs);
+  }
+
+  static inline Process* sm_ = nullptr;
+};
+
+TEST_F(LossyFabricTest, LostMadsAreNeverEvidence) {
+  // Counters planted where they must read exact: on a clean spine port and
+  // on a port of the lossy leaf (ibsim counts its drops as receive errors,
+  // never as symbol errors).
+  const Endpoint clean_port = tree_->SpineDownlink(1, 5);
+  const Endpoint lossy_port = tree_->LeafHostPort(26);  // leaf 3
+  Plant(clean_port, "PortCounters.SymbolErrorCounter", 555);
+  Plant(lossy_port, "PortCounters.SymbolErrorCounter", 777);
+  auto e = Start({"--sweep.interval=1s", "--discovery.interval=15s"}, /*traps=*/true);
+  ASSERT_TRUE(e);
+  auto s = e->WaitFor([](const Scrape& x) { return x.Value("infiniband_exporter_trap_subscribed", {{"trap", "128"}}) == 1; },
+                      seconds(30));
+  ASSERT_TRUE(s) << e->Log();
+  const auto names = Names(*s);
+  ASSERT_EQ(names.size(), 108u);
+  for (const auto& [guid, n] : names) ASSERT_EQ(n.size(), 1u) << guid;
+  const std::set<std::string> findings = Findings(*s);
+  const std::string clean_guid = GuidOf(*s, clean_port.node);
+  const std::string lossy_guid = GuidOf(*s, lossy_port.node);
+  ASSERT_EQ(Total(*s, clean_guid, clean_port.port), 555);
+  ASSERT_EQ(Total(*s, lossy_guid, lossy_port.port), 777);
+
+  const int flapper = 70;  // leaf 6
+  const Endpoint flap_leaf = tree_->LeafHostPort(flapper), flap_host = tree_->HostPort(flapper);
+  const Endpoint moved = tree_->HostPort(80);  // leaf 7
+  const std::string moved_guid = GuidOf(*s, moved.node);
+  std::string moved_lid;
+  for (const auto& x : s->Find("infiniband_hca_info", {{"guid", moved_guid}})) moved_lid = x.labels.at("lid");
+  ASSERT_FALSE(moved_lid.empty());
+
+  Console("Error \"" + tree_->Spine(2) + "\" 20");
+  Console("Error \"" + tree_->Leaf(3) + "\" 20");
+  Console("Error \"" + tree_->Host(40) + "\" 30");
+  const auto t0 = std::chrono::steady_clock::now();
+  int planted = 0, scrapes = 0, compared = 0;
+  bool lid_moved = false, lid_back = false;
+  std::chrono::steady_clock::time_point lid_settled{};
+  std::uint64_t seen_flaps_max = 0;
+  while (std::chrono::steady_clock::now() - t0 < seconds(66)) {
+    const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (planted < 3 && t >= 12.0 + 15.0 * planted) Flap(flap_leaf, flap_host, static_cast<unsigned long long>(++planted));
+    if (!lid_moved && t >= 6) {
+      sim_->Console("Baselid " + At(moved) + " 2000");
+      lid_moved = true;
+    }
+    if (!lid_back && t >= 16) {
+      sim_->Console("Baselid " + At(moved) + " " + moved_lid);
+      lid_back = true;
+    }
+    const Scrape x = e->ScrapeMetrics();
+    ++scrapes;
+    // Every GUID has one non-empty name, its own.
+    const auto now_names = Names(x);
+    for (const auto& [guid, n] : now_names) {
+      ASSERT_EQ(n.size(), 1u) << guid << " at " << t << " s";
+      ASSERT_TRUE(names.count(guid)) << "unknown node " << guid;
+      EXPECT_EQ(*n.begin(), *names.at(guid).begin()) << guid << " renamed at " << t << " s";
+    }
+    // Only the planted cable went down, and only as often as it flapped.
+    for (const auto& d : x.Find("infiniband_link_down_events_total")) {
+      if (OnCable(d, flap_host.node)) {
+        EXPECT_LE(d.value, planted) << "at " << t << " s";
+        seen_flaps_max = std::max<std::uint64_t>(seen_flaps_max, static_cast<std::uint64_t>(d.value));
+      } else {
+        EXPECT_EQ(d.value, 0) << d.labels.at("node") << "[" << d.labels.at("port") << "] - "
+                              << d.labels.at("remote_node") << " at " << t << " s";
+      }
+    }
+    for (const auto& a : x.Find("infiniband_alert_active", {{"cause", "flapping_link"}})) {
+      EXPECT_TRUE(OnCable(a, flap_host.node)) << a.labels.at("node") << " at " << t << " s";
+    }
+    // Topology findings are the clean fabric's while the cables are.
+    const bool cable_up = x.Value("infiniband_link_up", {{"node", flap_host.node}}).value_or(
+                              x.Value("infiniband_link_up", {{"remote_node", flap_host.node}}).value_or(0)) == 1;
+    std::string lid_now;
+    for (const auto& h : x.Find("infiniband_hca_info", {{"guid", moved_guid}})) lid_now = h.labels.at("lid");
+    if (lid_back && lid_now == moved_lid && lid_settled == std::chrono::steady_clock::time_point{}) {
+      lid_settled = std::chrono::steady_clock::now();
+    }
+    const bool lid_steady = !lid_moved || (lid_settled != std::chrono::steady_clock::time_point{} &&
+                                           std::chrono::steady_clock::now() - lid_settled > seconds(3));
+    if (cable_up && lid_steady && x.Value("infiniband_exporter_fabric_nodes", {{"type", "hca"}}) == 96) {
+      ++compared;
+      EXPECT_EQ(Findings(x), findings) << "at " << t << " s";
+    }
+    // Planted counters, exact.
+    EXPECT_EQ(Total(x, clean_guid, clean_port.port), 555) << "at " << t << " s";
+    const double lossy = Total(x, lossy_guid, lossy_port.port);
+    EXPECT_EQ(lossy, 777) << "at " << t << " s";
+    std::this_thread::sleep_for(seconds(1));
+  }
+  Console("Error \"" + tree_->Spine(2) + "\" 0");
+  Console("Error \"" + tree_->Leaf(3) + "\" 0");
+  Console("Error \"" + tree_->Host(40) + "\" 0");
+  // The loss is over for the fabric once opensm routes to every node again
+  // (it dropped the ones it lost MADs to): from then on every LID answers
+  // perfquery, from outside the exporter.
+  std::map<std::string, std::string> lids;  // node -> LID
+  for (const auto& x : s->Find("infiniband_switch_info")) lids[x.labels.at("switch")] = x.labels.at("lid");
+  for (const auto& x : s->Find("infiniband_hca_info")) lids[x.labels.at("hca")] = x.labels.at("lid");
+  const auto loss_end = std::chrono::steady_clock::now();
+  for (const auto& [node, lid] : lids) {
+    while (sim_->Tool({"perfquery", lid, "1"}).exit_code != 0) {
+      ASSERT_LT(std::chrono::steady_clock::now() - loss_end, seconds(90)) << node << " (LID " << lid << ") never answered";
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    }
+  }
+  std::printf("every LID answered perfquery %.1f s after the loss ended\n",
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - loss_end).count());
+  const double sweeps = e->ScrapeMetrics().Value("infiniband_exporter_sweeps_total").value_or(0);
+  s = e->WaitForSweeps(sweeps + 2, seconds(30));
+  ASSERT_TRUE(s);
+  std::string stale;
+  for (const auto& x : s->Find("infiniband_exporter_node_stale")) {
+    if (x.value != 1) continue;
+    for (const auto& [guid, n] : names) {
+      if (guid == x.labels.at("guid")) stale += *n.begin() + " ";
+    }
+  }
+  EXPECT_EQ(s->Value("infiniband_exporter_stale_ports"), 0) << "two sweeps after every LID answered again; stale nodes: "
+                                                            << stale << e->Log().substr(e->Log().size() > 20000 ? e->Log().size() - 20000 : 0);
+  EXPECT_EQ(Downs(*s, flap_host.node), 3) << "three flaps, three events";
+  EXPECT_EQ(s->Find("infiniband_alert_active", {{"cause", "flapping_link"}}).size(), 1u);
+  EXPECT_EQ(lid_settled != std::chrono::steady_clock::time_point{}, true) << "the LID change back was followed";
+  const double incomplete = s->Value("infiniband_exporter_discoveries_incomplete_total").value_or(-1);
+  const double full = s->Value("infiniband_exporter_discoveries_total", {{"mode", "full"}}).value_or(-1);
+  std::printf("%d scrapes (%d compared for findings); %.0f full walks, %.0f of them missed answers and were "
+              "merged; %.0f re-walks; traps %.0f\n",
+              scrapes, compared, full, incomplete,
+              s->Value("infiniband_exporter_discoveries_total", {{"mode", "incremental"}}).value_or(-1),
+              s->Value("infiniband_exporter_traps_total", {{"trap", "128"}}).value_or(-1));
+  EXPECT_GE(incomplete, 1) << "the loss reached the walks: the merge was exercised";
+  EXPECT_GE(compared, 20);
+  // The alerts JSON says which evidence came from nodes with failing MADs.
+  const auto alerts = nlohmann::json::parse(e->Get("/api/v1/alerts"));
+  bool reduced = false;
+  for (const auto& a : alerts["active"]) {
+    if (!a.contains("confidence")) continue;
+    for (const auto& n : a["confidence"]["failing_mads"]) {
+      reduced = true;
+      EXPECT_GT(n["mad_trouble_ratio"].get<double>(), 0);
+    }
+  }
+  EXPECT_TRUE(reduced) << "the lossy nodes' bad_cable alerts say their MADs failed: " << alerts.dump();
+  EXPECT_GT(s->Value("infiniband_exporter_node_mad_trouble_ratio", {{"guid", lossy_guid}}).value_or(0), 0);
+  EXPECT_EQ(s->Value("infiniband_exporter_node_mad_trouble_ratio", {{"guid", clean_guid}}).value_or(-1), 0);
+  Plant(clean_port, "PortCounters.SymbolErrorCounter", 0);
+  Plant(lossy_port, "PortCounters.SymbolErrorCounter", 0);
+}
+
+TEST_F(LossyFabricTest, AHostResetIsOneEventAndNoAlert) {
+  // Without traps: what the sweeps see.
+  auto e = Start({"--sweep.interval=1s", "--discovery.interval=1h", "--sweep.rotation=5s"}, /*traps=*/false);
+  ASSERT_TRUE(e);
+  const int host = 50;  // leaf 5
+  const Endpoint leaf_end = tree_->LeafHostPort(host), host_end = tree_->HostPort(host);
+  // The host has moved data (so that its counters restarting shows).
+  for (const char* f : {"PortXmitData", "PortRcvData", "PortXmitPkts", "PortRcvPkts"}) {
+    Plant(host_end, std::string("PortCountersExtended.") + f, 1'000'000'000);
+  }
+  auto s = e->WaitForSweeps(e->ScrapeMetrics().Value("infiniband_exporter_sweeps_total").value_or(0) + 2, seconds(30));
+  ASSERT_TRUE(s);
+  // The host reboots: its counters restart from zero, its cable goes down
+  // and comes back, the switch end counts one LinkDowned.
+  sim_->Console("Unlink " + At(leaf_end));
+  for (const char* f : {"PortXmitData", "PortRcvData", "PortXmitPkts", "PortRcvPkts"}) {
+    Plant(host_end, std::string("PortCountersExtended.") + f, 0);
+    Plant(host_end, std::string("PortCounters.") + f, 0);
+  }
+  std::this_thread::sleep_for(seconds(2));
+  sim_->Console("ReLink " + At(leaf_end));
+  Plant(leaf_end, "PortCounters.LinkDownedCounter", 1);
+  s = e->WaitFor([](const Scrape& x) { return Explained(x, "host_reset") >= 1; }, seconds(30));
+  ASSERT_TRUE(s) << e->Log();
+  const double sweeps = s->Value("infiniband_exporter_sweeps_total").value_or(0);
+  s = e->WaitForSweeps(sweeps + 4, seconds(30));
+  ASSERT_TRUE(s);
+  EXPECT_EQ(Explained(*s, "host_reset"), 1);
+  EXPECT_EQ(Explained(*s, "switch_reboot"), 0);
+  EXPECT_EQ(Downs(*s, host_end.node), 1) << "the cable went down once";
+  for (const auto& a : s->Find("infiniband_alert_active")) {
+    EXPECT_FALSE(OnCable(a, host_end.node)) << a.labels.at("cause");
+  }
+  const auto alerts = nlohmann::json::parse(e->Get("/api/v1/alerts"));
+  ASSERT_EQ(alerts["events"].size(), 1u) << alerts.dump();
+  EXPECT_EQ(alerts["events"][0]["kind"], "host_reset");
+  EXPECT_EQ(alerts["events"][0]["node"], host_end.node);
+  Plant(leaf_end, "PortCounters.LinkDownedCounter", 0);
+}
+
+TEST_F(LossyFabricTest, ASwitchRebootIsOneEventNotOneFlapPerPort) {
+  auto e = Start({"--sweep.interval=1s", "--discovery.interval=1h", "--sweep.rotation=5s"}, /*traps=*/false);
+  ASSERT_TRUE(e);
+  auto s = e->WaitForSweeps(4, seconds(30));
+  ASSERT_TRUE(s);
+  const std::string leaf = tree_->Leaf(7);
+  const std::vector<int> ports = tree_->CabledPorts(leaf);
+  ASSERT_EQ(ports.size(), 16u);
+  // Every cable of the leaf goes down, then up; both ends count it.
+  for (int p : ports) sim_->Console("Unlink " + At({leaf, p}));
+  std::this_thread::sleep_for(seconds(2));
+  for (int p : ports) sim_->Console("ReLink " + At({leaf, p}));
+  for (int p : ports) {
+    const Endpoint end{leaf, p};
+    Plant(end, "PortCounters.LinkDownedCounter", 1);
+    Plant(*tree_->Peer(end), "PortCounters.LinkDownedCounter", 1);
+  }
+  s = e->WaitFor([](const Scrape& x) { return x.Value("infiniband_exporter_fabric_nodes", {{"type", "hca"}}) == 96 &&
+                                              Explained(x, "switch_reboot") >= 1; },
+                 seconds(60));
+  ASSERT_TRUE(s) << e->Log();
+  const double sweeps = s->Value("infiniband_exporter_sweeps_total").value_or(0);
+  s = e->WaitForSweeps(sweeps + 4, seconds(30));
+  ASSERT_TRUE(s);
+  EXPECT_EQ(Explained(*s, "switch_reboot"), 1);
+  EXPECT_EQ(Explained(*s, "host_reset"), 0);
+  double downs = 0;
+  for (const auto& d : s->Find("infiniband_link_down_events_total")) {
+    if (OnCable(d, leaf)) downs += d.value;
+  }
+  EXPECT_EQ(downs, 16) << "each of its links went down once";
+  EXPECT_TRUE(s->Find("infiniband_alert_active", {{"cause", "flapping_link"}}).empty());
+  const auto alerts = nlohmann::json::parse(e->Get("/api/v1/alerts"));
+  int reboots = 0;
+  for (const auto& ev : alerts["events"]) {
+    if (ev["kind"] != "switch_reboot") continue;
+    ++reboots;
+    EXPECT_EQ(ev["node"], leaf);
+    EXPECT_EQ(ev["links"], 16);
+  }
+  EXPECT_EQ(reboots, 1) << alerts.dump();
+  for (int p : ports) {
+    const Endpoint end{leaf, p};
+    Plant(end, "PortCounters.LinkDownedCounter", 0);
+    Plant(*tree_->Peer(end), "PortCounters.LinkDownedCounter", 0);
+  }
+}
+
+}  // namespace
+}  // namespace ibfabric::testbed
