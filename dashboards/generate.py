@@ -304,8 +304,8 @@ def exporter_health():
         "The exporter's SMP budget: sweeps and trap re-reads in steady state, re-walks per event, full walks hourly."), 12, 8)
     l.add(timeseries("Traps received", [target(
         f'increase(infiniband_exporter_traps_total{{{F}}}[$__rate_interval])', "{{instance}} trap {{trap}}")]), 12, 8)
-    l.add(table("Nodes whose MADs fail (retried or unanswered, share over the alert window)",
-                f'topk(20, infiniband_exporter_node_mad_trouble_ratio{{{F}}} > 0)'), 12, 6)
+    l.add(table("Nodes whose MADs fail most (retried or unanswered, share over the alert window)",
+                f'topk(20, infiniband_exporter_node_mad_trouble_ratio{{{F}}})'), 12, 6)
     l.add(timeseries("Link downs that were no flap, and walks that missed answers", [
         target(f'increase(infiniband_link_down_explained_total{{{F}}}[$__rate_interval])', "{{instance}} {{kind}}"),
         target(f'increase(infiniband_exporter_discoveries_incomplete_total{{{F}}}[$__rate_interval])',

@@ -8,9 +8,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <random>
 
 #include "collectors/link_health.h"
+#include "tests/model/hardware_model.h"
 #include "tests/unit/fabric_builder.h"
 #include "tests/unit/fake_fabric.h"
 #include "topology/discovery.h"
@@ -123,6 +125,45 @@ TEST(LossyDiscoveryTest, WalksThatLoseAnswersMergeIntoTheSameFabric) {
   }
   EXPECT_EQ(last.FindNode(t.f.Guid(t.hosts[7])), nullptr);
   EXPECT_EQ(last.ca_count(), 11u);
+}
+
+TEST(LossyDiscoveryTest, OnTheHardwareModelDroppedSmpsNeverChangeTheFabric) {
+  // Switch agents that serve one MAD at a time with one waiting, and an SM
+  // sweeping heavily during every walk: VL15 drops what does not fit.
+  const auto tree = testbed::FatTree::Generate(testbed::Spec(8, 4, 12, 1, 36));
+  model::HardwareModel calm(tree, tree.Host(1), "", {});
+  transport::EngineOptions o;
+  o.clock = &calm;
+  transport::MadEngine calm_engine(calm, o);
+  const topology::DiscoveryResult clean = topology::Discover(calm_engine);
+  ASSERT_TRUE(clean.ok);
+  ASSERT_TRUE(clean.unanswered.empty());
+  const std::string want = Shape(clean.fabric);
+
+  model::ModelParams busy;
+  busy.switch_queue = 1;
+  busy.switch_service = std::chrono::microseconds(1500);
+  model::HardwareModel m(tree, tree.Host(1), tree.Host(96), busy);
+  o.clock = &m;
+  o.retries = 1;
+  transport::MadEngine engine(m, o);
+  topology::Fabric last = clean.fabric;
+  std::map<std::uint64_t, int> misses;
+  int incomplete = 0;
+  std::uint64_t dropped = 0;
+  for (int i = 0; i < 8; ++i) {
+    m.StartHeavySweep();
+    const topology::DiscoveryResult walk = topology::Discover(engine);
+    if (!walk.ok) continue;
+    if (!walk.unanswered.empty()) ++incomplete;
+    const topology::MergeResult merged = topology::MergeWalk(last, walk, &misses);
+    EXPECT_EQ(Shape(merged.fabric), want) << "walk " << i << " lost: " << walk.unanswered.size();
+    last = merged.fabric;
+  }
+  dropped = m.load().dropped;
+  std::printf("hardware model: 8 walks during heavy SM sweeps, %d missed answers (%llu of our MADs dropped)\n",
+              incomplete, static_cast<unsigned long long>(dropped));
+  EXPECT_GE(incomplete, 1) << "the model must drop our SMPs for this test to mean anything (dropped " << dropped << ")";
 }
 
 TEST(LossyDiscoveryTest, ANodeOutOfReachForSeveralIncompleteWalksIsDropped) {
