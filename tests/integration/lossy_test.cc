@@ -251,6 +251,9 @@ TEST_F(LossyFabricTest, LostMadsAreNeverEvidence) {
               s->Value("infiniband_exporter_discoveries_total", {{"mode", "incremental"}}).value_or(-1),
               s->Value("infiniband_exporter_traps_total", {{"trap", "128"}}).value_or(-1));
   EXPECT_GE(incomplete, 1) << "the loss reached the walks: the merge was exercised";
+  // Loss does not multiply walks: only the scheduled ones (every 15 s) ran.
+  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LE(full, 2 + elapsed / 15) << "walks forced by lost MADs";
   EXPECT_GE(compared, 20);
   // The alerts JSON says which evidence came from nodes with failing MADs.
   const auto alerts = nlohmann::json::parse(e->Get("/api/v1/alerts"));
@@ -355,6 +358,39 @@ TEST_F(LossyFabricTest, ASwitchRebootIsOneEventNotOneFlapPerPort) {
     Plant(end, "PortCounters.LinkDownedCounter", 0);
     Plant(*tree_->Peer(end), "PortCounters.LinkDownedCounter", 0);
   }
+}
+
+TEST_F(LossyFabricTest, APortDisabledOnPurposeIsSaidSoAndIsNoFlap) {
+  auto e = Start({"--sweep.interval=1s", "--discovery.interval=1h", "--sweep.rotation=5s"}, /*traps=*/false);
+  ASSERT_TRUE(e);
+  auto s = e->WaitForSweeps(3, seconds(30));
+  ASSERT_TRUE(s);
+  const int host = 20;  // leaf 2
+  const Endpoint leaf_end = tree_->LeafHostPort(host);
+  std::string lid;
+  for (const auto& x : s->Find("infiniband_switch_info", {{"switch", leaf_end.node}})) lid = x.labels.at("lid");
+  ASSERT_FALSE(lid.empty());
+  // What an admin (or the SM) does to isolate a port: PortPhysicalState Disabled.
+  const auto off = sim_->Tool({"ibportstate", lid, std::to_string(leaf_end.port), "disable"});
+  ASSERT_EQ(off.exit_code, 0) << off.out << off.err;
+  s = e->WaitFor([](const Scrape& x) { return Explained(x, "port_disabled") >= 1; }, seconds(30));
+  ASSERT_TRUE(s) << e->Log();
+  s = e->WaitForSweeps(s->Value("infiniband_exporter_sweeps_total").value_or(0) + 3, seconds(30));
+  ASSERT_TRUE(s);
+  EXPECT_EQ(Explained(*s, "port_disabled"), 1);
+  EXPECT_EQ(Downs(*s, tree_->Host(host)), 1);
+  EXPECT_EQ(s->Value("infiniband_link_up", {{"node", tree_->Host(host)}}).value_or(-1), 0);
+  for (const auto& a : s->Find("infiniband_alert_active")) {
+    EXPECT_FALSE(OnCable(a, tree_->Host(host))) << a.labels.at("cause");
+  }
+  const auto detail = nlohmann::json::parse(
+      e->Get("/api/v1/port?guid=" + GuidOf(*s, leaf_end.node) + "&port=" + std::to_string(leaf_end.port)));
+  EXPECT_EQ(detail["health"]["disabled"], true) << detail.dump();
+  EXPECT_EQ(detail["health"]["last_down_kind"], "port_disabled");
+  // Back as it was for whatever runs next.
+  sim_->Tool({"ibportstate", lid, std::to_string(leaf_end.port), "enable"});
+  sim_->Console("Unlink " + At(leaf_end));
+  sim_->Console("ReLink " + At(leaf_end));
 }
 
 }  // namespace
