@@ -295,7 +295,7 @@ void LinkHealth::Observe(const topology::Fabric& fabric, const topology::Analysi
     if (kind == DownKind::kPortDisabled && events > 0) {
       Emit({DownKind::kPortDisabled, wall, disabled_node, link, static_cast<int>(events)});
     }
-    for (std::uint64_t i = 0; i < events && c.downs.size() < kMaxDowns; ++i) c.downs.push_back({now, observation_, kind});
+    for (std::uint64_t i = 0; i < events && c.downs.size() < kMaxDowns; ++i) c.downs.push_back({now, kind});
     if (events > 0) {
       h.last_down = wall;
       h.last_down_kind = kind;

@@ -160,7 +160,6 @@ class LinkHealth {
   };
   struct Down {
     std::chrono::steady_clock::time_point t;
-    std::uint64_t observation;
     DownKind kind;
   };
   struct CableState {
