@@ -5,9 +5,10 @@
 //    ends can be read is unreachable, not down). One flap is one event
 //    whichever saw it first: an event one end's counter or a Down state
 //    showed is expected at each other end's next fresh reading and matched
-//    there, not counted again; an end read again without it stops being
-//    expected to show it (ibsim never counts LinkDowned; a pinned counter
-//    cannot).
+//    there, not counted again; an end read again, with the link read up,
+//    without it stops being expected to show it (ibsim never counts
+//    LinkDowned; a pinned counter cannot); a Down state read after a
+//    counter showed its flap is that flap.
 //  - why a link went down: a host whose counters restarted from zero
 //    between two readings while its cable went down was reset (one
 //    host_reset event, no flap); nearly every cable of one switch going
