@@ -173,9 +173,12 @@ void LinkHealth::Observe(const topology::Fabric& fabric, const topology::Analysi
     std::bitset<kSignalCount> present[2], pinned[2];
     std::array<std::optional<Reading>, 2> fresh;  // what each end's counters showed, when read now
     const topology::PortRef ends[2] = {link.a, link.b};
+    std::array<const PortTotals*, 2> totals{};  // each end's, stale or not
     for (int k = 0; k < 2; ++k) {
       auto pt = ports.find(ends[k]);
-      if (pt == ports.end() || pt->second.stale) continue;
+      if (pt == ports.end()) continue;
+      totals[k] = &pt->second;
+      if (pt->second.stale) continue;
       if (counters_read) fresh[k] = Record(ends[k], pt->second, now);
       for (std::size_t s = 0; s < kSignalCount; ++s) {
         const std::size_t ci = Index(CounterOf(static_cast<Signal>(s)));
@@ -259,11 +262,10 @@ void LinkHealth::Observe(const topology::Fabric& fabric, const topology::Analysi
     }
     c.seen_by_counter += counted - std::min<std::uint64_t>(counted, went_down ? 1 : 0);
     if (read_up) c.seen_by_counter = 0;
+    const std::size_t ld = Index(Counter::kLinkDowned);
     for (int k = 0; k < 2; ++k) {
       // Whether this end's counter will show it, read now or later.
-      auto pt = ports.find(ends[k]);
-      const std::size_t ci = Index(Counter::kLinkDowned);
-      if (pt != ports.end() && pt->second.present.test(ci) && !pt->second.Pinned(ci)) c.pending[k] += events - shown[k];
+      if (totals[k] && totals[k]->present.test(ld) && !totals[k]->Pinned(ld)) c.pending[k] += events - shown[k];
     }
 
     // Why: a host whose counters restarted while its cable went down was

@@ -94,8 +94,7 @@ void Poller::Discover() {
       for (const auto& line : merged.kept) log_.Debug("discovery kept", "what=\"" + line + "\"");
     }
     for (std::uint64_t g : merged.dropped) {
-      log_.Info("node left the fabric", "guid=" + topology::FormatGuid(g) + " name=\"" +
-                                            (nodes_.count(g) ? nodes_[g].name : std::string()) + "\"");
+      log_.Info("node left the fabric", "guid=" + topology::FormatGuid(g) + " name=\"" + NameOf(g) + "\"");
     }
     Adopt(merged.fabric, nullptr, {}, &r.unanswered);
     subscribe_due_ = true;
@@ -674,14 +673,14 @@ std::vector<topology::PortChange> Poller::ChangesOf(const collectors::SweepResul
   }
   // A switch nothing of which answered by LID this sweep may have another
   // LID: its port 0 is read over its directed route.
-  std::set<std::uint64_t> answered;
-  for (const auto& r : sweep.readings) {
-    if (r.sample) answered.insert(r.target.port.node_guid);
-  }
-  for (const auto& [ref, port] : sweep.links) answered.insert(ref.node_guid);
+  const auto answered = [&](std::uint64_t g) {
+    return std::any_of(sweep.readings.begin(), sweep.readings.end(),
+                       [&](const auto& r) { return r.sample && r.target.port.node_guid == g; }) ||
+           std::any_of(sweep.links.begin(), sweep.links.end(), [&](const auto& l) { return l.first.node_guid == g; });
+  };
   for (std::uint64_t g : silent_switches) {
     const topology::PortRef zero{g, 0};
-    if (answered.count(g) || changes.count(zero) || !SilenceDue(zero)) continue;
+    if (changes.count(zero) || !SilenceDue(zero) || answered(g)) continue;
     NoteSilenceRewalk(zero);
     changes[zero] = {zero, topology::Port{}, "stopped answering by LID"};
   }
@@ -758,11 +757,13 @@ void Poller::ClearSaturated(const collectors::SweepResult& sweep) {
   log_.Info("cleared counters near their maximum", "ports=" + std::to_string(reqs.size()));
 }
 
+std::string Poller::NameOf(std::uint64_t guid) const {
+  auto it = nodes_.find(guid);
+  return it == nodes_.end() || it->second.name.empty() ? topology::FormatGuid(guid) : it->second.name;
+}
+
 std::string Poller::Describe(const topology::PortRef& port) const {
-  auto it = nodes_.find(port.node_guid);
-  const std::string name = it == nodes_.end() || it->second.name.empty() ? topology::FormatGuid(port.node_guid)
-                                                                         : it->second.name;
-  return name + "[" + std::to_string(port.port) + "]";
+  return NameOf(port.node_guid) + "[" + std::to_string(port.port) + "]";
 }
 
 void Poller::Judge(const collectors::SweepResult& sweep, std::chrono::steady_clock::time_point now,
@@ -778,11 +779,8 @@ void Poller::Judge(const collectors::SweepResult& sweep, std::chrono::steady_clo
   for (const auto& [kind, n] : report->event_counts) events += n;
   const std::size_t fresh = static_cast<std::size_t>(std::min<std::uint64_t>(events - events_logged_, report->events.size()));
   for (auto it = report->events.end() - static_cast<std::ptrdiff_t>(fresh); it != report->events.end(); ++it) {
-    auto named = nodes_.find(it->node_guid);
-    const std::string node = named != nodes_.end() && !named->second.name.empty() ? named->second.name
-                                                                                  : topology::FormatGuid(it->node_guid);
-    log_.Warn("link down explained", std::string("kind=") + collectors::ToString(it->kind) + " node=\"" + node +
-                                         "\" links=" + std::to_string(it->links));
+    log_.Warn("link down explained", std::string("kind=") + collectors::ToString(it->kind) + " node=\"" +
+                                         NameOf(it->node_guid) + "\" links=" + std::to_string(it->links));
   }
   events_logged_ = events;
   alerts_.Evaluate(report->cables, analysis_.get(), wall,

@@ -147,6 +147,8 @@ class Poller {
              std::chrono::system_clock::time_point wall);
   // SMInfo from every IsSM port; logs failovers and conditions that change.
   void WatchSubnetManagers(std::chrono::steady_clock::time_point now, std::chrono::system_clock::time_point wall);
+  // A node's name as last seen, else its GUID; a port as "name[port]".
+  std::string NameOf(std::uint64_t guid) const;
   std::string Describe(const topology::PortRef& port) const;
   void Publish();
 

@@ -29,30 +29,16 @@ class EventsTest : public FabricSuite {
  protected:
   static void SetUpTestSuite() {
     StartFabric(Spec(4, 2, 4, 1, 16));
-    if (!sim_) return;
-    SimFabric::SmOptions sm;
-    sm.attach = tree_->Host(16);  // not the exporter's node: one SM port per node
-    // The exporter's port shows IsSM (SIM_SET_ISSM) but answers no SMInfo;
-    // an opensm that polls it stops sweeping.
-    sm.config = "ignore_other_sm TRUE\n";
-    std::string error;
-    sm_ = sim_->StartSubnetManager(sm, &error).release();
-    ASSERT_NE(sm_, nullptr) << error;
+    if (sim_) StartTrapSm(tree_->Host(16));
   }
   static void TearDownTestSuite() {
-    delete sm_;
-    sm_ = nullptr;
+    StopTrapSm();
     StopFabric();
   }
 
   static std::unique_ptr<ExporterProcess> Start(const std::vector<std::string>& args, bool traps,
                                                 const std::string& tap = "") {
-    Env env = tap.empty() ? Env{} : MadTapEnv(tap);
-    if (traps) env["SIM_SET_ISSM"] = "1";
-    std::string error;
-    auto e = ExporterProcess::Start(*sim_, args, &error, {}, env);
-    EXPECT_NE(e, nullptr) << error;
-    return e;
+    return SpawnExporter(args, traps, tap.empty() ? Env{} : MadTapEnv(tap));
   }
   static double Value(const Scrape& s, const std::string& name, const std::vector<std::pair<std::string, std::string>>& l = {}) {
     std::map<std::string, std::string> labels(l.begin(), l.end());
@@ -87,8 +73,6 @@ class EventsTest : public FabricSuite {
     Plant(leaf_end, "PortCounters.LinkDownedCounter", downs);
     Plant(host_end, "PortCounters.LinkDownedCounter", downs);
   }
-
-  static inline Process* sm_ = nullptr;
 };
 
 TEST_F(EventsTest, TrapMakesThePortReadBeforeTheNextSweep) {

@@ -103,11 +103,44 @@ class FabricSuite : public ::testing::Test {
     auto it = m.find(node);
     return it == m.end() ? "" : it->second;
   }
+  // A resident opensm on `sm_host` (not the exporter's node: one SM port
+  // per node) that hands the SA's Reports (traps) to an exporter started
+  // with traps. The exporter's port then shows IsSM (SIM_SET_ISSM) but
+  // answers no SMInfo; an opensm that polls it stops sweeping, hence
+  // ignore_other_sm.
+  static void StartTrapSm(const std::string& sm_host) {
+    SimFabric::SmOptions sm;
+    sm.attach = sm_host;
+    sm.config = "ignore_other_sm TRUE\n";
+    std::string error;
+    sm_ = sim_->StartSubnetManager(sm, &error).release();
+    ASSERT_NE(sm_, nullptr) << error;
+  }
+  static void StopTrapSm() {
+    delete sm_;
+    sm_ = nullptr;
+  }
+  // The exporter, with `traps` its port an SM port so that ibsim hands it
+  // the SA's Reports (ibsim.c find_client); without, the Reports are
+  // dropped. ibsim allows one SM client per node: one killed before
+  // umad2sim said goodbye is disconnected first.
+  static std::unique_ptr<ExporterProcess> SpawnExporter(const std::vector<std::string>& args, bool traps,
+                                                        Env env = {}) {
+    const int dead = sim_->DisconnectDeadClients();
+    if (traps) env["SIM_SET_ISSM"] = "1";
+    std::string error;
+    auto e = ExporterProcess::Start(*sim_, args, &error, {}, env);
+    EXPECT_NE(e, nullptr) << error << " (dead clients disconnected: " << dead << "; attached now: "
+                          << sim_->Console("Attached") << ")";
+    return e;
+  }
+
   // "hca" for the generator's hosts (cn....), "switch" otherwise.
   static std::string Role(const std::string& node) { return node.rfind("cn", 0) == 0 ? "hca" : "switch"; }
 
   static inline FatTree* tree_ = nullptr;
   static inline SimFabric* sim_ = nullptr;
+  static inline Process* sm_ = nullptr;  // StartTrapSm's
 };
 
 }  // namespace ibfabric::testbed

@@ -16,6 +16,8 @@
 
 #include <chrono>
 #include <cstdio>
+#include <functional>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -32,30 +34,16 @@ class LossyFabricTest : public FabricSuite {
  protected:
   static void SetUpTestSuite() {
     StartFabric(Spec(8, 4, 12, 1, 36));
-    if (!sim_) return;
-    SimFabric::SmOptions sm;
-    sm.attach = tree_->Host(90);
-    sm.config = "ignore_other_sm TRUE\n";  // the exporter's port shows IsSM (SIM_SET_ISSM) for the traps
-    std::string error;
-    sm_ = sim_->StartSubnetManager(sm, &error).release();
-    ASSERT_NE(sm_, nullptr) << error;
+    if (sim_) StartTrapSm(tree_->Host(90));
   }
   static void TearDownTestSuite() {
-    delete sm_;
-    sm_ = nullptr;
+    StopTrapSm();
     StopFabric();
   }
 
-  // `traps`: the exporter's port is an SM port (SIM_SET_ISSM), so ibsim
-  // hands it the SA's Reports; one such client per node at a time.
+  // The exporter after its second sweep (SpawnExporter: `traps`).
   static std::unique_ptr<ExporterProcess> Start(const std::vector<std::string>& args, bool traps) {
-    const int dead = sim_->DisconnectDeadClients();  // an SM client left by the last test keeps this one off the node
-    std::string error;
-    Env env;
-    if (traps) env["SIM_SET_ISSM"] = "1";
-    auto e = ExporterProcess::Start(*sim_, args, &error, {}, env);
-    EXPECT_NE(e, nullptr) << error << " (dead clients disconnected: " << dead << "; attached now: "
-                          << sim_->Console("Attached") << ")";
+    auto e = SpawnExporter(args, traps);
     if (e && !e->WaitForSweeps(2, seconds(60))) {
       ADD_FAILURE() << "no sweep: " << e->Log();
       return nullptr;
@@ -69,11 +57,12 @@ class LossyFabricTest : public FabricSuite {
     for (const auto& x : s.Find("infiniband_hca_info")) out[x.labels.at("guid")].insert(x.labels.at("hca"));
     return out;
   }
-  static std::string GuidOf(const Scrape& s, const std::string& name) {
-    for (const auto& [guid, names] : Names(s)) {
-      if (names.count(name)) return guid;
-    }
-    return "";
+  // Once `done` holds, `more` sweeps later: what it settled to.
+  static std::optional<Scrape> Settled(const ExporterProcess& e, const std::function<bool(const Scrape&)>& done,
+                                       std::chrono::seconds timeout, int more) {
+    auto s = e.WaitFor(done, timeout);
+    if (!s) return s;
+    return e.WaitForSweeps(s->Value("infiniband_exporter_sweeps_total").value_or(0) + more, seconds(30));
   }
   static bool OnCable(const Sample& x, const std::string& node) {
     return x.labels.at("node") == node || x.labels.at("remote_node") == node;
@@ -116,7 +105,6 @@ class LossyFabricTest : public FabricSuite {
     Plant(host_end, "PortCounters.LinkDownedCounter", downs);
   }
 
-  static inline Process* sm_ = nullptr;
 };
 
 TEST_F(LossyFabricTest, LostMadsAreNeverEvidence) {
@@ -136,15 +124,15 @@ TEST_F(LossyFabricTest, LostMadsAreNeverEvidence) {
   ASSERT_EQ(names.size(), 108u);
   for (const auto& [guid, n] : names) ASSERT_EQ(n.size(), 1u) << guid;
   const std::set<std::string> findings = Findings(*s);
-  const std::string clean_guid = GuidOf(*s, clean_port.node);
-  const std::string lossy_guid = GuidOf(*s, lossy_port.node);
+  const std::string clean_guid = Guid(*s, clean_port.node);
+  const std::string lossy_guid = Guid(*s, lossy_port.node);
   ASSERT_EQ(Total(*s, clean_guid, clean_port.port), 555);
   ASSERT_EQ(Total(*s, lossy_guid, lossy_port.port), 777);
 
   const int flapper = 70;  // leaf 6
   const Endpoint flap_leaf = tree_->LeafHostPort(flapper), flap_host = tree_->HostPort(flapper);
   const Endpoint moved = tree_->HostPort(80);  // leaf 7
-  const std::string moved_guid = GuidOf(*s, moved.node);
+  const std::string moved_guid = Guid(*s, moved.node);
   std::string moved_lid;
   for (const auto& x : s->Find("infiniband_hca_info", {{"guid", moved_guid}})) moved_lid = x.labels.at("lid");
   ASSERT_FALSE(moved_lid.empty());
@@ -216,9 +204,7 @@ TEST_F(LossyFabricTest, LostMadsAreNeverEvidence) {
   // The loss is over for the fabric once opensm routes to every node again
   // (it dropped the ones it lost MADs to): from then on every LID answers
   // perfquery, from outside the exporter.
-  std::map<std::string, std::string> lids;  // node -> LID
-  for (const auto& x : s->Find("infiniband_switch_info")) lids[x.labels.at("switch")] = x.labels.at("lid");
-  for (const auto& x : s->Find("infiniband_hca_info")) lids[x.labels.at("hca")] = x.labels.at("lid");
+  const std::map<std::string, std::string> lids = ByName(*s, "lid");
   const auto loss_end = std::chrono::steady_clock::now();
   for (const auto& [node, lid] : lids) {
     while (sim_->Tool({"perfquery", lid, "1"}).exit_code != 0) {
@@ -294,11 +280,8 @@ TEST_F(LossyFabricTest, AHostResetIsOneEventAndNoAlert) {
   std::this_thread::sleep_for(seconds(2));
   sim_->Console("ReLink " + At(leaf_end));
   Plant(leaf_end, "PortCounters.LinkDownedCounter", 1);
-  s = e->WaitFor([](const Scrape& x) { return Explained(x, "host_reset") >= 1; }, seconds(30));
+  s = Settled(*e, [](const Scrape& x) { return Explained(x, "host_reset") >= 1; }, seconds(30), 4);
   ASSERT_TRUE(s) << e->Log();
-  const double sweeps = s->Value("infiniband_exporter_sweeps_total").value_or(0);
-  s = e->WaitForSweeps(sweeps + 4, seconds(30));
-  ASSERT_TRUE(s);
   EXPECT_EQ(Explained(*s, "host_reset"), 1);
   EXPECT_EQ(Explained(*s, "switch_reboot"), 0);
   EXPECT_EQ(Downs(*s, host_end.node), 1) << "the cable went down once";
@@ -329,13 +312,10 @@ TEST_F(LossyFabricTest, ASwitchRebootIsOneEventNotOneFlapPerPort) {
     Plant(end, "PortCounters.LinkDownedCounter", 1);
     Plant(*tree_->Peer(end), "PortCounters.LinkDownedCounter", 1);
   }
-  s = e->WaitFor([](const Scrape& x) { return x.Value("infiniband_exporter_fabric_nodes", {{"type", "hca"}}) == 96 &&
-                                              Explained(x, "switch_reboot") >= 1; },
-                 seconds(60));
+  s = Settled(*e, [](const Scrape& x) { return x.Value("infiniband_exporter_fabric_nodes", {{"type", "hca"}}) == 96 &&
+                                               Explained(x, "switch_reboot") >= 1; },
+              seconds(60), 4);
   ASSERT_TRUE(s) << e->Log();
-  const double sweeps = s->Value("infiniband_exporter_sweeps_total").value_or(0);
-  s = e->WaitForSweeps(sweeps + 4, seconds(30));
-  ASSERT_TRUE(s);
   EXPECT_EQ(Explained(*s, "switch_reboot"), 1);
   EXPECT_EQ(Explained(*s, "host_reset"), 0);
   double downs = 0;
@@ -373,10 +353,8 @@ TEST_F(LossyFabricTest, APortDisabledOnPurposeIsSaidSoAndIsNoFlap) {
   // What an admin (or the SM) does to isolate a port: PortPhysicalState Disabled.
   const auto off = sim_->Tool({"ibportstate", lid, std::to_string(leaf_end.port), "disable"});
   ASSERT_EQ(off.exit_code, 0) << off.out << off.err;
-  s = e->WaitFor([](const Scrape& x) { return Explained(x, "port_disabled") >= 1; }, seconds(30));
+  s = Settled(*e, [](const Scrape& x) { return Explained(x, "port_disabled") >= 1; }, seconds(30), 3);
   ASSERT_TRUE(s) << e->Log();
-  s = e->WaitForSweeps(s->Value("infiniband_exporter_sweeps_total").value_or(0) + 3, seconds(30));
-  ASSERT_TRUE(s);
   EXPECT_EQ(Explained(*s, "port_disabled"), 1);
   EXPECT_EQ(Downs(*s, tree_->Host(host)), 1);
   EXPECT_EQ(s->Value("infiniband_link_up", {{"node", tree_->Host(host)}}).value_or(-1), 0);
@@ -384,7 +362,7 @@ TEST_F(LossyFabricTest, APortDisabledOnPurposeIsSaidSoAndIsNoFlap) {
     EXPECT_FALSE(OnCable(a, tree_->Host(host))) << a.labels.at("cause");
   }
   const auto detail = nlohmann::json::parse(
-      e->Get("/api/v1/port?guid=" + GuidOf(*s, leaf_end.node) + "&port=" + std::to_string(leaf_end.port)));
+      e->Get("/api/v1/port?guid=" + Guid(*s, leaf_end.node) + "&port=" + std::to_string(leaf_end.port)));
   EXPECT_EQ(detail["health"]["disabled"], true) << detail.dump();
   EXPECT_EQ(detail["health"]["last_down_kind"], "port_disabled");
   // Back as it was for whatever runs next.
