@@ -1,6 +1,8 @@
 #pragma once
-// Turns a Snapshot into Prometheus metric families. This is where every
-// metric this exporter serves is named.
+// Turns a Snapshot into the Prometheus exposition: each collector on
+// renders its own families (collectors/registry.h; the metric names live
+// in each collector's file), then the exporter's own health
+// (infiniband_exporter_*), which is named here.
 //
 // Port counters keep the names and labels of treydock/infiniband_exporter:
 //   infiniband_switch_port_<counter>_total{guid,port,switch}

@@ -3,12 +3,14 @@
 // discovered, every port's totals, and the exporter's own health. Built by
 // the sweeping thread, then shared read-only (std::shared_ptr<const Snapshot>).
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <deque>
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "collectors/alerts.h"
@@ -19,6 +21,8 @@
 #include "collectors/counters.h"
 #include "topology/analysis.h"
 #include "topology/fabric.h"
+#include "topology/partitions.h"
+#include "topology/routing.h"
 #include "topology/scope.h"
 #include "transport/mad_engine.h"
 
@@ -64,18 +68,30 @@ struct HealthReport {
   std::chrono::milliseconds window{};
 };
 
+// The scheduler's parts (the fabric, its walks, the MAD engine) and each
+// collector's (collectors/registry.h; a collector disabled leaves its part
+// empty or null).
 struct Snapshot {
   std::shared_ptr<const topology::Fabric> fabric;  // never null once published
-  std::shared_ptr<const topology::Analysis> topology;  // of `fabric`; null before a discovery
-  std::map<topology::PortRef, PortTotals> ports;
   std::map<std::uint64_t, NodeLabel> nodes;
+  // fat_tree: the tree analysis of `fabric` with the plan diff; null before a discovery.
+  std::shared_ptr<const topology::Analysis> topology;
+  std::shared_ptr<const topology::RoutingAnalysis> routing;       // routing; null: tables not read
+  std::shared_ptr<const topology::PartitionAnalysis> partitions;  // partitions; null: not read
+  // port_counters:
+  std::map<topology::PortRef, PortTotals> ports;
   std::map<std::uint64_t, NodeHealth> node_health;  // every node ever read
-  std::map<std::uint64_t, PmaCapabilities> pma;     // ClassPortInfo of the nodes that answered
-  std::shared_ptr<const HealthReport> health;       // null before the first sweep
-  std::shared_ptr<const SmReport> subnet_managers;  // null when this exporter does not watch SMs
+  std::size_t targets = 0;           // ports read in the last sweep
+  std::size_t failed_ports = 0;      // of which did not answer
+  std::uint64_t counter_clears = 0;  // ports whose counters this exporter cleared
+  std::map<std::uint64_t, PmaCapabilities> pma;     // capabilities: ClassPortInfo of the nodes that answered
+  std::shared_ptr<const HealthReport> health;       // link_health: null before the first sweep
+  std::shared_ptr<const SmReport> subnet_managers;  // subnet_managers: null when this exporter does not watch SMs
+  std::vector<std::string> collectors;               // the collectors on, in registry order
+  std::map<std::string, PhaseHealth> runs;           // collector -> its last run
   transport::EngineStats mad;
   PhaseHealth discovery;
-  PhaseHealth port_counters;
+  double sweep_seconds = 0;  // the last sweep's batch of reads
   // MADs of the last discovery (graph, tables, capabilities) and of the last
   // sweep (counters, link states, LID checks, SMs, clearing), by kind.
   transport::KindCounts discovery_mads{};
@@ -89,18 +105,18 @@ struct Snapshot {
   std::map<std::string, transport::KindCounts> phase_mads;
   std::map<std::uint16_t, std::uint64_t> traps;             // trap number -> Reports received
   std::map<std::uint16_t, bool> trap_subscriptions;         // trap number -> the SA accepted it
-  std::size_t targets = 0;        // ports read in the last sweep
-  std::size_t failed_ports = 0;   // of which did not answer
-  std::uint64_t counter_clears = 0;  // ports whose counters this exporter cleared
   std::uint64_t lid_moves = 0;       // nodes found answering under another LID
   std::chrono::system_clock::time_point last_success{};  // end of the last good sweep
   std::chrono::system_clock::time_point published{};
-  std::vector<std::string> discovery_problems;
   std::size_t discovery_unanswered = 0;      // what the last full walk got no answer to (merged from the one before)
   std::uint64_t incomplete_discoveries = 0;  // full walks that missed answers
   // The metrics exposition of this snapshot, rendered once when it is
   // published; every scrape serves this text.
   std::string exposition;
+
+  bool Enabled(std::string_view collector) const {
+    return std::find(collectors.begin(), collectors.end(), collector) != collectors.end();
+  }
 };
 
 }  // namespace ibfabric::collectors

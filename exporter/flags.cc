@@ -1,5 +1,7 @@
 #include "exporter/flags.h"
 
+#include "collectors/registry.h"
+
 #include <charconv>
 #include <functional>
 #include <map>
@@ -62,9 +64,26 @@ std::function<std::string(Config&, const std::string&)> Path(std::string Config:
   };
 }
 
+// --collector.<name> and --no-collector.<name> for every collector
+// (node_exporter's convention), from the registry.
+void AddCollectorFlags(std::map<std::string, Flag>* flags) {
+  for (const auto& c : collectors::Registry()) {
+    const std::string name(c.name);
+    for (const bool on : {true, false}) {
+      // No help line of their own: --help lists the collectors.
+      (*flags)[(on ? "collector." : "no-collector.") + name] = {
+          nullptr, nullptr, [name, on](Config& cfg, const std::string&) -> std::string {
+            cfg.collectors[name] = on;
+            return "";
+          }};
+    }
+  }
+}
+
 const std::map<std::string, Flag>& Flags() {
   using std::chrono::milliseconds;
-  static const std::map<std::string, Flag> kFlags{
+  static const std::map<std::string, Flag> kFlags = [] {
+  std::map<std::string, Flag> flags{
       {"web.listen-address",
        {"Address on which to expose metrics and web interface (host:port or :port).",
         "ADDRESS",
@@ -227,6 +246,9 @@ const std::map<std::string, Flag>& Flags() {
           return "";
         }}},
   };
+  AddCollectorFlags(&flags);
+  return flags;
+  }();
   return kFlags;
 }
 
@@ -277,7 +299,15 @@ ParsedFlags ParseFlags(const std::vector<std::string>& args) {
     auto it = flags.find(name);
     if (it == flags.end()) {
       r.action = ParsedFlags::Action::kError;
-      r.error = "unknown flag --" + name + " (see --help)";
+      const auto dot = name.find('.');
+      const std::string prefix = name.substr(0, dot);
+      if ((prefix == "collector" || prefix == "no-collector") && dot != std::string::npos) {
+        std::string known;
+        for (const auto& c : collectors::Registry()) known += (known.empty() ? "" : ", ") + std::string(c.name);
+        r.error = "unknown collector '" + name.substr(dot + 1) + "' in --" + name + " (collectors: " + known + ")";
+      } else {
+        r.error = "unknown flag --" + name + " (see --help)";
+      }
       return r;
     }
     const Flag& f = it->second;
@@ -320,10 +350,17 @@ std::string HelpText(const std::string& program) {
   s += "  -h, --help                Show this help and exit.\n";
   s += "      --version             Show the version and exit.\n";
   for (const auto& [name, f] : Flags()) {
+    if (f.help == nullptr) continue;  // the collectors' flags: listed below
     std::string left = "      --" + name + (f.placeholder ? std::string("=") + f.placeholder : "");
     if (left.size() < 40) left.resize(40, ' ');
     else left += "\n" + std::string(40, ' ');
     s += left + f.help + "\n";
+  }
+  s += "\nCollectors (--collector.NAME turns one on, --no-collector.NAME off):\n";
+  for (const auto& c : collectors::Registry()) {
+    std::string left = "      " + std::string(c.name) + (c.default_on ? " (on)" : " (off)");
+    if (left.size() < 40) left.resize(40, ' ');
+    s += left + std::string(c.help) + "\n";
   }
   return s;
 }

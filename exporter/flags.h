@@ -4,21 +4,27 @@
 // `--flag value` are accepted; boolean flags take no value.
 
 #include <chrono>
+#include <map>
 #include <string>
 #include <vector>
 
+#include "exporter/http_server.h"
+#include "exporter/poller.h"
 #include "topology/scope.h"
 #include "transport/mad_engine.h"
 
 namespace ibfabric::exporter {
 
-// The engine's defaults, which the MAD flags default to.
+// The defaults of the options the flags fill in: each Options struct owns
+// its own, and the flags default to them.
 inline const transport::EngineOptions kEngineDefaults{};
+inline const PollerOptions kPollerDefaults{};
+inline const HttpOptions kHttpDefaults{};
 
 struct Config {
-  std::string listen_host = "0.0.0.0";
-  int listen_port = 9315;
-  std::string telemetry_path = "/metrics";
+  std::string listen_host = kHttpDefaults.host;
+  int listen_port = kHttpDefaults.port;
+  std::string telemetry_path = kHttpDefaults.telemetry_path;
   std::string web_config;  // exporter-toolkit web config (TLS, basic auth); empty: none
   std::string ca_name;  // empty: first CA with an active port
   int ca_port = 0;      // 0: first active port
@@ -27,11 +33,12 @@ struct Config {
   std::string alerts_config;  // alert thresholds file; empty: built-in defaults
   std::string partition_plan;  // expected partition membership (YAML); empty: none
   topology::Scope scope;      // which ports this exporter reads (--scope, --shard)
-  std::chrono::milliseconds sweep_interval{10'000};
-  std::chrono::milliseconds discovery_interval{3'600'000};  // full walks; changes in between incrementally
-  std::chrono::milliseconds sweep_rotation{300'000};  // every port's PortInfo, every LID's owner at least this often
-  bool sm_traps = true;  // subscribe to the SM's traps (InformInfo)
-  std::chrono::milliseconds sm_stall_after{60'000};  // master SM ActCount standing still this long: not sweeping
+  std::chrono::milliseconds sweep_interval = kPollerDefaults.sweep_interval;
+  std::chrono::milliseconds discovery_interval = kPollerDefaults.discovery_interval;  // full walks
+  std::chrono::milliseconds sweep_rotation = kPollerDefaults.sweep_rotation;
+  bool sm_traps = kPollerDefaults.subscribe_traps;  // subscribe to the SM's traps (InformInfo)
+  // Master SM ActCount standing still this long: not sweeping.
+  std::chrono::milliseconds sm_stall_after = kPollerDefaults.collector.subnet_managers.stall_after;
   // MAD limits, defaulting to the engine's own (transport/mad_engine.h
   // EngineOptions; README "Fabric-safe MAD limits").
   // Floor of every attempt's timeout, and ceiling of the backoff.
@@ -48,9 +55,11 @@ struct Config {
   int mad_dr_per_switch = kEngineDefaults.dr_per_switch;
   double mad_rate_limit = kEngineDefaults.rate_limit;  // MADs per second; 0: none
   std::string log_level = "info";  // debug, info, warn, error
-  int clear_threshold = 0;         // percent of a counter's maximum; 0: never clear
+  int clear_threshold = kPollerDefaults.collector.clear_threshold_percent;  // percent of a counter's maximum; 0: never
   bool once = false;               // one discovery and sweep, metrics to stdout, exit
   bool check = false;              // does the local port answer? exit 0 or 1
+  // --collector.NAME / --no-collector.NAME: name -> on (collectors/registry.h).
+  std::map<std::string, bool> collectors;
 };
 
 struct ParsedFlags {

@@ -250,7 +250,8 @@ void HttpServer::Routes() {
   server_->Get("/api/v1/topology", [this](const httplib::Request&, httplib::Response& res) {
     auto snap = holder_.Get();
     if (!snap->topology) return JsonError(res, 503, "no discovery has completed yet");
-    nlohmann::json j = topology::TopologyJson(*snap->fabric, *snap->topology);
+    nlohmann::json j =
+        topology::TopologyJson(*snap->fabric, *snap->topology, snap->routing.get(), snap->partitions.get());
     // Which part of the fabric this exporter sees, and whether its findings
     // speak for the whole fabric (topology/scope.h).
     j["scope"] = {{"kind", topology::ToString(snap->scope.kind)},

@@ -15,7 +15,7 @@
 #include "exporter/alert_config.h"
 #include "exporter/flags.h"
 #include "exporter/http_server.h"
-#include "exporter/log.h"
+#include "collectors/log.h"
 #include "exporter/poller.h"
 #include "exporter/recovery.h"
 #include "exporter/snapshot_holder.h"
@@ -57,7 +57,7 @@ int Main(int argc, char** argv) {
       break;
   }
   const Config& cfg = flags.config;
-  Logger log(Logger::LevelFrom(cfg.log_level));
+  collectors::Logger log(collectors::Logger::LevelFrom(cfg.log_level));
   // Every configuration file is read before anything starts: a bad one is
   // one line naming the flag, the file and the line, and exit status 2.
   std::string bad_flag;
@@ -157,14 +157,16 @@ int Main(int argc, char** argv) {
   poller_options.discovery_interval = cfg.discovery_interval;
   poller_options.sweep_rotation = cfg.sweep_rotation;
   poller_options.subscribe_traps = cfg.sm_traps;
-  poller_options.clear_threshold_percent = cfg.clear_threshold;
+  poller_options.collector.clear_threshold_percent = cfg.clear_threshold;
   poller_options.version = IBFABRIC_VERSION;
   poller_options.names = std::move(names);
-  poller_options.plan = std::move(plan);
-  poller_options.partition_plan = std::move(partition_plan);
-  poller_options.alerts = alerts;
+  poller_options.collector.plan = std::move(plan);
+  poller_options.collector.partition_plan = std::move(partition_plan);
+  poller_options.collector.alerts = alerts;
   poller_options.scope = cfg.scope;
-  poller_options.subnet_managers.stall_after = cfg.sm_stall_after;
+  poller_options.collector.subnet_managers.stall_after = cfg.sm_stall_after;
+  poller_options.collectors.emplace();
+  collectors::EnabledCollectors(cfg.collectors, &*poller_options.collectors, &error);  // names checked by the flags
   poller_options.on_transport_down = [&]() {
     const auto now = std::chrono::steady_clock::now();
     if (now - last_probe < std::chrono::seconds(2)) return;

@@ -7,41 +7,18 @@
 #include "collectors/metrics.h"
 #include "topology/discovery.h"
 #include "topology/merge.h"
-#include "topology/routing.h"
 
 namespace ibfabric::exporter {
 
 namespace {
-double SecondsOf(std::chrono::steady_clock::duration d) {
-  return std::chrono::duration<double>(d).count();
-}
-}  // namespace
+double SecondsOf(std::chrono::steady_clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
-Poller::Poller(transport::MadEngine& engine, PollerOptions options, SnapshotHolder& holder,
-               Logger& log, collectors::PersistedState restored)
-    : engine_(engine),
-      options_(std::move(options)),
-      holder_(holder),
-      log_(log),
-      fabric_(std::make_shared<topology::Fabric>()),
-      nodes_(std::move(restored.nodes)),
-      remembered_(std::move(restored.remembered)),
-      link_health_({options_.alerts.window, options_.alerts.xmit_wait_tick_multiplier}),
-      alerts_(options_.alerts),
-      sm_monitor_(options_.subnet_managers) {
-  store_.Restore(std::move(restored.ports));
-  Publish();  // so /metrics answers (with restored totals, stale) before the first sweep
-}
-
-namespace {
 // Traps subscribed to (transport/attributes.h trap).
 constexpr std::uint16_t kTraps[] = {transport::trap::kGidInService, transport::trap::kGidOutOfService,
                                     transport::trap::kLinkStateChange, transport::trap::kLocalChange};
 // Sweeps a changed port stays watched, and how many changes at once a
 // re-walk takes on before a full walk is the better deal.
 constexpr int kRecentSweeps = 6;
-// Sweeps in which tables that did not answer are asked again.
-constexpr int kTableRetries = 6;
 constexpr std::size_t kMaxRewalk = 64;
 // A re-walk whose far end did not answer is asked again this many times.
 constexpr int kRewalkRetries = 5;
@@ -53,20 +30,100 @@ constexpr std::uint64_t kSilentHoldMax = 640;
 void AddPhase(transport::KindCounts* total, const transport::KindCounts& add) {
   for (std::size_t k = 0; k < transport::kMadKinds; ++k) (*total)[k] += add[k];
 }
-
-// The nodes of `fabric` in `guids`, with only the ports `keep` allows.
-topology::Fabric Part(const topology::Fabric& fabric, const std::set<std::uint64_t>& guids,
-                      const std::function<bool(const topology::Node&, const topology::Port&)>& keep) {
-  std::vector<topology::Node> nodes;
-  for (const auto& n : fabric.nodes()) {
-    if (!guids.count(n.guid)) continue;
-    topology::Node copy = n;
-    std::erase_if(copy.ports, [&](const topology::Port& p) { return !keep(n, p); });
-    nodes.push_back(std::move(copy));
-  }
-  return topology::Fabric(std::move(nodes));
-}
 }  // namespace
+
+Poller::Poller(transport::MadEngine& engine, PollerOptions options, SnapshotHolder& holder, collectors::Logger& log,
+               collectors::PersistedState restored)
+    : engine_(engine),
+      options_(std::move(options)),
+      holder_(holder),
+      log_(log),
+      reads_(engine),
+      fabric_(std::make_shared<topology::Fabric>()),
+      nodes_(std::move(restored.nodes)),
+      remembered_(std::move(restored.remembered)) {
+  if (!options_.collectors) {
+    options_.collectors.emplace();
+    std::string unused;
+    collectors::EnabledCollectors({}, &*options_.collectors, &unused);
+  }
+  options_.collector.restored_ports = std::move(restored.ports);
+  for (const auto& name : *options_.collectors) {
+    const collectors::CollectorInfo* info = collectors::FindCollector(name);
+    if (!info) continue;  // the flags said which exist
+    collectors_.push_back({info, info->make(options_.collector)});
+    collectors_.back().collector->Publish(&parts_);
+  }
+  options_.collector.restored_ports.clear();
+  parts_.collectors = *options_.collectors;
+  Publish();  // so /metrics answers (with restored totals, stale) before the first sweep
+}
+
+collectors::Cycle Poller::MakeCycle(collectors::Trigger trigger) {
+  collectors::Cycle c;
+  c.trigger = trigger;
+  c.engine = &engine_;
+  c.fabric = fabric_.get();
+  c.scope = options_.scope;
+  c.local_guid = local_guid_;
+  c.now = std::chrono::steady_clock::now();
+  c.wall = std::chrono::system_clock::now();
+  c.parts = &parts_;
+  c.reads = &reads_;
+  c.log = &log_;
+  c.in_scope = [this](const topology::Node& n) { return InScope(n); };
+  c.read_port = [this](const topology::PortRef& p) {
+    return options_.scope.everything() || in_scope_.count(p) > 0 || remembered_.count(p) > 0;
+  };
+  c.remembered = &remembered_;
+  c.name_of = [this](std::uint64_t g) { return NameOf(g); };
+  c.describe = [this](const topology::PortRef& p) { return Describe(p); };
+  return c;
+}
+
+void Poller::RunCollector(Entry& e, const collectors::Cycle& cycle, double batch_seconds) {
+  const auto start = std::chrono::steady_clock::now();
+  const collectors::Outcome out = e.collector->Update(cycle);
+  e.collector->Publish(&parts_);
+  for (const auto& p : out.problems) log_.Warn(std::string(e.info->name), "problem=\"" + p + "\"");
+  if (out.rediscover) rediscover_ = true;
+  if (e.collector->schedule() == collectors::Schedule::kDiscovery) e.again = out.again;
+  if (cycle.trigger == collectors::Trigger::kTrap) return;  // a re-read between sweeps is no run of its own
+  collectors::PhaseHealth& run = parts_.runs[std::string(e.info->name)];
+  run.ran = true;
+  run.success = out.ok;
+  run.duration_seconds = batch_seconds + SecondsOf(std::chrono::steady_clock::now() - start);
+  run.total_seconds += run.duration_seconds;
+}
+
+void Poller::RunDiscoveryCollectors(collectors::Trigger trigger, std::set<std::uint64_t> fresh,
+                                    std::set<std::uint64_t> gone) {
+  const bool walked = trigger != collectors::Trigger::kSweep;
+  if (trigger == collectors::Trigger::kFullWalk) {
+    reads_.ForgetAll();
+  } else if (trigger == collectors::Trigger::kRewalk) {
+    reads_.Forget(fresh);
+    reads_.Forget(gone);
+  }
+  collectors::Cycle cycle = MakeCycle(trigger);
+  cycle.fresh = std::move(fresh);
+  cycle.gone = std::move(gone);
+  for (Entry& e : collectors_) {
+    if (e.collector->schedule() != collectors::Schedule::kDiscovery || (!walked && !e.again)) continue;
+    RunCollector(e, cycle);
+  }
+}
+
+void Poller::RunSweepCollectors(collectors::Trigger trigger, const collectors::SweepResult& sweep,
+                                double batch_seconds) {
+  collectors::Cycle cycle = MakeCycle(trigger);
+  cycle.sweep = &sweep;
+  for (Entry& e : collectors_) {
+    if (e.collector->schedule() != collectors::Schedule::kSweep) continue;
+    // The batch's time is theirs who put reads in it.
+    RunCollector(e, cycle, e.info->name == "port_counters" ? batch_seconds : 0);
+  }
+}
 
 void Poller::Discover() {
   const auto start = std::chrono::steady_clock::now();
@@ -79,7 +136,6 @@ void Poller::Discover() {
   ++discoveries_;
   discovery_.ran = true;
   discovery_.success = r.ok;
-  discovery_problems_ = r.problems;
   for (const auto& p : r.problems) log_.Warn("discovery", "problem=\"" + p + "\"");
   if (r.ok) {
     local_guid_ = r.local_node_guid;
@@ -96,7 +152,12 @@ void Poller::Discover() {
     for (std::uint64_t g : merged.dropped) {
       log_.Info("node left the fabric", "guid=" + topology::FormatGuid(g) + " name=\"" + NameOf(g) + "\"");
     }
-    Adopt(merged.fabric, nullptr, {}, &r.unanswered);
+    Adopt(merged.fabric, &r.unanswered);
+    // Everything is read again; what does not answer keeps what it had (a
+    // lost MAD is no reason to forget a table), nodes gone lose theirs.
+    std::set<std::uint64_t> all;
+    for (const auto& node : fabric_->nodes()) all.insert(node.guid);
+    RunDiscoveryCollectors(collectors::Trigger::kFullWalk, std::move(all), {});
     subscribe_due_ = true;
     check_all_lids_ = false;  // the walk just read every LID's owner
   } else {
@@ -108,8 +169,7 @@ void Poller::Discover() {
   discovery_.total_seconds += discovery_.duration_seconds;
   if (!r.ok) return;
   log_.Info("discovery done", "mode=full switches=" + std::to_string(fabric_->switch_count()) +
-                                  " hcas=" + std::to_string(fabric_->ca_count()) +
-                                  " smps=" + std::to_string(r.smps) +
+                                  " hcas=" + std::to_string(fabric_->ca_count()) + " smps=" + std::to_string(r.smps) +
                                   " seconds=" + std::to_string(discovery_.duration_seconds));
 }
 
@@ -124,8 +184,7 @@ topology::Fabric Poller::Named(const topology::Fabric& walked, const topology::U
   return topology::Fabric(std::move(nodes));
 }
 
-void Poller::Adopt(const topology::Fabric& walked, const std::vector<std::uint64_t>* fresh,
-                   const std::vector<std::uint64_t>& gone, const topology::Unanswered* unanswered) {
+void Poller::Adopt(const topology::Fabric& walked, const topology::Unanswered* unanswered) {
   fabric_ = std::make_shared<topology::Fabric>(topology::WithNames(Named(walked, unanswered), options_.names));
   const bool everything = options_.scope.everything();
   if (!everything) in_scope_ = topology::PortsInScope(*fabric_, options_.scope, local_guid_);
@@ -137,39 +196,6 @@ void Poller::Adopt(const topology::Fabric& walked, const std::vector<std::uint64
       if (port.link_up() && (everything || in_scope_.count(ref))) remembered_.insert(ref);
     }
   }
-  // What is read per node: everything after a full walk, the new nodes'
-  // after a re-walk; what gone nodes had is forgotten.
-  std::set<std::uint64_t> read;
-  if (fresh) {
-    read.insert(fresh->begin(), fresh->end());
-    const std::set<std::uint64_t> gone_set(gone.begin(), gone.end());
-    for (std::uint64_t g : gone_set) {
-      lft_.erase(g);
-      switch_info_.erase(g);
-      caps_.erase(g);
-      tables_due_.erase(g);
-    }
-    std::erase_if(pkeys_, [&](const auto& e) { return gone_set.count(e.first.node_guid) > 0; });
-  } else {
-    // Everything is read again; what does not answer keeps what it had
-    // (a lost MAD is no reason to forget a table), nodes gone lose theirs.
-    for (const auto& node : fabric_->nodes()) read.insert(node.guid);
-    const auto gone_node = [&](const auto& e) { return fabric_->FindNode(e.first) == nullptr; };
-    std::erase_if(lft_, gone_node);
-    std::erase_if(switch_info_, gone_node);
-    std::erase_if(caps_, gone_node);
-    std::erase_if(tables_due_, gone_node);
-    std::erase_if(pkeys_, [&](const auto& e) { return fabric_->FindNode(e.first.node_guid) == nullptr; });
-  }
-  const std::vector<std::string> problems = ReadTables(read);
-  if (!fresh) discovery_problems_.insert(discovery_problems_.end(), problems.begin(), problems.end());
-  // A re-walk's analysis waits for the next sweep: on a large fabric it is
-  // seconds of CPU, and several traps in a row need it once.
-  if (fresh) {
-    analysis_stale_ = true;
-  } else {
-    Reanalyze(/*log_findings=*/true);
-  }
 }
 
 bool Poller::InScope(const topology::Node& node) const {
@@ -178,115 +204,6 @@ bool Poller::InScope(const topology::Node& node) const {
     if (in_scope_.count({node.guid, p.number})) return true;
   }
   return false;
-}
-
-bool Poller::LacksTables(const topology::Node& node) const {
-  const bool topology = options_.scope.reports_topology();
-  if (node.kind == topology::NodeKind::kSwitch) return topology && node.lid != 0 && !lft_.count(node.guid);
-  for (const auto& p : node.ports) {
-    if (topology && p.lid != 0 && p.remote && !pkeys_.count({node.guid, p.number})) return true;
-  }
-  return InScope(node) && !caps_.count(node.guid);
-}
-
-std::vector<std::string> Poller::ReadTables(const std::set<std::uint64_t>& read) {
-  std::vector<std::string> problems;
-  if (read.empty()) return problems;
-  if (options_.scope.reports_topology()) {
-    // The forwarding tables of these switches (all at a full walk):
-    // routing balance, unrouted destinations, down-up routes
-    // (topology/routing.h). A re-walk keeps the others'.
-    const topology::Fabric switches = Part(*fabric_, read, [](const topology::Node&, const topology::Port&) { return true; });
-    const auto lft = topology::ReadForwardingTables(switches, engine_);
-    for (const auto& p : lft.problems) {
-      log_.Warn("routing", "problem=\"" + p + "\"");
-      problems.push_back(p);
-    }
-    for (const auto& [g, t] : lft.tables) lft_[g] = t;
-    for (const auto& [g, i] : lft.switch_info) switch_info_[g] = i;
-    // The partitions of these CA ports and of the switch ports facing them
-    // (topology/partitions.h).
-    std::set<std::uint64_t> with_facing = read;
-    std::set<topology::PortRef> facing;
-    for (const auto& node : fabric_->nodes()) {
-      if (!read.count(node.guid) || node.kind == topology::NodeKind::kSwitch) continue;
-      for (const auto& p : node.ports) {
-        if (!p.remote) continue;
-        with_facing.insert(p.remote->node_guid);
-        facing.insert(*p.remote);
-      }
-    }
-    const topology::Fabric part = Part(*fabric_, with_facing, [&](const topology::Node& n, const topology::Port& p) {
-      return read.count(n.guid) > 0 || facing.count({n.guid, p.number}) > 0;
-    });
-    const auto pkeys = topology::ReadPartitions(part, switch_info_, engine_);
-    for (const auto& p : pkeys.problems) {
-      log_.Warn("partitions", "problem=\"" + p + "\"");
-      problems.push_back(p);
-    }
-    for (const auto& [ref, keys] : pkeys.tables) pkeys_[ref] = keys;
-  }
-  // What each PMA supports decides what is asked and what is exported.
-  std::set<std::uint64_t> caps_of;
-  for (std::uint64_t g : read) {
-    const topology::Node* n = fabric_->FindNode(g);
-    if (n && InScope(*n)) caps_of.insert(g);
-  }
-  if (!caps_of.empty()) {
-    for (auto& [g, c] : collectors::ReadCapabilities(*fabric_, engine_, &caps_of)) caps_[g] = c;
-  }
-  // What did not answer is asked again over the next sweeps (a CA port the
-  // SM has not made Active, or routed to, yet); then left to the full walk.
-  for (std::uint64_t g : read) {
-    const topology::Node* n = fabric_->FindNode(g);
-    if (n && LacksTables(*n)) {
-      tables_due_.emplace(g, kTableRetries);
-    } else {
-      tables_due_.erase(g);
-    }
-  }
-  return problems;
-}
-
-void Poller::Reanalyze(bool log_findings) {
-  analysis_stale_ = false;
-  // Fabric-wide findings come from one exporter of a sharded set, and never
-  // from a local one (it sees its neighbours only).
-  topology::Analysis analysis = options_.scope.reports_topology() ? topology::Analyze(*fabric_) : topology::Analysis{};
-  if (options_.plan && options_.scope.reports_topology()) {
-    for (auto& f : topology::DiffAgainstPlan(*fabric_, *options_.plan, analysis)) {
-      if (f.kind == topology::FindingKind::kPlanRateMismatch && f.a && f.b) {
-        analysis.degraded[topology::CableBetween(*f.a, *f.b)] = f.kind;
-      }
-      analysis.findings.push_back(std::move(f));
-    }
-  }
-  if (options_.scope.reports_topology()) {
-    topology::AnalyzeRouting(*fabric_, lft_, &analysis);
-    topology::AnalyzePartitions(*fabric_, pkeys_, options_.partition_plan ? &*options_.partition_plan : nullptr,
-                                &analysis);
-  }
-  analysis_ = std::make_shared<topology::Analysis>(std::move(analysis));
-  if (!log_findings) return;
-  if (!analysis_->is_tree) log_.Warn("topology", "not_a_tree=\"" + analysis_->not_tree_reason + "\"");
-  for (const auto& f : analysis_->findings) {
-    log_.Info("topology finding", std::string("kind=") + topology::ToString(f.kind) + " detail=\"" + f.detail + "\"");
-  }
-}
-
-void Poller::RetryTables() {
-  std::set<std::uint64_t> read;
-  for (auto it = tables_due_.begin(); it != tables_due_.end();) {
-    if (!fabric_->FindNode(it->first) || it->second-- <= 0) {
-      it = tables_due_.erase(it);
-      continue;
-    }
-    read.insert(it->first);
-    ++it;
-  }
-  if (read.empty()) return;
-  ReadTables(read);
-  analysis_stale_ = true;
 }
 
 void Poller::Rewalk(const std::vector<topology::PortChange>& changes) {
@@ -314,8 +231,10 @@ void Poller::Rewalk(const std::vector<topology::PortChange>& changes) {
     log_.Warn("re-walk could not be trusted; walking the whole fabric next");
     rediscover_ = true;
   } else {
-    Adopt(r.discovery.fabric, &r.new_nodes, r.gone_nodes, &r.discovery.unanswered);
+    Adopt(r.discovery.fabric, &r.discovery.unanswered);
     Retry(changes, r.retry);
+    RunDiscoveryCollectors(collectors::Trigger::kRewalk, {r.new_nodes.begin(), r.new_nodes.end()},
+                           {r.gone_nodes.begin(), r.gone_nodes.end()});
   }
   const transport::KindCounts used = transport::Since(before, engine_.stats().kinds);
   AddPhase(&phase_mads_["rewalk"], used);
@@ -369,8 +288,8 @@ std::set<topology::PortRef> Poller::Watched() const {
     if (p && !p->link_up()) out.insert(ref);
   }
   // Degraded links: a retrain back (or further down) is seen at once.
-  if (analysis_) {
-    for (const auto& [link, why] : analysis_->degraded) {
+  if (parts_.topology) {
+    for (const auto& [link, why] : parts_.topology->degraded) {
       for (const auto& end : {link.a, link.b}) {
         if (auto s = SwitchEnd(end)) out.insert(*s);
       }
@@ -378,7 +297,7 @@ std::set<topology::PortRef> Poller::Watched() const {
   }
   // A LinkDownedCounter pinned at its maximum cannot show a flap.
   const std::size_t ld = collectors::Index(collectors::Counter::kLinkDowned);
-  for (const auto& [ref, t] : store_.ports()) {
+  for (const auto& [ref, t] : parts_.ports) {
     if (!t.Pinned(ld)) continue;
     if (auto s = SwitchEnd(ref)) out.insert(*s);
   }
@@ -390,8 +309,8 @@ void Poller::Subscribe(std::chrono::steady_clock::time_point now) {
   // The master SM as the SM monitor sees it answer (where this exporter
   // watches the SMs), else as the local port knows it.
   std::uint16_t sm_lid = 0;
-  if (sm_report_) {
-    for (const auto& sm : sm_report_->sms) {
+  if (parts_.subnet_managers) {
+    for (const auto& sm : parts_.subnet_managers->sms) {
       if (sm.answering && sm.state == transport::SmState::kMaster) sm_lid = sm.lid;
     }
   } else {
@@ -459,9 +378,8 @@ bool Poller::HandleReports() {
     }
     collectors::SweepResult reread = collectors::Sweep({}, links, {}, engine_);
     AddPhase(&phase_mads_["trap"], transport::Since(before, engine_.stats().kinds));  // the re-walk counts apart
-    const auto now = std::chrono::steady_clock::now();
-    const auto wall = std::chrono::system_clock::now();
-    Judge(reread, now, wall);  // a link that went down is reported now, not at the next sweep
+    // A link that went down is reported now, not at the next sweep.
+    RunSweepCollectors(collectors::Trigger::kTrap, reread, 0);
     const auto changed = collectors::CompareLinks(*fabric_, reread.links);
     std::vector<topology::PortChange> changes;
     for (const auto& [ref, port] : changed.ports) changes.push_back({ref, port, why[ref]});
@@ -471,57 +389,32 @@ bool Poller::HandleReports() {
   return true;
 }
 
-Poller::Absorbed Poller::Absorb(const collectors::SweepResult& sweep,
-                                std::chrono::system_clock::time_point wall) {
-  Absorbed a;
-  // What the MADs to each node went through, over two halves of the window.
-  const auto now = std::chrono::steady_clock::now();
-  if (now - mad_half_start_ >= options_.alerts.window / 2) {
-    for (auto& [guid, h] : health_) {
-      h.mads_before = h.mads_now;
-      h.mads_now = {};
-    }
-    mad_half_start_ = now;
-  }
-  for (const auto& [guid, t] : sweep.mads) health_[guid].mads_now += t;
-  std::map<std::uint64_t, bool> node_ok;  // node -> any of its ports answered
-  std::set<topology::PortRef> targeted;
-  const std::size_t ld = collectors::Index(collectors::Counter::kLinkDowned);
+Poller::Silence Poller::SilenceOf(const collectors::SweepResult& sweep) {
+  Silence s;
   for (const auto& r : sweep.readings) {
-    targeted.insert(r.target.port);
-    bool& ok = node_ok[r.target.port.node_guid];
-    if (!r.sample) {
-      store_.MarkStale(r.target.port);
-      if (known_failing_.insert(r.target.port).second) a.newly_failing.insert(r.target.port);
-      if (auto end = SwitchEnd(r.target.port); end && SilenceDue(*end)) a.silent.insert(r.target.port);
+    if (r.sample) {
+      known_failing_.erase(r.target.port);
       continue;
     }
-    ok = true;
-    known_failing_.erase(r.target.port);
-    auto it = store_.ports().find(r.target.port);
-    if (it != store_.ports().end() && it->second.present.test(ld) && r.sample->present.test(ld) &&
+    if (known_failing_.insert(r.target.port).second) s.newly_failing.insert(r.target.port);
+    if (auto end = SwitchEnd(r.target.port); end && SilenceDue(*end)) s.silent.insert(r.target.port);
+  }
+  return s;
+}
+
+std::set<topology::PortRef> Poller::Flapped(const collectors::SweepResult& sweep) const {
+  // Against port_counters' totals as of the last sweep.
+  std::set<topology::PortRef> out;
+  const std::size_t ld = collectors::Index(collectors::Counter::kLinkDowned);
+  for (const auto& r : sweep.readings) {
+    if (!r.sample) continue;
+    auto it = parts_.ports.find(r.target.port);
+    if (it != parts_.ports.end() && it->second.present.test(ld) && r.sample->present.test(ld) &&
         r.sample->value[ld] != it->second.last_raw[ld]) {
-      a.flapped.insert(r.target.port);
-    }
-    store_.Update(r.target.port, *r.sample, wall);
-  }
-  for (const auto& [guid, ok] : node_ok) {
-    collectors::NodeHealth& h = health_[guid];
-    h.stale = !ok;
-    if (ok) {
-      h.last_success = wall;
-    } else {
-      ++h.failures;
+      out.insert(r.target.port);
     }
   }
-  // Ports and nodes read before that are no target now (they vanished).
-  for (const auto& [ref, totals] : store_.ports()) {
-    if (!targeted.count(ref)) store_.MarkStale(ref);
-  }
-  for (auto& [guid, h] : health_) {
-    if (!node_ok.count(guid)) h.stale = true;
-  }
-  return a;
+  return out;
 }
 
 bool Poller::Cycle() {
@@ -542,16 +435,28 @@ bool Poller::Cycle() {
     forced_not_before_ = now + forced_backoff_;
   }
   HandleReports();  // what arrived during the walk
-  if (analysis_stale_) Reanalyze(/*log_findings=*/false);
-  auto targets = collectors::SweepTargets(*fabric_, remembered_, caps_);
+  {
+    // Tables that did not answer, analyses put off: before the sweep, so
+    // that it watches what they say.
+    const transport::KindCounts before = engine_.stats().kinds;
+    RunDiscoveryCollectors(collectors::Trigger::kSweep, {}, {});
+    AddPhase(&phase_mads_["rewalk"], transport::Since(before, engine_.stats().kinds));
+  }
+
+  // One batch: the collectors' reads (counters), PortInfo of the watched
+  // ports and of this sweep's slice of the rest, NodeInfo of this sweep's
+  // slice of the LIDs (all after a master change).
+  collectors::SweepPlan plan;
+  {
+    const collectors::Cycle cycle = MakeCycle(collectors::Trigger::kSweep);
+    for (Entry& e : collectors_) {
+      if (e.collector->schedule() == collectors::Schedule::kSweep) e.collector->Plan(cycle, &plan);
+    }
+  }
   auto all_links = collectors::LinkTargets(*fabric_);
   if (!options_.scope.everything()) {
-    const auto out = [this](const auto& t) { return !in_scope_.count(t.port) && !remembered_.count(t.port); };
-    std::erase_if(targets, out);
-    std::erase_if(all_links, out);
+    std::erase_if(all_links, [this](const auto& t) { return !in_scope_.count(t.port) && !remembered_.count(t.port); });
   }
-  // PortInfo of the watched ports and of this sweep's slice of the rest;
-  // NodeInfo of this sweep's slice of the LIDs (all after a master change).
   const std::uint64_t rounds = std::max<std::uint64_t>(
       1, static_cast<std::uint64_t>(options_.sweep_rotation / std::max(options_.sweep_interval, std::chrono::milliseconds(1))));
   const std::set<topology::PortRef> watched = Watched();
@@ -559,28 +464,29 @@ bool Poller::Cycle() {
   std::vector<collectors::LinkTarget> rest;
   for (const auto& t : all_links) (watched.count(t.port) ? links : rest).push_back(t);
   for (auto& t : collectors::RotationSlice(rest, sweeps_, rounds)) links.push_back(t);
-  const auto all_checks = collectors::LidChecks(targets, all_links);
+  // The LIDs of every port the exporter reads, counters or not.
+  std::vector<collectors::SweepTarget> owners = collectors::SweepTargets(*fabric_, remembered_, {});
+  if (!options_.scope.everything()) {
+    std::erase_if(owners, [this](const auto& t) { return !in_scope_.count(t.port) && !remembered_.count(t.port); });
+  }
+  const auto all_checks = collectors::LidChecks(owners, all_links);
   const auto checks = check_all_lids_ ? all_checks : collectors::RotationSlice(all_checks, sweeps_, rounds);
   check_all_lids_ = false;
 
   const transport::KindCounts mads_before = engine_.stats().kinds;
-  collectors::SweepResult sweep = collectors::Sweep(targets, links, checks, engine_);
-  const auto wall = std::chrono::system_clock::now();
-  const Absorbed absorbed = Absorb(sweep, wall);
-  ReadSwitchEnds(absorbed, all_links, &sweep);
-  Judge(sweep, std::chrono::steady_clock::now(), wall);
-  // One exporter of a set watches the SMs: the one that reports topology.
-  if (options_.scope.reports_topology()) {
-    const std::uint64_t changes_before = sm_report_ ? sm_report_->master_changes : 0;
-    WatchSubnetManagers(std::chrono::steady_clock::now(), wall);
-    if (sm_report_ && sm_report_->master_changes != changes_before) {
-      // A new master may have handed out other LIDs, and knows nothing of
-      // our subscriptions.
-      check_all_lids_ = true;
-      subscribe_due_ = true;
-    }
+  collectors::SweepResult sweep = collectors::Sweep(plan.counters, links, checks, engine_);
+  sweep_seconds_ = sweep.duration.count();
+  const Silence silence = SilenceOf(sweep);
+  const std::set<topology::PortRef> flapped = Flapped(sweep);
+  ReadSwitchEnds(flapped, silence, all_links, &sweep);
+  const std::uint64_t master_changes = parts_.subnet_managers ? parts_.subnet_managers->master_changes : 0;
+  RunSweepCollectors(collectors::Trigger::kSweep, sweep, sweep_seconds_);
+  if (parts_.subnet_managers && parts_.subnet_managers->master_changes != master_changes) {
+    // A new master may have handed out other LIDs, and knows nothing of
+    // our subscriptions.
+    check_all_lids_ = true;
+    subscribe_due_ = true;
   }
-  if (options_.clear_threshold_percent > 0) ClearSaturated(sweep);
   sweep_mads_ = transport::Since(mads_before, engine_.stats().kinds);
   AddPhase(&phase_mads_["sweep"], sweep_mads_);
   {
@@ -588,20 +494,10 @@ bool Poller::Cycle() {
     Subscribe(std::chrono::steady_clock::now());
     AddPhase(&phase_mads_["trap"], transport::Since(before, engine_.stats().kinds));
   }
-  {
-    const transport::KindCounts before = engine_.stats().kinds;
-    RetryTables();
-    AddPhase(&phase_mads_["rewalk"], transport::Since(before, engine_.stats().kinds));
-  }
 
   ++sweeps_;
-  targets_ = targets.size();
-  failed_ports_ = sweep.failed_ports;
-  port_counters_.ran = true;
-  port_counters_.duration_seconds = sweep.duration.count();
-  port_counters_.total_seconds += port_counters_.duration_seconds;
-  port_counters_.success = !targets.empty() && sweep.failed_ports < targets.size();
-  if (port_counters_.success) last_success_ = wall;
+  const bool read_any = !plan.counters.empty() && sweep.failed_ports < plan.counters.size();
+  if (read_any) last_success_ = std::chrono::system_clock::now();
   for (auto it = recent_.begin(); it != recent_.end();) it = --it->second <= 0 ? recent_.erase(it) : std::next(it);
 
   // What changed: LIDs that answer for other nodes make the whole view
@@ -609,18 +505,17 @@ bool Poller::Cycle() {
   // port that stopped answering is re-walked now.
   if (!sweep.moved_nodes.empty()) {
     lid_moves_ += sweep.moved_nodes.size();
-    log_.Warn("LIDs answer for other nodes; rediscovering",
-              "nodes=" + std::to_string(sweep.moved_nodes.size()));
+    log_.Warn("LIDs answer for other nodes; rediscovering", "nodes=" + std::to_string(sweep.moved_nodes.size()));
     rediscover_ = true;
     check_all_lids_ = true;
   } else {
-    Rewalk(ChangesOf(sweep, absorbed));
+    Rewalk(ChangesOf(sweep, flapped, silence));
   }
-
-  if (analysis_stale_) Reanalyze(/*log_findings=*/false);  // once a sweep, whatever changed in it
-  log_.Debug("sweep done", "ports=" + std::to_string(targets.size()) + " port_infos=" + std::to_string(links.size()) +
-                               " lid_checks=" + std::to_string(checks.size()) +
-                               " seconds=" + std::to_string(port_counters_.duration_seconds));
+  // Analyses a re-walk put off, once a sweep whatever changed in it.
+  RunDiscoveryCollectors(collectors::Trigger::kSweep, {}, {});
+  log_.Debug("sweep done", "ports=" + std::to_string(plan.counters.size()) + " port_infos=" +
+                               std::to_string(links.size()) + " lid_checks=" + std::to_string(checks.size()) +
+                               " seconds=" + std::to_string(sweep_seconds_));
   Publish();
 
   // Not even the local port answered discovery: count towards transport down.
@@ -628,13 +523,13 @@ bool Poller::Cycle() {
   if (local_down_cycles_ >= options_.transport_down_cycles && options_.on_transport_down) {
     options_.on_transport_down();
   }
-  return port_counters_.success;
+  return read_any;
 }
 
-void Poller::ReadSwitchEnds(const Absorbed& absorbed, const std::vector<collectors::LinkTarget>& all_links,
-                            collectors::SweepResult* sweep) {
+void Poller::ReadSwitchEnds(const std::set<topology::PortRef>& flapped, const Silence& silence,
+                            const std::vector<collectors::LinkTarget>& all_links, collectors::SweepResult* sweep) {
   std::set<topology::PortRef> more;
-  for (const auto* set : {&absorbed.flapped, &absorbed.silent}) {
+  for (const auto* set : {&flapped, &silence.silent}) {
     for (const auto& ref : *set) {
       if (auto s = SwitchEnd(ref); s && !sweep->links.count(*s)) more.insert(*s);
     }
@@ -648,7 +543,8 @@ void Poller::ReadSwitchEnds(const Absorbed& absorbed, const std::vector<collecto
   sweep->links.insert(second.links.begin(), second.links.end());
 }
 
-std::vector<topology::PortChange> Poller::ChangesOf(const collectors::SweepResult& sweep, const Absorbed& absorbed) {
+std::vector<topology::PortChange> Poller::ChangesOf(const collectors::SweepResult& sweep,
+                                                    const std::set<topology::PortRef>& flapped, const Silence& silence) {
   const auto changed = collectors::CompareLinks(*fabric_, sweep.links);
   std::map<topology::PortRef, topology::PortChange> changes;
   for (const auto& [ref, port] : changed.ports) changes[ref] = {ref, port, "port state changed"};
@@ -656,9 +552,9 @@ std::vector<topology::PortChange> Poller::ChangesOf(const collectors::SweepResul
   // another cable; a port that stopped answering may have another LID (not
   // every sweep: under loss it stops and starts again).
   std::set<std::uint64_t> silent_switches;
-  for (const auto& [set, why] : {std::pair{&absorbed.flapped, "LinkDownedCounter moved"},
-                                 std::pair{&absorbed.silent, "stopped answering"}}) {
-    const bool silent = set == &absorbed.silent;
+  for (const auto& [set, why] : {std::pair{&flapped, "LinkDownedCounter moved"},
+                                 std::pair{&silence.silent, "stopped answering"}}) {
+    const bool silent = set == &silence.silent;
     for (const auto& ref : *set) {
       const auto end = SwitchEnd(ref);
       if (!end || changes.count(*end)) continue;
@@ -705,8 +601,8 @@ std::vector<topology::PortChange> Poller::ChangesOf(const collectors::SweepResul
   log_.Info("switch ports changed; re-walking them",
             "came_up=" + std::to_string(changed.came_up) + " went_down=" + std::to_string(changed.went_down) +
                 " retrained=" + std::to_string(changed.retrained) + " activated=" + std::to_string(changed.activated) +
-                " flapped=" + std::to_string(absorbed.flapped.size()) +
-                " newly_failing=" + std::to_string(absorbed.newly_failing.size()));
+                " flapped=" + std::to_string(flapped.size()) +
+                " newly_failing=" + std::to_string(silence.newly_failing.size()));
   for (auto& [ref, c] : changes) list.push_back(std::move(c));
   return list;
 }
@@ -721,42 +617,6 @@ void Poller::NoteSilenceRewalk(const topology::PortRef& end) {
   if (!fresh) it->second = {sweeps_, std::min(2 * it->second.second, kSilentHoldMax)};
 }
 
-void Poller::WatchSubnetManagers(std::chrono::steady_clock::time_point now,
-                                 std::chrono::system_clock::time_point wall) {
-  const auto readings = collectors::ReadSubnetManagers(collectors::SmTargets(*fabric_), engine_);
-  const auto before = sm_report_;
-  sm_monitor_.Update(readings, *fabric_, now, wall);
-  sm_report_ = std::make_shared<const collectors::SmReport>(sm_monitor_.Report());
-  // Conditions as they start; a failover is one of them.
-  std::set<collectors::SmCondition> had;
-  if (before) {
-    for (const auto& c : before->conditions) had.insert(c.condition);
-  }
-  for (const auto& c : sm_report_->conditions) {
-    if (had.count(c.condition)) continue;
-    log_.Warn("subnet manager", std::string("condition=") + collectors::ToString(c.condition) + " severity=" +
-                                    collectors::ToString(c.severity) + " summary=\"" + c.summary + "\"");
-  }
-}
-
-void Poller::ClearSaturated(const collectors::SweepResult& sweep) {
-  std::vector<collectors::ClearRequest> reqs;
-  for (const auto& r : sweep.readings) {
-    if (!r.sample) continue;
-    if (auto c = collectors::ClearNeeded(r.target, *r.sample, options_.clear_threshold_percent)) {
-      reqs.push_back(*c);
-    }
-  }
-  if (reqs.empty()) return;
-  const auto ok = collectors::ClearCounters(reqs, engine_);
-  for (std::size_t i = 0; i < reqs.size(); ++i) {
-    if (!ok[i]) continue;
-    store_.NoteCleared(reqs[i].target.port, reqs[i].counters);
-    ++clears_;
-  }
-  log_.Info("cleared counters near their maximum", "ports=" + std::to_string(reqs.size()));
-}
-
 std::string Poller::NameOf(std::uint64_t guid) const {
   auto it = nodes_.find(guid);
   return it == nodes_.end() || it->second.name.empty() ? topology::FormatGuid(guid) : it->second.name;
@@ -766,67 +626,14 @@ std::string Poller::Describe(const topology::PortRef& port) const {
   return NameOf(port.node_guid) + "[" + std::to_string(port.port) + "]";
 }
 
-void Poller::Judge(const collectors::SweepResult& sweep, std::chrono::steady_clock::time_point now,
-                   std::chrono::system_clock::time_point wall) {
-  link_health_.Observe(*fabric_, analysis_.get(), store_.ports(), sweep.links, now, wall,
-                       /*counters_read=*/!sweep.readings.empty());
-  auto report = std::make_shared<collectors::HealthReport>();
-  report->cables = link_health_.Cables();
-  report->events = link_health_.Events();
-  report->event_counts = link_health_.EventCounts();
-  // Link downs that were no flap, as they are first told apart.
-  std::uint64_t events = 0;
-  for (const auto& [kind, n] : report->event_counts) events += n;
-  const std::size_t fresh = static_cast<std::size_t>(std::min<std::uint64_t>(events - events_logged_, report->events.size()));
-  for (auto it = report->events.end() - static_cast<std::ptrdiff_t>(fresh); it != report->events.end(); ++it) {
-    log_.Warn("link down explained", std::string("kind=") + collectors::ToString(it->kind) + " node=\"" +
-                                         NameOf(it->node_guid) + "\" links=" + std::to_string(it->links));
-  }
-  events_logged_ = events;
-  alerts_.Evaluate(report->cables, analysis_.get(), wall,
-                   [this](const topology::PortRef& p) { return Describe(p); });
-  report->active = alerts_.Active();
-  report->cleared.assign(alerts_.Cleared().begin(), alerts_.Cleared().end());
-  report->raised = alerts_.Raised();
-  report->window = options_.alerts.window;
-  // Transitions, for the log.
-  auto key = [](const collectors::Alert& a) { return std::make_pair(a.cable, a.cause); };
-  std::set<std::pair<topology::Link, collectors::Cause>> before, after;
-  if (health_report_) {
-    for (const auto& a : health_report_->active) before.insert(key(a));
-  }
-  for (const auto& a : report->active) {
-    after.insert(key(a));
-    if (!before.count(key(a))) {
-      log_.Warn("alert raised", std::string("cause=") + collectors::ToString(a.cause) + " severity=" +
-                                    collectors::ToString(a.severity) + " summary=\"" + a.summary + "\"");
-    }
-  }
-  if (health_report_) {
-    for (const auto& a : health_report_->active) {
-      if (!after.count(key(a))) {
-        log_.Info("alert cleared", std::string("cause=") + collectors::ToString(a.cause) + " summary=\"" +
-                                       a.summary + "\"");
-      }
-    }
-  }
-  health_report_ = std::move(report);
-}
-
 void Poller::Publish() {
-  auto s = std::make_shared<collectors::Snapshot>();
+  auto s = std::make_shared<collectors::Snapshot>(parts_);
   s->fabric = fabric_;
-  s->topology = analysis_;
-  s->scope = options_.scope;
-  s->subnet_managers = sm_report_;
-  s->ports = store_.ports();
   s->nodes = nodes_;
-  s->node_health = health_;
-  s->pma = caps_;
-  s->health = health_report_;
+  s->scope = options_.scope;
   s->mad = engine_.stats();
   s->discovery = discovery_;
-  s->port_counters = port_counters_;
+  s->sweep_seconds = sweep_seconds_;
   s->discovery_mads = discovery_mads_;
   s->sweep_mads = sweep_mads_;
   s->sweeps = sweeps_;
@@ -835,13 +642,9 @@ void Poller::Publish() {
   s->phase_mads = phase_mads_;
   s->traps = traps_;
   s->trap_subscriptions = subscriptions_;
-  s->targets = targets_;
-  s->failed_ports = failed_ports_;
-  s->counter_clears = clears_;
   s->lid_moves = lid_moves_;
   s->last_success = last_success_;
   s->published = std::chrono::system_clock::now();
-  s->discovery_problems = discovery_problems_;
   s->discovery_unanswered = unanswered_;
   s->incomplete_discoveries = incomplete_walks_;
   s->exposition = collectors::RenderExposition(*s, options_.version);
@@ -849,7 +652,7 @@ void Poller::Publish() {
 }
 
 collectors::PersistedState Poller::SaveState() const {
-  return collectors::PersistedState{store_.ports(), nodes_, remembered_};
+  return collectors::PersistedState{parts_.ports, nodes_, remembered_};
 }
 
 void Poller::Run(std::stop_token stop) {

@@ -1,9 +1,12 @@
 #pragma once
-// The schedule: a full walk of the fabric on its own (slow) interval,
+// The scheduler: a full walk of the fabric on its own (slow) interval,
 // counter sweeps on theirs, each cycle ending in a published Snapshot; in
 // between, what changed is re-walked incrementally (topology/discovery.h
 // Rediscover), and traps the SM reports (link state changes, ports in and
-// out of service) are acted on as they arrive.
+// out of service) are acted on as they arrive. What is read and judged
+// besides the fabric itself is the collectors' (collectors/registry.h):
+// after each walk the kDiscovery ones run, after each sweep the kSweep
+// ones, each timed; the Snapshot is the scheduler's part and theirs.
 //
 // What a sweep reads besides the counters: PortInfo of the switch ports
 // with news (a LinkDownedCounter that moved or is pinned at its maximum, a
@@ -32,20 +35,16 @@
 #include <set>
 #include <stop_token>
 
-#include "collectors/alerts.h"
-#include "collectors/counter_store.h"
-#include "collectors/link_health.h"
+#include "collectors/collector.h"
+#include "collectors/log.h"
+#include "collectors/registry.h"
 #include "collectors/snapshot.h"
 #include "collectors/state.h"
 #include "collectors/sweep.h"
-#include "topology/node_name_map.h"
-#include "topology/discovery.h"
-#include "topology/partitions.h"
-#include "topology/routing.h"
-#include "topology/plan.h"
-#include "topology/scope.h"
-#include "exporter/log.h"
 #include "exporter/snapshot_holder.h"
+#include "topology/discovery.h"
+#include "topology/node_name_map.h"
+#include "topology/scope.h"
 #include "transport/mad_engine.h"
 
 namespace ibfabric::exporter {
@@ -63,18 +62,18 @@ struct PollerOptions {
   std::function<void()> on_transport_down;
   std::string version;  // for infiniband_exporter_build_info
   topology::NodeNameMap names;  // applied to every discovered fabric
-  std::optional<topology::CablingPlan> plan;  // every discovery is compared with it
-  std::optional<topology::PartitionPlan> partition_plan;  // the CA ports' P_Keys are compared with it
-  collectors::AlertConfig alerts;              // thresholds, window, hysteresis
-  topology::Scope scope;                       // which ports are read (topology/scope.h)
-  collectors::SmMonitorOptions subnet_managers;  // when the master counts as not sweeping
+  topology::Scope scope;        // which ports are read (topology/scope.h)
+  // The collectors on, in registry order (collectors::EnabledCollectors);
+  // nullopt: the registry's defaults.
+  std::optional<std::vector<std::string>> collectors;
+  collectors::CollectorOptions collector;  // the plans, alert thresholds, ... (collectors/registry.h)
 };
 
 // Ownership: borrows engine, holder and logger; they outlive the poller.
 // Thread-safety: Cycle/Run/SaveState from one thread at a time.
 class Poller {
  public:
-  Poller(transport::MadEngine& engine, PollerOptions options, SnapshotHolder& holder, Logger& log,
+  Poller(transport::MadEngine& engine, PollerOptions options, SnapshotHolder& holder, collectors::Logger& log,
          collectors::PersistedState restored = {});
 
   // One discovery (when due) and one sweep, then publish. Returns whether
@@ -86,38 +85,50 @@ class Poller {
   collectors::PersistedState SaveState() const;
 
  private:
-  // What one sweep changed that the cycle decides on.
-  struct Absorbed {
+  // Ports of one sweep that stopped answering.
+  struct Silence {
     std::set<topology::PortRef> newly_failing;  // ports that answered before and not now
     // Ports not answering whose switch end is due a re-walk for it: newly,
     // or still and their hold is over (SilenceDue).
     std::set<topology::PortRef> silent;
-    std::set<topology::PortRef> flapped;        // ports whose LinkDownedCounter moved
   };
-  // Folds a sweep into the totals and the node health.
-  Absorbed Absorb(const collectors::SweepResult& sweep, std::chrono::system_clock::time_point wall);
+  struct Entry {
+    const collectors::CollectorInfo* info;
+    std::unique_ptr<collectors::Collector> collector;
+    bool again = false;  // kDiscovery: asked to run at the next sweep
+  };
+
+  // The collectors' cycle: what each is handed.
+  collectors::Cycle MakeCycle(collectors::Trigger trigger);
+  // Runs `e` (timed, unless a trap's re-read), takes its part, logs its
+  // problems.
+  void RunCollector(Entry& e, const collectors::Cycle& cycle, double batch_seconds = 0);
+  // The kDiscovery collectors after a walk (all, with the nodes to read),
+  // or at a sweep (those that asked to run again).
+  void RunDiscoveryCollectors(collectors::Trigger trigger, std::set<std::uint64_t> fresh,
+                              std::set<std::uint64_t> gone);
+  // The kSweep collectors over `sweep`.
+  void RunSweepCollectors(collectors::Trigger trigger, const collectors::SweepResult& sweep, double batch_seconds);
+
+  // Ports that stopped answering in `sweep`; LinkDownedCounters that moved.
+  Silence SilenceOf(const collectors::SweepResult& sweep);
+  std::set<topology::PortRef> Flapped(const collectors::SweepResult& sweep) const;
   // PortInfo of the switch ends of links that flapped or stopped answering
   // that `sweep` did not read, added to it: a flap is seen within the sweep
   // that counted it.
-  void ReadSwitchEnds(const Absorbed& absorbed, const std::vector<collectors::LinkTarget>& all_links,
-                      collectors::SweepResult* sweep);
+  void ReadSwitchEnds(const std::set<topology::PortRef>& flapped, const Silence& silence,
+                      const std::vector<collectors::LinkTarget>& all_links, collectors::SweepResult* sweep);
   // The switch ports to re-walk after a sweep: changed state, width or
   // speed; a flap that is over; a port that stopped answering.
-  std::vector<topology::PortChange> ChangesOf(const collectors::SweepResult& sweep, const Absorbed& absorbed);
-  // A full walk, then everything read from it (tables, capabilities).
+  std::vector<topology::PortChange> ChangesOf(const collectors::SweepResult& sweep,
+                                              const std::set<topology::PortRef>& flapped, const Silence& silence);
+  // A full walk, then the kDiscovery collectors.
   void Discover();
   // Re-walks what is behind `changes`; a view it cannot trust makes the
   // next cycle walk everything.
   void Rewalk(const std::vector<topology::PortChange>& changes);
-  // Takes `fabric` as the current one: names, scope, analysis; the tables
-  // and capabilities of `fresh` nodes are read (all when `fresh` is null),
-  // those of `gone` nodes forgotten, the others kept.
-  void Adopt(const topology::Fabric& fabric, const std::vector<std::uint64_t>* fresh,
-             const std::vector<std::uint64_t>& gone, const topology::Unanswered* unanswered);
-  // Reads the forwarding tables, P_Key tables and PMA capabilities of the
-  // nodes in `read`; those that did not answer are asked again later.
-  // Returns what did not answer, one line each.
-  std::vector<std::string> ReadTables(const std::set<std::uint64_t>& read);
+  // Takes `fabric` as the current one: names, scope, remembered ports.
+  void Adopt(const topology::Fabric& fabric, const topology::Unanswered* unanswered);
   // `walked` with the names nodes had where their NodeDescription did not
   // answer (a node back after it was gone keeps its name).
   topology::Fabric Named(const topology::Fabric& walked, const topology::Unanswered* unanswered) const;
@@ -125,12 +136,6 @@ class Poller {
   void Retry(const std::vector<topology::PortChange>& changes, const std::vector<topology::PortChange>& retry);
   // Whether any port of `node` is read (always, when the scope is everything).
   bool InScope(const topology::Node& node) const;
-  // Whether `node` misses a table it should have.
-  bool LacksTables(const topology::Node& node) const;
-  // Asks again for the tables that did not answer (a few sweeps at most).
-  void RetryTables();
-  // The analysis of the current fabric and tables.
-  void Reanalyze(bool log_findings);
   // The switch ports a sweep must read PortInfo of, whatever the rotation.
   std::set<topology::PortRef> Watched() const;
   // The switch end of the cable at `port` (itself when it is a switch port).
@@ -141,12 +146,8 @@ class Poller {
   // Re-reads the switch ports the Reports received so far name and re-walks
   // those that changed. Returns whether any Report was taken.
   bool HandleReports();
-  void ClearSaturated(const collectors::SweepResult& sweep);
-  // Link health and alerts after a sweep; logs alerts raised and cleared.
-  void Judge(const collectors::SweepResult& sweep, std::chrono::steady_clock::time_point now,
-             std::chrono::system_clock::time_point wall);
-  // SMInfo from every IsSM port; logs failovers and conditions that change.
-  void WatchSubnetManagers(std::chrono::steady_clock::time_point now, std::chrono::system_clock::time_point wall);
+  bool SilenceDue(const topology::PortRef& end) const;
+  void NoteSilenceRewalk(const topology::PortRef& end);
   // A node's name as last seen, else its GUID; a port as "name[port]".
   std::string NameOf(std::uint64_t guid) const;
   std::string Describe(const topology::PortRef& port) const;
@@ -155,13 +156,16 @@ class Poller {
   transport::MadEngine& engine_;
   PollerOptions options_;
   SnapshotHolder& holder_;
-  Logger& log_;
+  collectors::Logger& log_;
+
+  std::vector<Entry> collectors_;  // the collectors on, in registry order
+  collectors::SharedReads reads_;
+  // The collectors' parts as they published them last; the scheduler's
+  // own are filled in at Publish.
+  collectors::Snapshot parts_;
 
   std::shared_ptr<const topology::Fabric> fabric_;
-  std::shared_ptr<const topology::Analysis> analysis_;
-  collectors::CapabilityMap caps_;
   std::map<std::uint64_t, collectors::NodeLabel> nodes_;  // every node ever seen
-  std::map<std::uint64_t, collectors::NodeHealth> health_;
   std::set<topology::PortRef> remembered_;               // switch ports once up (in scope)
   std::set<topology::PortRef> in_scope_;                 // of the last discovery; unused when scope is everything
   // Ports whose failure already led to a re-walk: a node that stays dead
@@ -171,12 +175,6 @@ class Poller {
   std::map<topology::PortRef, int> recent_;
   std::uint64_t local_guid_ = 0;
   std::uint8_t local_port_ = 0;
-  // Read at a full walk and for nodes a re-walk admits; kept in between.
-  topology::ForwardingTables lft_;
-  std::map<std::uint64_t, transport::SwitchInfo> switch_info_;
-  topology::PartitionTables pkeys_;
-  std::map<std::uint64_t, int> tables_due_;  // node -> sweeps left to ask again for tables that did not answer
-  bool analysis_stale_ = false;  // the fabric or tables changed since analysis_ was made
   // Traps: the SM LID subscribed at (0: none), when, and what came in.
   std::uint16_t subscribed_sm_ = 0;
   std::chrono::steady_clock::time_point subscribed_at_{};
@@ -184,19 +182,11 @@ class Poller {
   std::map<std::uint16_t, bool> subscriptions_;  // trap -> accepted by the SA
   std::map<std::uint16_t, std::uint64_t> traps_;  // trap -> Reports taken
   bool check_all_lids_ = true;
-  collectors::CounterStore store_;
-  collectors::LinkHealth link_health_;
-  collectors::AlertEngine alerts_;
-  collectors::SmMonitor sm_monitor_;
-  std::shared_ptr<const collectors::SmReport> sm_report_;
-  std::shared_ptr<const collectors::HealthReport> health_report_;
   collectors::PhaseHealth discovery_;
-  collectors::PhaseHealth port_counters_;
   transport::KindCounts discovery_mads_{};
   transport::KindCounts sweep_mads_{};
   // Cumulative MADs by phase: full walks, re-walks, sweeps, trap re-reads.
   std::map<std::string, transport::KindCounts> phase_mads_;
-  std::vector<std::string> discovery_problems_;
   bool rediscover_ = true;  // the next cycle walks everything
   // Lost answers: incomplete walks in a row that missed each node, the
   // earliest a forced walk may run and how long the last wait was.
@@ -214,19 +204,13 @@ class Poller {
   // Switch ports re-walked because what is behind them stopped answering:
   // the sweep it was and the sweeps to wait before the next (doubling).
   std::map<topology::PortRef, std::pair<std::uint64_t, std::uint64_t>> silent_rewalked_;
-  bool SilenceDue(const topology::PortRef& end) const;
-  void NoteSilenceRewalk(const topology::PortRef& end);
-  std::chrono::steady_clock::time_point mad_half_start_{};
-  std::uint64_t events_logged_ = 0;  // link-health events already logged
   std::chrono::steady_clock::time_point next_discovery_{};
   std::chrono::system_clock::time_point last_success_{};
   std::uint64_t sweeps_ = 0;
   std::uint64_t discoveries_ = 0;
   std::uint64_t rewalks_ = 0;
-  std::uint64_t clears_ = 0;
   std::uint64_t lid_moves_ = 0;
-  std::size_t targets_ = 0;
-  std::size_t failed_ports_ = 0;
+  double sweep_seconds_ = 0;
   int local_down_cycles_ = 0;
 };
 

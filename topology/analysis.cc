@@ -104,66 +104,83 @@ std::vector<Link> Links(const Fabric& fabric) {
   return {out.begin(), out.end()};
 }
 
-Analysis Analyze(const Fabric& f) {
-  Analysis out;
-  const std::vector<Link> links = Links(f);
+namespace {
 
-  // Neighbours of every switch: CA links and switch neighbours (with repeats
-  // for parallel links).
-  std::map<std::uint64_t, int> ca_links;
-  std::map<std::uint64_t, std::vector<std::uint64_t>> sw_neighbours;
+// What the passes share: the cables, each switch's neighbours, the leaves.
+struct Wiring {
+  std::vector<Link> links;
+  std::map<std::uint64_t, int> ca_links;                          // switch -> CA links
+  std::map<std::uint64_t, std::vector<std::uint64_t>> neighbours;  // switch -> switch neighbours (repeats: parallel links)
+  std::map<std::uint64_t, std::map<std::uint64_t, int>> groups;    // switch -> neighbour switch -> links
+  std::set<std::uint64_t> leaves;
+  std::set<std::uint64_t> stray;  // switches above the leaves that carry a CA anyway
+  bool settled = true;            // the tiers settled
+};
+
+// Neighbours of every switch: CA links and switch neighbours. CAs cabled
+// to each other are findings.
+Wiring Neighbours(const Fabric& f, Analysis* out) {
+  Wiring w;
+  w.links = Links(f);
   for (const auto& node : f.nodes()) {
     if (node.kind == NodeKind::kSwitch) {
-      ca_links[node.guid];
-      sw_neighbours[node.guid];
+      w.ca_links[node.guid];
+      w.neighbours[node.guid];
     }
   }
-  for (const Link& l : links) {
+  for (const Link& l : w.links) {
     const bool sa = IsSwitch(f, l.a.node_guid), sb = IsSwitch(f, l.b.node_guid);
     if (sa && sb) {
-      sw_neighbours[l.a.node_guid].push_back(l.b.node_guid);
-      sw_neighbours[l.b.node_guid].push_back(l.a.node_guid);
+      w.neighbours[l.a.node_guid].push_back(l.b.node_guid);
+      w.neighbours[l.b.node_guid].push_back(l.a.node_guid);
+      w.groups[l.a.node_guid][l.b.node_guid]++;
+      w.groups[l.b.node_guid][l.a.node_guid]++;
     } else if (sa) {
-      ++ca_links[l.a.node_guid];
+      ++w.ca_links[l.a.node_guid];
     } else if (sb) {
-      ++ca_links[l.b.node_guid];
+      ++w.ca_links[l.b.node_guid];
     } else {
-      out.findings.push_back({FindingKind::kCaToCa,
-                              "CAs cabled to each other: " + PortName(f, l.a) + " - " + PortName(f, l.b),
-                              l.a.node_guid, l.a, l.b});
+      out->findings.push_back({FindingKind::kCaToCa,
+                               "CAs cabled to each other: " + PortName(f, l.a) + " - " + PortName(f, l.b),
+                               l.a.node_guid, l.a, l.b});
     }
   }
+  return w;
+}
 
-  // Leaves, and switches above the leaves that carry a CA anyway.
-  std::set<std::uint64_t> candidates, leaves, stray;
-  for (const auto& [guid, n] : ca_links) {
+// Leaves (switches with CAs, but for strays above them), then every
+// switch's tier: its distance from the nearest leaf, settled one above
+// where most of its switch neighbours are.
+void RankTiers(Wiring* w, Analysis* out) {
+  std::set<std::uint64_t> candidates;
+  for (const auto& [guid, n] : w->ca_links) {
     if (n > 0) candidates.insert(guid);
   }
   std::vector<int> leaf_cas;
-  for (std::uint64_t g : candidates) leaf_cas.push_back(ca_links[g]);
+  for (std::uint64_t g : candidates) leaf_cas.push_back(w->ca_links[g]);
   std::sort(leaf_cas.begin(), leaf_cas.end());
   const int typical_cas = leaf_cas.empty() ? 0 : leaf_cas[leaf_cas.size() / 2];
   for (std::uint64_t g : candidates) {
     // Above the leaves: every switch neighbour carries CAs, it has more
     // switch links than CAs, and far fewer CAs than a typical leaf.
-    const auto& nb = sw_neighbours[g];
-    const bool above = !nb.empty() && static_cast<int>(nb.size()) > ca_links[g] &&
-                       ca_links[g] * 2 < typical_cas &&
+    const auto& nb = w->neighbours[g];
+    const bool above = !nb.empty() && static_cast<int>(nb.size()) > w->ca_links[g] &&
+                       w->ca_links[g] * 2 < typical_cas &&
                        std::all_of(nb.begin(), nb.end(), [&](std::uint64_t x) { return candidates.count(x) > 0; });
-    (above ? stray : leaves).insert(g);
+    (above ? w->stray : w->leaves).insert(g);
   }
 
   // Tiers: distance in switch hops from the nearest leaf.
   std::map<std::uint64_t, int> tier;
   std::deque<std::uint64_t> queue;
-  for (std::uint64_t g : leaves) {
+  for (std::uint64_t g : w->leaves) {
     tier[g] = 0;
     queue.push_back(g);
   }
   while (!queue.empty()) {
     const std::uint64_t g = queue.front();
     queue.pop_front();
-    for (std::uint64_t n : sw_neighbours[g]) {
+    for (std::uint64_t n : w->neighbours[g]) {
       if (!tier.count(n)) {
         tier[n] = tier[g] + 1;
         queue.push_back(n);
@@ -176,8 +193,8 @@ Analysis Analyze(const Fabric& f) {
   bool settled = false;
   for (int round = 0; round < 32 && !settled; ++round) {
     settled = true;
-    for (const auto& [g, nb] : sw_neighbours) {
-      if (leaves.count(g) || !tier.count(g) || nb.empty()) continue;
+    for (const auto& [g, nb] : w->neighbours) {
+      if (w->leaves.count(g) || !tier.count(g) || nb.empty()) continue;
       std::vector<int> below;
       for (std::uint64_t n : nb) {
         if (tier.count(n)) below.push_back(tier[n]);
@@ -198,49 +215,51 @@ Analysis Analyze(const Fabric& f) {
       }
     }
   }
-  for (const auto& [g, nb] : sw_neighbours) {
-    SwitchSummary& s = out.switches[g];
+  w->settled = settled;
+  for (const auto& [g, nb] : w->neighbours) {
+    SwitchSummary& s = out->switches[g];
     s.tier = tier.count(g) ? tier[g] : -1;
-    s.ca_links = ca_links[g];
-    out.tiers = std::max(out.tiers, s.tier + 1);
+    s.ca_links = w->ca_links[g];
+    out->tiers = std::max(out->tiers, s.tier + 1);
   }
+}
 
-  // Is it a tree at all?
+// Whether the ranking is a tree at all; the reason when it is not.
+void CheckTree(const Fabric& f, const Wiring& w, Analysis* out) {
   std::size_t sw_links = 0, same_tier = 0, unranked = 0;
-  for (const Link& l : links) {
+  for (const Link& l : w.links) {
     if (IsSwitch(f, l.a.node_guid) && IsSwitch(f, l.b.node_guid)) {
       ++sw_links;
-      if (out.switches[l.a.node_guid].tier == out.switches[l.b.node_guid].tier) ++same_tier;
+      if (out->switches[l.a.node_guid].tier == out->switches[l.b.node_guid].tier) ++same_tier;
     }
   }
-  for (const auto& [g, s] : out.switches) unranked += s.tier < 0 ? 1 : 0;
-  if (out.switches.empty()) {
-    out.not_tree_reason = "no switches";
-  } else if (leaves.empty()) {
-    out.not_tree_reason = "no switch has a CA, so there are no leaves to rank from";
+  for (const auto& [g, s] : out->switches) unranked += s.tier < 0 ? 1 : 0;
+  if (out->switches.empty()) {
+    out->not_tree_reason = "no switches";
+  } else if (w.leaves.empty()) {
+    out->not_tree_reason = "no switch has a CA, so there are no leaves to rank from";
   } else if (unranked > 0) {
-    out.not_tree_reason = std::to_string(unranked) + " switches are not connected to any leaf";
-  } else if (!settled) {
-    out.not_tree_reason = "switch tiers do not settle (the switches form loops across tiers)";
+    out->not_tree_reason = std::to_string(unranked) + " switches are not connected to any leaf";
+  } else if (!w.settled) {
+    out->not_tree_reason = "switch tiers do not settle (the switches form loops across tiers)";
   } else if (same_tier * 4 > sw_links) {
-    out.not_tree_reason = std::to_string(same_tier) + " of " + std::to_string(sw_links) +
-                          " switch-to-switch links join switches of the same tier (a fat tree has none)";
+    out->not_tree_reason = std::to_string(same_tier) + " of " + std::to_string(sw_links) +
+                           " switch-to-switch links join switches of the same tier (a fat tree has none)";
   }
-  out.is_tree = out.not_tree_reason.empty();
-  if (!out.is_tree) {
-    out.findings.push_back({FindingKind::kNotATree, "not a fat tree: " + out.not_tree_reason, 0, {}, {}});
+  out->is_tree = out->not_tree_reason.empty();
+  if (!out->is_tree) {
+    out->findings.push_back({FindingKind::kNotATree, "not a fat tree: " + out->not_tree_reason, 0, {}, {}});
   }
+}
 
-  // Per switch: up and down links and groups, bandwidth.
-  std::map<std::uint64_t, std::map<std::uint64_t, int>> groups;  // switch -> neighbour -> links
-  for (const Link& l : links) {
+// Per switch: links and groups up and down, and their bandwidth.
+void SummarizeSwitches(const Fabric& f, const Wiring& w, Analysis* out) {
+  for (const Link& l : w.links) {
     const bool sa = IsSwitch(f, l.a.node_guid), sb = IsSwitch(f, l.b.node_guid);
     if (sa && sb) {
-      groups[l.a.node_guid][l.b.node_guid]++;
-      groups[l.b.node_guid][l.a.node_guid]++;
       for (const auto& [me, other] : {std::pair{l.a, l.b}, std::pair{l.b, l.a}}) {
-        SwitchSummary& s = out.switches[me.node_guid];
-        const int t = s.tier, o = out.switches[other.node_guid].tier;
+        SwitchSummary& s = out->switches[me.node_guid];
+        const int t = s.tier, o = out->switches[other.node_guid].tier;
         if (t >= 0 && o == t + 1) {
           ++s.up_links;
           s.up_gbps += ActiveGbps(*f.FindPort(me));
@@ -249,111 +268,123 @@ Analysis Analyze(const Fabric& f) {
           if (t > 0) s.down_gbps += ActiveGbps(*f.FindPort(me));
         }
       }
-      if (out.is_tree) {
-        const int ta = out.switches[l.a.node_guid].tier, tb = out.switches[l.b.node_guid].tier;
-        if (ta == tb) {
-          out.findings.push_back({FindingKind::kSameTierLink,
-                                  "switches of one tier (" + TierName(ta) + ") cabled together: " +
-                                      PortName(f, l.a) + " - " + PortName(f, l.b),
-                                  l.a.node_guid, l.a, l.b});
-        } else if (std::abs(ta - tb) > 1) {
-          out.findings.push_back({FindingKind::kSkipTierLink,
-                                  "link skips a tier (" + TierName(ta) + " to " + TierName(tb) + "): " +
-                                      PortName(f, l.a) + " - " + PortName(f, l.b),
-                                  l.a.node_guid, l.a, l.b});
-        }
-      }
     } else if (sa || sb) {
-      const PortRef sw = sa ? l.a : l.b;
-      const PortRef ca = sa ? l.b : l.a;
-      SwitchSummary& s = out.switches[sw.node_guid];
-      s.down_gbps += ActiveGbps(*f.FindPort(sw));
-      if (stray.count(sw.node_guid)) {
-        out.findings.push_back({FindingKind::kCaOnNonLeaf,
-                                "CA on a switch above the leaves: " + PortName(f, ca) + " - " + PortName(f, sw),
-                                sw.node_guid, sw, ca});
-      }
+      out->switches[sa ? l.a.node_guid : l.b.node_guid].down_gbps += ActiveGbps(*f.FindPort(sa ? l.a : l.b));
     }
   }
-  for (const auto& [g, nb] : groups) {
-    SwitchSummary& s = out.switches[g];
+  for (const auto& [g, nb] : w.groups) {
+    SwitchSummary& s = out->switches[g];
     for (const auto& [n, count] : nb) {
-      const int o = out.switches[n].tier;
+      const int o = out->switches[n].tier;
       if (s.tier >= 0 && o == s.tier + 1) ++s.up_groups;
       if (s.tier >= 0 && o == s.tier - 1) ++s.down_groups;
     }
   }
+}
 
-  if (out.is_tree) {
-    // Asymmetry against each tier's majority.
-    // Groups of parallel links to the tiers above and below; links within a
-    // tier are findings of their own (kSameTierLink) and not counted here.
-    std::map<std::uint64_t, std::map<std::uint64_t, int>> updown;
-    for (const auto& [g, nb] : groups) {
-      for (const auto& [n, c] : nb) {
-        if (std::abs(out.switches[n].tier - out.switches[g].tier) == 1) updown[g][n] = c;
+// Cables that break the tree's up/down structure (same tier, skipped
+// tier, a CA above the leaves), then switches unlike their tier's
+// majority. Only for a tree: otherwise the tiers are no yardstick.
+void FindWiringFaults(const Fabric& f, const Wiring& w, Analysis* out) {
+  for (const Link& l : w.links) {
+    const bool sa = IsSwitch(f, l.a.node_guid), sb = IsSwitch(f, l.b.node_guid);
+    if (sa && sb) {
+      if (!out->is_tree) continue;
+      const int ta = out->switches[l.a.node_guid].tier, tb = out->switches[l.b.node_guid].tier;
+      if (ta == tb) {
+        out->findings.push_back({FindingKind::kSameTierLink,
+                                 "switches of one tier (" + TierName(ta) + ") cabled together: " +
+                                     PortName(f, l.a) + " - " + PortName(f, l.b),
+                                 l.a.node_guid, l.a, l.b});
+      } else if (std::abs(ta - tb) > 1) {
+        out->findings.push_back({FindingKind::kSkipTierLink,
+                                 "link skips a tier (" + TierName(ta) + " to " + TierName(tb) + "): " +
+                                     PortName(f, l.a) + " - " + PortName(f, l.b),
+                                 l.a.node_guid, l.a, l.b});
       }
-    }
-    std::map<int, std::vector<int>> up_groups, down_groups, up_links, group_sizes;
-    for (const auto& [g, s] : out.switches) {
-      up_groups[s.tier].push_back(s.up_groups);
-      down_groups[s.tier].push_back(s.down_groups);
-      up_links[s.tier].push_back(s.up_links);
-      for (const auto& [n, c] : updown[g]) group_sizes[s.tier].push_back(c);
-    }
-    for (const auto& [g, s] : out.switches) {
-      const std::string name = NodeName(f, g);
-      const int t = s.tier;
-      std::set<int> sizes;
-      for (const auto& [n, c] : updown[g]) sizes.insert(c);
-      if (sizes.size() > 1) {
-        // Name the groups that differ from this switch's most common size.
-        std::vector<int> all;
-        for (const auto& [n, c] : updown[g]) all.push_back(c);
-        const int usual = Mode(all);
-        std::string odd;
-        for (const auto& [n, c] : updown[g]) {
-          if (c != usual) odd += (odd.empty() ? "" : ", ") + std::to_string(c) + " to " + NodeName(f, n);
-        }
-        out.findings.push_back({FindingKind::kUnevenParallelLinks,
-                                name + " has " + std::to_string(usual) + " links to most neighbours but " + odd,
-                                g, {}, {}});
-      } else if (!sizes.empty() && *sizes.begin() != Mode(group_sizes[t])) {
-        out.findings.push_back({FindingKind::kAsymmetricSwitch,
-                                name + " has " + std::to_string(*sizes.begin()) + " links per neighbour, its tier (" +
-                                    TierName(t) + ") mostly " + std::to_string(Mode(group_sizes[t])),
-                                g, {}, {}});
-      }
-      if (t == 0 && s.up_links < Mode(up_links[t])) {
-        out.findings.push_back({FindingKind::kFewerUplinks,
-                                name + " has " + std::to_string(s.up_links) + " uplinks, most leaves have " +
-                                    std::to_string(Mode(up_links[t])),
-                                g, {}, {}});
-      }
-      if (s.up_groups != Mode(up_groups[t]) || s.down_groups != Mode(down_groups[t])) {
-        out.findings.push_back({FindingKind::kAsymmetricSwitch,
-                                name + " connects to " + std::to_string(s.up_groups) + " switches up and " +
-                                    std::to_string(s.down_groups) + " down, its tier (" + TierName(t) +
-                                    ") mostly " + std::to_string(Mode(up_groups[t])) + " and " +
-                                    std::to_string(Mode(down_groups[t])),
-                                g, {}, {}});
+    } else if (sa || sb) {
+      const PortRef sw = sa ? l.a : l.b;
+      const PortRef ca = sa ? l.b : l.a;
+      if (w.stray.count(sw.node_guid)) {
+        out->findings.push_back({FindingKind::kCaOnNonLeaf,
+                                 "CA on a switch above the leaves: " + PortName(f, ca) + " - " + PortName(f, sw),
+                                 sw.node_guid, sw, ca});
       }
     }
   }
+  if (!out->is_tree) return;
+  // Asymmetry against each tier's majority.
+  // Groups of parallel links to the tiers above and below; links within a
+  // tier are findings of their own (kSameTierLink) and not counted here.
+  std::map<std::uint64_t, std::map<std::uint64_t, int>> updown;
+  for (const auto& [g, nb] : w.groups) {
+    for (const auto& [n, c] : nb) {
+      if (std::abs(out->switches[n].tier - out->switches[g].tier) == 1) updown[g][n] = c;
+    }
+  }
+  std::map<int, std::vector<int>> up_groups, down_groups, up_links, group_sizes;
+  for (const auto& [g, s] : out->switches) {
+    up_groups[s.tier].push_back(s.up_groups);
+    down_groups[s.tier].push_back(s.down_groups);
+    up_links[s.tier].push_back(s.up_links);
+    for (const auto& [n, c] : updown[g]) group_sizes[s.tier].push_back(c);
+  }
+  for (const auto& [g, s] : out->switches) {
+    const std::string name = NodeName(f, g);
+    const int t = s.tier;
+    std::set<int> sizes;
+    for (const auto& [n, c] : updown[g]) sizes.insert(c);
+    if (sizes.size() > 1) {
+      // Name the groups that differ from this switch's most common size.
+      std::vector<int> all;
+      for (const auto& [n, c] : updown[g]) all.push_back(c);
+      const int usual = Mode(all);
+      std::string odd;
+      for (const auto& [n, c] : updown[g]) {
+        if (c != usual) odd += (odd.empty() ? "" : ", ") + std::to_string(c) + " to " + NodeName(f, n);
+      }
+      out->findings.push_back({FindingKind::kUnevenParallelLinks,
+                              name + " has " + std::to_string(usual) + " links to most neighbours but " + odd,
+                              g, {}, {}});
+    } else if (!sizes.empty() && *sizes.begin() != Mode(group_sizes[t])) {
+      out->findings.push_back({FindingKind::kAsymmetricSwitch,
+                              name + " has " + std::to_string(*sizes.begin()) + " links per neighbour, its tier (" +
+                                  TierName(t) + ") mostly " + std::to_string(Mode(group_sizes[t])),
+                              g, {}, {}});
+    }
+    if (t == 0 && s.up_links < Mode(up_links[t])) {
+      out->findings.push_back({FindingKind::kFewerUplinks,
+                              name + " has " + std::to_string(s.up_links) + " uplinks, most leaves have " +
+                                  std::to_string(Mode(up_links[t])),
+                              g, {}, {}});
+    }
+    if (s.up_groups != Mode(up_groups[t]) || s.down_groups != Mode(down_groups[t])) {
+      out->findings.push_back({FindingKind::kAsymmetricSwitch,
+                              name + " connects to " + std::to_string(s.up_groups) + " switches up and " +
+                                  std::to_string(s.down_groups) + " down, its tier (" + TierName(t) +
+                                  ") mostly " + std::to_string(Mode(up_groups[t])) + " and " +
+                                  std::to_string(Mode(down_groups[t])),
+                              g, {}, {}});
+    }
+  }
+}
 
+// Links below what both ends allow, and below most links between the same
+// two tiers.
+void FindDegradedLinks(const Fabric& f, const Wiring& w, Analysis* out) {
   // Degraded links: below what both ends are enabled for and support, and
   // below most links between the same two tiers (CAs count as tier -1).
   std::map<std::pair<int, int>, std::vector<std::pair<int, Speed>>> by_tiers;
-  auto tier_of = [&](std::uint64_t g) { return IsSwitch(f, g) ? out.switches[g].tier : -1; };
+  auto tier_of = [&](std::uint64_t g) { return IsSwitch(f, g) ? out->switches[g].tier : -1; };
   auto tiers_of = [&](const Link& l) {
     const int x = tier_of(l.a.node_guid), y = tier_of(l.b.node_guid);
     return std::pair{std::min(x, y), std::max(x, y)};
   };
-  for (const Link& l : links) {
+  for (const Link& l : w.links) {
     const Port& a = *f.FindPort(l.a);
     if (a.link_up()) by_tiers[tiers_of(l)].emplace_back(Lanes(a.width_active), ActiveSpeed(a));
   }
-  for (const Link& l : links) {
+  for (const Link& l : w.links) {
     const Port& a = *f.FindPort(l.a);
     const Port& b = *f.FindPort(l.b);
     if (!a.link_up() || !b.link_up()) continue;
@@ -367,26 +398,42 @@ Analysis Analyze(const Fabric& f) {
     if ((lane_cap > 0 && lanes < lane_cap) || (speed_cap != Speed::kUnknown && speed < speed_cap)) {
       const std::string why = RateString(a) + " where both ends allow " + std::to_string(lane_cap) + "x" +
                               ToString(speed_cap);
-      out.findings.push_back({FindingKind::kBelowEnabled, "link below its ends' capability: " + ends + " runs " + why,
+      out->findings.push_back({FindingKind::kBelowEnabled, "link below its ends' capability: " + ends + " runs " + why,
                               l.a.node_guid, l.a, l.b});
-      out.degraded[l] = FindingKind::kBelowEnabled;
+      out->degraded[l] = FindingKind::kBelowEnabled;
       continue;
     }
     const auto [usual_lanes, usual_speed] = Mode(by_tiers[tiers_of(l)]);
     if (lanes < usual_lanes || speed < usual_speed) {
       const std::string why = RateString(a) + " where most links of its tiers run " + std::to_string(usual_lanes) +
                               "x" + ToString(usual_speed);
-      out.findings.push_back({FindingKind::kBelowTierMajority, "link slower than its peers: " + ends + " runs " + why,
+      out->findings.push_back({FindingKind::kBelowTierMajority, "link slower than its peers: " + ends + " runs " + why,
                               l.a.node_guid, l.a, l.b});
-      out.degraded[l] = FindingKind::kBelowTierMajority;
+      out->degraded[l] = FindingKind::kBelowTierMajority;
     }
   }
+}
 
-  for (const auto& [g, s] : out.switches) {
+// Σ over leaves of min(up, down) bandwidth, against Σ of their down bandwidth.
+void EstimateBisection(Analysis* out) {
+  for (const auto& [g, s] : out->switches) {
     if (s.tier != 0) continue;
-    out.bisection_gbps += std::min(s.up_gbps, s.down_gbps);
-    out.nonblocking_gbps += s.down_gbps;
+    out->bisection_gbps += std::min(s.up_gbps, s.down_gbps);
+    out->nonblocking_gbps += s.down_gbps;
   }
+}
+
+}  // namespace
+
+Analysis Analyze(const Fabric& f) {
+  Analysis out;
+  Wiring w = Neighbours(f, &out);
+  RankTiers(&w, &out);
+  CheckTree(f, w, &out);
+  SummarizeSwitches(f, w, &out);
+  FindWiringFaults(f, w, &out);
+  FindDegradedLinks(f, w, &out);
+  EstimateBisection(&out);
   return out;
 }
 

@@ -92,15 +92,9 @@ struct SwitchSummary {
   double down_gbps = 0;  // of the CA links (leaves) or down links
 };
 
-// How one switch's LinearForwardingTable spreads the CA destinations.
-struct SwitchRouting {
-  std::string direction;  // "up" for a leaf (its uplinks), "down" above (its downlinks)
-  std::map<std::uint8_t, int> destinations;  // port -> CA LIDs routed out of it (every port of `direction`)
-  int spread = 0;               // max - min over those ports (above the leaves: within each group of parallel links to one switch)
-  std::optional<double> max_min_ratio;  // max / min, when min > 0
-  int unrouted = 0;             // CA LIDs with no usable egress port here
-};
-
+// The tree analysis. Routing (routing.h), partitions (partitions.h) and the
+// plan diff (plan.h) are passes of their own with their own results; who
+// publishes them concatenates their findings.
 struct Analysis {
   bool is_tree = false;
   std::string not_tree_reason;
@@ -113,15 +107,6 @@ struct Analysis {
   // a non-blocking build of the same tiers has a ratio of 1.
   double bisection_gbps = 0;
   double nonblocking_gbps = 0;
-  // From the forwarding tables, when they were read (routing.h).
-  bool routing_read = false;
-  std::map<std::uint64_t, SwitchRouting> routing;
-  int down_up_routes = 0;  // leaf-to-CA routes that go down and up again
-  int routes_traced = 0;
-  // CA port, and switch port facing a CA port -> its P_Keys (membership bit
-  // included), when read (partitions.h).
-  bool partitions_read = false;
-  std::map<PortRef, std::vector<std::uint16_t>> partitions;
 };
 
 // "leaf", "spine", "core", then "tier3", ...; "unranked" for -1.

@@ -64,4 +64,16 @@ std::string NodeName(const Fabric& fabric, std::uint64_t guid) {
   return n != nullptr && !n->description.empty() ? n->description : FormatGuid(guid);
 }
 
+Fabric Part(const Fabric& fabric, const std::set<std::uint64_t>& guids,
+            const std::function<bool(const Node&, const Port&)>& keep) {
+  std::vector<Node> nodes;
+  for (const auto& n : fabric.nodes()) {
+    if (!guids.count(n.guid)) continue;
+    Node copy = n;
+    if (keep) std::erase_if(copy.ports, [&](const Port& p) { return !keep(n, p); });
+    nodes.push_back(std::move(copy));
+  }
+  return Fabric(std::move(nodes));
+}
+
 }  // namespace ibfabric::topology

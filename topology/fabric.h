@@ -4,7 +4,9 @@
 // discovery (or by hand in tests) and then only read.
 
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <set>
 #include <optional>
 #include <string>
 #include <vector>
@@ -81,6 +83,12 @@ class Fabric {
   std::vector<Node> nodes_;                     // switches first, then by GUID
   std::map<std::uint64_t, std::size_t> index_;  // GUID -> position in nodes_
 };
+
+// The nodes of `fabric` in `guids`, each with only the ports `keep`
+// allows (all when `keep` is empty): what a read of some nodes' tables is
+// given.
+Fabric Part(const Fabric& fabric, const std::set<std::uint64_t>& guids,
+            const std::function<bool(const Node&, const Port&)>& keep = {});
 
 // GUIDs print as 0x-prefixed 16-digit lower-case hex everywhere.
 std::string FormatGuid(std::uint64_t guid);

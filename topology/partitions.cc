@@ -83,9 +83,9 @@ std::string List(const std::vector<std::uint16_t>& partitions) {
 
 }  // namespace
 
-void AnalyzePartitions(const Fabric& fabric, const PartitionTables& tables, const PartitionPlan* plan, Analysis* a) {
-  a->partitions_read = true;
-  a->partitions = tables;
+PartitionAnalysis AnalyzePartitions(const Fabric& fabric, const PartitionTables& tables, const PartitionPlan* plan) {
+  PartitionAnalysis result;
+  result.ports = tables;
   const auto name = [&](std::uint64_t guid) { return NodeName(fabric, guid); };
   // Leaf groups: CA ports by the switch they are cabled to.
   std::map<std::uint64_t, std::vector<PortRef>> by_leaf;
@@ -104,7 +104,7 @@ void AnalyzePartitions(const Fabric& fabric, const PartitionTables& tables, cons
     for (const auto& ref : ports) {
       const auto& keys = tables.at(ref);
       if (keys == top->first) continue;
-      a->findings.push_back({FindingKind::kPartitionMismatch,
+      result.findings.push_back({FindingKind::kPartitionMismatch,
                              name(ref.node_guid) + "[" + std::to_string(ref.port) + "] holds " + Describe(keys) + " where " +
                                  std::to_string(top->second) + " of " + std::to_string(ports.size()) + " HCA ports on " +
                                  name(leaf) + " hold " + Describe(top->first),
@@ -130,13 +130,13 @@ void AnalyzePartitions(const Fabric& fabric, const PartitionTables& tables, cons
     why += in || out ? std::string(" (partition enforcement inbound ") + (in ? "on" : "off") + ", outbound " +
                            (out ? "on" : "off") + ")"
                      : " once partition enforcement is switched on (it is off)";
-    a->findings.push_back({FindingKind::kPartitionEnforcementMismatch,
+    result.findings.push_back({FindingKind::kPartitionEnforcementMismatch,
                            name(ref.node_guid) + "[" + std::to_string(ref.port) + "] holds " + Describe(keys) +
                                " facing " + name(p->remote->node_guid) + "[" + std::to_string(p->remote->port) +
                                "] which holds " + Describe(ca->second) + ": " + why,
                            ref.node_guid, ref, *p->remote});
   }
-  if (!plan) return;
+  if (!plan) return result;
   for (const auto& [ref, keys] : tables) {
     const Node* n = fabric.FindNode(ref.node_guid);
     if (!n || n->kind == NodeKind::kSwitch) continue;  // the plan is about CA ports
@@ -153,11 +153,12 @@ void AnalyzePartitions(const Fabric& fabric, const PartitionTables& tables, cons
     }
     std::sort(want.begin(), want.end(), [](std::uint16_t x, std::uint16_t y) { return (x & 0x7fff) < (y & 0x7fff); });
     if (want == keys) continue;
-    a->findings.push_back({FindingKind::kPartitionPlanMismatch,
+    result.findings.push_back({FindingKind::kPartitionPlanMismatch,
                            node + "[" + std::to_string(ref.port) + "] holds " + Describe(keys) + ", the partition plan says " +
                                Describe(want),
                            ref.node_guid, ref, std::nullopt});
   }
+  return result;
 }
 
 }  // namespace ibfabric::topology

@@ -71,16 +71,21 @@ bool ParsePartitionPlan(const std::string& text, PartitionPlan* plan, std::strin
 // False with "FILE:N: reason".
 bool LoadPartitionPlan(const std::string& path, PartitionPlan* plan, std::string* error);
 
-// Pure. Fills analysis->partitions and partitions_read; appends
-// kPartitionMismatch for a CA port whose P_Keys differ from those of a
-// strict majority of the CA ports on its leaf (leaves with 3 or more);
+// What the P_Key tables say, one pass of its own.
+struct PartitionAnalysis {
+  // CA port, and switch port facing a CA port -> its P_Keys (membership bit
+  // included), as read.
+  PartitionTables ports;
+  std::vector<Finding> findings;
+};
+// Pure. kPartitionMismatch for a CA port whose P_Keys differ from those of
+// a strict majority of the CA ports on its leaf (leaves with 3 or more);
 // with a plan, kPartitionPlanMismatch for a CA port that differs from it;
 // and kPartitionEnforcementMismatch (a: the switch port, b: the CA port)
 // where a switch port's partitions differ from those of the CA port it
 // faces: with enforcement on, the CA's traffic in a partition the switch
 // port lacks is dropped there (PortRcvConstraintErrors); with it off the
 // table is stale and drops that traffic once enforcement is switched on.
-void AnalyzePartitions(const Fabric& fabric, const PartitionTables& tables, const PartitionPlan* plan,
-                       Analysis* analysis);
+PartitionAnalysis AnalyzePartitions(const Fabric& fabric, const PartitionTables& tables, const PartitionPlan* plan);
 
 }  // namespace ibfabric::topology

@@ -409,8 +409,9 @@ bool LoadPlan(const std::string& path, CablingPlan* plan, std::string* error) {
   return ok;
 }
 
-std::vector<Finding> DiffAgainstPlan(const Fabric& fabric, const CablingPlan& plan, const Analysis& analysis) {
-  std::vector<Finding> out;
+PlanDiff DiffAgainstPlan(const Fabric& fabric, const CablingPlan& plan, const Analysis& analysis) {
+  PlanDiff diff;
+  std::vector<Finding>& out = diff.findings;
   // Plan nodes to fabric nodes.
   std::map<std::string, std::uint64_t> by_name;
   for (const auto& n : fabric.nodes()) by_name.emplace(n.description, n.guid);
@@ -453,6 +454,7 @@ std::vector<Finding> DiffAgainstPlan(const Fabric& fabric, const CablingPlan& pl
                        planned + " runs " + RateString(pa) + ", planned " + l.rate + " (plan line " +
                            std::to_string(l.line) + ")",
                        a.node_guid, a, b});
+        diff.degraded[CableBetween(a, b)] = FindingKind::kPlanRateMismatch;
       }
       continue;
     }
@@ -490,7 +492,7 @@ std::vector<Finding> DiffAgainstPlan(const Fabric& fabric, const CablingPlan& pl
                      it->second, {}, {}});
     }
   }
-  return out;
+  return diff;
 }
 
 }  // namespace ibfabric::topology

@@ -73,7 +73,12 @@ bool LoadPlan(const std::string& path, CablingPlan* plan, std::string* error);
 // found, and one per tier that differs from the plan's. `analysis` gives
 // the tiers; nodes are matched by GUID where the plan has one, else by
 // name (the node description, after any node-name map).
-std::vector<Finding> DiffAgainstPlan(const Fabric& fabric, const CablingPlan& plan,
-                                     const Analysis& analysis);
+// A planned cable running at another rate is also a degraded link
+// (kPlanRateMismatch), over what the tree analysis says of it.
+struct PlanDiff {
+  std::vector<Finding> findings;
+  std::map<Link, FindingKind> degraded;
+};
+PlanDiff DiffAgainstPlan(const Fabric& fabric, const CablingPlan& plan, const Analysis& analysis);
 
 }  // namespace ibfabric::topology

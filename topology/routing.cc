@@ -7,8 +7,8 @@
 
 namespace ibfabric::topology {
 
-ReadTablesResult ReadForwardingTables(const Fabric& fabric, transport::MadEngine& engine) {
-  ReadTablesResult out;
+ReadSwitchInfoResult ReadSwitchInfo(const Fabric& fabric, transport::MadEngine& engine) {
+  ReadSwitchInfoResult out;
   std::vector<const Node*> switches;
   std::vector<transport::MadRequest> info;
   for (const auto& n : fabric.nodes()) {
@@ -16,24 +16,38 @@ ReadTablesResult ReadForwardingTables(const Fabric& fabric, transport::MadEngine
     switches.push_back(&n);
     info.push_back(transport::SwitchInfoQuery(transport::MadAddress::Lid(n.lid)));
   }
-  out.smps += info.size();
+  out.smps = info.size();
   const auto infos = engine.Run(info);
-  std::vector<transport::MadRequest> blocks;
-  std::vector<std::pair<std::size_t, std::uint32_t>> which;  // (switch index, block)
   for (std::size_t i = 0; i < switches.size(); ++i) {
     if (infos[i].outcome != transport::MadOutcome::kOk) {
       out.problems.push_back("no SwitchInfo from " + switches[i]->description + " (" + FormatGuid(switches[i]->guid) +
                              "): " + transport::ToString(infos[i].outcome));
       continue;
     }
-    const auto si = transport::DecodeSwitchInfo(infos[i].response);
-    out.switch_info[switches[i]->guid] = si;
+    out.switch_info[switches[i]->guid] = transport::DecodeSwitchInfo(infos[i].response);
+  }
+  return out;
+}
+
+ReadTablesResult ReadForwardingTables(const Fabric& fabric,
+                                      const std::map<std::uint64_t, transport::SwitchInfo>& switch_info,
+                                      transport::MadEngine& engine) {
+  ReadTablesResult out;
+  std::vector<const Node*> switches;
+  std::vector<transport::MadRequest> blocks;
+  std::vector<std::pair<std::size_t, std::uint32_t>> which;  // (switch index, block)
+  for (const auto& n : fabric.nodes()) {
+    if (n.kind != NodeKind::kSwitch || n.lid == 0) continue;
+    const auto si = switch_info.find(n.guid);
+    if (si == switch_info.end()) continue;  // its SwitchInfo did not answer
+    switches.push_back(&n);
+    const std::size_t i = switches.size() - 1;
     // LinearFDBTop is the highest LID the SM programmed (IBTA 14.2.5.4);
     // unicast LIDs stop at 0xBFFF.
-    const std::uint32_t top = std::min<std::uint32_t>(si.linear_fdb_top, 0xBFFF);
-    out.tables[switches[i]->guid].assign(top + 1, transport::kLftNoPort);
+    const std::uint32_t top = std::min<std::uint32_t>(si->second.linear_fdb_top, 0xBFFF);
+    out.tables[n.guid].assign(top + 1, transport::kLftNoPort);
     for (std::uint32_t b = 0; b <= top / transport::kLftBlockSize; ++b) {
-      blocks.push_back(transport::LftBlockQuery(transport::MadAddress::Lid(switches[i]->lid), b));
+      blocks.push_back(transport::LftBlockQuery(transport::MadAddress::Lid(n.lid), b));
       which.push_back({i, b});
     }
   }
@@ -80,8 +94,9 @@ const Port* Usable(const Fabric& f, std::uint64_t sw, std::uint8_t port) {
 
 }  // namespace
 
-void AnalyzeRouting(const Fabric& fabric, const ForwardingTables& tables, Analysis* a) {
-  a->routing_read = true;
+RoutingAnalysis AnalyzeRouting(const Fabric& fabric, const ForwardingTables& tables, const Analysis& tree) {
+  RoutingAnalysis out;
+  const Analysis* a = &tree;
   std::vector<Destination> dests;
   for (const auto& n : fabric.nodes()) {
     if (n.kind == NodeKind::kSwitch) continue;
@@ -145,24 +160,24 @@ void AnalyzeRouting(const Fabric& fabric, const ForwardingTables& tables, Analys
                               std::to_string(hi->first) + " and " + std::to_string(lo->second) + " through port " +
                               std::to_string(lo->first) + " (" + r.direction + "links" +
                               (tier == 0 ? std::string(")") : " to " + NodeName(fabric, group) + ")");
-        std::erase_if(a->findings, [&](const Finding& f) { return f.kind == FindingKind::kRoutingImbalance && f.node == guid; });
-        a->findings.push_back({FindingKind::kRoutingImbalance, finding, guid, std::nullopt, std::nullopt});
+        std::erase_if(out.findings, [&](const Finding& f) { return f.kind == FindingKind::kRoutingImbalance && f.node == guid; });
+        out.findings.push_back({FindingKind::kRoutingImbalance, finding, guid, std::nullopt, std::nullopt});
       }
     }
     if (r.unrouted > 0) {
       std::string examples;
       for (const auto& e : unrouted_examples) examples += (examples.empty() ? "" : ", ") + e;
-      a->findings.push_back({FindingKind::kUnroutedDestination,
+      out.findings.push_back({FindingKind::kUnroutedDestination,
                              NodeName(fabric, guid) + " has no usable route to " + std::to_string(r.unrouted) +
                                  " CA LIDs, e.g. " + examples,
                              guid, std::nullopt, std::nullopt});
     }
-    a->routing[guid] = std::move(r);
+    out.switches[guid] = std::move(r);
   }
 
   // Trace every leaf-to-CA route hop by hop: a fat tree's routes go up,
   // then down, never down and up again.
-  if (!a->is_tree) return;
+  if (!a->is_tree) return out;
   const int max_hops = 2 * std::max(a->tiers, 1) + 2;
   for (const auto& [leaf, summary] : a->switches) {
     if (summary.tier != 0 || !tables.count(leaf)) continue;
@@ -170,7 +185,7 @@ void AnalyzeRouting(const Fabric& fabric, const ForwardingTables& tables, Analys
     std::string example;
     for (const Destination& d : dests) {
       if (d.leaf == leaf) continue;
-      ++a->routes_traced;
+      ++out.routes_traced;
       std::uint64_t at = leaf;
       bool went_down = false;
       bool arrived = false;
@@ -200,18 +215,19 @@ void AnalyzeRouting(const Fabric& fabric, const ForwardingTables& tables, Analys
       }
     }
     if (bad > 0) {
-      a->down_up_routes += bad;
-      a->findings.push_back({FindingKind::kDownUpRoute,
+      out.down_up_routes += bad;
+      out.findings.push_back({FindingKind::kDownUpRoute,
                              NodeName(fabric, leaf) + ": " + std::to_string(bad) + " routes to CAs break up/down order, e.g. " +
                                  example,
                              leaf, std::nullopt, std::nullopt});
     }
   }
+  return out;
 }
 
-RoutingTotals SummarizeRouting(const Analysis& a) {
+RoutingTotals SummarizeRouting(const RoutingAnalysis& a) {
   RoutingTotals t;
-  for (const auto& [guid, r] : a.routing) {
+  for (const auto& [guid, r] : a.switches) {
     t.max_spread = std::max(t.max_spread, r.spread);
     if (r.unrouted > 0) ++t.switches_with_unrouted;
     if (r.max_min_ratio) t.worst_max_min_ratio = std::max(t.worst_max_min_ratio.value_or(0), *r.max_min_ratio);

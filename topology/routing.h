@@ -23,26 +23,53 @@ namespace ibfabric::topology {
 // whose tables did not answer, whole, are absent.
 using ForwardingTables = std::map<std::uint64_t, std::vector<std::uint8_t>>;
 
-struct ReadTablesResult {
-  ForwardingTables tables;
+struct ReadSwitchInfoResult {
   std::map<std::uint64_t, transport::SwitchInfo> switch_info;  // switch GUID -> its SwitchInfo, when it answered
   std::vector<std::string> problems;  // one line per switch that did not answer
   std::size_t smps = 0;
 };
-// SwitchInfo (LinearFDBTop) and then every LFT block up to it, from every
-// switch with a LID, LID routed and pipelined. Thread-safety: uses the
-// engine exclusively for its duration.
-ReadTablesResult ReadForwardingTables(const Fabric& fabric, transport::MadEngine& engine);
+// SwitchInfo of every switch with a LID, LID routed and pipelined: its
+// LinearFDBTop (routing) and PartitionEnforcementCap (partitions).
+// Thread-safety: uses the engine exclusively for its duration.
+ReadSwitchInfoResult ReadSwitchInfo(const Fabric& fabric, transport::MadEngine& engine);
 
-// Pure. Fills analysis->routing, routing_read, down_up_routes,
-// routes_traced and appends kRoutingImbalance (a leaf whose uplinks to the tier above, or an
-// upper switch whose parallel links to one switch of the tier below, differ by 2 or
-// more destinations: 1 is what an uneven count leaves),
-// kUnroutedDestination and kDownUpRoute findings. Needs the
-// analysis' tiers; does nothing of the tier-based kind when the fabric is
-// not a tree.
-void AnalyzeRouting(const Fabric& fabric, const ForwardingTables& tables, Analysis* analysis);
+struct ReadTablesResult {
+  ForwardingTables tables;
+  std::vector<std::string> problems;  // one line per block that did not answer
+  std::size_t smps = 0;
+};
+// Every LFT block up to LinearFDBTop of every switch with a LID and a
+// SwitchInfo in `switch_info`, LID routed and pipelined. A switch with a
+// block missing has no table (it would show routes that are not there).
+// Thread-safety: uses the engine exclusively for its duration.
+ReadTablesResult ReadForwardingTables(const Fabric& fabric,
+                                      const std::map<std::uint64_t, transport::SwitchInfo>& switch_info,
+                                      transport::MadEngine& engine);
 
+// How one switch's LinearForwardingTable spreads the CA destinations.
+struct SwitchRouting {
+  std::string direction;  // "up" for a leaf (its uplinks), "down" above (its downlinks)
+  std::map<std::uint8_t, int> destinations;  // port -> CA LIDs routed out of it (every port of `direction`)
+  int spread = 0;               // max - min over those ports (above the leaves: within each group of parallel links to one switch)
+  std::optional<double> max_min_ratio;  // max / min, when min > 0
+  int unrouted = 0;             // CA LIDs with no usable egress port here
+};
+
+// What the forwarding tables say, one pass of its own: findings are
+// appended to the tree analysis' by whoever publishes them.
+struct RoutingAnalysis {
+  std::map<std::uint64_t, SwitchRouting> switches;  // every switch whose table was read
+  int down_up_routes = 0;  // leaf-to-CA routes that go down and up again (or never arrive)
+  int routes_traced = 0;
+  // kRoutingImbalance (a leaf whose uplinks to the tier above, or an upper
+  // switch whose parallel links to one switch of the tier below, differ by 2
+  // or more destinations: 1 is what an uneven count leaves),
+  // kUnroutedDestination and kDownUpRoute.
+  std::vector<Finding> findings;
+};
+// Pure. Needs the tree analysis' tiers; does nothing of the tier-based
+// kind when the fabric is not a tree.
+RoutingAnalysis AnalyzeRouting(const Fabric& fabric, const ForwardingTables& tables, const Analysis& tree);
 // The fabric-wide picture of an analysis' routing. Pure.
 struct RoutingTotals {
   int max_spread = 0;                  // the largest spread of any switch
@@ -50,6 +77,6 @@ struct RoutingTotals {
   int switches_with_unrouted = 0;      // switches that cannot forward some CA LIDs
   std::optional<double> worst_max_min_ratio;  // the largest defined max/min ratio
 };
-RoutingTotals SummarizeRouting(const Analysis& analysis);
+RoutingTotals SummarizeRouting(const RoutingAnalysis& routing);
 
 }  // namespace ibfabric::topology

@@ -61,7 +61,7 @@ json PortJson(const Fabric& f, const Port& p) {
           {"remote", p.remote ? End(f, *p.remote) : json(nullptr)}};
 }
 
-json TopologyJson(const Fabric& f, const Analysis& a) {
+json TopologyJson(const Fabric& f, const Analysis& a, const RoutingAnalysis* routed, const PartitionAnalysis* parts) {
   json nodes = json::array();
   for (const auto& n : f.nodes()) {
     json ports = json::array();
@@ -108,7 +108,7 @@ json TopologyJson(const Fabric& f, const Analysis& a) {
                       {"links", n}});
   }
   json findings = json::array();
-  for (const auto& x : a.findings) {
+  for (const auto& x : AllFindings(a, routed, parts)) {
     const Node* n = x.node ? f.FindNode(x.node) : nullptr;
     findings.push_back({{"kind", ToString(x.kind)},
                         {"detail", x.detail},
@@ -117,9 +117,9 @@ json TopologyJson(const Fabric& f, const Analysis& a) {
                         {"b", x.b ? End(f, *x.b) : json(nullptr)}});
   }
   json partitions = nullptr;
-  if (a.partitions_read) {
+  if (parts) {
     partitions = json::array();
-    for (const auto& [ref, keys] : a.partitions) {
+    for (const auto& [ref, keys] : parts->ports) {
       json list = json::array();
       for (std::uint16_t k : keys) list.push_back({{"pkey", PartitionOf(k)}, {"membership", MembershipOf(k)}});
       json port = End(f, ref);
@@ -134,9 +134,9 @@ json TopologyJson(const Fabric& f, const Analysis& a) {
     }
   }
   json routing = nullptr;
-  if (a.routing_read) {
+  if (routed) {
     json switches = json::array();
-    for (const auto& [guid, r] : a.routing) {
+    for (const auto& [guid, r] : routed->switches) {
       json ports = json::object();
       for (const auto& [port, n] : r.destinations) ports[std::to_string(port)] = n;
       const Node* n = f.FindNode(guid);
@@ -148,14 +148,14 @@ json TopologyJson(const Fabric& f, const Analysis& a) {
                           {"max_min_ratio", r.max_min_ratio ? json(*r.max_min_ratio) : json(nullptr)},
                           {"unrouted", r.unrouted}});
     }
-    const RoutingTotals t = SummarizeRouting(a);
+    const RoutingTotals t = SummarizeRouting(*routed);
     routing = {{"switches", std::move(switches)},
                {"fabric", {{"max_spread", t.max_spread},
                            {"worst_max_min_ratio", t.worst_max_min_ratio ? json(*t.worst_max_min_ratio) : json(nullptr)},
                            {"imbalanced_switches", t.imbalanced_switches},
                            {"switches_with_unrouted", t.switches_with_unrouted}}},
-               {"routes_traced", a.routes_traced},
-               {"down_up_routes", a.down_up_routes}};
+               {"routes_traced", routed->routes_traced},
+               {"down_up_routes", routed->down_up_routes}};
   }
   return {{"schema_version", kTopologySchemaVersion},
           {"is_tree", a.is_tree},

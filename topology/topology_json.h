@@ -7,6 +7,7 @@
 
 #include "topology/analysis.h"
 #include "topology/fabric.h"
+#include "topology/findings.h"
 
 namespace ibfabric::topology {
 
@@ -15,7 +16,9 @@ inline constexpr int kTopologySchemaVersion = 1;
 // Pure. One port as in nodes[].ports[]: number, LID, state, rate, remote end.
 nlohmann::json PortJson(const Fabric& fabric, const Port& port);
 
-// Pure.
-nlohmann::json TopologyJson(const Fabric& fabric, const Analysis& analysis);
+// Pure. "routing" and "partitions" are null where `routing` or
+// `partitions` is (the tables were not read).
+nlohmann::json TopologyJson(const Fabric& fabric, const Analysis& analysis, const RoutingAnalysis* routing = nullptr,
+                            const PartitionAnalysis* partitions = nullptr);
 
 }  // namespace ibfabric::topology

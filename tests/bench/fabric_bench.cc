@@ -4,13 +4,15 @@
 // during a discovery and two sweeps, watched from outside the exporter by
 // the MAD tap (tests/tools/mad_tap.cc). With --scale, the same sweep
 // on growing fabrics to show the cost per port. With --budget, the SMPs a
-// sweep, a quiet minute and a host cable flap cost, before and now.
+// sweep, a quiet minute and a host cable flap cost, before and now. With
+// --collectors, what the routing and partitions collectors cost a discovery.
 //
 //   build/tests/fabric_bench                 # 1024 hosts, 4096 ports
 //   build/tests/fabric_bench --scale         # about 2k, 8k and 18k ports
 //   build/tests/fabric_bench --runs 9 --window 256
 //   build/tests/fabric_bench --budget        # SMPs at rest and per event, 1024 hosts
 //   build/tests/fabric_bench --budget --fabric 16k
+//   build/tests/fabric_bench --collectors    # discovery with and without routing and partitions
 
 #include <algorithm>
 #include <array>
@@ -357,6 +359,68 @@ int RunOne(const FatTreeSpec& spec, int runs, int window, bool compare) {
   return 0;
 }
 
+// What routing and partitions cost a discovery on the 1024-host fabric
+// (opensm having programmed the forwarding tables): the exporter's first
+// cycle at the defaults and with --no-collector.routing
+// --no-collector.partitions, its discovery's MADs by its own count and
+// everything that crossed libibumad until its first sweep by the tap's.
+int RunCollectors(int runs) {
+  const FatTree tree = FatTree::Generate(Spec1k());
+  auto sim = StartSim(tree, 8192, 1024, 65536, std::chrono::seconds(600));
+  if (!sim) return 1;
+  std::string error;
+  auto sm = sim->StartSubnetManager(&error);
+  if (!sm) {
+    std::fprintf(stderr, "fabric_bench: %s\n", error.c_str());
+    return 1;
+  }
+  std::printf("fabric: %zu switches, %zu hosts, %zu cables; opensm routed\n",
+              tree.leaves().size() + tree.spines().size(), tree.hosts().size(), tree.cables().size());
+  for (const bool tables : {true, false}) {
+    std::vector<double> seconds, mads, tapped, smps;
+    for (int i = 0; i < runs; ++i) {
+      std::vector<std::string> args{"--sweep.interval=1h", "--discovery.interval=1h", "--sm.no-traps"};
+      if (!tables) {
+        args.push_back("--no-collector.routing");
+        args.push_back("--no-collector.partitions");
+      }
+      const std::string tap = sim->dir() + "/collectors.tap";
+      std::remove(tap.c_str());
+      const auto from = Clock::now();
+      auto e = ExporterProcess::Start(*sim, args, &error, {}, MadTapEnv(tap));
+      if (!e) {
+        std::fprintf(stderr, "fabric_bench: %s\n", error.c_str());
+        return 1;
+      }
+      const auto s = e->WaitForSweeps(1, std::chrono::seconds(600));
+      const auto to = Clock::now();
+      if (!s) {
+        std::fprintf(stderr, "fabric_bench: exporter did not sweep: %s\n", e->Log().c_str());
+        return 1;
+      }
+      e.reset();
+      seconds.push_back(s->Value("infiniband_exporter_collector_duration_seconds", {{"collector", "discovery"}}).value_or(0));
+      double sent = 0, smp = 0;
+      for (const auto& x : s->Find("infiniband_exporter_last_run_mads")) {
+        if (x.labels.at("phase") != "discovery" || x.labels.at("outcome") != "sent") continue;
+        sent += x.value;
+        if (x.labels.at("class") != "gmp") smp += x.value;
+      }
+      mads.push_back(sent);
+      smps.push_back(smp);
+      const Counts c = SentBetween(tap, from, to);
+      double all = 0;
+      for (auto n : c) all += static_cast<double>(n);
+      tapped.push_back(all);
+    }
+    std::printf("  %-48s discovery %7.3f s median of %d, %6.0f MADs (%6.0f SMPs) by its count; "
+                "%6.0f MADs crossed libibumad up to the first sweep (tap)\n",
+                tables ? "defaults (routing and partitions on)" : "--no-collector.routing --no-collector.partitions",
+                Median(seconds), runs, Median(mads), Median(smps), Median(tapped));
+  }
+  return 0;
+}
+
 // The SMP budget on the 1024-host fabric or the 16k-host three-tier one.
 int RunBudget(const std::string& which, int quiet, int events) {
   const FatTree tree = FatTree::Generate(which == "16k" ? Spec16k() : Spec1k());
@@ -380,7 +444,7 @@ int main(int argc, char** argv) {
   using ibfabric::testbed::FatTreeSpec;
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // figures appear as they are measured
   int runs = 5, window = 128, quiet = 60, events = 10;
-  bool scale = false, budget = false;
+  bool scale = false, budget = false, collectors = false;
   std::string fabric = "1k";
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -388,6 +452,8 @@ int main(int argc, char** argv) {
       scale = true;
     } else if (a == "--budget") {
       budget = true;
+    } else if (a == "--collectors") {
+      collectors = true;
     } else if (a == "--fabric" && i + 1 < argc && (std::string(argv[i + 1]) == "1k" || std::string(argv[i + 1]) == "16k")) {
       fabric = argv[++i];
     } else if ((a == "--runs" || a == "--window" || a == "--quiet" || a == "--events") && i + 1 < argc) {
@@ -400,11 +466,12 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: fabric_bench [--scale] [--runs N] [--window N] | --budget [--fabric 1k|16k] "
-                   "[--quiet SECONDS] [--events N]\n");
+                   "[--quiet SECONDS] [--events N] | --collectors [--runs N]\n");
       return 2;
     }
   }
   if (budget) return ibfabric::testbed::RunBudget(fabric, quiet, events);
+  if (collectors) return ibfabric::testbed::RunCollectors(runs);
   if (!scale) {
     // Issue 3's fabric: 1024 hosts, 32 leaves of 32, 16 spines, 2 links per
     // pair, 64-port switches: 4096 ports.

@@ -149,8 +149,9 @@ Outcome Run(const testbed::FatTree& tree, const model::ModelParams& params, Mode
     collectors::CapabilityMap caps;
     out.graph = Measure(m, engine, yardsticks, [&] { d = topology::Discover(engine); });
     const Phase tables = Measure(m, engine, yardsticks, [&] {
-      const auto lft = topology::ReadForwardingTables(d.fabric, engine);
-      topology::ReadPartitions(d.fabric, lft.switch_info, engine);
+      const auto si = topology::ReadSwitchInfo(d.fabric, engine);
+      topology::ReadForwardingTables(d.fabric, si.switch_info, engine);
+      topology::ReadPartitions(d.fabric, si.switch_info, engine);
       caps = collectors::ReadCapabilities(d.fabric, engine);
     });
     // Sequential phases: the sum of their bounds bounds the whole.

@@ -181,5 +181,43 @@ TEST(RoutingBalanceTest, APlantedDownAndUpRouteIsFoundAndIbtracertAgrees) {
             tree.spec().hosts_per_leaf + 1);
 }
 
+// The routing and partitions collectors turned off on the same fabric: none
+// of their families, no run of theirs timed, and discovery's LID-routed
+// SMPs short of at least a SwitchInfo and an LFT block per switch and a
+// P_Key block per host (the exporter's own count; the unit test
+// PollerTest.ADisabledCollectorSendsNoMadAndRendersNoFamily counts at the
+// transport seam).
+TEST(RoutingBalanceTest, WithoutTheRoutingAndPartitionsCollectorsNoneOfTheirReads) {
+  const FatTree tree = FatTree::Generate(Spec(4, 2, 4, 2, 12));
+  auto sim = Start(tree);
+  ASSERT_NE(sim, nullptr);
+  const auto lid_smps = [](const Scrape& s) {
+    return s.Value("infiniband_exporter_last_run_mads", {{"phase", "discovery"}, {"class", "lid_smp"}, {"outcome", "sent"}})
+        .value_or(-1);
+  };
+  const Scrape all = Once(*sim);
+  const CommandResult r = sim->Tool({ExporterBinary(), "--once", "--log.level=error", "--no-collector.routing",
+                                     "--no-collector.partitions"},
+                                    milliseconds(120000));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Scrape some = Scrape::Parse(r.out);
+  ASSERT_FALSE(all.Find("infiniband_routing_spread").empty());
+  ASSERT_FALSE(all.Find("infiniband_port_partition_info").empty());
+  for (const char* family : {"infiniband_routing_spread", "infiniband_routing_down_up_routes",
+                             "infiniband_port_partition_info", "infiniband_switch_port_partition_info"}) {
+    EXPECT_TRUE(some.Find(family).empty()) << family;
+  }
+  EXPECT_EQ(all.Value("infiniband_exporter_collector_success", {{"collector", "routing"}}), 1);
+  EXPECT_FALSE(some.Value("infiniband_exporter_collector_success", {{"collector", "routing"}}).has_value());
+  EXPECT_FALSE(some.Value("infiniband_exporter_collector_success", {{"collector", "partitions"}}).has_value());
+  EXPECT_EQ(some.Value("infiniband_exporter_collector_success", {{"collector", "port_counters"}}), 1);
+  const double switches = static_cast<double>(tree.leaves().size() + tree.spines().size());
+  const double hosts = static_cast<double>(tree.hosts().size());
+  EXPECT_GE(lid_smps(all) - lid_smps(some), 2 * switches + hosts) << lid_smps(all) << " vs " << lid_smps(some);
+  // Everything else is the same: the fabric, the counters, the tree.
+  EXPECT_EQ(some.Find("infiniband_switch_info").size(), all.Find("infiniband_switch_info").size());
+  EXPECT_EQ(some.Value("infiniband_topology_is_tree"), 1);
+}
+
 }  // namespace
 }  // namespace ibfabric::testbed

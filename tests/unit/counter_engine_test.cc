@@ -248,6 +248,7 @@ TEST(PinnedTest, PinnedCountersAreExposed) {
   s.nodes[0x9] = {topology::NodeKind::kSwitch, "sw"};
   s.ports[{0x9, 4}] = t;
   s.ports[{0x9, 5}] = collectors::PortTotals{};
+  s.collectors = {"port_counters"};
   const auto m = testbed::Scrape::Parse(collectors::RenderExposition(s, "x"));
   EXPECT_EQ(m.Value("infiniband_switch_port_pinned_counters", {{"port", "4"}}), 1);
   EXPECT_EQ(m.Value("infiniband_switch_port_pinned_counters", {{"port", "5"}}), 0);

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "collectors/registry.h"
 #include "exporter/flags.h"
 
 namespace ibfabric::exporter {
@@ -75,6 +76,29 @@ TEST(FlagsTest, Durations) {
   EXPECT_FALSE(ParseDuration("s", &d));
   EXPECT_FALSE(ParseDuration("1.5s", &d));
   EXPECT_FALSE(ParseDuration("99999999999999s", &d));
+}
+
+// --collector.NAME and --no-collector.NAME come from the registry; an
+// unknown name is an error naming it (and the collectors there are).
+TEST(FlagsTest, CollectorsFromTheRegistry) {
+  auto f = ParseFlags({"--no-collector.routing", "--no-collector.partitions", "--collector.fat_tree"});
+  ASSERT_EQ(f.action, ParsedFlags::Action::kRun) << f.error;
+  EXPECT_EQ(f.config.collectors, (std::map<std::string, bool>{{"fat_tree", true}, {"partitions", false}, {"routing", false}}));
+  std::vector<std::string> on;
+  std::string error;
+  ASSERT_TRUE(collectors::EnabledCollectors(f.config.collectors, &on, &error)) << error;
+  EXPECT_EQ(on, (std::vector<std::string>{"fabric", "capabilities", "fat_tree", "port_counters", "link_health",
+                                          "subnet_managers"}));
+  f = ParseFlags({"--no-collector.routers"});
+  ASSERT_EQ(f.action, ParsedFlags::Action::kError);
+  EXPECT_EQ(f.error.find('\n'), std::string::npos);
+  EXPECT_NE(f.error.find("unknown collector 'routers' in --no-collector.routers"), std::string::npos) << f.error;
+  EXPECT_NE(f.error.find("routing"), std::string::npos) << f.error;
+  f = ParseFlags({"--collector.routing=false"});
+  EXPECT_EQ(f.action, ParsedFlags::Action::kError);
+  EXPECT_NE(HelpText("x").find("subnet_managers (on)"), std::string::npos);
+  EXPECT_FALSE(collectors::EnabledCollectors({{"nope", true}}, &on, &error));
+  EXPECT_EQ(error, "unknown collector: nope");
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "collectors/metrics.h"
+#include "collectors/registry.h"
 #include "tests/testbed/prom_text.h"
 
 namespace ibfabric {
@@ -61,7 +62,10 @@ collectors::Snapshot Build() {
   s.sweep_mads[static_cast<int>(transport::MadKind::kLidSmp)].sent = 12;
   s.discovery_mads[static_cast<int>(transport::MadKind::kDirectedSmp)].retries = 4;
   s.targets = 2;
-  s.port_counters = {true, true, 0.25};
+  s.runs["port_counters"] = {true, true, 0.25};
+  s.sweep_seconds = 0.25;
+  std::string error;
+  collectors::EnabledCollectors({}, &s.collectors, &error);  // the defaults: every collector
   return s;
 }
 

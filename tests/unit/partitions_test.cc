@@ -59,8 +59,7 @@ TEST(PartitionsTest, OddPortsOnALeafAndAgainstAPlan) {
   PartitionTables t;
   for (int i = 0; i < 4; ++i) t[{b.Guid(hosts[i]), 1}] = {0xffff};
   t[{b.Guid(hosts[3]), 1}] = {0x0001, 0xffff};  // cn4: also a limited member of 0x0001
-  Analysis a;
-  AnalyzePartitions(f, t, nullptr, &a);
+  const PartitionAnalysis a = AnalyzePartitions(f, t, nullptr);
   ASSERT_EQ(a.findings.size(), 1u);
   EXPECT_EQ(a.findings[0].kind, FindingKind::kPartitionMismatch);
   EXPECT_EQ(a.findings[0].node, b.Guid(hosts[3]));
@@ -72,8 +71,7 @@ TEST(PartitionsTest, OddPortsOnALeafAndAgainstAPlan) {
                                  "    full: [cn1]\n",
                                  &plan, &error))
       << error;
-  Analysis with_plan;
-  AnalyzePartitions(f, t, &plan, &with_plan);
+  const PartitionAnalysis with_plan = AnalyzePartitions(f, t, &plan);
   std::vector<std::string> plan_findings;
   for (const auto& x : with_plan.findings) {
     if (x.kind == FindingKind::kPartitionPlanMismatch) plan_findings.push_back(x.detail);
@@ -106,8 +104,7 @@ TEST(PartitionsTest, SwitchPortsAgainstTheHcaTheyFace) {
   ASSERT_TRUE(ParsePartitionPlan("partitions:\n  - pkey: 0x7fff\n    full: all\n  - pkey: 0x0001\n    full: [cn1, cn2, cn3]\n",
                                  &plan, &error))
       << error;
-  Analysis a;
-  AnalyzePartitions(f, t, &plan, &a);
+  const PartitionAnalysis a = AnalyzePartitions(f, t, &plan);
   ASSERT_EQ(a.findings.size(), 2u);
   for (const auto& x : a.findings) EXPECT_EQ(x.kind, FindingKind::kPartitionEnforcementMismatch);
   EXPECT_EQ(a.findings[0].a, (PortRef{b.Guid(leaf), 1}));
@@ -119,9 +116,9 @@ TEST(PartitionsTest, SwitchPortsAgainstTheHcaTheyFace) {
   EXPECT_EQ(a.findings[1].detail,
             "leaf1[2] holds {0x0001 full, 0x0002 limited, 0x7fff full} facing cn2[1] which holds {0x0001 full, 0x7fff "
             "full}: the switch port admits partition 0x0002 (partition enforcement inbound on, outbound off)");
-  EXPECT_EQ(a.partitions.size(), 6u);  // all six tables are exported
+  EXPECT_EQ(a.ports.size(), 6u);  // all six tables are exported
   // In the topology JSON: switch ports with their enforcement bits, HCA ports without.
-  const auto j = TopologyJson(f, a)["partitions"];
+  const auto j = TopologyJson(f, Analyze(f), nullptr, &a)["partitions"];
   ASSERT_EQ(j.size(), 6u);
   EXPECT_EQ(j[0]["name"], "leaf1");
   EXPECT_EQ(j[0]["partitions"], (nlohmann::json::array({{{"pkey", "0x7fff"}, {"membership", "full"}}})));

@@ -224,7 +224,7 @@ std::vector<Finding> Diff(const Fabric& f) {
   CablingPlan p;
   std::string error;
   EXPECT_TRUE(ParseJsonPlan(kPlan, &p, &error)) << error;
-  return DiffAgainstPlan(f, p, Analyze(f));
+  return DiffAgainstPlan(f, p, Analyze(f)).findings;
 }
 
 std::map<FindingKind, int> Count(const std::vector<Finding>& v) {
@@ -294,6 +294,15 @@ TEST(PlanDiffTest, MissingExtraRateAndUnknown) {
           << x.detail;
     }
   }
+  // The rate mismatch is a degraded link of the plan diff's own result,
+  // for the fat_tree collector to lay over the tree's.
+  CablingPlan p;
+  std::string error;
+  ASSERT_TRUE(ParseJsonPlan(kPlan, &p, &error)) << error;
+  const PlanDiff diff = DiffAgainstPlan(f, p, Analyze(f));
+  ASSERT_EQ(diff.degraded.size(), 1u);
+  EXPECT_EQ(diff.degraded.begin()->first, CableBetween({b.Guid(host), 1}, {b.Guid(leaf0), 1}));
+  EXPECT_EQ(diff.degraded.begin()->second, FindingKind::kPlanRateMismatch);
 }
 
 }  // namespace

@@ -20,6 +20,7 @@ struct Tree {
   int leaf[3], spine[2], host[6];
   Fabric fabric;
   Analysis analysis;
+  RoutingAnalysis routing;
   ForwardingTables tables;
 
   Tree() {
@@ -44,9 +45,9 @@ struct Tree {
   void Route(int sw, std::size_t lid, int port) { tables[b.Guid(sw)][lid] = static_cast<std::uint8_t>(port); }
   std::uint16_t Lid(int node) const { return static_cast<std::uint16_t>(node + 1); }
   std::map<FindingKind, int> Run() {
-    AnalyzeRouting(fabric, tables, &analysis);
+    routing = AnalyzeRouting(fabric, tables, analysis);
     std::map<FindingKind, int> out;
-    for (const auto& f : analysis.findings) ++out[f.kind];
+    for (const auto& f : routing.findings) ++out[f.kind];
     return out;
   }
 };
@@ -55,16 +56,16 @@ TEST(RoutingTest, BalancedTablesHaveNoFinding) {
   Tree t;
   ASSERT_TRUE(t.analysis.is_tree);
   EXPECT_TRUE(t.Run().empty());
-  const SwitchRouting& l1 = t.analysis.routing.at(t.b.Guid(t.leaf[0]));
+  const SwitchRouting& l1 = t.routing.switches.at(t.b.Guid(t.leaf[0]));
   EXPECT_EQ(l1.direction, "up");
   EXPECT_EQ(l1.destinations, (std::map<std::uint8_t, int>{{3, 2}, {4, 2}}));  // 4 remote hosts over 2 uplinks
   EXPECT_EQ(l1.spread, 0);
   EXPECT_EQ(l1.max_min_ratio, 1.0);
-  const SwitchRouting& s1 = t.analysis.routing.at(t.b.Guid(t.spine[0]));
+  const SwitchRouting& s1 = t.routing.switches.at(t.b.Guid(t.spine[0]));
   EXPECT_EQ(s1.direction, "down");
   EXPECT_EQ(s1.destinations, (std::map<std::uint8_t, int>{{1, 2}, {2, 2}, {3, 2}}));
-  EXPECT_EQ(t.analysis.routes_traced, 3 * 4);
-  EXPECT_EQ(t.analysis.down_up_routes, 0);
+  EXPECT_EQ(t.routing.routes_traced, 3 * 4);
+  EXPECT_EQ(t.routing.down_up_routes, 0);
 }
 
 TEST(RoutingTest, AnUplinkCarryingNothingIsAnImbalance) {
@@ -72,19 +73,19 @@ TEST(RoutingTest, AnUplinkCarryingNothingIsAnImbalance) {
   for (int h = 2; h < 6; ++h) t.Route(t.leaf[0], t.Lid(t.host[h]), 3);  // every remote host via spine1
   const auto found = t.Run();
   EXPECT_EQ(found, (std::map<FindingKind, int>{{FindingKind::kRoutingImbalance, 1}}));
-  const SwitchRouting& l1 = t.analysis.routing.at(t.b.Guid(t.leaf[0]));
+  const SwitchRouting& l1 = t.routing.switches.at(t.b.Guid(t.leaf[0]));
   EXPECT_EQ(l1.destinations, (std::map<std::uint8_t, int>{{3, 4}, {4, 0}}));
   EXPECT_EQ(l1.spread, 4);
   EXPECT_FALSE(l1.max_min_ratio);
-  EXPECT_NE(t.analysis.findings[0].detail.find("leaf1 routes 4 destinations through port 3 and 0 through port 4"),
+  EXPECT_NE(t.routing.findings[0].detail.find("leaf1 routes 4 destinations through port 3 and 0 through port 4"),
             std::string::npos)
-      << t.analysis.findings[0].detail;
+      << t.routing.findings[0].detail;
   // Fabric-wide: the worst spread, one imbalanced switch; in the JSON too.
-  const RoutingTotals totals = SummarizeRouting(t.analysis);
+  const RoutingTotals totals = SummarizeRouting(t.routing);
   EXPECT_EQ(totals.max_spread, 4);
   EXPECT_EQ(totals.imbalanced_switches, 1);
   EXPECT_EQ(totals.switches_with_unrouted, 0);
-  const auto j = TopologyJson(t.fabric, t.analysis)["routing"];
+  const auto j = TopologyJson(t.fabric, t.analysis, &t.routing)["routing"];
   EXPECT_EQ(j["fabric"]["max_spread"], 4);
   EXPECT_EQ(j["fabric"]["imbalanced_switches"], 1);
   EXPECT_EQ(j["switches"].size(), 5u);
@@ -99,8 +100,8 @@ TEST(RoutingTest, HolesAndDownPortsAreUnrouted) {
   t.tables[t.b.Guid(t.leaf[1])].resize(t.Lid(t.host[5]));          // LinearFDBTop below a LID
   const auto found = t.Run();
   EXPECT_EQ(found.at(FindingKind::kUnroutedDestination), 2);
-  EXPECT_EQ(t.analysis.routing.at(t.b.Guid(t.spine[1])).unrouted, 1);
-  EXPECT_EQ(t.analysis.routing.at(t.b.Guid(t.leaf[1])).unrouted, 1);
+  EXPECT_EQ(t.routing.switches.at(t.b.Guid(t.spine[1])).unrouted, 1);
+  EXPECT_EQ(t.routing.switches.at(t.b.Guid(t.leaf[1])).unrouted, 1);
 }
 
 TEST(RoutingTest, DownAndUpAgainAndLoopsAreFound) {
@@ -115,9 +116,9 @@ TEST(RoutingTest, DownAndUpAgainAndLoopsAreFound) {
   t.Route(t.spine[1], loop, 1);
   const auto found = t.Run();
   EXPECT_GE(found.at(FindingKind::kDownUpRoute), 1);
-  EXPECT_GE(t.analysis.down_up_routes, 2);
+  EXPECT_GE(t.routing.down_up_routes, 2);
   bool named = false;
-  for (const auto& f : t.analysis.findings) {
+  for (const auto& f : t.routing.findings) {
     if (f.kind == FindingKind::kDownUpRoute && f.node == t.b.Guid(t.leaf[0])) named = true;
   }
   EXPECT_TRUE(named);

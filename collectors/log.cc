@@ -1,10 +1,10 @@
-#include "exporter/log.h"
+#include "collectors/log.h"
 
 #include <chrono>
 #include <cstdio>
 #include <ctime>
 
-namespace ibfabric::exporter {
+namespace ibfabric::collectors {
 
 LogLevel Logger::LevelFrom(std::string_view name) {
   if (name == "debug") return LogLevel::kDebug;
@@ -29,4 +29,4 @@ void Logger::Log(LogLevel level, std::string_view msg, std::string_view fields) 
                fields.empty() ? "" : " ", static_cast<int>(fields.size()), fields.data());
 }
 
-}  // namespace ibfabric::exporter
+}  // namespace ibfabric::collectors

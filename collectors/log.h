@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-namespace ibfabric::exporter {
+namespace ibfabric::collectors {
 
 enum class LogLevel { kDebug = 0, kInfo = 1, kWarn = 2, kError = 3 };
 
@@ -26,4 +26,4 @@ class Logger {
   std::mutex mu_;
 };
 
-}  // namespace ibfabric::exporter
+}  // namespace ibfabric::collectors

@@ -1,0 +1,26 @@
+#include "collectors/collector.h"
+
+#include "topology/routing.h"
+
+namespace ibfabric::collectors {
+
+const std::map<std::uint64_t, transport::SwitchInfo>& SharedReads::SwitchInfo(const topology::Fabric& fabric,
+                                                                               const std::set<std::uint64_t>* nodes,
+                                                                               std::vector<std::string>* problems) {
+  std::set<std::uint64_t> ask;
+  for (const auto& n : fabric.nodes()) {
+    if (n.kind != topology::NodeKind::kSwitch || n.lid == 0 || switch_info_.count(n.guid)) continue;
+    if (!nodes || nodes->count(n.guid)) ask.insert(n.guid);
+  }
+  if (ask.empty()) return switch_info_;
+  auto r = topology::ReadSwitchInfo(topology::Part(fabric, ask), engine_);
+  for (auto& [g, info] : r.switch_info) switch_info_[g] = info;
+  if (problems) problems->insert(problems->end(), r.problems.begin(), r.problems.end());
+  return switch_info_;
+}
+
+void SharedReads::Forget(const std::set<std::uint64_t>& nodes) {
+  for (std::uint64_t g : nodes) switch_info_.erase(g);
+}
+
+}  // namespace ibfabric::collectors

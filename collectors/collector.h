@@ -1,0 +1,134 @@
+#pragma once
+// A collector: one concern of the exporter (port counters, the fat-tree
+// analysis, routing, partitions, link health, subnet managers, ...), in the
+// spirit of node_exporter's collectors. Each holds its reads, its analysis
+// and its state; the scheduler (exporter/poller.h) runs it when it is due
+// and puts the immutable part it publishes into the Snapshot; its metric
+// families are rendered from that part alone (registry.h: each collector's
+// Render).
+//
+// When a collector runs (Schedule):
+//   kDiscovery  after every full walk and every re-walk that changed nodes,
+//               with the nodes to read; and on the next sweep again when its
+//               last run asked for it (Outcome::again: tables that did not
+//               answer, an analysis put off to once a sweep).
+//   kSweep      every sweep, after the sweep's one batch of reads (SweepPlan:
+//               what the collector wants in it), and after the PortInfo
+//               re-reads of the ports a trap named (Trigger::kTrap).
+//
+// Who reads what (docs/architecture.md): NodeInfo, NodeDescription and
+// PortInfo are the scheduler's (walks, re-walks, the sweep's PortInfo slice
+// and LID checks); SwitchInfo is SharedReads'; a collector sends only the
+// MADs of its own concern, and none when it is disabled.
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "collectors/log.h"
+#include "collectors/snapshot.h"
+#include "collectors/sweep.h"
+#include "topology/fabric.h"
+#include "topology/scope.h"
+#include "transport/attributes.h"
+#include "transport/mad_engine.h"
+
+namespace ibfabric::collectors {
+
+enum class Schedule { kDiscovery, kSweep };
+
+// Why a collector runs now.
+enum class Trigger {
+  kFullWalk,  // the fabric was walked whole: read everything
+  kRewalk,    // a re-walk changed `fresh` and `gone` nodes
+  kSweep,     // a counter sweep (kSweep collectors), or a kDiscovery collector's `again`
+  kTrap,      // the PortInfo of ports a trap named was read again (kSweep collectors)
+};
+
+// Reads several collectors need, each made once per discovery by whoever
+// asks first and handed to the others.
+// Thread-safety: the scheduler's thread only.
+class SharedReads {
+ public:
+  explicit SharedReads(transport::MadEngine& engine) : engine_(engine) {}
+  // SwitchInfo of the switches of `fabric` in `nodes` (every switch when
+  // null) that have not answered since the last Forget; what did not
+  // answer is asked again next time. Returns every SwitchInfo known.
+  // What did not answer is added to `problems`, one line each.
+  const std::map<std::uint64_t, transport::SwitchInfo>& SwitchInfo(const topology::Fabric& fabric,
+                                                                   const std::set<std::uint64_t>* nodes,
+                                                                   std::vector<std::string>* problems);
+  // Nodes whose reads are stale (re-walked, gone): read again when asked.
+  void Forget(const std::set<std::uint64_t>& nodes);
+  void ForgetAll() { switch_info_.clear(); }
+
+ private:
+  transport::MadEngine& engine_;
+  std::map<std::uint64_t, transport::SwitchInfo> switch_info_;
+};
+
+// What a collector is handed for one run. Everything is borrowed for the
+// run's duration.
+struct Cycle {
+  Trigger trigger = Trigger::kSweep;
+  transport::MadEngine* engine = nullptr;
+  const topology::Fabric* fabric = nullptr;  // as of now, never null
+  topology::Scope scope;
+  std::uint64_t local_guid = 0;
+  // kFullWalk: every node; kRewalk: the nodes a re-walk brought, and those
+  // it found gone.
+  std::set<std::uint64_t> fresh;
+  std::set<std::uint64_t> gone;
+  // kSweep, kTrap: what the batch read (counters, PortInfo, LID checks).
+  const SweepResult* sweep = nullptr;
+  std::chrono::steady_clock::time_point now{};
+  std::chrono::system_clock::time_point wall{};
+  // The parts published so far, this cycle's by the collectors before
+  // this one in the registry's order.
+  const Snapshot* parts = nullptr;
+  SharedReads* reads = nullptr;
+  Logger* log = nullptr;
+  // Whether a node is read at all (any of its ports is in scope), and a
+  // port (in scope, or a switch port once seen up there).
+  std::function<bool(const topology::Node&)> in_scope;
+  std::function<bool(const topology::PortRef&)> read_port;
+  // Switch ports once seen up: read while they are down, so that a link
+  // that went down keeps its series.
+  const std::set<topology::PortRef>* remembered = nullptr;
+  // A node as logs name it (its name as last seen, else its GUID), and a
+  // port: "name[port]".
+  std::function<std::string(std::uint64_t)> name_of;
+  std::function<std::string(const topology::PortRef&)> describe;
+};
+
+// What one run says.
+struct Outcome {
+  bool ok = true;
+  std::vector<std::string> problems;  // one line each; the scheduler logs them
+  bool rediscover = false;            // the view cannot be trusted: walk everything next cycle
+  bool again = false;                 // kDiscovery: run again at the next sweep
+};
+
+// What a kSweep collector wants in the sweep's one batch.
+struct SweepPlan {
+  std::vector<SweepTarget> counters;
+};
+
+class Collector {
+ public:
+  virtual ~Collector() = default;
+  virtual Schedule schedule() const = 0;
+  // Adds what it reads in the sweep's batch (kSweep collectors).
+  virtual void Plan(const Cycle&, SweepPlan*) {}
+  virtual Outcome Update(const Cycle& cycle) = 0;
+  // Puts its immutable part into `parts` (shared pointers or copies: never
+  // changed after).
+  virtual void Publish(Snapshot* parts) const = 0;
+};
+
+}  // namespace ibfabric::collectors

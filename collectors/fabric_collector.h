@@ -1,0 +1,17 @@
+#pragma once
+// fabric: what discovery found (the scheduler's walks), as the info metrics
+// of treydock/infiniband_exporter: infiniband_{switch,hca}_info and each
+// cable's far end in infiniband_{switch,hca}_uplink_info. No MADs of its
+// own: NodeInfo, NodeDescription and PortInfo are discovery's.
+
+#include <memory>
+
+#include "collectors/collector.h"
+#include "collectors/registry.h"
+
+namespace ibfabric::collectors {
+
+std::unique_ptr<Collector> MakeFabricCollector(const CollectorOptions& options);
+void RenderFabric(const Snapshot& s, const Emit& out);
+
+}  // namespace ibfabric::collectors

@@ -1,0 +1,139 @@
+#include "collectors/fat_tree_collector.h"
+
+#include "collectors/render.h"
+#include "topology/findings.h"
+#include "topology/plan.h"
+
+namespace ibfabric::collectors {
+namespace {
+
+using prometheus::ClientMetric;
+using prometheus::MetricType;
+using topology::FormatGuid;
+
+class FatTreeCollector final : public Collector {
+ public:
+  explicit FatTreeCollector(std::optional<topology::CablingPlan> plan) : plan_(std::move(plan)) {}
+
+  Schedule schedule() const override { return Schedule::kDiscovery; }
+
+  Outcome Update(const Cycle& cycle) override {
+    Outcome out;
+    // A re-walk's analysis waits for the next sweep: on a large fabric it
+    // is seconds of CPU, and several traps in a row need it once.
+    if (cycle.trigger == Trigger::kRewalk) {
+      stale_ = true;
+      out.again = true;
+      return out;
+    }
+    if (cycle.trigger != Trigger::kFullWalk && !stale_) return out;
+    stale_ = false;
+    analysis_ = std::make_shared<topology::Analysis>(Analyze(*cycle.fabric, cycle.scope));
+    if (cycle.trigger == Trigger::kFullWalk && cycle.scope.reports_topology()) {
+      if (!analysis_->is_tree) cycle.log->Warn("topology", "not_a_tree=\"" + analysis_->not_tree_reason + "\"");
+      for (const auto& f : analysis_->findings) {
+        cycle.log->Info("topology finding",
+                        std::string("kind=") + topology::ToString(f.kind) + " detail=\"" + f.detail + "\"");
+      }
+    }
+    return out;
+  }
+
+  void Publish(Snapshot* parts) const override { parts->topology = analysis_; }
+
+ private:
+  // The tree analysis with the plan's findings after its own; a planned
+  // cable at another rate is degraded for that reason.
+  topology::Analysis Analyze(const topology::Fabric& fabric, const topology::Scope& scope) const {
+    if (!scope.reports_topology()) return {};
+    topology::Analysis a = topology::Analyze(fabric);
+    if (!plan_) return a;
+    topology::PlanDiff diff = topology::DiffAgainstPlan(fabric, *plan_, a);
+    a.findings.insert(a.findings.end(), std::make_move_iterator(diff.findings.begin()),
+                      std::make_move_iterator(diff.findings.end()));
+    for (const auto& [link, why] : diff.degraded) a.degraded[link] = why;
+    return a;
+  }
+
+  std::optional<topology::CablingPlan> plan_;
+  bool stale_ = false;
+  std::shared_ptr<const topology::Analysis> analysis_;
+};
+
+}  // namespace
+
+std::unique_ptr<Collector> MakeFatTreeCollector(const CollectorOptions& options) {
+  return std::make_unique<FatTreeCollector>(options.plan);
+}
+
+void RenderFatTree(const Snapshot& s, const Emit& out) {
+  // A local exporter, or a shard other than the first, reports no fabric-wide
+  // topology (see topology/scope.h): its analysis would be partial or a copy.
+  if (!s.topology || !s.fabric || !s.scope.reports_topology()) return;
+  const topology::Analysis& a = *s.topology;
+  const topology::Fabric& f = *s.fabric;
+  auto name = [&f](std::uint64_t guid) { return topology::NodeName(f, guid); };
+
+  EmitOne(out, "infiniband_topology_is_tree", "1 when the fabric ranks as a fat tree (else see infiniband_topology_finding)",
+          MetricType::Gauge, a.is_tree ? 1 : 0);
+  EmitOne(out, "infiniband_topology_tiers", "Switch tiers found", MetricType::Gauge, a.tiers);
+
+  // Every pass's findings: the tree's, the plan's, routing's, partitions'.
+  const std::vector<topology::Finding> findings =
+      topology::AllFindings(a, s.routing.get(), s.partitions.get());
+  auto by_kind = Family("infiniband_topology_findings", "Topology findings of the last discovery, by kind",
+                        MetricType::Gauge);
+  std::map<topology::FindingKind, int> count;
+  for (const auto& x : findings) ++count[x.kind];
+  for (topology::FindingKind k : topology::kAllFindingKinds) Add(by_kind, {{"kind", topology::ToString(k)}}, count[k]);
+  out(std::move(by_kind));
+  // One series per finding, named by node and port, for alerts that say where.
+  auto each = Family("infiniband_topology_finding", "1 for each topology finding, where it is", MetricType::Gauge);
+  for (const auto& x : findings) {
+    Add(each,
+        {{"kind", topology::ToString(x.kind)},
+         {"node", x.a ? name(x.a->node_guid) : x.node ? name(x.node) : ""},
+         {"port", x.a ? std::to_string(x.a->port) : ""},
+         {"remote_node", x.b ? name(x.b->node_guid) : ""},
+         {"remote_port", x.b ? std::to_string(x.b->port) : ""}},
+        1);
+  }
+  EmitNonEmpty(out, each);
+
+  auto degraded = Family("infiniband_link_degraded", "1 for each link running below its ends or its peers",
+                         MetricType::Gauge);
+  for (const auto& [l, why] : a.degraded) {
+    auto labels = CableLabels(s, l);
+    labels.push_back({"reason", topology::ToString(why)});
+    Add(degraded, std::move(labels), 1);
+  }
+  EmitNonEmpty(out, degraded);
+
+  auto tier = Family("infiniband_switch_tier", "Tier of the switch, from 0 at the leaves (-1: not ranked)",
+                     MetricType::Gauge);
+  auto up = Family("infiniband_switch_uplinks", "Links from the switch to the tier above", MetricType::Gauge);
+  auto down = Family("infiniband_switch_downlinks", "Links from the switch to the tier below (CA links not counted)",
+                     MetricType::Gauge);
+  auto blocking = Family("infiniband_leaf_blocking_factor",
+                         "Down bandwidth over up bandwidth of a leaf (1: non-blocking, 2: 2:1)", MetricType::Gauge);
+  for (const auto& [guid, sw] : a.switches) {
+    const std::vector<ClientMetric::Label> labels{{"guid", FormatGuid(guid)}, {"switch", name(guid)}};
+    auto with_tier = labels;
+    with_tier.push_back({"tier", topology::TierName(sw.tier)});
+    Add(tier, with_tier, sw.tier);
+    Add(up, labels, sw.up_links);
+    Add(down, labels, sw.down_links);
+    if (auto bf = topology::BlockingFactor(sw)) Add(blocking, labels, *bf);
+  }
+  for (auto* fam : {&tier, &up, &down, &blocking}) out(std::move(*fam));
+
+  // Gb/s of data to bytes/s: 1e9 / 8.
+  EmitOne(out, "infiniband_topology_bisection_bandwidth_bytes_per_second",
+          "Estimated bisection bandwidth: sum over leaves of min(up, down) bandwidth", MetricType::Gauge,
+          a.bisection_gbps * 1e9 / 8);
+  EmitOne(out, "infiniband_topology_bisection_ratio",
+          "Estimated bisection bandwidth over a non-blocking build of the same tiers", MetricType::Gauge,
+          a.nonblocking_gbps > 0 ? a.bisection_gbps / a.nonblocking_gbps : 0);
+}
+
+}  // namespace ibfabric::collectors

@@ -1,0 +1,169 @@
+#include "collectors/link_health_collector.h"
+
+#include "collectors/alerts.h"
+#include "collectors/link_health.h"
+#include "collectors/render.h"
+
+namespace ibfabric::collectors {
+namespace {
+
+using prometheus::ClientMetric;
+using prometheus::MetricType;
+using topology::FormatGuid;
+
+class LinkHealthCollector final : public Collector {
+ public:
+  explicit LinkHealthCollector(const AlertConfig& alerts)
+      : window_(alerts.window), link_health_({alerts.window, alerts.xmit_wait_tick_multiplier}), alerts_(alerts) {}
+
+  Schedule schedule() const override { return Schedule::kSweep; }
+
+  Outcome Update(const Cycle& cycle) override {
+    const SweepResult& sweep = *cycle.sweep;
+    link_health_.Observe(*cycle.fabric, cycle.parts->topology.get(), cycle.parts->ports, sweep.links, cycle.now,
+                         cycle.wall, /*counters_read=*/!sweep.readings.empty());
+    auto report = std::make_shared<HealthReport>();
+    report->cables = link_health_.Cables();
+    report->events = link_health_.Events();
+    report->event_counts = link_health_.EventCounts();
+    LogEvents(*report, cycle);
+    alerts_.Evaluate(report->cables, cycle.parts->topology.get(), cycle.wall, cycle.describe);
+    report->active = alerts_.Active();
+    report->cleared.assign(alerts_.Cleared().begin(), alerts_.Cleared().end());
+    report->raised = alerts_.Raised();
+    report->window = window_;
+    LogTransitions(*report, *cycle.log);
+    report_ = std::move(report);
+    return {};
+  }
+
+  void Publish(Snapshot* parts) const override { parts->health = report_; }
+
+ private:
+  // Link downs that were no flap, as they are first told apart.
+  void LogEvents(const HealthReport& report, const Cycle& cycle) {
+    std::uint64_t events = 0;
+    for (const auto& [kind, n] : report.event_counts) events += n;
+    const auto fresh =
+        static_cast<std::size_t>(std::min<std::uint64_t>(events - events_logged_, report.events.size()));
+    for (auto it = report.events.end() - static_cast<std::ptrdiff_t>(fresh); it != report.events.end(); ++it) {
+      cycle.log->Warn("link down explained", std::string("kind=") + ToString(it->kind) + " node=\"" +
+                                                 cycle.name_of(it->node_guid) +
+                                                 "\" links=" + std::to_string(it->links));
+    }
+    events_logged_ = events;
+  }
+
+  // Alerts raised and cleared since the last report.
+  void LogTransitions(const HealthReport& report, Logger& log) const {
+    auto key = [](const Alert& a) { return std::make_pair(a.cable, a.cause); };
+    std::set<std::pair<topology::Link, Cause>> before, after;
+    if (report_) {
+      for (const auto& a : report_->active) before.insert(key(a));
+    }
+    for (const auto& a : report.active) {
+      after.insert(key(a));
+      if (!before.count(key(a))) {
+        log.Warn("alert raised", std::string("cause=") + ToString(a.cause) + " severity=" + ToString(a.severity) +
+                                     " summary=\"" + a.summary + "\"");
+      }
+    }
+    if (report_) {
+      for (const auto& a : report_->active) {
+        if (!after.count(key(a))) {
+          log.Info("alert cleared", std::string("cause=") + ToString(a.cause) + " summary=\"" + a.summary + "\"");
+        }
+      }
+    }
+  }
+
+  std::chrono::milliseconds window_;
+  LinkHealth link_health_;
+  AlertEngine alerts_;
+  std::shared_ptr<const HealthReport> report_;
+  std::uint64_t events_logged_ = 0;  // link-health events already logged
+};
+
+}  // namespace
+
+std::unique_ptr<Collector> MakeLinkHealthCollector(const CollectorOptions& options) {
+  return std::make_unique<LinkHealthCollector>(options.alerts);
+}
+
+void RenderLinkHealth(const Snapshot& s, const Emit& out) {
+  if (!s.health || !s.fabric) return;
+  const HealthReport& h = *s.health;
+  auto up = Family("infiniband_link_up", "1 while the cable's link is up; 0 for a cable seen up before that is down now",
+                   MetricType::Gauge);
+  auto downs = Family("infiniband_link_down_events_total",
+                      "Times the cable went down (flaps, host resets, switch reboots, ports disabled): "
+                      "LinkDownedCounter increments and Down states PortInfo read, each event once",
+                      MetricType::Counter);
+  std::size_t unreachable = 0;
+  for (const CableHealth& c : h.cables) {
+    Add(up, CableLabels(s, c.cable), c.up ? 1 : 0);
+    Add(downs, CableLabels(s, c.cable), static_cast<double>(c.downs_total));
+    unreachable += c.reachable ? 0 : 1;
+  }
+  out(std::move(up));
+  out(std::move(downs));
+  EmitOne(out, "infiniband_exporter_unreachable_links",
+          "Cables neither end of which can be read or is known to discovery (state unknown, not down)",
+          MetricType::Gauge, static_cast<double>(unreachable));
+  auto events = Family("infiniband_link_down_explained_total",
+                       "Link-down events that were no flap, by what they were: host_reset (the host's counters "
+                       "restarted), switch_reboot (nearly every cable of one switch), port_disabled (on purpose)",
+                       MetricType::Counter);
+  for (DownKind k : {DownKind::kHostReset, DownKind::kSwitchReboot, DownKind::kPortDisabled}) {
+    auto it = h.event_counts.find(k);
+    Add(events, {{"kind", ToString(k)}}, it == h.event_counts.end() ? 0 : static_cast<double>(it->second));
+  }
+  out(std::move(events));
+
+  // Per end of each cable, over the link-health window: what dashboards
+  // and rules need without knowing each link's symbol time.
+  auto wait = Family("infiniband_port_transmit_wait_ratio",
+                     "Fraction of the window the port had data to send but no credits (PortXmitWait ticks "
+                     "times the tick at the link's speed)",
+                     MetricType::Gauge);
+  auto ber = Family("infiniband_port_bit_error_ratio",
+                    "Estimated bit error ratio of what the port received over the window (symbol errors "
+                    "over bits received)",
+                    MetricType::Gauge);
+  for (const CableHealth& c : h.cables) {
+    for (const EndRates* end : {&c.a, &c.b}) {
+      const std::vector<ClientMetric::Label> labels{{"guid", FormatGuid(end->port.node_guid)},
+                                                    {"node", LabelOf(s, end->port.node_guid).name},
+                                                    {"port", std::to_string(end->port.port)}};
+      if (end->xmit_wait_fraction) Add(wait, labels, *end->xmit_wait_fraction);
+      if (end->bit_error_rate) Add(ber, labels, *end->bit_error_rate);
+    }
+  }
+  EmitNonEmpty(out, wait);
+  EmitNonEmpty(out, ber);
+
+  auto active = Family("infiniband_alert_active", "1 for each active alert, on its cable, with cause and severity",
+                       MetricType::Gauge);
+  std::map<std::pair<Cause, Severity>, int> count;
+  for (const Alert& a : h.active) {
+    auto labels = CableLabels(s, a.cable);
+    labels.insert(labels.begin(), {{"cause", ToString(a.cause)}, {"severity", ToString(a.severity)}});
+    Add(active, std::move(labels), 1);
+    ++count[{a.cause, a.severity}];
+  }
+  EmitNonEmpty(out, active);
+  auto counts = Family("infiniband_alerts", "Active alerts by cause and severity", MetricType::Gauge);
+  auto raised = Family("infiniband_alerts_raised_total", "Alerts raised since the exporter started, by cause",
+                       MetricType::Counter);
+  for (Cause c : kAllCauses) {
+    for (Severity sev : {Severity::kWarning, Severity::kCritical}) {
+      Add(counts, {{"cause", ToString(c)}, {"severity", ToString(sev)}}, count[{c, sev}]);
+    }
+    auto it = h.raised.find(c);
+    Add(raised, {{"cause", ToString(c)}}, it == h.raised.end() ? 0 : static_cast<double>(it->second));
+  }
+  out(std::move(counts));
+  out(std::move(raised));
+}
+
+}  // namespace ibfabric::collectors

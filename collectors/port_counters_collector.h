@@ -1,0 +1,19 @@
+#pragma once
+// port_counters: PortCounters and PortCountersExtended of every port in
+// scope, each sweep (in the sweep's one batch), folded into monotonic
+// totals (counter_store.h); each node's freshness and what its MADs went
+// through; the opt-in clearing of sticky counters near their maximum.
+// Metrics: infiniband_{switch,hca}_port_<counter>_total and the pinned
+// counters (treydock/infiniband_exporter's names and labels).
+
+#include <memory>
+
+#include "collectors/collector.h"
+#include "collectors/registry.h"
+
+namespace ibfabric::collectors {
+
+std::unique_ptr<Collector> MakePortCountersCollector(const CollectorOptions& options);
+void RenderPortCounters(const Snapshot& s, const Emit& out);
+
+}  // namespace ibfabric::collectors

@@ -1,0 +1,61 @@
+#include "collectors/render.h"
+
+namespace ibfabric::collectors {
+
+using prometheus::ClientMetric;
+using prometheus::MetricFamily;
+using prometheus::MetricType;
+using topology::FormatGuid;
+
+MetricFamily Family(std::string name, std::string help, MetricType type) {
+  MetricFamily f;
+  f.name = std::move(name);
+  f.help = std::move(help);
+  f.type = type;
+  return f;
+}
+
+void Add(MetricFamily& f, std::vector<ClientMetric::Label> labels, double value) {
+  ClientMetric m;
+  m.label = std::move(labels);
+  if (f.type == MetricType::Counter) {
+    m.counter.value = value;
+  } else {
+    m.gauge.value = value;
+  }
+  f.metric.push_back(std::move(m));
+}
+
+void EmitOne(const Emit& out, std::string name, std::string help, MetricType type, double value) {
+  auto f = Family(std::move(name), std::move(help), type);
+  Add(f, {}, value);
+  out(std::move(f));
+}
+
+void EmitNonEmpty(const Emit& out, MetricFamily& f) {
+  if (!f.metric.empty()) out(std::move(f));
+}
+
+double Seconds(std::chrono::system_clock::time_point t) {
+  return std::chrono::duration<double>(t.time_since_epoch()).count();
+}
+
+const char* Role(topology::NodeKind k) { return k == topology::NodeKind::kSwitch ? "switch" : "hca"; }
+
+const NodeLabel& LabelOf(const Snapshot& s, std::uint64_t guid) {
+  static const NodeLabel kUnknown{};
+  auto it = s.nodes.find(guid);
+  return it == s.nodes.end() ? kUnknown : it->second;
+}
+
+std::vector<ClientMetric::Label> PortLabels(const topology::PortRef& ref, const NodeLabel& label) {
+  return {{"guid", FormatGuid(ref.node_guid)}, {"port", std::to_string(ref.port)}, {Role(label.kind), label.name}};
+}
+
+std::vector<ClientMetric::Label> CableLabels(const Snapshot& s, const topology::Link& l) {
+  return {{"guid", FormatGuid(l.a.node_guid)},        {"node", LabelOf(s, l.a.node_guid).name},
+          {"port", std::to_string(l.a.port)},          {"remote_guid", FormatGuid(l.b.node_guid)},
+          {"remote_node", LabelOf(s, l.b.node_guid).name}, {"remote_port", std::to_string(l.b.port)}};
+}
+
+}  // namespace ibfabric::collectors

@@ -1,0 +1,37 @@
+#pragma once
+// What every collector's Render shares: building a metric family, and the
+// labels a node, a port and a cable carry wherever they appear.
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include <prometheus/client_metric.h>
+#include <prometheus/metric_family.h>
+
+#include "collectors/registry.h"
+#include "collectors/snapshot.h"
+#include "topology/analysis.h"
+
+namespace ibfabric::collectors {
+
+prometheus::MetricFamily Family(std::string name, std::string help, prometheus::MetricType type);
+// One series: a counter's or a gauge's value, by the family's type.
+void Add(prometheus::MetricFamily& f, std::vector<prometheus::ClientMetric::Label> labels, double value);
+// A family of one series without labels, emitted at once.
+void EmitOne(const Emit& out, std::string name, std::string help, prometheus::MetricType type, double value);
+// Emits `f` when it has a series.
+void EmitNonEmpty(const Emit& out, prometheus::MetricFamily& f);
+// Unix seconds; 0 for the epoch (never).
+double Seconds(std::chrono::system_clock::time_point t);
+// "switch" or "hca": the metric prefix and the name label of a node kind.
+// Routers are reported with CAs: both are end points of the fabric.
+const char* Role(topology::NodeKind k);
+// The node's label as last seen (kind unknown, no name when never seen).
+const NodeLabel& LabelOf(const Snapshot& s, std::uint64_t guid);
+// {guid, port, switch|hca}: the labels of treydock/infiniband_exporter.
+std::vector<prometheus::ClientMetric::Label> PortLabels(const topology::PortRef& ref, const NodeLabel& label);
+// A cable: both ends by GUID (unique) and name (readable).
+std::vector<prometheus::ClientMetric::Label> CableLabels(const Snapshot& s, const topology::Link& l);
+
+}  // namespace ibfabric::collectors

@@ -1,0 +1,119 @@
+#include "collectors/routing_collector.h"
+
+#include <optional>
+
+#include "collectors/render.h"
+#include "collectors/table_retry.h"
+#include "topology/routing.h"
+
+namespace ibfabric::collectors {
+namespace {
+
+using prometheus::ClientMetric;
+using prometheus::MetricType;
+using topology::FormatGuid;
+
+class RoutingCollector final : public Collector {
+ public:
+  Schedule schedule() const override { return Schedule::kDiscovery; }
+
+  Outcome Update(const Cycle& cycle) override {
+    Outcome out;
+    if (!cycle.scope.reports_topology()) return out;
+    DropGone(cycle, &tables_, [](std::uint64_t g) { return g; });
+    std::set<std::uint64_t> read;
+    for (std::uint64_t g : NodesToRead(cycle, &retry_)) {
+      const topology::Node* n = cycle.fabric->FindNode(g);
+      if (n && n->kind == topology::NodeKind::kSwitch && n->lid != 0) read.insert(g);
+    }
+    if (!read.empty()) {
+      // The forwarding tables of these switches (all at a full walk); a
+      // re-walk keeps the others'.
+      const auto& info = cycle.reads->SwitchInfo(*cycle.fabric, &read, &out.problems);
+      const auto lft = topology::ReadForwardingTables(topology::Part(*cycle.fabric, read), info, *cycle.engine);
+      out.problems.insert(out.problems.end(), lft.problems.begin(), lft.problems.end());
+      for (const auto& [g, t] : lft.tables) tables_[g] = t;
+      retry_.Note(*cycle.fabric, read, [&](const topology::Node& n) { return !tables_.count(n.guid); });
+      stale_ = true;
+    }
+    if (cycle.trigger == Trigger::kRewalk) stale_ = true;
+    // A re-walk's analysis waits for the next sweep: on a large fabric it
+    // is seconds of CPU, and several traps in a row need it once.
+    if (stale_ && cycle.trigger != Trigger::kRewalk) {
+      // The tiers are fat_tree's; without it, ranked here.
+      std::optional<topology::Analysis> own;
+      const topology::Analysis& tree =
+          cycle.parts->topology ? *cycle.parts->topology : own.emplace(topology::Analyze(*cycle.fabric));
+      analysis_ = std::make_shared<topology::RoutingAnalysis>(topology::AnalyzeRouting(*cycle.fabric, tables_, tree));
+      stale_ = false;
+      if (cycle.trigger == Trigger::kFullWalk) LogFindings(*cycle.log, analysis_->findings);
+    }
+    out.again = retry_.pending() || stale_;
+    out.ok = out.problems.empty();
+    return out;
+  }
+
+  void Publish(Snapshot* parts) const override { parts->routing = analysis_; }
+
+ private:
+  static void LogFindings(Logger& log, const std::vector<topology::Finding>& findings) {
+    for (const auto& f : findings) {
+      log.Info("topology finding", std::string("kind=") + topology::ToString(f.kind) + " detail=\"" + f.detail + "\"");
+    }
+  }
+
+  topology::ForwardingTables tables_;
+  TableRetry retry_;
+  bool stale_ = false;
+  std::shared_ptr<const topology::RoutingAnalysis> analysis_;
+};
+
+}  // namespace
+
+std::unique_ptr<Collector> MakeRoutingCollector(const CollectorOptions&) {
+  return std::make_unique<RoutingCollector>();
+}
+
+void RenderRouting(const Snapshot& s, const Emit& out) {
+  if (!s.routing || !s.fabric || !s.scope.reports_topology()) return;
+  const topology::RoutingAnalysis& a = *s.routing;
+  const topology::Fabric& f = *s.fabric;
+  auto dests = Family("infiniband_routing_port_destinations",
+                      "CA LIDs the switch's forwarding table sends out of each uplink (leaves) or downlink (above)",
+                      MetricType::Gauge);
+  auto spread = Family("infiniband_routing_spread",
+                       "Most minus fewest destinations over the switch's uplinks (leaves) or downlinks (above)",
+                       MetricType::Gauge);
+  auto ratio = Family("infiniband_routing_max_min_ratio",
+                      "Most over fewest destinations over those ports (absent when a port carries none)",
+                      MetricType::Gauge);
+  auto unrouted = Family("infiniband_routing_unrouted_destinations",
+                         "CA LIDs the switch cannot forward (LFT holes, 0xFF, down ports)", MetricType::Gauge);
+  for (const auto& [guid, r] : a.switches) {
+    const std::vector<ClientMetric::Label> labels{{"guid", FormatGuid(guid)}, {"switch", topology::NodeName(f, guid)}};
+    for (const auto& [port, n] : r.destinations) {
+      auto l = labels;
+      l.push_back({"port", std::to_string(port)});
+      l.push_back({"direction", r.direction});
+      Add(dests, l, n);
+    }
+    if (!r.destinations.empty()) Add(spread, labels, r.spread);
+    if (r.max_min_ratio) Add(ratio, labels, *r.max_min_ratio);
+    Add(unrouted, labels, r.unrouted);
+  }
+  for (auto* family : {&dests, &spread, &ratio, &unrouted}) EmitNonEmpty(out, *family);
+  const topology::RoutingTotals totals = topology::SummarizeRouting(a);
+  EmitOne(out, "infiniband_routing_fabric_max_spread",
+          "Fabric-wide: the largest spread of destinations over any switch's uplinks or downlinks", MetricType::Gauge,
+          totals.max_spread);
+  if (totals.worst_max_min_ratio) {
+    EmitOne(out, "infiniband_routing_fabric_max_min_ratio",
+            "Fabric-wide: the largest most-over-fewest destinations ratio of any switch", MetricType::Gauge,
+            *totals.worst_max_min_ratio);
+  }
+  EmitOne(out, "infiniband_routing_down_up_routes",
+          "Leaf-to-CA routes that go down a tier and up again, or never arrive", MetricType::Gauge, a.down_up_routes);
+}
+
+}  // namespace ibfabric::collectors
+

@@ -1,0 +1,17 @@
+#pragma once
+// subnet_managers: SMInfo (IBTA 14.2.5.13) from every port whose PortInfo
+// says IsSM, each sweep: masters, standbys, whether the master keeps
+// sweeping, failovers (subnet_managers.h). One exporter of a sharded set
+// watches them: the one that reports topology. Metrics: infiniband_sm_*.
+
+#include <memory>
+
+#include "collectors/collector.h"
+#include "collectors/registry.h"
+
+namespace ibfabric::collectors {
+
+std::unique_ptr<Collector> MakeSubnetManagersCollector(const CollectorOptions& options);
+void RenderSubnetManagers(const Snapshot& s, const Emit& out);
+
+}  // namespace ibfabric::collectors

@@ -1,0 +1,72 @@
+#pragma once
+// The nodes whose tables did not answer, asked again over the next sweeps
+// (a CA port the SM has not made Active, or routed to, yet), then left to
+// the next full walk. Shared by the collectors that read tables at
+// discovery (capabilities, routing, partitions).
+
+#include <cstdint>
+#include <map>
+#include <set>
+
+#include "collectors/collector.h"
+#include "topology/fabric.h"
+
+namespace ibfabric::collectors {
+
+class TableRetry {
+ public:
+  static constexpr int kSweeps = 6;
+  // After reading `read`: those `missing` says lack their table are due again.
+  template <typename Missing>
+  void Note(const topology::Fabric& fabric, const std::set<std::uint64_t>& read, Missing missing) {
+    for (std::uint64_t g : read) {
+      const topology::Node* n = fabric.FindNode(g);
+      if (n && missing(*n)) {
+        due_.emplace(g, kSweeps);
+      } else {
+        due_.erase(g);
+      }
+    }
+  }
+  // The nodes to ask again this sweep; those asked often enough, or gone, are dropped.
+  std::set<std::uint64_t> Take(const topology::Fabric& fabric) {
+    std::set<std::uint64_t> out;
+    for (auto it = due_.begin(); it != due_.end();) {
+      if (!fabric.FindNode(it->first) || it->second-- <= 0) {
+        it = due_.erase(it);
+        continue;
+      }
+      out.insert(it->first);
+      ++it;
+    }
+    return out;
+  }
+  void Forget(std::uint64_t node) { due_.erase(node); }
+  bool pending() const { return !due_.empty(); }
+
+ private:
+  std::map<std::uint64_t, int> due_;  // node -> sweeps left
+};
+
+// The nodes a table-reading collector reads on this run: every node after
+// a full walk, the re-walk's new ones, or (a sweep) those due again; the
+// gone ones are forgotten.
+inline std::set<std::uint64_t> NodesToRead(const Cycle& cycle, TableRetry* retry) {
+  if (cycle.trigger == Trigger::kSweep || cycle.trigger == Trigger::kTrap) return retry->Take(*cycle.fabric);
+  for (std::uint64_t g : cycle.gone) retry->Forget(g);
+  return cycle.fresh;
+}
+
+// Drops the entries of `table` (keyed by node GUID, or by a PortRef) whose
+// node is gone: after a full walk those not in the fabric, after a re-walk
+// those it found gone.
+template <typename Map, typename NodeOf>
+void DropGone(const Cycle& cycle, Map* table, NodeOf node_of) {
+  if (cycle.trigger == Trigger::kFullWalk) {
+    std::erase_if(*table, [&](const auto& e) { return cycle.fabric->FindNode(node_of(e.first)) == nullptr; });
+  } else if (cycle.trigger == Trigger::kRewalk) {
+    std::erase_if(*table, [&](const auto& e) { return cycle.gone.count(node_of(e.first)) > 0; });
+  }
+}
+
+}  // namespace ibfabric::collectors

@@ -1,0 +1,188 @@
+// The scheduler's cycle (exporter/poller.h) over the fake transport: what
+// makes it re-walk part of the fabric (a port newly not answering, a
+// LinkDownedCounter that moved) or walk all of it (a LID answering with
+// another GUID), and that a collector turned off sends none of its MADs
+// and renders none of its families.
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "collectors/log.h"
+#include "collectors/registry.h"
+#include "exporter/poller.h"
+#include "exporter/snapshot_holder.h"
+#include "tests/testbed/prom_text.h"
+#include "tests/unit/fake_fabric.h"
+#include "transport/codec.h"
+#include "transport/mad_engine.h"
+
+namespace ibfabric {
+namespace {
+
+using std::chrono::milliseconds;
+
+// Two spines, two leaves, two hosts on each leaf; the exporter on the first host.
+struct Bed {
+  testing::FakeFabric f;
+  std::vector<int> leaves, hosts;
+  transport::testing::FakeMadPort port;
+  transport::MadEngine engine;
+  collectors::Logger log{collectors::LogLevel::kError};
+  exporter::SnapshotHolder holder;
+  std::unique_ptr<exporter::Poller> poller;
+
+  static transport::EngineOptions Quick() {
+    transport::EngineOptions o;
+    o.timeout = milliseconds(2);
+    o.timeout_max = milliseconds(4);
+    o.retries = 1;
+    o.adaptive_timeout = false;
+    return o;
+  }
+  explicit Bed(std::optional<std::vector<std::string>> collectors = std::nullopt)
+      : port(Build(), {std::chrono::microseconds(0), 0}), engine(port, Quick()) {
+    exporter::PollerOptions o;
+    o.sweep_interval = milliseconds(10);
+    o.sweep_rotation = milliseconds(10);  // every PortInfo and every LID's owner each sweep
+    o.subscribe_traps = false;
+    o.collectors = std::move(collectors);
+    poller = std::make_unique<exporter::Poller>(engine, o, holder, log);
+  }
+  transport::testing::FakeMadPort::Responder Build() {
+    std::uint16_t lid = 1;
+    std::vector<int> spines;
+    for (int s = 0; s < 2; ++s) spines.push_back(f.AddSwitch("spine" + std::to_string(s), 8, lid++));
+    for (int l = 0; l < 2; ++l) {
+      leaves.push_back(f.AddSwitch("leaf" + std::to_string(l), 8, lid++));
+      for (int s = 0; s < 2; ++s) f.Connect(leaves[l], 5 + s, spines[s], 1 + l);
+      for (int h = 0; h < 2; ++h) {
+        hosts.push_back(f.AddCa("h" + std::to_string(l) + std::to_string(h), 1));
+        f.SetCaLid(hosts.back(), 1, lid++);
+        f.Connect(hosts.back(), 1, leaves[l], 1 + h);
+      }
+    }
+    return f.Responder(hosts[0], 1);
+  }
+  std::shared_ptr<const collectors::Snapshot> Cycle() {
+    poller->Cycle();
+    return holder.Get();
+  }
+  // MADs sent so far, by (management class, attribute).
+  std::map<std::pair<int, int>, int> Sent() const {
+    std::map<std::pair<int, int>, int> out;
+    for (const auto& m : port.sent_mads()) {
+      const auto h = transport::DecodeHeader(m);
+      ++out[{h.mgmt_class, h.attr_id}];
+    }
+    return out;
+  }
+};
+
+// A walk, then a sweep that finds nothing new: the baseline of every case.
+void Settle(Bed& b) {
+  auto s = b.Cycle();
+  ASSERT_EQ(s->discoveries, 1u);
+  ASSERT_EQ(s->fabric->ca_count(), 4u);
+  s = b.Cycle();
+  ASSERT_EQ(s->discoveries, 1u);
+  ASSERT_EQ(s->rewalks, 0u);
+}
+
+TEST(PollerTest, APortNewlyNotAnsweringIsRewalked) {
+  Bed b;
+  Settle(b);
+  b.f.SetSilent(b.hosts[3], true);
+  auto s = b.Cycle();
+  EXPECT_EQ(s->rewalks, 1u);
+  EXPECT_EQ(s->discoveries, 1u);  // a re-walk of its leaf port, not a full walk
+  EXPECT_TRUE(s->node_health.at(b.f.Guid(b.hosts[3])).stale);
+  // Still silent: asked again 1, 2, 4 sweeps later, not every sweep.
+  for (int i = 0; i < 6; ++i) s = b.Cycle();
+  EXPECT_GE(s->rewalks, 2u);
+  EXPECT_LE(s->rewalks, 4u);
+}
+
+TEST(PollerTest, ALinkDownedCounterThatMovedIsRewalked) {
+  Bed b;
+  Settle(b);
+  transport::PortCounters c;
+  c.link_downed = 1;
+  b.f.SetCounters(b.hosts[2], 1, c);
+  auto s = b.Cycle();
+  EXPECT_EQ(s->rewalks, 1u);
+  EXPECT_EQ(s->discoveries, 1u);
+  const auto ld = collectors::Index(collectors::Counter::kLinkDowned);
+  EXPECT_EQ(s->ports.at({b.f.Guid(b.hosts[2]), 1}).total[ld], 1u);
+  s = b.Cycle();  // counted once, re-walked once
+  EXPECT_EQ(s->rewalks, 1u);
+}
+
+TEST(PollerTest, ALidAnsweringWithAnotherGuidWalksEverything) {
+  Bed b;
+  Settle(b);
+  // Two hosts trade LIDs (an SM restart handing them out anew).
+  b.f.SetCaLid(b.hosts[1], 1, 7);
+  b.f.SetCaLid(b.hosts[3], 1, 5);
+  auto s = b.Cycle();
+  EXPECT_GE(s->lid_moves, 1u);
+  EXPECT_EQ(s->discoveries, 1u);  // the next cycle walks
+  s = b.Cycle();
+  EXPECT_EQ(s->discoveries, 2u);
+  const topology::Node* moved = s->fabric->FindNode(b.f.Guid(b.hosts[1]));
+  ASSERT_NE(moved, nullptr);
+  EXPECT_EQ(moved->lid, 7);
+}
+
+bool HasFamily(const std::string& exposition, const std::string& family) {
+  return exposition.find("\n# TYPE " + family + " ") != std::string::npos ||
+         exposition.rfind("# TYPE " + family + " ", 0) == 0;
+}
+
+TEST(PollerTest, ADisabledCollectorSendsNoMadAndRendersNoFamily) {
+  using transport::MgmtClass;
+  const auto pma = [](int attr) { return std::pair{static_cast<int>(MgmtClass::kPerformance), attr}; };
+  const auto smp = [](int attr) { return std::pair{static_cast<int>(MgmtClass::kSubnLidRouted), attr}; };
+  // Everything on: the reads of each collector are there.
+  Bed all;
+  Settle(all);
+  auto sent = all.Sent();
+  EXPECT_GT(sent[pma(transport::pma_attr::kPortCounters)], 0);
+  EXPECT_GT(sent[pma(transport::pma_attr::kClassPortInfo)], 0);
+  EXPECT_GT(sent[smp(transport::smp_attr::kSwitchInfo)], 0);
+  EXPECT_GT(sent[smp(transport::smp_attr::kPKeyTable)], 0);
+  std::string text = all.holder.Get()->exposition;
+  EXPECT_TRUE(HasFamily(text, "infiniband_hca_port_receive_errors_total")) << text;
+  EXPECT_TRUE(HasFamily(text, "infiniband_node_pma_capabilities_info"));
+  EXPECT_TRUE(HasFamily(text, "infiniband_routing_down_up_routes"));  // the fake has no tables: none routed
+  EXPECT_TRUE(HasFamily(text, "infiniband_topology_is_tree"));
+
+  // port_counters, capabilities, routing, partitions and fat_tree off.
+  Bed some(std::vector<std::string>{"fabric", "link_health", "subnet_managers"});
+  Settle(some);
+  sent = some.Sent();
+  EXPECT_EQ(sent[pma(transport::pma_attr::kPortCounters)], 0);
+  EXPECT_EQ(sent[pma(transport::pma_attr::kPortCountersExtended)], 0);
+  EXPECT_EQ(sent[pma(transport::pma_attr::kClassPortInfo)], 0);
+  EXPECT_EQ(sent[smp(transport::smp_attr::kSwitchInfo)], 0);
+  EXPECT_EQ(sent[smp(transport::smp_attr::kLinearForwardingTable)], 0);
+  EXPECT_EQ(sent[smp(transport::smp_attr::kPKeyTable)], 0);
+  // What the scheduler reads for everyone still goes: PortInfo and NodeInfo.
+  EXPECT_GT(sent[smp(transport::smp_attr::kPortInfo)], 0);
+  EXPECT_GT(sent[smp(transport::smp_attr::kNodeInfo)], 0);
+  text = some.holder.Get()->exposition;
+  for (const char* family : {"infiniband_hca_port_receive_errors_total", "infiniband_node_pma_capabilities_info",
+                             "infiniband_port_partition_info", "infiniband_topology_is_tree",
+                             "infiniband_routing_down_up_routes", "infiniband_switch_tier"}) {
+    EXPECT_FALSE(HasFamily(text, family)) << family;
+  }
+  EXPECT_TRUE(HasFamily(text, "infiniband_switch_info"));
+  EXPECT_TRUE(HasFamily(text, "infiniband_link_up"));
+  // Each collector on is timed; those off are not.
+  const auto scrape = testbed::Scrape::Parse(text);
+  EXPECT_EQ(scrape.Value("infiniband_exporter_collector_success", {{"collector", "link_health"}}), 1);
+  EXPECT_FALSE(scrape.Value("infiniband_exporter_collector_success", {{"collector", "port_counters"}}).has_value());
+}
+
+}  // namespace
+}  // namespace ibfabric
