@@ -79,7 +79,6 @@ struct Cycle {
   transport::MadEngine* engine = nullptr;
   const topology::Fabric* fabric = nullptr;  // as of now, never null
   topology::Scope scope;
-  std::uint64_t local_guid = 0;
   // kFullWalk: every node; kRewalk: the nodes a re-walk brought, and those
   // it found gone.
   std::set<std::uint64_t> fresh;

@@ -4,10 +4,12 @@
 #include <map>
 
 #include "exporter/flags.h"
-#include "exporter/yaml_keys.h"
-#include "topology/config_file.h"
+#include "config/yaml.h"
+#include "config/config_file.h"
 
 namespace ibfabric::exporter {
+
+namespace yaml = config::yaml;
 namespace {
 
 using collectors::AlertConfig;
@@ -111,7 +113,7 @@ bool ParseAlertConfig(const std::string& text, AlertConfig* config, std::string*
 }
 
 bool LoadAlertConfig(const std::string& path, AlertConfig* config, std::string* error) {
-  return topology::ParseFile(
+  return config::ParseFile(
       path, [config](const std::string& text, std::string* why) { return ParseAlertConfig(text, config, why); },
       error);
 }

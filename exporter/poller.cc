@@ -65,7 +65,6 @@ collectors::Cycle Poller::MakeCycle(collectors::Trigger trigger) {
   c.engine = &engine_;
   c.fabric = fabric_.get();
   c.scope = options_.scope;
-  c.local_guid = local_guid_;
   c.now = std::chrono::steady_clock::now();
   c.wall = std::chrono::system_clock::now();
   c.parts = &parts_;
@@ -123,6 +122,13 @@ void Poller::RunSweepCollectors(collectors::Trigger trigger, const collectors::S
     // The batch's time is theirs who put reads in it.
     RunCollector(e, cycle, e.info->name == "port_counters" ? batch_seconds : 0);
   }
+}
+
+void Poller::RunPending() {
+  const transport::KindCounts before = engine_.stats().kinds;
+  RunDiscoveryCollectors(collectors::Trigger::kSweep, {}, {});
+  AddPhase(&phase_mads_["rewalk"], transport::Since(before, engine_.stats().kinds));
+  rewalked_ = false;
 }
 
 void Poller::Discover() {
@@ -235,6 +241,7 @@ void Poller::Rewalk(const std::vector<topology::PortChange>& changes) {
     Retry(changes, r.retry);
     RunDiscoveryCollectors(collectors::Trigger::kRewalk, {r.new_nodes.begin(), r.new_nodes.end()},
                            {r.gone_nodes.begin(), r.gone_nodes.end()});
+    rewalked_ = true;
   }
   const transport::KindCounts used = transport::Since(before, engine_.stats().kinds);
   AddPhase(&phase_mads_["rewalk"], used);
@@ -435,13 +442,9 @@ bool Poller::Cycle() {
     forced_not_before_ = now + forced_backoff_;
   }
   HandleReports();  // what arrived during the walk
-  {
-    // Tables that did not answer, analyses put off: before the sweep, so
-    // that it watches what they say.
-    const transport::KindCounts before = engine_.stats().kinds;
-    RunDiscoveryCollectors(collectors::Trigger::kSweep, {}, {});
-    AddPhase(&phase_mads_["rewalk"], transport::Since(before, engine_.stats().kinds));
-  }
+  // Analyses a re-walk between sweeps (a trap's) put off: before the sweep,
+  // so that it watches what they say.
+  if (rewalked_) RunPending();
 
   // One batch: the collectors' reads (counters), PortInfo of the watched
   // ports and of this sweep's slice of the rest, NodeInfo of this sweep's
@@ -511,8 +514,9 @@ bool Poller::Cycle() {
   } else {
     Rewalk(ChangesOf(sweep, flapped, silence));
   }
-  // Analyses a re-walk put off, once a sweep whatever changed in it.
-  RunDiscoveryCollectors(collectors::Trigger::kSweep, {}, {});
+  // Tables that did not answer and analyses a re-walk put off, once a
+  // sweep whatever changed in it.
+  RunPending();
   log_.Debug("sweep done", "ports=" + std::to_string(plan.counters.size()) + " port_infos=" +
                                std::to_string(links.size()) + " lid_checks=" + std::to_string(checks.size()) +
                                " seconds=" + std::to_string(sweep_seconds_));

@@ -55,7 +55,6 @@ struct PollerOptions {
   // Every switch port's PortInfo and every LID's NodeInfo at least this often.
   std::chrono::milliseconds sweep_rotation{300'000};
   bool subscribe_traps = true;  // InformInfo to the SA for traps 64, 65, 128, 144
-  int clear_threshold_percent = 0;  // 0: never clear counters on the fabric
   // Called from the polling thread after this many cycles in a row in which
   // not even the local port answered (the HCA or the simulator went away).
   int transport_down_cycles = 3;
@@ -107,6 +106,9 @@ class Poller {
   // or at a sweep (those that asked to run again).
   void RunDiscoveryCollectors(collectors::Trigger trigger, std::set<std::uint64_t> fresh,
                               std::set<std::uint64_t> gone);
+  // The kDiscovery collectors that asked to run again (tables that did not
+  // answer, analyses a re-walk put off); their MADs count as re-walks'.
+  void RunPending();
   // The kSweep collectors over `sweep`.
   void RunSweepCollectors(collectors::Trigger trigger, const collectors::SweepResult& sweep, double batch_seconds);
 
@@ -188,6 +190,7 @@ class Poller {
   // Cumulative MADs by phase: full walks, re-walks, sweeps, trap re-reads.
   std::map<std::string, transport::KindCounts> phase_mads_;
   bool rediscover_ = true;  // the next cycle walks everything
+  bool rewalked_ = false;   // a re-walk since the pending collectors last ran
   // Lost answers: incomplete walks in a row that missed each node, the
   // earliest a forced walk may run and how long the last wait was.
   std::map<std::uint64_t, int> misses_;

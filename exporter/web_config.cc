@@ -6,10 +6,12 @@
 #include <cstring>
 #include <set>
 
-#include "exporter/yaml_keys.h"
-#include "topology/config_file.h"
+#include "config/yaml.h"
+#include "config/config_file.h"
 
 namespace ibfabric::exporter {
+
+namespace yaml = config::yaml;
 namespace {
 
 using yaml::Bad;
@@ -165,7 +167,7 @@ bool ParseWebConfig(const std::string& text, const std::string& dir, WebConfig* 
 bool LoadWebConfig(const std::string& path, WebConfig* config, std::string* error) {
   const auto slash = path.rfind('/');
   const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash == 0 ? 1 : slash);
-  return topology::ParseFile(
+  return config::ParseFile(
       path, [&](const std::string& text, std::string* why) { return ParseWebConfig(text, dir, config, why); }, error);
 }
 

@@ -10,10 +10,10 @@ out="${2:-build/fuzz}"
 mkdir -p "$out"
 cxx=$(command -v clang++ || command -v clang++-14)
 flags=(-std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -I.)
-sources=(topology/plan.cc topology/partition_plan.cc topology/config_file.cc topology/analysis.cc topology/link_rate.cc topology/fabric.cc topology/node_name_map.cc)
+sources=(topology/plan.cc topology/plan_diff.cc topology/partition_plan.cc config/config_file.cc config/yaml.cc topology/analysis.cc topology/link_rate.cc topology/fabric.cc topology/node_name_map.cc)
 for target in plan_net plan_json plan_yaml partition_plan node_name_map; do
   bin="$out/${target}_fuzz"
-  if [ ! -x "$bin" ] || [ -n "$(find tests/fuzz/${target}_fuzz.cc "${sources[@]}" topology/*.h -newer "$bin" 2>/dev/null)" ]; then
+  if [ ! -x "$bin" ] || [ -n "$(find tests/fuzz/${target}_fuzz.cc "${sources[@]}" topology/*.h config/*.h -newer "$bin" 2>/dev/null)" ]; then
     "$cxx" "${flags[@]}" "tests/fuzz/${target}_fuzz.cc" "${sources[@]}" -lyaml-cpp -o "$bin"
   fi
   work="$out/corpus-$target"

@@ -1,6 +1,6 @@
 #include "topology/node_name_map.h"
 
-#include "topology/config_file.h"
+#include "config/config_file.h"
 
 #include <cerrno>
 #include <cstdlib>
@@ -69,7 +69,7 @@ bool ParseNodeNameMap(std::string_view text, NodeNameMap* map, std::string* erro
 }
 
 bool LoadNodeNameMap(const std::string& path, NodeNameMap* map, std::string* error) {
-  return ParseFile(
+  return config::ParseFile(
       path, [map](const std::string& text, std::string* why) { return ParseNodeNameMap(text, map, why); }, error);
 }
 

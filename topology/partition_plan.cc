@@ -5,7 +5,8 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "topology/config_file.h"
+#include "config/config_file.h"
+#include "config/yaml.h"
 #include "topology/partitions.h"
 
 namespace ibfabric::topology {
@@ -22,11 +23,8 @@ std::string DescribePKey(std::uint16_t pkey) { return PartitionOf(pkey) + " " + 
 
 namespace {
 
-struct Bad {
-  int line;
-  std::string why;
-};
-int LineOf(const YAML::Node& n) { return n.Mark().line + 1; }
+using config::yaml::Bad;
+using config::yaml::LineOf;
 
 std::set<std::string> Members(const YAML::Node& n, const std::string& what) {
   if (!n.IsSequence()) throw Bad{LineOf(n), what + " must be a list of node names or GUIDs (or 'all' for full)"};
@@ -42,8 +40,7 @@ std::set<std::string> Members(const YAML::Node& n, const std::string& what) {
 
 bool ParsePartitionPlan(const std::string& text, PartitionPlan* plan, std::string* error) {
   PartitionPlan p;
-  try {
-    const YAML::Node root = YAML::Load(text);
+  const bool ok = config::yaml::Parse(text, [&](const YAML::Node& root) {
     if (!root.IsMap() || !root["partitions"]) throw Bad{root.IsNull() ? 1 : LineOf(root), "expected a map with 'partitions:'"};
     for (const auto& kv : root) {
       if (kv.first.Scalar() != "partitions") throw Bad{LineOf(kv.first), "unknown key '" + kv.first.Scalar() + "' (known: partitions)"};
@@ -88,19 +85,14 @@ bool ParsePartitionPlan(const std::string& text, PartitionPlan* plan, std::strin
       }
       p.partitions.push_back(std::move(part));
     }
-  } catch (const Bad& b) {
-    *error = "line " + std::to_string(b.line) + ": " + b.why;
-    return false;
-  } catch (const YAML::Exception& e) {
-    *error = "line " + std::to_string(e.mark.line + 1) + ": not YAML: " + e.msg;
-    return false;
-  }
+  }, error);
+  if (!ok) return false;
   *plan = std::move(p);
   return true;
 }
 
 bool LoadPartitionPlan(const std::string& path, PartitionPlan* plan, std::string* error) {
-  return ParseFile(
+  return config::ParseFile(
       path, [plan](const std::string& text, std::string* why) { return ParsePartitionPlan(text, plan, why); }, error);
 }
 

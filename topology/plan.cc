@@ -1,3 +1,5 @@
+// The cabling plan's parsers (ibnetdiscover, JSON, YAML) and its loader;
+// the diff against a fabric is plan_diff.cc.
 #include "topology/plan.h"
 
 #include <nlohmann/json.hpp>
@@ -12,7 +14,7 @@
 #include <set>
 #include <sstream>
 
-#include "topology/config_file.h"
+#include "config/config_file.h"
 #include "topology/link_rate.h"
 
 namespace ibfabric::topology {
@@ -391,7 +393,7 @@ PlanFormat PlanFormatOf(std::string_view path, std::string_view text) {
 }
 
 bool LoadPlan(const std::string& path, CablingPlan* plan, std::string* error) {
-  const bool ok = ParseFile(
+  const bool ok = config::ParseFile(
       path,
       [&](const std::string& text, std::string* why) {
         switch (PlanFormatOf(path, text)) {
@@ -407,92 +409,6 @@ bool LoadPlan(const std::string& path, CablingPlan* plan, std::string* error) {
     return false;
   }
   return ok;
-}
-
-PlanDiff DiffAgainstPlan(const Fabric& fabric, const CablingPlan& plan, const Analysis& analysis) {
-  PlanDiff diff;
-  std::vector<Finding>& out = diff.findings;
-  // Plan nodes to fabric nodes.
-  std::map<std::string, std::uint64_t> by_name;
-  for (const auto& n : fabric.nodes()) by_name.emplace(n.description, n.guid);
-  std::vector<std::optional<std::uint64_t>> resolved(plan.nodes.size());
-  for (std::size_t i = 0; i < plan.nodes.size(); ++i) {
-    const PlanNode& p = plan.nodes[i];
-    if (p.guid && fabric.FindNode(*p.guid)) {
-      resolved[i] = *p.guid;
-    } else if (!p.guid) {
-      if (auto it = by_name.find(p.name); it != by_name.end()) resolved[i] = it->second;
-    }
-    if (!resolved[i]) {
-      out.push_back({FindingKind::kPlanUnknownNode,
-                     "planned node " + (p.name.empty() ? FormatGuid(p.guid.value_or(0)) : p.name) +
-                         (p.guid ? " (" + FormatGuid(*p.guid) + ")" : "") + " is not in the fabric",
-                     p.guid.value_or(0), {}, {}});
-    }
-  }
-  auto name = [&](std::uint64_t g) { return NodeName(fabric, g); };
-  auto port_name = [&](const PortRef& r) { return name(r.node_guid) + "[" + std::to_string(r.port) + "]"; };
-  auto far_of = [&](const PortRef& r) -> std::optional<PortRef> {
-    const Port* p = fabric.FindPort(r);
-    if (!p || !p->remote || !p->link_up()) return std::nullopt;
-    return *p->remote;
-  };
-
-  std::set<PortRef> planned_ports;
-  for (const PlanLink& l : plan.links) {
-    if (!resolved[l.a.node] || !resolved[l.b.node]) continue;  // reported as unknown nodes
-    const PortRef a{*resolved[l.a.node], static_cast<std::uint8_t>(l.a.port)};
-    const PortRef b{*resolved[l.b.node], static_cast<std::uint8_t>(l.b.port)};
-    planned_ports.insert(a);
-    planned_ports.insert(b);
-    const std::string planned = port_name(a) + " - " + port_name(b);
-    const auto fa = far_of(a), fb = far_of(b);
-    if (fa && *fa == b) {
-      const Port& pa = *fabric.FindPort(a);
-      if (!l.rate.empty() && RateString(pa) != l.rate) {
-        out.push_back({FindingKind::kPlanRateMismatch,
-                       planned + " runs " + RateString(pa) + ", planned " + l.rate + " (plan line " +
-                           std::to_string(l.line) + ")",
-                       a.node_guid, a, b});
-        diff.degraded[CableBetween(a, b)] = FindingKind::kPlanRateMismatch;
-      }
-      continue;
-    }
-    auto where = [&](const std::optional<PortRef>& f) { return f ? port_name(*f) : std::string("nothing"); };
-    const std::string found = port_name(a) + " goes to " + where(fa) + ", " + port_name(b) + " to " + where(fb);
-    // Wrong port: every connected end reaches the planned node, on another
-    // port (two cables swapped on the same neighbour). Wrong node: an end
-    // reaches another node.
-    const bool a_right_node = !fa || fa->node_guid == b.node_guid;
-    const bool b_right_node = !fb || fb->node_guid == a.node_guid;
-    FindingKind kind = FindingKind::kPlanWrongRemoteNode;
-    if (!fa && !fb) {
-      kind = FindingKind::kPlanMissingLink;
-    } else if (a_right_node && b_right_node) {
-      kind = FindingKind::kPlanWrongRemotePort;
-    }
-    out.push_back({kind,
-                   "planned " + planned + " (plan line " + std::to_string(l.line) + "): " +
-                       (kind == FindingKind::kPlanMissingLink ? std::string("no cable at either end") : found),
-                   a.node_guid, a, b});
-  }
-  // Cables nobody planned: neither end appears in the plan.
-  for (const Link& l : Links(fabric)) {
-    if (!fabric.FindPort(l.a)->link_up()) continue;
-    if (planned_ports.count(l.a) || planned_ports.count(l.b)) continue;
-    out.push_back({FindingKind::kPlanExtraLink, "cable not in the plan: " + port_name(l.a) + " - " + port_name(l.b),
-                   l.a.node_guid, l.a, l.b});
-  }
-  for (const auto& [node_name, tier] : plan.tiers) {
-    auto it = by_name.find(node_name);
-    if (it == by_name.end() || !analysis.switches.count(it->second)) continue;
-    const std::string actual = TierName(analysis.switches.at(it->second).tier);
-    if (actual != tier) {
-      out.push_back({FindingKind::kPlanTierMismatch, node_name + " ranks as " + actual + ", planned " + tier,
-                     it->second, {}, {}});
-    }
-  }
-  return diff;
 }
 
 }  // namespace ibfabric::topology

@@ -1,11 +1,11 @@
-#include "topology/config_file.h"
+#include "config/config_file.h"
 
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 
-namespace ibfabric::topology {
+namespace ibfabric::config {
 
 bool ParseFile(const std::string& path, const TextParser& parse, std::string* error) {
   std::ifstream f(path, std::ios::binary);
@@ -22,4 +22,4 @@ bool ParseFile(const std::string& path, const TextParser& parse, std::string* er
   return false;
 }
 
-}  // namespace ibfabric::topology
+}  // namespace ibfabric::config

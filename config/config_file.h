@@ -1,12 +1,12 @@
 #pragma once
-// The one way configuration files (plans, node-name maps, thresholds) are
-// read: the whole file, handed to a pure parser whose "line N: reason"
+// The one way configuration files (plans, node-name maps, thresholds, the
+// web config) are read: the whole file, handed to a pure parser whose "line N: reason"
 // becomes "FILE:N: reason".
 
 #include <functional>
 #include <string>
 
-namespace ibfabric::topology {
+namespace ibfabric::config {
 
 using TextParser = std::function<bool(const std::string& text, std::string* why)>;
 
@@ -14,4 +14,4 @@ using TextParser = std::function<bool(const std::string& text, std::string* why)
 // line) or "FILE: cannot read: <errno text>".
 bool ParseFile(const std::string& path, const TextParser& parse, std::string* error);
 
-}  // namespace ibfabric::topology
+}  // namespace ibfabric::config

@@ -1,10 +1,10 @@
-#include "exporter/yaml_keys.h"
+#include "config/yaml.h"
 
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
 
-namespace ibfabric::exporter::yaml {
+namespace ibfabric::config::yaml {
 
 void Keys(const YAML::Node& map, const std::string& where, const std::map<std::string, KeyHandler>& handlers) {
   if (!map.IsMap()) throw Bad{LineOf(map), where + " must be a map of keys"};
@@ -67,4 +67,4 @@ bool Parse(const std::string& text, const std::function<void(const YAML::Node& r
   return true;
 }
 
-}  // namespace ibfabric::exporter::yaml
+}  // namespace ibfabric::config::yaml

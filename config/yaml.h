@@ -1,6 +1,7 @@
 #pragma once
-// Helpers shared by the exporter's YAML files (--alerts.config,
-// --web.config.file): strict key handling, so that an unknown or misspelt
+// Helpers shared by every YAML file read (--alerts.config,
+// --web.config.file, --partitions.plan, YAML cabling plans): strict key
+// handling, so that an unknown or misspelt
 // key is an error naming its line, never silently ignored.
 
 #include <yaml-cpp/yaml.h>
@@ -9,7 +10,7 @@
 #include <map>
 #include <string>
 
-namespace ibfabric::exporter::yaml {
+namespace ibfabric::config::yaml {
 
 // Thrown by the helpers with the node where the problem is; Parse turns it
 // into "line N: why".
@@ -40,4 +41,4 @@ bool Boolean(const YAML::Node& n, const std::string& key);
 // value. False with "line N: reason" on Bad or on text that is not YAML.
 bool Parse(const std::string& text, const std::function<void(const YAML::Node& root)>& body, std::string* error);
 
-}  // namespace ibfabric::exporter::yaml
+}  // namespace ibfabric::config::yaml
