@@ -58,8 +58,8 @@ class SharedReads {
   explicit SharedReads(transport::MadEngine& engine) : engine_(engine) {}
   // SwitchInfo of the switches of `fabric` in `nodes` (every switch when
   // null) that have not answered since the last Forget; what did not
-  // answer is asked again next time. Returns every SwitchInfo known.
-  // What did not answer is added to `problems`, one line each.
+  // answer is added to `problems`, one line each, and asked again next
+  // time. Returns every SwitchInfo known.
   const std::map<std::uint64_t, transport::SwitchInfo>& SwitchInfo(const topology::Fabric& fabric,
                                                                    const std::set<std::uint64_t>* nodes,
                                                                    std::vector<std::string>* problems);
@@ -83,7 +83,8 @@ struct Cycle {
   // it found gone.
   std::set<std::uint64_t> fresh;
   std::set<std::uint64_t> gone;
-  // kSweep, kTrap: what the batch read (counters, PortInfo, LID checks).
+  // kSweep: what the sweep's batch read (counters, PortInfo, LID checks);
+  // kTrap: the PortInfo of the ports a trap named, read again.
   const SweepResult* sweep = nullptr;
   std::chrono::steady_clock::time_point now{};
   std::chrono::system_clock::time_point wall{};
