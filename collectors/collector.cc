@@ -19,6 +19,12 @@ const std::map<std::uint64_t, transport::SwitchInfo>& SharedReads::SwitchInfo(co
   return switch_info_;
 }
 
+void LogFindings(Logger& log, const std::vector<topology::Finding>& findings) {
+  for (const auto& f : findings) {
+    log.Info("topology finding", std::string("kind=") + topology::ToString(f.kind) + " detail=\"" + f.detail + "\"");
+  }
+}
+
 void SharedReads::Forget(const std::set<std::uint64_t>& nodes) {
   for (std::uint64_t g : nodes) switch_info_.erase(g);
 }

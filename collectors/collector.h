@@ -33,6 +33,7 @@
 #include "collectors/log.h"
 #include "collectors/snapshot.h"
 #include "collectors/sweep.h"
+#include "topology/analysis.h"
 #include "topology/fabric.h"
 #include "topology/scope.h"
 #include "transport/attributes.h"
@@ -118,6 +119,29 @@ struct Outcome {
 struct SweepPlan {
   std::vector<SweepTarget> counters;
 };
+
+// An analysis a kDiscovery collector keeps: a re-walk puts it off to the
+// next sweep (on a large fabric it is seconds of CPU, and several traps in
+// a row need it once); any other run makes it when what it analyzes changed
+// or it was put off.
+class PendingAnalysis {
+ public:
+  // Whether to analyze now; `changed`: what it analyzes changed in this run.
+  bool Due(const Cycle& cycle, bool changed) {
+    pending_ = pending_ || changed || cycle.trigger == Trigger::kRewalk;
+    if (!pending_ || cycle.trigger == Trigger::kRewalk) return false;
+    pending_ = false;
+    return true;
+  }
+  // Put off: the collector asks to run again (Outcome::again).
+  bool pending() const { return pending_; }
+
+ private:
+  bool pending_ = false;
+};
+
+// Logs each finding as "topology finding" (after a full walk).
+void LogFindings(Logger& log, const std::vector<topology::Finding>& findings);
 
 class Collector {
  public:

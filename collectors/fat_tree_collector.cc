@@ -19,23 +19,14 @@ class FatTreeCollector final : public Collector {
 
   Outcome Update(const Cycle& cycle) override {
     Outcome out;
-    // A re-walk's analysis waits for the next sweep: on a large fabric it
-    // is seconds of CPU, and several traps in a row need it once.
-    if (cycle.trigger == Trigger::kRewalk) {
-      stale_ = true;
-      out.again = true;
-      return out;
-    }
-    if (cycle.trigger != Trigger::kFullWalk && !stale_) return out;
-    stale_ = false;
-    analysis_ = std::make_shared<topology::Analysis>(Analyze(*cycle.fabric, cycle.scope));
-    if (cycle.trigger == Trigger::kFullWalk && cycle.scope.reports_topology()) {
-      if (!analysis_->is_tree) cycle.log->Warn("topology", "not_a_tree=\"" + analysis_->not_tree_reason + "\"");
-      for (const auto& f : analysis_->findings) {
-        cycle.log->Info("topology finding",
-                        std::string("kind=") + topology::ToString(f.kind) + " detail=\"" + f.detail + "\"");
+    if (analysis_due_.Due(cycle, cycle.trigger == Trigger::kFullWalk)) {
+      analysis_ = std::make_shared<topology::Analysis>(Analyze(*cycle.fabric, cycle.scope));
+      if (cycle.trigger == Trigger::kFullWalk && cycle.scope.reports_topology()) {
+        if (!analysis_->is_tree) cycle.log->Warn("topology", "not_a_tree=\"" + analysis_->not_tree_reason + "\"");
+        LogFindings(*cycle.log, analysis_->findings);
       }
     }
+    out.again = analysis_due_.pending();
     return out;
   }
 
@@ -56,7 +47,7 @@ class FatTreeCollector final : public Collector {
   }
 
   std::optional<topology::CablingPlan> plan_;
-  bool stale_ = false;
+  PendingAnalysis analysis_due_;
   std::shared_ptr<const topology::Analysis> analysis_;
 };
 

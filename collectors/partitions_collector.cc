@@ -49,21 +49,13 @@ class PartitionsCollector final : public Collector {
         }
         return false;
       });
-      stale_ = true;
     }
-    if (cycle.trigger == Trigger::kRewalk) stale_ = true;
-    if (stale_ && cycle.trigger != Trigger::kRewalk) {
+    if (analysis_due_.Due(cycle, !read.empty())) {
       analysis_ = std::make_shared<topology::PartitionAnalysis>(
           topology::AnalyzePartitions(*cycle.fabric, tables_, plan_ ? &*plan_ : nullptr));
-      stale_ = false;
-      if (cycle.trigger == Trigger::kFullWalk) {
-        for (const auto& f : analysis_->findings) {
-          cycle.log->Info("topology finding",
-                          std::string("kind=") + topology::ToString(f.kind) + " detail=\"" + f.detail + "\"");
-        }
-      }
+      if (cycle.trigger == Trigger::kFullWalk) LogFindings(*cycle.log, analysis_->findings);
     }
-    out.again = retry_.pending() || stale_;
+    out.again = retry_.pending() || analysis_due_.pending();
     out.ok = out.problems.empty();
     return out;
   }
@@ -74,7 +66,7 @@ class PartitionsCollector final : public Collector {
   std::optional<topology::PartitionPlan> plan_;
   topology::PartitionTables tables_;
   TableRetry retry_;
-  bool stale_ = false;
+  PendingAnalysis analysis_due_;
   std::shared_ptr<const topology::PartitionAnalysis> analysis_;
 };
 

@@ -34,21 +34,16 @@ class RoutingCollector final : public Collector {
       out.problems.insert(out.problems.end(), lft.problems.begin(), lft.problems.end());
       for (const auto& [g, t] : lft.tables) tables_[g] = t;
       retry_.Note(*cycle.fabric, read, [&](const topology::Node& n) { return !tables_.count(n.guid); });
-      stale_ = true;
     }
-    if (cycle.trigger == Trigger::kRewalk) stale_ = true;
-    // A re-walk's analysis waits for the next sweep: on a large fabric it
-    // is seconds of CPU, and several traps in a row need it once.
-    if (stale_ && cycle.trigger != Trigger::kRewalk) {
+    if (analysis_due_.Due(cycle, !read.empty())) {
       // The tiers are fat_tree's; without it, ranked here.
       std::optional<topology::Analysis> own;
       const topology::Analysis& tree =
           cycle.parts->topology ? *cycle.parts->topology : own.emplace(topology::Analyze(*cycle.fabric));
       analysis_ = std::make_shared<topology::RoutingAnalysis>(topology::AnalyzeRouting(*cycle.fabric, tables_, tree));
-      stale_ = false;
       if (cycle.trigger == Trigger::kFullWalk) LogFindings(*cycle.log, analysis_->findings);
     }
-    out.again = retry_.pending() || stale_;
+    out.again = retry_.pending() || analysis_due_.pending();
     out.ok = out.problems.empty();
     return out;
   }
@@ -56,15 +51,9 @@ class RoutingCollector final : public Collector {
   void Publish(Snapshot* parts) const override { parts->routing = analysis_; }
 
  private:
-  static void LogFindings(Logger& log, const std::vector<topology::Finding>& findings) {
-    for (const auto& f : findings) {
-      log.Info("topology finding", std::string("kind=") + topology::ToString(f.kind) + " detail=\"" + f.detail + "\"");
-    }
-  }
-
   topology::ForwardingTables tables_;
   TableRetry retry_;
-  bool stale_ = false;
+  PendingAnalysis analysis_due_;
   std::shared_ptr<const topology::RoutingAnalysis> analysis_;
 };
 

@@ -71,9 +71,7 @@ collectors::Cycle Poller::MakeCycle(collectors::Trigger trigger) {
   c.reads = &reads_;
   c.log = &log_;
   c.in_scope = [this](const topology::Node& n) { return InScope(n); };
-  c.read_port = [this](const topology::PortRef& p) {
-    return options_.scope.everything() || in_scope_.count(p) > 0 || remembered_.count(p) > 0;
-  };
+  c.read_port = [this](const topology::PortRef& p) { return ReadsPort(p); };
   c.remembered = &remembered_;
   c.name_of = [this](std::uint64_t g) { return NameOf(g); };
   c.describe = [this](const topology::PortRef& p) { return Describe(p); };
@@ -120,7 +118,7 @@ void Poller::RunSweepCollectors(collectors::Trigger trigger, const collectors::S
   for (Entry& e : collectors_) {
     if (e.collector->schedule() != collectors::Schedule::kSweep) continue;
     // The batch's time is theirs who put reads in it.
-    RunCollector(e, cycle, e.info->name == "port_counters" ? batch_seconds : 0);
+    RunCollector(e, cycle, e.in_batch ? batch_seconds : 0);
   }
 }
 
@@ -202,6 +200,10 @@ void Poller::Adopt(const topology::Fabric& walked, const topology::Unanswered* u
       if (port.link_up() && (everything || in_scope_.count(ref))) remembered_.insert(ref);
     }
   }
+}
+
+bool Poller::ReadsPort(const topology::PortRef& port) const {
+  return options_.scope.everything() || in_scope_.count(port) > 0 || remembered_.count(port) > 0;
 }
 
 bool Poller::InScope(const topology::Node& node) const {
@@ -453,13 +455,14 @@ bool Poller::Cycle() {
   {
     const collectors::Cycle cycle = MakeCycle(collectors::Trigger::kSweep);
     for (Entry& e : collectors_) {
-      if (e.collector->schedule() == collectors::Schedule::kSweep) e.collector->Plan(cycle, &plan);
+      if (e.collector->schedule() != collectors::Schedule::kSweep) continue;
+      const std::size_t before = plan.counters.size();
+      e.collector->Plan(cycle, &plan);
+      e.in_batch = plan.counters.size() > before;
     }
   }
   auto all_links = collectors::LinkTargets(*fabric_);
-  if (!options_.scope.everything()) {
-    std::erase_if(all_links, [this](const auto& t) { return !in_scope_.count(t.port) && !remembered_.count(t.port); });
-  }
+  std::erase_if(all_links, [this](const auto& t) { return !ReadsPort(t.port); });
   const std::uint64_t rounds = std::max<std::uint64_t>(
       1, static_cast<std::uint64_t>(options_.sweep_rotation / std::max(options_.sweep_interval, std::chrono::milliseconds(1))));
   const std::set<topology::PortRef> watched = Watched();
@@ -469,9 +472,7 @@ bool Poller::Cycle() {
   for (auto& t : collectors::RotationSlice(rest, sweeps_, rounds)) links.push_back(t);
   // The LIDs of every port the exporter reads, counters or not.
   std::vector<collectors::SweepTarget> owners = collectors::SweepTargets(*fabric_, remembered_, {});
-  if (!options_.scope.everything()) {
-    std::erase_if(owners, [this](const auto& t) { return !in_scope_.count(t.port) && !remembered_.count(t.port); });
-  }
+  std::erase_if(owners, [this](const auto& t) { return !ReadsPort(t.port); });
   const auto all_checks = collectors::LidChecks(owners, all_links);
   const auto checks = check_all_lids_ ? all_checks : collectors::RotationSlice(all_checks, sweeps_, rounds);
   check_all_lids_ = false;

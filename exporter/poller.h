@@ -94,7 +94,8 @@ class Poller {
   struct Entry {
     const collectors::CollectorInfo* info;
     std::unique_ptr<collectors::Collector> collector;
-    bool again = false;  // kDiscovery: asked to run at the next sweep
+    bool again = false;     // kDiscovery: asked to run at the next sweep
+    bool in_batch = false;  // kSweep: put reads in this sweep's batch (its time is theirs)
   };
 
   // The collectors' cycle: what each is handed.
@@ -138,6 +139,8 @@ class Poller {
   void Retry(const std::vector<topology::PortChange>& changes, const std::vector<topology::PortChange>& retry);
   // Whether any port of `node` is read (always, when the scope is everything).
   bool InScope(const topology::Node& node) const;
+  // Whether `port` is read: in scope, or a switch port once seen up there.
+  bool ReadsPort(const topology::PortRef& port) const;
   // The switch ports a sweep must read PortInfo of, whatever the rotation.
   std::set<topology::PortRef> Watched() const;
   // The switch end of the cable at `port` (itself when it is a switch port).
