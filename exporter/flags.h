@@ -33,10 +33,10 @@ struct Config {
   std::string alerts_config;  // alert thresholds file; empty: built-in defaults
   std::string partition_plan;  // expected partition membership (YAML); empty: none
   topology::Scope scope;      // which ports this exporter reads (--scope, --shard)
-  std::chrono::milliseconds sweep_interval = kPollerDefaults.sweep_interval;
-  std::chrono::milliseconds discovery_interval = kPollerDefaults.discovery_interval;  // full walks
-  std::chrono::milliseconds sweep_rotation = kPollerDefaults.sweep_rotation;
-  bool sm_traps = kPollerDefaults.subscribe_traps;  // subscribe to the SM's traps (InformInfo)
+  std::chrono::milliseconds sweep_interval = kPollerDefaults.fabric.sweep_interval;
+  std::chrono::milliseconds discovery_interval = kPollerDefaults.fabric.discovery_interval;  // full walks
+  std::chrono::milliseconds sweep_rotation = kPollerDefaults.fabric.sweep_rotation;
+  bool sm_traps = kPollerDefaults.fabric.subscribe_traps;  // subscribe to the SM's traps (InformInfo)
   // Master SM ActCount standing still this long: not sweeping.
   std::chrono::milliseconds sm_stall_after = kPollerDefaults.collector.subnet_managers.stall_after;
   // MAD limits, defaulting to the engine's own (transport/mad_engine.h

@@ -153,17 +153,17 @@ int Main(int argc, char** argv) {
   if (cfg.ca_port != 0) port_args.push_back("--ib.port=" + std::to_string(cfg.ca_port));
   auto last_probe = std::chrono::steady_clock::time_point{};
   PollerOptions poller_options;
-  poller_options.sweep_interval = cfg.sweep_interval;
-  poller_options.discovery_interval = cfg.discovery_interval;
-  poller_options.sweep_rotation = cfg.sweep_rotation;
-  poller_options.subscribe_traps = cfg.sm_traps;
+  poller_options.fabric.sweep_interval = cfg.sweep_interval;
+  poller_options.fabric.discovery_interval = cfg.discovery_interval;
+  poller_options.fabric.sweep_rotation = cfg.sweep_rotation;
+  poller_options.fabric.subscribe_traps = cfg.sm_traps;
   poller_options.collector.clear_threshold_percent = cfg.clear_threshold;
   poller_options.version = IBFABRIC_VERSION;
-  poller_options.names = std::move(names);
+  poller_options.fabric.names = std::move(names);
   poller_options.collector.plan = std::move(plan);
   poller_options.collector.partition_plan = std::move(partition_plan);
   poller_options.collector.alerts = alerts;
-  poller_options.scope = cfg.scope;
+  poller_options.fabric.scope = cfg.scope;
   poller_options.collector.subnet_managers.stall_after = cfg.sm_stall_after;
   poller_options.collectors.emplace();
   collectors::EnabledCollectors(cfg.collectors, &*poller_options.collectors, &error);  // names checked by the flags

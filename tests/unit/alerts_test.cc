@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "collectors/alerts.h"
-#include "collectors/alerts_json.h"
+#include "collectors/api_json.h"
 #include "collectors/link_health.h"
 #include "exporter/alert_config.h"
 #include "tests/unit/fabric_builder.h"

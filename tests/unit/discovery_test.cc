@@ -1,7 +1,11 @@
 // Discovery and sweep over a fake fabric: nodes, links (both ends), LIDs,
-// down links, silent nodes; counters land on the right ports.
+// down links, silent nodes; counters land on the right ports. Incremental
+// re-walks (Rediscover: what they send and what they find), and the
+// rotation that spreads PortInfo and LID checks over sweeps.
 
 #include <gtest/gtest.h>
+
+#include <set>
 
 #include "collectors/sweep.h"
 #include "tests/unit/fake_fabric.h"
@@ -259,6 +263,206 @@ TEST(SweepTest, RememberedDownPortsStayTargets) {
   EXPECT_EQ(with.size(), without.size() + 1);
   const auto sweep = collectors::Sweep(with, engine);
   EXPECT_EQ(sweep.failed_ports, 0u) << "a switch answers for its down ports";
+}
+
+// host0 - leaf0 - spine - leaf1 - host1/host2; the exporter on host0.
+struct Two {
+  testing::FakeFabric f;
+  int leaf0, leaf1, spine, host0, host1, host2, spare;
+  Two() {
+    leaf0 = f.AddSwitch("leaf0", 8, 10);
+    leaf1 = f.AddSwitch("leaf1", 8, 11);
+    spine = f.AddSwitch("spine0", 8, 12);
+    host0 = f.AddCa("host0", 1);
+    host1 = f.AddCa("host1", 1);
+    host2 = f.AddCa("host2", 1);
+    spare = f.AddCa("spare", 1);
+    f.SetCaLid(host0, 1, 1);
+    f.SetCaLid(host1, 1, 2);
+    f.SetCaLid(host2, 1, 3);
+    f.SetCaLid(spare, 1, 4);
+    f.Connect(host0, 1, leaf0, 1);
+    f.Connect(host1, 1, leaf1, 1);
+    f.Connect(host2, 1, leaf1, 2);
+    f.Connect(leaf0, 5, spine, 1);
+    f.Connect(leaf1, 5, spine, 2);
+  }
+};
+
+struct Walked {
+  topology::IncrementalResult result;
+  int directed = 0;
+  int total = 0;
+};
+
+topology::Port PortNow(const topology::Fabric& fabric, const PortRef& ref, bool up) {
+  topology::Port p = *fabric.FindPort(ref);
+  p.phys_state = up ? 5 : 2;
+  p.state = up ? 4 : 1;
+  return p;
+}
+
+Walked Rewalk(testing::FakeFabric& f, int local, const topology::Fabric& base, std::uint64_t local_guid,
+              const std::vector<topology::PortChange>& changes) {
+  transport::testing::FakeMadPort mad(f.Responder(local, 1));
+  transport::MadEngine engine(mad, {16, milliseconds(20), 1});
+  Walked w{topology::Rediscover(engine, base, local_guid, 1, changes)};
+  const testing::SentSmps sent = testing::CountSent(mad);
+  w.directed = sent.directed;
+  w.total = sent.total;
+  return w;
+}
+
+topology::Fabric Full(testing::FakeFabric& f, int local) {
+  transport::testing::FakeMadPort mad(f.Responder(local, 1));
+  transport::MadEngine engine(mad, {16, milliseconds(20), 1});
+  auto r = topology::Discover(engine);
+  EXPECT_TRUE(r.ok);
+  return r.fabric;
+}
+
+TEST(IncrementalDiscoveryTest, HostCableDownAndUpIsAFewSmpsNotAWalk) {
+  Two t;
+  const topology::Fabric base = Full(t.f, t.host0);
+  const std::uint64_t local = t.f.Guid(t.host0);
+  const PortRef leaf1_2{t.f.Guid(t.leaf1), 2};
+  ASSERT_EQ(base.ca_count(), 4u - 1u) << "the spare is not cabled";
+
+  t.f.SetLinkDown(t.leaf1, 2);
+  const Walked down = Rewalk(t.f, t.host0, base, local, {{leaf1_2, PortNow(base, leaf1_2, false), "trap 128"}});
+  ASSERT_TRUE(down.result.trusted);
+  EXPECT_EQ(down.total, 0) << "a port that went down needs no SMP";
+  EXPECT_EQ(down.result.gone_nodes, std::vector<std::uint64_t>{t.f.Guid(t.host2)});
+  const topology::Fabric& after_down = down.result.discovery.fabric;
+  EXPECT_EQ(after_down.FindNode(t.f.Guid(t.host2)), nullptr);
+  EXPECT_FALSE(after_down.FindPort(leaf1_2)->link_up());
+  EXPECT_FALSE(after_down.FindPort(leaf1_2)->remote.has_value());
+  EXPECT_NE(after_down.FindNode(t.f.Guid(t.host1)), nullptr) << "the other host stays";
+
+  t.f.Connect(t.host2, 1, t.leaf1, 2);
+  const Walked up = Rewalk(t.f, t.host0, after_down, local,
+                           {{leaf1_2, PortNow(after_down, leaf1_2, true), "LinkDownedCounter moved"}});
+  ASSERT_TRUE(up.result.trusted);
+  EXPECT_EQ(up.result.new_nodes, std::vector<std::uint64_t>{t.f.Guid(t.host2)});
+  // NodeInfo through the cable and the CA port's PortInfo (its LID) go
+  // directed; its description LID-routed.
+  EXPECT_EQ(up.directed, 2);
+  EXPECT_LE(up.total, 3);
+  const topology::Fabric& again = up.result.discovery.fabric;
+  const topology::Node* h2 = again.FindNode(t.f.Guid(t.host2));
+  ASSERT_NE(h2, nullptr);
+  EXPECT_EQ(h2->description, "host2");
+  EXPECT_EQ(h2->lid, 3);
+  EXPECT_EQ(again.FindPort(leaf1_2)->remote, (PortRef{t.f.Guid(t.host2), 1}));
+  EXPECT_EQ(again.FindPort({t.f.Guid(t.host2), 1})->remote, leaf1_2);
+  EXPECT_EQ(again.ca_count(), base.ca_count());
+}
+
+TEST(IncrementalDiscoveryTest, ACableMovedToAnotherHostIsSeen) {
+  Two t;
+  const topology::Fabric base = Full(t.f, t.host0);
+  const PortRef leaf1_2{t.f.Guid(t.leaf1), 2};
+  // host2's cable now leads to the spare host (a flap that was a swap).
+  t.f.SetLinkDown(t.leaf1, 2);
+  t.f.Connect(t.spare, 1, t.leaf1, 2);
+  const Walked w = Rewalk(t.f, t.host0, base, t.f.Guid(t.host0),
+                          {{leaf1_2, PortNow(base, leaf1_2, true), "LinkDownedCounter moved"}});
+  ASSERT_TRUE(w.result.trusted);
+  const topology::Fabric& fab = w.result.discovery.fabric;
+  EXPECT_EQ(fab.FindPort(leaf1_2)->remote, (PortRef{t.f.Guid(t.spare), 1}));
+  EXPECT_EQ(w.result.new_nodes, std::vector<std::uint64_t>{t.f.Guid(t.spare)});
+  EXPECT_EQ(w.result.gone_nodes, std::vector<std::uint64_t>{t.f.Guid(t.host2)}) << "host2 is reached no more";
+  EXPECT_EQ(fab.FindNode(t.f.Guid(t.spare))->lid, 4);
+}
+
+TEST(IncrementalDiscoveryTest, ANewSwitchIsWalkedUpToWhatIsKnown) {
+  Two t;
+  const topology::Fabric base = Full(t.f, t.host0);
+  // A new leaf with a host, cabled to the spine on a port that was down.
+  const int leaf2 = t.f.AddSwitch("leaf2", 8, 13);
+  const int host3 = t.f.AddCa("host3", 1);
+  t.f.SetCaLid(host3, 1, 5);
+  t.f.Connect(host3, 1, leaf2, 1);
+  t.f.Connect(leaf2, 5, t.spine, 3);
+  const PortRef spine3{t.f.Guid(t.spine), 3};
+  topology::Port now = *base.FindPort(spine3);
+  now.phys_state = 5;
+  now.state = 4;
+  const Walked w = Rewalk(t.f, t.host0, base, t.f.Guid(t.host0), {{spine3, now, "port state changed"}});
+  ASSERT_TRUE(w.result.trusted);
+  const topology::Fabric& fab = w.result.discovery.fabric;
+  EXPECT_EQ(fab.switch_count(), 4u);
+  EXPECT_EQ(fab.ca_count(), 4u);
+  EXPECT_EQ(fab.FindPort({t.f.Guid(host3), 1})->remote, (PortRef{t.f.Guid(leaf2), 1}));
+  EXPECT_EQ(fab.FindPort(spine3)->remote, (PortRef{t.f.Guid(leaf2), 5}));
+  EXPECT_EQ(std::set<std::uint64_t>(w.result.new_nodes.begin(), w.result.new_nodes.end()),
+            (std::set<std::uint64_t>{t.f.Guid(leaf2), t.f.Guid(host3)}));
+  // A full walk of this fabric would send 1 + 5 cables + 4 switches + 4 CA ports directed.
+  EXPECT_LT(w.directed, 14);
+}
+
+TEST(IncrementalDiscoveryTest, WhatCannotBeTrustedAsksForAFullWalk) {
+  Two t;
+  const topology::Fabric base = Full(t.f, t.host0);
+  // A port of a node the fabric lacks.
+  const Walked unknown = Rewalk(t.f, t.host0, base, t.f.Guid(t.host0),
+                                {{PortRef{0xdead, 1}, topology::Port{}, "trap 128"}});
+  EXPECT_FALSE(unknown.result.trusted);
+}
+
+TEST(IncrementalDiscoveryTest, NothingAnsweringBehindAnUpPortKeepsItsLinkAndAsksAgain) {
+  Two t;
+  const topology::Fabric base = Full(t.f, t.host0);
+  // Up (its PortInfo says so), but nothing answers behind it: unknown, not gone.
+  t.f.Silence(t.host2);
+  const PortRef leaf1_2{t.f.Guid(t.leaf1), 2};
+  const Walked silent = Rewalk(t.f, t.host0, base, t.f.Guid(t.host0),
+                               {{leaf1_2, PortNow(base, leaf1_2, true), "LinkDownedCounter moved"}});
+  EXPECT_TRUE(silent.result.trusted) << "a lost MAD is no reason for a full walk";
+  EXPECT_FALSE(silent.result.discovery.problems.empty());
+  ASSERT_EQ(silent.result.retry.size(), 1u);
+  EXPECT_EQ(silent.result.retry[0].port, leaf1_2);
+  EXPECT_TRUE(silent.result.discovery.unanswered.behind.count(leaf1_2));
+  EXPECT_TRUE(silent.result.gone_nodes.empty());
+  const auto* host2 = silent.result.discovery.fabric.FindNode(t.f.Guid(t.host2));
+  ASSERT_NE(host2, nullptr) << "the host stays, with its name and its cable";
+  EXPECT_EQ(host2->description, "host2");
+  EXPECT_EQ(silent.result.discovery.fabric.FindPort(leaf1_2)->remote, (PortRef{t.f.Guid(t.host2), 1}));
+}
+
+TEST(RotationTest, EveryElementOnceInEachRoundOfSweeps) {
+  std::vector<int> all(103);
+  for (int i = 0; i < 103; ++i) all[i] = i;
+  for (std::uint64_t rounds : {1u, 7u, 30u, 200u}) {
+    std::multiset<int> seen;
+    for (std::uint64_t sweep = 0; sweep < rounds; ++sweep) {
+      const auto slice = collectors::RotationSlice(all, sweep, rounds);
+      EXPECT_LE(slice.size(), (all.size() + rounds - 1) / rounds);
+      seen.insert(slice.begin(), slice.end());
+    }
+    for (int i = 0; i < 103; ++i) EXPECT_GE(seen.count(i), 1u) << "element " << i << " rounds " << rounds;
+    EXPECT_LE(seen.size(), all.size() + rounds) << "hardly any twice";
+  }
+  EXPECT_TRUE(collectors::RotationSlice(std::vector<int>{}, 3, 10).empty());
+}
+
+TEST(RotationTest, LinkChangesListThePortsThatChanged) {
+  Two t;
+  const topology::Fabric base = Full(t.f, t.host0);
+  const PortRef a{t.f.Guid(t.leaf1), 2}, b{t.f.Guid(t.leaf1), 1}, c{t.f.Guid(t.leaf0), 5};
+  std::map<PortRef, topology::Port> read;
+  read[a] = PortNow(base, a, false);
+  topology::Port init = PortNow(base, b, true);
+  init.state = 2;  // Init: up, not Active
+  read[b] = init;
+  read[c] = *base.FindPort(c);  // unchanged
+  const auto changes = collectors::CompareLinks(base, read);
+  EXPECT_EQ(changes.went_down, 1u);
+  EXPECT_EQ(changes.activated, 1u);
+  EXPECT_EQ(changes.ports.size(), 2u);
+  EXPECT_TRUE(changes.ports.count(a));
+  EXPECT_TRUE(changes.ports.count(b));
+  EXPECT_FALSE(changes.ports.count(c));
 }
 
 }  // namespace

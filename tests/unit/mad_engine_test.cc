@@ -1,5 +1,7 @@
 // The pipelined engine on the fake transport: window, TID matching,
-// timeouts and retries, late, duplicate and corrupted replies.
+// timeouts and retries, late, duplicate and corrupted replies; the SA
+// subscription and Reports on the wire, and the engine taking Reports in
+// (acknowledged, once).
 
 #include <gtest/gtest.h>
 
@@ -126,6 +128,99 @@ TEST(MadEngineTest, RemoteErrorsAreReportedNotRetried) {
     EXPECT_EQ(r.mad_status, 0x0c);
   }
   EXPECT_EQ(port.sends(), 2u);
+}
+
+TEST(TrapWireTest, SubscriptionIsAnSaSetOfInformInfo) {
+  const transport::MadRequest r = transport::InformInfoSubscribe(7, transport::trap::kLinkStateChange);
+  const transport::MadBytes m = transport::EncodeRequest(r, 0x1234);
+  const transport::MadHeader h = transport::DecodeHeader(m);
+  EXPECT_EQ(h.mgmt_class, 0x03);
+  EXPECT_EQ(h.class_version, 2) << "the SA speaks class version 2";
+  EXPECT_EQ(h.method, 0x02);
+  EXPECT_EQ(h.attr_id, 0x0003);
+  EXPECT_EQ(r.address.lid, 7);
+  EXPECT_EQ(transport::KindOf(r.mgmt_class), transport::MadKind::kGmp);
+  // InformInfo at byte 56: LIDRangeBegin 0xFFFF, IsGeneric, Subscribe,
+  // Type 0xFFFF, TrapNumber, ProducerType 0xFFFFFF.
+  const std::uint8_t* d = m.data() + 56;
+  EXPECT_EQ(d[16], 0xff);
+  EXPECT_EQ(d[17], 0xff);
+  EXPECT_EQ(d[22], 1);
+  EXPECT_EQ(d[23], 1);
+  EXPECT_EQ((d[26] << 8) | d[27], 128);
+  EXPECT_EQ(d[35], 0xff);
+  EXPECT_EQ(transport::EncodeRequest(transport::InformInfoSubscribe(7, 64, false), 1)[56 + 23], 0)
+      << "unsubscribe";
+}
+
+TEST(TrapWireTest, NoticesDecodeAndReportsAreAcknowledged) {
+  transport::Notice n;
+  n.trap_number = 128;
+  n.lid = 42;
+  n.issuer_lid = 1;
+  n.producer_type = 2;
+  const transport::MadBytes link = transport::testing::EncodeNoticeReport(n, 0xabcdef);
+  ASSERT_TRUE(transport::IsNoticeReport(link));
+  const transport::Notice got = transport::DecodeNotice(link);
+  EXPECT_TRUE(got.generic);
+  EXPECT_EQ(got.trap_number, 128);
+  EXPECT_EQ(got.lid, 42);
+  EXPECT_EQ(got.issuer_lid, 1);
+  EXPECT_EQ(got.producer_type, 2u);
+
+  n.trap_number = 144;
+  n.lid = 77;
+  EXPECT_EQ(transport::DecodeNotice(transport::testing::EncodeNoticeReport(n, 1)).lid, 77);
+  n = {};
+  n.trap_number = 64;
+  n.port_guid = 0x0002c90300a1b2c3ULL;
+  const transport::Notice in_service = transport::DecodeNotice(transport::testing::EncodeNoticeReport(n, 2));
+  EXPECT_EQ(in_service.port_guid, 0x0002c90300a1b2c3ULL);
+  EXPECT_EQ(in_service.lid, 0);
+
+  const transport::MadBytes ack = transport::ReportResponse(link);
+  const transport::MadHeader h = transport::DecodeHeader(ack);
+  EXPECT_EQ(h.method, 0x86);
+  EXPECT_EQ(h.tid, 0xabcdefu);
+  EXPECT_EQ(h.attr_id, 0x0002);
+  EXPECT_FALSE(transport::IsNoticeReport(ack));
+  EXPECT_FALSE(transport::IsNoticeReport(transport::EncodeRequest(transport::NodeInfoQuery(transport::MadAddress::Lid(3)), 9)));
+}
+
+TEST(TrapEngineTest, ReportsAreAcknowledgedAndTakenOnce) {
+  std::vector<std::pair<std::uint16_t, MadBytes>> acks;
+  transport::testing::FakeMadPort port([&](const transport::MadAddress& to, const transport::MadBytes& m) -> std::optional<MadBytes> {
+    if (transport::DecodeHeader(m).method == 0x86) {
+      acks.emplace_back(to.lid, m);
+      return std::nullopt;
+    }
+    return transport::EncodeResponse(m, {});
+  });
+  transport::MadEngine engine(port, {});
+  transport::Notice n;
+  n.trap_number = 128;
+  n.lid = 9;
+  const transport::MadBytes report = transport::testing::EncodeNoticeReport(n, 77);
+  // One arrives during a Run, then the SA sends it again (our ack was lost).
+  port.Inject(report, 1);
+  const auto r = engine.Run(std::vector{transport::PortCountersQuery(5, 1)});
+  EXPECT_EQ(r[0].outcome, transport::MadOutcome::kOk);
+  EXPECT_EQ(engine.stats().reports, 1u) << "taken during the Run";
+  const auto taken = engine.TakeReports();
+  ASSERT_EQ(taken.size(), 1u);
+  EXPECT_EQ(transport::DecodeNotice(taken[0]).lid, 9);
+  EXPECT_TRUE(engine.TakeReports().empty());
+  port.Inject(report, 1);
+  EXPECT_FALSE(engine.WaitForReports(milliseconds(30))) << "a repeat is no news";
+  ASSERT_EQ(acks.size(), 2u) << "every copy acknowledged";
+  EXPECT_EQ(acks[0].first, 1) << "to the SA that sent it";
+  EXPECT_EQ(transport::DecodeHeader(acks[0].second).tid, 77u);
+  EXPECT_EQ(engine.stats().reports, 1u);
+  EXPECT_EQ(engine.stats().reports_repeated, 1u);
+  // Between Runs, a new one ends the wait.
+  port.Inject(transport::testing::EncodeNoticeReport(n, 78), 1);
+  EXPECT_TRUE(engine.WaitForReports(milliseconds(1000)));
+  EXPECT_EQ(engine.TakeReports().size(), 1u);
 }
 
 }  // namespace

@@ -43,9 +43,9 @@ struct Bed {
   explicit Bed(std::optional<std::vector<std::string>> collectors = std::nullopt)
       : port(Build(), {std::chrono::microseconds(0), 0}), engine(port, Quick()) {
     exporter::PollerOptions o;
-    o.sweep_interval = milliseconds(10);
-    o.sweep_rotation = milliseconds(10);  // every PortInfo and every LID's owner each sweep
-    o.subscribe_traps = false;
+    o.fabric.sweep_interval = milliseconds(10);
+    o.fabric.sweep_rotation = milliseconds(10);  // every PortInfo and every LID's owner each sweep
+    o.fabric.subscribe_traps = false;
     o.collectors = std::move(collectors);
     poller = std::make_unique<exporter::Poller>(engine, o, holder, log);
   }

@@ -6,8 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include "collectors/api_json.h"
 #include "tests/unit/fabric_builder.h"
-#include "topology/topology_json.h"
 #include "transport/attributes.h"
 
 namespace ibfabric::topology {
@@ -85,7 +85,7 @@ TEST(RoutingTest, AnUplinkCarryingNothingIsAnImbalance) {
   EXPECT_EQ(totals.max_spread, 4);
   EXPECT_EQ(totals.imbalanced_switches, 1);
   EXPECT_EQ(totals.switches_with_unrouted, 0);
-  const auto j = TopologyJson(t.fabric, t.analysis, &t.routing)["routing"];
+  const auto j = collectors::TopologyJson(t.fabric, t.analysis, &t.routing)["routing"];
   EXPECT_EQ(j["fabric"]["max_spread"], 4);
   EXPECT_EQ(j["fabric"]["imbalanced_switches"], 1);
   EXPECT_EQ(j["switches"].size(), 5u);

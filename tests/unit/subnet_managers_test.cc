@@ -4,7 +4,7 @@
 
 #include "collectors/subnet_managers.h"
 
-#include "collectors/alerts_json.h"
+#include "collectors/api_json.h"
 
 #include <gtest/gtest.h>
 

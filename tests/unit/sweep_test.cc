@@ -1,10 +1,9 @@
 // Counter semantics on the fake transport: ClassPortInfo capability bits
 // decide what is asked and what is exported; LIDs that moved are caught;
-// opt-in clearing; pinned counters; state that survives a re-exec.
+// opt-in clearing; pinned counters (collectors/sweep.h).
 
 #include <gtest/gtest.h>
 
-#include "collectors/state.h"
 #include "collectors/sweep.h"
 #include "collectors/metrics.h"
 #include "tests/testbed/prom_text.h"
@@ -254,35 +253,6 @@ TEST(PinnedTest, PinnedCountersAreExposed) {
   EXPECT_EQ(m.Value("infiniband_switch_port_pinned_counters", {{"port", "5"}}), 0);
   EXPECT_EQ(m.Value("infiniband_switch_port_counter_pinned", {{"port", "4"}, {"counter", "receive_errors"}}), 1);
   EXPECT_EQ(m.Find("infiniband_switch_port_counter_pinned").size(), 1u);
-}
-
-TEST(StateTest, RoundTripAndRejects) {
-  collectors::PersistedState st;
-  collectors::PortTotals t;
-  t.present.set(Index(Counter::kXmitData));
-  t.total[Index(Counter::kXmitData)] = ~0ULL - 5;  // 64-bit values survive JSON exactly
-  t.last_raw[Index(Counter::kXmitData)] = 17;
-  t.last_bits[Index(Counter::kXmitData)] = 64;
-  t.stale = true;
-  st.ports[{0xabc, 3}] = t;
-  st.nodes[0xabc] = {topology::NodeKind::kCa, "cn0001 \"quoted\""};
-  st.remembered.insert({0xdef, 7});
-  collectors::PersistedState back;
-  std::string error;
-  ASSERT_TRUE(collectors::LoadState(collectors::SaveState(st), &back, &error)) << error;
-  const auto& bt = back.ports.at({0xabc, 3});
-  EXPECT_EQ(bt.total[Index(Counter::kXmitData)], ~0ULL - 5);
-  EXPECT_EQ(bt.last_raw[Index(Counter::kXmitData)], 17u);
-  EXPECT_EQ(bt.last_bits[Index(Counter::kXmitData)], 64);
-  EXPECT_TRUE(bt.stale);
-  EXPECT_EQ(bt.present, t.present);
-  EXPECT_EQ(back.nodes.at(0xabc).name, "cn0001 \"quoted\"");
-  EXPECT_EQ(back.remembered, st.remembered);
-
-  EXPECT_FALSE(collectors::LoadState("{not json", &back, &error));
-  EXPECT_NE(error.find("malformed state"), std::string::npos);
-  EXPECT_FALSE(collectors::LoadState(R"({"version": 99, "ports": [], "nodes": [], "remembered": []})", &back, &error));
-  EXPECT_NE(error.find("version"), std::string::npos);
 }
 
 }  // namespace

@@ -1,0 +1,484 @@
+#include "exporter/fabric_tracker.h"
+
+#include <algorithm>
+
+#include "topology/merge.h"
+
+namespace ibfabric::exporter {
+
+namespace {
+// Traps subscribed to (transport/attributes.h trap).
+constexpr std::uint16_t kTraps[] = {transport::trap::kGidInService, transport::trap::kGidOutOfService,
+                                    transport::trap::kLinkStateChange, transport::trap::kLocalChange};
+// Sweeps a changed port stays watched, and how many changes at once a
+// re-walk takes on before a full walk is the better deal.
+constexpr int kRecentSweeps = 6;
+constexpr std::size_t kMaxRewalk = 64;
+// A re-walk whose far end did not answer is asked again this many times.
+constexpr int kRewalkRetries = 5;
+// Sweeps before a port that stopped answering is re-walked for that again
+// (doubling while it stays silent, up to kSilentHoldMax).
+constexpr std::uint64_t kSilentHold = 10;
+constexpr std::uint64_t kSilentHoldMax = 640;
+}  // namespace
+
+FabricTracker::FabricTracker(transport::MadEngine& engine, TrackerOptions options, collectors::Logger& log,
+                             std::map<std::uint64_t, collectors::NodeLabel> nodes,
+                             std::set<topology::PortRef> remembered)
+    : engine_(engine),
+      options_(std::move(options)),
+      log_(log),
+      fabric_(std::make_shared<topology::Fabric>()),
+      nodes_(std::move(nodes)),
+      remembered_(std::move(remembered)) {}
+
+// --- walks ---------------------------------------------------------------
+
+bool FabricTracker::WalkDue(std::chrono::steady_clock::time_point now) const {
+  return (walk_ && now >= forced_not_before_) || now >= next_walk_;
+}
+
+FabricTracker::Walked FabricTracker::Walk(std::chrono::steady_clock::time_point now) {
+  topology::DiscoverOptions discover_options;
+  if (options_.scope.kind == topology::ScopeKind::kLocal) discover_options.max_hops = 1;
+  topology::DiscoveryResult r = topology::Discover(engine_, discover_options);
+  // The SM's bound on packet lifetimes caps how long any answer can take.
+  if (r.ok) engine_.SetSubnetTimeout(transport::ExpectedTime(r.subnet_timeout));
+  ++walks_;
+  for (const auto& p : r.problems) log_.Warn("discovery", "problem=\"" + p + "\"");
+  Walked w;
+  w.ok = r.ok;
+  walk_ = !r.ok;
+  next_walk_ = now + options_.discovery_interval;
+  // Loss is not multiplied into walks: after a walk that missed answers the
+  // next forced one waits, longer each time.
+  if (r.ok && !r.unanswered.empty()) {
+    const auto first = std::max<std::chrono::milliseconds>(2 * options_.sweep_interval, std::chrono::seconds(1));
+    forced_backoff_ = forced_backoff_.count() == 0 ? first : std::min(2 * forced_backoff_, options_.sweep_rotation);
+    forced_backoff_ = std::max(forced_backoff_, first);
+  } else {
+    forced_backoff_ = std::chrono::milliseconds(0);
+  }
+  forced_not_before_ = now + forced_backoff_;
+  if (!r.ok) {
+    log_.Error("discovery failed; keeping the previous fabric");
+    return w;
+  }
+  local_guid_ = r.local_node_guid;
+  local_port_ = r.local_port;
+  unanswered_ = r.unanswered.size();
+  topology::MergeResult merged = topology::MergeWalk(*fabric_, r, &misses_);
+  if (!r.unanswered.empty()) {
+    ++incomplete_walks_;
+    log_.Warn("discovery missed answers; merged into the last fabric",
+              "unanswered=" + std::to_string(r.unanswered.size()) + " kept_facts=" +
+                  std::to_string(merged.kept.size()) + " kept_nodes=" + std::to_string(merged.kept_nodes.size()));
+    for (const auto& line : merged.kept) log_.Debug("discovery kept", "what=\"" + line + "\"");
+  }
+  for (std::uint64_t g : merged.dropped) {
+    log_.Info("node left the fabric", "guid=" + topology::FormatGuid(g) + " name=\"" + NameOf(g) + "\"");
+  }
+  Adopt(merged.fabric, &r.unanswered);
+  // Everything is read again; what does not answer keeps what it had (a
+  // lost MAD is no reason to forget a table), nodes gone lose theirs.
+  for (const auto& node : fabric_->nodes()) w.fresh.insert(node.guid);
+  subscribe_due_ = true;
+  check_all_lids_ = false;  // the walk just read every LID's owner
+  w.summary = "switches=" + std::to_string(fabric_->switch_count()) + " hcas=" + std::to_string(fabric_->ca_count()) +
+              " smps=" + std::to_string(r.smps);
+  return w;
+}
+
+std::optional<FabricTracker::Walked> FabricTracker::Rewalk(const std::vector<topology::PortChange>& changes) {
+  if (changes.empty()) return std::nullopt;
+  if (options_.scope.kind == topology::ScopeKind::kLocal) {
+    // A walk of the local node's neighbours is a handful of SMPs, and a
+    // re-walk would not stop at one hop.
+    walk_ = true;
+    return std::nullopt;
+  }
+  if (changes.size() > kMaxRewalk) {
+    log_.Info("many ports changed at once; walking the whole fabric", "ports=" + std::to_string(changes.size()));
+    walk_ = true;
+    return std::nullopt;
+  }
+  topology::IncrementalResult r = topology::Rediscover(engine_, *fabric_, local_guid_, local_port_, changes);
+  for (const auto& line : r.reread) log_.Info("re-walk", "what=\"" + line + "\"");
+  for (const auto& c : changes) {
+    if (c.port.port != 0) recent_[c.port] = kRecentSweeps;
+  }
+  ++rewalks_;
+  Walked w;
+  w.trigger = collectors::Trigger::kRewalk;
+  w.ok = r.trusted;
+  w.summary = "changes=" + std::to_string(changes.size()) + " new_nodes=" + std::to_string(r.new_nodes.size()) +
+              " gone_nodes=" + std::to_string(r.gone_nodes.size());
+  if (!r.trusted) {
+    log_.Warn("re-walk could not be trusted; walking the whole fabric next");
+    walk_ = true;
+    return w;
+  }
+  Adopt(r.discovery.fabric, &r.discovery.unanswered);
+  Retry(changes, r.retry);
+  w.fresh = {r.new_nodes.begin(), r.new_nodes.end()};
+  w.gone = {r.gone_nodes.begin(), r.gone_nodes.end()};
+  return w;
+}
+
+topology::Fabric FabricTracker::Named(const topology::Fabric& walked, const topology::Unanswered* unanswered) const {
+  if (!unanswered || unanswered->descriptions.empty()) return walked;
+  std::vector<topology::Node> nodes = walked.nodes();
+  for (auto& n : nodes) {
+    if (!n.description.empty() || !unanswered->descriptions.count(n.guid)) continue;
+    auto it = nodes_.find(n.guid);
+    if (it != nodes_.end()) n.description = it->second.name;
+  }
+  return topology::Fabric(std::move(nodes));
+}
+
+void FabricTracker::Adopt(const topology::Fabric& walked, const topology::Unanswered* unanswered) {
+  fabric_ = std::make_shared<topology::Fabric>(topology::WithNames(Named(walked, unanswered), options_.names));
+  const bool everything = options_.scope.everything();
+  if (!everything) in_scope_ = topology::PortsInScope(*fabric_, options_.scope, local_guid_);
+  for (const auto& node : fabric_->nodes()) {
+    nodes_[node.guid] = collectors::NodeLabel{node.kind, node.description};
+    if (node.kind != topology::NodeKind::kSwitch) continue;
+    for (const auto& port : node.ports) {
+      const topology::PortRef ref{node.guid, port.number};
+      if (port.link_up() && (everything || in_scope_.count(ref))) remembered_.insert(ref);
+    }
+  }
+  links_ = collectors::LinkTargets(*fabric_);
+  read_links_ = links_;
+  std::erase_if(read_links_, [this](const auto& t) { return !ReadsPort(t.port); });
+  owners_ = collectors::SweepTargets(*fabric_, remembered_, {});
+  std::erase_if(owners_, [this](const auto& t) { return !ReadsPort(t.port); });
+}
+
+void FabricTracker::Retry(const std::vector<topology::PortChange>& changes,
+                          const std::vector<topology::PortChange>& retry) {
+  for (const auto& c : changes) {
+    if (std::none_of(retry.begin(), retry.end(), [&](const auto& r) { return r.port == c.port; })) {
+      retry_.erase(c.port);
+    }
+  }
+  for (const auto& c : retry) {
+    RetryState& s = retry_[c.port];
+    s.change = c;
+    if (++s.attempts > kRewalkRetries) {
+      log_.Warn("nothing answers behind a changed port; leaving it to the rotation and the next full walk",
+                "port=\"" + Describe(c.port) + "\" why=\"" + c.why + "\"");
+      retry_.erase(c.port);
+      continue;
+    }
+    s.due = sweeps_ + (1ULL << (s.attempts - 1));
+  }
+}
+
+// --- sweeps --------------------------------------------------------------
+
+FabricTracker::SweepReads FabricTracker::PlanSweep(const collectors::Snapshot& parts) {
+  const std::uint64_t rounds = std::max<std::uint64_t>(
+      1, static_cast<std::uint64_t>(options_.sweep_rotation /
+                                    std::max(options_.sweep_interval, std::chrono::milliseconds(1))));
+  const std::set<topology::PortRef> watched = Watched(parts);
+  SweepReads out;
+  std::vector<collectors::LinkTarget> rest;
+  for (const auto& t : read_links_) (watched.count(t.port) ? out.links : rest).push_back(t);
+  for (auto& t : collectors::RotationSlice(rest, sweeps_, rounds)) out.links.push_back(t);
+  // The LIDs of every port the exporter reads, counters or not.
+  auto all_checks = collectors::LidChecks(owners_, read_links_);
+  out.checks = check_all_lids_ ? std::move(all_checks) : collectors::RotationSlice(all_checks, sweeps_, rounds);
+  check_all_lids_ = false;
+  return out;
+}
+
+std::set<topology::PortRef> FabricTracker::Watched(const collectors::Snapshot& parts) const {
+  std::set<topology::PortRef> out;
+  for (const auto& [ref, left] : recent_) out.insert(ref);
+  for (const auto& [ref, r] : retry_) {
+    if (ref.port != 0) out.insert(ref);
+  }
+  // A remembered port that is down: seen as soon as it comes back.
+  for (const auto& ref : remembered_) {
+    const topology::Port* p = fabric_->FindPort(ref);
+    if (p && !p->link_up()) out.insert(ref);
+  }
+  // Degraded links: a retrain back (or further down) is seen at once.
+  if (parts.topology) {
+    for (const auto& [link, why] : parts.topology->degraded) {
+      for (const auto& end : {link.a, link.b}) {
+        if (auto s = SwitchEnd(end)) out.insert(*s);
+      }
+    }
+  }
+  // A LinkDownedCounter pinned at its maximum cannot show a flap.
+  const std::size_t ld = collectors::Index(collectors::Counter::kLinkDowned);
+  for (const auto& [ref, t] : parts.ports) {
+    if (!t.Pinned(ld)) continue;
+    if (auto s = SwitchEnd(ref)) out.insert(*s);
+  }
+  return out;
+}
+
+FabricTracker::News FabricTracker::Observe(const std::map<topology::PortRef, collectors::PortTotals>& before,
+                                           collectors::SweepResult* sweep) {
+  News news;
+  const std::size_t ld = collectors::Index(collectors::Counter::kLinkDowned);
+  for (const auto& r : sweep->readings) {
+    if (!r.sample) {
+      if (known_failing_.insert(r.target.port).second) news.newly_failing.insert(r.target.port);
+      if (auto end = SwitchEnd(r.target.port); end && SilenceDue(*end)) news.silent.insert(r.target.port);
+      continue;
+    }
+    known_failing_.erase(r.target.port);
+    auto it = before.find(r.target.port);
+    if (it != before.end() && it->second.present.test(ld) && r.sample->present.test(ld) &&
+        r.sample->value[ld] != it->second.last_raw[ld]) {
+      news.flapped.insert(r.target.port);
+    }
+  }
+  // The switch ends of links that flapped or stopped answering, where the
+  // batch did not read them.
+  std::set<topology::PortRef> more;
+  for (const auto* set : {&news.flapped, &news.silent}) {
+    for (const auto& ref : *set) {
+      if (auto s = SwitchEnd(ref); s && !sweep->links.count(*s)) more.insert(*s);
+    }
+  }
+  if (more.empty()) return news;
+  std::vector<collectors::LinkTarget> extra;
+  for (const auto& t : read_links_) {
+    if (more.count(t.port)) extra.push_back(t);
+  }
+  const auto second = collectors::Sweep({}, extra, {}, engine_);
+  sweep->links.insert(second.links.begin(), second.links.end());
+  return news;
+}
+
+std::vector<topology::PortChange> FabricTracker::EndSweep(const collectors::SweepResult& sweep, const News& news,
+                                                          bool master_changed) {
+  if (master_changed) {
+    // A new master may have handed out other LIDs, and knows nothing of
+    // our subscriptions.
+    check_all_lids_ = true;
+    subscribe_due_ = true;
+  }
+  ++sweeps_;
+  for (auto it = recent_.begin(); it != recent_.end();) it = --it->second <= 0 ? recent_.erase(it) : std::next(it);
+  // LIDs that answer for other nodes make the whole view suspect (the next
+  // cycle walks everything); a changed link, a flap or a port that stopped
+  // answering is re-walked now.
+  if (!sweep.moved_nodes.empty()) {
+    lid_moves_ += sweep.moved_nodes.size();
+    log_.Warn("LIDs answer for other nodes; rediscovering", "nodes=" + std::to_string(sweep.moved_nodes.size()));
+    walk_ = true;
+    check_all_lids_ = true;
+    return {};
+  }
+  return ChangesOf(sweep, news);
+}
+
+std::vector<topology::PortChange> FabricTracker::ChangesOf(const collectors::SweepResult& sweep, const News& news) {
+  const auto changed = collectors::CompareLinks(*fabric_, sweep.links);
+  std::map<topology::PortRef, topology::PortChange> changes;
+  for (const auto& [ref, port] : changed.ports) changes[ref] = {ref, port, "port state changed"};
+  // A flap that is over (up again at the same rate) may have brought
+  // another cable; a port that stopped answering may have another LID (not
+  // every sweep: under loss it stops and starts again).
+  std::set<std::uint64_t> silent_switches;
+  for (const auto& [set, why] : {std::pair{&news.flapped, "LinkDownedCounter moved"},
+                                 std::pair{&news.silent, "stopped answering"}}) {
+    const bool silent = set == &news.silent;
+    for (const auto& ref : *set) {
+      const auto end = SwitchEnd(ref);
+      if (!end || changes.count(*end)) continue;
+      auto it = sweep.links.find(*end);
+      if (it != sweep.links.end()) {
+        changes[*end] = {*end, it->second, why};
+        if (silent) NoteSilenceRewalk(*end);
+      } else if (silent && *end == ref) {
+        silent_switches.insert(ref.node_guid);  // the switch's own PortInfo did not answer either
+      }
+    }
+  }
+  // A switch nothing of which answered by LID this sweep may have another
+  // LID: its port 0 is read over its directed route.
+  const auto answered = [&](std::uint64_t g) {
+    return std::any_of(sweep.readings.begin(), sweep.readings.end(),
+                       [&](const auto& r) { return r.sample && r.target.port.node_guid == g; }) ||
+           std::any_of(sweep.links.begin(), sweep.links.end(), [&](const auto& l) { return l.first.node_guid == g; });
+  };
+  for (std::uint64_t g : silent_switches) {
+    const topology::PortRef zero{g, 0};
+    if (changes.count(zero) || !SilenceDue(zero) || answered(g)) continue;
+    NoteSilenceRewalk(zero);
+    changes[zero] = {zero, topology::Port{}, "stopped answering by LID"};
+  }
+  // Re-walks whose far end did not answer, when due.
+  for (auto& [ref, r] : retry_) {
+    if (r.due > sweeps_ || changes.count(ref)) continue;
+    if (ref.port == 0) {
+      changes[ref] = r.change;
+      continue;
+    }
+    auto it = sweep.links.find(ref);
+    if (it == sweep.links.end()) {
+      r.due = sweeps_ + 1;  // its PortInfo did not answer this time
+      continue;
+    }
+    changes[ref] = {ref, it->second, r.change.why + ", asked again"};
+  }
+  // Holds of ports that answer again run out.
+  std::erase_if(silent_rewalked_, [&](const auto& e) { return sweeps_ >= e.second.first + 2 * e.second.second; });
+  std::vector<topology::PortChange> list;
+  if (changes.empty()) return list;
+  log_.Info("switch ports changed; re-walking them",
+            "came_up=" + std::to_string(changed.came_up) + " went_down=" + std::to_string(changed.went_down) +
+                " retrained=" + std::to_string(changed.retrained) + " activated=" + std::to_string(changed.activated) +
+                " flapped=" + std::to_string(news.flapped.size()) +
+                " newly_failing=" + std::to_string(news.newly_failing.size()));
+  for (auto& [ref, c] : changes) list.push_back(std::move(c));
+  return list;
+}
+
+bool FabricTracker::SilenceDue(const topology::PortRef& end) const {
+  auto it = silent_rewalked_.find(end);
+  return it == silent_rewalked_.end() || sweeps_ >= it->second.first + it->second.second;
+}
+
+void FabricTracker::NoteSilenceRewalk(const topology::PortRef& end) {
+  auto [it, fresh] = silent_rewalked_.try_emplace(end, sweeps_, kSilentHold);
+  if (!fresh) it->second = {sweeps_, std::min(2 * it->second.second, kSilentHoldMax)};
+}
+
+// --- traps ---------------------------------------------------------------
+
+void FabricTracker::Subscribe(std::chrono::steady_clock::time_point now, const collectors::Snapshot& parts) {
+  if (!options_.subscribe_traps) return;
+  // The master SM as the SM monitor sees it answer (where this exporter
+  // watches the SMs), else as the local port knows it.
+  std::uint16_t sm_lid = 0;
+  if (parts.subnet_managers) {
+    for (const auto& sm : parts.subnet_managers->sms) {
+      if (sm.answering && sm.state == transport::SmState::kMaster) sm_lid = sm.lid;
+    }
+  } else {
+    const topology::Port* local = fabric_->FindPort({local_guid_, local_port_});
+    if (local) sm_lid = local->sm_lid;
+  }
+  if (sm_lid == 0) return;
+  if (!subscribe_due_ && sm_lid == subscribed_sm_ && now - subscribed_at_ < options_.sweep_rotation) return;
+  std::vector<transport::MadRequest> reqs;
+  for (std::uint16_t t : kTraps) reqs.push_back(transport::InformInfoSubscribe(sm_lid, t));
+  // Logged as it changes: accepted, or not (first time, or after it was).
+  const bool first = subscriptions_.empty() || sm_lid != subscribed_sm_;
+  const bool had_all = !first && std::all_of(subscriptions_.begin(), subscriptions_.end(),
+                                             [](const auto& e) { return e.second; });
+  const auto results = engine_.Run(reqs);
+  bool all = true;
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const bool ok = results[i].outcome == transport::MadOutcome::kOk;
+    subscriptions_[kTraps[i]] = ok;
+    all = all && ok;
+  }
+  if (all && !had_all) {
+    log_.Info("subscribed to the SM's traps", "sm_lid=" + std::to_string(sm_lid) + " traps=64,65,128,144");
+  } else if (!all && (first || had_all)) {
+    log_.Warn("the SA did not accept every trap subscription; asking again each sweep, sweeps alone find changes "
+              "meanwhile",
+              "sm_lid=" + std::to_string(sm_lid));
+  }
+  subscribed_sm_ = sm_lid;
+  subscribed_at_ = now;
+  // An SA busy with a sweep of its own may not answer in time: ask again
+  // next sweep until it has accepted every trap.
+  subscribe_due_ = !all;
+}
+
+std::optional<FabricTracker::TrapReads> FabricTracker::TakeReports() {
+  const auto reports = engine_.TakeReports();
+  if (reports.empty()) return std::nullopt;
+  TrapReads out;
+  for (const auto& mad : reports) {
+    const transport::Notice n = transport::DecodeNotice(mad);
+    ++traps_[n.trap_number];
+    const std::string trap = "trap " + std::to_string(n.trap_number);
+    log_.Debug("trap", "number=" + std::to_string(n.trap_number) + " lid=" + std::to_string(n.lid) +
+                           " port_guid=" + topology::FormatGuid(n.port_guid));
+    for (const auto& node : fabric_->nodes()) {
+      const bool by_lid = n.lid != 0 && node.lid == n.lid;
+      const bool ca = node.kind != topology::NodeKind::kSwitch;
+      for (const auto& p : node.ports) {
+        const bool named = by_lid || (ca && n.port_guid != 0 && p.guid == n.port_guid) ||
+                           (ca && n.lid != 0 && p.lid == n.lid);
+        if (!named) continue;
+        if (auto s = SwitchEnd({node.guid, p.number})) out.why.emplace(*s, trap);
+      }
+    }
+  }
+  for (const auto& t : links_) {
+    if (out.why.count(t.port)) out.links.push_back(t);
+  }
+  return out;
+}
+
+std::vector<topology::PortChange> FabricTracker::ChangesOf(const TrapReads& trap,
+                                                           const collectors::SweepResult& reread) const {
+  std::vector<topology::PortChange> changes;
+  for (const auto& [ref, port] : collectors::CompareLinks(*fabric_, reread.links).ports) {
+    auto it = trap.why.find(ref);
+    changes.push_back({ref, port, it == trap.why.end() ? std::string() : it->second});
+  }
+  return changes;
+}
+
+// --- what the collectors are handed -------------------------------------
+
+std::optional<topology::PortRef> FabricTracker::SwitchEnd(const topology::PortRef& port) const {
+  const topology::Node* n = fabric_->FindNode(port.node_guid);
+  if (!n) return std::nullopt;
+  if (n->kind == topology::NodeKind::kSwitch) return port;
+  const topology::Port* p = n->FindPort(port.port);
+  if (!p || !p->remote) return std::nullopt;
+  const topology::Node* far = fabric_->FindNode(p->remote->node_guid);
+  if (!far || far->kind != topology::NodeKind::kSwitch) return std::nullopt;
+  return *p->remote;
+}
+
+bool FabricTracker::ReadsPort(const topology::PortRef& port) const {
+  return options_.scope.everything() || in_scope_.count(port) > 0 || remembered_.count(port) > 0;
+}
+
+bool FabricTracker::InScope(const topology::Node& node) const {
+  if (options_.scope.everything()) return true;
+  for (const auto& p : node.ports) {
+    if (in_scope_.count({node.guid, p.number})) return true;
+  }
+  return false;
+}
+
+std::string FabricTracker::NameOf(std::uint64_t guid) const {
+  auto it = nodes_.find(guid);
+  return it == nodes_.end() || it->second.name.empty() ? topology::FormatGuid(guid) : it->second.name;
+}
+
+std::string FabricTracker::Describe(const topology::PortRef& port) const {
+  return NameOf(port.node_guid) + "[" + std::to_string(port.port) + "]";
+}
+
+void FabricTracker::Publish(collectors::Snapshot* s) const {
+  s->fabric = fabric_;
+  s->nodes = nodes_;
+  s->scope = options_.scope;
+  s->sweeps = sweeps_;
+  s->discoveries = walks_;
+  s->rewalks = rewalks_;
+  s->traps = traps_;
+  s->trap_subscriptions = subscriptions_;
+  s->lid_moves = lid_moves_;
+  s->discovery_unanswered = unanswered_;
+  s->incomplete_discoveries = incomplete_walks_;
+}
+
+}  // namespace ibfabric::exporter

@@ -1,0 +1,225 @@
+#pragma once
+// Keeps the fabric current between full walks: the scheduler's reads of
+// NodeInfo, NodeDescription and PortInfo (docs/architecture.md, "Who owns
+// which read"). A full walk of the fabric on its own (slow) interval; in
+// between, what changed is re-walked incrementally (topology/discovery.h
+// Rediscover), and the traps the SM reports (link state changes, ports in
+// and out of service) name the ports to read again. It sends no MAD of a
+// collector's concern: the scheduler (exporter/poller.h) runs the
+// collectors after each walk and each sweep, and tells the tracker what
+// they saw.
+//
+// What a sweep reads besides the collectors' reads: PortInfo of the switch
+// ports with news (a LinkDownedCounter that moved or is pinned at its
+// maximum, a port that stopped answering, a degraded or recently changed
+// link, a remembered port that is down) and of a slice of the rest, so that
+// every switch port is read once per `sweep_rotation`; NodeInfo of a slice
+// of the LIDs likewise (all of them after the master SM changed). A changed
+// port is re-walked; LIDs that answer for another node, a re-walk that
+// cannot be trusted, or many changes at once make the next cycle walk
+// everything.
+//
+// Lost MADs are never evidence: a full walk that missed answers is merged
+// into the last fabric (topology/merge.h), and the next walk forced by
+// anything but the schedule waits longer after each such walk (twice the
+// sweep interval, doubling up to the rotation); a re-walk whose far end
+// did not answer keeps the link and asks again over the next sweeps
+// (1, 2, 4, ... sweeps apart, five times); a port that stopped answering is
+// re-walked for that at most once in ten sweeps, then ever less often.
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "collectors/collector.h"
+#include "collectors/log.h"
+#include "collectors/snapshot.h"
+#include "collectors/sweep.h"
+#include "topology/discovery.h"
+#include "topology/fabric.h"
+#include "topology/node_name_map.h"
+#include "topology/scope.h"
+#include "transport/mad_engine.h"
+
+namespace ibfabric::exporter {
+
+struct TrackerOptions {
+  std::chrono::milliseconds sweep_interval{10'000};
+  std::chrono::milliseconds discovery_interval{3'600'000};  // full walks
+  // Every switch port's PortInfo and every LID's NodeInfo at least this often.
+  std::chrono::milliseconds sweep_rotation{300'000};
+  bool subscribe_traps = true;  // InformInfo to the SA for traps 64, 65, 128, 144
+  topology::NodeNameMap names;  // applied to every discovered fabric
+  topology::Scope scope;        // which ports are read (topology/scope.h)
+};
+
+// Ownership: borrows engine and log; they outlive the tracker.
+// Thread-safety: the scheduler's thread only.
+class FabricTracker {
+ public:
+  // `nodes` and `remembered`: saved before a re-exec (collectors/state.h).
+  FabricTracker(transport::MadEngine& engine, TrackerOptions options, collectors::Logger& log,
+                std::map<std::uint64_t, collectors::NodeLabel> nodes = {}, std::set<topology::PortRef> remembered = {});
+
+  // What a walk did, for the kDiscovery collectors and the log.
+  struct Walked {
+    bool ok = false;  // a full walk: the local port answered; a re-walk: its view can be trusted
+    collectors::Trigger trigger = collectors::Trigger::kFullWalk;
+    std::set<std::uint64_t> fresh;  // the nodes to read: every node after a full walk
+    std::set<std::uint64_t> gone;
+    std::string summary;  // "key=value ..." of what it found, for "discovery done"
+  };
+
+  // Whether the next cycle walks everything: on schedule, or forced (and
+  // the wait after walks that missed answers is over).
+  bool WalkDue(std::chrono::steady_clock::time_point now) const;
+  // A full walk, merged into the last fabric where answers were lost. When
+  // not even the local port answers (!ok), the last fabric is kept and the
+  // next cycle walks again.
+  Walked Walk(std::chrono::steady_clock::time_point now);
+  // Re-walks what is behind `changes`. nullopt when nothing was walked:
+  // no changes, or a full walk is the better deal (local scope, too many at
+  // once), which the next cycle then makes.
+  std::optional<Walked> Rewalk(const std::vector<topology::PortChange>& changes);
+  // The next cycle walks everything (a collector found the view untrustworthy).
+  void WalkNext() { walk_ = true; }
+
+  // The sweep's PortInfo and LID-check reads.
+  struct SweepReads {
+    std::vector<collectors::LinkTarget> links;  // watched ports and this sweep's slice of the rest
+    std::vector<collectors::LidCheck> checks;
+  };
+  // `parts`: the collectors' last parts (degraded links and pinned
+  // LinkDownedCounters are watched).
+  SweepReads PlanSweep(const collectors::Snapshot& parts);
+  // What the sweep's batch showed before the collectors judge it.
+  struct News {
+    std::set<topology::PortRef> newly_failing;  // answered before and not now
+    // Not answering, and their switch end is due a re-walk for it (newly,
+    // or still and their hold is over).
+    std::set<topology::PortRef> silent;
+    std::set<topology::PortRef> flapped;  // LinkDownedCounter moved
+  };
+  // Takes in the batch: silent ports, flaps against `before` (port_counters'
+  // totals as of the last sweep), and reads into `sweep` the PortInfo of
+  // their switch ends that it missed, so that a flap is seen within the
+  // sweep that counted it.
+  News Observe(const std::map<topology::PortRef, collectors::PortTotals>& before, collectors::SweepResult* sweep);
+  // Ends the sweep after the collectors ran: a changed master SM rereads
+  // every LID and subscribes again; LIDs answering for other nodes make the
+  // next cycle walk everything. Returns the switch ports to re-walk.
+  std::vector<topology::PortChange> EndSweep(const collectors::SweepResult& sweep, const News& news,
+                                             bool master_changed);
+
+  // Subscribes to the SM's traps when due (after a full walk, a new master
+  // SM, or once per rotation); the master is the subnet_managers part's
+  // when there is one, else the local port's MasterSMLID.
+  void Subscribe(std::chrono::steady_clock::time_point now, const collectors::Snapshot& parts);
+  bool subscribed() const { return subscribed_sm_ != 0; }
+  // The Reports received so far: the switch ports they name, to read again.
+  struct TrapReads {
+    std::vector<collectors::LinkTarget> links;
+    std::map<topology::PortRef, std::string> why;  // "trap 128"
+  };
+  // nullopt when no Report came in.
+  std::optional<TrapReads> TakeReports();
+  // The ports of a trap's re-read that changed, to re-walk.
+  std::vector<topology::PortChange> ChangesOf(const TrapReads& trap, const collectors::SweepResult& reread) const;
+
+  // What the collectors are handed (collectors::Cycle).
+  const std::shared_ptr<const topology::Fabric>& fabric() const { return fabric_; }
+  const topology::Scope& scope() const { return options_.scope; }
+  // Whether any port of `node` is read (always, when the scope is everything).
+  bool InScope(const topology::Node& node) const;
+  // Whether `port` is read: in scope, or a switch port once seen up there.
+  bool ReadsPort(const topology::PortRef& port) const;
+  const std::set<topology::PortRef>& remembered() const { return remembered_; }
+  const std::map<std::uint64_t, collectors::NodeLabel>& nodes() const { return nodes_; }
+  // A node's name as last seen, else its GUID; a port as "name[port]".
+  std::string NameOf(std::uint64_t guid) const;
+  std::string Describe(const topology::PortRef& port) const;
+
+  // Its part of the Snapshot: the fabric, names, scope, walks, traps, LID
+  // moves, sweeps.
+  void Publish(collectors::Snapshot* s) const;
+
+ private:
+  // Takes `walked` as the current fabric: names, scope, remembered ports,
+  // LID owners.
+  void Adopt(const topology::Fabric& walked, const topology::Unanswered* unanswered);
+  // `walked` with the names nodes had where their NodeDescription did not
+  // answer (a node back after it was gone keeps its name).
+  topology::Fabric Named(const topology::Fabric& walked, const topology::Unanswered* unanswered) const;
+  // Schedules the changes a re-walk could not finish to be asked again.
+  void Retry(const std::vector<topology::PortChange>& changes, const std::vector<topology::PortChange>& retry);
+  // The switch ports a sweep must read PortInfo of, whatever the rotation.
+  std::set<topology::PortRef> Watched(const collectors::Snapshot& parts) const;
+  // The switch end of the cable at `port` (itself when it is a switch port).
+  std::optional<topology::PortRef> SwitchEnd(const topology::PortRef& port) const;
+  // The switch ports to re-walk after a sweep: changed state, width or
+  // speed; a flap that is over; a port that stopped answering; retries due.
+  std::vector<topology::PortChange> ChangesOf(const collectors::SweepResult& sweep, const News& news);
+  bool SilenceDue(const topology::PortRef& end) const;
+  void NoteSilenceRewalk(const topology::PortRef& end);
+
+  transport::MadEngine& engine_;
+  TrackerOptions options_;
+  collectors::Logger& log_;
+
+  std::shared_ptr<const topology::Fabric> fabric_;
+  std::map<std::uint64_t, collectors::NodeLabel> nodes_;  // every node ever seen
+  std::set<topology::PortRef> remembered_;               // switch ports once up (in scope)
+  std::set<topology::PortRef> in_scope_;                 // of the last walk; unused when scope is everything
+  // Of the current fabric: every switch port's PortInfo target, those
+  // read, and the LIDs' owners of the ports read (counters read or not).
+  std::vector<collectors::LinkTarget> links_;
+  std::vector<collectors::LinkTarget> read_links_;
+  std::vector<collectors::SweepTarget> owners_;
+  std::uint64_t local_guid_ = 0;
+  std::uint8_t local_port_ = 0;
+
+  // Walks: whether the next cycle walks everything, when it is due on
+  // schedule; lost answers: incomplete walks in a row that missed each
+  // node, the earliest a forced walk may run and how long the last wait was.
+  bool walk_ = true;
+  std::chrono::steady_clock::time_point next_walk_{};
+  std::map<std::uint64_t, int> misses_;
+  std::chrono::steady_clock::time_point forced_not_before_{};
+  std::chrono::milliseconds forced_backoff_{0};
+  std::size_t unanswered_ = 0;  // what the last full walk asked and got no answer to
+  std::uint64_t incomplete_walks_ = 0;
+  std::uint64_t walks_ = 0;
+  std::uint64_t rewalks_ = 0;
+
+  // Sweeps: their number, the changed ports watched (sweeps left), LID checks.
+  std::uint64_t sweeps_ = 0;
+  std::map<topology::PortRef, int> recent_;
+  bool check_all_lids_ = true;
+  std::uint64_t lid_moves_ = 0;
+  // Ports whose failure already led to a re-walk: a node that stays dead
+  // costs one, not one every sweep.
+  std::set<topology::PortRef> known_failing_;
+  struct RetryState {
+    topology::PortChange change;
+    int attempts = 0;
+    std::uint64_t due = 0;  // sweep number
+  };
+  std::map<topology::PortRef, RetryState> retry_;
+  // Switch ports re-walked because what is behind them stopped answering:
+  // the sweep it was and the sweeps to wait before the next (doubling).
+  std::map<topology::PortRef, std::pair<std::uint64_t, std::uint64_t>> silent_rewalked_;
+
+  // Traps: the SM LID subscribed at (0: none), when, and what came in.
+  std::uint16_t subscribed_sm_ = 0;
+  std::chrono::steady_clock::time_point subscribed_at_{};
+  bool subscribe_due_ = true;
+  std::map<std::uint16_t, bool> subscriptions_;  // trap -> accepted by the SA
+  std::map<std::uint16_t, std::uint64_t> traps_;  // trap -> Reports taken
+};
+
+}  // namespace ibfabric::exporter
