@@ -1,4 +1,4 @@
-#include "collectors/alerts_json.h"
+#include "collectors/api_json.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -6,7 +6,6 @@
 #include <ctime>
 
 #include "collectors/iso8601.h"
-#include "topology/topology_json.h"
 
 namespace ibfabric::collectors {
 namespace {
@@ -274,7 +273,7 @@ nlohmann::json PortDetailJson(const Snapshot& s, const topology::PortRef& ref) {
   auto totals = s.ports.find(ref);
   if (!p && totals == s.ports.end()) return nullptr;
   json j{{"schema_version", kAlertsSchemaVersion}, {"end", End(s, ref)}};
-  j["link"] = p ? topology::PortJson(*s.fabric, *p) : json(nullptr);
+  j["link"] = p ? PortJson(*s.fabric, *p) : json(nullptr);
   json counters = json::object();
   json pinned = json::array();
   if (totals != s.ports.end()) {

@@ -1,4 +1,4 @@
-#include "topology/topology_json.h"
+#include "collectors/api_json.h"
 
 #include <algorithm>
 #include <map>
@@ -7,10 +7,22 @@
 #include "topology/partitions.h"
 #include "topology/routing.h"
 
-namespace ibfabric::topology {
+namespace ibfabric::collectors {
 namespace {
 
 using nlohmann::json;
+using topology::Analysis;
+using topology::Fabric;
+using topology::FormatGuid;
+using topology::Link;
+using topology::Node;
+using topology::NodeKind;
+using topology::PartitionAnalysis;
+using topology::Port;
+using topology::PortRef;
+using topology::RoutingAnalysis;
+using topology::RoutingTotals;
+using topology::SwitchSummary;
 
 const char* TypeName(NodeKind k) {
   switch (k) {
@@ -57,7 +69,7 @@ json PortJson(const Fabric& f, const Port& p) {
           {"lid", p.lid},
           {"state", StateName(p.state)},
           {"phys_state", PhysName(p.phys_state)},
-          {"rate", RateString(p)},
+          {"rate", topology::RateString(p)},
           {"remote", p.remote ? End(f, *p.remote) : json(nullptr)}};
 }
 
@@ -72,9 +84,9 @@ json TopologyJson(const Fabric& f, const Analysis& a, const RoutingAnalysis* rou
               {"lid", n.lid}, {"ports", std::move(ports)}};
     if (auto it = a.switches.find(n.guid); it != a.switches.end()) {
       const SwitchSummary& s = it->second;
-      const auto bf = BlockingFactor(s);
+      const auto bf = topology::BlockingFactor(s);
       node["tier"] = s.tier;
-      node["tier_name"] = TierName(s.tier);
+      node["tier_name"] = topology::TierName(s.tier);
       node["summary"] = {{"ca_links", s.ca_links},     {"up_links", s.up_links},
                          {"down_links", s.down_links}, {"up_groups", s.up_groups},
                          {"down_groups", s.down_groups}, {"up_gbps", s.up_gbps},
@@ -83,16 +95,16 @@ json TopologyJson(const Fabric& f, const Analysis& a, const RoutingAnalysis* rou
     nodes.push_back(std::move(node));
   }
   json links = json::array();
-  for (const Link& l : Links(f)) {
+  for (const Link& l : topology::Links(f)) {
     auto d = a.degraded.find(l);
     links.push_back({{"a", End(f, l.a)},
                      {"b", End(f, l.b)},
-                     {"rate", RateString(*f.FindPort(l.a))},
-                     {"degraded", d == a.degraded.end() ? json(nullptr) : json(ToString(d->second))}});
+                     {"rate", topology::RateString(*f.FindPort(l.a))},
+                     {"degraded", d == a.degraded.end() ? json(nullptr) : json(topology::ToString(d->second))}});
   }
   // Groups of parallel cables between the same two switches.
   std::map<std::pair<std::uint64_t, std::uint64_t>, int> group_size;
-  for (const Link& l : Links(f)) {
+  for (const Link& l : topology::Links(f)) {
     const Node* na = f.FindNode(l.a.node_guid);
     const Node* nb = f.FindNode(l.b.node_guid);
     if (na && nb && na->kind == NodeKind::kSwitch && nb->kind == NodeKind::kSwitch) {
@@ -108,9 +120,9 @@ json TopologyJson(const Fabric& f, const Analysis& a, const RoutingAnalysis* rou
                       {"links", n}});
   }
   json findings = json::array();
-  for (const auto& x : AllFindings(a, routed, parts)) {
+  for (const auto& x : topology::AllFindings(a, routed, parts)) {
     const Node* n = x.node ? f.FindNode(x.node) : nullptr;
-    findings.push_back({{"kind", ToString(x.kind)},
+    findings.push_back({{"kind", topology::ToString(x.kind)},
                         {"detail", x.detail},
                         {"node", n ? json{{"guid", FormatGuid(n->guid)}, {"name", n->description}} : json(nullptr)},
                         {"a", x.a ? End(f, *x.a) : json(nullptr)},
@@ -121,7 +133,7 @@ json TopologyJson(const Fabric& f, const Analysis& a, const RoutingAnalysis* rou
     partitions = json::array();
     for (const auto& [ref, keys] : parts->ports) {
       json list = json::array();
-      for (std::uint16_t k : keys) list.push_back({{"pkey", PartitionOf(k)}, {"membership", MembershipOf(k)}});
+      for (std::uint16_t k : keys) list.push_back({{"pkey", topology::PartitionOf(k)}, {"membership", topology::MembershipOf(k)}});
       json port = End(f, ref);
       port["partitions"] = std::move(list);
       const Node* n = f.FindNode(ref.node_guid);
@@ -148,7 +160,7 @@ json TopologyJson(const Fabric& f, const Analysis& a, const RoutingAnalysis* rou
                           {"max_min_ratio", r.max_min_ratio ? json(*r.max_min_ratio) : json(nullptr)},
                           {"unrouted", r.unrouted}});
     }
-    const RoutingTotals t = SummarizeRouting(*routed);
+    const RoutingTotals t = topology::SummarizeRouting(*routed);
     routing = {{"switches", std::move(switches)},
                {"fabric", {{"max_spread", t.max_spread},
                            {"worst_max_min_ratio", t.worst_max_min_ratio ? json(*t.worst_max_min_ratio) : json(nullptr)},
@@ -171,4 +183,4 @@ json TopologyJson(const Fabric& f, const Analysis& a, const RoutingAnalysis* rou
           {"findings", std::move(findings)}};
 }
 
-}  // namespace ibfabric::topology
+}  // namespace ibfabric::collectors

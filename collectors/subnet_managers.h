@@ -15,8 +15,6 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "collectors/alerts.h"
 #include "topology/fabric.h"
 #include "transport/attributes.h"
@@ -121,8 +119,5 @@ class SmMonitor {
   std::map<SmCondition, std::chrono::system_clock::time_point> since_;
   std::vector<SmConditionState> conditions_;
 };
-
-// GET /api/v1/subnet_managers (schema in docs/api.md). Pure.
-nlohmann::json SubnetManagersJson(const SmReport& report, std::chrono::system_clock::time_point generated);
 
 }  // namespace ibfabric::collectors

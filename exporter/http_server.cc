@@ -8,9 +8,8 @@
 #include <algorithm>
 #include <array>
 
-#include "collectors/alerts_json.h"
+#include "collectors/api_json.h"
 #include "exporter/status_assets.h"
-#include "topology/topology_json.h"
 
 namespace ibfabric::exporter {
 
@@ -251,7 +250,7 @@ void HttpServer::Routes() {
     auto snap = holder_.Get();
     if (!snap->topology) return JsonError(res, 503, "no discovery has completed yet");
     nlohmann::json j =
-        topology::TopologyJson(*snap->fabric, *snap->topology, snap->routing.get(), snap->partitions.get());
+        collectors::TopologyJson(*snap->fabric, *snap->topology, snap->routing.get(), snap->partitions.get());
     // Which part of the fabric this exporter sees, and whether its findings
     // speak for the whole fabric (topology/scope.h).
     j["scope"] = {{"kind", topology::ToString(snap->scope.kind)},
