@@ -49,17 +49,21 @@ void AlertEngine::JudgeEnd(Verdict* v, int end, const EndRates& rates, const std
   const auto sev = t.Judge(value);
   if (!sev) return;
   v->severity = Worse(v->severity, sev);
-  v->evidence.push_back(
-      {signal, end, value, unit, delta, rates.window_seconds, t.LevelOf(*sev), ""});
+  v->evidence.push_back({signal, end, value, unit, delta, rates.window_seconds, t.LevelOf(*sev), ""});
 }
 
 const char* ToString(Cause c) {
   switch (c) {
-    case Cause::kBadCable: return "bad_cable";
-    case Cause::kFlappingLink: return "flapping_link";
-    case Cause::kDegradedLink: return "degraded_link";
-    case Cause::kCongestion: return "congestion";
-    case Cause::kMiswiring: return "miswiring";
+    case Cause::kBadCable:
+      return "bad_cable";
+    case Cause::kFlappingLink:
+      return "flapping_link";
+    case Cause::kDegradedLink:
+      return "degraded_link";
+    case Cause::kCongestion:
+      return "congestion";
+    case Cause::kMiswiring:
+      return "miswiring";
   }
   return "unknown";
 }
@@ -156,8 +160,9 @@ AlertEngine::Verdict AlertEngine::Flapping(const CableHealth& h, const Describe&
                         config_.link_downs.LevelOf(*v.severity), ""});
   v.summary = "flapping link " + describe(h.cable.a) + " - " + describe(h.cable.b) + ": went down " +
               std::to_string(h.downs_in_window) + " times in " + Seconds(window);
-  v.action = "Check the cable seating and the transceivers at both ends; replace the cable if it keeps going "
-             "down. If other links of one port flap too, suspect that port.";
+  v.action =
+      "Check the cable seating and the transceivers at both ends; replace the cable if it keeps going "
+      "down. If other links of one port flap too, suspect that port.";
   return v;
 }
 
@@ -180,8 +185,9 @@ AlertEngine::Verdict AlertEngine::Degraded(const CableHealth& h, const Describe&
     if (why.empty()) why = d;
   }
   v.summary = "degraded link " + describe(h.cable.a) + " - " + describe(h.cable.b) + ": " + why;
-  v.action = "Reseat the cable; if it still trains below its width or speed, replace it, and check the "
-             "enabled width and speed of both ports.";
+  v.action =
+      "Reseat the cable; if it still trains below its width or speed, replace it, and check the "
+      "enabled width and speed of both ports.";
   return v;
 }
 
@@ -214,8 +220,9 @@ AlertEngine::Verdict AlertEngine::Congestion(const CableHealth& h, const Describ
   const topology::PortRef& at = first.end == 0 ? h.cable.a : h.cable.b;
   v.summary = "congestion on " + describe(h.cable.a) + " - " + describe(h.cable.b) + ": " + first.signal + " " +
               Number(first.value) + " at " + describe(at) + " (transmitting)";
-  v.action = "Congestion, not a cable fault: check the routing balance (SM routing engine, ibdiagnet), the "
-             "traffic pattern and whether the switch has enough uplinks.";
+  v.action =
+      "Congestion, not a cable fault: check the routing balance (SM routing engine, ibdiagnet), the "
+      "traffic pattern and whether the switch has enough uplinks.";
   return v;
 }
 

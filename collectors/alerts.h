@@ -25,8 +25,8 @@
 namespace ibfabric::collectors {
 
 enum class Cause : std::uint8_t { kBadCable, kFlappingLink, kDegradedLink, kCongestion, kMiswiring };
-inline constexpr Cause kAllCauses[] = {Cause::kBadCable, Cause::kFlappingLink, Cause::kDegradedLink,
-                                       Cause::kCongestion, Cause::kMiswiring};
+inline constexpr Cause kAllCauses[] = {Cause::kBadCable, Cause::kFlappingLink, Cause::kDegradedLink, Cause::kCongestion,
+                                       Cause::kMiswiring};
 const char* ToString(Cause c);  // "bad_cable", "flapping_link", ...
 
 enum class Severity : std::uint8_t { kWarning, kCritical };
@@ -76,12 +76,12 @@ struct AlertConfig {
 struct Evidence {
   std::string signal;  // "symbol_errors", "link_downs", "xmit_wait_fraction", ...
   int end = -1;
-  double value = 0;                   // the judged value (a rate, a count, a fraction)
-  std::string unit;                   // "per_second", "events", "fraction", ...
-  std::optional<std::uint64_t> delta; // counter increments over the window
+  double value = 0;                    // the judged value (a rate, a count, a fraction)
+  std::string unit;                    // "per_second", "events", "fraction", ...
+  std::optional<std::uint64_t> delta;  // counter increments over the window
   double window_seconds = 0;
-  std::optional<double> threshold;    // the level it reached
-  std::string detail;                 // for discrete conditions
+  std::optional<double> threshold;  // the level it reached
+  std::string detail;               // for discrete conditions
 };
 
 struct Alert {
@@ -109,7 +109,7 @@ class AlertEngine {
   void Evaluate(const std::vector<CableHealth>& cables, const topology::Analysis* analysis,
                 std::chrono::system_clock::time_point now, const Describe& describe);
 
-  std::vector<Alert> Active() const;                      // by severity, then cause, then cable
+  std::vector<Alert> Active() const;                             // by severity, then cause, then cable
   const std::deque<Alert>& Cleared() const { return cleared_; }  // newest first
   std::map<Cause, std::uint64_t> Raised() const { return raised_; }
   const AlertConfig& config() const { return config_; }
@@ -132,8 +132,7 @@ class AlertEngine {
   // Judges one value of one end against `t`; adds the evidence when it fires.
   static void JudgeEnd(Verdict* v, int end, const EndRates& rates, const std::string& signal, double value,
                        const Threshold& t, const std::string& unit, std::optional<std::uint64_t> delta);
-  void Apply(const std::pair<topology::Link, Cause>& key, const Verdict& v,
-             std::chrono::system_clock::time_point now);
+  void Apply(const std::pair<topology::Link, Cause>& key, const Verdict& v, std::chrono::system_clock::time_point now);
   Verdict BadCable(const CableHealth& h, const Describe& d) const;
   Verdict Flapping(const CableHealth& h, const Describe& d) const;
   Verdict Degraded(const CableHealth& h, const Describe& d) const;

@@ -1,10 +1,9 @@
-#include "collectors/api_json.h"
-
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <ctime>
 
+#include "collectors/api_json.h"
 #include "collectors/iso8601.h"
 
 namespace ibfabric::collectors {
@@ -55,19 +54,20 @@ bool Matches(const Snapshot& s, const Alert& a, const AlertFilter& f) {
 json SmConditionToJson(const Snapshot& s, const SmConditionState& c) {
   json ends = json::array();
   for (const auto& port : c.sms) ends.push_back(End(s, port));
-  return json{{"id", std::string("subnet_manager:") + ToString(c.condition)},
-              {"cause", "subnet_manager"},
-              {"condition", ToString(c.condition)},
-              {"severity", ToString(c.severity)},
-              {"state", "active"},
-              {"summary", c.summary},
-              {"action", c.action},
-              {"ends", std::move(ends)},
-              {"since", Iso8601(c.since)},
-              {"since_unix", Unix(c.since)},
-              {"last_seen", Iso8601(s.published)},
-              {"cleared", nullptr},
-              {"evidence", json::array({{{"signal", ToString(c.condition)}, {"end", "fabric"}, {"detail", c.summary}}})}};
+  return json{
+      {"id", std::string("subnet_manager:") + ToString(c.condition)},
+      {"cause", "subnet_manager"},
+      {"condition", ToString(c.condition)},
+      {"severity", ToString(c.severity)},
+      {"state", "active"},
+      {"summary", c.summary},
+      {"action", c.action},
+      {"ends", std::move(ends)},
+      {"since", Iso8601(c.since)},
+      {"since_unix", Unix(c.since)},
+      {"last_seen", Iso8601(s.published)},
+      {"cleared", nullptr},
+      {"evidence", json::array({{{"signal", ToString(c.condition)}, {"end", "fabric"}, {"detail", c.summary}}})}};
 }
 
 json AlertToJson(const Snapshot& s, const Alert& a) {
@@ -126,8 +126,7 @@ json EventToJson(const Snapshot& s, const FabricEvent& e) {
 
 }  // namespace
 
-bool ParseAlertFilter(const std::multimap<std::string, std::string>& params, AlertFilter* filter,
-                      std::string* error) {
+bool ParseAlertFilter(const std::multimap<std::string, std::string>& params, AlertFilter* filter, std::string* error) {
   AlertFilter f;
   for (const auto& [key, value] : params) {
     if (params.count(key) > 1) {
@@ -189,8 +188,9 @@ json AlertsJson(const Snapshot& s, const AlertFilter& filter) {
     }
   }
   // Critical before warning, each group in the order above.
-  std::stable_sort(active.begin(), active.end(),
-                   [](const json& x, const json& y) { return x["severity"] == "critical" && y["severity"] != "critical"; });
+  std::stable_sort(active.begin(), active.end(), [](const json& x, const json& y) {
+    return x["severity"] == "critical" && y["severity"] != "critical";
+  });
   const double window = s.health ? std::chrono::duration<double>(s.health->window).count() : 0;
   // Link downs that were no flap (a host reset, a switch reboot, a port
   // disabled on purpose), newest first: why no alert was raised for them.

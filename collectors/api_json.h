@@ -8,10 +8,9 @@
 
 #include <chrono>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "collectors/snapshot.h"
 #include "collectors/subnet_managers.h"
@@ -48,15 +47,13 @@ struct AlertFilter {
 };
 // False with a one-line reason naming the parameter; unknown parameters are
 // errors too, so a typo does not silently return everything.
-bool ParseAlertFilter(const std::multimap<std::string, std::string>& params, AlertFilter* filter,
-                      std::string* error);
+bool ParseAlertFilter(const std::multimap<std::string, std::string>& params, AlertFilter* filter, std::string* error);
 
 nlohmann::json AlertsJson(const Snapshot& snapshot, const AlertFilter& filter);
 
 // --- GET /api/v1/port?guid=0x...&port=N: one port for a drill-down. False
 // with a one-line reason naming the parameter.
-bool ParsePortQuery(const std::multimap<std::string, std::string>& params, topology::PortRef* port,
-                    std::string* error);
+bool ParsePortQuery(const std::multimap<std::string, std::string>& params, topology::PortRef* port, std::string* error);
 // The port's state and rate, its counter totals (pinned ones named),
 // its link's health over the window (this end and the far one), and the
 // alerts on its cable; null when the snapshot knows no such port.

@@ -1,5 +1,4 @@
 #include "collectors/api_json.h"
-
 #include "collectors/iso8601.h"
 #include "topology/fabric.h"
 
@@ -43,9 +42,11 @@ nlohmann::json SubnetManagersJson(const SmReport& r, std::chrono::system_clock::
   }
   nlohmann::json conditions = nlohmann::json::array();
   for (const SmConditionState& c : r.conditions) {
-    conditions.push_back(
-        {{"condition", ToString(c.condition)}, {"severity", ToString(c.severity)}, {"since", Iso8601(c.since)},
-         {"summary", c.summary}, {"action", c.action}});
+    conditions.push_back({{"condition", ToString(c.condition)},
+                          {"severity", ToString(c.severity)},
+                          {"since", Iso8601(c.since)},
+                          {"summary", c.summary},
+                          {"action", c.action}});
   }
   return {{"schema_version", kSubnetManagersSchemaVersion},
           {"generated", Iso8601(generated)},

@@ -1,8 +1,7 @@
-#include "collectors/api_json.h"
-
 #include <algorithm>
 #include <map>
 
+#include "collectors/api_json.h"
 #include "topology/link_rate.h"
 #include "topology/partitions.h"
 #include "topology/routing.h"
@@ -26,10 +25,14 @@ using topology::SwitchSummary;
 
 const char* TypeName(NodeKind k) {
   switch (k) {
-    case NodeKind::kSwitch: return "switch";
-    case NodeKind::kCa: return "ca";
-    case NodeKind::kRouter: return "router";
-    case NodeKind::kUnknown: break;
+    case NodeKind::kSwitch:
+      return "switch";
+    case NodeKind::kCa:
+      return "ca";
+    case NodeKind::kRouter:
+      return "router";
+    case NodeKind::kUnknown:
+      break;
   }
   return "unknown";
 }
@@ -37,22 +40,33 @@ const char* TypeName(NodeKind k) {
 // IBTA PortState and PortPhysicalState names (table 155).
 const char* StateName(std::uint8_t s) {
   switch (s) {
-    case 1: return "down";
-    case 2: return "init";
-    case 3: return "armed";
-    case 4: return "active";
+    case 1:
+      return "down";
+    case 2:
+      return "init";
+    case 3:
+      return "armed";
+    case 4:
+      return "active";
   }
   return "unknown";
 }
 const char* PhysName(std::uint8_t s) {
   switch (s) {
-    case 1: return "sleep";
-    case 2: return "polling";
-    case 3: return "disabled";
-    case 4: return "port_configuration_training";
-    case 5: return "link_up";
-    case 6: return "link_error_recovery";
-    case 7: return "phy_test";
+    case 1:
+      return "sleep";
+    case 2:
+      return "polling";
+    case 3:
+      return "disabled";
+    case 4:
+      return "port_configuration_training";
+    case 5:
+      return "link_up";
+    case 6:
+      return "link_error_recovery";
+    case 7:
+      return "phy_test";
   }
   return "unknown";
 }
@@ -80,17 +94,20 @@ json TopologyJson(const Fabric& f, const Analysis& a, const RoutingAnalysis* rou
     for (const auto& p : n.ports) {
       ports.push_back(PortJson(f, p));
     }
-    json node{{"guid", FormatGuid(n.guid)}, {"name", n.description}, {"type", TypeName(n.kind)},
-              {"lid", n.lid}, {"ports", std::move(ports)}};
+    json node{{"guid", FormatGuid(n.guid)},
+              {"name", n.description},
+              {"type", TypeName(n.kind)},
+              {"lid", n.lid},
+              {"ports", std::move(ports)}};
     if (auto it = a.switches.find(n.guid); it != a.switches.end()) {
       const SwitchSummary& s = it->second;
       const auto bf = topology::BlockingFactor(s);
       node["tier"] = s.tier;
       node["tier_name"] = topology::TierName(s.tier);
-      node["summary"] = {{"ca_links", s.ca_links},     {"up_links", s.up_links},
-                         {"down_links", s.down_links}, {"up_groups", s.up_groups},
+      node["summary"] = {{"ca_links", s.ca_links},       {"up_links", s.up_links},
+                         {"down_links", s.down_links},   {"up_groups", s.up_groups},
                          {"down_groups", s.down_groups}, {"up_gbps", s.up_gbps},
-                         {"down_gbps", s.down_gbps},   {"blocking_factor", bf ? json(*bf) : json(nullptr)}};
+                         {"down_gbps", s.down_gbps},     {"blocking_factor", bf ? json(*bf) : json(nullptr)}};
     }
     nodes.push_back(std::move(node));
   }
@@ -133,7 +150,8 @@ json TopologyJson(const Fabric& f, const Analysis& a, const RoutingAnalysis* rou
     partitions = json::array();
     for (const auto& [ref, keys] : parts->ports) {
       json list = json::array();
-      for (std::uint16_t k : keys) list.push_back({{"pkey", topology::PartitionOf(k)}, {"membership", topology::MembershipOf(k)}});
+      for (std::uint16_t k : keys)
+        list.push_back({{"pkey", topology::PartitionOf(k)}, {"membership", topology::MembershipOf(k)}});
       json port = End(f, ref);
       port["partitions"] = std::move(list);
       const Node* n = f.FindNode(ref.node_guid);
@@ -162,10 +180,11 @@ json TopologyJson(const Fabric& f, const Analysis& a, const RoutingAnalysis* rou
     }
     const RoutingTotals t = topology::SummarizeRouting(*routed);
     routing = {{"switches", std::move(switches)},
-               {"fabric", {{"max_spread", t.max_spread},
-                           {"worst_max_min_ratio", t.worst_max_min_ratio ? json(*t.worst_max_min_ratio) : json(nullptr)},
-                           {"imbalanced_switches", t.imbalanced_switches},
-                           {"switches_with_unrouted", t.switches_with_unrouted}}},
+               {"fabric",
+                {{"max_spread", t.max_spread},
+                 {"worst_max_min_ratio", t.worst_max_min_ratio ? json(*t.worst_max_min_ratio) : json(nullptr)},
+                 {"imbalanced_switches", t.imbalanced_switches},
+                 {"switches_with_unrouted", t.switches_with_unrouted}}},
                {"routes_traced", routed->routes_traced},
                {"down_up_routes", routed->down_up_routes}};
   }
@@ -173,8 +192,9 @@ json TopologyJson(const Fabric& f, const Analysis& a, const RoutingAnalysis* rou
           {"is_tree", a.is_tree},
           {"not_tree_reason", a.not_tree_reason},
           {"tiers", a.tiers},
-          {"bisection", {{"bandwidth_bytes_per_second", a.bisection_gbps * 1e9 / 8},
-                         {"ratio", a.nonblocking_gbps > 0 ? a.bisection_gbps / a.nonblocking_gbps : 0.0}}},
+          {"bisection",
+           {{"bandwidth_bytes_per_second", a.bisection_gbps * 1e9 / 8},
+            {"ratio", a.nonblocking_gbps > 0 ? a.bisection_gbps / a.nonblocking_gbps : 0.0}}},
           {"routing", std::move(routing)},
           {"partitions", std::move(partitions)},
           {"nodes", std::move(nodes)},

@@ -45,9 +45,9 @@ void RenderCapabilities(const Snapshot& s, const Emit& out) {
   if (!s.fabric) return;
   // What each node's PMA advertises: why a counter is absent on a port,
   // e.g. transmit_wait without bit 12.
-  auto pma = Family("infiniband_node_pma_capabilities_info",
-                    "PMA ClassPortInfo CapabilityMask and CapabilityMask2 of the node (hex)",
-                    prometheus::MetricType::Gauge);
+  auto pma =
+      Family("infiniband_node_pma_capabilities_info",
+             "PMA ClassPortInfo CapabilityMask and CapabilityMask2 of the node (hex)", prometheus::MetricType::Gauge);
   for (const auto& [guid, caps] : s.pma) {
     char mask[8], mask2[12];
     std::snprintf(mask, sizeof mask, "0x%04x", caps.mask);

@@ -5,8 +5,8 @@
 namespace ibfabric::collectors {
 
 const std::map<std::uint64_t, transport::SwitchInfo>& SharedReads::SwitchInfo(const topology::Fabric& fabric,
-                                                                               const std::set<std::uint64_t>* nodes,
-                                                                               std::vector<std::string>* problems) {
+                                                                              const std::set<std::uint64_t>* nodes,
+                                                                              std::vector<std::string>* problems) {
   std::set<std::uint64_t> ask;
   for (const auto& n : fabric.nodes()) {
     if (n.kind != topology::NodeKind::kSwitch || n.lid == 0 || switch_info_.count(n.guid)) continue;

@@ -30,8 +30,7 @@ void CounterStore::Update(const topology::PortRef& port, const PortSample& sampl
   t.stale = false;
 }
 
-void CounterStore::NoteCleared(const topology::PortRef& port,
-                               const std::bitset<kCounterCount>& counters) {
+void CounterStore::NoteCleared(const topology::PortRef& port, const std::bitset<kCounterCount>& counters) {
   auto it = ports_.find(port);
   if (it == ports_.end()) return;
   for (std::size_t i = 0; i < kCounterCount; ++i) {

@@ -41,8 +41,7 @@ struct PortTotals {
 // Thread-safety: none; the sweeping thread owns it and publishes copies.
 class CounterStore {
  public:
-  void Update(const topology::PortRef& port, const PortSample& sample,
-              std::chrono::system_clock::time_point now);
+  void Update(const topology::PortRef& port, const PortSample& sample, std::chrono::system_clock::time_point now);
   // The port was a target but did not answer: keep totals, mark stale.
   void MarkStale(const topology::PortRef& port);
   // These counters of the port were just cleared by us: the next reading is

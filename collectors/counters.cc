@@ -8,18 +8,14 @@ const std::array<CounterSpec, kCounterCount>& CounterSpecs() {
       {Counter::kLinkErrorRecovery, "link_error_recovery", "LinkErrorRecoveryCounter", 1, 1},
       {Counter::kLinkDowned, "link_downed", "LinkDownedCounter", 1, 2},
       {Counter::kRcvErrors, "receive_errors", "PortRcvErrors", 1, 3},
-      {Counter::kRcvRemotePhysicalErrors, "receive_remote_physical_errors",
-       "PortRcvRemotePhysicalErrors", 1, 4},
-      {Counter::kRcvSwitchRelayErrors, "receive_switch_relay_errors", "PortRcvSwitchRelayErrors",
-       1, 5},
+      {Counter::kRcvRemotePhysicalErrors, "receive_remote_physical_errors", "PortRcvRemotePhysicalErrors", 1, 4},
+      {Counter::kRcvSwitchRelayErrors, "receive_switch_relay_errors", "PortRcvSwitchRelayErrors", 1, 5},
       {Counter::kXmitDiscards, "transmit_discards", "PortXmitDiscards", 1, 6},
-      {Counter::kXmitConstraintErrors, "transmit_constraint_errors", "PortXmitConstraintErrors",
-       1, 7},
+      {Counter::kXmitConstraintErrors, "transmit_constraint_errors", "PortXmitConstraintErrors", 1, 7},
       {Counter::kRcvConstraintErrors, "receive_constraint_errors", "PortRcvConstraintErrors", 1, 8},
-      {Counter::kLocalLinkIntegrityErrors, "local_link_integrity_errors",
-       "LocalLinkIntegrityErrors", 1, 9},
-      {Counter::kExcessiveBufferOverrunErrors, "excessive_buffer_overrun_errors",
-       "ExcessiveBufferOverrunErrors", 1, 10},
+      {Counter::kLocalLinkIntegrityErrors, "local_link_integrity_errors", "LocalLinkIntegrityErrors", 1, 9},
+      {Counter::kExcessiveBufferOverrunErrors, "excessive_buffer_overrun_errors", "ExcessiveBufferOverrunErrors", 1,
+       10},
       {Counter::kVl15Dropped, "vl15_dropped", "VL15Dropped", 1, 11},
       {Counter::kQp1Dropped, "qp1_dropped", "QP1Dropped", 1, -1},
       {Counter::kXmitWait, "transmit_wait", "PortXmitWait", 1, 16},
@@ -36,8 +32,8 @@ const std::array<CounterSpec, kCounterCount>& CounterSpecs() {
   return kSpecs;
 }
 
-PortSample SampleFrom(const transport::PortCounters& pc,
-                      const transport::PortCountersExtended* ext, const PmaCapabilities& caps) {
+PortSample SampleFrom(const transport::PortCounters& pc, const transport::PortCountersExtended* ext,
+                      const PmaCapabilities& caps) {
   PortSample s;
   auto set = [&s](Counter c, std::uint64_t v, std::uint8_t bits) {
     s.value[Index(c)] = v;

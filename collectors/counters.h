@@ -64,9 +64,7 @@ struct PmaCapabilities {
   bool ExtendedUnicastMulticast() const { return !known || (mask & transport::pma_cap::kExtWidth); }
   bool XmitWait() const { return !known || (mask & transport::pma_cap::kXmitWait); }
   bool Qp1Dropped() const { return known && (mask & transport::pma_cap::kQp1Dropped); }
-  bool AdditionalExtended() const {
-    return known && (mask2 & transport::pma_cap::kAdditionalExtended);
-  }
+  bool AdditionalExtended() const { return known && (mask2 & transport::pma_cap::kAdditionalExtended); }
 };
 
 const std::array<CounterSpec, kCounterCount>& CounterSpecs();
@@ -84,12 +82,10 @@ struct PortSample {
 // Builds a sample from PortCounters and, when the port answered it,
 // PortCountersExtended, whose 64-bit counters are preferred. A counter the
 // capabilities say is not supported is absent from the sample.
-PortSample SampleFrom(const transport::PortCounters& pc,
-                      const transport::PortCountersExtended* ext, const PmaCapabilities& caps);
+PortSample SampleFrom(const transport::PortCounters& pc, const transport::PortCountersExtended* ext,
+                      const PmaCapabilities& caps);
 
 // The largest raw value of a field `bits` wide (a sticky counter stops there).
-inline std::uint64_t MaxOf(std::uint8_t bits) {
-  return bits >= 64 ? ~0ULL : (1ULL << bits) - 1;
-}
+inline std::uint64_t MaxOf(std::uint8_t bits) { return bits >= 64 ? ~0ULL : (1ULL << bits) - 1; }
 
 }  // namespace ibfabric::collectors

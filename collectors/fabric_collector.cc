@@ -25,7 +25,8 @@ void RenderFabric(const Snapshot& s, const Emit& out) {
   if (!s.fabric) return;
   auto sw_info = Family("infiniband_switch_info", "InfiniBand switch information", MetricType::Gauge);
   auto hca_info = Family("infiniband_hca_info", "InfiniBand HCA information", MetricType::Gauge);
-  auto sw_up = Family("infiniband_switch_uplink_info", "The far end of the cable on each switch port", MetricType::Gauge);
+  auto sw_up =
+      Family("infiniband_switch_uplink_info", "The far end of the cable on each switch port", MetricType::Gauge);
   auto hca_up = Family("infiniband_hca_uplink_info", "The far end of the cable on each HCA port", MetricType::Gauge);
   const topology::Fabric& fabric = *s.fabric;
   for (const auto& node : fabric.nodes()) {

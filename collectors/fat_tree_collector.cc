@@ -65,15 +65,15 @@ void RenderFatTree(const Snapshot& s, const Emit& out) {
   const topology::Fabric& f = *s.fabric;
   auto name = [&f](std::uint64_t guid) { return topology::NodeName(f, guid); };
 
-  EmitOne(out, "infiniband_topology_is_tree", "1 when the fabric ranks as a fat tree (else see infiniband_topology_finding)",
-          MetricType::Gauge, a.is_tree ? 1 : 0);
+  EmitOne(out, "infiniband_topology_is_tree",
+          "1 when the fabric ranks as a fat tree (else see infiniband_topology_finding)", MetricType::Gauge,
+          a.is_tree ? 1 : 0);
   EmitOne(out, "infiniband_topology_tiers", "Switch tiers found", MetricType::Gauge, a.tiers);
 
   // Every pass's findings: the tree's, the plan's, routing's, partitions'.
-  const std::vector<topology::Finding> findings =
-      topology::AllFindings(a, s.routing.get(), s.partitions.get());
-  auto by_kind = Family("infiniband_topology_findings", "Topology findings of the last discovery, by kind",
-                        MetricType::Gauge);
+  const std::vector<topology::Finding> findings = topology::AllFindings(a, s.routing.get(), s.partitions.get());
+  auto by_kind =
+      Family("infiniband_topology_findings", "Topology findings of the last discovery, by kind", MetricType::Gauge);
   std::map<topology::FindingKind, int> count;
   for (const auto& x : findings) ++count[x.kind];
   for (topology::FindingKind k : topology::kAllFindingKinds) Add(by_kind, {{"kind", topology::ToString(k)}}, count[k]);
@@ -83,7 +83,9 @@ void RenderFatTree(const Snapshot& s, const Emit& out) {
   for (const auto& x : findings) {
     Add(each,
         {{"kind", topology::ToString(x.kind)},
-         {"node", x.a ? name(x.a->node_guid) : x.node ? name(x.node) : ""},
+         {"node", x.a      ? name(x.a->node_guid)
+                  : x.node ? name(x.node)
+                           : ""},
          {"port", x.a ? std::to_string(x.a->port) : ""},
          {"remote_node", x.b ? name(x.b->node_guid) : ""},
          {"remote_port", x.b ? std::to_string(x.b->port) : ""}},
@@ -91,8 +93,8 @@ void RenderFatTree(const Snapshot& s, const Emit& out) {
   }
   EmitNonEmpty(out, each);
 
-  auto degraded = Family("infiniband_link_degraded", "1 for each link running below its ends or its peers",
-                         MetricType::Gauge);
+  auto degraded =
+      Family("infiniband_link_degraded", "1 for each link running below its ends or its peers", MetricType::Gauge);
   for (const auto& [l, why] : a.degraded) {
     auto labels = CableLabels(s, l);
     labels.push_back({"reason", topology::ToString(why)});
@@ -100,8 +102,8 @@ void RenderFatTree(const Snapshot& s, const Emit& out) {
   }
   EmitNonEmpty(out, degraded);
 
-  auto tier = Family("infiniband_switch_tier", "Tier of the switch, from 0 at the leaves (-1: not ranked)",
-                     MetricType::Gauge);
+  auto tier =
+      Family("infiniband_switch_tier", "Tier of the switch, from 0 at the leaves (-1: not ranked)", MetricType::Gauge);
   auto up = Family("infiniband_switch_uplinks", "Links from the switch to the tier above", MetricType::Gauge);
   auto down = Family("infiniband_switch_downlinks", "Links from the switch to the tier below (CA links not counted)",
                      MetricType::Gauge);

@@ -78,9 +78,7 @@ struct EndRates {
 
   bool Known(Signal s) const { return window_seconds > 0 && present.test(static_cast<std::size_t>(s)); }
   std::uint64_t Delta(Signal s) const { return delta[static_cast<std::size_t>(s)]; }
-  double PerSecond(Signal s) const {
-    return window_seconds > 0 ? static_cast<double>(Delta(s)) / window_seconds : 0;
-  }
+  double PerSecond(Signal s) const { return window_seconds > 0 ? static_cast<double>(Delta(s)) / window_seconds : 0; }
 };
 
 // Why a link went down.
@@ -98,15 +96,15 @@ struct FabricEvent {
 };
 
 struct CableHealth {
-  topology::Link cable;  // ends ordered by GUID
-  bool up = false;       // as last seen (physical link up)
-  bool active = false;   // and PortState Active: traffic flows
-  std::string rate;      // "4xQDR" while up
-  std::string best_rate; // the fastest it ran at since the exporter started
-  bool dropped = false;  // up, but below best_rate: retrained to a lower width or speed
+  topology::Link cable;                           // ends ordered by GUID
+  bool up = false;                                // as last seen (physical link up)
+  bool active = false;                            // and PortState Active: traffic flows
+  std::string rate;                               // "4xQDR" while up
+  std::string best_rate;                          // the fastest it ran at since the exporter started
+  bool dropped = false;                           // up, but below best_rate: retrained to a lower width or speed
   std::optional<topology::FindingKind> degraded;  // the topology analysis' verdict
-  bool disabled = false;  // down, an end Disabled on purpose (PortPhysicalState 3)
-  bool reachable = true;  // an end was read, or discovery knows one: false when both are out of reach
+  bool disabled = false;                          // down, an end Disabled on purpose (PortPhysicalState 3)
+  bool reachable = true;          // an end was read, or discovery knows one: false when both are out of reach
   int downs_in_window = 0;        // flaps within the window (what flapping_link judges)
   std::uint64_t downs_total = 0;  // every link-down event, flap or not
   std::optional<std::chrono::system_clock::time_point> last_down;
@@ -133,9 +131,8 @@ class LinkHealth {
   // counted again when the LinkDownedCounter that counted it is read.
   void Observe(const topology::Fabric& fabric, const topology::Analysis* analysis,
                const std::map<topology::PortRef, PortTotals>& ports,
-               const std::map<topology::PortRef, topology::Port>& links,
-               std::chrono::steady_clock::time_point now, std::chrono::system_clock::time_point wall,
-               bool counters_read = true);
+               const std::map<topology::PortRef, topology::Port>& links, std::chrono::steady_clock::time_point now,
+               std::chrono::system_clock::time_point wall, bool counters_read = true);
 
   std::vector<CableHealth> Cables() const;
   // Events that explain link downs other than flaps, oldest first (the last

@@ -44,8 +44,7 @@ class LinkHealthCollector final : public Collector {
   void LogEvents(const HealthReport& report, const Cycle& cycle) {
     std::uint64_t events = 0;
     for (const auto& [kind, n] : report.event_counts) events += n;
-    const auto fresh =
-        static_cast<std::size_t>(std::min<std::uint64_t>(events - events_logged_, report.events.size()));
+    const auto fresh = static_cast<std::size_t>(std::min<std::uint64_t>(events - events_logged_, report.events.size()));
     for (auto it = report.events.end() - static_cast<std::ptrdiff_t>(fresh); it != report.events.end(); ++it) {
       cycle.log->Warn("link down explained", std::string("kind=") + ToString(it->kind) + " node=\"" +
                                                  cycle.name_of(it->node_guid) +
@@ -93,8 +92,8 @@ std::unique_ptr<Collector> MakeLinkHealthCollector(const CollectorOptions& optio
 void RenderLinkHealth(const Snapshot& s, const Emit& out) {
   if (!s.health || !s.fabric) return;
   const HealthReport& h = *s.health;
-  auto up = Family("infiniband_link_up", "1 while the cable's link is up; 0 for a cable seen up before that is down now",
-                   MetricType::Gauge);
+  auto up = Family("infiniband_link_up",
+                   "1 while the cable's link is up; 0 for a cable seen up before that is down now", MetricType::Gauge);
   auto downs = Family("infiniband_link_down_events_total",
                       "Times the cable went down (flaps, host resets, switch reboots, ports disabled): "
                       "LinkDownedCounter increments and Down states PortInfo read, each event once",

@@ -32,12 +32,12 @@ void RenderSelf(const Snapshot& s, std::string_view version, const Emit& out) {
       1);
   out(std::move(scope));
 
-  auto success = Family("infiniband_exporter_collector_success",
-                        "1 if the collector's last run succeeded", MetricType::Gauge);
-  auto duration = Family("infiniband_exporter_collector_duration_seconds",
-                         "Duration of the collector's last run", MetricType::Gauge);
-  auto total = Family("infiniband_exporter_collector_seconds_total",
-                      "Time spent in the collector's runs since start", MetricType::Counter);
+  auto success =
+      Family("infiniband_exporter_collector_success", "1 if the collector's last run succeeded", MetricType::Gauge);
+  auto duration = Family("infiniband_exporter_collector_duration_seconds", "Duration of the collector's last run",
+                         MetricType::Gauge);
+  auto total = Family("infiniband_exporter_collector_seconds_total", "Time spent in the collector's runs since start",
+                      MetricType::Counter);
   // Discovery (the scheduler's walks), then every collector on that ran.
   std::vector<std::pair<std::string, const PhaseHealth*>> runs{{"discovery", &s.discovery}};
   for (const auto& name : s.collectors) {
@@ -53,20 +53,18 @@ void RenderSelf(const Snapshot& s, std::string_view version, const Emit& out) {
   out(std::move(duration));
   out(std::move(total));
 
-  EmitOne(out, "infiniband_exporter_sweep_duration_seconds",
-          "Wall time of the last counter sweep",
-          MetricType::Gauge, s.sweep_seconds);
+  EmitOne(out, "infiniband_exporter_sweep_duration_seconds", "Wall time of the last counter sweep", MetricType::Gauge,
+          s.sweep_seconds);
 
   EmitOne(out, "infiniband_exporter_last_successful_sweep_timestamp_seconds",
-          "Unix time at which the last successful sweep ended",
-          MetricType::Gauge, s.last_success == std::chrono::system_clock::time_point{} ? 0 : Seconds(s.last_success));
+          "Unix time at which the last successful sweep ended", MetricType::Gauge,
+          s.last_success == std::chrono::system_clock::time_point{} ? 0 : Seconds(s.last_success));
 
-  EmitOne(out, "infiniband_exporter_sweeps_total",
-          "Counter sweeps run",
-          MetricType::Counter, static_cast<double>(s.sweeps));
-  auto discoveries = Family("infiniband_exporter_discoveries_total",
-                            "Fabric discoveries run: full walks, and incremental re-walks of what changed",
-                            MetricType::Counter);
+  EmitOne(out, "infiniband_exporter_sweeps_total", "Counter sweeps run", MetricType::Counter,
+          static_cast<double>(s.sweeps));
+  auto discoveries =
+      Family("infiniband_exporter_discoveries_total",
+             "Fabric discoveries run: full walks, and incremental re-walks of what changed", MetricType::Counter);
   Add(discoveries, {{"mode", "full"}}, static_cast<double>(s.discoveries));
   Add(discoveries, {{"mode", "incremental"}}, static_cast<double>(s.rewalks));
   out(std::move(discoveries));
@@ -84,9 +82,9 @@ void RenderSelf(const Snapshot& s, std::string_view version, const Emit& out) {
     }
   }
   out(std::move(phases));
-  auto traps = Family("infiniband_exporter_traps_total",
-                      "Traps the subnet manager reported to this exporter (SA Reports), by trap number",
-                      MetricType::Counter);
+  auto traps =
+      Family("infiniband_exporter_traps_total",
+             "Traps the subnet manager reported to this exporter (SA Reports), by trap number", MetricType::Counter);
   auto subscribed = Family("infiniband_exporter_trap_subscribed",
                            "1 when the SA accepted this exporter's subscription to the trap", MetricType::Gauge);
   for (std::uint16_t t : {64, 65, 128, 144}) {
@@ -98,24 +96,22 @@ void RenderSelf(const Snapshot& s, std::string_view version, const Emit& out) {
   out(std::move(traps));
   out(std::move(subscribed));
 
-  auto ports = Family("infiniband_exporter_sweep_ports", "Ports read in the last sweep, by result",
-                      MetricType::Gauge);
+  auto ports = Family("infiniband_exporter_sweep_ports", "Ports read in the last sweep, by result", MetricType::Gauge);
   Add(ports, {{"result", "ok"}}, static_cast<double>(s.targets - s.failed_ports));
   Add(ports, {{"result", "failed"}}, static_cast<double>(s.failed_ports));
   out(std::move(ports));
 
-  auto nodes = Family("infiniband_exporter_fabric_nodes", "Nodes found by the last discovery",
-                      MetricType::Gauge);
+  auto nodes = Family("infiniband_exporter_fabric_nodes", "Nodes found by the last discovery", MetricType::Gauge);
   Add(nodes, {{"type", "switch"}}, static_cast<double>(s.fabric->switch_count()));
   Add(nodes, {{"type", "hca"}}, static_cast<double>(s.fabric->ca_count()));
   out(std::move(nodes));
 
   // The exporter's own load on the fabric, by kind of MAD (transport/mad.h
   // MadKind): what it sends, what it retries, what fails and why.
-  auto sent = Family("infiniband_exporter_mads_sent_total", "MADs sent, retries included, by kind",
-                     MetricType::Counter);
-  auto failed = Family("infiniband_exporter_mad_failures_total",
-                       "MAD requests that failed, by kind and reason", MetricType::Counter);
+  auto sent =
+      Family("infiniband_exporter_mads_sent_total", "MADs sent, retries included, by kind", MetricType::Counter);
+  auto failed = Family("infiniband_exporter_mad_failures_total", "MAD requests that failed, by kind and reason",
+                       MetricType::Counter);
   auto retried = Family("infiniband_exporter_mad_retries_total",
                         "MADs sent again after a timed-out attempt or a Busy reply, by kind", MetricType::Counter);
   auto busy = Family("infiniband_exporter_mad_busy_total", "Replies with the Busy status (IBTA 13.4.7), by kind",
@@ -154,14 +150,14 @@ void RenderSelf(const Snapshot& s, std::string_view version, const Emit& out) {
   out(std::move(timeout));
   out(std::move(last));
   EmitOne(out, "infiniband_exporter_mads_ignored_total",
-          "Received MADs matching no outstanding request (late, duplicate, garbled)",
-          MetricType::Counter, static_cast<double>(s.mad.ignored));
+          "Received MADs matching no outstanding request (late, duplicate, garbled)", MetricType::Counter,
+          static_cast<double>(s.mad.ignored));
 
-  auto node_stale = Family("infiniband_exporter_node_stale",
-                           "1 when no port of the node answered the last sweep (its totals are kept)",
-                           MetricType::Gauge);
-  auto node_failures = Family("infiniband_exporter_node_failures_total",
-                              "Sweeps in which no port of the node answered", MetricType::Counter);
+  auto node_stale =
+      Family("infiniband_exporter_node_stale",
+             "1 when no port of the node answered the last sweep (its totals are kept)", MetricType::Gauge);
+  auto node_failures = Family("infiniband_exporter_node_failures_total", "Sweeps in which no port of the node answered",
+                              MetricType::Counter);
   auto node_last = Family("infiniband_exporter_node_last_success_timestamp_seconds",
                           "Unix time of the last sweep that read the node", MetricType::Gauge);
   auto node_trouble = Family("infiniband_exporter_node_mad_trouble_ratio",
@@ -187,17 +183,17 @@ void RenderSelf(const Snapshot& s, std::string_view version, const Emit& out) {
           static_cast<double>(s.incomplete_discoveries));
 
   EmitOne(out, "infiniband_exporter_port_resets_total",
-          "Ports whose counters the exporter cleared (--counters.clear-threshold)",
-          MetricType::Counter, static_cast<double>(s.counter_clears));
+          "Ports whose counters the exporter cleared (--counters.clear-threshold)", MetricType::Counter,
+          static_cast<double>(s.counter_clears));
   EmitOne(out, "infiniband_exporter_lid_moves_total",
-          "Nodes found answering under another LID than discovered (then rediscovered)",
-          MetricType::Counter, static_cast<double>(s.lid_moves));
+          "Nodes found answering under another LID than discovered (then rediscovered)", MetricType::Counter,
+          static_cast<double>(s.lid_moves));
 
   std::size_t stale = 0;
   for (const auto& [ref, t] : s.ports) stale += t.stale ? 1 : 0;
   EmitOne(out, "infiniband_exporter_stale_ports",
-          "Ports whose totals are from an earlier sweep (no answer in the last one)",
-          MetricType::Gauge, static_cast<double>(stale));
+          "Ports whose totals are from an earlier sweep (no answer in the last one)", MetricType::Gauge,
+          static_cast<double>(stale));
 }
 
 }  // namespace

@@ -80,9 +80,9 @@ void RenderPartitions(const Snapshot& s, const Emit& out) {
   if (!s.partitions || !s.fabric || !s.scope.reports_topology()) return;
   const topology::Fabric& f = *s.fabric;
   auto name = [&f](std::uint64_t guid) { return topology::NodeName(f, guid); };
-  auto member = Family("infiniband_port_partition_info",
-                       "1 for each partition a CA port belongs to (its P_Key table), full or limited member",
-                       MetricType::Gauge);
+  auto member =
+      Family("infiniband_port_partition_info",
+             "1 for each partition a CA port belongs to (its P_Key table), full or limited member", MetricType::Gauge);
   auto filter = Family("infiniband_switch_port_partition_info",
                        "1 for each P_Key in the table of a switch port facing a CA port: what partition "
                        "enforcement lets through",
@@ -99,7 +99,9 @@ void RenderPartitions(const Snapshot& s, const Emit& out) {
       for (const auto& [direction, on] : {std::pair{"inbound", p->partition_enforcement_inbound},
                                           std::pair{"outbound", p->partition_enforcement_outbound}}) {
         Add(enforcement,
-            {{"guid", FormatGuid(ref.node_guid)}, {"node", name(ref.node_guid)}, {"port", std::to_string(ref.port)},
+            {{"guid", FormatGuid(ref.node_guid)},
+             {"node", name(ref.node_guid)},
+             {"port", std::to_string(ref.port)},
              {"direction", direction}},
             on ? 1 : 0);
       }

@@ -132,9 +132,9 @@ void RenderPortCounters(const Snapshot& s, const Emit& out) {
       EmitNonEmpty(out, f);
     }
     // Sticky counters stopped at their maximum: the total is a lower bound.
-    auto pinned = Family("infiniband_" + role + "_port_pinned_counters",
-                         "Raw counters of the port stopped at their maximum (totals are lower bounds)",
-                         MetricType::Gauge);
+    auto pinned =
+        Family("infiniband_" + role + "_port_pinned_counters",
+               "Raw counters of the port stopped at their maximum (totals are lower bounds)", MetricType::Gauge);
     auto which = Family("infiniband_" + role + "_port_counter_pinned",
                         "1 for each raw counter of the port stopped at its maximum", MetricType::Gauge);
     for (const auto& [ref, totals] : s.ports) {

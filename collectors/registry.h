@@ -5,6 +5,8 @@
 // --collector.<name> / --no-collector.<name> flags are derived from this
 // list (exporter/flags.h), as node_exporter's are.
 
+#include <prometheus/metric_family.h>
+
 #include <functional>
 #include <map>
 #include <memory>
@@ -12,8 +14,6 @@
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <prometheus/metric_family.h>
 
 #include "collectors/alerts.h"
 #include "collectors/collector.h"
@@ -26,12 +26,12 @@ namespace ibfabric::collectors {
 
 // What the factories need; each collector takes its part.
 struct CollectorOptions {
-  std::optional<topology::CablingPlan> plan;              // fat_tree: every analysis is compared with it
-  std::optional<topology::PartitionPlan> partition_plan;  // partitions
-  AlertConfig alerts;                                     // link_health: thresholds, window, hysteresis
-  SmMonitorOptions subnet_managers;                       // subnet_managers
-  int clear_threshold_percent = 0;                        // port_counters: 0 never clears
-  std::map<topology::PortRef, PortTotals> restored_ports; // port_counters: totals from before a re-exec
+  std::optional<topology::CablingPlan> plan;               // fat_tree: every analysis is compared with it
+  std::optional<topology::PartitionPlan> partition_plan;   // partitions
+  AlertConfig alerts;                                      // link_health: thresholds, window, hysteresis
+  SmMonitorOptions subnet_managers;                        // subnet_managers
+  int clear_threshold_percent = 0;                         // port_counters: 0 never clears
+  std::map<topology::PortRef, PortTotals> restored_ports;  // port_counters: totals from before a re-exec
 };
 
 // Called with each metric family as soon as it is complete.

@@ -53,9 +53,12 @@ std::vector<ClientMetric::Label> PortLabels(const topology::PortRef& ref, const 
 }
 
 std::vector<ClientMetric::Label> CableLabels(const Snapshot& s, const topology::Link& l) {
-  return {{"guid", FormatGuid(l.a.node_guid)},        {"node", LabelOf(s, l.a.node_guid).name},
-          {"port", std::to_string(l.a.port)},          {"remote_guid", FormatGuid(l.b.node_guid)},
-          {"remote_node", LabelOf(s, l.b.node_guid).name}, {"remote_port", std::to_string(l.b.port)}};
+  return {{"guid", FormatGuid(l.a.node_guid)},
+          {"node", LabelOf(s, l.a.node_guid).name},
+          {"port", std::to_string(l.a.port)},
+          {"remote_guid", FormatGuid(l.b.node_guid)},
+          {"remote_node", LabelOf(s, l.b.node_guid).name},
+          {"remote_port", std::to_string(l.b.port)}};
 }
 
 }  // namespace ibfabric::collectors

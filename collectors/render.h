@@ -2,12 +2,12 @@
 // What every collector's Render shares: building a metric family, and the
 // labels a node, a port and a cable carry wherever they appear.
 
+#include <prometheus/client_metric.h>
+#include <prometheus/metric_family.h>
+
 #include <chrono>
 #include <string>
 #include <vector>
-
-#include <prometheus/client_metric.h>
-#include <prometheus/metric_family.h>
 
 #include "collectors/registry.h"
 #include "collectors/snapshot.h"

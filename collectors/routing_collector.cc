@@ -73,9 +73,9 @@ void RenderRouting(const Snapshot& s, const Emit& out) {
   auto spread = Family("infiniband_routing_spread",
                        "Most minus fewest destinations over the switch's uplinks (leaves) or downlinks (above)",
                        MetricType::Gauge);
-  auto ratio = Family("infiniband_routing_max_min_ratio",
-                      "Most over fewest destinations over those ports (absent when a port carries none)",
-                      MetricType::Gauge);
+  auto ratio =
+      Family("infiniband_routing_max_min_ratio",
+             "Most over fewest destinations over those ports (absent when a port carries none)", MetricType::Gauge);
   auto unrouted = Family("infiniband_routing_unrouted_destinations",
                          "CA LIDs the switch cannot forward (LFT holes, 0xFF, down ports)", MetricType::Gauge);
   for (const auto& [guid, r] : a.switches) {
@@ -105,4 +105,3 @@ void RenderRouting(const Snapshot& s, const Emit& out) {
 }
 
 }  // namespace ibfabric::collectors
-

@@ -15,10 +15,10 @@
 
 #include "collectors/alerts.h"
 #include "collectors/counter_store.h"
+#include "collectors/counters.h"
 #include "collectors/link_health.h"
 #include "collectors/subnet_managers.h"
 #include "collectors/sweep.h"
-#include "collectors/counters.h"
 #include "topology/analysis.h"
 #include "topology/fabric.h"
 #include "topology/partitions.h"
@@ -37,8 +37,8 @@ struct NodeLabel {
 
 // Freshness of one node's data.
 struct NodeHealth {
-  bool stale = false;               // no port of the node answered the last sweep
-  std::uint64_t failures = 0;       // sweeps in which no port of the node answered
+  bool stale = false;          // no port of the node answered the last sweep
+  std::uint64_t failures = 0;  // sweeps in which no port of the node answered
   std::chrono::system_clock::time_point last_success{};
   // The sweeps' MADs to the node in this half of the window and the one
   // before: how far its readings can be trusted.
@@ -81,14 +81,14 @@ struct Snapshot {
   // port_counters:
   std::map<topology::PortRef, PortTotals> ports;
   std::map<std::uint64_t, NodeHealth> node_health;  // every node ever read
-  std::size_t targets = 0;           // ports read in the last sweep
-  std::size_t failed_ports = 0;      // of which did not answer
-  std::uint64_t counter_clears = 0;  // ports whose counters this exporter cleared
+  std::size_t targets = 0;                          // ports read in the last sweep
+  std::size_t failed_ports = 0;                     // of which did not answer
+  std::uint64_t counter_clears = 0;                 // ports whose counters this exporter cleared
   std::map<std::uint64_t, PmaCapabilities> pma;     // capabilities: ClassPortInfo of the nodes that answered
   std::shared_ptr<const HealthReport> health;       // link_health: null before the first sweep
   std::shared_ptr<const SmReport> subnet_managers;  // subnet_managers: null when this exporter does not watch SMs
-  std::vector<std::string> collectors;               // the collectors on, in registry order
-  std::map<std::string, PhaseHealth> runs;           // collector -> its last run
+  std::vector<std::string> collectors;              // the collectors on, in registry order
+  std::map<std::string, PhaseHealth> runs;          // collector -> its last run
   transport::EngineStats mad;
   PhaseHealth discovery;
   double sweep_seconds = 0;  // the last sweep's batch of reads
@@ -103,9 +103,9 @@ struct Snapshot {
   // Cumulative MADs by phase ("discovery": full walks, "rewalk", "sweep",
   // "trap": re-reads of the ports traps named), by kind.
   std::map<std::string, transport::KindCounts> phase_mads;
-  std::map<std::uint16_t, std::uint64_t> traps;             // trap number -> Reports received
-  std::map<std::uint16_t, bool> trap_subscriptions;         // trap number -> the SA accepted it
-  std::uint64_t lid_moves = 0;       // nodes found answering under another LID
+  std::map<std::uint16_t, std::uint64_t> traps;          // trap number -> Reports received
+  std::map<std::uint16_t, bool> trap_subscriptions;      // trap number -> the SA accepted it
+  std::uint64_t lid_moves = 0;                           // nodes found answering under another LID
   std::chrono::system_clock::time_point last_success{};  // end of the last good sweep
   std::chrono::system_clock::time_point published{};
   std::size_t discovery_unanswered = 0;      // what the last full walk got no answer to (merged from the one before)

@@ -166,14 +166,16 @@ void SmMonitor::Update(const std::vector<SmReading>& readings, const topology::F
   };
   if (masters.empty()) {
     hold(SmCondition::kNoMaster, Severity::kCritical,
-         "no subnet manager answers as master (" + std::to_string(sms_.size()) + " SM ports known): new "
-         "connections cannot be set up and the fabric is not swept",
+         "no subnet manager answers as master (" + std::to_string(sms_.size()) +
+             " SM ports known): new "
+             "connections cannot be set up and the fabric is not swept",
          "Start or restart a subnet manager (systemctl status opensm on the SM hosts) and check its log.", {});
   }
   if (masters.size() > 1) {
     std::string who;
     for (const SmStatus* m : masters) who += (who.empty() ? "" : ", ") + Where(*m);
-    hold(SmCondition::kMultipleMasters, Severity::kCritical, std::to_string(masters.size()) + " SMs claim master: " + who,
+    hold(SmCondition::kMultipleMasters, Severity::kCritical,
+         std::to_string(masters.size()) + " SMs claim master: " + who,
          "Stop all but one of them; look for an SM configured to ignore the others (opensm ignore_other_sm) or a "
          "fabric that was split and joined again.",
          masters);

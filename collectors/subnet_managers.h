@@ -80,18 +80,18 @@ struct SmConditionState {
   Severity severity = Severity::kWarning;
   std::chrono::system_clock::time_point since{};
   std::string summary;
-  std::string action;                   // what on-call should do about it
-  std::vector<topology::PortRef> sms;   // the SM ports concerned (none for no_master)
+  std::string action;                  // what on-call should do about it
+  std::vector<topology::PortRef> sms;  // the SM ports concerned (none for no_master)
 };
 
 // Immutable result of the monitor after a sweep.
 struct SmReport {
-  std::vector<SmStatus> sms;  // by state (masters first), then GUID
+  std::vector<SmStatus> sms;    // by state (masters first), then GUID
   std::vector<SmEvent> events;  // newest first
   std::vector<SmConditionState> conditions;
   std::uint64_t master_changes = 0;
-  std::size_t masters = 0;   // answering SMs in state master
-  std::size_t standbys = 0;  // answering SMs in state standby
+  std::size_t masters = 0;       // answering SMs in state master
+  std::size_t standbys = 0;      // answering SMs in state standby
   bool master_sweeping = false;  // the single master's ActCount moves
 };
 

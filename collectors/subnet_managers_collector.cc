@@ -54,9 +54,9 @@ void RenderSubnetManagers(const Snapshot& s, const Emit& out) {
   if (!s.subnet_managers || !s.fabric) return;
   const SmReport& r = *s.subnet_managers;
   auto info = Family("infiniband_sm_info", "A subnet manager found behind an IsSM port", MetricType::Gauge);
-  auto state = Family("infiniband_sm_state",
-                      "1 for the state the SM answered in SMInfo (not_answering when it did not answer)",
-                      MetricType::Gauge);
+  auto state =
+      Family("infiniband_sm_state", "1 for the state the SM answered in SMInfo (not_answering when it did not answer)",
+             MetricType::Gauge);
   auto priority = Family("infiniband_sm_priority", "SMInfo.Priority of the SM (0-15)", MetricType::Gauge);
   auto act = Family("infiniband_sm_activity_count",
                     "SMInfo.ActCount: moves while the SM sends SMPs; a master's that stops means it stopped sweeping",

@@ -8,8 +8,7 @@ namespace ibfabric::collectors {
 
 using transport::MadOutcome;
 
-std::vector<SweepTarget> SweepTargets(const topology::Fabric& fabric,
-                                      const std::set<topology::PortRef>& remembered,
+std::vector<SweepTarget> SweepTargets(const topology::Fabric& fabric, const std::set<topology::PortRef>& remembered,
                                       const CapabilityMap& caps) {
   std::vector<SweepTarget> out;
   for (const auto& node : fabric.nodes()) {
@@ -17,8 +16,7 @@ std::vector<SweepTarget> SweepTargets(const topology::Fabric& fabric,
     const PmaCapabilities node_caps = cit == caps.end() ? PmaCapabilities{} : cit->second;
     for (const auto& port : node.ports) {
       const topology::PortRef ref{node.guid, port.number};
-      const bool wanted = node.kind != topology::NodeKind::kSwitch || port.link_up() ||
-                          remembered.count(ref) > 0;
+      const bool wanted = node.kind != topology::NodeKind::kSwitch || port.link_up() || remembered.count(ref) > 0;
       if (wanted && port.lid != 0) out.push_back({ref, port.lid, node_caps});
     }
   }
@@ -170,8 +168,7 @@ SweepResult Sweep(const std::vector<SweepTarget>& targets, const std::vector<Lin
   return out;
 }
 
-LinkChanges CompareLinks(const topology::Fabric& fabric,
-                         const std::map<topology::PortRef, topology::Port>& links) {
+LinkChanges CompareLinks(const topology::Fabric& fabric, const std::map<topology::PortRef, topology::Port>& links) {
   LinkChanges out;
   for (const auto& [ref, now] : links) {
     const topology::Port* then = fabric.FindPort(ref);
@@ -191,8 +188,7 @@ LinkChanges CompareLinks(const topology::Fabric& fabric,
   return out;
 }
 
-std::optional<ClearRequest> ClearNeeded(const SweepTarget& target, const PortSample& sample,
-                                        int percent) {
+std::optional<ClearRequest> ClearNeeded(const SweepTarget& target, const PortSample& sample, int percent) {
   ClearRequest req{target, 0, 0, {}};
   const auto& specs = CounterSpecs();
   for (std::size_t i = 0; i < kCounterCount; ++i) {
@@ -213,8 +209,7 @@ std::optional<ClearRequest> ClearNeeded(const SweepTarget& target, const PortSam
   return req;
 }
 
-std::vector<bool> ClearCounters(const std::vector<ClearRequest>& requests,
-                                transport::MadEngine& engine) {
+std::vector<bool> ClearCounters(const std::vector<ClearRequest>& requests, transport::MadEngine& engine) {
   std::vector<transport::MadRequest> reqs;
   for (const auto& r : requests) {
     reqs.push_back(transport::PortCountersClear(r.target.lid, r.target.port.port, r.select, r.select2));

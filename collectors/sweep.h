@@ -30,8 +30,7 @@ using CapabilityMap = std::map<std::uint64_t, PmaCapabilities>;  // node GUID ->
 // is up, and every switch port in `remembered` (ports seen up before, so a
 // link that went down keeps its series). Ports without a LID are skipped.
 // Nodes missing from `caps` get unknown capabilities.
-std::vector<SweepTarget> SweepTargets(const topology::Fabric& fabric,
-                                      const std::set<topology::PortRef>& remembered,
+std::vector<SweepTarget> SweepTargets(const topology::Fabric& fabric, const std::set<topology::PortRef>& remembered,
                                       const CapabilityMap& caps);
 
 // ClassPortInfo from every node's PMA (a switch's LID, a CA's first port
@@ -95,7 +94,7 @@ struct MadTally {
 };
 
 struct SweepResult {
-  std::vector<PortReading> readings;  // in target order
+  std::vector<PortReading> readings;       // in target order
   std::map<std::uint64_t, MadTally> mads;  // per node: every request of this sweep to it
   std::size_t failed_ports = 0;
   // Nodes whose LID answered NodeInfo with another GUID: the LIDs moved (an
@@ -130,21 +129,18 @@ struct LinkChanges {
   std::map<topology::PortRef, topology::Port> ports;
   bool any() const { return !ports.empty(); }
 };
-LinkChanges CompareLinks(const topology::Fabric& fabric,
-                         const std::map<topology::PortRef, topology::Port>& links);
+LinkChanges CompareLinks(const topology::Fabric& fabric, const std::map<topology::PortRef, topology::Port>& links);
 
 // A PortCounters Set for the sticky counters of one port that reached
 // `percent` of their field's maximum; nullopt when none did.
 struct ClearRequest {
   SweepTarget target;
-  std::uint16_t select = 0;   // CounterSelect
-  std::uint8_t select2 = 0;   // CounterSelect2
+  std::uint16_t select = 0;  // CounterSelect
+  std::uint8_t select2 = 0;  // CounterSelect2
   std::bitset<kCounterCount> counters;
 };
-std::optional<ClearRequest> ClearNeeded(const SweepTarget& target, const PortSample& sample,
-                                        int percent);
+std::optional<ClearRequest> ClearNeeded(const SweepTarget& target, const PortSample& sample, int percent);
 // Sends the Sets; true at index i when requests[i] was acknowledged.
-std::vector<bool> ClearCounters(const std::vector<ClearRequest>& requests,
-                                transport::MadEngine& engine);
+std::vector<bool> ClearCounters(const std::vector<ClearRequest>& requests, transport::MadEngine& engine);
 
 }  // namespace ibfabric::collectors

@@ -3,9 +3,9 @@
 #include <functional>
 #include <map>
 
-#include "exporter/flags.h"
-#include "config/yaml.h"
 #include "config/config_file.h"
+#include "config/yaml.h"
+#include "exporter/flags.h"
 
 namespace ibfabric::exporter {
 
@@ -31,7 +31,7 @@ void Level(const YAML::Node& n, const std::string& key, std::optional<double>* o
 }
 
 std::function<void(const YAML::Node&, const std::string&)> Levels(Threshold* t, double* minimum = nullptr,
-                                                                 const char* minimum_key = nullptr) {
+                                                                  const char* minimum_key = nullptr) {
   return [t, minimum, minimum_key](const YAML::Node& n, const std::string& where) {
     std::map<std::string, std::function<void(const YAML::Node&, const std::string&)>> h{
         {"warning", [t](const YAML::Node& v, const std::string& k) { Level(v, k, &t->warning); }},
@@ -63,59 +63,69 @@ std::function<void(const YAML::Node&, const std::string&)> SeverityOf(Severity* 
 
 bool ParseAlertConfig(const std::string& text, AlertConfig* config, std::string* error) {
   AlertConfig c;
-  const bool ok = yaml::Parse(text, [&c](const YAML::Node& root) {
-    if (!root.IsNull()) {
-      Keys(root, "the file",
-           {{"window",
-             [&](const YAML::Node& n, const std::string& k) {
-               std::chrono::milliseconds d{};
-               if (!n.IsScalar() || !ParseDuration(n.Scalar(), &d) || d.count() < 100 || d > std::chrono::hours(24)) {
-                 throw Bad{LineOf(n), k + " must be a duration from 100ms to 24h, such as 5m"};
-               }
-               c.window = d;
-             }},
-            {"raise_after", [&](const YAML::Node& n, const std::string& k) { c.raise_after = Count(n, k, 1, 1000); }},
-            {"clear_after", [&](const YAML::Node& n, const std::string& k) { c.clear_after = Count(n, k, 1, 1000); }},
-            {"keep_cleared",
-             [&](const YAML::Node& n, const std::string& k) { c.keep_cleared = static_cast<std::size_t>(Count(n, k, 0, 100000)); }},
-            {"bad_cable",
-             [&](const YAML::Node& n, const std::string& k) {
-               Keys(n, k,
-                    {{"symbol_errors_per_second", Levels(&c.symbol_errors)},
-                     {"link_error_recoveries_per_second", Levels(&c.link_error_recoveries)},
-                     {"rcv_errors_per_second", Levels(&c.rcv_errors)},
-                     {"local_link_integrity_errors_per_second", Levels(&c.local_link_integrity_errors)},
-                     {"excessive_buffer_overrun_errors_per_second", Levels(&c.excessive_buffer_overrun_errors)},
-                     {"bit_error_rate", Levels(&c.bit_error_rate, &c.bit_error_rate_min_bits, "min_bits")},
-                     {"packet_drop_rate", Levels(&c.packet_drop_rate, &c.packet_drop_rate_min_packets, "min_packets")}});
-             }},
-            {"flapping_link",
-             [&](const YAML::Node& n, const std::string& k) { Keys(n, k, {{"link_downs", Levels(&c.link_downs)}}); }},
-            {"congestion",
-             [&](const YAML::Node& n, const std::string& k) {
-               Keys(n, k,
-                    {{"xmit_wait_fraction", Levels(&c.xmit_wait_fraction)},
-                     {"xmit_wait_tick_multiplier",
-                      [&](const YAML::Node& v, const std::string& kk) {
-                        c.xmit_wait_tick_multiplier = Number(v, kk);
-                        if (c.xmit_wait_tick_multiplier < 1 || c.xmit_wait_tick_multiplier > 256) {
-                          throw Bad{LineOf(v), kk + " must be from 1 to 256"};
-                        }
-                      }},
-                     {"xmit_discards_per_second", Levels(&c.xmit_discards)}});
-             }},
-            {"degraded_link", SeverityOf(&c.degraded_severity)},
-            {"miswiring", SeverityOf(&c.miswiring_severity)}});
-    }
-  }, error);
+  const bool ok = yaml::Parse(
+      text,
+      [&c](const YAML::Node& root) {
+        if (!root.IsNull()) {
+          Keys(root, "the file",
+               {{"window",
+                 [&](const YAML::Node& n, const std::string& k) {
+                   std::chrono::milliseconds d{};
+                   if (!n.IsScalar() || !ParseDuration(n.Scalar(), &d) || d.count() < 100 ||
+                       d > std::chrono::hours(24)) {
+                     throw Bad{LineOf(n), k + " must be a duration from 100ms to 24h, such as 5m"};
+                   }
+                   c.window = d;
+                 }},
+                {"raise_after",
+                 [&](const YAML::Node& n, const std::string& k) { c.raise_after = Count(n, k, 1, 1000); }},
+                {"clear_after",
+                 [&](const YAML::Node& n, const std::string& k) { c.clear_after = Count(n, k, 1, 1000); }},
+                {"keep_cleared",
+                 [&](const YAML::Node& n, const std::string& k) {
+                   c.keep_cleared = static_cast<std::size_t>(Count(n, k, 0, 100000));
+                 }},
+                {"bad_cable",
+                 [&](const YAML::Node& n, const std::string& k) {
+                   Keys(n, k,
+                        {{"symbol_errors_per_second", Levels(&c.symbol_errors)},
+                         {"link_error_recoveries_per_second", Levels(&c.link_error_recoveries)},
+                         {"rcv_errors_per_second", Levels(&c.rcv_errors)},
+                         {"local_link_integrity_errors_per_second", Levels(&c.local_link_integrity_errors)},
+                         {"excessive_buffer_overrun_errors_per_second", Levels(&c.excessive_buffer_overrun_errors)},
+                         {"bit_error_rate", Levels(&c.bit_error_rate, &c.bit_error_rate_min_bits, "min_bits")},
+                         {"packet_drop_rate",
+                          Levels(&c.packet_drop_rate, &c.packet_drop_rate_min_packets, "min_packets")}});
+                 }},
+                {"flapping_link",
+                 [&](const YAML::Node& n, const std::string& k) {
+                   Keys(n, k, {{"link_downs", Levels(&c.link_downs)}});
+                 }},
+                {"congestion",
+                 [&](const YAML::Node& n, const std::string& k) {
+                   Keys(n, k,
+                        {{"xmit_wait_fraction", Levels(&c.xmit_wait_fraction)},
+                         {"xmit_wait_tick_multiplier",
+                          [&](const YAML::Node& v, const std::string& kk) {
+                            c.xmit_wait_tick_multiplier = Number(v, kk);
+                            if (c.xmit_wait_tick_multiplier < 1 || c.xmit_wait_tick_multiplier > 256) {
+                              throw Bad{LineOf(v), kk + " must be from 1 to 256"};
+                            }
+                          }},
+                         {"xmit_discards_per_second", Levels(&c.xmit_discards)}});
+                 }},
+                {"degraded_link", SeverityOf(&c.degraded_severity)},
+                {"miswiring", SeverityOf(&c.miswiring_severity)}});
+        }
+      },
+      error);
   if (ok) *config = c;
   return ok;
 }
 
 bool LoadAlertConfig(const std::string& path, AlertConfig* config, std::string* error) {
   return config::ParseFile(
-      path, [config](const std::string& text, std::string* why) { return ParseAlertConfig(text, config, why); },
-      error);
+      path, [config](const std::string& text, std::string* why) { return ParseAlertConfig(text, config, why); }, error);
 }
 
 }  // namespace ibfabric::exporter

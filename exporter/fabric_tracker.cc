@@ -287,8 +287,8 @@ std::vector<topology::PortChange> FabricTracker::ChangesOf(const collectors::Swe
   // another cable; a port that stopped answering may have another LID (not
   // every sweep: under loss it stops and starts again).
   std::set<std::uint64_t> silent_switches;
-  for (const auto& [set, why] : {std::pair{&news.flapped, "LinkDownedCounter moved"},
-                                 std::pair{&news.silent, "stopped answering"}}) {
+  for (const auto& [set, why] :
+       {std::pair{&news.flapped, "LinkDownedCounter moved"}, std::pair{&news.silent, "stopped answering"}}) {
     const bool silent = set == &news.silent;
     for (const auto& ref : *set) {
       const auto end = SwitchEnd(ref);
@@ -373,8 +373,8 @@ void FabricTracker::Subscribe(std::chrono::steady_clock::time_point now, const c
   for (std::uint16_t t : kTraps) reqs.push_back(transport::InformInfoSubscribe(sm_lid, t));
   // Logged as it changes: accepted, or not (first time, or after it was).
   const bool first = subscriptions_.empty() || sm_lid != subscribed_sm_;
-  const bool had_all = !first && std::all_of(subscriptions_.begin(), subscriptions_.end(),
-                                             [](const auto& e) { return e.second; });
+  const bool had_all =
+      !first && std::all_of(subscriptions_.begin(), subscriptions_.end(), [](const auto& e) { return e.second; });
   const auto results = engine_.Run(reqs);
   bool all = true;
   for (std::size_t i = 0; i < results.size(); ++i) {
@@ -385,9 +385,10 @@ void FabricTracker::Subscribe(std::chrono::steady_clock::time_point now, const c
   if (all && !had_all) {
     log_.Info("subscribed to the SM's traps", "sm_lid=" + std::to_string(sm_lid) + " traps=64,65,128,144");
   } else if (!all && (first || had_all)) {
-    log_.Warn("the SA did not accept every trap subscription; asking again each sweep, sweeps alone find changes "
-              "meanwhile",
-              "sm_lid=" + std::to_string(sm_lid));
+    log_.Warn(
+        "the SA did not accept every trap subscription; asking again each sweep, sweeps alone find changes "
+        "meanwhile",
+        "sm_lid=" + std::to_string(sm_lid));
   }
   subscribed_sm_ = sm_lid;
   subscribed_at_ = now;
@@ -410,8 +411,8 @@ std::optional<FabricTracker::TrapReads> FabricTracker::TakeReports() {
       const bool by_lid = n.lid != 0 && node.lid == n.lid;
       const bool ca = node.kind != topology::NodeKind::kSwitch;
       for (const auto& p : node.ports) {
-        const bool named = by_lid || (ca && n.port_guid != 0 && p.guid == n.port_guid) ||
-                           (ca && n.lid != 0 && p.lid == n.lid);
+        const bool named =
+            by_lid || (ca && n.port_guid != 0 && p.guid == n.port_guid) || (ca && n.lid != 0 && p.lid == n.lid);
         if (!named) continue;
         if (auto s = SwitchEnd({node.guid, p.number})) out.why.emplace(*s, trap);
       }

@@ -173,8 +173,8 @@ class FabricTracker {
 
   std::shared_ptr<const topology::Fabric> fabric_;
   std::map<std::uint64_t, collectors::NodeLabel> nodes_;  // every node ever seen
-  std::set<topology::PortRef> remembered_;               // switch ports once up (in scope)
-  std::set<topology::PortRef> in_scope_;                 // of the last walk; unused when scope is everything
+  std::set<topology::PortRef> remembered_;                // switch ports once up (in scope)
+  std::set<topology::PortRef> in_scope_;                  // of the last walk; unused when scope is everything
   // Of the current fabric: every switch port's PortInfo target, those
   // read, and the LIDs' owners of the ports read (counters read or not).
   std::vector<collectors::LinkTarget> links_;
@@ -218,7 +218,7 @@ class FabricTracker {
   std::uint16_t subscribed_sm_ = 0;
   std::chrono::steady_clock::time_point subscribed_at_{};
   bool subscribe_due_ = true;
-  std::map<std::uint16_t, bool> subscriptions_;  // trap -> accepted by the SA
+  std::map<std::uint16_t, bool> subscriptions_;   // trap -> accepted by the SA
   std::map<std::uint16_t, std::uint64_t> traps_;  // trap -> Reports taken
 };
 

@@ -1,10 +1,10 @@
 #include "exporter/flags.h"
 
-#include "collectors/registry.h"
-
 #include <charconv>
 #include <functional>
 #include <map>
+
+#include "collectors/registry.h"
 
 namespace ibfabric::exporter {
 namespace {
@@ -83,171 +83,156 @@ void AddCollectorFlags(std::map<std::string, Flag>* flags) {
 const std::map<std::string, Flag>& Flags() {
   using std::chrono::milliseconds;
   static const std::map<std::string, Flag> kFlags = [] {
-  std::map<std::string, Flag> flags{
-      {"web.listen-address",
-       {"Address on which to expose metrics and web interface (host:port or :port).",
-        "ADDRESS",
-        [](Config& c, const std::string& v) -> std::string {
-          return ParseListen(v, &c.listen_host, &c.listen_port)
-                     ? ""
-                     : "'" + v + "' is not host:port with a port in 0..65535";
-        }}},
-      {"web.telemetry-path",
-       {"Path under which to expose metrics.", "PATH",
-        [](Config& c, const std::string& v) -> std::string {
-          if (v.empty() || v[0] != '/' || v == "/") return "must start with '/' and not be '/'";
-          c.telemetry_path = v;
-          return "";
-        }}},
-      {"web.config.file",
-       {"Path to a web configuration file enabling TLS and/or basic auth (the format of "
-        "Prometheus's exporter-toolkit; see docs/security.md).",
-        "FILE",
-        Path(&Config::web_config)}},
-      {"ib.ca",
-       {"InfiniBand device to use (default: the first with an active port).", "NAME",
-        Path(&Config::ca_name)}},
-      {"ib.port",
-       {"Port of the device to use (default: its first active port).", "N",
-        [](Config& c, const std::string& v) { return Int(&c.ca_port, v, 1, 254); }}},
-      {"ib.node-name-map",
-       {"Node name map file (infiniband-diags format: GUID \"name\" per line) naming nodes in "
-        "metrics and findings.",
-        "FILE",
-        Path(&Config::node_name_map)}},
-      {"topology.plan",
-       {"Cabling plan to compare the fabric with: ibnetdiscover output saved from the healthy "
-        "fabric, or a JSON or YAML plan (see docs/api.md).",
-        "FILE",
-        Path(&Config::topology_plan)}},
-      {"partitions.plan",
-       {"Expected partition membership of the CA ports (YAML, see docs/api.md); ports that differ are "
-        "findings.",
-        "FILE",
-        Path(&Config::partition_plan)}},
-      {"alerts.config",
-       {"Alert thresholds, windows and hysteresis (YAML; see docs/alerts.md). Default: built-in "
-        "thresholds.",
-        "FILE",
-        Path(&Config::alerts_config)}},
-      {"scope",
-       {"Which ports to read: fabric (every port; see --shard), local (this host's ports and the "
-        "switch port at the other end of each of its cables: for a DaemonSet), inter-switch (both "
-        "ends of switch-to-switch cables: with local on every host, each port is read once).",
-        "SCOPE",
-        [](Config& c, const std::string& v) -> std::string {
-          return topology::ParseScopeKind(v, &c.scope.kind) ? ""
-                                                            : "'" + v + "' is not one of fabric, local, inter-switch";
-        }}},
-      {"shard",
-       {"Read only shard I of N of the switches (by GUID), as I/N with 0 <= I < N; N exporters with "
-        "shards 0/N .. N-1/N read every switch once (fabric and inter-switch scopes).",
-        "I/N",
-        [](Config& c, const std::string& v) -> std::string {
-          return topology::ParseShard(v, &c.scope.shard, &c.scope.shards)
-                     ? ""
-                     : "'" + v + "' is not I/N with 0 <= I < N <= 4096 (e.g. 0/4)";
-        }}},
-      {"sweep.interval",
-       {"Time between counter sweeps.", "DURATION",
-        [](Config& c, const std::string& v) {
-          return Duration(&c.sweep_interval, v, milliseconds(100));
-        }}},
-      {"discovery.interval",
-       {"Time between full walks of the fabric; in between, what changed (traps, sweeps) is re-walked "
-        "incrementally.",
-        "DURATION",
-        [](Config& c, const std::string& v) {
-          return Duration(&c.discovery_interval, v, milliseconds(100));
-        }}},
-      {"sweep.rotation",
-       {"Every switch port's PortInfo and every LID's owner (NodeInfo) are read again at least once in "
-        "this time; ports with news (a moved LinkDownedCounter, a trap, a degraded or recently changed "
-        "link) are read every sweep.",
-        "DURATION",
-        [](Config& c, const std::string& v) { return Duration(&c.sweep_rotation, v, milliseconds(100)); }}},
-      {"sm.no-traps",
-       {"Do not subscribe to the subnet manager's traps (link state changes, ports in and out of "
-        "service); changes are then found by the sweeps alone.",
-        nullptr,
-        [](Config& c, const std::string&) -> std::string {
-          c.sm_traps = false;
-          return "";
-        }}},
-      {"sm.stall-after",
-       {"How long the master subnet manager's SMInfo.ActCount may stand still before it counts as not "
-        "sweeping.",
-        "DURATION",
-        [](Config& c, const std::string& v) { return Duration(&c.sm_stall_after, v, milliseconds(100)); }}},
-      {"mad.timeout",
-       {"Shortest time to wait for a MAD response before retrying; longer when the measured round trip or "
-        "the agent's declared response time says so.",
-        "DURATION",
-        [](Config& c, const std::string& v) {
-          return Duration(&c.mad_timeout, v, milliseconds(1));
-        }}},
-      {"mad.timeout-max",
-       {"Longest time to wait for a MAD response: the ceiling of the backoff after timeouts.", "DURATION",
-        [](Config& c, const std::string& v) { return Duration(&c.mad_timeout_max, v, milliseconds(1)); }}},
-      {"mad.window.dr-smp",
-       {"Directed-route SMPs in flight at once (each is forwarded by every switch on its route; opensm keeps 4).",
-        "N", [](Config& c, const std::string& v) { return Int(&c.mad_dr_window, v, 1, 64); }}},
-      {"mad.window.lid-smp",
-       {"LID-routed SMPs in flight at once.", "N",
-        [](Config& c, const std::string& v) { return Int(&c.mad_lid_window, v, 1, 4096); }}},
-      {"mad.window.gmp",
-       {"Performance-management queries in flight at once.", "N",
-        [](Config& c, const std::string& v) { return Int(&c.mad_gmp_window, v, 1, 4096); }}},
-      {"mad.per-destination",
-       {"MADs outstanding to any one node at once.", "N",
-        [](Config& c, const std::string& v) { return Int(&c.mad_per_destination, v, 1, 64); }}},
-      {"mad.dr-per-switch",
-       {"MADs outstanding at a switch that a directed-route SMP of ours would pass through (its firmware "
-        "forwards it, beside the subnet manager's).",
-        "N", [](Config& c, const std::string& v) { return Int(&c.mad_dr_per_switch, v, 1, 64); }}},
-      {"mad.rate-limit",
-       {"MADs per second at most, over all kinds (0: no limit).", "N",
-        [](Config& c, const std::string& v) -> std::string {
-          int n = 0;
-          if (std::string e = Int(&n, v, 0, 10'000'000); !e.empty()) return e;
-          c.mad_rate_limit = n;
-          return "";
-        }}},
-      {"mad.retries",
-       {"Retries of a MAD that got no response.", "N",
-        [](Config& c, const std::string& v) { return Int(&c.mad_retries, v, 0, 20); }}},
-      {"mad.window",
-       {"MAD requests kept in flight at once, all kinds together.", "N",
-        [](Config& c, const std::string& v) { return Int(&c.mad_window, v, 1, 4096); }}},
-      {"log.level",
-       {"Only log messages with the given severity or above: debug, info, warn, error.", "LEVEL",
-        [](Config& c, const std::string& v) -> std::string {
-          if (v != "debug" && v != "info" && v != "warn" && v != "error") {
-            return "'" + v + "' is not one of debug, info, warn, error";
-          }
-          c.log_level = v;
-          return "";
-        }}},
-      {"counters.clear-threshold",
-       {"Clear a port's counters on the fabric when one reaches this percent of its maximum "
-        "(e.g. 75; 0, the default, never clears: other tools may rely on the counters).",
-        "PERCENT",
-        [](Config& c, const std::string& v) { return Int(&c.clear_threshold, v, 0, 100); }}},
-      {"check",
-       {"Check that the local port answers MADs, print one line and exit (0: it does).", nullptr,
-        [](Config& c, const std::string&) -> std::string {
-          c.check = true;
-          return "";
-        }}},
-      {"once",
-       {"Discover and sweep once, print the metrics to standard output and exit.", nullptr,
-        [](Config& c, const std::string&) -> std::string {
-          c.once = true;
-          return "";
-        }}},
-  };
-  AddCollectorFlags(&flags);
-  return flags;
+    std::map<std::string, Flag> flags{
+        {"web.listen-address",
+         {"Address on which to expose metrics and web interface (host:port or :port).", "ADDRESS",
+          [](Config& c, const std::string& v) -> std::string {
+            return ParseListen(v, &c.listen_host, &c.listen_port)
+                       ? ""
+                       : "'" + v + "' is not host:port with a port in 0..65535";
+          }}},
+        {"web.telemetry-path",
+         {"Path under which to expose metrics.", "PATH",
+          [](Config& c, const std::string& v) -> std::string {
+            if (v.empty() || v[0] != '/' || v == "/") return "must start with '/' and not be '/'";
+            c.telemetry_path = v;
+            return "";
+          }}},
+        {"web.config.file",
+         {"Path to a web configuration file enabling TLS and/or basic auth (the format of "
+          "Prometheus's exporter-toolkit; see docs/security.md).",
+          "FILE", Path(&Config::web_config)}},
+        {"ib.ca",
+         {"InfiniBand device to use (default: the first with an active port).", "NAME", Path(&Config::ca_name)}},
+        {"ib.port",
+         {"Port of the device to use (default: its first active port).", "N",
+          [](Config& c, const std::string& v) { return Int(&c.ca_port, v, 1, 254); }}},
+        {"ib.node-name-map",
+         {"Node name map file (infiniband-diags format: GUID \"name\" per line) naming nodes in "
+          "metrics and findings.",
+          "FILE", Path(&Config::node_name_map)}},
+        {"topology.plan",
+         {"Cabling plan to compare the fabric with: ibnetdiscover output saved from the healthy "
+          "fabric, or a JSON or YAML plan (see docs/api.md).",
+          "FILE", Path(&Config::topology_plan)}},
+        {"partitions.plan",
+         {"Expected partition membership of the CA ports (YAML, see docs/api.md); ports that differ are "
+          "findings.",
+          "FILE", Path(&Config::partition_plan)}},
+        {"alerts.config",
+         {"Alert thresholds, windows and hysteresis (YAML; see docs/alerts.md). Default: built-in "
+          "thresholds.",
+          "FILE", Path(&Config::alerts_config)}},
+        {"scope",
+         {"Which ports to read: fabric (every port; see --shard), local (this host's ports and the "
+          "switch port at the other end of each of its cables: for a DaemonSet), inter-switch (both "
+          "ends of switch-to-switch cables: with local on every host, each port is read once).",
+          "SCOPE",
+          [](Config& c, const std::string& v) -> std::string {
+            return topology::ParseScopeKind(v, &c.scope.kind) ? ""
+                                                              : "'" + v + "' is not one of fabric, local, inter-switch";
+          }}},
+        {"shard",
+         {"Read only shard I of N of the switches (by GUID), as I/N with 0 <= I < N; N exporters with "
+          "shards 0/N .. N-1/N read every switch once (fabric and inter-switch scopes).",
+          "I/N",
+          [](Config& c, const std::string& v) -> std::string {
+            return topology::ParseShard(v, &c.scope.shard, &c.scope.shards)
+                       ? ""
+                       : "'" + v + "' is not I/N with 0 <= I < N <= 4096 (e.g. 0/4)";
+          }}},
+        {"sweep.interval",
+         {"Time between counter sweeps.", "DURATION",
+          [](Config& c, const std::string& v) { return Duration(&c.sweep_interval, v, milliseconds(100)); }}},
+        {"discovery.interval",
+         {"Time between full walks of the fabric; in between, what changed (traps, sweeps) is re-walked "
+          "incrementally.",
+          "DURATION",
+          [](Config& c, const std::string& v) { return Duration(&c.discovery_interval, v, milliseconds(100)); }}},
+        {"sweep.rotation",
+         {"Every switch port's PortInfo and every LID's owner (NodeInfo) are read again at least once in "
+          "this time; ports with news (a moved LinkDownedCounter, a trap, a degraded or recently changed "
+          "link) are read every sweep.",
+          "DURATION",
+          [](Config& c, const std::string& v) { return Duration(&c.sweep_rotation, v, milliseconds(100)); }}},
+        {"sm.no-traps",
+         {"Do not subscribe to the subnet manager's traps (link state changes, ports in and out of "
+          "service); changes are then found by the sweeps alone.",
+          nullptr,
+          [](Config& c, const std::string&) -> std::string {
+            c.sm_traps = false;
+            return "";
+          }}},
+        {"sm.stall-after",
+         {"How long the master subnet manager's SMInfo.ActCount may stand still before it counts as not "
+          "sweeping.",
+          "DURATION",
+          [](Config& c, const std::string& v) { return Duration(&c.sm_stall_after, v, milliseconds(100)); }}},
+        {"mad.timeout",
+         {"Shortest time to wait for a MAD response before retrying; longer when the measured round trip or "
+          "the agent's declared response time says so.",
+          "DURATION", [](Config& c, const std::string& v) { return Duration(&c.mad_timeout, v, milliseconds(1)); }}},
+        {"mad.timeout-max",
+         {"Longest time to wait for a MAD response: the ceiling of the backoff after timeouts.", "DURATION",
+          [](Config& c, const std::string& v) { return Duration(&c.mad_timeout_max, v, milliseconds(1)); }}},
+        {"mad.window.dr-smp",
+         {"Directed-route SMPs in flight at once (each is forwarded by every switch on its route; opensm keeps 4).",
+          "N", [](Config& c, const std::string& v) { return Int(&c.mad_dr_window, v, 1, 64); }}},
+        {"mad.window.lid-smp",
+         {"LID-routed SMPs in flight at once.", "N",
+          [](Config& c, const std::string& v) { return Int(&c.mad_lid_window, v, 1, 4096); }}},
+        {"mad.window.gmp",
+         {"Performance-management queries in flight at once.", "N",
+          [](Config& c, const std::string& v) { return Int(&c.mad_gmp_window, v, 1, 4096); }}},
+        {"mad.per-destination",
+         {"MADs outstanding to any one node at once.", "N",
+          [](Config& c, const std::string& v) { return Int(&c.mad_per_destination, v, 1, 64); }}},
+        {"mad.dr-per-switch",
+         {"MADs outstanding at a switch that a directed-route SMP of ours would pass through (its firmware "
+          "forwards it, beside the subnet manager's).",
+          "N", [](Config& c, const std::string& v) { return Int(&c.mad_dr_per_switch, v, 1, 64); }}},
+        {"mad.rate-limit",
+         {"MADs per second at most, over all kinds (0: no limit).", "N",
+          [](Config& c, const std::string& v) -> std::string {
+            int n = 0;
+            if (std::string e = Int(&n, v, 0, 10'000'000); !e.empty()) return e;
+            c.mad_rate_limit = n;
+            return "";
+          }}},
+        {"mad.retries",
+         {"Retries of a MAD that got no response.", "N",
+          [](Config& c, const std::string& v) { return Int(&c.mad_retries, v, 0, 20); }}},
+        {"mad.window",
+         {"MAD requests kept in flight at once, all kinds together.", "N",
+          [](Config& c, const std::string& v) { return Int(&c.mad_window, v, 1, 4096); }}},
+        {"log.level",
+         {"Only log messages with the given severity or above: debug, info, warn, error.", "LEVEL",
+          [](Config& c, const std::string& v) -> std::string {
+            if (v != "debug" && v != "info" && v != "warn" && v != "error") {
+              return "'" + v + "' is not one of debug, info, warn, error";
+            }
+            c.log_level = v;
+            return "";
+          }}},
+        {"counters.clear-threshold",
+         {"Clear a port's counters on the fabric when one reaches this percent of its maximum "
+          "(e.g. 75; 0, the default, never clears: other tools may rely on the counters).",
+          "PERCENT", [](Config& c, const std::string& v) { return Int(&c.clear_threshold, v, 0, 100); }}},
+        {"check",
+         {"Check that the local port answers MADs, print one line and exit (0: it does).", nullptr,
+          [](Config& c, const std::string&) -> std::string {
+            c.check = true;
+            return "";
+          }}},
+        {"once",
+         {"Discover and sweep once, print the metrics to standard output and exit.", nullptr,
+          [](Config& c, const std::string&) -> std::string {
+            c.once = true;
+            return "";
+          }}},
+    };
+    AddCollectorFlags(&flags);
+    return flags;
   }();
   return kFlags;
 }
@@ -261,11 +246,16 @@ bool ParseDuration(const std::string& text, std::chrono::milliseconds* out) {
   long long n = std::stoll(text.substr(0, i));
   const std::string unit = text.substr(i);
   long long ms_per = 0;
-  if (unit == "ms") ms_per = 1;
-  else if (unit == "s") ms_per = 1000;
-  else if (unit == "m") ms_per = 60'000;
-  else if (unit == "h") ms_per = 3'600'000;
-  else return false;
+  if (unit == "ms")
+    ms_per = 1;
+  else if (unit == "s")
+    ms_per = 1000;
+  else if (unit == "m")
+    ms_per = 60'000;
+  else if (unit == "h")
+    ms_per = 3'600'000;
+  else
+    return false;
   *out = std::chrono::milliseconds(n * ms_per);
   return true;
 }
@@ -345,15 +335,18 @@ ParsedFlags ParseFlags(const std::vector<std::string>& args) {
 }
 
 std::string HelpText(const std::string& program) {
-  std::string s = "usage: " + program + " [<flags>]\n\n"
+  std::string s = "usage: " + program +
+                  " [<flags>]\n\n"
                   "InfiniBand fabric health exporter for Prometheus.\n\nFlags:\n";
   s += "  -h, --help                Show this help and exit.\n";
   s += "      --version             Show the version and exit.\n";
   for (const auto& [name, f] : Flags()) {
     if (f.help == nullptr) continue;  // the collectors' flags: listed below
     std::string left = "      --" + name + (f.placeholder ? std::string("=") + f.placeholder : "");
-    if (left.size() < 40) left.resize(40, ' ');
-    else left += "\n" + std::string(40, ' ');
+    if (left.size() < 40)
+      left.resize(40, ' ');
+    else
+      left += "\n" + std::string(40, ' ');
     s += left + f.help + "\n";
   }
   s += "\nCollectors (--collector.NAME turns one on, --no-collector.NAME off):\n";

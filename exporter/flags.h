@@ -25,14 +25,14 @@ struct Config {
   std::string listen_host = kHttpDefaults.host;
   int listen_port = kHttpDefaults.port;
   std::string telemetry_path = kHttpDefaults.telemetry_path;
-  std::string web_config;  // exporter-toolkit web config (TLS, basic auth); empty: none
-  std::string ca_name;  // empty: first CA with an active port
-  int ca_port = 0;      // 0: first active port
-  std::string node_name_map;  // infiniband-diags node-name map file; empty: none
-  std::string topology_plan;  // cabling plan (ibnetdiscover output, JSON or YAML); empty: none
-  std::string alerts_config;  // alert thresholds file; empty: built-in defaults
+  std::string web_config;      // exporter-toolkit web config (TLS, basic auth); empty: none
+  std::string ca_name;         // empty: first CA with an active port
+  int ca_port = 0;             // 0: first active port
+  std::string node_name_map;   // infiniband-diags node-name map file; empty: none
+  std::string topology_plan;   // cabling plan (ibnetdiscover output, JSON or YAML); empty: none
+  std::string alerts_config;   // alert thresholds file; empty: built-in defaults
   std::string partition_plan;  // expected partition membership (YAML); empty: none
-  topology::Scope scope;      // which ports this exporter reads (--scope, --shard)
+  topology::Scope scope;       // which ports this exporter reads (--scope, --shard)
   std::chrono::milliseconds sweep_interval = kPollerDefaults.fabric.sweep_interval;
   std::chrono::milliseconds discovery_interval = kPollerDefaults.fabric.discovery_interval;  // full walks
   std::chrono::milliseconds sweep_rotation = kPollerDefaults.fabric.sweep_rotation;
@@ -53,11 +53,11 @@ struct Config {
   int mad_gmp_window = kEngineDefaults.kind_window[static_cast<int>(transport::MadKind::kGmp)];
   int mad_per_destination = kEngineDefaults.per_destination;
   int mad_dr_per_switch = kEngineDefaults.dr_per_switch;
-  double mad_rate_limit = kEngineDefaults.rate_limit;  // MADs per second; 0: none
-  std::string log_level = "info";  // debug, info, warn, error
+  double mad_rate_limit = kEngineDefaults.rate_limit;                       // MADs per second; 0: none
+  std::string log_level = "info";                                           // debug, info, warn, error
   int clear_threshold = kPollerDefaults.collector.clear_threshold_percent;  // percent of a counter's maximum; 0: never
-  bool once = false;               // one discovery and sweep, metrics to stdout, exit
-  bool check = false;              // does the local port answer? exit 0 or 1
+  bool once = false;   // one discovery and sweep, metrics to stdout, exit
+  bool check = false;  // does the local port answer? exit 0 or 1
   // --collector.NAME / --no-collector.NAME: name -> on (collectors/registry.h).
   std::map<std::string, bool> collectors;
 };

@@ -79,8 +79,7 @@ bool SetupTls(const TlsConfig& tls, SSL_CTX& ctx, std::string* error) {
 std::unique_ptr<httplib::Server> MakeServer(const HttpOptions& options, std::string* tls_error) {
   if (!options.web.tls) return std::make_unique<httplib::Server>();
   const TlsConfig tls = *options.web.tls;
-  return std::make_unique<httplib::SSLServer>(
-      [tls, tls_error](SSL_CTX& ctx) { return SetupTls(tls, ctx, tls_error); });
+  return std::make_unique<httplib::SSLServer>([tls, tls_error](SSL_CTX& ctx) { return SetupTls(tls, ctx, tls_error); });
 }
 
 // RFC 4648 base64 (the Basic credentials' encoding); nullopt when malformed.
@@ -125,7 +124,6 @@ constexpr std::size_t kMaxHeaders = 100;
 constexpr std::size_t kMaxHeaderBytes = 32 * 1024;
 constexpr std::size_t kMaxBody = 64 * 1024;
 
-
 // Accept-Encoding without brotli. httplib prefers brotli whenever a client
 // offers it (browsers do) and compresses at quality 11: about 30 s of CPU
 // for a 10 MB exposition. gzip costs ~0.1 s and is what Prometheus asks for.
@@ -137,7 +135,8 @@ std::string WithoutBrotli(const std::string& accept) {
     if (end == std::string::npos) end = accept.size();
     std::string token = accept.substr(start, end - start);
     const auto first = token.find_first_not_of(' ');
-    const std::string name = first == std::string::npos ? "" : token.substr(first, token.find_first_of(" ;", first) - first);
+    const std::string name =
+        first == std::string::npos ? "" : token.substr(first, token.find_first_of(" ;", first) - first);
     if (!name.empty() && name != "br") out += (out.empty() ? "" : ", ") + token.substr(first);
     start = end + 1;
   }
@@ -232,19 +231,18 @@ void HttpServer::Routes() {
     // Streamed from the snapshot, which the provider keeps alive: no copy of
     // the exposition per scrape, and httplib compresses chunked responses on
     // the fly when the client accepts gzip (Prometheus does).
-    res.set_chunked_content_provider(
-        "text/plain; version=0.0.4; charset=utf-8",
-        [snap, offset = std::size_t{0}](std::size_t, httplib::DataSink& sink) mutable {
-          constexpr std::size_t kSlice = 64 * 1024;
-          const std::string& text = snap->exposition;
-          if (offset < text.size()) {
-            const std::size_t n = std::min(kSlice, text.size() - offset);
-            if (!sink.write(text.data() + offset, n)) return false;
-            offset += n;
-          }
-          if (offset >= text.size()) sink.done();
-          return true;
-        });
+    res.set_chunked_content_provider("text/plain; version=0.0.4; charset=utf-8",
+                                     [snap, offset = std::size_t{0}](std::size_t, httplib::DataSink& sink) mutable {
+                                       constexpr std::size_t kSlice = 64 * 1024;
+                                       const std::string& text = snap->exposition;
+                                       if (offset < text.size()) {
+                                         const std::size_t n = std::min(kSlice, text.size() - offset);
+                                         if (!sink.write(text.data() + offset, n)) return false;
+                                         offset += n;
+                                       }
+                                       if (offset >= text.size()) sink.done();
+                                       return true;
+                                     });
   });
   server_->Get("/api/v1/topology", [this](const httplib::Request&, httplib::Response& res) {
     auto snap = holder_.Get();
@@ -271,17 +269,16 @@ void HttpServer::Routes() {
     auto snap = holder_.Get();
     if (!snap->subnet_managers) {
       return JsonError(res, snap->scope.reports_topology() ? 503 : 404,
-                       snap->scope.reports_topology() ? "no sweep has completed yet"
-                                                      : "this exporter does not watch subnet managers (scope " +
-                                                            std::string(topology::ToString(snap->scope.kind)) +
-                                                            " or a shard other than 0)");
+                       snap->scope.reports_topology()
+                           ? "no sweep has completed yet"
+                           : "this exporter does not watch subnet managers (scope " +
+                                 std::string(topology::ToString(snap->scope.kind)) + " or a shard other than 0)");
     }
     res.set_content(collectors::SubnetManagersJson(*snap->subnet_managers, snap->published).dump() + "\n",
                     "application/json");
   });
-  server_->Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content("ok\n", "text/plain");
-  });
+  server_->Get("/healthz",
+               [](const httplib::Request&, httplib::Response& res) { res.set_content("ok\n", "text/plain"); });
   server_->Get("/readyz", [this](const httplib::Request&, httplib::Response& res) {
     auto snap = holder_.Get();
     if (snap->sweeps == 0) {
@@ -338,8 +335,8 @@ bool HttpServer::Start(std::string* error) {
     bound_port_ = server_->bind_to_port(options_.host, options_.port) ? options_.port : -1;
   }
   if (bound_port_ <= 0) {
-    *error = "cannot listen on " + options_.host + ":" + std::to_string(options_.port) +
-             " (address in use or not local?)";
+    *error =
+        "cannot listen on " + options_.host + ":" + std::to_string(options_.port) + " (address in use or not local?)";
     return false;
   }
   thread_ = std::thread([this] {

@@ -10,11 +10,11 @@
 // with 5 s read and write timeouts so that a slow or stalled client holds
 // one worker, not the scrape of everyone else.
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <set>
 #include <string>
-#include <atomic>
 #include <thread>
 
 #include "exporter/snapshot_holder.h"
@@ -30,7 +30,7 @@ struct HttpOptions {
   std::string host = "0.0.0.0";
   int port = 9315;  // 0: any free port (see bound_port())
   std::string telemetry_path = "/metrics";
-  WebConfig web;    // TLS, basic auth and extra headers; default: plain HTTP, open
+  WebConfig web;     // TLS, basic auth and extra headers; default: plain HTTP, open
   int workers = 32;  // connections served at once
 };
 

@@ -12,10 +12,10 @@
 #include <thread>
 #include <vector>
 
+#include "collectors/log.h"
 #include "exporter/alert_config.h"
 #include "exporter/flags.h"
 #include "exporter/http_server.h"
-#include "collectors/log.h"
 #include "exporter/poller.h"
 #include "exporter/recovery.h"
 #include "exporter/snapshot_holder.h"
@@ -108,9 +108,8 @@ int Main(int argc, char** argv) {
     return 1;
   }
   const auto& local = port->local();
-  log.Info("opened InfiniBand port",
-           "ca=" + local.ca_name + " port=" + std::to_string(local.port) +
-               " lid=" + std::to_string(local.lid) + " state=" + std::to_string(local.state));
+  log.Info("opened InfiniBand port", "ca=" + local.ca_name + " port=" + std::to_string(local.port) +
+                                         " lid=" + std::to_string(local.lid) + " state=" + std::to_string(local.state));
 
   transport::EngineOptions engine_options;
   engine_options.window = cfg.mad_window;
@@ -124,16 +123,14 @@ int Main(int argc, char** argv) {
   transport::MadEngine engine(*port, engine_options);
 
   if (cfg.check) {
-    const std::vector<transport::MadRequest> req{
-        transport::NodeInfoQuery(transport::MadAddress::Directed({}))};
+    const std::vector<transport::MadRequest> req{transport::NodeInfoQuery(transport::MadAddress::Directed({}))};
     const auto r = engine.Run(req);
     if (r[0].outcome != transport::MadOutcome::kOk) {
       std::cout << "ibfabric_exporter: " << local.ca_name << " port " << local.port
                 << " does not answer NodeInfo: " << transport::ToString(r[0].outcome) << "\n";
       return 1;
     }
-    std::cout << "ok: " << local.ca_name << " port " << local.port << " lid " << local.lid
-              << " answers\n";
+    std::cout << "ok: " << local.ca_name << " port " << local.port << " lid " << local.lid << " answers\n";
     return 0;
   }
 

@@ -75,9 +75,9 @@ bool Poller::Cycle() {
   // Tables that did not answer and analyses a re-walk put off, once a
   // sweep whatever changed in it.
   RunPending();
-  log_.Debug("sweep done", "ports=" + std::to_string(plan.counters.size()) + " port_infos=" +
-                               std::to_string(reads.links.size()) + " lid_checks=" + std::to_string(reads.checks.size()) +
-                               " seconds=" + std::to_string(sweep_seconds_));
+  log_.Debug("sweep done",
+             "ports=" + std::to_string(plan.counters.size()) + " port_infos=" + std::to_string(reads.links.size()) +
+                 " lid_checks=" + std::to_string(reads.checks.size()) + " seconds=" + std::to_string(sweep_seconds_));
   Publish();
 
   // Not even the local port answered discovery: count towards transport down.
@@ -114,8 +114,8 @@ void Poller::Rewalk(const std::vector<topology::PortChange>& changes) {
   }
   const transport::KindCounts used = CountMads("rewalk", before);
   log_.Info("discovery done", "mode=incremental " + walked->summary + " dr_smps=" + std::to_string(used[0].sent) +
-                                  " smps=" + std::to_string(used[0].sent + used[1].sent) + " seconds=" +
-                                  std::to_string(SecondsOf(std::chrono::steady_clock::now() - start)));
+                                  " smps=" + std::to_string(used[0].sent + used[1].sent) +
+                                  " seconds=" + std::to_string(SecondsOf(std::chrono::steady_clock::now() - start)));
 }
 
 bool Poller::HandleReports() {

@@ -6,8 +6,8 @@
 #include <cstring>
 #include <set>
 
-#include "config/yaml.h"
 #include "config/config_file.h"
+#include "config/yaml.h"
 
 namespace ibfabric::exporter {
 
@@ -28,34 +28,40 @@ int TlsVersion(const YAML::Node& n, const std::string& key) {
       {"TLS10", 0x0301}, {"TLS11", 0x0302}, {"TLS12", 0x0303}, {"TLS13", 0x0304}};
   const std::string v = yaml::String(n, key);
   auto it = kVersions.find(v);
-  if (it == kVersions.end()) throw Bad{LineOf(n), key + " must be one of TLS10, TLS11, TLS12, TLS13, not '" + v.substr(0, 20) + "'"};
+  if (it == kVersions.end())
+    throw Bad{LineOf(n), key + " must be one of TLS10, TLS11, TLS12, TLS13, not '" + v.substr(0, 20) + "'"};
   return it->second;
 }
 
 ClientAuth ClientAuthOf(const YAML::Node& n, const std::string& key) {
-  static const std::map<std::string, ClientAuth> kTypes{
-      {"NoClientCert", ClientAuth::kNone},
-      {"RequestClientCert", ClientAuth::kRequest},
-      {"RequireAnyClientCert", ClientAuth::kRequireAny},
-      {"VerifyClientCertIfGiven", ClientAuth::kVerifyIfGiven},
-      {"RequireAndVerifyClientCert", ClientAuth::kRequireAndVerify}};
+  static const std::map<std::string, ClientAuth> kTypes{{"NoClientCert", ClientAuth::kNone},
+                                                        {"RequestClientCert", ClientAuth::kRequest},
+                                                        {"RequireAnyClientCert", ClientAuth::kRequireAny},
+                                                        {"VerifyClientCertIfGiven", ClientAuth::kVerifyIfGiven},
+                                                        {"RequireAndVerifyClientCert", ClientAuth::kRequireAndVerify}};
   const std::string v = yaml::String(n, key);
   auto it = kTypes.find(v);
   if (it == kTypes.end()) {
-    throw Bad{LineOf(n), key + " must be one of NoClientCert, RequestClientCert, RequireAnyClientCert, "
-                               "VerifyClientCertIfGiven, RequireAndVerifyClientCert, not '" + v.substr(0, 40) + "'"};
+    throw Bad{LineOf(n), key +
+                             " must be one of NoClientCert, RequestClientCert, RequireAnyClientCert, "
+                             "VerifyClientCertIfGiven, RequireAndVerifyClientCert, not '" +
+                             v.substr(0, 40) + "'"};
   }
   return it->second;
 }
 
 yaml::KeyHandler Refused(const char* why) {
-  return [why](const YAML::Node& n, const std::string& key) { throw Bad{LineOf(n), key + " is not supported: " + why}; };
+  return [why](const YAML::Node& n, const std::string& key) {
+    throw Bad{LineOf(n), key + " is not supported: " + why};
+  };
 }
 
 void ParseTls(const YAML::Node& node, const std::string& where, const std::string& dir, TlsConfig* tls) {
   Keys(node, where,
-       {{"cert_file", [&](const YAML::Node& n, const std::string& k) { tls->cert_file = Resolve(dir, yaml::String(n, k)); }},
-        {"key_file", [&](const YAML::Node& n, const std::string& k) { tls->key_file = Resolve(dir, yaml::String(n, k)); }},
+       {{"cert_file",
+         [&](const YAML::Node& n, const std::string& k) { tls->cert_file = Resolve(dir, yaml::String(n, k)); }},
+        {"key_file",
+         [&](const YAML::Node& n, const std::string& k) { tls->key_file = Resolve(dir, yaml::String(n, k)); }},
         {"client_ca_file",
          [&](const YAML::Node& n, const std::string& k) { tls->client_ca_file = Resolve(dir, yaml::String(n, k)); }},
         {"client_auth_type", [&](const YAML::Node& n, const std::string& k) { tls->client_auth = ClientAuthOf(n, k); }},
@@ -68,13 +74,17 @@ void ParseTls(const YAML::Node& node, const std::string& where, const std::strin
   const int line = LineOf(node);
   if (tls->cert_file.empty()) throw Bad{line, where + ": cert_file is required"};
   if (tls->key_file.empty()) throw Bad{line, where + ": key_file is required"};
-  const bool verifies = tls->client_auth == ClientAuth::kVerifyIfGiven || tls->client_auth == ClientAuth::kRequireAndVerify;
-  if (verifies && tls->client_ca_file.empty()) throw Bad{line, where + ": client_ca_file is required to verify client certificates"};
+  const bool verifies =
+      tls->client_auth == ClientAuth::kVerifyIfGiven || tls->client_auth == ClientAuth::kRequireAndVerify;
+  if (verifies && tls->client_ca_file.empty())
+    throw Bad{line, where + ": client_ca_file is required to verify client certificates"};
   if (!verifies && !tls->client_ca_file.empty()) {
-    throw Bad{line, where + ": client_ca_file is set but client_auth_type does not verify client certificates "
-                            "(use VerifyClientCertIfGiven or RequireAndVerifyClientCert)"};
+    throw Bad{line, where +
+                        ": client_ca_file is set but client_auth_type does not verify client certificates "
+                        "(use VerifyClientCertIfGiven or RequireAndVerifyClientCert)"};
   }
-  if (tls->max_version != 0 && tls->max_version < tls->min_version) throw Bad{line, where + ": max_version is below min_version"};
+  if (tls->max_version != 0 && tls->max_version < tls->min_version)
+    throw Bad{line, where + ": max_version is below min_version"};
 }
 
 }  // namespace
@@ -98,7 +108,8 @@ bool CheckPassword(const std::string& password, const std::string& hash) {
 
 std::string HashPassword(const std::string& password, int cost) {
   char setting[CRYPT_GENSALT_OUTPUT_SIZE];
-  if (crypt_gensalt_rn("$2b$", static_cast<unsigned long>(cost), nullptr, 0, setting, sizeof setting) == nullptr) return "";
+  if (crypt_gensalt_rn("$2b$", static_cast<unsigned long>(cost), nullptr, 0, setting, sizeof setting) == nullptr)
+    return "";
   crypt_data data{};
   const char* out = crypt_r(password.c_str(), setting, &data);
   if (out == nullptr || out[0] == '*') return "";
@@ -124,9 +135,9 @@ bool ParseWebConfig(const std::string& text, const std::string& dir, WebConfig* 
                        {"headers", [&](const YAML::Node& v, const std::string& kk) {
                           // exporter-toolkit's list: security headers only, so
                           // the file cannot break the protocol (Content-Length...).
-                          static const std::set<std::string> kAllowed{
-                              "Content-Security-Policy", "X-Frame-Options", "X-Content-Type-Options",
-                              "X-XSS-Protection", "Strict-Transport-Security"};
+                          static const std::set<std::string> kAllowed{"Content-Security-Policy", "X-Frame-Options",
+                                                                      "X-Content-Type-Options", "X-XSS-Protection",
+                                                                      "Strict-Transport-Security"};
                           if (!v.IsMap()) throw Bad{LineOf(v), kk + " must be a map of header: value"};
                           for (const auto& h : v) {
                             const std::string name = h.first.Scalar();
@@ -153,7 +164,8 @@ bool ParseWebConfig(const std::string& text, const std::string& dir, WebConfig* 
                    }
                    const std::string hash = yaml::String(u.second, k + "." + user);
                    if (!IsBcryptHash(hash)) {
-                     throw Bad{LineOf(u.second), k + "." + user + " is not a bcrypt hash ($2a$, $2b$ or $2y$, 60 characters)"};
+                     throw Bad{LineOf(u.second),
+                               k + "." + user + " is not a bcrypt hash ($2a$, $2b$ or $2y$, 60 characters)"};
                    }
                    c.basic_auth_users[user] = hash;
                  }

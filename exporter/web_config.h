@@ -29,11 +29,11 @@
 namespace ibfabric::exporter {
 
 enum class ClientAuth {
-  kNone,                 // NoClientCert
-  kRequest,              // RequestClientCert: asked for, not required, not verified
-  kRequireAny,           // RequireAnyClientCert: required, not verified
-  kVerifyIfGiven,        // VerifyClientCertIfGiven
-  kRequireAndVerify,     // RequireAndVerifyClientCert
+  kNone,              // NoClientCert
+  kRequest,           // RequestClientCert: asked for, not required, not verified
+  kRequireAny,        // RequireAnyClientCert: required, not verified
+  kVerifyIfGiven,     // VerifyClientCertIfGiven
+  kRequireAndVerify,  // RequireAndVerifyClientCert
 };
 
 struct TlsConfig {

@@ -13,8 +13,9 @@ packages=(
   prometheus-cpp-dev libcpp-httplib-dev nlohmann-json3-dev libyaml-cpp-dev
   # TLS and bcrypt (basic auth) for the web config; openssl makes test certificates
   libssl-dev libcrypt-dev openssl
-  # tests and benchmarks; clang's libFuzzer and sanitizers for the fuzz targets
-  libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev
+  # tests and benchmarks; clang's libFuzzer and sanitizers for the fuzz targets;
+  # clang-format checks the style (.clang-format)
+  libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev clang-format
   # the simulated fabric and the tools we cross-check against
   ibsim-utils opensm infiniband-diags
   # promtool lints the exposition format; the server scrapes in end-to-end tests

@@ -51,39 +51,66 @@ int MinNonZero(int a, int b) { return a == 0 ? b : b == 0 ? a : std::min(a, b); 
 
 const char* ToString(FindingKind k) {
   switch (k) {
-    case FindingKind::kNotATree: return "not_a_tree";
-    case FindingKind::kSameTierLink: return "same_tier_link";
-    case FindingKind::kSkipTierLink: return "skip_tier_link";
-    case FindingKind::kCaOnNonLeaf: return "ca_on_non_leaf";
-    case FindingKind::kCaToCa: return "ca_to_ca";
-    case FindingKind::kFewerUplinks: return "fewer_uplinks";
-    case FindingKind::kAsymmetricSwitch: return "asymmetric_switch";
-    case FindingKind::kUnevenParallelLinks: return "uneven_parallel_links";
-    case FindingKind::kBelowEnabled: return "below_enabled";
-    case FindingKind::kBelowTierMajority: return "below_tier_majority";
-    case FindingKind::kPlanUnknownNode: return "plan_unknown_node";
-    case FindingKind::kPlanMissingLink: return "plan_missing_link";
-    case FindingKind::kPlanWrongRemoteNode: return "plan_wrong_remote_node";
-    case FindingKind::kPlanWrongRemotePort: return "plan_wrong_remote_port";
-    case FindingKind::kPlanRateMismatch: return "plan_rate_mismatch";
-    case FindingKind::kPlanExtraLink: return "plan_extra_link";
-    case FindingKind::kPlanTierMismatch: return "plan_tier_mismatch";
-    case FindingKind::kRoutingImbalance: return "routing_imbalance";
-    case FindingKind::kUnroutedDestination: return "unrouted_destination";
-    case FindingKind::kDownUpRoute: return "down_up_route";
-    case FindingKind::kPartitionMismatch: return "partition_mismatch";
-    case FindingKind::kPartitionPlanMismatch: return "partition_plan_mismatch";
-    case FindingKind::kPartitionEnforcementMismatch: return "partition_enforcement_mismatch";
+    case FindingKind::kNotATree:
+      return "not_a_tree";
+    case FindingKind::kSameTierLink:
+      return "same_tier_link";
+    case FindingKind::kSkipTierLink:
+      return "skip_tier_link";
+    case FindingKind::kCaOnNonLeaf:
+      return "ca_on_non_leaf";
+    case FindingKind::kCaToCa:
+      return "ca_to_ca";
+    case FindingKind::kFewerUplinks:
+      return "fewer_uplinks";
+    case FindingKind::kAsymmetricSwitch:
+      return "asymmetric_switch";
+    case FindingKind::kUnevenParallelLinks:
+      return "uneven_parallel_links";
+    case FindingKind::kBelowEnabled:
+      return "below_enabled";
+    case FindingKind::kBelowTierMajority:
+      return "below_tier_majority";
+    case FindingKind::kPlanUnknownNode:
+      return "plan_unknown_node";
+    case FindingKind::kPlanMissingLink:
+      return "plan_missing_link";
+    case FindingKind::kPlanWrongRemoteNode:
+      return "plan_wrong_remote_node";
+    case FindingKind::kPlanWrongRemotePort:
+      return "plan_wrong_remote_port";
+    case FindingKind::kPlanRateMismatch:
+      return "plan_rate_mismatch";
+    case FindingKind::kPlanExtraLink:
+      return "plan_extra_link";
+    case FindingKind::kPlanTierMismatch:
+      return "plan_tier_mismatch";
+    case FindingKind::kRoutingImbalance:
+      return "routing_imbalance";
+    case FindingKind::kUnroutedDestination:
+      return "unrouted_destination";
+    case FindingKind::kDownUpRoute:
+      return "down_up_route";
+    case FindingKind::kPartitionMismatch:
+      return "partition_mismatch";
+    case FindingKind::kPartitionPlanMismatch:
+      return "partition_plan_mismatch";
+    case FindingKind::kPartitionEnforcementMismatch:
+      return "partition_enforcement_mismatch";
   }
   return "unknown";
 }
 
 std::string TierName(int tier) {
   switch (tier) {
-    case -1: return "unranked";
-    case 0: return "leaf";
-    case 1: return "spine";
-    case 2: return "core";
+    case -1:
+      return "unranked";
+    case 0:
+      return "leaf";
+    case 1:
+      return "spine";
+    case 2:
+      return "core";
   }
   return "tier" + std::to_string(tier);
 }
@@ -109,9 +136,10 @@ namespace {
 // What the passes share: the cables, each switch's neighbours, the leaves.
 struct Wiring {
   std::vector<Link> links;
-  std::map<std::uint64_t, int> ca_links;                          // switch -> CA links
-  std::map<std::uint64_t, std::vector<std::uint64_t>> neighbours;  // switch -> switch neighbours (repeats: parallel links)
-  std::map<std::uint64_t, std::map<std::uint64_t, int>> groups;    // switch -> neighbour switch -> links
+  std::map<std::uint64_t, int> ca_links;  // switch -> CA links
+  std::map<std::uint64_t, std::vector<std::uint64_t>>
+      neighbours;  // switch -> switch neighbours (repeats: parallel links)
+  std::map<std::uint64_t, std::map<std::uint64_t, int>> groups;  // switch -> neighbour switch -> links
   std::set<std::uint64_t> leaves;
   std::set<std::uint64_t> stray;  // switches above the leaves that carry a CA anyway
   bool settled = true;            // the tiers settled
@@ -293,13 +321,13 @@ void FindWiringFaults(const Fabric& f, const Wiring& w, Analysis* out) {
       const int ta = out->switches[l.a.node_guid].tier, tb = out->switches[l.b.node_guid].tier;
       if (ta == tb) {
         out->findings.push_back({FindingKind::kSameTierLink,
-                                 "switches of one tier (" + TierName(ta) + ") cabled together: " +
-                                     PortName(f, l.a) + " - " + PortName(f, l.b),
+                                 "switches of one tier (" + TierName(ta) + ") cabled together: " + PortName(f, l.a) +
+                                     " - " + PortName(f, l.b),
                                  l.a.node_guid, l.a, l.b});
       } else if (std::abs(ta - tb) > 1) {
         out->findings.push_back({FindingKind::kSkipTierLink,
-                                 "link skips a tier (" + TierName(ta) + " to " + TierName(tb) + "): " +
-                                     PortName(f, l.a) + " - " + PortName(f, l.b),
+                                 "link skips a tier (" + TierName(ta) + " to " + TierName(tb) +
+                                     "): " + PortName(f, l.a) + " - " + PortName(f, l.b),
                                  l.a.node_guid, l.a, l.b});
       }
     } else if (sa || sb) {
@@ -344,27 +372,34 @@ void FindWiringFaults(const Fabric& f, const Wiring& w, Analysis* out) {
         if (c != usual) odd += (odd.empty() ? "" : ", ") + std::to_string(c) + " to " + NodeName(f, n);
       }
       out->findings.push_back({FindingKind::kUnevenParallelLinks,
-                              name + " has " + std::to_string(usual) + " links to most neighbours but " + odd,
-                              g, {}, {}});
+                               name + " has " + std::to_string(usual) + " links to most neighbours but " + odd,
+                               g,
+                               {},
+                               {}});
     } else if (!sizes.empty() && *sizes.begin() != Mode(group_sizes[t])) {
       out->findings.push_back({FindingKind::kAsymmetricSwitch,
-                              name + " has " + std::to_string(*sizes.begin()) + " links per neighbour, its tier (" +
-                                  TierName(t) + ") mostly " + std::to_string(Mode(group_sizes[t])),
-                              g, {}, {}});
+                               name + " has " + std::to_string(*sizes.begin()) + " links per neighbour, its tier (" +
+                                   TierName(t) + ") mostly " + std::to_string(Mode(group_sizes[t])),
+                               g,
+                               {},
+                               {}});
     }
     if (t == 0 && s.up_links < Mode(up_links[t])) {
       out->findings.push_back({FindingKind::kFewerUplinks,
-                              name + " has " + std::to_string(s.up_links) + " uplinks, most leaves have " +
-                                  std::to_string(Mode(up_links[t])),
-                              g, {}, {}});
+                               name + " has " + std::to_string(s.up_links) + " uplinks, most leaves have " +
+                                   std::to_string(Mode(up_links[t])),
+                               g,
+                               {},
+                               {}});
     }
     if (s.up_groups != Mode(up_groups[t]) || s.down_groups != Mode(down_groups[t])) {
       out->findings.push_back({FindingKind::kAsymmetricSwitch,
-                              name + " connects to " + std::to_string(s.up_groups) + " switches up and " +
-                                  std::to_string(s.down_groups) + " down, its tier (" + TierName(t) +
-                                  ") mostly " + std::to_string(Mode(up_groups[t])) + " and " +
-                                  std::to_string(Mode(down_groups[t])),
-                              g, {}, {}});
+                               name + " connects to " + std::to_string(s.up_groups) + " switches up and " +
+                                   std::to_string(s.down_groups) + " down, its tier (" + TierName(t) + ") mostly " +
+                                   std::to_string(Mode(up_groups[t])) + " and " + std::to_string(Mode(down_groups[t])),
+                               g,
+                               {},
+                               {}});
     }
   }
 }
@@ -396,10 +431,10 @@ void FindDegradedLinks(const Fabric& f, const Wiring& w, Analysis* out) {
                                      std::min(MaxEnabledSpeed(b), MaxSupportedSpeed(b)));
     const std::string ends = PortName(f, l.a) + " - " + PortName(f, l.b);
     if ((lane_cap > 0 && lanes < lane_cap) || (speed_cap != Speed::kUnknown && speed < speed_cap)) {
-      const std::string why = RateString(a) + " where both ends allow " + std::to_string(lane_cap) + "x" +
-                              ToString(speed_cap);
+      const std::string why =
+          RateString(a) + " where both ends allow " + std::to_string(lane_cap) + "x" + ToString(speed_cap);
       out->findings.push_back({FindingKind::kBelowEnabled, "link below its ends' capability: " + ends + " runs " + why,
-                              l.a.node_guid, l.a, l.b});
+                               l.a.node_guid, l.a, l.b});
       out->degraded[l] = FindingKind::kBelowEnabled;
       continue;
     }
@@ -408,7 +443,7 @@ void FindDegradedLinks(const Fabric& f, const Wiring& w, Analysis* out) {
       const std::string why = RateString(a) + " where most links of its tiers run " + std::to_string(usual_lanes) +
                               "x" + ToString(usual_speed);
       out->findings.push_back({FindingKind::kBelowTierMajority, "link slower than its peers: " + ends + " runs " + why,
-                              l.a.node_guid, l.a, l.b});
+                               l.a.node_guid, l.a, l.b});
       out->degraded[l] = FindingKind::kBelowTierMajority;
     }
   }

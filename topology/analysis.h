@@ -34,50 +34,64 @@ inline Link CableBetween(const PortRef& x, const PortRef& y) { return x < y ? Li
 std::vector<Link> Links(const Fabric& fabric);
 
 enum class FindingKind : std::uint8_t {
-  kNotATree,            // the fabric is not a fat tree; `detail` says why
-  kSameTierLink,        // two switches of one tier cabled together
-  kSkipTierLink,        // switches more than one tier apart cabled together
-  kCaOnNonLeaf,         // a CA on a switch above the leaves
-  kCaToCa,              // two CAs cabled to each other
-  kFewerUplinks,        // a leaf with fewer uplinks than most leaves
-  kAsymmetricSwitch,    // neighbour groups or links per group unlike its tier's majority
-  kUnevenParallelLinks, // a switch's groups of parallel links differ in size
-  kBelowEnabled,        // a link narrower or slower than both ends are enabled and support
-  kBelowTierMajority,   // a link narrower or slower than most links of its tier
+  kNotATree,             // the fabric is not a fat tree; `detail` says why
+  kSameTierLink,         // two switches of one tier cabled together
+  kSkipTierLink,         // switches more than one tier apart cabled together
+  kCaOnNonLeaf,          // a CA on a switch above the leaves
+  kCaToCa,               // two CAs cabled to each other
+  kFewerUplinks,         // a leaf with fewer uplinks than most leaves
+  kAsymmetricSwitch,     // neighbour groups or links per group unlike its tier's majority
+  kUnevenParallelLinks,  // a switch's groups of parallel links differ in size
+  kBelowEnabled,         // a link narrower or slower than both ends are enabled and support
+  kBelowTierMajority,    // a link narrower or slower than most links of its tier
   // Against a cabling plan (plan.h):
-  kPlanUnknownNode,     // a planned node is not in the fabric
-  kPlanMissingLink,     // a planned cable is not there, neither end connected
-  kPlanWrongRemoteNode, // a planned port is cabled to another node
-  kPlanWrongRemotePort, // a planned port reaches the right node on the wrong port
-  kPlanRateMismatch,    // a planned cable runs at another width or speed
-  kPlanExtraLink,       // a cable the plan does not have
-  kPlanTierMismatch,    // a switch in another tier than the plan says
+  kPlanUnknownNode,      // a planned node is not in the fabric
+  kPlanMissingLink,      // a planned cable is not there, neither end connected
+  kPlanWrongRemoteNode,  // a planned port is cabled to another node
+  kPlanWrongRemotePort,  // a planned port reaches the right node on the wrong port
+  kPlanRateMismatch,     // a planned cable runs at another width or speed
+  kPlanExtraLink,        // a cable the plan does not have
+  kPlanTierMismatch,     // a switch in another tier than the plan says
   // From the switches' forwarding tables (routing.h):
-  kRoutingImbalance,    // a switch's up (leaf) or down (spine) ports carry uneven numbers of destinations
-  kUnroutedDestination, // a switch has no usable egress port for some CA LIDs (LFT holes, down ports)
-  kDownUpRoute,         // a route from a leaf goes down a tier and up again (or loops)
+  kRoutingImbalance,     // a switch's up (leaf) or down (spine) ports carry uneven numbers of destinations
+  kUnroutedDestination,  // a switch has no usable egress port for some CA LIDs (LFT holes, down ports)
+  kDownUpRoute,          // a route from a leaf goes down a tier and up again (or loops)
   // From the CA ports' P_Key tables (partitions.h):
-  kPartitionMismatch,   // a CA port's partitions differ from most CA ports on its leaf
-  kPartitionPlanMismatch,  // a CA port's partitions differ from the partition plan
+  kPartitionMismatch,             // a CA port's partitions differ from most CA ports on its leaf
+  kPartitionPlanMismatch,         // a CA port's partitions differ from the partition plan
   kPartitionEnforcementMismatch,  // a switch port's P_Key table differs from the CA port it faces
 };
-inline constexpr FindingKind kAllFindingKinds[] = {
-    FindingKind::kNotATree,           FindingKind::kSameTierLink,     FindingKind::kSkipTierLink,
-    FindingKind::kCaOnNonLeaf,        FindingKind::kCaToCa,           FindingKind::kFewerUplinks,
-    FindingKind::kAsymmetricSwitch,   FindingKind::kUnevenParallelLinks,
-    FindingKind::kBelowEnabled,       FindingKind::kBelowTierMajority, FindingKind::kPlanUnknownNode,
-    FindingKind::kPlanMissingLink,    FindingKind::kPlanWrongRemoteNode, FindingKind::kPlanWrongRemotePort,
-    FindingKind::kPlanRateMismatch,   FindingKind::kPlanExtraLink,     FindingKind::kPlanTierMismatch,
-    FindingKind::kRoutingImbalance,   FindingKind::kUnroutedDestination, FindingKind::kDownUpRoute,
-    FindingKind::kPartitionMismatch,  FindingKind::kPartitionPlanMismatch, FindingKind::kPartitionEnforcementMismatch};
+inline constexpr FindingKind kAllFindingKinds[] = {FindingKind::kNotATree,
+                                                   FindingKind::kSameTierLink,
+                                                   FindingKind::kSkipTierLink,
+                                                   FindingKind::kCaOnNonLeaf,
+                                                   FindingKind::kCaToCa,
+                                                   FindingKind::kFewerUplinks,
+                                                   FindingKind::kAsymmetricSwitch,
+                                                   FindingKind::kUnevenParallelLinks,
+                                                   FindingKind::kBelowEnabled,
+                                                   FindingKind::kBelowTierMajority,
+                                                   FindingKind::kPlanUnknownNode,
+                                                   FindingKind::kPlanMissingLink,
+                                                   FindingKind::kPlanWrongRemoteNode,
+                                                   FindingKind::kPlanWrongRemotePort,
+                                                   FindingKind::kPlanRateMismatch,
+                                                   FindingKind::kPlanExtraLink,
+                                                   FindingKind::kPlanTierMismatch,
+                                                   FindingKind::kRoutingImbalance,
+                                                   FindingKind::kUnroutedDestination,
+                                                   FindingKind::kDownUpRoute,
+                                                   FindingKind::kPartitionMismatch,
+                                                   FindingKind::kPartitionPlanMismatch,
+                                                   FindingKind::kPartitionEnforcementMismatch};
 // snake_case name, stable: used as a metric label and in JSON.
 const char* ToString(FindingKind k);
 
 struct Finding {
   FindingKind kind;
-  std::string detail;         // one line, names the nodes involved
-  std::uint64_t node = 0;     // the node the finding is about (0: the fabric)
-  std::optional<PortRef> a;   // the link's ends, where it is about a link
+  std::string detail;        // one line, names the nodes involved
+  std::uint64_t node = 0;    // the node the finding is about (0: the fabric)
+  std::optional<PortRef> a;  // the link's ends, where it is about a link
   std::optional<PortRef> b;
 };
 

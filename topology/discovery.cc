@@ -17,10 +17,14 @@ using Path = std::vector<std::uint8_t>;
 
 NodeKind KindOf(transport::NodeType t) {
   switch (t) {
-    case transport::NodeType::kCa: return NodeKind::kCa;
-    case transport::NodeType::kSwitch: return NodeKind::kSwitch;
-    case transport::NodeType::kRouter: return NodeKind::kRouter;
-    case transport::NodeType::kUnknown: break;
+    case transport::NodeType::kCa:
+      return NodeKind::kCa;
+    case transport::NodeType::kSwitch:
+      return NodeKind::kSwitch;
+    case transport::NodeType::kRouter:
+      return NodeKind::kRouter;
+    case transport::NodeType::kUnknown:
+      break;
   }
   return NodeKind::kUnknown;
 }
@@ -56,8 +60,7 @@ class Discoverer {
     const std::vector<MadRequest> first{transport::NodeInfoQuery(MadAddress::Directed({}))};
     const auto r = RunBatch(first);
     if (r[0].outcome != MadOutcome::kOk) {
-      out.problems.push_back(std::string("local node did not answer NodeInfo: ") +
-                             transport::ToString(r[0].outcome));
+      out.problems.push_back(std::string("local node did not answer NodeInfo: ") + transport::ToString(r[0].outcome));
       out.smps = smps_;
       return out;
     }
@@ -497,12 +500,11 @@ class Discoverer {
         } else {
           unanswered_.ports.insert({asks[i].guid, asks[i].port});
         }
-        const std::string asked = asks[i].port == kDescription
-                                      ? "NodeDescription"
-                                      : "PortInfo port " + std::to_string(asks[i].port);
+        const std::string asked =
+            asks[i].port == kDescription ? "NodeDescription" : "PortInfo port " + std::to_string(asks[i].port);
         const std::string via = lid_routed ? "LID " + std::to_string(b.node.lid) : PathString(b.path);
-        problems_.push_back("no answer to " + asked + " from " + FormatGuid(asks[i].guid) + " via " + via +
-                            ": " + transport::ToString(results[i].outcome));
+        problems_.push_back("no answer to " + asked + " from " + FormatGuid(asks[i].guid) + " via " + via + ": " +
+                            transport::ToString(results[i].outcome));
         continue;
       }
       Record(asks[i], results[i], b);
@@ -582,9 +584,8 @@ class Discoverer {
       Building& b = building_[from[i].guid];
       if (results[i].outcome != MadOutcome::kOk) {
         unanswered_.behind.insert({from[i].guid, from[i].port});
-        problems_.push_back("no NodeInfo answer behind " + FormatGuid(from[i].guid) + " (" +
-                            b.node.description + ") port " + std::to_string(from[i].port) + ": " +
-                            transport::ToString(results[i].outcome));
+        problems_.push_back("no NodeInfo answer behind " + FormatGuid(from[i].guid) + " (" + b.node.description +
+                            ") port " + std::to_string(from[i].port) + ": " + transport::ToString(results[i].outcome));
         continue;
       }
       const transport::NodeInfo ni = transport::DecodeNodeInfo(results[i].response);
@@ -617,7 +618,7 @@ class Discoverer {
   std::size_t smps_ = 0;
   std::uint8_t subnet_timeout_ = 0;
   std::uint8_t local_port_ = 0;
-  std::size_t spread_ = 0;  // routes handed out by SpreadRoutes()
+  std::size_t spread_ = 0;     // routes handed out by SpreadRoutes()
   bool local_active_ = false;  // the local port is Active with a LID: LID routing can leave it
 };
 

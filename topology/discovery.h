@@ -35,7 +35,7 @@ struct Unanswered {
 };
 
 struct DiscoveryResult {
-  bool ok = false;                    // false when not even the local node answered
+  bool ok = false;  // false when not even the local node answered
   Fabric fabric;
   std::uint64_t local_node_guid = 0;
   std::uint8_t local_port = 0;
@@ -44,7 +44,7 @@ struct DiscoveryResult {
   // PortInfo.SubnetTimeOut of the local port (IBTA 14.2.5.6), as the SM set
   // it; 0 when the local port did not answer.
   std::uint8_t subnet_timeout = 0;
-  Unanswered unanswered;              // complete when empty
+  Unanswered unanswered;  // complete when empty
 };
 
 struct DiscoverOptions {

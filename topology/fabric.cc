@@ -7,24 +7,27 @@ namespace ibfabric::topology {
 
 const char* ToString(NodeKind k) {
   switch (k) {
-    case NodeKind::kCa: return "CA";
-    case NodeKind::kSwitch: return "SW";
-    case NodeKind::kRouter: return "RT";
-    case NodeKind::kUnknown: break;
+    case NodeKind::kCa:
+      return "CA";
+    case NodeKind::kSwitch:
+      return "SW";
+    case NodeKind::kRouter:
+      return "RT";
+    case NodeKind::kUnknown:
+      break;
   }
   return "unknown";
 }
 
 const Port* Node::FindPort(std::uint8_t number) const {
-  auto it = std::lower_bound(ports.begin(), ports.end(), number,
-                             [](const Port& p, std::uint8_t n) { return p.number < n; });
+  auto it =
+      std::lower_bound(ports.begin(), ports.end(), number, [](const Port& p, std::uint8_t n) { return p.number < n; });
   return it != ports.end() && it->number == number ? &*it : nullptr;
 }
 
 Fabric::Fabric(std::vector<Node> nodes) : nodes_(std::move(nodes)) {
   for (auto& n : nodes_) {
-    std::sort(n.ports.begin(), n.ports.end(),
-              [](const Port& a, const Port& b) { return a.number < b.number; });
+    std::sort(n.ports.begin(), n.ports.end(), [](const Port& a, const Port& b) { return a.number < b.number; });
   }
   std::sort(nodes_.begin(), nodes_.end(), [](const Node& a, const Node& b) {
     const bool as = a.kind == NodeKind::kSwitch, bs = b.kind == NodeKind::kSwitch;
@@ -44,13 +47,13 @@ const Port* Fabric::FindPort(const PortRef& ref) const {
 }
 
 std::size_t Fabric::switch_count() const {
-  return static_cast<std::size_t>(std::count_if(
-      nodes_.begin(), nodes_.end(), [](const Node& n) { return n.kind == NodeKind::kSwitch; }));
+  return static_cast<std::size_t>(
+      std::count_if(nodes_.begin(), nodes_.end(), [](const Node& n) { return n.kind == NodeKind::kSwitch; }));
 }
 
 std::size_t Fabric::ca_count() const {
-  return static_cast<std::size_t>(std::count_if(
-      nodes_.begin(), nodes_.end(), [](const Node& n) { return n.kind == NodeKind::kCa; }));
+  return static_cast<std::size_t>(
+      std::count_if(nodes_.begin(), nodes_.end(), [](const Node& n) { return n.kind == NodeKind::kCa; }));
 }
 
 std::string FormatGuid(std::uint64_t guid) {

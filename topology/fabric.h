@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <set>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -25,10 +25,10 @@ struct PortRef {
 
 struct Port {
   std::uint8_t number = 0;
-  std::uint64_t guid = 0;        // port GUID (CA ports; a switch's ports share port 0's)
-  std::uint16_t lid = 0;         // LID that answers for this port (switch: port 0's LID)
-  std::uint8_t state = 0;        // IBTA PortState: 1 Down, 2 Init, 3 Armed, 4 Active
-  std::uint8_t phys_state = 0;   // IBTA PortPhysicalState: 5 LinkUp
+  std::uint64_t guid = 0;       // port GUID (CA ports; a switch's ports share port 0's)
+  std::uint16_t lid = 0;        // LID that answers for this port (switch: port 0's LID)
+  std::uint8_t state = 0;       // IBTA PortState: 1 Down, 2 Init, 3 Armed, 4 Active
+  std::uint8_t phys_state = 0;  // IBTA PortPhysicalState: 5 LinkUp
   // Link width and speed as PortInfo reports them (IBTA 14.2.5.6): bit
   // masks; see link_rate.h for what they mean.
   std::uint8_t width_active = 0;
@@ -43,9 +43,9 @@ struct Port {
   std::uint8_t speed_ext2_active = 0;  // XDR (IBTA 1.7); 0 when the port lacks ExtendedSpeeds2
   std::uint8_t speed_ext2_enabled = 0;
   std::uint8_t speed_ext2_supported = 0;
-  std::optional<PortRef> remote; // set when the link is up and the far end answered
-  bool is_sm = false;            // CapabilityMask.IsSM: a subnet manager runs behind this port
-  std::uint16_t sm_lid = 0;      // the master SM's LID as this port knows it (PortInfo.MasterSMLID)
+  std::optional<PortRef> remote;  // set when the link is up and the far end answered
+  bool is_sm = false;             // CapabilityMask.IsSM: a subnet manager runs behind this port
+  std::uint16_t sm_lid = 0;       // the master SM's LID as this port knows it (PortInfo.MasterSMLID)
   // PortInfo.PartitionEnforcementInbound/Outbound: a switch port drops
   // packets whose P_Key its own P_KeyTable lacks (IBTA 10.9.3).
   bool partition_enforcement_inbound = false;
@@ -57,11 +57,11 @@ struct Port {
 struct Node {
   std::uint64_t guid = 0;
   NodeKind kind = NodeKind::kUnknown;
-  std::string description;       // NodeDescription as the node reports it
+  std::string description;  // NodeDescription as the node reports it
   std::uint8_t num_ports = 0;
-  std::uint16_t lid = 0;         // switch: port 0 LID; CA: LID of its first port with one
-  std::vector<Port> ports;       // the ports discovery learnt, ascending by number
-  bool ext_speeds2 = false;      // PortInfo capability masks say LinkSpeedExt*2 are valid
+  std::uint16_t lid = 0;            // switch: port 0 LID; CA: LID of its first port with one
+  std::vector<Port> ports;          // the ports discovery learnt, ascending by number
+  bool ext_speeds2 = false;         // PortInfo capability masks say LinkSpeedExt*2 are valid
   std::uint16_t partition_cap = 0;  // NodeInfo.PartitionCap: P_Key entries per CA port
 
   const Port* FindPort(std::uint8_t number) const;

@@ -4,26 +4,40 @@ namespace ibfabric::topology {
 
 const char* ToString(Speed s) {
   switch (s) {
-    case Speed::kSdr: return "SDR";
-    case Speed::kDdr: return "DDR";
-    case Speed::kQdr: return "QDR";
-    case Speed::kFdr: return "FDR";
-    case Speed::kEdr: return "EDR";
-    case Speed::kHdr: return "HDR";
-    case Speed::kNdr: return "NDR";
-    case Speed::kXdr: return "XDR";
-    case Speed::kUnknown: break;
+    case Speed::kSdr:
+      return "SDR";
+    case Speed::kDdr:
+      return "DDR";
+    case Speed::kQdr:
+      return "QDR";
+    case Speed::kFdr:
+      return "FDR";
+    case Speed::kEdr:
+      return "EDR";
+    case Speed::kHdr:
+      return "HDR";
+    case Speed::kNdr:
+      return "NDR";
+    case Speed::kXdr:
+      return "XDR";
+    case Speed::kUnknown:
+      break;
   }
   return "unknown";
 }
 
 int Lanes(std::uint8_t width_bit) {
   switch (width_bit) {
-    case 1: return 1;
-    case 2: return 4;
-    case 4: return 8;
-    case 8: return 12;
-    case 16: return 2;
+    case 1:
+      return 1;
+    case 2:
+      return 4;
+    case 4:
+      return 8;
+    case 8:
+      return 12;
+    case 16:
+      return 2;
   }
   return 0;
 }
@@ -39,18 +53,25 @@ int MaxLanes(std::uint8_t width_mask) {
 namespace {
 Speed FromBase(std::uint8_t bit) {
   switch (bit) {
-    case 1: return Speed::kSdr;
-    case 2: return Speed::kDdr;
-    case 4: return Speed::kQdr;
+    case 1:
+      return Speed::kSdr;
+    case 2:
+      return Speed::kDdr;
+    case 4:
+      return Speed::kQdr;
   }
   return Speed::kUnknown;
 }
 Speed FromExt(std::uint8_t bit) {
   switch (bit) {
-    case 1: return Speed::kFdr;
-    case 2: return Speed::kEdr;
-    case 4: return Speed::kHdr;
-    case 8: return Speed::kNdr;
+    case 1:
+      return Speed::kFdr;
+    case 2:
+      return Speed::kEdr;
+    case 4:
+      return Speed::kHdr;
+    case 8:
+      return Speed::kNdr;
   }
   return Speed::kUnknown;
 }
@@ -79,15 +100,24 @@ Speed MaxSupportedSpeed(const Port& p) {
 
 double LaneGbps(Speed s) {
   switch (s) {
-    case Speed::kSdr: return 2.0;
-    case Speed::kDdr: return 4.0;
-    case Speed::kQdr: return 8.0;
-    case Speed::kFdr: return 13.64;
-    case Speed::kEdr: return 25.0;
-    case Speed::kHdr: return 50.0;
-    case Speed::kNdr: return 100.0;
-    case Speed::kXdr: return 200.0;
-    case Speed::kUnknown: break;
+    case Speed::kSdr:
+      return 2.0;
+    case Speed::kDdr:
+      return 4.0;
+    case Speed::kQdr:
+      return 8.0;
+    case Speed::kFdr:
+      return 13.64;
+    case Speed::kEdr:
+      return 25.0;
+    case Speed::kHdr:
+      return 50.0;
+    case Speed::kNdr:
+      return 100.0;
+    case Speed::kXdr:
+      return 200.0;
+    case Speed::kUnknown:
+      break;
   }
   return 0;
 }

@@ -1,12 +1,12 @@
 #include "topology/node_name_map.h"
 
-#include "config/config_file.h"
-
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
+
+#include "config/config_file.h"
 
 namespace ibfabric::topology {
 namespace {

@@ -29,7 +29,8 @@ ReadPartitionsResult ReadPartitions(const Fabric& fabric,
       if (n.lid == 0 || info == switch_info.end() || info->second.partition_enforcement_cap == 0) continue;
       for (const auto& p : n.ports) {
         const Node* peer = p.remote ? fabric.FindNode(p.remote->node_guid) : nullptr;
-        if (peer && peer->kind != NodeKind::kSwitch) ask({n.guid, p.number}, n.lid, info->second.partition_enforcement_cap);
+        if (peer && peer->kind != NodeKind::kSwitch)
+          ask({n.guid, p.number}, n.lid, info->second.partition_enforcement_cap);
       }
       continue;
     }
@@ -99,16 +100,17 @@ PartitionAnalysis AnalyzePartitions(const Fabric& fabric, const PartitionTables&
     if (ports.size() < 3) continue;
     std::map<std::vector<std::uint16_t>, int> votes;
     for (const auto& ref : ports) ++votes[tables.at(ref)];
-    const auto top = std::max_element(votes.begin(), votes.end(), [](const auto& x, const auto& y) { return x.second < y.second; });
+    const auto top =
+        std::max_element(votes.begin(), votes.end(), [](const auto& x, const auto& y) { return x.second < y.second; });
     if (top->second * 2 <= static_cast<int>(ports.size())) continue;  // no strict majority: nothing to compare with
     for (const auto& ref : ports) {
       const auto& keys = tables.at(ref);
       if (keys == top->first) continue;
       result.findings.push_back({FindingKind::kPartitionMismatch,
-                             name(ref.node_guid) + "[" + std::to_string(ref.port) + "] holds " + Describe(keys) + " where " +
-                                 std::to_string(top->second) + " of " + std::to_string(ports.size()) + " HCA ports on " +
-                                 name(leaf) + " hold " + Describe(top->first),
-                             ref.node_guid, ref, std::nullopt});
+                                 name(ref.node_guid) + "[" + std::to_string(ref.port) + "] holds " + Describe(keys) +
+                                     " where " + std::to_string(top->second) + " of " + std::to_string(ports.size()) +
+                                     " HCA ports on " + name(leaf) + " hold " + Describe(top->first),
+                                 ref.node_guid, ref, std::nullopt});
     }
   }
   // Switch ports against the CA port at the other end of their cable.
@@ -131,10 +133,10 @@ PartitionAnalysis AnalyzePartitions(const Fabric& fabric, const PartitionTables&
                            (out ? "on" : "off") + ")"
                      : " once partition enforcement is switched on (it is off)";
     result.findings.push_back({FindingKind::kPartitionEnforcementMismatch,
-                           name(ref.node_guid) + "[" + std::to_string(ref.port) + "] holds " + Describe(keys) +
-                               " facing " + name(p->remote->node_guid) + "[" + std::to_string(p->remote->port) +
-                               "] which holds " + Describe(ca->second) + ": " + why,
-                           ref.node_guid, ref, *p->remote});
+                               name(ref.node_guid) + "[" + std::to_string(ref.port) + "] holds " + Describe(keys) +
+                                   " facing " + name(p->remote->node_guid) + "[" + std::to_string(p->remote->port) +
+                                   "] which holds " + Describe(ca->second) + ": " + why,
+                               ref.node_guid, ref, *p->remote});
   }
   if (!plan) return result;
   for (const auto& [ref, keys] : tables) {
@@ -154,9 +156,9 @@ PartitionAnalysis AnalyzePartitions(const Fabric& fabric, const PartitionTables&
     std::sort(want.begin(), want.end(), [](std::uint16_t x, std::uint16_t y) { return (x & 0x7fff) < (y & 0x7fff); });
     if (want == keys) continue;
     result.findings.push_back({FindingKind::kPartitionPlanMismatch,
-                           node + "[" + std::to_string(ref.port) + "] holds " + Describe(keys) + ", the partition plan says " +
-                               Describe(want),
-                           ref.node_guid, ref, std::nullopt});
+                               node + "[" + std::to_string(ref.port) + "] holds " + Describe(keys) +
+                                   ", the partition plan says " + Describe(want),
+                               ref.node_guid, ref, std::nullopt});
   }
   return result;
 }

@@ -61,7 +61,7 @@ struct PartitionPlan {
     std::string name;
     std::uint16_t pkey = 0;  // low 15 bits
     bool all_full = false;
-    std::set<std::string> full;     // node names or 0x GUIDs
+    std::set<std::string> full;  // node names or 0x GUIDs
     std::set<std::string> limited;
   };
   std::vector<Partition> partitions;

@@ -2,7 +2,6 @@
 // the diff against a fabric is plan_diff.cc.
 #include "topology/plan.h"
 
-#include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
 
 #include <cerrno>
@@ -10,6 +9,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -70,8 +70,8 @@ class Builder {
       const PlanLink& prev = plan_->links[it->second];
       const PlanEnd& prev_other = (prev.a.node == me.node && prev.a.port == me.port) ? prev.b : prev.a;
       if (prev_other.node != other.node || prev_other.port != other.port) {
-        *error = "line " + std::to_string(line) + ": " + Name(me) + " is cabled to " + Name(prev_other) +
-                 " on line " + std::to_string(prev.line) + " but to " + Name(other) + " here";
+        *error = "line " + std::to_string(line) + ": " + Name(me) + " is cabled to " + Name(prev_other) + " on line " +
+                 std::to_string(prev.line) + " but to " + Name(other) + " here";
         return false;
       }
       return true;  // the other end of a cable already recorded
@@ -201,8 +201,8 @@ bool ParseIbnetdiscoverPlan(std::string_view text, CablingPlan* plan, std::strin
   }
   for (const Pending& p : pending) {
     auto it = by_id.find(p.peer_id);
-    const std::size_t peer = it != by_id.end() ? it->second
-                                               : b.Node(GuidOfId(p.peer_id) ? "" : p.peer_id, GuidOfId(p.peer_id));
+    const std::size_t peer =
+        it != by_id.end() ? it->second : b.Node(GuidOfId(p.peer_id) ? "" : p.peer_id, GuidOfId(p.peer_id));
     if (!b.Link({p.node, p.port}, {peer, p.peer_port}, p.rate, p.line, error)) return false;
   }
   *plan = std::move(out);
@@ -349,9 +349,8 @@ bool ParseYamlPlan(std::string_view text, CablingPlan* plan, std::string* error)
   if (!convert.Convert(root, &j, error)) return false;
   const YAML::Node links = root.IsMap() ? root["links"] : YAML::Node();
   return PlanFromTree(
-      j,
-      [&](std::size_t i) { return links.IsSequence() && i < links.size() ? links[i].Mark().line + 1 : 1; }, 1,
-      plan, error);
+      j, [&](std::size_t i) { return links.IsSequence() && i < links.size() ? links[i].Mark().line + 1 : 1; }, 1, plan,
+      error);
 }
 
 bool ParseJsonPlan(std::string_view text, CablingPlan* plan, std::string* error) {
@@ -359,8 +358,8 @@ bool ParseJsonPlan(std::string_view text, CablingPlan* plan, std::string* error)
   try {
     j = nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
-    *error = "line " + std::to_string(LineAt(text, e.byte > 0 ? e.byte - 1 : 0)) + ": not JSON: " +
-             std::string(e.what()).substr(std::string(e.what()).find(':') + 2);
+    *error = "line " + std::to_string(LineAt(text, e.byte > 0 ? e.byte - 1 : 0)) +
+             ": not JSON: " + std::string(e.what()).substr(std::string(e.what()).find(':') + 2);
     return false;
   } catch (const nlohmann::json::exception& e) {
     // Valid syntax nlohmann cannot hold, such as a number beyond a double
@@ -397,9 +396,12 @@ bool LoadPlan(const std::string& path, CablingPlan* plan, std::string* error) {
       path,
       [&](const std::string& text, std::string* why) {
         switch (PlanFormatOf(path, text)) {
-          case PlanFormat::kJson: return ParseJsonPlan(text, plan, why);
-          case PlanFormat::kYaml: return ParseYamlPlan(text, plan, why);
-          case PlanFormat::kIbnetdiscover: break;
+          case PlanFormat::kJson:
+            return ParseJsonPlan(text, plan, why);
+          case PlanFormat::kYaml:
+            return ParseYamlPlan(text, plan, why);
+          case PlanFormat::kIbnetdiscover:
+            break;
         }
         return ParseIbnetdiscoverPlan(text, plan, why);
       },

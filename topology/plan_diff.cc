@@ -26,7 +26,9 @@ PlanDiff DiffAgainstPlan(const Fabric& fabric, const CablingPlan& plan, const An
       out.push_back({FindingKind::kPlanUnknownNode,
                      "planned node " + (p.name.empty() ? FormatGuid(p.guid.value_or(0)) : p.name) +
                          (p.guid ? " (" + FormatGuid(*p.guid) + ")" : "") + " is not in the fabric",
-                     p.guid.value_or(0), {}, {}});
+                     p.guid.value_or(0),
+                     {},
+                     {}});
     }
   }
   auto name = [&](std::uint64_t g) { return NodeName(fabric, g); };
@@ -71,8 +73,8 @@ PlanDiff DiffAgainstPlan(const Fabric& fabric, const CablingPlan& plan, const An
       kind = FindingKind::kPlanWrongRemotePort;
     }
     out.push_back({kind,
-                   "planned " + planned + " (plan line " + std::to_string(l.line) + "): " +
-                       (kind == FindingKind::kPlanMissingLink ? std::string("no cable at either end") : found),
+                   "planned " + planned + " (plan line " + std::to_string(l.line) +
+                       "): " + (kind == FindingKind::kPlanMissingLink ? std::string("no cable at either end") : found),
                    a.node_guid, a, b});
   }
   // Cables nobody planned: neither end appears in the plan.
@@ -87,8 +89,11 @@ PlanDiff DiffAgainstPlan(const Fabric& fabric, const CablingPlan& plan, const An
     if (it == by_name.end() || !analysis.switches.count(it->second)) continue;
     const std::string actual = TierName(analysis.switches.at(it->second).tier);
     if (actual != tier) {
-      out.push_back({FindingKind::kPlanTierMismatch, node_name + " ranks as " + actual + ", planned " + tier,
-                     it->second, {}, {}});
+      out.push_back({FindingKind::kPlanTierMismatch,
+                     node_name + " ranks as " + actual + ", planned " + tier,
+                     it->second,
+                     {},
+                     {}});
     }
   }
   return diff;

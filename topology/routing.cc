@@ -156,11 +156,13 @@ RoutingAnalysis AnalyzeRouting(const Fabric& fabric, const ForwardingTables& tab
       r.max_min_ratio.reset();
       if (lo->second > 0) r.max_min_ratio = static_cast<double>(hi->second) / lo->second;
       if (ports.size() > 1 && r.spread >= 2) {
-        std::string finding = NodeName(fabric, guid) + " routes " + std::to_string(hi->second) + " destinations through port " +
-                              std::to_string(hi->first) + " and " + std::to_string(lo->second) + " through port " +
-                              std::to_string(lo->first) + " (" + r.direction + "links" +
+        std::string finding = NodeName(fabric, guid) + " routes " + std::to_string(hi->second) +
+                              " destinations through port " + std::to_string(hi->first) + " and " +
+                              std::to_string(lo->second) + " through port " + std::to_string(lo->first) + " (" +
+                              r.direction + "links" +
                               (tier == 0 ? std::string(")") : " to " + NodeName(fabric, group) + ")");
-        std::erase_if(out.findings, [&](const Finding& f) { return f.kind == FindingKind::kRoutingImbalance && f.node == guid; });
+        std::erase_if(out.findings,
+                      [&](const Finding& f) { return f.kind == FindingKind::kRoutingImbalance && f.node == guid; });
         out.findings.push_back({FindingKind::kRoutingImbalance, finding, guid, std::nullopt, std::nullopt});
       }
     }
@@ -168,9 +170,9 @@ RoutingAnalysis AnalyzeRouting(const Fabric& fabric, const ForwardingTables& tab
       std::string examples;
       for (const auto& e : unrouted_examples) examples += (examples.empty() ? "" : ", ") + e;
       out.findings.push_back({FindingKind::kUnroutedDestination,
-                             NodeName(fabric, guid) + " has no usable route to " + std::to_string(r.unrouted) +
-                                 " CA LIDs, e.g. " + examples,
-                             guid, std::nullopt, std::nullopt});
+                              NodeName(fabric, guid) + " has no usable route to " + std::to_string(r.unrouted) +
+                                  " CA LIDs, e.g. " + examples,
+                              guid, std::nullopt, std::nullopt});
     }
     out.switches[guid] = std::move(r);
   }
@@ -216,10 +218,10 @@ RoutingAnalysis AnalyzeRouting(const Fabric& fabric, const ForwardingTables& tab
     }
     if (bad > 0) {
       out.down_up_routes += bad;
-      out.findings.push_back({FindingKind::kDownUpRoute,
-                             NodeName(fabric, leaf) + ": " + std::to_string(bad) + " routes to CAs break up/down order, e.g. " +
-                                 example,
-                             leaf, std::nullopt, std::nullopt});
+      out.findings.push_back(
+          {FindingKind::kDownUpRoute,
+           NodeName(fabric, leaf) + ": " + std::to_string(bad) + " routes to CAs break up/down order, e.g. " + example,
+           leaf, std::nullopt, std::nullopt});
     }
   }
   return out;

@@ -25,7 +25,7 @@ using ForwardingTables = std::map<std::uint64_t, std::vector<std::uint8_t>>;
 
 struct ReadSwitchInfoResult {
   std::map<std::uint64_t, transport::SwitchInfo> switch_info;  // switch GUID -> its SwitchInfo, when it answered
-  std::vector<std::string> problems;  // one line per switch that did not answer
+  std::vector<std::string> problems;                           // one line per switch that did not answer
   std::size_t smps = 0;
 };
 // SwitchInfo of every switch with a LID, LID routed and pipelined: its
@@ -48,18 +48,18 @@ ReadTablesResult ReadForwardingTables(const Fabric& fabric,
 
 // How one switch's LinearForwardingTable spreads the CA destinations.
 struct SwitchRouting {
-  std::string direction;  // "up" for a leaf (its uplinks), "down" above (its downlinks)
+  std::string direction;                     // "up" for a leaf (its uplinks), "down" above (its downlinks)
   std::map<std::uint8_t, int> destinations;  // port -> CA LIDs routed out of it (every port of `direction`)
-  int spread = 0;               // max - min over those ports (above the leaves: within each group of parallel links to one switch)
+  int spread = 0;  // max - min over those ports (above the leaves: within each group of parallel links to one switch)
   std::optional<double> max_min_ratio;  // max / min, when min > 0
-  int unrouted = 0;             // CA LIDs with no usable egress port here
+  int unrouted = 0;                     // CA LIDs with no usable egress port here
 };
 
 // What the forwarding tables say, one pass of its own: findings are
 // appended to the tree analysis' by whoever publishes them.
 struct RoutingAnalysis {
   std::map<std::uint64_t, SwitchRouting> switches;  // every switch whose table was read
-  int down_up_routes = 0;  // leaf-to-CA routes that go down and up again (or never arrive)
+  int down_up_routes = 0;                           // leaf-to-CA routes that go down and up again (or never arrive)
   int routes_traced = 0;
   // kRoutingImbalance (a leaf whose uplinks to the tier above, or an upper
   // switch whose parallel links to one switch of the tier below, differ by 2
@@ -72,9 +72,9 @@ struct RoutingAnalysis {
 RoutingAnalysis AnalyzeRouting(const Fabric& fabric, const ForwardingTables& tables, const Analysis& tree);
 // The fabric-wide picture of an analysis' routing. Pure.
 struct RoutingTotals {
-  int max_spread = 0;                  // the largest spread of any switch
-  int imbalanced_switches = 0;         // switches with a kRoutingImbalance finding
-  int switches_with_unrouted = 0;      // switches that cannot forward some CA LIDs
+  int max_spread = 0;                         // the largest spread of any switch
+  int imbalanced_switches = 0;                // switches with a kRoutingImbalance finding
+  int switches_with_unrouted = 0;             // switches that cannot forward some CA LIDs
   std::optional<double> worst_max_min_ratio;  // the largest defined max/min ratio
 };
 RoutingTotals SummarizeRouting(const RoutingAnalysis& routing);

@@ -25,7 +25,7 @@ const char* ToString(ScopeKind k);
 
 struct Scope {
   ScopeKind kind = ScopeKind::kFabric;
-  int shard = 0;   // 0 <= shard < shards
+  int shard = 0;  // 0 <= shard < shards
   int shards = 1;
 
   bool everything() const { return kind == ScopeKind::kFabric && shards == 1; }

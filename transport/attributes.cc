@@ -12,9 +12,7 @@ namespace {
 
 // libibmad field ids for the attribute data sections are relative to the
 // start of the data (byte 64 of the MAD); these helpers read from there.
-void* Data(const MadBytes& m) {
-  return const_cast<std::uint8_t*>(m.data() + kMadDataOffset);
-}
+void* Data(const MadBytes& m) { return const_cast<std::uint8_t*>(m.data() + kMadDataOffset); }
 std::uint32_t Get(const MadBytes& m, MAD_FIELDS f) { return mad_get_field(Data(m), 0, f); }
 std::uint64_t Get64(const MadBytes& m, MAD_FIELDS f) { return mad_get_field64(Data(m), 0, f); }
 
@@ -33,8 +31,7 @@ T Narrow(std::uint32_t v) {
 
 MadRequest Smp(const MadAddress& route, std::uint16_t attr_id, std::uint32_t mod) {
   MadRequest r;
-  r.mgmt_class = route.dr_path.empty() && route.lid != 0 ? MgmtClass::kSubnLidRouted
-                                                          : MgmtClass::kSubnDirectRoute;
+  r.mgmt_class = route.dr_path.empty() && route.lid != 0 ? MgmtClass::kSubnLidRouted : MgmtClass::kSubnDirectRoute;
   r.method = MadMethod::kGet;
   r.attr_id = attr_id;
   r.attr_mod = mod;
@@ -101,8 +98,7 @@ PortInfo DecodePortInfo(const MadBytes& mad) {
   p.port_phys_state = Narrow<std::uint8_t>(Get(mad, IB_PORT_PHYS_STATE_F));
   p.lmc = Narrow<std::uint8_t>(Get(mad, IB_PORT_LMC_F));
   p.link_speed_ext_active = Narrow<std::uint8_t>(Get(mad, IB_PORT_LINK_SPEED_EXT_ACTIVE_F));
-  p.link_speed_ext_supported =
-      Narrow<std::uint8_t>(Get(mad, IB_PORT_LINK_SPEED_EXT_SUPPORTED_F));
+  p.link_speed_ext_supported = Narrow<std::uint8_t>(Get(mad, IB_PORT_LINK_SPEED_EXT_SUPPORTED_F));
   p.link_speed_ext_enabled = Narrow<std::uint8_t>(Get(mad, IB_PORT_LINK_SPEED_EXT_ENABLED_F));
   p.capability_mask2 = Narrow<std::uint16_t>(Get(mad, IB_PORT_CAPMASK2_F));
   p.link_speed_ext2_active = Bits(mad, 449, 2);
@@ -189,12 +185,8 @@ PortCountersExtended DecodePortCountersExtended(const MadBytes& mad) {
 }
 
 MadRequest NodeInfoQuery(const MadAddress& route) { return Smp(route, smp_attr::kNodeInfo, 0); }
-MadRequest NodeDescriptionQuery(const MadAddress& route) {
-  return Smp(route, smp_attr::kNodeDescription, 0);
-}
-MadRequest PortInfoQuery(const MadAddress& route, std::uint8_t port) {
-  return Smp(route, smp_attr::kPortInfo, port);
-}
+MadRequest NodeDescriptionQuery(const MadAddress& route) { return Smp(route, smp_attr::kNodeDescription, 0); }
+MadRequest PortInfoQuery(const MadAddress& route, std::uint8_t port) { return Smp(route, smp_attr::kPortInfo, port); }
 SmInfo DecodeSmInfo(const MadBytes& mad) {
   SmInfo s;
   s.guid = Get64(mad, IB_SMINFO_GUID_F);
@@ -254,17 +246,12 @@ MadRequest LftBlockQuery(const MadAddress& route, std::uint32_t block) {
 
 MadRequest SmInfoQuery(std::uint16_t lid) { return Smp(MadAddress::Lid(lid), smp_attr::kSmInfo, 0); }
 
-MadRequest PerfClassPortInfoQuery(std::uint16_t lid) {
-  return Pma(lid, pma_attr::kClassPortInfo, 0);
-}
-MadRequest PortCountersQuery(std::uint16_t lid, std::uint8_t port) {
-  return Pma(lid, pma_attr::kPortCounters, port);
-}
+MadRequest PerfClassPortInfoQuery(std::uint16_t lid) { return Pma(lid, pma_attr::kClassPortInfo, 0); }
+MadRequest PortCountersQuery(std::uint16_t lid, std::uint8_t port) { return Pma(lid, pma_attr::kPortCounters, port); }
 MadRequest PortCountersExtendedQuery(std::uint16_t lid, std::uint8_t port) {
   return Pma(lid, pma_attr::kPortCountersExtended, port);
 }
-MadRequest PortCountersClear(std::uint16_t lid, std::uint8_t port, std::uint16_t select,
-                             std::uint8_t select2) {
+MadRequest PortCountersClear(std::uint16_t lid, std::uint8_t port, std::uint16_t select, std::uint8_t select2) {
   MadRequest r = Pma(lid, pma_attr::kPortCounters, port);
   r.method = MadMethod::kSet;
   mad_set_field(r.payload.data(), 0, IB_PC_COUNTER_SELECT_F, select);
@@ -303,7 +290,8 @@ Notice DecodeNotice(const MadBytes& report) {
       for (int i = 8; i < 16; ++i) out.port_guid = out.port_guid << 8 | gid[i];
       break;
     }
-    default: break;
+    default:
+      break;
   }
   return out;
 }

@@ -42,10 +42,10 @@ struct PortInfo {
   std::uint8_t link_speed_supported = 0;
   std::uint8_t link_speed_active = 0;  // 1=SDR 2=DDR 4=QDR
   std::uint8_t link_speed_enabled = 0;
-  std::uint8_t port_state = 0;          // 1=Down 2=Init 3=Armed 4=Active
-  std::uint8_t port_phys_state = 0;     // 2=Polling 3=Disabled 5=LinkUp ...
+  std::uint8_t port_state = 0;       // 1=Down 2=Init 3=Armed 4=Active
+  std::uint8_t port_phys_state = 0;  // 2=Polling 3=Disabled 5=LinkUp ...
   std::uint8_t lmc = 0;
-  std::uint8_t link_speed_ext_active = 0;     // IBTA 14.2.5.6: 1=FDR 2=EDR 4=HDR 8=NDR
+  std::uint8_t link_speed_ext_active = 0;  // IBTA 14.2.5.6: 1=FDR 2=EDR 4=HDR 8=NDR
   std::uint8_t link_speed_ext_supported = 0;
   std::uint8_t link_speed_ext_enabled = 0;
   // IBTA 1.7 (XDR). libibmad 44 has no field ids for these; rdma-core's
@@ -71,8 +71,8 @@ struct PortInfo {
 
 // SwitchInfo (IBTA 14.2.5.4), the fields routing needs.
 struct SwitchInfo {
-  std::uint16_t linear_fdb_cap = 0;  // LinearFDBCap: entries the LFT can hold
-  std::uint16_t linear_fdb_top = 0;  // LinearFDBTop: the highest LID in use
+  std::uint16_t linear_fdb_cap = 0;             // LinearFDBCap: entries the LFT can hold
+  std::uint16_t linear_fdb_top = 0;             // LinearFDBTop: the highest LID in use
   std::uint16_t partition_enforcement_cap = 0;  // PartitionEnforcementCap: P_Key entries per external port
 };
 
@@ -154,24 +154,24 @@ inline constexpr std::uint32_t kAdditionalExtended = 1u << 1;
 // spec; every error counter is sticky at its maximum.
 struct PortCounters {
   std::uint8_t port_select = 0;
-  std::uint16_t symbol_error = 0;              // 16
-  std::uint8_t link_error_recovery = 0;        // 8
-  std::uint8_t link_downed = 0;                // 8
-  std::uint16_t rcv_errors = 0;                // 16
-  std::uint16_t rcv_remote_physical_errors = 0;  // 16
-  std::uint16_t rcv_switch_relay_errors = 0;   // 16
-  std::uint16_t xmit_discards = 0;             // 16
-  std::uint8_t xmit_constraint_errors = 0;     // 8
-  std::uint8_t rcv_constraint_errors = 0;      // 8
-  std::uint8_t local_link_integrity_errors = 0;  // 4
+  std::uint16_t symbol_error = 0;                    // 16
+  std::uint8_t link_error_recovery = 0;              // 8
+  std::uint8_t link_downed = 0;                      // 8
+  std::uint16_t rcv_errors = 0;                      // 16
+  std::uint16_t rcv_remote_physical_errors = 0;      // 16
+  std::uint16_t rcv_switch_relay_errors = 0;         // 16
+  std::uint16_t xmit_discards = 0;                   // 16
+  std::uint8_t xmit_constraint_errors = 0;           // 8
+  std::uint8_t rcv_constraint_errors = 0;            // 8
+  std::uint8_t local_link_integrity_errors = 0;      // 4
   std::uint8_t excessive_buffer_overrun_errors = 0;  // 4
-  std::uint16_t qp1_dropped = 0;               // 16, if ClassPortInfo says so
-  std::uint16_t vl15_dropped = 0;              // 16
-  std::uint32_t xmit_data = 0;                 // 32, in units of 4 octets
-  std::uint32_t rcv_data = 0;                  // 32, in units of 4 octets
-  std::uint32_t xmit_pkts = 0;                 // 32
-  std::uint32_t rcv_pkts = 0;                  // 32
-  std::uint32_t xmit_wait = 0;                 // 32
+  std::uint16_t qp1_dropped = 0;                     // 16, if ClassPortInfo says so
+  std::uint16_t vl15_dropped = 0;                    // 16
+  std::uint32_t xmit_data = 0;                       // 32, in units of 4 octets
+  std::uint32_t rcv_data = 0;                        // 32, in units of 4 octets
+  std::uint32_t xmit_pkts = 0;                       // 32
+  std::uint32_t rcv_pkts = 0;                        // 32
+  std::uint32_t xmit_wait = 0;                       // 32
 };
 
 // PortCountersExtended (IBTA 16.1.4.11, table 247): 64-bit data counters.
@@ -267,7 +267,6 @@ MadRequest PortCountersExtendedQuery(std::uint16_t lid, std::uint8_t port);
 // PortCounters Set that zeroes the counters selected by CounterSelect (bit i
 // of `select` is the i-th counter of IBTA table 225: SymbolErrorCounter = 0
 // ... PortRcvPkts = 15) and CounterSelect2 (bit 0: PortXmitWait).
-MadRequest PortCountersClear(std::uint16_t lid, std::uint8_t port, std::uint16_t select,
-                             std::uint8_t select2);
+MadRequest PortCountersClear(std::uint16_t lid, std::uint8_t port, std::uint16_t select, std::uint8_t select2);
 
 }  // namespace ibfabric::transport

@@ -15,29 +15,39 @@ void* Mut(const MadBytes& m) { return const_cast<std::uint8_t*>(m.data()); }
 
 const char* ToString(MadOutcome o) {
   switch (o) {
-    case MadOutcome::kOk: return "ok";
-    case MadOutcome::kRemoteError: return "remote_error";
-    case MadOutcome::kTimeout: return "timeout";
-    case MadOutcome::kSendError: return "send_error";
+    case MadOutcome::kOk:
+      return "ok";
+    case MadOutcome::kRemoteError:
+      return "remote_error";
+    case MadOutcome::kTimeout:
+      return "timeout";
+    case MadOutcome::kSendError:
+      return "send_error";
   }
   return "unknown";
 }
 
 const char* ToString(MadKind k) {
   switch (k) {
-    case MadKind::kDirectedSmp: return "dr_smp";
-    case MadKind::kLidSmp: return "lid_smp";
-    case MadKind::kGmp: return "gmp";
+    case MadKind::kDirectedSmp:
+      return "dr_smp";
+    case MadKind::kLidSmp:
+      return "lid_smp";
+    case MadKind::kGmp:
+      return "gmp";
   }
   return "unknown";
 }
 
 MadKind KindOf(MgmtClass c) {
   switch (c) {
-    case MgmtClass::kSubnDirectRoute: return MadKind::kDirectedSmp;
-    case MgmtClass::kSubnLidRouted: return MadKind::kLidSmp;
+    case MgmtClass::kSubnDirectRoute:
+      return MadKind::kDirectedSmp;
+    case MgmtClass::kSubnLidRouted:
+      return MadKind::kLidSmp;
     case MgmtClass::kPerformance:
-    case MgmtClass::kSubnAdm: return MadKind::kGmp;
+    case MgmtClass::kSubnAdm:
+      return MadKind::kGmp;
   }
   return MadKind::kGmp;
 }
@@ -59,8 +69,7 @@ MadBytes EncodeRequest(const MadRequest& request, std::uint64_t tid) {
   const bool directed = request.mgmt_class == MgmtClass::kSubnDirectRoute;
   if (directed) {
     // InitialPath[0] is unused; hops are InitialPath[1..HopCount] (IBTA 14.2.2).
-    const std::size_t hops = std::min<std::size_t>(request.address.dr_path.size(),
-                                                   IB_SUBNET_PATH_HOPS_MAX - 1);
+    const std::size_t hops = std::min<std::size_t>(request.address.dr_path.size(), IB_SUBNET_PATH_HOPS_MAX - 1);
     dr.cnt = static_cast<int>(hops);
     for (std::size_t i = 0; i < hops; ++i) dr.p[i + 1] = request.address.dr_path[i];
     dr.drslid = 0xffff;  // permissive: the whole route is directed
@@ -81,8 +90,8 @@ MadHeader DecodeHeader(const MadBytes& mad) {
   h.base_version = static_cast<std::uint8_t>(mad_get_field(b, 0, IB_MAD_BASEVER_F));
   h.mgmt_class = static_cast<std::uint8_t>(mad_get_field(b, 0, IB_MAD_MGMTCLASS_F));
   h.class_version = static_cast<std::uint8_t>(mad_get_field(b, 0, IB_MAD_CLASSVER_F));
-  h.method = static_cast<std::uint8_t>(mad_get_field(b, 0, IB_MAD_METHOD_F) |
-                                       (mad_get_field(b, 0, IB_MAD_RESPONSE_F) << 7));
+  h.method =
+      static_cast<std::uint8_t>(mad_get_field(b, 0, IB_MAD_METHOD_F) | (mad_get_field(b, 0, IB_MAD_RESPONSE_F) << 7));
   if (h.mgmt_class == static_cast<std::uint8_t>(MgmtClass::kSubnDirectRoute)) {
     h.status = static_cast<std::uint16_t>(mad_get_field(b, 0, IB_DRSMP_STATUS_F));
   } else {
@@ -94,14 +103,12 @@ MadHeader DecodeHeader(const MadBytes& mad) {
   return h;
 }
 
-MadBytes EncodeResponse(const MadBytes& request_mad, std::span<const std::uint8_t> data,
-                        std::uint16_t status) {
+MadBytes EncodeResponse(const MadBytes& request_mad, std::span<const std::uint8_t> data, std::uint16_t status) {
   MadBytes out = request_mad;
   void* b = out.data();
   mad_set_field(b, 0, IB_MAD_METHOD_F, static_cast<std::uint32_t>(MadMethod::kGetResponse) & 0x7f);
   mad_set_field(b, 0, IB_MAD_RESPONSE_F, 1);
-  if (mad_get_field(b, 0, IB_MAD_MGMTCLASS_F) ==
-      static_cast<std::uint32_t>(MgmtClass::kSubnDirectRoute)) {
+  if (mad_get_field(b, 0, IB_MAD_MGMTCLASS_F) == static_cast<std::uint32_t>(MgmtClass::kSubnDirectRoute)) {
     mad_set_field(b, 0, IB_DRSMP_STATUS_F, status);
     mad_set_field(b, 0, IB_DRSMP_DIRECTION_F, 1);
   } else {

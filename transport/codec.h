@@ -25,8 +25,7 @@ MadHeader DecodeHeader(const MadBytes& mad);
 // Builds the response a responder would send to `request_mad`: same class,
 // TID, attribute and modifier; GetResponse; `status`; `data` copied at
 // byte 64 (truncated to the MAD). Used by fakes and tests, never on the wire.
-MadBytes EncodeResponse(const MadBytes& request_mad, std::span<const std::uint8_t> data,
-                        std::uint16_t status = 0);
+MadBytes EncodeResponse(const MadBytes& request_mad, std::span<const std::uint8_t> data, std::uint16_t status = 0);
 
 // The attribute data section of a MAD (from byte 64 to the end).
 inline std::span<const std::uint8_t> MadData(const MadBytes& mad) {

@@ -18,10 +18,10 @@ using MadBytes = std::array<std::uint8_t, kMadSize>;
 
 // Management classes used here (IBTA 13.4.4, table 110).
 enum class MgmtClass : std::uint8_t {
-  kSubnLidRouted = 0x01,     // SMP, LID routed
-  kSubnAdm = 0x03,           // SA (GS class, the SM's database, LID routed, QP1)
-  kPerformance = 0x04,       // PMA (GS class, LID routed, QP1)
-  kSubnDirectRoute = 0x81,   // SMP, directed route
+  kSubnLidRouted = 0x01,    // SMP, LID routed
+  kSubnAdm = 0x03,          // SA (GS class, the SM's database, LID routed, QP1)
+  kPerformance = 0x04,      // PMA (GS class, LID routed, QP1)
+  kSubnDirectRoute = 0x81,  // SMP, directed route
 };
 
 // The three kinds of MAD this project sends, which the engine limits
@@ -42,7 +42,7 @@ enum class MadMethod : std::uint8_t {
   kGet = 0x01,
   kSet = 0x02,
   kGetResponse = 0x81,
-  kReport = 0x06,           // an SA Report (unsolicited, IBTA 13.4.5 table 113)
+  kReport = 0x06,  // an SA Report (unsolicited, IBTA 13.4.5 table 113)
   kReportResponse = 0x86,
 };
 
@@ -75,8 +75,8 @@ inline constexpr std::uint16_t kInformInfo = 0x0003;
 // empty route addresses the local node. LID routing is used for everything
 // that is not a directed-route SMP.
 struct MadAddress {
-  std::uint16_t lid = 0;                 // destination LID when LID routed
-  std::vector<std::uint8_t> dr_path;     // egress ports when directed route
+  std::uint16_t lid = 0;              // destination LID when LID routed
+  std::vector<std::uint8_t> dr_path;  // egress ports when directed route
 
   static MadAddress Lid(std::uint16_t l) { return MadAddress{l, {}}; }
   static MadAddress Directed(std::vector<std::uint8_t> path) { return MadAddress{0, std::move(path)}; }
@@ -108,8 +108,8 @@ struct MadHeader {
   std::uint8_t base_version = 0;
   std::uint8_t mgmt_class = 0;
   std::uint8_t class_version = 0;
-  std::uint8_t method = 0;          // with the response bit (0x80)
-  std::uint16_t status = 0;         // for DR SMPs the 15-bit status without the D bit
+  std::uint8_t method = 0;   // with the response bit (0x80)
+  std::uint16_t status = 0;  // for DR SMPs the 15-bit status without the D bit
   std::uint64_t tid = 0;
   std::uint16_t attr_id = 0;
   std::uint32_t attr_mod = 0;
@@ -121,10 +121,10 @@ inline constexpr std::uint16_t kMadStatusRedirect = 0x0002;  // ask elsewhere (C
 
 // How one request ended.
 enum class MadOutcome : std::uint8_t {
-  kOk,            // a response came back with MAD status 0
-  kRemoteError,   // a response came back with a non-zero MAD status
-  kTimeout,       // no response after every retry
-  kSendError,     // the local port refused the send
+  kOk,           // a response came back with MAD status 0
+  kRemoteError,  // a response came back with a non-zero MAD status
+  kTimeout,      // no response after every retry
+  kSendError,    // the local port refused the send
 };
 
 const char* ToString(MadOutcome o);

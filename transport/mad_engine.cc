@@ -207,8 +207,7 @@ bool MadEngine::WaitForReports(microseconds timeout) {
   while (reports_.empty()) {
     const TimePoint now = clock_->Now();
     if (now >= until) break;
-    std::optional<InboundMad> in =
-        port_.Receive(std::chrono::duration_cast<microseconds>(until - now));
+    std::optional<InboundMad> in = port_.Receive(std::chrono::duration_cast<microseconds>(until - now));
     if (!in) continue;
     if (!TakeReport(*in)) ++stats_.ignored;  // a late response to an earlier Run
   }

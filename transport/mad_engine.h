@@ -76,9 +76,9 @@ struct EngineOptions {
   int dr_per_switch = 1;
   std::chrono::microseconds timeout_max{1'000'000};  // ceiling of the backoff
   int busy_retries = 3;                              // re-sends after a Busy status
-  int dead_after = 3;  // requests in a row that failed every attempt: give up on that destination
+  int dead_after = 3;      // requests in a row that failed every attempt: give up on that destination
   int silence_after = 64;  // attempts in a row timed out, no answer at all: give up on the Run
-  double rate_limit = 0;  // MADs per second over all kinds; 0: none
+  double rate_limit = 0;   // MADs per second over all kinds; 0: none
   // Round-robin across destinations; false sends in request order (the
   // old engine, kept for comparisons in benchmarks).
   bool interleave = true;
@@ -116,9 +116,9 @@ KindCounts Since(const KindCounts& before, const KindCounts& now);
 
 // Cumulative counts since the engine was made. Plain values: copy them out.
 struct EngineStats {
-  std::uint64_t requests = 0;  // Run() requests (not attempts)
-  std::uint64_t ignored = 0;   // late, duplicate, unknown or mismatched MADs
-  KindCounts kinds{};          // everything else, by kind of MAD
+  std::uint64_t requests = 0;          // Run() requests (not attempts)
+  std::uint64_t ignored = 0;           // late, duplicate, unknown or mismatched MADs
+  KindCounts kinds{};                  // everything else, by kind of MAD
   std::uint64_t reports = 0;           // SA Reports of a Notice taken in (each acknowledged)
   std::uint64_t reports_repeated = 0;  // the SA sent one again; acknowledged, not taken twice
   // The most that were ever outstanding at once: to or through one node,

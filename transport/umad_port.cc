@@ -113,8 +113,7 @@ std::unique_ptr<UmadPort> UmadPort::Open(const UmadPortOptions& options, std::st
   port->fd_ = umad_open_port(c.ca.c_str(), c.port);
   if (port->fd_ < 0) {
     *error = "cannot open " + c.ca + " port " + std::to_string(c.port) + ": " +
-             std::strerror(-port->fd_ > 0 ? -port->fd_ : errno) +
-             " (needs read/write access to /dev/infiniband/umad*)";
+             std::strerror(-port->fd_ > 0 ? -port->fd_ : errno) + " (needs read/write access to /dev/infiniband/umad*)";
     return nullptr;
   }
   // Class version 1 for SMI (IBTA 14.2.1) and PerfMgt (IBTA 16.1.1).
@@ -149,10 +148,14 @@ UmadPort::~UmadPort() {
 
 int UmadPort::AgentFor(std::uint8_t mgmt_class) const {
   switch (static_cast<MgmtClass>(mgmt_class)) {
-    case MgmtClass::kSubnLidRouted: return agent_smi_;
-    case MgmtClass::kSubnDirectRoute: return agent_smi_dr_;
-    case MgmtClass::kPerformance: return agent_perf_;
-    case MgmtClass::kSubnAdm: return agent_sa_;
+    case MgmtClass::kSubnLidRouted:
+      return agent_smi_;
+    case MgmtClass::kSubnDirectRoute:
+      return agent_smi_dr_;
+    case MgmtClass::kPerformance:
+      return agent_perf_;
+    case MgmtClass::kSubnAdm:
+      return agent_sa_;
   }
   return -1;
 }

@@ -16,12 +16,12 @@
 
 #include <algorithm>
 #include <array>
-#include <set>
-#include <sstream>
-#include <thread>
 #include <cstdio>
 #include <cstdlib>
+#include <set>
+#include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/testbed/exporter_process.h"
@@ -48,8 +48,9 @@ struct Measure {
 // Runs the exporter with `window`, waits for `runs` sweeps after the first,
 // and collects each sweep's duration from its own metric.
 bool MeasureExporter(const SimFabric& sim, int window, int runs, Measure* m, std::string* error) {
-  auto e = ExporterProcess::Start(sim, {"--sweep.interval=100ms", "--discovery.interval=1h",
-                                        "--mad.window=" + std::to_string(window), "--mad.timeout=200ms"},
+  auto e = ExporterProcess::Start(sim,
+                                  {"--sweep.interval=100ms", "--discovery.interval=1h",
+                                   "--mad.window=" + std::to_string(window), "--mad.timeout=200ms"},
                                   error);
   if (!e) return false;
   auto s = e->WaitForSweeps(1, std::chrono::seconds(300));
@@ -72,8 +73,8 @@ bool MeasureExporter(const SimFabric& sim, int window, int runs, Measure* m, std
 // libibumad, seen from outside, through its discovery and two sweeps.
 bool Watch(const SimFabric& sim, std::string* error) {
   const std::string file = sim.dir() + "/mad_tap.log";
-  auto e = ExporterProcess::Start(sim, {"--sweep.interval=100ms", "--discovery.interval=1h"}, error, {},
-                                  MadTapEnv(file));
+  auto e =
+      ExporterProcess::Start(sim, {"--sweep.interval=100ms", "--discovery.interval=1h"}, error, {}, MadTapEnv(file));
   if (!e) return false;
   const auto s = e->WaitForSweeps(2, std::chrono::seconds(300));
   if (!s) {
@@ -97,9 +98,9 @@ bool Watch(const SimFabric& sim, std::string* error) {
 // before and after events means the views came back the same.
 std::string Views(const Scrape& s) {
   std::string out;
-  for (const char* name : {"infiniband_routing_port_destinations", "infiniband_routing_unrouted_destinations",
-                           "infiniband_port_partition_info", "infiniband_switch_port_partition_info",
-                           "infiniband_topology_finding"}) {
+  for (const char* name :
+       {"infiniband_routing_port_destinations", "infiniband_routing_unrouted_destinations",
+        "infiniband_port_partition_info", "infiniband_switch_port_partition_info", "infiniband_topology_finding"}) {
     for (const auto& x : s.Find(name)) {
       out += name;
       for (const auto& [k, v] : x.labels) out += " " + k + "=" + v;
@@ -119,12 +120,13 @@ double Smps(const Counts& c) { return static_cast<double>(c[0] + c[1]); }
 // (rotation, traps, incremental re-walks, a full walk an hour).
 bool Budget(const FatTree& tree, SimFabric& sim, int quiet_seconds, int events, std::string* error) {
   SimFabric::SmOptions sm_options;
-  sm_options.attach = tree.hosts().back();  // the exporter's node takes SM-port Reports (SIM_SET_ISSM)
+  sm_options.attach = tree.hosts().back();       // the exporter's node takes SM-port Reports (SIM_SET_ISSM)
   sm_options.config = "ignore_other_sm TRUE\n";  // and answers no SMInfo: see tests/integration/events_test.cc
   auto sm = sim.StartSubnetManager(sm_options, error);
   if (!sm) return false;
   const double sweep = 10;  // seconds, the default
-  std::printf("  SMP budget, resident opensm, sweeps every %.0f s, quiet window %d s, MAD tap:\n", sweep, quiet_seconds);
+  std::printf("  SMP budget, resident opensm, sweeps every %.0f s, quiet window %d s, MAD tap:\n", sweep,
+              quiet_seconds);
   struct Window {
     Clock::time_point from, to;
   };
@@ -137,8 +139,11 @@ bool Budget(const FatTree& tree, SimFabric& sim, int quiet_seconds, int events, 
     if (!e) return nullptr;
     auto s = e->WaitForSweeps(1, std::chrono::seconds(900));
     if (s && traps) {
-      s = e->WaitFor([](const Scrape& x) { return x.Value("infiniband_exporter_trap_subscribed", {{"trap", "128"}}) == 1; },
-                     std::chrono::seconds(120));
+      s = e->WaitFor(
+          [](const Scrape& x) {
+            return x.Value("infiniband_exporter_trap_subscribed", {{"trap", "128"}}) == 1;
+          },
+          std::chrono::seconds(120));
     }
     if (!s) {
       *error = "exporter did not sweep (or subscribe): " + e->Log();
@@ -187,15 +192,22 @@ bool Budget(const FatTree& tree, SimFabric& sim, int quiet_seconds, int events, 
   const Scrape before_events = e->ScrapeMetrics();
   const auto events_from = Clock::now();
   std::vector<int> hosts;
-  for (int i = 0; i < events; ++i) hosts.push_back(2 + i * static_cast<int>(tree.hosts().size() - 2) / std::max(1, events));
+  for (int i = 0; i < events; ++i)
+    hosts.push_back(2 + i * static_cast<int>(tree.hosts().size() - 2) / std::max(1, events));
   for (int h : hosts) {
     const auto next = Clock::now() + std::chrono::seconds(10);
     bool ok = true;
-    sim.Console("Unlink " + std::string("\"") + tree.LeafHostPort(h).node + "\"[" + std::to_string(tree.LeafHostPort(h).port) + "]", &ok);
+    sim.Console("Unlink " + std::string("\"") + tree.LeafHostPort(h).node + "\"[" +
+                    std::to_string(tree.LeafHostPort(h).port) + "]",
+                &ok);
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    sim.Console("ReLink " + std::string("\"") + tree.LeafHostPort(h).node + "\"[" + std::to_string(tree.LeafHostPort(h).port) + "]", &ok);
+    sim.Console("ReLink " + std::string("\"") + tree.LeafHostPort(h).node + "\"[" +
+                    std::to_string(tree.LeafHostPort(h).port) + "]",
+                &ok);
     for (const Endpoint& end : {tree.LeafHostPort(h), tree.HostPort(h)}) {
-      sim.Console("PerformanceSet \"" + end.node + "\"[" + std::to_string(end.port) + "] PortCounters.LinkDownedCounter=1", &ok);
+      sim.Console(
+          "PerformanceSet \"" + end.node + "\"[" + std::to_string(end.port) + "] PortCounters.LinkDownedCounter=1",
+          &ok);
     }
     std::this_thread::sleep_until(next);
   }
@@ -203,9 +215,12 @@ bool Budget(const FatTree& tree, SimFabric& sim, int quiet_seconds, int events, 
   const double sweeps_in_events = *e->ScrapeMetrics().Value("infiniband_exporter_sweeps_total") -
                                   *before_events.Value("infiniband_exporter_sweeps_total");
   // Settled: every host back, every flap counted.
-  auto s = e->WaitFor([&](const Scrape& x) {
-    return x.Value("infiniband_exporter_fabric_nodes", {{"type", "hca"}}) == static_cast<double>(tree.hosts().size());
-  }, std::chrono::seconds(120));
+  auto s = e->WaitFor(
+      [&](const Scrape& x) {
+        return x.Value("infiniband_exporter_fabric_nodes", {{"type", "hca"}}) ==
+               static_cast<double>(tree.hosts().size());
+      },
+      std::chrono::seconds(120));
   s = e->WaitForSweeps(*e->ScrapeMetrics().Value("infiniband_exporter_sweeps_total") + 2, std::chrono::seconds(120));
   if (!s) {
     *error = "exporter did not settle after the events: " + e->Log();
@@ -214,7 +229,8 @@ bool Budget(const FatTree& tree, SimFabric& sim, int quiet_seconds, int events, 
   int reported = 0;
   for (int h : hosts) {
     for (const auto& x : s->Find("infiniband_link_down_events_total")) {
-      if ((x.labels.at("node") == tree.Host(h) || x.labels.at("remote_node") == tree.Host(h)) && x.value >= 1) ++reported;
+      if ((x.labels.at("node") == tree.Host(h) || x.labels.at("remote_node") == tree.Host(h)) && x.value >= 1)
+        ++reported;
     }
   }
   const double own_per_event = (event_smps(*s) - event_smps(before_events)) / events;
@@ -222,7 +238,8 @@ bool Budget(const FatTree& tree, SimFabric& sim, int quiet_seconds, int events, 
   std::vector<double> rewalk_seconds;
   {
     const std::string log = e->Log();
-    for (std::size_t at = log.find("mode=incremental"); at != std::string::npos; at = log.find("mode=incremental", at + 1)) {
+    for (std::size_t at = log.find("mode=incremental"); at != std::string::npos;
+         at = log.find("mode=incremental", at + 1)) {
       const auto sec = log.find("seconds=", at);
       if (sec != std::string::npos) rewalk_seconds.push_back(std::atof(log.c_str() + sec + 8));
     }
@@ -259,22 +276,25 @@ bool Budget(const FatTree& tree, SimFabric& sim, int quiet_seconds, int events, 
   // Per event: beyond what the same time at rest costs.
   const double dr_event = (static_cast<double>(ev[0]) - q_now[0] * ev_seconds / qn) / events;
 
-  std::printf("    before: start (walk + first sweep) %.0f SMPs (%llu directed); a sweep %.0f SMPs; "
-              "a quiet minute %.0f SMPs (a walk every 5 min included), %.1f per switch\n",
-              Smps(old_walk), static_cast<unsigned long long>(old_walk[0]), Smps(old_q) * sweep / q, old_minute,
-              old_minute / switches);
-  std::printf("    now:    start %.0f SMPs (%llu directed); a sweep %.0f SMPs; a quiet minute %.0f SMPs "
-              "(a walk an hour included), %.1f per switch: %.3f of before (target <= 0.25)\n",
-              Smps(walk), static_cast<unsigned long long>(walk[0]), Smps(q_now) * sweep / qn, minute, minute / switches,
-              minute / old_minute);
-  std::printf("    events: %d host cables down and up, one every 10 s: %.1f directed-route SMPs per event (tap; "
-              "target <= 500, a walk is %llu), %.1f SMPs per event in trap re-reads and re-walks (exporter's count); "
-              "%d of %d flaps reported; full walks %.0f; %.0f sweeps in %.0f s; re-walks took %.3f s median, %.3f s "
-              "at most; routing and partition views %s\n",
-              events, dr_event, static_cast<unsigned long long>(walk[0]), own_per_event, reported, events,
-              full_walks, sweeps_in_events, ev_seconds, Median(rewalk_seconds),
-              rewalk_seconds.empty() ? 0 : *std::max_element(rewalk_seconds.begin(), rewalk_seconds.end()),
-              views_same ? "unchanged" : "CHANGED");
+  std::printf(
+      "    before: start (walk + first sweep) %.0f SMPs (%llu directed); a sweep %.0f SMPs; "
+      "a quiet minute %.0f SMPs (a walk every 5 min included), %.1f per switch\n",
+      Smps(old_walk), static_cast<unsigned long long>(old_walk[0]), Smps(old_q) * sweep / q, old_minute,
+      old_minute / switches);
+  std::printf(
+      "    now:    start %.0f SMPs (%llu directed); a sweep %.0f SMPs; a quiet minute %.0f SMPs "
+      "(a walk an hour included), %.1f per switch: %.3f of before (target <= 0.25)\n",
+      Smps(walk), static_cast<unsigned long long>(walk[0]), Smps(q_now) * sweep / qn, minute, minute / switches,
+      minute / old_minute);
+  std::printf(
+      "    events: %d host cables down and up, one every 10 s: %.1f directed-route SMPs per event (tap; "
+      "target <= 500, a walk is %llu), %.1f SMPs per event in trap re-reads and re-walks (exporter's count); "
+      "%d of %d flaps reported; full walks %.0f; %.0f sweeps in %.0f s; re-walks took %.3f s median, %.3f s "
+      "at most; routing and partition views %s\n",
+      events, dr_event, static_cast<unsigned long long>(walk[0]), own_per_event, reported, events, full_walks,
+      sweeps_in_events, ev_seconds, Median(rewalk_seconds),
+      rewalk_seconds.empty() ? 0 : *std::max_element(rewalk_seconds.begin(), rewalk_seconds.end()),
+      views_same ? "unchanged" : "CHANGED");
   return true;
 }
 
@@ -352,8 +372,8 @@ int RunOne(const FatTreeSpec& spec, int runs, int window, bool compare) {
     iqe.push_back(t);
   }
   const double theirs = Median(iqe);
-  std::printf("  ibqueryerrors --data         %8.3f s median of %zu (%d crashed runs repeated)\n", theirs,
-              iqe.size(), crashed);
+  std::printf("  ibqueryerrors --data         %8.3f s median of %zu (%d crashed runs repeated)\n", theirs, iqe.size(),
+              crashed);
   std::printf("  ratio exporter / ibqueryerrors   %.3f  (target <= 0.5)\n", ours / theirs);
   std::printf("  ratio exporter / serial          %.3f  (serial is %.1fx slower)\n", ours / one, one / ours);
   return 0;
@@ -399,7 +419,8 @@ int RunCollectors(int runs) {
         return 1;
       }
       e.reset();
-      seconds.push_back(s->Value("infiniband_exporter_collector_duration_seconds", {{"collector", "discovery"}}).value_or(0));
+      seconds.push_back(
+          s->Value("infiniband_exporter_collector_duration_seconds", {{"collector", "discovery"}}).value_or(0));
       double sent = 0, smp = 0;
       for (const auto& x : s->Find("infiniband_exporter_last_run_mads")) {
         if (x.labels.at("phase") != "discovery" || x.labels.at("outcome") != "sent") continue;
@@ -413,10 +434,11 @@ int RunCollectors(int runs) {
       for (auto n : c) all += static_cast<double>(n);
       tapped.push_back(all);
     }
-    std::printf("  %-48s discovery %7.3f s median of %d, %6.0f MADs (%6.0f SMPs) by its count; "
-                "%6.0f MADs crossed libibumad up to the first sweep (tap)\n",
-                tables ? "defaults (routing and partitions on)" : "--no-collector.routing --no-collector.partitions",
-                Median(seconds), runs, Median(mads), Median(smps), Median(tapped));
+    std::printf(
+        "  %-48s discovery %7.3f s median of %d, %6.0f MADs (%6.0f SMPs) by its count; "
+        "%6.0f MADs crossed libibumad up to the first sweep (tap)\n",
+        tables ? "defaults (routing and partitions on)" : "--no-collector.routing --no-collector.partitions",
+        Median(seconds), runs, Median(mads), Median(smps), Median(tapped));
   }
   return 0;
 }
@@ -454,7 +476,8 @@ int main(int argc, char** argv) {
       budget = true;
     } else if (a == "--collectors") {
       collectors = true;
-    } else if (a == "--fabric" && i + 1 < argc && (std::string(argv[i + 1]) == "1k" || std::string(argv[i + 1]) == "16k")) {
+    } else if (a == "--fabric" && i + 1 < argc &&
+               (std::string(argv[i + 1]) == "1k" || std::string(argv[i + 1]) == "16k")) {
       fabric = argv[++i];
     } else if ((a == "--runs" || a == "--window" || a == "--quiet" || a == "--events") && i + 1 < argc) {
       int& v = a == "--runs" ? runs : a == "--window" ? window : a == "--quiet" ? quiet : events;

@@ -94,9 +94,9 @@ Phase Measure(model::HardwareModel& m, transport::MadEngine& e, const Yardsticks
 
 struct Outcome {
   model::SmStats sm;
-  Phase discovery;       // graph and tables
-  Phase graph;           // the directed-route walk alone
-  Phase sweep;           // the last full sweep
+  Phase discovery;  // graph and tables
+  Phase graph;      // the directed-route walk alone
+  Phase sweep;      // the last full sweep
   int sweeps = 0;
   std::uint64_t exporter_dropped = 0;
   int peak_queued = 0;
@@ -140,9 +140,8 @@ Outcome Run(const testbed::FatTree& tree, const model::ModelParams& params, Mode
   } else {
     const transport::EngineOptions defaults = WithKnobs(transport::EngineOptions{}, knobs);
     const Yardsticks yardsticks = YardsticksOf(defaults);
-    transport::EngineOptions o = mode == Mode::kDefault
-                                     ? defaults
-                                     : transport::EngineOptions::Legacy(128, std::chrono::milliseconds(100), 2);
+    transport::EngineOptions o =
+        mode == Mode::kDefault ? defaults : transport::EngineOptions::Legacy(128, std::chrono::milliseconds(100), 2);
     o.clock = &m;
     transport::MadEngine engine(m, o);
     topology::DiscoveryResult d;
@@ -192,28 +191,31 @@ Outcome Run(const testbed::FatTree& tree, const model::ModelParams& params, Mode
 }
 
 void Print(const char* label, const Outcome& o, bool exporter, int dr_window) {
-  std::printf("  %-8s SM: sent %7llu dropped %5llu timeouts %5llu failed %3llu  heavy %7.3f s  light %6.3f s (max %6.3f)",
-              label, static_cast<unsigned long long>(o.sm.sent), static_cast<unsigned long long>(o.sm.dropped),
-              static_cast<unsigned long long>(o.sm.timeouts), static_cast<unsigned long long>(o.sm.failed),
-              o.sm.mean_heavy(), o.sm.mean_light(), o.sm.light_sweep_seconds_max);
+  std::printf(
+      "  %-8s SM: sent %7llu dropped %5llu timeouts %5llu failed %3llu  heavy %7.3f s  light %6.3f s (max %6.3f)",
+      label, static_cast<unsigned long long>(o.sm.sent), static_cast<unsigned long long>(o.sm.dropped),
+      static_cast<unsigned long long>(o.sm.timeouts), static_cast<unsigned long long>(o.sm.failed), o.sm.mean_heavy(),
+      o.sm.mean_light(), o.sm.light_sweep_seconds_max);
   std::printf("\n");
   if (!exporter) return;
   auto phase = [dr_window](const char* name, const Phase& p) {
     const transport::KindStats all = transport::Total(p.mads);
-    std::printf("           %-9s %8.3f s  bound %8.3f s  ratio %5.2f (%5.2f to %d DR on the wire)  MADs %7llu (dr %llu, lid %llu, gmp %llu)  retries %llu  timeouts %llu\n",
-                name, p.seconds, p.bound, p.bound > 0 ? p.seconds / p.bound : 0,
-                p.bound_configured > 0 ? p.seconds / p.bound_configured : 0, dr_window,
-                static_cast<unsigned long long>(all.sent),
-                static_cast<unsigned long long>(p.mads[0].sent), static_cast<unsigned long long>(p.mads[1].sent),
-                static_cast<unsigned long long>(p.mads[2].sent),
-                static_cast<unsigned long long>(all.retries),
-                static_cast<unsigned long long>(all.timeouts));
+    std::printf(
+        "           %-9s %8.3f s  bound %8.3f s  ratio %5.2f (%5.2f to %d DR on the wire)  MADs %7llu (dr %llu, lid "
+        "%llu, gmp %llu)  retries %llu  timeouts %llu\n",
+        name, p.seconds, p.bound, p.bound > 0 ? p.seconds / p.bound : 0,
+        p.bound_configured > 0 ? p.seconds / p.bound_configured : 0, dr_window,
+        static_cast<unsigned long long>(all.sent), static_cast<unsigned long long>(p.mads[0].sent),
+        static_cast<unsigned long long>(p.mads[1].sent), static_cast<unsigned long long>(p.mads[2].sent),
+        static_cast<unsigned long long>(all.retries), static_cast<unsigned long long>(all.timeouts));
   };
   phase("graph", o.graph);
   phase("discovery", o.discovery);
   phase("sweep", o.sweep);
-  std::printf("           %d sweeps; exporter MADs dropped at agents %llu; most of ours at one agent %d; engine peak to one node %d\n",
-              o.sweeps, static_cast<unsigned long long>(o.exporter_dropped), o.peak_queued, o.peak_per_destination);
+  std::printf(
+      "           %d sweeps; exporter MADs dropped at agents %llu; most of ours at one agent %d; engine peak to one "
+      "node %d\n",
+      o.sweeps, static_cast<unsigned long long>(o.exporter_dropped), o.peak_queued, o.peak_per_destination);
 }
 
 int Main(int argc, char** argv) {
@@ -261,11 +263,13 @@ int Main(int argc, char** argv) {
                 fabric.c_str(), probe.nodes(), probe.switches(), probe.ports(), knobs.seconds);
   }
   const model::ModelParams base;
-  std::printf("fixed: hca service %lld us, hca queue %d, hop %lld us, send rate %.0f/s, jitter %.0f%%; SM: window %d, timeout %lld ms, %d retries, light sweep every %lld s\n",
-              static_cast<long long>(base.hca_service.count()), base.hca_queue,
-              static_cast<long long>(base.hop_latency.count()), base.send_rate, base.jitter * 100, base.sm_window,
-              static_cast<long long>(base.sm_timeout.count()), base.sm_retries,
-              static_cast<long long>(base.sm_light_sweep_interval.count() / 1000));
+  std::printf(
+      "fixed: hca service %lld us, hca queue %d, hop %lld us, send rate %.0f/s, jitter %.0f%%; SM: window %d, timeout "
+      "%lld ms, %d retries, light sweep every %lld s\n",
+      static_cast<long long>(base.hca_service.count()), base.hca_queue,
+      static_cast<long long>(base.hop_latency.count()), base.send_rate, base.jitter * 100, base.sm_window,
+      static_cast<long long>(base.sm_timeout.count()), base.sm_retries,
+      static_cast<long long>(base.sm_light_sweep_interval.count() / 1000));
   for (int service : services) {
     for (int queue : queues) {
       model::ModelParams p;
@@ -279,8 +283,9 @@ int Main(int argc, char** argv) {
       // The old engine's retries inflate its own load: measure it against
       // the bounds of the same work done at the defaults.
       Outcome old = Run(tree, p, Mode::kLegacy, knobs);
-      for (auto [mine, theirs] : {std::pair{&old.graph, &defaults.graph}, std::pair{&old.discovery, &defaults.discovery},
-                                  std::pair{&old.sweep, &defaults.sweep}}) {
+      for (auto [mine, theirs] :
+           {std::pair{&old.graph, &defaults.graph}, std::pair{&old.discovery, &defaults.discovery},
+            std::pair{&old.sweep, &defaults.sweep}}) {
         mine->bound = theirs->bound;
         mine->bound_configured = theirs->bound_configured;
       }

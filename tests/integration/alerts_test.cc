@@ -8,9 +8,8 @@
 
 #include <gtest/gtest.h>
 
-#include <nlohmann/json.hpp>
-
 #include <atomic>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <thread>
@@ -98,7 +97,8 @@ class AlertsTest : public FabricSuite {
   // The two ends an alert names, as "node[port]", in the order it gives.
   static std::set<std::string> Ends(const json& a) {
     std::set<std::string> out;
-    for (const auto& e : a["ends"]) out.insert(e["node"].get<std::string>() + "[" + std::to_string(e["port"].get<int>()) + "]");
+    for (const auto& e : a["ends"])
+      out.insert(e["node"].get<std::string>() + "[" + std::to_string(e["port"].get<int>()) + "]");
     return out;
   }
   static std::string Str(const Endpoint& e) { return e.node + "[" + std::to_string(e.port) + "]"; }
@@ -247,15 +247,24 @@ TEST_F(AlertsTest, ALinkDownAgainAndAgainIsFlapping) {
   ASSERT_TRUE(e);
   for (int i = 0; i < 3; ++i) {
     Console("Unlink " + At(leaf));
-    ASSERT_TRUE(e->WaitFor([&](const Scrape& x) { return x.Value("infiniband_link_up", {{"remote_node", leaf.node}, {"remote_port", std::to_string(leaf.port)}}) == 0; },
-                           seconds(10)))
+    ASSERT_TRUE(e->WaitFor(
+        [&](const Scrape& x) {
+          return x.Value("infiniband_link_up",
+                         {{"remote_node", leaf.node}, {"remote_port", std::to_string(leaf.port)}}) == 0;
+        },
+        seconds(10)))
         << e->Log();
     Console("ReLink " + At(leaf));
-    ASSERT_TRUE(e->WaitFor([&](const Scrape& x) { return x.Value("infiniband_link_up", {{"remote_node", leaf.node}, {"remote_port", std::to_string(leaf.port)}}) == 1; },
-                           seconds(10)))
+    ASSERT_TRUE(e->WaitFor(
+        [&](const Scrape& x) {
+          return x.Value("infiniband_link_up",
+                         {{"remote_node", leaf.node}, {"remote_port", std::to_string(leaf.port)}}) == 1;
+        },
+        seconds(10)))
         << e->Log();
   }
-  const auto raised = WaitAlerts(*e, [](const json& j) { return HasActive(j, "flapping_link"); }, seconds(5));
+  const auto raised = WaitAlerts(
+      *e, [](const json& j) { return HasActive(j, "flapping_link"); }, seconds(5));
   ASSERT_TRUE(raised) << e->Log();
   // The SM brings the port back to Active, as a resident one would have.
   std::string error;
@@ -264,9 +273,9 @@ TEST_F(AlertsTest, ALinkDownAgainAndAgainIsFlapping) {
   EXPECT_EQ(Ends(*a), (std::set<std::string>{Str(leaf), Str(host)}));
   EXPECT_EQ((*a)["evidence"][0]["signal"], "link_downs");
   EXPECT_GE((*a)["evidence"][0]["value"].get<double>(), 2);
-  EXPECT_EQ(e->ScrapeMetrics().Value("infiniband_link_down_events_total",
-                                     {{"node", host.node}, {"remote_node", leaf.node}}),
-            3);
+  EXPECT_EQ(
+      e->ScrapeMetrics().Value("infiniband_link_down_events_total", {{"node", host.node}, {"remote_node", leaf.node}}),
+      3);
   EXPECT_TRUE(WaitAlerts(*e, [](const json& j) { return j["active"].empty(); })) << Alerts(*e).dump(2);
 }
 
@@ -301,8 +310,7 @@ TEST_F(AlertsTest, ALinkRetrainedToOneLaneIsDegradedUntilRestored) {
   ASSERT_TRUE(raised) << Alerts(*e).dump(2) << sim_->Tool({"ibportstate", lid, std::to_string(uplink.port)}).out;
   const json* a = Find((*raised)["active"], "degraded_link");
   EXPECT_EQ(Ends(*a), (std::set<std::string>{Str(uplink), Str(*tree_->Peer(uplink))}));
-  EXPECT_NE((*a)["summary"].get<std::string>().find("runs 1xQDR, it ran 4xQDR"), std::string::npos)
-      << (*a)["summary"];
+  EXPECT_NE((*a)["summary"].get<std::string>().find("runs 1xQDR, it ran 4xQDR"), std::string::npos) << (*a)["summary"];
   EXPECT_FALSE(HasActive(*raised, "bad_cable"));
   width("2");  // 4x again
   EXPECT_TRUE(WaitAlerts(*e, [](const json& j) { return j["active"].empty(); })) << Alerts(*e).dump(2);
@@ -311,11 +319,11 @@ TEST_F(AlertsTest, ALinkRetrainedToOneLaneIsDegradedUntilRestored) {
 TEST_F(AlertsTest, BadFiltersAreRejectedWithTheReason) {
   auto e = Start();
   ASSERT_TRUE(e);
-  for (const auto& [query, want] : std::vector<std::pair<std::string, std::string>>{
-           {"?severity=bad", "severity must be warning or critical"},
-           {"?state=gone", "state must be active, cleared or all"},
-           {"?nod=x", "unknown parameter 'nod'"},
-           {"?node=", "node must name a node or a GUID"}}) {
+  for (const auto& [query, want] :
+       std::vector<std::pair<std::string, std::string>>{{"?severity=bad", "severity must be warning or critical"},
+                                                        {"?state=gone", "state must be active, cleared or all"},
+                                                        {"?nod=x", "unknown parameter 'nod'"},
+                                                        {"?node=", "node must name a node or a GUID"}}) {
     int status = 0;
     const std::string body = e->Get("/api/v1/alerts" + query, &status);
     EXPECT_EQ(status, 400) << query;

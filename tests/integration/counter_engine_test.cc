@@ -97,7 +97,8 @@ TEST_F(CounterEngineTest, OptInClearKeepsTotalsContinuous) {
   s = Fresh(*e);
   EXPECT_EQ(Total(*s, guid, port, "symbol_error"), 60000);
   const auto q = sim_->Tool({"perfquery", lid, std::to_string(port.port)});
-  EXPECT_NE(q.out.find("SymbolErrorCounter:..............0\n"), std::string::npos) << "cleared on the fabric: " << q.out;
+  EXPECT_NE(q.out.find("SymbolErrorCounter:..............0\n"), std::string::npos)
+      << "cleared on the fabric: " << q.out;
 
   Plant(port, "SymbolErrorCounter", 100);
   s = Fresh(*e);
@@ -118,8 +119,11 @@ TEST_F(CounterEngineTest, UnlinkedNodeIsStaleAndRecoversAfterReLink) {
   ASSERT_EQ(s->Value("infiniband_exporter_node_stale", {{"guid", guid}}), 0);
 
   Console("Unlink " + At(leaf));
-  s = e->WaitFor([&](const Scrape& x) { return x.Value("infiniband_exporter_node_stale", {{"guid", guid}}) == 1; },
-                 seconds(30));
+  s = e->WaitFor(
+      [&](const Scrape& x) {
+        return x.Value("infiniband_exporter_node_stale", {{"guid", guid}}) == 1;
+      },
+      seconds(30));
   ASSERT_TRUE(s) << e->Log();
   EXPECT_EQ(Total(*s, guid, host, "receive_errors"), 5) << "totals kept while stale";
   // The rest of the fabric goes on being swept, and fast.
@@ -131,8 +135,11 @@ TEST_F(CounterEngineTest, UnlinkedNodeIsStaleAndRecoversAfterReLink) {
   Console("ReLink " + At(leaf));
   std::string error;
   ASSERT_TRUE(sim_->SweepSubnet(&error)) << error;
-  s = e->WaitFor([&](const Scrape& x) { return x.Value("infiniband_exporter_node_stale", {{"guid", guid}}) == 0; },
-                 seconds(30));
+  s = e->WaitFor(
+      [&](const Scrape& x) {
+        return x.Value("infiniband_exporter_node_stale", {{"guid", guid}}) == 0;
+      },
+      seconds(30));
   ASSERT_TRUE(s) << e->Log();
   EXPECT_EQ(Total(*s, guid, host, "receive_errors"), 5);
   Plant(host, "PortRcvErrors", 8);
@@ -152,9 +159,8 @@ TEST_F(CounterEngineTest, LostMadsAreRetriedAndCounted) {
 
   // ibsim drops 40% of the MADs addressed to the switch (port 0 is its own).
   Console("Error \"" + port.node + "\"[0] 40");
-  s = e->WaitFor(
-      [&](const Scrape& x) { return x.Sum("infiniband_exporter_mad_retries_total") > retries_before + 10; },
-      seconds(30));
+  s = e->WaitFor([&](const Scrape& x) { return x.Sum("infiniband_exporter_mad_retries_total") > retries_before + 10; },
+                 seconds(30));
   ASSERT_TRUE(s);
   s = Fresh(*e);
   EXPECT_EQ(Total(*s, guid, port, "receive_errors"), 77) << "retried to an exact value";
@@ -164,8 +170,11 @@ TEST_F(CounterEngineTest, LostMadsAreRetriedAndCounted) {
   // still ends quickly and the rest of the fabric stays fresh.
   const double timeouts_before = s->Sum("infiniband_exporter_mad_failures_total", {{"reason", "timeout"}});
   Console("Error \"" + port.node + "\"[0] 100");
-  s = e->WaitFor([&](const Scrape& x) { return x.Value("infiniband_exporter_node_stale", {{"guid", guid}}) == 1; },
-                 seconds(30));
+  s = e->WaitFor(
+      [&](const Scrape& x) {
+        return x.Value("infiniband_exporter_node_stale", {{"guid", guid}}) == 1;
+      },
+      seconds(30));
   ASSERT_TRUE(s) << e->Log();
   s = Fresh(*e);
   EXPECT_GT(s->Sum("infiniband_exporter_mad_failures_total", {{"reason", "timeout"}}), timeouts_before);
@@ -174,8 +183,11 @@ TEST_F(CounterEngineTest, LostMadsAreRetriedAndCounted) {
   EXPECT_EQ(Total(*s, guid, port, "receive_errors"), 77);
 
   Console("Error \"" + port.node + "\"[0] 0");
-  s = e->WaitFor([&](const Scrape& x) { return x.Value("infiniband_exporter_node_stale", {{"guid", guid}}) == 0; },
-                 seconds(30));
+  s = e->WaitFor(
+      [&](const Scrape& x) {
+        return x.Value("infiniband_exporter_node_stale", {{"guid", guid}}) == 0;
+      },
+      seconds(30));
   ASSERT_TRUE(s) << e->Log();
   Plant(port, "PortRcvErrors", 0);
 }
@@ -193,8 +205,11 @@ TEST_F(CounterEngineTest, LidChangeIsRediscoveredWithTotalsKept) {
   Console("Baselid " + At(host) + " 200");
   std::string error;
   ASSERT_TRUE(sim_->SweepSubnet(&error, /*forget_lids=*/true)) << error;  // as after an SM restart
-  s = e->WaitFor([&](const Scrape& x) { return x.Value("infiniband_hca_info", {{"guid", guid}, {"lid", "200"}}) == 1; },
-                 seconds(30));
+  s = e->WaitFor(
+      [&](const Scrape& x) {
+        return x.Value("infiniband_hca_info", {{"guid", guid}, {"lid", "200"}}) == 1;
+      },
+      seconds(30));
   ASSERT_TRUE(s) << e->Log();
   // Its old LID stopped answering: the cable behind it was re-walked, not
   // the whole fabric.
@@ -224,8 +239,11 @@ TEST_F(CounterEngineTest, NodeThatAppearsIsDiscoveredBeforeTheInterval) {
 
   Console("ReLink " + At(leaf));
   ASSERT_TRUE(sim_->SweepSubnet(&error)) << error;
-  s = e->WaitFor([](const Scrape& x) { return x.Value("infiniband_exporter_fabric_nodes", {{"type", "hca"}}) == 16; },
-                 seconds(30));
+  s = e->WaitFor(
+      [](const Scrape& x) {
+        return x.Value("infiniband_exporter_fabric_nodes", {{"type", "hca"}}) == 16;
+      },
+      seconds(30));
   ASSERT_TRUE(s) << e->Log();
   EXPECT_GE(Discoveries(*s, "incremental"), rewalks + 1);
   EXPECT_EQ(Discoveries(*s, "full"), 1) << "the new node was walked incrementally";
@@ -253,15 +271,15 @@ TEST_F(CounterEngineTest, ScrapesNeverWaitForTheFabric) {
     int status = 0;
     e->Get("/metrics", &status);
     EXPECT_EQ(status, 200);
-    slowest_scrape = std::max(slowest_scrape, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    slowest_scrape =
+        std::max(slowest_scrape, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     std::this_thread::sleep_for(milliseconds(50));
   }
   sim_->Resume();
   EXPECT_LT(slowest_scrape, 0.3) << "no scrape waited for the fabric";
   // The cycle that ran into the hang spent the waiting in the exporter's own
   // time accounting, where rate() will always see it.
-  EXPECT_TRUE(e->WaitFor([&](const Scrape& x) { return busy(x) - busy_before >= 1.5; }, seconds(30)))
-      << e->Log();
+  EXPECT_TRUE(e->WaitFor([&](const Scrape& x) { return busy(x) - busy_before >= 1.5; }, seconds(30))) << e->Log();
   // And the exporter carries on once the fabric answers again.
   EXPECT_TRUE(e->WaitFor([](const Scrape& x) { return x.Value("infiniband_exporter_stale_ports") == 0; }, seconds(30)))
       << e->Log();

@@ -11,10 +11,9 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
-#include <nlohmann/json.hpp>
-
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
 #include <string>
@@ -47,9 +46,8 @@ congestion:
 // interval variables as Grafana would fill them for a short time range.
 std::string Substitute(std::string expr) {
   const std::vector<std::pair<std::string, std::string>> vars{
-      {"$__rate_interval", "10s"}, {"$__range", "1m"}, {"$__interval", "2s"},
-      {"$fabric", "sim"},         {"$switch", ".*"},   {"$node", ".*"},
-      {"$topn", "10"}};
+      {"$__rate_interval", "10s"}, {"$__range", "1m"}, {"$__interval", "2s"}, {"$fabric", "sim"},
+      {"$switch", ".*"},           {"$node", ".*"},    {"$topn", "10"}};
   for (const auto& [k, v] : vars) {
     for (std::size_t at; (at = expr.find(k)) != std::string::npos;) expr.replace(at, k.size(), v);
   }
@@ -103,15 +101,16 @@ class EcosystemTest : public FabricSuite {
     WriteFile(dir_ + "/alerts.yaml", kAlerts);
     WriteFile(dir_ + "/web.yml", "tls_server_config:\n  cert_file: " + (*certs_)("server.crt") +
                                      "\n  key_file: " + (*certs_)("server.key") +
-                                     "\nbasic_auth_users:\n  prometheus: " + exporter::HashPassword("s3cret", 6) + "\n");
+                                     "\nbasic_auth_users:\n  prometheus: " + exporter::HashPassword("s3cret", 6) +
+                                     "\n");
     std::string error;
-    exporter_ = ExporterProcess::Start(
-                    *sim_,
-                    {"--sweep.interval=500ms", "--discovery.interval=1m", "--mad.timeout=20ms",
-                     "--alerts.config=" + dir_ + "/alerts.yaml", "--topology.plan=" + dir_ + "/plan.net",
-                     "--web.config.file=" + dir_ + "/web.yml"},
-                    &error, ClientOptions{(*certs_)("server.crt"), "prometheus", "s3cret"})
-                    .release();
+    exporter_ =
+        ExporterProcess::Start(*sim_,
+                               {"--sweep.interval=500ms", "--discovery.interval=1m", "--mad.timeout=20ms",
+                                "--alerts.config=" + dir_ + "/alerts.yaml", "--topology.plan=" + dir_ + "/plan.net",
+                                "--web.config.file=" + dir_ + "/web.yml"},
+                               &error, ClientOptions{(*certs_)("server.crt"), "prometheus", "s3cret"})
+            .release();
     ASSERT_NE(exporter_, nullptr) << error;
     ASSERT_TRUE(exporter_->WaitForSweeps(2, seconds(60))) << exporter_->Log();
 
@@ -132,17 +131,26 @@ class EcosystemTest : public FabricSuite {
         "scrape_configs:\n"
         "  - job_name: infiniband\n"
         "    scheme: https\n"
-        "    tls_config: {ca_file: " + ca + "}\n"
+        "    tls_config: {ca_file: " +
+        ca +
+        "}\n"
         "    basic_auth: {username: prometheus, password: s3cret}\n"
-        "    static_configs: [{targets: ['127.0.0.1:" + port + "'], labels: {fabric: sim}}]\n"
+        "    static_configs: [{targets: ['127.0.0.1:" +
+        port +
+        "'], labels: {fabric: sim}}]\n"
         "  - job_name: wrong-password\n"
         "    scheme: https\n"
-        "    tls_config: {ca_file: " + ca + "}\n"
+        "    tls_config: {ca_file: " +
+        ca +
+        "}\n"
         "    basic_auth: {username: prometheus, password: guess}\n"
-        "    static_configs: [{targets: ['127.0.0.1:" + port + "']}]\n"
+        "    static_configs: [{targets: ['127.0.0.1:" +
+        port +
+        "']}]\n"
         "  - job_name: plain-http\n"
         "    scheme: http\n"
-        "    static_configs: [{targets: ['127.0.0.1:" + port + "']}]\n";
+        "    static_configs: [{targets: ['127.0.0.1:" +
+        port + "']}]\n";
     prometheus_ = PrometheusServer::Start(config, {{"infiniband-rules.yml", rules}}, &error).release();
     ASSERT_NE(prometheus_, nullptr) << error;
     // Until the faults show in Prometheus: alerts raised, rates over 10 s.
@@ -247,7 +255,8 @@ TEST_F(EcosystemTest, EveryDashboardQueryReturnsData) {
 TEST_F(EcosystemTest, DashboardVariablesListTheFabricItsSwitchesAndNodes) {
   std::string error;
   auto values = [&](const std::string& label, const std::string& match) {
-    auto r = prometheus_->Api(httplib::append_query_params("/api/v1/label/" + label + "/values", {{"match[]", match}}), &error);
+    auto r = prometheus_->Api(httplib::append_query_params("/api/v1/label/" + label + "/values", {{"match[]", match}}),
+                              &error);
     EXPECT_TRUE(r) << error;
     std::set<std::string> out;
     if (r) {
@@ -305,7 +314,8 @@ TEST_F(EcosystemTest, FaultPanelsShowThePlantedFaultsOnThePlantedPorts) {
   EXPECT_TRUE(wait_seen) << wait.dump();
   bool discards_seen = false;
   for (const auto& s : Panel("congestion.json", "Transmit discards: top $topn switch ports")) {
-    const bool planted = s["metric"]["switch"] == DiscardPort().node && port_of(s) == std::to_string(DiscardPort().port);
+    const bool planted =
+        s["metric"]["switch"] == DiscardPort().node && port_of(s) == std::to_string(DiscardPort().port);
     discards_seen |= planted && ValueOf(s) > 50;
     if (!planted) {
       EXPECT_EQ(ValueOf(s), 0) << s.dump();
@@ -318,12 +328,17 @@ TEST_F(EcosystemTest, FaultPanelsShowThePlantedFaultsOnThePlantedPorts) {
   for (const auto& s : Panel("fabric-overview.json", "Active alerts by cable")) causes.insert(s["metric"]["cause"]);
   EXPECT_TRUE(causes.count("bad_cable") && causes.count("congestion") && causes.count("miswiring") &&
               causes.count("degraded_link"))
-      << [&] { std::string c; for (const auto& x : causes) c += x + " "; return c; }();
+      << [&] {
+           std::string c;
+           for (const auto& x : causes) c += x + " ";
+           return c;
+         }();
   const json down = Panel("fabric-overview.json", "Links down");
   ASSERT_EQ(down.size(), 1u);
   EXPECT_EQ(ValueOf(down[0]), 1);
   std::set<std::string> rules;
-  for (const auto& s : Panel("fabric-overview.json", "Firing and pending alert rules")) rules.insert(s["metric"]["alertname"]);
+  for (const auto& s : Panel("fabric-overview.json", "Firing and pending alert rules"))
+    rules.insert(s["metric"]["alertname"]);
   EXPECT_TRUE(rules.count("InfinibandBadCable") && rules.count("InfinibandLinkDown")) << rules.size();
   EXPECT_GT(ValueOf(Panel("fabric-overview.json", "Topology findings")[0]), 0);
   // Topology: the degraded cable and the miswiring.
@@ -341,13 +356,15 @@ TEST_F(EcosystemTest, StatusPageInChromiumShowsThePlantedFaultsAndDrillsDownToAP
   std::string error;
   auto browser = Browser::Start(&error);
   ASSERT_NE(browser, nullptr) << error;
-  ASSERT_TRUE(browser->SetExtraHeaders({{"Authorization", "Basic cHJvbWV0aGV1czpzM2NyZXQ="}}, &error)) << error;  // prometheus:s3cret
+  ASSERT_TRUE(browser->SetExtraHeaders({{"Authorization", "Basic cHJvbWV0aGV1czpzM2NyZXQ="}}, &error))
+      << error;  // prometheus:s3cret
   const std::string origin = "https://127.0.0.1:" + std::to_string(exporter_->port());
   ASSERT_TRUE(browser->Navigate(origin + "/", &error)) << error;
-  ASSERT_TRUE(browser->WaitFor("return document.body.dataset.loaded === 'true' && "
-                               "document.querySelectorAll('#alerts tbody tr[data-cause]').length > 0 && "
-                               "document.querySelector('#fabric-svg') !== null;",
-                               seconds(30), &error))
+  ASSERT_TRUE(
+      browser->WaitFor("return document.body.dataset.loaded === 'true' && "
+                       "document.querySelectorAll('#alerts tbody tr[data-cause]').length > 0 && "
+                       "document.querySelector('#fabric-svg') !== null;",
+                       seconds(30), &error))
       << error;
   const auto page = browser->Execute(R"(
     const texts = (sel) => [...document.querySelectorAll(sel)].map((e) => e.textContent);
@@ -376,10 +393,12 @@ TEST_F(EcosystemTest, StatusPageInChromiumShowsThePlantedFaultsAndDrillsDownToAP
   // The subnet manager chip names the resident SM's node as master, and
   // the lack of a standby is an alert whose row names the master's port.
   EXPECT_EQ(p["sm"].get<std::string>().rfind("SM " + tree_->Host(1) + " + 0 standby", 0), 0u) << p["sm"];
-  ASSERT_EQ(p["smAlerts"].size(), 6u) << p["smAlerts"].dump();  // one row: severity, cause, where, since, summary, action
+  ASSERT_EQ(p["smAlerts"].size(), 6u)
+      << p["smAlerts"].dump();  // one row: severity, cause, where, since, summary, action
   EXPECT_EQ(p["smAlerts"][0], "warning");
   EXPECT_EQ(p["smAlerts"][2], tree_->Host(1) + "[1]");
-  EXPECT_NE(p["smAlerts"][4].get<std::string>().find("no standby subnet manager"), std::string::npos) << p["smAlerts"][4];
+  EXPECT_NE(p["smAlerts"][4].get<std::string>().find("no standby subnet manager"), std::string::npos)
+      << p["smAlerts"][4];
   // The highlighted links: the bad cable on exactly the planted port, and
   // the degraded, miswired and congested ones.
   const Scrape scrape = exporter_->ScrapeMetrics();
@@ -398,13 +417,15 @@ TEST_F(EcosystemTest, StatusPageInChromiumShowsThePlantedFaultsAndDrillsDownToAP
   for (const auto& r : p["problems"]) problem_states.insert(r["state"].get<std::string>());
   EXPECT_EQ(problem_states, (std::set<std::string>{"bad", "congested", "degraded", "miswired"}));
   // Nothing was loaded from anywhere but the exporter.
-  for (const auto& r : p["resources"]) EXPECT_EQ(r.get<std::string>().rfind(p["origin"].get<std::string>(), 0), 0u) << r;
+  for (const auto& r : p["resources"])
+    EXPECT_EQ(r.get<std::string>().rfind(p["origin"].get<std::string>(), 0), 0u) << r;
   std::filesystem::create_directories(IBFABRIC_ARTIFACT_DIR);
   EXPECT_TRUE(browser->Screenshot(std::string(IBFABRIC_ARTIFACT_DIR) + "/status-page.png", &error)) << error;
 
   // Drill down: the planted port's counters, its link's rates and its alert.
   ASSERT_TRUE(browser->Click("#problems a.port[data-port='" + symbol_end + "']", &error)) << error;
-  ASSERT_TRUE(browser->WaitFor("return document.querySelector('#port-counters') !== null;", seconds(10), &error)) << error;
+  ASSERT_TRUE(browser->WaitFor("return document.querySelector('#port-counters') !== null;", seconds(10), &error))
+      << error;
   const auto port = browser->Execute(R"(
     const row = document.querySelector('#port-counters tr[data-counter="symbol_error"]');
     return {title: document.querySelector('#port-title').textContent,
@@ -425,15 +446,18 @@ TEST_F(EcosystemTest, PortDrillDownApiAnswersAndRefusesBadQueries) {
   const Scrape scrape = exporter_->ScrapeMetrics();
   const std::string guid = Guid(scrape, SymbolPort().node);
   int status = 0;
-  const json d = json::parse(exporter_->Get("/api/v1/port?guid=" + guid + "&port=" + std::to_string(SymbolPort().port), &status));
+  const json d =
+      json::parse(exporter_->Get("/api/v1/port?guid=" + guid + "&port=" + std::to_string(SymbolPort().port), &status));
   ASSERT_EQ(status, 200);
   EXPECT_EQ(d["end"]["node"], SymbolPort().node);
   EXPECT_GT(d["counters"]["symbol_error"].get<double>(), 100);
   EXPECT_EQ(d["link"]["state"], "active");
   EXPECT_GT(d["health"]["this_end"]["per_second"]["symbol_errors"].get<double>(), 20);
-  for (const auto& [query, want] : std::vector<std::pair<std::string, int>>{
-           {"guid=" + guid, 400}, {"guid=zz&port=1", 400}, {"guid=" + guid + "&port=300", 400},
-           {"guid=" + guid + "&port=1&x=1", 400}, {"guid=0x1234&port=1", 404}}) {
+  for (const auto& [query, want] : std::vector<std::pair<std::string, int>>{{"guid=" + guid, 400},
+                                                                            {"guid=zz&port=1", 400},
+                                                                            {"guid=" + guid + "&port=300", 400},
+                                                                            {"guid=" + guid + "&port=1&x=1", 400},
+                                                                            {"guid=0x1234&port=1", 404}}) {
     const std::string body = exporter_->Get("/api/v1/port?" + query, &status);
     EXPECT_EQ(status, want) << query << ": " << body;
     EXPECT_TRUE(json::parse(body, nullptr, false).contains("error")) << body;

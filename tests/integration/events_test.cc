@@ -40,7 +40,8 @@ class EventsTest : public FabricSuite {
                                                 const std::string& tap = "") {
     return SpawnExporter(args, traps, tap.empty() ? Env{} : MadTapEnv(tap));
   }
-  static double Value(const Scrape& s, const std::string& name, const std::vector<std::pair<std::string, std::string>>& l = {}) {
+  static double Value(const Scrape& s, const std::string& name,
+                      const std::vector<std::pair<std::string, std::string>>& l = {}) {
     std::map<std::string, std::string> labels(l.begin(), l.end());
     return s.Value(name, labels).value_or(-1);
   }
@@ -79,8 +80,11 @@ TEST_F(EventsTest, TrapMakesThePortReadBeforeTheNextSweep) {
   // One sweep an hour: whatever is seen after the first one came from a trap.
   auto e = Start({"--sweep.interval=1h", "--discovery.interval=1h"}, /*traps=*/true);
   ASSERT_TRUE(e);
-  auto s = e->WaitFor([](const Scrape& x) { return x.Value("infiniband_exporter_trap_subscribed", {{"trap", "128"}}) == 1; },
-                      seconds(30));
+  auto s = e->WaitFor(
+      [](const Scrape& x) {
+        return x.Value("infiniband_exporter_trap_subscribed", {{"trap", "128"}}) == 1;
+      },
+      seconds(30));
   ASSERT_TRUE(s) << e->Log();
   ASSERT_EQ(Value(*s, "infiniband_exporter_sweeps_total"), 1);
   ASSERT_EQ(Hcas(*s), 16);
@@ -110,8 +114,11 @@ TEST_F(EventsTest, SlowPollFindsAChangeWhenTrapsAreLost) {
   // PortInfo through the switch ports can see it.
   auto e = Start({"--sweep.interval=200ms", "--discovery.interval=1h", "--sweep.rotation=3s"}, /*traps=*/false);
   ASSERT_TRUE(e);
-  auto s = e->WaitFor([](const Scrape& x) { return x.Value("infiniband_exporter_trap_subscribed", {{"trap", "128"}}) == 1; },
-                      seconds(30));
+  auto s = e->WaitFor(
+      [](const Scrape& x) {
+        return x.Value("infiniband_exporter_trap_subscribed", {{"trap", "128"}}) == 1;
+      },
+      seconds(30));
   ASSERT_TRUE(s) << e->Log();
   const Endpoint up = tree_->LeafUplink(2, 1);  // leaf 2's cable to spine 1
   ASSERT_EQ(LinkUp(*s, up), 1);
@@ -166,8 +173,11 @@ TEST_F(EventsTest, HostFlapsCostAFewDirectedSmpsEachAndAreAllReported) {
   const std::string tap = MakeTempDir("events") + "/tap";
   auto e = Start({"--sweep.interval=1s", "--discovery.interval=1h"}, /*traps=*/true, tap);
   ASSERT_TRUE(e);
-  auto s = e->WaitFor([](const Scrape& x) { return x.Value("infiniband_exporter_trap_subscribed", {{"trap", "128"}}) == 1; },
-                      seconds(30));
+  auto s = e->WaitFor(
+      [](const Scrape& x) {
+        return x.Value("infiniband_exporter_trap_subscribed", {{"trap", "128"}}) == 1;
+      },
+      seconds(30));
   ASSERT_TRUE(s) << e->Log();
   const int host = 11;
   const Endpoint leaf_end = tree_->LeafHostPort(host);
@@ -196,12 +206,12 @@ TEST_F(EventsTest, HostFlapsCostAFewDirectedSmpsEachAndAreAllReported) {
   const double flap_seconds = std::chrono::duration<double>(flaps_to - flaps_from).count();
   // What the flaps cost beyond the sweeps that would have run anyway.
   const double dr_per_flap = (static_cast<double>(flaps[0]) - quiet[0] * flap_seconds / quiet_seconds) / kFlaps;
-  std::printf("quiet: %llu dr_smp %llu lid_smp %llu gmp in %.1f s; %d flaps: %llu dr_smp %llu lid_smp in %.1f s "
-              "(%.1f directed-route SMPs per flap)\n",
-              static_cast<unsigned long long>(quiet[0]), static_cast<unsigned long long>(quiet[1]),
-              static_cast<unsigned long long>(quiet[2]), quiet_seconds, kFlaps,
-              static_cast<unsigned long long>(flaps[0]), static_cast<unsigned long long>(flaps[1]), flap_seconds,
-              dr_per_flap);
+  std::printf(
+      "quiet: %llu dr_smp %llu lid_smp %llu gmp in %.1f s; %d flaps: %llu dr_smp %llu lid_smp in %.1f s "
+      "(%.1f directed-route SMPs per flap)\n",
+      static_cast<unsigned long long>(quiet[0]), static_cast<unsigned long long>(quiet[1]),
+      static_cast<unsigned long long>(quiet[2]), quiet_seconds, kFlaps, static_cast<unsigned long long>(flaps[0]),
+      static_cast<unsigned long long>(flaps[1]), flap_seconds, dr_per_flap);
   EXPECT_EQ(quiet[0], 0u) << "steady state sends no directed-route SMP";
   EXPECT_GT(flaps[0], 0u) << "the host that came back was walked";
   // A full walk of this fabric is 1 + cables + switches + CA ports = 45.

@@ -8,8 +8,8 @@
 
 #include <atomic>
 #include <map>
-#include <thread>
 #include <string>
+#include <thread>
 
 #include "tests/testbed/exporter_process.h"
 #include "tests/testbed/fat_tree.h"
@@ -130,8 +130,8 @@ class FabricSuite : public ::testing::Test {
     if (traps) env["SIM_SET_ISSM"] = "1";
     std::string error;
     auto e = ExporterProcess::Start(*sim_, args, &error, {}, env);
-    EXPECT_NE(e, nullptr) << error << " (dead clients disconnected: " << dead << "; attached now: "
-                          << sim_->Console("Attached") << ")";
+    EXPECT_NE(e, nullptr) << error << " (dead clients disconnected: " << dead
+                          << "; attached now: " << sim_->Console("Attached") << ")";
     return e;
   }
 

@@ -32,11 +32,11 @@ TEST_F(FoundationTest, PlantedCountersAppearOnExactlyTheirSeries) {
   // (port, metric) -> planted value. Distinct everywhere so that a value on
   // the wrong port or under the wrong counter cannot pass.
   std::map<std::pair<Endpoint, std::string>, double> planted{
-      {{leaf_host, "receive_errors"}, 101},  {{leaf_host, "symbol_error"}, 11},
-      {{leaf_up, "transmit_wait"}, 20202},   {{leaf_up, "link_downed"}, 5},
-      {{spine, "symbol_error"}, 303},        {{spine, "receive_errors"}, 33},
-      {{ca, "receive_errors"}, 44},          {{ca, "link_downed"}, 3},
-      {{ca, "transmit_wait"}, 4444},         {{ca, "symbol_error"}, 1},
+      {{leaf_host, "receive_errors"}, 101}, {{leaf_host, "symbol_error"}, 11},
+      {{leaf_up, "transmit_wait"}, 20202},  {{leaf_up, "link_downed"}, 5},
+      {{spine, "symbol_error"}, 303},       {{spine, "receive_errors"}, 33},
+      {{ca, "receive_errors"}, 44},         {{ca, "link_downed"}, 3},
+      {{ca, "transmit_wait"}, 4444},        {{ca, "symbol_error"}, 1},
   };
   const std::map<std::string, std::string> field{{"receive_errors", "PortCounters.PortRcvErrors"},
                                                  {"symbol_error", "PortCounters.SymbolErrorCounter"},
@@ -93,12 +93,13 @@ TEST_F(FoundationTest, DataCountersAgreeWithPerfquery) {
     unsigned long long base;
   };
   const std::vector<Planted> plants{{tree_->LeafHostPort(100), 1'000'000'000'000ULL},
-                                  {tree_->LeafUplink(3, 2, 0), 3'000'000'000'000ULL},
-                                  {tree_->SpineDownlink(8, 17, 1), 5'000'000'000'000ULL},
-                                  {tree_->HostPort(250), 7'000'000'000'000ULL}};
-  const std::vector<std::pair<std::string, std::string>> fields{
-      {"PortXmitData", "transmit_data_bytes"}, {"PortRcvData", "receive_data_bytes"},
-      {"PortXmitPkts", "transmit_packets"},    {"PortRcvPkts", "receive_packets"}};
+                                    {tree_->LeafUplink(3, 2, 0), 3'000'000'000'000ULL},
+                                    {tree_->SpineDownlink(8, 17, 1), 5'000'000'000'000ULL},
+                                    {tree_->HostPort(250), 7'000'000'000'000ULL}};
+  const std::vector<std::pair<std::string, std::string>> fields{{"PortXmitData", "transmit_data_bytes"},
+                                                                {"PortRcvData", "receive_data_bytes"},
+                                                                {"PortXmitPkts", "transmit_packets"},
+                                                                {"PortRcvPkts", "receive_packets"}};
   for (const auto& p : plants) {
     for (std::size_t i = 0; i < fields.size(); ++i) {
       Plant(p.port, "PortCountersExtended." + fields[i].first, p.base + i * 100'000'000'000ULL);
@@ -202,10 +203,10 @@ TEST_F(FoundationTest, ExpositionPassesPromtoolAndEndpointsAnswer) {
 
   // A browser offers brotli; the exposition comes back as gzip (brotli at
   // httplib's quality costs tens of seconds of CPU per scrape).
-  const auto headers = RunCommand({"curl", "-s", "-D", "-", "-o", "/dev/null", "-H",
-                                   "Accept-Encoding: gzip, deflate, br",
-                                   "http://127.0.0.1:" + std::to_string(exporter->port()) + "/metrics"},
-                                  {}, seconds(30));
+  const auto headers =
+      RunCommand({"curl", "-s", "-D", "-", "-o", "/dev/null", "-H", "Accept-Encoding: gzip, deflate, br",
+                  "http://127.0.0.1:" + std::to_string(exporter->port()) + "/metrics"},
+                 {}, seconds(30));
   EXPECT_NE(headers.out.find("Content-Encoding: gzip"), std::string::npos) << headers.out;
 
   const auto wrong = sim_->Tool({ExporterBinary(), "--ib.ca=ibsim0", "--ib.port=2", "--once"});

@@ -17,11 +17,10 @@
 #include <chrono>
 #include <cstdio>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <thread>
-
-#include <nlohmann/json.hpp>
 
 #include "tests/integration/fabric_suite.h"
 
@@ -104,7 +103,6 @@ class LossyFabricTest : public FabricSuite {
     Plant(leaf_end, "PortCounters.LinkDownedCounter", downs);
     Plant(host_end, "PortCounters.LinkDownedCounter", downs);
   }
-
 };
 
 TEST_F(LossyFabricTest, LostMadsAreNeverEvidence) {
@@ -117,8 +115,11 @@ TEST_F(LossyFabricTest, LostMadsAreNeverEvidence) {
   Plant(lossy_port, "PortCounters.SymbolErrorCounter", 777);
   auto e = Start({"--sweep.interval=1s", "--discovery.interval=15s"}, /*traps=*/true);
   ASSERT_TRUE(e);
-  auto s = e->WaitFor([](const Scrape& x) { return x.Value("infiniband_exporter_trap_subscribed", {{"trap", "128"}}) == 1; },
-                      seconds(30));
+  auto s = e->WaitFor(
+      [](const Scrape& x) {
+        return x.Value("infiniband_exporter_trap_subscribed", {{"trap", "128"}}) == 1;
+      },
+      seconds(30));
   ASSERT_TRUE(s) << e->Log();
   const auto names = Names(*s);
   ASSERT_EQ(names.size(), 108u);
@@ -147,7 +148,8 @@ TEST_F(LossyFabricTest, LostMadsAreNeverEvidence) {
   std::uint64_t seen_flaps_max = 0;
   while (std::chrono::steady_clock::now() - t0 < seconds(66)) {
     const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (planted < 3 && t >= 12.0 + 15.0 * planted) Flap(flap_leaf, flap_host, static_cast<unsigned long long>(++planted));
+    if (planted < 3 && t >= 12.0 + 15.0 * planted)
+      Flap(flap_leaf, flap_host, static_cast<unsigned long long>(++planted));
     if (!lid_moved && t >= 6) {
       sim_->Console("Baselid " + At(moved) + " 2000");
       lid_moved = true;
@@ -179,8 +181,9 @@ TEST_F(LossyFabricTest, LostMadsAreNeverEvidence) {
       EXPECT_TRUE(OnCable(a, flap_host.node)) << a.labels.at("node") << " at " << t << " s";
     }
     // Topology findings are the clean fabric's while the cables are.
-    const bool cable_up = x.Value("infiniband_link_up", {{"node", flap_host.node}}).value_or(
-                              x.Value("infiniband_link_up", {{"remote_node", flap_host.node}}).value_or(0)) == 1;
+    const bool cable_up =
+        x.Value("infiniband_link_up", {{"node", flap_host.node}})
+            .value_or(x.Value("infiniband_link_up", {{"remote_node", flap_host.node}}).value_or(0)) == 1;
     std::string lid_now;
     for (const auto& h : x.Find("infiniband_hca_info", {{"guid", moved_guid}})) lid_now = h.labels.at("lid");
     if (lid_back && lid_now == moved_lid && lid_settled == std::chrono::steady_clock::time_point{}) {
@@ -208,7 +211,8 @@ TEST_F(LossyFabricTest, LostMadsAreNeverEvidence) {
   const auto loss_end = std::chrono::steady_clock::now();
   for (const auto& [node, lid] : lids) {
     while (sim_->Tool({"perfquery", lid, "1"}).exit_code != 0) {
-      ASSERT_LT(std::chrono::steady_clock::now() - loss_end, seconds(90)) << node << " (LID " << lid << ") never answered";
+      ASSERT_LT(std::chrono::steady_clock::now() - loss_end, seconds(90))
+          << node << " (LID " << lid << ") never answered";
       std::this_thread::sleep_for(std::chrono::milliseconds(500));
     }
   }
@@ -224,18 +228,20 @@ TEST_F(LossyFabricTest, LostMadsAreNeverEvidence) {
       if (guid == x.labels.at("guid")) stale += *n.begin() + " ";
     }
   }
-  EXPECT_EQ(s->Value("infiniband_exporter_stale_ports"), 0) << "two sweeps after every LID answered again; stale nodes: "
-                                                            << stale << e->Log().substr(e->Log().size() > 20000 ? e->Log().size() - 20000 : 0);
+  EXPECT_EQ(s->Value("infiniband_exporter_stale_ports"), 0)
+      << "two sweeps after every LID answered again; stale nodes: " << stale
+      << e->Log().substr(e->Log().size() > 20000 ? e->Log().size() - 20000 : 0);
   EXPECT_EQ(Downs(*s, flap_host.node), 3) << "three flaps, three events";
   EXPECT_EQ(s->Find("infiniband_alert_active", {{"cause", "flapping_link"}}).size(), 1u);
   EXPECT_EQ(lid_settled != std::chrono::steady_clock::time_point{}, true) << "the LID change back was followed";
   const double incomplete = s->Value("infiniband_exporter_discoveries_incomplete_total").value_or(-1);
   const double full = s->Value("infiniband_exporter_discoveries_total", {{"mode", "full"}}).value_or(-1);
-  std::printf("%d scrapes (%d compared for findings); %.0f full walks, %.0f of them missed answers and were "
-              "merged; %.0f re-walks; traps %.0f\n",
-              scrapes, compared, full, incomplete,
-              s->Value("infiniband_exporter_discoveries_total", {{"mode", "incremental"}}).value_or(-1),
-              s->Value("infiniband_exporter_traps_total", {{"trap", "128"}}).value_or(-1));
+  std::printf(
+      "%d scrapes (%d compared for findings); %.0f full walks, %.0f of them missed answers and were "
+      "merged; %.0f re-walks; traps %.0f\n",
+      scrapes, compared, full, incomplete,
+      s->Value("infiniband_exporter_discoveries_total", {{"mode", "incremental"}}).value_or(-1),
+      s->Value("infiniband_exporter_traps_total", {{"trap", "128"}}).value_or(-1));
   EXPECT_GE(incomplete, 1) << "the loss reached the walks: the merge was exercised";
   // Loss does not multiply walks: only the scheduled ones (every 15 s) ran.
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -280,7 +286,8 @@ TEST_F(LossyFabricTest, AHostResetIsOneEventAndNoAlert) {
   std::this_thread::sleep_for(seconds(2));
   sim_->Console("ReLink " + At(leaf_end));
   Plant(leaf_end, "PortCounters.LinkDownedCounter", 1);
-  s = Settled(*e, [](const Scrape& x) { return Explained(x, "host_reset") >= 1; }, seconds(30), 4);
+  s = Settled(
+      *e, [](const Scrape& x) { return Explained(x, "host_reset") >= 1; }, seconds(30), 4);
   ASSERT_TRUE(s) << e->Log();
   EXPECT_EQ(Explained(*s, "host_reset"), 1);
   EXPECT_EQ(Explained(*s, "switch_reboot"), 0);
@@ -312,9 +319,13 @@ TEST_F(LossyFabricTest, ASwitchRebootIsOneEventNotOneFlapPerPort) {
     Plant(end, "PortCounters.LinkDownedCounter", 1);
     Plant(*tree_->Peer(end), "PortCounters.LinkDownedCounter", 1);
   }
-  s = Settled(*e, [](const Scrape& x) { return x.Value("infiniband_exporter_fabric_nodes", {{"type", "hca"}}) == 96 &&
-                                               Explained(x, "switch_reboot") >= 1; },
-              seconds(60), 4);
+  s = Settled(
+      *e,
+      [](const Scrape& x) {
+        return x.Value("infiniband_exporter_fabric_nodes", {{"type", "hca"}}) == 96 &&
+               Explained(x, "switch_reboot") >= 1;
+      },
+      seconds(60), 4);
   ASSERT_TRUE(s) << e->Log();
   EXPECT_EQ(Explained(*s, "switch_reboot"), 1);
   EXPECT_EQ(Explained(*s, "host_reset"), 0);
@@ -353,7 +364,8 @@ TEST_F(LossyFabricTest, APortDisabledOnPurposeIsSaidSoAndIsNoFlap) {
   // What an admin (or the SM) does to isolate a port: PortPhysicalState Disabled.
   const auto off = sim_->Tool({"ibportstate", lid, std::to_string(leaf_end.port), "disable"});
   ASSERT_EQ(off.exit_code, 0) << off.out << off.err;
-  s = Settled(*e, [](const Scrape& x) { return Explained(x, "port_disabled") >= 1; }, seconds(30), 3);
+  s = Settled(
+      *e, [](const Scrape& x) { return Explained(x, "port_disabled") >= 1; }, seconds(30), 3);
   ASSERT_TRUE(s) << e->Log();
   EXPECT_EQ(Explained(*s, "port_disabled"), 1);
   EXPECT_EQ(Downs(*s, tree_->Host(host)), 1);

@@ -73,7 +73,8 @@ class PartitionTest : public FabricSuite {
   }
   static std::map<std::string, std::string> FindingsOf(const Scrape& s, const std::string& kind) {
     std::map<std::string, std::string> out;  // node -> port
-    for (const auto& x : s.Find("infiniband_topology_finding", {{"kind", kind}})) out[x.labels.at("node")] = x.labels.at("port");
+    for (const auto& x : s.Find("infiniband_topology_finding", {{"kind", kind}}))
+      out[x.labels.at("node")] = x.labels.at("port");
     return out;
   }
   static std::string SwitchLid(const Scrape& s, const std::string& sw) {
@@ -112,7 +113,8 @@ TEST_F(PartitionTest, MembershipMatchesSmpqueryAndOddPortsOnALeafAreFlagged) {
     const Endpoint leaf = tree_->LeafHostPort(h);
     const std::string port = std::to_string(leaf.port);
     EXPECT_EQ(Ours(s, leaf.node, port, kSwitchPort), Ours(s, tree_->Host(h))) << leaf.node << "[" << port << "]";
-    EXPECT_EQ(Ours(s, leaf.node, port, kSwitchPort), ToolPKeys(SwitchLid(s, leaf.node), port)) << leaf.node << "[" << port << "]";
+    EXPECT_EQ(Ours(s, leaf.node, port, kSwitchPort), ToolPKeys(SwitchLid(s, leaf.node), port))
+        << leaf.node << "[" << port << "]";
     EXPECT_EQ(s.Value("infiniband_switch_port_partition_enforcement",
                       {{"node", leaf.node}, {"port", port}, {"direction", "inbound"}}),
               0);
@@ -124,7 +126,8 @@ TEST_F(PartitionTest, MembershipMatchesSmpqueryAndOddPortsOnALeafAreFlagged) {
   // A leaf port that lost the tenant's P_Key (planted with SubnSet): the
   // cable from it to host 2 is flagged, and nothing else.
   const Endpoint leaf2 = tree_->LeafHostPort(2);
-  const CommandResult set = sim_->Tool({IBFABRIC_SMP_SET_BIN, "pkeys", SwitchLid(s, leaf2.node), std::to_string(leaf2.port), "0xffff"});
+  const CommandResult set =
+      sim_->Tool({IBFABRIC_SMP_SET_BIN, "pkeys", SwitchLid(s, leaf2.node), std::to_string(leaf2.port), "0xffff"});
   ASSERT_EQ(set.exit_code, 0) << set.err;
   const Scrape planted = Once();
   EXPECT_EQ(Ours(planted, leaf2.node, std::to_string(leaf2.port), kSwitchPort), (std::set<std::string>{"0x7fff full"}));
@@ -139,8 +142,8 @@ TEST_F(PartitionTest, MembershipMatchesSmpqueryAndOddPortsOnALeafAreFlagged) {
   // Against a plan that says so: nothing. Against one that wants host 4 in
   // the tenant too: host 4.
   const std::string dir = MakeTempDir("partitions");
-  const std::string tenant = "  - name: tenant-a\n    pkey: 0x8001\n    full: [" + tree_->Host(1) + ", " + tree_->Host(2) +
-                             ", " + tree_->Host(3) + "]\n    limited: [" + tree_->Host(6) + "]\n";
+  const std::string tenant = "  - name: tenant-a\n    pkey: 0x8001\n    full: [" + tree_->Host(1) + ", " +
+                             tree_->Host(2) + ", " + tree_->Host(3) + "]\n    limited: [" + tree_->Host(6) + "]\n";
   WriteFile(dir + "/right.yaml", "partitions:\n  - name: default\n    pkey: 0x7fff\n    full: all\n" + tenant);
   Scrape planned = Once({"--partitions.plan=" + dir + "/right.yaml"});
   EXPECT_TRUE(FindingsOf(planned, "partition_plan_mismatch").empty());
@@ -148,10 +151,12 @@ TEST_F(PartitionTest, MembershipMatchesSmpqueryAndOddPortsOnALeafAreFlagged) {
   wrong.replace(wrong.find(tree_->Host(3) + "]"), tree_->Host(3).size(), tree_->Host(3) + ", " + tree_->Host(4));
   WriteFile(dir + "/wrong.yaml", wrong);
   planned = Once({"--partitions.plan=" + dir + "/wrong.yaml"});
-  EXPECT_EQ(FindingsOf(planned, "partition_plan_mismatch"), (std::map<std::string, std::string>{{tree_->Host(4), "1"}}));
+  EXPECT_EQ(FindingsOf(planned, "partition_plan_mismatch"),
+            (std::map<std::string, std::string>{{tree_->Host(4), "1"}}));
   // A broken plan is a one-line error naming the line, exit 2.
   WriteFile(dir + "/bad.yaml", "partitions:\n  - name: x\n    pkey: 0x0000\n");
-  const CommandResult bad = RunCommand({ExporterBinary(), "--once", "--partitions.plan=" + dir + "/bad.yaml"}, {}, milliseconds(10000));
+  const CommandResult bad =
+      RunCommand({ExporterBinary(), "--once", "--partitions.plan=" + dir + "/bad.yaml"}, {}, milliseconds(10000));
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("bad.yaml:3: pkey must be a P_Key"), std::string::npos) << bad.err;
   RemoveTree(dir);

@@ -65,12 +65,14 @@ TEST(RoutingBalanceTest, OpensmRoutesOnCleanFatTreesAreBalancedAndMatchIbroute) 
     auto sim = Start(tree);
     ASSERT_NE(sim, nullptr);
     const Scrape s = Once(*sim);
-    const std::string where = std::to_string(spec.leaves) + " leaves x " + std::to_string(spec.links_per_pair) + " links";
-    EXPECT_EQ(RoutingFindings(s), (std::map<std::string, double>{{"down_up_route", 0}, {"routing_imbalance", 0},
-                                                                 {"unrouted_destination", 0}}))
+    const std::string where =
+        std::to_string(spec.leaves) + " leaves x " + std::to_string(spec.links_per_pair) + " links";
+    EXPECT_EQ(RoutingFindings(s), (std::map<std::string, double>{
+                                      {"down_up_route", 0}, {"routing_imbalance", 0}, {"unrouted_destination", 0}}))
         << where;
     EXPECT_EQ(s.Value("infiniband_routing_down_up_routes"), 0) << where;
-    for (const auto& x : s.Find("infiniband_routing_spread")) EXPECT_LE(x.value, 1) << where << " " << x.labels.at("switch");
+    for (const auto& x : s.Find("infiniband_routing_spread"))
+      EXPECT_LE(x.value, 1) << where << " " << x.labels.at("switch");
     for (const auto& x : s.Find("infiniband_routing_unrouted_destinations")) EXPECT_EQ(x.value, 0) << where;
     EXPECT_EQ(s.Find("infiniband_routing_spread").size(), static_cast<std::size_t>(spec.leaves + spec.spines));
     EXPECT_LE(*s.Value("infiniband_routing_fabric_max_spread"), 1) << where;
@@ -122,7 +124,9 @@ TEST(RoutingBalanceTest, APulledUplinkIsUnroutedThenAReturnedOneCarriesNothing) 
   sim->Console("ReLink \"" + uplink.node + "\"[" + std::to_string(uplink.port) + "]", &ok);
   ASSERT_TRUE(ok);
   s = Once(*sim);
-  EXPECT_EQ(s.Value("infiniband_routing_port_destinations", {{"switch", uplink.node}, {"port", std::to_string(uplink.port)}}), 0);
+  EXPECT_EQ(
+      s.Value("infiniband_routing_port_destinations", {{"switch", uplink.node}, {"port", std::to_string(uplink.port)}}),
+      0);
   EXPECT_GE(*s.Value("infiniband_routing_spread", {{"switch", uplink.node}}), 2);
   double worst = 0;  // fabric-wide: the worst switch
   for (const auto& x : s.Find("infiniband_routing_spread")) worst = std::max(worst, x.value);
@@ -154,11 +158,11 @@ TEST(RoutingBalanceTest, APlantedDownAndUpRouteIsFoundAndIbtracertAgrees) {
   const auto lid = [&s](const std::string& metric, const std::string& label, const std::string& node) {
     return s.Find(metric, {{label, node}}).at(0).labels.at("lid");
   };
-  const std::string dest = lid("infiniband_hca_info", "hca", tree.Host(5));  // on leaf 2
+  const std::string dest = lid("infiniband_hca_info", "hca", tree.Host(5));    // on leaf 2
   const std::string source = lid("infiniband_hca_info", "hca", tree.Host(1));  // on leaf 1
   const auto set = [&](const std::string& sw, const Endpoint& out) {
-    const CommandResult r = sim->Tool({IBFABRIC_SMP_SET_BIN, "lft", lid("infiniband_switch_info", "switch", sw), dest,
-                                       std::to_string(out.port)});
+    const CommandResult r = sim->Tool(
+        {IBFABRIC_SMP_SET_BIN, "lft", lid("infiniband_switch_info", "switch", sw), dest, std::to_string(out.port)});
     EXPECT_EQ(r.exit_code, 0) << r.err;
   };
   set(tree.Leaf(1), tree.LeafUplink(1, 1));
@@ -192,13 +196,14 @@ TEST(RoutingBalanceTest, WithoutTheRoutingAndPartitionsCollectorsNoneOfTheirRead
   auto sim = Start(tree);
   ASSERT_NE(sim, nullptr);
   const auto lid_smps = [](const Scrape& s) {
-    return s.Value("infiniband_exporter_last_run_mads", {{"phase", "discovery"}, {"class", "lid_smp"}, {"outcome", "sent"}})
+    return s
+        .Value("infiniband_exporter_last_run_mads", {{"phase", "discovery"}, {"class", "lid_smp"}, {"outcome", "sent"}})
         .value_or(-1);
   };
   const Scrape all = Once(*sim);
-  const CommandResult r = sim->Tool({ExporterBinary(), "--once", "--log.level=error", "--no-collector.routing",
-                                     "--no-collector.partitions"},
-                                    milliseconds(120000));
+  const CommandResult r = sim->Tool(
+      {ExporterBinary(), "--once", "--log.level=error", "--no-collector.routing", "--no-collector.partitions"},
+      milliseconds(120000));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const Scrape some = Scrape::Parse(r.out);
   ASSERT_FALSE(all.Find("infiniband_routing_spread").empty());

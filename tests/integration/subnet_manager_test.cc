@@ -9,7 +9,6 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
-
 #include <regex>
 #include <string>
 
@@ -101,7 +100,8 @@ TEST_F(SubnetManagerTest, MasterAndStandbyAreReportedAndAKilledMasterIsAFailover
                           "--mad.timeout=50ms", "--mad.retries=1"});
   ASSERT_NE(e, nullptr);
   json j;
-  ASSERT_TRUE(WaitJson(*e, [](const json& x) { return x["master"].is_object() && x["standbys"].size() == 1; }, &j))
+  ASSERT_TRUE(WaitJson(
+      *e, [](const json& x) { return x["master"].is_object() && x["standbys"].size() == 1; }, &j))
       << j.dump(2) << e->Log();
   EXPECT_EQ(j["master"]["node"], tree_->Host(2));
   EXPECT_EQ(j["master"]["priority"], 10);
@@ -144,9 +144,13 @@ TEST_F(SubnetManagerTest, MasterAndStandbyAreReportedAndAKilledMasterIsAFailover
   // Kill the master: the standby takes over and the exporter reports when,
   // from and to.
   master->Signal(SIGKILL);
-  ASSERT_TRUE(WaitJson(*e, [&](const json& x) {
-    return x["master"].is_object() && x["master"]["node"] == tree_->Host(7) && !x["events"].empty();
-  }, &j)) << j.dump(2) << e->Log();
+  ASSERT_TRUE(WaitJson(
+      *e,
+      [&](const json& x) {
+        return x["master"].is_object() && x["master"]["node"] == tree_->Host(7) && !x["events"].empty();
+      },
+      &j))
+      << j.dump(2) << e->Log();
   EXPECT_EQ(j["events"][0]["kind"], "failover");
   EXPECT_EQ(j["events"][0]["from"]["node"], tree_->Host(2));
   EXPECT_EQ(j["events"][0]["to"]["node"], tree_->Host(7));
@@ -156,8 +160,8 @@ TEST_F(SubnetManagerTest, MasterAndStandbyAreReportedAndAKilledMasterIsAFailover
   ASSERT_TRUE(after);
   EXPECT_EQ(Hex(after->guid), Hex(j["master"]["guid"]));
   EXPECT_EQ(after->state, 3);
-  const auto scraped = e->WaitFor([](const Scrape& x) { return x.Value("infiniband_sm_master_changes_total") == 1; },
-                                  seconds(10));
+  const auto scraped =
+      e->WaitFor([](const Scrape& x) { return x.Value("infiniband_sm_master_changes_total") == 1; }, seconds(10));
   ASSERT_TRUE(scraped);
   EXPECT_EQ(scraped->Value("infiniband_sm_condition", {{"condition", "failover"}}), 1);
   EXPECT_EQ(scraped->Value("infiniband_sm_condition", {{"condition", "no_standby"}}), 1);
@@ -166,7 +170,9 @@ TEST_F(SubnetManagerTest, MasterAndStandbyAreReportedAndAKilledMasterIsAFailover
 
   // And with no SM left at all: no master.
   standby->Signal(SIGKILL);
-  ASSERT_TRUE(WaitJson(*e, [](const json& x) { return x["master_count"] == 0; }, &j)) << j.dump(2);
+  ASSERT_TRUE(WaitJson(
+      *e, [](const json& x) { return x["master_count"] == 0; }, &j))
+      << j.dump(2);
   EXPECT_TRUE(Conditions(j).count("no_master")) << j["conditions"].dump();
   EXPECT_TRUE(j["master"].is_null());
 }
@@ -177,10 +183,15 @@ TEST_F(SubnetManagerTest, AMasterThatStopsSweepingIsReported) {
   auto e = StartExporter({"--sweep.interval=300ms", "--discovery.interval=1s", "--sm.stall-after=2s"});
   ASSERT_NE(e, nullptr);
   json j;
-  ASSERT_TRUE(WaitJson(*e, [](const json& x) {
-    for (const auto& c : x["conditions"]) if (c["condition"] == "master_not_sweeping") return true;
-    return false;
-  }, &j)) << j.dump(2);
+  ASSERT_TRUE(WaitJson(
+      *e,
+      [](const json& x) {
+        for (const auto& c : x["conditions"])
+          if (c["condition"] == "master_not_sweeping") return true;
+        return false;
+      },
+      &j))
+      << j.dump(2);
   EXPECT_EQ(j["master"]["node"], tree_->Host(3));
   EXPECT_FALSE(j["master"]["act_count_moving"].get<bool>());
   const Scrape s = e->ScrapeMetrics();
@@ -207,7 +218,9 @@ TEST_F(SubnetManagerTest, TwoSmsClaimingMasterAreReported) {
   auto e = StartExporter({"--sweep.interval=300ms", "--discovery.interval=1s", "--sm.stall-after=5s"});
   ASSERT_NE(e, nullptr);
   json j;
-  ASSERT_TRUE(WaitJson(*e, [](const json& x) { return x["master_count"] == 2; }, &j)) << j.dump(2) << e->Log();
+  ASSERT_TRUE(WaitJson(
+      *e, [](const json& x) { return x["master_count"] == 2; }, &j))
+      << j.dump(2) << e->Log();
   EXPECT_TRUE(Conditions(j).count("multiple_masters")) << j["conditions"].dump();
   std::map<std::string, int> masters;  // node -> priority
   for (const auto& sm : j["sms"]) {

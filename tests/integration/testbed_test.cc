@@ -76,7 +76,7 @@ TEST(TestbedTest, GeneratedFaultsAreWhatIbnetdiscoverSees) {
         auto it = seen.find(here);
         ASSERT_NE(it, seen.end()) << node << "[" << p << "] not seen by ibnetdiscover";
         EXPECT_EQ(it->second.peer, *t.Peer(here)) << node << "[" << p << "]";
-        const auto rate = s.degraded.count(here) ? s.degraded.at(here)
+        const auto rate = s.degraded.count(here)            ? s.degraded.at(here)
                           : s.degraded.count(*t.Peer(here)) ? s.degraded.at(*t.Peer(here))
                                                             : s.rate;
         EXPECT_EQ(it->second.rate, rate) << node << "[" << p << "]";
@@ -99,9 +99,9 @@ TEST(TestbedTest, ConsoleVerbsAndCleanup) {
   auto sim = SimFabric::Start(t.NetFile(), o, &error);
   ASSERT_NE(sim, nullptr) << error;
   bool ok = false;
-  for (const std::string cmd : {"PerformanceSet \"ib-leaf01\"[2] PortCounters.PortRcvErrors=5",
-                                "Unlink \"ib-leaf02\"[1]", "ReLink \"ib-leaf02\"[1]",
-                                "Error \"ib-leaf01\"[3] 0", "Baselid \"cn0002\"[1] 77"}) {
+  for (const std::string cmd :
+       {"PerformanceSet \"ib-leaf01\"[2] PortCounters.PortRcvErrors=5", "Unlink \"ib-leaf02\"[1]",
+        "ReLink \"ib-leaf02\"[1]", "Error \"ib-leaf01\"[3] 0", "Baselid \"cn0002\"[1] 77"}) {
     sim->Console(cmd, &ok);
     EXPECT_TRUE(ok) << cmd;
   }

@@ -3,10 +3,9 @@
 
 #include <gtest/gtest.h>
 
-#include <nlohmann/json.hpp>
-
 #include <functional>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <thread>
@@ -84,8 +83,8 @@ TEST(TopologyTest, CleanFabricsHaveNoFindings) {
 TEST(TopologyTest, PlantedFaultsAreFoundAndNameBothEnds) {
   const FatTree clean = FatTree::Generate(Small());
   FatTreeSpec spec = Small();
-  spec.missing = {clean.LeafUplink(2, 1, 0)};           // ib-leaf02 loses a link to ib-spine01
-  spec.leaf_links = {{3, 4}};                            // ib-leaf03 cabled to ib-leaf04
+  spec.missing = {clean.LeafUplink(2, 1, 0)};              // ib-leaf02 loses a link to ib-spine01
+  spec.leaf_links = {{3, 4}};                              // ib-leaf03 cabled to ib-leaf04
   spec.degraded = {{clean.LeafUplink(1, 2, 1), "1xQDR"}};  // one of ib-leaf01's links runs 1x
   const FatTree tree = FatTree::Generate(spec);
   Running r = Start(tree);
@@ -187,8 +186,8 @@ TEST(TopologyTest, FindingsAppearAndClearWithTheWiring) {
   auto at = [](const Endpoint& e) { return "\"" + e.node + "\"[" + std::to_string(e.port) + "]"; };
 
   const Endpoint uplink = tree.LeafUplink(3, 2, 1);
-  console("Unlink " + at(uplink));                               // a cable comes out
-  console("Link \"ib-leaf01\"[9] \"ib-leaf02\"[9]");              // one goes where none belongs
+  console("Unlink " + at(uplink));                    // a cable comes out
+  console("Link \"ib-leaf01\"[9] \"ib-leaf02\"[9]");  // one goes where none belongs
   auto s = r.exporter->WaitFor(
       [](const Scrape& x) {
         const auto c = FindingCounts(x);
@@ -198,8 +197,8 @@ TEST(TopologyTest, FindingsAppearAndClearWithTheWiring) {
   ASSERT_TRUE(s) << r.exporter->Log();
   EXPECT_EQ(s->Find("infiniband_topology_finding", {{"kind", "fewer_uplinks"}, {"node", "ib-leaf03"}}).size(), 1u);
 
-  console("ReLink " + at(uplink));          // put back as it was
-  console("Unlink \"ib-leaf01\"[9]");       // and the stray one out
+  console("ReLink " + at(uplink));     // put back as it was
+  console("Unlink \"ib-leaf01\"[9]");  // and the stray one out
   std::string error;
   ASSERT_TRUE(r.sim->SweepSubnet(&error)) << error;
   s = r.exporter->WaitFor([](const Scrape& x) { return TotalFindings(x) == 0; }, seconds(30));
@@ -219,8 +218,8 @@ TEST(TopologyTest, NodeNameMapNamesNodesInMetricsAndFindings) {
   r.exporter.reset();
 
   const std::string dir = MakeTempDir("names");
-  WriteFile(dir + "/map", "# site names\n" + guid.at("ib-leaf01") + " \"rack1-leaf-a\"\n" + guid.at("cn0003") +
-                              " gpu-node-003\n");
+  WriteFile(dir + "/map",
+            "# site names\n" + guid.at("ib-leaf01") + " \"rack1-leaf-a\"\n" + guid.at("cn0003") + " gpu-node-003\n");
   std::string error;
   auto e = ExporterProcess::Start(*r.sim, {"--sweep.interval=200ms", "--ib.node-name-map=" + dir + "/map"}, &error);
   ASSERT_NE(e, nullptr) << error;
@@ -252,9 +251,9 @@ std::map<std::string, double> PlanFindings(const Scrape& s) {
 // a degraded-link alert: /api/v1/alerts against /api/v1/topology.
 void ExpectMiswiringAlerts(const ExporterProcess& e, const Endpoint& degraded) {
   using nlohmann::json;
-  const std::set<std::string> kinds{"same_tier_link", "skip_tier_link", "ca_on_non_leaf", "ca_to_ca",
-                                    "plan_missing_link", "plan_extra_link", "plan_wrong_remote_node",
-                                    "plan_wrong_remote_port"};
+  const std::set<std::string> kinds{
+      "same_tier_link",    "skip_tier_link",  "ca_on_non_leaf",         "ca_to_ca",
+      "plan_missing_link", "plan_extra_link", "plan_wrong_remote_node", "plan_wrong_remote_port"};
   auto end = [](const json& x, const char* name_key) {
     return x[name_key].get<std::string>() + "[" + std::to_string(x["port"].get<int>()) + "]";
   };
@@ -290,7 +289,7 @@ void ExpectMiswiringAlerts(const ExporterProcess& e, const Endpoint& degraded) {
 TEST(TopologyTest, PlanDiffFindsEveryWiringFaultAndNothingOnTheCleanTwin) {
   const FatTree clean = FatTree::Generate(Small());
   const std::string dir = MakeTempDir("plan");
-  WriteFile(dir + "/plan.net", clean.NetFile());  // keyed by node names
+  WriteFile(dir + "/plan.net", clean.NetFile());    // keyed by node names
   WriteFile(dir + "/plan.yaml", clean.YamlPlan());  // explicit cabling plan with tiers
   for (const std::string plan : {"plan.yaml", "plan.net"}) {
     Running c = Start(clean, {"--sweep.interval=200ms", "--topology.plan=" + dir + "/" + plan});
@@ -314,16 +313,17 @@ TEST(TopologyTest, PlanDiffFindsEveryWiringFaultAndNothingOnTheCleanTwin) {
     Running r = Start(faulted, {"--sweep.interval=200ms", "--topology.plan=" + dir + "/" + plan});
     ASSERT_TRUE(r.scrape);
     const auto got = PlanFindings(*r.scrape);
-    const std::map<std::string, double> want{
-        {"plan_extra_link", 1},      {"plan_missing_link", 1},      {"plan_rate_mismatch", 1},
-        {"plan_tier_mismatch", 0},   {"plan_unknown_node", 0},      {"plan_wrong_remote_node", 2},
-        {"plan_wrong_remote_port", 2}};
+    const std::map<std::string, double> want{{"plan_extra_link", 1},       {"plan_missing_link", 1},
+                                             {"plan_rate_mismatch", 1},    {"plan_tier_mismatch", 0},
+                                             {"plan_unknown_node", 0},     {"plan_wrong_remote_node", 2},
+                                             {"plan_wrong_remote_port", 2}};
     EXPECT_EQ(got, want) << plan << "\n" << r.exporter->Log();
     // Each names both ends, e.g. the cables swapped on one spine.
     const auto swapped = r.scrape->Find("infiniband_topology_finding", {{"kind", "plan_wrong_remote_port"}});
     std::set<std::string> ends;
-    for (const auto& x : swapped) ends.insert(x.labels.at("node") + "[" + x.labels.at("port") + "]-" +
-                                              x.labels.at("remote_node") + "[" + x.labels.at("remote_port") + "]");
+    for (const auto& x : swapped)
+      ends.insert(x.labels.at("node") + "[" + x.labels.at("port") + "]-" + x.labels.at("remote_node") + "[" +
+                  x.labels.at("remote_port") + "]");
     const Endpoint u0 = clean.LeafUplink(1, 1, 0), u1 = clean.LeafUplink(1, 1, 1);
     const Endpoint s0 = clean.SpineDownlink(1, 1, 0), s1 = clean.SpineDownlink(1, 1, 1);
     auto e = [](const Endpoint& a, const Endpoint& b) {
@@ -349,7 +349,7 @@ TEST(TopologyTest, EveryFaultAloneAndCombinedOnSeveralBuilds) {
   struct Fault {
     std::string name;
     std::function<void(const FatTree&, FatTreeSpec&)> plant;
-    std::map<std::string, double> plan;  // expected plan_* findings
+    std::map<std::string, double> plan;      // expected plan_* findings
     std::map<std::string, double> analysis;  // expected other findings
   };
   for (const FatTreeSpec& build : {Small(), three, big}) {
@@ -357,30 +357,43 @@ TEST(TopologyTest, EveryFaultAloneAndCombinedOnSeveralBuilds) {
     const bool parallel = build.links_per_pair > 1;
     const bool spare = build.hosts_per_leaf + build.spines * build.links_per_pair < build.radix;
     std::vector<Fault> faults{
-        {"missing link", [](const FatTree& c, FatTreeSpec& s) { s.missing.push_back(c.LeafUplink(3, 2, 0)); },
+        {"missing link",
+         [](const FatTree& c, FatTreeSpec& s) { s.missing.push_back(c.LeafUplink(3, 2, 0)); },
          {{"plan_missing_link", 1}},
          parallel ? std::map<std::string, double>{{"fewer_uplinks", 1}, {"uneven_parallel_links", 2}}
                   : std::map<std::string, double>{{"fewer_uplinks", 1}, {"asymmetric_switch", 2}}},
-        {"degraded link", [](const FatTree& c, FatTreeSpec& s) { s.degraded[c.LeafUplink(4, 1, 0)] = "1xQDR"; },
-         {{"plan_rate_mismatch", 1}}, {{"below_tier_majority", 1}}},
+        {"degraded link",
+         [](const FatTree& c, FatTreeSpec& s) { s.degraded[c.LeafUplink(4, 1, 0)] = "1xQDR"; },
+         {{"plan_rate_mismatch", 1}},
+         {{"below_tier_majority", 1}}},
         {"swap between spines",
-         [](const FatTree& c, FatTreeSpec& s) { s.swaps.push_back({c.LeafUplink(2, 1, 0), c.LeafUplink(2, 2, 0)}); },
-         {{"plan_wrong_remote_node", 2}}, {}},
+         [](const FatTree& c, FatTreeSpec& s) {
+           s.swaps.push_back({c.LeafUplink(2, 1, 0), c.LeafUplink(2, 2, 0)});
+         },
+         {{"plan_wrong_remote_node", 2}},
+         {}},
     };
     if (parallel) {
       faults.push_back({"swap on one spine",
                         [](const FatTree& c, FatTreeSpec& s) {
                           s.swaps.push_back({c.LeafUplink(1, 1, 0), c.LeafUplink(1, 1, 1)});
                         },
-                        {{"plan_wrong_remote_port", 2}}, {}});
+                        {{"plan_wrong_remote_port", 2}},
+                        {}});
     }
     if (build.leaves * build.links_per_pair < build.radix) {  // a spare spine port
-      faults.push_back({"CA on a spine", [](const FatTree&, FatTreeSpec& s) { s.spine_cas.push_back(1); },
-                        {{"plan_extra_link", 1}}, {{"ca_on_non_leaf", 1}}});
+      faults.push_back({"CA on a spine",
+                        [](const FatTree&, FatTreeSpec& s) { s.spine_cas.push_back(1); },
+                        {{"plan_extra_link", 1}},
+                        {{"ca_on_non_leaf", 1}}});
     }
     if (spare) {
-      faults.push_back({"leaf-to-leaf link", [](const FatTree&, FatTreeSpec& s) { s.leaf_links.push_back({1, 2}); },
-                        {{"plan_extra_link", 1}}, {{"same_tier_link", 1}}});
+      faults.push_back({"leaf-to-leaf link",
+                        [](const FatTree&, FatTreeSpec& s) {
+                          s.leaf_links.push_back({1, 2});
+                        },
+                        {{"plan_extra_link", 1}},
+                        {{"same_tier_link", 1}}});
     }
     Fault all{"all combined", nullptr, {}, {}};
     for (const auto& f : faults) {

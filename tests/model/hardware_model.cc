@@ -105,9 +105,7 @@ HardwareModel::HardwareModel(const testbed::FatTree& tree, const std::string& lo
   }
 }
 
-int HardwareModel::NodeOfLid(std::uint16_t lid) const {
-  return lid < lid_owner_.size() ? lid_owner_[lid] : -1;
-}
+int HardwareModel::NodeOfLid(std::uint16_t lid) const { return lid < lid_owner_.size() ? lid_owner_[lid] : -1; }
 
 bool HardwareModel::Walk(int from, const std::vector<std::uint8_t>& path, std::vector<int>* out, int* entered) const {
   out->clear();
@@ -168,7 +166,8 @@ bool HardwareModel::Send(const transport::MadAddress& to, const MadBytes& mad) {
   ++load_.mads;
   // The local HCA sends one MAD after the other at its rate.
   const TimePoint send_at = std::max(now_, wire_free_);
-  wire_free_ = send_at + std::chrono::duration_cast<TimePoint::duration>(std::chrono::duration<double>(1.0 / params_.send_rate));
+  wire_free_ =
+      send_at + std::chrono::duration_cast<TimePoint::duration>(std::chrono::duration<double>(1.0 / params_.send_rate));
   Packet p;
   p.ours = true;
   p.mad = mad;
@@ -437,7 +436,8 @@ void HardwareModel::SmQueueSweep(bool heavy) {
       for (int p = 0; p <= n.num_ports; ++p) add(node, smp_attr::kPortInfo, static_cast<std::uint32_t>(p));
       // The forwarding table written, one 64-LID block per SMP.
       const std::size_t blocks = (lid_owner_.size() + kLftBlockSize - 1) / kLftBlockSize;
-      for (std::size_t b = 0; b < blocks; ++b) add(node, smp_attr::kLinearForwardingTable, static_cast<std::uint32_t>(b) | 0x80000000u);
+      for (std::size_t b = 0; b < blocks; ++b)
+        add(node, smp_attr::kLinearForwardingTable, static_cast<std::uint32_t>(b) | 0x80000000u);
     } else {
       add(node, smp_attr::kPortInfo, 1);
     }

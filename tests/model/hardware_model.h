@@ -78,10 +78,10 @@ struct ModelParams {
 
 // What the simulated subnet manager saw.
 struct SmStats {
-  std::uint64_t sent = 0;       // SMPs put on the wire, retries included
-  std::uint64_t dropped = 0;    // of those, lost at a full agent queue
-  std::uint64_t timeouts = 0;   // attempts that timed out (the SM waited sm_timeout)
-  std::uint64_t failed = 0;     // SMPs that failed every retry
+  std::uint64_t sent = 0;      // SMPs put on the wire, retries included
+  std::uint64_t dropped = 0;   // of those, lost at a full agent queue
+  std::uint64_t timeouts = 0;  // attempts that timed out (the SM waited sm_timeout)
+  std::uint64_t failed = 0;    // SMPs that failed every retry
   int light_sweeps = 0;
   double light_sweep_seconds_total = 0;
   double light_sweep_seconds_max = 0;
@@ -96,9 +96,9 @@ struct SmStats {
 struct ExporterLoad {
   std::uint64_t mads = 0;
   std::uint64_t dropped = 0;
-  std::array<double, 3> unloaded_rtt_sum{};      // seconds, what each would take on an idle fabric
-  std::map<int, double> agent_work;              // node -> seconds of its agent's time
-  int peak_queued = 0;  // most of our MADs waiting or served at one agent at once
+  std::array<double, 3> unloaded_rtt_sum{};  // seconds, what each would take on an idle fabric
+  std::map<int, double> agent_work;          // node -> seconds of its agent's time
+  int peak_queued = 0;                       // most of our MADs waiting or served at one agent at once
   double busiest_agent_seconds() const;
 };
 
@@ -106,8 +106,7 @@ class HardwareModel final : public transport::MadPort, public transport::Clock {
  public:
   // The fabric is the fat tree's cables; `local` and `sm_host` are host
   // names (the exporter's and the SM's); an empty `sm_host` runs no SM.
-  HardwareModel(const testbed::FatTree& tree, const std::string& local, const std::string& sm_host,
-                ModelParams params);
+  HardwareModel(const testbed::FatTree& tree, const std::string& local, const std::string& sm_host, ModelParams params);
 
   // MadPort
   bool Send(const transport::MadAddress& to, const transport::MadBytes& mad) override;
@@ -147,14 +146,14 @@ class HardwareModel final : public transport::MadPort, public transport::Clock {
   // A MAD on its way: which nodes serve it, in order, and what happens
   // after the last one.
   struct Packet {
-    bool ours = true;        // the exporter's (false: the SM's)
-    std::uint64_t sm_id = 0;  // the SM's request id
-    std::vector<int> stops;  // nodes whose agent serves it, in order
+    bool ours = true;           // the exporter's (false: the SM's)
+    std::uint64_t sm_id = 0;    // the SM's request id
+    std::vector<int> stops;     // nodes whose agent serves it, in order
     std::vector<bool> answers;  // at that stop the target answers (else it forwards)
     std::size_t next = 0;
     transport::MadBytes mad{};
     int entered_port = 0;  // at the target
-    microseconds leg{0};  // wire time between two stops (and to the first, and back)
+    microseconds leg{0};   // wire time between two stops (and to the first, and back)
   };
   enum class EventType : std::uint8_t { kArrive, kServed, kDeliver, kSmTimeout, kSmLightSweep };
   struct Event {

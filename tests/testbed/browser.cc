@@ -85,7 +85,8 @@ std::optional<nlohmann::json> Browser::Call(const std::string& method, const std
   }
   const auto j = nlohmann::json::parse(r->body, nullptr, false);
   if (j.is_discarded() || r->status != 200) {
-    *error = "chromedriver " + method + " " + path + ": HTTP " + std::to_string(r->status) + " " + r->body.substr(0, 500);
+    *error =
+        "chromedriver " + method + " " + path + ": HTTP " + std::to_string(r->status) + " " + r->body.substr(0, 500);
     return std::nullopt;
   }
   return j.contains("value") ? j["value"] : j;
@@ -101,7 +102,8 @@ bool Browser::Navigate(const std::string& url, std::string* error) {
   return Call("POST", "/session/" + session_ + "/url", {{"url", url}}, error).has_value();
 }
 
-std::optional<nlohmann::json> Browser::Execute(const std::string& script, std::string* error, const nlohmann::json& args) {
+std::optional<nlohmann::json> Browser::Execute(const std::string& script, std::string* error,
+                                               const nlohmann::json& args) {
   return Call("POST", "/session/" + session_ + "/execute/sync", {{"script", script}, {"args", args}}, error);
 }
 
@@ -123,7 +125,8 @@ bool Browser::Click(const std::string& css, std::string* error) {
     return false;
   }
   const std::string id = found->begin().value().get<std::string>();  // the W3C element reference
-  return Call("POST", "/session/" + session_ + "/element/" + id + "/click", nlohmann::json::object(), error).has_value();
+  return Call("POST", "/session/" + session_ + "/element/" + id + "/click", nlohmann::json::object(), error)
+      .has_value();
 }
 
 bool Browser::Screenshot(const std::string& path, std::string* error) {

@@ -32,8 +32,7 @@ int FreeLocalPort() {
   return port;
 }
 
-std::unique_ptr<ExporterProcess> ExporterProcess::Start(const SimFabric& sim,
-                                                        const std::vector<std::string>& args,
+std::unique_ptr<ExporterProcess> ExporterProcess::Start(const SimFabric& sim, const std::vector<std::string>& args,
                                                         std::string* error, ClientOptions client, Env env) {
   std::unique_ptr<ExporterProcess> e(new ExporterProcess());
   e->client_ = std::move(client);

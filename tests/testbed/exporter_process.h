@@ -28,8 +28,7 @@ class ExporterProcess {
   // Starts the exporter with `args` (a listen address is added) and waits
   // until it serves /healthz. `env` is added to the simulator's client
   // environment; an LD_PRELOAD in it goes after umad2sim's.
-  static std::unique_ptr<ExporterProcess> Start(const SimFabric& sim,
-                                                const std::vector<std::string>& args,
+  static std::unique_ptr<ExporterProcess> Start(const SimFabric& sim, const std::vector<std::string>& args,
                                                 std::string* error, ClientOptions client = {}, Env env = {});
   ~ExporterProcess();
 

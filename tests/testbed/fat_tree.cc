@@ -33,7 +33,8 @@ FatTree FatTree::Generate(const FatTreeSpec& s) {
                                 " ports, radix is " + std::to_string(s.radix));
   }
   if (s.leaves * s.links_per_pair + core_group * s.core_links > s.radix) {
-    throw std::invalid_argument("spine needs " + std::to_string(s.leaves * s.links_per_pair + core_group * s.core_links) +
+    throw std::invalid_argument("spine needs " +
+                                std::to_string(s.leaves * s.links_per_pair + core_group * s.core_links) +
                                 " ports, radix is " + std::to_string(s.radix));
   }
   if (core_down > s.radix) {
@@ -69,7 +70,8 @@ FatTree FatTree::Generate(const FatTreeSpec& s) {
     // Without pods every spine reaches every core; with pods, its group.
     const int first = s.pods > 0 ? ((sp - 1) % s.spines) * core_group + 1 : 1;
     for (int c = first; c < first + core_group; ++c) {
-      for (int k = 0; k < s.core_links; ++k) t.cables_.push_back({t.SpineUplink(sp, c, k), t.CoreDownlink(c, sp, k), s.rate});
+      for (int k = 0; k < s.core_links; ++k)
+        t.cables_.push_back({t.SpineUplink(sp, c, k), t.CoreDownlink(c, sp, k), s.rate});
     }
   }
 
@@ -84,12 +86,12 @@ FatTree FatTree::Generate(const FatTreeSpec& s) {
   for (const auto& [x, y] : s.swaps) {
     Cable* cx = find(x);
     Cable* cy = find(y);
-    if (!cx || !cy || cx == cy) throw std::invalid_argument("swap: no two distinct cables at " + Str(x) + " and " + Str(y));
+    if (!cx || !cy || cx == cy)
+      throw std::invalid_argument("swap: no two distinct cables at " + Str(x) + " and " + Str(y));
     std::swap(far_of(*cx, x), far_of(*cy, y));
   }
   for (const auto& e : s.missing) {
-    auto it = std::find_if(t.cables_.begin(), t.cables_.end(),
-                           [&e](const Cable& c) { return c.a == e || c.b == e; });
+    auto it = std::find_if(t.cables_.begin(), t.cables_.end(), [&e](const Cable& c) { return c.a == e || c.b == e; });
     if (it == t.cables_.end()) throw std::invalid_argument("missing: no cable at " + Str(e));
     t.cables_.erase(it);
   }
@@ -121,7 +123,8 @@ FatTree FatTree::Generate(const FatTreeSpec& s) {
   }
   for (std::size_t i = 0; i < s.spine_cas.size(); ++i) {
     const int sp = s.spine_cas[i];
-    if (sp < 1 || sp > static_cast<int>(t.spines_.size())) throw std::invalid_argument("spine CA: bad spine " + std::to_string(sp));
+    if (sp < 1 || sp > static_cast<int>(t.spines_.size()))
+      throw std::invalid_argument("spine CA: bad spine " + std::to_string(sp));
     const Endpoint port = spare(t.Spine(sp), spine_spare, "spine CA");
     const std::string ca = Name("storage%02d", static_cast<int>(i) + 1);
     t.hosts_.push_back(ca);
@@ -197,9 +200,8 @@ std::string FatTree::NetFile() const {
     }
   }
   std::ostringstream out;
-  out << "# generated fat tree: " << spec_.leaves << " leaves, " << spec_.spines << " spines, "
-      << spec_.hosts_per_leaf << " hosts per leaf, " << spec_.links_per_pair
-      << " links per leaf-spine pair, radix " << spec_.radix << "\n\n";
+  out << "# generated fat tree: " << spec_.leaves << " leaves, " << spec_.spines << " spines, " << spec_.hosts_per_leaf
+      << " hosts per leaf, " << spec_.links_per_pair << " links per leaf-spine pair, radix " << spec_.radix << "\n\n";
   auto emit = [&](const std::string& header, const std::string& node) {
     out << header << " \"" << node << "\"\n";
     auto& v = lines[node];

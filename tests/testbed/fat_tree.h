@@ -30,9 +30,7 @@ struct Endpoint {
   std::string node;
   int port = 0;
   bool operator==(const Endpoint&) const = default;
-  bool operator<(const Endpoint& o) const {
-    return node != o.node ? node < o.node : port < o.port;
-  }
+  bool operator<(const Endpoint& o) const { return node != o.node ? node < o.node : port < o.port; }
 };
 
 struct Cable {
@@ -46,18 +44,18 @@ struct FatTreeSpec {
   int hosts_per_leaf = 4;
   int links_per_pair = 1;
   int radix = 36;
-  int cores = 0;       // a third tier: every spine cabled to every core switch
-  int core_links = 1;  // cables per spine-core pair
-  int pods = 0;        // > 0: a three-tier fat tree of pods (see above)
+  int cores = 0;               // a third tier: every spine cabled to every core switch
+  int core_links = 1;          // cables per spine-core pair
+  int pods = 0;                // > 0: a three-tier fat tree of pods (see above)
   std::string rate = "4xQDR";  // every cable's width and speed unless degraded
 
   // Planted faults, applied in this order.
   std::vector<std::pair<Endpoint, Endpoint>> swaps;  // exchange the far ends of the cables at these two ports
-  std::vector<Endpoint> missing;                      // remove the cable at this port
-  std::vector<std::pair<int, int>> leaf_links;        // cable leaf i to leaf j on spare ports (1-based)
-  std::map<Endpoint, std::string> degraded;           // cable at port -> rate, e.g. "1xQDR"
-  std::vector<int> spine_cas;                         // a CA ("storage01", ...) on a spare port of spine i (1-based)
-  std::vector<std::pair<int, int>> skip_links;        // leaf i cabled straight to core j, spare ports
+  std::vector<Endpoint> missing;                     // remove the cable at this port
+  std::vector<std::pair<int, int>> leaf_links;       // cable leaf i to leaf j on spare ports (1-based)
+  std::map<Endpoint, std::string> degraded;          // cable at port -> rate, e.g. "1xQDR"
+  std::vector<int> spine_cas;                        // a CA ("storage01", ...) on a spare port of spine i (1-based)
+  std::vector<std::pair<int, int>> skip_links;       // leaf i cabled straight to core j, spare ports
 };
 
 // A fault-free spec from its five numbers.
@@ -105,8 +103,8 @@ class FatTree {
   std::string Leaf(int l) const { return leaves_.at(l - 1); }
   std::string Spine(int s) const { return spines_.at(s - 1); }
   std::string Host(int h) const { return hosts_.at(h - 1); }
-  Endpoint HostPort(int h) const;              // the host's own port 1
-  Endpoint LeafHostPort(int h) const;          // the leaf port cabled to host h
+  Endpoint HostPort(int h) const;      // the host's own port 1
+  Endpoint LeafHostPort(int h) const;  // the leaf port cabled to host h
   Endpoint LeafUplink(int l, int s, int k = 0) const;
   Endpoint SpineDownlink(int s, int l, int k = 0) const;
   // With pods, `l` and `s` are fabric-wide, `c` must be in spine s's group.

@@ -42,8 +42,7 @@ std::string Describe(const MadTapReport& r);
 
 // `expire`: a request with no response stops counting as outstanding this
 // long after it was sent (the engine has given up on it by then).
-MadTapReport ReadMadTap(const std::string& path,
-                        std::chrono::milliseconds expire = std::chrono::milliseconds(1000));
+MadTapReport ReadMadTap(const std::string& path, std::chrono::milliseconds expire = std::chrono::milliseconds(1000));
 
 // Requests sent within [from, to), by kind. The tap's clock is
 // CLOCK_MONOTONIC, which is what steady_clock reads on Linux. Empty (all

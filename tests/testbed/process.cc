@@ -50,11 +50,11 @@ std::unique_ptr<Process> Process::Spawn(const SpawnOptions& o, std::string* erro
 
   const int in = OpenOr(o.stdin_path, O_RDONLY, "/dev/null");
   const int out = OpenOr(o.stdout_path, O_WRONLY | O_CREAT | O_TRUNC, "/dev/null");
-  const int err = o.stderr_path.empty() ? dup(out)
-                                        : open(o.stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  const int err = o.stderr_path.empty() ? dup(out) : open(o.stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (in < 0 || out < 0 || err < 0) {
     *error = "cannot open redirections for " + o.argv[0] + ": " + std::strerror(errno);
-    for (int fd : {in, out, err}) if (fd >= 0) close(fd);
+    for (int fd : {in, out, err})
+      if (fd >= 0) close(fd);
     return nullptr;
   }
   const pid_t parent = getpid();
@@ -118,8 +118,7 @@ void Process::Stop(std::chrono::milliseconds grace) {
   kill(-pid_, SIGKILL);
 }
 
-CommandResult RunCommand(const std::vector<std::string>& argv, const Env& env,
-                         std::chrono::milliseconds timeout) {
+CommandResult RunCommand(const std::vector<std::string>& argv, const Env& env, std::chrono::milliseconds timeout) {
   CommandResult r;
   const std::string dir = MakeTempDir("cmd");
   SpawnOptions o{argv, env, "", dir + "/out", dir + "/err"};

@@ -54,8 +54,7 @@ struct CommandResult {
 };
 
 // Runs a command to completion (or kills it after `timeout`).
-CommandResult RunCommand(const std::vector<std::string>& argv, const Env& env,
-                         std::chrono::milliseconds timeout);
+CommandResult RunCommand(const std::vector<std::string>& argv, const Env& env, std::chrono::milliseconds timeout);
 
 std::string ReadFile(const std::string& path);
 bool WriteFile(const std::string& path, const std::string& content);

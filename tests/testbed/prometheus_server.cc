@@ -17,11 +17,8 @@ std::unique_ptr<PrometheusServer> PrometheusServer::Start(const std::string& con
   for (const auto& [name, content] : files) WriteFile(p->dir_ + "/" + name, content);
   WriteFile(p->dir_ + "/prometheus.yml", config);
   SpawnOptions o;
-  o.argv = {"prometheus",
-            "--config.file=" + p->dir_ + "/prometheus.yml",
-            "--storage.tsdb.path=" + p->dir_ + "/data",
-            "--web.listen-address=127.0.0.1:" + std::to_string(p->port_),
-            "--log.level=warn"};
+  o.argv = {"prometheus", "--config.file=" + p->dir_ + "/prometheus.yml", "--storage.tsdb.path=" + p->dir_ + "/data",
+            "--web.listen-address=127.0.0.1:" + std::to_string(p->port_), "--log.level=warn"};
   o.stdout_path = p->dir_ + "/prometheus.log";
   p->process_ = Process::Spawn(o, error);
   if (!p->process_) return nullptr;

@@ -18,8 +18,7 @@ class PrometheusServer {
   // against dir()) and starts the server; waits until /-/ready answers.
   // `files` are written into dir() first (name -> content).
   static std::unique_ptr<PrometheusServer> Start(const std::string& config,
-                                                 const std::map<std::string, std::string>& files,
-                                                 std::string* error);
+                                                 const std::map<std::string, std::string>& files, std::string* error);
   ~PrometheusServer();
 
   // An instant query; data.result, or nullopt with *error naming what failed.

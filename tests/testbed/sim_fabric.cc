@@ -8,8 +8,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
-#include <sstream>
 #include <cstring>
+#include <sstream>
 #include <thread>
 
 namespace ibfabric::testbed {
@@ -74,8 +74,10 @@ std::unique_ptr<SimFabric> SimFabric::Start(const std::string& net_file, const S
 
 bool SimFabric::Launch(std::string* error) {
   SpawnOptions o;
-  o.argv = {"ibsim", "-s", "-N", std::to_string(options_.max_nodes), "-S",
-            std::to_string(options_.max_switches), "-P", std::to_string(options_.max_ports),
+  o.argv = {"ibsim",      "-s",
+            "-N",         std::to_string(options_.max_nodes),
+            "-S",         std::to_string(options_.max_switches),
+            "-P",         std::to_string(options_.max_ports),
             dir_ + "/net"};
   o.stdin_path = dir_ + "/console";
   o.stdout_path = dir_ + "/ibsim.log";
@@ -189,8 +191,8 @@ bool SimFabric::SweepSubnet(std::string* error, bool forget_lids) {
   const auto r = RunCommand(argv, env, std::chrono::duration_cast<std::chrono::milliseconds>(options_.timeout));
   const std::string text = ReadFile(log);
   if (text.find("SUBNET UP") == std::string::npos) {
-    *error = "opensm did not bring the subnet up (exit " + std::to_string(r.exit_code) + "): " +
-             Tail(text + r.out + r.err);
+    *error =
+        "opensm did not bring the subnet up (exit " + std::to_string(r.exit_code) + "): " + Tail(text + r.out + r.err);
     return false;
   }
   return true;
@@ -233,8 +235,7 @@ Env SimFabric::ClientEnv() const {
   return env;
 }
 
-CommandResult SimFabric::Tool(const std::vector<std::string>& argv,
-                              std::chrono::milliseconds timeout) const {
+CommandResult SimFabric::Tool(const std::vector<std::string>& argv, std::chrono::milliseconds timeout) const {
   return RunCommand(argv, ClientEnv(), timeout);
 }
 

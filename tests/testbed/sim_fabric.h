@@ -18,20 +18,19 @@ namespace ibfabric::testbed {
 inline constexpr const char* kUmad2SimPreload = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so";
 
 struct SimOptions {
-  std::string attach;                // SIM_HOST for clients (a node name)
-  int max_nodes = 4096;              // ibsim -N
-  int max_switches = 512;            // ibsim -S
-  int max_ports = 32768;             // ibsim -P
-  std::chrono::seconds timeout{120}; // for ibsim start and each opensm sweep
-  std::string partitions;            // opensm partitions.conf contents (-P); empty: opensm's default
+  std::string attach;                 // SIM_HOST for clients (a node name)
+  int max_nodes = 4096;               // ibsim -N
+  int max_switches = 512;             // ibsim -S
+  int max_ports = 32768;              // ibsim -P
+  std::chrono::seconds timeout{120};  // for ibsim start and each opensm sweep
+  std::string partitions;             // opensm partitions.conf contents (-P); empty: opensm's default
 };
 
 class SimFabric {
  public:
   // Starts ibsim and sweeps once with opensm. nullptr and a reason on failure
   // (the reason carries the tail of the failing process's log).
-  static std::unique_ptr<SimFabric> Start(const std::string& net_file, const SimOptions& options,
-                                          std::string* error);
+  static std::unique_ptr<SimFabric> Start(const std::string& net_file, const SimOptions& options, std::string* error);
   ~SimFabric();
   SimFabric(const SimFabric&) = delete;
   SimFabric& operator=(const SimFabric&) = delete;
@@ -57,11 +56,11 @@ class SimFabric {
   // SA for paths) and waits for SUBNET UP, or for STANDBY when `standby`;
   // nullptr and a reason on failure. Each call gets its own log and cache.
   struct SmOptions {
-    std::string attach;       // SIM_HOST of this SM; empty: the fabric's
-    int priority = -1;        // opensm -p (0-15); -1: opensm's default
-    int sweep_seconds = -1;   // opensm -s (0: no periodic sweeps); -1: default
-    std::string config;       // opensm -F file contents, e.g. "sminfo_polling_timeout 500\n"
-    bool standby = false;     // wait for STANDBY instead of SUBNET UP
+    std::string attach;      // SIM_HOST of this SM; empty: the fabric's
+    int priority = -1;       // opensm -p (0-15); -1: opensm's default
+    int sweep_seconds = -1;  // opensm -s (0: no periodic sweeps); -1: default
+    std::string config;      // opensm -F file contents, e.g. "sminfo_polling_timeout 500\n"
+    bool standby = false;    // wait for STANDBY instead of SUBNET UP
   };
   std::unique_ptr<Process> StartSubnetManager(std::string* error) { return StartSubnetManager(SmOptions{}, error); }
   std::unique_ptr<Process> StartSubnetManager(const SmOptions& options, std::string* error);

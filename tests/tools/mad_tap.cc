@@ -14,13 +14,12 @@
 //
 // Preload it after umad2sim: LD_PRELOAD="libumad2sim.so libmad_tap.so".
 
+#include <arpa/inet.h>
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <infiniband/umad.h>
 #include <time.h>
 #include <unistd.h>
-
-#include <arpa/inet.h>
 
 #include <cstdint>
 #include <cstdio>

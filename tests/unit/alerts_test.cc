@@ -3,9 +3,10 @@
 // hysteresis both ways, "cannot tell" counting neither way, pinned
 // counters, severities; and the thresholds file's parser.
 
+#include "collectors/alerts.h"
+
 #include <gtest/gtest.h>
 
-#include "collectors/alerts.h"
 #include "collectors/api_json.h"
 #include "collectors/link_health.h"
 #include "exporter/alert_config.h"
@@ -181,8 +182,9 @@ struct Driven {
   explicit Driven(AlertConfig c) : engine(c) {}
   std::vector<Alert> Sweep() {
     health.Observe(b.fabric, nullptr, b.ports, b.links, b.Now(), b.Wall());
-    engine.Evaluate(health.Cables(), nullptr, b.Wall(),
-                    [](const PortRef& p) { return topology::FormatGuid(p.node_guid) + "[" + std::to_string(p.port) + "]"; });
+    engine.Evaluate(health.Cables(), nullptr, b.Wall(), [](const PortRef& p) {
+      return topology::FormatGuid(p.node_guid) + "[" + std::to_string(p.port) + "]";
+    });
     ++b.sweep;
     return engine.Active();
   }
@@ -308,11 +310,13 @@ TEST(AlertEngineTest, FlappingDegradedAndMiswiring) {
   for (const auto& a : active) EXPECT_EQ(a.severity, Severity::kWarning);
 
   topology::Analysis analysis;
-  analysis.findings.push_back({topology::FindingKind::kPlanWrongRemotePort, "planned x, found y", 0, d.b.leaf1, d.b.host0});
+  analysis.findings.push_back(
+      {topology::FindingKind::kPlanWrongRemotePort, "planned x, found y", 0, d.b.leaf1, d.b.host0});
   analysis.findings.push_back({topology::FindingKind::kFewerUplinks, "not about a cable", d.b.leaf1.node_guid, {}, {}});
   d.engine.Evaluate(d.health.Cables(), &analysis, d.b.Wall(), [](const PortRef&) { return std::string("p"); });
   active = d.engine.Active();
-  const auto mis = std::count_if(active.begin(), active.end(), [](const Alert& a) { return a.cause == Cause::kMiswiring; });
+  const auto mis =
+      std::count_if(active.begin(), active.end(), [](const Alert& a) { return a.cause == Cause::kMiswiring; });
   EXPECT_EQ(mis, 1);
   // The finding gone after a discovery: the alert clears after clear_after.
   const topology::Analysis fixed;
@@ -320,7 +324,8 @@ TEST(AlertEngineTest, FlappingDegradedAndMiswiring) {
     d.engine.Evaluate(d.health.Cables(), &fixed, d.b.Wall(), [](const PortRef&) { return std::string("p"); });
   }
   active = d.engine.Active();
-  EXPECT_EQ(std::count_if(active.begin(), active.end(), [](const Alert& a) { return a.cause == Cause::kMiswiring; }), 0);
+  EXPECT_EQ(std::count_if(active.begin(), active.end(), [](const Alert& a) { return a.cause == Cause::kMiswiring; }),
+            0);
 }
 
 TEST(AlertConfigTest, DefaultsOverridesAndErrorsNameTheLine) {
@@ -354,12 +359,17 @@ degraded_link: {severity: critical}
       {"window: soon\n", "line 1: window must be a duration"},
       {"raise_after: 0\n", "line 1: raise_after must be a whole number from 1 to 1000"},
       {"clear_after: 2.5\n", "line 1: clear_after must be a whole number"},
-      {"bad_cable:\n  symbol_errors_per_second: {warning: -1}\n", "line 2: bad_cable.symbol_errors_per_second.warning must not be negative"},
-      {"bad_cable:\n  symbol_errors_per_second: {warning: 5, critical: 1}\n", "line 2: bad_cable.symbol_errors_per_second: warning must not be above critical"},
-      {"bad_cable:\n  symbol_error_per_second: {warning: 5}\n", "line 2: unknown key 'symbol_error_per_second' in bad_cable"},
-      {"flapping_link:\n  link_downs: {warning: many}\n", "line 2: flapping_link.link_downs.warning must be a number, not 'many'"},
+      {"bad_cable:\n  symbol_errors_per_second: {warning: -1}\n",
+       "line 2: bad_cable.symbol_errors_per_second.warning must not be negative"},
+      {"bad_cable:\n  symbol_errors_per_second: {warning: 5, critical: 1}\n",
+       "line 2: bad_cable.symbol_errors_per_second: warning must not be above critical"},
+      {"bad_cable:\n  symbol_error_per_second: {warning: 5}\n",
+       "line 2: unknown key 'symbol_error_per_second' in bad_cable"},
+      {"flapping_link:\n  link_downs: {warning: many}\n",
+       "line 2: flapping_link.link_downs.warning must be a number, not 'many'"},
       {"miswiring: {severity: page}\n", "line 1: miswiring.severity must be warning or critical"},
-      {"congestion: {xmit_wait_tick_multiplier: 0}\n", "line 1: congestion.xmit_wait_tick_multiplier must be from 1 to 256"},
+      {"congestion: {xmit_wait_tick_multiplier: 0}\n",
+       "line 1: congestion.xmit_wait_tick_multiplier must be from 1 to 256"},
       {"thresholds: 1\n", "line 1: unknown key 'thresholds' in the file"},
       {"window: [1\n", "line 2: not YAML"},
       {"- 1\n", "line 1: the file must be a map of keys"},

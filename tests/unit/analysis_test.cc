@@ -1,12 +1,13 @@
 // Tier ranking, tree verdict, asymmetry and degraded links on hand-built
 // fabrics.
 
+#include "topology/analysis.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
 #include "tests/unit/fabric_builder.h"
-#include "topology/analysis.h"
 #include "topology/link_rate.h"
 
 namespace ibfabric::topology {

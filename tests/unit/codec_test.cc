@@ -2,13 +2,14 @@
 // ibsim (tests/tools/capture_mad against a leaf port with planted values),
 // delivered through the fake transport and the real engine.
 
+#include "transport/codec.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <string>
 
 #include "transport/attributes.h"
-#include "transport/codec.h"
 #include "transport/mad_engine.h"
 #include "transport/testing/fake_mad_port.h"
 
@@ -47,7 +48,8 @@ constexpr const char* kPortCountersExtendedHex =
 
 MadBytes FromHex(const std::string& hex) {
   MadBytes b{};
-  for (std::size_t i = 0; i < kMadSize; ++i) b[i] = static_cast<std::uint8_t>(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
+  for (std::size_t i = 0; i < kMadSize; ++i)
+    b[i] = static_cast<std::uint8_t>(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
   return b;
 }
 
@@ -117,8 +119,8 @@ TEST(CodecTest, RequestsCarryPortSelectAndClass) {
 TEST(CodecTest, DirectedRouteCarriesThePath) {
   const MadBytes m = EncodeRequest(NodeInfoQuery(MadAddress::Directed({1, 20, 3})), 5);
   EXPECT_EQ(m[1], 0x81);
-  EXPECT_EQ(m[7], 3);               // HopCount (IBTA 14.2.1.2, byte 7)
-  EXPECT_EQ(m[128 + 1], 1);         // InitialPath[1..3] at byte 128
+  EXPECT_EQ(m[7], 3);        // HopCount (IBTA 14.2.1.2, byte 7)
+  EXPECT_EQ(m[128 + 1], 1);  // InitialPath[1..3] at byte 128
   EXPECT_EQ(m[128 + 2], 20);
   EXPECT_EQ(m[128 + 3], 3);
   const MadBytes r = EncodeResponse(m, std::vector<std::uint8_t>(64, 0xee), 0);
@@ -193,10 +195,10 @@ TEST(CodecTest, DecodesPartitionEnforcementFields) {
 TEST(CodecTest, DecodesSmInfoByTheSpecsLayout) {
   MadBytes m{};
   std::uint8_t* data = m.data() + kMadDataOffset;
-  const std::uint8_t bytes[] = {0x00, 0x02, 0xc9, 0x03, 0x00, 0xa1, 0xb2, 0xc3,   // GUID
-                                0, 0, 0, 0, 0, 0, 0, 0,                           // SM_Key
-                                0x00, 0x01, 0x02, 0x03,                           // ActCount
-                                0xa3};                                            // priority 10, master
+  const std::uint8_t bytes[] = {0x00, 0x02, 0xc9, 0x03, 0x00, 0xa1, 0xb2, 0xc3,  // GUID
+                                0,    0,    0,    0,    0,    0,    0,    0,     // SM_Key
+                                0x00, 0x01, 0x02, 0x03,                          // ActCount
+                                0xa3};                                           // priority 10, master
   std::memcpy(data, bytes, sizeof bytes);
   SmInfo s = DecodeSmInfo(m);
   EXPECT_EQ(s.guid, 0x0002c90300a1b2c3u);

@@ -1,6 +1,6 @@
-#include <gtest/gtest.h>
-
 #include "collectors/counter_store.h"
+
+#include <gtest/gtest.h>
 
 namespace ibfabric::collectors {
 namespace {
@@ -28,7 +28,7 @@ TEST(CounterStoreTest, FirstReadingIsTheTotalThenDeltasAdd) {
 TEST(CounterStoreTest, AClearNeverMakesTheTotalGoBack) {
   CounterStore st;
   st.Update(kPort, One(Counter::kRcvErrors, 65535), {});
-  st.Update(kPort, One(Counter::kRcvErrors, 5), {});   // cleared out of band, 5 new
+  st.Update(kPort, One(Counter::kRcvErrors, 5), {});  // cleared out of band, 5 new
   EXPECT_EQ(Total(st, Counter::kRcvErrors), 65540u);
   st.Update(kPort, One(Counter::kRcvErrors, 12), {});
   EXPECT_EQ(Total(st, Counter::kRcvErrors), 65547u);
@@ -51,7 +51,7 @@ TEST(CounterStoreTest, DataCountersGoingBackwardsAreAResetOursAreNot) {
 TEST(CounterStoreTest, AChangeOfSourceWidthRebases) {
   CounterStore st;
   st.Update(kPort, One(Counter::kXmitData, 1000, 64), {});
-  st.Update(kPort, One(Counter::kXmitData, 50, 32), {});    // other field: add nothing
+  st.Update(kPort, One(Counter::kXmitData, 50, 32), {});  // other field: add nothing
   st.Update(kPort, One(Counter::kXmitData, 80, 32), {});
   EXPECT_EQ(Total(st, Counter::kXmitData), 1030u);
 }

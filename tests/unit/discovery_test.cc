@@ -3,13 +3,14 @@
 // re-walks (Rediscover: what they send and what they find), and the
 // rotation that spreads PortInfo and LID checks over sweeps.
 
+#include "topology/discovery.h"
+
 #include <gtest/gtest.h>
 
 #include <set>
 
 #include "collectors/sweep.h"
 #include "tests/unit/fake_fabric.h"
-#include "topology/discovery.h"
 #include "topology/link_rate.h"
 #include "transport/codec.h"
 #include "transport/mad_engine.h"
@@ -43,7 +44,6 @@ struct Small {
     f.Connect(leaf1, 5, spine, 3);
   }
 };
-
 
 // How many SMPs of each routing a discovery sent, and what it found.
 struct Counted {
@@ -172,8 +172,7 @@ TEST(DiscoveryTest, DirectedRoutesOnlyWhereTheLidIsNotKnown) {
   EXPECT_EQ(c.lid_routed, 5 + 3 * 8);
   EXPECT_EQ(s.f.lid_routed_smps(), c.lid_routed);
   EXPECT_EQ(c.result.fabric.FindNode(s.f.Guid(s.spine))->description, "spine0");
-  EXPECT_EQ(c.result.fabric.FindNode(s.f.Guid(s.leaf1))->FindPort(5)->remote,
-            (PortRef{s.f.Guid(s.spine), 3}));
+  EXPECT_EQ(c.result.fabric.FindNode(s.f.Guid(s.leaf1))->FindPort(5)->remote, (PortRef{s.f.Guid(s.spine), 3}));
 }
 
 // The SM has assigned LIDs but LID routing does not reach the nodes yet:
@@ -405,8 +404,8 @@ TEST(IncrementalDiscoveryTest, WhatCannotBeTrustedAsksForAFullWalk) {
   Two t;
   const topology::Fabric base = Full(t.f, t.host0);
   // A port of a node the fabric lacks.
-  const Walked unknown = Rewalk(t.f, t.host0, base, t.f.Guid(t.host0),
-                                {{PortRef{0xdead, 1}, topology::Port{}, "trap 128"}});
+  const Walked unknown =
+      Rewalk(t.f, t.host0, base, t.f.Guid(t.host0), {{PortRef{0xdead, 1}, topology::Port{}, "trap 128"}});
   EXPECT_FALSE(unknown.result.trusted);
 }
 

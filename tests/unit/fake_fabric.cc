@@ -53,9 +53,7 @@ void FakeFabric::SetLinkDown(int node, int port) {
   p.up = false;
 }
 
-void FakeFabric::SetCounters(int node, int port, const PortCounters& c) {
-  nodes_.at(node).ports.at(port).counters = c;
-}
+void FakeFabric::SetCounters(int node, int port, const PortCounters& c) { nodes_.at(node).ports.at(port).counters = c; }
 void FakeFabric::SetExtended(int node, int port, const PortCountersExtended& c) {
   nodes_.at(node).ports.at(port).extended = c;
 }
@@ -66,8 +64,7 @@ transport::testing::FakeMadPort::Responder FakeFabric::Responder(int local, int 
   };
 }
 
-std::optional<MadBytes> FakeFabric::Answer(int local, int local_port, const MadAddress& to,
-                                           const MadBytes& req) {
+std::optional<MadBytes> FakeFabric::Answer(int local, int local_port, const MadAddress& to, const MadBytes& req) {
   const MadHeader h = DecodeHeader(req);
   if (h.mgmt_class == static_cast<std::uint8_t>(MgmtClass::kSubnDirectRoute)) {
     // Walk the route: each hop leaves the current node by the given port.

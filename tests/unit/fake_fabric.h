@@ -40,9 +40,7 @@ class FakeFabric {
     nodes_.at(node).xdr_advertised = advertised;
   }
   void SetLid(int node, std::uint16_t lid) { nodes_.at(node).lid = lid; }
-  const transport::PortCounters& Counters(int node, int port) const {
-    return nodes_.at(node).ports.at(port).counters;
-  }
+  const transport::PortCounters& Counters(int node, int port) const { return nodes_.at(node).ports.at(port).counters; }
   int sets() const { return sets_; }
   void Silence(int node) { nodes_.at(node).silent = true; }  // answers nothing
   void SetSilent(int node, bool silent) { nodes_.at(node).silent = silent; }

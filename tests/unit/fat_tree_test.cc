@@ -1,6 +1,6 @@
-#include <gtest/gtest.h>
-
 #include "tests/testbed/fat_tree.h"
+
+#include <gtest/gtest.h>
 
 namespace ibfabric::testbed {
 namespace {

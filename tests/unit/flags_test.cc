@@ -1,7 +1,8 @@
+#include "exporter/flags.h"
+
 #include <gtest/gtest.h>
 
 #include "collectors/registry.h"
-#include "exporter/flags.h"
 
 namespace ibfabric::exporter {
 namespace {
@@ -51,14 +52,14 @@ TEST(FlagsTest, ListenAddressForms) {
 }
 
 TEST(FlagsTest, ErrorsNameTheFlag) {
-  for (const auto& [args, needle] : std::vector<std::pair<std::vector<std::string>, std::string>>{
-           {{"--bogus"}, "unknown flag --bogus"},
-           {{"--mad.window=x"}, "--mad.window"},
-           {{"--mad.timeout=0ms"}, "--mad.timeout"},
-           {{"--once=yes"}, "takes no value"},
-           {{"--ib.ca"}, "needs a value"},
-           {{"stray"}, "unexpected argument 'stray'"},
-           {{"--sweep.interval=10"}, "not a duration"}}) {
+  for (const auto& [args, needle] :
+       std::vector<std::pair<std::vector<std::string>, std::string>>{{{"--bogus"}, "unknown flag --bogus"},
+                                                                     {{"--mad.window=x"}, "--mad.window"},
+                                                                     {{"--mad.timeout=0ms"}, "--mad.timeout"},
+                                                                     {{"--once=yes"}, "takes no value"},
+                                                                     {{"--ib.ca"}, "needs a value"},
+                                                                     {{"stray"}, "unexpected argument 'stray'"},
+                                                                     {{"--sweep.interval=10"}, "not a duration"}}) {
     const auto r = ParseFlags(args);
     EXPECT_EQ(r.action, Action::kError) << args[0];
     EXPECT_NE(r.error.find(needle), std::string::npos) << r.error;
@@ -83,7 +84,8 @@ TEST(FlagsTest, Durations) {
 TEST(FlagsTest, CollectorsFromTheRegistry) {
   auto f = ParseFlags({"--no-collector.routing", "--no-collector.partitions", "--collector.fat_tree"});
   ASSERT_EQ(f.action, ParsedFlags::Action::kRun) << f.error;
-  EXPECT_EQ(f.config.collectors, (std::map<std::string, bool>{{"fat_tree", true}, {"partitions", false}, {"routing", false}}));
+  EXPECT_EQ(f.config.collectors,
+            (std::map<std::string, bool>{{"fat_tree", true}, {"partitions", false}, {"routing", false}}));
   std::vector<std::string> on;
   std::string error;
   ASSERT_TRUE(collectors::EnabledCollectors(f.config.collectors, &on, &error)) << error;

@@ -2,6 +2,8 @@
 // readiness, paths, TLS and basic auth from a web config, and hardening
 // (methods, sizes, traversal, slow clients).
 
+#include "exporter/http_server.h"
+
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -11,7 +13,6 @@
 
 #include <chrono>
 
-#include "exporter/http_server.h"
 #include "tests/testbed/certificates.h"
 
 namespace ibfabric::exporter {
@@ -49,7 +50,9 @@ class RawClient {
   }
   ~RawClient() { close(fd_); }
   bool connected() const { return connected_; }
-  bool Send(const std::string& bytes) { return ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(bytes.size()); }
+  bool Send(const std::string& bytes) {
+    return ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(bytes.size());
+  }
   // Everything until the server closes (or 10 s pass).
   std::string ReadAll() {
     std::string out;
@@ -176,7 +179,8 @@ TEST(HttpServerTest, BasicAuthRightWrongAndUnknownUsersProbesStayOpen) {
   // A malformed header is a 401, not a crash.
   for (const char* bad : {"Basic", "Basic !!!!", "Basic cHJvbWV0aGV1cw==", "Bearer abc", "Basic ====", "Basic Og=="}) {
     RawClient raw(http.bound_port());
-    ASSERT_TRUE(raw.Send(std::string("GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: ") + bad + "\r\n\r\n"));
+    ASSERT_TRUE(raw.Send(std::string("GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: ") + bad +
+                         "\r\n\r\n"));
     EXPECT_EQ(raw.StatusLine(), "HTTP/1.1 401 Unauthorized") << bad;
   }
   httplib::Client anon("127.0.0.1", http.bound_port());
@@ -289,12 +293,14 @@ TEST(HttpServerTest, OnlyGetAndHeadOnKnownPathsWithinSizeLimits) {
   };
   const std::string tail = " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n";
   for (const char* method : {"POST", "PUT", "DELETE", "PATCH", "OPTIONS"}) {
-    EXPECT_EQ(status(std::string(method) + " /metrics" + tail + "Content-Length: 0\r\n\r\n"), "HTTP/1.1 405 Method Not Allowed") << method;
+    EXPECT_EQ(status(std::string(method) + " /metrics" + tail + "Content-Length: 0\r\n\r\n"),
+              "HTTP/1.1 405 Method Not Allowed")
+        << method;
   }
   EXPECT_EQ(status("HEAD /metrics" + tail + "\r\n"), "HTTP/1.1 200 OK");
   EXPECT_EQ(status("GET /metrics" + tail + "\r\n"), "HTTP/1.1 200 OK");
-  for (const char* path : {"/../../etc/passwd", "/%2e%2e/%2e%2e/etc/passwd", "/metrics/../../etc/passwd", "//etc/passwd",
-                           "/api/v1/../../../etc/passwd"}) {
+  for (const char* path : {"/../../etc/passwd", "/%2e%2e/%2e%2e/etc/passwd", "/metrics/../../etc/passwd",
+                           "//etc/passwd", "/api/v1/../../../etc/passwd"}) {
     const std::string line = status(std::string("GET ") + path + tail + "\r\n");
     EXPECT_TRUE(line == "HTTP/1.1 404 Not Found" || line == "HTTP/1.1 400 Bad Request") << path << ": " << line;
   }

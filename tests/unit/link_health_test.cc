@@ -2,19 +2,19 @@
 // their readings counts each planted flap once, and tells a host reset and
 // a switch reboot from flaps.
 
+#include "collectors/link_health.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <random>
 
-#include "collectors/link_health.h"
 #include "tests/model/hardware_model.h"
 #include "tests/unit/fabric_builder.h"
 #include "tests/unit/fake_fabric.h"
 #include "topology/discovery.h"
 #include "topology/merge.h"
 #include "transport/mad_engine.h"
-
 
 namespace ibfabric {
 namespace {
@@ -60,9 +60,7 @@ struct Sweeps {
     }
     return it->second;
   }
-  void Add(const PortRef& p, collectors::Counter c, std::uint64_t n) {
-    Totals(p).total[collectors::Index(c)] += n;
-  }
+  void Add(const PortRef& p, collectors::Counter c, std::uint64_t n) { Totals(p).total[collectors::Index(c)] += n; }
   // One sweep: each end read with probability `read` (else stale), the
   // switch ends' PortInfo likewise; `down` switch ports read Down.
   void Observe(collectors::LinkHealth& h, double read, const std::set<PortRef>& down = {},

@@ -3,11 +3,12 @@
 // subscription and Reports on the wire, and the engine taking Reports in
 // (acknowledged, once).
 
+#include "transport/mad_engine.h"
+
 #include <gtest/gtest.h>
 
 #include "transport/attributes.h"
 #include "transport/codec.h"
-#include "transport/mad_engine.h"
 #include "transport/testing/encoders.h"
 #include "transport/testing/fake_mad_port.h"
 
@@ -30,7 +31,8 @@ std::optional<MadBytes> Echo(const MadAddress& to, const MadBytes& req) {
 
 std::vector<MadRequest> Requests(int n) {
   std::vector<MadRequest> v;
-  for (int i = 0; i < n; ++i) v.push_back(PortCountersQuery(static_cast<std::uint16_t>(1 + i / 36), static_cast<std::uint8_t>(1 + i % 36)));
+  for (int i = 0; i < n; ++i)
+    v.push_back(PortCountersQuery(static_cast<std::uint16_t>(1 + i / 36), static_cast<std::uint8_t>(1 + i % 36)));
   return v;
 }
 
@@ -149,8 +151,7 @@ TEST(TrapWireTest, SubscriptionIsAnSaSetOfInformInfo) {
   EXPECT_EQ(d[23], 1);
   EXPECT_EQ((d[26] << 8) | d[27], 128);
   EXPECT_EQ(d[35], 0xff);
-  EXPECT_EQ(transport::EncodeRequest(transport::InformInfoSubscribe(7, 64, false), 1)[56 + 23], 0)
-      << "unsubscribe";
+  EXPECT_EQ(transport::EncodeRequest(transport::InformInfoSubscribe(7, 64, false), 1)[56 + 23], 0) << "unsubscribe";
 }
 
 TEST(TrapWireTest, NoticesDecodeAndReportsAreAcknowledged) {
@@ -184,18 +185,20 @@ TEST(TrapWireTest, NoticesDecodeAndReportsAreAcknowledged) {
   EXPECT_EQ(h.tid, 0xabcdefu);
   EXPECT_EQ(h.attr_id, 0x0002);
   EXPECT_FALSE(transport::IsNoticeReport(ack));
-  EXPECT_FALSE(transport::IsNoticeReport(transport::EncodeRequest(transport::NodeInfoQuery(transport::MadAddress::Lid(3)), 9)));
+  EXPECT_FALSE(
+      transport::IsNoticeReport(transport::EncodeRequest(transport::NodeInfoQuery(transport::MadAddress::Lid(3)), 9)));
 }
 
 TEST(TrapEngineTest, ReportsAreAcknowledgedAndTakenOnce) {
   std::vector<std::pair<std::uint16_t, MadBytes>> acks;
-  transport::testing::FakeMadPort port([&](const transport::MadAddress& to, const transport::MadBytes& m) -> std::optional<MadBytes> {
-    if (transport::DecodeHeader(m).method == 0x86) {
-      acks.emplace_back(to.lid, m);
-      return std::nullopt;
-    }
-    return transport::EncodeResponse(m, {});
-  });
+  transport::testing::FakeMadPort port(
+      [&](const transport::MadAddress& to, const transport::MadBytes& m) -> std::optional<MadBytes> {
+        if (transport::DecodeHeader(m).method == 0x86) {
+          acks.emplace_back(to.lid, m);
+          return std::nullopt;
+        }
+        return transport::EncodeResponse(m, {});
+      });
   transport::MadEngine engine(port, {});
   transport::Notice n;
   n.trap_number = 128;

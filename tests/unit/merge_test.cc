@@ -4,6 +4,8 @@
 // fabric every time: the same names, LIDs and links; a real change (a new
 // NodeDescription, a cable that went down) still shows.
 
+#include "topology/merge.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -14,9 +16,7 @@
 #include "tests/unit/fabric_builder.h"
 #include "tests/unit/fake_fabric.h"
 #include "topology/discovery.h"
-#include "topology/merge.h"
 #include "transport/mad_engine.h"
-
 
 namespace ibfabric {
 namespace {

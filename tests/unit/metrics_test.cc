@@ -1,8 +1,9 @@
 // Rendering a hand-built snapshot: names, labels, units and absences.
 
+#include "collectors/metrics.h"
+
 #include <gtest/gtest.h>
 
-#include "collectors/metrics.h"
 #include "collectors/registry.h"
 #include "tests/testbed/prom_text.h"
 
@@ -89,7 +90,8 @@ TEST(MetricsTest, PortCountersUseTreydockNamesAndLabels) {
 
 TEST(MetricsTest, InfoAndSelfMetrics) {
   const Scrape m = Scrape::Parse(collectors::RenderExposition(Build(), "1.2.3"));
-  EXPECT_EQ(m.Value("infiniband_switch_info", {{"guid", "0x00000000000000a1"}, {"switch", "ib-leaf01"}, {"lid", "5"}}), 1);
+  EXPECT_EQ(m.Value("infiniband_switch_info", {{"guid", "0x00000000000000a1"}, {"switch", "ib-leaf01"}, {"lid", "5"}}),
+            1);
   EXPECT_EQ(m.Value("infiniband_hca_info", {{"guid", "0x00000000000000c1"}, {"hca", "cn0001"}, {"lid", "9"}}), 1);
   EXPECT_EQ(m.Value("infiniband_switch_uplink_info", {{"guid", "0x00000000000000a1"},
                                                       {"port", "3"},
@@ -99,7 +101,8 @@ TEST(MetricsTest, InfoAndSelfMetrics) {
                                                       {"uplink_lid", "9"},
                                                       {"uplink_type", "CA"}}),
             1);
-  EXPECT_EQ(m.Value("infiniband_hca_uplink_info", {{"hca", "cn0001"}, {"uplink", "ib-leaf01"}, {"uplink_type", "SW"}}), 1);
+  EXPECT_EQ(m.Value("infiniband_hca_uplink_info", {{"hca", "cn0001"}, {"uplink", "ib-leaf01"}, {"uplink_type", "SW"}}),
+            1);
   EXPECT_EQ(m.Value("infiniband_exporter_build_info", {{"version", "1.2.3"}}), 1);
   // The exporter's load by kind of MAD.
   EXPECT_EQ(m.Value("infiniband_exporter_mads_sent_total", {{"class", "gmp"}}), 70);
@@ -109,7 +112,9 @@ TEST(MetricsTest, InfoAndSelfMetrics) {
   EXPECT_EQ(m.Value("infiniband_exporter_mad_failures_total", {{"class", "gmp"}, {"reason", "remote_error"}}), 2);
   EXPECT_EQ(m.Value("infiniband_exporter_mad_failures_total", {{"class", "gmp"}, {"reason", "redirect"}}), 1);
   EXPECT_EQ(m.Value("infiniband_exporter_mad_round_trip_seconds", {{"class", "gmp"}}), 0.0004);
-  EXPECT_EQ(m.Value("infiniband_exporter_last_run_mads", {{"phase", "sweep"}, {"class", "lid_smp"}, {"outcome", "sent"}}), 12);
+  EXPECT_EQ(
+      m.Value("infiniband_exporter_last_run_mads", {{"phase", "sweep"}, {"class", "lid_smp"}, {"outcome", "sent"}}),
+      12);
   EXPECT_EQ(m.Value("infiniband_exporter_last_run_mads",
                     {{"phase", "discovery"}, {"class", "dr_smp"}, {"outcome", "retried"}}),
             4);

@@ -1,7 +1,8 @@
+#include "topology/node_name_map.h"
+
 #include <gtest/gtest.h>
 
 #include "tests/testbed/process.h"
-#include "topology/node_name_map.h"
 
 namespace ibfabric::topology {
 namespace {
@@ -9,12 +10,13 @@ namespace {
 TEST(NodeNameMapTest, FormatsInfinibandDiagsAccepts) {
   NodeNameMap m;
   std::string error;
-  ASSERT_TRUE(ParseNodeNameMap("# comment\n"
-                               "\n"
-                               "0x0002c90300a1b2c3 \"leaf01 (rack 3)\"\n"
-                               "  0x10   spine-1   # trailing comment\n"
-                               "17 \"quoted # not a comment\"\n",
-                               &m, &error))
+  ASSERT_TRUE(
+      ParseNodeNameMap("# comment\n"
+                       "\n"
+                       "0x0002c90300a1b2c3 \"leaf01 (rack 3)\"\n"
+                       "  0x10   spine-1   # trailing comment\n"
+                       "17 \"quoted # not a comment\"\n",
+                       &m, &error))
       << error;
   EXPECT_EQ(m.at(0x0002c90300a1b2c3ULL), "leaf01 (rack 3)");
   EXPECT_EQ(m.at(0x10), "spine-1");

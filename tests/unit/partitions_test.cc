@@ -14,9 +14,10 @@ namespace {
 TEST(PartitionsTest, ParsesAPlan) {
   PartitionPlan p;
   std::string error;
-  ASSERT_TRUE(ParsePartitionPlan("partitions:\n  - name: default\n    pkey: 0x7fff\n    full: all\n"
-                                 "  - name: t\n    pkey: 0x8001\n    full: [cn1, 0x0000000000000105]\n    limited: [cn3]\n",
-                                 &p, &error))
+  ASSERT_TRUE(
+      ParsePartitionPlan("partitions:\n  - name: default\n    pkey: 0x7fff\n    full: all\n"
+                         "  - name: t\n    pkey: 0x8001\n    full: [cn1, 0x0000000000000105]\n    limited: [cn3]\n",
+                         &p, &error))
       << error;
   ASSERT_EQ(p.partitions.size(), 2u);
   EXPECT_TRUE(p.partitions[0].all_full);
@@ -63,21 +64,24 @@ TEST(PartitionsTest, OddPortsOnALeafAndAgainstAPlan) {
   ASSERT_EQ(a.findings.size(), 1u);
   EXPECT_EQ(a.findings[0].kind, FindingKind::kPartitionMismatch);
   EXPECT_EQ(a.findings[0].node, b.Guid(hosts[3]));
-  EXPECT_EQ(a.findings[0].detail, "cn4[1] holds {0x0001 limited, 0x7fff full} where 3 of 4 HCA ports on leaf1 hold {0x7fff full}");
+  EXPECT_EQ(a.findings[0].detail,
+            "cn4[1] holds {0x0001 limited, 0x7fff full} where 3 of 4 HCA ports on leaf1 hold {0x7fff full}");
 
   PartitionPlan plan;
   std::string error;
-  ASSERT_TRUE(ParsePartitionPlan("partitions:\n  - pkey: 0x7fff\n    full: all\n  - pkey: 0x0001\n    limited: [cn4]\n"
-                                 "    full: [cn1]\n",
-                                 &plan, &error))
+  ASSERT_TRUE(
+      ParsePartitionPlan("partitions:\n  - pkey: 0x7fff\n    full: all\n  - pkey: 0x0001\n    limited: [cn4]\n"
+                         "    full: [cn1]\n",
+                         &plan, &error))
       << error;
   const PartitionAnalysis with_plan = AnalyzePartitions(f, t, &plan);
   std::vector<std::string> plan_findings;
   for (const auto& x : with_plan.findings) {
     if (x.kind == FindingKind::kPartitionPlanMismatch) plan_findings.push_back(x.detail);
   }
-  EXPECT_EQ(plan_findings, (std::vector<std::string>{
-                               "cn1[1] holds {0x7fff full}, the partition plan says {0x0001 full, 0x7fff full}"}));
+  EXPECT_EQ(
+      plan_findings,
+      (std::vector<std::string>{"cn1[1] holds {0x7fff full}, the partition plan says {0x0001 full, 0x7fff full}"}));
 }
 
 // Switch ports against the CA ports they face: a partition the switch port
@@ -101,8 +105,8 @@ TEST(PartitionsTest, SwitchPortsAgainstTheHcaTheyFace) {
   t[{b.Guid(leaf), 3}] = {0x0001, 0xffff};          // limited where cn3 is full: same partitions
   PartitionPlan plan;
   std::string error;
-  ASSERT_TRUE(ParsePartitionPlan("partitions:\n  - pkey: 0x7fff\n    full: all\n  - pkey: 0x0001\n    full: [cn1, cn2, cn3]\n",
-                                 &plan, &error))
+  ASSERT_TRUE(ParsePartitionPlan(
+      "partitions:\n  - pkey: 0x7fff\n    full: all\n  - pkey: 0x0001\n    full: [cn1, cn2, cn3]\n", &plan, &error))
       << error;
   const PartitionAnalysis a = AnalyzePartitions(f, t, &plan);
   ASSERT_EQ(a.findings.size(), 2u);

@@ -1,10 +1,11 @@
+#include "topology/plan.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
 #include "tests/testbed/fat_tree.h"
 #include "tests/unit/fabric_builder.h"
-#include "topology/plan.h"
 
 namespace ibfabric::topology {
 namespace {
@@ -105,9 +106,11 @@ TEST(PlanParseTest, JsonPlansAndTheirErrors) {
        "line 2: links[0]: missing \"b\""},
       {"{\"links\": [{\"a\": {\"node\": \"x\", \"port\": 1}, \"b\": {\"node\": \"y\", \"port\": 999}}]}",
        "line 1: links[0]: b.port must be an integer 0..254"},
-      {"{\"links\": [\n{\"a\": {\"node\": \"x\", \"port\": 1}, \"b\": {\"node\": \"y\", \"port\": 2}, \"rate\": \"fast\"}]}",
+      {"{\"links\": [\n{\"a\": {\"node\": \"x\", \"port\": 1}, \"b\": {\"node\": \"y\", \"port\": 2}, \"rate\": "
+       "\"fast\"}]}",
        "line 2: links[0]: rate must read like 4xHDR"},
-      {"{\"links\": [{\"a\": {\"node\": \"x\", \"port\": 1}, \"b\": {\"node\": \"y\", \"port\": 2, \"guid\": \"0xzz\"}}]}",
+      {"{\"links\": [{\"a\": {\"node\": \"x\", \"port\": 1}, \"b\": {\"node\": \"y\", \"port\": 2, \"guid\": "
+       "\"0xzz\"}}]}",
        "line 1: links[0]: b.guid is not a GUID"},
   };
   for (const auto& [text, want] : cases) {
@@ -162,11 +165,13 @@ tiers:
       {"links:\n  - a: {node: x, port: 1}\n  - a: {node: x, port: 2}\n", "line 2: links[0]: missing \"b\""},
       {"links:\n  - a: {node: x, port: 1}\n    b: {node: y, port: \"2\"}\n",
        "line 2: links[0]: b.port must be an integer 0..254"},
-      {"links:\n  - a: {node: x, port: 1}\n    b: {node: y, port: 2}\n  - a: {node: x, port: 300}\n    b: {node: y, port: 3}\n",
+      {"links:\n  - a: {node: x, port: 1}\n    b: {node: y, port: 2}\n  - a: {node: x, port: 300}\n    b: {node: y, "
+       "port: 3}\n",
        "line 4: links[1]: a.port must be an integer 0..254"},
       {"links:\n  - a: {node: x, port: 1}\n    b: {node: y, port: 2}\n    rate: fast\n",
        "line 2: links[0]: rate must read like 4xHDR"},
-      {"links:\n  - a: {node: x, port: 1}\n    b: {node: y, port: 1}\n  - a: {node: x, port: 1}\n    b: {node: z, port: 1}\n",
+      {"links:\n  - a: {node: x, port: 1}\n    b: {node: y, port: 1}\n  - a: {node: x, port: 1}\n    b: {node: z, "
+       "port: 1}\n",
        "line 4: links[1]: "},
       {"a: &a [1, 2]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\nc: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\n"
        "d: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\ne: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]\n"
@@ -249,9 +254,10 @@ TEST(PlanDiffTest, TwoCablesSwappedOnTheSameNeighbour) {
   for (const auto& f : d) {
     if (f.kind == FindingKind::kPlanWrongRemotePort) details.insert(f.detail);
   }
-  EXPECT_EQ(details, (std::set<std::string>{
-                         "planned leaf0[5] - spine0[1] (plan line 4): leaf0[5] goes to spine0[2], spine0[1] to leaf0[6]",
-                         "planned leaf0[6] - spine0[2] (plan line 5): leaf0[6] goes to spine0[1], spine0[2] to leaf0[5]"}));
+  EXPECT_EQ(details,
+            (std::set<std::string>{
+                "planned leaf0[5] - spine0[1] (plan line 4): leaf0[5] goes to spine0[2], spine0[1] to leaf0[6]",
+                "planned leaf0[6] - spine0[2] (plan line 5): leaf0[6] goes to spine0[1], spine0[2] to leaf0[5]"}));
 }
 
 TEST(PlanDiffTest, CablesSwappedBetweenNeighbours) {
@@ -260,7 +266,8 @@ TEST(PlanDiffTest, CablesSwappedBetweenNeighbours) {
   EXPECT_EQ(Count(d)[FindingKind::kPlanWrongRemoteNode], 2);
   bool named = false;
   for (const auto& f : d) {
-    named |= f.detail.find("planned leaf1[5] - spine0[3] (plan line 6): leaf1[5] goes to spine1[3], spine0[3] to leaf1[6]") !=
+    named |= f.detail.find(
+                 "planned leaf1[5] - spine0[3] (plan line 6): leaf1[5] goes to spine1[3], spine0[3] to leaf1[6]") !=
              std::string::npos;
   }
   EXPECT_TRUE(named);

@@ -4,13 +4,14 @@
 // another GUID), and that a collector turned off sends none of its MADs
 // and renders none of its families.
 
+#include "exporter/poller.h"
+
 #include <gtest/gtest.h>
 
 #include <map>
 
 #include "collectors/log.h"
 #include "collectors/registry.h"
-#include "exporter/poller.h"
 #include "exporter/snapshot_holder.h"
 #include "tests/testbed/prom_text.h"
 #include "tests/unit/fake_fabric.h"

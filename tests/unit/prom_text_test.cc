@@ -1,6 +1,6 @@
-#include <gtest/gtest.h>
-
 #include "tests/testbed/prom_text.h"
+
+#include <gtest/gtest.h>
 
 namespace ibfabric::testbed {
 namespace {

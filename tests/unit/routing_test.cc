@@ -97,7 +97,7 @@ TEST(RoutingTest, AnUplinkCarryingNothingIsAnImbalance) {
 TEST(RoutingTest, HolesAndDownPortsAreUnrouted) {
   Tree t;
   t.Route(t.spine[1], t.Lid(t.host[4]), transport::kLftNoPort);  // a hole
-  t.tables[t.b.Guid(t.leaf[1])].resize(t.Lid(t.host[5]));          // LinearFDBTop below a LID
+  t.tables[t.b.Guid(t.leaf[1])].resize(t.Lid(t.host[5]));        // LinearFDBTop below a LID
   const auto found = t.Run();
   EXPECT_EQ(found.at(FindingKind::kUnroutedDestination), 2);
   EXPECT_EQ(t.routing.switches.at(t.b.Guid(t.spine[1])).unrouted, 1);

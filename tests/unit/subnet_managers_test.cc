@@ -4,9 +4,9 @@
 
 #include "collectors/subnet_managers.h"
 
-#include "collectors/api_json.h"
-
 #include <gtest/gtest.h>
+
+#include "collectors/api_json.h"
 
 namespace ibfabric::collectors {
 namespace {
@@ -111,16 +111,16 @@ TEST(SubnetManagersTest, OurOwnQueriesAloneDoNotCountAsSweeping) {
   std::uint32_t act = 7;
   for (int i = 0; i <= 40; ++i) {
     act += i % 5 == 0 ? 3 : 1;
-    m.Update({Answer(0x100, act, SmState::kMaster, 3), Answer(0x200, 1, SmState::kStandby, 1)}, fabric,
-             t0 + seconds(i), w0 + seconds(i));
+    m.Update({Answer(0x100, act, SmState::kMaster, 3), Answer(0x200, 1, SmState::kStandby, 1)}, fabric, t0 + seconds(i),
+             w0 + seconds(i));
   }
   SmReport r = m.Report();
   EXPECT_FALSE(r.master_sweeping);
   EXPECT_EQ(Conditions(r), (std::set<std::string>{"master_not_sweeping"}));
   // A light sweep (one SMP per switch and more) is activity again.
   act += 40;
-  m.Update({Answer(0x100, act, SmState::kMaster, 3), Answer(0x200, 1, SmState::kStandby, 1)}, fabric,
-           t0 + seconds(41), w0 + seconds(41));
+  m.Update({Answer(0x100, act, SmState::kMaster, 3), Answer(0x200, 1, SmState::kStandby, 1)}, fabric, t0 + seconds(41),
+           w0 + seconds(41));
   EXPECT_TRUE(m.Report().master_sweeping);
   EXPECT_TRUE(Conditions(m.Report()).empty());
 }

@@ -2,9 +2,10 @@
 // decide what is asked and what is exported; LIDs that moved are caught;
 // opt-in clearing; pinned counters (collectors/sweep.h).
 
+#include "collectors/sweep.h"
+
 #include <gtest/gtest.h>
 
-#include "collectors/sweep.h"
 #include "collectors/metrics.h"
 #include "tests/testbed/prom_text.h"
 #include "tests/unit/fake_fabric.h"
@@ -183,8 +184,8 @@ TEST(ClearTest, ThresholdMasksAndContinuity) {
     s.bits[Index(c)] = bits;
     s.present.set(Index(c));
   };
-  set(Counter::kRcvErrors, 49150, 16);       // just below 75% of 65535 (49151)
-  set(Counter::kXmitData, 1ULL << 50, 64);   // 64-bit: never cleared
+  set(Counter::kRcvErrors, 49150, 16);      // just below 75% of 65535 (49151)
+  set(Counter::kXmitData, 1ULL << 50, 64);  // 64-bit: never cleared
   const collectors::SweepTarget t{{0x5, 1}, 9, {}};
   EXPECT_FALSE(collectors::ClearNeeded(t, s, 75));
   set(Counter::kRcvErrors, 49151, 16);
@@ -193,7 +194,7 @@ TEST(ClearTest, ThresholdMasksAndContinuity) {
   const auto req = collectors::ClearNeeded(t, s, 75);
   ASSERT_TRUE(req);
   EXPECT_EQ(req->select, (1u << 3) | (1u << 2));  // PortRcvErrors, LinkDownedCounter
-  EXPECT_EQ(req->select2, 1u);                     // PortXmitWait
+  EXPECT_EQ(req->select2, 1u);                    // PortXmitWait
   EXPECT_TRUE(req->counters.test(Index(Counter::kRcvErrors)));
   EXPECT_FALSE(req->counters.test(Index(Counter::kXmitData)));
 

@@ -23,7 +23,8 @@ TEST(WebConfigTest, ReadsTlsAuthAndHeadersWithPathsRelativeToTheFile) {
       "  headers:\n"
       "    Strict-Transport-Security: max-age=31536000\n"
       "basic_auth_users:\n"
-      "  prometheus: " + hash + "\n";
+      "  prometheus: " +
+      hash + "\n";
   WebConfig c;
   std::string error;
   ASSERT_TRUE(ParseWebConfig(text, "/srv/web", &c, &error)) << error;
@@ -56,7 +57,8 @@ TEST(WebConfigTest, RefusesWhatItCannotHonourNamingTheLine) {
        "line 4: tls_server_config.client_auth_type must be one of"},
       {"tls_server_config:\n  cert_file: a\n  key_file: b\n  client_auth_type: RequireAndVerifyClientCert\n",
        "client_ca_file is required"},
-      {"tls_server_config:\n  cert_file: a\n  key_file: b\n  min_version: TLS14\n", "line 4: tls_server_config.min_version"},
+      {"tls_server_config:\n  cert_file: a\n  key_file: b\n  min_version: TLS14\n",
+       "line 4: tls_server_config.min_version"},
       {"tls_server_config:\n  cert_file: a\n  key_file: b\n  min_version: TLS13\n  max_version: TLS12\n",
        "max_version is below min_version"},
       {"tls_server_config:\n  cert_file: a\n  key_file: b\n  cipher_suites: [TLS_AES_128_GCM_SHA256]\n",
@@ -65,7 +67,8 @@ TEST(WebConfigTest, RefusesWhatItCannotHonourNamingTheLine) {
       {"basic_auth_users:\n  alice: plaintext\n", "line 2: basic_auth_users.alice is not a bcrypt hash"},
       {"basic_auth_users:\n  alice: " + hash.substr(0, 59) + "\n", "is not a bcrypt hash"},
       {"basic_auth_users: [alice]\n", "line 1: basic_auth_users must be a map"},
-      {"http_server_config:\n  headers:\n    Content-Length: 3\n", "line 3: http_server_config.headers: header 'Content-Length' cannot be set"},
+      {"http_server_config:\n  headers:\n    Content-Length: 3\n",
+       "line 3: http_server_config.headers: header 'Content-Length' cannot be set"},
       {"http_server_config:\n  http2: maybe\n", "http_server_config.http2 must be true or false"},
       {"tls_config:\n  cert_file: a\n", "line 1: unknown key 'tls_config' in the file"},
       {"basic_auth_users: {a: [\n", "not YAML"},

@@ -59,8 +59,7 @@ std::vector<std::uint8_t> EncodePortInfo(const PortInfo& p) {
   b.Set(IB_PORT_CAPMASK2_F, p.capability_mask2);
   // LinkSpeedExtActive2/Supported2/Enabled2: byte 56, bits 6-5, 4-3, 2-0.
   b.bytes[56] = static_cast<std::uint8_t>((b.bytes[56] & 0x80) | (p.link_speed_ext2_active & 0x3) << 5 |
-                                          (p.link_speed_ext2_supported & 0x3) << 3 |
-                                          (p.link_speed_ext2_enabled & 0x7));
+                                          (p.link_speed_ext2_supported & 0x3) << 3 | (p.link_speed_ext2_enabled & 0x7));
   b.Set(IB_PORT_SUBN_TIMEOUT_F, p.subnet_timeout);
   b.Set(IB_PORT_RESP_TIME_VAL_F, p.resp_time_value);
   return b.bytes;
