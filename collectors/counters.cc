@@ -28,6 +28,14 @@ const std::array<CounterSpec, kCounterCount>& CounterSpecs() {
       {Counter::kUnicastRcvPkts, "unicast_receive_packets", "PortUnicastRcvPkts", 1, -1},
       {Counter::kMulticastXmitPkts, "multicast_transmit_packets", "PortMulticastXmitPkts", 1, -1},
       {Counter::kMulticastRcvPkts, "multicast_receive_packets", "PortMulticastRcvPkts", 1, -1},
+      // PortRcvErrorDetails has a CounterSelect of its own; these are not cleared.
+      {Counter::kLocalPhysicalErrors, "local_physical_errors", "PortLocalPhysicalErrors", 1, -1},
+      {Counter::kMalformedPacketErrors, "malformed_packet_errors", "PortMalformedPktErrors", 1, -1},
+      {Counter::kBufferOverrunErrors, "buffer_overrun_errors", "PortBufferOverrunErrors", 1, -1},
+      // treydock/infiniband_exporter's name (sic: "dli"), kept for its users.
+      {Counter::kDlidMappingErrors, "dli_mapping_errors", "PortDLIDMappingErrors", 1, -1},
+      {Counter::kVlMappingErrors, "vl_mapping_errors", "PortVLMappingErrors", 1, -1},
+      {Counter::kLoopingErrors, "looping_errors", "PortLoopingErrors", 1, -1},
   }};
   return kSpecs;
 }
@@ -92,6 +100,20 @@ PortSample SampleFrom(const transport::PortCounters& pc, const transport::PortCo
     set(Counter::kRcvPkts, pc.rcv_pkts, 32);
   }
   return s;
+}
+
+void AddRcvErrorDetails(const transport::PortRcvErrorDetails& d, PortSample* s) {
+  auto set = [s](Counter c, std::uint64_t v) {
+    s->value[Index(c)] = v;
+    s->bits[Index(c)] = 16;
+    s->present.set(Index(c));
+  };
+  set(Counter::kLocalPhysicalErrors, d.local_physical_errors);
+  set(Counter::kMalformedPacketErrors, d.malformed_packet_errors);
+  set(Counter::kBufferOverrunErrors, d.buffer_overrun_errors);
+  set(Counter::kDlidMappingErrors, d.dlid_mapping_errors);
+  set(Counter::kVlMappingErrors, d.vl_mapping_errors);
+  set(Counter::kLoopingErrors, d.looping_errors);
 }
 
 }  // namespace ibfabric::collectors

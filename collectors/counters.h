@@ -34,13 +34,20 @@ enum class Counter : std::uint8_t {
   kUnicastRcvPkts,
   kMulticastXmitPkts,
   kMulticastRcvPkts,
+  // PortRcvErrorDetails: what PortRcvErrors counted, by cause.
+  kLocalPhysicalErrors,
+  kMalformedPacketErrors,
+  kBufferOverrunErrors,
+  kDlidMappingErrors,
+  kVlMappingErrors,
+  kLoopingErrors,
 };
-inline constexpr std::size_t kCounterCount = 22;
+inline constexpr std::size_t kCounterCount = 28;
 
 struct CounterSpec {
   Counter id;
   const char* metric;     // infiniband_{switch,hca}_port_<metric>_total
-  const char* ibta_name;  // field name in IBTA 16.1.3.5 / 16.1.4.11 (and perfquery)
+  const char* ibta_name;  // field name in IBTA 16.1.3.5 / 16.1.4.11 / PortRcvErrorDetails (and perfquery)
   std::uint64_t scale;    // raw unit to exported base unit (data: 4 octets -> bytes)
   // Bit in PortCounters' CounterSelect (0..15) or, as 16 + n, bit n of
   // CounterSelect2 (IBTA table 225); -1 when a Set cannot clear it.
@@ -84,6 +91,10 @@ struct PortSample {
 // capabilities say is not supported is absent from the sample.
 PortSample SampleFrom(const transport::PortCounters& pc, const transport::PortCountersExtended* ext,
                       const PmaCapabilities& caps);
+// Adds PortRcvErrorDetails' six counters (16-bit) to `s`. Without it (not
+// asked this sweep, or the port lacks the attribute) they are absent from
+// the sample, and a total keeps its last value.
+void AddRcvErrorDetails(const transport::PortRcvErrorDetails& d, PortSample* s);
 
 // The largest raw value of a field `bits` wide (a sticky counter stops there).
 inline std::uint64_t MaxOf(std::uint8_t bits) { return bits >= 64 ? ~0ULL : (1ULL << bits) - 1; }

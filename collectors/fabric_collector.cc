@@ -1,6 +1,10 @@
 #include "collectors/fabric_collector.h"
 
+#include <array>
+#include <map>
+
 #include "collectors/render.h"
+#include "topology/link_rate.h"
 
 namespace ibfabric::collectors {
 namespace {
@@ -24,20 +28,58 @@ std::unique_ptr<Collector> MakeFabricCollector(const CollectorOptions&) { return
 void RenderFabric(const Snapshot& s, const Emit& out) {
   if (!s.fabric) return;
   auto sw_info = Family("infiniband_switch_info", "InfiniBand switch information", MetricType::Gauge);
-  auto hca_info = Family("infiniband_hca_info", "InfiniBand HCA information", MetricType::Gauge);
+  auto hca_info =
+      Family("infiniband_hca_info", "InfiniBand HCA port information (guid: the port GUID)", MetricType::Gauge);
   auto sw_up =
       Family("infiniband_switch_uplink_info", "The far end of the cable on each switch port", MetricType::Gauge);
   auto hca_up = Family("infiniband_hca_uplink_info", "The far end of the cable on each HCA port", MetricType::Gauge);
+  // Per port, as PortInfo last read them (SckyzO/infiniband_exporter's names).
+  std::map<bool, std::array<prometheus::MetricFamily, 5>> per_port;
+  for (const bool sw : {false, true}) {
+    const std::string role = sw ? "switch" : "hca";
+    per_port[sw] = {
+        Family("infiniband_" + role + "_port_state", "1 when the port's physical link is up (LinkUp), else 0",
+               MetricType::Gauge),
+        Family("infiniband_" + role + "_port_link_state", "PortInfo PortState: 1 Down, 2 Init, 3 Armed, 4 Active",
+               MetricType::Gauge),
+        Family("infiniband_" + role + "_port_physical_state",
+               "PortInfo PortPhysicalState: 1 Sleep, 2 Polling, 3 Disabled, 4 Training, 5 LinkUp, 6 "
+               "LinkErrorRecovery, 7 PhyTest",
+               MetricType::Gauge),
+        Family("infiniband_" + role + "_port_rate_bytes_per_second",
+               "Data rate of the active link after line encoding (width x lane rate); 0 when down", MetricType::Gauge),
+        Family("infiniband_" + role + "_port_raw_rate_bytes_per_second",
+               "Signalling rate of the active link before line encoding; 0 when down", MetricType::Gauge),
+    };
+  }
   const topology::Fabric& fabric = *s.fabric;
+  auto label_of = [&](const topology::Node& n) -> const NodeLabel& { return LabelOf(s, n.guid); };
   for (const auto& node : fabric.nodes()) {
     const bool sw = node.kind == NodeKind::kSwitch;
-    const std::string guid = FormatGuid(node.guid);
+    const NodeLabel& label = label_of(node);
     if (sw) {
-      Add(sw_info, {{"guid", guid}, {"lid", std::to_string(node.lid)}, {"switch", node.description}}, 1);
-    } else {
-      Add(hca_info, {{"guid", guid}, {"hca", node.description}, {"lid", std::to_string(node.lid)}}, 1);
+      Add(sw_info, {{"guid", FormatGuid(node.guid)}, {"lid", std::to_string(node.lid)}, {"switch", node.description}},
+          1);
     }
     for (const auto& port : node.ports) {
+      const topology::PortRef ref{node.guid, port.number};
+      const std::string guid = FormatGuid(SeriesGuid(ref, label));
+      if (!sw) {
+        Add(hca_info,
+            {{"guid", guid},
+             {"hca", node.description},
+             {"lid", std::to_string(port.lid)},
+             {"node_guid", FormatGuid(node.guid)},
+             {"port", std::to_string(port.number)}},
+            1);
+      }
+      auto& f = per_port[sw];
+      const auto labels = PortLabels(ref, label);
+      Add(f[0], labels, port.link_up() ? 1 : 0);
+      Add(f[1], labels, port.state);
+      Add(f[2], labels, port.phys_state);
+      Add(f[3], labels, topology::ActiveGbps(port) * 1e9 / 8);
+      Add(f[4], labels, topology::ActiveSignalGbps(port) * 1e9 / 8);
       if (!port.remote) continue;
       const topology::Node* far = fabric.FindNode(port.remote->node_guid);
       const topology::Port* far_port = fabric.FindPort(*port.remote);
@@ -46,7 +88,7 @@ void RenderFabric(const Snapshot& s, const Emit& out) {
            {"port", std::to_string(port.number)},
            {Role(node.kind), node.description},
            {"uplink", far ? far->description : ""},
-           {"uplink_guid", FormatGuid(port.remote->node_guid)},
+           {"uplink_guid", FormatGuid(far ? SeriesGuid(*port.remote, label_of(*far)) : port.remote->node_guid)},
            {"uplink_lid", std::to_string(far_port ? far_port->lid : 0)},
            {"uplink_port", std::to_string(port.remote->port)},
            {"uplink_type", far ? topology::ToString(far->kind) : "unknown"}},
@@ -54,6 +96,9 @@ void RenderFabric(const Snapshot& s, const Emit& out) {
     }
   }
   for (auto* f : {&hca_info, &hca_up, &sw_info, &sw_up}) out(std::move(*f));
+  for (auto& [sw, families] : per_port) {
+    for (auto& f : families) EmitNonEmpty(out, f);
+  }
 }
 
 }  // namespace ibfabric::collectors

@@ -22,6 +22,7 @@ class PortCountersCollector final : public Collector {
     // What each PMA supports decides what is asked (capabilities' part).
     auto targets = SweepTargets(*cycle.fabric, *cycle.remembered, cycle.parts->pma);
     std::erase_if(targets, [&](const SweepTarget& t) { return !cycle.read_port(t.port); });
+    for (SweepTarget& t : targets) t.rcv_error_details = DetailsDue(t.port);
     plan->counters = std::move(targets);
   }
 
@@ -48,7 +49,13 @@ class PortCountersCollector final : public Collector {
         continue;
       }
       ok = true;
+      const auto before = store_.ports().find(r.target.port);
+      const std::uint64_t rcv_errors_before =
+          before == store_.ports().end() ? 0 : before->second.total[Index(Counter::kRcvErrors)];
       store_.Update(r.target.port, *r.sample, cycle.wall);
+      const PortTotals& now = store_.ports().at(r.target.port);
+      NoteDetails(r,
+                  now.total[Index(Counter::kRcvErrors)] != rcv_errors_before || now.Pinned(Index(Counter::kRcvErrors)));
     }
     for (const auto& [guid, ok] : node_ok) {
       NodeHealth& h = health_[guid];
@@ -66,6 +73,8 @@ class PortCountersCollector final : public Collector {
     for (auto& [guid, h] : health_) {
       if (!node_ok.count(guid)) h.stale = true;
     }
+    Collected(sweep, cycle);
+    last_sweep_ = cycle.wall;
     targets_ = sweep.readings.size();
     failed_ports_ = sweep.failed_ports;
     if (clear_threshold_percent_ > 0) Clear(sweep, cycle);
@@ -79,9 +88,61 @@ class PortCountersCollector final : public Collector {
     parts->targets = targets_;
     parts->failed_ports = failed_ports_;
     parts->counter_clears = clears_;
+    parts->collect = collect_;
+    parts->last_sweep = last_sweep_;
   }
 
  private:
+  // Each device's collection this sweep: a switch as a whole, an HCA port
+  // by itself (treydock/infiniband_exporter's devices).
+  void Collected(const SweepResult& sweep, const Cycle& cycle) {
+    using Clock = std::chrono::steady_clock;
+    // A device read before that is no target now (it stopped answering
+    // and a re-walk lost it, or its cable was pulled) stays, down: as
+    // infiniband_exporter_node_stale, until the exporter restarts.
+    for (auto& [key, c] : collect_) c = CollectHealth{};
+    std::map<topology::PortRef, std::pair<Clock::time_point, Clock::time_point>> span;
+    for (const auto& r : sweep.readings) {
+      const topology::Node* n = cycle.fabric->FindNode(r.target.port.node_guid);
+      const bool sw = n != nullptr && n->kind == NodeKind::kSwitch;
+      const topology::PortRef key = sw ? topology::PortRef{r.target.port.node_guid, 0} : r.target.port;
+      CollectHealth& c = collect_[key];
+      c.up |= r.sample.has_value();
+      c.error |= r.error;
+      c.timeout |= r.timeout;
+      auto [it, first] = span.try_emplace(key, r.first_sent, r.done);
+      if (r.first_sent != Clock::time_point{} &&
+          (it->second.first == Clock::time_point{} || r.first_sent < it->second.first)) {
+        it->second.first = r.first_sent;
+      }
+      it->second.second = std::max(it->second.second, r.done);
+    }
+    for (const auto& [key, s] : span) {
+      if (s.first != Clock::time_point{} && s.second > s.first) {
+        collect_[key].seconds = std::chrono::duration<double>(s.second - s.first).count();
+      }
+    }
+  }
+
+  // PortRcvErrorDetails is read where the PMA has it, and only when it can
+  // have moved: the first time, and in the sweep after PortRcvErrors (of
+  // which the details are a breakdown) moved or while it is pinned. On a
+  // clean fabric that costs nothing per sweep.
+  bool DetailsDue(const topology::PortRef& port) const {
+    if (no_details_.count(port.node_guid)) return false;
+    if (details_due_.count(port)) return true;
+    const auto it = store_.ports().find(port);
+    return it == store_.ports().end() || !it->second.present.test(Index(Counter::kLocalPhysicalErrors));
+  }
+  void NoteDetails(const PortReading& r, bool rcv_errors_moved) {
+    if (r.details == DetailsRead::kUnsupported) no_details_.insert(r.target.port.node_guid);
+    if (rcv_errors_moved || r.details == DetailsRead::kLost) {
+      details_due_.insert(r.target.port);
+    } else if (r.details == DetailsRead::kRead) {
+      details_due_.erase(r.target.port);
+    }
+  }
+
   void Clear(const SweepResult& sweep, const Cycle& cycle) {
     std::vector<ClearRequest> reqs;
     for (const auto& r : sweep.readings) {
@@ -106,6 +167,10 @@ class PortCountersCollector final : public Collector {
   std::size_t targets_ = 0;
   std::size_t failed_ports_ = 0;
   std::uint64_t clears_ = 0;
+  std::map<topology::PortRef, CollectHealth> collect_;
+  std::chrono::system_clock::time_point last_sweep_{};
+  std::set<std::uint64_t> no_details_;       // nodes whose PMA lacks PortRcvErrorDetails
+  std::set<topology::PortRef> details_due_;  // ports whose details to read next sweep
 };
 
 }  // namespace
@@ -113,6 +178,53 @@ class PortCountersCollector final : public Collector {
 std::unique_ptr<Collector> MakePortCountersCollector(const CollectorOptions& options) {
   return std::make_unique<PortCountersCollector>(options);
 }
+
+namespace {
+
+// Each switch's and HCA port's last collection and the sums by kind, in
+// treydock/infiniband_exporter's names (its dashboards and alerts use them).
+void RenderCollectHealth(const Snapshot& s, const Emit& out) {
+  std::map<std::string, std::pair<int, int>> sums{{"hca", {0, 0}}, {"switch", {0, 0}}};  // errors, timeouts
+  for (const bool sw : {false, true}) {
+    const std::string role = sw ? "switch" : "hca";
+    auto up = Family("infiniband_" + role + "_up",
+                     std::string("1 when the last sweep read the ") + role + "'s counters", MetricType::Gauge);
+    auto error = Family("infiniband_" + role + "_collect_error",
+                        "1 when a counter read of the last sweep answered with an error status", MetricType::Gauge);
+    auto timeout = Family("infiniband_" + role + "_collect_timeout",
+                          "1 when a counter read of the last sweep got no answer", MetricType::Gauge);
+    auto seconds = Family("infiniband_" + role + "_collect_duration_seconds",
+                          "From the first counter read sent to the last answer, in the last sweep", MetricType::Gauge);
+    for (const auto& [key, c] : s.collect) {
+      const NodeLabel& label = LabelOf(s, key.node_guid);
+      if ((label.kind == NodeKind::kSwitch) != sw) continue;
+      const std::string guid = topology::FormatGuid(SeriesGuid(key, label));
+      Add(up, {{"guid", guid}, {role, label.name}}, c.up ? 1 : 0);
+      Add(error, {{"collector", role}, {"guid", guid}}, c.error ? 1 : 0);
+      Add(timeout, {{"collector", role}, {"guid", guid}}, c.timeout ? 1 : 0);
+      Add(seconds, {{"collector", role}, {"guid", guid}}, c.seconds);
+      sums[role].first += c.error ? 1 : 0;
+      sums[role].second += c.timeout ? 1 : 0;
+    }
+    for (auto* f : {&up, &error, &timeout, &seconds}) EmitNonEmpty(out, *f);
+  }
+  if (s.last_sweep == std::chrono::system_clock::time_point{}) return;
+  auto errors =
+      Family("infiniband_exporter_collect_errors",
+             "Devices whose counter reads answered with an error status in the last sweep", MetricType::Gauge);
+  auto timeouts = Family("infiniband_exporter_collect_timeouts",
+                         "Devices whose counter reads got no answer in the last sweep", MetricType::Gauge);
+  for (const auto& [role, n] : sums) {
+    Add(errors, {{"collector", role}}, n.first);
+    Add(timeouts, {{"collector", role}}, n.second);
+  }
+  out(std::move(errors));
+  out(std::move(timeouts));
+  EmitOne(out, "infiniband_exporter_last_execution", "End of the last sweep (Unix seconds), good or not",
+          MetricType::Gauge, Seconds(s.last_sweep));
+}
+
+}  // namespace
 
 // One family per (role, counter), built and emitted one at a time, so that
 // memory holds a single family and not the whole exposition's worth.
@@ -153,6 +265,7 @@ void RenderPortCounters(const Snapshot& s, const Emit& out) {
     EmitNonEmpty(out, pinned);
     EmitNonEmpty(out, which);
   }
+  RenderCollectHealth(s, out);
 }
 
 }  // namespace ibfabric::collectors

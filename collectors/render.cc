@@ -48,8 +48,15 @@ const NodeLabel& LabelOf(const Snapshot& s, std::uint64_t guid) {
   return it == s.nodes.end() ? kUnknown : it->second;
 }
 
+std::uint64_t SeriesGuid(const topology::PortRef& ref, const NodeLabel& label) {
+  if (label.kind == topology::NodeKind::kSwitch) return ref.node_guid;
+  const auto it = label.port_guids.find(ref.port);
+  return it == label.port_guids.end() ? ref.node_guid : it->second;
+}
+
 std::vector<ClientMetric::Label> PortLabels(const topology::PortRef& ref, const NodeLabel& label) {
-  return {{"guid", FormatGuid(ref.node_guid)}, {"port", std::to_string(ref.port)}, {Role(label.kind), label.name}};
+  return {
+      {"guid", FormatGuid(SeriesGuid(ref, label))}, {"port", std::to_string(ref.port)}, {Role(label.kind), label.name}};
 }
 
 std::vector<ClientMetric::Label> CableLabels(const Snapshot& s, const topology::Link& l) {

@@ -29,6 +29,10 @@ double Seconds(std::chrono::system_clock::time_point t);
 const char* Role(topology::NodeKind k);
 // The node's label as last seen (kind unknown, no name when never seen).
 const NodeLabel& LabelOf(const Snapshot& s, std::uint64_t guid);
+// The `guid` of a port's series: a switch's node GUID, an HCA port's port
+// GUID (treydock/infiniband_exporter's choice; the node GUID when the port
+// GUID was never seen).
+std::uint64_t SeriesGuid(const topology::PortRef& ref, const NodeLabel& label);
 // {guid, port, switch|hca}: the labels of treydock/infiniband_exporter.
 std::vector<prometheus::ClientMetric::Label> PortLabels(const topology::PortRef& ref, const NodeLabel& label);
 // A cable: both ends by GUID (unique) and name (readable).

@@ -33,6 +33,18 @@ namespace ibfabric::collectors {
 struct NodeLabel {
   topology::NodeKind kind = topology::NodeKind::kUnknown;
   std::string name;
+  // A CA's port GUIDs as last seen, by port number: its series' `guid`
+  // (treydock/infiniband_exporter names an HCA port by its port GUID).
+  std::map<std::uint8_t, std::uint64_t> port_guids;
+};
+
+// One device's last collection, in treydock/infiniband_exporter's shape:
+// a switch (port 0 of its PortRef), or one HCA port.
+struct CollectHealth {
+  bool up = false;       // the last sweep read its counters
+  bool error = false;    // a read answered with an error status
+  bool timeout = false;  // a read got no answer
+  double seconds = 0;    // from its first read sent to its last outcome
 };
 
 // Freshness of one node's data.
@@ -80,15 +92,17 @@ struct Snapshot {
   std::shared_ptr<const topology::PartitionAnalysis> partitions;  // partitions; null: not read
   // port_counters:
   std::map<topology::PortRef, PortTotals> ports;
-  std::map<std::uint64_t, NodeHealth> node_health;  // every node ever read
-  std::size_t targets = 0;                          // ports read in the last sweep
-  std::size_t failed_ports = 0;                     // of which did not answer
-  std::uint64_t counter_clears = 0;                 // ports whose counters this exporter cleared
-  std::map<std::uint64_t, PmaCapabilities> pma;     // capabilities: ClassPortInfo of the nodes that answered
-  std::shared_ptr<const HealthReport> health;       // link_health: null before the first sweep
-  std::shared_ptr<const SmReport> subnet_managers;  // subnet_managers: null when this exporter does not watch SMs
-  std::vector<std::string> collectors;              // the collectors on, in registry order
-  std::map<std::string, PhaseHealth> runs;          // collector -> its last run
+  std::map<std::uint64_t, NodeHealth> node_health;     // every node ever read
+  std::size_t targets = 0;                             // ports read in the last sweep
+  std::size_t failed_ports = 0;                        // of which did not answer
+  std::uint64_t counter_clears = 0;                    // ports whose counters this exporter cleared
+  std::map<topology::PortRef, CollectHealth> collect;  // the last sweep, per switch and HCA port
+  std::chrono::system_clock::time_point last_sweep{};  // end of the last sweep, good or not
+  std::map<std::uint64_t, PmaCapabilities> pma;        // capabilities: ClassPortInfo of the nodes that answered
+  std::shared_ptr<const HealthReport> health;          // link_health: null before the first sweep
+  std::shared_ptr<const SmReport> subnet_managers;     // subnet_managers: null when this exporter does not watch SMs
+  std::vector<std::string> collectors;                 // the collectors on, in registry order
+  std::map<std::string, PhaseHealth> runs;             // collector -> its last run
   transport::EngineStats mad;
   PhaseHealth discovery;
   double sweep_seconds = 0;  // the last sweep's batch of reads

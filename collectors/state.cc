@@ -23,7 +23,13 @@ std::string SaveState(const PersistedState& state) {
   }
   json nodes = json::array();
   for (const auto& [guid, label] : state.nodes) {
-    nodes.push_back({{"guid", guid}, {"kind", static_cast<int>(label.kind)}, {"name", label.name}});
+    json node{{"guid", guid}, {"kind", static_cast<int>(label.kind)}, {"name", label.name}};
+    if (!label.port_guids.empty()) {
+      json port_guids = json::array();
+      for (const auto& [port, port_guid] : label.port_guids) port_guids.push_back({port, port_guid});
+      node["port_guids"] = std::move(port_guids);
+    }
+    nodes.push_back(std::move(node));
   }
   json remembered = json::array();
   for (const auto& ref : state.remembered) remembered.push_back({ref.node_guid, ref.port});
@@ -54,8 +60,14 @@ bool LoadState(const std::string& text, PersistedState* state, std::string* erro
       out.ports[{p.at("guid").get<std::uint64_t>(), p.at("port").get<std::uint8_t>()}] = t;
     }
     for (const auto& n : j.at("nodes")) {
-      out.nodes[n.at("guid").get<std::uint64_t>()] =
-          NodeLabel{static_cast<topology::NodeKind>(n.at("kind").get<int>()), n.at("name").get<std::string>()};
+      NodeLabel& label = out.nodes[n.at("guid").get<std::uint64_t>()];
+      label.kind = static_cast<topology::NodeKind>(n.at("kind").get<int>());
+      label.name = n.at("name").get<std::string>();
+      if (n.contains("port_guids")) {  // written since the HCA series carry port GUIDs
+        for (const auto& pg : n.at("port_guids")) {
+          label.port_guids[pg.at(0).get<std::uint8_t>()] = pg.at(1).get<std::uint64_t>();
+        }
+      }
     }
     for (const auto& r : j.at("remembered")) {
       out.remembered.insert({r.at(0).get<std::uint64_t>(), r.at(1).get<std::uint8_t>()});

@@ -1,5 +1,7 @@
 #include "collectors/sweep.h"
 
+#include <algorithm>
+
 #include "topology/discovery.h"
 #include "topology/link_rate.h"
 #include "transport/attributes.h"
@@ -75,6 +77,7 @@ SweepResult Sweep(const std::vector<SweepTarget>& targets, const std::vector<Lin
   constexpr std::size_t kNone = static_cast<std::size_t>(-1);
   std::vector<std::size_t> basic_index(targets.size());
   std::vector<std::size_t> ext_index(targets.size(), kNone);
+  std::vector<std::size_t> details_index(targets.size(), kNone);
   for (std::size_t i = 0; i < targets.size(); ++i) {
     const auto& t = targets[i];
     basic_index[i] = reqs.size();
@@ -82,6 +85,10 @@ SweepResult Sweep(const std::vector<SweepTarget>& targets, const std::vector<Lin
     if (t.caps.Extended()) {
       ext_index[i] = reqs.size();
       reqs.push_back(transport::PortCountersExtendedQuery(t.lid, t.port.port));
+    }
+    if (t.rcv_error_details) {
+      details_index[i] = reqs.size();
+      reqs.push_back(transport::PortRcvErrorDetailsQuery(t.lid, t.port.port));
     }
   }
   const std::size_t first_check = reqs.size();
@@ -102,6 +109,7 @@ SweepResult Sweep(const std::vector<SweepTarget>& targets, const std::vector<Lin
   for (std::size_t i = 0; i < targets.size(); ++i) {
     tally(targets[i].port.node_guid, basic_index[i]);
     if (ext_index[i] != kNone) tally(targets[i].port.node_guid, ext_index[i]);
+    if (details_index[i] != kNone) tally(targets[i].port.node_guid, details_index[i]);
   }
   for (std::size_t i = 0; i < checks.size(); ++i) tally(checks[i].guid, first_check + i);
   for (std::size_t i = 0; i < links.size(); ++i) tally(links[i].port.node_guid, first_link + i);
@@ -130,6 +138,18 @@ SweepResult Sweep(const std::vector<SweepTarget>& targets, const std::vector<Lin
     const auto& t = targets[i];
     const auto& basic = results[basic_index[i]];
     PortReading r{t, std::nullopt, basic.outcome};
+    for (const std::size_t q : {basic_index[i], ext_index[i], details_index[i]}) {
+      if (q == kNone) continue;
+      const transport::MadResult& m = results[q];
+      const bool expected = q == basic_index[i] || (q == ext_index[i] && t.caps.known);
+      r.error |= m.outcome == MadOutcome::kRemoteError && expected;
+      r.timeout |= m.outcome == MadOutcome::kTimeout || m.outcome == MadOutcome::kSendError;
+      if (m.first_sent != std::chrono::steady_clock::time_point{} &&
+          (r.first_sent == std::chrono::steady_clock::time_point{} || m.first_sent < r.first_sent)) {
+        r.first_sent = m.first_sent;
+      }
+      r.done = std::max(r.done, m.done);
+    }
     if (basic.outcome == MadOutcome::kOk && moved_lids.count(t.lid)) {
       r.outcome = MadOutcome::kRemoteError;  // someone else's counters
     } else if (basic.outcome == MadOutcome::kOk) {
@@ -156,6 +176,20 @@ SweepResult Sweep(const std::vector<SweepTarget>& targets, const std::vector<Lin
           const PortSample full = SampleFrom(pc, &any, t.caps);
           for (std::size_t c = 0; c < kCounterCount; ++c) {
             if (!full.present.test(c) || full.bits[c] != s.bits[c]) s.present.reset(c);
+          }
+        }
+        if (details_index[i] != kNone) {
+          const auto& d = results[details_index[i]];
+          if (d.outcome == MadOutcome::kOk) {
+            const auto details = transport::DecodePortRcvErrorDetails(d.response);
+            if (details.port_select == t.port.port) {
+              AddRcvErrorDetails(details, &s);
+              r.details = DetailsRead::kRead;
+            } else {
+              r.details = DetailsRead::kLost;  // another port's: not this one's reading
+            }
+          } else {
+            r.details = d.outcome == MadOutcome::kRemoteError ? DetailsRead::kUnsupported : DetailsRead::kLost;
           }
         }
         r.sample = s;

@@ -22,6 +22,7 @@ struct SweepTarget {
   topology::PortRef port;
   std::uint16_t lid = 0;  // the LID whose PMA answers for this port
   PmaCapabilities caps;
+  bool rcv_error_details = false;  // ask PortRcvErrorDetails too (port_counters decides when)
 };
 
 using CapabilityMap = std::map<std::uint64_t, PmaCapabilities>;  // node GUID -> caps
@@ -75,10 +76,26 @@ std::vector<T> RotationSlice(const std::vector<T>& all, std::uint64_t round, std
   return out;
 }
 
+// What became of a PortRcvErrorDetails query.
+enum class DetailsRead : std::uint8_t {
+  kNotAsked,
+  kRead,         // in the sample
+  kUnsupported,  // answered with a non-zero MAD status: the PMA lacks it
+  kLost,         // no answer
+};
+
 struct PortReading {
   SweepTarget target;
   std::optional<PortSample> sample;  // nullopt: no trustworthy reading this sweep
   transport::MadOutcome outcome = transport::MadOutcome::kOk;
+  DetailsRead details = DetailsRead::kNotAsked;
+  // How its counter reads went, in treydock/infiniband_exporter's terms: an
+  // error (a non-zero MAD status where the PMA should answer) and a timeout
+  // (no answer after every retry), and when they started and ended.
+  bool error = false;
+  bool timeout = false;
+  std::chrono::steady_clock::time_point first_sent{};
+  std::chrono::steady_clock::time_point done{};
 };
 
 // The MADs of a sweep to one node, and how many of them needed a retry or

@@ -20,7 +20,26 @@ DS = {"type": "prometheus", "uid": "${datasource}"}
 F = 'fabric=~"$fabric"'
 SW = F + ',switch=~"$switch"'
 HCA = F + ',hca=~"$node"'
-CABLE = F + ',node=~"$switch|$node"'
+
+
+
+def kinds(label):
+    """The nodes the switch and node filters let through, each variable for
+    its own kind (one being All does not undo the other), as `label`."""
+    return (f'label_replace(infiniband_switch_info{{{SW}}}, "{label}", "$1", "switch", "(.*)")'
+            f' or label_replace(infiniband_hca_info{{{HCA}}}, "{label}", "$1", "hca", "(.*)")')
+
+
+def ports(selector):
+    """A per-port selector (a `node` label) kept to the filtered nodes."""
+    return f'({selector} and on (fabric, node) ({kinds("node")}))'
+
+
+def cables(selector):
+    """A per-cable selector (`node` and `remote_node`) kept to the cables with
+    an end on a filtered node."""
+    return (f'({selector} and on (fabric, node) ({kinds("node")})'
+            f' or {selector} and on (fabric, remote_node) ({kinds("remote_node")}))')
 
 
 def variables(extra_topn=False):
@@ -136,7 +155,7 @@ def overview():
     l.add(stat("Topology findings", f'sum(infiniband_topology_findings{{{F}}})', red_above=1), 4, 4)
     l.add(stat("Switches", f'sum(infiniband_exporter_fabric_nodes{{{F},type="switch"}})'), 4, 4)
     l.add(stat("HCAs", f'sum(infiniband_exporter_fabric_nodes{{{F},type="hca"}})'), 4, 4)
-    l.add(table("Active alerts by cable", f'infiniband_alert_active{{{CABLE}}} == 1',
+    l.add(table("Active alerts by cable", cables(f'infiniband_alert_active{{{F}}} == 1'),
                 "Each active alert on its cable, both ends. Details: /api/v1/alerts on the exporter."), 14, 8)
     l.add(table("Firing and pending alert rules", f'ALERTS{{alertname=~"Infiniband.*"}}',
                 "Prometheus alert rules of deploy/prometheus/infiniband-rules.yml."), 10, 8)
@@ -207,7 +226,7 @@ def port_errors():
             {"color": "green", "value": None}, {"color": "yellow", "value": 1}, {"color": "red", "value": 100}]}})
     l.add(heat, 24, 10)
     l.add(timeseries("Bit error ratio estimate: top $topn ports", [target(
-        f'topk($topn, infiniband_port_bit_error_ratio{{{CABLE}}})', "{{node}} port {{port}}")], "short",
+        f'topk($topn, {ports(f"infiniband_port_bit_error_ratio{{{F}}}")})', "{{node}} port {{port}}")], "short",
         "Symbol errors over bits received, over the exporter's link-health window."), 24, 7)
     return dashboard("ibfabric-port-errors", "InfiniBand / Port errors",
                      "Which ports and cables are taking errors.", l, topn=True)
@@ -216,7 +235,7 @@ def port_errors():
 def congestion():
     l = Layout()
     l.add(timeseries("Transmit wait ratio: top $topn ports", [target(
-        f'topk($topn, infiniband_port_transmit_wait_ratio{{{CABLE}}})', "{{node}} port {{port}}")], "percentunit",
+        f'topk($topn, {ports(f"infiniband_port_transmit_wait_ratio{{{F}}}")})', "{{node}} port {{port}}")], "percentunit",
         "Fraction of time a port had data to send and no credits (PortXmitWait): congestion spreading back "
         "from a hot spot."), 12, 8)
     l.add(timeseries("PortXmitWait ticks: top $topn switch ports", [target(
@@ -228,7 +247,7 @@ def congestion():
     l.add(timeseries("Transmit discards: top $topn HCA ports", [target(
         f'topk($topn, rate(infiniband_hca_port_transmit_discards_total{{{HCA}}}[$__rate_interval]))',
         "{{hca}} port {{port}}")], "cps"), 12, 8)
-    l.add(table("Congestion alerts", f'infiniband_alert_active{{{CABLE},cause="congestion"}} == 1'), 24, 6)
+    l.add(table("Congestion alerts", cables(f'infiniband_alert_active{{{F},cause="congestion"}} == 1')), 24, 6)
     return dashboard("ibfabric-congestion", "InfiniBand / Congestion",
                      "Where the fabric is congested: PortXmitWait and discards.", l, topn=True)
 

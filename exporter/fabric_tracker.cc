@@ -141,8 +141,15 @@ void FabricTracker::Adopt(const topology::Fabric& walked, const topology::Unansw
   const bool everything = options_.scope.everything();
   if (!everything) in_scope_ = topology::PortsInScope(*fabric_, options_.scope, local_guid_);
   for (const auto& node : fabric_->nodes()) {
-    nodes_[node.guid] = collectors::NodeLabel{node.kind, node.description};
-    if (node.kind != topology::NodeKind::kSwitch) continue;
+    collectors::NodeLabel& label = nodes_[node.guid];
+    label.kind = node.kind;
+    label.name = node.description;
+    if (node.kind != topology::NodeKind::kSwitch) {
+      for (const auto& port : node.ports) {
+        if (port.guid != 0) label.port_guids[port.number] = port.guid;
+      }
+      continue;
+    }
     for (const auto& port : node.ports) {
       const topology::PortRef ref{node.guid, port.number};
       if (port.link_up() && (everything || in_scope_.count(ref))) remembered_.insert(ref);

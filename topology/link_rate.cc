@@ -122,6 +122,35 @@ double LaneGbps(Speed s) {
   return 0;
 }
 
+double LaneSignalGbps(Speed s) {
+  switch (s) {
+    case Speed::kSdr:
+      return 2.5;
+    case Speed::kDdr:
+      return 5.0;
+    case Speed::kQdr:
+      return 10.0;
+    case Speed::kFdr:
+      return 14.0625;
+    case Speed::kEdr:
+      return 25.78125;
+    case Speed::kHdr:
+      return 53.125;
+    case Speed::kNdr:
+      return 106.25;
+    case Speed::kXdr:
+      return 212.5;
+    case Speed::kUnknown:
+      break;
+  }
+  return 0;
+}
+
+double ActiveSignalGbps(const Port& p) {
+  if (!p.link_up()) return 0;
+  return Lanes(p.width_active) * LaneSignalGbps(ActiveSpeed(p));
+}
+
 double ActiveGbps(const Port& p) {
   if (!p.link_up()) return 0;
   return Lanes(p.width_active) * LaneGbps(ActiveSpeed(p));

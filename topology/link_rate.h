@@ -27,8 +27,14 @@ Speed MaxSupportedSpeed(const Port& p);
 // Data rate of one lane in Gb/s after line encoding (8b/10b up to QDR,
 // 64b/66b from FDR, PAM4 with FEC from HDR as commonly quoted).
 double LaneGbps(Speed s);
+// Signalling rate of one lane in Gb/s, before line encoding (IBTA 6.x:
+// 2.5, 5, 10, 14.0625, 25.78125 Gbaud; PAM4 from HDR: 53.125, 106.25,
+// 212.5 Gb/s).
+double LaneSignalGbps(Speed s);
 // Data rate of the port's active link in Gb/s; 0 when it is not up.
 double ActiveGbps(const Port& p);
+// Signalling rate of the port's active link in Gb/s; 0 when it is not up.
+double ActiveSignalGbps(const Port& p);
 // "4xQDR", as ibnetdiscover prints it; "" when not up.
 std::string RateString(const Port& p);
 

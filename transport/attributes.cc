@@ -156,6 +156,18 @@ PortCounters DecodePortCounters(const MadBytes& mad) {
   return c;
 }
 
+PortRcvErrorDetails DecodePortRcvErrorDetails(const MadBytes& mad) {
+  PortRcvErrorDetails d;
+  d.port_select = Narrow<std::uint8_t>(Get(mad, IB_PC_PORT_SELECT_F));
+  d.local_physical_errors = Narrow<std::uint16_t>(Get(mad, IB_PC_RCV_LOCAL_PHY_ERR_F));
+  d.malformed_packet_errors = Narrow<std::uint16_t>(Get(mad, IB_PC_RCV_MALFORMED_PKT_ERR_F));
+  d.buffer_overrun_errors = Narrow<std::uint16_t>(Get(mad, IB_PC_RCV_BUF_OVR_ERR_F));
+  d.dlid_mapping_errors = Narrow<std::uint16_t>(Get(mad, IB_PC_RCV_DLID_MAP_ERR_F));
+  d.vl_mapping_errors = Narrow<std::uint16_t>(Get(mad, IB_PC_RCV_VL_MAP_ERR_F));
+  d.looping_errors = Narrow<std::uint16_t>(Get(mad, IB_PC_RCV_LOOPING_ERR_F));
+  return d;
+}
+
 PortCountersExtended DecodePortCountersExtended(const MadBytes& mad) {
   PortCountersExtended c;
   c.port_select = Narrow<std::uint8_t>(Get(mad, IB_PC_EXT_PORT_SELECT_F));
@@ -250,6 +262,9 @@ MadRequest PerfClassPortInfoQuery(std::uint16_t lid) { return Pma(lid, pma_attr:
 MadRequest PortCountersQuery(std::uint16_t lid, std::uint8_t port) { return Pma(lid, pma_attr::kPortCounters, port); }
 MadRequest PortCountersExtendedQuery(std::uint16_t lid, std::uint8_t port) {
   return Pma(lid, pma_attr::kPortCountersExtended, port);
+}
+MadRequest PortRcvErrorDetailsQuery(std::uint16_t lid, std::uint8_t port) {
+  return Pma(lid, pma_attr::kPortRcvErrorDetails, port);
 }
 MadRequest PortCountersClear(std::uint16_t lid, std::uint8_t port, std::uint16_t select, std::uint8_t select2) {
   MadRequest r = Pma(lid, pma_attr::kPortCounters, port);

@@ -174,6 +174,19 @@ struct PortCounters {
   std::uint32_t xmit_wait = 0;                       // 32
 };
 
+// PortRcvErrorDetails (IBTA 16.1.4.x, optional; libibmad's IB_PC_RCV_*_F
+// fields): what PortRcvErrors counted, by cause. 16-bit, sticky at their
+// maximum. A PMA that lacks it answers with a non-zero MAD status.
+struct PortRcvErrorDetails {
+  std::uint8_t port_select = 0;
+  std::uint16_t local_physical_errors = 0;
+  std::uint16_t malformed_packet_errors = 0;
+  std::uint16_t buffer_overrun_errors = 0;
+  std::uint16_t dlid_mapping_errors = 0;
+  std::uint16_t vl_mapping_errors = 0;
+  std::uint16_t looping_errors = 0;
+};
+
 // PortCountersExtended (IBTA 16.1.4.11, table 247): 64-bit data counters.
 struct PortCountersExtended {
   std::uint8_t port_select = 0;
@@ -243,6 +256,7 @@ PortInfo DecodePortInfo(const MadBytes& mad);
 PerfClassPortInfo DecodePerfClassPortInfo(const MadBytes& mad);
 PortCounters DecodePortCounters(const MadBytes& mad);
 PortCountersExtended DecodePortCountersExtended(const MadBytes& mad);
+PortRcvErrorDetails DecodePortRcvErrorDetails(const MadBytes& mad);
 SmInfo DecodeSmInfo(const MadBytes& mad);
 SwitchInfo DecodeSwitchInfo(const MadBytes& mad);
 LftBlock DecodeLftBlock(const MadBytes& mad);
@@ -264,6 +278,7 @@ MadRequest PKeyBlockQuery(const MadAddress& route, std::uint8_t port, std::uint1
 // PortSelect goes in the data section (IBTA 16.1.3.5), not in the modifier.
 MadRequest PortCountersQuery(std::uint16_t lid, std::uint8_t port);
 MadRequest PortCountersExtendedQuery(std::uint16_t lid, std::uint8_t port);
+MadRequest PortRcvErrorDetailsQuery(std::uint16_t lid, std::uint8_t port);
 // PortCounters Set that zeroes the counters selected by CounterSelect (bit i
 // of `select` is the i-th counter of IBTA table 225: SymbolErrorCounter = 0
 // ... PortRcvPkts = 15) and CounterSelect2 (bit 0: PortXmitWait).

@@ -7,6 +7,7 @@
 // (Performance Management attributes).
 
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -61,6 +62,7 @@ inline constexpr std::uint16_t kSmInfo = 0x0020;
 namespace pma_attr {
 inline constexpr std::uint16_t kClassPortInfo = 0x0001;
 inline constexpr std::uint16_t kPortCounters = 0x0012;
+inline constexpr std::uint16_t kPortRcvErrorDetails = 0x0015;  // optional (IBTA 16.1.4.x, A16.1.x)
 inline constexpr std::uint16_t kPortCountersExtended = 0x001D;
 }  // namespace pma_attr
 
@@ -134,6 +136,10 @@ struct MadResult {
   std::uint16_t mad_status = 0;  // valid for kOk / kRemoteError
   MadBytes response{};           // the whole response MAD, valid for kOk / kRemoteError
   std::uint8_t retries = 0;      // attempts re-sent (timed out or Busy) before this outcome
+  // When it was first sent and when its outcome was decided, on the
+  // engine's clock (both the epoch when it was never sent).
+  std::chrono::steady_clock::time_point first_sent{};
+  std::chrono::steady_clock::time_point done{};
 };
 
 }  // namespace ibfabric::transport

@@ -318,6 +318,7 @@ std::vector<MadResult> MadEngine::Run(std::span<const MadRequest> requests) {
   };
   auto finish = [&](std::size_t index, MadOutcome outcome) {
     results[index].outcome = outcome;
+    results[index].done = clock_->Now();
     ++done;
   };
   auto settle = [&](std::size_t index, MadKind kind) {
@@ -393,6 +394,7 @@ std::vector<MadResult> MadEngine::Run(std::span<const MadRequest> requests) {
       return true;
     }
     const TimePoint now = clock_->Now();
+    if (results[job.index].first_sent == TimePoint{}) results[job.index].first_sent = now;
     in_flight.emplace(tid, InFlight{job, now, unit_id});
     deadlines.emplace(now + TimeoutFor(kind, lid_of(job.index), job.attempt), tid);
     ++kind_out[Slot(kind)];

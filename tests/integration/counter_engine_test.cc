@@ -115,13 +115,14 @@ TEST_F(CounterEngineTest, UnlinkedNodeIsStaleAndRecoversAfterReLink) {
   ASSERT_TRUE(e);
   auto s = Fresh(*e);
   const std::string guid = Guid(*s, host.node);
+  const std::string node_guid = NodeGuid(*s, host.node);
   ASSERT_EQ(Total(*s, guid, host, "receive_errors"), 5);
-  ASSERT_EQ(s->Value("infiniband_exporter_node_stale", {{"guid", guid}}), 0);
+  ASSERT_EQ(s->Value("infiniband_exporter_node_stale", {{"guid", node_guid}}), 0);
 
   Console("Unlink " + At(leaf));
   s = e->WaitFor(
       [&](const Scrape& x) {
-        return x.Value("infiniband_exporter_node_stale", {{"guid", guid}}) == 1;
+        return x.Value("infiniband_exporter_node_stale", {{"guid", node_guid}}) == 1;
       },
       seconds(30));
   ASSERT_TRUE(s) << e->Log();
@@ -130,14 +131,17 @@ TEST_F(CounterEngineTest, UnlinkedNodeIsStaleAndRecoversAfterReLink) {
   s = Fresh(*e);
   EXPECT_LT(*s->Value("infiniband_exporter_sweep_duration_seconds"), 2.0);
   EXPECT_EQ(s->Value("infiniband_exporter_node_stale", {{"guid", Guid(*s, tree_->Leaf(1))}}), 0);
-  EXPECT_GE(*s->Value("infiniband_exporter_node_failures_total", {{"guid", guid}}), 1);
+  // In the peers' terms: the HCA port is down, the switches up.
+  EXPECT_EQ(s->Value("infiniband_hca_up", {{"guid", guid}}), 0);
+  EXPECT_EQ(s->Value("infiniband_switch_up", {{"guid", Guid(*s, tree_->Leaf(1))}}), 1);
+  EXPECT_GE(*s->Value("infiniband_exporter_node_failures_total", {{"guid", node_guid}}), 1);
 
   Console("ReLink " + At(leaf));
   std::string error;
   ASSERT_TRUE(sim_->SweepSubnet(&error)) << error;
   s = e->WaitFor(
       [&](const Scrape& x) {
-        return x.Value("infiniband_exporter_node_stale", {{"guid", guid}}) == 0;
+        return x.Value("infiniband_exporter_node_stale", {{"guid", node_guid}}) == 0;
       },
       seconds(30));
   ASSERT_TRUE(s) << e->Log();
@@ -180,6 +184,12 @@ TEST_F(CounterEngineTest, LostMadsAreRetriedAndCounted) {
   EXPECT_GT(s->Sum("infiniband_exporter_mad_failures_total", {{"reason", "timeout"}}), timeouts_before);
   EXPECT_LT(*s->Value("infiniband_exporter_sweep_duration_seconds"), 2.0);
   EXPECT_EQ(s->Value("infiniband_exporter_node_stale", {{"guid", Guid(*s, tree_->Leaf(1))}}), 0);
+  // In treydock/infiniband_exporter's terms: the switch is down, its reads
+  // timed out, and only it.
+  EXPECT_EQ(s->Value("infiniband_switch_up", {{"guid", guid}}), 0);
+  EXPECT_EQ(s->Value("infiniband_switch_collect_timeout", {{"guid", guid}}), 1);
+  EXPECT_EQ(s->Value("infiniband_exporter_collect_timeouts", {{"collector", "switch"}}), 1);
+  EXPECT_EQ(s->Value("infiniband_switch_up", {{"guid", Guid(*s, tree_->Leaf(1))}}), 1);
   EXPECT_EQ(Total(*s, guid, port, "receive_errors"), 77);
 
   Console("Error \"" + port.node + "\"[0] 0");
@@ -199,6 +209,7 @@ TEST_F(CounterEngineTest, LidChangeIsRediscoveredWithTotalsKept) {
   ASSERT_TRUE(e);
   auto s = Fresh(*e);
   const std::string guid = Guid(*s, host.node);
+  const std::string node_guid = NodeGuid(*s, host.node);
   ASSERT_EQ(Total(*s, guid, host, "receive_errors"), 31);
   const double rewalks = Discoveries(*s, "incremental");
 
@@ -217,7 +228,7 @@ TEST_F(CounterEngineTest, LidChangeIsRediscoveredWithTotalsKept) {
   EXPECT_EQ(Discoveries(*s, "full"), 1) << e->Log();
   s = Fresh(*e);
   EXPECT_EQ(Total(*s, guid, host, "receive_errors"), 31);
-  EXPECT_EQ(s->Value("infiniband_exporter_node_stale", {{"guid", guid}}), 0);
+  EXPECT_EQ(s->Value("infiniband_exporter_node_stale", {{"guid", node_guid}}), 0);
   Plant(host, "PortRcvErrors", 40);
   s = Fresh(*e);
   EXPECT_EQ(Total(*s, guid, host, "receive_errors"), 40);

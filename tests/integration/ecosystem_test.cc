@@ -44,10 +44,16 @@ congestion:
 
 // Grafana's variables as a person with "All" selected would have them; the
 // interval variables as Grafana would fill them for a short time range.
-std::string Substitute(std::string expr) {
-  const std::vector<std::pair<std::string, std::string>> vars{
-      {"$__rate_interval", "10s"}, {"$__range", "1m"}, {"$__interval", "2s"}, {"$fabric", "sim"},
-      {"$switch", ".*"},           {"$node", ".*"},    {"$topn", "10"}};
+// `sw` and `node`: what the switch and node variables expand to.
+std::string Substitute(std::string expr, const std::string& sw = ".*", const std::string& node = ".*",
+                       const std::string& topn = "10") {
+  const std::vector<std::pair<std::string, std::string>> vars{{"$__rate_interval", "10s"},
+                                                              {"$__range", "1m"},
+                                                              {"$__interval", "2s"},
+                                                              {"$fabric", "sim"},
+                                                              {"$switch", sw},
+                                                              {"$node", node},
+                                                              {"$topn", topn}};
   for (const auto& [k, v] : vars) {
     for (std::size_t at; (at = expr.find(k)) != std::string::npos;) expr.replace(at, k.size(), v);
   }
@@ -209,6 +215,41 @@ class EcosystemTest : public FabricSuite {
   static inline PrometheusServer* prometheus_ = nullptr;
   static inline std::vector<Ramp*> ramps_;
 };
+
+// Each of the switch and node variables narrows the ports of its kind, also
+// when the other is All (a `node=~"$switch|$node"` matcher did not).
+TEST_F(EcosystemTest, SwitchAndNodeFiltersEachNarrowTheirKindWhenTheOtherIsAll) {
+  std::string expr;
+  for (const Query& q : DashboardQueries()) {
+    if (q.dashboard == "congestion.json" && q.panel == "Transmit wait ratio: top $topn ports") expr = q.expr;
+  }
+  ASSERT_FALSE(expr.empty());
+  auto nodes = [&](const std::string& sw, const std::string& node) {
+    std::set<std::string> out;
+    for (const auto& x : Run(Substitute(expr, sw, node, "1000"))) out.insert(x["metric"]["node"].get<std::string>());
+    return out;
+  };
+  auto hcas = [](const std::set<std::string>& names) {
+    std::set<std::string> out;
+    for (const auto& n : names) {
+      if (n.rfind("cn", 0) == 0) out.insert(n);
+    }
+    return out;
+  };
+  auto switches = [&](const std::set<std::string>& names) { return names.size() - hcas(names).size(); };
+  const std::set<std::string> all = nodes(".*", ".*");
+  ASSERT_GT(hcas(all).size(), 2u) << "the panel shows HCA ends";
+  ASSERT_GT(switches(all), 2u);
+  const std::string host = *hcas(all).begin();
+  const std::set<std::string> one_host = nodes(".*", host);
+  EXPECT_EQ(hcas(one_host), std::set<std::string>{host});
+  EXPECT_EQ(switches(one_host), switches(all)) << "switch All: every switch";
+  const std::string leaf = WaitPort().node;
+  const std::set<std::string> one_leaf = nodes(leaf, ".*");
+  EXPECT_EQ(switches(one_leaf), 1u);
+  EXPECT_TRUE(one_leaf.count(leaf));
+  EXPECT_EQ(hcas(one_leaf), hcas(all)) << "node All: every HCA";
+}
 
 TEST_F(EcosystemTest, PrometheusScrapesOverTlsWithBasicAuthAndIsRefusedOtherwise) {
   std::string error;

@@ -98,10 +98,17 @@ class FabricSuite : public ::testing::Test {
     for (const auto& x : s.Find("infiniband_hca_info")) out[x.labels.at("hca")] = x.labels.at(label);
     return out;
   }
+  // A node's `guid` on its port series: a switch's node GUID, an HCA's
+  // port GUID (treydock/infiniband_exporter's convention).
   static std::string Guid(const Scrape& s, const std::string& node) {
     const auto m = ByName(s, "guid");
     auto it = m.find(node);
     return it == m.end() ? "" : it->second;
+  }
+  // A node's node GUID (what the exporter's own per-node metrics carry).
+  static std::string NodeGuid(const Scrape& s, const std::string& node) {
+    for (const auto& x : s.Find("infiniband_hca_info", {{"hca", node}})) return x.labels.at("node_guid");
+    return Guid(s, node);
   }
   // A resident opensm on `sm_host` (not the exporter's node: one SM port
   // per node) that hands the SA's Reports (traps) to an exporter started

@@ -214,7 +214,8 @@ TEST(TopologyTest, NodeNameMapNamesNodesInMetricsAndFindings) {
   ASSERT_TRUE(r.scrape);
   std::map<std::string, std::string> guid;
   for (const auto& x : r.scrape->Find("infiniband_switch_info")) guid[x.labels.at("switch")] = x.labels.at("guid");
-  for (const auto& x : r.scrape->Find("infiniband_hca_info")) guid[x.labels.at("hca")] = x.labels.at("guid");
+  // A node-name map is keyed by node GUID (an HCA's series carry its port GUID).
+  for (const auto& x : r.scrape->Find("infiniband_hca_info")) guid[x.labels.at("hca")] = x.labels.at("node_guid");
   r.exporter.reset();
 
   const std::string dir = MakeTempDir("names");
@@ -225,7 +226,7 @@ TEST(TopologyTest, NodeNameMapNamesNodesInMetricsAndFindings) {
   ASSERT_NE(e, nullptr) << error;
   auto s = e->WaitForSweeps(1, seconds(60));
   ASSERT_TRUE(s);
-  EXPECT_EQ(s->Value("infiniband_hca_info", {{"guid", guid.at("cn0003")}, {"hca", "gpu-node-003"}}), 1);
+  EXPECT_EQ(s->Value("infiniband_hca_info", {{"node_guid", guid.at("cn0003")}, {"hca", "gpu-node-003"}}), 1);
   EXPECT_EQ(s->Find("infiniband_hca_port_receive_errors_total", {{"hca", "gpu-node-003"}}).size(), 1u);
   // 4 hosts, 2 spines x 2 links and the leaf-to-leaf link.
   EXPECT_EQ(s->Find("infiniband_switch_port_receive_errors_total", {{"switch", "rack1-leaf-a"}}).size(), 9u);

@@ -58,6 +58,10 @@ void FakeFabric::SetExtended(int node, int port, const PortCountersExtended& c) 
   nodes_.at(node).ports.at(port).extended = c;
 }
 
+void FakeFabric::SetRcvErrorDetails(int node, int port, const transport::PortRcvErrorDetails& d) {
+  nodes_.at(node).ports.at(port).details = d;
+}
+
 transport::testing::FakeMadPort::Responder FakeFabric::Responder(int local, int local_port) {
   return [this, local, local_port](const MadAddress& to, const MadBytes& req) {
     return Answer(local, local_port, to, req);
@@ -163,6 +167,9 @@ std::optional<MadBytes> FakeFabric::Pma(const MadAddress& to, const MadBytes& re
       const int select = MadData(req)[1];  // PortSelect, IBTA 16.1.3.5
       auto it = n.ports.find(select);
       if (it == n.ports.end()) return EncodeResponse(req, {}, 0x1c);
+      if (h.attr_id == pma_attr::kPortCounters && n.counters_status != 0) {
+        return EncodeResponse(req, {}, n.counters_status);
+      }
       if (h.attr_id == pma_attr::kPortCounters) {
         PortCounters& c = it->second.counters;
         if (h.method == static_cast<std::uint8_t>(MadMethod::kSet)) {
@@ -184,6 +191,11 @@ std::optional<MadBytes> FakeFabric::Pma(const MadAddress& to, const MadBytes& re
         PortCountersExtended c = it->second.extended;
         c.port_select = static_cast<std::uint8_t>(select);
         return EncodeResponse(req, EncodePortCountersExtended(c));
+      }
+      if (h.attr_id == pma_attr::kPortRcvErrorDetails && !n.no_details) {
+        transport::PortRcvErrorDetails d = it->second.details;
+        d.port_select = static_cast<std::uint8_t>(select);
+        return EncodeResponse(req, transport::testing::EncodePortRcvErrorDetails(d));
       }
       return EncodeResponse(req, {}, 0x0c);
     }

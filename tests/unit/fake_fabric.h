@@ -28,6 +28,10 @@ class FakeFabric {
   void SetCounters(int node, int port, const transport::PortCounters& c);
   void SetExtended(int node, int port, const transport::PortCountersExtended& c);
   void DisableExtended(int node) { nodes_.at(node).no_extended = true; }
+  void SetRcvErrorDetails(int node, int port, const transport::PortRcvErrorDetails& d);
+  void DisableRcvErrorDetails(int node) { nodes_.at(node).no_details = true; }
+  // Its PMA answers PortCounters with this MAD status (0: normally).
+  void SetPortCountersStatus(int node, std::uint16_t status) { nodes_.at(node).counters_status = status; }
   // PMA ClassPortInfo.CapabilityMask/2 of a node; by default switches
   // advertise AllPortSelect|ExtWidth|XmitWait and CAs ExtWidth|XmitWait (as
   // ibsim does). `answers` false: ClassPortInfo times out.
@@ -63,6 +67,7 @@ class FakeFabric {
     std::uint16_t lid = 0;  // CA ports
     transport::PortCounters counters;
     transport::PortCountersExtended extended;
+    transport::PortRcvErrorDetails details;
   };
   struct FakeNode {
     std::string name;
@@ -71,6 +76,8 @@ class FakeFabric {
     std::map<int, PortState> ports;
     int num_ports = 0;
     bool no_extended = false;
+    bool no_details = false;  // PortRcvErrorDetails: unsupported attribute
+    std::uint16_t counters_status = 0;
     bool silent = false;
     std::uint16_t cap_mask = 0;
     std::uint32_t cap_mask2 = 0;

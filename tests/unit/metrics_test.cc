@@ -41,9 +41,9 @@ collectors::Snapshot Build() {
 
   collectors::Snapshot s;
   s.fabric = std::make_shared<topology::Fabric>(std::vector<topology::Node>{sw, ca});
-  s.nodes[0xa1] = {NodeKind::kSwitch, "ib-leaf01"};
-  s.nodes[0xc1] = {NodeKind::kCa, "cn0001"};
-  s.nodes[0xd1] = {NodeKind::kCa, "cn0099"};  // vanished from the fabric
+  s.nodes[0xa1] = {NodeKind::kSwitch, "ib-leaf01", {}};
+  s.nodes[0xc1] = {NodeKind::kCa, "cn0001", {}};
+  s.nodes[0xd1] = {NodeKind::kCa, "cn0099", {}};  // vanished from the fabric
   collectors::PortTotals t;
   t.total[Index(Counter::kRcvErrors)] = 17;
   t.present.set(Index(Counter::kRcvErrors));

@@ -2,7 +2,10 @@
 // makes it re-walk part of the fabric (a port newly not answering, a
 // LinkDownedCounter that moved) or walk all of it (a LID answering with
 // another GUID), and that a collector turned off sends none of its MADs
-// and renders none of its families.
+// and renders none of its families. The drop-in families for
+// treydock/SckyzO infiniband_exporter users: PortRcvErrorDetails read only
+// where it can have moved, HCA series under the port GUID, each device's
+// collection health.
 
 #include "exporter/poller.h"
 
@@ -183,6 +186,99 @@ TEST(PollerTest, ADisabledCollectorSendsNoMadAndRendersNoFamily) {
   const auto scrape = testbed::Scrape::Parse(text);
   EXPECT_EQ(scrape.Value("infiniband_exporter_collector_success", {{"collector", "link_health"}}), 1);
   EXPECT_FALSE(scrape.Value("infiniband_exporter_collector_success", {{"collector", "port_counters"}}).has_value());
+}
+
+TEST(PollerTest, RcvErrorDetailsAreReadWhereSupportedAndOnlyWhenPortRcvErrorsMoved) {
+  const auto details_sent = [](const Bed& b) {
+    return b.Sent()[{static_cast<int>(transport::MgmtClass::kPerformance), transport::pma_attr::kPortRcvErrorDetails}];
+  };
+  Bed b;
+  transport::PortRcvErrorDetails d;
+  d.malformed_packet_errors = 5;
+  d.vl_mapping_errors = 2;
+  b.f.SetRcvErrorDetails(b.leaves[1], 2, d);  // leaf1 port 2 (to h11)
+  b.f.DisableRcvErrorDetails(b.hosts[3]);     // h11's PMA lacks the attribute
+  Settle(b);
+  // The first sweep asked every counter target once (2 cabled ports on each
+  // spine, 4 on each leaf, 4 host ports); the second asked nothing.
+  const int first = details_sent(b);
+  EXPECT_EQ(first, 16);
+  auto scrape = testbed::Scrape::Parse(b.holder.Get()->exposition);
+  const std::string leaf1 = topology::FormatGuid(b.f.Guid(b.leaves[1]));
+  EXPECT_EQ(scrape.Value("infiniband_switch_port_malformed_packet_errors_total", {{"guid", leaf1}, {"port", "2"}}), 5);
+  EXPECT_EQ(scrape.Value("infiniband_switch_port_vl_mapping_errors_total", {{"guid", leaf1}, {"port", "2"}}), 2);
+  EXPECT_EQ(scrape.Value("infiniband_switch_port_malformed_packet_errors_total", {{"guid", leaf1}, {"port", "1"}}), 0);
+  EXPECT_EQ(scrape.Find("infiniband_switch_port_malformed_packet_errors_total", {{"guid", leaf1}}).size(), 4u);
+  // Where the PMA lacks it: absent, not 0, and not asked again.
+  EXPECT_EQ(scrape.Find("infiniband_hca_port_dli_mapping_errors_total").size(), 3u);
+  b.Cycle();
+  EXPECT_EQ(details_sent(b), first);
+
+  // PortRcvErrors moves with the details: the next sweep sees the move,
+  // the one after reads the details (of that port only).
+  transport::PortCounters c;
+  c.rcv_errors = 9;
+  b.f.SetCounters(b.leaves[1], 2, c);
+  d.malformed_packet_errors = 9;
+  b.f.SetRcvErrorDetails(b.leaves[1], 2, d);
+  b.Cycle();
+  EXPECT_EQ(details_sent(b), first);
+  b.Cycle();
+  EXPECT_EQ(details_sent(b), first + 1);
+  scrape = testbed::Scrape::Parse(b.holder.Get()->exposition);
+  EXPECT_EQ(scrape.Value("infiniband_switch_port_malformed_packet_errors_total", {{"guid", leaf1}, {"port", "2"}}), 9);
+  EXPECT_EQ(scrape.Value("infiniband_switch_port_receive_errors_total", {{"guid", leaf1}, {"port", "2"}}), 9);
+}
+
+TEST(PollerTest, HcaSeriesCarryThePortGuidAndEachDeviceItsCollectionHealth) {
+  Bed b;
+  Settle(b);
+  auto scrape = testbed::Scrape::Parse(b.holder.Get()->exposition);
+  // The fake's port GUIDs differ from its node GUIDs (node << 8 | port).
+  const std::uint64_t node = b.f.Guid(b.hosts[2]);
+  const std::string port_guid = topology::FormatGuid(node << 8 | 1);
+  EXPECT_EQ(scrape.Value("infiniband_hca_port_transmit_data_bytes_total", {{"guid", port_guid}, {"port", "1"}}), 0);
+  EXPECT_TRUE(
+      scrape.Find("infiniband_hca_port_transmit_data_bytes_total", {{"guid", topology::FormatGuid(node)}}).empty());
+  EXPECT_EQ(scrape.Value("infiniband_hca_info",
+                         {{"guid", port_guid}, {"node_guid", topology::FormatGuid(node)}, {"hca", "h10"}}),
+            1);
+  EXPECT_EQ(scrape.Value("infiniband_hca_up", {{"guid", port_guid}, {"hca", "h10"}}), 1);
+  const std::string spine0 = topology::FormatGuid(b.f.Guid(0));
+  EXPECT_EQ(scrape.Value("infiniband_switch_up", {{"guid", spine0}, {"switch", "spine0"}}), 1);
+  EXPECT_EQ(scrape.Value("infiniband_switch_collect_timeout", {{"guid", spine0}, {"collector", "switch"}}), 0);
+  EXPECT_EQ(scrape.Value("infiniband_exporter_collect_timeouts", {{"collector", "switch"}}), 0);
+  EXPECT_GT(*scrape.Value("infiniband_exporter_last_execution"), 1.7e9);
+  // Port state and rates from PortInfo: a cabled port up, an empty one down.
+  const std::string leaf0 = topology::FormatGuid(b.f.Guid(b.leaves[0]));
+  EXPECT_EQ(scrape.Value("infiniband_switch_port_state", {{"guid", leaf0}, {"port", "1"}}), 1);
+  EXPECT_EQ(scrape.Value("infiniband_switch_port_state", {{"guid", leaf0}, {"port", "3"}}), 0);
+  EXPECT_EQ(scrape.Value("infiniband_switch_port_link_state", {{"guid", leaf0}, {"port", "1"}}), 4);
+  EXPECT_EQ(scrape.Value("infiniband_switch_port_rate_bytes_per_second", {{"guid", leaf0}, {"port", "3"}}), 0);
+  EXPECT_GT(*scrape.Value("infiniband_switch_port_raw_rate_bytes_per_second", {{"guid", leaf0}, {"port", "1"}}),
+            *scrape.Value("infiniband_switch_port_rate_bytes_per_second", {{"guid", leaf0}, {"port", "1"}}));
+
+  // spine0 stops answering: down, its reads timed out, the sum says so.
+  b.f.SetSilent(0, true);
+  b.Cycle();
+  scrape = testbed::Scrape::Parse(b.holder.Get()->exposition);
+  EXPECT_EQ(scrape.Value("infiniband_switch_up", {{"guid", spine0}, {"switch", "spine0"}}), 0);
+  EXPECT_EQ(scrape.Value("infiniband_switch_collect_timeout", {{"guid", spine0}, {"collector", "switch"}}), 1);
+  EXPECT_EQ(scrape.Value("infiniband_exporter_collect_timeouts", {{"collector", "switch"}}), 1);
+  EXPECT_EQ(scrape.Value("infiniband_switch_up", {{"guid", topology::FormatGuid(b.f.Guid(1))}, {"switch", "spine1"}}),
+            1);
+
+  // h00's PMA answers PortCounters with an error status: a collect error
+  // (treydock's InfinibandCollectError condition), not a timeout.
+  b.f.SetPortCountersStatus(b.hosts[0], 0x0c);
+  b.Cycle();
+  scrape = testbed::Scrape::Parse(b.holder.Get()->exposition);
+  const std::string h00 = topology::FormatGuid(b.f.Guid(b.hosts[0]) << 8 | 1);
+  EXPECT_EQ(scrape.Value("infiniband_hca_collect_error", {{"guid", h00}, {"collector", "hca"}}), 1);
+  EXPECT_EQ(scrape.Value("infiniband_hca_collect_timeout", {{"guid", h00}, {"collector", "hca"}}), 0);
+  EXPECT_EQ(scrape.Value("infiniband_exporter_collect_errors", {{"collector", "hca"}}), 1);
+  EXPECT_EQ(scrape.Value("infiniband_exporter_collect_errors", {{"collector", "switch"}}), 0);
+  EXPECT_EQ(scrape.Value("infiniband_hca_up", {{"guid", h00}, {"hca", "h00"}}), 0);
 }
 
 }  // namespace

@@ -20,7 +20,7 @@ TEST(StateTest, RoundTripAndRejects) {
   t.last_bits[Index(Counter::kXmitData)] = 64;
   t.stale = true;
   st.ports[{0xabc, 3}] = t;
-  st.nodes[0xabc] = {topology::NodeKind::kCa, "cn0001 \"quoted\""};
+  st.nodes[0xabc] = {topology::NodeKind::kCa, "cn0001 \"quoted\"", {{1, 0xabd}, {2, 0xabe}}};
   st.remembered.insert({0xdef, 7});
   collectors::PersistedState back;
   std::string error;
@@ -32,6 +32,7 @@ TEST(StateTest, RoundTripAndRejects) {
   EXPECT_TRUE(bt.stale);
   EXPECT_EQ(bt.present, t.present);
   EXPECT_EQ(back.nodes.at(0xabc).name, "cn0001 \"quoted\"");
+  EXPECT_EQ(back.nodes.at(0xabc).port_guids, (std::map<std::uint8_t, std::uint64_t>{{1, 0xabd}, {2, 0xabe}}));
   EXPECT_EQ(back.remembered, st.remembered);
 
   EXPECT_FALSE(collectors::LoadState("{not json", &back, &error));

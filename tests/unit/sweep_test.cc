@@ -245,7 +245,7 @@ TEST(PinnedTest, PinnedCountersAreExposed) {
 
   collectors::Snapshot s;
   s.fabric = std::make_shared<topology::Fabric>();
-  s.nodes[0x9] = {topology::NodeKind::kSwitch, "sw"};
+  s.nodes[0x9] = {topology::NodeKind::kSwitch, "sw", {}};
   s.ports[{0x9, 4}] = t;
   s.ports[{0x9, 5}] = collectors::PortTotals{};
   s.collectors = {"port_counters"};

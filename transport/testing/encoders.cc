@@ -89,6 +89,18 @@ std::vector<std::uint8_t> EncodePortCounters(const PortCounters& c) {
   return b.bytes;
 }
 
+std::vector<std::uint8_t> EncodePortRcvErrorDetails(const PortRcvErrorDetails& d) {
+  Buf b(kPmaDataSize);
+  b.Set(IB_PC_PORT_SELECT_F, d.port_select);
+  b.Set(IB_PC_RCV_LOCAL_PHY_ERR_F, d.local_physical_errors);
+  b.Set(IB_PC_RCV_MALFORMED_PKT_ERR_F, d.malformed_packet_errors);
+  b.Set(IB_PC_RCV_BUF_OVR_ERR_F, d.buffer_overrun_errors);
+  b.Set(IB_PC_RCV_DLID_MAP_ERR_F, d.dlid_mapping_errors);
+  b.Set(IB_PC_RCV_VL_MAP_ERR_F, d.vl_mapping_errors);
+  b.Set(IB_PC_RCV_LOOPING_ERR_F, d.looping_errors);
+  return b.bytes;
+}
+
 std::vector<std::uint8_t> EncodePortCountersExtended(const PortCountersExtended& c) {
   Buf b(kPmaDataSize);
   b.Set(IB_PC_EXT_PORT_SELECT_F, c.port_select);
