@@ -1,8 +1,5 @@
 #include "collectors/fabric_collector.h"
 
-#include <array>
-#include <map>
-
 #include "collectors/render.h"
 #include "topology/link_rate.h"
 
@@ -25,6 +22,48 @@ class FabricCollector final : public Collector {
 
 std::unique_ptr<Collector> MakeFabricCollector(const CollectorOptions&) { return std::make_unique<FabricCollector>(); }
 
+namespace {
+
+// Per port, as PortInfo last read them (SckyzO/infiniband_exporter's
+// names): one family at a time, built and emitted, so that memory holds a
+// single family's series and not ten.
+void RenderPortStates(const Snapshot& s, const Emit& out) {
+  struct PerPort {
+    const char* suffix;
+    const char* help;
+    double (*value)(const topology::Port&);
+  };
+  static const PerPort kFamilies[] = {
+      {"port_state", "1 when the port's physical link is up (LinkUp), else 0",
+       [](const topology::Port& p) -> double { return p.link_up() ? 1 : 0; }},
+      {"port_link_state", "PortInfo PortState: 1 Down, 2 Init, 3 Armed, 4 Active",
+       [](const topology::Port& p) -> double { return p.state; }},
+      {"port_physical_state",
+       "PortInfo PortPhysicalState: 1 Sleep, 2 Polling, 3 Disabled, 4 Training, 5 LinkUp, 6 LinkErrorRecovery, 7 "
+       "PhyTest",
+       [](const topology::Port& p) -> double { return p.phys_state; }},
+      {"port_rate_bytes_per_second",
+       "Data rate of the active link after line encoding (width x lane rate); 0 when down",
+       [](const topology::Port& p) { return topology::ActiveGbps(p) * 1e9 / 8; }},
+      {"port_raw_rate_bytes_per_second", "Signalling rate of the active link before line encoding; 0 when down",
+       [](const topology::Port& p) { return topology::ActiveSignalGbps(p) * 1e9 / 8; }},
+  };
+  for (const bool sw : {false, true}) {
+    const std::string role = sw ? "switch" : "hca";
+    for (const PerPort& pp : kFamilies) {
+      auto f = Family("infiniband_" + role + "_" + pp.suffix, pp.help, MetricType::Gauge);
+      for (const auto& node : s.fabric->nodes()) {
+        if ((node.kind == NodeKind::kSwitch) != sw) continue;
+        const NodeLabel& label = LabelOf(s, node.guid);
+        for (const auto& port : node.ports) Add(f, PortLabels({node.guid, port.number}, label), pp.value(port));
+      }
+      EmitNonEmpty(out, f);
+    }
+  }
+}
+
+}  // namespace
+
 void RenderFabric(const Snapshot& s, const Emit& out) {
   if (!s.fabric) return;
   auto sw_info = Family("infiniband_switch_info", "InfiniBand switch information", MetricType::Gauge);
@@ -33,25 +72,6 @@ void RenderFabric(const Snapshot& s, const Emit& out) {
   auto sw_up =
       Family("infiniband_switch_uplink_info", "The far end of the cable on each switch port", MetricType::Gauge);
   auto hca_up = Family("infiniband_hca_uplink_info", "The far end of the cable on each HCA port", MetricType::Gauge);
-  // Per port, as PortInfo last read them (SckyzO/infiniband_exporter's names).
-  std::map<bool, std::array<prometheus::MetricFamily, 5>> per_port;
-  for (const bool sw : {false, true}) {
-    const std::string role = sw ? "switch" : "hca";
-    per_port[sw] = {
-        Family("infiniband_" + role + "_port_state", "1 when the port's physical link is up (LinkUp), else 0",
-               MetricType::Gauge),
-        Family("infiniband_" + role + "_port_link_state", "PortInfo PortState: 1 Down, 2 Init, 3 Armed, 4 Active",
-               MetricType::Gauge),
-        Family("infiniband_" + role + "_port_physical_state",
-               "PortInfo PortPhysicalState: 1 Sleep, 2 Polling, 3 Disabled, 4 Training, 5 LinkUp, 6 "
-               "LinkErrorRecovery, 7 PhyTest",
-               MetricType::Gauge),
-        Family("infiniband_" + role + "_port_rate_bytes_per_second",
-               "Data rate of the active link after line encoding (width x lane rate); 0 when down", MetricType::Gauge),
-        Family("infiniband_" + role + "_port_raw_rate_bytes_per_second",
-               "Signalling rate of the active link before line encoding; 0 when down", MetricType::Gauge),
-    };
-  }
   const topology::Fabric& fabric = *s.fabric;
   auto label_of = [&](const topology::Node& n) -> const NodeLabel& { return LabelOf(s, n.guid); };
   for (const auto& node : fabric.nodes()) {
@@ -73,13 +93,6 @@ void RenderFabric(const Snapshot& s, const Emit& out) {
              {"port", std::to_string(port.number)}},
             1);
       }
-      auto& f = per_port[sw];
-      const auto labels = PortLabels(ref, label);
-      Add(f[0], labels, port.link_up() ? 1 : 0);
-      Add(f[1], labels, port.state);
-      Add(f[2], labels, port.phys_state);
-      Add(f[3], labels, topology::ActiveGbps(port) * 1e9 / 8);
-      Add(f[4], labels, topology::ActiveSignalGbps(port) * 1e9 / 8);
       if (!port.remote) continue;
       const topology::Node* far = fabric.FindNode(port.remote->node_guid);
       const topology::Port* far_port = fabric.FindPort(*port.remote);
@@ -96,9 +109,7 @@ void RenderFabric(const Snapshot& s, const Emit& out) {
     }
   }
   for (auto* f : {&hca_info, &hca_up, &sw_info, &sw_up}) out(std::move(*f));
-  for (auto& [sw, families] : per_port) {
-    for (auto& f : families) EmitNonEmpty(out, f);
-  }
+  RenderPortStates(s, out);
 }
 
 }  // namespace ibfabric::collectors

@@ -201,5 +201,32 @@ TEST_F(CompatTest, AlertConditionsAreSilentWhenCleanAndFireOnTheirFaultOnly) {
   Console("ReLink " + At(UnlinkedPort()));
 }
 
+// treydock's InfinibandCollectorStale, `(time() - last_execution) > 900`,
+// scaled to seconds: an exporter that sweeps once a minute goes on being
+// scraped, and its last execution is its last sweep's end, not the scrape.
+TEST_F(CompatTest, TheCollectorStaleConditionFiresWhenSweepsStopWhileScrapesGoOn) {
+  auto slow = StartExporter({"--sweep.interval=1m", "--discovery.interval=1h", "--mad.timeout=20ms"});
+  ASSERT_TRUE(slow);
+  std::string error;
+  auto prometheus = PrometheusServer::Start(
+      "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
+      "scrape_configs:\n"
+      "  - job_name: slow\n"
+      "    static_configs: [{targets: ['127.0.0.1:" +
+          std::to_string(slow->port()) + "']}]\n",
+      {}, &error);
+  ASSERT_TRUE(prometheus) << error;
+  const std::string stale = "(time() - infiniband_exporter_last_execution) > 5";
+  auto fired = [&] {
+    auto r = prometheus->Query(stale, &error);
+    return r && r->size() == 1;
+  };
+  EXPECT_TRUE(WaitUntil(fired, seconds(30))) << prometheus->Log();
+  // Scrapes went on all along; the fast exporter's is not stale.
+  auto up = prometheus->Query("up{job=\"slow\"} == 1", &error);
+  EXPECT_TRUE(up && up->size() == 1);
+  EXPECT_TRUE(Run(stale).empty());
+}
+
 }  // namespace
 }  // namespace ibfabric::testbed
