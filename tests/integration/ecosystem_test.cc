@@ -21,6 +21,7 @@
 
 #include "exporter/web_config.h"
 #include "tests/integration/fabric_suite.h"
+#include "tests/integration/promql.h"
 #include "tests/testbed/browser.h"
 #include "tests/testbed/certificates.h"
 #include "tests/testbed/prometheus_server.h"
@@ -186,19 +187,9 @@ class EcosystemTest : public FabricSuite {
   static Endpoint WaitPort() { return tree_->LeafUplink(3, 2, 1); }
   static Endpoint DiscardPort() { return tree_->LeafHostPort(5); }
 
-  static json Run(const std::string& expr) {
-    std::string error;
-    auto r = prometheus_->Query(expr, &error);
-    EXPECT_TRUE(r) << expr << ": " << error;
-    return r ? *r : json::array();
-  }
+  static json Run(const std::string& expr) { return RunPromQL(*prometheus_, expr); }
   // The value of a query that yields one series (0 when it yields none).
-  static double Number(const std::string& expr) {
-    std::string error;
-    auto r = prometheus_->Query(expr, &error);
-    if (!r || r->empty()) return 0;
-    return std::stod((*r)[0]["value"][1].get<std::string>());
-  }
+  static double Number(const std::string& expr) { return PromQLNumber(*prometheus_, expr); }
   static json Panel(const std::string& dashboard, const std::string& title) {
     for (const Query& q : DashboardQueries()) {
       if (q.dashboard == dashboard && q.panel == title) return Run(Substitute(q.expr));

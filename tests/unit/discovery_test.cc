@@ -312,10 +312,9 @@ Walked Rewalk(testing::FakeFabric& f, int local, const topology::Fabric& base, s
   return w;
 }
 
+// A full walk from `local`'s port 1 that must succeed.
 topology::Fabric Full(testing::FakeFabric& f, int local) {
-  transport::testing::FakeMadPort mad(f.Responder(local, 1));
-  transport::MadEngine engine(mad, {16, milliseconds(20), 1});
-  auto r = topology::Discover(engine);
+  auto r = Discover(f, local, 1);
   EXPECT_TRUE(r.ok);
   return r.fabric;
 }
