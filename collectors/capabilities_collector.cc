@@ -49,6 +49,7 @@ void RenderCapabilities(const Snapshot& s, const Emit& out) {
       Family("infiniband_node_pma_capabilities_info",
              "PMA ClassPortInfo CapabilityMask and CapabilityMask2 of the node (hex)", prometheus::MetricType::Gauge);
   for (const auto& [guid, caps] : s.pma) {
+    if (!OwnsNode(s, guid)) continue;
     char mask[8], mask2[12];
     std::snprintf(mask, sizeof mask, "0x%04x", caps.mask);
     std::snprintf(mask2, sizeof mask2, "0x%08x", caps.mask2);

@@ -87,6 +87,9 @@ struct Cycle {
   // kSweep: what the sweep's batch read (counters, PortInfo, LID checks);
   // kTrap: the PortInfo of the ports a trap named, read again.
   const SweepResult* sweep = nullptr;
+  // The local port's PortInfo.MasterSMLID as of this sweep (0: unknown): a
+  // master SM that started after the last walk is seen here first.
+  std::uint16_t master_sm_lid = 0;
   std::chrono::steady_clock::time_point now{};
   std::chrono::system_clock::time_point wall{};
   // The parts published so far, this cycle's by the collectors before

@@ -55,7 +55,9 @@ void RenderPortStates(const Snapshot& s, const Emit& out) {
       for (const auto& node : s.fabric->nodes()) {
         if ((node.kind == NodeKind::kSwitch) != sw) continue;
         const NodeLabel& label = LabelOf(s, node.guid);
-        for (const auto& port : node.ports) Add(f, PortLabels({node.guid, port.number}, label), pp.value(port));
+        for (const auto& port : node.ports) {
+          if (OwnsPort(s, node, port)) Add(f, PortLabels({node.guid, port.number}, label), pp.value(port));
+        }
       }
       EmitNonEmpty(out, f);
     }
@@ -77,11 +79,12 @@ void RenderFabric(const Snapshot& s, const Emit& out) {
   for (const auto& node : fabric.nodes()) {
     const bool sw = node.kind == NodeKind::kSwitch;
     const NodeLabel& label = label_of(node);
-    if (sw) {
+    if (sw && OwnsSwitch(s, node.guid)) {
       Add(sw_info, {{"guid", FormatGuid(node.guid)}, {"lid", std::to_string(node.lid)}, {"switch", node.description}},
           1);
     }
     for (const auto& port : node.ports) {
+      if (!OwnsPort(s, node, port)) continue;
       const topology::PortRef ref{node.guid, port.number};
       const std::string guid = FormatGuid(SeriesGuid(ref, label));
       if (!sw) {

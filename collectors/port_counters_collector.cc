@@ -198,6 +198,7 @@ void RenderCollectHealth(const Snapshot& s, const Emit& out) {
     for (const auto& [key, c] : s.collect) {
       const NodeLabel& label = LabelOf(s, key.node_guid);
       if ((label.kind == NodeKind::kSwitch) != sw) continue;
+      if (sw && !OwnsSwitch(s, key.node_guid)) continue;  // its owner reports it
       const std::string guid = topology::FormatGuid(SeriesGuid(key, label));
       Add(up, {{"guid", guid}, {role, label.name}}, c.up ? 1 : 0);
       Add(error, {{"collector", role}, {"guid", guid}}, c.error ? 1 : 0);

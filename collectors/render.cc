@@ -1,5 +1,7 @@
 #include "collectors/render.h"
 
+#include "topology/scope.h"
+
 namespace ibfabric::collectors {
 
 using prometheus::ClientMetric;
@@ -57,6 +59,27 @@ std::uint64_t SeriesGuid(const topology::PortRef& ref, const NodeLabel& label) {
 std::vector<ClientMetric::Label> PortLabels(const topology::PortRef& ref, const NodeLabel& label) {
   return {
       {"guid", FormatGuid(SeriesGuid(ref, label))}, {"port", std::to_string(ref.port)}, {Role(label.kind), label.name}};
+}
+
+bool OwnsSwitch(const Snapshot& s, std::uint64_t switch_guid) {
+  if (s.scope.kind == topology::ScopeKind::kLocal) return false;
+  return s.scope.shards <= 1 || topology::ShardOf(switch_guid, s.scope.shards) == s.scope.shard;
+}
+
+bool OwnsPort(const Snapshot& s, const topology::Node& node, const topology::Port& port) {
+  if (!s.read_ports || s.read_ports->count({node.guid, port.number})) return true;
+  return node.kind == topology::NodeKind::kSwitch && !port.remote && OwnsSwitch(s, node.guid);
+}
+
+bool OwnsNode(const Snapshot& s, std::uint64_t guid) {
+  if (!s.read_ports) return true;
+  const topology::Node* node = s.fabric ? s.fabric->FindNode(guid) : nullptr;
+  if (node == nullptr) return false;
+  if (node->kind == topology::NodeKind::kSwitch) return OwnsSwitch(s, guid);
+  for (const auto& port : node->ports) {
+    if (s.read_ports->count({guid, port.number})) return true;
+  }
+  return false;
 }
 
 std::vector<ClientMetric::Label> CableLabels(const Snapshot& s, const topology::Link& l) {

@@ -35,6 +35,19 @@ const NodeLabel& LabelOf(const Snapshot& s, std::uint64_t guid);
 std::uint64_t SeriesGuid(const topology::PortRef& ref, const NodeLabel& label);
 // {guid, port, switch|hca}: the labels of treydock/infiniband_exporter.
 std::vector<prometheus::ClientMetric::Label> PortLabels(const topology::PortRef& ref, const NodeLabel& label);
+// One exporter reports each fabric fact, so that joins `on (guid, port)`
+// find one series however many exporters share the fabric (a DaemonSet of
+// local exporters with inter-switch shards, or fabric shards):
+// - a switch's own facts (info, up, collection health, capabilities): the
+//   shard its GUID hashes to, in fabric or inter-switch scope; never a
+//   local exporter;
+// - a port's facts (uplink, state, rate; an HCA port's info): the
+//   exporter that reads the port, or, for a switch port nobody reads (no
+//   cable), the switch's owner.
+bool OwnsSwitch(const Snapshot& s, std::uint64_t switch_guid);
+bool OwnsPort(const Snapshot& s, const topology::Node& node, const topology::Port& port);
+// A node's facts: a switch's owner; for an HCA, the reader of any of its ports.
+bool OwnsNode(const Snapshot& s, std::uint64_t guid);
 // A cable: both ends by GUID (unique) and name (readable).
 std::vector<prometheus::ClientMetric::Label> CableLabels(const Snapshot& s, const topology::Link& l);
 

@@ -9,6 +9,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -111,6 +112,10 @@ struct Snapshot {
   transport::KindCounts discovery_mads{};
   transport::KindCounts sweep_mads{};
   topology::Scope scope;  // which ports this exporter reads
+  // The ports it reads (in scope, or switch ports once seen up there);
+  // null when it reads every port. Facts about a port, a switch or an HCA
+  // come from one exporter only (collectors/render.h Owns*).
+  std::shared_ptr<const std::set<topology::PortRef>> read_ports;
   std::uint64_t sweeps = 0;
   std::uint64_t discoveries = 0;  // full walks
   std::uint64_t rewalks = 0;      // incremental discoveries (topology/discovery.h Rediscover)

@@ -1,6 +1,7 @@
 #include "collectors/subnet_managers_collector.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "collectors/render.h"
 #include "collectors/subnet_managers.h"
@@ -12,6 +13,23 @@ using prometheus::ClientMetric;
 using prometheus::MetricType;
 using topology::FormatGuid;
 
+// The port at `lid` when no known SM has it: a switch's port 0 or a CA
+// port; nullopt when `lid` is 0, known, or nobody's.
+std::optional<SmTarget> LateMaster(const topology::Fabric& fabric, const std::vector<SmTarget>& known,
+                                   std::uint16_t lid) {
+  if (lid == 0) return std::nullopt;
+  for (const SmTarget& t : known) {
+    if (t.lid == lid) return std::nullopt;
+  }
+  for (const auto& node : fabric.nodes()) {
+    if (node.kind == topology::NodeKind::kSwitch && node.lid == lid) return SmTarget{{node.guid, 0}, lid};
+    for (const auto& port : node.ports) {
+      if (node.kind != topology::NodeKind::kSwitch && port.lid == lid) return SmTarget{{node.guid, port.number}, lid};
+    }
+  }
+  return std::nullopt;
+}
+
 class SubnetManagersCollector final : public Collector {
  public:
   explicit SubnetManagersCollector(const SmMonitorOptions& options) : monitor_(options) {}
@@ -20,7 +38,26 @@ class SubnetManagersCollector final : public Collector {
 
   Outcome Update(const Cycle& cycle) override {
     if (cycle.trigger != Trigger::kSweep || !cycle.scope.reports_topology()) return {};
-    const auto readings = ReadSubnetManagers(SmTargets(*cycle.fabric), *cycle.engine);
+    auto targets = SmTargets(*cycle.fabric);
+    // A master the last walk did not see (it started since): the local
+    // port's MasterSMLID names it; asked too, and kept when it answers as
+    // an SM. The next walk finds its IsSM port.
+    // A LID that did not answer as an SM is asked again after
+    // kRecheckSweeps (or at once when the MasterSMLID changes): a master
+    // that is gone costs one SMInfo now and then, not one every sweep.
+    ++updates_;
+    std::optional<SmTarget> late = LateMaster(*cycle.fabric, targets, cycle.master_sm_lid);
+    if (late && late->lid == rejected_lid_ && updates_ < recheck_at_) late.reset();
+    if (late) targets.push_back(*late);
+    auto readings = ReadSubnetManagers(targets, *cycle.engine);
+    if (late) {
+      const SmReading& r = readings.back();
+      if (!r.info || r.info->state == transport::SmState::kNotActive) {
+        readings.pop_back();
+        rejected_lid_ = late->lid;
+        recheck_at_ = updates_ + kRecheckSweeps;
+      }
+    }
     const auto before = report_;
     monitor_.Update(readings, *cycle.fabric, cycle.now, cycle.wall);
     report_ = std::make_shared<const SmReport>(monitor_.Report());
@@ -40,7 +77,11 @@ class SubnetManagersCollector final : public Collector {
   void Publish(Snapshot* parts) const override { parts->subnet_managers = report_; }
 
  private:
+  static constexpr std::uint64_t kRecheckSweeps = 10;
   SmMonitor monitor_;
+  std::uint64_t updates_ = 0;
+  std::uint16_t rejected_lid_ = 0;
+  std::uint64_t recheck_at_ = 0;
   std::shared_ptr<const SmReport> report_;
 };
 

@@ -184,6 +184,12 @@ void FabricTracker::Retry(const std::vector<topology::PortChange>& changes,
 
 // --- sweeps --------------------------------------------------------------
 
+std::optional<collectors::LinkTarget> FabricTracker::LocalTarget() const {
+  const topology::Port* local = fabric_ ? fabric_->FindPort({local_guid_, local_port_}) : nullptr;
+  if (local == nullptr || local->lid == 0) return std::nullopt;
+  return collectors::LinkTarget{{local_guid_, local_port_}, local->lid, false};
+}
+
 FabricTracker::SweepReads FabricTracker::PlanSweep(const collectors::Snapshot& parts) {
   const std::uint64_t rounds = std::max<std::uint64_t>(
       1, static_cast<std::uint64_t>(options_.sweep_rotation /
@@ -230,6 +236,10 @@ std::set<topology::PortRef> FabricTracker::Watched(const collectors::Snapshot& p
 
 FabricTracker::News FabricTracker::Observe(const std::map<topology::PortRef, collectors::PortTotals>& before,
                                            collectors::SweepResult* sweep) {
+  if (auto it = sweep->links.find({local_guid_, local_port_}); it != sweep->links.end()) {
+    // Its own LID names no SM this exporter could ask (it is none).
+    master_sm_lid_ = it->second.sm_lid == it->second.lid ? 0 : it->second.sm_lid;
+  }
   News news;
   const std::size_t ld = collectors::Index(collectors::Counter::kLinkDowned);
   for (const auto& r : sweep->readings) {
@@ -479,6 +489,11 @@ void FabricTracker::Publish(collectors::Snapshot* s) const {
   s->fabric = fabric_;
   s->nodes = nodes_;
   s->scope = options_.scope;
+  if (!options_.scope.everything()) {
+    auto read = std::make_shared<std::set<topology::PortRef>>(in_scope_);
+    read->insert(remembered_.begin(), remembered_.end());
+    s->read_ports = std::move(read);
+  }
   s->sweeps = sweeps_;
   s->discoveries = walks_;
   s->rewalks = rewalks_;

@@ -9,8 +9,8 @@
 // collectors after each walk and each sweep, and tells the tracker what
 // they saw.
 //
-// What a sweep reads besides the collectors' reads: PortInfo of the switch
-// ports with news (a LinkDownedCounter that moved or is pinned at its
+// What a sweep reads besides the collectors' reads: PortInfo of the local
+// port (its MasterSMLID) and of the switch ports with news (a LinkDownedCounter that moved or is pinned at its
 // maximum, a port that stopped answering, a degraded or recently changed
 // link, a remembered port that is down) and of a slice of the rest, so that
 // every switch port is read once per `sweep_rotation`; NodeInfo of a slice
@@ -97,6 +97,10 @@ class FabricTracker {
   // `parts`: the collectors' last parts (degraded links and pinned
   // LinkDownedCounters are watched).
   SweepReads PlanSweep(const collectors::Snapshot& parts);
+  // The local port's PortInfo, for every sweep's batch (one LID-routed SMP
+  // to itself): its MasterSMLID names a master SM that started after the
+  // last walk. nullopt before the local port has a LID.
+  std::optional<collectors::LinkTarget> LocalTarget() const;
   // What the sweep's batch showed before the collectors judge it.
   struct News {
     std::set<topology::PortRef> newly_failing;  // answered before and not now
@@ -139,6 +143,9 @@ class FabricTracker {
   // Whether `port` is read: in scope, or a switch port once seen up there.
   bool ReadsPort(const topology::PortRef& port) const;
   const std::set<topology::PortRef>& remembered() const { return remembered_; }
+  // The local port's PortInfo.MasterSMLID as of the last sweep (every sweep
+  // reads it); 0 before one answered.
+  std::uint16_t master_sm_lid() const { return master_sm_lid_; }
   const std::map<std::uint64_t, collectors::NodeLabel>& nodes() const { return nodes_; }
   // A node's name as last seen, else its GUID; a port as "name[port]".
   std::string NameOf(std::uint64_t guid) const;
@@ -182,6 +189,7 @@ class FabricTracker {
   std::vector<collectors::SweepTarget> owners_;
   std::uint64_t local_guid_ = 0;
   std::uint8_t local_port_ = 0;
+  std::uint16_t master_sm_lid_ = 0;
 
   // Walks: whether the next cycle walks everything, when it is due on
   // schedule; lost answers: incomplete walks in a row that missed each

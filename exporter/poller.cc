@@ -57,7 +57,9 @@ bool Poller::Cycle() {
   }
   const FabricTracker::SweepReads reads = tracker_.PlanSweep(parts_);
   const transport::KindCounts mads_before = engine_.stats().kinds;
-  collectors::SweepResult sweep = collectors::Sweep(plan.counters, reads.links, reads.checks, engine_);
+  std::vector<collectors::LinkTarget> links = reads.links;
+  if (auto local = tracker_.LocalTarget()) links.push_back(*local);
+  collectors::SweepResult sweep = collectors::Sweep(plan.counters, links, reads.checks, engine_);
   sweep_seconds_ = sweep.duration.count();
   const FabricTracker::News news = tracker_.Observe(parts_.ports, &sweep);
   const auto master_changes = [this] { return parts_.subnet_managers ? parts_.subnet_managers->master_changes : 0; };
@@ -139,6 +141,7 @@ collectors::Cycle Poller::MakeCycle(collectors::Trigger trigger) {
   c.engine = &engine_;
   c.fabric = tracker_.fabric().get();
   c.scope = tracker_.scope();
+  c.master_sm_lid = tracker_.master_sm_lid();
   c.now = std::chrono::steady_clock::now();
   c.wall = std::chrono::system_clock::now();
   c.parts = &parts_;

@@ -30,6 +30,33 @@ PortSet PortsRead(const Scrape& s) {
   return out;
 }
 
+// The facts a scrape states about the fabric, each as "family guid[/port]":
+// the ones dashboards join on. Across the exporters of one deployment each
+// must come from exactly one of them.
+std::map<std::string, int> Facts(const Scrape& s) {
+  std::map<std::string, int> out;
+  for (const char* family : {"infiniband_switch_info", "infiniband_hca_info", "infiniband_switch_uplink_info",
+                             "infiniband_hca_uplink_info", "infiniband_switch_port_state", "infiniband_hca_port_state",
+                             "infiniband_switch_up", "infiniband_hca_up", "infiniband_node_pma_capabilities_info"}) {
+    for (const auto& x : s.Find(family)) {
+      const auto port = x.labels.find("port");
+      ++out[std::string(family) + " " + x.labels.at("guid") + (port == x.labels.end() ? "" : "/" + port->second)];
+    }
+  }
+  return out;
+}
+void AddFacts(const Scrape& s, std::map<std::string, int>* into) {
+  for (const auto& [k, n] : Facts(s)) (*into)[k] += n;
+}
+// Facts stated more than once, and the families with none.
+std::string Repeated(const std::map<std::string, int>& facts) {
+  std::string out;
+  for (const auto& [k, n] : facts) {
+    if (n != 1) out += k + " x" + std::to_string(n) + "\n";
+  }
+  return out;
+}
+
 std::string Show(const PortSet& ports) {
   std::string s;
   for (const auto& e : ports) s += e.node + "[" + std::to_string(e.port) + "] ";
@@ -90,11 +117,14 @@ TEST_F(ScopeTest, LocalReadsExactlyTheHostsCableEndsAndSeesAPlantedCounterThere)
 TEST_F(ScopeTest, ShardsReadEveryPortExactlyOnceAndOneReportsTopology) {
   const PortSet all = PortsRead(Once(tree_->Host(1), {}));
   ASSERT_EQ(all, Cabled()) << Show(all);
+  const std::map<std::string, int> whole = Facts(Once(tree_->Host(1), {}));
   for (int n : {2, 3}) {
+    std::map<std::string, int> facts;  // each once, and the same as one exporter's
     std::map<Endpoint, int> times;
     std::map<std::string, std::set<int>> switch_shards;
     for (int i = 0; i < n; ++i) {
       const Scrape s = Once(tree_->Host(1), {"--shard=" + std::to_string(i) + "/" + std::to_string(n)});
+      AddFacts(s, &facts);
       for (const auto& e : PortsRead(s)) {
         ++times[e];
         if (e.node.rfind("ib-", 0) == 0) switch_shards[e.node].insert(i);
@@ -109,16 +139,22 @@ TEST_F(ScopeTest, ShardsReadEveryPortExactlyOnceAndOneReportsTopology) {
     EXPECT_EQ(covered, all) << n << " shards";
     for (const auto& [sw, shards] : switch_shards) EXPECT_EQ(shards.size(), 1u) << sw << " split over shards";
     EXPECT_EQ(switch_shards.size(), tree_->leaves().size() + tree_->spines().size());
+    EXPECT_EQ(Repeated(facts), "") << n << " shards";
+    EXPECT_EQ(facts, whole) << n << " shards state other facts than one exporter";
   }
 }
 
 TEST_F(ScopeTest, LocalOnEveryHostPlusInterSwitchShardsReadEachCabledPortOnce) {
   std::map<Endpoint, int> times;
+  std::map<std::string, int> facts;
   for (const auto& host : tree_->hosts()) {
-    for (const auto& e : PortsRead(Once(host, {"--scope=local"}))) ++times[e];
+    const Scrape s = Once(host, {"--scope=local"});
+    AddFacts(s, &facts);
+    for (const auto& e : PortsRead(s)) ++times[e];
   }
   for (int i = 0; i < 2; ++i) {
     const Scrape s = Once(tree_->Host(1), {"--scope=inter-switch", "--shard=" + std::to_string(i) + "/2"});
+    AddFacts(s, &facts);
     for (const auto& e : PortsRead(s)) {
       ++times[e];
       EXPECT_EQ(e.node.rfind("ib-", 0), 0u) << "inter-switch read a host port " << e.node;
@@ -130,6 +166,9 @@ TEST_F(ScopeTest, LocalOnEveryHostPlusInterSwitchShardsReadEachCabledPortOnce) {
     EXPECT_EQ(k, 1) << e.node << "[" << e.port << "] read " << k << " times";
   }
   EXPECT_EQ(covered, Cabled()) << Show(covered);
+  // Every fact once, and the same facts as one fabric exporter states.
+  EXPECT_EQ(Repeated(facts), "");
+  EXPECT_EQ(facts, Facts(Once(tree_->Host(1), {})));
 }
 
 TEST_F(ScopeTest, ShardWithLocalScopeAndBadShardsAreFlagErrors) {

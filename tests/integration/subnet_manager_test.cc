@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <string>
@@ -255,6 +256,35 @@ TEST_F(SubnetManagerTest, TwoSmsClaimingMasterAreReported) {
   EXPECT_EQ(s->Value("infiniband_sm_state", {{"node", tree_->Host(12)}, {"state", "master"}}), 1);
   first->Signal(SIGKILL);
   second->Signal(SIGKILL);
+}
+
+// A master that starts long after the exporter's last full walk: the local
+// port's MasterSMLID, read every sweep, names it, and the SM view is right
+// within about a sweep of the SM taking mastership, no walk needed.
+TEST_F(SubnetManagerTest, AMasterStartedAfterTheLastWalkIsReportedWithinASweep) {
+  auto e = StartExporter({"--sweep.interval=300ms", "--discovery.interval=1h", "--sm.stall-after=5s",
+                          "--mad.timeout=50ms", "--mad.retries=1"});
+  ASSERT_NE(e, nullptr);
+  json j;
+  ASSERT_TRUE(WaitJson(
+      *e, [](const json& x) { return Conditions(x).count("no_master") > 0; }, &j))
+      << j.dump(2);
+  const double walks = *e->ScrapeMetrics().Value("infiniband_exporter_discoveries_total", {{"mode", "full"}});
+  auto master = Sm(tree_->Host(3), 10, false);  // returns once opensm says SUBNET UP: it is master
+  ASSERT_TRUE(master);
+  const auto up = std::chrono::steady_clock::now();
+  ASSERT_TRUE(WaitJson(
+      *e, [](const json& x) { return x["master"].is_object() && Conditions(x).count("no_master") == 0; }, &j))
+      << j.dump(2) << e->Log();
+  const double seconds_after = std::chrono::duration<double>(std::chrono::steady_clock::now() - up).count();
+  EXPECT_EQ(j["master"]["node"], tree_->Host(3));
+  EXPECT_EQ(j["master"]["state"], "master");
+  EXPECT_LT(seconds_after, 1.5) << "sweeps every 0.3 s";
+  std::printf("late master reported %.2f s after opensm's SUBNET UP (sweep 0.3 s)\n", seconds_after);
+  const auto s = e->ScrapeMetrics();
+  EXPECT_EQ(s.Value("infiniband_sm_condition", {{"condition", "no_master"}}), 0);
+  EXPECT_EQ(s.Value("infiniband_exporter_discoveries_total", {{"mode", "full"}}), walks) << "no full walk did it";
+  master->Signal(SIGKILL);
 }
 
 TEST_F(SubnetManagerTest, LocalExportersDoNotWatchSubnetManagers) {
