@@ -101,6 +101,33 @@ for (const { where, obj } of workloads) {
   }
 }
 
+// The Prometheus job every shipped deployment gives the exporters is the
+// one the shipped rules and dashboards match: the ServiceMonitor takes it
+// from a label of each Service it selects (jobLabel; without one the
+// Operator names the job after each Service).
+const JOB = "infiniband";
+for (const { where, obj } of objects.filter((o) => o.obj.kind === "ServiceMonitor")) {
+  const jobLabel = obj.spec.jobLabel;
+  if (!jobLabel) {
+    fail(where, "needs jobLabel, or the job is each Service's name, not " + JOB);
+    continue;
+  }
+  const selected = services.filter((s) =>
+    Object.entries(obj.spec.selector.matchLabels || {}).every(([k, v]) => (s.obj.metadata.labels || {})[k] === v));
+  if (!selected.length) fail(where, "selects no Service");
+  for (const s of selected) {
+    const job = (s.obj.metadata.labels || {})[jobLabel];
+    if (job !== JOB) fail(s.where, "label " + jobLabel + " is " + job + ": the Prometheus job must be " + JOB);
+  }
+}
+const promDir = path.join(dir, "..", "prometheus");
+const scrape = fs.readFileSync(path.join(promDir, "scrape-kubernetes.yml"), "utf8");
+if (!new RegExp("job_name:\\s*" + JOB + "\\b").test(scrape)) fail("scrape-kubernetes.yml", "job_name must be " + JOB);
+const rules = fs.readFileSync(path.join(promDir, "infiniband-rules.yml"), "utf8");
+for (const m of rules.matchAll(/job=~?"([^"]*)"/g)) {
+  if (!new RegExp("^(?:" + m[1] + ")$").test(JOB)) fail("infiniband-rules.yml", "matcher job " + m[1] + " misses " + JOB);
+}
+
 if (problems.length) {
   for (const p of problems) console.error("FAIL " + p);
   process.exit(1);
