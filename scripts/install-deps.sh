@@ -18,8 +18,9 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev clang-format
   # the simulated fabric and the tools we cross-check against
   ibsim-utils opensm infiniband-diags
-  # promtool lints the exposition format; the server scrapes in end-to-end tests
-  prometheus
+  # promtool lints the exposition format; the server scrapes in end-to-end tests;
+  # Alertmanager routes the rules' alerts in the on-call test (amtool checks its config)
+  prometheus prometheus-alertmanager
   # the status page is tested in headless Chromium over WebDriver
   chromium chromium-driver
   # systemd-analyze checks the unit file
