@@ -11,6 +11,8 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
@@ -118,6 +120,41 @@ class OncallTest : public FabricSuite {
     return out;
   }
 
+  // A fault on the cable at `end` raises `alertname` while `fault` holds
+  // it: exactly one notification arrives, with the cable's two ends,
+  // severity critical and the runbook, and a resolved one once it is over.
+  static void ExpectOnePageThatResolves(const std::string& alertname, const Endpoint& end,
+                                        const std::function<std::unique_ptr<Ramp>()>& fault) {
+    {
+      const auto held = fault();
+      ASSERT_TRUE(WaitUntil([&] { return !For(alertname).empty(); }, seconds(60))) << Dump();
+      std::this_thread::sleep_for(seconds(5));  // time for any duplicate to arrive
+    }
+    const std::vector<json> got = For(alertname);
+    ASSERT_EQ(got.size(), 1u) << "one notification for the cable, not one per series or sweep\n" << Dump();
+    EXPECT_EQ(got[0]["status"], "firing");
+    ASSERT_EQ(got[0]["alerts"].size(), 1u) << got[0].dump();
+    const json& alert = got[0]["alerts"][0];
+    const json& labels = alert["labels"];
+    auto name = [](const std::string& node, const std::string& port) { return node + "[" + port + "]"; };
+    const Endpoint peer = *tree_->Peer(end);
+    EXPECT_EQ(
+        (std::set<std::string>{name(labels.value("node", ""), labels.value("port", "")),
+                               name(labels.value("remote_node", ""), labels.value("remote_port", ""))}),
+        (std::set<std::string>{name(end.node, std::to_string(end.port)), name(peer.node, std::to_string(peer.port))}))
+        << labels.dump();
+    EXPECT_EQ(labels.value("severity", ""), "critical");
+    EXPECT_NE(alert["annotations"].value("runbook", "").find("Reseat the cable"), std::string::npos);
+    // Over: the exporter clears it, Prometheus resolves it, the receiver hears so.
+    ASSERT_TRUE(WaitUntil(
+        [&] {
+          const auto all = For(alertname);
+          return all.size() >= 2 && all.back()["status"] == "resolved";
+        },
+        seconds(60)))
+        << Dump();
+  }
+
   static inline Process* sm_ = nullptr;
   static inline std::string dir_;
   static inline ExporterProcess* exporter_ = nullptr;
@@ -128,70 +165,18 @@ class OncallTest : public FabricSuite {
 
 TEST_F(OncallTest, ABadCableIsOneNotificationWithBothEndsAndResolves) {
   const Endpoint leaf = tree_->LeafUplink(1, 1, 0);
-  {
-    Ramp ramp(leaf, "PortCounters.SymbolErrorCounter", 10, 60000);  // 100 a second: critical
-    ASSERT_TRUE(WaitUntil([] { return !For("InfinibandBadCable").empty(); }, seconds(60)))
-        << Dump() << alertmanager_->Log();
-    std::this_thread::sleep_for(seconds(5));  // time for any duplicate to arrive
-  }
-  std::vector<json> got = For("InfinibandBadCable");
-  ASSERT_EQ(got.size(), 1u) << "one notification for the cable, not one per series or sweep\n" << Dump();
-  const json& n = got[0];
-  EXPECT_EQ(n["status"], "firing");
-  ASSERT_EQ(n["alerts"].size(), 1u) << n.dump();
-  const json& labels = n["alerts"][0]["labels"];
-  // Both ends, by name and port, whichever way round the cable is named.
-  const std::set<std::string> ends{labels.value("node", "") + "[" + labels.value("port", "") + "]",
-                                   labels.value("remote_node", "") + "[" + labels.value("remote_port", "") + "]"};
-  Endpoint spine;
-  for (const auto& c : tree_->cables()) {
-    if (c.a == leaf) spine = c.b;
-    if (c.b == leaf) spine = c.a;
-  }
-  EXPECT_EQ(ends, (std::set<std::string>{leaf.node + "[" + std::to_string(leaf.port) + "]",
-                                         spine.node + "[" + std::to_string(spine.port) + "]"}))
-      << labels.dump();
-  EXPECT_EQ(labels.value("severity", ""), "critical");
-  EXPECT_NE(n["alerts"][0]["annotations"].value("runbook", "").find("Reseat the cable"), std::string::npos);
-  // The errors stopped: the exporter clears it, Prometheus resolves it,
-  // and the receiver hears so once.
-  ASSERT_TRUE(WaitUntil(
-      [] {
-        const auto all = For("InfinibandBadCable");
-        return all.size() >= 2 && all.back()["status"] == "resolved";
-      },
-      seconds(60)))
-      << Dump();
+  ExpectOnePageThatResolves("InfinibandBadCable", leaf, [&] {
+    return std::make_unique<Ramp>(leaf, "PortCounters.SymbolErrorCounter", 10, 60000);  // 100 a second: critical
+  });
 }
 
 // A link that keeps going down (its LinkDownedCounter moving, as real
 // ports count their flaps) arrives once, as flapping, and resolves.
 TEST_F(OncallTest, AFlappingLinkIsOneNotificationAndResolves) {
   const Endpoint uplink = tree_->LeafUplink(2, 2, 0);
-  {
-    Ramp ramp(uplink, "PortCounters.LinkDownedCounter", 1);  // 10 a second
-    ASSERT_TRUE(WaitUntil([] { return !For("InfinibandFlappingLink").empty(); }, seconds(60))) << Dump();
-    std::this_thread::sleep_for(seconds(5));
-  }
-  std::vector<json> got = For("InfinibandFlappingLink");
-  ASSERT_EQ(got.size(), 1u) << Dump();
-  ASSERT_EQ(got[0]["alerts"].size(), 1u) << got[0].dump();
-  const json& labels = got[0]["alerts"][0]["labels"];
-  const Endpoint peer = *tree_->Peer(uplink);
-  EXPECT_EQ((std::set<std::string>{labels.value("node", "") + "[" + labels.value("port", "") + "]",
-                                   labels.value("remote_node", "") + "[" + labels.value("remote_port", "") + "]"}),
-            (std::set<std::string>{uplink.node + "[" + std::to_string(uplink.port) + "]",
-                                   peer.node + "[" + std::to_string(peer.port) + "]"}))
-      << labels.dump();
-  EXPECT_EQ(labels.value("severity", ""), "critical");
-  EXPECT_NE(got[0]["alerts"][0]["annotations"].value("runbook", "").find("Reseat the cable"), std::string::npos);
-  ASSERT_TRUE(WaitUntil(
-      [] {
-        const auto all = For("InfinibandFlappingLink");
-        return all.size() >= 2 && all.back()["status"] == "resolved";
-      },
-      seconds(60)))
-      << Dump();
+  ExpectOnePageThatResolves("InfinibandFlappingLink", uplink, [&] {
+    return std::make_unique<Ramp>(uplink, "PortCounters.LinkDownedCounter", 1);  // 10 a second
+  });
 }
 
 // A cable that takes errors and then goes down pages as down: the bad-cable
