@@ -96,12 +96,11 @@ class PortCountersCollector final : public Collector {
   // Each device's collection this sweep: a switch as a whole, an HCA port
   // by itself (treydock/infiniband_exporter's devices).
   void Collected(const SweepResult& sweep, const Cycle& cycle) {
-    using Clock = std::chrono::steady_clock;
     // A device read before that is no target now (it stopped answering
     // and a re-walk lost it, or its cable was pulled) stays, down: as
     // infiniband_exporter_node_stale, until the exporter restarts.
     for (auto& [key, c] : collect_) c = CollectHealth{};
-    std::map<topology::PortRef, std::pair<Clock::time_point, Clock::time_point>> span;
+    std::map<topology::PortRef, MadSpan> spans;
     for (const auto& r : sweep.readings) {
       const topology::Node* n = cycle.fabric->FindNode(r.target.port.node_guid);
       const bool sw = n != nullptr && n->kind == NodeKind::kSwitch;
@@ -110,18 +109,9 @@ class PortCountersCollector final : public Collector {
       c.up |= r.sample.has_value();
       c.error |= r.error;
       c.timeout |= r.timeout;
-      auto [it, first] = span.try_emplace(key, r.first_sent, r.done);
-      if (r.first_sent != Clock::time_point{} &&
-          (it->second.first == Clock::time_point{} || r.first_sent < it->second.first)) {
-        it->second.first = r.first_sent;
-      }
-      it->second.second = std::max(it->second.second, r.done);
+      spans[key].Add(r.span.first, r.span.last);
     }
-    for (const auto& [key, s] : span) {
-      if (s.first != Clock::time_point{} && s.second > s.first) {
-        collect_[key].seconds = std::chrono::duration<double>(s.second - s.first).count();
-      }
-    }
+    for (const auto& [key, span] : spans) collect_[key].seconds = span.seconds();
   }
 
   // PortRcvErrorDetails is read where the PMA has it, and only when it can

@@ -46,8 +46,9 @@ class SubnetManagersCollector final : public Collector {
     // kRecheckSweeps (or at once when the MasterSMLID changes): a master
     // that is gone costs one SMInfo now and then, not one every sweep.
     ++updates_;
-    std::optional<SmTarget> late = LateMaster(*cycle.fabric, targets, cycle.master_sm_lid);
-    if (late && late->lid == rejected_lid_ && updates_ < recheck_at_) late.reset();
+    const bool held_off = cycle.master_sm_lid == rejected_lid_ && updates_ < recheck_at_;
+    const std::optional<SmTarget> late =
+        held_off ? std::nullopt : LateMaster(*cycle.fabric, targets, cycle.master_sm_lid);
     if (late) targets.push_back(*late);
     auto readings = ReadSubnetManagers(targets, *cycle.engine);
     if (late) {

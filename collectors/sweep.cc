@@ -144,11 +144,7 @@ SweepResult Sweep(const std::vector<SweepTarget>& targets, const std::vector<Lin
       const bool expected = q == basic_index[i] || (q == ext_index[i] && t.caps.known);
       r.error |= m.outcome == MadOutcome::kRemoteError && expected;
       r.timeout |= m.outcome == MadOutcome::kTimeout || m.outcome == MadOutcome::kSendError;
-      if (m.first_sent != std::chrono::steady_clock::time_point{} &&
-          (r.first_sent == std::chrono::steady_clock::time_point{} || m.first_sent < r.first_sent)) {
-        r.first_sent = m.first_sent;
-      }
-      r.done = std::max(r.done, m.done);
+      r.span.Add(m.first_sent, m.done);
     }
     if (basic.outcome == MadOutcome::kOk && moved_lids.count(t.lid)) {
       r.outcome = MadOutcome::kRemoteError;  // someone else's counters
@@ -200,6 +196,18 @@ SweepResult Sweep(const std::vector<SweepTarget>& targets, const std::vector<Lin
   }
   out.duration = std::chrono::steady_clock::now() - start;
   return out;
+}
+
+void MadSpan::Add(std::chrono::steady_clock::time_point sent, std::chrono::steady_clock::time_point done) {
+  last = std::max(last, done);
+  if (sent == std::chrono::steady_clock::time_point{}) return;  // never sent
+  if (first == std::chrono::steady_clock::time_point{} || sent < first) first = sent;
+}
+
+double MadSpan::seconds() const {
+  return last > first && first != std::chrono::steady_clock::time_point{}
+             ? std::chrono::duration<double>(last - first).count()
+             : 0;
 }
 
 LinkChanges CompareLinks(const topology::Fabric& fabric, const std::map<topology::PortRef, topology::Port>& links) {

@@ -76,6 +76,17 @@ std::vector<T> RotationSlice(const std::vector<T>& all, std::uint64_t round, std
   return out;
 }
 
+// When some MADs were under way: from the first one sent to the last
+// outcome (both the epoch while none was sent).
+struct MadSpan {
+  std::chrono::steady_clock::time_point first{};
+  std::chrono::steady_clock::time_point last{};
+  // Takes in one MAD's (transport::MadResult first_sent, done), or another span's.
+  void Add(std::chrono::steady_clock::time_point sent, std::chrono::steady_clock::time_point done);
+  // 0 while nothing was sent.
+  double seconds() const;
+};
+
 // What became of a PortRcvErrorDetails query.
 enum class DetailsRead : std::uint8_t {
   kNotAsked,
@@ -94,8 +105,7 @@ struct PortReading {
   // (no answer after every retry), and when they started and ended.
   bool error = false;
   bool timeout = false;
-  std::chrono::steady_clock::time_point first_sent{};
-  std::chrono::steady_clock::time_point done{};
+  MadSpan span{};
 };
 
 // The MADs of a sweep to one node, and how many of them needed a retry or

@@ -30,7 +30,16 @@ FabricTracker::FabricTracker(transport::MadEngine& engine, TrackerOptions option
       log_(log),
       fabric_(std::make_shared<topology::Fabric>()),
       nodes_(std::move(nodes)),
-      remembered_(std::move(remembered)) {}
+      remembered_(std::move(remembered)) {
+  UpdateReadPorts();
+}
+
+void FabricTracker::UpdateReadPorts() {
+  if (options_.scope.everything()) return;
+  auto read = std::make_shared<std::set<topology::PortRef>>(in_scope_);
+  read->insert(remembered_.begin(), remembered_.end());
+  read_ports_ = std::move(read);
+}
 
 // --- walks ---------------------------------------------------------------
 
@@ -155,6 +164,7 @@ void FabricTracker::Adopt(const topology::Fabric& walked, const topology::Unansw
       if (port.link_up() && (everything || in_scope_.count(ref))) remembered_.insert(ref);
     }
   }
+  UpdateReadPorts();
   links_ = collectors::LinkTargets(*fabric_);
   read_links_ = links_;
   std::erase_if(read_links_, [this](const auto& t) { return !ReadsPort(t.port); });
@@ -465,7 +475,7 @@ std::optional<topology::PortRef> FabricTracker::SwitchEnd(const topology::PortRe
 }
 
 bool FabricTracker::ReadsPort(const topology::PortRef& port) const {
-  return options_.scope.everything() || in_scope_.count(port) > 0 || remembered_.count(port) > 0;
+  return !read_ports_ || read_ports_->count(port) > 0;
 }
 
 bool FabricTracker::InScope(const topology::Node& node) const {
@@ -489,11 +499,7 @@ void FabricTracker::Publish(collectors::Snapshot* s) const {
   s->fabric = fabric_;
   s->nodes = nodes_;
   s->scope = options_.scope;
-  if (!options_.scope.everything()) {
-    auto read = std::make_shared<std::set<topology::PortRef>>(in_scope_);
-    read->insert(remembered_.begin(), remembered_.end());
-    s->read_ports = std::move(read);
-  }
+  s->read_ports = read_ports_;
   s->sweeps = sweeps_;
   s->discoveries = walks_;
   s->rewalks = rewalks_;

@@ -157,8 +157,10 @@ class FabricTracker {
 
  private:
   // Takes `walked` as the current fabric: names, scope, remembered ports,
-  // LID owners.
+  // the ports read, LID owners.
   void Adopt(const topology::Fabric& walked, const topology::Unanswered* unanswered);
+  // read_ports_ from in_scope_ and remembered_.
+  void UpdateReadPorts();
   // `walked` with the names nodes had where their NodeDescription did not
   // answer (a node back after it was gone keeps its name).
   topology::Fabric Named(const topology::Fabric& walked, const topology::Unanswered* unanswered) const;
@@ -182,6 +184,9 @@ class FabricTracker {
   std::map<std::uint64_t, collectors::NodeLabel> nodes_;  // every node ever seen
   std::set<topology::PortRef> remembered_;                // switch ports once up (in scope)
   std::set<topology::PortRef> in_scope_;                  // of the last walk; unused when scope is everything
+  // The ports read: in_scope_ and remembered_ (both change only when a
+  // walk is adopted); null when the scope is everything. Published as is.
+  std::shared_ptr<const std::set<topology::PortRef>> read_ports_;
   // Of the current fabric: every switch port's PortInfo target, those
   // read, and the LIDs' owners of the ports read (counters read or not).
   std::vector<collectors::LinkTarget> links_;

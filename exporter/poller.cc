@@ -55,11 +55,11 @@ bool Poller::Cycle() {
     e.collector->Plan(planning, &plan);
     e.in_batch = plan.counters.size() > before;
   }
-  const FabricTracker::SweepReads reads = tracker_.PlanSweep(parts_);
+  FabricTracker::SweepReads reads = tracker_.PlanSweep(parts_);
+  const std::size_t port_infos = reads.links.size();  // the local port's is no link's
+  if (auto local = tracker_.LocalTarget()) reads.links.push_back(*local);
   const transport::KindCounts mads_before = engine_.stats().kinds;
-  std::vector<collectors::LinkTarget> links = reads.links;
-  if (auto local = tracker_.LocalTarget()) links.push_back(*local);
-  collectors::SweepResult sweep = collectors::Sweep(plan.counters, links, reads.checks, engine_);
+  collectors::SweepResult sweep = collectors::Sweep(plan.counters, reads.links, reads.checks, engine_);
   sweep_seconds_ = sweep.duration.count();
   const FabricTracker::News news = tracker_.Observe(parts_.ports, &sweep);
   const auto master_changes = [this] { return parts_.subnet_managers ? parts_.subnet_managers->master_changes : 0; };
@@ -78,7 +78,7 @@ bool Poller::Cycle() {
   // sweep whatever changed in it.
   RunPending();
   log_.Debug("sweep done",
-             "ports=" + std::to_string(plan.counters.size()) + " port_infos=" + std::to_string(reads.links.size()) +
+             "ports=" + std::to_string(plan.counters.size()) + " port_infos=" + std::to_string(port_infos) +
                  " lid_checks=" + std::to_string(reads.checks.size()) + " seconds=" + std::to_string(sweep_seconds_));
   Publish();
 

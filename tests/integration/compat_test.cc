@@ -74,13 +74,9 @@ class CompatTest : public FabricSuite {
 
   static json Run(const std::string& expr) { return RunPromQL(*prometheus_, expr); }
   static double Number(const std::string& expr) { return PromQLNumber(*prometheus_, expr); }
+  // Prometheus scrapes and evaluates once a second: look as often.
   static bool WaitUntil(const std::function<bool()>& done, seconds limit = seconds(60)) {
-    const auto deadline = std::chrono::steady_clock::now() + limit;
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (done()) return true;
-      std::this_thread::sleep_for(seconds(1));
-    }
-    return false;
+    return testbed::WaitUntil(done, limit, seconds(1));
   }
   // `label` of every series a query returns.
   static std::set<std::string> Labels(const json& result, const std::string& label) {

@@ -107,12 +107,7 @@ class OncallTest : public FabricSuite {
     return out;
   }
   static bool WaitUntil(const std::function<bool()>& done, seconds limit) {
-    const auto deadline = std::chrono::steady_clock::now() + limit;
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (done()) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(250));
-    }
-    return false;
+    return testbed::WaitUntil(done, limit, std::chrono::milliseconds(250));
   }
   static std::string Dump() {
     std::string out;

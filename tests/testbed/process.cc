@@ -151,15 +151,20 @@ bool WriteFile(const std::string& path, const std::string& content) {
   return static_cast<bool>(f);
 }
 
-bool WaitUntilServing(const std::function<bool()>& done, Process& process, std::chrono::milliseconds timeout,
-                      std::chrono::milliseconds step) {
+bool WaitUntil(const std::function<bool()>& done, std::chrono::milliseconds timeout, std::chrono::milliseconds step) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < deadline) {
     if (done()) return true;
-    if (!process.Running()) return false;
     std::this_thread::sleep_for(step);
   }
   return false;
+}
+
+bool WaitUntilServing(const std::function<bool()>& done, Process& process, std::chrono::milliseconds timeout,
+                      std::chrono::milliseconds step) {
+  bool serving = false;
+  WaitUntil([&] { return (serving = done()) || !process.Running(); }, timeout, step);
+  return serving;
 }
 
 std::string MakeTempDir(const std::string& prefix) {

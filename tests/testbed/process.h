@@ -61,6 +61,10 @@ bool WriteFile(const std::string& path, const std::string& content);
 // A fresh directory under $TMPDIR (or /tmp).
 std::string MakeTempDir(const std::string& prefix);
 
+// Calls `done` every `step` until it returns true (then true) or `timeout`
+// passes (then false).
+bool WaitUntil(const std::function<bool()>& done, std::chrono::milliseconds timeout,
+               std::chrono::milliseconds step = std::chrono::milliseconds(50));
 // Calls `done` every `step` until it returns true (then true), or until
 // `process` stops running or `timeout` passes (then false). For servers the
 // tests start: up once they answer, given up on once they exit.
