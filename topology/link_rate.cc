@@ -1,5 +1,7 @@
 #include "topology/link_rate.h"
 
+#include <iterator>
+
 namespace ibfabric::topology {
 
 const char* ToString(Speed s) {
@@ -98,53 +100,33 @@ Speed MaxSupportedSpeed(const Port& p) {
   return ext != Speed::kUnknown ? ext : Highest(p.speed_supported, FromBase);
 }
 
-double LaneGbps(Speed s) {
-  switch (s) {
-    case Speed::kSdr:
-      return 2.0;
-    case Speed::kDdr:
-      return 4.0;
-    case Speed::kQdr:
-      return 8.0;
-    case Speed::kFdr:
-      return 13.64;
-    case Speed::kEdr:
-      return 25.0;
-    case Speed::kHdr:
-      return 50.0;
-    case Speed::kNdr:
-      return 100.0;
-    case Speed::kXdr:
-      return 200.0;
-    case Speed::kUnknown:
-      break;
-  }
-  return 0;
-}
+namespace {
 
-double LaneSignalGbps(Speed s) {
-  switch (s) {
-    case Speed::kSdr:
-      return 2.5;
-    case Speed::kDdr:
-      return 5.0;
-    case Speed::kQdr:
-      return 10.0;
-    case Speed::kFdr:
-      return 14.0625;
-    case Speed::kEdr:
-      return 25.78125;
-    case Speed::kHdr:
-      return 53.125;
-    case Speed::kNdr:
-      return 106.25;
-    case Speed::kXdr:
-      return 212.5;
-    case Speed::kUnknown:
-      break;
-  }
-  return 0;
-}
+// One lane at each speed, in Gb/s: the data rate after line encoding and
+// the signalling rate before it (8b/10b to QDR, 64b/66b from FDR, PAM4
+// with FEC from HDR); indexed by Speed.
+struct LaneRate {
+  double data;
+  double signal;
+};
+constexpr LaneRate kLaneRates[] = {
+    {0, 0},            // unknown
+    {2.0, 2.5},        // SDR
+    {4.0, 5.0},        // DDR
+    {8.0, 10.0},       // QDR
+    {13.64, 14.0625},  // FDR
+    {25.0, 25.78125},  // EDR
+    {50.0, 53.125},    // HDR
+    {100.0, 106.25},   // NDR
+    {200.0, 212.5},    // XDR
+};
+static_assert(std::size(kLaneRates) == static_cast<std::size_t>(Speed::kXdr) + 1);
+
+}  // namespace
+
+double LaneGbps(Speed s) { return kLaneRates[static_cast<std::size_t>(s)].data; }
+
+double LaneSignalGbps(Speed s) { return kLaneRates[static_cast<std::size_t>(s)].signal; }
 
 double ActiveSignalGbps(const Port& p) {
   if (!p.link_up()) return 0;
