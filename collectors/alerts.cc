@@ -32,10 +32,8 @@ bool IsMiswiring(topology::FindingKind k) {
     case K::kPlanMissingLink:
     case K::kPlanExtraLink:
     case K::kPlanWrongRemoteNode:
-    case K::kPlanWrongRemotePort:
-      return true;
-    default:
-      return false;
+    case K::kPlanWrongRemotePort: return true;
+    default: return false;
   }
 }
 
@@ -54,16 +52,11 @@ void AlertEngine::JudgeEnd(Verdict* v, int end, const EndRates& rates, const std
 
 const char* ToString(Cause c) {
   switch (c) {
-    case Cause::kBadCable:
-      return "bad_cable";
-    case Cause::kFlappingLink:
-      return "flapping_link";
-    case Cause::kDegradedLink:
-      return "degraded_link";
-    case Cause::kCongestion:
-      return "congestion";
-    case Cause::kMiswiring:
-      return "miswiring";
+    case Cause::kBadCable: return "bad_cable";
+    case Cause::kFlappingLink: return "flapping_link";
+    case Cause::kDegradedLink: return "degraded_link";
+    case Cause::kCongestion: return "congestion";
+    case Cause::kMiswiring: return "miswiring";
   }
   return "unknown";
 }

@@ -25,14 +25,10 @@ using topology::SwitchSummary;
 
 const char* TypeName(NodeKind k) {
   switch (k) {
-    case NodeKind::kSwitch:
-      return "switch";
-    case NodeKind::kCa:
-      return "ca";
-    case NodeKind::kRouter:
-      return "router";
-    case NodeKind::kUnknown:
-      break;
+    case NodeKind::kSwitch: return "switch";
+    case NodeKind::kCa: return "ca";
+    case NodeKind::kRouter: return "router";
+    case NodeKind::kUnknown: break;
   }
   return "unknown";
 }
@@ -40,33 +36,22 @@ const char* TypeName(NodeKind k) {
 // IBTA PortState and PortPhysicalState names (table 155).
 const char* StateName(std::uint8_t s) {
   switch (s) {
-    case 1:
-      return "down";
-    case 2:
-      return "init";
-    case 3:
-      return "armed";
-    case 4:
-      return "active";
+    case 1: return "down";
+    case 2: return "init";
+    case 3: return "armed";
+    case 4: return "active";
   }
   return "unknown";
 }
 const char* PhysName(std::uint8_t s) {
   switch (s) {
-    case 1:
-      return "sleep";
-    case 2:
-      return "polling";
-    case 3:
-      return "disabled";
-    case 4:
-      return "port_configuration_training";
-    case 5:
-      return "link_up";
-    case 6:
-      return "link_error_recovery";
-    case 7:
-      return "phy_test";
+    case 1: return "sleep";
+    case 2: return "polling";
+    case 3: return "disabled";
+    case 4: return "port_configuration_training";
+    case 5: return "link_up";
+    case 6: return "link_error_recovery";
+    case 7: return "phy_test";
   }
   return "unknown";
 }

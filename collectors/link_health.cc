@@ -24,70 +24,44 @@ std::size_t I(Signal s) { return static_cast<std::size_t>(s); }
 
 Counter CounterOf(Signal s) {
   switch (s) {
-    case Signal::kSymbolErrors:
-      return Counter::kSymbolError;
-    case Signal::kLinkErrorRecoveries:
-      return Counter::kLinkErrorRecovery;
-    case Signal::kLinkDowned:
-      return Counter::kLinkDowned;
-    case Signal::kRcvErrors:
-      return Counter::kRcvErrors;
-    case Signal::kRcvRemotePhysicalErrors:
-      return Counter::kRcvRemotePhysicalErrors;
-    case Signal::kLocalLinkIntegrityErrors:
-      return Counter::kLocalLinkIntegrityErrors;
-    case Signal::kExcessiveBufferOverrunErrors:
-      return Counter::kExcessiveBufferOverrunErrors;
-    case Signal::kXmitDiscards:
-      return Counter::kXmitDiscards;
-    case Signal::kXmitWait:
-      return Counter::kXmitWait;
-    case Signal::kRcvData:
-      return Counter::kRcvData;
-    case Signal::kRcvPkts:
-      return Counter::kRcvPkts;
+    case Signal::kSymbolErrors: return Counter::kSymbolError;
+    case Signal::kLinkErrorRecoveries: return Counter::kLinkErrorRecovery;
+    case Signal::kLinkDowned: return Counter::kLinkDowned;
+    case Signal::kRcvErrors: return Counter::kRcvErrors;
+    case Signal::kRcvRemotePhysicalErrors: return Counter::kRcvRemotePhysicalErrors;
+    case Signal::kLocalLinkIntegrityErrors: return Counter::kLocalLinkIntegrityErrors;
+    case Signal::kExcessiveBufferOverrunErrors: return Counter::kExcessiveBufferOverrunErrors;
+    case Signal::kXmitDiscards: return Counter::kXmitDiscards;
+    case Signal::kXmitWait: return Counter::kXmitWait;
+    case Signal::kRcvData: return Counter::kRcvData;
+    case Signal::kRcvPkts: return Counter::kRcvPkts;
   }
   return Counter::kSymbolError;
 }
 
 const char* ToString(Signal s) {
   switch (s) {
-    case Signal::kSymbolErrors:
-      return "symbol_errors";
-    case Signal::kLinkErrorRecoveries:
-      return "link_error_recoveries";
-    case Signal::kLinkDowned:
-      return "link_downed";
-    case Signal::kRcvErrors:
-      return "rcv_errors";
-    case Signal::kRcvRemotePhysicalErrors:
-      return "rcv_remote_physical_errors";
-    case Signal::kLocalLinkIntegrityErrors:
-      return "local_link_integrity_errors";
-    case Signal::kExcessiveBufferOverrunErrors:
-      return "excessive_buffer_overrun_errors";
-    case Signal::kXmitDiscards:
-      return "xmit_discards";
-    case Signal::kXmitWait:
-      return "xmit_wait";
-    case Signal::kRcvData:
-      return "rcv_data";
-    case Signal::kRcvPkts:
-      return "rcv_packets";
+    case Signal::kSymbolErrors: return "symbol_errors";
+    case Signal::kLinkErrorRecoveries: return "link_error_recoveries";
+    case Signal::kLinkDowned: return "link_downed";
+    case Signal::kRcvErrors: return "rcv_errors";
+    case Signal::kRcvRemotePhysicalErrors: return "rcv_remote_physical_errors";
+    case Signal::kLocalLinkIntegrityErrors: return "local_link_integrity_errors";
+    case Signal::kExcessiveBufferOverrunErrors: return "excessive_buffer_overrun_errors";
+    case Signal::kXmitDiscards: return "xmit_discards";
+    case Signal::kXmitWait: return "xmit_wait";
+    case Signal::kRcvData: return "rcv_data";
+    case Signal::kRcvPkts: return "rcv_packets";
   }
   return "unknown";
 }
 
 const char* ToString(DownKind k) {
   switch (k) {
-    case DownKind::kFlap:
-      return "flap";
-    case DownKind::kHostReset:
-      return "host_reset";
-    case DownKind::kSwitchReboot:
-      return "switch_reboot";
-    case DownKind::kPortDisabled:
-      return "port_disabled";
+    case DownKind::kFlap: return "flap";
+    case DownKind::kHostReset: return "host_reset";
+    case DownKind::kSwitchReboot: return "switch_reboot";
+    case DownKind::kPortDisabled: return "port_disabled";
   }
   return "unknown";
 }

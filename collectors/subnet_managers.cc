@@ -36,16 +36,11 @@ std::vector<SmReading> ReadSubnetManagers(const std::vector<SmTarget>& targets, 
 
 const char* ToString(SmCondition c) {
   switch (c) {
-    case SmCondition::kNoMaster:
-      return "no_master";
-    case SmCondition::kNoStandby:
-      return "no_standby";
-    case SmCondition::kMasterNotSweeping:
-      return "master_not_sweeping";
-    case SmCondition::kMultipleMasters:
-      return "multiple_masters";
-    case SmCondition::kFailover:
-      return "failover";
+    case SmCondition::kNoMaster: return "no_master";
+    case SmCondition::kNoStandby: return "no_standby";
+    case SmCondition::kMasterNotSweeping: return "master_not_sweeping";
+    case SmCondition::kMultipleMasters: return "multiple_masters";
+    case SmCondition::kFailover: return "failover";
   }
   return "no_master";
 }
@@ -64,14 +59,10 @@ std::string Where(const SmStatus& s) {
 int Rank(const SmStatus& s) {
   if (!s.answering) return 4;
   switch (s.state) {
-    case SmState::kMaster:
-      return 0;
-    case SmState::kStandby:
-      return 1;
-    case SmState::kDiscovering:
-      return 2;
-    case SmState::kNotActive:
-      return 3;
+    case SmState::kMaster: return 0;
+    case SmState::kStandby: return 1;
+    case SmState::kDiscovering: return 2;
+    case SmState::kNotActive: return 3;
   }
   return 4;
 }

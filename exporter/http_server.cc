@@ -57,18 +57,12 @@ bool SetupTls(const TlsConfig& tls, SSL_CTX& ctx, std::string* error) {
     SSL_CTX_set_client_CA_list(&ctx, SSL_load_client_CA_file(tls.client_ca_file.c_str()));
   }
   switch (tls.client_auth) {
-    case ClientAuth::kNone:
-      SSL_CTX_set_verify(&ctx, SSL_VERIFY_NONE, nullptr);
-      break;
-    case ClientAuth::kRequest:
-      SSL_CTX_set_verify(&ctx, SSL_VERIFY_PEER, AcceptAny);
-      break;
+    case ClientAuth::kNone: SSL_CTX_set_verify(&ctx, SSL_VERIFY_NONE, nullptr); break;
+    case ClientAuth::kRequest: SSL_CTX_set_verify(&ctx, SSL_VERIFY_PEER, AcceptAny); break;
     case ClientAuth::kRequireAny:
       SSL_CTX_set_verify(&ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, AcceptAny);
       break;
-    case ClientAuth::kVerifyIfGiven:
-      SSL_CTX_set_verify(&ctx, SSL_VERIFY_PEER, nullptr);
-      break;
+    case ClientAuth::kVerifyIfGiven: SSL_CTX_set_verify(&ctx, SSL_VERIFY_PEER, nullptr); break;
     case ClientAuth::kRequireAndVerify:
       SSL_CTX_set_verify(&ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nullptr);
       break;

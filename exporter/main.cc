@@ -44,17 +44,12 @@ int Main(int argc, char** argv) {
   const std::string program = argc > 0 ? argv[0] : "ibfabric_exporter";
   const ParsedFlags flags = ParseFlags(std::vector<std::string>(argv + 1, argv + argc));
   switch (flags.action) {
-    case ParsedFlags::Action::kHelp:
-      std::cout << HelpText(program);
-      return 0;
+    case ParsedFlags::Action::kHelp: std::cout << HelpText(program); return 0;
     case ParsedFlags::Action::kVersion:
       std::cout << "ibfabric_exporter, version " << IBFABRIC_VERSION << "\n";
       return 0;
-    case ParsedFlags::Action::kError:
-      std::cerr << "ibfabric_exporter: " << flags.error << "\n";
-      return 2;
-    case ParsedFlags::Action::kRun:
-      break;
+    case ParsedFlags::Action::kError: std::cerr << "ibfabric_exporter: " << flags.error << "\n"; return 2;
+    case ParsedFlags::Action::kRun: break;
   }
   const Config& cfg = flags.config;
   collectors::Logger log(collectors::Logger::LevelFrom(cfg.log_level));

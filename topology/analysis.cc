@@ -51,66 +51,39 @@ int MinNonZero(int a, int b) { return a == 0 ? b : b == 0 ? a : std::min(a, b); 
 
 const char* ToString(FindingKind k) {
   switch (k) {
-    case FindingKind::kNotATree:
-      return "not_a_tree";
-    case FindingKind::kSameTierLink:
-      return "same_tier_link";
-    case FindingKind::kSkipTierLink:
-      return "skip_tier_link";
-    case FindingKind::kCaOnNonLeaf:
-      return "ca_on_non_leaf";
-    case FindingKind::kCaToCa:
-      return "ca_to_ca";
-    case FindingKind::kFewerUplinks:
-      return "fewer_uplinks";
-    case FindingKind::kAsymmetricSwitch:
-      return "asymmetric_switch";
-    case FindingKind::kUnevenParallelLinks:
-      return "uneven_parallel_links";
-    case FindingKind::kBelowEnabled:
-      return "below_enabled";
-    case FindingKind::kBelowTierMajority:
-      return "below_tier_majority";
-    case FindingKind::kPlanUnknownNode:
-      return "plan_unknown_node";
-    case FindingKind::kPlanMissingLink:
-      return "plan_missing_link";
-    case FindingKind::kPlanWrongRemoteNode:
-      return "plan_wrong_remote_node";
-    case FindingKind::kPlanWrongRemotePort:
-      return "plan_wrong_remote_port";
-    case FindingKind::kPlanRateMismatch:
-      return "plan_rate_mismatch";
-    case FindingKind::kPlanExtraLink:
-      return "plan_extra_link";
-    case FindingKind::kPlanTierMismatch:
-      return "plan_tier_mismatch";
-    case FindingKind::kRoutingImbalance:
-      return "routing_imbalance";
-    case FindingKind::kUnroutedDestination:
-      return "unrouted_destination";
-    case FindingKind::kDownUpRoute:
-      return "down_up_route";
-    case FindingKind::kPartitionMismatch:
-      return "partition_mismatch";
-    case FindingKind::kPartitionPlanMismatch:
-      return "partition_plan_mismatch";
-    case FindingKind::kPartitionEnforcementMismatch:
-      return "partition_enforcement_mismatch";
+    case FindingKind::kNotATree: return "not_a_tree";
+    case FindingKind::kSameTierLink: return "same_tier_link";
+    case FindingKind::kSkipTierLink: return "skip_tier_link";
+    case FindingKind::kCaOnNonLeaf: return "ca_on_non_leaf";
+    case FindingKind::kCaToCa: return "ca_to_ca";
+    case FindingKind::kFewerUplinks: return "fewer_uplinks";
+    case FindingKind::kAsymmetricSwitch: return "asymmetric_switch";
+    case FindingKind::kUnevenParallelLinks: return "uneven_parallel_links";
+    case FindingKind::kBelowEnabled: return "below_enabled";
+    case FindingKind::kBelowTierMajority: return "below_tier_majority";
+    case FindingKind::kPlanUnknownNode: return "plan_unknown_node";
+    case FindingKind::kPlanMissingLink: return "plan_missing_link";
+    case FindingKind::kPlanWrongRemoteNode: return "plan_wrong_remote_node";
+    case FindingKind::kPlanWrongRemotePort: return "plan_wrong_remote_port";
+    case FindingKind::kPlanRateMismatch: return "plan_rate_mismatch";
+    case FindingKind::kPlanExtraLink: return "plan_extra_link";
+    case FindingKind::kPlanTierMismatch: return "plan_tier_mismatch";
+    case FindingKind::kRoutingImbalance: return "routing_imbalance";
+    case FindingKind::kUnroutedDestination: return "unrouted_destination";
+    case FindingKind::kDownUpRoute: return "down_up_route";
+    case FindingKind::kPartitionMismatch: return "partition_mismatch";
+    case FindingKind::kPartitionPlanMismatch: return "partition_plan_mismatch";
+    case FindingKind::kPartitionEnforcementMismatch: return "partition_enforcement_mismatch";
   }
   return "unknown";
 }
 
 std::string TierName(int tier) {
   switch (tier) {
-    case -1:
-      return "unranked";
-    case 0:
-      return "leaf";
-    case 1:
-      return "spine";
-    case 2:
-      return "core";
+    case -1: return "unranked";
+    case 0: return "leaf";
+    case 1: return "spine";
+    case 2: return "core";
   }
   return "tier" + std::to_string(tier);
 }

@@ -17,14 +17,10 @@ using Path = std::vector<std::uint8_t>;
 
 NodeKind KindOf(transport::NodeType t) {
   switch (t) {
-    case transport::NodeType::kCa:
-      return NodeKind::kCa;
-    case transport::NodeType::kSwitch:
-      return NodeKind::kSwitch;
-    case transport::NodeType::kRouter:
-      return NodeKind::kRouter;
-    case transport::NodeType::kUnknown:
-      break;
+    case transport::NodeType::kCa: return NodeKind::kCa;
+    case transport::NodeType::kSwitch: return NodeKind::kSwitch;
+    case transport::NodeType::kRouter: return NodeKind::kRouter;
+    case transport::NodeType::kUnknown: break;
   }
   return NodeKind::kUnknown;
 }

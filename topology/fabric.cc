@@ -7,14 +7,10 @@ namespace ibfabric::topology {
 
 const char* ToString(NodeKind k) {
   switch (k) {
-    case NodeKind::kCa:
-      return "CA";
-    case NodeKind::kSwitch:
-      return "SW";
-    case NodeKind::kRouter:
-      return "RT";
-    case NodeKind::kUnknown:
-      break;
+    case NodeKind::kCa: return "CA";
+    case NodeKind::kSwitch: return "SW";
+    case NodeKind::kRouter: return "RT";
+    case NodeKind::kUnknown: break;
   }
   return "unknown";
 }

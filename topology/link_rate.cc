@@ -6,40 +6,26 @@ namespace ibfabric::topology {
 
 const char* ToString(Speed s) {
   switch (s) {
-    case Speed::kSdr:
-      return "SDR";
-    case Speed::kDdr:
-      return "DDR";
-    case Speed::kQdr:
-      return "QDR";
-    case Speed::kFdr:
-      return "FDR";
-    case Speed::kEdr:
-      return "EDR";
-    case Speed::kHdr:
-      return "HDR";
-    case Speed::kNdr:
-      return "NDR";
-    case Speed::kXdr:
-      return "XDR";
-    case Speed::kUnknown:
-      break;
+    case Speed::kSdr: return "SDR";
+    case Speed::kDdr: return "DDR";
+    case Speed::kQdr: return "QDR";
+    case Speed::kFdr: return "FDR";
+    case Speed::kEdr: return "EDR";
+    case Speed::kHdr: return "HDR";
+    case Speed::kNdr: return "NDR";
+    case Speed::kXdr: return "XDR";
+    case Speed::kUnknown: break;
   }
   return "unknown";
 }
 
 int Lanes(std::uint8_t width_bit) {
   switch (width_bit) {
-    case 1:
-      return 1;
-    case 2:
-      return 4;
-    case 4:
-      return 8;
-    case 8:
-      return 12;
-    case 16:
-      return 2;
+    case 1: return 1;
+    case 2: return 4;
+    case 4: return 8;
+    case 8: return 12;
+    case 16: return 2;
   }
   return 0;
 }
@@ -55,25 +41,18 @@ int MaxLanes(std::uint8_t width_mask) {
 namespace {
 Speed FromBase(std::uint8_t bit) {
   switch (bit) {
-    case 1:
-      return Speed::kSdr;
-    case 2:
-      return Speed::kDdr;
-    case 4:
-      return Speed::kQdr;
+    case 1: return Speed::kSdr;
+    case 2: return Speed::kDdr;
+    case 4: return Speed::kQdr;
   }
   return Speed::kUnknown;
 }
 Speed FromExt(std::uint8_t bit) {
   switch (bit) {
-    case 1:
-      return Speed::kFdr;
-    case 2:
-      return Speed::kEdr;
-    case 4:
-      return Speed::kHdr;
-    case 8:
-      return Speed::kNdr;
+    case 1: return Speed::kFdr;
+    case 2: return Speed::kEdr;
+    case 4: return Speed::kHdr;
+    case 8: return Speed::kNdr;
   }
   return Speed::kUnknown;
 }

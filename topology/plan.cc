@@ -293,12 +293,8 @@ class YamlToJson {
     }
     switch (n.Type()) {
       case YAML::NodeType::Undefined:
-      case YAML::NodeType::Null:
-        *out = nullptr;
-        return true;
-      case YAML::NodeType::Scalar:
-        *out = Scalar(n);
-        return true;
+      case YAML::NodeType::Null: *out = nullptr; return true;
+      case YAML::NodeType::Scalar: *out = Scalar(n); return true;
       case YAML::NodeType::Sequence:
         *out = nlohmann::json::array();
         for (const auto& item : n) {
@@ -396,12 +392,9 @@ bool LoadPlan(const std::string& path, CablingPlan* plan, std::string* error) {
       path,
       [&](const std::string& text, std::string* why) {
         switch (PlanFormatOf(path, text)) {
-          case PlanFormat::kJson:
-            return ParseJsonPlan(text, plan, why);
-          case PlanFormat::kYaml:
-            return ParseYamlPlan(text, plan, why);
-          case PlanFormat::kIbnetdiscover:
-            break;
+          case PlanFormat::kJson: return ParseJsonPlan(text, plan, why);
+          case PlanFormat::kYaml: return ParseYamlPlan(text, plan, why);
+          case PlanFormat::kIbnetdiscover: break;
         }
         return ParseIbnetdiscoverPlan(text, plan, why);
       },

@@ -6,12 +6,9 @@ namespace ibfabric::topology {
 
 const char* ToString(ScopeKind k) {
   switch (k) {
-    case ScopeKind::kFabric:
-      return "fabric";
-    case ScopeKind::kLocal:
-      return "local";
-    case ScopeKind::kInterSwitch:
-      return "inter-switch";
+    case ScopeKind::kFabric: return "fabric";
+    case ScopeKind::kLocal: return "local";
+    case ScopeKind::kInterSwitch: return "inter-switch";
   }
   return "fabric";
 }

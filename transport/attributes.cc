@@ -212,14 +212,10 @@ SmInfo DecodeSmInfo(const MadBytes& mad) {
 
 const char* ToString(SmState s) {
   switch (s) {
-    case SmState::kNotActive:
-      return "not_active";
-    case SmState::kDiscovering:
-      return "discovering";
-    case SmState::kStandby:
-      return "standby";
-    case SmState::kMaster:
-      return "master";
+    case SmState::kNotActive: return "not_active";
+    case SmState::kDiscovering: return "discovering";
+    case SmState::kStandby: return "standby";
+    case SmState::kMaster: return "master";
   }
   return "not_active";
 }
@@ -291,12 +287,8 @@ Notice DecodeNotice(const MadBytes& report) {
   out.issuer_lid = Narrow<std::uint16_t>(mad_get_field(n, 0, IB_NOTICE_ISSUER_LID_F));
   if (!out.generic) return out;
   switch (out.trap_number) {
-    case trap::kLinkStateChange:
-      out.lid = Narrow<std::uint16_t>(mad_get_field(n, 0, IB_NOTICE_DATA_LID_F));
-      break;
-    case trap::kLocalChange:
-      out.lid = Narrow<std::uint16_t>(mad_get_field(n, 0, IB_NOTICE_DATA_144_LID_F));
-      break;
+    case trap::kLinkStateChange: out.lid = Narrow<std::uint16_t>(mad_get_field(n, 0, IB_NOTICE_DATA_LID_F)); break;
+    case trap::kLocalChange: out.lid = Narrow<std::uint16_t>(mad_get_field(n, 0, IB_NOTICE_DATA_144_LID_F)); break;
     case trap::kGidInService:
     case trap::kGidOutOfService: {
       // DataDetails (Notice byte 10): 6 reserved bytes, then the 16-byte
@@ -305,8 +297,7 @@ Notice DecodeNotice(const MadBytes& report) {
       for (int i = 8; i < 16; ++i) out.port_guid = out.port_guid << 8 | gid[i];
       break;
     }
-    default:
-      break;
+    default: break;
   }
   return out;
 }

@@ -15,39 +15,29 @@ void* Mut(const MadBytes& m) { return const_cast<std::uint8_t*>(m.data()); }
 
 const char* ToString(MadOutcome o) {
   switch (o) {
-    case MadOutcome::kOk:
-      return "ok";
-    case MadOutcome::kRemoteError:
-      return "remote_error";
-    case MadOutcome::kTimeout:
-      return "timeout";
-    case MadOutcome::kSendError:
-      return "send_error";
+    case MadOutcome::kOk: return "ok";
+    case MadOutcome::kRemoteError: return "remote_error";
+    case MadOutcome::kTimeout: return "timeout";
+    case MadOutcome::kSendError: return "send_error";
   }
   return "unknown";
 }
 
 const char* ToString(MadKind k) {
   switch (k) {
-    case MadKind::kDirectedSmp:
-      return "dr_smp";
-    case MadKind::kLidSmp:
-      return "lid_smp";
-    case MadKind::kGmp:
-      return "gmp";
+    case MadKind::kDirectedSmp: return "dr_smp";
+    case MadKind::kLidSmp: return "lid_smp";
+    case MadKind::kGmp: return "gmp";
   }
   return "unknown";
 }
 
 MadKind KindOf(MgmtClass c) {
   switch (c) {
-    case MgmtClass::kSubnDirectRoute:
-      return MadKind::kDirectedSmp;
-    case MgmtClass::kSubnLidRouted:
-      return MadKind::kLidSmp;
+    case MgmtClass::kSubnDirectRoute: return MadKind::kDirectedSmp;
+    case MgmtClass::kSubnLidRouted: return MadKind::kLidSmp;
     case MgmtClass::kPerformance:
-    case MgmtClass::kSubnAdm:
-      return MadKind::kGmp;
+    case MgmtClass::kSubnAdm: return MadKind::kGmp;
   }
   return MadKind::kGmp;
 }

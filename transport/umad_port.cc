@@ -148,14 +148,10 @@ UmadPort::~UmadPort() {
 
 int UmadPort::AgentFor(std::uint8_t mgmt_class) const {
   switch (static_cast<MgmtClass>(mgmt_class)) {
-    case MgmtClass::kSubnLidRouted:
-      return agent_smi_;
-    case MgmtClass::kSubnDirectRoute:
-      return agent_smi_dr_;
-    case MgmtClass::kPerformance:
-      return agent_perf_;
-    case MgmtClass::kSubnAdm:
-      return agent_sa_;
+    case MgmtClass::kSubnLidRouted: return agent_smi_;
+    case MgmtClass::kSubnDirectRoute: return agent_smi_dr_;
+    case MgmtClass::kPerformance: return agent_perf_;
+    case MgmtClass::kSubnAdm: return agent_sa_;
   }
   return -1;
 }
@@ -170,9 +166,7 @@ bool UmadPort::Send(const MadAddress& to, const MadBytes& mad) {
     case MgmtClass::kSubnDirectRoute:
       umad_set_addr(umad, 0xffff, 0, 0, 0);  // permissive DLID
       break;
-    case MgmtClass::kSubnLidRouted:
-      umad_set_addr(umad, to.lid, 0, 0, 0);
-      break;
+    case MgmtClass::kSubnLidRouted: umad_set_addr(umad, to.lid, 0, 0, 0); break;
     case MgmtClass::kPerformance:
     case MgmtClass::kSubnAdm:
       umad_set_addr(umad, to.lid, 1, 0, IB_DEFAULT_QP1_QKEY);  // GMPs go to QP1

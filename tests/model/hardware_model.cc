@@ -294,8 +294,7 @@ std::optional<MadBytes> HardwareModel::Answer(const Packet& p) {
       ni.partition_cap = 32;
       return EncodeResponse(req, testing::EncodeNodeInfo(ni));
     }
-    case smp_attr::kNodeDescription:
-      return EncodeResponse(req, testing::EncodeNodeDescription(n.name));
+    case smp_attr::kNodeDescription: return EncodeResponse(req, testing::EncodeNodeDescription(n.name));
     case smp_attr::kPortInfo: {
       const int port = static_cast<int>(mod & 0xff);
       if (port > n.num_ports || (!n.is_switch && port == 0)) return EncodeResponse(req, {}, kStatusBadModifier);
@@ -344,8 +343,7 @@ std::optional<MadBytes> HardwareModel::Answer(const Packet& p) {
       s.act_count = static_cast<std::uint32_t>(sm_stats_.sent);
       return EncodeResponse(req, testing::EncodeSmInfo(s));
     }
-    default:
-      return EncodeResponse(req, {}, kStatusUnsupported);
+    default: return EncodeResponse(req, {}, kStatusUnsupported);
   }
 }
 
@@ -355,12 +353,8 @@ bool HardwareModel::Step(TimePoint limit) {
   events_.pop();
   now_ = std::max(now_, e.at);
   switch (e.type) {
-    case EventType::kArrive:
-      Arrive(e.packet);
-      break;
-    case EventType::kServed:
-      Served(e.packet);
-      break;
+    case EventType::kArrive: Arrive(e.packet); break;
+    case EventType::kServed: Served(e.packet); break;
     case EventType::kDeliver: {
       Packet& p = packets_[e.packet];
       if (p.ours) {
@@ -371,9 +365,7 @@ bool HardwareModel::Step(TimePoint limit) {
       free_packets_.push_back(e.packet);
       break;
     }
-    case EventType::kSmTimeout:
-      SmDone(e.packet, false);
-      break;
+    case EventType::kSmTimeout: SmDone(e.packet, false); break;
     case EventType::kSmLightSweep:
       SmQueueSweep(false);
       Schedule(now_ + params_.sm_light_sweep_interval, EventType::kSmLightSweep, 0);
