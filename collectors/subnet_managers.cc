@@ -20,16 +20,41 @@ std::vector<SmTarget> SmTargets(const topology::Fabric& fabric) {
   return out;
 }
 
-std::vector<SmReading> ReadSubnetManagers(const std::vector<SmTarget>& targets, transport::MadEngine& engine) {
+std::vector<SmTarget> UnknownSmTargets(const topology::Fabric& fabric, const std::vector<SmTarget>& known,
+                                       const std::set<std::uint16_t>& lids) {
+  std::set<std::uint16_t> wanted = lids;
+  wanted.erase(0);
+  for (const SmTarget& t : known) wanted.erase(t.lid);
+  std::vector<SmTarget> out;
+  if (wanted.empty()) return out;
+  for (const auto& node : fabric.nodes()) {
+    if (node.kind == topology::NodeKind::kSwitch) {
+      if (wanted.erase(node.lid)) out.push_back({{node.guid, 0}, node.lid});
+      continue;
+    }
+    for (const auto& port : node.ports) {
+      if (port.lid != 0 && wanted.erase(port.lid)) out.push_back({{node.guid, port.number}, port.lid});
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const SmTarget& a, const SmTarget& b) { return a.lid < b.lid; });
+  return out;
+}
+
+SmRound ReadSubnetManagers(const std::vector<SmTarget>& targets, std::uint16_t sa_lid, transport::MadEngine& engine) {
   std::vector<transport::MadRequest> reqs;
-  reqs.reserve(targets.size());
+  reqs.reserve(targets.size() + 1);
   for (const auto& t : targets) reqs.push_back(transport::SmInfoQuery(t.lid));
+  if (sa_lid != 0) reqs.push_back(transport::SmInfoRecordTableQuery(sa_lid));
   const auto results = engine.Run(reqs);
-  std::vector<SmReading> out;
+  SmRound out;
   for (std::size_t i = 0; i < targets.size(); ++i) {
     SmReading r{targets[i], std::nullopt, results[i].outcome};
     if (results[i].outcome == transport::MadOutcome::kOk) r.info = transport::DecodeSmInfo(results[i].response);
-    out.push_back(r);
+    out.readings.push_back(r);
+  }
+  if (sa_lid != 0 && results.back().outcome == transport::MadOutcome::kOk) {
+    out.listed.emplace();
+    for (const auto& record : transport::DecodeSmInfoRecords(results.back().response)) out.listed->insert(record.lid);
   }
   return out;
 }

@@ -12,6 +12,7 @@
 #include <deque>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -28,15 +29,28 @@ struct SmTarget {
 };
 // Ports with IsSM and a LID (a switch's SM is on port 0, with the switch's LID).
 std::vector<SmTarget> SmTargets(const topology::Fabric& fabric);
+// The ports behind `lids` that no target in `known` has (a switch's port 0,
+// or a CA port), by LID; a LID of 0 or of no port is skipped. An SM started
+// since the last walk is named by the local port's MasterSMLID or by the
+// SA's SMInfoRecords before a walk finds its IsSM port.
+std::vector<SmTarget> UnknownSmTargets(const topology::Fabric& fabric, const std::vector<SmTarget>& known,
+                                       const std::set<std::uint16_t>& lids);
 
 struct SmReading {
   SmTarget target;
   std::optional<transport::SmInfo> info;  // nullopt: did not answer
   transport::MadOutcome outcome = transport::MadOutcome::kOk;
 };
-// One SMInfo Get per target, pipelined. Thread-safety: uses the engine
-// exclusively for its duration.
-std::vector<SmReading> ReadSubnetManagers(const std::vector<SmTarget>& targets, transport::MadEngine& engine);
+struct SmRound {
+  std::vector<SmReading> readings;  // one per target, in their order
+  // The LIDs of the SA's SMInfoRecords; nullopt when the SA was not asked
+  // or did not answer.
+  std::optional<std::set<std::uint16_t>> listed;
+};
+// One SMInfo Get per target and, when `sa_lid` is not 0, one
+// SubnAdmGetTable(SMInfoRecord) to the SA there, pipelined together.
+// Thread-safety: uses the engine exclusively for its duration.
+SmRound ReadSubnetManagers(const std::vector<SmTarget>& targets, std::uint16_t sa_lid, transport::MadEngine& engine);
 
 struct SmMonitorOptions {
   // The master's ActCount may show no activity of its own this long before

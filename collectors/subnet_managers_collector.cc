@@ -1,7 +1,9 @@
 #include "collectors/subnet_managers_collector.h"
 
 #include <algorithm>
+#include <map>
 #include <optional>
+#include <set>
 
 #include "collectors/render.h"
 #include "collectors/subnet_managers.h"
@@ -13,23 +15,6 @@ using prometheus::ClientMetric;
 using prometheus::MetricType;
 using topology::FormatGuid;
 
-// The port at `lid` when no known SM has it: a switch's port 0 or a CA
-// port; nullopt when `lid` is 0, known, or nobody's.
-std::optional<SmTarget> LateMaster(const topology::Fabric& fabric, const std::vector<SmTarget>& known,
-                                   std::uint16_t lid) {
-  if (lid == 0) return std::nullopt;
-  for (const SmTarget& t : known) {
-    if (t.lid == lid) return std::nullopt;
-  }
-  for (const auto& node : fabric.nodes()) {
-    if (node.kind == topology::NodeKind::kSwitch && node.lid == lid) return SmTarget{{node.guid, 0}, lid};
-    for (const auto& port : node.ports) {
-      if (node.kind != topology::NodeKind::kSwitch && port.lid == lid) return SmTarget{{node.guid, port.number}, lid};
-    }
-  }
-  return std::nullopt;
-}
-
 class SubnetManagersCollector final : public Collector {
  public:
   explicit SubnetManagersCollector(const SmMonitorOptions& options) : monitor_(options) {}
@@ -38,25 +23,37 @@ class SubnetManagersCollector final : public Collector {
 
   Outcome Update(const Cycle& cycle) override {
     if (cycle.trigger != Trigger::kSweep || !cycle.scope.reports_topology()) return {};
-    auto targets = SmTargets(*cycle.fabric);
-    // A master the last walk did not see (it started since): the local
-    // port's MasterSMLID names it; asked too, and kept when it answers as
-    // an SM. The next walk finds its IsSM port.
-    // A LID that did not answer as an SM is asked again after
-    // kRecheckSweeps (or at once when the MasterSMLID changes): a master
-    // that is gone costs one SMInfo now and then, not one every sweep.
     ++updates_;
-    const bool held_off = cycle.master_sm_lid == rejected_lid_ && updates_ < recheck_at_;
-    const std::optional<SmTarget> late =
-        held_off ? std::nullopt : LateMaster(*cycle.fabric, targets, cycle.master_sm_lid);
-    if (late) targets.push_back(*late);
-    auto readings = ReadSubnetManagers(targets, *cycle.engine);
-    if (late) {
-      const SmReading& r = readings.back();
-      if (!r.info || r.info->state == transport::SmState::kNotActive) {
-        readings.pop_back();
-        rejected_lid_ = late->lid;
-        recheck_at_ = updates_ + kRecheckSweeps;
+    // SMs the last walk did not see (started since) are named by the local
+    // port's MasterSMLID (a new master) and by the master's SA, asked for
+    // its SMInfoRecords in the same round (a standby polls the master as
+    // soon as it starts, so the SA lists it). Their ports are asked for
+    // SMInfo at once, in this round or, when only the SA named them, in a
+    // second one, and kept when they answer as an SM. The next walk finds
+    // their IsSM ports.
+    std::vector<SmTarget> targets = SmTargets(*cycle.fabric);
+    const std::size_t walked = targets.size();
+    for (const SmTarget& t : Unheld(*cycle.fabric, targets, {cycle.master_sm_lid})) targets.push_back(t);
+    SmRound round = ReadSubnetManagers(targets, cycle.master_sm_lid, *cycle.engine);
+    if (round.listed) {
+      const auto more = Unheld(*cycle.fabric, targets, *round.listed);
+      if (!more.empty()) {
+        SmRound second = ReadSubnetManagers(more, 0, *cycle.engine);
+        targets.insert(targets.end(), more.begin(), more.end());
+        round.readings.insert(round.readings.end(), second.readings.begin(), second.readings.end());
+      }
+    }
+    // A LID that did not answer as an SM is asked again after
+    // kRecheckSweeps: a master that is gone, or an SM the SA still lists,
+    // costs one SMInfo now and then, not one every sweep.
+    std::vector<SmReading> readings(round.readings.begin(), round.readings.begin() + static_cast<long>(walked));
+    for (std::size_t i = walked; i < round.readings.size(); ++i) {
+      const SmReading& r = round.readings[i];
+      if (r.info && r.info->state != transport::SmState::kNotActive) {
+        readings.push_back(r);
+        held_.erase(r.target.lid);
+      } else {
+        held_[r.target.lid] = updates_ + kRecheckSweeps;
       }
     }
     const auto before = report_;
@@ -78,11 +75,21 @@ class SubnetManagersCollector final : public Collector {
   void Publish(Snapshot* parts) const override { parts->subnet_managers = report_; }
 
  private:
+  // UnknownSmTargets of `lids` but those held off.
+  std::vector<SmTarget> Unheld(const topology::Fabric& fabric, const std::vector<SmTarget>& known,
+                               const std::set<std::uint16_t>& lids) const {
+    std::set<std::uint16_t> ask;
+    for (std::uint16_t lid : lids) {
+      const auto held = held_.find(lid);
+      if (held == held_.end() || updates_ >= held->second) ask.insert(lid);
+    }
+    return UnknownSmTargets(fabric, known, ask);
+  }
+
   static constexpr std::uint64_t kRecheckSweeps = 10;
   SmMonitor monitor_;
   std::uint64_t updates_ = 0;
-  std::uint16_t rejected_lid_ = 0;
-  std::uint64_t recheck_at_ = 0;
+  std::map<std::uint16_t, std::uint64_t> held_;  // LID -> the update it may be asked again
   std::shared_ptr<const SmReport> report_;
 };
 

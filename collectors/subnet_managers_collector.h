@@ -1,8 +1,12 @@
 #pragma once
 // subnet_managers: SMInfo (IBTA 14.2.5.13) from every port whose PortInfo
 // says IsSM, each sweep: masters, standbys, whether the master keeps
-// sweeping, failovers (subnet_managers.h). One exporter of a sharded set
-// watches them: the one that reports topology. Metrics: infiniband_sm_*.
+// sweeping, failovers (subnet_managers.h). SMs started since the last walk
+// are found within the sweep: the local port's MasterSMLID names a new
+// master, and one SubnAdmGetTable(SMInfoRecord) per sweep to the master's
+// SA names the SMs it knows (a new standby among them). One exporter of a
+// sharded set watches them: the one that reports topology. Metrics:
+// infiniband_sm_*.
 
 #include <memory>
 

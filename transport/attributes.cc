@@ -254,6 +254,54 @@ MadRequest LftBlockQuery(const MadAddress& route, std::uint32_t block) {
 
 MadRequest SmInfoQuery(std::uint16_t lid) { return Smp(MadAddress::Lid(lid), smp_attr::kSmInfo, 0); }
 
+MadRequest SmInfoRecordTableQuery(std::uint16_t sm_lid) {
+  MadRequest r;
+  r.mgmt_class = MgmtClass::kSubnAdm;
+  r.method = MadMethod::kGetTable;
+  r.attr_id = sa_attr::kSmInfoRecord;
+  r.address = MadAddress::Lid(sm_lid);
+  return r;
+}
+
+std::vector<SmInfoRecord> DecodeSmInfoRecords(const MadBytes& response) {
+  const MadHeader h = DecodeHeader(response);
+  if (h.mgmt_class != static_cast<std::uint8_t>(MgmtClass::kSubnAdm) ||
+      h.method != static_cast<std::uint8_t>(MadMethod::kGetTableResponse) || h.attr_id != sa_attr::kSmInfoRecord) {
+    return {};
+  }
+  void* m = const_cast<std::uint8_t*>(response.data());
+  // SMInfoRecord: LID (16 bits), 16 reserved, then SMInfo's 21 bytes.
+  constexpr std::size_t kRecordBytes = 4 + 21;
+  const std::size_t stride = 8 * static_cast<std::size_t>(mad_get_field(m, 0, IB_SA_ATTROFFS_F));
+  if (stride < kRecordBytes) return {};
+  std::size_t count = (kSaDataSize - kRecordBytes) / stride + 1;
+  // RMPP (IBTA 13.6.2.1): RMPPFlags bit 0 Active, bit 1 First; the first
+  // DATA segment's PayloadLength counts the SA header (20 bytes) and
+  // every record of the transfer.
+  constexpr std::size_t kSaHeaderBytes = 20;
+  const std::uint32_t flags = mad_get_field(m, 0, IB_SA_RMPP_FLAGS_F);
+  if ((flags & 0x3) == 0x3) {
+    const std::size_t payload = mad_get_field(m, 0, IB_SA_RMPP_D2_F);
+    count = std::min(count, payload > kSaHeaderBytes ? (payload - kSaHeaderBytes) / stride : 0);
+  }
+  std::vector<SmInfoRecord> out;
+  for (std::size_t i = 0; i < count; ++i) {
+    std::uint8_t* rec = const_cast<std::uint8_t*>(response.data()) + kSaDataOffset + i * stride;
+    SmInfoRecord r;
+    r.lid = Narrow<std::uint16_t>(static_cast<std::uint32_t>(rec[0] << 8 | rec[1]));
+    if (r.lid == 0) continue;
+    void* info = rec + 4;
+    r.info.guid = mad_get_field64(info, 0, IB_SMINFO_GUID_F);
+    r.info.sm_key = mad_get_field64(info, 0, IB_SMINFO_KEY_F);
+    r.info.act_count = mad_get_field(info, 0, IB_SMINFO_ACT_F);
+    r.info.priority = Narrow<std::uint8_t>(mad_get_field(info, 0, IB_SMINFO_PRIO_F));
+    const std::uint32_t state = mad_get_field(info, 0, IB_SMINFO_STATE_F);
+    r.info.state = state <= 3 ? static_cast<SmState>(state) : SmState::kNotActive;
+    out.push_back(r);
+  }
+  return out;
+}
+
 MadRequest PerfClassPortInfoQuery(std::uint16_t lid) { return Pma(lid, pma_attr::kClassPortInfo, 0); }
 MadRequest PortCountersQuery(std::uint16_t lid, std::uint8_t port) { return Pma(lid, pma_attr::kPortCounters, port); }
 MadRequest PortCountersExtendedQuery(std::uint16_t lid, std::uint8_t port) {

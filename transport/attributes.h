@@ -248,6 +248,25 @@ MadBytes ReportResponse(const MadBytes& report);
 // reported to the requesting port.
 MadRequest InformInfoSubscribe(std::uint16_t sm_lid, std::uint16_t trap_number, bool subscribe = true);
 
+// SMInfoRecord (IBTA 15.2.5.13): the SMInfo the SA last had from an SM
+// port, and that port's LID. The master's SA lists every SM it knows of,
+// the ones started after the exporter's last walk included.
+struct SmInfoRecord {
+  std::uint16_t lid = 0;
+  SmInfo info;
+};
+// SubnAdmGetTable(SMInfoRecord) to the SA at `sm_lid`, ComponentMask 0:
+// every record.
+MadRequest SmInfoRecordTableQuery(std::uint16_t sm_lid);
+// The records of a GetTableResponse, as far as one MAD holds them: the
+// first RMPP segment (IBTA 13.6.2), whose 200 data bytes hold six
+// records at the usual stride (SA AttributeOffset, 8-byte words, 32 bytes
+// from opensm). The record count is the first segment's PayloadLength
+// when RMPP is active, else every slot with a LID. A stride shorter than
+// a record, or a response that is not a GetTableResponse of
+// SMInfoRecords, gives none.
+std::vector<SmInfoRecord> DecodeSmInfoRecords(const MadBytes& response);
+
 NodeInfo DecodeNodeInfo(const MadBytes& mad);
 // NodeDescription (IBTA 14.2.5.2): up to 64 bytes, NUL padded; trailing
 // NULs and whitespace are removed, control characters replaced by '?'.

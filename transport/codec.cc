@@ -96,7 +96,11 @@ MadHeader DecodeHeader(const MadBytes& mad) {
 MadBytes EncodeResponse(const MadBytes& request_mad, std::span<const std::uint8_t> data, std::uint16_t status) {
   MadBytes out = request_mad;
   void* b = out.data();
-  mad_set_field(b, 0, IB_MAD_METHOD_F, static_cast<std::uint32_t>(MadMethod::kGetResponse) & 0x7f);
+  // GetTable is answered by GetTableResponse; Get and Set by GetResponse
+  // (IBTA 13.4.5, 15.2.2).
+  const bool table = mad_get_field(b, 0, IB_MAD_METHOD_F) == static_cast<std::uint32_t>(MadMethod::kGetTable);
+  const MadMethod method = table ? MadMethod::kGetTableResponse : MadMethod::kGetResponse;
+  mad_set_field(b, 0, IB_MAD_METHOD_F, static_cast<std::uint32_t>(method) & 0x7f);
   mad_set_field(b, 0, IB_MAD_RESPONSE_F, 1);
   if (mad_get_field(b, 0, IB_MAD_MGMTCLASS_F) == static_cast<std::uint32_t>(MgmtClass::kSubnDirectRoute)) {
     mad_set_field(b, 0, IB_DRSMP_STATUS_F, status);

@@ -23,8 +23,9 @@ MadBytes EncodeRequest(const MadRequest& request, std::uint64_t tid);
 MadHeader DecodeHeader(const MadBytes& mad);
 
 // Builds the response a responder would send to `request_mad`: same class,
-// TID, attribute and modifier; GetResponse; `status`; `data` copied at
-// byte 64 (truncated to the MAD). Used by fakes and tests, never on the wire.
+// TID, attribute and modifier; GetResponse (GetTableResponse to a
+// GetTable); `status`; `data` copied at byte 64 (56 for the SA; truncated to
+// the MAD). Used by fakes and tests, never on the wire.
 MadBytes EncodeResponse(const MadBytes& request_mad, std::span<const std::uint8_t> data, std::uint16_t status = 0);
 
 // The attribute data section of a MAD (from byte 64 to the end).

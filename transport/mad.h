@@ -45,6 +45,8 @@ enum class MadMethod : std::uint8_t {
   kGetResponse = 0x81,
   kReport = 0x06,  // an SA Report (unsolicited, IBTA 13.4.5 table 113)
   kReportResponse = 0x86,
+  kGetTable = 0x12,  // SubnAdmGetTable (IBTA 15.2.2, table 197)
+  kGetTableResponse = 0x92,
 };
 
 // Subnet management attribute IDs (IBTA 14.2.5, table 145).
@@ -70,6 +72,7 @@ inline constexpr std::uint16_t kPortCountersExtended = 0x001D;
 namespace sa_attr {
 inline constexpr std::uint16_t kNotice = 0x0002;
 inline constexpr std::uint16_t kInformInfo = 0x0003;
+inline constexpr std::uint16_t kSmInfoRecord = 0x0018;
 }  // namespace sa_attr
 
 // Where a MAD goes. A directed route is the list of egress port numbers,

@@ -3,6 +3,7 @@
 #include <endian.h>
 #include <infiniband/mad.h>
 #include <infiniband/umad.h>
+#include <infiniband/umad_types.h>
 
 #include <cerrno>
 #include <cstring>
@@ -128,11 +129,13 @@ std::unique_ptr<UmadPort> UmadPort::Open(const UmadPortOptions& options, std::st
   // Reports (IBTA 13.4.5: method 0x06) besides responses to our requests.
   // Optional: the kernel allows one receiver of a method per class on a
   // port, so another daemon may hold it; the exporter then polls only.
+  // RMPP version 1: the kernel acknowledges and reassembles the SA's
+  // GetTable responses (IBTA 13.6), which the SA otherwise sends again.
   long methods[16 / sizeof(long)] = {};
   reinterpret_cast<unsigned char*>(methods)[0] = 1u << static_cast<unsigned>(MadMethod::kReport);
-  port->agent_sa_ = umad_register(port->fd_, IB_SA_CLASS, 2, 0, methods);
+  port->agent_sa_ = umad_register(port->fd_, IB_SA_CLASS, 2, UMAD_RMPP_VERSION, methods);
   port->takes_reports_ = port->agent_sa_ >= 0;
-  if (port->agent_sa_ < 0) port->agent_sa_ = umad_register(port->fd_, IB_SA_CLASS, 2, 0, nullptr);
+  if (port->agent_sa_ < 0) port->agent_sa_ = umad_register(port->fd_, IB_SA_CLASS, 2, UMAD_RMPP_VERSION, nullptr);
   port->send_buf_.reset(new std::uint8_t[umad_size() + kMadSize]());
   port->recv_buf_.reset(new std::uint8_t[umad_size() + kMadSize]());
   return port;
@@ -185,7 +188,16 @@ std::optional<InboundMad> UmadPort::Receive(std::chrono::microseconds timeout) {
   if (timeout_ms < 0) timeout_ms = 0;
   void* umad = recv_buf_.get();
   int length = static_cast<int>(kMadSize);
-  const int rc = umad_recv(fd_, umad, &length, timeout_ms);
+  int rc = umad_recv(fd_, umad, &length, timeout_ms);
+  std::unique_ptr<std::uint8_t[]> reassembled;
+  if (rc == -ENOSPC && length > static_cast<int>(kMadSize)) {
+    // A reassembled RMPP transfer (an SA table) longer than one MAD: the
+    // kernel keeps it queued until it is read whole. Its first 256 bytes
+    // are the first segment, which is what a MadBytes holds.
+    reassembled.reset(new std::uint8_t[umad_size() + static_cast<std::size_t>(length)]());
+    umad = reassembled.get();
+    rc = umad_recv(fd_, umad, &length, 0);
+  }
   if (rc < 0) return std::nullopt;  // -ETIMEDOUT when nothing came, or a read error
   InboundMad in;
   in.status = umad_status(umad);

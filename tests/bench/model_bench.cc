@@ -173,7 +173,7 @@ Outcome Run(const testbed::FatTree& tree, const model::ModelParams& params, Mode
       }
       out.sweep = Measure(m, engine, yardsticks, [&] {
         collectors::Sweep(targets, links, collectors::LidChecks(targets, links), engine);
-        collectors::ReadSubnetManagers(sms, engine);
+        collectors::ReadSubnetManagers(sms, sms.empty() ? 0 : sms.front().lid, engine);
       });
       ++out.sweeps;
       out.exporter_dropped += out.sweep.load.dropped;

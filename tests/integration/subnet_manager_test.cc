@@ -287,6 +287,48 @@ TEST_F(SubnetManagerTest, AMasterStartedAfterTheLastWalkIsReportedWithinASweep) 
   master->Signal(SIGKILL);
 }
 
+// And a standby that starts after that: the master's SA lists it (the
+// exporter asks for the SMInfoRecords every sweep) and its own SMInfo
+// confirms it, within about a sweep of it polling the master, no walk
+// needed. Fresh hosts (see TwoSmsClaimingMasterAreReported).
+TEST_F(SubnetManagerTest, AStandbyStartedAfterTheLastWalkIsReportedWithinASweep) {
+  auto master = Sm(tree_->Host(5), 10, false);
+  ASSERT_TRUE(master);
+  auto e = StartExporter({"--sweep.interval=300ms", "--discovery.interval=1h", "--sm.stall-after=5s",
+                          "--mad.timeout=50ms", "--mad.retries=1"});
+  ASSERT_NE(e, nullptr);
+  json j;
+  ASSERT_TRUE(WaitJson(
+      *e, [](const json& x) { return x["master"].is_object() && Conditions(x).count("no_standby") > 0; }, &j))
+      << j.dump(2) << e->Log();
+  const double walks = *e->ScrapeMetrics().Value("infiniband_exporter_discoveries_total", {{"mode", "full"}});
+  auto standby = Sm(tree_->Host(13), 1, true);  // returns once opensm logs STANDBY
+  ASSERT_TRUE(standby);
+  const auto up = std::chrono::steady_clock::now();
+  ASSERT_TRUE(WaitJson(
+      *e, [](const json& x) { return x["standbys"].size() == 1 && Conditions(x).empty(); }, &j))
+      << j.dump(2) << e->Log();
+  const double seconds_after = std::chrono::duration<double>(std::chrono::steady_clock::now() - up).count();
+  EXPECT_EQ(j["master"]["node"], tree_->Host(5));
+  EXPECT_EQ(j["standbys"][0]["node"], tree_->Host(13));
+  EXPECT_EQ(j["standbys"][0]["priority"], 1);
+  EXPECT_EQ(j["standbys"][0]["state"], "standby");
+  EXPECT_LT(seconds_after, 1.5) << "sweeps every 0.3 s";
+  std::printf("late standby reported %.2f s after opensm's STANDBY (sweep 0.3 s)\n", seconds_after);
+  // As sminfo sees it at the standby's LID.
+  const auto tool = SmInfoTool(*sim_, std::to_string(j["standbys"][0]["lid"].get<int>()));
+  ASSERT_TRUE(tool);
+  EXPECT_EQ(Hex(tool->guid), Hex(j["standbys"][0]["guid"]));
+  EXPECT_EQ(tool->state, 2);
+  const auto s = e->ScrapeMetrics();
+  EXPECT_EQ(s.Value("infiniband_sm_standbys"), 1);
+  EXPECT_EQ(s.Value("infiniband_sm_condition", {{"condition", "no_standby"}}), 0);
+  EXPECT_EQ(s.Value("infiniband_sm_state", {{"node", tree_->Host(13)}, {"state", "standby"}}), 1);
+  EXPECT_EQ(s.Value("infiniband_exporter_discoveries_total", {{"mode", "full"}}), walks) << "no full walk did it";
+  standby->Signal(SIGKILL);
+  master->Signal(SIGKILL);
+}
+
 TEST_F(SubnetManagerTest, LocalExportersDoNotWatchSubnetManagers) {
   auto e = StartExporter({"--scope=local", "--sweep.interval=300ms"});
   ASSERT_NE(e, nullptr);

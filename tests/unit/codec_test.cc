@@ -8,6 +8,7 @@
 
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "transport/attributes.h"
 #include "transport/mad_engine.h"
@@ -216,6 +217,69 @@ TEST(CodecTest, DecodesSmInfoByTheSpecsLayout) {
   EXPECT_EQ(q.mgmt_class, MgmtClass::kSubnLidRouted);
   EXPECT_EQ(q.attr_id, smp_attr::kSmInfo);
   EXPECT_EQ(q.address.lid, 7);
+}
+
+// SubnAdmGetTableResponse(SMInfoRecord) from opensm on ibsim (capture_mad
+// smir 1 0): the master (LID 1, GUID 0x100001, priority 10, master) and a
+// standby started after it (LID 3, GUID 0x100003, priority 1, standby).
+// Without a kernel in between, RMPP says only Active and no PayloadLength.
+constexpr const char* kSmInfoRecordsHex =
+    "010302920000000000020003da39ce2000180000000000000000010000000000"
+    "0000000000000000000000000004000000000000000000000001000000000000"
+    "00100001000000000000000000000337a3000000000000000003000000000000"
+    "0010000300000000000000000000022912000000000000000000000000000000"
+    "0000000000000000000000000000000000000000000000000000000000000000"
+    "0000000000000000000000000000000000000000000000000000000000000000"
+    "0000000000000000000000000000000000000000000000000000000000000000"
+    "0000000000000000000000000000000000000000000000000000000000000000";
+
+TEST(CodecTest, DecodesTheSasSmInfoRecords) {
+  const MadBytes m = FromHex(kSmInfoRecordsHex);
+  std::vector<SmInfoRecord> r = DecodeSmInfoRecords(m);
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[0].lid, 1);
+  EXPECT_EQ(r[0].info.guid, 0x100001u);
+  EXPECT_EQ(r[0].info.act_count, 0x337u);
+  EXPECT_EQ(r[0].info.priority, 10);
+  EXPECT_EQ(r[0].info.state, SmState::kMaster);
+  EXPECT_EQ(r[1].lid, 3);
+  EXPECT_EQ(r[1].info.guid, 0x100003u);
+  EXPECT_EQ(r[1].info.priority, 1);
+  EXPECT_EQ(r[1].info.state, SmState::kStandby);
+
+  // As a kernel delivers it (RMPP version 1, Active|First|Last): the
+  // PayloadLength (SA header 20 + records) says how many records count,
+  // even where a slot beyond them is not zero.
+  MadBytes k = m;
+  k[24] = 1;     // RMPPVersion
+  k[25] = 1;     // RMPPType DATA
+  k[26] = 0x07;  // RMPPFlags Active|First|Last
+  k[35] = 20 + 32;
+  EXPECT_EQ(DecodeSmInfoRecords(k).size(), 1u);
+  k[35] = 20 + 2 * 32;
+  EXPECT_EQ(DecodeSmInfoRecords(k).size(), 2u);
+
+  // Not records: another attribute, a request, a stride shorter than a record.
+  MadBytes other = m;
+  other[17] = 0x11;  // NodeRecord
+  EXPECT_TRUE(DecodeSmInfoRecords(other).empty());
+  MadBytes request = m;
+  request[3] = 0x12;
+  EXPECT_TRUE(DecodeSmInfoRecords(request).empty());
+  MadBytes short_stride = m;
+  short_stride[45] = 3;  // AttributeOffset 3 words: 24 bytes < 25
+  EXPECT_TRUE(DecodeSmInfoRecords(short_stride).empty());
+
+  const MadRequest q = SmInfoRecordTableQuery(5);
+  EXPECT_EQ(q.mgmt_class, MgmtClass::kSubnAdm);
+  EXPECT_EQ(q.method, MadMethod::kGetTable);
+  EXPECT_EQ(q.attr_id, sa_attr::kSmInfoRecord);
+  EXPECT_EQ(q.address.lid, 5);
+  const MadBytes wire = EncodeRequest(q, 0x1234);
+  EXPECT_EQ(wire[1], 0x03);  // SubnAdm
+  EXPECT_EQ(wire[2], 2);     // class version 2
+  EXPECT_EQ(wire[3], 0x12);  // GetTable
+  EXPECT_EQ(DecodeHeader(wire).attr_id, 0x0018);
 }
 
 }  // namespace

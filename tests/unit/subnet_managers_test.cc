@@ -60,6 +60,41 @@ TEST(SubnetManagersTest, TargetsAreTheIsSmPortsWithALid) {
   EXPECT_EQ(t[0].lid, 1);
 }
 
+// SMs started since the last walk, named by LID (MasterSMLID, the SA's
+// records): the port behind each LID that no known target has; a switch's
+// by its port 0; LIDs of nobody, 0 and known ones are skipped.
+TEST(SubnetManagersTest, UnknownTargetsAreThePortsBehindNewLids) {
+  std::vector<topology::Node> nodes;
+  for (std::uint64_t i = 1; i <= 3; ++i) {
+    topology::Node n;
+    n.guid = 0x100 * i;
+    n.kind = topology::NodeKind::kCa;
+    n.num_ports = 1;
+    topology::Port p;
+    p.number = 1;
+    p.lid = static_cast<std::uint16_t>(i);
+    p.is_sm = i == 1;  // only host 1 had IsSM at the walk
+    n.ports.push_back(p);
+    nodes.push_back(n);
+  }
+  topology::Node sw;
+  sw.guid = 0x900;
+  sw.kind = topology::NodeKind::kSwitch;
+  sw.lid = 9;
+  sw.num_ports = 2;
+  nodes.push_back(sw);
+  const topology::Fabric fabric(std::move(nodes));
+  const auto known = SmTargets(fabric);
+  ASSERT_EQ(known.size(), 1u);
+  const auto t = UnknownSmTargets(fabric, known, {0, 1, 3, 9, 42});
+  ASSERT_EQ(t.size(), 2u);
+  EXPECT_EQ(t[0].port, (topology::PortRef{0x300, 1}));
+  EXPECT_EQ(t[0].lid, 3);
+  EXPECT_EQ(t[1].port, (topology::PortRef{0x900, 0}));
+  EXPECT_EQ(t[1].lid, 9);
+  EXPECT_TRUE(UnknownSmTargets(fabric, known, {1}).empty());
+}
+
 TEST(SubnetManagersTest, MasterStandbyFailoverAndNoMaster) {
   const auto fabric = TwoHosts();
   SmMonitor m({seconds(30), seconds(600), 10});

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "transport/codec.h"
+
 namespace ibfabric::transport::testing {
 namespace {
 
@@ -185,6 +187,28 @@ MadBytes EncodeNoticeReport(const Notice& n, std::uint64_t tid) {
     gid[1] = 0x80;
     for (int i = 0; i < 8; ++i) gid[8 + i] = static_cast<std::uint8_t>(n.port_guid >> (56 - 8 * i));
   }
+  return m;
+}
+
+MadBytes EncodeSmInfoRecordsResponse(const MadBytes& request, const std::vector<SmInfoRecord>& records) {
+  constexpr std::size_t kStride = 32;
+  const std::size_t n = std::min(records.size(), kSaDataSize / kStride);
+  std::vector<std::uint8_t> data(n * kStride, 0);
+  for (std::size_t i = 0; i < n; ++i) {
+    std::uint8_t* rec = data.data() + i * kStride;
+    rec[0] = static_cast<std::uint8_t>(records[i].lid >> 8);
+    rec[1] = static_cast<std::uint8_t>(records[i].lid);
+    const std::vector<std::uint8_t> info = EncodeSmInfo(records[i].info);
+    std::copy(info.begin(), info.begin() + 21, rec + 4);
+  }
+  MadBytes m = EncodeResponse(request, data);
+  void* b = m.data();
+  mad_set_field(b, 0, IB_SA_RMPP_VERS_F, 1);
+  mad_set_field(b, 0, IB_SA_RMPP_TYPE_F, 1);                                           // DATA
+  mad_set_field(b, 0, IB_SA_RMPP_FLAGS_F, 0x7);                                        // Active, First, Last
+  mad_set_field(b, 0, IB_SA_RMPP_D1_F, 1);                                             // SegmentNumber
+  mad_set_field(b, 0, IB_SA_RMPP_D2_F, static_cast<std::uint32_t>(20 + data.size()));  // SA header + records
+  mad_set_field(b, 0, IB_SA_ATTROFFS_F, kStride / 8);
   return m;
 }
 

@@ -23,5 +23,10 @@ std::vector<std::uint8_t> EncodeSmInfo(const SmInfo& s);
 // to a subscriber: trap `n.trap_number` about `n.lid` (traps 128, 144) or
 // `n.port_guid` (traps 64-67, in a GID with the default prefix).
 MadBytes EncodeNoticeReport(const Notice& n, std::uint64_t tid);
+// The SA's GetTableResponse to `request` (a SubnAdmGetTable of
+// SMInfoRecords) as a kernel delivers it: AttributeOffset 4 (32-byte
+// records), RMPP Active|First|Last with the PayloadLength; as many records
+// as one MAD holds.
+MadBytes EncodeSmInfoRecordsResponse(const MadBytes& request, const std::vector<SmInfoRecord>& records);
 
 }  // namespace ibfabric::transport::testing
