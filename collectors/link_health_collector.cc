@@ -23,7 +23,13 @@ class LinkHealthCollector final : public Collector {
     link_health_.Observe(*cycle.fabric, cycle.parts->topology.get(), cycle.parts->ports, sweep.links, cycle.now,
                          cycle.wall, /*counters_read=*/!sweep.readings.empty());
     auto report = std::make_shared<HealthReport>();
+    // The cables this exporter reads an end of: in a sharded or local
+    // deployment each cable is judged (and its link_up stated) once, by
+    // the exporter that reads it, not by every exporter whose walk saw it.
     report->cables = link_health_.Cables();
+    std::erase_if(report->cables, [&](const CableHealth& c) {
+      return cycle.read_port && !cycle.read_port(c.cable.a) && !cycle.read_port(c.cable.b);
+    });
     report->events = link_health_.Events();
     report->event_counts = link_health_.EventCounts();
     LogEvents(*report, cycle);

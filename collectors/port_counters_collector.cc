@@ -57,12 +57,17 @@ class PortCountersCollector final : public Collector {
       NoteDetails(r,
                   now.total[Index(Counter::kRcvErrors)] != rcv_errors_before || now.Pinned(Index(Counter::kRcvErrors)));
     }
+    // A node that did not answer is stale, unless the exporter is cut off
+    // (its own link down): then nothing can answer but the local node, and
+    // the down link is the news (the nodes keep their last state).
     for (const auto& [guid, ok] : node_ok) {
       NodeHealth& h = health_[guid];
-      h.stale = !ok;
+      h.counted = true;
       if (ok) {
+        h.stale = false;
         h.last_success = cycle.wall;
-      } else {
+      } else if (cycle.local_link_up) {
+        h.stale = true;
         ++h.failures;
       }
     }
@@ -71,7 +76,7 @@ class PortCountersCollector final : public Collector {
       if (!targeted.count(ref)) store_.MarkStale(ref);
     }
     for (auto& [guid, h] : health_) {
-      if (!node_ok.count(guid)) h.stale = true;
+      if (h.counted && !node_ok.count(guid) && cycle.local_link_up) h.stale = true;
     }
     Collected(sweep, cycle);
     last_sweep_ = cycle.wall;

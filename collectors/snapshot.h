@@ -50,6 +50,10 @@ struct CollectHealth {
 
 // Freshness of one node's data.
 struct NodeHealth {
+  // Its ports' counters are read (it has been a sweep target); a node only
+  // asked for other things (the local node's PortInfo) has no health of
+  // its own to state.
+  bool counted = false;
   bool stale = false;          // no port of the node answered the last sweep
   std::uint64_t failures = 0;  // sweeps in which no port of the node answered
   std::chrono::system_clock::time_point last_success{};

@@ -249,6 +249,7 @@ FabricTracker::News FabricTracker::Observe(const std::map<topology::PortRef, col
   if (auto it = sweep->links.find({local_guid_, local_port_}); it != sweep->links.end()) {
     // Its own LID names no SM this exporter could ask (it is none).
     master_sm_lid_ = it->second.sm_lid == it->second.lid ? 0 : it->second.sm_lid;
+    local_link_up_ = it->second.link_up();
   }
   News news;
   const std::size_t ld = collectors::Index(collectors::Counter::kLinkDowned);

@@ -99,7 +99,8 @@ class FabricTracker {
   SweepReads PlanSweep(const collectors::Snapshot& parts);
   // The local port's PortInfo, for every sweep's batch (one LID-routed SMP
   // to itself): its MasterSMLID names a master SM that started after the
-  // last walk. nullopt before the local port has a LID.
+  // last walk, its link state whether the exporter is cut off. nullopt
+  // before the local port has a LID.
   std::optional<collectors::LinkTarget> LocalTarget() const;
   // What the sweep's batch showed before the collectors judge it.
   struct News {
@@ -146,6 +147,8 @@ class FabricTracker {
   // The local port's PortInfo.MasterSMLID as of the last sweep (every sweep
   // reads it); 0 before one answered.
   std::uint16_t master_sm_lid() const { return master_sm_lid_; }
+  // Whether the local port's link was up when last read (true before).
+  bool local_link_up() const { return local_link_up_; }
   const std::map<std::uint64_t, collectors::NodeLabel>& nodes() const { return nodes_; }
   // A node's name as last seen, else its GUID; a port as "name[port]".
   std::string NameOf(std::uint64_t guid) const;
@@ -195,6 +198,7 @@ class FabricTracker {
   std::uint64_t local_guid_ = 0;
   std::uint8_t local_port_ = 0;
   std::uint16_t master_sm_lid_ = 0;
+  bool local_link_up_ = true;
 
   // Walks: whether the next cycle walks everything, when it is due on
   // schedule; lost answers: incomplete walks in a row that missed each

@@ -1,5 +1,6 @@
 #include "topology/scope.h"
 
+#include <algorithm>
 #include <charconv>
 
 namespace ibfabric::topology {
@@ -65,6 +66,10 @@ int CaShard(const Fabric& fabric, const Node& ca, int shards) {
   return ShardOf(ca.guid, shards);
 }
 
+// The shard that reads both ends of a switch-to-switch cable: that of the
+// switch at its first end, so that one exporter sees the whole cable.
+int CableShard(const PortRef& a, const PortRef& b, int shards) { return ShardOf(std::min(a, b).node_guid, shards); }
+
 }  // namespace
 
 std::set<PortRef> PortsInScope(const Fabric& fabric, const Scope& scope, std::uint64_t local_node) {
@@ -73,9 +78,17 @@ std::set<PortRef> PortsInScope(const Fabric& fabric, const Scope& scope, std::ui
     const bool is_switch = node.kind == NodeKind::kSwitch;
     switch (scope.kind) {
       case ScopeKind::kFabric: {
-        const int shard = is_switch ? ShardOf(node.guid, scope.shards) : CaShard(fabric, node, scope.shards);
-        if (shard != scope.shard) break;
-        for (const auto& p : node.ports) out.insert({node.guid, p.number});
+        if (!is_switch) {
+          if (CaShard(fabric, node, scope.shards) != scope.shard) break;
+          for (const auto& p : node.ports) out.insert({node.guid, p.number});
+          break;
+        }
+        const int own = ShardOf(node.guid, scope.shards);
+        for (const auto& p : node.ports) {
+          const PortRef ref{node.guid, p.number};
+          const bool inter_switch = p.remote && IsSwitch(fabric, p.remote->node_guid);
+          if ((inter_switch ? CableShard(ref, *p.remote, scope.shards) : own) == scope.shard) out.insert(ref);
+        }
         break;
       }
       case ScopeKind::kLocal:
@@ -86,9 +99,13 @@ std::set<PortRef> PortsInScope(const Fabric& fabric, const Scope& scope, std::ui
         }
         break;
       case ScopeKind::kInterSwitch:
-        if (!is_switch || ShardOf(node.guid, scope.shards) != scope.shard) break;
+        if (!is_switch) break;
         for (const auto& p : node.ports) {
-          if (p.remote && IsSwitch(fabric, p.remote->node_guid)) out.insert({node.guid, p.number});
+          const PortRef ref{node.guid, p.number};
+          if (p.remote && IsSwitch(fabric, p.remote->node_guid) &&
+              CableShard(ref, *p.remote, scope.shards) == scope.shard) {
+            out.insert(ref);
+          }
         }
         break;
     }

@@ -4,13 +4,15 @@
 //
 // - fabric (default): every port, or with shards (--shard=i/n) the ports of
 //   the switches whose GUID hashes to shard i, plus the CA ports cabled to
-//   those switches. n shards read every port exactly once.
+//   those switches; but a switch-to-switch cable goes whole (both ends) to
+//   the shard of the switch at its first end (lower GUID), so that one
+//   exporter judges each cable. n shards read every port exactly once.
 // - local: the ports of the node this exporter runs on and the port at the
 //   other end of each of its cables (the DaemonSet on every host). Only
 //   those nodes are discovered.
-// - inter-switch: both ends of every switch-to-switch cable, on the shard's
-//   switches. With local scope on every host, every cabled port is read
-//   exactly once.
+// - inter-switch: both ends of every switch-to-switch cable whose first end
+//   (lower GUID) is on the shard's switches. With local scope on every
+//   host, every cabled port is read exactly once.
 
 #include <cstdint>
 #include <set>

@@ -175,7 +175,8 @@ TEST_F(OncallTest, AFlappingLinkIsOneNotificationAndResolves) {
 }
 
 // A cable that takes errors and then goes down pages as down: the bad-cable
-// alert it still has is muted in the cable's notification (inhibited).
+// alert it still has is muted in the cable's notification (inhibited), and
+// so is the host behind it not answering.
 TEST_F(OncallTest, ADownLinkIsNotAlsoPagedAsBad) {
   const Endpoint leaf = tree_->LeafHostPort(3);
   Ramp ramp(leaf, "PortCounters.SymbolErrorCounter", 10, 60000);
@@ -209,6 +210,18 @@ TEST_F(OncallTest, ADownLinkIsNotAlsoPagedAsBad) {
   ASSERT_TRUE(still) << error;
   EXPECT_FALSE(still->empty()) << "the bad-cable alert still fires in Prometheus";
   EXPECT_EQ(firing(last_for_cable()), std::set<std::string>{"InfinibandLinkDown"}) << last_for_cable().dump();
+  // The host behind it does not answer either: unreachable in Prometheus,
+  // muted under the down link in what on-call receives.
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        const auto r =
+            prometheus_->Query("ALERTS{alertname=\"InfinibandNodeUnreachable\",alertstate=\"firing\"}", &error);
+        return r && !r->empty();
+      },
+      seconds(60)))
+      << "the host behind the down cable is unreachable in Prometheus";
+  std::this_thread::sleep_for(seconds(4));  // time for a notification to arrive
+  EXPECT_TRUE(For("InfinibandNodeUnreachable").empty()) << Dump();
   ramp.Stop();
   Console("ReLink " + At(leaf));
 }

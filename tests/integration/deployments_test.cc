@@ -1,0 +1,417 @@
+// Every shipped alert rule in a Prometheus configured as each shipped
+// deployment configures it, all three watching one simulated fabric at
+// once:
+// - fabric: one exporter with the default --scope=fabric (a small fabric,
+//   the systemd unit on one host), scraped as
+//   deploy/prometheus/scrape-systemd.yml says;
+// - kubernetes: the DaemonSet's exporter on every host and the
+//   StatefulSet's inter-switch shards (their scope flags read from
+//   deploy/kubernetes/, two replicas), scraped as
+//   deploy/prometheus/scrape-kubernetes.yml says (its DNS names replaced
+//   by the pods' addresses);
+// - systemd: the unit's --scope=local on every host and --scope=inter-switch
+//   on one (deploy/systemd/ibfabric_exporter.default), scrape-systemd.yml.
+// ibsim takes 10 clients, so the DaemonSet and the systemd unit share the
+// per-host exporters (the same binary with the same flags on each host).
+// The rules file is used as shipped but for its `for:` durations and the
+// staleness threshold (minutes to seconds). Each planted fault fires its
+// rule exactly once in each deployment, naming the cable, nothing else
+// fires, and treydock-style joins find one series per port: a bad cable,
+// congestion, a flapping link, a degraded and a miswired cable, a link
+// down between switches of two shards, a host's own cable pulled, the
+// subnet managers' failover and loss, and an exporter that stops.
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "tests/integration/fabric_suite.h"
+#include "tests/testbed/prometheus_server.h"
+
+namespace ibfabric::testbed {
+namespace {
+
+using nlohmann::json;
+using std::chrono::seconds;
+
+constexpr const char* kAlerts = R"(window: 2s
+raise_after: 2
+clear_after: 2
+bad_cable:
+  symbol_errors_per_second: {warning: 1, critical: 20}
+flapping_link:
+  link_downs: {warning: 2, critical: 3}
+)";
+
+std::string Source(const std::string& path) { return ReadFile(std::string(IBFABRIC_SOURCE_DIR) + "/" + path); }
+
+// The rules with every "for: Nm" as "for: Ns" and the staleness threshold
+// of 300 s as 5 s.
+std::string FastRules() {
+  std::string text = Source("deploy/prometheus/infiniband-rules.yml");
+  text = std::regex_replace(text, std::regex(R"(for: (\d+)m)"), "for: $1s");
+  text = std::regex_replace(text, std::regex(R"(_timestamp_seconds > 300)"), "_timestamp_seconds > 5");
+  return text;
+}
+
+// The `- --flag=value` arguments of a shipped manifest that say what an
+// exporter reads (--scope, --shard, --topology.plan).
+std::vector<std::string> ScopeArgs(const std::string& text) {
+  std::vector<std::string> out;
+  static const std::regex kArg(R"(- (--(?:scope|shard)=\S+))");
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), kArg); it != std::sregex_iterator(); ++it) {
+    out.push_back((*it)[1].str());
+  }
+  return out;
+}
+
+// One deployment: its exporters (shared with another deployment where
+// both run the same exporter on a host) and its Prometheus.
+struct Deployment {
+  std::string name;
+  std::vector<std::pair<std::string, ExporterProcess*>> exporters;  // role -> exporter
+  std::unique_ptr<PrometheusServer> prometheus;
+
+  std::string Targets() const {
+    std::string out;
+    for (const auto& [role, e] : exporters) {
+      out += (out.empty() ? "" : ", ") + ("'127.0.0.1:" + std::to_string(e->port()) + "'");
+    }
+    return out;
+  }
+  // alertname -> the label sets of its firing alerts.
+  std::map<std::string, std::vector<json>> Firing() const {
+    std::map<std::string, std::vector<json>> out;
+    std::string error;
+    const auto r = prometheus->Query("ALERTS{alertstate=\"firing\"}", &error);
+    if (!r) return out;
+    for (const json& x : *r) out[x["metric"].value("alertname", "")].push_back(x["metric"]);
+    return out;
+  }
+};
+
+// A cable as "a[p] - b[q]", its two ends in order, whichever end an
+// alert calls `node`.
+std::string Cable(const std::string& a, const std::string& b) { return a < b ? a + " - " + b : b + " - " + a; }
+std::string Cable(const Endpoint& a, const Endpoint& b) {
+  return Cable(a.node + "[" + std::to_string(a.port) + "]", b.node + "[" + std::to_string(b.port) + "]");
+}
+// What a firing alert names: its cable; else its condition (SMs), kind
+// (topology), node GUID (unreachable), instance (the exporter's own
+// alerts) or nothing (a failover).
+std::string Subject(const json& a) {
+  if (a.contains("remote_node")) {
+    return Cable(a.value("node", "") + "[" + a.value("port", "") + "]",
+                 a.value("remote_node", "") + "[" + a.value("remote_port", "") + "]");
+  }
+  for (const char* k : {"condition", "kind", "guid"}) {
+    if (a.contains(k)) return a.value(k, "");
+  }
+  return a.value("alertname", "").rfind("InfinibandExporter", 0) == 0 ? a.value("instance", "") : "";
+}
+// alertname -> what each firing alert names, repeats kept.
+using Fired = std::map<std::string, std::multiset<std::string>>;
+Fired Reduce(const std::map<std::string, std::vector<json>>& firing) {
+  Fired out;
+  for (const auto& [name, all] : firing) {
+    for (const json& a : all) out[name].insert(Subject(a));
+  }
+  return out;
+}
+std::string Show(const Fired& f) {
+  std::string out;
+  for (const auto& [name, subjects] : f) {
+    out += "  " + name + ":";
+    for (const auto& x : subjects) out += " {" + x + "}";
+    out += "\n";
+  }
+  return out;
+}
+
+class DeploymentsTest : public FabricSuite {
+ protected:
+  static void SetUpTestSuite() {
+    const FatTreeSpec clean = Spec(2, 2, 2, 1, 8);
+    const FatTree plain = FatTree::Generate(clean);
+    FatTreeSpec spec = clean;
+    spec.degraded[plain.LeafUplink(2, 1)] = "1xQDR";
+    spec.leaf_links.push_back({1, 2});  // miswired: a leaf cabled to a leaf
+    StartFabric(spec);
+    if (!sim_) return;
+    dir_ = MakeTempDir("deployments");
+    WriteFile(dir_ + "/alerts.yaml", kAlerts);
+    std::string error;
+    SimFabric::SmOptions master;  // a resident master that sweeps every second
+    master.sweep_seconds = 1;
+    master.priority = 10;
+    sm_ = sim_->StartSubnetManager(master, &error).release();
+    ASSERT_NE(sm_, nullptr) << error;
+    StartDeployments();
+    // The faults, each on its own cable.
+    ramps_.push_back(new Ramp(tree_->LeafHostPort(1), "PortCounters.SymbolErrorCounter", 10, 60000));
+    ramps_.push_back(new Ramp(tree_->LeafHostPort(3), "PortCounters.PortXmitWait", 10'000'000, 4'000'000'000ULL));
+    // LinkDownedCounter is 8 bits: the ramp starts again below its limit.
+    ramps_.push_back(new Ramp(tree_->LeafUplink(1, 1), "PortCounters.LinkDownedCounter", 1, 200));
+    Console("Unlink " + At(tree_->LeafUplink(2, 2)));
+  }
+  static void TearDownTestSuite() {
+    for (Ramp* r : ramps_) delete r;
+    ramps_.clear();
+    deployments_.clear();
+    exporters_.clear();
+    delete standby_;
+    standby_ = nullptr;
+    delete sm_;
+    sm_ = nullptr;
+    if (!dir_.empty()) RemoveTree(dir_);
+    StopFabric();
+  }
+
+  static ExporterProcess* Exporter(const std::string& host, std::vector<std::string> args) {
+    args.insert(args.end(), {"--sweep.interval=1s", "--discovery.interval=1m", "--mad.timeout=20ms",
+                             "--sm.stall-after=10s", "--alerts.config=" + dir_ + "/alerts.yaml"});
+    std::string error;
+    auto e = ExporterProcess::Start(*sim_, args, &error, {}, {{"SIM_HOST", host}});
+    EXPECT_NE(e, nullptr) << host << ": " << error;
+    // Walked and swept before any fault is planted.
+    if (e) {
+      EXPECT_TRUE(e->WaitForSweeps(1, seconds(60))) << host << ": " << e->Log();
+    }
+    exporters_.push_back(std::move(e));
+    return exporters_.back().get();
+  }
+
+  static void StartDeployments() {
+    const auto daemonset = ScopeArgs(Source("deploy/kubernetes/daemonset.yaml"));
+    const auto statefulset = ScopeArgs(Source("deploy/kubernetes/fabric-statefulset.yaml"));
+    ASSERT_EQ(daemonset, (std::vector<std::string>{"--scope=local"}));
+    ASSERT_EQ(statefulset.size(), 2u);
+    const std::string unit_flags = Source("deploy/systemd/ibfabric_exporter.default");
+    ASSERT_NE(unit_flags.find("IBFABRIC_EXPORTER_ARGS=\"--scope=local\""), std::string::npos);
+    ASSERT_NE(unit_flags.find("IBFABRIC_EXPORTER_ARGS=\"--scope=inter-switch"), std::string::npos);
+
+    auto fabric = std::make_unique<Deployment>();
+    fabric->name = "fabric";
+    fabric->exporters.emplace_back("fabric", Exporter(tree_->Host(1), {}));
+    auto k8s = std::make_unique<Deployment>();
+    k8s->name = "kubernetes";
+    auto unit = std::make_unique<Deployment>();
+    unit->name = "systemd";
+    for (const auto& host : tree_->hosts()) {
+      ExporterProcess* local = Exporter(host, daemonset);
+      k8s->exporters.emplace_back("local " + host, local);
+      unit->exporters.emplace_back("local " + host, local);
+    }
+    for (int i = 0; i < 2; ++i) {
+      std::vector<std::string> args;
+      for (const std::string& a : statefulset) {
+        args.push_back(std::regex_replace(a, std::regex(R"(\$\(SHARD\)/\d+)"), std::to_string(i) + "/2"));
+      }
+      k8s->exporters.emplace_back("shard " + std::to_string(i), Exporter(tree_->Host(1 + i), args));
+    }
+    unit->exporters.emplace_back("inter-switch", Exporter(tree_->Host(3), {"--scope=inter-switch"}));
+    for (const auto& e : exporters_) ASSERT_NE(e, nullptr);
+
+    const std::string rules = FastRules();
+    auto fast = [](std::string c) {
+      c = std::regex_replace(c, std::regex(R"((scrape|evaluation)_interval: 30s)"), "$1_interval: 1s");
+      return std::regex_replace(c, std::regex(R"(scrape_timeout: 25s)"), "scrape_timeout: 1s");
+    };
+    std::string error;
+    const std::string systemd_config = fast(Source("deploy/prometheus/scrape-systemd.yml"));
+    for (Deployment* d : {fabric.get(), unit.get()}) {
+      const std::string c = std::regex_replace(systemd_config, std::regex(R"(- targets:\n(\s+- \S+\n)+)"),
+                                               "- targets: [" + d->Targets() + "]\n");
+      ASSERT_NE(c, systemd_config) << "no targets list in scrape-systemd.yml";
+      d->prometheus = PrometheusServer::Start(c, {{"infiniband-rules.yml", rules}}, &error);
+      ASSERT_NE(d->prometheus, nullptr) << error << "\n" << c;
+    }
+    const std::string k8s_config = fast(Source("deploy/prometheus/scrape-kubernetes.yml"));
+    const std::string kc =
+        std::regex_replace(k8s_config, std::regex(R"(dns_sd_configs:[\s\S]*?refresh_interval: \S+\n)"),
+                           "static_configs:\n      - targets: [" + k8s->Targets() + "]\n");
+    ASSERT_NE(kc, k8s_config) << "no dns_sd_configs in scrape-kubernetes.yml";
+    k8s->prometheus = PrometheusServer::Start(kc, {{"infiniband-rules.yml", rules}}, &error);
+    ASSERT_NE(k8s->prometheus, nullptr) << error << "\n" << kc;
+    deployments_.push_back(std::move(fabric));
+    deployments_.push_back(std::move(k8s));
+    deployments_.push_back(std::move(unit));
+  }
+
+  // Waits until every deployment fires exactly `want` (topology findings
+  // aside: each kind once, `kinds` among them, the same kinds everywhere),
+  // then checks that it still does a few evaluations later (no duplicate
+  // arriving late). `only` names alerts that fire in that deployment alone.
+  static void ExpectEverywhere(const Fired& want, const std::set<std::string>& kinds = {},
+                               const std::map<std::string, Fired>& only = {}) {
+    auto wanted = [&](const Deployment& d) {
+      Fired w = want;
+      if (auto it = only.find(d.name); it != only.end()) {
+        for (const auto& [name, subjects] : it->second) w[name].insert(subjects.begin(), subjects.end());
+      }
+      return w;
+    };
+    auto matches = [&](const Deployment& d, std::string* why) {
+      const Fired all = Reduce(d.Firing());
+      Fired got = all;
+      const std::multiset<std::string> found = got["InfinibandTopologyFinding"];
+      got.erase("InfinibandTopologyFinding");
+      const std::set<std::string> once(found.begin(), found.end());
+      bool ok = got == wanted(d) && once.size() == found.size();
+      for (const auto& k : kinds) ok = ok && once.count(k) > 0;
+      if (why) {
+        *why = d.name + " fires:\n" + Show(all) + "want:\n" + Show(wanted(d)) + "from:\n";
+        for (const auto& [name, alerts] : d.Firing()) {
+          for (const json& a : alerts) *why += "  " + name + " " + Subject(a) + " " + a.value("instance", "") + "\n";
+        }
+        for (const auto& [role, e] : d.exporters)
+          *why += "  " + role + " 127.0.0.1:" + std::to_string(e->port()) + "\n";
+      }
+      return ok;
+    };
+    for (const auto& d : deployments_) {
+      std::string why;
+      EXPECT_TRUE(WaitUntil([&] { return matches(*d, nullptr); }, seconds(90), std::chrono::milliseconds(500)))
+          << (matches(*d, &why), why);
+    }
+    std::this_thread::sleep_for(seconds(3));
+    std::multiset<std::string> first_kinds;
+    for (const auto& d : deployments_) {
+      std::string why;
+      EXPECT_TRUE(matches(*d, &why)) << why;
+      const auto k = Reduce(d->Firing())["InfinibandTopologyFinding"];
+      if (d == deployments_.front()) first_kinds = k;
+      EXPECT_EQ(k, first_kinds) << d->name << " finds other topology kinds than " << deployments_.front()->name;
+    }
+  }
+
+  static Fired CableFaults() {
+    const Endpoint flapping = tree_->LeafUplink(1, 1), degraded = tree_->LeafUplink(2, 1),
+                   down = tree_->LeafUplink(2, 2);
+    std::string miswired;
+    for (const auto& c : tree_->cables()) {
+      if (c.a.node.find("leaf") != std::string::npos && c.b.node.find("leaf") != std::string::npos) {
+        miswired = Cable(c.a, c.b);
+      }
+    }
+    return {{"InfinibandBadCable", {Cable(tree_->HostPort(1), tree_->LeafHostPort(1))}},
+            {"InfinibandCongestionHotSpot", {Cable(tree_->HostPort(3), tree_->LeafHostPort(3))}},
+            {"InfinibandFlappingLink", {Cable(flapping, *tree_->Peer(flapping))}},
+            {"InfinibandDegradedLink", {Cable(degraded, *tree_->Peer(degraded))}},
+            {"InfinibandLinkDown", {Cable(down, *tree_->Peer(down))}},
+            {"InfinibandMiswiredCable", {miswired}}};
+  }
+  static std::string NodeGuid(const std::string& node) {
+    return FabricSuite::NodeGuid(deployments_.front()->exporters.front().second->ScrapeMetrics(), node);
+  }
+
+  static inline std::vector<std::unique_ptr<Deployment>> deployments_;
+  static inline std::vector<std::unique_ptr<ExporterProcess>> exporters_;
+  static inline std::vector<Ramp*> ramps_;
+  static inline Process* standby_ = nullptr;
+  static inline std::string dir_;
+  // What fires everywhere as the tests go on, and what in one deployment only.
+  static inline Fired want_;
+  static inline std::map<std::string, Fired> only_;
+  static inline const std::set<std::string> kKinds{"same_tier_link"};
+};
+
+// treydock-style joins on (guid, port) and (guid): one series per port in
+// every deployment (no many-to-many, nothing lost).
+TEST_F(DeploymentsTest, JoinsFindOneSeriesPerPort) {
+  for (const auto& d : deployments_) {
+    auto count = [&](const std::string& expr) {
+      std::string error;
+      const auto r = d->prometheus->Query("count(" + expr + ")", &error);
+      EXPECT_TRUE(r) << d->name << ": " << expr << ": " << error;
+      return r && !r->empty() ? std::stod((*r)[0]["value"][1].get<std::string>()) : -1.0;
+    };
+    // Every cabled port that is up once its exporter has walked: 4 host
+    // cables, 3 leaf-spine cables (the fourth is down), a leaf-leaf cable.
+    ASSERT_TRUE(WaitUntil(
+        [&] {
+          return count("infiniband_hca_uplink_info") == tree_->hosts().size() &&
+                 count("infiniband_switch_uplink_info") >= 12;
+        },
+        seconds(60), std::chrono::milliseconds(500)))
+        << d->name << ": " << count("infiniband_hca_uplink_info") << " HCA and "
+        << count("infiniband_switch_uplink_info") << " switch uplinks";
+    for (const std::string kind : {"switch", "hca"}) {
+      const std::string ports = "infiniband_" + kind + "_port_symbol_error_total";
+      const std::string uplinks = "infiniband_" + kind + "_uplink_info";
+      EXPECT_EQ(count(uplinks), count("count by (guid, port) (" + uplinks + ")")) << d->name << " " << uplinks;
+      EXPECT_EQ(count(ports + " * on (guid, port) group_left (uplink) " + uplinks), count(uplinks)) << d->name;
+      EXPECT_EQ(count(ports + " * on (guid) group_left () infiniband_" + kind + "_info"), count(ports)) << d->name;
+    }
+  }
+}
+
+// The cable faults, each once, from whichever exporter reads the cable;
+// then a host's own cable pulled: down once (in the local deployments from
+// the host's own exporter, which reads its port locally); the fabric
+// exporter, which reads the host from the far side, also finds the host
+// unreachable (Alertmanager mutes that under the down link).
+TEST_F(DeploymentsTest, EachCableFaultFiresOnceEverywhere) {
+  want_ = CableFaults();
+  want_["InfinibandNoStandbySM"] = {"no_standby"};
+  ExpectEverywhere(want_, kKinds);
+  const std::string host4 = NodeGuid(tree_->Host(4));
+  ASSERT_FALSE(host4.empty());
+  Console("Unlink " + At(tree_->HostPort(4)));
+  want_["InfinibandLinkDown"].insert(Cable(tree_->HostPort(4), tree_->LeafHostPort(4)));
+  only_["fabric"]["InfinibandNodeUnreachable"] = {host4};
+  ExpectEverywhere(want_, kKinds, only_);
+}
+
+// The subnet managers are watched by one exporter of each deployment: a
+// standby joining, the master killed (a failover), the last SM killed.
+TEST_F(DeploymentsTest, SubnetManagerConditionsFireOnceEverywhere) {
+  SimFabric::SmOptions o;
+  o.attach = tree_->Host(2);
+  o.priority = 1;
+  o.sweep_seconds = 1;
+  o.standby = true;
+  o.config = "sminfo_polling_timeout 500\npolling_retry_number 2\n";
+  std::string error;
+  standby_ = sim_->StartSubnetManager(o, &error).release();
+  ASSERT_NE(standby_, nullptr) << error;
+  want_.erase("InfinibandNoStandbySM");
+  ExpectEverywhere(want_, kKinds, only_);
+  sm_->Signal(SIGKILL);
+  want_["InfinibandSMFailover"] = {""};
+  want_["InfinibandNoStandbySM"] = {"no_standby"};
+  ExpectEverywhere(want_, kKinds, only_);
+  standby_->Signal(SIGKILL);
+  // No master: no standby is not a condition of its own then.
+  want_.erase("InfinibandNoStandbySM");
+  want_["InfinibandNoMasterSM"] = {"no_master"};
+  ExpectEverywhere(want_, kKinds, only_);
+}
+
+// An exporter that stops: down once, in each deployment that scrapes it.
+TEST_F(DeploymentsTest, AnExporterThatStopsIsDownOnce) {
+  ExporterProcess* local = exporters_.at(2).get();  // host 2's, in the DaemonSet and the systemd unit
+  const std::string instance = "127.0.0.1:" + std::to_string(local->port());
+  local->process().Signal(SIGKILL);
+  only_["kubernetes"]["InfinibandExporterDown"] = {instance};
+  only_["systemd"]["InfinibandExporterDown"] = {instance};
+  ExpectEverywhere(want_, kKinds, only_);
+  // The fabric deployment's only exporter: down, and nothing else is known.
+  ExporterProcess* fabric = exporters_.at(0).get();
+  const std::string fabric_instance = "127.0.0.1:" + std::to_string(fabric->port());
+  fabric->process().Signal(SIGKILL);
+  const Deployment& d = *deployments_.front();
+  // (A failover stays for the 30 minutes its rule looks back.)
+  const Fired down{{"InfinibandExporterDown", {fabric_instance}}, {"InfinibandSMFailover", {""}}};
+  EXPECT_TRUE(WaitUntil([&] { return Reduce(d.Firing()) == down; }, seconds(60), std::chrono::milliseconds(500)))
+      << Show(Reduce(d.Firing()));
+}
+
+}  // namespace
+}  // namespace ibfabric::testbed
