@@ -168,9 +168,15 @@ std::string SimFabric::Console(const std::string& command, bool* ok) {
   auto p = out.rfind("sim> ");
   if (p != std::string::npos) out = out.substr(0, p);
   // ibsim says nothing on success and one of these on a rejected command.
+  // Its packet warnings ("ibwarn: ... routing failed") about MADs in
+  // flight meanwhile may land in between: they say nothing of the command.
   bool rejected = false;
-  for (const char* bad : {"unknown", "not found", "error", "invalid", "failed", "bad "}) {
-    rejected = rejected || out.find(bad) != std::string::npos;
+  std::istringstream lines(out);
+  for (std::string l; std::getline(lines, l);) {
+    if (l.find("ibwarn:") != std::string::npos) continue;
+    for (const char* bad : {"unknown", "not found", "error", "invalid", "failed", "bad "}) {
+      rejected = rejected || l.find(bad) != std::string::npos;
+    }
   }
   if (ok) *ok = !rejected;
   return out;
