@@ -19,7 +19,8 @@
 // fires, and treydock-style joins find one series per port: a bad cable,
 // congestion, a flapping link, a degraded and a miswired cable, a link
 // down between switches of two shards, a host's own cable pulled, the
-// subnet managers' failover and loss, a fabric that hangs (every exporter
+// subnet managers' failover and loss, two masters, a master that does not
+// sweep, a fabric that hangs (every exporter
 // stale), and an exporter that stops.
 
 #include <gtest/gtest.h>
@@ -401,6 +402,39 @@ TEST_F(DeploymentsTest, SubnetManagerConditionsFireOnceEverywhere) {
   ExpectEverywhere(want_, kKinds, only_);
   standby_->Signal(SIGKILL);
   // No master: no standby is not a condition of its own then.
+  want_.erase("InfinibandNoStandbySM");
+  want_["InfinibandNoMasterSM"] = {"no_master"};
+  ExpectEverywhere(want_, kKinds, only_);
+}
+
+// Two SMs that ignore each other (opensm ignore_other_sm) both claim
+// master; once one is gone the other, which never sweeps (-s 0), is a
+// master that does not sweep. Fresh SM clients on hosts 1 and 3 (the dead
+// SMs' slots freed first: ibsim takes 10 clients).
+TEST_F(DeploymentsTest, TwoMastersAndAMasterThatDoesNotSweepFireOnceEverywhere) {
+  sim_->DisconnectDeadClients();
+  std::unique_ptr<Process> sms[2];
+  for (int i = 0; i < 2; ++i) {
+    SimFabric::SmOptions o;
+    o.attach = tree_->Host(i == 0 ? 1 : 3);
+    o.priority = 5 + i;
+    o.sweep_seconds = 0;
+    o.config = "ignore_other_sm TRUE\n";
+    std::string error;
+    sms[i] = sim_->StartSubnetManager(o, &error);
+    ASSERT_NE(sms[i], nullptr) << error;
+  }
+  want_.erase("InfinibandNoMasterSM");
+  want_["InfinibandMultipleMasterSMs"] = {"multiple_masters"};
+  want_["InfinibandNoStandbySM"] = {"no_standby"};
+  ExpectEverywhere(want_, kKinds, only_);
+  sms[1]->Signal(SIGKILL);
+  want_.erase("InfinibandMultipleMasterSMs");
+  want_["InfinibandMasterSMNotSweeping"] = {"master_not_sweeping"};
+  ExpectEverywhere(want_, kKinds, only_);
+  sms[0]->Signal(SIGKILL);
+  sim_->DisconnectDeadClients();
+  want_.erase("InfinibandMasterSMNotSweeping");
   want_.erase("InfinibandNoStandbySM");
   want_["InfinibandNoMasterSM"] = {"no_master"};
   ExpectEverywhere(want_, kKinds, only_);
