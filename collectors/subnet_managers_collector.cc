@@ -39,7 +39,6 @@ class SubnetManagersCollector final : public Collector {
       const auto more = Unheld(*cycle.fabric, targets, *round.listed);
       if (!more.empty()) {
         SmRound second = ReadSubnetManagers(more, 0, *cycle.engine);
-        targets.insert(targets.end(), more.begin(), more.end());
         round.readings.insert(round.readings.end(), second.readings.begin(), second.readings.end());
       }
     }

@@ -9,12 +9,29 @@ seconds="${1:-20}"
 out="${2:-build/fuzz}"
 mkdir -p "$out"
 cxx=$(command -v clang++ || command -v clang++-14)
-flags=(-std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -I.)
+common=(-std=c++20 -O1 -g -fno-sanitize-recover=undefined -I.)
 sources=(topology/plan.cc topology/plan_diff.cc topology/partition_plan.cc config/config_file.cc config/yaml.cc topology/analysis.cc topology/link_rate.cc topology/fabric.cc topology/node_name_map.cc)
+# The parsers are compiled once (instrumented for the fuzzer, not linked
+# with its main) and linked into each target: a fresh build compiles each
+# source once, not once per target.
+mkdir -p "$out/obj"
+objects=()
+pids=()
+for src in "${sources[@]}"; do
+  obj="$out/obj/$(echo "$src" | tr / _).o"
+  if [ ! -f "$obj" ] || [ -n "$(find "$src" topology/*.h config/*.h -newer "$obj" 2>/dev/null)" ]; then
+    rm -f "$obj"
+    "$cxx" "${common[@]}" -fsanitize=fuzzer-no-link,address,undefined -c "$src" -o "$obj" &
+    pids+=($!)
+  fi
+  objects+=("$obj")
+done
+for pid in "${pids[@]}"; do wait "$pid" || { echo "fuzz: compiling the parsers failed"; exit 1; }; done
 for target in plan_net plan_json plan_yaml partition_plan node_name_map; do
   bin="$out/${target}_fuzz"
-  if [ ! -x "$bin" ] || [ -n "$(find tests/fuzz/${target}_fuzz.cc "${sources[@]}" topology/*.h config/*.h -newer "$bin" 2>/dev/null)" ]; then
-    "$cxx" "${flags[@]}" "tests/fuzz/${target}_fuzz.cc" "${sources[@]}" -lyaml-cpp -o "$bin"
+  if [ ! -x "$bin" ] || [ -n "$(find tests/fuzz/${target}_fuzz.cc "${objects[@]}" -newer "$bin" 2>/dev/null)" ]; then
+    "$cxx" "${common[@]}" -fsanitize=fuzzer,address,undefined "tests/fuzz/${target}_fuzz.cc" "${objects[@]}" \
+      -lyaml-cpp -o "$bin"
   fi
   work="$out/corpus-$target"
   mkdir -p "$work"

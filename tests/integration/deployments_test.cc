@@ -42,15 +42,6 @@ namespace {
 using nlohmann::json;
 using std::chrono::seconds;
 
-constexpr const char* kAlerts = R"(window: 2s
-raise_after: 2
-clear_after: 2
-bad_cable:
-  symbol_errors_per_second: {warning: 1, critical: 20}
-flapping_link:
-  link_downs: {warning: 2, critical: 3}
-)";
-
 std::string Source(const std::string& path) { return ReadFile(std::string(IBFABRIC_SOURCE_DIR) + "/" + path); }
 
 // The rules with every "for: Nm" as "for: Ns" and the staleness threshold
@@ -147,7 +138,7 @@ class DeploymentsTest : public FabricSuite {
     StartFabric(spec);
     if (!sim_) return;
     dir_ = MakeTempDir("deployments");
-    WriteFile(dir_ + "/alerts.yaml", kAlerts);
+    WriteFile(dir_ + "/alerts.yaml", kPagingAlerts);
     std::string error;
     SimFabric::SmOptions master;  // a resident master that sweeps every second
     master.sweep_seconds = 1;

@@ -17,6 +17,18 @@
 
 namespace ibfabric::testbed {
 
+// --alerts.config for suites that page through Prometheus and Alertmanager:
+// a 2 s window, raised and cleared after two, a bad cable at 20 symbol
+// errors a second critical, a link that went down 3 times flapping.
+inline constexpr const char* kPagingAlerts = R"(window: 2s
+raise_after: 2
+clear_after: 2
+bad_cable:
+  symbol_errors_per_second: {warning: 1, critical: 20}
+flapping_link:
+  link_downs: {warning: 2, critical: 3}
+)";
+
 class FabricSuite : public ::testing::Test {
  protected:
   static void StartFabric(const FatTreeSpec& spec) {

@@ -29,15 +29,6 @@ namespace {
 using nlohmann::json;
 using std::chrono::seconds;
 
-constexpr const char* kAlerts = R"(window: 2s
-raise_after: 2
-clear_after: 2
-bad_cable:
-  symbol_errors_per_second: {warning: 1, critical: 20}
-flapping_link:
-  link_downs: {warning: 2, critical: 3}
-)";
-
 // Every "for: Nm" as "for: Ns", and Alertmanager's timers in seconds.
 std::string Seconds(std::string text) {
   text = std::regex_replace(text, std::regex(R"(for: (\d+)m)"), "for: $1s");
@@ -55,7 +46,7 @@ class OncallTest : public FabricSuite {
     sm_ = sim_->StartSubnetManager(&error).release();  // a resident master
     ASSERT_NE(sm_, nullptr) << error;
     dir_ = MakeTempDir("oncall");
-    WriteFile(dir_ + "/alerts.yaml", kAlerts);
+    WriteFile(dir_ + "/alerts.yaml", kPagingAlerts);
     exporter_ = StartExporter({"--sweep.interval=300ms", "--discovery.interval=1m", "--mad.timeout=20ms",
                                "--sm.stall-after=5s", "--alerts.config=" + dir_ + "/alerts.yaml"})
                     .release();
