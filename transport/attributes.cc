@@ -54,6 +54,20 @@ MadRequest Pma(std::uint16_t lid, std::uint16_t attr_id, std::uint8_t port_selec
   return r;
 }
 
+// SMInfo (IBTA 14.2.5.13) at `info`: an SMP's data, or the SMInfo inside an
+// SA SMInfoRecord.
+SmInfo SmInfoAt(const std::uint8_t* info) {
+  void* b = const_cast<std::uint8_t*>(info);
+  SmInfo s;
+  s.guid = mad_get_field64(b, 0, IB_SMINFO_GUID_F);
+  s.sm_key = mad_get_field64(b, 0, IB_SMINFO_KEY_F);
+  s.act_count = mad_get_field(b, 0, IB_SMINFO_ACT_F);
+  s.priority = Narrow<std::uint8_t>(mad_get_field(b, 0, IB_SMINFO_PRIO_F));
+  const std::uint32_t state = mad_get_field(b, 0, IB_SMINFO_STATE_F);
+  s.state = state <= 3 ? static_cast<SmState>(state) : SmState::kNotActive;
+  return s;
+}
+
 }  // namespace
 
 NodeInfo DecodeNodeInfo(const MadBytes& mad) {
@@ -199,16 +213,8 @@ PortCountersExtended DecodePortCountersExtended(const MadBytes& mad) {
 MadRequest NodeInfoQuery(const MadAddress& route) { return Smp(route, smp_attr::kNodeInfo, 0); }
 MadRequest NodeDescriptionQuery(const MadAddress& route) { return Smp(route, smp_attr::kNodeDescription, 0); }
 MadRequest PortInfoQuery(const MadAddress& route, std::uint8_t port) { return Smp(route, smp_attr::kPortInfo, port); }
-SmInfo DecodeSmInfo(const MadBytes& mad) {
-  SmInfo s;
-  s.guid = Get64(mad, IB_SMINFO_GUID_F);
-  s.sm_key = Get64(mad, IB_SMINFO_KEY_F);
-  s.act_count = Get(mad, IB_SMINFO_ACT_F);
-  s.priority = Narrow<std::uint8_t>(Get(mad, IB_SMINFO_PRIO_F));
-  const std::uint32_t state = Get(mad, IB_SMINFO_STATE_F);
-  s.state = state <= 3 ? static_cast<SmState>(state) : SmState::kNotActive;
-  return s;
-}
+
+SmInfo DecodeSmInfo(const MadBytes& mad) { return SmInfoAt(mad.data() + kMadDataOffset); }
 
 const char* ToString(SmState s) {
   switch (s) {
@@ -286,17 +292,11 @@ std::vector<SmInfoRecord> DecodeSmInfoRecords(const MadBytes& response) {
   }
   std::vector<SmInfoRecord> out;
   for (std::size_t i = 0; i < count; ++i) {
-    std::uint8_t* rec = const_cast<std::uint8_t*>(response.data()) + kSaDataOffset + i * stride;
+    const std::uint8_t* rec = response.data() + kSaDataOffset + i * stride;
     SmInfoRecord r;
     r.lid = Narrow<std::uint16_t>(static_cast<std::uint32_t>(rec[0] << 8 | rec[1]));
     if (r.lid == 0) continue;
-    void* info = rec + 4;
-    r.info.guid = mad_get_field64(info, 0, IB_SMINFO_GUID_F);
-    r.info.sm_key = mad_get_field64(info, 0, IB_SMINFO_KEY_F);
-    r.info.act_count = mad_get_field(info, 0, IB_SMINFO_ACT_F);
-    r.info.priority = Narrow<std::uint8_t>(mad_get_field(info, 0, IB_SMINFO_PRIO_F));
-    const std::uint32_t state = mad_get_field(info, 0, IB_SMINFO_STATE_F);
-    r.info.state = state <= 3 ? static_cast<SmState>(state) : SmState::kNotActive;
+    r.info = SmInfoAt(rec + 4);
     out.push_back(r);
   }
   return out;

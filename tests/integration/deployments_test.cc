@@ -42,15 +42,11 @@ namespace {
 using nlohmann::json;
 using std::chrono::seconds;
 
-std::string Source(const std::string& path) { return ReadFile(std::string(IBFABRIC_SOURCE_DIR) + "/" + path); }
-
 // The rules with every "for: Nm" as "for: Ns" and the staleness threshold
 // of 300 s as 5 s.
 std::string FastRules() {
-  std::string text = Source("deploy/prometheus/infiniband-rules.yml");
-  text = std::regex_replace(text, std::regex(R"(for: (\d+)m)"), "for: $1s");
-  text = std::regex_replace(text, std::regex(R"(_timestamp_seconds > 300)"), "_timestamp_seconds > 5");
-  return text;
+  return std::regex_replace(ForInSeconds(SourceFile("deploy/prometheus/infiniband-rules.yml")),
+                            std::regex(R"(_timestamp_seconds > 300)"), "_timestamp_seconds > 5");
 }
 
 // The `- --flag=value` arguments of a shipped manifest that say what an
@@ -181,11 +177,11 @@ class DeploymentsTest : public FabricSuite {
   }
 
   static void StartDeployments() {
-    const auto daemonset = ScopeArgs(Source("deploy/kubernetes/daemonset.yaml"));
-    const auto statefulset = ScopeArgs(Source("deploy/kubernetes/fabric-statefulset.yaml"));
+    const auto daemonset = ScopeArgs(SourceFile("deploy/kubernetes/daemonset.yaml"));
+    const auto statefulset = ScopeArgs(SourceFile("deploy/kubernetes/fabric-statefulset.yaml"));
     ASSERT_EQ(daemonset, (std::vector<std::string>{"--scope=local"}));
     ASSERT_EQ(statefulset.size(), 2u);
-    const std::string unit_flags = Source("deploy/systemd/ibfabric_exporter.default");
+    const std::string unit_flags = SourceFile("deploy/systemd/ibfabric_exporter.default");
     ASSERT_NE(unit_flags.find("IBFABRIC_EXPORTER_ARGS=\"--scope=local\""), std::string::npos);
     ASSERT_NE(unit_flags.find("IBFABRIC_EXPORTER_ARGS=\"--scope=inter-switch"), std::string::npos);
 
@@ -217,7 +213,7 @@ class DeploymentsTest : public FabricSuite {
       return std::regex_replace(c, std::regex(R"(scrape_timeout: 25s)"), "scrape_timeout: 1s");
     };
     std::string error;
-    const std::string systemd_config = fast(Source("deploy/prometheus/scrape-systemd.yml"));
+    const std::string systemd_config = fast(SourceFile("deploy/prometheus/scrape-systemd.yml"));
     for (Deployment* d : {fabric.get(), unit.get()}) {
       const std::string c = std::regex_replace(systemd_config, std::regex(R"(- targets:\n(\s+- \S+\n)+)"),
                                                "- targets: [" + d->Targets() + "]\n");
@@ -225,7 +221,7 @@ class DeploymentsTest : public FabricSuite {
       d->prometheus = PrometheusServer::Start(c, {{"infiniband-rules.yml", rules}}, &error);
       ASSERT_NE(d->prometheus, nullptr) << error << "\n" << c;
     }
-    const std::string k8s_config = fast(Source("deploy/prometheus/scrape-kubernetes.yml"));
+    const std::string k8s_config = fast(SourceFile("deploy/prometheus/scrape-kubernetes.yml"));
     const std::string kc =
         std::regex_replace(k8s_config, std::regex(R"(dns_sd_configs:[\s\S]*?refresh_interval: \S+\n)"),
                            "static_configs:\n      - targets: [" + k8s->Targets() + "]\n");
@@ -251,7 +247,8 @@ class DeploymentsTest : public FabricSuite {
       return w;
     };
     auto matches = [&](const Deployment& d, std::string* why) {
-      const Fired all = Reduce(d.Firing());
+      const auto firing = d.Firing();
+      const Fired all = Reduce(firing);
       Fired got = all;
       const std::multiset<std::string> found = got["InfinibandTopologyFinding"];
       got.erase("InfinibandTopologyFinding");
@@ -260,7 +257,7 @@ class DeploymentsTest : public FabricSuite {
       for (const auto& k : kinds) ok = ok && once.count(k) > 0;
       if (why) {
         *why = d.name + " fires:\n" + Show(all) + "want:\n" + Show(wanted(d)) + "from:\n";
-        for (const auto& [name, alerts] : d.Firing()) {
+        for (const auto& [name, alerts] : firing) {
           for (const json& a : alerts) *why += "  " + name + " " + Subject(a) + " " + a.value("instance", "") + "\n";
         }
         for (const auto& [role, e] : d.exporters)
@@ -289,7 +286,7 @@ class DeploymentsTest : public FabricSuite {
     for (const auto& d : deployments_) {
       std::string why;
       EXPECT_TRUE(matches(*d, &why)) << why;
-      const auto k = Reduce(d->Firing())["InfinibandTopologyFinding"];
+      const auto k = kinds_of(*d);
       if (d == deployments_.front()) first_kinds = k;
       EXPECT_EQ(k, first_kinds) << d->name << " finds other topology kinds than " << deployments_.front()->name;
     }

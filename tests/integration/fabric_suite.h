@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <map>
+#include <regex>
 #include <string>
 #include <thread>
 
@@ -16,6 +17,16 @@
 #include "tests/testbed/sim_fabric.h"
 
 namespace ibfabric::testbed {
+
+// A file of the source tree as shipped (deploy/..., dashboards/...).
+inline std::string SourceFile(const std::string& path) {
+  return ReadFile(std::string(IBFABRIC_SOURCE_DIR) + "/" + path);
+}
+// Alert rules (or any YAML) with every "for: Nm" as "for: Ns": a test
+// waits seconds where on-call waits minutes.
+inline std::string ForInSeconds(const std::string& text) {
+  return std::regex_replace(text, std::regex(R"(for: (\d+)m)"), "for: $1s");
+}
 
 // --alerts.config for suites that page through Prometheus and Alertmanager:
 // a 2 s window, raised and cleared after two, a bad cable at 20 symbol

@@ -30,8 +30,8 @@ using nlohmann::json;
 using std::chrono::seconds;
 
 // Every "for: Nm" as "for: Ns", and Alertmanager's timers in seconds.
-std::string Seconds(std::string text) {
-  text = std::regex_replace(text, std::regex(R"(for: (\d+)m)"), "for: $1s");
+std::string Seconds(const std::string& file) {
+  std::string text = ForInSeconds(file);
   text = std::regex_replace(text, std::regex(R"(group_wait: \d+\w)"), "group_wait: 1s");
   text = std::regex_replace(text, std::regex(R"(group_interval: \d+\w)"), "group_interval: 2s");
   return text;
@@ -52,13 +52,11 @@ class OncallTest : public FabricSuite {
                     .release();
     ASSERT_NE(exporter_, nullptr);
     receiver_ = new WebhookReceiver();
-    std::string am_config =
-        Seconds(ReadFile(std::string(IBFABRIC_SOURCE_DIR) + "/deploy/alertmanager/alertmanager.yml"));
+    std::string am_config = Seconds(SourceFile("deploy/alertmanager/alertmanager.yml"));
     am_config = std::regex_replace(am_config, std::regex(R"(url: \S+)"), "url: " + receiver_->url());
     alertmanager_ = AlertmanagerServer::Start(am_config, &error).release();
     ASSERT_NE(alertmanager_, nullptr) << error;
-    const std::string rules =
-        Seconds(ReadFile(std::string(IBFABRIC_SOURCE_DIR) + "/deploy/prometheus/infiniband-rules.yml"));
+    const std::string rules = Seconds(SourceFile("deploy/prometheus/infiniband-rules.yml"));
     prometheus_ = PrometheusServer::Start(
                       "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
                       "rule_files: [rules.yml]\n"

@@ -260,15 +260,19 @@ std::optional<MadBytes> HardwareModel::Answer(const Packet& p) {
   const std::uint32_t mod = ModOf(req);
   const std::uint64_t guid = kGuidBase + static_cast<std::uint64_t>(target) + 1;
   using namespace transport;
-  SmInfo sm_info;  // the SM's, at sm_node_
-  sm_info.guid = guid + 0x100;
-  sm_info.priority = 10;
-  sm_info.state = SmState::kMaster;
-  sm_info.act_count = static_cast<std::uint32_t>(sm_stats_.sent);
+  // The SM's SMInfo, at sm_node_ (built only for the MADs that ask for it).
+  const auto sm_info = [&] {
+    SmInfo s;
+    s.guid = guid + 0x100;
+    s.priority = 10;
+    s.state = SmState::kMaster;
+    s.act_count = static_cast<std::uint32_t>(sm_stats_.sent);
+    return s;
+  };
   if (cls == MgmtClass::kSubnAdm) {
     // The SA (at the SM's node) lists the one SM.
     if (target != sm_node_ || attr != sa_attr::kSmInfoRecord) return EncodeResponse(req, {}, kStatusUnsupported);
-    return testing::EncodeSmInfoRecordsResponse(req, {{nodes_[target].lid, sm_info}});
+    return testing::EncodeSmInfoRecordsResponse(req, {{nodes_[target].lid, sm_info()}});
   }
   if (cls == MgmtClass::kPerformance) {
     if (attr == pma_attr::kClassPortInfo) {
@@ -346,7 +350,7 @@ std::optional<MadBytes> HardwareModel::Answer(const Packet& p) {
     }
     case smp_attr::kSmInfo: {
       if (target != sm_node_) return EncodeResponse(req, {}, kStatusUnsupported);
-      return EncodeResponse(req, testing::EncodeSmInfo(sm_info));
+      return EncodeResponse(req, testing::EncodeSmInfo(sm_info()));
     }
     default: return EncodeResponse(req, {}, kStatusUnsupported);
   }
