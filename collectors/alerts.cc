@@ -148,7 +148,12 @@ AlertEngine::Verdict AlertEngine::Flapping(const CableHealth& h, const Describe&
   Verdict v;
   const double window = std::chrono::duration<double>(config_.window).count();
   v.severity = config_.link_downs.Judge(h.downs_in_window);
-  if (!v.severity) return v;
+  if (!v.severity) {
+    // Downs leave the window as time passes; with neither end read (both
+    // out of reach, or the exporter cut off) none could have been seen.
+    v.clean = Readable(h.a) || Readable(h.b);
+    return v;
+  }
   v.evidence.push_back({"link_downs", -1, static_cast<double>(h.downs_in_window), "events", h.downs_total, window,
                         config_.link_downs.LevelOf(*v.severity), ""});
   v.summary = "flapping link " + describe(h.cable.a) + " - " + describe(h.cable.b) + ": went down " +

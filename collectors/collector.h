@@ -90,10 +90,10 @@ struct Cycle {
   // The local port's PortInfo.MasterSMLID as of this sweep (0: unknown): a
   // master SM that started after the last walk is seen here first.
   std::uint16_t master_sm_lid = 0;
-  // Whether the local port's link was up in this sweep (true before it was
-  // read): with it down the exporter is cut off, and what does not answer
-  // says nothing about the fabric.
-  bool local_link_up = true;
+  // Whether this sweep reached the fabric (true before one ran): false when
+  // the local port's link was read down or nothing answered at all. Cut
+  // off, what does not answer says nothing about the fabric.
+  bool reaches_fabric = true;
   std::chrono::steady_clock::time_point now{};
   std::chrono::system_clock::time_point wall{};
   // The parts published so far, this cycle's by the collectors before

@@ -107,6 +107,11 @@ LinkHealth::Reading LinkHealth::Record(const topology::PortRef& port, const Port
     r.reset = totals.resets > h.resets;
   }
   h.resets = totals.resets;
+  // After a gap longer than the window (the port, or the exporter, out of
+  // reach meanwhile) the window starts afresh: a rate over the gap cannot
+  // say when it happened, and would dilute into "clean" a fault that went
+  // on throughout. What the counters moved in the gap stays in the totals.
+  if (h.latest && now - h.latest->t > options_.window) h.kept.clear();
   h.latest = p;
   if (h.kept.empty() || now - h.kept.back().t >= options_.window / 5) h.kept.push_back(p);
   while (h.kept.size() >= 2 && h.kept[1].t <= now - options_.window) h.kept.pop_front();

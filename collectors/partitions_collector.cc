@@ -21,6 +21,7 @@ class PartitionsCollector final : public Collector {
     if (!cycle.scope.reports_topology()) return out;
     DropGone(cycle, &tables_, [](const topology::PortRef& r) { return r.node_guid; });
     const std::set<std::uint64_t> read = NodesToRead(cycle, &retry_);
+    bool read_any = false;
     if (!read.empty()) {
       // The partitions of these CA ports and of the switch ports facing
       // them; the switches' SwitchInfo says how many P_Keys they hold.
@@ -40,6 +41,7 @@ class PartitionsCollector final : public Collector {
             return read.count(n.guid) > 0 || facing.count({n.guid, p.number}) > 0;
           });
       const auto pkeys = topology::ReadPartitions(part, info, *cycle.engine);
+      read_any = !pkeys.tables.empty();
       out.problems.insert(out.problems.end(), pkeys.problems.begin(), pkeys.problems.end());
       for (const auto& [ref, keys] : pkeys.tables) tables_[ref] = keys;
       retry_.Note(*cycle.fabric, read, [&](const topology::Node& n) {
@@ -56,7 +58,7 @@ class PartitionsCollector final : public Collector {
       if (cycle.trigger == Trigger::kFullWalk) LogFindings(*cycle.log, analysis_->findings);
     }
     out.again = retry_.pending() || analysis_due_.pending();
-    out.ok = out.problems.empty();
+    out.ok = health_.Judge(cycle, !read.empty(), read_any);
     return out;
   }
 
@@ -66,6 +68,7 @@ class PartitionsCollector final : public Collector {
   std::optional<topology::PartitionPlan> plan_;
   topology::PartitionTables tables_;
   TableRetry retry_;
+  TablePhaseHealth health_;
   PendingAnalysis analysis_due_;
   std::shared_ptr<const topology::PartitionAnalysis> analysis_;
 };

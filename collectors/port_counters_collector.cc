@@ -58,15 +58,15 @@ class PortCountersCollector final : public Collector {
                   now.total[Index(Counter::kRcvErrors)] != rcv_errors_before || now.Pinned(Index(Counter::kRcvErrors)));
     }
     // A node that did not answer is stale, unless the exporter is cut off
-    // (its own link down): then nothing can answer but the local node, and
-    // the down link is the news (the nodes keep their last state).
+    // (its own link down, or nothing answered): then the down link, or the
+    // exporter's own stale sweeps, are the news (the nodes keep their state).
     for (const auto& [guid, ok] : node_ok) {
       NodeHealth& h = health_[guid];
       h.counted = true;
       if (ok) {
         h.stale = false;
         h.last_success = cycle.wall;
-      } else if (cycle.local_link_up) {
+      } else if (cycle.reaches_fabric) {
         h.stale = true;
         ++h.failures;
       }
@@ -76,7 +76,7 @@ class PortCountersCollector final : public Collector {
       if (!targeted.count(ref)) store_.MarkStale(ref);
     }
     for (auto& [guid, h] : health_) {
-      if (h.counted && !node_ok.count(guid) && cycle.local_link_up) h.stale = true;
+      if (h.counted && !node_ok.count(guid) && cycle.reaches_fabric) h.stale = true;
     }
     Collected(sweep, cycle);
     last_sweep_ = cycle.wall;

@@ -22,6 +22,7 @@ class RoutingCollector final : public Collector {
     if (!cycle.scope.reports_topology()) return out;
     DropGone(cycle, &tables_, [](std::uint64_t g) { return g; });
     std::set<std::uint64_t> read;
+    bool read_any = false;
     for (std::uint64_t g : NodesToRead(cycle, &retry_)) {
       const topology::Node* n = cycle.fabric->FindNode(g);
       if (n && n->kind == topology::NodeKind::kSwitch && n->lid != 0) read.insert(g);
@@ -33,6 +34,7 @@ class RoutingCollector final : public Collector {
       const auto lft = topology::ReadForwardingTables(topology::Part(*cycle.fabric, read), info, *cycle.engine);
       out.problems.insert(out.problems.end(), lft.problems.begin(), lft.problems.end());
       for (const auto& [g, t] : lft.tables) tables_[g] = t;
+      read_any = !lft.tables.empty();
       retry_.Note(*cycle.fabric, read, [&](const topology::Node& n) { return !tables_.count(n.guid); });
     }
     if (analysis_due_.Due(cycle, !read.empty())) {
@@ -44,7 +46,7 @@ class RoutingCollector final : public Collector {
       if (cycle.trigger == Trigger::kFullWalk) LogFindings(*cycle.log, analysis_->findings);
     }
     out.again = retry_.pending() || analysis_due_.pending();
-    out.ok = out.problems.empty();
+    out.ok = health_.Judge(cycle, !read.empty(), read_any);
     return out;
   }
 
@@ -53,6 +55,7 @@ class RoutingCollector final : public Collector {
  private:
   topology::ForwardingTables tables_;
   TableRetry retry_;
+  TablePhaseHealth health_;
   PendingAnalysis analysis_due_;
   std::shared_ptr<const topology::RoutingAnalysis> analysis_;
 };

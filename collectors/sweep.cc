@@ -95,7 +95,8 @@ SweepResult Sweep(const std::vector<SweepTarget>& targets, const std::vector<Lin
   for (const auto& c : checks) reqs.push_back(transport::NodeInfoQuery(transport::MadAddress::Lid(c.lid)));
   const std::size_t first_link = reqs.size();
   for (const auto& t : links) {
-    reqs.push_back(transport::PortInfoQuery(transport::MadAddress::Lid(t.lid), t.port.port));
+    reqs.push_back(transport::PortInfoQuery(
+        t.local ? transport::MadAddress::Directed({}) : transport::MadAddress::Lid(t.lid), t.port.port));
   }
   const auto results = engine.Run(reqs);
 
@@ -125,7 +126,7 @@ SweepResult Sweep(const std::vector<SweepTarget>& targets, const std::vector<Lin
 
   for (std::size_t i = 0; i < links.size(); ++i) {
     const auto& r = results[first_link + i];
-    if (r.outcome != MadOutcome::kOk || moved_lids.count(links[i].lid)) continue;
+    if (r.outcome != MadOutcome::kOk || (!links[i].local && moved_lids.count(links[i].lid))) continue;
     topology::Port p;
     p.number = links[i].port.port;
     p.lid = links[i].lid;

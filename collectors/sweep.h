@@ -49,6 +49,11 @@ struct LinkTarget {
   topology::PortRef port;
   std::uint16_t lid = 0;
   bool ext_speeds2 = false;  // the switch's capability masks allow the XDR fields
+  // The exporter's own port: read with a directed-route SMP of no hop, which
+  // its own HCA's SMA answers whatever the link does (on hardware a
+  // LID-routed SMP to its own LID needs the port Active), so that its own
+  // cable is seen down. Its answer is its own whatever LID moved.
+  bool local = false;
 };
 // Every port of every switch with a LID, cabled or not (a new cable shows up).
 std::vector<LinkTarget> LinkTargets(const topology::Fabric& fabric);

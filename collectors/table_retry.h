@@ -48,6 +48,27 @@ class TableRetry {
   std::map<std::uint64_t, int> due_;  // node -> sweeps left
 };
 
+// Whether a table-reading phase works, as its collector_success says: it
+// fails when a full walk's run read none of the tables it asked for (the
+// reads are rejected, or nothing answers), until a run reads one. One node
+// that does not answer is that node's news (its counters, its own
+// exporter), not the phase's: other nodes' tables read, the phase works,
+// and a retry of only that node that reads nothing changes nothing.
+class TablePhaseHealth {
+ public:
+  bool Judge(const Cycle& cycle, bool asked, bool read_any) {
+    if (read_any) {
+      ok_ = true;
+    } else if (asked && cycle.trigger == Trigger::kFullWalk) {
+      ok_ = false;
+    }
+    return ok_;
+  }
+
+ private:
+  bool ok_ = true;
+};
+
 // The nodes a table-reading collector reads on this run: every node after
 // a full walk, the re-walk's new ones, or (a sweep) those due again; the
 // gone ones are forgotten.

@@ -197,7 +197,7 @@ void FabricTracker::Retry(const std::vector<topology::PortChange>& changes,
 std::optional<collectors::LinkTarget> FabricTracker::LocalTarget() const {
   const topology::Port* local = fabric_ ? fabric_->FindPort({local_guid_, local_port_}) : nullptr;
   if (local == nullptr || local->lid == 0) return std::nullopt;
-  return collectors::LinkTarget{{local_guid_, local_port_}, local->lid, false};
+  return collectors::LinkTarget{{local_guid_, local_port_}, local->lid, false, /*local=*/true};
 }
 
 FabricTracker::SweepReads FabricTracker::PlanSweep(const collectors::Snapshot& parts) {
@@ -251,6 +251,17 @@ FabricTracker::News FabricTracker::Observe(const std::map<topology::PortRef, col
     master_sm_lid_ = it->second.sm_lid == it->second.lid ? 0 : it->second.sm_lid;
     local_link_up_ = it->second.link_up();
   }
+  // Unanswered (a sweep that began while nothing answered), the local
+  // link is as last read: a cut-off exporter whose own counters answer
+  // again before its PortInfo does is still cut off. Only another node's
+  // answer shows the fabric answers: the local HCA answers its own SMPs
+  // and PMA queries without the fabric (on hardware, also while it hangs).
+  const auto other = [this](const topology::PortRef& p) { return p.node_guid != local_guid_; };
+  const bool answered =
+      std::any_of(sweep->links.begin(), sweep->links.end(), [&](const auto& l) { return other(l.first); }) ||
+      std::any_of(sweep->readings.begin(), sweep->readings.end(),
+                  [&](const collectors::PortReading& r) { return r.sample && other(r.target.port); });
+  reaches_fabric_ = local_link_up_ && answered;
   News news;
   const std::size_t ld = collectors::Index(collectors::Counter::kLinkDowned);
   for (const auto& r : sweep->readings) {

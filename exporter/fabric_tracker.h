@@ -113,7 +113,7 @@ class FabricTracker {
   // Takes in the batch: silent ports, flaps against `before` (port_counters'
   // totals as of the last sweep), and reads into `sweep` the PortInfo of
   // their switch ends that it missed, so that a flap is seen within the
-  // sweep that counted it.
+  // sweep that counted it. Judges reaches_fabric() from the batch.
   News Observe(const std::map<topology::PortRef, collectors::PortTotals>& before, collectors::SweepResult* sweep);
   // Ends the sweep after the collectors ran: a changed master SM rereads
   // every LID and subscribes again; LIDs answering for other nodes make the
@@ -147,8 +147,12 @@ class FabricTracker {
   // The local port's PortInfo.MasterSMLID as of the last sweep (every sweep
   // reads it); 0 before one answered.
   std::uint16_t master_sm_lid() const { return master_sm_lid_; }
-  // Whether the local port's link was up when last read (true before).
-  bool local_link_up() const { return local_link_up_; }
+  // Whether the last sweep reached the fabric (true before one ran): false
+  // when the local port's link was read down, or when nothing at all
+  // answered (a hung fabric, or the exporter's own HCA or port dropping
+  // every MAD: from here one cannot tell which). Cut off, what does not
+  // answer says nothing about the nodes.
+  bool reaches_fabric() const { return reaches_fabric_; }
   const std::map<std::uint64_t, collectors::NodeLabel>& nodes() const { return nodes_; }
   // A node's name as last seen, else its GUID; a port as "name[port]".
   std::string NameOf(std::uint64_t guid) const;
@@ -198,7 +202,8 @@ class FabricTracker {
   std::uint64_t local_guid_ = 0;
   std::uint8_t local_port_ = 0;
   std::uint16_t master_sm_lid_ = 0;
-  bool local_link_up_ = true;
+  bool local_link_up_ = true;  // as the local port's PortInfo last said
+  bool reaches_fabric_ = true;
 
   // Walks: whether the next cycle walks everything, when it is due on
   // schedule; lost answers: incomplete walks in a row that missed each

@@ -142,7 +142,7 @@ collectors::Cycle Poller::MakeCycle(collectors::Trigger trigger) {
   c.fabric = tracker_.fabric().get();
   c.scope = tracker_.scope();
   c.master_sm_lid = tracker_.master_sm_lid();
-  c.local_link_up = tracker_.local_link_up();
+  c.reaches_fabric = tracker_.reaches_fabric();
   c.now = std::chrono::steady_clock::now();
   c.wall = std::chrono::system_clock::now();
   c.parts = &parts_;

@@ -45,9 +45,12 @@ TEST_F(FabricSafeTest, AtTheDefaultsOneMadPerNodeAndOneThroughEachSwitch) {
   ASSERT_TRUE(r.ok) << r.error;
   const std::size_t switches = tree_->leaves().size() + tree_->spines().size();
   const std::size_t ca_ports = tree_->hosts().size();
-  // NodeInfo: the local node and each cable once; PortInfo: each switch's
-  // port 0 and each CA port. Everything else went LID-routed.
-  EXPECT_EQ(r.sent[0], 1 + tree_->cables().size() + switches + ca_ports);
+  // Onto the fabric, NodeInfo: each cable once; PortInfo: each switch's
+  // port 0 and each CA port but the local one. Everything else went
+  // LID-routed. Of no hop (the local HCA answers): the walk's NodeInfo and
+  // PortInfo of the local port, and the local port's PortInfo each sweep.
+  EXPECT_EQ(r.sent[0] - r.local_smps, tree_->cables().size() + switches + ca_ports - 1);
+  EXPECT_GE(r.local_smps, 2u + 3u);
   EXPECT_GT(r.sent[1], switches * 16) << "every switch port's PortInfo, LID-routed";
   EXPECT_GT(r.sent[2], 0u);
   for (std::size_t k = 0; k < 3; ++k) EXPECT_EQ(r.answered[k], r.sent[k]) << "kind " << k;

@@ -41,7 +41,7 @@ std::string Describe(const MadTapReport& r) {
     out += std::string(k ? ", " : " ") + std::to_string(r.sent[k]) + " " +
            transport::ToString(static_cast<transport::MadKind>(k));
   }
-  out += "; most in flight";
+  out += " (" + std::to_string(r.local_smps) + " of no hop); most in flight";
   for (std::size_t k = 0; k < transport::kMadKinds; ++k) {
     out += std::string(k ? ", " : " ") + transport::ToString(static_cast<transport::MadKind>(k)) + " " +
            std::to_string(r.peak_kind[k]);
@@ -111,7 +111,10 @@ MadTapReport ReadMadTap(const std::string& path, std::chrono::milliseconds expir
         prefix += (prefix.empty() ? "" : ",") + hop;
         p.nodes.push_back("route " + prefix);
       }
-      if (p.nodes.empty()) p.nodes.push_back("route local");
+      if (p.nodes.empty()) {
+        p.nodes.push_back("route local");
+        ++r.local_smps;
+      }
     } else {
       p.nodes.push_back("lid " + std::to_string(lid));
     }
@@ -152,6 +155,10 @@ std::array<std::uint64_t, transport::kMadKinds> SentBetween(const std::string& p
     std::istringstream s(line);
     Head h;
     if (!ReadHead(s, &h) || h.what != 'S' || h.ns < lo || h.ns >= hi) continue;
+    unsigned lid = 0;
+    std::string route;
+    s >> lid >> route;
+    if (h.kind() == static_cast<std::size_t>(transport::MadKind::kDirectedSmp) && route == "local") continue;
     ++out[h.kind()];
   }
   return out;

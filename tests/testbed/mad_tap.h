@@ -26,6 +26,9 @@ struct MadTapReport {
   // Requests sent and responses matched, by kind (transport::MadKind order).
   std::array<std::uint64_t, transport::kMadKinds> sent{};
   std::array<std::uint64_t, transport::kMadKinds> answered{};
+  // Of the directed-route SMPs sent: those of no hop, which the local HCA's
+  // SMA answers and which never go onto the fabric.
+  std::uint64_t local_smps = 0;
   // The most outstanding at once: per kind, over all kinds, with one node
   // as their target, and at one switch that directed-route SMPs pass
   // through (counting everything outstanding at it, its own requests too).
@@ -44,7 +47,9 @@ std::string Describe(const MadTapReport& r);
 // long after it was sent (the engine has given up on it by then).
 MadTapReport ReadMadTap(const std::string& path, std::chrono::milliseconds expire = std::chrono::milliseconds(1000));
 
-// Requests sent within [from, to), by kind. The tap's clock is
+// Requests sent onto the fabric within [from, to), by kind: a
+// directed-route SMP of no hop (the local HCA's SMA answers it) is not
+// counted. The tap's clock is
 // CLOCK_MONOTONIC, which is what steady_clock reads on Linux. Empty (all
 // zero) when the file cannot be read.
 std::array<std::uint64_t, transport::kMadKinds> SentBetween(const std::string& path,

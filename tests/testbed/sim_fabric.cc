@@ -19,10 +19,22 @@ std::string Tail(const std::string& text, std::size_t n = 600) {
   return text.size() <= n ? text : "..." + text.substr(text.size() - n);
 }
 
-std::size_t Count(const std::string& hay, const std::string& needle) {
-  std::size_t n = 0;
-  for (auto p = hay.find(needle); p != std::string::npos; p = hay.find(needle, p + 1)) ++n;
-  return n;
+// What a file holds from `offset` on (the log ibsim keeps appending to:
+// reading it whole at every poll grows slower as the log grows).
+std::string ReadFrom(const std::string& path, off_t offset) {
+  std::string out;
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return out;
+  char buf[65536];
+  for (ssize_t n; (n = pread(fd, buf, sizeof buf, offset)) > 0; offset += n)
+    out.append(buf, static_cast<std::size_t>(n));
+  close(fd);
+  return out;
+}
+
+off_t SizeOf(const std::string& path) {
+  struct stat st {};
+  return stat(path.c_str(), &st) == 0 ? st.st_size : 0;
 }
 
 }  // namespace
@@ -130,8 +142,6 @@ SimFabric::~SimFabric() {
   if (std::getenv("IBFABRIC_KEEP_SIM") == nullptr) RemoveTree(dir_);
 }
 
-std::size_t SimFabric::Prompts() const { return Count(ReadFile(dir_ + "/ibsim.log"), "sim> "); }
-
 int SimFabric::DisconnectDeadClients() {
   // "Client 3: pid 1234 connected at ..." (ibsim.c list_connections).
   std::istringstream in(Console("Attached"));
@@ -147,13 +157,16 @@ int SimFabric::DisconnectDeadClients() {
 }
 
 std::string SimFabric::Console(const std::string& command, bool* ok) {
+  // One command at a time: ramps on other threads share the console, and
+  // each command's answer is what ibsim printed up to its prompt.
+  std::lock_guard<std::mutex> lock(console_mutex_);
   const std::string path = dir_ + "/ibsim.log";
-  const std::size_t before_len = ReadFile(path).size();
-  const std::size_t before = Prompts();
+  const off_t before = SizeOf(path);
   const std::string line = command + "\n";
   bool answered = write(console_fd_, line.data(), line.size()) == static_cast<ssize_t>(line.size());
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (answered && Prompts() <= before) {
+  std::string out;
+  while (answered && (out = ReadFrom(path, before)).find("sim> ") == std::string::npos) {
     if (std::chrono::steady_clock::now() > deadline || !ibsim_->Running()) {
       answered = false;
       break;
@@ -164,9 +177,7 @@ std::string SimFabric::Console(const std::string& command, bool* ok) {
     if (ok) *ok = false;
     return "";
   }
-  std::string out = ReadFile(path).substr(before_len);
-  auto p = out.rfind("sim> ");
-  if (p != std::string::npos) out = out.substr(0, p);
+  out = out.substr(0, out.find("sim> "));
   // ibsim says nothing on success and one of these on a rejected command.
   // Its packet warnings ("ibwarn: ... routing failed") about MADs in
   // flight meanwhile may land in between: they say nothing of the command.

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -88,12 +89,12 @@ class SimFabric {
  private:
   SimFabric() = default;
   bool Launch(std::string* error);
-  std::size_t Prompts() const;
 
   SimOptions options_;
   std::string dir_;
   std::string saved_qlen_;  // net.unix.max_dgram_qlen before Start, to restore
   int console_fd_ = -1;
+  std::mutex console_mutex_;
   std::unique_ptr<Process> ibsim_;
   int sm_runs_ = 0;
   int resident_sms_ = 0;

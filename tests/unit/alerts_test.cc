@@ -286,6 +286,53 @@ TEST(AlertEngineTest, AnEndThatDoesNotAnswerCountsNeitherWay) {
   while (!d.Sweep().empty()) ASSERT_LT(++sweeps, 10);
 }
 
+// A flapping cable neither end of which answers (both out of reach, or the
+// exporter cut off): its downs leave the window, but none could have been
+// seen, so the alert stays until an end is read again.
+TEST(AlertEngineTest, AFlapSeenByNoEndIsNotCleared) {
+  AlertConfig c = Quick();
+  c.raise_after = 1;
+  c.link_downs = {2, std::nullopt};
+  Driven d(c);
+  d.Sweep();
+  d.b.Add(d.b.leaf1, Counter::kLinkDowned, 2);
+  ASSERT_EQ(d.Sweep().size(), 1u);
+  d.b.ports[d.b.leaf1].stale = true;
+  d.b.ports[d.b.host0].stale = true;
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(d.Sweep().size(), 1u) << "sweep " << i << ": kept while no end is read";
+  d.b.ports[d.b.host0].stale = false;  // one end answers: no down since, it clears
+  int sweeps = 0;
+  while (!d.Sweep().empty()) ASSERT_LT(++sweeps, 10);
+}
+
+// Congestion that goes on while the exporter cannot read (a hung fabric):
+// the first readings after a gap longer than the window are not a rate
+// over the gap (diluted, it would look clean and clear the alert, to raise
+// it again a few sweeps later); the window starts afresh.
+TEST(AlertEngineTest, AGapLongerThanTheWindowStartsItAfresh) {
+  Driven d(Quick());
+  d.Sweep();
+  for (int i = 0; i < 3; ++i) {
+    d.b.Add(d.b.leaf2, Counter::kXmitWait, 100'000'000);  // 10 % of the time at QDR
+    d.Sweep();
+  }
+  auto active = d.engine.Active();
+  ASSERT_EQ(active.size(), 1u);
+  ASSERT_EQ(active[0].cause, Cause::kCongestion);
+  d.b.ports[d.b.leaf2].stale = true;
+  d.b.ports[d.b.host1].stale = true;
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(d.Sweep().size(), 1u) << "gap sweep " << i;
+  d.b.ports[d.b.leaf2].stale = false;
+  d.b.ports[d.b.host1].stale = false;
+  for (int i = 0; i < 6; ++i) {
+    d.b.Add(d.b.leaf2, Counter::kXmitWait, 100'000'000);
+    active = d.Sweep();
+    ASSERT_EQ(active.size(), 1u) << "sweep " << i << " after the gap";
+    EXPECT_EQ(active[0].cause, Cause::kCongestion);
+  }
+  EXPECT_EQ(d.engine.Raised().at(Cause::kCongestion), 1u) << "raised once, never cleared in between";
+}
+
 TEST(AlertEngineTest, APinnedCounterCannotClearAnAlert) {
   Driven d(Quick());
   ASSERT_NO_FATAL_FAILURE(RaiseOnHost0(d));

@@ -55,6 +55,7 @@ class FakeFabric {
   int lid_routed_smps() const { return lid_routed_smps_; }  // received, answered or not
 
   std::uint64_t Guid(int node) const { return 0x1000 + static_cast<std::uint64_t>(node); }
+  int node_count() const { return static_cast<int>(nodes_.size()); }
 
   // The responder for FakeMadPort; `local` is the node the port sits on.
   transport::testing::FakeMadPort::Responder Responder(int local, int local_port);

@@ -15,6 +15,7 @@
 
 #include "collectors/log.h"
 #include "collectors/registry.h"
+#include "collectors/table_retry.h"
 #include "exporter/snapshot_holder.h"
 #include "tests/testbed/prom_text.h"
 #include "tests/unit/fake_fabric.h"
@@ -138,6 +139,31 @@ TEST(PollerTest, ALidAnsweringWithAnotherGuidWalksEverything) {
   EXPECT_EQ(moved->lid, 7);
 }
 
+// No other node answers (a hung fabric: the exporter's own HCA still
+// answers its own PortInfo and counters; or its own HCA dropping every
+// MAD): it cannot tell the fabric from itself, so it calls no node stale;
+// its own stale sweeps are the news. One node silent among answering ones
+// is stale (APortNewlyNotAnsweringIsRewalked).
+TEST(PollerTest, AnExporterNothingAnswersCallsNoNodeStale) {
+  Bed b;
+  Settle(b);
+  for (int n = 0; n < b.f.node_count(); ++n) b.f.SetSilent(n, n != b.hosts[0]);
+  auto s = b.Cycle();
+  for (const auto& [guid, h] : s->node_health) EXPECT_FALSE(h.stale) << "hung: " << std::hex << guid;
+  const auto success = s->last_success;
+  b.f.SetSilent(b.hosts[0], true);
+  s = b.Cycle();
+  for (const auto& [guid, h] : s->node_health) EXPECT_FALSE(h.stale) << "all silent: " << std::hex << guid;
+  EXPECT_EQ(s->last_success, success);  // no counter answered
+  // The fabric answers again, but for one host: that one is stale.
+  for (int n = 0; n < b.f.node_count(); ++n) b.f.SetSilent(n, n == b.hosts[3]);
+  s = b.Cycle();
+  for (const auto& [guid, h] : s->node_health) {
+    EXPECT_EQ(h.stale, guid == b.f.Guid(b.hosts[3])) << std::hex << guid;
+  }
+  EXPECT_GT(s->last_success, success);
+}
+
 bool HasFamily(const std::string& exposition, const std::string& family) {
   return exposition.find("\n# TYPE " + family + " ") != std::string::npos ||
          exposition.rfind("# TYPE " + family + " ", 0) == 0;
@@ -186,6 +212,30 @@ TEST(PollerTest, ADisabledCollectorSendsNoMadAndRendersNoFamily) {
   const auto scrape = testbed::Scrape::Parse(text);
   EXPECT_EQ(scrape.Value("infiniband_exporter_collector_success", {{"collector", "link_health"}}), 1);
   EXPECT_FALSE(scrape.Value("infiniband_exporter_collector_success", {{"collector", "port_counters"}}).has_value());
+}
+
+// A table-reading discovery phase (partitions, routing) fails when a full
+// walk's run reads none of the tables it asked for, until a run reads one;
+// a node that does not answer is that node's news (stale), not a failing
+// phase. (The fake answers no P_Key table: the phase reads nothing. One
+// dead host among answering ones on the simulator: the deployments test.)
+TEST(PollerTest, ADiscoveryPhaseFailsWhenItReadsNoTable) {
+  Bed b;
+  Settle(b);
+  const auto scrape = testbed::Scrape::Parse(b.holder.Get()->exposition);
+  EXPECT_EQ(scrape.Value("infiniband_exporter_collector_success", {{"collector", "partitions"}}), 0);
+  EXPECT_EQ(scrape.Value("infiniband_exporter_collector_success", {{"collector", "port_counters"}}), 1);
+
+  collectors::TablePhaseHealth h;
+  collectors::Cycle walk, retry;
+  walk.trigger = collectors::Trigger::kFullWalk;
+  retry.trigger = collectors::Trigger::kSweep;
+  EXPECT_TRUE(h.Judge(walk, true, true)) << "some tables read, one node silent";
+  EXPECT_TRUE(h.Judge(retry, true, false)) << "a retry of the silent node alone changes nothing";
+  EXPECT_FALSE(h.Judge(walk, true, false)) << "a full walk's run read nothing";
+  EXPECT_FALSE(h.Judge(retry, true, false));
+  EXPECT_TRUE(h.Judge(retry, true, true)) << "a retry read a table";
+  EXPECT_TRUE(h.Judge(walk, false, false)) << "nothing asked";
 }
 
 TEST(PollerTest, RcvErrorDetailsAreReadWhereSupportedAndOnlyWhenPortRcvErrorsMoved) {
