@@ -165,7 +165,7 @@ void RenderSelf(const Snapshot& s, std::string_view version, const Emit& out) {
                              "or got no answer: how far its readings can be trusted",
                              MetricType::Gauge);
   for (const auto& [guid, h] : s.node_health) {
-    if (!h.counted) continue;
+    if (!h.counted || !OwnsNodeHealth(s, guid)) continue;  // one exporter states it
     const std::vector<ClientMetric::Label> labels{{"guid", FormatGuid(guid)}};
     Add(node_stale, labels, h.stale ? 1 : 0);
     Add(node_failures, labels, static_cast<double>(h.failures));

@@ -82,6 +82,15 @@ bool OwnsNode(const Snapshot& s, std::uint64_t guid) {
   return false;
 }
 
+bool OwnsNodeHealth(const Snapshot& s, std::uint64_t guid) {
+  if (!s.read_ports) return true;
+  const topology::Node* node = s.fabric ? s.fabric->FindNode(guid) : nullptr;
+  if (node == nullptr) return false;
+  if (node->kind != topology::NodeKind::kSwitch) return OwnsNode(s, guid);
+  const auto shard = topology::HealthShard(*s.fabric, s.scope, *node);
+  return shard && *shard == s.scope.shard;
+}
+
 std::vector<ClientMetric::Label> CableLabels(const Snapshot& s, const topology::Link& l) {
   return {{"guid", FormatGuid(l.a.node_guid)},
           {"node", LabelOf(s, l.a.node_guid).name},

@@ -48,6 +48,11 @@ bool OwnsSwitch(const Snapshot& s, std::uint64_t switch_guid);
 bool OwnsPort(const Snapshot& s, const topology::Node& node, const topology::Port& port);
 // A node's facts: a switch's owner; for an HCA, the reader of any of its ports.
 bool OwnsNode(const Snapshot& s, std::uint64_t guid);
+// Whether the node answers (exporter_node_stale and the rest of its
+// health): for a switch, the exporter that reads its first port read at
+// all (topology::HealthShard; the owner by GUID may read none of its
+// ports), never a local one; for an HCA, the reader of any of its ports.
+bool OwnsNodeHealth(const Snapshot& s, std::uint64_t guid);
 // A cable: both ends by GUID (unique) and name (readable).
 std::vector<prometheus::ClientMetric::Label> CableLabels(const Snapshot& s, const topology::Link& l);
 

@@ -113,4 +113,15 @@ std::set<PortRef> PortsInScope(const Fabric& fabric, const Scope& scope, std::ui
   return out;
 }
 
+std::optional<int> HealthShard(const Fabric& fabric, const Scope& scope, const Node& sw) {
+  if (scope.kind == ScopeKind::kLocal || sw.kind != NodeKind::kSwitch) return std::nullopt;
+  // The same choice, port by port, as PortsInScope makes.
+  for (const auto& p : sw.ports) {
+    if (p.remote && IsSwitch(fabric, p.remote->node_guid))
+      return CableShard({sw.guid, p.number}, *p.remote, scope.shards);
+    if (scope.kind == ScopeKind::kFabric) return ShardOf(sw.guid, scope.shards);
+  }
+  return std::nullopt;
+}
+
 }  // namespace ibfabric::topology

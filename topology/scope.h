@@ -15,6 +15,7 @@
 //   host, every cabled port is read exactly once.
 
 #include <cstdint>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -48,5 +49,12 @@ int ShardOf(std::uint64_t switch_guid, int shards);
 // Pure. The ports of `fabric` in `scope`; `local_node` is the GUID of the
 // node the exporter's own port is on (used by local scope).
 std::set<PortRef> PortsInScope(const Fabric& fabric, const Scope& scope, std::uint64_t local_node);
+
+// Pure. The shard of a fabric or inter-switch deployment that states
+// whether switch `sw` answers (its node health): the one that reads its
+// lowest-numbered port any shard of that kind reads, so that one exporter
+// states it however its ports are spread over shards. nullopt in local
+// scope (never a local exporter) or when no shard reads any of its ports.
+std::optional<int> HealthShard(const Fabric& fabric, const Scope& scope, const Node& sw);
 
 }  // namespace ibfabric::topology

@@ -22,7 +22,8 @@
 // subnet managers' failover and loss, two masters, a master that does not
 // sweep, a fabric that hangs (every exporter
 // stale), a host that answers nothing (unreachable where read from the far
-// side; its own exporters stale) and an exporter that stops.
+// side; its own exporters stale), a switch that answers nothing
+// (unreachable once, though two shards read it) and an exporter that stops.
 
 #include <gtest/gtest.h>
 
@@ -496,6 +497,22 @@ TEST_F(DeploymentsTest, AHostThatAnswersNothingIsUnreachableOnceAndItsExportersS
   Console("Error " + At(tree_->HostPort(2)) + " 100");
   ExpectEverywhere(want_, kKinds, only);
   Console("Error " + At(tree_->HostPort(2)) + " 0");
+  ExpectEverywhere(want_, kKinds, only_);
+}
+
+// A switch whose agent answers nothing (ibsim's `Error` at its port 0; it
+// still forwards): unreachable once in each deployment. In the Kubernetes
+// one both shards read ports of this spine; one of them states its
+// health. All clears when it answers again.
+TEST_F(DeploymentsTest, ASwitchThatAnswersNothingIsUnreachableOnceEverywhere) {
+  const std::string spine = tree_->Spine(1);
+  const std::string guid = NodeGuid(spine);
+  ASSERT_FALSE(guid.empty());
+  Fired want = want_;
+  want["InfinibandNodeUnreachable"].insert(guid);
+  Console("Error \"" + spine + "\"[0] 100");
+  ExpectEverywhere(want, kKinds, only_);
+  Console("Error \"" + spine + "\"[0] 0");
   ExpectEverywhere(want_, kKinds, only_);
 }
 

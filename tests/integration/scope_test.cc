@@ -35,9 +35,10 @@ PortSet PortsRead(const Scrape& s) {
 // must come from exactly one of them.
 std::map<std::string, int> Facts(const Scrape& s) {
   std::map<std::string, int> out;
-  for (const char* family : {"infiniband_switch_info", "infiniband_hca_info", "infiniband_switch_uplink_info",
-                             "infiniband_hca_uplink_info", "infiniband_switch_port_state", "infiniband_hca_port_state",
-                             "infiniband_switch_up", "infiniband_hca_up", "infiniband_node_pma_capabilities_info"}) {
+  for (const char* family :
+       {"infiniband_switch_info", "infiniband_hca_info", "infiniband_switch_uplink_info", "infiniband_hca_uplink_info",
+        "infiniband_switch_port_state", "infiniband_hca_port_state", "infiniband_switch_up", "infiniband_hca_up",
+        "infiniband_node_pma_capabilities_info", "infiniband_exporter_node_stale"}) {
     for (const auto& x : s.Find(family)) {
       const auto port = x.labels.find("port");
       ++out[std::string(family) + " " + x.labels.at("guid") + (port == x.labels.end() ? "" : "/" + port->second)];
