@@ -198,6 +198,13 @@ AlertConfig Quick() {
   c.symbol_errors = {1, 10};
   return c;
 }
+// Quick, but a flapping link raised at once: two downs in the window.
+AlertConfig QuickFlapping() {
+  AlertConfig c = Quick();
+  c.raise_after = 1;
+  c.link_downs = {2, std::nullopt};
+  return c;
+}
 
 TEST(AlertEngineTest, HysteresisBothWays) {
   Driven d(Quick());
@@ -290,10 +297,7 @@ TEST(AlertEngineTest, AnEndThatDoesNotAnswerCountsNeitherWay) {
 // exporter cut off): its downs leave the window, but none could have been
 // seen, so the alert stays until an end is read again.
 TEST(AlertEngineTest, AFlapSeenByNoEndIsNotCleared) {
-  AlertConfig c = Quick();
-  c.raise_after = 1;
-  c.link_downs = {2, std::nullopt};
-  Driven d(c);
+  Driven d(QuickFlapping());
   d.Sweep();
   d.b.Add(d.b.leaf1, Counter::kLinkDowned, 2);
   ASSERT_EQ(d.Sweep().size(), 1u);
@@ -343,10 +347,7 @@ TEST(AlertEngineTest, APinnedCounterCannotClearAnAlert) {
 }
 
 TEST(AlertEngineTest, FlappingDegradedAndMiswiring) {
-  AlertConfig c = Quick();
-  c.raise_after = 1;
-  c.link_downs = {2, std::nullopt};
-  Driven d(c);
+  Driven d(QuickFlapping());
   d.Sweep();
   d.b.Add(d.b.leaf1, Counter::kLinkDowned, 2);
   d.b.links[d.b.leaf2].width_active = 1;
