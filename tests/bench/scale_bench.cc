@@ -1,0 +1,308 @@
+// The exporter at scale, as a new user would measure it (issue 19): on the
+// simulated 16k-host three-tier fat tree (16 pods x 32 leaves x 32
+// aggregation switches, 512 cores; 81920 ports) or the 1024-host fabric,
+// one exporter at its defaults, and in the same run `ibnetdiscover` and
+// `ibqueryerrors --data`. Prints discovery and sweep times, the exporter's
+// RSS after the first sweep, after N sweeps with a plain and a gzip scrape
+// between them, and its peak; the exposition's size plain and compressed,
+// the scrape times, /api/v1/topology's size and time, bytes per port; with
+// --scrapers, K concurrent gzip scrapers while sweeps run (p50/p99).
+//
+//   build/tests/scale_bench                       # 1024 hosts, 4096 ports
+//   build/tests/scale_bench --fabric 16k          # 16384 hosts, 81920 ports
+//   build/tests/scale_bench --sweeps 10 --scrapers 16 --seconds 20
+//
+// Scrapes go over a plain socket (Connection: close) and are timed to the
+// last byte; a gzip scrape is not inflated here (Prometheus does that on
+// its side), so its time is the exporter's.
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/testbed/exporter_process.h"
+#include "tests/testbed/fat_tree.h"
+#include "tests/testbed/sim_fabric.h"
+
+namespace ibfabric::testbed {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double SecondsSince(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+double Percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const auto i = static_cast<std::size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
+  return v[std::min(i, v.size() - 1)];
+}
+
+struct Fetch {
+  bool ok = false;
+  int status = 0;
+  double seconds = 0;
+  std::size_t body_bytes = 0;  // as sent (compressed when the server compressed it)
+  bool gzip = false;           // the server answered Content-Encoding: gzip
+};
+
+// GET `path` from 127.0.0.1:`port`, timed from connect to the last byte.
+Fetch Get(int port, const std::string& path, bool gzip) {
+  Fetch f;
+  const auto t0 = Clock::now();
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return f;
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(static_cast<std::uint16_t>(port));
+  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    close(fd);
+    return f;
+  }
+  const std::string req = "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n" +
+                          (gzip ? "Accept-Encoding: gzip\r\n" : "") + "\r\n";
+  if (write(fd, req.data(), req.size()) != static_cast<ssize_t>(req.size())) {
+    close(fd);
+    return f;
+  }
+  std::string head;
+  std::size_t total = 0;
+  std::vector<char> buf(1 << 16);
+  for (ssize_t n; (n = read(fd, buf.data(), buf.size())) > 0;) {
+    total += static_cast<std::size_t>(n);
+    if (head.size() < 4096) head.append(buf.data(), static_cast<std::size_t>(std::min<ssize_t>(n, 4096)));
+  }
+  close(fd);
+  f.seconds = SecondsSince(t0);
+  const auto end = head.find("\r\n\r\n");
+  if (end == std::string::npos || std::sscanf(head.c_str(), "HTTP/1.%*d %d", &f.status) != 1) return f;
+  f.ok = f.status == 200;
+  f.body_bytes = total - (end + 4);
+  std::string lower = head.substr(0, end);
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  f.gzip = lower.find("content-encoding: gzip") != std::string::npos;
+  return f;
+}
+
+double StatusMiB(pid_t pid, const char* field) {
+  const std::string status = ReadFile("/proc/" + std::to_string(pid) + "/status");
+  const auto at = status.find(field);
+  return at == std::string::npos ? 0 : std::atof(status.c_str() + at + std::strlen(field)) / 1024.0;
+}
+
+// What the exporter's debug log says of its sweeps ("sweep done ports=N
+// ... seconds=S") and full walks ("discovery done mode=full ...
+// seconds=S"): watched there, not by scraping, so that the only scrapes
+// are the measured ones (at 16k hosts a scrape is hundreds of MB).
+struct LogView {
+  std::vector<double> sweep_seconds;
+  double ports = 0;
+  double discovery_seconds = -1;
+};
+LogView ReadLog(const ExporterProcess& e) {
+  LogView v;
+  const std::string log = e.Log();
+  std::size_t at = 0;
+  for (std::size_t end; (end = log.find('\n', at)) != std::string::npos; at = end + 1) {
+    const std::string line = log.substr(at, end - at);
+    const auto value = [&line](const char* key) {
+      const auto k = line.find(key);
+      return k == std::string::npos ? -1.0 : std::atof(line.c_str() + k + std::strlen(key));
+    };
+    if (line.find("msg=\"sweep done\"") != std::string::npos) {
+      v.sweep_seconds.push_back(value(" seconds="));
+      v.ports = value(" ports=");
+    } else if (line.find("msg=\"discovery done\" mode=full") != std::string::npos && v.discovery_seconds < 0) {
+      v.discovery_seconds = value(" seconds=");
+    }
+  }
+  return v;
+}
+bool WaitForSweeps(ExporterProcess& e, std::size_t n, std::chrono::seconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  while (ReadLog(e).sweep_seconds.size() < n) {
+    if (Clock::now() > deadline || !e.process().Running()) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return true;
+}
+
+// Runs a tool attached to the fabric and times it; -1 when it failed.
+double TimeTool(const SimFabric& sim, const std::vector<std::string>& argv, const char* must_print) {
+  for (int attempt = 0; attempt < 3; ++attempt) {  // ibqueryerrors now and then dies under umad2sim
+    const auto t0 = Clock::now();
+    const auto r = sim.Tool(argv, std::chrono::minutes(10));
+    const double t = SecondsSince(t0);
+    if (r.exit_code == 0 && r.out.find(must_print) != std::string::npos) return t;
+  }
+  return -1;
+}
+
+int Run(const std::string& fabric, int sweeps, int scrapers, int seconds) {
+  const bool big = fabric == "16k";
+  const FatTreeSpec spec = big ? Spec16k() : Spec1k();
+  const FatTree tree = FatTree::Generate(spec);
+  SimOptions o;
+  o.attach = tree.Host(1);
+  o.max_nodes = 20000;
+  o.max_switches = 2000;
+  o.max_ports = 200000;
+  o.timeout = std::chrono::seconds(900);
+  std::string error;
+  auto t0 = Clock::now();
+  auto sim = SimFabric::Start(tree.NetFile(), o, &error);
+  if (!sim) {
+    std::fprintf(stderr, "scale_bench: %s\n", error.c_str());
+    return 1;
+  }
+  const std::size_t switches = tree.leaves().size() + tree.spines().size() + tree.cores().size();
+  std::printf("fabric %s: %zu switches, %zu hosts, %zu cables; ibsim + opensm -o up in %.1f s\n", fabric.c_str(),
+              switches, tree.hosts().size(), tree.cables().size(), SecondsSince(t0));
+
+  // The exporter at its defaults but for the sweep interval (sweeps one
+  // after the other, scraped between them) and a debug log to watch them.
+  auto e =
+      ExporterProcess::Start(*sim, {"--sweep.interval=" + std::string(big ? "5s" : "1s"), "--log.level=debug"}, &error);
+  if (!e) {
+    std::fprintf(stderr, "scale_bench: %s\n", error.c_str());
+    return 1;
+  }
+  const pid_t pid = e->process().pid();
+  if (!WaitForSweeps(*e, 1, std::chrono::seconds(600))) {
+    std::fprintf(stderr, "scale_bench: no sweep: %s\n", e->Log().c_str());
+    return 1;
+  }
+  LogView v = ReadLog(*e);
+  const double ports = v.ports;
+  std::printf("exporter: discovery %.2f s, first sweep %.2f s over %.0f ports; RSS %.1f MiB\n", v.discovery_seconds,
+              v.sweep_seconds.front(), ports, StatusMiB(pid, "VmRSS:"));
+
+  std::vector<double> plain_s, gzip_s;
+  std::size_t plain_bytes = 0, gzip_bytes = 0;
+  bool compressed = true;
+  for (int i = 2; i <= sweeps + 1; ++i) {
+    if (!WaitForSweeps(*e, static_cast<std::size_t>(i), std::chrono::seconds(300))) {
+      std::fprintf(stderr, "scale_bench: sweep %d did not come: %s\n", i, e->Log().c_str());
+      return 1;
+    }
+    const Fetch p = Get(e->port(), "/metrics", false);
+    const Fetch g = Get(e->port(), "/metrics", true);
+    if (!p.ok || !g.ok) {
+      std::fprintf(stderr, "scale_bench: scrape failed (%d, %d)\n", p.status, g.status);
+      return 1;
+    }
+    plain_s.push_back(p.seconds);
+    gzip_s.push_back(g.seconds);
+    plain_bytes = p.body_bytes;
+    gzip_bytes = g.body_bytes;
+    compressed = compressed && g.gzip;
+  }
+  const double rss = StatusMiB(pid, "VmRSS:");
+  const double peak = StatusMiB(pid, "VmHWM:");
+  v = ReadLog(*e);
+  const std::vector<double> sweep_s(v.sweep_seconds.begin() + 1, v.sweep_seconds.end());
+  // Series: the exposition's lines that are not comments (one more
+  // scrape, after the RSS figures).
+  long series = 0;
+  {
+    const std::string text = e->Get("/metrics");
+    for (std::size_t at = 0; at < text.size();) {
+      const std::size_t end = std::min(text.find('\n', at), text.size());
+      series += text[at] != '#' ? 1 : 0;
+      at = end + 1;
+    }
+  }
+  std::printf("sweeps: %.2f s median of %zu (%.2f us per port)\n", Percentile(sweep_s, 0.5), sweep_s.size(),
+              Percentile(sweep_s, 0.5) / ports * 1e6);
+  std::printf("exposition: %.1f MB plain, %.2f MB gzip%s; %ld series\n", plain_bytes / 1e6, gzip_bytes / 1e6,
+              compressed ? "" : " (NOT compressed)", series);
+  std::printf("scrape: plain %.3f s median, %.3f s max; gzip %.3f s median, %.3f s max (of %zu each)\n",
+              Percentile(plain_s, 0.5), Percentile(plain_s, 1), Percentile(gzip_s, 0.5), Percentile(gzip_s, 1),
+              plain_s.size());
+  std::printf("RSS after %d sweeps with scrapes: %.1f MiB (%.0f bytes per port); peak %.1f MiB\n", sweeps, rss,
+              rss * 1048576 / ports, peak);
+  const Fetch topo = Get(e->port(), "/api/v1/topology", false);
+  std::printf("/api/v1/topology: %.1f MB in %.3f s\n", topo.body_bytes / 1e6, topo.seconds);
+
+  if (scrapers > 0) {
+    std::vector<double> lat;
+    std::mutex mu;
+    std::atomic<bool> stop{false};
+    std::atomic<int> failed{0};
+    std::vector<std::thread> threads;
+    const std::size_t sweeps_before = ReadLog(*e).sweep_seconds.size();
+    for (int k = 0; k < scrapers; ++k) {
+      threads.emplace_back([&] {
+        while (!stop) {
+          const Fetch f = Get(e->port(), "/metrics", true);
+          if (!f.ok) ++failed;
+          const std::lock_guard<std::mutex> lock(mu);
+          lat.push_back(f.seconds);
+        }
+      });
+    }
+    std::this_thread::sleep_for(std::chrono::seconds(seconds));
+    stop = true;
+    for (auto& t : threads) t.join();
+    const std::size_t swept = ReadLog(*e).sweep_seconds.size() - sweeps_before;
+    std::printf(
+        "%d concurrent gzip scrapers for %d s (%zu sweeps meanwhile): %zu scrapes, %d failed; p50 %.1f ms, "
+        "p99 %.1f ms, max %.1f ms; peak RSS now %.1f MiB\n",
+        scrapers, seconds, swept, lat.size(), failed.load(), Percentile(lat, 0.5) * 1e3, Percentile(lat, 0.99) * 1e3,
+        Percentile(lat, 1) * 1e3, StatusMiB(pid, "VmHWM:"));
+  }
+  e.reset();
+
+  // The tools, in the same run: ibnetdiscover reads the graph only;
+  // ibqueryerrors asks the SA for the nodes, so a resident SM runs.
+  const double ind = TimeTool(*sim, {"ibnetdiscover"}, "Switch");
+  auto sm = sim->StartSubnetManager(&error);
+  if (!sm) {
+    std::fprintf(stderr, "scale_bench: %s\n", error.c_str());
+    return 1;
+  }
+  const double iqe = TimeTool(*sim, {"ibqueryerrors", "--data"}, "Summary");
+  std::printf("ibnetdiscover %.2f s; ibqueryerrors --data %.2f s; sweep / ibqueryerrors %.2f\n", ind, iqe,
+              iqe > 0 ? Percentile(sweep_s, 0.5) / iqe : 0);
+  return 0;
+}
+
+}  // namespace
+}  // namespace ibfabric::testbed
+
+int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // figures appear as they are measured
+  std::string fabric = "1k";
+  int sweeps = 10, scrapers = 0, seconds = 20;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--fabric" && i + 1 < argc && (std::string(argv[i + 1]) == "1k" || std::string(argv[i + 1]) == "16k")) {
+      fabric = argv[++i];
+    } else if ((a == "--sweeps" || a == "--scrapers" || a == "--seconds") && i + 1 < argc) {
+      int& v = a == "--sweeps" ? sweeps : a == "--scrapers" ? scrapers : seconds;
+      char* end = nullptr;
+      const long n = std::strtol(argv[++i], &end, 10);
+      if (*end != '\0' || n < (a == "--scrapers" ? 0 : 1) || n > 10000) {
+        std::fprintf(stderr, "scale_bench: invalid value for %s: '%s'\n", a.c_str(), argv[i]);
+        return 2;
+      }
+      v = static_cast<int>(n);
+    } else {
+      std::fprintf(stderr, "usage: scale_bench [--fabric 1k|16k] [--sweeps N] [--scrapers K] [--seconds S]\n");
+      return 2;
+    }
+  }
+  return ibfabric::testbed::Run(fabric, sweeps, scrapers, seconds);
+}
