@@ -201,6 +201,11 @@ void RenderSelf(const Snapshot& s, std::string_view version, const Emit& out) {
 
 std::string RenderExposition(const Snapshot& snapshot, std::string_view version) {
   std::ostringstream text;
+  RenderExposition(snapshot, version, text);
+  return std::move(text).str();
+}
+
+void RenderExposition(const Snapshot& snapshot, std::string_view version, std::ostream& text) {
   const prometheus::TextSerializer serializer;
   std::vector<MetricFamily> one(1);
   const Emit emit = [&](MetricFamily&& f) {
@@ -211,7 +216,7 @@ std::string RenderExposition(const Snapshot& snapshot, std::string_view version)
     if (snapshot.Enabled(c.name)) c.render(snapshot, emit);
   }
   if (snapshot.fabric) RenderSelf(snapshot, version, emit);
-  return std::move(text).str();
+  text.flush();
 }
 
 }  // namespace ibfabric::collectors

@@ -10,6 +10,7 @@
 // with node metadata in infiniband_{switch,hca}_info and each cable's far
 // end in infiniband_{switch,hca}_uplink_info.
 
+#include <ostream>
 #include <string>
 #include <string_view>
 
@@ -21,6 +22,9 @@ namespace ibfabric::collectors {
 // same snapshot gives the same text. Families are built and serialized one
 // at a time (prometheus-cpp's MetricFamily and TextSerializer), so memory
 // holds one family and the text, never the whole exposition as objects.
+// Written to `out` family by family (the exporter's is a gzip stream, so the
+// whole text is never held either); the string form is for tests.
+void RenderExposition(const Snapshot& snapshot, std::string_view version, std::ostream& out);
 std::string RenderExposition(const Snapshot& snapshot, std::string_view version);
 
 }  // namespace ibfabric::collectors

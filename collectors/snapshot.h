@@ -134,8 +134,10 @@ struct Snapshot {
   std::size_t discovery_unanswered = 0;      // what the last full walk got no answer to (merged from the one before)
   std::uint64_t incomplete_discoveries = 0;  // full walks that missed answers
   // The metrics exposition of this snapshot, rendered once when it is
-  // published; every scrape serves this text.
-  std::string exposition;
+  // published straight into gzip (exporter/gzip.h), and kept only so: a
+  // gzip scrape is served these bytes, a plain one streams them inflated.
+  std::string exposition_gz;
+  std::size_t exposition_bytes = 0;  // the text's size
 
   bool Enabled(std::string_view collector) const {
     return std::find(collectors.begin(), collectors.end(), collector) != collectors.end();

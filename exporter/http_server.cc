@@ -7,8 +7,11 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdlib>
+#include <memory>
 
 #include "collectors/api_json.h"
+#include "exporter/gzip.h"
 #include "exporter/status_assets.h"
 
 namespace ibfabric::exporter {
@@ -117,6 +120,7 @@ void JsonError(httplib::Response& res, int status, const std::string& why) {
 constexpr std::size_t kMaxHeaders = 100;
 constexpr std::size_t kMaxHeaderBytes = 32 * 1024;
 constexpr std::size_t kMaxBody = 64 * 1024;
+constexpr std::size_t kMetricsSlice = 64 * 1024;  // what one write of a scrape's body sends
 
 // Accept-Encoding without brotli. httplib prefers brotli whenever a client
 // offers it (browsers do) and compresses at quality 11: about 30 s of CPU
@@ -135,6 +139,27 @@ std::string WithoutBrotli(const std::string& accept) {
     start = end + 1;
   }
   return out;
+}
+
+// Whether an Accept-Encoding takes gzip: a "gzip", "x-gzip" or "*" token
+// whose q is not 0 (RFC 9110 12.5.3).
+bool AcceptsGzip(const std::string& accept) {
+  std::size_t start = 0;
+  while (start < accept.size()) {
+    std::size_t end = accept.find(',', start);
+    if (end == std::string::npos) end = accept.size();
+    const std::string token = accept.substr(start, end - start);
+    start = end + 1;
+    const auto first = token.find_first_not_of(" \t");
+    if (first == std::string::npos) continue;
+    const auto name_end = token.find_first_of(" \t;", first);
+    const std::string name = token.substr(first, name_end == std::string::npos ? std::string::npos : name_end - first);
+    if (name != "gzip" && name != "x-gzip" && name != "*") continue;
+    const auto q = token.find("q=");
+    if (q != std::string::npos && std::strtod(token.c_str() + q + 2, nullptr) <= 0) continue;
+    return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -220,23 +245,36 @@ void HttpServer::Routes() {
     return httplib::Server::HandlerResponse::Unhandled;
   });
   const std::string metrics_path = options_.telemetry_path;
-  server_->Get(metrics_path, [this](const httplib::Request&, httplib::Response& res) {
+  server_->Get(metrics_path, [this](const httplib::Request& req, httplib::Response& res) {
     auto snap = holder_.Get();
-    // Streamed from the snapshot, which the provider keeps alive: no copy of
-    // the exposition per scrape, and httplib compresses chunked responses on
-    // the fly when the client accepts gzip (Prometheus does).
-    res.set_chunked_content_provider("text/plain; version=0.0.4; charset=utf-8",
-                                     [snap, offset = std::size_t{0}](std::size_t, httplib::DataSink& sink) mutable {
-                                       constexpr std::size_t kSlice = 64 * 1024;
-                                       const std::string& text = snap->exposition;
-                                       if (offset < text.size()) {
-                                         const std::size_t n = std::min(kSlice, text.size() - offset);
-                                         if (!sink.write(text.data() + offset, n)) return false;
-                                         offset += n;
-                                       }
-                                       if (offset >= text.size()) sink.done();
-                                       return true;
-                                     });
+    constexpr const char* kType = "text/plain; version=0.0.4; charset=utf-8";
+    res.set_header("Vary", "Accept-Encoding");
+    // The snapshot holds the exposition compressed once (exporter/gzip.h),
+    // and the providers keep it alive. httplib would compress a chunked
+    // response again for a client that accepts gzip: it must not see that
+    // header once this handler has chosen.
+    const bool gzip = AcceptsGzip(req.get_header_value("Accept-Encoding"));
+    // Nor serve ranges of it: the plain text is read from the start only.
+    auto& headers = const_cast<httplib::Headers&>(req.headers);
+    headers.erase("Accept-Encoding");
+    headers.erase("Range");
+    const_cast<httplib::Request&>(req).ranges.clear();  // parsed before routing
+    if (gzip) {
+      res.set_header("Content-Encoding", "gzip");
+      res.set_content_provider(
+          snap->exposition_gz.size(), kType, [snap](std::size_t offset, std::size_t length, httplib::DataSink& sink) {
+            return sink.write(snap->exposition_gz.data() + offset, std::min(length, kMetricsSlice));
+          });
+      return;
+    }
+    // Plain: inflated slice by slice as it is sent, never whole.
+    auto reader = std::make_shared<GunzipReader>(snap->exposition_gz);
+    res.set_content_provider(
+        snap->exposition_bytes, kType,
+        [snap, reader, slice = std::string()](std::size_t, std::size_t, httplib::DataSink& sink) mutable {
+          if (!reader->Next(&slice, kMetricsSlice)) return false;
+          return sink.write(slice.data(), slice.size());
+        });
   });
   server_->Get("/api/v1/topology", [this](const httplib::Request&, httplib::Response& res) {
     auto snap = holder_.Get();

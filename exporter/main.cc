@@ -15,6 +15,7 @@
 #include "collectors/log.h"
 #include "exporter/alert_config.h"
 #include "exporter/flags.h"
+#include "exporter/gzip.h"
 #include "exporter/http_server.h"
 #include "exporter/poller.h"
 #include "exporter/recovery.h"
@@ -177,7 +178,7 @@ int Main(int argc, char** argv) {
 
   if (cfg.once) {
     const bool ok = poller.Cycle();
-    std::cout << holder.Get()->exposition;
+    std::cout << Gunzip(holder.Get()->exposition_gz);
     return ok ? 0 : 1;
   }
 

@@ -11,6 +11,8 @@ packages=(
   libibmad-dev libibumad-dev libibnetdisc-dev
   # HTTP, metrics, JSON and YAML
   prometheus-cpp-dev libcpp-httplib-dev nlohmann-json3-dev libyaml-cpp-dev
+  # gzip of the exposition
+  zlib1g-dev
   # TLS and bcrypt (basic auth) for the web config; openssl makes test certificates
   libssl-dev libcrypt-dev openssl
   # tests and benchmarks; clang's libFuzzer and sanitizers for the fuzz targets;

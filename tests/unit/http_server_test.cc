@@ -12,7 +12,10 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <ostream>
+#include <tuple>
 
+#include "exporter/gzip.h"
 #include "tests/testbed/certificates.h"
 
 namespace ibfabric::exporter {
@@ -28,10 +31,16 @@ HttpOptions Options(WebConfig web = {}) {
   return o;
 }
 
+// The exposition as the poller keeps it: compressed once.
+void SetExposition(collectors::Snapshot* s, const std::string& text) {
+  s->exposition_gz = Gzip(text);
+  s->exposition_bytes = text.size();
+}
+
 std::shared_ptr<collectors::Snapshot> Swept(const std::string& exposition) {
   auto s = std::make_shared<collectors::Snapshot>();
   s->fabric = std::make_shared<topology::Fabric>();
-  s->exposition = exposition;
+  SetExposition(s.get(), exposition);
   s->sweeps = 1;
   return s;
 }
@@ -81,7 +90,7 @@ TEST(HttpServerTest, ReadyOnlyAfterASweepAndUnknownPathsAre404) {
   SnapshotHolder holder;
   auto first = std::make_shared<collectors::Snapshot>();
   first->fabric = std::make_shared<topology::Fabric>();
-  first->exposition = "# nothing yet\n";
+  SetExposition(first.get(), "# nothing yet\n");
   holder.Publish(first);
   HttpServer http(holder, Options());
   std::string error;
@@ -100,7 +109,7 @@ TEST(HttpServerTest, ReadyOnlyAfterASweepAndUnknownPathsAre404) {
 
   auto swept = std::make_shared<collectors::Snapshot>(*first);
   swept->sweeps = 1;
-  swept->exposition = "infiniband_exporter_sweeps_total 1\n";
+  SetExposition(swept.get(), "infiniband_exporter_sweeps_total 1\n");
   holder.Publish(swept);
   r = c.Get("/readyz");
   ASSERT_TRUE(r);
@@ -349,6 +358,80 @@ TEST(HttpServerTest, SlowClientsDoNotStallAScrape) {
   EXPECT_LT(took, std::chrono::seconds(2));
   slow.clear();
   http.Stop();
+}
+
+// The exposition is compressed once per sweep: a scrape that accepts gzip
+// gets those very bytes (not compressed again), a plain one the text
+// inflated as it is sent, with its length; q=0 refuses gzip; a Range gets
+// the whole body; HEAD the headers.
+TEST(HttpServerTest, GzipScrapesGetTheBytesCompressedOncePlainOnesTheText) {
+  std::string text;
+  for (int i = 0; i < 200000; ++i) text += "infiniband_port_x{guid=\"0x" + std::to_string(i) + "\",port=\"1\"} 7\n";
+  SnapshotHolder holder;
+  auto snap = Swept(text);
+  const std::string once = snap->exposition_gz;
+  ASSERT_LT(once.size(), text.size() / 4);
+  holder.Publish(snap);
+  HttpServer http(holder, Options());
+  std::string error;
+  ASSERT_TRUE(http.Start(&error)) << error;
+  const auto raw = [&](const std::string& headers) {
+    RawClient c(http.bound_port());
+    EXPECT_TRUE(c.Send("GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n" + headers + "\r\n"));
+    const std::string all = c.ReadAll();
+    const auto end = all.find("\r\n\r\n");
+    return std::make_pair(all.substr(0, end), end == std::string::npos ? "" : all.substr(end + 4));
+  };
+  auto [head, body] = raw("Accept-Encoding: gzip\r\n");
+  EXPECT_NE(head.find("Content-Encoding: gzip"), std::string::npos) << head;
+  EXPECT_NE(head.find("Content-Length: " + std::to_string(once.size())), std::string::npos) << head;
+  EXPECT_TRUE(body == once) << "served as compressed once, " << body.size() << " bytes";
+  EXPECT_EQ(Gunzip(body), text);
+  for (const char* plain : {"", "Accept-Encoding: gzip;q=0, identity\r\n", "Accept-Encoding: br\r\n"}) {
+    std::tie(head, body) = raw(plain);
+    EXPECT_EQ(head.find("Content-Encoding"), std::string::npos) << plain << head;
+    EXPECT_NE(head.find("Content-Length: " + std::to_string(text.size())), std::string::npos) << head;
+    EXPECT_TRUE(body == text) << plain << ": " << body.size() << " of " << text.size() << " bytes";
+  }
+  std::tie(head, body) = raw("Accept-Encoding: x-gzip, deflate\r\nRange: bytes=100-200\r\n");
+  EXPECT_NE(head.find("200 OK"), std::string::npos) << head;
+  EXPECT_TRUE(body == once) << "a range of the compressed bytes is not served";
+  RawClient h(http.bound_port());
+  ASSERT_TRUE(h.Send("HEAD /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"));
+  const std::string only = h.ReadAll();
+  EXPECT_NE(only.find("Content-Length: " + std::to_string(text.size())), std::string::npos) << only;
+  EXPECT_EQ(only.substr(only.find("\r\n\r\n") + 4), "");
+  http.Stop();
+}
+
+// gzip round trips, a slice at a time, and refuses what is not gzip.
+TEST(GzipTest, RoundTripsInSlicesAndRefusesGarbage) {
+  std::string text;
+  for (int i = 0; i < 100000; ++i) text += std::to_string(i * 7919 % 10007) + (i % 13 ? " " : "\n");
+  GzipWriter w(Z_BEST_SPEED);
+  std::ostream out(&w);
+  out << text.substr(0, 1000);
+  out.write(text.data() + 1000, static_cast<std::streamsize>(text.size() - 1000));
+  out.flush();
+  EXPECT_EQ(w.plain_bytes(), text.size());
+  const std::string gz = w.Finish();
+  GunzipReader r(gz);
+  std::string back, slice;
+  int slices = 0;
+  while (r.Next(&slice, 4096)) {
+    EXPECT_LE(slice.size(), 4096u);
+    back += slice;
+    ++slices;
+  }
+  EXPECT_FALSE(r.error());
+  EXPECT_EQ(back, text);
+  EXPECT_GT(slices, 100);
+  EXPECT_EQ(Gunzip(Gzip("")), "");
+  EXPECT_EQ(Gunzip("not gzip at all"), "");
+  GunzipReader cut(gz.substr(0, gz.size() / 2));
+  while (cut.Next(&slice, 4096)) {
+  }
+  EXPECT_TRUE(cut.error()) << "a member cut short";
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include "collectors/log.h"
 #include "collectors/registry.h"
 #include "collectors/table_retry.h"
+#include "exporter/gzip.h"
 #include "exporter/snapshot_holder.h"
 #include "tests/testbed/prom_text.h"
 #include "tests/unit/fake_fabric.h"
@@ -181,7 +182,7 @@ TEST(PollerTest, ADisabledCollectorSendsNoMadAndRendersNoFamily) {
   EXPECT_GT(sent[pma(transport::pma_attr::kClassPortInfo)], 0);
   EXPECT_GT(sent[smp(transport::smp_attr::kSwitchInfo)], 0);
   EXPECT_GT(sent[smp(transport::smp_attr::kPKeyTable)], 0);
-  std::string text = all.holder.Get()->exposition;
+  std::string text = exporter::Gunzip(all.holder.Get()->exposition_gz);
   EXPECT_TRUE(HasFamily(text, "infiniband_hca_port_receive_errors_total")) << text;
   EXPECT_TRUE(HasFamily(text, "infiniband_node_pma_capabilities_info"));
   EXPECT_TRUE(HasFamily(text, "infiniband_routing_down_up_routes"));  // the fake has no tables: none routed
@@ -200,7 +201,7 @@ TEST(PollerTest, ADisabledCollectorSendsNoMadAndRendersNoFamily) {
   // What the scheduler reads for everyone still goes: PortInfo and NodeInfo.
   EXPECT_GT(sent[smp(transport::smp_attr::kPortInfo)], 0);
   EXPECT_GT(sent[smp(transport::smp_attr::kNodeInfo)], 0);
-  text = some.holder.Get()->exposition;
+  text = exporter::Gunzip(some.holder.Get()->exposition_gz);
   for (const char* family : {"infiniband_hca_port_receive_errors_total", "infiniband_node_pma_capabilities_info",
                              "infiniband_port_partition_info", "infiniband_topology_is_tree",
                              "infiniband_routing_down_up_routes", "infiniband_switch_tier"}) {
@@ -222,7 +223,7 @@ TEST(PollerTest, ADisabledCollectorSendsNoMadAndRendersNoFamily) {
 TEST(PollerTest, ADiscoveryPhaseFailsWhenItReadsNoTable) {
   Bed b;
   Settle(b);
-  const auto scrape = testbed::Scrape::Parse(b.holder.Get()->exposition);
+  const auto scrape = testbed::Scrape::Parse(exporter::Gunzip(b.holder.Get()->exposition_gz));
   EXPECT_EQ(scrape.Value("infiniband_exporter_collector_success", {{"collector", "partitions"}}), 0);
   EXPECT_EQ(scrape.Value("infiniband_exporter_collector_success", {{"collector", "port_counters"}}), 1);
 
@@ -253,7 +254,7 @@ TEST(PollerTest, RcvErrorDetailsAreReadWhereSupportedAndOnlyWhenPortRcvErrorsMov
   // spine, 4 on each leaf, 4 host ports); the second asked nothing.
   const int first = details_sent(b);
   EXPECT_EQ(first, 16);
-  auto scrape = testbed::Scrape::Parse(b.holder.Get()->exposition);
+  auto scrape = testbed::Scrape::Parse(exporter::Gunzip(b.holder.Get()->exposition_gz));
   const std::string leaf1 = topology::FormatGuid(b.f.Guid(b.leaves[1]));
   EXPECT_EQ(scrape.Value("infiniband_switch_port_malformed_packet_errors_total", {{"guid", leaf1}, {"port", "2"}}), 5);
   EXPECT_EQ(scrape.Value("infiniband_switch_port_vl_mapping_errors_total", {{"guid", leaf1}, {"port", "2"}}), 2);
@@ -275,7 +276,7 @@ TEST(PollerTest, RcvErrorDetailsAreReadWhereSupportedAndOnlyWhenPortRcvErrorsMov
   EXPECT_EQ(details_sent(b), first);
   b.Cycle();
   EXPECT_EQ(details_sent(b), first + 1);
-  scrape = testbed::Scrape::Parse(b.holder.Get()->exposition);
+  scrape = testbed::Scrape::Parse(exporter::Gunzip(b.holder.Get()->exposition_gz));
   EXPECT_EQ(scrape.Value("infiniband_switch_port_malformed_packet_errors_total", {{"guid", leaf1}, {"port", "2"}}), 9);
   EXPECT_EQ(scrape.Value("infiniband_switch_port_receive_errors_total", {{"guid", leaf1}, {"port", "2"}}), 9);
 }
@@ -283,7 +284,7 @@ TEST(PollerTest, RcvErrorDetailsAreReadWhereSupportedAndOnlyWhenPortRcvErrorsMov
 TEST(PollerTest, HcaSeriesCarryThePortGuidAndEachDeviceItsCollectionHealth) {
   Bed b;
   Settle(b);
-  auto scrape = testbed::Scrape::Parse(b.holder.Get()->exposition);
+  auto scrape = testbed::Scrape::Parse(exporter::Gunzip(b.holder.Get()->exposition_gz));
   // The fake's port GUIDs differ from its node GUIDs (node << 8 | port).
   const std::uint64_t node = b.f.Guid(b.hosts[2]);
   const std::string port_guid = topology::FormatGuid(node << 8 | 1);
@@ -311,7 +312,7 @@ TEST(PollerTest, HcaSeriesCarryThePortGuidAndEachDeviceItsCollectionHealth) {
   // spine0 stops answering: down, its reads timed out, the sum says so.
   b.f.SetSilent(0, true);
   b.Cycle();
-  scrape = testbed::Scrape::Parse(b.holder.Get()->exposition);
+  scrape = testbed::Scrape::Parse(exporter::Gunzip(b.holder.Get()->exposition_gz));
   EXPECT_EQ(scrape.Value("infiniband_switch_up", {{"guid", spine0}, {"switch", "spine0"}}), 0);
   EXPECT_EQ(scrape.Value("infiniband_switch_collect_timeout", {{"guid", spine0}, {"collector", "switch"}}), 1);
   EXPECT_EQ(scrape.Value("infiniband_exporter_collect_timeouts", {{"collector", "switch"}}), 1);
@@ -322,7 +323,7 @@ TEST(PollerTest, HcaSeriesCarryThePortGuidAndEachDeviceItsCollectionHealth) {
   // (treydock's InfinibandCollectError condition), not a timeout.
   b.f.SetPortCountersStatus(b.hosts[0], 0x0c);
   b.Cycle();
-  scrape = testbed::Scrape::Parse(b.holder.Get()->exposition);
+  scrape = testbed::Scrape::Parse(exporter::Gunzip(b.holder.Get()->exposition_gz));
   const std::string h00 = topology::FormatGuid(b.f.Guid(b.hosts[0]) << 8 | 1);
   EXPECT_EQ(scrape.Value("infiniband_hca_collect_error", {{"guid", h00}, {"collector", "hca"}}), 1);
   EXPECT_EQ(scrape.Value("infiniband_hca_collect_timeout", {{"guid", h00}, {"collector", "hca"}}), 0);
