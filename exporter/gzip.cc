@@ -33,6 +33,7 @@ void GzipWriter::Deflate(int flush) {
     z_.avail_out = static_cast<uInt>(kOutSlice);
     rc = deflate(&z_, flush);
     out_.resize(had + kOutSlice - z_.avail_out);
+    if (rc == Z_STREAM_ERROR) throw std::runtime_error("gzip: deflate failed");
   } while (z_.avail_out == 0 || (flush == Z_FINISH && rc != Z_STREAM_END));
   setp(in_.data(), in_.data() + in_.size());
 }
