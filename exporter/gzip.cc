@@ -86,7 +86,7 @@ bool GunzipReader::Next(std::string* out, std::size_t max) {
     }
     if (rc != Z_OK || (z_.avail_in == 0 && z_.avail_out > 0)) {
       // Corrupt, or the input ended before the member did.
-      error_ = rc != Z_OK || z_.avail_in == 0;
+      error_ = true;
       break;
     }
   }

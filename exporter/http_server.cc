@@ -9,6 +9,8 @@
 #include <array>
 #include <cstdlib>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "collectors/api_json.h"
 #include "exporter/gzip.h"
@@ -122,28 +124,14 @@ constexpr std::size_t kMaxHeaderBytes = 32 * 1024;
 constexpr std::size_t kMaxBody = 64 * 1024;
 constexpr std::size_t kMetricsSlice = 64 * 1024;  // what one write of a scrape's body sends
 
-// Accept-Encoding without brotli. httplib prefers brotli whenever a client
-// offers it (browsers do) and compresses at quality 11: about 30 s of CPU
-// for a 10 MB exposition. gzip costs ~0.1 s and is what Prometheus asks for.
-std::string WithoutBrotli(const std::string& accept) {
-  std::string out;
-  std::size_t start = 0;
-  while (start <= accept.size()) {
-    std::size_t end = accept.find(',', start);
-    if (end == std::string::npos) end = accept.size();
-    std::string token = accept.substr(start, end - start);
-    const auto first = token.find_first_not_of(' ');
-    const std::string name =
-        first == std::string::npos ? "" : token.substr(first, token.find_first_of(" ;", first) - first);
-    if (!name.empty() && name != "br") out += (out.empty() ? "" : ", ") + token.substr(first);
-    start = end + 1;
-  }
-  return out;
-}
-
-// Whether an Accept-Encoding takes gzip: a "gzip", "x-gzip" or "*" token
-// whose q is not 0 (RFC 9110 12.5.3).
-bool AcceptsGzip(const std::string& accept) {
+// The codings an Accept-Encoding lists: each one's name and its whole
+// entry (name and parameters, e.g. "gzip;q=0.5"), blanks around trimmed.
+struct Coding {
+  std::string name;
+  std::string entry;
+};
+std::vector<Coding> Codings(const std::string& accept) {
+  std::vector<Coding> out;
   std::size_t start = 0;
   while (start < accept.size()) {
     std::size_t end = accept.find(',', start);
@@ -153,11 +141,30 @@ bool AcceptsGzip(const std::string& accept) {
     const auto first = token.find_first_not_of(" \t");
     if (first == std::string::npos) continue;
     const auto name_end = token.find_first_of(" \t;", first);
-    const std::string name = token.substr(first, name_end == std::string::npos ? std::string::npos : name_end - first);
-    if (name != "gzip" && name != "x-gzip" && name != "*") continue;
-    const auto q = token.find("q=");
-    if (q != std::string::npos && std::strtod(token.c_str() + q + 2, nullptr) <= 0) continue;
-    return true;
+    out.push_back({token.substr(first, name_end == std::string::npos ? std::string::npos : name_end - first),
+                   token.substr(first)});
+  }
+  return out;
+}
+
+// Accept-Encoding without brotli. httplib prefers brotli whenever a client
+// offers it (browsers do) and compresses at quality 11: about 30 s of CPU
+// for a 10 MB exposition. gzip costs ~0.1 s and is what Prometheus asks for.
+std::string WithoutBrotli(const std::string& accept) {
+  std::string out;
+  for (const Coding& c : Codings(accept)) {
+    if (c.name != "br") out += (out.empty() ? "" : ", ") + c.entry;
+  }
+  return out;
+}
+
+// Whether an Accept-Encoding takes gzip: a "gzip", "x-gzip" or "*" coding
+// whose q is not 0 (RFC 9110 12.5.3).
+bool AcceptsGzip(const std::string& accept) {
+  for (const Coding& c : Codings(accept)) {
+    if (c.name != "gzip" && c.name != "x-gzip" && c.name != "*") continue;
+    const auto q = c.entry.find("q=");
+    if (q == std::string::npos || std::strtod(c.entry.c_str() + q + 2, nullptr) > 0) return true;
   }
   return false;
 }
