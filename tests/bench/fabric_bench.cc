@@ -63,9 +63,7 @@ bool MeasureExporter(const SimFabric& sim, int window, int runs, Measure* m, std
     return false;
   }
   m->ports = *s->Value("infiniband_exporter_sweep_ports", {{"result", "ok"}});
-  const std::string status = ReadFile("/proc/" + std::to_string(e->process().pid()) + "/status");
-  const auto at = status.find("VmHWM:");
-  if (at != std::string::npos) m->rss_mib = std::atof(status.c_str() + at + 6) / 1024.0;
+  m->rss_mib = StatusMiB(e->process().pid(), "VmHWM:");
   return true;
 }
 

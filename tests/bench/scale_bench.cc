@@ -96,12 +96,6 @@ Fetch Get(int port, const std::string& path, bool gzip) {
   return f;
 }
 
-double StatusMiB(pid_t pid, const char* field) {
-  const std::string status = ReadFile("/proc/" + std::to_string(pid) + "/status");
-  const auto at = status.find(field);
-  return at == std::string::npos ? 0 : std::atof(status.c_str() + at + std::strlen(field)) / 1024.0;
-}
-
 // What the exporter's debug log says of its sweeps ("sweep done ports=N
 // ... seconds=S") and full walks ("discovery done mode=full ...
 // seconds=S"): watched there, not by scraping, so that the only scrapes

@@ -145,6 +145,12 @@ std::string ReadFile(const std::string& path) {
   return ss.str();
 }
 
+double StatusMiB(pid_t pid, const std::string& field) {
+  const std::string status = ReadFile("/proc/" + std::to_string(pid) + "/status");
+  const auto at = status.find(field);
+  return at == std::string::npos ? 0 : std::atof(status.c_str() + at + field.size()) / 1024.0;
+}
+
 bool WriteFile(const std::string& path, const std::string& content) {
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
   f << content;

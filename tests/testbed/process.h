@@ -57,6 +57,9 @@ struct CommandResult {
 CommandResult RunCommand(const std::vector<std::string>& argv, const Env& env, std::chrono::milliseconds timeout);
 
 std::string ReadFile(const std::string& path);
+// A memory figure of a running process from /proc/PID/status, in MiB:
+// `field` "VmRSS:" (now) or "VmHWM:" (its peak). 0 when it cannot be read.
+double StatusMiB(pid_t pid, const std::string& field);
 bool WriteFile(const std::string& path, const std::string& content);
 // A fresh directory under $TMPDIR (or /tmp).
 std::string MakeTempDir(const std::string& prefix);
