@@ -35,14 +35,9 @@ json End(const Snapshot& s, const topology::PortRef& ref) {
 bool Matches(const Snapshot& s, Severity severity, const std::vector<topology::PortRef>& ports, const AlertFilter& f) {
   if (f.severity && severity != *f.severity) return false;
   if (f.node.empty()) return true;
-  for (const auto& end : ports) {
-    if (NameOf(s, end.node_guid) == f.node) return true;
-    char* stop = nullptr;
-    errno = 0;
-    const unsigned long long guid = std::strtoull(f.node.c_str(), &stop, 16);
-    if (errno == 0 && stop && *stop == '\0' && f.node.size() > 2 && guid == end.node_guid) return true;
-  }
-  return false;
+  return std::any_of(ports.begin(), ports.end(), [&](const topology::PortRef& end) {
+    return NamesNode(f.node, end.node_guid, NameOf(s, end.node_guid));
+  });
 }
 
 bool Matches(const Snapshot& s, const Alert& a, const AlertFilter& f) {
@@ -270,13 +265,13 @@ bool ParsePortQuery(const std::multimap<std::string, std::string>& params, topol
 
 nlohmann::json PortDetailJson(const Snapshot& s, const topology::PortRef& ref) {
   const topology::Port* p = s.fabric ? s.fabric->FindPort(ref) : nullptr;
-  auto totals = s.ports.find(ref);
-  if (!p && totals == s.ports.end()) return nullptr;
+  auto totals = s.ports->find(ref);
+  if (!p && totals == s.ports->end()) return nullptr;
   json j{{"schema_version", kAlertsSchemaVersion}, {"end", End(s, ref)}};
   j["link"] = p ? PortJson(*s.fabric, *p) : json(nullptr);
   json counters = json::object();
   json pinned = json::array();
-  if (totals != s.ports.end()) {
+  if (totals != s.ports->end()) {
     const auto& specs = CounterSpecs();
     for (std::size_t i = 0; i < kCounterCount; ++i) {
       if (!totals->second.present.test(i)) continue;

@@ -10,13 +10,16 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "collectors/snapshot.h"
 #include "collectors/subnet_managers.h"
 #include "topology/analysis.h"
 #include "topology/fabric.h"
 #include "topology/findings.h"
+#include "topology/scope.h"
 
 namespace ibfabric::collectors {
 
@@ -24,16 +27,92 @@ inline constexpr int kTopologySchemaVersion = 1;
 inline constexpr int kAlertsSchemaVersion = 1;
 inline constexpr int kSubnetManagersSchemaVersion = 1;
 
+// Whether `query` names the node: its name (NodeDescription or the
+// node-name map's) or its GUID in hex ("0x..."), as the node= filters take it.
+bool NamesNode(const std::string& query, std::uint64_t guid, const std::string& name);
+
 // --- GET /api/v1/topology
 
 // One port as in nodes[].ports[]: number, LID, state, rate, remote end.
 nlohmann::json PortJson(const topology::Fabric& fabric, const topology::Port& port);
 
-// The fabric, its analysis and findings. "routing" and "partitions" are
-// null where `routing` or `partitions` is (the tables were not read).
-nlohmann::json TopologyJson(const topology::Fabric& fabric, const topology::Analysis& analysis,
-                            const topology::RoutingAnalysis* routing = nullptr,
-                            const topology::PartitionAnalysis* partitions = nullptr);
+// What the topology body is made of; borrowed. "routing" and "partitions"
+// are null where `routing` or `partitions` is (the tables were not read);
+// "scope" is left out without `scope`.
+struct TopologyParts {
+  const topology::Fabric* fabric = nullptr;
+  const topology::Analysis* analysis = nullptr;
+  const topology::RoutingAnalysis* routing = nullptr;
+  const topology::PartitionAnalysis* partitions = nullptr;
+  const topology::Scope* scope = nullptr;
+};
+
+// What of it to answer, from the query string:
+//   view=full (default)  everything below, filtered;
+//   view=summary         the fabric-wide fields and "counts" only;
+//   view=findings        those and "findings", filtered;
+//   node=<name or GUID>  that node: nodes[] of it, the links, groups,
+//                        findings, routing switches and partition ports
+//                        with it at an end or about it;
+//   tier=<leaf|spine|core|unranked|tierN|N>  the switches of that tier, alike.
+// node and tier together select what both select. "counts" is always of
+// the whole fabric.
+struct TopologyQuery {
+  enum class View { kFull, kSummary, kFindings };
+  View view = View::kFull;
+  std::string node;
+  std::optional<int> tier;
+};
+// False with a one-line reason naming the parameter; unknown parameters are
+// errors too.
+bool ParseTopologyQuery(const std::multimap<std::string, std::string>& params, TopologyQuery* query,
+                        std::string* error);
+
+// The body, produced a piece at a time, so that a whole fabric's (tens of
+// MB at 80k ports) is never held, as a document or as text: only the
+// links, groups and findings selected are listed up front.
+// Thread-safety: none; it borrows `parts` for its lifetime.
+class TopologyWriter {
+ public:
+  TopologyWriter(const TopologyParts& parts, TopologyQuery query);
+  // Non-empty when the query names a node the fabric does not have: then
+  // nothing is to be written (a 404 names it).
+  const std::string& error() const { return error_; }
+  // Replaces *out with the next piece, at least `max` bytes unless it is
+  // the last; false once everything was written.
+  bool Next(std::string* out, std::size_t max);
+
+ private:
+  enum class Part { kHead, kNodes, kLinks, kGroups, kFindings, kPartitions, kEnd, kDone };
+  struct Group {
+    std::uint64_t a = 0, b = 0;  // a < b
+    int links = 0;
+  };
+  bool Selected(std::uint64_t guid) const { return all_ || selected_.count(guid) > 0; }
+  // Writes element `index_` of `part_` (or opens or closes it); false when
+  // the part has no more.
+  bool WriteNext(std::string* out);
+  nlohmann::json Head() const;
+
+  TopologyParts parts_;
+  TopologyQuery query_;
+  std::string error_;
+  bool all_ = true;                   // no filter: every node selected
+  std::set<std::uint64_t> selected_;  // else the nodes selected
+  std::vector<topology::Link> links_;
+  std::vector<Group> groups_;
+  std::vector<topology::Finding> findings_;
+  std::size_t link_count_ = 0, degraded_links_ = 0, group_count_ = 0;
+  std::map<std::string, int> findings_by_kind_;
+  Part part_ = Part::kHead;
+  bool opened_ = false;                                  // the part's array is opened
+  std::size_t index_ = 0;                                // the next element of it (nodes: of the fabric's)
+  std::size_t written_ = 0;                              // elements written of it
+  topology::PartitionTables::const_iterator partition_;  // the next partition port
+};
+
+// The whole body as a document (tests, small fabrics).
+nlohmann::json TopologyJson(const TopologyParts& parts, const TopologyQuery& query = {});
 
 // --- GET /api/v1/alerts
 

@@ -283,18 +283,27 @@ void HttpServer::Routes() {
           return sink.write(slice.data(), slice.size());
         });
   });
-  server_->Get("/api/v1/topology", [this](const httplib::Request&, httplib::Response& res) {
+  server_->Get("/api/v1/topology", [this](const httplib::Request& req, httplib::Response& res) {
+    collectors::TopologyQuery query;
+    std::string why;
+    const std::multimap<std::string, std::string> params(req.params.begin(), req.params.end());
+    if (!collectors::ParseTopologyQuery(params, &query, &why)) return JsonError(res, 400, why);
     auto snap = holder_.Get();
     if (!snap->topology) return JsonError(res, 503, "no discovery has completed yet");
-    nlohmann::json j =
-        collectors::TopologyJson(*snap->fabric, *snap->topology, snap->routing.get(), snap->partitions.get());
-    // Which part of the fabric this exporter sees, and whether its findings
-    // speak for the whole fabric (topology/scope.h).
-    j["scope"] = {{"kind", topology::ToString(snap->scope.kind)},
-                  {"shard", snap->scope.shard},
-                  {"shards", snap->scope.shards},
-                  {"reports_topology", snap->scope.reports_topology()}};
-    res.set_content(j.dump() + "\n", "application/json");
+    // Written a piece at a time as it is sent (tens of MB for a whole big
+    // fabric); the writer borrows the snapshot, which the provider keeps.
+    const collectors::TopologyParts parts{snap->fabric.get(), snap->topology.get(), snap->routing.get(),
+                                          snap->partitions.get(), &snap->scope};
+    auto writer = std::make_shared<collectors::TopologyWriter>(parts, std::move(query));
+    if (!writer->error().empty()) return JsonError(res, 404, writer->error());
+    res.set_chunked_content_provider(
+        "application/json", [snap, writer, piece = std::string()](std::size_t, httplib::DataSink& sink) mutable {
+          if (!writer->Next(&piece, kMetricsSlice)) {
+            sink.done();
+            return true;
+          }
+          return sink.write(piece.data(), piece.size());
+        });
   });
   server_->Get("/api/v1/alerts", [this](const httplib::Request& req, httplib::Response& res) {
     collectors::AlertFilter filter;

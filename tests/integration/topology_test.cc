@@ -171,6 +171,46 @@ TEST(TopologyTest, PlantedFaultsAreFoundAndNameBothEnds) {
       EXPECT_DOUBLE_EQ(n.at("summary").at("blocking_factor").get<double>(), 4.0 / 3.0);
     }
   }
+
+  // Filters and views: one node, one tier, the summary, the findings.
+  const auto get = [&](const std::string& query, int want_status = 200) {
+    int got = 0;
+    const std::string body = r.exporter->Get("/api/v1/topology?" + query, &got);
+    EXPECT_EQ(got, want_status) << query << ": " << body;
+    return nlohmann::json::parse(body);
+  };
+  const auto names = [](const nlohmann::json& list, const char* key) {
+    std::multiset<std::string> out;
+    for (const auto& x : list)
+      out.insert(key ? x.at(key).at("name").get<std::string>() : x.at("name").get<std::string>());
+    return out;
+  };
+  const auto leaf02 = get("node=ib-leaf02");
+  EXPECT_EQ(names(leaf02.at("nodes"), nullptr), std::multiset<std::string>{"ib-leaf02"});
+  // Its 4 hosts and 3 uplinks, each with it at an end.
+  ASSERT_EQ(leaf02.at("links").size(), 7u);
+  for (const auto& l : leaf02.at("links")) {
+    EXPECT_TRUE(l.at("a").at("name") == "ib-leaf02" || l.at("b").at("name") == "ib-leaf02") << l.dump();
+  }
+  std::multiset<std::string> kinds;
+  for (const auto& f : leaf02.at("findings")) kinds.insert(f.at("kind").get<std::string>());
+  EXPECT_EQ(kinds, (std::multiset<std::string>{"fewer_uplinks", "uneven_parallel_links"}));
+  EXPECT_EQ(names(get("node=" + guids.at("ib-leaf02")).at("nodes"), nullptr), std::multiset<std::string>{"ib-leaf02"});
+  EXPECT_EQ(names(get("tier=spine").at("nodes"), nullptr), (std::multiset<std::string>{"ib-spine01", "ib-spine02"}));
+  const auto summary = get("view=summary");
+  EXPECT_FALSE(summary.contains("nodes"));
+  EXPECT_FALSE(summary.contains("links"));
+  EXPECT_EQ(summary.at("counts").at("links"), tree.cables().size());
+  EXPECT_EQ(summary.at("counts").at("degraded_links"), 1);
+  EXPECT_EQ(summary.at("counts").at("nodes").at("switch"), 6);
+  EXPECT_EQ(summary.at("counts").at("nodes").at("ca"), 16);
+  EXPECT_EQ(summary.at("counts").at("findings").at("same_tier_link"), 1);
+  const auto leaf03 = get("view=findings&node=ib-leaf03");
+  EXPECT_FALSE(leaf03.contains("nodes"));
+  EXPECT_EQ(names(leaf03.at("findings"), "b").count("ib-leaf04") + names(leaf03.at("findings"), "a").count("ib-leaf04"),
+            1u);
+  EXPECT_EQ(get("node=ib-leaf99", 404).at("error"), "no node named 'ib-leaf99' in the fabric");
+  EXPECT_EQ(get("view=all", 400).at("error"), "view must be full, summary or findings, not 'all'");
 }
 
 TEST(TopologyTest, FindingsAppearAndClearWithTheWiring) {

@@ -122,7 +122,8 @@ TEST(PartitionsTest, SwitchPortsAgainstTheHcaTheyFace) {
             "full}: the switch port admits partition 0x0002 (partition enforcement inbound on, outbound off)");
   EXPECT_EQ(a.ports.size(), 6u);  // all six tables are exported
   // In the topology JSON: switch ports with their enforcement bits, HCA ports without.
-  const auto j = collectors::TopologyJson(f, Analyze(f), nullptr, &a)["partitions"];
+  const topology::Analysis tree = Analyze(f);
+  const auto j = collectors::TopologyJson({&f, &tree, nullptr, &a})["partitions"];
   ASSERT_EQ(j.size(), 6u);
   EXPECT_EQ(j[0]["name"], "leaf1");
   EXPECT_EQ(j[0]["partitions"], (nlohmann::json::array({{{"pkey", "0x7fff"}, {"membership", "full"}}})));

@@ -85,7 +85,7 @@ TEST(RoutingTest, AnUplinkCarryingNothingIsAnImbalance) {
   EXPECT_EQ(totals.max_spread, 4);
   EXPECT_EQ(totals.imbalanced_switches, 1);
   EXPECT_EQ(totals.switches_with_unrouted, 0);
-  const auto j = collectors::TopologyJson(t.fabric, t.analysis, &t.routing)["routing"];
+  const auto j = collectors::TopologyJson({&t.fabric, &t.analysis, &t.routing})["routing"];
   EXPECT_EQ(j["fabric"]["max_spread"], 4);
   EXPECT_EQ(j["fabric"]["imbalanced_switches"], 1);
   EXPECT_EQ(j["switches"].size(), 5u);
