@@ -2,9 +2,16 @@
 
 namespace ibfabric::collectors {
 
+PortTable& CounterStore::Mutable() {
+  // Only this store hands the table out, so a count of 1 stays 1; a holder
+  // letting go meanwhile costs at most a copy that was not needed.
+  if (ports_.use_count() > 1) ports_ = std::make_shared<PortTable>(*ports_);
+  return *ports_;
+}
+
 void CounterStore::Update(const topology::PortRef& port, const PortSample& sample,
                           std::chrono::system_clock::time_point now) {
-  PortTotals& t = ports_[port];
+  PortTotals& t = Mutable()[port];
   bool restarted = false;
   for (std::size_t i = 0; i < kCounterCount; ++i) {
     if (!sample.present.test(i)) continue;
@@ -31,16 +38,17 @@ void CounterStore::Update(const topology::PortRef& port, const PortSample& sampl
 }
 
 void CounterStore::NoteCleared(const topology::PortRef& port, const std::bitset<kCounterCount>& counters) {
-  auto it = ports_.find(port);
-  if (it == ports_.end()) return;
+  if (!ports_->count(port)) return;
+  const auto it = Mutable().find(port);
   for (std::size_t i = 0; i < kCounterCount; ++i) {
     if (counters.test(i)) it->second.last_raw[i] = 0;
   }
 }
 
 void CounterStore::MarkStale(const topology::PortRef& port) {
-  auto it = ports_.find(port);
-  if (it != ports_.end()) it->second.stale = true;
+  const auto found = ports_->find(port);
+  if (found == ports_->end() || found->second.stale) return;
+  Mutable()[port].stale = true;
 }
 
 }  // namespace ibfabric::collectors

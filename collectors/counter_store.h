@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 
 #include "collectors/counters.h"
@@ -38,9 +39,17 @@ struct PortTotals {
   }
 };
 
-// Thread-safety: none; the sweeping thread owns it and publishes copies.
+// Every port's totals, by port.
+using PortTable = std::map<topology::PortRef, PortTotals>;
+
+// Thread-safety: none; the sweeping thread owns it. What it publishes
+// (Share) is immutable and shared: it is copied once, at the first change
+// after it was shared, never per reader (at 80k ports one table is tens of
+// MB, and a snapshot, the scheduler's parts and the store all hold it).
 class CounterStore {
  public:
+  CounterStore() : ports_(std::make_shared<PortTable>()) {}
+
   void Update(const topology::PortRef& port, const PortSample& sample, std::chrono::system_clock::time_point now);
   // The port was a target but did not answer: keep totals, mark stale.
   void MarkStale(const topology::PortRef& port);
@@ -48,12 +57,17 @@ class CounterStore {
   // all new counts (the total itself is untouched, so it stays continuous).
   void NoteCleared(const topology::PortRef& port, const std::bitset<kCounterCount>& counters);
 
-  const std::map<topology::PortRef, PortTotals>& ports() const { return ports_; }
+  const PortTable& ports() const { return *ports_; }
+  // The totals as they are now; later changes leave what it points to as it is.
+  std::shared_ptr<const PortTable> Share() const { return ports_; }
   // Replaces everything, e.g. with totals saved before a re-exec.
-  void Restore(std::map<topology::PortRef, PortTotals> ports) { ports_ = std::move(ports); }
+  void Restore(PortTable ports) { ports_ = std::make_shared<PortTable>(std::move(ports)); }
 
  private:
-  std::map<topology::PortRef, PortTotals> ports_;
+  // The table to change: a copy first when it is shared.
+  PortTable& Mutable();
+
+  std::shared_ptr<PortTable> ports_;
 };
 
 }  // namespace ibfabric::collectors

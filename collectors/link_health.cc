@@ -10,6 +10,9 @@ namespace {
 
 constexpr std::size_t kMaxDowns = 1024;  // per cable, within the window
 constexpr std::size_t kMaxEvents = 256;
+// A port's kept points: at most 5 at least window/5 apart within the window,
+// one older, and the one just added before the oldest is dropped.
+constexpr std::size_t kKeptPoints = 7;
 // Observations after a host's counters were seen restarted in which a down
 // of its cable is still that reset.
 constexpr std::uint64_t kResetSlack = 2;
@@ -113,8 +116,13 @@ LinkHealth::Reading LinkHealth::Record(const topology::PortRef& port, const Port
   // on throughout. What the counters moved in the gap stays in the totals.
   if (h.latest && now - h.latest->t > options_.window) h.kept.clear();
   h.latest = p;
-  if (h.kept.empty() || now - h.kept.back().t >= options_.window / 5) h.kept.push_back(p);
-  while (h.kept.size() >= 2 && h.kept[1].t <= now - options_.window) h.kept.pop_front();
+  if (h.kept.empty() || now - h.kept.back().t >= options_.window / 5) {
+    if (h.kept.capacity() == 0) h.kept.reserve(kKeptPoints);  // never grown past it
+    h.kept.push_back(p);
+  }
+  std::size_t old = 0;  // points with a newer one that is already older than the window
+  while (old + 1 < h.kept.size() && h.kept[old + 1].t <= now - options_.window) ++old;
+  h.kept.erase(h.kept.begin(), h.kept.begin() + static_cast<std::ptrdiff_t>(old));
   return r;
 }
 
@@ -307,7 +315,7 @@ void LinkHealth::Observe(const topology::Fabric& fabric, const topology::Analysi
       h.last_down_kind = kind;
     }
     h.downs_total += events;
-    while (!c.downs.empty() && c.downs.front().t <= now - options_.window) c.downs.pop_front();
+    std::erase_if(c.downs, [&](const Down& d) { return d.t <= now - options_.window; });
     h.up = up;
     if (known) {
       h.rate = up && state ? topology::RateString(*state) : "";

@@ -146,7 +146,9 @@ class LinkHealth {
     std::array<std::uint64_t, kSignalCount> total{};
   };
   struct History {
-    std::deque<Point> kept;  // thinned: at most one point per window/5, one older than the window
+    // Thinned: at most one point per window/5, one older than the window (a
+    // vector: a deque's first block alone is 512 bytes, per port).
+    std::vector<Point> kept;
     std::optional<Point> latest;
     std::uint32_t resets = 0;  // PortTotals::resets as last seen
   };
@@ -163,7 +165,7 @@ class LinkHealth {
   struct CableState {
     CableHealth health;
     double best_gbps = 0;
-    std::deque<Down> downs;  // within the window
+    std::vector<Down> downs;  // within the window, oldest first
     // Events each end's LinkDownedCounter is still expected to show, and
     // events a counter showed whose Down state may still be read.
     std::array<std::uint64_t, 2> pending{};

@@ -20,7 +20,7 @@ class LinkHealthCollector final : public Collector {
 
   Outcome Update(const Cycle& cycle) override {
     const SweepResult& sweep = *cycle.sweep;
-    link_health_.Observe(*cycle.fabric, cycle.parts->topology.get(), cycle.parts->ports, sweep.links, cycle.now,
+    link_health_.Observe(*cycle.fabric, cycle.parts->topology.get(), *cycle.parts->ports, sweep.links, cycle.now,
                          cycle.wall, /*counters_read=*/!sweep.readings.empty());
     auto report = std::make_shared<HealthReport>();
     // The cables this exporter reads an end of: in a sharded or local

@@ -191,7 +191,7 @@ void RenderSelf(const Snapshot& s, std::string_view version, const Emit& out) {
           static_cast<double>(s.lid_moves));
 
   std::size_t stale = 0;
-  for (const auto& [ref, t] : s.ports) stale += t.stale ? 1 : 0;
+  for (const auto& [ref, t] : *s.ports) stale += t.stale ? 1 : 0;
   EmitOne(out, "infiniband_exporter_stale_ports",
           "Ports whose totals are from an earlier sweep (no answer in the last one)", MetricType::Gauge,
           static_cast<double>(stale));

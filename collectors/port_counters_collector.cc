@@ -72,9 +72,11 @@ class PortCountersCollector final : public Collector {
       }
     }
     // Ports and nodes read before that are no target now (they vanished).
+    std::vector<topology::PortRef> vanished;  // marked after the walk: marking may copy the table
     for (const auto& [ref, totals] : store_.ports()) {
-      if (!targeted.count(ref)) store_.MarkStale(ref);
+      if (!targeted.count(ref) && !totals.stale) vanished.push_back(ref);
     }
+    for (const auto& ref : vanished) store_.MarkStale(ref);
     for (auto& [guid, h] : health_) {
       if (h.counted && !node_ok.count(guid) && cycle.reaches_fabric) h.stale = true;
     }
@@ -88,7 +90,7 @@ class PortCountersCollector final : public Collector {
   }
 
   void Publish(Snapshot* parts) const override {
-    parts->ports = store_.ports();
+    parts->ports = store_.Share();
     parts->node_health = health_;
     parts->targets = targets_;
     parts->failed_ports = failed_ports_;
@@ -232,7 +234,7 @@ void RenderPortCounters(const Snapshot& s, const Emit& out) {
     for (std::size_t i = 0; i < kCounterCount; ++i) {
       auto f = Family("infiniband_" + role + "_port_" + specs[i].metric + "_total",
                       "InfiniBand " + role + " port " + specs[i].ibta_name, MetricType::Counter);
-      for (const auto& [ref, totals] : s.ports) {
+      for (const auto& [ref, totals] : *s.ports) {
         if (!mine(ref.node_guid) || !totals.present.test(i)) continue;  // never read: absent, not 0
         Add(f, PortLabels(ref, LabelOf(s, ref.node_guid)),
             static_cast<double>(totals.total[i]) * static_cast<double>(specs[i].scale));
@@ -245,7 +247,7 @@ void RenderPortCounters(const Snapshot& s, const Emit& out) {
                "Raw counters of the port stopped at their maximum (totals are lower bounds)", MetricType::Gauge);
     auto which = Family("infiniband_" + role + "_port_counter_pinned",
                         "1 for each raw counter of the port stopped at its maximum", MetricType::Gauge);
-    for (const auto& [ref, totals] : s.ports) {
+    for (const auto& [ref, totals] : *s.ports) {
       if (!mine(ref.node_guid)) continue;
       const auto labels = PortLabels(ref, LabelOf(s, ref.node_guid));
       int count = 0;

@@ -95,8 +95,9 @@ struct Snapshot {
   std::shared_ptr<const topology::Analysis> topology;
   std::shared_ptr<const topology::RoutingAnalysis> routing;       // routing; null: tables not read
   std::shared_ptr<const topology::PartitionAnalysis> partitions;  // partitions; null: not read
-  // port_counters:
-  std::map<topology::PortRef, PortTotals> ports;
+  // port_counters: every port's totals, shared with the collector's store
+  // (collectors/counter_store.h); never null.
+  std::shared_ptr<const PortTable> ports = std::make_shared<const PortTable>();
   std::map<std::uint64_t, NodeHealth> node_health;     // every node ever read
   std::size_t targets = 0;                             // ports read in the last sweep
   std::size_t failed_ports = 0;                        // of which did not answer

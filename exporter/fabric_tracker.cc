@@ -237,7 +237,7 @@ std::set<topology::PortRef> FabricTracker::Watched(const collectors::Snapshot& p
   }
   // A LinkDownedCounter pinned at its maximum cannot show a flap.
   const std::size_t ld = collectors::Index(collectors::Counter::kLinkDowned);
-  for (const auto& [ref, t] : parts.ports) {
+  for (const auto& [ref, t] : *parts.ports) {
     if (!t.Pinned(ld)) continue;
     if (auto s = SwitchEnd(ref)) out.insert(*s);
   }

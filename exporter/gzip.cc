@@ -11,7 +11,8 @@ constexpr std::size_t kOutSlice = 64 * 1024;
 
 }  // namespace
 
-GzipWriter::GzipWriter(int level) {
+GzipWriter::GzipWriter(int level, std::size_t expected) {
+  out_.reserve(expected);
   if (deflateInit2(&z_, level, Z_DEFLATED, kGzipWindow, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
     throw std::runtime_error("gzip: deflateInit2 failed");
   }
@@ -54,7 +55,8 @@ std::string GzipWriter::Finish() {
     finished_ = true;
     setp(nullptr, nullptr);
   }
-  out_.shrink_to_fit();
+  // A copy to give back what a growing buffer left unused (up to half).
+  if (out_.capacity() - out_.size() > out_.size() / 8 + kOutSlice) out_.shrink_to_fit();
   return std::move(out_);
 }
 

@@ -21,7 +21,10 @@ namespace ibfabric::exporter {
 //   GzipWriter w;  std::ostream out(&w);  out << ...;  std::string gz = w.Finish();
 class GzipWriter final : public std::streambuf {
  public:
-  explicit GzipWriter(int level = Z_DEFAULT_COMPRESSION);
+  // `expected`: the compressed size to make room for at once (the last
+  // exposition's and a little more): no doubling of the buffer on the way
+  // and no copy at Finish when it was about right.
+  explicit GzipWriter(int level = Z_DEFAULT_COMPRESSION, std::size_t expected = 0);
   ~GzipWriter() override;
   GzipWriter(const GzipWriter&) = delete;
   GzipWriter& operator=(const GzipWriter&) = delete;

@@ -63,7 +63,7 @@ bool Poller::Cycle() {
   const transport::KindCounts mads_before = engine_.stats().kinds;
   collectors::SweepResult sweep = collectors::Sweep(plan.counters, reads.links, reads.checks, engine_);
   sweep_seconds_ = sweep.duration.count();
-  const FabricTracker::News news = tracker_.Observe(parts_.ports, &sweep);
+  const FabricTracker::News news = tracker_.Observe(*parts_.ports, &sweep);
   const auto master_changes = [this] { return parts_.subnet_managers ? parts_.subnet_managers->master_changes : 0; };
   const std::uint64_t masters_before = master_changes();
   RunSweepCollectors(collectors::Trigger::kSweep, sweep, sweep_seconds_);
@@ -231,17 +231,18 @@ void Poller::Publish() {
     // Straight into gzip at a fast level: once per sweep, whatever the
     // number of scrapes (zlib level 1 is about 3x faster than its default
     // for a few percent more bytes).
-    GzipWriter gz(Z_BEST_SPEED);
+    GzipWriter gz(Z_BEST_SPEED, last_gz_bytes_ + last_gz_bytes_ / 16);
     std::ostream out(&gz);
     collectors::RenderExposition(*s, options_.version, out);
     s->exposition_bytes = gz.plain_bytes();
     s->exposition_gz = gz.Finish();
+    last_gz_bytes_ = s->exposition_gz.size();
   }
   holder_.Publish(std::move(s));
 }
 
 collectors::PersistedState Poller::SaveState() const {
-  return collectors::PersistedState{parts_.ports, tracker_.nodes(), tracker_.remembered()};
+  return collectors::PersistedState{*parts_.ports, tracker_.nodes(), tracker_.remembered()};
 }
 
 void Poller::Run(std::stop_token stop) {

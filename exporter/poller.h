@@ -107,6 +107,7 @@ class Poller {
   // Cumulative MADs by phase: full walks, re-walks, sweeps, trap re-reads.
   std::map<std::string, transport::KindCounts> phase_mads_;
   double sweep_seconds_ = 0;
+  std::size_t last_gz_bytes_ = 0;  // the last exposition's compressed size: room made for the next
   std::chrono::system_clock::time_point last_success_{};
   int local_down_cycles_ = 0;
 };

@@ -69,5 +69,27 @@ TEST(CounterStoreTest, AbsentCountersStayAbsentAndStaleIsKept) {
   EXPECT_EQ(st.ports().size(), 1u);
 }
 
+TEST(CounterStoreTest, WhatWasSharedNeverChangesAndIsCopiedOnlyOnce) {
+  CounterStore st;
+  st.Update(kPort, One(Counter::kRcvErrors, 3), {});
+  const auto published = st.Share();
+  EXPECT_EQ(published.get(), st.Share().get());  // shared, not copied
+  st.Update(kPort, One(Counter::kRcvErrors, 10), {});
+  st.MarkStale(kPort);
+  st.NoteCleared(kPort, std::bitset<kCounterCount>().set(Index(Counter::kRcvErrors)));
+  // The published table is as it was; the store moved on.
+  EXPECT_EQ(published->at(kPort).total[Index(Counter::kRcvErrors)], 3u);
+  EXPECT_FALSE(published->at(kPort).stale);
+  EXPECT_EQ(published->at(kPort).last_raw[Index(Counter::kRcvErrors)], 3u);
+  EXPECT_EQ(Total(st, Counter::kRcvErrors), 10u);
+  EXPECT_TRUE(st.ports().at(kPort).stale);
+  EXPECT_EQ(st.ports().at(kPort).last_raw[Index(Counter::kRcvErrors)], 0u);
+  // One copy at the first change, then changed in place.
+  const PortTable* after = &st.ports();
+  st.Update(kPort, One(Counter::kRcvErrors, 11), {});
+  EXPECT_EQ(&st.ports(), after);
+  EXPECT_NE(&st.ports(), published.get());
+}
+
 }  // namespace
 }  // namespace ibfabric::collectors

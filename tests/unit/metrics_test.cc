@@ -49,10 +49,12 @@ collectors::Snapshot Build() {
   t.present.set(Index(Counter::kRcvErrors));
   t.total[Index(Counter::kXmitData)] = 1000;  // 4-octet words
   t.present.set(Index(Counter::kXmitData));
-  s.ports[{0xa1, 3}] = t;
-  s.ports[{0xc1, 1}] = t;
+  collectors::PortTable ports;
+  ports[{0xa1, 3}] = t;
+  ports[{0xc1, 1}] = t;
   t.stale = true;
-  s.ports[{0xd1, 1}] = t;
+  ports[{0xd1, 1}] = t;
+  s.ports = std::make_shared<const collectors::PortTable>(std::move(ports));
   s.sweeps = 3;
   s.mad.kinds[static_cast<int>(transport::MadKind::kGmp)].sent = 70;
   s.mad.kinds[static_cast<int>(transport::MadKind::kDirectedSmp)].sent = 30;

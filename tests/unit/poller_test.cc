@@ -119,7 +119,7 @@ TEST(PollerTest, ALinkDownedCounterThatMovedIsRewalked) {
   EXPECT_EQ(s->rewalks, 1u);
   EXPECT_EQ(s->discoveries, 1u);
   const auto ld = collectors::Index(collectors::Counter::kLinkDowned);
-  EXPECT_EQ(s->ports.at({b.f.Guid(b.hosts[2]), 1}).total[ld], 1u);
+  EXPECT_EQ(s->ports->at({b.f.Guid(b.hosts[2]), 1}).total[ld], 1u);
   s = b.Cycle();  // counted once, re-walked once
   EXPECT_EQ(s->rewalks, 1u);
 }

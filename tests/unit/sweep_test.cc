@@ -246,8 +246,8 @@ TEST(PinnedTest, PinnedCountersAreExposed) {
   collectors::Snapshot s;
   s.fabric = std::make_shared<topology::Fabric>();
   s.nodes[0x9] = {topology::NodeKind::kSwitch, "sw", {}};
-  s.ports[{0x9, 4}] = t;
-  s.ports[{0x9, 5}] = collectors::PortTotals{};
+  s.ports = std::make_shared<const collectors::PortTable>(
+      collectors::PortTable{{{0x9, 4}, t}, {{0x9, 5}, collectors::PortTotals{}}});
   s.collectors = {"port_counters"};
   const auto m = testbed::Scrape::Parse(collectors::RenderExposition(s, "x"));
   EXPECT_EQ(m.Value("infiniband_switch_port_pinned_counters", {{"port", "4"}}), 1);
