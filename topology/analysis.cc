@@ -1,6 +1,7 @@
 #include "topology/analysis.h"
 
 #include <algorithm>
+#include <array>
 #include <deque>
 #include <set>
 
@@ -151,7 +152,7 @@ Wiring Neighbours(const Fabric& f, Analysis* out) {
 
 // Leaves (switches with CAs, but for strays above them), then every
 // switch's tier: its distance from the nearest leaf, settled one above
-// where most of its switch neighbours are.
+// where most of its switch neighbours not above it are.
 void RankTiers(Wiring* w, Analysis* out) {
   std::set<std::uint64_t> candidates;
   for (const auto& [guid, n] : w->ca_links) {
@@ -190,20 +191,22 @@ void RankTiers(Wiring* w, Analysis* out) {
   }
   // A link that skips a tier pulls a switch down in plain distance (a core
   // switch cabled to one leaf would look like a spine). Settle instead on
-  // one tier above where most of a switch's switch neighbours are.
+  // one tier above where most of a switch's switch neighbours are, each
+  // neighbour one vote (parallel cables are no more votes) and only those
+  // not above it: a switch with more cables up than down (parallel core
+  // cables, a taper the other way) is not lifted by the tier above it.
   bool settled = false;
   for (int round = 0; round < 32 && !settled; ++round) {
     settled = true;
-    for (const auto& [g, nb] : w->neighbours) {
-      if (w->leaves.count(g) || !tier.count(g) || nb.empty()) continue;
-      std::vector<int> below;
-      for (std::uint64_t n : nb) {
-        if (tier.count(n)) below.push_back(tier[n]);
-      }
+    for (const auto& [g, peers] : w->groups) {
+      if (w->leaves.count(g) || !tier.count(g)) continue;
       // Ties go to the lower tier here, so that settling only ever lifts.
       std::map<int, int> count;
-      for (int t : below) ++count[t];
-      int usual = below.front(), n_usual = -1;
+      for (const auto& [n, links] : peers) {
+        if (tier.count(n) && tier[n] <= tier[g]) ++count[tier[n]];
+      }
+      if (count.empty()) continue;
+      int usual = count.begin()->first, n_usual = -1;
       for (const auto& [t, c] : count) {
         if (c > n_usual) {
           usual = t;
@@ -315,47 +318,59 @@ void FindWiringFaults(const Fabric& f, const Wiring& w, Analysis* out) {
   }
   if (!out->is_tree) return;
   // Asymmetry against each tier's majority.
-  // Groups of parallel links to the tiers above and below; links within a
-  // tier are findings of their own (kSameTierLink) and not counted here.
-  std::map<std::uint64_t, std::map<std::uint64_t, int>> updown;
+  // Groups of parallel links to the tiers above and below, each direction
+  // apart (a tier may take more cables per switch up than down: two to each
+  // core, one from each leaf); links within a tier are findings of their
+  // own (kSameTierLink) and not counted here.
+  std::map<std::uint64_t, std::array<std::map<std::uint64_t, int>, 2>> updown;  // [0]: down, [1]: up
   for (const auto& [g, nb] : w.groups) {
     for (const auto& [n, c] : nb) {
-      if (std::abs(out->switches[n].tier - out->switches[g].tier) == 1) updown[g][n] = c;
+      const int d = out->switches[n].tier - out->switches[g].tier;
+      if (std::abs(d) == 1) updown[g][d > 0 ? 1 : 0][n] = c;
     }
   }
-  std::map<int, std::vector<int>> up_groups, down_groups, up_links, group_sizes;
+  std::map<int, std::vector<int>> up_groups, down_groups, up_links;
+  std::map<std::pair<int, int>, std::vector<int>> group_sizes;  // (tier, direction) -> sizes
   for (const auto& [g, s] : out->switches) {
     up_groups[s.tier].push_back(s.up_groups);
     down_groups[s.tier].push_back(s.down_groups);
     up_links[s.tier].push_back(s.up_links);
-    for (const auto& [n, c] : updown[g]) group_sizes[s.tier].push_back(c);
+    for (int dir = 0; dir < 2; ++dir) {
+      for (const auto& [n, c] : updown[g][dir]) group_sizes[{s.tier, dir}].push_back(c);
+    }
   }
   for (const auto& [g, s] : out->switches) {
     const std::string name = NodeName(f, g);
     const int t = s.tier;
-    std::set<int> sizes;
-    for (const auto& [n, c] : updown[g]) sizes.insert(c);
-    if (sizes.size() > 1) {
-      // Name the groups that differ from this switch's most common size.
-      std::vector<int> all;
-      for (const auto& [n, c] : updown[g]) all.push_back(c);
-      const int usual = Mode(all);
-      std::string odd;
-      for (const auto& [n, c] : updown[g]) {
-        if (c != usual) odd += (odd.empty() ? "" : ", ") + std::to_string(c) + " to " + NodeName(f, n);
+    for (int dir = 0; dir < 2; ++dir) {
+      const std::map<std::uint64_t, int>& groups = updown[g][dir];
+      const char* where = dir == 1 ? "above" : "below";
+      std::set<int> sizes;
+      for (const auto& [n, c] : groups) sizes.insert(c);
+      if (sizes.size() > 1) {
+        // Name the groups that differ from this switch's most common size.
+        std::vector<int> all;
+        for (const auto& [n, c] : groups) all.push_back(c);
+        const int usual = Mode(all);
+        std::string odd;
+        for (const auto& [n, c] : groups) {
+          if (c != usual) odd += (odd.empty() ? "" : ", ") + std::to_string(c) + " to " + NodeName(f, n);
+        }
+        out->findings.push_back(
+            {FindingKind::kUnevenParallelLinks,
+             name + " has " + std::to_string(usual) + " links to most neighbours " + where + " but " + odd,
+             g,
+             {},
+             {}});
+      } else if (!sizes.empty() && *sizes.begin() != Mode(group_sizes[{t, dir}])) {
+        out->findings.push_back({FindingKind::kAsymmetricSwitch,
+                                 name + " has " + std::to_string(*sizes.begin()) + " links per neighbour " + where +
+                                     ", its tier (" + TierName(t) + ") mostly " +
+                                     std::to_string(Mode(group_sizes[{t, dir}])),
+                                 g,
+                                 {},
+                                 {}});
       }
-      out->findings.push_back({FindingKind::kUnevenParallelLinks,
-                               name + " has " + std::to_string(usual) + " links to most neighbours but " + odd,
-                               g,
-                               {},
-                               {}});
-    } else if (!sizes.empty() && *sizes.begin() != Mode(group_sizes[t])) {
-      out->findings.push_back({FindingKind::kAsymmetricSwitch,
-                               name + " has " + std::to_string(*sizes.begin()) + " links per neighbour, its tier (" +
-                                   TierName(t) + ") mostly " + std::to_string(Mode(group_sizes[t])),
-                               g,
-                               {},
-                               {}});
     }
     if (t == 0 && s.up_links < Mode(up_links[t])) {
       out->findings.push_back({FindingKind::kFewerUplinks,

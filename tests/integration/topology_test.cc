@@ -507,5 +507,86 @@ TEST(TopologyTest, ThreeTiersAndALinkThatSkipsOne) {
             (std::set<std::string>{"ib-leaf01", "ib-core02"}));
 }
 
+// A three-tier fat tree of pods gets the two-tier proofs: tiers ranked
+// leaf/spine/core, nothing found on the clean fabric, and each planted
+// fault found against the plan, every finding about a cable naming both of
+// its ends.
+TEST(TopologyTest, ThreeTierPodsGetTheSameProofs) {
+  FatTreeSpec spec = Spec(2, 2, 2, 1, 8);  // per pod: 2 leaves of 2 hosts, 2 aggregation switches
+  spec.pods = 2;
+  spec.cores = 4;  // 2 groups of 2; aggregation switch a of each pod to both cores of group a
+  spec.core_links = 2;
+  const FatTree clean = FatTree::Generate(spec);
+  const std::string dir = MakeTempDir("pods");
+  WriteFile(dir + "/plan.yaml", clean.YamlPlan());
+  {
+    Running r = Start(clean, {"--sweep.interval=1h", "--topology.plan=" + dir + "/plan.yaml"});
+    ASSERT_TRUE(r.scrape);
+    EXPECT_EQ(r.scrape->Value("infiniband_topology_tiers"), 3);
+    for (const auto& [node, tier] : std::map<std::string, std::string>{{"ib-p01-leaf01", "leaf"},
+                                                                       {"ib-p02-leaf02", "leaf"},
+                                                                       {"ib-p01-agg02", "spine"},
+                                                                       {"ib-p02-agg01", "spine"},
+                                                                       {"ib-core001", "core"},
+                                                                       {"ib-core004", "core"}}) {
+      EXPECT_EQ(r.scrape->Find("infiniband_switch_tier", {{"switch", node}, {"tier", tier}}).size(), 1u) << node;
+    }
+    EXPECT_EQ(r.scrape->Find("infiniband_switch_tier").size(), 2u * 2 + 2u * 2 + 4u);
+    EXPECT_EQ(TotalFindings(*r.scrape), 0) << r.exporter->Log();
+  }
+  struct Fault {
+    std::string name;
+    std::function<void(FatTreeSpec&)> plant;
+    std::map<std::string, double> findings;  // every finding, by kind
+    std::set<std::string> ends;              // of the cable the cable findings name
+  };
+  const Endpoint agg_up = clean.SpineUplink(1, 2, 0);  // ib-p01-agg01 to its group's second core, first cable
+  const Endpoint core_down = *clean.Peer(agg_up);
+  const Endpoint swap_a = clean.CoreDownlink(1, 1, 0), swap_b = clean.CoreDownlink(1, 3, 0);  // pods 1 and 2
+  const std::vector<Fault> faults{
+      {"a leaf cabled to a core",
+       [](FatTreeSpec& s) {
+         s.skip_links = {{1, 3}};
+       },
+       {{"skip_tier_link", 1}, {"plan_extra_link", 1}},
+       {"ib-p01-leaf01", "ib-core003"}},
+      {"a missing aggregation-core cable",
+       [&](FatTreeSpec& s) { s.missing = {agg_up}; },
+       {{"plan_missing_link", 1}, {"uneven_parallel_links", 2}},
+       {agg_up.node, core_down.node}},
+      {"a degraded link",
+       [&](FatTreeSpec& s) { s.degraded[agg_up] = "1xQDR"; },
+       {{"below_tier_majority", 1}, {"plan_rate_mismatch", 1}},
+       {agg_up.node, core_down.node}},
+      {"two cables swapped on one core",
+       [&](FatTreeSpec& s) {
+         s.swaps = {{swap_a, swap_b}};
+       },
+       {{"plan_wrong_remote_node", 2}},  // each core port now leads to the other pod's aggregation switch
+       {"ib-core001", "ib-p01-agg01", "ib-p02-agg01"}},
+  };
+  for (const Fault& fault : faults) {
+    FatTreeSpec faulty = spec;
+    fault.plant(faulty);
+    Running r = Start(FatTree::Generate(faulty), {"--sweep.interval=1h", "--topology.plan=" + dir + "/plan.yaml"});
+    ASSERT_TRUE(r.scrape) << fault.name;
+    std::map<std::string, double> got;
+    for (const auto& [kind, n] : FindingCounts(*r.scrape)) {
+      if (n > 0) got[kind] = n;
+    }
+    EXPECT_EQ(got, fault.findings) << fault.name << "\n" << r.exporter->Log();
+    std::set<std::string> ends;
+    for (const auto& x : r.scrape->Find("infiniband_topology_finding")) {
+      if (x.labels.at("remote_node").empty()) continue;  // about a switch, not a cable
+      EXPECT_FALSE(x.labels.at("port").empty()) << fault.name;
+      EXPECT_FALSE(x.labels.at("remote_port").empty()) << fault.name;
+      ends.insert(x.labels.at("node"));
+      ends.insert(x.labels.at("remote_node"));
+    }
+    EXPECT_EQ(ends, fault.ends) << fault.name;
+  }
+  RemoveTree(dir);
+}
+
 }  // namespace
 }  // namespace ibfabric::testbed

@@ -96,6 +96,38 @@ TEST(AnalysisTest, ThreeTiersAndASkipTierLink) {
   ASSERT_TRUE(f.a && f.b);
 }
 
+// Spines with more cables up than down (2 leaves, 4 cores each; and the
+// same with 2 cables to each core): the cores above do not lift them.
+TEST(AnalysisTest, MoreUplinksThanDownlinksStillRanks) {
+  for (const int core_cables : {1, 2}) {
+    Tree t(2, 2, 2, 1, 4);
+    for (int k = 1; k < core_cables; ++k) {
+      for (int s : t.spines) {
+        for (int c : t.cores) t.b.Connect(s, c);
+      }
+    }
+    const Analysis a = Analyze(t.b.Build());
+    EXPECT_TRUE(a.is_tree) << a.not_tree_reason;
+    EXPECT_EQ(a.tiers, 3) << core_cables;
+    EXPECT_EQ(a.switches.at(t.b.Guid(t.spines[1])).tier, 1);
+    EXPECT_EQ(a.switches.at(t.b.Guid(t.cores[3])).tier, 2);
+    EXPECT_TRUE(a.findings.empty()) << Kinds(a);
+    // And a leaf cabled to a core: that core stays a core, nothing else moves.
+    Tree u(2, 2, 2, 1, 4);
+    for (int k = 1; k < core_cables; ++k) {
+      for (int s : u.spines) {
+        for (int c : u.cores) u.b.Connect(s, c);
+      }
+    }
+    u.b.Connect(u.leaves[0], u.cores[2]);
+    const Analysis b = Analyze(u.b.Build());
+    EXPECT_EQ(b.tiers, 3) << Kinds(b);
+    EXPECT_EQ(b.switches.at(u.b.Guid(u.cores[2])).tier, 2);
+    EXPECT_EQ(b.switches.at(u.b.Guid(u.spines[0])).tier, 1);
+    EXPECT_EQ(Of(b, FindingKind::kSkipTierLink).size(), 1u) << Kinds(b);
+  }
+}
+
 TEST(AnalysisTest, MissingLinkShowsOnBothEnds) {
   // leaf0 gets one link to spine0 where every other pair has two.
   Tree u(4, 4, 2, 2, 0, /*skip_link=*/true);
