@@ -1,5 +1,9 @@
 #include "collectors/counter_store.h"
 
+#include <algorithm>
+#include <iterator>
+#include <stdexcept>
+
 namespace ibfabric::collectors {
 
 PortTable& CounterStore::Mutable() {
@@ -9,9 +13,56 @@ PortTable& CounterStore::Mutable() {
   return *ports_;
 }
 
-void CounterStore::Update(const topology::PortRef& port, const PortSample& sample,
-                          std::chrono::system_clock::time_point now) {
-  PortTotals& t = Mutable()[port];
+namespace {
+bool ByPort(const PortTable::value_type& a, const topology::PortRef& b) { return a.first < b; }
+}  // namespace
+
+PortTable::PortTable(std::initializer_list<value_type> items) {
+  std::vector<value_type> all(items);
+  Merge(std::move(all));
+}
+
+PortTable::const_iterator PortTable::find(const topology::PortRef& port) const {
+  const auto it = std::lower_bound(items_.begin(), items_.end(), port, ByPort);
+  return it != items_.end() && it->first == port ? it : items_.end();
+}
+
+PortTable::iterator PortTable::find(const topology::PortRef& port) {
+  const auto it = std::lower_bound(items_.begin(), items_.end(), port, ByPort);
+  return it != items_.end() && it->first == port ? it : items_.end();
+}
+
+const PortTotals& PortTable::at(const topology::PortRef& port) const {
+  const auto it = find(port);
+  if (it == end()) throw std::out_of_range("no totals for the port");
+  return it->second;
+}
+
+PortTotals& PortTable::operator[](const topology::PortRef& port) {
+  auto it = std::lower_bound(items_.begin(), items_.end(), port, ByPort);
+  if (it == items_.end() || it->first != port) it = items_.insert(it, {port, PortTotals{}});
+  return it->second;
+}
+
+void PortTable::Merge(std::vector<value_type> fresh) {
+  std::sort(fresh.begin(), fresh.end(), [](const value_type& a, const value_type& b) { return a.first < b.first; });
+  // Ports it holds already keep their totals; a port given twice counts once.
+  fresh.erase(std::unique(fresh.begin(), fresh.end(),
+                          [](const value_type& a, const value_type& b) { return a.first == b.first; }),
+              fresh.end());
+  std::erase_if(fresh, [this](const value_type& v) { return find(v.first) != end(); });
+  if (fresh.empty()) return;
+  std::vector<value_type> merged;
+  merged.reserve(items_.size() + fresh.size());
+  std::merge(std::make_move_iterator(items_.begin()), std::make_move_iterator(items_.end()),
+             std::make_move_iterator(fresh.begin()), std::make_move_iterator(fresh.end()), std::back_inserter(merged),
+             [](const value_type& a, const value_type& b) { return a.first < b.first; });
+  items_ = std::move(merged);
+}
+
+const PortTotals& CounterStore::Update(const topology::PortRef& port, const PortSample& sample,
+                                       std::chrono::system_clock::time_point now) {
+  PortTotals& t = ports_->count(port) ? Mutable().find(port)->second : fresh_[port];
   bool restarted = false;
   for (std::size_t i = 0; i < kCounterCount; ++i) {
     if (!sample.present.test(i)) continue;
@@ -35,11 +86,20 @@ void CounterStore::Update(const topology::PortRef& port, const PortSample& sampl
   if (restarted) ++t.resets;
   t.last_update = now;
   t.stale = false;
+  return t;
+}
+
+void CounterStore::Commit() {
+  if (fresh_.empty()) return;
+  std::vector<PortTable::value_type> fresh(std::make_move_iterator(fresh_.begin()),
+                                           std::make_move_iterator(fresh_.end()));
+  fresh_.clear();
+  Mutable().Merge(std::move(fresh));
 }
 
 void CounterStore::NoteCleared(const topology::PortRef& port, const std::bitset<kCounterCount>& counters) {
   if (!ports_->count(port)) return;
-  const auto it = Mutable().find(port);
+  const auto it = Mutable().find(port);  // found: it was there before the copy
   for (std::size_t i = 0; i < kCounterCount; ++i) {
     if (counters.test(i)) it->second.last_raw[i] = 0;
   }
@@ -48,7 +108,7 @@ void CounterStore::NoteCleared(const topology::PortRef& port, const std::bitset<
 void CounterStore::MarkStale(const topology::PortRef& port) {
   const auto found = ports_->find(port);
   if (found == ports_->end() || found->second.stale) return;
-  Mutable()[port].stale = true;
+  Mutable().find(port)->second.stale = true;
 }
 
 }  // namespace ibfabric::collectors

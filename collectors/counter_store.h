@@ -14,6 +14,8 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "collectors/counters.h"
 #include "topology/fabric.h"
@@ -39,8 +41,38 @@ struct PortTotals {
   }
 };
 
-// Every port's totals, by port.
-using PortTable = std::map<topology::PortRef, PortTotals>;
+// Every port's totals, by port: one sorted array, so that a copy (one a
+// sweep: see CounterStore) is one block the system takes back whole when it
+// is let go, not 80k small ones left scattered in the heap. Read like a
+// std::map (find, at, count, ordered iteration over pairs).
+class PortTable {
+ public:
+  using value_type = std::pair<topology::PortRef, PortTotals>;
+  using iterator = std::vector<value_type>::iterator;
+  using const_iterator = std::vector<value_type>::const_iterator;
+
+  PortTable() = default;
+  PortTable(std::initializer_list<value_type> items);
+
+  const_iterator begin() const { return items_.begin(); }
+  const_iterator end() const { return items_.end(); }
+  iterator begin() { return items_.begin(); }
+  iterator end() { return items_.end(); }
+  std::size_t size() const { return items_.size(); }
+  bool empty() const { return items_.empty(); }
+  const_iterator find(const topology::PortRef& port) const;
+  iterator find(const topology::PortRef& port);
+  std::size_t count(const topology::PortRef& port) const { return find(port) != end() ? 1 : 0; }
+  // Throws std::out_of_range for a port it does not hold.
+  const PortTotals& at(const topology::PortRef& port) const;
+  // The port's totals, added in order when new (one at a time: Merge for many).
+  PortTotals& operator[](const topology::PortRef& port);
+  // Adds ports it does not hold yet, in one pass.
+  void Merge(std::vector<value_type> fresh);
+
+ private:
+  std::vector<value_type> items_;  // ascending by port
+};
 
 // Thread-safety: none; the sweeping thread owns it. What it publishes
 // (Share) is immutable and shared: it is copied once, at the first change
@@ -50,13 +82,20 @@ class CounterStore {
  public:
   CounterStore() : ports_(std::make_shared<PortTable>()) {}
 
-  void Update(const topology::PortRef& port, const PortSample& sample, std::chrono::system_clock::time_point now);
+  // Folds in a reading; returns the port's totals after it. A port read for
+  // the first time is held apart until Commit.
+  const PortTotals& Update(const topology::PortRef& port, const PortSample& sample,
+                           std::chrono::system_clock::time_point now);
+  // Adds the ports read for the first time since the last Commit to the
+  // table (one pass for all: the first sweep reads every port).
+  void Commit();
   // The port was a target but did not answer: keep totals, mark stale.
   void MarkStale(const topology::PortRef& port);
   // These counters of the port were just cleared by us: the next reading is
   // all new counts (the total itself is untouched, so it stays continuous).
   void NoteCleared(const topology::PortRef& port, const std::bitset<kCounterCount>& counters);
 
+  // The table as of the last Commit.
   const PortTable& ports() const { return *ports_; }
   // The totals as they are now; later changes leave what it points to as it is.
   std::shared_ptr<const PortTable> Share() const { return ports_; }
@@ -68,6 +107,7 @@ class CounterStore {
   PortTable& Mutable();
 
   std::shared_ptr<PortTable> ports_;
+  std::map<topology::PortRef, PortTotals> fresh_;  // read for the first time, not committed yet
 };
 
 }  // namespace ibfabric::collectors

@@ -40,6 +40,76 @@ const std::array<CounterSpec, kCounterCount>& CounterSpecs() {
   return kSpecs;
 }
 
+const char* ToString(PortGroup g) {
+  switch (g) {
+    case PortGroup::kErrors: return "errors";
+    case PortGroup::kCongestion: return "congestion";
+    case PortGroup::kData: return "data";
+    case PortGroup::kPackets: return "packets";
+    case PortGroup::kDetails: return "details";
+    case PortGroup::kState: return "state";
+  }
+  return "unknown";
+}
+
+PortGroup GroupOf(Counter c) {
+  switch (c) {
+    case Counter::kXmitWait: return PortGroup::kCongestion;
+    case Counter::kXmitData:
+    case Counter::kRcvData: return PortGroup::kData;
+    case Counter::kXmitPkts:
+    case Counter::kRcvPkts:
+    case Counter::kUnicastXmitPkts:
+    case Counter::kUnicastRcvPkts:
+    case Counter::kMulticastXmitPkts:
+    case Counter::kMulticastRcvPkts: return PortGroup::kPackets;
+    case Counter::kLocalPhysicalErrors:
+    case Counter::kMalformedPacketErrors:
+    case Counter::kBufferOverrunErrors:
+    case Counter::kDlidMappingErrors:
+    case Counter::kVlMappingErrors:
+    case Counter::kLoopingErrors: return PortGroup::kDetails;
+    default: return PortGroup::kErrors;
+  }
+}
+
+PortGroups AutoPortGroups(std::size_t fabric_ports) {
+  if (fabric_ports <= kAllGroupsPorts) return PortGroups().set();
+  PortGroups g;
+  for (PortGroup x : {PortGroup::kErrors, PortGroup::kCongestion, PortGroup::kData}) g.set(static_cast<std::size_t>(x));
+  return g;
+}
+
+bool ParsePortGroups(const std::string& text, PortGroups* groups, bool* automatic, std::string* error) {
+  if (text == "auto" || text == "all") {
+    *automatic = text == "auto";
+    *groups = PortGroups().set();
+    return true;
+  }
+  PortGroups out;
+  std::size_t at = 0;
+  while (true) {
+    const std::size_t comma = text.find(',', at);
+    const std::string name = text.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+    bool known = false;
+    for (std::size_t g = 0; g < kPortGroupCount; ++g) {
+      if (name != ToString(static_cast<PortGroup>(g))) continue;
+      out.set(g);
+      known = true;
+    }
+    if (!known) {
+      *error = "'" + name.substr(0, 40) +
+               "' is not a group (errors, congestion, data, packets, details, state; or auto, all)";
+      return false;
+    }
+    if (comma == std::string::npos) break;
+    at = comma + 1;
+  }
+  *automatic = false;
+  *groups = out;
+  return true;
+}
+
 PortSample SampleFrom(const transport::PortCounters& pc, const transport::PortCountersExtended* ext,
                       const PmaCapabilities& caps) {
   PortSample s;

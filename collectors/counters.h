@@ -6,6 +6,7 @@
 #include <array>
 #include <bitset>
 #include <cstdint>
+#include <string>
 
 #include "transport/attributes.h"
 
@@ -76,6 +77,32 @@ struct PmaCapabilities {
 
 const std::array<CounterSpec, kCounterCount>& CounterSpecs();
 inline std::size_t Index(Counter c) { return static_cast<std::size_t>(c); }
+
+// Groups of per-port series a big site can leave out of the exposition
+// (--counters.groups); what is read, and what link health and the alerts
+// judge, stays the same.
+//   errors      the error counters (symbol errors .. QP1Dropped)
+//   congestion  PortXmitWait
+//   data        PortXmitData, PortRcvData (bytes)
+//   packets     PortXmitPkts, PortRcvPkts and the unicast/multicast ones
+//   details     PortRcvErrorDetails' six breakdowns of PortRcvErrors
+//   state       the port's state, physical state and rates (fabric collector)
+enum class PortGroup : std::uint8_t { kErrors, kCongestion, kData, kPackets, kDetails, kState };
+inline constexpr std::size_t kPortGroupCount = 6;
+using PortGroups = std::bitset<kPortGroupCount>;
+const char* ToString(PortGroup g);
+PortGroup GroupOf(Counter c);
+inline bool Has(const PortGroups& groups, PortGroup g) { return groups.test(static_cast<std::size_t>(g)); }
+
+// What is exported when the groups are left to the exporter ("auto"): every
+// group on a fabric of at most kAllGroupsPorts ports; above, errors,
+// congestion and data (about half the series; docs/benchmarks.md).
+inline constexpr std::size_t kAllGroupsPorts = 20000;
+PortGroups AutoPortGroups(std::size_t fabric_ports);
+
+// "auto", "all" or a comma-separated list of group names. False with a
+// one-line reason naming the bad entry. `automatic` tells "auto" apart.
+bool ParsePortGroups(const std::string& text, PortGroups* groups, bool* automatic, std::string* error);
 
 // Raw readings of one port in one sweep. `bits` is the width of the field
 // the reading came from (a counter read from a 32-bit field in one sweep and

@@ -28,6 +28,7 @@ namespace {
 // names): one family at a time, built and emitted, so that memory holds a
 // single family's series and not ten.
 void RenderPortStates(const Snapshot& s, const Emit& out) {
+  if (!Has(s.port_groups, PortGroup::kState)) return;  // left out (--counters.groups)
   struct PerPort {
     const char* suffix;
     const char* help;
@@ -51,15 +52,15 @@ void RenderPortStates(const Snapshot& s, const Emit& out) {
   for (const bool sw : {false, true}) {
     const std::string role = sw ? "switch" : "hca";
     for (const PerPort& pp : kFamilies) {
-      auto f = Family("infiniband_" + role + "_" + pp.suffix, pp.help, MetricType::Gauge);
+      FamilyParts f(out, "infiniband_" + role + "_" + pp.suffix, pp.help, MetricType::Gauge);
       for (const auto& node : s.fabric->nodes()) {
         if ((node.kind == NodeKind::kSwitch) != sw) continue;
         const NodeLabel& label = LabelOf(s, node.guid);
         for (const auto& port : node.ports) {
-          if (OwnsPort(s, node, port)) Add(f, PortLabels({node.guid, port.number}, label), pp.value(port));
+          if (OwnsPort(s, node, port)) f.Add(PortLabels({node.guid, port.number}, label), pp.value(port));
         }
       }
-      EmitNonEmpty(out, f);
+      f.Finish();
     }
   }
 }
@@ -68,50 +69,57 @@ void RenderPortStates(const Snapshot& s, const Emit& out) {
 
 void RenderFabric(const Snapshot& s, const Emit& out) {
   if (!s.fabric) return;
-  auto sw_info = Family("infiniband_switch_info", "InfiniBand switch information", MetricType::Gauge);
-  auto hca_info =
-      Family("infiniband_hca_info", "InfiniBand HCA port information (guid: the port GUID)", MetricType::Gauge);
-  auto sw_up =
-      Family("infiniband_switch_uplink_info", "The far end of the cable on each switch port", MetricType::Gauge);
-  auto hca_up = Family("infiniband_hca_uplink_info", "The far end of the cable on each HCA port", MetricType::Gauge);
   const topology::Fabric& fabric = *s.fabric;
   auto label_of = [&](const topology::Node& n) -> const NodeLabel& { return LabelOf(s, n.guid); };
+  // Each family in a pass of its own (FamilyParts: one open at a time).
+  FamilyParts hca_info(out, "infiniband_hca_info", "InfiniBand HCA port information (guid: the port GUID)",
+                       MetricType::Gauge);
   for (const auto& node : fabric.nodes()) {
-    const bool sw = node.kind == NodeKind::kSwitch;
-    const NodeLabel& label = label_of(node);
-    if (sw && OwnsSwitch(s, node.guid)) {
-      Add(sw_info, {{"guid", FormatGuid(node.guid)}, {"lid", std::to_string(node.lid)}, {"switch", node.description}},
-          1);
-    }
+    if (node.kind == NodeKind::kSwitch) continue;
     for (const auto& port : node.ports) {
       if (!OwnsPort(s, node, port)) continue;
-      const topology::PortRef ref{node.guid, port.number};
-      const std::string guid = FormatGuid(SeriesGuid(ref, label));
-      if (!sw) {
-        Add(hca_info,
-            {{"guid", guid},
-             {"hca", node.description},
-             {"lid", std::to_string(port.lid)},
-             {"node_guid", FormatGuid(node.guid)},
-             {"port", std::to_string(port.number)}},
-            1);
-      }
-      if (!port.remote) continue;
-      const topology::Node* far = fabric.FindNode(port.remote->node_guid);
-      const topology::Port* far_port = fabric.FindPort(*port.remote);
-      Add(sw ? sw_up : hca_up,
-          {{"guid", guid},
-           {"port", std::to_string(port.number)},
-           {Role(node.kind), node.description},
-           {"uplink", far ? far->description : ""},
-           {"uplink_guid", FormatGuid(far ? SeriesGuid(*port.remote, label_of(*far)) : port.remote->node_guid)},
-           {"uplink_lid", std::to_string(far_port ? far_port->lid : 0)},
-           {"uplink_port", std::to_string(port.remote->port)},
-           {"uplink_type", far ? topology::ToString(far->kind) : "unknown"}},
-          1);
+      hca_info.Add({{"guid", FormatGuid(SeriesGuid({node.guid, port.number}, label_of(node)))},
+                    {"hca", node.description},
+                    {"lid", std::to_string(port.lid)},
+                    {"node_guid", FormatGuid(node.guid)},
+                    {"port", std::to_string(port.number)}},
+                   1);
     }
   }
-  for (auto* f : {&hca_info, &hca_up, &sw_info, &sw_up}) out(std::move(*f));
+  hca_info.Finish();
+  for (const bool sw : {false, true}) {
+    if (sw) {
+      FamilyParts sw_info(out, "infiniband_switch_info", "InfiniBand switch information", MetricType::Gauge);
+      for (const auto& node : fabric.nodes()) {
+        if (node.kind != NodeKind::kSwitch || !OwnsSwitch(s, node.guid)) continue;
+        sw_info.Add({{"guid", FormatGuid(node.guid)}, {"lid", std::to_string(node.lid)}, {"switch", node.description}},
+                    1);
+      }
+      sw_info.Finish();
+    }
+    FamilyParts up(out, sw ? "infiniband_switch_uplink_info" : "infiniband_hca_uplink_info",
+                   sw ? "The far end of the cable on each switch port" : "The far end of the cable on each HCA port",
+                   MetricType::Gauge);
+    for (const auto& node : fabric.nodes()) {
+      if ((node.kind == NodeKind::kSwitch) != sw) continue;
+      const NodeLabel& label = label_of(node);
+      for (const auto& port : node.ports) {
+        if (!OwnsPort(s, node, port) || !port.remote) continue;
+        const topology::Node* far = fabric.FindNode(port.remote->node_guid);
+        const topology::Port* far_port = fabric.FindPort(*port.remote);
+        up.Add({{"guid", FormatGuid(SeriesGuid({node.guid, port.number}, label))},
+                {"port", std::to_string(port.number)},
+                {Role(node.kind), node.description},
+                {"uplink", far ? far->description : ""},
+                {"uplink_guid", FormatGuid(far ? SeriesGuid(*port.remote, label_of(*far)) : port.remote->node_guid)},
+                {"uplink_lid", std::to_string(far_port ? far_port->lid : 0)},
+                {"uplink_port", std::to_string(port.remote->port)},
+                {"uplink_type", far ? topology::ToString(far->kind) : "unknown"}},
+               1);
+      }
+    }
+    up.Finish();
+  }
   RenderPortStates(s, out);
 }
 

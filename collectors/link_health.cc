@@ -10,8 +10,9 @@ namespace {
 
 constexpr std::size_t kMaxDowns = 1024;  // per cable, within the window
 constexpr std::size_t kMaxEvents = 256;
-// A port's kept points: at most 5 at least window/5 apart within the window,
-// one older, and the one just added before the oldest is dropped.
+// A port's points: at most 5 kept at least window/5 apart within the
+// window, one older, and one more: the newest reading (not yet kept), or
+// the one just kept before the oldest is dropped.
 constexpr std::size_t kKeptPoints = 7;
 // Observations after a host's counters were seen restarted in which a down
 // of its cable is still that reset.
@@ -102,10 +103,11 @@ LinkHealth::Reading LinkHealth::Record(const topology::PortRef& port, const Port
     const std::size_t c = Index(CounterOf(static_cast<Signal>(s)));
     if (totals.present.test(c)) p.total[s] = totals.total[c];
   }
+  std::vector<Point>& v = h.points;
   Reading r;
-  if (h.latest) {
-    r.previous = h.latest->t;
-    const std::uint64_t was = h.latest->total[I(Signal::kLinkDowned)];
+  if (!v.empty()) {
+    r.previous = v.back().t;
+    const std::uint64_t was = v.back().total[I(Signal::kLinkDowned)];
     r.link_downed = p.total[I(Signal::kLinkDowned)] > was ? p.total[I(Signal::kLinkDowned)] - was : 0;
     r.reset = totals.resets > h.resets;
   }
@@ -114,15 +116,17 @@ LinkHealth::Reading LinkHealth::Record(const topology::PortRef& port, const Port
   // reach meanwhile) the window starts afresh: a rate over the gap cannot
   // say when it happened, and would dilute into "clean" a fault that went
   // on throughout. What the counters moved in the gap stays in the totals.
-  if (h.latest && now - h.latest->t > options_.window) h.kept.clear();
-  h.latest = p;
-  if (h.kept.empty() || now - h.kept.back().t >= options_.window / 5) {
-    if (h.kept.capacity() == 0) h.kept.reserve(kKeptPoints);  // never grown past it
-    h.kept.push_back(p);
-  }
+  if (!v.empty() && now - v.back().t > options_.window) v.clear();
+  // The newest reading is always the last point; it stays as a kept one
+  // when it came window/5 after the kept one before it, else the next
+  // reading takes its place.
+  if (!v.empty() && !h.last_kept) v.pop_back();
+  h.last_kept = v.empty() || now - v.back().t >= options_.window / 5;
+  if (v.capacity() == 0) v.reserve(kKeptPoints);  // never grown past it
+  v.push_back(p);
   std::size_t old = 0;  // points with a newer one that is already older than the window
-  while (old + 1 < h.kept.size() && h.kept[old + 1].t <= now - options_.window) ++old;
-  h.kept.erase(h.kept.begin(), h.kept.begin() + static_cast<std::ptrdiff_t>(old));
+  while (old + 1 < v.size() && v[old + 1].t <= now - options_.window) ++old;
+  v.erase(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(old));
   return r;
 }
 
@@ -143,13 +147,13 @@ void LinkHealth::Emit(FabricEvent e) {
   while (events_.size() > kMaxEvents) events_.pop_front();
 }
 
-EndRates LinkHealth::RatesOf(const topology::PortRef& port, const topology::Port* state) const {
+EndRates LinkHealth::RatesOf(const topology::PortRef& port, double lane_gbps) const {
   EndRates r;
   r.port = port;
   auto it = history_.find(port);
-  if (it == history_.end() || !it->second.latest || it->second.kept.empty()) return r;
-  const Point& base = it->second.kept.front();
-  const Point& last = *it->second.latest;
+  if (it == history_.end() || it->second.points.empty()) return r;
+  const Point& base = it->second.points.front();
+  const Point& last = it->second.points.back();
   r.window_seconds = std::chrono::duration<double>(last.t - base.t).count();
   for (std::size_t s = 0; s < kSignalCount; ++s) {
     r.delta[s] = last.total[s] >= base.total[s] ? last.total[s] - base.total[s] : 0;
@@ -161,27 +165,23 @@ EndRates LinkHealth::RatesOf(const topology::PortRef& port, const topology::Port
   if (r.packets_received > 0) {
     r.packet_drop_rate = static_cast<double>(r.Delta(Signal::kRcvErrors)) / r.packets_received;
   }
-  if (state && state->link_up()) {
+  if (lane_gbps > 0) {
     // One tick: the time one byte takes on one lane (4 ns at SDR), times
     // the multiplier.
-    const double lane_gbps = topology::LaneGbps(topology::ActiveSpeed(*state));
-    if (lane_gbps > 0) {
-      const double tick = options_.xmit_wait_tick_multiplier * 8 / (lane_gbps * 1e9);
-      r.xmit_wait_fraction = std::min(1.0, static_cast<double>(r.Delta(Signal::kXmitWait)) * tick / r.window_seconds);
-    }
+    const double tick = options_.xmit_wait_tick_multiplier * 8 / (lane_gbps * 1e9);
+    r.xmit_wait_fraction = std::min(1.0, static_cast<double>(r.Delta(Signal::kXmitWait)) * tick / r.window_seconds);
   }
   return r;
 }
 
-void LinkHealth::Observe(const topology::Fabric& fabric, const topology::Analysis* analysis,
-                         const std::map<topology::PortRef, PortTotals>& ports,
+void LinkHealth::Observe(const topology::Fabric& fabric, const topology::Analysis* analysis, const PortTable& ports,
                          const std::map<topology::PortRef, topology::Port>& links,
                          std::chrono::steady_clock::time_point now, std::chrono::system_clock::time_point wall,
                          bool counters_read) {
   Track(fabric);
   ++observation_;
   for (auto& [link, c] : cables_) {
-    CableHealth& h = c.health;
+    CableStatus& h = c.health;
     std::bitset<kSignalCount> present[2], pinned[2];
     std::array<std::optional<Reading>, 2> fresh;  // what each end's counters showed, when read now
     const topology::PortRef ends[2] = {link.a, link.b};
@@ -333,17 +333,17 @@ void LinkHealth::Observe(const topology::Fabric& fabric, const topology::Analysi
     }
     // Each end's speed sets its XmitWait tick: as read this sweep, else as
     // discovered, else the link's.
-    auto speed_of = [&](const topology::PortRef& end) {
+    auto lane_gbps = [&](const topology::PortRef& end) {
       auto it = links.find(end);
       const topology::Port* p = it != links.end() ? &it->second : fabric.FindPort(end);
-      return p && p->link_up() ? p : state;
+      if (!p || !p->link_up()) p = state;
+      return p && p->link_up() ? topology::LaneGbps(topology::ActiveSpeed(*p)) : 0.0;
     };
-    h.a = RatesOf(link.a, speed_of(link.a));
-    h.b = RatesOf(link.b, speed_of(link.b));
-    h.a.present = present[0];
-    h.a.pinned = pinned[0];
-    h.b.present = present[1];
-    h.b.pinned = pinned[1];
+    for (int k = 0; k < 2; ++k) {
+      c.lane_gbps[k] = lane_gbps(ends[k]);
+      c.present[k] = present[k];
+      c.pinned[k] = pinned[k];
+    }
   }
   FindReboots(now, wall);
   for (auto& [link, c] : cables_) {
@@ -394,7 +394,16 @@ void LinkHealth::FindReboots(std::chrono::steady_clock::time_point now, std::chr
 std::vector<CableHealth> LinkHealth::Cables() const {
   std::vector<CableHealth> out;
   out.reserve(cables_.size());
-  for (const auto& [link, c] : cables_) out.push_back(c.health);
+  for (const auto& [link, c] : cables_) {
+    CableHealth& h = out.emplace_back();
+    static_cast<CableStatus&>(h) = c.health;
+    h.a = RatesOf(link.a, c.lane_gbps[0]);
+    h.b = RatesOf(link.b, c.lane_gbps[1]);
+    h.a.present = c.present[0];
+    h.a.pinned = c.pinned[0];
+    h.b.present = c.present[1];
+    h.b.pinned = c.pinned[1];
+  }
   return out;
 }
 

@@ -95,7 +95,8 @@ struct FabricEvent {
   int links = 0;                        // link-down events it explains
 };
 
-struct CableHealth {
+// A cable's state as LinkHealth keeps it from sweep to sweep.
+struct CableStatus {
   topology::Link cable;                           // ends ordered by GUID
   bool up = false;                                // as last seen (physical link up)
   bool active = false;                            // and PortState Active: traffic flows
@@ -109,6 +110,12 @@ struct CableHealth {
   std::uint64_t downs_total = 0;  // every link-down event, flap or not
   std::optional<std::chrono::system_clock::time_point> last_down;
   std::optional<DownKind> last_down_kind;
+};
+
+// And what its ends' counters did over the window, worked out from the
+// kept readings when the cables are asked for (not kept per cable: at 40k
+// cables the rates are most of the bytes).
+struct CableHealth : CableStatus {
   EndRates a, b;
 };
 
@@ -129,8 +136,7 @@ class LinkHealth {
   // false (PortInfo read between sweeps, on a trap) the totals are not
   // new: only link states are folded in, and a Down state seen then is not
   // counted again when the LinkDownedCounter that counted it is read.
-  void Observe(const topology::Fabric& fabric, const topology::Analysis* analysis,
-               const std::map<topology::PortRef, PortTotals>& ports,
+  void Observe(const topology::Fabric& fabric, const topology::Analysis* analysis, const PortTable& ports,
                const std::map<topology::PortRef, topology::Port>& links, std::chrono::steady_clock::time_point now,
                std::chrono::system_clock::time_point wall, bool counters_read = true);
 
@@ -146,10 +152,11 @@ class LinkHealth {
     std::array<std::uint64_t, kSignalCount> total{};
   };
   struct History {
-    // Thinned: at most one point per window/5, one older than the window (a
-    // vector: a deque's first block alone is 512 bytes, per port).
-    std::vector<Point> kept;
-    std::optional<Point> latest;
+    // Oldest first: points thinned to one per window/5, the first older
+    // than the window, then the newest reading (a vector: a deque's first
+    // block alone is 512 bytes, per port).
+    std::vector<Point> points;
+    bool last_kept = false;    // the newest is one of the thinned points
     std::uint32_t resets = 0;  // PortTotals::resets as last seen
   };
   // What one fresh reading of a port brought.
@@ -163,7 +170,11 @@ class LinkHealth {
     DownKind kind;
   };
   struct CableState {
-    CableHealth health;
+    CableStatus health;
+    // Each end's as of the last observation: lane speed (RatesOf), the
+    // counters it reports and those pinned.
+    std::array<double, 2> lane_gbps{};
+    std::array<std::bitset<kSignalCount>, 2> present, pinned;
     double best_gbps = 0;
     std::vector<Down> downs;  // within the window, oldest first
     // Events each end's LinkDownedCounter is still expected to show, and
@@ -177,7 +188,9 @@ class LinkHealth {
   void Track(const topology::Fabric& fabric);
   // Adds the port's reading to its history.
   Reading Record(const topology::PortRef& port, const PortTotals& totals, std::chrono::steady_clock::time_point now);
-  EndRates RatesOf(const topology::PortRef& port, const topology::Port* state) const;
+  // `lane_gbps`: the port's speed per lane while up (sets the XmitWait
+  // tick), 0 when unknown.
+  EndRates RatesOf(const topology::PortRef& port, double lane_gbps) const;
   // Downs of the cable from `since` on, of kind flap, become `kind`; returns how many.
   static int Reclassify(CableState* c, std::chrono::steady_clock::time_point since, DownKind kind);
   // Nearly every cable of one switch down within the window: one reboot.

@@ -98,20 +98,22 @@ std::unique_ptr<Collector> MakeLinkHealthCollector(const CollectorOptions& optio
 void RenderLinkHealth(const Snapshot& s, const Emit& out) {
   if (!s.health || !s.fabric) return;
   const HealthReport& h = *s.health;
-  auto up = Family("infiniband_link_up",
-                   "1 while the cable's link is up; 0 for a cable seen up before that is down now", MetricType::Gauge);
-  auto downs = Family("infiniband_link_down_events_total",
-                      "Times the cable went down (flaps, host resets, switch reboots, ports disabled): "
-                      "LinkDownedCounter increments and Down states PortInfo read, each event once",
-                      MetricType::Counter);
   std::size_t unreachable = 0;
-  for (const CableHealth& c : h.cables) {
-    Add(up, CableLabels(s, c.cable), c.up ? 1 : 0);
-    Add(downs, CableLabels(s, c.cable), static_cast<double>(c.downs_total));
-    unreachable += c.reachable ? 0 : 1;
+  {
+    FamilyParts up(out, "infiniband_link_up",
+                   "1 while the cable's link is up; 0 for a cable seen up before that is down now", MetricType::Gauge);
+    for (const CableHealth& c : h.cables) {
+      up.Add(CableLabels(s, c.cable), c.up ? 1 : 0);
+      unreachable += c.reachable ? 0 : 1;
+    }
+    up.Finish();
   }
-  out(std::move(up));
-  out(std::move(downs));
+  FamilyParts downs(out, "infiniband_link_down_events_total",
+                    "Times the cable went down (flaps, host resets, switch reboots, ports disabled): "
+                    "LinkDownedCounter increments and Down states PortInfo read, each event once",
+                    MetricType::Counter);
+  for (const CableHealth& c : h.cables) downs.Add(CableLabels(s, c.cable), static_cast<double>(c.downs_total));
+  downs.Finish();
   EmitOne(out, "infiniband_exporter_unreachable_links",
           "Cables neither end of which can be read or is known to discovery (state unknown, not down)",
           MetricType::Gauge, static_cast<double>(unreachable));
@@ -127,25 +129,26 @@ void RenderLinkHealth(const Snapshot& s, const Emit& out) {
 
   // Per end of each cable, over the link-health window: what dashboards
   // and rules need without knowing each link's symbol time.
-  auto wait = Family("infiniband_port_transmit_wait_ratio",
-                     "Fraction of the window the port had data to send but no credits (PortXmitWait ticks "
-                     "times the tick at the link's speed)",
-                     MetricType::Gauge);
-  auto ber = Family("infiniband_port_bit_error_ratio",
-                    "Estimated bit error ratio of what the port received over the window (symbol errors "
-                    "over bits received)",
-                    MetricType::Gauge);
-  for (const CableHealth& c : h.cables) {
-    for (const EndRates* end : {&c.a, &c.b}) {
-      const std::vector<ClientMetric::Label> labels{{"guid", FormatGuid(end->port.node_guid)},
-                                                    {"node", LabelOf(s, end->port.node_guid).name},
-                                                    {"port", std::to_string(end->port.port)}};
-      if (end->xmit_wait_fraction) Add(wait, labels, *end->xmit_wait_fraction);
-      if (end->bit_error_rate) Add(ber, labels, *end->bit_error_rate);
+  const auto per_end = [&](const char* name, const char* help, const std::optional<double> EndRates::*value) {
+    FamilyParts f(out, name, help, MetricType::Gauge);
+    for (const CableHealth& c : h.cables) {
+      for (const EndRates* end : {&c.a, &c.b}) {
+        if (!(end->*value)) continue;
+        f.Add({{"guid", FormatGuid(end->port.node_guid)},
+               {"node", LabelOf(s, end->port.node_guid).name},
+               {"port", std::to_string(end->port.port)}},
+              *(end->*value));
+      }
     }
-  }
-  EmitNonEmpty(out, wait);
-  EmitNonEmpty(out, ber);
+    f.Finish();
+  };
+  per_end("infiniband_port_transmit_wait_ratio",
+          "Fraction of the window the port had data to send but no credits (PortXmitWait ticks times the tick at "
+          "the link's speed)",
+          &EndRates::xmit_wait_fraction);
+  per_end("infiniband_port_bit_error_ratio",
+          "Estimated bit error ratio of what the port received over the window (symbol errors over bits received)",
+          &EndRates::bit_error_rate);
 
   auto active = Family("infiniband_alert_active", "1 for each active alert, on its cable, with cause and severity",
                        MetricType::Gauge);

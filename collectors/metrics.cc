@@ -31,6 +31,13 @@ void RenderSelf(const Snapshot& s, std::string_view version, const Emit& out) {
        {"shards", std::to_string(s.scope.shards)}},
       1);
   out(std::move(scope));
+  auto groups =
+      Family("infiniband_exporter_port_group_exported",
+             "1 for each group of per-port series exported, 0 for one left out (--counters.groups)", MetricType::Gauge);
+  for (std::size_t g = 0; g < kPortGroupCount; ++g) {
+    Add(groups, {{"group", ToString(static_cast<PortGroup>(g))}}, s.port_groups.test(g) ? 1 : 0);
+  }
+  out(std::move(groups));
 
   auto success =
       Family("infiniband_exporter_collector_success", "1 if the collector's last run succeeded", MetricType::Gauge);
@@ -153,29 +160,29 @@ void RenderSelf(const Snapshot& s, std::string_view version, const Emit& out) {
           "Received MADs matching no outstanding request (late, duplicate, garbled)", MetricType::Counter,
           static_cast<double>(s.mad.ignored));
 
-  auto node_stale =
-      Family("infiniband_exporter_node_stale",
-             "1 when no port of the node answered the last sweep (its totals are kept)", MetricType::Gauge);
-  auto node_failures = Family("infiniband_exporter_node_failures_total", "Sweeps in which no port of the node answered",
-                              MetricType::Counter);
-  auto node_last = Family("infiniband_exporter_node_last_success_timestamp_seconds",
-                          "Unix time of the last sweep that read the node", MetricType::Gauge);
-  auto node_trouble = Family("infiniband_exporter_node_mad_trouble_ratio",
-                             "Fraction of the sweeps' MADs to the node over the alert window that needed a retry "
-                             "or got no answer: how far its readings can be trusted",
-                             MetricType::Gauge);
+  // One family after the other (FamilyParts), over the nodes whose health
+  // this exporter states.
+  std::vector<std::pair<std::string, const NodeHealth*>> stated;  // GUID, health
   for (const auto& [guid, h] : s.node_health) {
-    if (!h.counted || !OwnsNodeHealth(s, guid)) continue;  // one exporter states it
-    const std::vector<ClientMetric::Label> labels{{"guid", FormatGuid(guid)}};
-    Add(node_stale, labels, h.stale ? 1 : 0);
-    Add(node_failures, labels, static_cast<double>(h.failures));
-    Add(node_last, labels, h.last_success == std::chrono::system_clock::time_point{} ? 0 : Seconds(h.last_success));
-    Add(node_trouble, labels, h.MadTroubleRatio());
+    if (h.counted && OwnsNodeHealth(s, guid)) stated.emplace_back(FormatGuid(guid), &h);  // one exporter states it
   }
-  out(std::move(node_stale));
-  out(std::move(node_failures));
-  out(std::move(node_last));
-  out(std::move(node_trouble));
+  const auto per_node = [&](const char* name, const char* help, MetricType type, double (*value)(const NodeHealth&)) {
+    FamilyParts f(out, name, help, type);
+    for (const auto& [guid, h] : stated) f.Add({{"guid", guid}}, value(*h));
+    f.Finish();
+  };
+  per_node("infiniband_exporter_node_stale", "1 when no port of the node answered the last sweep (its totals are kept)",
+           MetricType::Gauge, [](const NodeHealth& h) { return h.stale ? 1.0 : 0.0; });
+  per_node("infiniband_exporter_node_failures_total", "Sweeps in which no port of the node answered",
+           MetricType::Counter, [](const NodeHealth& h) { return static_cast<double>(h.failures); });
+  per_node("infiniband_exporter_node_last_success_timestamp_seconds", "Unix time of the last sweep that read the node",
+           MetricType::Gauge, [](const NodeHealth& h) {
+             return h.last_success == std::chrono::system_clock::time_point{} ? 0 : Seconds(h.last_success);
+           });
+  per_node("infiniband_exporter_node_mad_trouble_ratio",
+           "Fraction of the sweeps' MADs to the node over the alert window that needed a retry or got no answer: "
+           "how far its readings can be trusted",
+           MetricType::Gauge, [](const NodeHealth& h) { return h.MadTroubleRatio(); });
   EmitOne(out, "infiniband_exporter_discovery_unanswered",
           "Facts the last full walk asked for and got no answer to (kept from the walk before)", MetricType::Gauge,
           static_cast<double>(s.discovery_unanswered));
@@ -208,9 +215,23 @@ std::string RenderExposition(const Snapshot& snapshot, std::string_view version)
 void RenderExposition(const Snapshot& snapshot, std::string_view version, std::ostream& text) {
   const prometheus::TextSerializer serializer;
   std::vector<MetricFamily> one(1);
+  std::string last;  // the name of the family emitted last
+  std::ostringstream part;
   const Emit emit = [&](MetricFamily&& f) {
     one[0] = std::move(f);
-    serializer.Serialize(text, one);
+    if (one[0].name != last) {
+      last = one[0].name;
+      serializer.Serialize(text, one);
+      return;
+    }
+    // A further part of the same family: its series, without its HELP
+    // (left out when empty) and TYPE lines again.
+    one[0].help.clear();
+    part.str("");
+    serializer.Serialize(part, one);
+    const std::string body = std::move(part).str();
+    const std::size_t type_end = body.find('\n') + 1;
+    text.write(body.data() + type_end, static_cast<std::streamsize>(body.size() - type_end));
   };
   for (const auto& c : Registry()) {
     if (snapshot.Enabled(c.name)) c.render(snapshot, emit);

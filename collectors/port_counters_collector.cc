@@ -52,11 +52,11 @@ class PortCountersCollector final : public Collector {
       const auto before = store_.ports().find(r.target.port);
       const std::uint64_t rcv_errors_before =
           before == store_.ports().end() ? 0 : before->second.total[Index(Counter::kRcvErrors)];
-      store_.Update(r.target.port, *r.sample, cycle.wall);
-      const PortTotals& now = store_.ports().at(r.target.port);
+      const PortTotals& now = store_.Update(r.target.port, *r.sample, cycle.wall);
       NoteDetails(r,
                   now.total[Index(Counter::kRcvErrors)] != rcv_errors_before || now.Pinned(Index(Counter::kRcvErrors)));
     }
+    store_.Commit();  // the ports read for the first time
     // A node that did not answer is stale, unless the exporter is cut off
     // (its own link down, or nothing answered): then the down link, or the
     // exporter's own stale sweeps, are the news (the nodes keep their state).
@@ -184,27 +184,41 @@ void RenderCollectHealth(const Snapshot& s, const Emit& out) {
   std::map<std::string, std::pair<int, int>> sums{{"hca", {0, 0}}, {"switch", {0, 0}}};  // errors, timeouts
   for (const bool sw : {false, true}) {
     const std::string role = sw ? "switch" : "hca";
-    auto up = Family("infiniband_" + role + "_up",
-                     std::string("1 when the last sweep read the ") + role + "'s counters", MetricType::Gauge);
-    auto error = Family("infiniband_" + role + "_collect_error",
-                        "1 when a counter read of the last sweep answered with an error status", MetricType::Gauge);
-    auto timeout = Family("infiniband_" + role + "_collect_timeout",
-                          "1 when a counter read of the last sweep got no answer", MetricType::Gauge);
-    auto seconds = Family("infiniband_" + role + "_collect_duration_seconds",
-                          "From the first counter read sent to the last answer, in the last sweep", MetricType::Gauge);
+    struct Device {
+      std::string guid;  // the series'
+      const NodeLabel* label;
+      const CollectHealth* health;
+    };
+    std::vector<Device> devices;
     for (const auto& [key, c] : s.collect) {
       const NodeLabel& label = LabelOf(s, key.node_guid);
       if ((label.kind == NodeKind::kSwitch) != sw) continue;
       if (sw && !OwnsSwitch(s, key.node_guid)) continue;  // its owner reports it
-      const std::string guid = topology::FormatGuid(SeriesGuid(key, label));
-      Add(up, {{"guid", guid}, {role, label.name}}, c.up ? 1 : 0);
-      Add(error, {{"collector", role}, {"guid", guid}}, c.error ? 1 : 0);
-      Add(timeout, {{"collector", role}, {"guid", guid}}, c.timeout ? 1 : 0);
-      Add(seconds, {{"collector", role}, {"guid", guid}}, c.seconds);
+      devices.push_back({topology::FormatGuid(SeriesGuid(key, label)), &label, &c});
       sums[role].first += c.error ? 1 : 0;
       sums[role].second += c.timeout ? 1 : 0;
     }
-    for (auto* f : {&up, &error, &timeout, &seconds}) EmitNonEmpty(out, *f);
+    // One family after the other (FamilyParts).
+    const auto family = [&](const std::string& name, const std::string& help, bool named,
+                            double (*value)(const CollectHealth&)) {
+      FamilyParts f(out, "infiniband_" + role + "_" + name, help, MetricType::Gauge);
+      for (const Device& d : devices) {
+        if (named) {
+          f.Add({{"guid", d.guid}, {role, d.label->name}}, value(*d.health));
+        } else {
+          f.Add({{"collector", role}, {"guid", d.guid}}, value(*d.health));
+        }
+      }
+      f.Finish();
+    };
+    family("up", "1 when the last sweep read the " + role + "'s counters", true,
+           [](const CollectHealth& c) { return c.up ? 1.0 : 0.0; });
+    family("collect_error", "1 when a counter read of the last sweep answered with an error status", false,
+           [](const CollectHealth& c) { return c.error ? 1.0 : 0.0; });
+    family("collect_timeout", "1 when a counter read of the last sweep got no answer", false,
+           [](const CollectHealth& c) { return c.timeout ? 1.0 : 0.0; });
+    family("collect_duration_seconds", "From the first counter read sent to the last answer, in the last sweep", false,
+           [](const CollectHealth& c) { return c.seconds; });
   }
   if (s.last_sweep == std::chrono::system_clock::time_point{}) return;
   auto errors =
@@ -232,36 +246,39 @@ void RenderPortCounters(const Snapshot& s, const Emit& out) {
     const std::string role = sw ? "switch" : "hca";
     auto mine = [&](std::uint64_t guid) { return (LabelOf(s, guid).kind == NodeKind::kSwitch) == sw; };
     for (std::size_t i = 0; i < kCounterCount; ++i) {
-      auto f = Family("infiniband_" + role + "_port_" + specs[i].metric + "_total",
-                      "InfiniBand " + role + " port " + specs[i].ibta_name, MetricType::Counter);
+      if (!Has(s.port_groups, GroupOf(static_cast<Counter>(i)))) continue;  // left out (--counters.groups)
+      FamilyParts f(out, "infiniband_" + role + "_port_" + specs[i].metric + "_total",
+                    "InfiniBand " + role + " port " + specs[i].ibta_name, MetricType::Counter);
       for (const auto& [ref, totals] : *s.ports) {
         if (!mine(ref.node_guid) || !totals.present.test(i)) continue;  // never read: absent, not 0
-        Add(f, PortLabels(ref, LabelOf(s, ref.node_guid)),
-            static_cast<double>(totals.total[i]) * static_cast<double>(specs[i].scale));
+        f.Add(PortLabels(ref, LabelOf(s, ref.node_guid)),
+              static_cast<double>(totals.total[i]) * static_cast<double>(specs[i].scale));
       }
-      EmitNonEmpty(out, f);
+      f.Finish();
     }
     // Sticky counters stopped at their maximum: the total is a lower bound.
-    auto pinned =
-        Family("infiniband_" + role + "_port_pinned_counters",
-               "Raw counters of the port stopped at their maximum (totals are lower bounds)", MetricType::Gauge);
-    auto which = Family("infiniband_" + role + "_port_counter_pinned",
-                        "1 for each raw counter of the port stopped at its maximum", MetricType::Gauge);
+    FamilyParts pinned(out, "infiniband_" + role + "_port_pinned_counters",
+                       "Raw counters of the port stopped at their maximum (totals are lower bounds)",
+                       MetricType::Gauge);
     for (const auto& [ref, totals] : *s.ports) {
       if (!mine(ref.node_guid)) continue;
-      const auto labels = PortLabels(ref, LabelOf(s, ref.node_guid));
       int count = 0;
+      for (std::size_t i = 0; i < kCounterCount; ++i) count += totals.Pinned(i) ? 1 : 0;
+      pinned.Add(PortLabels(ref, LabelOf(s, ref.node_guid)), count);
+    }
+    pinned.Finish();
+    FamilyParts which(out, "infiniband_" + role + "_port_counter_pinned",
+                      "1 for each raw counter of the port stopped at its maximum", MetricType::Gauge);
+    for (const auto& [ref, totals] : *s.ports) {
+      if (!mine(ref.node_guid)) continue;
       for (std::size_t i = 0; i < kCounterCount; ++i) {
         if (!totals.Pinned(i)) continue;
-        ++count;
-        auto with = labels;
-        with.push_back({"counter", specs[i].metric});
-        Add(which, std::move(with), 1);
+        auto labels = PortLabels(ref, LabelOf(s, ref.node_guid));
+        labels.push_back({"counter", specs[i].metric});
+        which.Add(std::move(labels), 1);
       }
-      Add(pinned, labels, count);
     }
-    EmitNonEmpty(out, pinned);
-    EmitNonEmpty(out, which);
+    which.Finish();
   }
   RenderCollectHealth(s, out);
 }

@@ -26,15 +26,17 @@ namespace ibfabric::collectors {
 
 // What the factories need; each collector takes its part.
 struct CollectorOptions {
-  std::optional<topology::CablingPlan> plan;               // fat_tree: every analysis is compared with it
-  std::optional<topology::PartitionPlan> partition_plan;   // partitions
-  AlertConfig alerts;                                      // link_health: thresholds, window, hysteresis
-  SmMonitorOptions subnet_managers;                        // subnet_managers
-  int clear_threshold_percent = 0;                         // port_counters: 0 never clears
-  std::map<topology::PortRef, PortTotals> restored_ports;  // port_counters: totals from before a re-exec
+  std::optional<topology::CablingPlan> plan;              // fat_tree: every analysis is compared with it
+  std::optional<topology::PartitionPlan> partition_plan;  // partitions
+  AlertConfig alerts;                                     // link_health: thresholds, window, hysteresis
+  SmMonitorOptions subnet_managers;                       // subnet_managers
+  int clear_threshold_percent = 0;                        // port_counters: 0 never clears
+  PortTable restored_ports;                               // port_counters: totals from before a re-exec
 };
 
-// Called with each metric family as soon as it is complete.
+// Called with each metric family as soon as it is complete, or with
+// consecutive parts of one (render.h FamilyParts): a family of the name of
+// the one just emitted continues it.
 using Emit = std::function<void(prometheus::MetricFamily&&)>;
 
 struct CollectorInfo {

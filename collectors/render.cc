@@ -38,6 +38,22 @@ void EmitNonEmpty(const Emit& out, MetricFamily& f) {
   if (!f.metric.empty()) out(std::move(f));
 }
 
+FamilyParts::FamilyParts(const Emit& out, std::string name, std::string help, MetricType type)
+    : out_(out), f_(Family(std::move(name), std::move(help), type)) {
+  f_.metric.reserve(kPartSeries);
+}
+
+void FamilyParts::Add(std::vector<ClientMetric::Label> labels, double value) {
+  collectors::Add(f_, std::move(labels), value);
+  if (f_.metric.size() < kPartSeries) return;
+  MetricFamily part = Family(f_.name, f_.help, f_.type);
+  part.metric.swap(f_.metric);
+  out_(std::move(part));
+  f_.metric.reserve(kPartSeries);
+}
+
+void FamilyParts::Finish() { EmitNonEmpty(out_, f_); }
+
 double Seconds(std::chrono::system_clock::time_point t) {
   return std::chrono::duration<double>(t.time_since_epoch()).count();
 }

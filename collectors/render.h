@@ -22,6 +22,26 @@ void Add(prometheus::MetricFamily& f, std::vector<prometheus::ClientMetric::Labe
 void EmitOne(const Emit& out, std::string name, std::string help, prometheus::MetricType type, double value);
 // Emits `f` when it has a series.
 void EmitNonEmpty(const Emit& out, prometheus::MetricFamily& f);
+
+// A family of many series (one per port, per cable) emitted in parts as
+// they are added, so that its series are never all held as objects (80k
+// of them are tens of MB); the parts are one family in the exposition
+// (registry.h Emit). While one is open nothing else may be emitted to the
+// same Emit: build such families one after the other.
+class FamilyParts {
+ public:
+  FamilyParts(const Emit& out, std::string name, std::string help, prometheus::MetricType type);
+  FamilyParts(const FamilyParts&) = delete;
+  FamilyParts& operator=(const FamilyParts&) = delete;
+  void Add(std::vector<prometheus::ClientMetric::Label> labels, double value);
+  // Emits what is left; a family without a series emits nothing.
+  void Finish();
+
+ private:
+  static constexpr std::size_t kPartSeries = 1024;
+  const Emit& out_;
+  prometheus::MetricFamily f_;
+};
 // Unix seconds; 0 for the epoch (never).
 double Seconds(std::chrono::system_clock::time_point t);
 // "switch" or "hca": the metric prefix and the name label of a node kind.

@@ -98,6 +98,9 @@ struct Snapshot {
   // port_counters: every port's totals, shared with the collector's store
   // (collectors/counter_store.h); never null.
   std::shared_ptr<const PortTable> ports = std::make_shared<const PortTable>();
+  // The groups of per-port series exported (--counters.groups; with "auto"
+  // as the fabric's size decides).
+  PortGroups port_groups = PortGroups().set();
   std::map<std::uint64_t, NodeHealth> node_health;     // every node ever read
   std::size_t targets = 0;                             // ports read in the last sweep
   std::size_t failed_ports = 0;                        // of which did not answer

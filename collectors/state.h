@@ -16,7 +16,7 @@
 namespace ibfabric::collectors {
 
 struct PersistedState {
-  std::map<topology::PortRef, PortTotals> ports;
+  PortTable ports;
   std::map<std::uint64_t, NodeLabel> nodes;
   std::set<topology::PortRef> remembered;
 };

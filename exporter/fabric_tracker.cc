@@ -244,8 +244,7 @@ std::set<topology::PortRef> FabricTracker::Watched(const collectors::Snapshot& p
   return out;
 }
 
-FabricTracker::News FabricTracker::Observe(const std::map<topology::PortRef, collectors::PortTotals>& before,
-                                           collectors::SweepResult* sweep) {
+FabricTracker::News FabricTracker::Observe(const collectors::PortTable& before, collectors::SweepResult* sweep) {
   if (auto it = sweep->links.find({local_guid_, local_port_}); it != sweep->links.end()) {
     // Its own LID names no SM this exporter could ask (it is none).
     master_sm_lid_ = it->second.sm_lid == it->second.lid ? 0 : it->second.sm_lid;

@@ -114,7 +114,7 @@ class FabricTracker {
   // totals as of the last sweep), and reads into `sweep` the PortInfo of
   // their switch ends that it missed, so that a flap is seen within the
   // sweep that counted it. Judges reaches_fabric() from the batch.
-  News Observe(const std::map<topology::PortRef, collectors::PortTotals>& before, collectors::SweepResult* sweep);
+  News Observe(const collectors::PortTable& before, collectors::SweepResult* sweep);
   // Ends the sweep after the collectors ran: a changed master SM rereads
   // every LID and subscribes again; LIDs answering for other nodes make the
   // next cycle walk everything. Returns the switch ports to re-walk.

@@ -214,6 +214,15 @@ const std::map<std::string, Flag>& Flags() {
             c.log_level = v;
             return "";
           }}},
+        {"counters.groups",
+         {"Per-port series to export, by group: a comma-separated list of errors, congestion, data, "
+          "packets, details (PortRcvErrorDetails), state (port state and rate); all; or auto, the "
+          "default: all up to 20000 ports, above that errors, congestion and data (see README).",
+          "LIST",
+          [](Config& c, const std::string& v) -> std::string {
+            std::string why;
+            return collectors::ParsePortGroups(v, &c.port_groups, &c.port_groups_auto, &why) ? "" : why;
+          }}},
         {"counters.clear-threshold",
          {"Clear a port's counters on the fabric when one reaches this percent of its maximum "
           "(e.g. 75; 0, the default, never clears: other tools may rely on the counters).",

@@ -53,8 +53,10 @@ struct Config {
   int mad_gmp_window = kEngineDefaults.kind_window[static_cast<int>(transport::MadKind::kGmp)];
   int mad_per_destination = kEngineDefaults.per_destination;
   int mad_dr_per_switch = kEngineDefaults.dr_per_switch;
-  double mad_rate_limit = kEngineDefaults.rate_limit;                       // MADs per second; 0: none
-  std::string log_level = "info";                                           // debug, info, warn, error
+  double mad_rate_limit = kEngineDefaults.rate_limit;                // MADs per second; 0: none
+  std::string log_level = "info";                                    // debug, info, warn, error
+  collectors::PortGroups port_groups = kPollerDefaults.port_groups;  // --counters.groups
+  bool port_groups_auto = kPollerDefaults.port_groups_auto;
   int clear_threshold = kPollerDefaults.collector.clear_threshold_percent;  // percent of a counter's maximum; 0: never
   bool once = false;   // one discovery and sweep, metrics to stdout, exit
   bool check = false;  // does the local port answer? exit 0 or 1

@@ -151,6 +151,8 @@ int Main(int argc, char** argv) {
   poller_options.fabric.sweep_rotation = cfg.sweep_rotation;
   poller_options.fabric.subscribe_traps = cfg.sm_traps;
   poller_options.collector.clear_threshold_percent = cfg.clear_threshold;
+  poller_options.port_groups = cfg.port_groups;
+  poller_options.port_groups_auto = cfg.port_groups_auto;
   poller_options.version = IBFABRIC_VERSION;
   poller_options.fabric.names = std::move(names);
   poller_options.collector.plan = std::move(plan);

@@ -1,5 +1,7 @@
 #include "exporter/poller.h"
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <condition_variable>
 #include <mutex>
@@ -9,8 +11,14 @@
 #include "exporter/gzip.h"
 
 namespace ibfabric::exporter {
-
 namespace {
+
+// What malloc has handed out and not had back (glibc's count).
+std::size_t HeapInUse() {
+  const struct mallinfo2 m = mallinfo2();
+  return m.uordblks + m.hblkhd;
+}
+
 double SecondsOf(std::chrono::steady_clock::duration d) { return std::chrono::duration<double>(d).count(); }
 }  // namespace
 
@@ -34,7 +42,7 @@ Poller::Poller(transport::MadEngine& engine, PollerOptions options, SnapshotHold
     collectors_.push_back({info, info->make(options_.collector)});
     collectors_.back().collector->Publish(&parts_);
   }
-  options_.collector.restored_ports.clear();
+  options_.collector.restored_ports = {};
   parts_.collectors = *options_.collectors;
   Publish();  // so /metrics answers (with restored totals, stale) before the first sweep
 }
@@ -103,8 +111,9 @@ void Poller::Discover(std::chrono::steady_clock::time_point now) {
   discovery_.duration_seconds = SecondsOf(std::chrono::steady_clock::now() - start);
   discovery_.total_seconds += discovery_.duration_seconds;
   if (!walked.ok) return;
-  log_.Info("discovery done",
-            "mode=full " + walked.summary + " seconds=" + std::to_string(discovery_.duration_seconds));
+  log_.Info("discovery done", "mode=full " + walked.summary +
+                                  " seconds=" + std::to_string(discovery_.duration_seconds) +
+                                  " heap_in_use_bytes=" + std::to_string(HeapInUse()));
 }
 
 void Poller::Rewalk(const std::vector<topology::PortChange>& changes) {
@@ -227,6 +236,15 @@ void Poller::Publish() {
   s->phase_mads = phase_mads_;
   s->last_success = last_success_;
   s->published = std::chrono::system_clock::now();
+  if (options_.port_groups_auto) {
+    std::size_t ports = 0;
+    if (s->fabric) {
+      for (const auto& n : s->fabric->nodes()) ports += n.ports.size();
+    }
+    s->port_groups = collectors::AutoPortGroups(ports);
+  } else {
+    s->port_groups = options_.port_groups;
+  }
   {
     // Straight into gzip at a fast level: once per sweep, whatever the
     // number of scrapes (zlib level 1 is about 3x faster than its default
@@ -238,7 +256,13 @@ void Poller::Publish() {
     s->exposition_gz = gz.Finish();
     last_gz_bytes_ = s->exposition_gz.size();
   }
+  const std::size_t text_bytes = s->exposition_bytes;
   holder_.Publish(std::move(s));
+  // What the heap holds once the snapshot before is let go (unless a
+  // scrape still reads it), next to what the process has from malloc.
+  log_.Debug("published", "exposition_bytes=" + std::to_string(text_bytes) + " gzip_bytes=" +
+                              std::to_string(last_gz_bytes_) + " heap_in_use_bytes=" + std::to_string(HeapInUse()) +
+                              " heap_free_bytes=" + std::to_string(mallinfo2().fordblks));
 }
 
 collectors::PersistedState Poller::SaveState() const {

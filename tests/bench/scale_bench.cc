@@ -6,11 +6,15 @@
 // RSS after the first sweep, after N sweeps with a plain and a gzip scrape
 // between them, and its peak; the exposition's size plain and compressed,
 // the scrape times, /api/v1/topology's size and time, bytes per port; with
-// --scrapers, K concurrent gzip scrapers while sweeps run (p50/p99).
+// --scrapers, K concurrent gzip scrapers while sweeps run (p50/p99). The
+// series are counted by group (--counters.groups; --groups LIST passes one
+// to the exporter, which otherwise chooses by the fabric's size).
 //
 //   build/tests/scale_bench                       # 1024 hosts, 4096 ports
 //   build/tests/scale_bench --fabric 16k          # 16384 hosts, 81920 ports
 //   build/tests/scale_bench --sweeps 10 --scrapers 16 --seconds 20
+//   build/tests/scale_bench --fabric 16k --groups all
+//   build/tests/scale_bench --fabric 16k --shard 0/4   # one exporter of four (--shard)
 //
 // Scrapes go over a plain socket (Connection: close) and are timed to the
 // last byte; a gzip scrape is not inflated here (Prometheus does that on
@@ -26,11 +30,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "collectors/counters.h"
 #include "tests/testbed/exporter_process.h"
 #include "tests/testbed/fat_tree.h"
 #include "tests/testbed/sim_fabric.h"
@@ -104,6 +110,10 @@ struct LogView {
   std::vector<double> sweep_seconds;
   double ports = 0;
   double discovery_seconds = -1;
+  // After the last publication ("published ... heap_in_use_bytes=N
+  // heap_free_bytes=M"): what malloc hands out and holds free.
+  double heap_in_use = -1, heap_free = -1;
+  double heap_after_discovery = -1;  // "discovery done ... heap_in_use_bytes=N", the first full walk's
 };
 LogView ReadLog(const ExporterProcess& e) {
   LogView v;
@@ -118,8 +128,12 @@ LogView ReadLog(const ExporterProcess& e) {
     if (line.find("msg=\"sweep done\"") != std::string::npos) {
       v.sweep_seconds.push_back(value(" seconds="));
       v.ports = value(" ports=");
+    } else if (line.find("msg=\"published\"") != std::string::npos) {
+      v.heap_in_use = value(" heap_in_use_bytes=");
+      v.heap_free = value(" heap_free_bytes=");
     } else if (line.find("msg=\"discovery done\" mode=full") != std::string::npos && v.discovery_seconds < 0) {
       v.discovery_seconds = value(" seconds=");
+      v.heap_after_discovery = value(" heap_in_use_bytes=");
     }
   }
   return v;
@@ -144,7 +158,25 @@ double TimeTool(const SimFabric& sim, const std::vector<std::string>& argv, cons
   return -1;
 }
 
-int Run(const std::string& fabric, int sweeps, int scrapers, int seconds) {
+// The group of a per-port family (collectors/counters.h PortGroup), or
+// "other" for what no group holds.
+std::string GroupOfFamily(const std::string& family) {
+  for (const char* role : {"switch", "hca"}) {
+    const std::string prefix = std::string("infiniband_") + role + "_port_";
+    if (family.rfind(prefix, 0) != 0) continue;
+    const std::string rest = family.substr(prefix.size());
+    for (const auto& spec : collectors::CounterSpecs()) {
+      if (rest == std::string(spec.metric) + "_total") return collectors::ToString(collectors::GroupOf(spec.id));
+    }
+    for (const char* state : {"state", "physical_state", "rate_bytes_per_second", "raw_rate_bytes_per_second"}) {
+      if (rest == state) return collectors::ToString(collectors::PortGroup::kState);
+    }
+  }
+  return "other";
+}
+
+int Run(const std::string& fabric, int sweeps, int scrapers, int seconds, const std::string& groups,
+        const std::string& shard) {
   const bool big = fabric == "16k";
   const FatTreeSpec spec = big ? Spec16k() : Spec1k();
   const FatTree tree = FatTree::Generate(spec);
@@ -167,8 +199,10 @@ int Run(const std::string& fabric, int sweeps, int scrapers, int seconds) {
 
   // The exporter at its defaults but for the sweep interval (sweeps one
   // after the other, scraped between them) and a debug log to watch them.
-  auto e =
-      ExporterProcess::Start(*sim, {"--sweep.interval=" + std::string(big ? "5s" : "1s"), "--log.level=debug"}, &error);
+  std::vector<std::string> args{"--sweep.interval=" + std::string(big ? "5s" : "1s"), "--log.level=debug"};
+  if (!groups.empty()) args.push_back("--counters.groups=" + groups);
+  if (!shard.empty()) args.push_back("--shard=" + shard);
+  auto e = ExporterProcess::Start(*sim, args, &error);
   if (!e) {
     std::fprintf(stderr, "scale_bench: %s\n", error.c_str());
     return 1;
@@ -180,8 +214,9 @@ int Run(const std::string& fabric, int sweeps, int scrapers, int seconds) {
   }
   LogView v = ReadLog(*e);
   const double ports = v.ports;
-  std::printf("exporter: discovery %.2f s, first sweep %.2f s over %.0f ports; RSS %.1f MiB\n", v.discovery_seconds,
-              v.sweep_seconds.front(), ports, StatusMiB(pid, "VmRSS:"));
+  std::printf("exporter: discovery %.2f s (heap then %.1f MiB), first sweep %.2f s over %.0f ports; RSS %.1f MiB\n",
+              v.discovery_seconds, v.heap_after_discovery / 1048576, v.sweep_seconds.front(), ports,
+              StatusMiB(pid, "VmRSS:"));
 
   std::vector<double> plain_s, gzip_s;
   std::size_t plain_bytes = 0, gzip_bytes = 0;
@@ -210,11 +245,15 @@ int Run(const std::string& fabric, int sweeps, int scrapers, int seconds) {
   // Series: the exposition's lines that are not comments (one more
   // scrape, after the RSS figures).
   long series = 0;
+  std::map<std::string, long> by_group;
   {
     const std::string text = e->Get("/metrics");
     for (std::size_t at = 0; at < text.size();) {
       const std::size_t end = std::min(text.find('\n', at), text.size());
-      series += text[at] != '#' ? 1 : 0;
+      if (text[at] != '#') {
+        ++series;
+        ++by_group[GroupOfFamily(text.substr(at, text.find_first_of("{ ", at) - at))];
+      }
       at = end + 1;
     }
   }
@@ -222,11 +261,17 @@ int Run(const std::string& fabric, int sweeps, int scrapers, int seconds) {
               Percentile(sweep_s, 0.5) / ports * 1e6);
   std::printf("exposition: %.1f MB plain, %.2f MB gzip%s; %ld series\n", plain_bytes / 1e6, gzip_bytes / 1e6,
               compressed ? "" : " (NOT compressed)", series);
+  std::printf("series by group (--counters.groups%s):",
+              groups.empty() ? ", the exporter's choice" : ("=" + groups).c_str());
+  for (const auto& [group, n] : by_group) std::printf(" %s %ld (%.1f per port)", group.c_str(), n, n / ports);
+  std::printf("\n");
   std::printf("scrape: plain %.3f s median, %.3f s max; gzip %.3f s median, %.3f s max (of %zu each)\n",
               Percentile(plain_s, 0.5), Percentile(plain_s, 1), Percentile(gzip_s, 0.5), Percentile(gzip_s, 1),
               plain_s.size());
   std::printf("RSS after %d sweeps with scrapes: %.1f MiB (%.0f bytes per port); peak %.1f MiB\n", sweeps, rss,
               rss * 1048576 / ports, peak);
+  std::printf("heap after the last publication: %.1f MiB in use (%.0f bytes per port), %.1f MiB free in malloc\n",
+              v.heap_in_use / 1048576, v.heap_in_use / ports, v.heap_free / 1048576);
   const Fetch topo = Get(e->port(), "/api/v1/topology", false);
   std::printf("/api/v1/topology: %.1f MB in %.3f s\n", topo.body_bytes / 1e6, topo.seconds);
 
@@ -280,10 +325,15 @@ int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // figures appear as they are measured
   std::string fabric = "1k";
   int sweeps = 10, scrapers = 0, seconds = 20;
+  std::string groups, shard;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--fabric" && i + 1 < argc && (std::string(argv[i + 1]) == "1k" || std::string(argv[i + 1]) == "16k")) {
       fabric = argv[++i];
+    } else if (a == "--groups" && i + 1 < argc) {
+      groups = argv[++i];
+    } else if (a == "--shard" && i + 1 < argc) {
+      shard = argv[++i];
     } else if ((a == "--sweeps" || a == "--scrapers" || a == "--seconds") && i + 1 < argc) {
       int& v = a == "--sweeps" ? sweeps : a == "--scrapers" ? scrapers : seconds;
       char* end = nullptr;
@@ -294,9 +344,11 @@ int main(int argc, char** argv) {
       }
       v = static_cast<int>(n);
     } else {
-      std::fprintf(stderr, "usage: scale_bench [--fabric 1k|16k] [--sweeps N] [--scrapers K] [--seconds S]\n");
+      std::fprintf(stderr,
+                   "usage: scale_bench [--fabric 1k|16k] [--sweeps N] [--scrapers K] [--seconds S] [--groups LIST] "
+                   "[--shard I/N]\n");
       return 2;
     }
   }
-  return ibfabric::testbed::Run(fabric, sweeps, scrapers, seconds);
+  return ibfabric::testbed::Run(fabric, sweeps, scrapers, seconds, groups, shard);
 }

@@ -21,7 +21,7 @@ using topology::PortRef;
 // leaf0[1] - host0[1], leaf0[2] - host1[1]; a clock that sweeps every 1 s.
 struct Bench {
   topology::Fabric fabric;
-  std::map<PortRef, PortTotals> ports;
+  PortTable ports;
   std::map<PortRef, topology::Port> links;
   std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
   std::chrono::system_clock::time_point w0 = std::chrono::system_clock::now();

@@ -17,64 +17,97 @@ const topology::PortRef kPort{0x42, 7};
 
 std::uint64_t Total(const CounterStore& st, Counter c) { return st.ports().at(kPort).total[Index(c)]; }
 
+// A reading as a sweep folds it in: a port read for the first time joins
+// the table at the Commit after the sweep's readings.
+void Read(CounterStore& st, const topology::PortRef& port, const PortSample& sample) {
+  st.Update(port, sample, {});
+  st.Commit();
+}
+
 TEST(CounterStoreTest, FirstReadingIsTheTotalThenDeltasAdd) {
   CounterStore st;
-  st.Update(kPort, One(Counter::kRcvErrors, 100), {});
+  Read(st, kPort, One(Counter::kRcvErrors, 100));
   EXPECT_EQ(Total(st, Counter::kRcvErrors), 100u);
-  st.Update(kPort, One(Counter::kRcvErrors, 130), {});
+  Read(st, kPort, One(Counter::kRcvErrors, 130));
   EXPECT_EQ(Total(st, Counter::kRcvErrors), 130u);
 }
 
 TEST(CounterStoreTest, AClearNeverMakesTheTotalGoBack) {
   CounterStore st;
-  st.Update(kPort, One(Counter::kRcvErrors, 65535), {});
-  st.Update(kPort, One(Counter::kRcvErrors, 5), {});  // cleared out of band, 5 new
+  Read(st, kPort, One(Counter::kRcvErrors, 65535));
+  Read(st, kPort, One(Counter::kRcvErrors, 5));  // cleared out of band, 5 new
   EXPECT_EQ(Total(st, Counter::kRcvErrors), 65540u);
-  st.Update(kPort, One(Counter::kRcvErrors, 12), {});
+  Read(st, kPort, One(Counter::kRcvErrors, 12));
   EXPECT_EQ(Total(st, Counter::kRcvErrors), 65547u);
 }
 
 TEST(CounterStoreTest, DataCountersGoingBackwardsAreAResetOursAreNot) {
   CounterStore st;
-  st.Update(kPort, One(Counter::kRcvData, 1'000'000, 64), {});
-  st.Update(kPort, One(Counter::kRcvErrors, 9), {});  // an error counter cleared: not a restart
-  st.Update(kPort, One(Counter::kRcvErrors, 3), {});
+  Read(st, kPort, One(Counter::kRcvData, 1'000'000, 64));
+  Read(st, kPort, One(Counter::kRcvErrors, 9));  // an error counter cleared: not a restart
+  Read(st, kPort, One(Counter::kRcvErrors, 3));
   EXPECT_EQ(st.ports().at(kPort).resets, 0u);
-  st.Update(kPort, One(Counter::kRcvData, 500, 64), {});  // the port's counters restarted (a reboot)
+  Read(st, kPort, One(Counter::kRcvData, 500, 64));  // the port's counters restarted (a reboot)
   EXPECT_EQ(st.ports().at(kPort).resets, 1u);
   EXPECT_EQ(Total(st, Counter::kRcvData), 1'000'500u) << "the total still never goes back";
   st.NoteCleared(kPort, std::bitset<kCounterCount>().set(Index(Counter::kRcvData)));
-  st.Update(kPort, One(Counter::kRcvData, 20, 64), {});  // our own clear
+  Read(st, kPort, One(Counter::kRcvData, 20, 64));  // our own clear
   EXPECT_EQ(st.ports().at(kPort).resets, 1u);
 }
 
 TEST(CounterStoreTest, AChangeOfSourceWidthRebases) {
   CounterStore st;
-  st.Update(kPort, One(Counter::kXmitData, 1000, 64), {});
-  st.Update(kPort, One(Counter::kXmitData, 50, 32), {});  // other field: add nothing
-  st.Update(kPort, One(Counter::kXmitData, 80, 32), {});
+  Read(st, kPort, One(Counter::kXmitData, 1000, 64));
+  Read(st, kPort, One(Counter::kXmitData, 50, 32));  // other field: add nothing
+  Read(st, kPort, One(Counter::kXmitData, 80, 32));
   EXPECT_EQ(Total(st, Counter::kXmitData), 1030u);
 }
 
 TEST(CounterStoreTest, AbsentCountersStayAbsentAndStaleIsKept) {
   CounterStore st;
-  st.Update(kPort, One(Counter::kRcvErrors, 3), {});
+  Read(st, kPort, One(Counter::kRcvErrors, 3));
   EXPECT_FALSE(st.ports().at(kPort).present.test(Index(Counter::kSymbolError)));
   st.MarkStale(kPort);
   EXPECT_TRUE(st.ports().at(kPort).stale);
   EXPECT_EQ(Total(st, Counter::kRcvErrors), 3u);
-  st.Update(kPort, One(Counter::kRcvErrors, 4), {});
+  Read(st, kPort, One(Counter::kRcvErrors, 4));
   EXPECT_FALSE(st.ports().at(kPort).stale);
   st.MarkStale({0x99, 1});  // unknown port: nothing happens
   EXPECT_EQ(st.ports().size(), 1u);
 }
 
+TEST(CounterStoreTest, PortsReadForTheFirstTimeJoinAtCommitInOrder) {
+  CounterStore st;
+  // A sweep reads switches, then HCAs: not in port order.
+  const topology::PortRef ports[] = {{0x50, 2}, {0x50, 1}, {0x90, 1}, {0x10, 7}, {0x60, 1}};
+  std::uint64_t n = 0;
+  for (const auto& p : ports) {
+    const PortTotals& t = st.Update(p, One(Counter::kRcvErrors, ++n), {});
+    EXPECT_EQ(t.total[Index(Counter::kRcvErrors)], n);  // the totals after the reading, before Commit
+  }
+  EXPECT_TRUE(st.ports().empty());
+  st.Commit();
+  ASSERT_EQ(st.ports().size(), 5u);
+  std::vector<topology::PortRef> order;
+  for (const auto& [ref, t] : st.ports()) order.push_back(ref);
+  EXPECT_EQ(order, (std::vector<topology::PortRef>{{0x10, 7}, {0x50, 1}, {0x50, 2}, {0x60, 1}, {0x90, 1}}));
+  EXPECT_EQ(st.ports().at({0x90, 1}).total[Index(Counter::kRcvErrors)], 3u);
+  // One more, between two: in its place; the others keep their totals.
+  st.Update({0x55, 1}, One(Counter::kRcvErrors, 40), {});
+  st.Update({0x50, 1}, One(Counter::kRcvErrors, 12), {});
+  st.Commit();
+  EXPECT_EQ(std::next(st.ports().begin(), 3)->first, (topology::PortRef{0x55, 1}));
+  EXPECT_EQ(st.ports().at({0x50, 1}).total[Index(Counter::kRcvErrors)], 12u);
+  EXPECT_EQ(st.ports().count({0x51, 1}), 0u);
+  EXPECT_THROW(st.ports().at({0x51, 1}), std::out_of_range);
+}
+
 TEST(CounterStoreTest, WhatWasSharedNeverChangesAndIsCopiedOnlyOnce) {
   CounterStore st;
-  st.Update(kPort, One(Counter::kRcvErrors, 3), {});
+  Read(st, kPort, One(Counter::kRcvErrors, 3));
   const auto published = st.Share();
   EXPECT_EQ(published.get(), st.Share().get());  // shared, not copied
-  st.Update(kPort, One(Counter::kRcvErrors, 10), {});
+  Read(st, kPort, One(Counter::kRcvErrors, 10));
   st.MarkStale(kPort);
   st.NoteCleared(kPort, std::bitset<kCounterCount>().set(Index(Counter::kRcvErrors)));
   // The published table is as it was; the store moved on.
@@ -86,7 +119,7 @@ TEST(CounterStoreTest, WhatWasSharedNeverChangesAndIsCopiedOnlyOnce) {
   EXPECT_EQ(st.ports().at(kPort).last_raw[Index(Counter::kRcvErrors)], 0u);
   // One copy at the first change, then changed in place.
   const PortTable* after = &st.ports();
-  st.Update(kPort, One(Counter::kRcvErrors, 11), {});
+  Read(st, kPort, One(Counter::kRcvErrors, 11));
   EXPECT_EQ(&st.ports(), after);
   EXPECT_NE(&st.ports(), published.get());
 }

@@ -52,19 +52,35 @@ TEST(FlagsTest, ListenAddressForms) {
 }
 
 TEST(FlagsTest, ErrorsNameTheFlag) {
-  for (const auto& [args, needle] :
-       std::vector<std::pair<std::vector<std::string>, std::string>>{{{"--bogus"}, "unknown flag --bogus"},
-                                                                     {{"--mad.window=x"}, "--mad.window"},
-                                                                     {{"--mad.timeout=0ms"}, "--mad.timeout"},
-                                                                     {{"--once=yes"}, "takes no value"},
-                                                                     {{"--ib.ca"}, "needs a value"},
-                                                                     {{"stray"}, "unexpected argument 'stray'"},
-                                                                     {{"--sweep.interval=10"}, "not a duration"}}) {
+  for (const auto& [args, needle] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"--bogus"}, "unknown flag --bogus"},
+           {{"--mad.window=x"}, "--mad.window"},
+           {{"--mad.timeout=0ms"}, "--mad.timeout"},
+           {{"--once=yes"}, "takes no value"},
+           {{"--ib.ca"}, "needs a value"},
+           {{"stray"}, "unexpected argument 'stray'"},
+           {{"--sweep.interval=10"}, "not a duration"},
+           {{"--counters.groups=errors,pkts"}, "--counters.groups: 'pkts' is not a group"},
+           {{"--counters.groups="}, "'' is not a group"}}) {
     const auto r = ParseFlags(args);
     EXPECT_EQ(r.action, Action::kError) << args[0];
     EXPECT_NE(r.error.find(needle), std::string::npos) << r.error;
     EXPECT_EQ(r.error.find('\n'), std::string::npos);
   }
+}
+
+TEST(FlagsTest, PortGroups) {
+  auto r = ParseFlags({});
+  EXPECT_TRUE(r.config.port_groups_auto);
+  r = ParseFlags({"--counters.groups=errors,data"});
+  ASSERT_EQ(r.action, Action::kRun) << r.error;
+  EXPECT_FALSE(r.config.port_groups_auto);
+  EXPECT_EQ(r.config.port_groups, collectors::PortGroups()
+                                      .set(static_cast<std::size_t>(collectors::PortGroup::kErrors))
+                                      .set(static_cast<std::size_t>(collectors::PortGroup::kData)));
+  r = ParseFlags({"--counters.groups=all"});
+  EXPECT_FALSE(r.config.port_groups_auto);
+  EXPECT_TRUE(r.config.port_groups.all());
 }
 
 TEST(FlagsTest, Durations) {

@@ -25,7 +25,7 @@ using topology::PortRef;
 // counters and the switch end's PortInfo with 70% chance.
 struct Sweeps {
   topology::Fabric fabric;
-  std::map<PortRef, collectors::PortTotals> ports;
+  collectors::PortTable ports;
   std::vector<PortRef> leaf, host;
   std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
   std::chrono::system_clock::time_point w0 = std::chrono::system_clock::now();
@@ -51,14 +51,15 @@ struct Sweeps {
     }
   }
   collectors::PortTotals& Totals(const PortRef& p) {
-    auto [it, inserted] = ports.try_emplace(p);
-    if (inserted) {
+    const bool fresh = !ports.count(p);
+    collectors::PortTotals& t = ports[p];
+    if (fresh) {
       for (std::size_t i = 0; i < collectors::kCounterCount; ++i) {
-        it->second.present.set(i);
-        it->second.last_bits[i] = 64;
+        t.present.set(i);
+        t.last_bits[i] = 64;
       }
     }
-    return it->second;
+    return t;
   }
   void Add(const PortRef& p, collectors::Counter c, std::uint64_t n) { Totals(p).total[collectors::Index(c)] += n; }
   // One sweep: each end read with probability `read` (else stale), the

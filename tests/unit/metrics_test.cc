@@ -90,6 +90,34 @@ TEST(MetricsTest, PortCountersUseTreydockNamesAndLabels) {
   EXPECT_EQ(m.Value("infiniband_exporter_stale_ports"), 1);
 }
 
+// --counters.groups leaves whole groups out, and says which.
+TEST(MetricsTest, PortGroupsLeaveOutTheirSeries) {
+  collectors::Snapshot s = Build();
+  s.port_groups = collectors::PortGroups().set(static_cast<std::size_t>(collectors::PortGroup::kErrors));
+  const Scrape m = Scrape::Parse(collectors::RenderExposition(s, "1.2.3"));
+  EXPECT_EQ(m.Value("infiniband_switch_port_receive_errors_total", {{"port", "3"}}), 17);
+  EXPECT_TRUE(m.Find("infiniband_switch_port_transmit_data_bytes_total").empty());
+  EXPECT_TRUE(m.Find("infiniband_switch_port_state").empty());
+  EXPECT_FALSE(m.Find("infiniband_switch_uplink_info").empty());  // not in any group: joins need it
+  EXPECT_EQ(m.Value("infiniband_exporter_port_group_exported", {{"group", "errors"}}), 1);
+  EXPECT_EQ(m.Value("infiniband_exporter_port_group_exported", {{"group", "data"}}), 0);
+  EXPECT_EQ(m.Find("infiniband_exporter_port_group_exported").size(), collectors::kPortGroupCount);
+  // Every group: both families are there.
+  const Scrape all = Scrape::Parse(collectors::RenderExposition(Build(), "1.2.3"));
+  EXPECT_EQ(all.Value("infiniband_switch_port_transmit_data_bytes_total", {{"port", "3"}}), 4000);
+  EXPECT_FALSE(all.Find("infiniband_switch_port_state").empty());
+}
+
+TEST(MetricsTest, AutoPortGroupsBySize) {
+  EXPECT_TRUE(collectors::AutoPortGroups(collectors::kAllGroupsPorts).all());
+  const collectors::PortGroups big = collectors::AutoPortGroups(collectors::kAllGroupsPorts + 1);
+  std::string names;
+  for (std::size_t g = 0; g < collectors::kPortGroupCount; ++g) {
+    if (big.test(g)) names += std::string(collectors::ToString(static_cast<collectors::PortGroup>(g))) + " ";
+  }
+  EXPECT_EQ(names, "errors congestion data ");
+}
+
 TEST(MetricsTest, InfoAndSelfMetrics) {
   const Scrape m = Scrape::Parse(collectors::RenderExposition(Build(), "1.2.3"));
   EXPECT_EQ(m.Value("infiniband_switch_info", {{"guid", "0x00000000000000a1"}, {"switch", "ib-leaf01"}, {"lid", "5"}}),
@@ -123,6 +151,48 @@ TEST(MetricsTest, InfoAndSelfMetrics) {
   EXPECT_EQ(m.Value("infiniband_exporter_sweep_duration_seconds"), 0.25);
   EXPECT_EQ(m.Value("infiniband_exporter_collector_success", {{"collector", "port_counters"}}), 1);
   EXPECT_EQ(m.Value("infiniband_exporter_sweeps_total"), 3);
+}
+
+// A family of more series than one part holds (render.h FamilyParts) is
+// still one family: one HELP and TYPE, every series once with its value.
+TEST(MetricsTest, AFamilyWrittenInPartsIsOneFamily) {
+  collectors::Snapshot s;
+  std::vector<topology::Node> nodes;
+  collectors::PortTable ports;
+  constexpr int kSwitches = 100, kPorts = 36;  // 3600 series: four parts
+  for (int n = 0; n < kSwitches; ++n) {
+    topology::Node sw;
+    sw.guid = 0x1000 + static_cast<std::uint64_t>(n);
+    sw.kind = NodeKind::kSwitch;
+    sw.description = "sw" + std::to_string(n);
+    nodes.push_back(sw);
+    s.nodes[sw.guid] = {NodeKind::kSwitch, sw.description, {}};
+    for (int p = 1; p <= kPorts; ++p) {
+      collectors::PortTotals t;
+      t.total[Index(Counter::kRcvErrors)] = static_cast<std::uint64_t>(n * 1000 + p);
+      t.present.set(Index(Counter::kRcvErrors));
+      ports[{sw.guid, static_cast<std::uint8_t>(p)}] = t;
+    }
+  }
+  s.fabric = std::make_shared<topology::Fabric>(nodes);
+  s.ports = std::make_shared<const collectors::PortTable>(std::move(ports));
+  s.collectors = {"port_counters"};
+  const std::string text = collectors::RenderExposition(s, "x");
+  const std::string name = "infiniband_switch_port_receive_errors_total";
+  std::size_t types = 0, helps = 0;
+  for (std::size_t at = 0; (at = text.find("# TYPE " + name + " ", at)) != std::string::npos; ++at) ++types;
+  for (std::size_t at = 0; (at = text.find("# HELP " + name + " ", at)) != std::string::npos; ++at) ++helps;
+  EXPECT_EQ(types, 1u);
+  EXPECT_EQ(helps, 1u);
+  const Scrape m = Scrape::Parse(text);
+  ASSERT_EQ(m.Find(name).size(), static_cast<std::size_t>(kSwitches * kPorts));
+  EXPECT_EQ(m.Value(name, {{"switch", "sw0"}, {"port", "1"}}), 1);
+  EXPECT_EQ(m.Value(name, {{"switch", "sw57"}, {"port", "29"}}), 57029);
+  EXPECT_EQ(m.Value(name, {{"switch", "sw99"}, {"port", "36"}}), 99036);
+  // The family after it starts with its own header, right after the last part.
+  const std::size_t last = text.rfind(name + "{");
+  const std::size_t next = text.find('\n', last) + 1;
+  EXPECT_EQ(text.compare(next, 7, "# HELP "), 0) << text.substr(next, 80);
 }
 
 }  // namespace

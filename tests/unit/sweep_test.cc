@@ -201,6 +201,7 @@ TEST(ClearTest, ThresholdMasksAndContinuity) {
   // Totals stay continuous across our own clear.
   collectors::CounterStore st;
   st.Update({0x5, 1}, s, {});
+  st.Commit();
   st.NoteCleared({0x5, 1}, req->counters);
   set(Counter::kRcvErrors, 4, 16);
   st.Update({0x5, 1}, s, {});
