@@ -104,6 +104,11 @@ void Poller::Discover(std::chrono::steady_clock::time_point now) {
   const auto start = std::chrono::steady_clock::now();
   const transport::KindCounts before = engine_.stats().kinds;
   const FabricTracker::Walked walked = tracker_.Walk(now);
+  // The graph (the walk: NodeInfo, NodeDescription, PortInfo) apart from
+  // the tables the collectors read after it (forwarding and P_Key tables,
+  // SwitchInfo, ClassPortInfo): what ibnetdiscover does, and the rest.
+  const auto graph_done = std::chrono::steady_clock::now();
+  const transport::KindStats graph = transport::Total(transport::Since(before, engine_.stats().kinds));
   discovery_.ran = true;
   discovery_.success = walked.ok;
   if (walked.ok) RunDiscoveryCollectors(walked);
@@ -111,9 +116,13 @@ void Poller::Discover(std::chrono::steady_clock::time_point now) {
   discovery_.duration_seconds = SecondsOf(std::chrono::steady_clock::now() - start);
   discovery_.total_seconds += discovery_.duration_seconds;
   if (!walked.ok) return;
-  log_.Info("discovery done", "mode=full " + walked.summary +
-                                  " seconds=" + std::to_string(discovery_.duration_seconds) +
-                                  " heap_in_use_bytes=" + std::to_string(HeapInUse()));
+  const std::uint64_t tables_mads = transport::Total(discovery_mads_).sent - graph.sent;
+  log_.Info("discovery done",
+            "mode=full " + walked.summary + " seconds=" + std::to_string(discovery_.duration_seconds) +
+                " graph_seconds=" + std::to_string(SecondsOf(graph_done - start)) +
+                " graph_mads=" + std::to_string(graph.sent) +
+                " tables_seconds=" + std::to_string(SecondsOf(std::chrono::steady_clock::now() - graph_done)) +
+                " tables_mads=" + std::to_string(tables_mads) + " heap_in_use_bytes=" + std::to_string(HeapInUse()));
 }
 
 void Poller::Rewalk(const std::vector<topology::PortChange>& changes) {

@@ -113,7 +113,10 @@ struct LogView {
   // After the last publication ("published ... heap_in_use_bytes=N
   // heap_free_bytes=M"): what malloc hands out and holds free.
   double heap_in_use = -1, heap_free = -1;
-  double heap_after_discovery = -1;  // "discovery done ... heap_in_use_bytes=N", the first full walk's
+  double heap_after_discovery = -1;
+  // The first full walk's graph (what ibnetdiscover reads) and tables apart.
+  double graph_seconds = -1, graph_mads = -1, tables_seconds = -1,
+         tables_mads = -1;  // "discovery done ... heap_in_use_bytes=N", the first full walk's
 };
 LogView ReadLog(const ExporterProcess& e) {
   LogView v;
@@ -134,6 +137,10 @@ LogView ReadLog(const ExporterProcess& e) {
     } else if (line.find("msg=\"discovery done\" mode=full") != std::string::npos && v.discovery_seconds < 0) {
       v.discovery_seconds = value(" seconds=");
       v.heap_after_discovery = value(" heap_in_use_bytes=");
+      v.graph_seconds = value(" graph_seconds=");
+      v.graph_mads = value(" graph_mads=");
+      v.tables_seconds = value(" tables_seconds=");
+      v.tables_mads = value(" tables_mads=");
     }
   }
   return v;
@@ -168,7 +175,8 @@ std::string GroupOfFamily(const std::string& family) {
     for (const auto& spec : collectors::CounterSpecs()) {
       if (rest == std::string(spec.metric) + "_total") return collectors::ToString(collectors::GroupOf(spec.id));
     }
-    for (const char* state : {"state", "physical_state", "rate_bytes_per_second", "raw_rate_bytes_per_second"}) {
+    for (const char* state :
+         {"state", "link_state", "physical_state", "rate_bytes_per_second", "raw_rate_bytes_per_second"}) {
       if (rest == state) return collectors::ToString(collectors::PortGroup::kState);
     }
   }
@@ -315,6 +323,11 @@ int Run(const std::string& fabric, int sweeps, int scrapers, int seconds, const 
   const double iqe = TimeTool(*sim, {"ibqueryerrors", "--data"}, "Summary");
   std::printf("ibnetdiscover %.2f s; ibqueryerrors --data %.2f s; sweep / ibqueryerrors %.2f\n", ind, iqe,
               iqe > 0 ? Percentile(sweep_s, 0.5) / iqe : 0);
+  std::printf(
+      "discovery: graph %.2f s (%.0f MADs; / ibnetdiscover %.2f), then the tables %.2f s (%.0f MADs); %.2f s in "
+      "all\n",
+      v.graph_seconds, v.graph_mads, ind > 0 ? v.graph_seconds / ind : 0, v.tables_seconds, v.tables_mads,
+      v.discovery_seconds);
   return 0;
 }
 

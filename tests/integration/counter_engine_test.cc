@@ -107,6 +107,43 @@ TEST_F(CounterEngineTest, OptInClearKeepsTotalsContinuous) {
   Plant(port, "SymbolErrorCounter", 0);
 }
 
+// --counters.groups on the simulator: the groups left out are absent, the
+// ones kept carry the planted values, link health still judges the counters.
+TEST_F(CounterEngineTest, PortGroupsLeaveOutWhatIsNotAsked) {
+  const Endpoint port = tree_->LeafUplink(3, 2);
+  auto e = Start({"--counters.groups=errors,data"});
+  ASSERT_TRUE(e);
+  const std::string guid = Guid(e->ScrapeMetrics(), port.node);
+  const Labels at{{"guid", guid}, {"port", std::to_string(port.port)}};
+  Plant(port, "PortRcvErrors", 23);
+  Plant(port, "PortXmitWait", 1234);
+  const auto s = Fresh(*e);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(Total(*s, guid, port, "receive_errors"), 23);
+  for (const char* absent : {"transmit_wait", "receive_packets", "unicast_transmit_packets", "looping_errors"}) {
+    EXPECT_TRUE(s->Find(std::string("infiniband_switch_port_") + absent + "_total").empty()) << absent;
+    EXPECT_TRUE(s->Find(std::string("infiniband_hca_port_") + absent + "_total").empty()) << absent;
+  }
+  EXPECT_FALSE(s->Find("infiniband_switch_port_transmit_data_bytes_total").empty());
+  EXPECT_TRUE(s->Find("infiniband_switch_port_state").empty());
+  EXPECT_FALSE(s->Find("infiniband_switch_uplink_info").empty());
+  EXPECT_EQ(s->Value("infiniband_exporter_port_group_exported", {{"group", "errors"}}), 1);
+  EXPECT_EQ(s->Value("infiniband_exporter_port_group_exported", {{"group", "congestion"}}), 0);
+  EXPECT_EQ(s->Value("infiniband_exporter_port_group_exported", {{"group", "state"}}), 0);
+  // PortXmitWait is still read: link health works the port's wait ratio out of it.
+  EXPECT_GT(s->Value("infiniband_port_transmit_wait_ratio", at).value_or(0), 0) << "planted 1234 ticks";
+  Plant(port, "PortRcvErrors", 0);
+  Plant(port, "PortXmitWait", 0);
+  // By default on this small fabric: every group.
+  auto all = Start({});
+  ASSERT_TRUE(all);
+  const auto a = Fresh(*all);
+  ASSERT_TRUE(a);
+  EXPECT_FALSE(a->Find("infiniband_switch_port_transmit_data_bytes_total").empty());
+  EXPECT_FALSE(a->Find("infiniband_switch_port_state").empty());
+  EXPECT_EQ(a->Value("infiniband_exporter_port_group_exported", {{"group", "packets"}}), 1);
+}
+
 TEST_F(CounterEngineTest, UnlinkedNodeIsStaleAndRecoversAfterReLink) {
   const Endpoint host = tree_->HostPort(6);
   const Endpoint leaf = tree_->LeafHostPort(6);
