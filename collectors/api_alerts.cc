@@ -123,11 +123,8 @@ json EventToJson(const Snapshot& s, const FabricEvent& e) {
 
 bool ParseAlertFilter(const std::multimap<std::string, std::string>& params, AlertFilter* filter, std::string* error) {
   AlertFilter f;
+  if (!EachParameterOnce(params, error)) return false;
   for (const auto& [key, value] : params) {
-    if (params.count(key) > 1) {
-      *error = "parameter '" + key + "' given more than once";
-      return false;
-    }
     if (key == "severity") {
       if (value == "warning") {
         f.severity = Severity::kWarning;
@@ -138,11 +135,7 @@ bool ParseAlertFilter(const std::multimap<std::string, std::string>& params, Ale
         return false;
       }
     } else if (key == "node") {
-      if (value.empty()) {
-        *error = "node must name a node or a GUID";
-        return false;
-      }
-      f.node = value;
+      if (!ParseNodeParameter(value, &f.node, error)) return false;
     } else if (key == "state") {
       if (value != "active" && value != "cleared" && value != "all") {
         *error = "state must be active, cleared or all, not '" + value.substr(0, 40) + "'";

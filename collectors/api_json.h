@@ -31,6 +31,12 @@ inline constexpr int kSubnetManagersSchemaVersion = 1;
 // node-name map's) or its GUID in hex ("0x..."), as the node= filters take it.
 bool NamesNode(const std::string& query, std::uint64_t guid, const std::string& name);
 
+// What every query string of the API checks alike: no parameter given
+// twice, and node= naming something (a name or a GUID, NamesNode). False
+// with a one-line reason naming the parameter.
+bool EachParameterOnce(const std::multimap<std::string, std::string>& params, std::string* error);
+bool ParseNodeParameter(const std::string& value, std::string* node, std::string* error);
+
 // --- GET /api/v1/topology
 
 // One port as in nodes[].ports[]: number, LID, state, rate, remote end.

@@ -160,14 +160,30 @@ json PortJson(const Fabric& f, const Port& p) {
           {"remote", p.remote ? End(f, *p.remote) : json(nullptr)}};
 }
 
-bool ParseTopologyQuery(const std::multimap<std::string, std::string>& params, TopologyQuery* query,
-                        std::string* error) {
-  TopologyQuery q;
+bool EachParameterOnce(const std::multimap<std::string, std::string>& params, std::string* error) {
   for (const auto& [key, value] : params) {
     if (params.count(key) > 1) {
       *error = "parameter '" + key.substr(0, 40) + "' given more than once";
       return false;
     }
+  }
+  return true;
+}
+
+bool ParseNodeParameter(const std::string& value, std::string* node, std::string* error) {
+  if (value.empty()) {
+    *error = "node must name a node or a GUID";
+    return false;
+  }
+  *node = value;
+  return true;
+}
+
+bool ParseTopologyQuery(const std::multimap<std::string, std::string>& params, TopologyQuery* query,
+                        std::string* error) {
+  TopologyQuery q;
+  if (!EachParameterOnce(params, error)) return false;
+  for (const auto& [key, value] : params) {
     if (key == "view") {
       if (value == "full") {
         q.view = TopologyQuery::View::kFull;
@@ -180,11 +196,7 @@ bool ParseTopologyQuery(const std::multimap<std::string, std::string>& params, T
         return false;
       }
     } else if (key == "node") {
-      if (value.empty()) {
-        *error = "node must name a node or a GUID";
-        return false;
-      }
-      q.node = value;
+      if (!ParseNodeParameter(value, &q.node, error)) return false;
     } else if (key == "tier") {
       int tier = 0;
       if (!ParseTier(value, &tier)) {
