@@ -26,6 +26,21 @@ bool ReadHead(std::istream& s, Head* h) {
          (h->what == 'S' || h->what == 'R');
 }
 
+// The rest of a send record: the destination LID and, for a
+// directed-route SMP, its route: "local" is one of no hop, to the
+// exporter's own port, which never reaches the fabric.
+struct Sent {
+  unsigned lid = 0;
+  std::string route;
+  bool local = false;
+};
+Sent ReadSent(std::istream& s, const Head& h) {
+  Sent x;
+  s >> x.lid >> x.route;
+  x.local = h.kind() == static_cast<std::size_t>(transport::MadKind::kDirectedSmp) && x.route == "local";
+  return x;
+}
+
 struct Pending {
   std::vector<std::string> nodes;  // the target last
   std::size_t kind = 0;            // transport::MadKind
@@ -98,25 +113,23 @@ MadTapReport ReadMadTap(const std::string& path, std::chrono::milliseconds expir
       if (settle(h.tid)) ++r.answered[kind];
       continue;
     }
-    unsigned lid = 0;
-    std::string route;
-    s >> lid >> route;
+    const Sent sent = ReadSent(s, h);
     Pending p;
     p.kind = kind;
     if (kind == static_cast<std::size_t>(transport::MadKind::kDirectedSmp)) {
       std::string prefix;
-      std::istringstream hops(route == "local" ? "" : route);
+      std::istringstream hops(sent.local ? "" : sent.route);
       std::string hop;
       while (std::getline(hops, hop, ',')) {
         prefix += (prefix.empty() ? "" : ",") + hop;
         p.nodes.push_back("route " + prefix);
       }
-      if (p.nodes.empty()) {
+      if (p.nodes.empty()) {  // no hop
         p.nodes.push_back("route local");
         ++r.local_smps;
       }
     } else {
-      p.nodes.push_back("lid " + std::to_string(lid));
+      p.nodes.push_back("lid " + std::to_string(sent.lid));
     }
     settle(h.tid);  // a TID reused after it expired
     ++r.sent[kind];
@@ -155,10 +168,7 @@ std::array<std::uint64_t, transport::kMadKinds> SentBetween(const std::string& p
     std::istringstream s(line);
     Head h;
     if (!ReadHead(s, &h) || h.what != 'S' || h.ns < lo || h.ns >= hi) continue;
-    unsigned lid = 0;
-    std::string route;
-    s >> lid >> route;
-    if (h.kind() == static_cast<std::size_t>(transport::MadKind::kDirectedSmp) && route == "local") continue;
+    if (ReadSent(s, h).local) continue;
     ++out[h.kind()];
   }
   return out;
