@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -117,6 +118,17 @@ std::string Sha256(const std::string& s) {
 void JsonError(httplib::Response& res, int status, const std::string& why) {
   res.status = status;
   res.set_content(nlohmann::json{{"error", why}}.dump() + "\n", "application/json");
+}
+
+// A JSON API's query string read by `parse` (collectors/api_json.h: false
+// with a one-line reason); on a bad one, answers 400 with it and is false.
+template <typename T>
+bool ParseQuery(const httplib::Request& req, httplib::Response& res,
+                bool (*parse)(const std::multimap<std::string, std::string>&, T*, std::string*), T* out) {
+  std::string why;
+  if (parse(std::multimap<std::string, std::string>(req.params.begin(), req.params.end()), out, &why)) return true;
+  JsonError(res, 400, why);
+  return false;
 }
 
 constexpr std::size_t kMaxHeaders = 100;
@@ -285,9 +297,7 @@ void HttpServer::Routes() {
   });
   server_->Get("/api/v1/topology", [this](const httplib::Request& req, httplib::Response& res) {
     collectors::TopologyQuery query;
-    std::string why;
-    const std::multimap<std::string, std::string> params(req.params.begin(), req.params.end());
-    if (!collectors::ParseTopologyQuery(params, &query, &why)) return JsonError(res, 400, why);
+    if (!ParseQuery(req, res, collectors::ParseTopologyQuery, &query)) return;
     auto snap = holder_.Get();
     if (!snap->topology) return JsonError(res, 503, "no discovery has completed yet");
     // Written a piece at a time as it is sent (tens of MB for a whole big
@@ -307,9 +317,7 @@ void HttpServer::Routes() {
   });
   server_->Get("/api/v1/alerts", [this](const httplib::Request& req, httplib::Response& res) {
     collectors::AlertFilter filter;
-    std::string why;
-    const std::multimap<std::string, std::string> params(req.params.begin(), req.params.end());
-    if (!collectors::ParseAlertFilter(params, &filter, &why)) return JsonError(res, 400, why);
+    if (!ParseQuery(req, res, collectors::ParseAlertFilter, &filter)) return;
     auto snap = holder_.Get();
     res.set_content(collectors::AlertsJson(*snap, filter).dump() + "\n", "application/json");
   });
@@ -356,9 +364,7 @@ void HttpServer::Routes() {
   server_->Get("/static/status.js", page(kStatusJs, "text/javascript; charset=utf-8"));
   server_->Get("/api/v1/port", [this](const httplib::Request& req, httplib::Response& res) {
     topology::PortRef port;
-    std::string why;
-    const std::multimap<std::string, std::string> params(req.params.begin(), req.params.end());
-    if (!collectors::ParsePortQuery(params, &port, &why)) return JsonError(res, 400, why);
+    if (!ParseQuery(req, res, collectors::ParsePortQuery, &port)) return;
     auto snap = holder_.Get();
     const nlohmann::json j = collectors::PortDetailJson(*snap, port);
     if (j.is_null()) return JsonError(res, 404, "no such port in the fabric");
