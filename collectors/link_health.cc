@@ -397,12 +397,13 @@ std::vector<CableHealth> LinkHealth::Cables() const {
   for (const auto& [link, c] : cables_) {
     CableHealth& h = out.emplace_back();
     static_cast<CableStatus&>(h) = c.health;
-    h.a = RatesOf(link.a, c.lane_gbps[0]);
-    h.b = RatesOf(link.b, c.lane_gbps[1]);
-    h.a.present = c.present[0];
-    h.a.pinned = c.pinned[0];
-    h.b.present = c.present[1];
-    h.b.pinned = c.pinned[1];
+    const topology::PortRef ends[2] = {link.a, link.b};
+    EndRates* rates[2] = {&h.a, &h.b};
+    for (int k = 0; k < 2; ++k) {
+      *rates[k] = RatesOf(ends[k], c.lane_gbps[k]);
+      rates[k]->present = c.present[k];
+      rates[k]->pinned = c.pinned[k];
+    }
   }
   return out;
 }
