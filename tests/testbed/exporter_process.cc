@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <thread>
 
 #ifndef IBFABRIC_EXPORTER_BIN
@@ -61,7 +62,7 @@ std::unique_ptr<ExporterProcess> ExporterProcess::Start(const SimFabric& sim, co
 
 ExporterProcess::~ExporterProcess() {
   if (process_) process_->Stop();
-  RemoveTree(dir_);
+  if (std::getenv("IBFABRIC_KEEP_SIM") == nullptr) RemoveTree(dir_);
 }
 
 std::string ExporterProcess::Get(const std::string& path, int* status) const {

@@ -51,15 +51,21 @@ std::unique_ptr<SimFabric> SimFabric::Start(const std::string& net_file, const S
   sim->options_ = options;
   // umad2sim writes each MAD to ibsim's datagram socket while holding a
   // process-wide lock that its poll() wrapper (used by every thread of the
-  // client, HTTP server included) also takes. The socket queues only
-  // net.unix.max_dgram_qlen datagrams (10 by default), so a busy or frozen
-  // ibsim would stall unrelated threads of the exporter, which no real HCA
-  // does. The limit is read when ibsim creates its socket: raise it first
-  // (as root; restored by the destructor).
-  const std::string qlen_path = "/proc/sys/net/unix/max_dgram_qlen";
-  const std::string qlen = ReadFile(qlen_path);
-  if (!qlen.empty() && std::atoi(qlen.c_str()) < 4096 && WriteFile(qlen_path, "4096\n")) {
-    sim->saved_qlen_ = qlen;
+  // client, HTTP server included) also takes. A write blocks once ibsim's
+  // socket holds net.unix.max_dgram_qlen datagrams (10 by default) or the
+  // client's own socket has net.core.wmem_default bytes in flight (212992:
+  // about 200 MADs), so a busy or frozen ibsim (Pause) would stall unrelated
+  // threads of the exporter within seconds, its HTTP server first, which no
+  // real HCA does. Both are read when a socket is created: raise them
+  // before ibsim and its clients start (as root; restored by the
+  // destructor), enough for every client of a test to go on sending into a
+  // frozen simulator for minutes.
+  for (const auto& [path, floor] : {std::pair<std::string, long>{"/proc/sys/net/unix/max_dgram_qlen", 65536},
+                                    std::pair<std::string, long>{"/proc/sys/net/core/wmem_default", 64L << 20}}) {
+    const std::string was = ReadFile(path);
+    if (!was.empty() && std::atol(was.c_str()) < floor && WriteFile(path, std::to_string(floor) + "\n")) {
+      sim->saved_sysctls_.emplace_back(path, was);
+    }
   }
   sim->dir_ = MakeTempDir("sim");
   if (sim->dir_.empty()) {
@@ -137,7 +143,7 @@ SimFabric::~SimFabric() {
     ibsim_->Signal(SIGCONT);  // a paused simulator cannot act on SIGTERM
     ibsim_->Stop();
   }
-  if (!saved_qlen_.empty()) WriteFile("/proc/sys/net/unix/max_dgram_qlen", saved_qlen_);
+  for (const auto& [path, was] : saved_sysctls_) WriteFile(path, was);
   if (console_fd_ >= 0) close(console_fd_);
   if (std::getenv("IBFABRIC_KEEP_SIM") == nullptr) RemoveTree(dir_);
 }

@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tests/testbed/process.h"
@@ -68,7 +69,8 @@ class SimFabric {
 
   // Freezes ibsim (SIGSTOP) and thaws it (SIGCONT): while frozen, no MAD is
   // answered at all, as on a fabric that hangs. (A MAD ibsim drops through
-  // `Error` comes back at once with status ETIMEDOUT instead.)
+  // `Error` comes back at once with status ETIMEDOUT instead.) Clients'
+  // writes to the frozen ibsim queue up in the socket limits Start raised.
   void Pause() { ibsim_->Signal(SIGSTOP); }
   void Resume() { ibsim_->Signal(SIGCONT); }
 
@@ -92,7 +94,7 @@ class SimFabric {
 
   SimOptions options_;
   std::string dir_;
-  std::string saved_qlen_;  // net.unix.max_dgram_qlen before Start, to restore
+  std::vector<std::pair<std::string, std::string>> saved_sysctls_;  // raised by Start: path, value to restore
   int console_fd_ = -1;
   std::mutex console_mutex_;
   std::unique_ptr<Process> ibsim_;
