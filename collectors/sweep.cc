@@ -1,6 +1,7 @@
 #include "collectors/sweep.h"
 
 #include <algorithm>
+#include <unordered_map>
 
 #include "topology/discovery.h"
 #include "topology/link_rate.h"
@@ -98,102 +99,134 @@ SweepResult Sweep(const std::vector<SweepTarget>& targets, const std::vector<Lin
     reqs.push_back(transport::PortInfoQuery(
         t.local ? transport::MadAddress::Directed({}) : transport::MadAddress::Lid(t.lid), t.port.port));
   }
-  const auto results = engine.Run(reqs);
+  // Which target each counter request is for.
+  std::vector<std::uint32_t> target_of(first_check);
+  for (std::size_t i = 0; i < targets.size(); ++i) {
+    for (const std::size_t q : {basic_index[i], ext_index[i], details_index[i]}) {
+      if (q != kNone) target_of[q] = static_cast<std::uint32_t>(i);
+    }
+  }
 
   SweepResult out;
-  auto tally = [&](std::uint64_t node, std::size_t index) {
-    const auto& r = results[index];
+  auto tally = [&](std::uint64_t node, const transport::MadResult& r) {
     MadTally& t = out.mads[node];
     ++t.asked;
     if (r.retries > 0 || r.outcome == MadOutcome::kTimeout || r.outcome == MadOutcome::kSendError) ++t.troubled;
   };
-  for (std::size_t i = 0; i < targets.size(); ++i) {
-    tally(targets[i].port.node_guid, basic_index[i]);
-    if (ext_index[i] != kNone) tally(targets[i].port.node_guid, ext_index[i]);
-    if (details_index[i] != kNone) tally(targets[i].port.node_guid, details_index[i]);
-  }
-  for (std::size_t i = 0; i < checks.size(); ++i) tally(checks[i].guid, first_check + i);
-  for (std::size_t i = 0; i < links.size(); ++i) tally(links[i].port.node_guid, first_link + i);
-  std::set<std::uint16_t> moved_lids;
-  std::size_t k = first_check;
-  for (const auto& c : checks) {
-    const auto& r = results[k++];
-    if (r.outcome == MadOutcome::kOk && transport::DecodeNodeInfo(r.response).node_guid != c.guid) {
-      moved_lids.insert(c.lid);
-      out.moved_nodes.insert(c.guid);
-    }
-  }
-
-  for (std::size_t i = 0; i < links.size(); ++i) {
-    const auto& r = results[first_link + i];
-    if (r.outcome != MadOutcome::kOk || (!links[i].local && moved_lids.count(links[i].lid))) continue;
-    topology::Port p;
-    p.number = links[i].port.port;
-    p.lid = links[i].lid;
-    topology::ApplyPortInfo(transport::DecodePortInfo(r.response), links[i].ext_speeds2, &p);
-    out.links.emplace(links[i].port, p);
-  }
-
-  out.readings.reserve(targets.size());
-  for (std::size_t i = 0; i < targets.size(); ++i) {
+  // A port's reading from its counter reads (ext and details may be null:
+  // not asked), whether or not its LID answered for its node.
+  auto reading = [&](std::size_t i, const transport::MadResult& basic, const transport::MadResult* ext,
+                     const transport::MadResult* details) {
     const auto& t = targets[i];
-    const auto& basic = results[basic_index[i]];
     PortReading r{t, std::nullopt, basic.outcome};
-    for (const std::size_t q : {basic_index[i], ext_index[i], details_index[i]}) {
-      if (q == kNone) continue;
-      const transport::MadResult& m = results[q];
-      const bool expected = q == basic_index[i] || (q == ext_index[i] && t.caps.known);
-      r.error |= m.outcome == MadOutcome::kRemoteError && expected;
-      r.timeout |= m.outcome == MadOutcome::kTimeout || m.outcome == MadOutcome::kSendError;
-      r.span.Add(m.first_sent, m.done);
+    for (const transport::MadResult* m : {&basic, ext, details}) {
+      if (!m) continue;
+      const bool expected = m == &basic || (m == ext && t.caps.known);
+      r.error |= m->outcome == MadOutcome::kRemoteError && expected;
+      r.timeout |= m->outcome == MadOutcome::kTimeout || m->outcome == MadOutcome::kSendError;
+      r.span.Add(m->first_sent, m->done);
     }
-    if (basic.outcome == MadOutcome::kOk && moved_lids.count(t.lid)) {
-      r.outcome = MadOutcome::kRemoteError;  // someone else's counters
-    } else if (basic.outcome == MadOutcome::kOk) {
-      const auto pc = transport::DecodePortCounters(basic.response);
-      std::optional<transport::PortCountersExtended> pce;
-      bool ext_lost = false;
-      if (ext_index[i] != kNone) {
-        const auto& ext = results[ext_index[i]];
-        if (ext.outcome == MadOutcome::kOk) {
-          pce = transport::DecodePortCountersExtended(ext.response);
-        }
-        ext_lost = ext.outcome == MadOutcome::kTimeout || ext.outcome == MadOutcome::kSendError;
+    if (basic.outcome != MadOutcome::kOk) return r;
+    const auto pc = transport::DecodePortCounters(basic.response);
+    std::optional<transport::PortCountersExtended> pce;
+    bool ext_lost = false;
+    if (ext) {
+      if (ext->outcome == MadOutcome::kOk) pce = transport::DecodePortCountersExtended(ext->response);
+      ext_lost = ext->outcome == MadOutcome::kTimeout || ext->outcome == MadOutcome::kSendError;
+    }
+    // A reply for another port than asked is not this port's reading.
+    if (pc.port_select != t.port.port || (pce && pce->port_select != t.port.port)) {
+      r.outcome = MadOutcome::kRemoteError;
+      return r;
+    }
+    PortSample s = SampleFrom(pc, pce ? &*pce : nullptr, t.caps);
+    if (ext_lost) {
+      // Lost, not unsupported: keep only the counters that come from the
+      // same field as when PortCountersExtended answers, rather than
+      // switch the others to their narrower PortCounters fields once.
+      const transport::PortCountersExtended any{};
+      const PortSample full = SampleFrom(pc, &any, t.caps);
+      for (std::size_t c = 0; c < kCounterCount; ++c) {
+        if (!full.present.test(c) || full.bits[c] != s.bits[c]) s.present.reset(c);
       }
-      // A reply for another port than asked is not this port's reading.
-      if (pc.port_select != t.port.port || (pce && pce->port_select != t.port.port)) {
-        r.outcome = MadOutcome::kRemoteError;
+    }
+    if (details) {
+      if (details->outcome == MadOutcome::kOk) {
+        const auto d = transport::DecodePortRcvErrorDetails(details->response);
+        if (d.port_select == t.port.port) {
+          AddRcvErrorDetails(d, &s);
+          r.details = DetailsRead::kRead;
+        } else {
+          r.details = DetailsRead::kLost;  // another port's: not this one's reading
+        }
       } else {
-        PortSample s = SampleFrom(pc, pce ? &*pce : nullptr, t.caps);
-        if (ext_lost) {
-          // Lost, not unsupported: keep only the counters that come from the
-          // same field as when PortCountersExtended answers, rather than
-          // switch the others to their narrower PortCounters fields once.
-          const transport::PortCountersExtended any{};
-          const PortSample full = SampleFrom(pc, &any, t.caps);
-          for (std::size_t c = 0; c < kCounterCount; ++c) {
-            if (!full.present.test(c) || full.bits[c] != s.bits[c]) s.present.reset(c);
-          }
-        }
-        if (details_index[i] != kNone) {
-          const auto& d = results[details_index[i]];
-          if (d.outcome == MadOutcome::kOk) {
-            const auto details = transport::DecodePortRcvErrorDetails(d.response);
-            if (details.port_select == t.port.port) {
-              AddRcvErrorDetails(details, &s);
-              r.details = DetailsRead::kRead;
-            } else {
-              r.details = DetailsRead::kLost;  // another port's: not this one's reading
-            }
-          } else {
-            r.details = d.outcome == MadOutcome::kRemoteError ? DetailsRead::kUnsupported : DetailsRead::kLost;
-          }
-        }
-        r.sample = s;
+        r.details = details->outcome == MadOutcome::kRemoteError ? DetailsRead::kUnsupported : DetailsRead::kLost;
       }
+    }
+    r.sample = s;
+    return r;
+  };
+
+  // Results are taken as they come, so that only the ports whose reads are
+  // not all in yet hold whole response MADs: a port's reading is made once
+  // its last read is decided.
+  out.readings.resize(targets.size());
+  std::vector<std::uint8_t> awaited(targets.size(), 0);
+  for (std::size_t i = 0; i < targets.size(); ++i) {
+    awaited[i] = static_cast<std::uint8_t>(1 + (ext_index[i] != kNone) + (details_index[i] != kNone));
+  }
+  std::unordered_map<std::size_t, transport::MadResult> held;  // request index -> result, ports still awaited
+  std::set<std::uint16_t> moved_lids;
+  engine.Run(reqs, [&](std::size_t q, transport::MadResult&& m) {
+    if (q >= first_link) {
+      const LinkTarget& l = links[q - first_link];
+      tally(l.port.node_guid, m);
+      if (m.outcome != MadOutcome::kOk) return;
+      topology::Port p;
+      p.number = l.port.port;
+      p.lid = l.lid;
+      topology::ApplyPortInfo(transport::DecodePortInfo(m.response), l.ext_speeds2, &p);
+      out.links.emplace(l.port, p);
+      return;
+    }
+    if (q >= first_check) {
+      const LidCheck& c = checks[q - first_check];
+      tally(c.guid, m);
+      if (m.outcome == MadOutcome::kOk && transport::DecodeNodeInfo(m.response).node_guid != c.guid) {
+        moved_lids.insert(c.lid);
+        out.moved_nodes.insert(c.guid);
+      }
+      return;
+    }
+    const std::size_t i = target_of[q];
+    tally(targets[i].port.node_guid, m);
+    if (--awaited[i] > 0) {
+      held.emplace(q, std::move(m));
+      return;
+    }
+    auto take = [&](std::size_t index) -> const transport::MadResult* {
+      if (index == kNone) return nullptr;
+      if (index == q) return &m;
+      return &held.at(index);
+    };
+    out.readings[i] = reading(i, *take(basic_index[i]), take(ext_index[i]), take(details_index[i]));
+    for (const std::size_t index : {basic_index[i], ext_index[i], details_index[i]}) {
+      if (index != kNone && index != q) held.erase(index);
+    }
+  });
+
+  // A LID that answered for another node: what came from it is someone
+  // else's (the local port's own PortInfo is read over no LID).
+  for (std::size_t i = 0; i < links.size(); ++i) {
+    if (!links[i].local && moved_lids.count(links[i].lid)) out.links.erase(links[i].port);
+  }
+  for (PortReading& r : out.readings) {
+    if (r.outcome == MadOutcome::kOk && moved_lids.count(r.target.lid)) {
+      r.outcome = MadOutcome::kRemoteError;  // someone else's counters
+      r.sample.reset();
+      r.details = DetailsRead::kNotAsked;
     }
     if (!r.sample) ++out.failed_ports;
-    out.readings.push_back(std::move(r));
   }
   out.duration = std::chrono::steady_clock::now() - start;
   return out;

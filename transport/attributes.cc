@@ -47,8 +47,11 @@ MadRequest Pma(std::uint16_t lid, std::uint16_t attr_id, std::uint8_t port_selec
   r.attr_mod = 0;
   r.address = MadAddress::Lid(lid);
   if (attr_id != pma_attr::kClassPortInfo) {
-    // PortSelect is byte 1 of PortCounters and PortCountersExtended data.
-    r.payload.assign(kPmaDataSize, 0);
+    // PortSelect is byte 1 of PortCounters and PortCountersExtended data;
+    // the codec sends the rest as zeros. Only the first 32-bit word is
+    // held (libibmad's fields address bytes within one): a sweep holds
+    // 160k of these at once at 80k ports.
+    r.payload.assign(4, 0);
     mad_set_field(r.payload.data(), 0, IB_PC_PORT_SELECT_F, port_select);
   }
   return r;
@@ -313,6 +316,7 @@ MadRequest PortRcvErrorDetailsQuery(std::uint16_t lid, std::uint8_t port) {
 MadRequest PortCountersClear(std::uint16_t lid, std::uint8_t port, std::uint16_t select, std::uint8_t select2) {
   MadRequest r = Pma(lid, pma_attr::kPortCounters, port);
   r.method = MadMethod::kSet;
+  r.payload.resize(kPmaDataSize, 0);  // CounterSelect2 is at byte 41
   mad_set_field(r.payload.data(), 0, IB_PC_COUNTER_SELECT_F, select);
   mad_set_field(r.payload.data(), 0, IB_PC_COUNTER_SELECT2_F, select2);
   return r;

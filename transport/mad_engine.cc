@@ -65,9 +65,39 @@ struct Dest {
   std::vector<std::uint64_t> waiters;  // units of requests to this node, parked until it has room
 };
 
+// First in, first out, and a retry goes back to the front: a vector and
+// the index of its head (a std::deque's first block alone is 512 bytes,
+// and a host's unit holds two or three jobs: 16k hosts, 10 MB a sweep).
+class JobQueue {
+ public:
+  bool empty() const { return head_ == items_.size(); }
+  const Job& front() const { return items_[head_]; }
+  void pop_front() {
+    if (++head_ == items_.size()) clear();
+  }
+  void push_back(const Job& j) { items_.push_back(j); }
+  void push_front(const Job& j) {
+    if (head_ > 0) {
+      items_[--head_] = j;
+    } else {
+      items_.insert(items_.begin(), j);
+    }
+  }
+  void clear() {
+    items_.clear();
+    head_ = 0;
+  }
+  std::vector<Job>::const_iterator begin() const { return items_.begin() + static_cast<std::ptrdiff_t>(head_); }
+  std::vector<Job>::const_iterator end() const { return items_.end(); }
+
+ private:
+  std::vector<Job> items_;
+  std::size_t head_ = 0;
+};
+
 // The queued requests of one kind to one node.
 struct Unit {
-  std::deque<Job> jobs;
+  JobQueue jobs;
   bool in_ring = false;
   bool parked = false;
 };
@@ -264,10 +294,19 @@ void MadEngine::Sample(MadKind kind, microseconds rtt) {
 }
 
 std::vector<MadResult> MadEngine::Run(std::span<const MadRequest> requests) {
+  std::vector<MadResult> results(requests.size());
+  Run(requests, [&results](std::size_t index, MadResult&& r) { results[index] = std::move(r); });
+  return results;
+}
+
+void MadEngine::Run(std::span<const MadRequest> requests, const ResultSink& sink) {
   const std::size_t n = requests.size();
-  std::vector<MadResult> results(n);
   stats_.requests += n;
-  if (n == 0) return results;
+  if (n == 0) return;
+  // Per request only when it was first sent: the outcome goes to the sink
+  // as it is decided (a sweep of 80k ports would otherwise hold 180k whole
+  // response MADs, 50 MB, until the last one).
+  std::vector<TimePoint> first_sent(n);
 
   const int per_dest = options_.per_destination;
   const int per_switch = options_.dr_per_switch > 0 ? options_.dr_per_switch : per_dest;
@@ -316,10 +355,20 @@ std::vector<MadResult> MadEngine::Run(std::span<const MadRequest> requests) {
     ring_of(unit_id).push_back(unit_id);
     u.in_ring = true;
   };
-  auto finish = [&](std::size_t index, MadOutcome outcome) {
-    results[index].outcome = outcome;
-    results[index].done = clock_->Now();
+  // `answer`: the response, for kOk and kRemoteError.
+  auto finish = [&](std::size_t index, MadOutcome outcome, const MadBytes* answer = nullptr, std::uint16_t status = 0,
+                    int retries = 0) {
+    MadResult r;
+    r.outcome = outcome;
+    if (answer) {
+      r.mad_status = status;
+      r.response = *answer;
+      r.retries = static_cast<std::uint8_t>(std::min(255, retries));
+    }
+    r.first_sent = first_sent[index];
+    r.done = clock_->Now();
     ++done;
+    sink(index, std::move(r));
   };
   auto settle = [&](std::size_t index, MadKind kind) {
     --kind_out[Slot(kind)];
@@ -394,7 +443,7 @@ std::vector<MadResult> MadEngine::Run(std::span<const MadRequest> requests) {
       return true;
     }
     const TimePoint now = clock_->Now();
-    if (results[job.index].first_sent == TimePoint{}) results[job.index].first_sent = now;
+    if (first_sent[job.index] == TimePoint{}) first_sent[job.index] = now;
     in_flight.emplace(tid, InFlight{job, now, unit_id});
     deadlines.emplace(now + TimeoutFor(kind, lid_of(job.index), job.attempt), tid);
     ++kind_out[Slot(kind)];
@@ -572,20 +621,17 @@ std::vector<MadResult> MadEngine::Run(std::span<const MadRequest> requests) {
         continue;
       }
     }
-    results[f.job.index].mad_status = h.status;
-    results[f.job.index].response = in->mad;
-    results[f.job.index].retries = static_cast<std::uint8_t>(std::min(255, f.job.attempt + f.job.busy));
     t.failures = 0;
+    const int retries = f.job.attempt + f.job.busy;
     if (h.status != 0) {
       if ((h.status & kMadStatusRedirect) != 0) ++ks.redirects;
       ++ks.remote_errors;
-      finish(f.job.index, MadOutcome::kRemoteError);
+      finish(f.job.index, MadOutcome::kRemoteError, &in->mad, h.status, retries);
     } else {
       if (per_dest > 0) t.cwnd = std::min(max_cwnd, t.cwnd + 1);
-      finish(f.job.index, MadOutcome::kOk);
+      finish(f.job.index, MadOutcome::kOk, &in->mad, h.status, retries);
     }
   }
-  return results;
 }
 
 }  // namespace ibfabric::transport

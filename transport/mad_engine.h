@@ -50,6 +50,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <span>
 #include <unordered_map>
 #include <vector>
@@ -146,6 +147,12 @@ class MadEngine {
   // Runs every request to completion. The result at index i belongs to
   // requests[i]. The limits above hold at every instant.
   std::vector<MadResult> Run(std::span<const MadRequest> requests);
+  // The same, but each result goes to `sink` (with its request's index) as
+  // soon as its outcome is decided, in no particular order, and is not
+  // kept: for batches too big to hold every response at once. The sink
+  // must not use the engine.
+  using ResultSink = std::function<void(std::size_t index, MadResult&& result)>;
+  void Run(std::span<const MadRequest> requests, const ResultSink& sink);
 
   // The time the agent at `lid` declared it may take to answer (ClassPortInfo
   // or PortInfo RespTimeValue): timeouts for it are at least this, within
