@@ -6,6 +6,19 @@
 
 namespace ibfabric::collectors {
 
+void PortTotals::SetLastRaw(std::size_t i, std::uint64_t raw) {
+  const std::uint64_t below = total[i] - raw;
+  if (below == (below_ ? (*below_)[i] : 0)) return;
+  std::array<std::uint64_t, kCounterCount> next{};
+  if (below_) next = *below_;
+  next[i] = below;
+  if (std::all_of(next.begin(), next.end(), [](std::uint64_t b) { return b == 0; })) {
+    below_.reset();
+  } else {
+    below_ = std::make_shared<const std::array<std::uint64_t, kCounterCount>>(next);
+  }
+}
+
 PortTable& CounterStore::Mutable() {
   // Only this store hands the table out, so a count of 1 stays 1; a holder
   // letting go meanwhile costs at most a copy that was not needed.
@@ -71,15 +84,15 @@ const PortTotals& CounterStore::Update(const topology::PortRef& port, const Port
       t.total[i] = raw;
     } else if (t.last_bits[i] != sample.bits[i]) {
       // Another field now feeds this counter: re-base, add nothing.
-    } else if (raw >= t.last_raw[i]) {
-      t.total[i] += raw - t.last_raw[i];
+    } else if (raw >= t.LastRaw(i)) {
+      t.total[i] += raw - t.LastRaw(i);
     } else {
       t.total[i] += raw;  // cleared since the last reading
       const auto c = static_cast<Counter>(i);
       restarted = restarted || c == Counter::kXmitData || c == Counter::kRcvData || c == Counter::kXmitPkts ||
                   c == Counter::kRcvPkts;
     }
-    t.last_raw[i] = raw;
+    t.SetLastRaw(i, raw);
     t.last_bits[i] = sample.bits[i];
     t.present.set(i);
   }
@@ -101,7 +114,7 @@ void CounterStore::NoteCleared(const topology::PortRef& port, const std::bitset<
   if (!ports_->count(port)) return;
   const auto it = Mutable().find(port);  // found: it was there before the copy
   for (std::size_t i = 0; i < kCounterCount; ++i) {
-    if (counters.test(i)) it->second.last_raw[i] = 0;
+    if (counters.test(i)) it->second.SetLastRaw(i, 0);
   }
 }
 

@@ -25,7 +25,6 @@ namespace ibfabric::collectors {
 struct PortTotals {
   std::array<std::uint64_t, kCounterCount> total{};
   std::bitset<kCounterCount> present;
-  std::array<std::uint64_t, kCounterCount> last_raw{};
   std::array<std::uint8_t, kCounterCount> last_bits{};
   std::chrono::system_clock::time_point last_update{};
   bool stale = false;  // the last sweep got no reading for this port
@@ -34,11 +33,22 @@ struct PortTotals {
   // someone else's clear).
   std::uint32_t resets = 0;
 
+  // The last raw reading of counter i. Kept as how far it lies below the
+  // total: nothing until the counter wraps, is cleared or changes field
+  // (the first reading is the total), so most ports hold no copy of their
+  // readings (at 80k ports, 17 MB, and again while a sweep runs). Set it
+  // after the total it belongs with.
+  std::uint64_t LastRaw(std::size_t i) const { return total[i] - (below_ ? (*below_)[i] : 0); }
+  void SetLastRaw(std::size_t i, std::uint64_t raw);
+
   // The last raw reading of counter i sat at its field's maximum: a sticky
   // counter that stopped, so the total is a lower bound until it is cleared.
-  bool Pinned(std::size_t i) const {
-    return present.test(i) && last_bits[i] < 64 && last_raw[i] == MaxOf(last_bits[i]);
-  }
+  bool Pinned(std::size_t i) const { return present.test(i) && last_bits[i] < 64 && LastRaw(i) == MaxOf(last_bits[i]); }
+
+ private:
+  // total - last raw reading, per counter; null while all are 0. Shared by
+  // copies (the published table) and never changed in place.
+  std::shared_ptr<const std::array<std::uint64_t, kCounterCount>> below_;
 };
 
 // Every port's totals, by port: one sorted array, so that a copy (one a

@@ -17,7 +17,7 @@ std::string SaveState(const PersistedState& state) {
     json counters = json::object();
     for (std::size_t i = 0; i < kCounterCount; ++i) {
       if (!t.present.test(i)) continue;
-      counters[specs[i].metric] = {{"total", t.total[i]}, {"raw", t.last_raw[i]}, {"bits", t.last_bits[i]}};
+      counters[specs[i].metric] = {{"total", t.total[i]}, {"raw", t.LastRaw(i)}, {"bits", t.last_bits[i]}};
     }
     ports.push_back({{"guid", ref.node_guid}, {"port", ref.port}, {"stale", t.stale}, {"counters", counters}});
   }
@@ -53,7 +53,7 @@ bool LoadState(const std::string& text, PersistedState* state, std::string* erro
         auto it = by_name.find(name);
         if (it == by_name.end()) continue;  // a counter this build does not know
         t.total[it->second] = c.at("total").get<std::uint64_t>();
-        t.last_raw[it->second] = c.at("raw").get<std::uint64_t>();
+        t.SetLastRaw(it->second, c.at("raw").get<std::uint64_t>());
         t.last_bits[it->second] = c.at("bits").get<std::uint8_t>();
         t.present.set(it->second);
       }

@@ -272,7 +272,7 @@ FabricTracker::News FabricTracker::Observe(const collectors::PortTable& before, 
     known_failing_.erase(r.target.port);
     auto it = before.find(r.target.port);
     if (it != before.end() && it->second.present.test(ld) && r.sample->present.test(ld) &&
-        r.sample->value[ld] != it->second.last_raw[ld]) {
+        r.sample->value[ld] != it->second.LastRaw(ld)) {
       news.flapped.insert(r.target.port);
     }
   }

@@ -41,6 +41,34 @@ TEST(CounterStoreTest, AClearNeverMakesTheTotalGoBack) {
   EXPECT_EQ(Total(st, Counter::kRcvErrors), 65547u);
 }
 
+// The last reading is kept as its distance below the total (none until a
+// clear or a wrap): each counter's apart, exact, and a copy taken before
+// keeps its own.
+TEST(CounterStoreTest, TheLastReadingIsKeptPerCounterAcrossClears) {
+  CounterStore st;
+  PortSample both = One(Counter::kRcvErrors, 65535);
+  both.value[Index(Counter::kSymbolError)] = 40;
+  both.bits[Index(Counter::kSymbolError)] = 16;
+  both.present.set(Index(Counter::kSymbolError));
+  Read(st, kPort, both);
+  const auto before = st.Share();
+  both.value[Index(Counter::kRcvErrors)] = 5;  // cleared out of band, 5 new
+  both.value[Index(Counter::kSymbolError)] = 41;
+  Read(st, kPort, both);
+  const PortTotals& t = st.ports().at(kPort);
+  EXPECT_EQ(t.LastRaw(Index(Counter::kRcvErrors)), 5u);
+  EXPECT_EQ(t.LastRaw(Index(Counter::kSymbolError)), 41u);
+  EXPECT_EQ(t.total[Index(Counter::kRcvErrors)], 65540u);
+  EXPECT_FALSE(t.Pinned(Index(Counter::kRcvErrors)));
+  EXPECT_EQ(before->at(kPort).LastRaw(Index(Counter::kRcvErrors)), 65535u);
+  EXPECT_TRUE(before->at(kPort).Pinned(Index(Counter::kRcvErrors)));
+  both.value[Index(Counter::kRcvErrors)] = 9;
+  Read(st, kPort, both);
+  EXPECT_EQ(st.ports().at(kPort).total[Index(Counter::kRcvErrors)], 65544u);
+  EXPECT_EQ(st.ports().at(kPort).LastRaw(Index(Counter::kRcvErrors)), 9u);
+  EXPECT_EQ(st.ports().at(kPort).LastRaw(Index(Counter::kSymbolError)), 41u);
+}
+
 TEST(CounterStoreTest, DataCountersGoingBackwardsAreAResetOursAreNot) {
   CounterStore st;
   Read(st, kPort, One(Counter::kRcvData, 1'000'000, 64));
@@ -113,10 +141,10 @@ TEST(CounterStoreTest, WhatWasSharedNeverChangesAndIsCopiedOnlyOnce) {
   // The published table is as it was; the store moved on.
   EXPECT_EQ(published->at(kPort).total[Index(Counter::kRcvErrors)], 3u);
   EXPECT_FALSE(published->at(kPort).stale);
-  EXPECT_EQ(published->at(kPort).last_raw[Index(Counter::kRcvErrors)], 3u);
+  EXPECT_EQ(published->at(kPort).LastRaw(Index(Counter::kRcvErrors)), 3u);
   EXPECT_EQ(Total(st, Counter::kRcvErrors), 10u);
   EXPECT_TRUE(st.ports().at(kPort).stale);
-  EXPECT_EQ(st.ports().at(kPort).last_raw[Index(Counter::kRcvErrors)], 0u);
+  EXPECT_EQ(st.ports().at(kPort).LastRaw(Index(Counter::kRcvErrors)), 0u);
   // One copy at the first change, then changed in place.
   const PortTable* after = &st.ports();
   Read(st, kPort, One(Counter::kRcvErrors, 11));

@@ -16,7 +16,7 @@ TEST(StateTest, RoundTripAndRejects) {
   collectors::PortTotals t;
   t.present.set(Index(Counter::kXmitData));
   t.total[Index(Counter::kXmitData)] = ~0ULL - 5;  // 64-bit values survive JSON exactly
-  t.last_raw[Index(Counter::kXmitData)] = 17;
+  t.SetLastRaw(Index(Counter::kXmitData), 17);
   t.last_bits[Index(Counter::kXmitData)] = 64;
   t.stale = true;
   st.ports[{0xabc, 3}] = t;
@@ -27,7 +27,7 @@ TEST(StateTest, RoundTripAndRejects) {
   ASSERT_TRUE(collectors::LoadState(collectors::SaveState(st), &back, &error)) << error;
   const auto& bt = back.ports.at({0xabc, 3});
   EXPECT_EQ(bt.total[Index(Counter::kXmitData)], ~0ULL - 5);
-  EXPECT_EQ(bt.last_raw[Index(Counter::kXmitData)], 17u);
+  EXPECT_EQ(bt.LastRaw(Index(Counter::kXmitData)), 17u);
   EXPECT_EQ(bt.last_bits[Index(Counter::kXmitData)], 64);
   EXPECT_TRUE(bt.stale);
   EXPECT_EQ(bt.present, t.present);

@@ -237,8 +237,8 @@ TEST(PinnedTest, PinnedCountersAreExposed) {
   collectors::PortTotals t;
   t.present.set(Index(Counter::kRcvErrors));
   t.last_bits[Index(Counter::kRcvErrors)] = 16;
-  t.last_raw[Index(Counter::kRcvErrors)] = 65535;
   t.total[Index(Counter::kRcvErrors)] = 65535;
+  t.SetLastRaw(Index(Counter::kRcvErrors), 65535);
   EXPECT_TRUE(t.Pinned(Index(Counter::kRcvErrors)));
   t.last_bits[Index(Counter::kRcvErrors)] = 64;
   EXPECT_FALSE(t.Pinned(Index(Counter::kRcvErrors)));
