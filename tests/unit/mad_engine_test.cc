@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "transport/attributes.h"
 #include "transport/codec.h"
 #include "transport/testing/encoders.h"
@@ -54,6 +56,31 @@ TEST(MadEngineTest, NeverExceedsTheWindow) {
     EXPECT_EQ(port.max_outstanding(), static_cast<std::size_t>(window));
     EXPECT_EQ(engine.stats().total().sent, 500u);
   }
+}
+
+// With a sink, each result leaves the engine as it is decided: a request
+// to a node that never answers does not hold back the answers behind it,
+// and every request gets exactly one result, its own.
+TEST(MadEngineTest, ASinkGetsEachResultAsItIsDecided) {
+  FakeMadPort port([](const MadAddress& to, const MadBytes& req) -> std::optional<MadBytes> {
+    if (to.lid == 99) return std::nullopt;
+    return Echo(to, req);
+  });
+  MadEngine engine(port, EngineOptions::Legacy(4, milliseconds(50), 0));
+  std::vector<MadRequest> reqs{PortCountersQuery(99, 1)};
+  for (const MadRequest& r : Requests(100)) reqs.push_back(r);
+  std::vector<std::size_t> order;
+  std::vector<MadResult> got(reqs.size());
+  engine.Run(reqs, [&](std::size_t index, MadResult&& r) {
+    order.push_back(index);
+    got.at(index) = std::move(r);
+  });
+  ASSERT_EQ(order.size(), reqs.size());
+  EXPECT_EQ(order.back(), 0u) << "the silent node's request is decided last";
+  std::sort(order.begin(), order.end());
+  EXPECT_EQ(std::adjacent_find(order.begin(), order.end()), order.end()) << "one result per request";
+  EXPECT_EQ(got[0].outcome, MadOutcome::kTimeout);
+  ExpectAllMatch({reqs.begin() + 1, reqs.end()}, {got.begin() + 1, got.end()});
 }
 
 TEST(MadEngineTest, TimeoutIsRetriedExactlyTheConfiguredTimes) {
