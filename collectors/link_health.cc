@@ -10,10 +10,6 @@ namespace {
 
 constexpr std::size_t kMaxDowns = 1024;  // per cable, within the window
 constexpr std::size_t kMaxEvents = 256;
-// A port's points: at most 5 kept at least window/5 apart within the
-// window, one older, and one more: the newest reading (not yet kept), or
-// the one just kept before the oldest is dropped.
-constexpr std::size_t kKeptPoints = 7;
 // Observations after a host's counters were seen restarted in which a down
 // of its cable is still that reset.
 constexpr std::uint64_t kResetSlack = 2;
@@ -23,6 +19,35 @@ constexpr std::uint8_t kPhysDisabled = 3;  // IBTA PortPhysicalState: Disabled
 constexpr double kRebootShare = 0.9;
 
 std::size_t I(Signal s) { return static_cast<std::size_t>(s); }
+
+// LEB128 varints of zigzag-coded differences (modulo 2^64, so any pair of
+// values round-trips; small ones of either sign take a byte).
+std::uint64_t ZigZag(std::uint64_t newer, std::uint64_t older) {
+  const auto d = static_cast<std::int64_t>(newer - older);
+  return (static_cast<std::uint64_t>(d) << 1) ^ static_cast<std::uint64_t>(d >> 63);
+}
+std::uint64_t Older(std::uint64_t newer, std::uint64_t zigzag) { return newer - ((zigzag >> 1) ^ (~(zigzag & 1) + 1)); }
+std::uint8_t* PutVarint(std::uint64_t v, std::uint8_t* out) {
+  for (; v >= 0x80; v >>= 7) *out++ = static_cast<std::uint8_t>(v | 0x80);
+  *out++ = static_cast<std::uint8_t>(v);
+  return out;
+}
+std::uint64_t GetVarint(const std::uint8_t** in) {
+  std::uint64_t v = 0;
+  for (int shift = 0;; shift += 7) {
+    const std::uint8_t b = *(*in)++;
+    v |= static_cast<std::uint64_t>(b & 0x7f) << shift;
+    if ((b & 0x80) == 0) return v;
+  }
+}
+constexpr std::size_t kMaxVarint = 10;
+std::uint64_t Ticks(std::chrono::steady_clock::time_point t) {
+  return static_cast<std::uint64_t>(t.time_since_epoch().count());
+}
+std::chrono::steady_clock::time_point FromTicks(std::uint64_t ticks) {
+  return std::chrono::steady_clock::time_point(
+      std::chrono::steady_clock::duration(static_cast<std::chrono::steady_clock::rep>(ticks)));
+}
 
 }  // namespace
 
@@ -76,22 +101,64 @@ void LinkHealth::Track(const topology::Fabric& fabric) {
     if (cables_.count(l)) continue;
     // A port cabled elsewhere now: its old cable is gone for good.
     for (const auto& end : {l.a, l.b}) {
-      auto it = cable_of_.find(end);
-      if (it == cable_of_.end()) continue;
-      const topology::Link old = it->second;
-      cable_of_.erase(old.a);
-      cable_of_.erase(old.b);
+      auto it = history_.find(end);
+      if (it == history_.end() || !it->second.on_cable) continue;
+      const topology::Link old = it->second.cable;
+      for (const auto& old_end : {old.a, old.b}) {
+        if (auto h = history_.find(old_end); h != history_.end()) h->second.on_cable = false;
+      }
       cables_.erase(old);
     }
     CableState& c = cables_[l];
     c.health.cable = l;
     c.health.up = true;
-    cable_of_[l.a] = l;
-    cable_of_[l.b] = l;
+    for (const auto& end : {l.a, l.b}) {
+      History& h = history_[end];
+      h.cable = l;
+      h.on_cable = true;
+    }
   }
   // Histories only for ports on a cable.
-  for (auto it = history_.begin(); it != history_.end();) {
-    it = cable_of_.count(it->first) ? std::next(it) : history_.erase(it);
+  std::erase_if(history_, [](const auto& e) { return !e.second.on_cable; });
+}
+
+LinkHealth::Points LinkHealth::Unpack(const History& h) {
+  Points v;
+  v.size = h.count;
+  if (v.size == 0) return v;
+  v.back() = h.newest;
+  const std::uint8_t* in = h.older.data();
+  for (std::size_t i = v.size - 1; i-- > 0;) {
+    const Point& newer = v.at[i + 1];
+    Point& p = v.at[i];
+    p.t = FromTicks(Older(Ticks(newer.t), GetVarint(&in)));
+    for (std::size_t s = 0; s < kSignalCount; ++s) p.total[s] = Older(newer.total[s], GetVarint(&in));
+  }
+  return v;
+}
+
+void LinkHealth::Pack(const Points& v, History* h) {
+  h->count = static_cast<std::uint8_t>(v.size);
+  if (v.size == 0) {
+    h->older = {};
+    return;
+  }
+  h->newest = v.at[v.size - 1];
+  std::array<std::uint8_t, (kKeptPoints - 1) * (1 + kSignalCount) * kMaxVarint> buffer;
+  std::uint8_t* out = buffer.data();
+  for (std::size_t i = v.size - 1; i-- > 0;) {
+    const Point& newer = v.at[i + 1];
+    const Point& p = v.at[i];
+    out = PutVarint(ZigZag(Ticks(newer.t), Ticks(p.t)), out);
+    for (std::size_t s = 0; s < kSignalCount; ++s) out = PutVarint(ZigZag(newer.total[s], p.total[s]), out);
+  }
+  const auto bytes = static_cast<std::size_t>(out - buffer.data());
+  // Written over in place while it fits and wastes little (a sweep
+  // reallocating 80k small blocks would scatter the heap).
+  if (h->older.capacity() < bytes || h->older.capacity() > bytes + 32) {
+    h->older = std::vector<std::uint8_t>(buffer.data(), out);
+  } else {
+    h->older.assign(buffer.data(), out);
   }
 }
 
@@ -103,9 +170,9 @@ LinkHealth::Reading LinkHealth::Record(const topology::PortRef& port, const Port
     const std::size_t c = Index(CounterOf(static_cast<Signal>(s)));
     if (totals.present.test(c)) p.total[s] = totals.total[c];
   }
-  std::vector<Point>& v = h.points;
+  Points v = Unpack(h);
   Reading r;
-  if (!v.empty()) {
+  if (v.size > 0) {
     r.previous = v.back().t;
     const std::uint64_t was = v.back().total[I(Signal::kLinkDowned)];
     r.link_downed = p.total[I(Signal::kLinkDowned)] > was ? p.total[I(Signal::kLinkDowned)] - was : 0;
@@ -116,17 +183,23 @@ LinkHealth::Reading LinkHealth::Record(const topology::PortRef& port, const Port
   // reach meanwhile) the window starts afresh: a rate over the gap cannot
   // say when it happened, and would dilute into "clean" a fault that went
   // on throughout. What the counters moved in the gap stays in the totals.
-  if (!v.empty() && now - v.back().t > options_.window) v.clear();
+  if (v.size > 0 && now - v.back().t > options_.window) v.size = 0;
   // The newest reading is always the last point; it stays as a kept one
   // when it came window/5 after the kept one before it, else the next
   // reading takes its place.
-  if (!v.empty() && !h.last_kept) v.pop_back();
-  h.last_kept = v.empty() || now - v.back().t >= options_.window / 5;
-  if (v.capacity() == 0) v.reserve(kKeptPoints);  // never grown past it
-  v.push_back(p);
+  if (v.size > 0 && !h.last_kept) --v.size;
+  h.last_kept = v.size == 0 || now - v.back().t >= options_.window / 5;
+  if (v.size == kKeptPoints) {  // cannot happen (see kKeptPoints); the oldest would go first
+    std::move(v.at.begin() + 1, v.at.end(), v.at.begin());
+    --v.size;
+  }
+  v.at[v.size++] = p;
   std::size_t old = 0;  // points with a newer one that is already older than the window
-  while (old + 1 < v.size() && v[old + 1].t <= now - options_.window) ++old;
-  v.erase(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(old));
+  while (old + 1 < v.size && v.at[old + 1].t <= now - options_.window) ++old;
+  std::move(v.at.begin() + static_cast<std::ptrdiff_t>(old), v.at.begin() + static_cast<std::ptrdiff_t>(v.size),
+            v.at.begin());
+  v.size -= old;
+  Pack(v, &h);
   return r;
 }
 
@@ -151,9 +224,9 @@ EndRates LinkHealth::RatesOf(const topology::PortRef& port, double lane_gbps) co
   EndRates r;
   r.port = port;
   auto it = history_.find(port);
-  if (it == history_.end() || it->second.points.empty()) return r;
-  const Point& base = it->second.points.front();
-  const Point& last = it->second.points.back();
+  if (it == history_.end() || it->second.count == 0) return r;
+  const Point& last = it->second.newest;
+  const Point base = Unpack(it->second).front();
   r.window_seconds = std::chrono::duration<double>(last.t - base.t).count();
   for (std::size_t s = 0; s < kSignalCount; ++s) {
     r.delta[s] = last.total[s] >= base.total[s] ? last.total[s] - base.total[s] : 0;

@@ -151,14 +151,34 @@ class LinkHealth {
     std::chrono::steady_clock::time_point t;
     std::array<std::uint64_t, kSignalCount> total{};
   };
+  // A port's points: at most 5 kept at least window/5 apart within the
+  // window, one older, and one more: the newest reading (not yet kept), or
+  // the one just kept before the oldest is dropped.
+  static constexpr std::size_t kKeptPoints = 7;
+  // A port's points unpacked, oldest first, as Record and RatesOf work on them.
+  struct Points {
+    std::array<Point, kKeptPoints> at;
+    std::size_t size = 0;
+    Point& front() { return at[0]; }
+    Point& back() { return at[size - 1]; }
+  };
   struct History {
     // Oldest first: points thinned to one per window/5, the first older
-    // than the window, then the newest reading (a vector: a deque's first
-    // block alone is 512 bytes, per port).
-    std::vector<Point> points;
+    // than the window, then the newest reading. The newest is held as is;
+    // each older one, newest first, as varints of how much earlier it was
+    // and how much lower each total than the next newer one: about 25
+    // bytes where a Point takes 96, and this is most of link health's
+    // memory (a 16k-host fabric: 80k ports).
+    Point newest;
+    std::vector<std::uint8_t> older;
+    std::uint8_t count = 0;    // points, the newest included
     bool last_kept = false;    // the newest is one of the thinned points
+    bool on_cable = false;     // `cable` is the port's; a port on none has no history
     std::uint32_t resets = 0;  // PortTotals::resets as last seen
+    topology::Link cable;      // the cable the port is on
   };
+  static Points Unpack(const History& h);
+  static void Pack(const Points& points, History* h);
   // What one fresh reading of a port brought.
   struct Reading {
     std::uint64_t link_downed = 0;  // LinkDownedCounter increment since the previous reading
@@ -199,8 +219,7 @@ class LinkHealth {
 
   LinkHealthOptions options_;
   std::map<topology::Link, CableState> cables_;
-  std::map<topology::PortRef, topology::Link> cable_of_;
-  std::map<topology::PortRef, History> history_;
+  std::map<topology::PortRef, History> history_;       // every port on a cable
   std::map<std::uint64_t, topology::NodeKind> kinds_;  // every node seen in a fabric
   std::uint64_t observation_ = 0;
   std::deque<FabricEvent> events_;

@@ -105,6 +105,46 @@ TEST(LinkHealthTest, RatesOverTheWindowAndEstimates) {
   EXPECT_LE(host_later.window_seconds, 5);
 }
 
+// The window's older points are held as packed differences: totals near
+// 2^64, steps wider than 32 bits and a total that went down (a restored
+// state, say) come back exact, whichever point is the base.
+TEST(LinkHealthTest, TheWindowCarriesAnyTotalsExactly) {
+  Bench b;
+  LinkHealth h({milliseconds(3000), 1});
+  b.Add(b.host0, Counter::kRcvData, 0xFFFF'FFFF'FFFF'0000ull);
+  b.Add(b.host0, Counter::kXmitWait, 7);
+  b.Observe(h);                                  // t=0
+  b.Add(b.host0, Counter::kRcvData, 0xFFFFull);  // to 2^64 - 1
+  b.Add(b.host0, Counter::kRcvPkts, 5'000'000'000'000ull);
+  b.Observe(h);                                           // t=1
+  b.ports[b.host0].total[Index(Counter::kXmitWait)] = 3;  // below t=0's 7
+  b.Add(b.host0, Counter::kSymbolError, 1);
+  b.Observe(h);  // t=2
+  b.Add(b.host0, Counter::kSymbolError, 0x1'0000'0001ull);
+  b.Observe(h);  // t=3
+  auto host = [&] {
+    const CableHealth c = Of(h.Cables(), b.leaf1);
+    return c.a.port == b.host0 ? c.a : c.b;
+  };
+  EndRates r = host();
+  EXPECT_DOUBLE_EQ(r.window_seconds, 3);
+  EXPECT_EQ(r.Delta(Signal::kRcvData), 0xFFFFull);
+  EXPECT_EQ(r.Delta(Signal::kRcvPkts), 5'000'000'000'000ull);
+  EXPECT_EQ(r.Delta(Signal::kSymbolErrors), 0x1'0000'0002ull);
+  EXPECT_EQ(r.Delta(Signal::kXmitWait), 0u) << "a total below the base's is no increment";
+  b.Observe(h);  // t=4: t=1 is the base
+  r = host();
+  EXPECT_DOUBLE_EQ(r.window_seconds, 3);
+  EXPECT_EQ(r.Delta(Signal::kRcvData), 0u);
+  EXPECT_EQ(r.Delta(Signal::kRcvPkts), 0u);
+  EXPECT_EQ(r.Delta(Signal::kSymbolErrors), 0x1'0000'0002ull);
+  b.Observe(h);  // t=5: t=2 is the base, its XmitWait 3 as it was
+  b.Add(b.host0, Counter::kXmitWait, 10);
+  b.Observe(h);  // t=6: t=3 is the base
+  r = host();
+  EXPECT_EQ(r.Delta(Signal::kXmitWait), 10u);
+  EXPECT_EQ(r.Delta(Signal::kSymbolErrors), 0u);
+}
 TEST(LinkHealthTest, FlapsCountOncePerSweepWhicheverSawThem) {
   Bench b;
   LinkHealth h({milliseconds(10'000), 1});
@@ -342,7 +382,7 @@ TEST(AlertEngineTest, APinnedCounterCannotClearAnAlert) {
   ASSERT_NO_FATAL_FAILURE(RaiseOnHost0(d));
   PortTotals& t = d.b.ports[d.b.host0];
   t.last_bits[Index(Counter::kSymbolError)] = 16;
-  t.last_raw[Index(Counter::kSymbolError)] = 0xffff;  // stopped at its maximum
+  t.SetLastRaw(Index(Counter::kSymbolError), 0xffff);  // stopped at its maximum
   for (int i = 0; i < 8; ++i) EXPECT_EQ(d.Sweep().size(), 1u);
 }
 
