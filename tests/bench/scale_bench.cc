@@ -4,7 +4,9 @@
 // one exporter at its defaults, and in the same run `ibnetdiscover` and
 // `ibqueryerrors --data`. Prints discovery and sweep times, the exporter's
 // RSS after the first sweep, after N sweeps with a plain and a gzip scrape
-// between them, and its peak; the exposition's size plain and compressed,
+// between them (each read once the sweep is published: between sweeps),
+// where it is (malloc's heap, other anonymous memory, files), and its peak
+// (sweeps and scrapes at their highest); the exposition's size plain and compressed,
 // the scrape times, /api/v1/topology's size and time, bytes per port; with
 // --scrapers, K concurrent gzip scrapers while sweeps run (p50/p99). The
 // series are counted by group (--counters.groups; --groups LIST passes one
@@ -30,8 +32,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <mutex>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -53,6 +57,45 @@ double Percentile(std::vector<double> v, double p) {
   std::sort(v.begin(), v.end());
   const auto i = static_cast<std::size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
   return v[std::min(i, v.size() - 1)];
+}
+
+// Where a process's resident memory is, from /proc/PID/smaps: malloc's
+// main heap, other anonymous mappings (its other arenas, blocks it mapped
+// on their own, thread stacks), and files (the program, its libraries).
+std::string RssByMapping(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/smaps");
+  double heap = 0, anon = 0, files = 0, largest_anon = 0;
+  int anon_maps = 0;
+  std::string line, name;
+  bool header = false;
+  while (std::getline(in, line)) {
+    // A mapping's header: "start-end perms offset dev inode [name]".
+    std::istringstream fields(line);
+    std::string range, perms, offset, dev, inode;
+    fields >> range >> perms >> offset >> dev >> inode;
+    header = range.find('-') != std::string::npos && range.back() != ':';
+    if (header) {
+      name.clear();
+      fields >> name;
+      continue;
+    }
+    if (line.rfind("Rss:", 0) != 0) continue;
+    const double mib = std::atof(line.c_str() + 4) / 1024;
+    if (name == "[heap]") {
+      heap += mib;
+    } else if (name.empty() || name == "[stack]") {
+      anon += mib;
+      largest_anon = std::max(largest_anon, mib);
+      anon_maps += mib > 0;
+    } else {
+      files += mib;
+    }
+  }
+  char out[200];
+  std::snprintf(out, sizeof out,
+                "[heap] %.1f MiB, anonymous %.1f MiB (%d mappings, the largest %.1f MiB), files %.1f MiB", heap, anon,
+                anon_maps, largest_anon, files);
+  return out;
 }
 
 struct Fetch {
@@ -114,6 +157,7 @@ struct LogView {
   // heap_free_bytes=M"): what malloc hands out and holds free.
   double heap_in_use = -1, heap_free = -1;
   double heap_after_discovery = -1;
+  std::size_t published_sweeps = 0;  // sweeps whose publication ("published", after "sweep done") is logged
   // The first full walk's graph (what ibnetdiscover reads) and tables apart.
   double graph_seconds = -1, graph_mads = -1, tables_seconds = -1,
          tables_mads = -1;  // "discovery done ... heap_in_use_bytes=N", the first full walk's
@@ -132,6 +176,7 @@ LogView ReadLog(const ExporterProcess& e) {
       v.sweep_seconds.push_back(value(" seconds="));
       v.ports = value(" ports=");
     } else if (line.find("msg=\"published\"") != std::string::npos) {
+      v.published_sweeps = v.sweep_seconds.size();
       v.heap_in_use = value(" heap_in_use_bytes=");
       v.heap_free = value(" heap_free_bytes=");
     } else if (line.find("msg=\"discovery done\" mode=full") != std::string::npos && v.discovery_seconds < 0) {
@@ -147,7 +192,9 @@ LogView ReadLog(const ExporterProcess& e) {
 }
 bool WaitForSweeps(ExporterProcess& e, std::size_t n, std::chrono::seconds timeout) {
   const auto deadline = Clock::now() + timeout;
-  while (ReadLog(e).sweep_seconds.size() < n) {
+  // Sweep n is logged before it is published (rendered, compressed): wait
+  // for that too, so that what is measured next is between sweeps.
+  while (ReadLog(e).published_sweeps < n) {
     if (Clock::now() > deadline || !e.process().Running()) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
@@ -247,6 +294,7 @@ int Run(const std::string& fabric, int sweeps, int scrapers, int seconds, const 
     compressed = compressed && g.gzip;
   }
   const double rss = StatusMiB(pid, "VmRSS:");
+  const std::string rss_by_mapping = RssByMapping(pid);
   const double peak = StatusMiB(pid, "VmHWM:");
   v = ReadLog(*e);
   const std::vector<double> sweep_s(v.sweep_seconds.begin() + 1, v.sweep_seconds.end());
@@ -280,6 +328,7 @@ int Run(const std::string& fabric, int sweeps, int scrapers, int seconds, const 
               rss * 1048576 / ports, peak);
   std::printf("heap after the last publication: %.1f MiB in use (%.0f bytes per port), %.1f MiB free in malloc\n",
               v.heap_in_use / 1048576, v.heap_in_use / ports, v.heap_free / 1048576);
+  std::printf("RSS by mapping then: %s\n", rss_by_mapping.c_str());
   const Fetch topo = Get(e->port(), "/api/v1/topology", false);
   std::printf("/api/v1/topology: %.1f MB in %.3f s\n", topo.body_bytes / 1e6, topo.seconds);
 
