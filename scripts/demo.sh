@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # README command 1: install, build, start a simulated fat-tree fabric (ibsim
-# + opensm) with a few planted faults, and run the exporter against it.
+# + opensm) with living faults, and run the exporter against it: symbol
+# errors that keep rising on one cable, a congested port, a flapping link,
+# and in the topology a miswired and a degraded cable; each raises its alert
+# within about a minute (/api/v1/alerts, the status page).
 #   scripts/demo.sh [--listen ADDRESS] [--leaves N] [--spines N] [--hosts-per-leaf N]
 # Stops everything it started on Ctrl-C.
 set -euo pipefail
@@ -23,9 +26,14 @@ dir="$PWD/.demo"
 rm -rf "$dir"; mkdir -p "$dir/osm-cache"
 preload=/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so
 
+[ "$leaves" -ge 3 ] || { echo "demo.sh: --leaves must be at least 3 (the faults use three leaves)" >&2; exit 2; }
+# Leaf ports: hosts, then two cables to each spine, then a spare one for
+# the miswired cable (leaf 1 to leaf 2); the first uplink of leaf 2 runs at
+# 1xQDR where the others run 4xQDR.
+uplink=$(( hosts + 1 ))
 build/tests/gen_fabric --leaves "$leaves" --spines "$spines" --hosts-per-leaf "$hosts" \
-  --links-per-pair 2 --radix $(( hosts + spines * 2 > leaves * 2 ? hosts + spines * 2 : leaves * 2 )) \
-  > "$dir/fabric.net"
+  --links-per-pair 2 --radix $(( hosts + spines * 2 + 1 > leaves * 2 ? hosts + spines * 2 + 1 : leaves * 2 )) \
+  --leaf-link 1,2 --degraded "ib-leaf02[$uplink]=1xQDR" > "$dir/fabric.net"
 
 pids=()
 # Newest first: the SMs go before ibsim (an opensm can hang when ibsim dies first).
@@ -54,17 +62,35 @@ LD_PRELOAD=$preload SIM_HOST=cn0002 OSM_CACHE_DIR="$dir/osm-cache-standby" \
 pids+=($!)
 for _ in $(seq 300); do grep -q "STANDBY" "$dir/opensm-standby.log" 2>/dev/null && break; sleep 0.2; done
 
-# A few planted faults so the metrics have something to show.
+# Counters with history (no alert: they do not move), then faults that go
+# on: every 5 s (the exporter's sweep) 50 more symbol errors on host port
+# ib-leaf02[3] (10/s: a bad cable), 600M more XmitWait ticks on
+# ib-leaf03's first uplink (about 10 % of the time at QDR: congestion),
+# and every 10 s one more LinkDownedCounter on ib-leaf01's first uplink (a
+# flapping link). The fields are 16, 32 and 8 bits: each starts again
+# below its limit, which the exporter reads as a clear.
 {
-  echo 'PerformanceSet "ib-leaf02"[3] PortCounters.SymbolErrorCounter=1234'
-  echo 'PerformanceSet "ib-leaf03"['"$(( hosts + 1 ))"'] PortCounters.PortXmitWait=987654'
   echo 'PerformanceSet "ib-spine01"[2] PortCounters.PortRcvErrors=42'
   echo 'PerformanceSet "cn0005"[1] PortCounters.LinkDownedCounter=3'
 } >&3
+(
+  errors=0; wait_ticks=0; downs=0; step=0
+  while sleep 5; do
+    errors=$(( errors + 50 > 60000 ? 50 : errors + 50 ))
+    wait_ticks=$(( wait_ticks + 600000000 > 4000000000 ? 600000000 : wait_ticks + 600000000 ))
+    step=$(( step + 1 ))
+    if [ $(( step % 2 )) -eq 0 ]; then downs=$(( downs + 1 > 200 ? 1 : downs + 1 )); fi
+    echo "PerformanceSet \"ib-leaf02\"[3] PortCounters.SymbolErrorCounter=$errors"
+    echo "PerformanceSet \"ib-leaf03\"[$uplink] PortCounters.PortXmitWait=$wait_ticks"
+    echo "PerformanceSet \"ib-leaf01\"[$uplink] PortCounters.LinkDownedCounter=$downs"
+  done
+) >&3 &
+pids+=($!)
 
 port="${listen##*:}"
 echo
 echo "demo.sh: simulated fabric: $leaves leaves, $spines spines, $(( leaves * hosts )) hosts (files in $dir)"
+echo "demo.sh: faults: symbol errors rising on ib-leaf02[3], congestion on ib-leaf03[$uplink], ib-leaf01[$uplink] flapping, ib-leaf02[$uplink] at 1xQDR, ib-leaf01 cabled to ib-leaf02"
 echo "demo.sh: open http://localhost:${port}/ (status page), http://localhost:${port}/metrics and http://localhost:${port}/api/v1/alerts  (Ctrl-C stops everything)"
 echo "demo.sh: inject more faults with: echo 'PerformanceSet \"ib-leaf01\"[2] PortCounters.PortRcvErrors=7' > $dir/console"
 echo

@@ -1,10 +1,15 @@
 // gen_fabric: prints a two-tier fat tree in ibsim's net format.
 //   gen_fabric [--leaves N] [--spines N] [--hosts-per-leaf N]
 //              [--links-per-pair N] [--radix N] [--rate 4xQDR]
+//              [--leaf-link I,J]... [--degraded NODE[PORT]=RATE]...
+// --leaf-link cables leaf I to leaf J on spare ports (a miswired cable);
+// --degraded sets the width and speed of the cable at NODE[PORT] (e.g.
+// ib-leaf02[9]=1xQDR). Both repeat; see tests/testbed/fat_tree.h.
 
 #include <cstdlib>
 #include <iostream>
 #include <map>
+#include <regex>
 #include <string>
 
 #include "tests/testbed/fat_tree.h"
@@ -23,8 +28,23 @@ int main(int argc, char** argv) {
       return 2;
     }
     const std::string v = argv[++i];
+    static const std::regex kLeafLink(R"((\d{1,5}),(\d{1,5}))");
+    static const std::regex kDegraded(R"(([^\[\]=\s]+)\[(\d{1,3})\]=(\S+))");
+    std::smatch m;
     if (a == "--rate") {
       spec.rate = v;
+    } else if (a == "--leaf-link") {
+      if (!std::regex_match(v, m, kLeafLink)) {
+        std::cerr << "gen_fabric: --leaf-link wants I,J (two leaf numbers), not '" << v << "'\n";
+        return 2;
+      }
+      spec.leaf_links.emplace_back(std::stoi(m[1].str()), std::stoi(m[2].str()));
+    } else if (a == "--degraded") {
+      if (!std::regex_match(v, m, kDegraded)) {
+        std::cerr << "gen_fabric: --degraded wants NODE[PORT]=RATE (e.g. ib-leaf02[9]=1xQDR), not '" << v << "'\n";
+        return 2;
+      }
+      spec.degraded[{m[1].str(), std::stoi(m[2].str())}] = m[3].str();
     } else if (auto it = ints.find(a); it != ints.end()) {
       char* end = nullptr;
       const long n = std::strtol(v.c_str(), &end, 10);
