@@ -5,14 +5,20 @@
 # and in the topology a miswired and a degraded cable; each raises its alert
 # within about a minute (/api/v1/alerts, the status page).
 #   scripts/demo.sh [--listen ADDRESS] [--leaves N] [--spines N] [--hosts-per-leaf N]
-# Stops everything it started on Ctrl-C.
+#                   [--dir DIR] [--no-build] [--build DIR]
+# Stops everything it started on Ctrl-C. --dir: where its files go (.demo);
+# --no-build: use the build in --build DIR (build) as it is (the test of
+# this script does).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-listen=":9315"; leaves=8; spines=4; hosts=8
+listen=":9315"; leaves=8; spines=4; hosts=8; dir="$PWD/.demo"; build=build; do_build=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --listen) listen="$2"; shift 2 ;;
+    --dir) dir="$2"; shift 2 ;;
+    --build) build="$2"; shift 2 ;;
+    --no-build) do_build=0; shift ;;
     --leaves) leaves="$2"; shift 2 ;;
     --spines) spines="$2"; shift 2 ;;
     --hosts-per-leaf) hosts="$2"; shift 2 ;;
@@ -20,18 +26,21 @@ while [ $# -gt 0 ]; do
   esac
 done
 
-bash scripts/build.sh
+[ "$leaves" -ge 3 ] || { echo "demo.sh: --leaves must be at least 3 (the faults use three leaves)" >&2; exit 2; }
+if [ "$do_build" = 1 ]; then bash scripts/build.sh; fi
+[ -x "$build/exporter/ibfabric_exporter" ] || { echo "demo.sh: no exporter in $build (build it, or leave out --no-build)" >&2; exit 2; }
 
-dir="$PWD/.demo"
+if [ -n "$(ls -A "$dir" 2>/dev/null)" ] && [ ! -e "$dir/fabric.net" ] && [ ! -e "$dir/osm-cache" ]; then
+  echo "demo.sh: --dir $dir holds files that are not a demo's; not removing them" >&2; exit 2
+fi
 rm -rf "$dir"; mkdir -p "$dir/osm-cache"
 preload=/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so
 
-[ "$leaves" -ge 3 ] || { echo "demo.sh: --leaves must be at least 3 (the faults use three leaves)" >&2; exit 2; }
 # Leaf ports: hosts, then two cables to each spine, then a spare one for
 # the miswired cable (leaf 1 to leaf 2); the first uplink of leaf 2 runs at
 # 1xQDR where the others run 4xQDR.
 uplink=$(( hosts + 1 ))
-build/tests/gen_fabric --leaves "$leaves" --spines "$spines" --hosts-per-leaf "$hosts" \
+"$build/tests/gen_fabric" --leaves "$leaves" --spines "$spines" --hosts-per-leaf "$hosts" \
   --links-per-pair 2 --radix $(( hosts + spines * 2 + 1 > leaves * 2 ? hosts + spines * 2 + 1 : leaves * 2 )) \
   --leaf-link 1,2 --degraded "ib-leaf02[$uplink]=1xQDR" > "$dir/fabric.net"
 
@@ -94,7 +103,7 @@ echo "demo.sh: faults: symbol errors rising on ib-leaf02[3], congestion on ib-le
 echo "demo.sh: open http://localhost:${port}/ (status page), http://localhost:${port}/metrics and http://localhost:${port}/api/v1/alerts  (Ctrl-C stops everything)"
 echo "demo.sh: inject more faults with: echo 'PerformanceSet \"ib-leaf01\"[2] PortCounters.PortRcvErrors=7' > $dir/console"
 echo
-LD_PRELOAD=$preload SIM_HOST=cn0001 build/exporter/ibfabric_exporter \
+LD_PRELOAD=$preload SIM_HOST=cn0001 "$build/exporter/ibfabric_exporter" \
   --web.listen-address="$listen" --sweep.interval=5s --discovery.interval=1m &
 pids+=($!)
 wait "${pids[-1]}"
