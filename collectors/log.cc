@@ -14,7 +14,7 @@ LogLevel Logger::LevelFrom(std::string_view name) {
 }
 
 void Logger::Log(LogLevel level, std::string_view msg, std::string_view fields) {
-  if (level < min_) return;
+  if (!Enabled(level)) return;
   static constexpr const char* kNames[] = {"debug", "info", "warn", "error"};
   const auto now = std::chrono::system_clock::now();
   const std::time_t t = std::chrono::system_clock::to_time_t(now);

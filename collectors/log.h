@@ -16,6 +16,9 @@ class Logger {
   static LogLevel LevelFrom(std::string_view name);
 
   void Log(LogLevel level, std::string_view msg, std::string_view fields = {});
+  // Whether a line at `level` is written: to skip working out fields that
+  // cost something when it is not.
+  bool Enabled(LogLevel level) const { return level >= min_; }
   void Debug(std::string_view m, std::string_view f = {}) { Log(LogLevel::kDebug, m, f); }
   void Info(std::string_view m, std::string_view f = {}) { Log(LogLevel::kInfo, m, f); }
   void Warn(std::string_view m, std::string_view f = {}) { Log(LogLevel::kWarn, m, f); }

@@ -13,11 +13,10 @@
 namespace ibfabric::exporter {
 namespace {
 
-// What malloc has handed out and not had back (glibc's count).
-std::size_t HeapInUse() {
-  const struct mallinfo2 m = mallinfo2();
-  return m.uordblks + m.hblkhd;
-}
+// What malloc has handed out and not had back (glibc's count; mallinfo2
+// walks malloc's free lists, so once per figure wanted).
+std::size_t HeapInUse(const struct mallinfo2& m) { return m.uordblks + m.hblkhd; }
+std::size_t HeapInUse() { return HeapInUse(mallinfo2()); }
 
 double SecondsOf(std::chrono::steady_clock::duration d) { return std::chrono::duration<double>(d).count(); }
 }  // namespace
@@ -269,9 +268,11 @@ void Poller::Publish() {
   holder_.Publish(std::move(s));
   // What the heap holds once the snapshot before is let go (unless a
   // scrape still reads it), next to what the process has from malloc.
+  if (!log_.Enabled(collectors::LogLevel::kDebug)) return;
+  const struct mallinfo2 heap = mallinfo2();
   log_.Debug("published", "exposition_bytes=" + std::to_string(text_bytes) + " gzip_bytes=" +
-                              std::to_string(last_gz_bytes_) + " heap_in_use_bytes=" + std::to_string(HeapInUse()) +
-                              " heap_free_bytes=" + std::to_string(mallinfo2().fordblks));
+                              std::to_string(last_gz_bytes_) + " heap_in_use_bytes=" + std::to_string(HeapInUse(heap)) +
+                              " heap_free_bytes=" + std::to_string(heap.fordblks));
 }
 
 collectors::PersistedState Poller::SaveState() const {
