@@ -28,6 +28,7 @@ PortTable& CounterStore::Mutable() {
 
 namespace {
 bool ByPort(const PortTable::value_type& a, const topology::PortRef& b) { return a.first < b; }
+bool ByEntry(const PortTable::value_type& a, const PortTable::value_type& b) { return a.first < b.first; }
 }  // namespace
 
 PortTable::PortTable(std::initializer_list<value_type> items) {
@@ -58,7 +59,7 @@ PortTotals& PortTable::operator[](const topology::PortRef& port) {
 }
 
 void PortTable::Merge(std::vector<value_type> fresh) {
-  std::sort(fresh.begin(), fresh.end(), [](const value_type& a, const value_type& b) { return a.first < b.first; });
+  std::sort(fresh.begin(), fresh.end(), ByEntry);
   // Ports it holds already keep their totals; a port given twice counts once.
   fresh.erase(std::unique(fresh.begin(), fresh.end(),
                           [](const value_type& a, const value_type& b) { return a.first == b.first; }),
@@ -69,7 +70,7 @@ void PortTable::Merge(std::vector<value_type> fresh) {
   merged.reserve(items_.size() + fresh.size());
   std::merge(std::make_move_iterator(items_.begin()), std::make_move_iterator(items_.end()),
              std::make_move_iterator(fresh.begin()), std::make_move_iterator(fresh.end()), std::back_inserter(merged),
-             [](const value_type& a, const value_type& b) { return a.first < b.first; });
+             ByEntry);
   items_ = std::move(merged);
 }
 

@@ -622,15 +622,14 @@ void MadEngine::Run(std::span<const MadRequest> requests, const ResultSink& sink
       }
     }
     t.failures = 0;
-    const int retries = f.job.attempt + f.job.busy;
     if (h.status != 0) {
       if ((h.status & kMadStatusRedirect) != 0) ++ks.redirects;
       ++ks.remote_errors;
-      finish(f.job.index, MadOutcome::kRemoteError, &in->mad, h.status, retries);
-    } else {
-      if (per_dest > 0) t.cwnd = std::min(max_cwnd, t.cwnd + 1);
-      finish(f.job.index, MadOutcome::kOk, &in->mad, h.status, retries);
+    } else if (per_dest > 0) {
+      t.cwnd = std::min(max_cwnd, t.cwnd + 1);
     }
+    finish(f.job.index, h.status != 0 ? MadOutcome::kRemoteError : MadOutcome::kOk, &in->mad, h.status,
+           f.job.attempt + f.job.busy);
   }
 }
 
