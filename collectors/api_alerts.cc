@@ -219,6 +219,18 @@ nlohmann::json RatesJson(const Snapshot& s, const EndRates& r) {
   return j;
 }
 
+// A node GUID parameter, hex with "0x" optional; nullopt with *error.
+std::optional<std::uint64_t> ParseGuid(const std::string& v, std::string* error) {
+  char* stop = nullptr;
+  errno = 0;
+  const unsigned long long g = std::strtoull(v.c_str(), &stop, 16);
+  if (v.empty() || v.size() > 18 || errno != 0 || *stop != '\0' || v[0] == '-') {
+    *error = "guid must be a hexadecimal node GUID such as 0x0002c90300a1b2c3";
+    return std::nullopt;
+  }
+  return g;
+}
+
 }  // namespace
 
 bool ParsePortQuery(const std::multimap<std::string, std::string>& params, topology::PortRef* port,
@@ -227,14 +239,8 @@ bool ParsePortQuery(const std::multimap<std::string, std::string>& params, topol
   std::optional<int> number;
   for (const auto& [k, v] : params) {
     if (k == "guid" && !guid) {
-      char* stop = nullptr;
-      errno = 0;
-      const unsigned long long g = std::strtoull(v.c_str(), &stop, 16);
-      if (v.empty() || v.size() > 18 || errno != 0 || *stop != '\0' || v[0] == '-') {
-        *error = "guid must be a hexadecimal node GUID such as 0x0002c90300a1b2c3";
-        return false;
-      }
-      guid = g;
+      guid = ParseGuid(v, error);
+      if (!guid) return false;
     } else if (k == "port" && !number) {
       char* stop = nullptr;
       const long n = std::strtol(v.c_str(), &stop, 10);
@@ -305,6 +311,68 @@ nlohmann::json PortDetailJson(const Snapshot& s, const topology::PortRef& ref) {
   }
   j["alerts"] = std::move(alerts);
   return j;
+}
+
+bool ParseNodeQuery(const std::multimap<std::string, std::string>& params, std::uint64_t* guid, std::string* error) {
+  std::optional<std::uint64_t> g;
+  for (const auto& [k, v] : params) {
+    if (k != "guid" || g) {
+      *error = "unexpected parameter '" + k.substr(0, 40) + "' (use guid, once)";
+      return false;
+    }
+    g = ParseGuid(v, error);
+    if (!g) return false;
+  }
+  if (!g) {
+    *error = "guid is required";
+    return false;
+  }
+  *guid = *g;
+  return true;
+}
+
+nlohmann::json NodeDetailJson(const Snapshot& s, std::uint64_t guid) {
+  const topology::Node* n = s.fabric ? s.fabric->FindNode(guid) : nullptr;
+  if (!n) return nullptr;
+  const topology::Analysis empty;
+  const topology::Analysis& analysis = s.topology ? *s.topology : empty;
+  json node = NodeJson(*s.fabric, analysis, *n);
+  node.erase("ports");
+  const topology::Pods pods = topology::FindPods(*s.fabric, analysis);
+  if (auto p = pods.of.find(guid); p != pods.of.end()) node["pod"] = pods.names[static_cast<std::size_t>(p->second)];
+  json ports = json::array();
+  for (const topology::Port& p : n->ports) {
+    json d = PortDetailJson(s, {guid, p.number});
+    if (d.is_null()) continue;
+    d.erase("schema_version");
+    d.erase("alerts");
+    if (const auto& remote = p.remote) {
+      const auto l = analysis.degraded.find(topology::CableBetween({guid, p.number}, *remote));
+      d["degraded"] = l == analysis.degraded.end() ? json(nullptr) : json(topology::ToString(l->second));
+    }
+    ports.push_back(std::move(d));
+  }
+  json alerts = json::array();
+  if (s.health) {
+    for (const Alert& a : s.health->active) {
+      if (a.cable.a.node_guid == guid || a.cable.b.node_guid == guid) alerts.push_back(AlertToJson(s, a));
+    }
+  }
+  json findings = json::array();
+  if (s.topology) {
+    for (const auto& f : topology::AllFindings(*s.topology, s.routing.get(), s.partitions.get())) {
+      if (f.node != guid && !(f.a && f.a->node_guid == guid) && !(f.b && f.b->node_guid == guid)) continue;
+      json j{{"kind", topology::ToString(f.kind)}, {"detail", f.detail}};
+      j["a"] = f.a ? End(s, *f.a) : json(nullptr);
+      j["b"] = f.b ? End(s, *f.b) : json(nullptr);
+      findings.push_back(std::move(j));
+    }
+  }
+  return {{"schema_version", kAlertsSchemaVersion},
+          {"node", std::move(node)},
+          {"ports", std::move(ports)},
+          {"alerts", std::move(alerts)},
+          {"findings", std::move(findings)}};
 }
 
 }  // namespace ibfabric::collectors

@@ -82,27 +82,6 @@ bool ParseTier(const std::string& text, int* tier) {
   return true;
 }
 
-json NodeJson(const Fabric& f, const Analysis& a, const Node& n) {
-  json ports = json::array();
-  for (const auto& p : n.ports) ports.push_back(PortJson(f, p));
-  json node{{"guid", FormatGuid(n.guid)},
-            {"name", n.description},
-            {"type", TypeName(n.kind)},
-            {"lid", n.lid},
-            {"ports", std::move(ports)}};
-  if (auto it = a.switches.find(n.guid); it != a.switches.end()) {
-    const SwitchSummary& s = it->second;
-    const auto bf = topology::BlockingFactor(s);
-    node["tier"] = s.tier;
-    node["tier_name"] = topology::TierName(s.tier);
-    node["summary"] = {{"ca_links", s.ca_links},       {"up_links", s.up_links},
-                       {"down_links", s.down_links},   {"up_groups", s.up_groups},
-                       {"down_groups", s.down_groups}, {"up_gbps", s.up_gbps},
-                       {"down_gbps", s.down_gbps},     {"blocking_factor", bf ? json(*bf) : json(nullptr)}};
-  }
-  return node;
-}
-
 json LinkJson(const Fabric& f, const Analysis& a, const Link& l) {
   const auto d = a.degraded.find(l);
   const Port* p = f.FindPort(l.a);
@@ -149,6 +128,27 @@ bool NamesNode(const std::string& query, std::uint64_t guid, const std::string& 
   errno = 0;
   const unsigned long long g = std::strtoull(query.c_str(), &stop, 16);
   return errno == 0 && stop && *stop == '\0' && g == guid;
+}
+
+json NodeJson(const Fabric& f, const Analysis& a, const Node& n) {
+  json ports = json::array();
+  for (const auto& p : n.ports) ports.push_back(PortJson(f, p));
+  json node{{"guid", FormatGuid(n.guid)},
+            {"name", n.description},
+            {"type", TypeName(n.kind)},
+            {"lid", n.lid},
+            {"ports", std::move(ports)}};
+  if (auto it = a.switches.find(n.guid); it != a.switches.end()) {
+    const SwitchSummary& s = it->second;
+    const auto bf = topology::BlockingFactor(s);
+    node["tier"] = s.tier;
+    node["tier_name"] = topology::TierName(s.tier);
+    node["summary"] = {{"ca_links", s.ca_links},       {"up_links", s.up_links},
+                       {"down_links", s.down_links},   {"up_groups", s.up_groups},
+                       {"down_groups", s.down_groups}, {"up_gbps", s.up_gbps},
+                       {"down_gbps", s.down_gbps},     {"blocking_factor", bf ? json(*bf) : json(nullptr)}};
+  }
+  return node;
 }
 
 json PortJson(const Fabric& f, const Port& p) {

@@ -321,6 +321,28 @@ void HttpServer::Routes() {
     auto snap = holder_.Get();
     res.set_content(collectors::AlertsJson(*snap, filter).dump() + "\n", "application/json");
   });
+  server_->Get("/api/v1/structure", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!req.params.empty()) return JsonError(res, 400, "/api/v1/structure takes no parameters");
+    auto snap = holder_.Get();
+    if (!snap->topology) return JsonError(res, 503, "no discovery has completed yet");
+    res.set_content(collectors::StructureJson(*snap->fabric, *snap->topology).dump() + "\n", "application/json");
+  });
+  server_->Get("/api/v1/search", [this](const httplib::Request& req, httplib::Response& res) {
+    collectors::SearchQuery query;
+    if (!ParseQuery(req, res, collectors::ParseSearchQuery, &query)) return;
+    auto snap = holder_.Get();
+    if (!snap->topology) return JsonError(res, 503, "no discovery has completed yet");
+    res.set_content(collectors::SearchJson(*snap->fabric, snap->topology.get(), query).dump() + "\n",
+                    "application/json");
+  });
+  server_->Get("/api/v1/node", [this](const httplib::Request& req, httplib::Response& res) {
+    std::uint64_t guid = 0;
+    if (!ParseQuery(req, res, collectors::ParseNodeQuery, &guid)) return;
+    auto snap = holder_.Get();
+    const nlohmann::json j = collectors::NodeDetailJson(*snap, guid);
+    if (j.is_null()) return JsonError(res, 404, "no such node in the fabric");
+    res.set_content(j.dump() + "\n", "application/json");
+  });
   server_->Get("/api/v1/subnet_managers", [this](const httplib::Request&, httplib::Response& res) {
     auto snap = holder_.Get();
     if (!snap->subnet_managers) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdlib>
 #include <deque>
 #include <set>
 
@@ -457,6 +458,62 @@ Analysis Analyze(const Fabric& f) {
   FindWiringFaults(f, w, &out);
   FindDegradedLinks(f, w, &out);
   EstimateBisection(&out);
+  return out;
+}
+
+Pods FindPods(const Fabric& f, const Analysis& a) {
+  Pods out;
+  if (a.tiers < 3) return out;
+  const int top = a.tiers - 1;
+  const auto tier = [&](std::uint64_t guid) {
+    const auto it = a.switches.find(guid);
+    return it == a.switches.end() ? -1 : it->second.tier;
+  };
+  // Union-find over the switches below the top tier.
+  std::map<std::uint64_t, std::uint64_t> parent;
+  for (const auto& [guid, s] : a.switches) {
+    if (s.tier >= 0 && s.tier < top) parent[guid] = guid;
+  }
+  const auto root = [&](std::uint64_t g) {
+    while (parent[g] != g) g = parent[g] = parent[parent[g]];
+    return g;
+  };
+  for (const Link& l : Links(f)) {
+    const int ta = tier(l.a.node_guid), tb = tier(l.b.node_guid);
+    if (ta < 0 || tb < 0 || ta >= top || tb >= top || std::abs(ta - tb) != 1) continue;
+    parent[root(l.a.node_guid)] = root(l.b.node_guid);
+  }
+  std::map<std::uint64_t, std::vector<std::string>> members;  // root -> names
+  for (const auto& [guid, p] : parent) members[root(guid)].push_back(NodeName(f, guid));
+  std::vector<std::pair<std::vector<std::string>, std::uint64_t>> pods;  // names sorted, root
+  for (auto& [r, names] : members) {
+    std::sort(names.begin(), names.end(), [](const std::string& x, const std::string& y) { return NaturalLess(x, y); });
+    pods.emplace_back(std::move(names), r);
+  }
+  std::sort(pods.begin(), pods.end(), [](const auto& x, const auto& y) { return NaturalLess(x.first[0], y.first[0]); });
+  std::map<std::uint64_t, int> index;  // root -> pod
+  for (std::size_t i = 0; i < pods.size(); ++i) {
+    index[pods[i].second] = static_cast<int>(i);
+    // What every name of the pod starts with, up to its last separator.
+    std::string common = pods[i].first[0];
+    for (const std::string& n : pods[i].first) {
+      std::size_t k = 0;
+      while (k < common.size() && k < n.size() && common[k] == n[k]) ++k;
+      common.resize(k);
+    }
+    const auto cut = common.find_last_of("-_. /");
+    common = cut == std::string::npos ? "" : common.substr(0, cut);
+    out.names.push_back(common);
+  }
+  // A name two pods share, or none, says nothing: those are numbered.
+  std::vector<bool> unnamed(out.names.size());
+  for (std::size_t i = 0; i < out.names.size(); ++i) {
+    unnamed[i] = out.names[i].empty() || std::count(out.names.begin(), out.names.end(), out.names[i]) > 1;
+  }
+  for (std::size_t i = 0; i < out.names.size(); ++i) {
+    if (unnamed[i]) out.names[i] = "pod " + std::to_string(i + 1);
+  }
+  for (const auto& [guid, p] : parent) out.of[guid] = index[root(guid)];
   return out;
 }
 

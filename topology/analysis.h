@@ -131,4 +131,17 @@ std::optional<double> BlockingFactor(const SwitchSummary& s);
 
 Analysis Analyze(const Fabric& fabric);
 
+// The pods of a fat tree of three tiers or more: the switches below the
+// top tier that cables between neighbouring tiers join (cables within a
+// tier or skipping one are miswiring and join nothing). Pods are numbered
+// from 0 in natural order of their first switch's name (NaturalLess), and
+// named by what their switches' names share ("ib-p01" for ib-p01-leaf01
+// and ib-p01-agg01) or else "pod N" (1-based). Top-tier and unranked
+// switches are in no pod; with fewer than three tiers there are none.
+struct Pods {
+  std::map<std::uint64_t, int> of;  // switch GUID -> pod
+  std::vector<std::string> names;   // by pod
+};
+Pods FindPods(const Fabric& fabric, const Analysis& analysis);
+
 }  // namespace ibfabric::topology

@@ -63,6 +63,35 @@ std::string NodeName(const Fabric& fabric, std::uint64_t guid) {
   return n != nullptr && !n->description.empty() ? n->description : FormatGuid(guid);
 }
 
+bool NaturalLess(std::string_view x, std::string_view y) {
+  const auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  std::size_t i = 0, j = 0;
+  while (i < x.size() && j < y.size()) {
+    if (digit(x[i]) && digit(y[j])) {
+      // Compare the two numbers by value: leading zeros skipped, then the
+      // longer run is the larger, then digit by digit.
+      std::size_t ie = i, je = j;
+      while (ie < x.size() && digit(x[ie])) ++ie;
+      while (je < y.size() && digit(y[je])) ++je;
+      std::size_t is = i, js = j;
+      while (is + 1 < ie && x[is] == '0') ++is;
+      while (js + 1 < je && y[js] == '0') ++js;
+      if (ie - is != je - js) return ie - is < je - js;
+      const int c = x.substr(is, ie - is).compare(y.substr(js, je - js));
+      if (c != 0) return c < 0;
+      i = ie;
+      j = je;
+      continue;
+    }
+    if (x[i] != y[j]) return static_cast<unsigned char>(x[i]) < static_cast<unsigned char>(y[j]);
+    ++i;
+    ++j;
+  }
+  if (i < x.size() || j < y.size()) return i >= x.size();  // one is a prefix of the other
+  if (x.size() != y.size()) return x.size() < y.size();
+  return x < y;
+}
+
 Fabric Part(const Fabric& fabric, const std::set<std::uint64_t>& guids,
             const std::function<bool(const Node&, const Port&)>& keep) {
   std::vector<Node> nodes;

@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ibfabric::topology {
@@ -94,5 +95,9 @@ Fabric Part(const Fabric& fabric, const std::set<std::uint64_t>& guids,
 std::string FormatGuid(std::uint64_t guid);
 // How findings and logs name a node: its description, else its GUID.
 std::string NodeName(const Fabric& fabric, std::uint64_t guid);
+// Natural order of names, as a person sorts them: runs of digits compare
+// by value (leaf2 before leaf10), the rest byte by byte; of names equal so
+// (leaf02 and leaf2) the shorter first, then bytewise. A strict weak order.
+bool NaturalLess(std::string_view x, std::string_view y);
 
 }  // namespace ibfabric::topology

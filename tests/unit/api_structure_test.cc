@@ -1,0 +1,238 @@
+// What the status page loads on a big fabric: natural order of names, pods
+// of a three-tier tree, GET /api/v1/structure, /api/v1/search and
+// /api/v1/node's bodies.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "collectors/api_json.h"
+#include "fabric_builder.h"
+#include "topology/analysis.h"
+
+namespace ibfabric::collectors {
+namespace {
+
+using nlohmann::json;
+using testing::FabricBuilder;
+
+TEST(NaturalLessTest, NumbersByValueTextByByte) {
+  std::vector<std::string> names{"agg1-10", "agg1-2", "agg1-1", "agg10-1", "agg2-1", "agg1-02", "agg", "agg1-1a"};
+  std::sort(names.begin(), names.end(), [](const auto& x, const auto& y) { return topology::NaturalLess(x, y); });
+  EXPECT_EQ(names, (std::vector<std::string>{"agg", "agg1-1", "agg1-1a", "agg1-2", "agg1-02", "agg1-10", "agg2-1",
+                                             "agg10-1"}));
+  EXPECT_TRUE(topology::NaturalLess("leaf2", "leaf10"));
+  EXPECT_FALSE(topology::NaturalLess("leaf10", "leaf2"));
+  EXPECT_FALSE(topology::NaturalLess("leaf2", "leaf2"));
+  EXPECT_TRUE(topology::NaturalLess("cn99999999999999999999", "cn100000000000000000000"));  // past 64 bits
+  EXPECT_TRUE(topology::NaturalLess("", "a"));
+}
+
+// Two pods of 2 leaves and 2 aggregation switches, each aggregation
+// switch a of a pod cabled to core a; one host per leaf. `named`: names
+// that say the pod (ib-p01-leaf01), else names that do not (leaf1).
+// The cable leaf 0 - agg 0 of pod 0 runs at 1x.
+struct ThreeTier {
+  FabricBuilder b;
+  std::vector<int> leaves, aggs, cores, hosts;
+  topology::Fabric fabric;
+  topology::Analysis analysis;
+  explicit ThreeTier(bool named) {
+    const auto two = [](int i) { return std::string(i < 9 ? "0" : "") + std::to_string(i + 1); };
+    // Added in an order unlike the natural one, so that sorting shows.
+    for (int p = 1; p >= 0; --p) {
+      for (int i = 1; i >= 0; --i) {
+        leaves.push_back(b.Switch(named ? "ib-p" + two(p) + "-leaf" + two(i) : "leaf" + std::to_string(p * 2 + i + 1)));
+        aggs.push_back(b.Switch(named ? "ib-p" + two(p) + "-agg" + two(i) : "agg" + std::to_string(p * 2 + i + 1)));
+      }
+    }
+    for (int c = 0; c < 2; ++c) cores.push_back(b.Switch("core" + std::to_string(c + 1)));
+    // leaves[k] is pod 1 - k/2, index 1 - k%2.
+    for (int k = 0; k < 4; ++k) {
+      for (int j = 0; j < 4; ++j) {
+        if (k / 2 == j / 2) b.Connect(leaves[k], aggs[j], k == 3 && j == 3 ? 1 : 2);
+      }
+      hosts.push_back(b.Ca("cn0" + std::to_string(k + 1) + " HCA-1"));
+      b.Connect(hosts.back(), leaves[k]);
+    }
+    for (int j = 0; j < 4; ++j) b.Connect(aggs[j], cores[1 - j % 2]);
+    fabric = b.Build();
+    analysis = topology::Analyze(fabric);
+  }
+};
+
+TEST(PodsTest, ThreeTiersHaveTwoPodsNamedByTheirSwitches) {
+  ThreeTier t(true);
+  ASSERT_EQ(t.analysis.tiers, 3);
+  const topology::Pods pods = topology::FindPods(t.fabric, t.analysis);
+  EXPECT_EQ(pods.names, (std::vector<std::string>{"ib-p01", "ib-p02"}));
+  ASSERT_EQ(pods.of.size(), 8u) << "leaves and aggregation switches, not cores";
+  EXPECT_EQ(pods.of.at(t.b.Guid(t.leaves[3])), 0);  // ib-p01-leaf01
+  EXPECT_EQ(pods.of.at(t.b.Guid(t.aggs[2])), 0);
+  EXPECT_EQ(pods.of.at(t.b.Guid(t.leaves[0])), 1);
+  EXPECT_EQ(pods.of.count(t.b.Guid(t.cores[0])), 0u);
+}
+
+TEST(PodsTest, NamesThatSayNothingNumberThePods) {
+  ThreeTier t(false);
+  const topology::Pods pods = topology::FindPods(t.fabric, t.analysis);
+  EXPECT_EQ(pods.names, (std::vector<std::string>{"pod 1", "pod 2"}));
+  EXPECT_EQ(pods.of.at(t.b.Guid(t.leaves[3])), 0);  // leaf1, the first in natural order
+}
+
+TEST(PodsTest, TwoTiersHaveNone) {
+  FabricBuilder b;
+  const int l = b.Switch("leaf1"), s = b.Switch("spine1"), h = b.Ca("h1");
+  b.Connect(l, s);
+  b.Connect(h, l);
+  const auto f = b.Build();
+  EXPECT_TRUE(topology::FindPods(f, topology::Analyze(f)).of.empty());
+}
+
+TEST(StructureTest, SwitchesInTierPodAndNaturalOrderWithTheirCables) {
+  ThreeTier t(true);
+  const json s = StructureJson(t.fabric, t.analysis);
+  std::vector<std::string> names;
+  for (const auto& sw : s["switches"]) names.push_back(sw["name"]);
+  EXPECT_EQ(names, (std::vector<std::string>{"ib-p01-leaf01", "ib-p01-leaf02", "ib-p02-leaf01", "ib-p02-leaf02",
+                                             "ib-p01-agg01", "ib-p01-agg02", "ib-p02-agg01", "ib-p02-agg02", "core1",
+                                             "core2"}));
+  EXPECT_EQ(s["switches"][0]["tier"], 0);
+  EXPECT_EQ(s["switches"][0]["pod"], 0);
+  EXPECT_EQ(s["switches"][0]["cas"], 1);
+  EXPECT_EQ(s["switches"][2]["pod"], 1);
+  EXPECT_TRUE(s["switches"][8]["pod"].is_null());
+  EXPECT_EQ(s["pods"], json::parse(R"([{"name":"ib-p01","switches":4},{"name":"ib-p02","switches":4}])"));
+  EXPECT_EQ(s["tiers"].size(), 3u);
+  EXPECT_EQ(s["tiers"][2], json::parse(R"({"tier":2,"name":"core","switches":2})"));
+  EXPECT_EQ(s["cas"], 4);
+  EXPECT_EQ(s["ca_links"], 4);
+  // 8 leaf-agg cables and 4 agg-core; the 1x one between ib-p01-leaf01 (0)
+  // and ib-p01-agg01 (4) is degraded.
+  ASSERT_EQ(s["links"].size(), 12u);
+  int degraded = 0;
+  for (const auto& l : s["links"]) {
+    EXPECT_LT(l[0].get<int>(), l[1].get<int>());
+    EXPECT_EQ(l[2], 1);
+    if (l[3] == 1) {
+      ++degraded;
+      EXPECT_EQ(l[0], 0);
+      EXPECT_EQ(l[1], 4);
+    }
+  }
+  EXPECT_EQ(degraded, 1);
+}
+
+std::vector<std::string> Found(const json& r) {
+  std::vector<std::string> out;
+  for (const auto& x : r["results"]) out.push_back(x["name"]);
+  return out;
+}
+
+SearchQuery Q(const std::string& text, int limit = 20) { return {text, limit}; }
+
+TEST(SearchTest, ByNameHostLidAndGuid) {
+  ThreeTier t(true);
+  const auto search = [&](const std::string& q, int limit = 20) {
+    return SearchJson(t.fabric, &t.analysis, Q(q, limit));
+  };
+  // A host name finds its HCA, with the cable to open.
+  const json host = search("CN02");
+  ASSERT_EQ(Found(host), std::vector<std::string>{"cn02 HCA-1"});
+  EXPECT_EQ(host["results"][0]["match"], "host");
+  EXPECT_EQ(host["results"][0]["type"], "ca");
+  EXPECT_EQ(host["results"][0]["ports"][0]["remote"]["name"], "ib-p02-leaf01");
+  // Part of a name: every match, in natural order, the limit applied after counting.
+  const json leaves = search("leaf", 3);
+  EXPECT_EQ(leaves["total"], 4);
+  EXPECT_EQ(Found(leaves), (std::vector<std::string>{"ib-p01-leaf01", "ib-p01-leaf02", "ib-p02-leaf01"}));
+  EXPECT_EQ(leaves["results"][0]["pod"], "ib-p01");
+  EXPECT_EQ(leaves["results"][0]["tier_name"], "leaf");
+  // A LID: the node with it (FabricBuilder: LID = index + 1).
+  const int core2 = t.cores[1];
+  EXPECT_EQ(Found(search(std::to_string(core2 + 1))), std::vector<std::string>{"core2"});
+  // A GUID in full, with or without 0x, and its last digits.
+  const std::string guid = topology::FormatGuid(t.b.Guid(core2));
+  EXPECT_EQ(Found(search(guid)), std::vector<std::string>{"core2"});
+  EXPECT_EQ(Found(search(guid.substr(2))), std::vector<std::string>{"core2"});
+  const json tail = search(guid.substr(guid.size() - 4));
+  ASSERT_FALSE(tail["results"].empty());
+  EXPECT_EQ(tail["results"][0]["name"], "core2");
+  EXPECT_EQ(tail["results"][0]["match"], "guid");
+  EXPECT_EQ(search("nothing-like-it")["total"], 0);
+}
+
+TEST(SearchTest, AnExactNameComesBeforeLongerOnes) {
+  FabricBuilder b;
+  b.Switch("leaf10");
+  b.Switch("leaf1");
+  b.Switch("leaf1x");
+  const auto f = b.Build();
+  EXPECT_EQ(Found(SearchJson(f, nullptr, Q("leaf1"))), (std::vector<std::string>{"leaf1", "leaf1x", "leaf10"}));
+}
+
+TEST(SearchTest, BadQueriesNameTheParameter) {
+  SearchQuery q;
+  std::string error;
+  EXPECT_FALSE(ParseSearchQuery({}, &q, &error));
+  EXPECT_NE(error.find("q is required"), std::string::npos);
+  EXPECT_FALSE(ParseSearchQuery({{"q", "  "}}, &q, &error));
+  EXPECT_NE(error.find("q must be"), std::string::npos);
+  EXPECT_FALSE(ParseSearchQuery({{"q", std::string(201, 'a')}}, &q, &error));
+  EXPECT_FALSE(ParseSearchQuery({{"q", "a"}, {"limit", "0"}}, &q, &error));
+  EXPECT_NE(error.find("limit"), std::string::npos);
+  EXPECT_FALSE(ParseSearchQuery({{"q", "a"}, {"limit", "5x"}}, &q, &error));
+  EXPECT_FALSE(ParseSearchQuery({{"q", "a"}, {"q", "b"}}, &q, &error));
+  EXPECT_NE(error.find("more than once"), std::string::npos);
+  EXPECT_FALSE(ParseSearchQuery({{"q", "a"}, {"x", "1"}}, &q, &error));
+  EXPECT_NE(error.find("unknown parameter 'x'"), std::string::npos);
+  ASSERT_TRUE(ParseSearchQuery({{"q", " cn01 "}, {"limit", "200"}}, &q, &error)) << error;
+  EXPECT_EQ(q.text, "cn01");
+  EXPECT_EQ(q.limit, 200);
+}
+
+TEST(NodeDetailTest, PortsCablesFindingsAndPod) {
+  ThreeTier t(true);
+  Snapshot s;
+  s.fabric = std::make_shared<topology::Fabric>(t.fabric);
+  for (const auto& n : t.fabric.nodes()) s.nodes[n.guid] = {n.kind, n.description, {}};
+  s.topology = std::make_shared<topology::Analysis>(t.analysis);
+  const std::uint64_t leaf = t.b.Guid(t.leaves[3]);  // ib-p01-leaf01: the 1x cable to ib-p01-agg01
+  const json d = NodeDetailJson(s, leaf);
+  ASSERT_FALSE(d.is_null());
+  EXPECT_EQ(d["node"]["name"], "ib-p01-leaf01");
+  EXPECT_EQ(d["node"]["pod"], "ib-p01");
+  EXPECT_EQ(d["node"]["tier_name"], "leaf");
+  EXPECT_FALSE(d["node"].contains("ports"));
+  ASSERT_EQ(d["ports"].size(), 3u);  // two aggregation switches and the host
+  int degraded = 0;
+  for (const auto& p : d["ports"]) {
+    EXPECT_EQ(p["end"]["node"], "ib-p01-leaf01");
+    ASSERT_FALSE(p["link"]["remote"].is_null());
+    if (!p["degraded"].is_null()) {
+      ++degraded;
+      EXPECT_EQ(p["link"]["remote"]["name"], "ib-p01-agg01");
+      EXPECT_EQ(p["link"]["rate"], "1xQDR");
+    }
+  }
+  EXPECT_EQ(degraded, 1);
+  ASSERT_FALSE(d["findings"].empty());
+  bool below = false;
+  for (const auto& f : d["findings"]) below |= f["kind"] == "below_enabled" && f["b"]["node"] == "ib-p01-agg01";
+  EXPECT_TRUE(below) << d["findings"].dump();
+  EXPECT_TRUE(d["alerts"].empty());
+  EXPECT_TRUE(NodeDetailJson(s, 0x1234).is_null());
+  std::uint64_t guid = 0;
+  std::string error;
+  EXPECT_FALSE(ParseNodeQuery({}, &guid, &error));
+  EXPECT_FALSE(ParseNodeQuery({{"guid", "zz"}}, &guid, &error));
+  EXPECT_FALSE(ParseNodeQuery({{"guid", "0x1"}, {"port", "1"}}, &guid, &error));
+  EXPECT_NE(error.find("'port'"), std::string::npos) << error;
+  ASSERT_TRUE(ParseNodeQuery({{"guid", "0x10a"}}, &guid, &error));
+  EXPECT_EQ(guid, 0x10au);
+}
+
+}  // namespace
+}  // namespace ibfabric::collectors
