@@ -1,31 +1,56 @@
-// The exporter's status page: the fabric drawn by tier with problem links
-// highlighted, the active alerts, the topology findings, and a drill-down
-// per node and port. Reads only this exporter's own JSON API (relative
-// URLs); builds every element with textContent, never HTML from data.
+// The exporter's status page, problem first: what is wrong, on which cables
+// (both ends), since when; then the fabric's structure as tier and pod
+// matrices coloured by their worst cable (a drawing on small fabrics); a
+// search; a node page and a port page behind deep links. Reads only this
+// exporter's own JSON API (relative URLs) and only summaries up front:
+// alerts, findings, the switch structure, the SMs; a node or port when it
+// is opened. Builds every element with textContent, never HTML from data.
 "use strict";
 
 const SVG = "http://www.w3.org/2000/svg";
-const RANK = { bad: 5, miswired: 4, degraded: 3, congested: 2, down: 1, ok: 0 };
+const RANK = { bad: 5, miswired: 4, sm: 4, degraded: 3, congested: 2, down: 1, ok: 0 };
 const CAUSE_STATE = { bad_cable: "bad", flapping_link: "bad", congestion: "congested", degraded_link: "degraded", miswiring: "miswired" };
+const CAUSE_LABEL = { bad_cable: "bad cable", flapping_link: "flapping link", congestion: "congestion", degraded_link: "degraded link",
+                      miswiring: "miswired", subnet_manager: "subnet manager" };
+const SIGNAL_LABEL = {
+  symbol_errors: "symbol errors", link_error_recoveries: "link error recoveries", link_downed: "link downs",
+  link_downs: "link downs", rcv_errors: "receive errors", rcv_remote_physical_errors: "remote physical errors",
+  local_link_integrity_errors: "link integrity errors", excessive_buffer_overrun_errors: "buffer overruns",
+  xmit_discards: "discards", xmit_wait: "XmitWait ticks", rcv_data: "received", rcv_packets: "packets received",
+  bit_error_rate: "bit error rate", packet_drop_rate: "packet drop rate", xmit_wait_fraction: "waiting to send",
+};
 const FINDING_STATE = {
   same_tier_link: "miswired", skip_tier_link: "miswired", ca_on_non_leaf: "miswired", ca_to_ca: "miswired",
   plan_wrong_remote_node: "miswired", plan_wrong_remote_port: "miswired", plan_extra_link: "miswired",
   plan_unknown_node: "miswired", below_enabled: "degraded", below_tier_majority: "degraded",
   plan_rate_mismatch: "degraded", plan_missing_link: "down",
 };
-const MAX_DRAWN_CAS = 96;
+// A fabric this small is drawn (every switch and HCA); a bigger one is
+// shown as matrices.
+const DRAW_SWITCHES = 16, DRAW_CAS = 96;
+const FIRST_PROBLEMS = 15;  // problem lines shown before "show all"
+const MAX_LIST = 500;       // findings listed per kind before "and N more"
 
-let state = { topology: null, alerts: null, sms: null, byGuid: new Map() };
+const state = {
+  alerts: null, findings: null, structure: null, sms: null, topology: null,
+  cables: new Map(),   // cable key -> problem (see problems())
+  names: new Map(),    // guid -> name, of every node the page has seen
+  open: new Set(),     // problem lines whose evidence is open
+  showAll: false,
+  pod: null,           // the pod zoomed into, or null
+  first: true,
+};
 
 function el(tag, attrs, ...children) {
   const e = tag.startsWith("svg:") ? document.createElementNS(SVG, tag.slice(4)) : document.createElement(tag);
   for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null) continue;
     if (k === "class") e.setAttribute("class", v);
     else if (k === "text") e.textContent = v;
     else if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
     else e.setAttribute(k, v);
   }
-  for (const c of children) if (c !== null && c !== undefined) e.append(c);
+  for (const c of children) if (c !== null && c !== undefined && c !== false) e.append(c);
   return e;
 }
 
@@ -36,58 +61,185 @@ async function get(path) {
   return body;
 }
 
+// --- Numbers and times for people.
+
+const naturalCompare = new Intl.Collator("en", { numeric: true, sensitivity: "base" }).compare;
+
+function fmtNum(v) {
+  if (v === null || v === undefined || Number.isNaN(v)) return "–";
+  if (v === 0) return "0";
+  const a = Math.abs(v);
+  if (a < 0.01) return v.toExponential(1).replace(".0e", "e");
+  if (a < 1000) return String(Number(v.toPrecision(3)));
+  const units = ["k", "M", "G", "T", "P", "E"];
+  let i = -1, x = a;
+  while (x >= 1000 && i < units.length - 1) { x /= 1000; ++i; }
+  return (v < 0 ? "-" : "") + Number(x.toPrecision(3)) + units[i];
+}
+function fmtBytes(v) {
+  if (v === null || v === undefined) return "–";
+  const units = ["B", "kB", "MB", "GB", "TB", "PB"];
+  let i = 0, x = Math.abs(v);
+  while (x >= 1000 && i < units.length - 1) { x /= 1000; ++i; }
+  return Number(x.toPrecision(x >= 100 ? 3 : 2)) + " " + units[i];
+}
+function fmtPercent(v) {
+  if (v === null || v === undefined) return "–";
+  const p = v * 100;
+  return (p !== 0 && Math.abs(p) < 0.1 ? fmtNum(p) : String(Number(p.toFixed(1)))) + " %";
+}
+function ago(unixSeconds) {
+  if (!unixSeconds) return "–";
+  const s = Math.max(0, Date.now() / 1000 - unixSeconds);
+  if (s < 90) return Math.round(s) + " s ago";
+  if (s < 5400) return Math.round(s / 60) + " min ago";
+  if (s < 36 * 3600) return Math.round(s / 3600) + " h ago";
+  return Math.round(s / 86400) + " d ago";
+}
+const unixOf = (iso) => (iso ? Date.parse(iso) / 1000 : 0);
+function timeCell(iso, unix) {
+  const t = unix || unixOf(iso);
+  return el("time", { datetime: iso || "", title: iso || "", text: ago(t) });
+}
+// One evidence entry as a short phrase: "symbol errors 49.8/s", "bit error
+// rate 1.9e-4", "waiting to send 12 %", "3 link downs", or its detail.
+function evidenceText(e) {
+  const label = SIGNAL_LABEL[e.signal] || e.signal.replace(/_/g, " ");
+  if (e.value !== undefined && e.unit === "per_second") {
+    return e.signal === "rcv_data" ? label + " " + fmtBytes(e.value * 4) + "/s" : label + " " + fmtNum(e.value) + "/s";
+  }
+  if (e.value !== undefined && e.unit === "fraction") return label + " " + fmtPercent(e.value);
+  if (e.value !== undefined && e.unit === "events") return fmtNum(e.value) + " " + label;
+  if (e.value !== undefined) return label + " " + fmtNum(e.value);
+  return e.detail || label;
+}
+// The same, short, for a problem line: a finding or a rate by its gist.
+function evidenceGist(e) {
+  if (e.value !== undefined) return evidenceText(e);
+  const m = /^topology: (\w+) at (\S+)$/.exec(e.detail || "");
+  if (m) return "runs " + m[2] + " (" + m[1].replace(/_/g, " ") + ")";
+  if (e.signal === "rate_drop") return e.detail;
+  return (SIGNAL_LABEL[e.signal] || e.signal).replace(/_/g, " ");
+}
+// The evidence that says most: the one furthest over its threshold.
+function keyEvidence(a) {
+  let best = null, score = -1;
+  for (const e of a.evidence || []) {
+    const s = e.value !== undefined && e.threshold ? e.value / e.threshold : 0;
+    if (best === null || s > score) { best = e; score = s; }
+  }
+  return best;
+}
+
+// --- Names, ends, links.
+
 const endKey = (guid, port) => guid + ":" + port;
 const cableKey = (a, b) => [endKey(a.guid, a.port), endKey(b.guid, b.port)].sort().join("|");
-const nameOf = (guid) => (state.byGuid.get(guid) || {}).name || guid;
+const nameOf = (guid) => state.names.get(guid) || guid;
+function learn(guid, name) { if (guid && name) state.names.set(guid, name); }
 
 function portLink(guid, port, name) {
+  learn(guid, name);
   return el("a", { class: "port", "data-port": endKey(guid, port), href: "#port=" + endKey(guid, port),
                    text: (name || nameOf(guid)) + "[" + port + "]" });
 }
+function nodeLink(guid, name) {
+  learn(guid, name);
+  return el("a", { class: "node", "data-guid": guid, href: "#node=" + guid, text: name || nameOf(guid) });
+}
+function cableEnds(a, b) {
+  return el("span", { class: "cable" }, portLink(a.guid, a.port, a.node || a.name), el("span", { class: "sep", text: " ⇄ " }),
+            portLink(b.guid, b.port, b.node || b.name));
+}
 
-// cable key -> {state, why: [...], a, b}
-// A miswiring names the planned cable, which may not exist: then the real
-// cables at its two ports are the miswired ones.
-function classify(topology, alerts) {
+// --- What is wrong: one problem per cable (its alerts, and the findings
+// about it), and the fabric-wide conditions.
+
+function problems() {
   const out = new Map();
-  const actual = new Set((topology.links || []).map((l) => cableKey(l.a, l.b)));
-  const remote = new Map();
-  for (const n of topology.nodes || []) {
-    for (const p of n.ports || []) if (p.remote) remote.set(endKey(n.guid, p.port), { guid: p.remote.guid, port: p.remote.port, name: p.remote.name });
-  }
-  const mark = (a, b, st, why) => {
-    if (st !== "down" && !actual.has(cableKey(a, b))) {
-      let placed = false;
-      for (const e of [a, b]) {
-        const r = remote.get(endKey(e.guid, e.port));
-        if (r) {
-          markCable(e, r, st, why);
-          placed = true;
-        }
-      }
-      if (placed) return;
-    }
-    markCable(a, b, st, why);
+  const add = (key, a, b) => {
+    if (!out.has(key)) out.set(key, { key, a, b, state: "ok", severity: "", alerts: [], findings: [], since: 0 });
+    return out.get(key);
   };
-  const markCable = (a, b, st, why) => {
-    const k = cableKey(a, b);
-    const c = out.get(k) || { state: "ok", why: [], a, b };
-    if (RANK[st] > RANK[c.state]) c.state = st;
-    if (why && !c.why.includes(why)) c.why.push(why);
-    out.set(k, c);
-  };
-  for (const l of topology.links || []) {
-    if (l.degraded) mark(l.a, l.b, "degraded", "running " + l.rate + ": " + l.degraded);
+  for (const al of (state.alerts && state.alerts.active) || []) {
+    const ends = al.ends || [];
+    const key = ends.length === 2 ? cableKey(ends[0], ends[1]) : "fabric:" + al.id;
+    const p = add(key, ends[0], ends[1]);
+    p.alerts.push(al);
+    const st = CAUSE_STATE[al.cause] || "sm";
+    if (RANK[st] > RANK[p.state]) p.state = st;
+    if (al.severity === "critical" || !p.severity) p.severity = al.severity;
+    if (!p.since || al.since_unix < p.since) p.since = al.since_unix;
   }
-  for (const f of topology.findings || []) {
-    const st = FINDING_STATE[f.kind];
-    if (st && f.a && f.b) mark(f.a, f.b, st, f.kind + ": " + f.detail);
-  }
-  for (const a of (alerts && alerts.active) || []) {
-    const st = CAUSE_STATE[a.cause];
-    if (st && a.ends && a.ends.length === 2) mark(a.ends[0], a.ends[1], st, a.severity + " " + a.cause + ": " + a.summary);
+  // Findings about a cable with an alert are its evidence; those about
+  // other cables are listed with the findings only.
+  for (const f of (state.findings && state.findings.findings) || []) {
+    if (!f.a || !f.b) continue;
+    const p = out.get(cableKey(f.a, f.b));
+    if (p) p.findings.push(f);
   }
   return out;
+}
+
+function problemOrder(x, y) {
+  const sev = (p) => (p.severity === "critical" ? 1 : 0);
+  return sev(y) - sev(x) || RANK[y.state] - RANK[x.state] || (x.since || 0) - (y.since || 0);
+}
+
+function verdict() {
+  const box = document.getElementById("verdict");
+  const counts = (state.alerts && state.alerts.active_counts) || { critical: 0, warning: 0 };
+  const list = [...state.cables.values()];
+  const cables = list.filter((p) => p.a && p.b).length;
+  if (!state.alerts) {
+    box.className = "verdict unknown";
+    box.replaceChildren(el("strong", { text: "No alert data" }));
+    return;
+  }
+  if (list.length === 0) {
+    box.className = "verdict healthy";
+    box.replaceChildren(el("strong", { id: "verdict-text", text: "Healthy" }), " no active alerts");
+    return;
+  }
+  const since = Math.min(...list.map((p) => p.since || Infinity));
+  const where = [];
+  if (cables) where.push(cables + (cables === 1 ? " cable" : " cables"));
+  if (list.length > cables) where.push((list.length - cables) + " fabric-wide");
+  box.className = "verdict " + (counts.critical ? "critical" : "warning");
+  box.replaceChildren(
+    el("strong", { id: "verdict-text", text: list.length + (list.length === 1 ? " problem" : " problems") }),
+    ": " + where.join(", ") + " · " + counts.critical + " critical, " + counts.warning + " warning · first " + ago(since));
+}
+
+function chips() {
+  const box = document.getElementById("chips");
+  box.replaceChildren();
+  const byCause = new Map();
+  for (const a of (state.alerts && state.alerts.active) || []) {
+    const c = byCause.get(a.cause) || { n: 0, critical: false };
+    c.n += 1;
+    c.critical = c.critical || a.severity === "critical";
+    byCause.set(a.cause, c);
+  }
+  for (const [cause, c] of byCause) {
+    box.append(el("span", { class: "chip " + (c.critical ? "crit" : "warn"), "data-cause": cause,
+                            text: (CAUSE_LABEL[cause] || cause) + " " + c.n }));
+  }
+  const st = state.structure;
+  if (st) {
+    const plural = { leaf: "leaves", unranked: "unranked" };
+    for (const t of st.tiers) {
+      box.append(el("span", { class: "chip", text: t.switches + " " + (t.switches === 1 ? t.name : plural[t.name] || t.name + "s") }));
+    }
+    box.append(el("span", { class: "chip", text: st.cas + " HCAs" }));
+    if (st.pods.length) box.append(el("span", { class: "chip", text: st.pods.length + " pods" }));
+  }
+  const sm = smChip(state.sms);
+  if (sm) box.append(sm);
+  const f = state.findings;
+  if (f && f.scope && !f.scope.reports_topology) {
+    box.append(el("span", { class: "chip", text: "scope " + f.scope.kind + " " + f.scope.shard + "/" + f.scope.shards }));
+  }
 }
 
 function smChip(sms) {
@@ -97,30 +249,336 @@ function smChip(sms) {
   const bad = sms.conditions.length > 0;
   return el("span", { class: "chip " + (bad ? "warn" : "good"), id: "sm-chip",
                       title: sms.conditions.map((c) => c.summary).join("\n"),
-                      text: "SM " + sms.master.node + " + " + sms.standby_count + " standby" + (bad ? " (" + sms.conditions.map((c) => c.condition).join(", ") + ")" : "") });
+                      text: "SM " + sms.master.node + " + " + sms.standby_count + " standby" +
+                            (bad ? " (" + sms.conditions.map((c) => c.condition.replace(/_/g, " ")).join(", ") + ")" : "") });
 }
 
-function summary(topology, alerts) {
-  const box = document.getElementById("summary");
+function problemRows(p) {
+  const causes = [...new Set(p.alerts.map((a) => a.cause))];
+  const worst = p.alerts.find((a) => a.severity === p.severity) || p.alerts[0];
+  const ev = keyEvidence(worst);
+  const where = p.a && p.b ? cableEnds(p.a, p.b)
+    : (worst.ends || []).length ? el("span", {}, ...worst.ends.flatMap((e, i) => [i ? ", " : "", portLink(e.guid, e.port, e.node)]))
+    : el("span", { class: "muted", text: "fabric" });
+  const what = worst.cause === "subnet_manager" ? worst.condition.replace(/_/g, " ")
+                                                 : causes.map((c) => CAUSE_LABEL[c] || c).join(" + ");
+  const open = state.open.has(p.key);
+  const row = el("tr", { class: "problem" + (open ? " open" : ""), "data-state": p.state, "data-cable": p.key,
+                         "data-causes": causes.join(" "), "data-severity": p.severity,
+                         onclick: (e) => { if (e.target.closest("a")) return; toggle(p.key); } },
+    el("td", { class: "sev sev-" + p.severity, title: p.severity, text: p.severity === "critical" ? "critical" : "warning" }),
+    el("td", { class: "what state-" + p.state, text: what }),
+    el("td", { class: "where" }, where),
+    el("td", { class: "value", text: worst.cause === "subnet_manager" ? worst.summary.split(":")[0] : ev ? evidenceGist(ev) : "" }),
+    el("td", { class: "since" }, timeCell(worst.since, p.since)));
+  if (!open) return [row];
+  return [row, el("tr", { class: "evidence", "data-cable": p.key }, el("td", { colspan: 5 }, evidenceBox(p)))];
+}
+
+function evidenceBox(p) {
+  const box = el("div", { class: "evidence-box" });
+  for (const a of p.alerts) {
+    box.append(el("p", {}, el("strong", { text: a.severity + " " + (CAUSE_LABEL[a.cause] || a.cause) + ": " }), a.summary));
+    const rows = (a.evidence || []).map((e) => el("li", { text: evidenceText(e) +
+      (e.end === 0 || e.end === 1 ? " at " + a.ends[e.end].node + "[" + a.ends[e.end].port + "]" : "") +
+      (e.threshold !== undefined ? " (threshold " + fmtNum(e.threshold) + ")" : "") +
+      (e.delta !== undefined ? ", +" + fmtNum(e.delta) + " over " + fmtNum(e.window_seconds) + " s" : "") }));
+    if (rows.length) box.append(el("ul", { class: "evidence-list" }, ...rows));
+    if (a.confidence && a.confidence.reduced) {
+      box.append(el("p", { class: "muted", text: "Reduced confidence: MADs to " +
+        a.confidence.failing_mads.map((m) => m.node + " (" + fmtPercent(m.mad_trouble_ratio) + " needed retries)").join(", ") }));
+    }
+    box.append(el("p", { class: "action", text: "What to do: " + a.action }));
+  }
+  const extra = p.findings.filter((f) => !p.alerts.some((a) => (a.evidence || []).some((e) => e.detail === f.detail)));
+  for (const f of extra) box.append(el("p", { class: "muted", text: f.kind.replace(/_/g, " ") + ": " + f.detail }));
+  return box;
+}
+
+function toggle(key) {
+  if (state.open.has(key)) state.open.delete(key); else state.open.add(key);
+  problemTable();
+}
+
+function problemTable() {
+  const body = document.querySelector("#problems tbody");
+  const list = [...state.cables.values()].sort(problemOrder);
+  const shown = state.showAll ? list : list.slice(0, FIRST_PROBLEMS);
+  body.replaceChildren(...shown.flatMap(problemRows));
+  if (!list.length) body.append(el("tr", {}, el("td", { colspan: 5, class: "muted", text: "Nothing is wrong that this exporter can see." })));
+  const more = document.getElementById("problems-more");
+  more.hidden = list.length <= FIRST_PROBLEMS;
+  more.textContent = state.showAll ? "Show the first " + FIRST_PROBLEMS : "Show all " + list.length;
+}
+
+// --- Findings: by kind, each kind a line with its count; the list behind a click.
+
+function findingsSection() {
+  const box = document.getElementById("findings");
+  const list = (state.findings && state.findings.findings) || [];
+  const kinds = new Map();
+  for (const f of list) {
+    if (!kinds.has(f.kind)) kinds.set(f.kind, []);
+    kinds.get(f.kind).push(f);
+  }
+  const open = new Set([...box.querySelectorAll("details[open]")].map((d) => d.dataset.kind));
   box.replaceChildren();
-  const nodes = topology ? topology.nodes : [];
-  const switches = nodes.filter((n) => n.type === "switch").length;
-  const counts = (alerts && alerts.active_counts) || { critical: 0, warning: 0 };
-  box.append(el("span", { class: "chip", text: switches + " switches" }),
-             el("span", { class: "chip", text: (nodes.length - switches) + " HCAs" }),
-             el("span", { class: "chip " + (counts.critical ? "crit" : "good"), id: "critical-count", text: counts.critical + " critical" }),
-             el("span", { class: "chip " + (counts.warning ? "warn" : "good"), id: "warning-count", text: counts.warning + " warning" }),
-             el("span", { class: "chip " + ((topology && topology.findings.length) ? "warn" : "good"),
-                          text: (topology ? topology.findings.length : 0) + " findings" }));
-  const chip = smChip(state.sms);
-  if (chip) box.append(chip);
-  if (topology && topology.scope && !topology.scope.reports_topology) {
-    box.append(el("span", { class: "chip", text: "scope " + topology.scope.kind + " " + topology.scope.shard + "/" + topology.scope.shards }));
+  if (!list.length) { box.append(el("p", { class: "muted", text: "No topology findings." })); return; }
+  for (const [kind, fs] of [...kinds].sort((x, y) => y[1].length - x[1].length)) {
+    const details = el("details", { "data-kind": kind }, el("summary", {},
+      el("span", { class: "state-" + (FINDING_STATE[kind] || "ok"), text: kind.replace(/_/g, " ") }), " · " + fs.length));
+    const fill = () => {
+      if (details.dataset.filled) return;
+      details.dataset.filled = "1";
+      const ul = el("ul", { class: "finding-list" });
+      for (const f of fs.slice(0, MAX_LIST)) {
+        ul.append(el("li", {}, f.a && f.b ? cableEnds(f.a, f.b) : f.node ? nodeLink(f.node.guid, f.node.name) : "fabric",
+                     el("span", { class: "muted", text: " " + f.detail })));
+      }
+      if (fs.length > MAX_LIST) ul.append(el("li", { class: "muted", text: "and " + (fs.length - MAX_LIST) + " more (api/v1/topology?view=findings)" }));
+      details.append(ul);
+    };
+    details.addEventListener("toggle", () => { if (details.open) fill(); });
+    if (open.has(kind)) { details.open = true; fill(); }
+    box.append(details);
   }
 }
 
-function draw(topology, cables) {
-  const host = document.getElementById("fabric");
+// --- Structure: matrices of switches by tier and pod, coloured by the
+// worst cable between them.
+
+// Per pair of switches (indices into structure.switches) and per switch's
+// HCA cables: the worst state of their cables, from the problems and the
+// degraded counts.
+function cellStates() {
+  const st = state.structure;
+  const index = new Map(st.switches.map((s, i) => [s.guid, i]));
+  const pairs = new Map(), hosts = new Map();
+  const raise = (map, k, s) => { if (!map.has(k) || RANK[s] > RANK[map.get(k)]) map.set(k, s); };
+  for (const [i, j, , degraded] of st.links) raise(pairs, i + "|" + j, degraded ? "degraded" : "ok");
+  const mark = (a, b, s) => {
+    const i = index.get(a.guid), j = index.get(b.guid);
+    if (i !== undefined && j !== undefined) raise(pairs, Math.min(i, j) + "|" + Math.max(i, j), s);
+    else if (i !== undefined) raise(hosts, i, s);
+    else if (j !== undefined) raise(hosts, j, s);
+  };
+  for (const p of state.cables.values()) if (p.a && p.b) mark(p.a, p.b, p.state);
+  for (const f of (state.findings && state.findings.findings) || []) {
+    const s = FINDING_STATE[f.kind];
+    if (s && f.a && f.b) mark(f.a, f.b, s);
+  }
+  return { index, pairs, hosts };
+}
+
+// A matrix: `rows` and `cols` are switch indices or groups {label,
+// members}; a cell's state is the worst cable between a row member and a
+// column member, and clicking it lists those cables (or zooms, opts.zoom).
+// Extra columns: "HCAs" (the row's HCA cables, opts.hosts), "inside"
+// (cables between members of one row, opts.inside) and "other" (cables to
+// switches in no column and not one tier below: within a tier, skipping
+// one, to another pod).
+function matrix(id, title, rows, cols, cells, opts) {
+  const st = state.structure;
+  const width = (document.getElementById("structure").clientWidth || 1000) - 190;
+  const maxCols = Math.max(8, Math.floor(width / 15) - 3);
+  const group = (list, max) => {
+    const items = list.map((x) => (typeof x === "number" ? { label: st.switches[x].name, members: [x], guid: st.switches[x].guid } : x));
+    if (items.length <= max) return items;
+    const size = Math.ceil(items.length / max), out = [];
+    for (let i = 0; i < items.length; i += size) {
+      const part = items.slice(i, i + size);
+      out.push({ label: part[0].label + " … " + part[part.length - 1].label, members: part.flatMap((p) => p.members) });
+    }
+    return out;
+  };
+  const R = group(rows, 256), C = group(cols, maxCols);
+  const colOf = new Map();
+  C.forEach((c, k) => c.members.forEach((m) => colOf.set(m, k)));
+  const rowOf = new Map();
+  R.forEach((r, k) => r.members.forEach((m) => rowOf.set(m, k)));
+  const adj = new Map();  // row member -> [[neighbour, cables]]
+  const push = (x, y, n) => { if (rowOf.has(x)) { if (!adj.has(x)) adj.set(x, []); adj.get(x).push([y, n]); } };
+  for (const [i, j, n] of st.links) { push(i, j, n); push(j, i, n); }
+  // Which of a member's neighbours each extra column takes.
+  const kind = (m, o) => {
+    if (colOf.has(o)) return "col";
+    if (opts.inside && rowOf.get(o) === rowOf.get(m)) return "inside";
+    if (st.switches[o].tier === st.switches[m].tier - 1 && st.switches[o].pod === st.switches[m].pod) return "below";
+    return "other";
+  };
+  const head = el("tr", {}, el("th", { class: "corner", text: opts.corner || "" }));
+  if (opts.hosts) head.append(el("th", { class: "col extra", text: "HCAs" }));
+  if (opts.inside) head.append(el("th", { class: "col extra", text: "inside" }));
+  for (const c of C) head.append(el("th", { class: "col", title: c.label }, el("span", { text: c.label })));
+  head.append(el("th", { class: "col extra", text: "other" }));
+  const body = el("tbody");
+  R.forEach((r) => {
+    const tally = C.map(() => ({ state: null, cables: 0 }));
+    const extra = { hcas: { state: null, cables: 0 }, inside: { state: null, cables: 0 }, other: { state: null, cables: 0 } };
+    const take = (t, s, n) => { t.cables += n; if (t.state === null || RANK[s] > RANK[t.state]) t.state = s; };
+    for (const m of r.members) {
+      if (opts.hosts && st.switches[m].cas) take(extra.hcas, cells.hosts.get(m) || "ok", st.switches[m].cas);
+      for (const [o, n] of adj.get(m) || []) {
+        const s = cells.pairs.get(Math.min(m, o) + "|" + Math.max(m, o)) || "ok";
+        const k = kind(m, o);
+        if (k === "col") take(tally[colOf.get(o)], s, n);
+        else if (k !== "below") take(extra[k], s, n);
+      }
+    }
+    const label = r.guid ? el("th", { class: "row" }, nodeLink(r.guid, r.label))
+                         : el("th", { class: "row" }, r.href ? el("a", { href: r.href, class: "zoom", text: r.label }) : r.label);
+    const tr = el("tr", { "data-row": r.label }, label);
+    const cell = (t, col, onclick) => el("td", {
+      class: "cell " + (t.state === null ? "none" : t.state), "data-state": t.state || "", "data-col": col,
+      "data-cables": t.cables,
+      title: r.label + " – " + col + ": " + (t.state === null ? "no cable" : t.cables + (t.cables === 1 ? " cable, " : " cables, ") + t.state),
+      onclick: t.state === null ? undefined : onclick });
+    const guids = (members) => new Set(members.map((m) => st.switches[m].guid));
+    const kindOf = (memberGuid, remoteGuid) => {
+      const m = cells.index.get(memberGuid), o = cells.index.get(remoteGuid);
+      return o === undefined ? "hcas" : kind(m, o);
+    };
+    if (opts.hosts) tr.append(cell(extra.hcas, "HCAs", () => openCell(r, "HCAs", (m, o) => kindOf(m, o) === "hcas")));
+    if (opts.inside) tr.append(cell(extra.inside, "inside", () => openCell(r, "inside", (m, o) => kindOf(m, o) === "inside")));
+    C.forEach((c, k) => tr.append(cell(tally[k], c.label, () => {
+      if (opts.zoom) return opts.zoom(r);
+      const set = guids(c.members);
+      return openCell(r, c.label, (m, o) => set.has(o));
+    })));
+    tr.append(cell(extra.other, "other", () => openCell(r, "other cables", (m, o) => kindOf(m, o) === "other")));
+    body.append(tr);
+  });
+  return el("div", { class: "matrix-box" }, el("h3", { text: title }),
+            el("table", { class: "matrix", id }, el("thead", {}, head), body));
+}
+
+function byTier(filter) {
+  const st = state.structure, out = new Map();
+  st.switches.forEach((s, i) => {
+    if (!filter(s)) return;
+    if (!out.has(s.tier)) out.set(s.tier, []);
+    out.get(s.tier).push(i);
+  });
+  return out;
+}
+
+function structureSection() {
+  const host = document.getElementById("structure");
+  const st = state.structure;
+  if (!st) { host.replaceChildren(el("p", { class: "muted", text: "Waiting for the first discovery…" })); return; }
+  if (state.topology) { draw(state.topology); return; }
+  const cells = cellStates();
+  const parts = [];
+  const crumbs = st.pods.length ? el("nav", { class: "crumbs", id: "crumbs" }, el("a", { href: "#", "data-zoom": "fabric", text: "Fabric" })) : "";
+  if (st.pods.length && state.pod !== null && st.pods[state.pod]) {
+    crumbs.append(" › ", el("strong", { text: st.pods[state.pod].name }));
+    const tiers = byTier((s) => s.pod === state.pod);
+    const top = byTier((s) => s.pod === null && s.tier >= 0);
+    const ranks = [...tiers.keys()].filter((t) => t >= 0).sort((x, y) => x - y);
+    for (const t of ranks) {
+      const up = tiers.get(t + 1) || top.get(t + 1);
+      if (!up) continue;
+      const s0 = st.switches[tiers.get(t)[0]];
+      parts.push(matrix("matrix-pod-" + t, st.pods[state.pod].name + ": " + tierName(t) + " × " + tierName(t + 1),
+                        tiers.get(t), up, cells, { hosts: t === 0, corner: s0 ? tierName(t) + " \\ " + tierName(t + 1) : "" }));
+    }
+  } else if (st.pods.length) {
+    // Pods × the top tier: a cell is every cable between the pod and those switches.
+    const top = byTier((s) => s.pod === null && s.tier >= 0);
+    const topTier = Math.max(...top.keys());
+    const rows = st.pods.map((p, k) => ({
+      label: p.name, href: "#pod=" + k, pod: k,
+      members: st.switches.map((s, i) => [s, i]).filter(([s]) => s.pod === k).map(([, i]) => i),
+    }));
+    parts.push(matrix("matrix-pods", "Pods × " + tierName(topTier) + " (a pod's row: click it to zoom in)", rows,
+                      top.get(topTier) || [], cells,
+                      { hosts: true, inside: true, corner: "pod \\ " + tierName(topTier), zoom: (r) => { location.hash = "pod=" + r.pod; } }));
+  } else {
+    const tiers = byTier((s) => s.tier >= 0);
+    const ranks = [...tiers.keys()].sort((x, y) => x - y);
+    for (const t of ranks) {
+      if (!tiers.has(t + 1)) continue;
+      parts.push(matrix("matrix-" + tierName(t), tierName(t) + " × " + tierName(t + 1), tiers.get(t), tiers.get(t + 1), cells,
+                        { hosts: t === 0, corner: tierName(t) + " \\ " + tierName(t + 1) }));
+    }
+  }
+  const unranked = st.switches.map((s, i) => [s, i]).filter(([s]) => s.tier < 0);
+  if (unranked.length) {
+    parts.push(el("p", {}, "Unranked switches: ", ...unranked.slice(0, 50).flatMap(([s], k) => [k ? ", " : "", nodeLink(s.guid, s.name)])));
+  }
+  if (!parts.length) parts.push(el("p", { class: "muted", text: "No switch-to-switch cables." }));
+  host.replaceChildren(crumbs, legend(true), ...parts);
+}
+
+function tierName(t) {
+  const st = state.structure;
+  const x = st && st.tiers.find((y) => y.tier === t);
+  return x ? x.name : "tier" + t;
+}
+
+// A cell opened: the cables of a row's switches that `want` (member GUID,
+// far GUID) takes, read from the node API.
+async function openCell(row, what, want) {
+  const st = state.structure;
+  const members = row.members.slice(0, 64);
+  const details = await Promise.all(members.map((m) => get("api/v1/node?guid=" + encodeURIComponent(st.switches[m].guid)).catch(() => null)));
+  const rows = [];
+  for (const d of details) {
+    if (!d) continue;
+    for (const p of d.ports) {
+      const r = p.link && p.link.remote;
+      if (!r || !want(p.end.guid, r.guid)) continue;
+      const a = { guid: p.end.guid, port: p.end.port, node: p.end.node };
+      const b = { guid: r.guid, port: r.port, node: r.name };
+      const prob = state.cables.get(cableKey(a, b));
+      const s = prob ? prob.state : p.degraded ? "degraded" : "ok";
+      rows.push(el("tr", { "data-state": s }, el("td", { class: "state-" + s, text: s }), el("td", {}, cableEnds(a, b)),
+                   el("td", { text: p.link.rate })));
+    }
+  }
+  rows.sort((x, y) => RANK[y.dataset.state] - RANK[x.dataset.state]);
+  drill(el("h3", { text: row.label + " – " + what }),
+        el("table", { id: "cell-cables" }, el("thead", {}, el("tr", {}, ...["State", "Cable", "Rate"].map((h) => el("th", { text: h })))),
+           el("tbody", {}, ...rows.slice(0, 400))),
+        rows.length > 400 ? el("p", { class: "muted", text: (rows.length - 400) + " more" }) : null,
+        row.members.length > 64 ? el("p", { class: "muted", text: "Showing the first 64 switches of " + row.members.length + "; zoom in." }) : null);
+}
+
+// The drawing of a small fabric: every switch by tier, the HCAs under their leaf.
+function draw(topology) {
+  const host = document.getElementById("structure");
+  const cables = new Map();
+  const markCable = (a, b, st, why) => {
+    const k = cableKey(a, b);
+    const c = cables.get(k) || { state: "ok", why: [], a, b };
+    if (RANK[st] > RANK[c.state]) c.state = st;
+    if (why && !c.why.includes(why)) c.why.push(why);
+    cables.set(k, c);
+  };
+  const actual = new Set((topology.links || []).map((l) => cableKey(l.a, l.b)));
+  const remote = new Map();
+  for (const n of topology.nodes || []) {
+    for (const p of n.ports || []) if (p.remote) remote.set(endKey(n.guid, p.port), p.remote);
+  }
+  // A miswiring names the planned cable, which may not exist: then the
+  // real cables at its two ports are the miswired ones.
+  const mark = (a, b, st, why) => {
+    if (st !== "down" && !actual.has(cableKey(a, b))) {
+      let placed = false;
+      for (const e of [a, b]) {
+        const r = remote.get(endKey(e.guid, e.port));
+        if (r) { markCable(e, r, st, why); placed = true; }
+      }
+      if (placed) return;
+    }
+    markCable(a, b, st, why);
+  };
+  for (const l of topology.links || []) if (l.degraded) mark(l.a, l.b, "degraded", l.degraded);
+  for (const f of topology.findings || []) {
+    const st = FINDING_STATE[f.kind];
+    if (st && f.a && f.b) mark(f.a, f.b, st, f.kind.replace(/_/g, " "));
+  }
+  for (const p of state.cables.values()) if (p.a && p.b) mark(p.a, p.b, p.state, p.alerts.map((a) => CAUSE_LABEL[a.cause]).join(", "));
   const switches = topology.nodes.filter((n) => n.type === "switch");
   const cas = topology.nodes.filter((n) => n.type !== "switch");
   const tiers = new Map();
@@ -130,135 +588,89 @@ function draw(topology, cables) {
     tiers.get(t).push(s);
   }
   const order = [...tiers.keys()].sort((x, y) => (x === -1 ? 1e9 : x) < (y === -1 ? 1e9 : y) ? 1 : -1);
-  const BOX_W = 96, BOX_H = 28, GAP = 14, ROW = 110, LEFT = 90;
-  const widest = Math.max(1, ...order.map((t) => tiers.get(t).length));
-  const width = Math.max(1000, LEFT + widest * (BOX_W + GAP) + 20);
-  const drawCas = cas.length <= MAX_DRAWN_CAS;
-  const height = 30 + order.length * ROW + 90;
+  const BOX_W = 96, BOX_H = 28, ROW = 110, LEFT = 90;
+  const width = Math.max(600, (host.clientWidth || 1000) - 4);
+  const height = 30 + order.length * ROW + 60;
   const svg = el("svg:svg", { width, height, viewBox: "0 0 " + width + " " + height, id: "fabric-svg" });
-  const pos = new Map();  // guid -> {x, y}
+  const pos = new Map();
   order.forEach((t, row) => {
-    const list = tiers.get(t).sort((a, b) => a.name.localeCompare(b.name));
+    const list = tiers.get(t).sort((a, b) => naturalCompare(a.name, b.name));
     const y = 30 + row * ROW;
-    svg.append(el("svg:text", { x: 8, y: y + BOX_H / 2 + 4, class: "tier-label",
-                                text: t === -1 ? "unranked" : (list[0].tier_name || "tier " + t) }));
+    svg.append(el("svg:text", { x: 8, y: y + BOX_H / 2 + 4, class: "tier-label", text: t === -1 ? "unranked" : (list[0].tier_name || "tier " + t) }));
     const span = (width - LEFT - 20) / list.length;
     list.forEach((s, i) => pos.set(s.guid, { x: LEFT + span * i + span / 2, y: y + BOX_H / 2, node: s }));
   });
-  // HCAs under the switch they are cabled to.
-  const caY = 30 + order.length * ROW + 30;
-  const under = new Map();  // switch guid -> [ca]
+  const caY = 30 + order.length * ROW + 20;
+  const under = new Map();
   for (const c of cas) {
     const p = (c.ports || []).find((x) => x.remote);
     const sw = p ? p.remote.guid : "";
     if (!under.has(sw)) under.set(sw, []);
     under.get(sw).push(c);
   }
-  const badges = new Map();
   for (const [sw, list] of under) {
     const anchor = pos.get(sw) || { x: LEFT, y: caY };
-    if (drawCas) {
-      list.forEach((c, i) => pos.set(c.guid, { x: anchor.x + (i - (list.length - 1) / 2) * 14, y: caY, node: c, ca: true }));
-    } else {
-      badges.set(sw, { x: anchor.x, y: caY, count: list.length });
-      for (const c of list) pos.set(c.guid, { x: anchor.x, y: caY, node: c, ca: true, badge: true });
-    }
+    list.sort((a, b) => naturalCompare(a.name, b.name));
+    list.forEach((c, i) => pos.set(c.guid, { x: anchor.x + (i - (list.length - 1) / 2) * 14, y: caY, node: c, ca: true }));
   }
-  // Links, parallel ones grouped, each group as bad as its worst cable.
   const groups = new Map();
   for (const l of topology.links || []) {
     const pa = pos.get(l.a.guid), pb = pos.get(l.b.guid);
     if (!pa || !pb) continue;
     const c = cables.get(cableKey(l.a, l.b));
     const st = c ? c.state : "ok";
-    if ((pa.badge || pb.badge) && st === "ok") continue;
     const gk = [l.a.guid, l.b.guid].sort().join("|");
     const g = groups.get(gk) || { pa, pb, state: "ok", cables: [] };
     if (RANK[st] > RANK[g.state]) g.state = st;
     g.cables.push({ l, st, why: c ? c.why : [] });
     groups.set(gk, g);
   }
-  // Planned cables that are missing: drawn down between their planned ends.
   for (const c of cables.values()) {
     if (c.state !== "down") continue;
     const pa = pos.get(c.a.guid), pb = pos.get(c.b.guid);
-    if (!pa || !pb) continue;
-    groups.set("missing|" + cableKey(c.a, c.b), { pa, pb, state: "down", cables: [{ l: { a: c.a, b: c.b, rate: "" }, st: "down", why: c.why }] });
+    if (pa && pb) groups.set("missing|" + cableKey(c.a, c.b), { pa, pb, state: "down", cables: [{ l: { a: c.a, b: c.b, rate: "" }, st: "down", why: c.why }] });
   }
   const linkLayer = el("svg:g", { id: "links" });
-  const sorted = [...groups.values()].sort((x, y) => RANK[x.state] - RANK[y.state]);
-  for (const g of sorted) {
-    const title = g.cables.map((c) => nameOf(c.l.a.guid) + "[" + c.l.a.port + "] - " + nameOf(c.l.b.guid) + "[" + c.l.b.port + "] " +
+  for (const g of [...groups.values()].sort((x, y) => RANK[x.state] - RANK[y.state])) {
+    const title = g.cables.map((c) => nameOf(c.l.a.guid) + "[" + c.l.a.port + "] ⇄ " + nameOf(c.l.b.guid) + "[" + c.l.b.port + "] " +
                                       c.l.rate + (c.why.length ? ": " + c.why.join("; ") : "")).join("\n");
     const first = g.cables.find((c) => c.st === g.state) || g.cables[0];
-    const line = el("svg:line", { x1: g.pa.x, y1: g.pa.y, x2: g.pb.x, y2: g.pb.y, class: "link " + g.state,
-                                  "data-cable": cableKey(first.l.a, first.l.b), "data-count": g.cables.length,
-                                  onclick: () => openPort(first.l.a.guid, first.l.a.port) },
-                    el("svg:title", { text: title }));
-    linkLayer.append(line);
+    linkLayer.append(el("svg:line", { x1: g.pa.x, y1: g.pa.y, x2: g.pb.x, y2: g.pb.y, class: "link " + g.state,
+                                      "data-cable": cableKey(first.l.a, first.l.b), "data-count": g.cables.length,
+                                      onclick: () => { location.hash = "port=" + endKey(first.l.a.guid, first.l.a.port); } },
+                                   el("svg:title", { text: title })));
   }
   svg.append(linkLayer);
   const alerting = new Set();
   for (const c of cables.values()) if (c.state !== "ok") { alerting.add(c.a.guid); alerting.add(c.b.guid); }
   for (const [guid, p] of pos) {
-    if (p.ca) continue;
+    learn(guid, p.node.name);
+    if (p.ca) {
+      svg.append(el("svg:g", { class: "ca", "data-guid": guid, onclick: () => { location.hash = "node=" + guid; } },
+                    el("svg:circle", { cx: p.x, cy: p.y, r: 5 }), el("svg:title", { text: p.node.name + " " + guid })));
+      continue;
+    }
     svg.append(el("svg:g", { class: "node" + (alerting.has(guid) ? " alerting" : ""), "data-guid": guid,
-                             onclick: () => openNode(guid) },
+                             onclick: () => { location.hash = "node=" + guid; } },
                   el("svg:rect", { x: p.x - BOX_W / 2, y: p.y - BOX_H / 2, width: BOX_W, height: BOX_H, rx: 4 }),
                   el("svg:text", { x: p.x, y: p.y + 4, "text-anchor": "middle", text: p.node.name.slice(0, 14) }),
                   el("svg:title", { text: p.node.name + " " + guid + " LID " + p.node.lid })));
   }
-  for (const [guid, p] of pos) {
-    if (!p.ca || p.badge) continue;
-    svg.append(el("svg:g", { class: "ca", "data-guid": guid, onclick: () => openNode(guid) },
-                  el("svg:circle", { cx: p.x, cy: p.y, r: 5 }),
-                  el("svg:title", { text: p.node.name + " " + guid })));
-  }
-  for (const b of badges.values()) {
-    svg.append(el("svg:text", { x: b.x, y: b.y + 4, "text-anchor": "middle", class: "muted", text: b.count + " HCAs" }));
-  }
-  host.replaceChildren(svg);
+  host.replaceChildren(legend(false), svg);
 }
 
-function fillTable(id, rows) {
-  const body = document.querySelector("#" + id + " tbody");
-  body.replaceChildren(...rows);
-  if (!rows.length) {
-    const cols = document.querySelectorAll("#" + id + " thead th").length;
-    body.append(el("tr", {}, el("td", { colspan: cols, class: "muted", text: "none" })));
-  }
+function legend(cells) {
+  const keys = [["bad", "bad cable / flapping"], ["miswired", "miswired"], ["degraded", "degraded"], ["congested", "congested"],
+                ["down", "down"], ["ok", "healthy"]];
+  if (cells) keys.push(["none", "no cable"]);
+  return el("div", { class: "legend" }, ...keys.map(([k, t]) => el("span", { class: "key " + k, text: t })));
 }
 
-function cableCell(a, b) {
-  return el("td", {}, portLink(a.guid, a.port, a.node || a.name), " – ", portLink(b.guid, b.port, b.node || b.name));
-}
-
-// A cable's two ends, or the ports a fabric-wide alert concerns (a subnet
-// manager condition names its SM ports, or none).
-function endsCell(ends) {
-  if (ends.length === 2) return cableCell(ends[0], ends[1]);
-  const cell = el("td", { text: ends.length ? "" : "fabric" });
-  ends.forEach((e, i) => cell.append(...(i ? [", "] : []), portLink(e.guid, e.port, e.node)));
-  return cell;
-}
-
-function tables(topology, alerts, cables) {
-  fillTable("problems", [...cables.values()].filter((c) => c.state !== "ok")
-    .sort((x, y) => RANK[y.state] - RANK[x.state])
-    .map((c) => el("tr", { "data-state": c.state }, el("td", { class: "state-" + c.state, text: c.state }),
-                   cableCell(c.a, c.b), el("td", { text: c.why.join("; ") }))));
-  fillTable("alerts", ((alerts && alerts.active) || []).map((a) => el("tr", { "data-cause": a.cause },
-    el("td", { class: "sev-" + a.severity, text: a.severity }), el("td", { text: a.cause }),
-    endsCell(a.ends || []), el("td", { text: a.since }), el("td", { text: a.summary }),
-    el("td", { text: a.action }))));
-  fillTable("findings", ((topology && topology.findings) || []).map((f) => el("tr", { "data-kind": f.kind },
-    el("td", { text: f.kind }), el("td", { text: f.detail }))));
-}
+// --- The side panel: a node page, a port page, a cell's cables, search results.
 
 function drill(...children) {
-  const aside = document.getElementById("drill");
   document.getElementById("drill-body").replaceChildren(...children);
-  aside.hidden = false;
+  document.getElementById("drill").hidden = false;
 }
 
 function kv(rows) {
@@ -266,16 +678,61 @@ function kv(rows) {
     v instanceof Node ? el("td", {}, v) : el("td", { text: v === null || v === undefined ? "–" : String(v) })))));
 }
 
-function openNode(guid) {
-  const n = state.byGuid.get(guid);
-  if (!n) return;
-  const rows = (n.ports || []).map((p) => el("tr", {},
-    el("td", {}, portLink(guid, p.port, n.name)), el("td", { text: p.state }), el("td", { text: p.rate }),
-    el("td", {}, p.remote ? portLink(p.remote.guid, p.remote.port, p.remote.name) : "–")));
-  drill(el("h3", { text: n.name }),
-        kv([["GUID", guid], ["type", n.type], ["LID", n.lid], ["tier", n.tier_name || "–"]]),
-        el("table", { id: "node-ports" }, el("thead", {}, el("tr", {}, ...["Port", "State", "Rate", "Remote"].map((h) => el("th", { text: h })))),
-           el("tbody", {}, ...rows)));
+function alertLines(alerts, id) {
+  if (!alerts.length) return el("p", { class: "muted", id, text: "none" });
+  return el("ul", { id }, ...alerts.map((a) => el("li", { class: "sev-" + a.severity, "data-cause": a.cause },
+    el("strong", { text: (CAUSE_LABEL[a.cause] || a.cause) + " " }), cableEnds(a.ends[0], a.ends[1]),
+    " · " + (keyEvidence(a) ? evidenceGist(keyEvidence(a)) : "") + " · raised ", timeCell(a.since, a.since_unix))));
+}
+
+// A port's health in one phrase per signal that moved.
+function healthText(h) {
+  if (!h) return "";
+  const bits = [];
+  const e = h.this_end;
+  if (e.bit_error_rate) bits.push("BER " + fmtNum(e.bit_error_rate));
+  if (e.xmit_wait_fraction) bits.push("waiting " + fmtPercent(e.xmit_wait_fraction));
+  if (h.downs_in_window) bits.push(h.downs_in_window + " downs");
+  for (const [s, v] of Object.entries(e.per_second)) {
+    if (v && s !== "rcv_data" && s !== "rcv_packets" && s !== "xmit_wait") bits.push(evidenceText({ signal: s, value: v, unit: "per_second" }));
+  }
+  if (e.per_second.rcv_data) bits.push("in " + fmtBytes(e.per_second.rcv_data * 4) + "/s");
+  return bits.join(", ");
+}
+
+async function openNode(guid) {
+  let d;
+  try {
+    d = await get("api/v1/node?guid=" + encodeURIComponent(guid));
+  } catch (e) {
+    drill(el("h3", { text: nameOf(guid) }), el("p", { class: "muted", text: e.message }));
+    return;
+  }
+  const n = d.node;
+  learn(n.guid, n.name);
+  // Ports with a cable (or up); the others only counted.
+  const cabled = d.ports.filter((p) => p.link && (p.link.remote || p.link.state !== "down"));
+  const idle = d.ports.length - cabled.length;
+  const ports = cabled.map((p) => {
+    const prob = p.link && p.link.remote ? state.cables.get(cableKey({ guid: n.guid, port: p.end.port }, p.link.remote)) : null;
+    const st = prob ? prob.state : p.degraded ? "degraded" : p.link && p.link.state !== "active" ? "down" : "ok";
+    return el("tr", { "data-port": endKey(n.guid, p.end.port), "data-state": st },
+      el("td", {}, portLink(n.guid, p.end.port, n.name)),
+      el("td", { class: "state-" + st, text: p.link ? p.link.state + (st !== "ok" && st !== "down" ? ", " + st : "") : "–" }),
+      el("td", { text: p.link ? p.link.rate : "–" }),
+      el("td", {}, p.link && p.link.remote ? portLink(p.link.remote.guid, p.link.remote.port, p.link.remote.name) : "–"),
+      el("td", { class: "muted", text: healthText(p.health) }));
+  });
+  drill(el("h3", { id: "node-title", text: n.name }),
+        kv([["type", n.type === "ca" ? "HCA" : n.type], ["GUID", n.guid], ["LID", n.lid], ["tier", n.tier_name], ["pod", n.pod]]),
+        el("h4", { text: "Alerts" }), alertLines(d.alerts, "node-alerts"),
+        el("h4", { text: "Findings" }),
+        d.findings.length ? el("ul", { id: "node-findings" }, ...d.findings.map((f) => el("li", { text: f.kind.replace(/_/g, " ") + ": " + f.detail })))
+                          : el("p", { class: "muted", text: "none" }),
+        el("h4", { text: "Ports (click one for its counters)" }),
+        el("table", { id: "node-ports" }, el("thead", {}, el("tr", {}, ...["Port", "State", "Rate", "Cable to", "Now"].map((h) => el("th", { text: h })))),
+           el("tbody", {}, ...ports)),
+        idle ? el("p", { class: "muted", text: idle + (idle === 1 ? " port" : " ports") + " without a cable." }) : null);
 }
 
 async function openPort(guid, port) {
@@ -286,64 +743,162 @@ async function openPort(guid, port) {
     drill(el("h3", { text: nameOf(guid) + "[" + port + "]" }), el("p", { class: "muted", text: e.message }));
     return;
   }
-  const parts = [el("h3", { id: "port-title", text: d.end.node + "[" + d.end.port + "]" }),
-                 kv([["GUID", d.end.guid], ["LID", d.end.lid], ["state", d.link ? d.link.state : null],
-                     ["rate", d.link ? d.link.rate : null],
-                     ["remote", d.link && d.link.remote ? portLink(d.link.remote.guid, d.link.remote.port, d.link.remote.name) : null],
-                     ["stale", d.stale], ["last read", d.last_update]])];
+  learn(d.end.guid, d.end.node);
+  const remote = d.link && d.link.remote;
+  const parts = [el("h3", {}, el("span", { id: "port-title", text: d.end.node + "[" + d.end.port + "]" }),
+                    remote ? el("span", { class: "muted", text: " ⇄ " }) : null,
+                    remote ? el("span", { id: "port-remote" }, portLink(remote.guid, remote.port, remote.name)) : null),
+                 el("p", {}, "Node: ", nodeLink(d.end.guid, d.end.node)),
+                 kv([["GUID", d.end.guid], ["LID", d.end.lid], ["state", d.link ? d.link.state + " (" + d.link.phys_state.replace(/_/g, " ") + ")" : null],
+                     ["rate", d.link ? d.link.rate : null], ["read", d.stale ? "stale: no answer in the last sweep" : d.last_update ? ago(unixOf(d.last_update)) : null]])];
+  parts.push(el("h4", { text: "Alerts on this cable" }), alertLines(d.alerts, "port-alerts"));
   if (d.health) {
     const h = d.health;
-    parts.push(el("h4", { text: "Link health over " + Math.round(h.this_end.window_seconds) + " s" }),
-               kv([["up", h.up], ["rate / best", h.rate + " / " + h.best_rate], ["link downs (window / total)", h.downs_in_window + " / " + h.downs_total],
-                   ["XmitWait fraction", h.this_end.xmit_wait_fraction], ["bit error rate", h.this_end.bit_error_rate]]));
+    parts.push(el("h4", { text: "The cable over the last " + Math.round(h.this_end.window_seconds) + " s" }),
+               kv([["up", h.up ? "yes" : "no"], ["rate (best seen)", h.rate + " (" + h.best_rate + ")"],
+                   ["link downs (window / total)", h.downs_in_window + " / " + h.downs_total],
+                   ["waiting to send", fmtPercent(h.this_end.xmit_wait_fraction) + " here, " + fmtPercent(h.far_end.xmit_wait_fraction) + " far end"],
+                   ["bit error rate", fmtNum(h.this_end.bit_error_rate) + " here, " + fmtNum(h.far_end.bit_error_rate) + " far end"]]));
+    // The signals that moved at either end, traffic first; the still ones named on one line.
     const signals = [...new Set([...Object.keys(h.this_end.per_second), ...Object.keys(h.far_end.per_second)])];
+    const moved = (x) => h.this_end.per_second[x] || h.far_end.per_second[x];
+    const traffic = (x) => x === "rcv_data" || x === "rcv_packets";
+    const shown = signals.filter((x) => traffic(x) || moved(x)).sort((x, y) => traffic(y) - traffic(x));
+    const still = signals.filter((x) => !shown.includes(x));
+    const rate = (x, v) => (v === undefined ? "–" : x === "rcv_data" ? fmtBytes(v * 4) + "/s" : fmtNum(v) + "/s");
     parts.push(el("table", { id: "port-rates" },
       el("thead", {}, el("tr", {}, el("th", { text: "per second" }), el("th", { text: "this end" }), el("th", { text: "far end" }))),
-      el("tbody", {}, ...signals.map((s) => el("tr", {}, el("td", { text: s }),
-        el("td", { text: fmt(h.this_end.per_second[s]) }), el("td", { text: fmt(h.far_end.per_second[s]) }))))));
+      el("tbody", {}, ...shown.map((x) => el("tr", { "data-signal": x }, el("td", { text: SIGNAL_LABEL[x] || x }),
+        el("td", { text: rate(x, h.this_end.per_second[x]) }), el("td", { text: rate(x, h.far_end.per_second[x]) }))))));
+    if (still.length) parts.push(el("p", { class: "muted", text: "No " + still.map((x) => SIGNAL_LABEL[x] || x).join(", ") + " at either end." }));
   }
-  parts.push(el("h4", { text: "Counters (totals)" }),
+  parts.push(el("details", { id: "port-counters-box" }, el("summary", { text: "Counters (totals since the exporter started)" }),
              el("table", { id: "port-counters" }, el("tbody", {}, ...Object.entries(d.counters).map(([k, v]) =>
-               el("tr", { "data-counter": k }, el("td", { text: k + (d.pinned.includes(k) ? " (pinned)" : "") }), el("td", { text: String(v) }))))));
-  parts.push(el("h4", { text: "Alerts on this cable" }));
-  parts.push(d.alerts.length ? el("ul", { id: "port-alerts" }, ...d.alerts.map((a) => el("li", { text: a.severity + " " + a.cause + ": " + a.summary })))
-                             : el("p", { class: "muted", text: "none" }));
+               el("tr", { "data-counter": k }, el("td", { text: k.replace(/_/g, " ") + (d.pinned.includes(k) ? " (pinned)" : "") }),
+                  el("td", { "data-value": String(v), title: String(v), text: k.endsWith("bytes") ? fmtBytes(v) : fmtNum(v) })))))));
   drill(...parts);
 }
 
-function fmt(v) {
-  if (v === undefined || v === null) return "–";
-  return Math.abs(v) >= 100 ? v.toFixed(0) : v.toPrecision(3);
+// --- Search.
+
+let searchSeq = 0;
+async function search(text, openFirst) {
+  const box = document.getElementById("search-results");
+  const q = text.trim();
+  const seq = ++searchSeq;
+  if (!q) { box.hidden = true; box.replaceChildren(); return; }
+  let r;
+  try {
+    r = await get("api/v1/search?limit=20&q=" + encodeURIComponent(q));
+  } catch (e) {
+    if (seq !== searchSeq) return;
+    box.replaceChildren(el("li", { class: "muted", text: e.message }));
+    box.hidden = false;
+    return;
+  }
+  if (seq !== searchSeq) return;
+  const items = r.results.map((n) => {
+    learn(n.guid, n.name);
+    const cable = (n.ports || []).find((p) => p.remote);
+    const li = el("li", { "data-guid": n.guid, "data-type": n.type },
+      nodeLink(n.guid, n.name),
+      el("span", { class: "muted", text: " " + (n.type === "ca" ? "HCA" : n.tier_name || n.type) + (n.pod ? " · " + n.pod : "") +
+                                         " · LID " + n.lid + (n.match === "guid" ? " · " + n.guid : "") }));
+    if (cable) li.append(" · cable ", el("a", { class: "cable-open port", "data-port": endKey(n.guid, cable.port), href: "#port=" + endKey(n.guid, cable.port),
+                                               text: "[" + cable.port + "] ⇄ " + cable.remote.name + "[" + cable.remote.port + "]" }));
+    return li;
+  });
+  box.replaceChildren(...items);
+  if (r.total > r.results.length) box.append(el("li", { class: "muted", text: (r.total - r.results.length) + " more: type more of the name" }));
+  if (!items.length) box.append(el("li", { class: "muted", text: "nothing matches " + q }));
+  box.hidden = false;
+  if (openFirst && r.results.length) {
+    const n = r.results[0];
+    const cable = (n.ports || []).find((p) => p.remote);
+    location.hash = cable ? "port=" + endKey(n.guid, cable.port) : "node=" + n.guid;
+    box.hidden = true;
+  }
 }
 
-function fromHash() {
-  const m = /^#(port|node)=([^:]+)(?::(\d+))?$/.exec(location.hash);
-  if (!m) return;
-  if (m[1] === "port" && m[3] !== undefined) openPort(m[2], Number(m[3]));
-  if (m[1] === "node") openNode(m[2]);
+// --- Deep links: #node=GUID, #port=GUID:PORT, #pod=N, #q=TEXT (and
+// pod with node or port: "#pod=2&port=0x...:3").
+
+function route() {
+  const h = new URLSearchParams(location.hash.slice(1));
+  const pod = h.has("pod") ? Number(h.get("pod")) : null;
+  if (pod !== state.pod) { state.pod = Number.isInteger(pod) ? pod : null; structureSection(); }
+  const port = /^(0x[0-9a-fA-F]+):(\d+)$/.exec(h.get("port") || "");
+  if (port) openPort(port[1], Number(port[2]));
+  else if (h.get("node")) openNode(h.get("node"));
+  else document.getElementById("drill").hidden = true;
+  if (h.get("q") !== null && h.get("q") !== document.getElementById("search").value) {
+    document.getElementById("search").value = h.get("q");
+    search(h.get("q"), false);
+  }
 }
 
-async function refresh() {
-  const footer = document.getElementById("footer");
-  let topology = null, alerts = null;
-  try { alerts = await get("api/v1/alerts?state=active"); } catch (e) { footer.textContent = "alerts: " + e.message; }
-  try { topology = await get("api/v1/topology"); } catch (e) { footer.textContent = "topology: " + e.message; }
-  try { state.sms = await get("api/v1/subnet_managers"); } catch (e) { state.sms = null; }  // 404: not watched here
-  state.topology = topology;
+// --- Loading.
+
+async function load(part, path) {
+  try { return await get(path); } catch (e) { part.error = e.message; return null; }
+}
+
+async function refresh(withStructure) {
+  const errors = {};
+  const [alerts, findings, sms, structure] = await Promise.all([
+    load(errors, "api/v1/alerts?state=active"),
+    load(errors, "api/v1/topology?view=findings"),
+    get("api/v1/subnet_managers").catch(() => null),  // 404: another exporter watches them
+    withStructure ? load(errors, "api/v1/structure") : Promise.resolve(state.structure),
+  ]);
   state.alerts = alerts;
-  state.byGuid = new Map(((topology && topology.nodes) || []).map((n) => [n.guid, n]));
-  summary(topology, alerts);
-  const cables = topology ? classify(topology, alerts) : new Map();
-  if (topology) draw(topology, cables);
-  tables(topology, alerts, cables);
+  state.findings = findings;
+  state.sms = sms;
+  state.structure = structure;
+  state.cables = problems();
+  verdict();
+  chips();
+  problemTable();
+  if (state.first) {
+    // The first screen is up: what is wrong and where. Measured for the tests.
+    requestAnimationFrame(() => { document.body.dataset.firstRender = String(Math.round(performance.now())); });
+  }
+  findingsSection();
+  if (withStructure && structure && structure.switches.length <= DRAW_SWITCHES && structure.cas <= DRAW_CAS) {
+    state.topology = await get("api/v1/topology").catch(() => null);
+  } else if (withStructure) {
+    state.topology = null;
+  }
+  structureSection();
   document.body.dataset.loaded = "true";
-  if (topology && alerts) footer.textContent = "Updated " + (alerts.generated || "") + "; refreshes every 10 s.";
+  const footer = document.getElementById("footer");
+  footer.textContent = errors.error ? "Could not load: " + errors.error
+    : "Updated " + ((alerts && alerts.generated) || "") + "; refreshes every 10 s.";
+  if (state.first) { state.first = false; route(); }
 }
 
 document.getElementById("drill-close").addEventListener("click", () => {
-  document.getElementById("drill").hidden = true;
-  history.replaceState(null, "", location.pathname);
+  const h = new URLSearchParams(location.hash.slice(1));
+  h.delete("node");
+  h.delete("port");
+  location.hash = h.toString();
 });
-window.addEventListener("hashchange", fromHash);
-refresh().then(fromHash);
-setInterval(refresh, 10000);
+document.getElementById("problems-more").addEventListener("click", () => { state.showAll = !state.showAll; problemTable(); });
+document.getElementById("structure").addEventListener("click", (e) => {
+  const a = e.target.closest("a[data-zoom]");
+  if (a) { e.preventDefault(); location.hash = ""; }
+});
+let searchTimer = 0;
+const input = document.getElementById("search");
+input.addEventListener("input", () => { clearTimeout(searchTimer); searchTimer = setTimeout(() => search(input.value, false), 150); });
+input.addEventListener("keydown", (e) => {
+  if (e.key === "Enter") { e.preventDefault(); clearTimeout(searchTimer); search(input.value, true); }
+  if (e.key === "Escape") { input.value = ""; search("", false); }
+});
+document.getElementById("search-results").addEventListener("click", (e) => {
+  if (e.target.closest("a")) document.getElementById("search-results").hidden = true;
+});
+window.addEventListener("hashchange", route);
+let ticks = 0;
+refresh(true);
+setInterval(() => { ticks += 1; refresh(ticks % 6 === 0); }, 10000);

@@ -1,7 +1,10 @@
-// gen_fabric: prints a two-tier fat tree in ibsim's net format.
+// gen_fabric: prints a fat tree in ibsim's net format.
 //   gen_fabric [--leaves N] [--spines N] [--hosts-per-leaf N]
 //              [--links-per-pair N] [--radix N] [--rate 4xQDR]
+//              [--pods N --cores N [--core-links N]]
 //              [--leaf-link I,J]... [--degraded NODE[PORT]=RATE]...
+// --pods makes a three-tier tree: --leaves and --spines are per pod, the
+// spines are the pods' aggregation switches, --cores a multiple of --spines.
 // --leaf-link cables leaf I to leaf J on spare ports (a miswired cable);
 // --degraded sets the width and speed of the cable at NODE[PORT] (e.g.
 // ib-leaf02[9]=1xQDR). Both repeat; see tests/testbed/fat_tree.h.
@@ -20,7 +23,10 @@ int main(int argc, char** argv) {
                                    {"--spines", &spec.spines},
                                    {"--hosts-per-leaf", &spec.hosts_per_leaf},
                                    {"--links-per-pair", &spec.links_per_pair},
-                                   {"--radix", &spec.radix}};
+                                   {"--radix", &spec.radix},
+                                   {"--pods", &spec.pods},
+                                   {"--cores", &spec.cores},
+                                   {"--core-links", &spec.core_links}};
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (i + 1 >= argc) {
