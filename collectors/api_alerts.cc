@@ -231,6 +231,19 @@ std::optional<std::uint64_t> ParseGuid(const std::string& v, std::string* error)
   return g;
 }
 
+// The node GUID of `guid`: itself when it names a node, else the node
+// with a port of that GUID (an HCA port's, as the metrics' `guid` label
+// and so the alert rules' links carry it); itself when neither.
+std::uint64_t NodeOf(const Snapshot& s, std::uint64_t guid) {
+  if (!s.fabric || s.fabric->FindNode(guid)) return guid;
+  for (const auto& [node, label] : s.nodes) {
+    for (const auto& [port, g] : label.port_guids) {
+      if (g == guid) return node;
+    }
+  }
+  return guid;
+}
+
 }  // namespace
 
 bool ParsePortQuery(const std::multimap<std::string, std::string>& params, topology::PortRef* port,
@@ -262,7 +275,8 @@ bool ParsePortQuery(const std::multimap<std::string, std::string>& params, topol
   return true;
 }
 
-nlohmann::json PortDetailJson(const Snapshot& s, const topology::PortRef& ref) {
+nlohmann::json PortDetailJson(const Snapshot& s, const topology::PortRef& asked) {
+  const topology::PortRef ref{NodeOf(s, asked.node_guid), asked.port};
   const topology::Port* p = s.fabric ? s.fabric->FindPort(ref) : nullptr;
   auto totals = s.ports->find(ref);
   if (!p && totals == s.ports->end()) return nullptr;
@@ -331,7 +345,8 @@ bool ParseNodeQuery(const std::multimap<std::string, std::string>& params, std::
   return true;
 }
 
-nlohmann::json NodeDetailJson(const Snapshot& s, std::uint64_t guid) {
+nlohmann::json NodeDetailJson(const Snapshot& s, std::uint64_t asked) {
+  const std::uint64_t guid = NodeOf(s, asked);
   const topology::Node* n = s.fabric ? s.fabric->FindNode(guid) : nullptr;
   if (!n) return nullptr;
   const topology::Analysis empty;

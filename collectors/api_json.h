@@ -139,7 +139,9 @@ bool ParseAlertFilter(const std::multimap<std::string, std::string>& params, Ale
 
 nlohmann::json AlertsJson(const Snapshot& snapshot, const AlertFilter& filter);
 
-// --- GET /api/v1/port?guid=0x...&port=N: one port for a drill-down. False
+// --- GET /api/v1/port?guid=0x...&port=N: one port for a drill-down; the
+// GUID a node's or one of its ports' (an HCA port's, as the metrics' and
+// the alert rules' `guid` label carries it). False
 // with a one-line reason naming the parameter.
 bool ParsePortQuery(const std::multimap<std::string, std::string>& params, topology::PortRef* port, std::string* error);
 // The port's state and rate, its counter totals (pinned ones named),
@@ -147,7 +149,8 @@ bool ParsePortQuery(const std::multimap<std::string, std::string>& params, topol
 // alerts on its cable; null when the snapshot knows no such port.
 nlohmann::json PortDetailJson(const Snapshot& snapshot, const topology::PortRef& port);
 
-// --- GET /api/v1/node?guid=G: one node for the status page's node page.
+// --- GET /api/v1/node?guid=G: one node for the status page's node page
+// (G a node's GUID or one of its ports').
 // False with a one-line reason naming the parameter.
 bool ParseNodeQuery(const std::multimap<std::string, std::string>& params, std::uint64_t* guid, std::string* error);
 // The node (as in the topology's nodes[], without ports, with "pod" where

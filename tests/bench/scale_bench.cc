@@ -7,7 +7,8 @@
 // between them (each read once the sweep is published: between sweeps),
 // where it is (malloc's heap, other anonymous memory, files), and its peak
 // (sweeps and scrapes at their highest); the exposition's size plain and compressed,
-// the scrape times, /api/v1/topology's size and time, bytes per port; with
+// the scrape times, /api/v1/topology's size and time, what the status
+// page loads first and its first render in Chromium, bytes per port; with
 // --scrapers, K concurrent gzip scrapers while sweeps run (p50/p99). The
 // series are counted by group (--counters.groups; --groups LIST passes one
 // to the exporter, which otherwise chooses by the fabric's size).
@@ -41,6 +42,7 @@
 #include <vector>
 
 #include "collectors/counters.h"
+#include "tests/testbed/browser.h"
 #include "tests/testbed/exporter_process.h"
 #include "tests/testbed/fat_tree.h"
 #include "tests/testbed/sim_fabric.h"
@@ -331,6 +333,38 @@ int Run(const std::string& fabric, int sweeps, int scrapers, int seconds, const 
   std::printf("RSS by mapping then: %s\n", rss_by_mapping.c_str());
   const Fetch topo = Get(e->port(), "/api/v1/topology", false);
   std::printf("/api/v1/topology: %.1f MB in %.3f s\n", topo.body_bytes / 1e6, topo.seconds);
+  // What the status page loads first, and its first render in Chromium
+  // (navigation to the problem lines and the matrices drawn).
+  const Fetch structure = Get(e->port(), "/api/v1/structure", false);
+  const Fetch findings = Get(e->port(), "/api/v1/topology?view=findings", false);
+  const Fetch alerts = Get(e->port(), "/api/v1/alerts?state=active", false);
+  std::printf(
+      "status page loads: /api/v1/structure %.0f kB in %.3f s, findings %.0f kB in %.3f s, alerts %.0f kB in %.3f s\n",
+      structure.body_bytes / 1e3, structure.seconds, findings.body_bytes / 1e3, findings.seconds,
+      alerts.body_bytes / 1e3, alerts.seconds);
+  if (auto browser = Browser::Start(&error)) {
+    std::vector<double> renders;
+    for (int i = 0; i < 3; ++i) {
+      if (!browser->Navigate("http://127.0.0.1:" + std::to_string(e->port()) + "/", &error) ||
+          !browser->WaitFor("return !!document.body.dataset.firstRender && document.body.dataset.loaded === 'true';",
+                            std::chrono::seconds(60), &error)) {
+        break;
+      }
+      const auto ms = browser->Execute("return Number(document.body.dataset.firstRender);", &error);
+      if (ms) renders.push_back(ms->get<double>());
+    }
+    const auto cells = browser->Execute("return document.querySelectorAll('td.cell').length;", &error);
+    if (renders.empty()) {
+      std::printf("status page: no render in Chromium: %s\n", error.c_str());
+    } else {
+      std::printf(
+          "status page: first render %.0f ms median of %zu in Chromium (navigation to problems and matrices; %d "
+          "cells)\n",
+          Percentile(renders, 0.5), renders.size(), cells ? cells->get<int>() : -1);
+    }
+  } else {
+    std::printf("status page: no Chromium (%s)\n", error.c_str());
+  }
 
   if (scrapers > 0) {
     std::vector<double> lat;

@@ -129,6 +129,21 @@ class OncallTest : public FabricSuite {
         << labels.dump();
     EXPECT_EQ(labels.value("severity", ""), "critical");
     EXPECT_NE(alert["annotations"].value("runbook", "").find("Reseat the cable"), std::string::npos);
+    // Its status page link opens the alert's port on this exporter.
+    const std::string link = alert["annotations"].value("status_page", "");
+    const std::string prefix = "http://" + labels.value("instance", "") + "/#port=";
+    ASSERT_EQ(link.rfind(prefix, 0), 0u) << link;
+    const std::string fragment = link.substr(prefix.size());
+    EXPECT_EQ(fragment, labels.value("guid", "") + ":" + labels.value("port", ""));
+    const auto colon = fragment.rfind(':');
+    int status = 0;
+    const json port = json::parse(
+        exporter_->Get("/api/v1/port?guid=" + fragment.substr(0, colon) + "&port=" + fragment.substr(colon + 1),
+                       &status),
+        nullptr, false);
+    ASSERT_EQ(status, 200) << link;
+    EXPECT_EQ(name(port["end"]["node"].get<std::string>(), std::to_string(port["end"]["port"].get<int>())),
+              name(labels.value("node", ""), labels.value("port", "")));
     // Over: the exporter clears it, Prometheus resolves it, the receiver hears so.
     ASSERT_TRUE(WaitUntil(
         [&] {

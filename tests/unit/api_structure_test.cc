@@ -224,6 +224,14 @@ TEST(NodeDetailTest, PortsCablesFindingsAndPod) {
   EXPECT_TRUE(below) << d["findings"].dump();
   EXPECT_TRUE(d["alerts"].empty());
   EXPECT_TRUE(NodeDetailJson(s, 0x1234).is_null());
+  // An HCA's port GUID (the metrics' and the alert rules' `guid`) names its node and port too.
+  const std::uint64_t host = t.b.Guid(t.hosts[0]);
+  s.nodes[host].port_guids[1] = 0xabc0001;
+  EXPECT_EQ(NodeDetailJson(s, 0xabc0001)["node"]["name"], "cn01 HCA-1");
+  const json port = PortDetailJson(s, {0xabc0001, 1});
+  ASSERT_FALSE(port.is_null());
+  EXPECT_EQ(port["end"]["node"], "cn01 HCA-1");
+  EXPECT_EQ(port["link"]["remote"]["name"], "ib-p02-leaf02");
   std::uint64_t guid = 0;
   std::string error;
   EXPECT_FALSE(ParseNodeQuery({}, &guid, &error));
