@@ -724,7 +724,8 @@ async function openNode(guid) {
       el("td", { class: "muted", text: healthText(p.health) }));
   });
   drill(el("h3", { id: "node-title", text: n.name }),
-        kv([["type", n.type === "ca" ? "HCA" : n.type], ["GUID", n.guid], ["LID", n.lid], ["tier", n.tier_name], ["pod", n.pod]]),
+        kv([["type", n.type === "ca" ? "HCA" : n.type], ["GUID", n.guid], ["LID", n.lid], ["tier", n.tier_name], ["pod", n.pod]]
+           .filter(([, v]) => v !== undefined && v !== null)),
         el("h4", { text: "Alerts" }), alertLines(d.alerts, "node-alerts"),
         el("h4", { text: "Findings" }),
         d.findings.length ? el("ul", { id: "node-findings" }, ...d.findings.map((f) => el("li", { text: f.kind.replace(/_/g, " ") + ": " + f.detail })))
@@ -732,7 +733,23 @@ async function openNode(guid) {
         el("h4", { text: "Ports (click one for its counters)" }),
         el("table", { id: "node-ports" }, el("thead", {}, el("tr", {}, ...["Port", "State", "Rate", "Cable to", "Now"].map((h) => el("th", { text: h })))),
            el("tbody", {}, ...ports)),
-        idle ? el("p", { class: "muted", text: idle + (idle === 1 ? " port" : " ports") + " without a cable." }) : null);
+        idle ? el("p", { class: "muted", text: idle + (idle === 1 ? " port" : " ports") + " without a cable." }) : null,
+        nodeCounters(n, cabled));
+}
+
+// Every cabled port's counter totals, the counters that moved on any of them.
+function nodeCounters(n, ports) {
+  const names = [...new Set(ports.flatMap((p) => Object.keys(p.counters || {}).filter((k) => p.counters[k])))];
+  if (!names.length) return el("p", { class: "muted", text: "No counter has moved on these ports." });
+  return el("details", { id: "node-counters" }, el("summary", { text: "Counters (totals) of these ports" }),
+    el("div", { class: "wide" }, el("table", {},
+      el("thead", {}, el("tr", {}, el("th", { text: "port" }), ...names.map((k) => el("th", { text: k.replace(/_/g, " ") })))),
+      el("tbody", {}, ...ports.map((p) => el("tr", { "data-port": endKey(n.guid, p.end.port) }, el("td", { text: String(p.end.port) }),
+        ...names.map((k) => {
+          const v = (p.counters || {})[k];
+          return el("td", { "data-counter": k, title: v === undefined ? "" : String(v),
+                            text: v === undefined ? "–" : k.endsWith("bytes") ? fmtBytes(v) : fmtNum(v) });
+        })))))));
 }
 
 async function openPort(guid, port) {

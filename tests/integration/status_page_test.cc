@@ -212,7 +212,7 @@ class StatusPageTest : public FabricSuite {
   }
 
   // The node page of a leaf: its ports, the bad one marked bad, and its alerts.
-  void CheckNodePage(Browser& b, const Planted& bad) {
+  void CheckNodePage(Browser& b, const Planted& bad, const std::string& name) {
     std::string error;
     const std::string guid = GuidOf(bad.a.node);
     ASSERT_TRUE(b.Execute("location.hash = 'node=" + guid + "'; return true;", &error)) << error;
@@ -222,15 +222,20 @@ class StatusPageTest : public FabricSuite {
                   seconds(10), &error))
         << error;
     const auto page = b.Execute(R"(
+      const symbols = document.querySelector("#node-counters tr[data-port='" + arguments[0] + "'] td[data-counter=symbol_error]");
       return {title: document.getElementById('node-title').textContent,
               ports: document.querySelectorAll('#node-ports tbody tr').length,
+              symbols: symbols ? Number(symbols.title) : -1,
               alerts: [...document.querySelectorAll('#node-alerts li')].map((li) => li.dataset.cause)};)",
-                                &error);
+                                &error, json::array({PortKey(bad.a)}));
     ASSERT_TRUE(page) << error;
     EXPECT_EQ((*page)["title"], bad.a.node);
+    EXPECT_GT((*page)["symbols"].get<double>(), 0) << "the bad port's symbol errors in the counters table";
     EXPECT_EQ((*page)["ports"].get<std::size_t>(), tree_->CabledPorts(bad.a.node).size());
     const auto& alerts = (*page)["alerts"];
     EXPECT_NE(std::find(alerts.begin(), alerts.end(), "bad_cable"), alerts.end()) << alerts.dump();
+    ASSERT_TRUE(b.Execute("document.getElementById('node-counters').open = true; return true;", &error)) << error;
+    EXPECT_TRUE(b.Screenshot(std::string(IBFABRIC_ARTIFACT_DIR) + "/status-" + name + "-node.png", &error)) << error;
   }
 
   // A deep link to a port opens it on a fresh page.
@@ -312,7 +317,7 @@ TEST_F(StatusPageTest, SmallFabricIsDrawnWithEveryFaultOnTheFirstScreen) {
     EXPECT_EQ(status, want) << path << ": " << body;
     EXPECT_TRUE(json::parse(body, nullptr, false).contains("error")) << path << ": " << body;
   }
-  CheckNodePage(*b, planted[0]);
+  CheckNodePage(*b, planted[0], "16");
   CheckDeepLink(*b, planted[2].a);
 }
 
@@ -360,7 +365,7 @@ TEST_F(StatusPageTest, TwoTierFabricOf1024HostsIsALeafBySpineMatrix) {
   EXPECT_EQ(*first, "bad");
   CheckEvidence(*b, planted[1]);
   CheckSearch(*b, bad_host, "1024");
-  CheckNodePage(*b, planted[0]);
+  CheckNodePage(*b, planted[0], "1024");
   CheckDeepLink(*b, planted[3].a);
 }
 
@@ -412,7 +417,7 @@ TEST_F(StatusPageTest, ThreeTierFabricOf4096HostsIsAPodMatrixToZoomInto) {
   EXPECT_TRUE(b->Screenshot(std::string(IBFABRIC_ARTIFACT_DIR) + "/status-4096-pod.png", &error)) << error;
   CheckEvidence(*b, planted[2]);
   CheckSearch(*b, bad_host, "4096");
-  CheckNodePage(*b, planted[0]);
+  CheckNodePage(*b, planted[0], "4096");
   CheckDeepLink(*b, planted[1].a);
 }
 
