@@ -32,7 +32,12 @@ bool IsMiswiring(topology::FindingKind k) {
     case K::kPlanMissingLink:
     case K::kPlanExtraLink:
     case K::kPlanWrongRemoteNode:
-    case K::kPlanWrongRemotePort: return true;
+    case K::kPlanWrongRemotePort:
+    case K::kPlanWrongRail:
+    case K::kRailWrongLeaf:
+    case K::kRailSwapped:
+    case K::kRailSharedLeaf:
+    case K::kRailCrossUnit: return true;
     default: return false;
   }
 }

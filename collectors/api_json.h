@@ -54,6 +54,7 @@ struct TopologyParts {
   const topology::RoutingAnalysis* routing = nullptr;
   const topology::PartitionAnalysis* partitions = nullptr;
   const topology::Scope* scope = nullptr;
+  const topology::HostAnalysis* hosts = nullptr;  // "hosts" is null without it
 };
 
 // What of it to answer, from the query string:

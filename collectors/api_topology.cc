@@ -318,6 +318,16 @@ json TopologyWriter::Head() const {
     }
   }
   head["routing"] = std::move(routing);
+  // How hosts are cabled: the layout recognised, and a rail-optimized
+  // fabric's rails and units (the findings are in "findings").
+  json hosts = nullptr;
+  if (const topology::HostAnalysis* h = parts_.hosts) {
+    std::size_t grouped = 0;
+    for (const auto& x : h->hosts) grouped += x.hcas.size();
+    hosts = {{"layout", topology::ToString(h->layout)}, {"hosts", h->hosts.size()}, {"grouped_cas", grouped},
+             {"ungrouped_cas", h->ungrouped_cas},       {"rails", h->rails},        {"units", h->units}};
+  }
+  head["hosts"] = std::move(hosts);
   return head;
 }
 

@@ -13,14 +13,17 @@ using topology::FormatGuid;
 
 class FatTreeCollector final : public Collector {
  public:
-  explicit FatTreeCollector(std::optional<topology::CablingPlan> plan) : plan_(std::move(plan)) {}
+  FatTreeCollector(std::optional<topology::CablingPlan> plan, std::optional<topology::HostPattern> pattern)
+      : plan_(std::move(plan)), pattern_(pattern ? std::move(*pattern) : topology::HostPattern{}) {}
 
   Schedule schedule() const override { return Schedule::kDiscovery; }
 
   Outcome Update(const Cycle& cycle) override {
     Outcome out;
     if (analysis_due_.Due(cycle, cycle.trigger == Trigger::kFullWalk)) {
-      analysis_ = std::make_shared<topology::Analysis>(Analyze(*cycle.fabric, cycle.scope));
+      auto hosts = std::make_shared<topology::HostAnalysis>();
+      analysis_ = std::make_shared<topology::Analysis>(Analyze(*cycle.fabric, cycle.scope, hosts.get()));
+      hosts_ = std::move(hosts);
       if (cycle.trigger == Trigger::kFullWalk && cycle.scope.reports_topology()) {
         if (!analysis_->is_tree) cycle.log->Warn("topology", "not_a_tree=\"" + analysis_->not_tree_reason + "\"");
         LogFindings(*cycle.log, analysis_->findings);
@@ -30,14 +33,20 @@ class FatTreeCollector final : public Collector {
     return out;
   }
 
-  void Publish(Snapshot* parts) const override { parts->topology = analysis_; }
+  void Publish(Snapshot* parts) const override {
+    parts->topology = analysis_;
+    parts->hosts = hosts_;
+  }
 
  private:
-  // The tree analysis with the plan's findings after its own; a planned
-  // cable at another rate is degraded for that reason.
-  topology::Analysis Analyze(const topology::Fabric& fabric, const topology::Scope& scope) const {
+  // The tree analysis, then the hosts' rail findings and the plan's after
+  // its own; a planned cable at another rate is degraded for that reason.
+  topology::Analysis Analyze(const topology::Fabric& fabric, const topology::Scope& scope,
+                             topology::HostAnalysis* hosts) const {
     if (!scope.reports_topology()) return {};
     topology::Analysis a = topology::Analyze(fabric);
+    *hosts = topology::AnalyzeHosts(fabric, pattern_);
+    a.findings.insert(a.findings.end(), hosts->findings.begin(), hosts->findings.end());
     if (!plan_) return a;
     topology::PlanDiff diff = topology::DiffAgainstPlan(fabric, *plan_, a);
     a.findings.insert(a.findings.end(), std::make_move_iterator(diff.findings.begin()),
@@ -47,14 +56,58 @@ class FatTreeCollector final : public Collector {
   }
 
   std::optional<topology::CablingPlan> plan_;
+  topology::HostPattern pattern_;
   PendingAnalysis analysis_due_;
   std::shared_ptr<const topology::Analysis> analysis_;
+  std::shared_ptr<const topology::HostAnalysis> hosts_;
 };
+
+// Hosts and rails: the layout recognised, each host, each HCA port's rail.
+void RenderHosts(const Snapshot& s, const Emit& out) {
+  if (!s.hosts) return;
+  const topology::HostAnalysis& h = *s.hosts;
+  const topology::Fabric& f = *s.fabric;
+  const auto unit = [&h](int u) { return u < 0 ? std::string() : h.units[static_cast<std::size_t>(u)]; };
+  auto layout = Family("infiniband_host_layout_info",
+                       "1, labelled with how hosts are cabled (rail_optimized, host_per_leaf, single_hca, mixed, "
+                       "no_hosts), and the rails and scalable units found",
+                       MetricType::Gauge);
+  Add(layout,
+      {{"layout", topology::ToString(h.layout)},
+       {"rails", std::to_string(h.rails.size())},
+       {"units", std::to_string(h.units.size())}},
+      1);
+  out(std::move(layout));
+  auto info =
+      Family("infiniband_host_info", "1 for each host, its HCAs grouped by node description", MetricType::Gauge);
+  auto rail = Family("infiniband_hca_rail_info",
+                     "1 for each cabled HCA port of a host: its device, the leaf port it reaches, its rail and unit",
+                     MetricType::Gauge);
+  for (const topology::Host& host : h.hosts) {
+    Add(info, {{"host", host.name}, {"hcas", std::to_string(host.hcas.size())}, {"unit", unit(host.unit)}}, 1);
+    for (const topology::Hca& x : host.hcas) {
+      for (const topology::HcaPort& p : x.ports) {
+        Add(rail,
+            {{"host", host.name},
+             {"hca", topology::NodeName(f, x.guid)},
+             {"device", x.device},
+             {"port", std::to_string(p.port)},
+             {"leaf", topology::NodeName(f, p.leaf.node_guid)},
+             {"leaf_port", std::to_string(p.leaf.port)},
+             {"rail", p.rail < 0 ? "" : h.rails[static_cast<std::size_t>(p.rail)]},
+             {"unit", h.leaf_unit.count(p.leaf.node_guid) ? unit(h.leaf_unit.at(p.leaf.node_guid)) : ""}},
+            1);
+      }
+    }
+  }
+  EmitNonEmpty(out, info);
+  EmitNonEmpty(out, rail);
+}
 
 }  // namespace
 
 std::unique_ptr<Collector> MakeFatTreeCollector(const CollectorOptions& options) {
-  return std::make_unique<FatTreeCollector>(options.plan);
+  return std::make_unique<FatTreeCollector>(options.plan, options.host_pattern);
 }
 
 void RenderFatTree(const Snapshot& s, const Emit& out) {
@@ -119,6 +172,8 @@ void RenderFatTree(const Snapshot& s, const Emit& out) {
     if (auto bf = topology::BlockingFactor(sw)) Add(blocking, labels, *bf);
   }
   for (auto* fam : {&tier, &up, &down, &blocking}) out(std::move(*fam));
+
+  RenderHosts(s, out);
 
   // Gb/s of data to bytes/s: 1e9 / 8.
   EmitOne(out, "infiniband_topology_bisection_bandwidth_bytes_per_second",

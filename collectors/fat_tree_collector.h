@@ -4,8 +4,11 @@
 // plan, how it differs from the plan (topology/plan.h), after every
 // discovery; no MADs of its own. Fabric-wide findings come from one
 // exporter of a sharded set and never from a local one (topology/scope.h).
+// It also groups the CAs into hosts and learns the rails of a
+// rail-optimized fabric (topology/hosts.h); their findings join the tree's.
 // Metrics: infiniband_topology_*, infiniband_link_degraded,
-// infiniband_switch_{tier,uplinks,downlinks}, infiniband_leaf_blocking_factor.
+// infiniband_switch_{tier,uplinks,downlinks}, infiniband_leaf_blocking_factor,
+// infiniband_host_layout_info, infiniband_host_info, infiniband_hca_rail_info.
 
 #include <memory>
 

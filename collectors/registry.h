@@ -19,6 +19,7 @@
 #include "collectors/collector.h"
 #include "collectors/counter_store.h"
 #include "collectors/subnet_managers.h"
+#include "topology/hosts.h"
 #include "topology/partitions.h"
 #include "topology/plan.h"
 
@@ -27,6 +28,7 @@ namespace ibfabric::collectors {
 // What the factories need; each collector takes its part.
 struct CollectorOptions {
   std::optional<topology::CablingPlan> plan;              // fat_tree: every analysis is compared with it
+  std::optional<topology::HostPattern> host_pattern;      // fat_tree: how CA descriptions name hosts; none: rdma-ndd's
   std::optional<topology::PartitionPlan> partition_plan;  // partitions
   AlertConfig alerts;                                     // link_health: thresholds, window, hysteresis
   SmMonitorOptions subnet_managers;                       // subnet_managers

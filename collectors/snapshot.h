@@ -22,6 +22,7 @@
 #include "collectors/sweep.h"
 #include "topology/analysis.h"
 #include "topology/fabric.h"
+#include "topology/hosts.h"
 #include "topology/partitions.h"
 #include "topology/routing.h"
 #include "topology/scope.h"
@@ -93,6 +94,10 @@ struct Snapshot {
   std::map<std::uint64_t, NodeLabel> nodes;
   // fat_tree: the tree analysis of `fabric` with the plan diff; null before a discovery.
   std::shared_ptr<const topology::Analysis> topology;
+  // fat_tree: hosts grouped from the CAs' descriptions and, on a
+  // rail-optimized fabric, their rails and units (its findings are in
+  // `topology`'s); null before a discovery.
+  std::shared_ptr<const topology::HostAnalysis> hosts;
   std::shared_ptr<const topology::RoutingAnalysis> routing;       // routing; null: tables not read
   std::shared_ptr<const topology::PartitionAnalysis> partitions;  // partitions; null: not read
   // port_counters: every port's totals, shared with the collector's store

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "collectors/registry.h"
+#include "topology/hosts.h"
 
 namespace ibfabric::exporter {
 namespace {
@@ -115,6 +116,18 @@ const std::map<std::string, Flag>& Flags() {
          {"Cabling plan to compare the fabric with: ibnetdiscover output saved from the healthy "
           "fabric, or a JSON or YAML plan (see docs/api.md).",
           "FILE", Path(&Config::topology_plan)}},
+        {"topology.host-pattern",
+         {"Regular expression over a CA's node description (after the node-name map) whose two groups "
+          "are its host's name and its device's, for grouping HCAs into hosts and checking rails "
+          "(default: rdma-ndd's \"%h %d\", ^(\\S+)\\s+(\\S+)$).",
+          "REGEX",
+          [](Config& c, const std::string& v) -> std::string {
+            topology::HostPattern p;
+            std::string why;
+            if (!topology::ParseHostPattern(v, &p, &why)) return why;
+            c.host_pattern = v;
+            return "";
+          }}},
         {"partitions.plan",
          {"Expected partition membership of the CA ports (YAML, see docs/api.md); ports that differ are "
           "findings.",

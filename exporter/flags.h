@@ -30,6 +30,7 @@ struct Config {
   int ca_port = 0;             // 0: first active port
   std::string node_name_map;   // infiniband-diags node-name map file; empty: none
   std::string topology_plan;   // cabling plan (ibnetdiscover output, JSON or YAML); empty: none
+  std::string host_pattern;    // how CA descriptions name host and device (topology/hosts.h); empty: rdma-ndd's
   std::string alerts_config;   // alert thresholds file; empty: built-in defaults
   std::string partition_plan;  // expected partition membership (YAML); empty: none
   topology::Scope scope;       // which ports this exporter reads (--scope, --shard)

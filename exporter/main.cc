@@ -80,6 +80,11 @@ int Main(int argc, char** argv) {
   if (!cfg.partition_plan.empty()) partition_plan = std::move(partitions);
   std::optional<topology::CablingPlan> plan;
   if (!cfg.topology_plan.empty()) plan = std::move(cabling);
+  std::optional<topology::HostPattern> host_pattern;
+  if (!cfg.host_pattern.empty()) {
+    host_pattern.emplace();
+    topology::ParseHostPattern(cfg.host_pattern, &*host_pattern, &why);  // the flag checked it
+  }
 
   // Block the stop signals (and SIGUSR1, the poller's "re-exec me") before
   // any thread starts, so only sigwait in this thread sees them.
@@ -156,6 +161,7 @@ int Main(int argc, char** argv) {
   poller_options.version = IBFABRIC_VERSION;
   poller_options.fabric.names = std::move(names);
   poller_options.collector.plan = std::move(plan);
+  poller_options.collector.host_pattern = std::move(host_pattern);
   poller_options.collector.partition_plan = std::move(partition_plan);
   poller_options.collector.alerts = alerts;
   poller_options.fabric.scope = cfg.scope;

@@ -6,6 +6,7 @@
 #include <deque>
 #include <set>
 
+#include "topology/hosts.h"
 #include "topology/link_rate.h"
 
 namespace ibfabric::topology {
@@ -76,6 +77,12 @@ const char* ToString(FindingKind k) {
     case FindingKind::kPartitionMismatch: return "partition_mismatch";
     case FindingKind::kPartitionPlanMismatch: return "partition_plan_mismatch";
     case FindingKind::kPartitionEnforcementMismatch: return "partition_enforcement_mismatch";
+    case FindingKind::kRailWrongLeaf: return "rail_wrong_leaf";
+    case FindingKind::kRailSwapped: return "rail_swapped";
+    case FindingKind::kRailSharedLeaf: return "rail_shared_leaf";
+    case FindingKind::kRailCrossUnit: return "rail_cross_unit";
+    case FindingKind::kRailLeafDeparts: return "rail_leaf_departs";
+    case FindingKind::kPlanWrongRail: return "plan_wrong_rail";
   }
   return "unknown";
 }
@@ -494,16 +501,7 @@ Pods FindPods(const Fabric& f, const Analysis& a) {
   std::map<std::uint64_t, int> index;  // root -> pod
   for (std::size_t i = 0; i < pods.size(); ++i) {
     index[pods[i].second] = static_cast<int>(i);
-    // What every name of the pod starts with, up to its last separator.
-    std::string common = pods[i].first[0];
-    for (const std::string& n : pods[i].first) {
-      std::size_t k = 0;
-      while (k < common.size() && k < n.size() && common[k] == n[k]) ++k;
-      common.resize(k);
-    }
-    const auto cut = common.find_last_of("-_. /");
-    common = cut == std::string::npos ? "" : common.substr(0, cut);
-    out.names.push_back(common);
+    out.names.push_back(SharedName(pods[i].first));
   }
   // A name two pods share, or none, says nothing: those are numbered.
   std::vector<bool> unnamed(out.names.size());

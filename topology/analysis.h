@@ -60,6 +60,13 @@ enum class FindingKind : std::uint8_t {
   kPartitionMismatch,             // a CA port's partitions differ from most CA ports on its leaf
   kPartitionPlanMismatch,         // a CA port's partitions differ from the partition plan
   kPartitionEnforcementMismatch,  // a switch port's P_Key table differs from the CA port it faces
+  // From the hosts and rails of a rail-optimized fabric (hosts.h):
+  kRailWrongLeaf,    // an HCA port on a leaf of another rail
+  kRailSwapped,      // two HCA ports of one host each on the other's rail leaf
+  kRailSharedLeaf,   // two HCA ports of one host on one leaf, no rail telling which is wrong
+  kRailCrossUnit,    // an HCA port on a leaf of another scalable unit than its host's
+  kRailLeafDeparts,  // a leaf unlike the pattern: no rail of its own, or a rail its unit has twice
+  kPlanWrongRail,    // against the plan: an HCA port on a leaf the plan gives another rail
 };
 inline constexpr FindingKind kAllFindingKinds[] = {FindingKind::kNotATree,
                                                    FindingKind::kSameTierLink,
@@ -83,7 +90,13 @@ inline constexpr FindingKind kAllFindingKinds[] = {FindingKind::kNotATree,
                                                    FindingKind::kDownUpRoute,
                                                    FindingKind::kPartitionMismatch,
                                                    FindingKind::kPartitionPlanMismatch,
-                                                   FindingKind::kPartitionEnforcementMismatch};
+                                                   FindingKind::kPartitionEnforcementMismatch,
+                                                   FindingKind::kRailWrongLeaf,
+                                                   FindingKind::kRailSwapped,
+                                                   FindingKind::kRailSharedLeaf,
+                                                   FindingKind::kRailCrossUnit,
+                                                   FindingKind::kRailLeafDeparts,
+                                                   FindingKind::kPlanWrongRail};
 // snake_case name, stable: used as a metric label and in JSON.
 const char* ToString(FindingKind k);
 

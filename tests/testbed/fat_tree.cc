@@ -18,7 +18,18 @@ std::string Str(const Endpoint& e) { return "\"" + e.node + "\"[" + std::to_stri
 
 }  // namespace
 
-FatTree FatTree::Generate(const FatTreeSpec& s) {
+FatTree FatTree::Generate(const FatTreeSpec& spec) {
+  FatTreeSpec s = spec;
+  if (s.rails.units > 0) {
+    if (s.rails.devices.empty()) {
+      for (int k = 0; k < 8; ++k) s.rails.devices.push_back(Name("mlx5_%d", k));
+    }
+    if (s.rails.servers < 1 || s.pods > 0 || s.hcas_per_host > 0) {
+      throw std::invalid_argument("rails need servers, and neither pods nor hcas_per_host");
+    }
+    s.leaves = s.rails.units * static_cast<int>(s.rails.devices.size());
+    s.hosts_per_leaf = s.rails.servers;
+  }
   if (s.leaves < 1 || s.spines < 0 || s.hosts_per_leaf < 0 || s.links_per_pair < 1) {
     throw std::invalid_argument("fat tree needs at least one leaf and one link per pair");
   }
@@ -46,12 +57,28 @@ FatTree FatTree::Generate(const FatTreeSpec& s) {
   const int pods = std::max(s.pods, 1);
   for (int p = 1; p <= pods; ++p) {
     const std::string pod = s.pods > 0 ? Name("ib-p%02d-", p) : "ib-";
-    for (int l = 1; l <= s.leaves; ++l) t.leaves_.push_back(pod + Name("leaf%02d", l));
+    const int rails = static_cast<int>(s.rails.devices.size());
+    for (int l = 1; l <= s.leaves; ++l) {
+      t.leaves_.push_back(s.rails.units > 0
+                              ? Name("ib-su%02d-", (l - 1) / rails + 1) + Name("leaf%02d", (l - 1) % rails + 1)
+                              : pod + Name("leaf%02d", l));
+    }
     for (int sp = 1; sp <= s.spines; ++sp) t.spines_.push_back(pod + Name(s.pods > 0 ? "agg%02d" : "spine%02d", sp));
   }
   for (int c = 1; c <= s.cores; ++c) t.cores_.push_back(Name(s.pods > 0 ? "ib-core%03d" : "ib-core%02d", c));
   const int hosts = pods * s.leaves * s.hosts_per_leaf;
-  for (int h = 1; h <= hosts; ++h) t.hosts_.push_back(Name(hosts > 9999 ? "cn%05d" : "cn%04d", h));
+  for (int h = 1; h <= hosts; ++h) {
+    if (s.rails.units > 0) {
+      // Leaf by leaf: leaf (u, r), port s is server s of unit u's rail-r HCA.
+      const int leaf = (h - 1) / s.hosts_per_leaf, rails = static_cast<int>(s.rails.devices.size());
+      const int server = (leaf / rails) * s.rails.servers + (h - 1) % s.hosts_per_leaf + 1;
+      t.hosts_.push_back(Name("gpu%04d ", server) + s.rails.devices[static_cast<std::size_t>(leaf % rails)]);
+    } else if (s.hcas_per_host > 0) {
+      t.hosts_.push_back(Name("cn%04d ", (h - 1) / s.hcas_per_host + 1) + Name("mlx5_%d", (h - 1) % s.hcas_per_host));
+    } else {
+      t.hosts_.push_back(Name(hosts > 9999 ? "cn%05d" : "cn%04d", h));
+    }
+  }
 
   for (int h = 1; h <= static_cast<int>(t.hosts_.size()); ++h) {
     t.cables_.push_back({t.LeafHostPort(h), t.HostPort(h), s.rate});
@@ -130,6 +157,14 @@ FatTree FatTree::Generate(const FatTreeSpec& s) {
     t.hosts_.push_back(ca);
     t.cables_.push_back({port, {ca, 1}, s.rate});
   }
+  for (const auto& [e, to] : s.moves) {
+    Cable* c = find(e);
+    if (!c) throw std::invalid_argument("move: no cable at " + Str(e));
+    if (std::find(t.leaves_.begin(), t.leaves_.end(), to) == t.leaves_.end()) {
+      throw std::invalid_argument("move: no leaf " + to);
+    }
+    far_of(*c, e) = spare(to, leaf_spare, "move");
+  }
   for (const auto& [e, rate] : s.degraded) {
     Cable* c = find(e);
     if (!c) throw std::invalid_argument("degraded: no cable at " + Str(e));
@@ -163,6 +198,16 @@ Endpoint FatTree::SpineUplink(int s, int c, int k) const {
 Endpoint FatTree::CoreDownlink(int c, int s, int k) const {
   const int slot = spec_.pods > 0 ? PodOfSpine(s) : s;
   return {Core(c), (slot - 1) * spec_.core_links + k + 1};
+}
+
+std::string FatTree::Server(int u, int s) const { return Name("gpu%04d", (u - 1) * spec_.rails.servers + s); }
+
+Endpoint FatTree::RailHca(int u, int s, int r) const {
+  return {Server(u, s) + " " + spec_.rails.devices.at(static_cast<std::size_t>(r - 1)), 1};
+}
+
+std::string FatTree::RailLeaf(int u, int r) const {
+  return Leaf((u - 1) * static_cast<int>(spec_.rails.devices.size()) + r);
 }
 
 std::vector<int> FatTree::CabledPorts(const std::string& node) const {

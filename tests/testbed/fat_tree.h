@@ -9,6 +9,13 @@
 //   core C (ib-core01, ...): link k to spine S at port (S-1)*KC + k + 1.
 //   host h (1-based, fabric wide) sits on leaf (h-1)/H + 1, port (h-1)%H + 1.
 // Names read like a cluster: ib-leaf01, ib-spine01, cn0001.
+// Rail-optimized (rails.units > 0): the leaves are `rails.units` scalable
+// units of one leaf per rail (ib-su01-leaf01 is unit 1's first rail),
+// numbered unit by unit; every server of a unit has one HCA per rail,
+// named as rdma-ndd names it ("gpu0001 mlx5_0"), and HCA k of server s of
+// unit u is cabled to port s of leaf (u, k). `leaves` and `hosts_per_leaf`
+// follow from the rails; hosts() lists the HCAs leaf by leaf, so host h is
+// still on leaf (h-1)/H + 1, port (h-1)%H + 1.
 // With pods (a three-tier fat tree): `leaves` and `spines` are per pod
 // (spines are the pods' aggregation switches), numbered fabric-wide pod by
 // pod (leaf l is in pod (l-1)/leaves + 1); the cores form `spines` groups
@@ -38,6 +45,13 @@ struct Cable {
   std::string rate;  // e.g. "4xQDR" (both ends get the same note), empty: ibsim's default
 };
 
+// The rails of a rail-optimized fat tree.
+struct RailSpec {
+  int units = 0;                     // scalable units; 0: not rail-optimized
+  int servers = 16;                  // servers per unit
+  std::vector<std::string> devices;  // the HCA device on each rail, in rail order; empty: mlx5_0..mlx5_7
+};
+
 struct FatTreeSpec {
   int leaves = 4;
   int spines = 2;
@@ -48,6 +62,10 @@ struct FatTreeSpec {
   int core_links = 1;          // cables per spine-core pair
   int pods = 0;                // > 0: a three-tier fat tree of pods (see above)
   std::string rate = "4xQDR";  // every cable's width and speed unless degraded
+  RailSpec rails;              // rail-optimized when rails.units > 0
+  // > 0: hosts named as rdma-ndd names them, this many HCAs per server on
+  // consecutive ports of one leaf ("cn0001 mlx5_0", "cn0001 mlx5_1", ...).
+  int hcas_per_host = 0;
 
   // Planted faults, applied in this order.
   std::vector<std::pair<Endpoint, Endpoint>> swaps;  // exchange the far ends of the cables at these two ports
@@ -56,6 +74,8 @@ struct FatTreeSpec {
   std::map<Endpoint, std::string> degraded;          // cable at port -> rate, e.g. "1xQDR"
   std::vector<int> spine_cas;                        // a CA ("storage01", ...) on a spare port of spine i (1-based)
   std::vector<std::pair<int, int>> skip_links;       // leaf i cabled straight to core j, spare ports
+  std::vector<std::pair<Endpoint, std::string>>
+      moves;  // the cable at this port recabled to a spare port of that switch
 };
 
 // A fault-free spec from its five numbers.
@@ -110,6 +130,11 @@ class FatTree {
   // With pods, `l` and `s` are fabric-wide, `c` must be in spine s's group.
   Endpoint SpineUplink(int s, int c, int k = 0) const;
   Endpoint CoreDownlink(int c, int s, int k = 0) const;
+  // Rail-optimized (all 1-based): server s of unit u, its HCA on rail r
+  // ("gpu0005 mlx5_3") and its port, and the leaf of unit u and rail r.
+  std::string Server(int u, int s) const;
+  Endpoint RailHca(int u, int s, int r) const;
+  std::string RailLeaf(int u, int r) const;
   const std::vector<std::string>& cores() const { return cores_; }
   int pods() const { return spec_.pods; }
   // The pod of a leaf or spine (1-based); 1 without pods.

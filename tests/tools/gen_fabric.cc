@@ -2,13 +2,20 @@
 //   gen_fabric [--leaves N] [--spines N] [--hosts-per-leaf N]
 //              [--links-per-pair N] [--radix N] [--rate 4xQDR]
 //              [--pods N --cores N [--core-links N]]
+//              [--units N [--servers N] [--devices mlx5_0,mlx5_1,...]] [--hcas-per-host N]
+//              [--move NODE[PORT]=LEAF]...
 //              [--leaf-link I,J]... [--degraded NODE[PORT]=RATE]...
 // --pods makes a three-tier tree: --leaves and --spines are per pod, the
 // spines are the pods' aggregation switches, --cores a multiple of --spines.
+// --units makes a rail-optimized tree (one leaf per unit and rail; servers
+// with one HCA per device, "gpu0001 mlx5_0"); --hcas-per-host names hosts
+// so on a plain tree; --move recables the cable at NODE[PORT] to a spare
+// port of LEAF (a wrong rail, another unit).
 // --leaf-link cables leaf I to leaf J on spare ports (a miswired cable);
 // --degraded sets the width and speed of the cable at NODE[PORT] (e.g.
 // ib-leaf02[9]=1xQDR). Both repeat; see tests/testbed/fat_tree.h.
 
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 #include <map>
@@ -26,7 +33,10 @@ int main(int argc, char** argv) {
                                    {"--radix", &spec.radix},
                                    {"--pods", &spec.pods},
                                    {"--cores", &spec.cores},
-                                   {"--core-links", &spec.core_links}};
+                                   {"--core-links", &spec.core_links},
+                                   {"--units", &spec.rails.units},
+                                   {"--servers", &spec.rails.servers},
+                                   {"--hcas-per-host", &spec.hcas_per_host}};
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (i + 1 >= argc) {
@@ -51,6 +61,25 @@ int main(int argc, char** argv) {
         return 2;
       }
       spec.degraded[{m[1].str(), std::stoi(m[2].str())}] = m[3].str();
+    } else if (a == "--devices") {
+      static const std::regex kDevices(R"([A-Za-z0-9_]+(,[A-Za-z0-9_]+)*)");
+      if (!std::regex_match(v, kDevices)) {
+        std::cerr << "gen_fabric: --devices wants device names separated by commas, not '" << v << "'\n";
+        return 2;
+      }
+      for (std::size_t at = 0; at <= v.size();) {
+        const std::size_t comma = std::min(v.find(',', at), v.size());
+        spec.rails.devices.push_back(v.substr(at, comma - at));
+        at = comma + 1;
+      }
+    } else if (a == "--move") {
+      static const std::regex kMove(R"(([^\[\]=]+)\[(\d{1,3})\]=(\S+))");
+      if (!std::regex_match(v, m, kMove)) {
+        std::cerr << "gen_fabric: --move wants NODE[PORT]=LEAF (e.g. \"gpu0001 mlx5_3[1]=ib-su01-leaf03\"), not '" << v
+                  << "'\n";
+        return 2;
+      }
+      spec.moves.push_back({{m[1].str(), std::stoi(m[2].str())}, m[3].str()});
     } else if (auto it = ints.find(a); it != ints.end()) {
       char* end = nullptr;
       const long n = std::strtol(v.c_str(), &end, 10);

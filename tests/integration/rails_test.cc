@@ -1,0 +1,184 @@
+// Rail-optimized fabrics on the simulator (issue 21): 4 scalable units of
+// 16 servers with 8 HCAs each (512 HCAs named as rdma-ndd names them,
+// devices interleaved with storage ones: mlx5_0-3 and mlx5_6-9), one leaf
+// per unit and rail. Clean, nothing is found; with a wrong-rail cable, a
+// swapped pair and a cable to another unit planted, each is found naming
+// host, HCA and both ends, and nothing else. A plain fat tree with one HCA
+// per host and one with two HCAs per host on one leaf give no rail finding.
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "tests/integration/fabric_suite.h"
+
+namespace ibfabric::testbed {
+namespace {
+
+using nlohmann::json;
+
+const std::vector<std::string> kDevices{"mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3", "mlx5_6", "mlx5_7", "mlx5_8", "mlx5_9"};
+
+FatTreeSpec RailFabric() {
+  FatTreeSpec s;
+  s.rails.units = 4;
+  s.rails.servers = 16;
+  s.rails.devices = kDevices;
+  s.spines = 16;
+  s.links_per_pair = 1;
+  s.radix = 40;  // a leaf: 16 servers, 16 uplinks, 8 spare ports; a spine: 32 leaves
+  return s;
+}
+
+class RailsTest : public FabricSuite {
+ protected:
+  void SetUp() override {}
+  void TearDown() override {
+    exporter_.reset();
+    StopFabric();
+  }
+
+  // The fabric of `spec` and the exporter on it, after its first sweep;
+  // the topology's findings view.
+  json Start(const FatTreeSpec& spec) {
+    tree_ = new FatTree(FatTree::Generate(spec));
+    SimOptions o;
+    o.attach = tree_->Host(1);
+    std::string error;
+    sim_ = SimFabric::Start(tree_->NetFile(), o, &error).release();
+    EXPECT_NE(sim_, nullptr) << error;
+    if (!sim_) return nullptr;
+    exporter_ = StartExporter({"--sweep.interval=2s"});
+    if (!exporter_) return nullptr;
+    int status = 0;
+    json j = json::parse(exporter_->Get("/api/v1/topology?view=findings", &status), nullptr, false);
+    EXPECT_EQ(status, 200);
+    return j;
+  }
+
+  static std::vector<json> OfKind(const json& topology, const std::string& prefix) {
+    std::vector<json> out;
+    for (const auto& f : topology["findings"]) {
+      if (f["kind"].get<std::string>().rfind(prefix, 0) == 0) out.push_back(f);
+    }
+    return out;
+  }
+  static std::string End(const json& e) {
+    return e["name"].get<std::string>() + "[" + std::to_string(e["port"].get<int>()) + "]";
+  }
+  static std::string Str(const Endpoint& e) { return e.node + "[" + std::to_string(e.port) + "]"; }
+
+  std::unique_ptr<ExporterProcess> exporter_;
+};
+
+TEST_F(RailsTest, ACleanRailOptimizedFabricHasItsRailsAndUnitsAndNoFinding) {
+  const json t = Start(RailFabric());
+  ASSERT_FALSE(t.is_null());
+  EXPECT_EQ(t["hosts"]["layout"], "rail_optimized") << t["hosts"].dump();
+  EXPECT_EQ(t["hosts"]["hosts"], 64);
+  EXPECT_EQ(t["hosts"]["grouped_cas"], 512);
+  EXPECT_EQ(t["hosts"]["rails"], json(kDevices));
+  EXPECT_EQ(t["hosts"]["units"], json::array({"ib-su01", "ib-su02", "ib-su03", "ib-su04"}));
+  EXPECT_TRUE(t["findings"].empty()) << t["findings"].dump();
+  // The metrics: a host, and an HCA on its rail's leaf.
+  const Scrape s = exporter_->ScrapeMetrics();
+  EXPECT_EQ(s.Find("infiniband_host_info").size(), 64u);
+  EXPECT_EQ(s.Value("infiniband_host_layout_info", {{"layout", "rail_optimized"}, {"rails", "8"}, {"units", "4"}}), 1);
+  const auto hca = s.Find("infiniband_hca_rail_info", {{"hca", "gpu0037 mlx5_7"}});
+  ASSERT_EQ(hca.size(), 1u);
+  EXPECT_EQ(hca[0].labels.at("host"), "gpu0037");
+  EXPECT_EQ(hca[0].labels.at("rail"), "mlx5_7");
+  EXPECT_EQ(hca[0].labels.at("leaf"), tree_->RailLeaf(3, 6));  // server 37 is unit 3's fifth
+  EXPECT_EQ(hca[0].labels.at("leaf_port"), "5");
+  EXPECT_EQ(hca[0].labels.at("unit"), "ib-su03");
+}
+
+TEST_F(RailsTest, AWrongRailASwappedPairAndAnotherUnitAreEachFoundWithBothEnds) {
+  FatTreeSpec spec = RailFabric();
+  const FatTree plain = FatTree::Generate(spec);
+  // Unit 1 server 5: its mlx5_3 (rail 4) in the rail-3 leaf.
+  const Endpoint wrong = plain.RailHca(1, 5, 4);
+  spec.moves.push_back({wrong, plain.RailLeaf(1, 3)});
+  // Unit 2 server 9 (gpu0025): mlx5_1 and mlx5_2 swapped.
+  const Endpoint swap_a = plain.RailHca(2, 9, 2), swap_b = plain.RailHca(2, 9, 3);
+  spec.swaps.push_back({swap_a, swap_b});
+  // Unit 4 server 16 (gpu0064): its mlx5_8 (rail 7) in unit 3's rail-7 leaf.
+  const Endpoint cross = plain.RailHca(4, 16, 7);
+  spec.moves.push_back({cross, plain.RailLeaf(3, 7)});
+  const json t = Start(spec);
+  ASSERT_FALSE(t.is_null());
+  EXPECT_EQ(t["hosts"]["layout"], "rail_optimized");
+  const FatTree& tree = *tree_;
+  std::map<std::string, std::set<std::string>> found;  // kind -> "a - b"
+  for (const auto& f : t["findings"]) {
+    found[f["kind"]].insert(End(f["a"]) + " - " + End(f["b"]));
+  }
+  const auto cable = [&](const Endpoint& e) { return Str(e) + " - " + Str(*tree.Peer(e)); };
+  EXPECT_EQ(found, (std::map<std::string, std::set<std::string>>{
+                       {"rail_wrong_leaf", {cable(wrong)}},
+                       {"rail_swapped", {cable(swap_a), cable(swap_b)}},
+                       {"rail_cross_unit", {cable(cross)}},
+                   }))
+      << t["findings"].dump(1);
+  // The far ends are the leaves the plants put them on, and the details
+  // name the host, the HCA and where it belongs.
+  EXPECT_EQ(tree.Peer(wrong)->node, tree.RailLeaf(1, 3));
+  EXPECT_EQ(tree.Peer(swap_a)->node, tree.RailLeaf(2, 3));
+  EXPECT_EQ(tree.Peer(cross)->node, tree.RailLeaf(3, 7));
+  for (const auto& f : t["findings"]) {
+    const std::string d = f["detail"];
+    if (f["kind"] == "rail_wrong_leaf") {
+      EXPECT_NE(d.find("gpu0005 mlx5_3[1] is cabled to " + Str(*tree.Peer(wrong)) +
+                       ", a rail mlx5_2 leaf; rail mlx5_3 of ib-su01 is ib-su01-leaf04"),
+                std::string::npos)
+          << d;
+    }
+    if (f["kind"] == "rail_swapped") {
+      EXPECT_NE(d.find("gpu0025 mlx5_1[1] and gpu0025 mlx5_2[1] are swapped"), std::string::npos) << d;
+    }
+    if (f["kind"] == "rail_cross_unit") {
+      EXPECT_NE(d.find("gpu0064 mlx5_8[1] is cabled to " + Str(*tree.Peer(cross)) + " in ib-su03"), std::string::npos)
+          << d;
+      EXPECT_NE(d.find("where rail mlx5_8 of ib-su04 is ib-su04-leaf07"), std::string::npos) << d;
+    }
+  }
+  // Each is a miswiring alert on its cable.
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        const json a = json::parse(exporter_->Get("/api/v1/alerts?state=active"), nullptr, false);
+        std::size_t miswired = 0;
+        for (const auto& x : a.is_discarded() ? json::array() : a["active"]) miswired += x["cause"] == "miswiring";
+        return miswired == 4;
+      },
+      std::chrono::seconds(30), std::chrono::milliseconds(500)))
+      << exporter_->Get("/api/v1/alerts?state=active");
+}
+
+TEST_F(RailsTest, PlainFatTreesGiveNoRailFinding) {
+  // One HCA per host, named as rdma-ndd names them.
+  FatTreeSpec one = Spec(4, 2, 8, 1, 36);
+  one.hcas_per_host = 1;
+  json t = Start(one);
+  ASSERT_FALSE(t.is_null());
+  EXPECT_EQ(t["hosts"]["layout"], "single_hca");
+  EXPECT_EQ(t["hosts"]["hosts"], 32);
+  EXPECT_TRUE(OfKind(t, "rail_").empty()) << t["findings"].dump();
+  EXPECT_TRUE(t["findings"].empty()) << t["findings"].dump();
+  TearDown();
+  // Two HCAs per host, both on the host's leaf.
+  FatTreeSpec two = Spec(4, 2, 8, 1, 36);
+  two.hcas_per_host = 2;
+  t = Start(two);
+  ASSERT_FALSE(t.is_null());
+  EXPECT_EQ(t["hosts"]["layout"], "host_per_leaf");
+  EXPECT_EQ(t["hosts"]["hosts"], 16);
+  EXPECT_EQ(t["hosts"]["grouped_cas"], 32);
+  EXPECT_TRUE(t["findings"].empty()) << t["findings"].dump();
+}
+
+}  // namespace
+}  // namespace ibfabric::testbed

@@ -1,0 +1,347 @@
+#include "topology/hosts.h"
+
+#include <algorithm>
+#include <set>
+
+namespace ibfabric::topology {
+namespace {
+
+// A (device, port) slot of a host: what a rail carries.
+using Slot = std::pair<std::string, std::uint8_t>;
+
+std::string PortName(const Fabric& f, const PortRef& r) {
+  return NodeName(f, r.node_guid) + "[" + std::to_string(r.port) + "]";
+}
+
+// Union-find over indices.
+struct Sets {
+  std::vector<std::size_t> parent;
+  explicit Sets(std::size_t n) : parent(n) {
+    for (std::size_t i = 0; i < n; ++i) parent[i] = i;
+  }
+  std::size_t Root(std::size_t i) {
+    while (parent[i] != i) i = parent[i] = parent[parent[i]];
+    return i;
+  }
+  void Join(std::size_t a, std::size_t b) { parent[Root(a)] = Root(b); }
+};
+
+// CAs grouped into hosts by the pattern; a host with one device name
+// twice is no host (every HCA of a model describes itself alike when
+// rdma-ndd does not run).
+void Group(const Fabric& f, const HostPattern& pattern, HostAnalysis* out) {
+  std::map<std::string, Host> by_name;
+  for (const Node& n : f.nodes()) {
+    if (n.kind != NodeKind::kCa) continue;
+    std::smatch m;
+    if (!std::regex_match(n.description, m, pattern.re) || m.size() != 3 || m[1].length() == 0 || m[2].length() == 0) {
+      ++out->ungrouped_cas;
+      continue;
+    }
+    Hca hca{n.guid, m[2].str(), {}};
+    for (const Port& p : n.ports) {
+      if (!p.remote) continue;
+      const Node* far = f.FindNode(p.remote->node_guid);
+      if (far && far->kind == NodeKind::kSwitch) hca.ports.push_back({p.number, *p.remote, -1});
+    }
+    Host& h = by_name[m[1].str()];
+    h.name = m[1].str();
+    h.hcas.push_back(std::move(hca));
+  }
+  for (auto& [name, h] : by_name) {
+    std::set<std::string> devices;
+    bool unique = true;
+    for (const Hca& x : h.hcas) unique = devices.insert(x.device).second && unique;
+    if (!unique) {
+      out->ungrouped_cas += h.hcas.size();
+      continue;
+    }
+    std::sort(h.hcas.begin(), h.hcas.end(), [](const Hca& x, const Hca& y) { return NaturalLess(x.device, y.device); });
+    out->hosts.push_back(std::move(h));
+  }
+  std::sort(out->hosts.begin(), out->hosts.end(),
+            [](const Host& x, const Host& y) { return NaturalLess(x.name, y.name); });
+  for (std::size_t i = 0; i < out->hosts.size(); ++i) {
+    for (const Hca& x : out->hosts[i].hcas) out->of_ca[x.guid] = i;
+  }
+}
+
+HostLayout LayoutOf(const std::vector<Host>& hosts) {
+  if (hosts.empty()) return HostLayout::kNoHosts;
+  std::size_t cabled = 0, multi = 0, spread = 0, together = 0;
+  for (const Host& h : hosts) {
+    std::size_t ports = 0;
+    std::set<std::uint64_t> leaves;
+    for (const Hca& x : h.hcas) {
+      ports += x.ports.size();
+      for (const HcaPort& p : x.ports) leaves.insert(p.leaf.node_guid);
+    }
+    if (ports == 0) continue;
+    ++cabled;
+    if (ports < 2) continue;
+    ++multi;
+    spread += leaves.size() == ports;
+    together += leaves.size() == 1;
+  }
+  if (multi < 2 || multi * 2 <= cabled) return HostLayout::kSingleHca;
+  if (spread * 2 > multi) return HostLayout::kRailOptimized;
+  if (together * 2 > multi) return HostLayout::kHostPerLeaf;
+  return HostLayout::kMixed;
+}
+
+}  // namespace
+
+const char* ToString(HostLayout l) {
+  switch (l) {
+    case HostLayout::kNoHosts: return "no_hosts";
+    case HostLayout::kSingleHca: return "single_hca";
+    case HostLayout::kHostPerLeaf: return "host_per_leaf";
+    case HostLayout::kRailOptimized: return "rail_optimized";
+    case HostLayout::kMixed: return "mixed";
+  }
+  return "unknown";
+}
+
+bool ParseHostPattern(const std::string& text, HostPattern* pattern, std::string* error) {
+  HostPattern p;
+  p.text = text;
+  try {
+    p.re = std::regex(text);
+  } catch (const std::regex_error& e) {
+    *error = "not a regular expression (" + std::string(e.what()) + "): '" + text.substr(0, 80) + "'";
+    return false;
+  }
+  if (p.re.mark_count() != 2) {
+    *error = "needs exactly two groups, the host's and the device's, has " + std::to_string(p.re.mark_count()) + ": '" +
+             text.substr(0, 80) + "'";
+    return false;
+  }
+  *pattern = std::move(p);
+  return true;
+}
+
+std::string SharedName(const std::vector<std::string>& names) {
+  if (names.empty()) return "";
+  std::string common = names[0];
+  for (const std::string& n : names) {
+    std::size_t k = 0;
+    while (k < common.size() && k < n.size() && common[k] == n[k]) ++k;
+    common.resize(k);
+  }
+  const auto cut = common.find_last_of("-_. /");
+  return cut == std::string::npos ? "" : common.substr(0, cut);
+}
+
+HostAnalysis AnalyzeHosts(const Fabric& f, const HostPattern& pattern) {
+  HostAnalysis out;
+  Group(f, pattern, &out);
+  out.layout = LayoutOf(out.hosts);
+  if (out.layout != HostLayout::kRailOptimized) return out;
+
+  // Each leaf's rail: the slot more than half of its host ports carry.
+  std::map<std::uint64_t, std::map<Slot, int>> slots_on;    // leaf -> slot -> ports
+  std::map<std::uint64_t, std::set<std::size_t>> hosts_on;  // leaf -> hosts
+  bool multiport = false;
+  for (std::size_t i = 0; i < out.hosts.size(); ++i) {
+    for (const Hca& x : out.hosts[i].hcas) {
+      multiport = multiport || x.ports.size() > 1;
+      for (const HcaPort& p : x.ports) {
+        ++slots_on[p.leaf.node_guid][{x.device, p.port}];
+        hosts_on[p.leaf.node_guid].insert(i);
+      }
+    }
+  }
+  std::map<std::uint64_t, Slot> majority;
+  std::set<Slot> rail_slots;
+  for (const auto& [leaf, counts] : slots_on) {
+    int total = 0;
+    for (const auto& [slot, n] : counts) total += n;
+    for (const auto& [slot, n] : counts) {
+      if (n * 2 > total) {
+        majority[leaf] = slot;
+        rail_slots.insert(slot);
+      }
+    }
+  }
+  std::vector<Slot> rails(rail_slots.begin(), rail_slots.end());
+  std::sort(rails.begin(), rails.end(), [](const Slot& x, const Slot& y) {
+    return x.first != y.first ? NaturalLess(x.first, y.first) : x.second < y.second;
+  });
+  std::map<Slot, int> rail_of;
+  for (std::size_t r = 0; r < rails.size(); ++r) {
+    rail_of[rails[r]] = static_cast<int>(r);
+    out.rails.push_back(rails[r].first + (multiport ? " port " + std::to_string(rails[r].second) : ""));
+  }
+  for (const auto& [leaf, counts] : slots_on) {
+    const auto m = majority.find(leaf);
+    out.leaf_rail[leaf] = m == majority.end() ? -1 : rail_of[m->second];
+  }
+  for (Host& h : out.hosts) {
+    for (Hca& x : h.hcas) {
+      for (HcaPort& p : x.ports) {
+        const auto r = rail_of.find({x.device, p.port});
+        p.rail = r == rail_of.end() ? -1 : r->second;
+      }
+    }
+  }
+
+  // Scalable units: leaves that share more than half the hosts of the
+  // smaller of the two. A cable to another unit's leaf shares one host.
+  std::vector<std::uint64_t> leaves;
+  std::map<std::uint64_t, std::size_t> index;
+  for (const auto& [leaf, hs] : hosts_on) {
+    index[leaf] = leaves.size();
+    leaves.push_back(leaf);
+  }
+  std::map<std::pair<std::size_t, std::size_t>, std::size_t> shared;
+  for (std::size_t i = 0; i < out.hosts.size(); ++i) {
+    std::set<std::size_t> mine;
+    for (const Hca& x : out.hosts[i].hcas) {
+      for (const HcaPort& p : x.ports) mine.insert(index[p.leaf.node_guid]);
+    }
+    for (auto a = mine.begin(); a != mine.end(); ++a) {
+      for (auto b = std::next(a); b != mine.end(); ++b) ++shared[{*a, *b}];
+    }
+  }
+  Sets units(leaves.size());
+  for (const auto& [pair, n] : shared) {
+    const std::size_t smaller = std::min(hosts_on[leaves[pair.first]].size(), hosts_on[leaves[pair.second]].size());
+    if (n * 2 > smaller) units.Join(pair.first, pair.second);
+  }
+  std::map<std::size_t, std::vector<std::string>> members;  // root -> leaf names
+  for (std::size_t i = 0; i < leaves.size(); ++i) members[units.Root(i)].push_back(NodeName(f, leaves[i]));
+  std::vector<std::pair<std::vector<std::string>, std::size_t>> groups;
+  for (auto& [r, names] : members) {
+    std::sort(names.begin(), names.end(), [](const std::string& x, const std::string& y) { return NaturalLess(x, y); });
+    groups.emplace_back(std::move(names), r);
+  }
+  std::sort(groups.begin(), groups.end(),
+            [](const auto& x, const auto& y) { return NaturalLess(x.first[0], y.first[0]); });
+  std::map<std::size_t, int> unit_of_root;
+  for (std::size_t u = 0; u < groups.size(); ++u) {
+    unit_of_root[groups[u].second] = static_cast<int>(u);
+    out.units.push_back(SharedName(groups[u].first));
+  }
+  std::vector<bool> numbered(out.units.size());
+  for (std::size_t u = 0; u < out.units.size(); ++u) {
+    numbered[u] = out.units[u].empty() || std::count(out.units.begin(), out.units.end(), out.units[u]) > 1;
+  }
+  for (std::size_t u = 0; u < out.units.size(); ++u) {
+    if (numbered[u]) out.units[u] = "unit " + std::to_string(u + 1);
+  }
+  for (std::size_t i = 0; i < leaves.size(); ++i) out.leaf_unit[leaves[i]] = unit_of_root[units.Root(i)];
+  // The leaf of each unit and rail, to name where a cable belongs.
+  std::map<std::pair<int, int>, std::vector<std::uint64_t>> leaf_at;  // (unit, rail) -> leaves
+  for (const auto& [leaf, r] : out.leaf_rail) {
+    if (r >= 0) leaf_at[{out.leaf_unit[leaf], r}].push_back(leaf);
+  }
+  const auto unit_name = [&](int u) { return u < 0 ? std::string("none") : out.units[static_cast<std::size_t>(u)]; };
+  const auto rail_name = [&](int r) { return r < 0 ? std::string("none") : out.rails[static_cast<std::size_t>(r)]; };
+  const auto belongs = [&](int unit, int rail) {
+    const auto it = leaf_at.find({unit, rail});
+    if (it == leaf_at.end()) return "no rail " + rail_name(rail) + " leaf in " + unit_name(unit);
+    return "rail " + rail_name(rail) + " of " + unit_name(unit) + " is " + NodeName(f, it->second[0]);
+  };
+
+  // A leaf unlike the pattern: no rail of its own, or a rail its unit
+  // already has on another leaf.
+  for (const auto& [leaf, r] : out.leaf_rail) {
+    const int u = out.leaf_unit[leaf];
+    if (r < 0) {
+      const auto& counts = slots_on[leaf];
+      int total = 0;
+      for (const auto& [slot, n] : counts) total += n;
+      out.findings.push_back({FindingKind::kRailLeafDeparts,
+                              NodeName(f, leaf) + " has no rail: its " + std::to_string(total) + " host ports carry " +
+                                  std::to_string(counts.size()) + " different devices, none on more than half",
+                              leaf, std::nullopt, std::nullopt});
+      continue;
+    }
+    const auto& same = leaf_at[{u, r}];
+    if (same.size() > 1 && same[0] != leaf) {
+      out.findings.push_back({FindingKind::kRailLeafDeparts,
+                              NodeName(f, leaf) + " carries rail " + rail_name(r) + " of " + unit_name(u) + " as " +
+                                  NodeName(f, same[0]) + " does",
+                              leaf, std::nullopt, std::nullopt});
+    }
+  }
+
+  // Per host: its unit, then each port that is not where its rail and unit put it.
+  for (Host& h : out.hosts) {
+    std::map<int, int> ports_in;  // unit -> ports
+    for (const Hca& x : h.hcas) {
+      for (const HcaPort& p : x.ports) ++ports_in[out.leaf_unit[p.leaf.node_guid]];
+    }
+    int best = 0;
+    for (const auto& [u, n] : ports_in) {
+      if (n > best) {
+        best = n;
+        h.unit = u;
+      }
+    }
+    struct Where {
+      const Hca* hca;
+      const HcaPort* port;
+      int leaf_rail;
+      bool flagged = false;
+    };
+    std::vector<Where> at;
+    for (const Hca& x : h.hcas) {
+      for (const HcaPort& p : x.ports) at.push_back({&x, &p, out.leaf_rail[p.leaf.node_guid]});
+    }
+    const auto hca_port = [&](const Where& w) { return PortRef{w.hca->guid, w.port->port}; };
+    const auto label = [&](const Where& w) {
+      return h.name + " " + w.hca->device + "[" + std::to_string(w.port->port) + "]";
+    };
+    for (Where& w : at) {
+      const int u = out.leaf_unit[w.port->leaf.node_guid];
+      if (u == h.unit) continue;
+      w.flagged = true;
+      out.findings.push_back({FindingKind::kRailCrossUnit,
+                              label(w) + " is cabled to " + PortName(f, w.port->leaf) + " in " + unit_name(u) + "; " +
+                                  h.name + "'s other HCAs are in " + unit_name(h.unit) + ", where " +
+                                  belongs(h.unit, w.port->rail),
+                              w.hca->guid, hca_port(w), w.port->leaf});
+    }
+    // Two ports each on the other's rail: a swapped pair, said of both cables.
+    for (Where& w : at) {
+      if (w.flagged || w.leaf_rail < 0 || w.leaf_rail == w.port->rail) continue;
+      for (Where& v : at) {
+        if (&v == &w || v.flagged || v.port->rail != w.leaf_rail || v.leaf_rail != w.port->rail) continue;
+        const std::string detail = label(w) + " and " + label(v) + " are swapped: " + label(w) + " is on " +
+                                   PortName(f, w.port->leaf) + " (rail " + rail_name(w.leaf_rail) + "), " + label(v) +
+                                   " on " + PortName(f, v.port->leaf) + " (rail " + rail_name(v.leaf_rail) + ")";
+        out.findings.push_back({FindingKind::kRailSwapped, detail, w.hca->guid, hca_port(w), w.port->leaf});
+        out.findings.push_back({FindingKind::kRailSwapped, detail, v.hca->guid, hca_port(v), v.port->leaf});
+        w.flagged = v.flagged = true;
+        break;
+      }
+    }
+    for (Where& w : at) {
+      if (w.flagged || w.leaf_rail < 0 || w.leaf_rail == w.port->rail) continue;
+      w.flagged = true;
+      out.findings.push_back(
+          {FindingKind::kRailWrongLeaf,
+           label(w) + " is cabled to " + PortName(f, w.port->leaf) + ", a rail " + rail_name(w.leaf_rail) + " leaf; " +
+               (w.port->rail < 0
+                    ? "no leaf carries " + w.hca->device + " port " + std::to_string(w.port->port) + " as its rail"
+                    : belongs(h.unit, w.port->rail)),
+           w.hca->guid, hca_port(w), w.port->leaf});
+    }
+    // Two ports on one leaf that nothing above explains.
+    for (std::size_t i = 0; i < at.size(); ++i) {
+      for (std::size_t j = i + 1; j < at.size(); ++j) {
+        const Where &w = at[i], &v = at[j];
+        if (w.flagged || v.flagged || w.port->leaf.node_guid != v.port->leaf.node_guid) continue;
+        out.findings.push_back(
+            {FindingKind::kRailSharedLeaf,
+             label(w) + " and " + label(v) + " are both cabled to " + NodeName(f, w.port->leaf.node_guid) + " (ports " +
+                 std::to_string(w.port->leaf.port) + " and " + std::to_string(v.port->leaf.port) + ")",
+             v.hca->guid, hca_port(v), v.port->leaf});
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace ibfabric::topology
