@@ -2,6 +2,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <ctime>
+#include <set>
 
 #include "collectors/api_json.h"
 #include "collectors/iso8601.h"
@@ -386,6 +387,82 @@ nlohmann::json NodeDetailJson(const Snapshot& s, std::uint64_t asked) {
   return {{"schema_version", kAlertsSchemaVersion},
           {"node", std::move(node)},
           {"ports", std::move(ports)},
+          {"alerts", std::move(alerts)},
+          {"findings", std::move(findings)}};
+}
+
+bool ParseHostQuery(const std::multimap<std::string, std::string>& params, std::string* name, std::string* error) {
+  std::optional<std::string> n;
+  for (const auto& [k, v] : params) {
+    if (k != "name" || n) {
+      *error = "unexpected parameter '" + k.substr(0, 40) + "' (use name, once)";
+      return false;
+    }
+    if (v.empty() || v.size() > 200) {
+      *error = "name must be a host's name, 1 to 200 characters";
+      return false;
+    }
+    n = v;
+  }
+  if (!n) {
+    *error = "name is required";
+    return false;
+  }
+  *name = *n;
+  return true;
+}
+
+nlohmann::json HostDetailJson(const Snapshot& s, const std::string& name) {
+  if (!s.hosts || !s.fabric) return nullptr;
+  const topology::HostAnalysis& h = *s.hosts;
+  const auto it = std::find_if(h.hosts.begin(), h.hosts.end(), [&](const topology::Host& x) { return x.name == name; });
+  if (it == h.hosts.end()) return nullptr;
+  const topology::Host& host = *it;
+  const auto unit = [&h](int u) { return u < 0 ? json(nullptr) : json(h.units[static_cast<std::size_t>(u)]); };
+  std::set<std::uint64_t> mine;
+  for (const auto& x : host.hcas) mine.insert(x.guid);
+  json hcas = json::array();
+  for (const topology::Hca& x : host.hcas) {
+    json ports = json::array();
+    for (const topology::HcaPort& p : x.ports) {
+      const topology::Port* port = s.fabric->FindPort({x.guid, p.port});
+      const auto lu = h.leaf_unit.find(p.leaf.node_guid);
+      ports.push_back({{"port", p.port},
+                       {"state", port ? PortJson(*s.fabric, *port)["state"] : json(nullptr)},
+                       {"rate", port ? PortJson(*s.fabric, *port)["rate"] : json(nullptr)},
+                       {"leaf", End(s, p.leaf)},
+                       {"rail", p.rail < 0 ? json(nullptr) : json(h.rails[static_cast<std::size_t>(p.rail)])},
+                       {"rail_index", p.rail},
+                       {"unit", lu == h.leaf_unit.end() ? json(nullptr) : unit(lu->second)}});
+    }
+    const topology::Node* n = s.fabric->FindNode(x.guid);
+    hcas.push_back({{"device", x.device},
+                    {"guid", FormatGuid(x.guid)},
+                    {"name", n ? n->description : ""},
+                    {"lid", n ? n->lid : 0},
+                    {"ports", std::move(ports)}});
+  }
+  json alerts = json::array();
+  if (s.health) {
+    for (const Alert& a : s.health->active) {
+      if (mine.count(a.cable.a.node_guid) || mine.count(a.cable.b.node_guid)) alerts.push_back(AlertToJson(s, a));
+    }
+  }
+  json findings = json::array();
+  if (s.topology) {
+    for (const auto& f : topology::AllFindings(*s.topology, s.routing.get(), s.partitions.get())) {
+      if (!mine.count(f.node) && !(f.a && mine.count(f.a->node_guid)) && !(f.b && mine.count(f.b->node_guid))) continue;
+      json j{{"kind", topology::ToString(f.kind)}, {"detail", f.detail}};
+      j["a"] = f.a ? End(s, *f.a) : json(nullptr);
+      j["b"] = f.b ? End(s, *f.b) : json(nullptr);
+      findings.push_back(std::move(j));
+    }
+  }
+  return {{"schema_version", kTopologySchemaVersion},
+          {"host", host.name},
+          {"layout", topology::ToString(h.layout)},
+          {"unit", unit(host.unit)},
+          {"hcas", std::move(hcas)},
           {"alerts", std::move(alerts)},
           {"findings", std::move(findings)}};
 }

@@ -160,6 +160,13 @@ bool ParseNodeQuery(const std::multimap<std::string, std::string>& params, std::
 // the findings about it or its cables; null when the fabric has no such node.
 nlohmann::json NodeDetailJson(const Snapshot& snapshot, std::uint64_t guid);
 
+// --- GET /api/v1/host?name=H: one host (topology/hosts.h) for the status
+// page: its HCAs in rail order, each cabled port's leaf port, rail, unit,
+// state and rate, the active alerts on their cables and the findings about
+// them; null when no host has that name. False with a one-line reason.
+bool ParseHostQuery(const std::multimap<std::string, std::string>& params, std::string* name, std::string* error);
+nlohmann::json HostDetailJson(const Snapshot& snapshot, const std::string& name);
+
 // --- GET /api/v1/structure: the switches and the cables between them,
 // compact, to draw tiers and pods as matrices at any size. Switches in
 // order of tier, pod and name (topology::NaturalLess), each with its
@@ -180,7 +187,10 @@ struct SearchQuery {
   int limit = 20;
 };
 bool ParseSearchQuery(const std::multimap<std::string, std::string>& params, SearchQuery* query, std::string* error);
-nlohmann::json SearchJson(const topology::Fabric& fabric, const topology::Analysis* analysis, const SearchQuery& query);
+// Hosts (`hosts`, may be null) match by name like nodes, ahead of their
+// HCAs: {"type": "host", "name", "hcas", "unit"}.
+nlohmann::json SearchJson(const topology::Fabric& fabric, const topology::Analysis* analysis, const SearchQuery& query,
+                          const topology::HostAnalysis* hosts = nullptr);
 
 // --- GET /api/v1/subnet_managers
 

@@ -194,8 +194,21 @@ bool ParseSearchQuery(const std::multimap<std::string, std::string>& params, Sea
   return true;
 }
 
-json SearchJson(const Fabric& f, const Analysis* a, const SearchQuery& query) {
+json SearchJson(const Fabric& f, const Analysis* a, const SearchQuery& query, const topology::HostAnalysis* hosts) {
   const std::string q = Lower(query.text);
+  // Hosts first among equals: a host name finds the host, then its HCAs.
+  struct HostHit {
+    int score;
+    const topology::Host* host;
+  };
+  std::vector<HostHit> host_hits;
+  if (hosts) {
+    for (const topology::Host& h : hosts->hosts) {
+      const std::string name = Lower(h.name);
+      const int score = name == q ? 0 : name.rfind(q, 0) == 0 ? 2 : name.find(q) != std::string::npos ? 3 : -1;
+      if (score >= 0) host_hits.push_back({score, &h});
+    }
+  }
   struct Hit {
     int score;
     const Node* node;
@@ -207,7 +220,7 @@ json SearchJson(const Fabric& f, const Analysis* a, const SearchQuery& query) {
     const int score = Score(n, q, &how);
     if (score >= 0) hits.push_back({score, &n, how});
   }
-  const std::size_t total = hits.size();
+  const std::size_t total = hits.size() + host_hits.size();
   const auto less = [](const Hit& x, const Hit& y) {
     if (x.score != y.score) return x.score < y.score;
     if (x.node->description != y.node->description)
@@ -219,7 +232,24 @@ json SearchJson(const Fabric& f, const Analysis* a, const SearchQuery& query) {
   hits.resize(keep);
   const topology::Pods pods = a ? topology::FindPods(f, *a) : topology::Pods{};
   json results = json::array();
+  std::stable_sort(host_hits.begin(), host_hits.end(),
+                   [](const HostHit& x, const HostHit& y) { return x.score < y.score; });
+  std::size_t next_host = 0;
+  const auto add_hosts_up_to = [&](int score) {
+    for (; next_host < host_hits.size() && host_hits[next_host].score <= score &&
+           results.size() < static_cast<std::size_t>(query.limit);
+         ++next_host) {
+      const topology::Host& h = *host_hits[next_host].host;
+      results.push_back({{"type", "host"},
+                         {"name", h.name},
+                         {"hcas", h.hcas.size()},
+                         {"unit", h.unit < 0 ? json(nullptr) : json(hosts->units[static_cast<std::size_t>(h.unit)])},
+                         {"match", "host"}});
+    }
+  };
   for (const Hit& h : hits) {
+    add_hosts_up_to(h.score);
+    if (results.size() >= static_cast<std::size_t>(query.limit)) break;
     const Node& n = *h.node;
     json r{{"guid", FormatGuid(n.guid)},
            {"name", n.description},
@@ -238,6 +268,7 @@ json SearchJson(const Fabric& f, const Analysis* a, const SearchQuery& query) {
     }
     results.push_back(std::move(r));
   }
+  add_hosts_up_to(3);
   return {{"schema_version", kTopologySchemaVersion},
           {"query", query.text},
           {"total", total},

@@ -332,7 +332,7 @@ void HttpServer::Routes() {
     if (!ParseQuery(req, res, collectors::ParseSearchQuery, &query)) return;
     auto snap = holder_.Get();
     if (!snap->topology) return JsonError(res, 503, "no discovery has completed yet");
-    res.set_content(collectors::SearchJson(*snap->fabric, snap->topology.get(), query).dump() + "\n",
+    res.set_content(collectors::SearchJson(*snap->fabric, snap->topology.get(), query, snap->hosts.get()).dump() + "\n",
                     "application/json");
   });
   server_->Get("/api/v1/node", [this](const httplib::Request& req, httplib::Response& res) {
@@ -341,6 +341,14 @@ void HttpServer::Routes() {
     auto snap = holder_.Get();
     const nlohmann::json j = collectors::NodeDetailJson(*snap, guid);
     if (j.is_null()) return JsonError(res, 404, "no such node in the fabric");
+    res.set_content(j.dump() + "\n", "application/json");
+  });
+  server_->Get("/api/v1/host", [this](const httplib::Request& req, httplib::Response& res) {
+    std::string name;
+    if (!ParseQuery(req, res, collectors::ParseHostQuery, &name)) return;
+    auto snap = holder_.Get();
+    const nlohmann::json j = collectors::HostDetailJson(*snap, name);
+    if (j.is_null()) return JsonError(res, 404, "no host named '" + name.substr(0, 80) + "'");
     res.set_content(j.dump() + "\n", "application/json");
   });
   server_->Get("/api/v1/subnet_managers", [this](const httplib::Request&, httplib::Response& res) {

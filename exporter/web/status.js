@@ -147,6 +147,9 @@ function nodeLink(guid, name) {
   learn(guid, name);
   return el("a", { class: "node", "data-guid": guid, href: "#node=" + guid, text: name || nameOf(guid) });
 }
+function hostLink(name) {
+  return el("a", { class: "host", "data-host": name, href: "#host=" + encodeURIComponent(name), text: name });
+}
 function cableEnds(a, b) {
   return el("span", { class: "cable" }, portLink(a.guid, a.port, a.node || a.name), el("span", { class: "sep", text: " ⇄ " }),
             portLink(b.guid, b.port, b.node || b.name));
@@ -796,6 +799,46 @@ async function openPort(guid, port) {
   drill(...parts);
 }
 
+// A host: its HCAs by rail (a rail-optimized fabric's; else by device),
+// each port's leaf, state and problems, its alerts and findings.
+async function openHost(name) {
+  let d;
+  try {
+    d = await get("api/v1/host?name=" + encodeURIComponent(name));
+  } catch (e) {
+    drill(el("h3", { text: name }), el("p", { class: "muted", text: e.message }));
+    return;
+  }
+  const rows = [];
+  for (const x of d.hcas) {
+    learn(x.guid, x.name);
+    for (const p of x.ports) {
+      const prob = state.cables.get(cableKey({ guid: x.guid, port: p.port }, p.leaf));
+      const st = prob ? prob.state : p.state !== "active" ? "down" : "ok";
+      rows.push({ rail: p.rail_index, tr: el("tr", { "data-device": x.device, "data-rail": p.rail || "", "data-state": st },
+        el("td", { text: p.rail || "–" }),
+        el("td", {}, el("a", { class: "port", "data-port": endKey(x.guid, p.port), href: "#port=" + endKey(x.guid, p.port),
+                               text: x.device + "[" + p.port + "]" })),
+        el("td", {}, portLink(p.leaf.guid, p.leaf.port, p.leaf.node)),
+        el("td", { text: p.unit || "–" }),
+        el("td", { class: "state-" + st, text: p.state + ", " + p.rate + (st !== "ok" && st !== "down" ? ", " + st : "") })) });
+    }
+  }
+  // Rail order; ports on no rail last.
+  rows.sort((x, y) => (x.rail < 0 ? 1e9 : x.rail) - (y.rail < 0 ? 1e9 : y.rail));
+  drill(el("h3", { id: "host-title", text: d.host }),
+        kv([["layout", d.layout.replace(/_/g, " ")], ["unit", d.unit], ["HCAs", d.hcas.length]].filter(([, v]) => v !== null)),
+        el("h4", { text: "Alerts" }), alertLines(d.alerts, "host-alerts"),
+        el("h4", { text: "Findings" }),
+        // A swapped pair is one finding per cable with one text: said once.
+        d.findings.length ? el("ul", { id: "host-findings" }, ...[...new Map(d.findings.map((f) => [f.detail, f])).values()].map((f) =>
+                              el("li", { "data-kind": f.kind, text: f.kind.replace(/_/g, " ") + ": " + f.detail })))
+                          : el("p", { class: "muted", text: "none" }),
+        el("h4", { text: d.layout === "rail_optimized" ? "HCAs by rail" : "HCAs" }),
+        el("table", { id: "host-hcas" }, el("thead", {}, el("tr", {}, ...["Rail", "HCA port", "Leaf port", "Unit", "State"].map((h) => el("th", { text: h })))),
+           el("tbody", {}, ...rows.map((r) => r.tr))));
+}
+
 // --- Search.
 
 let searchSeq = 0;
@@ -815,6 +858,10 @@ async function search(text, openFirst) {
   }
   if (seq !== searchSeq) return;
   const items = r.results.map((n) => {
+    if (n.type === "host") {
+      return el("li", { "data-host": n.name, "data-type": "host" }, hostLink(n.name),
+                el("span", { class: "muted", text: " host · " + n.hcas + (n.hcas === 1 ? " HCA" : " HCAs") + (n.unit ? " · " + n.unit : "") }));
+    }
     learn(n.guid, n.name);
     const cable = (n.ports || []).find((p) => p.remote);
     const li = el("li", { "data-guid": n.guid, "data-type": n.type },
@@ -832,12 +879,13 @@ async function search(text, openFirst) {
   if (openFirst && r.results.length) {
     const n = r.results[0];
     const cable = (n.ports || []).find((p) => p.remote);
-    location.hash = cable ? "port=" + endKey(n.guid, cable.port) : "node=" + n.guid;
+    location.hash = n.type === "host" ? "host=" + encodeURIComponent(n.name)
+                  : cable ? "port=" + endKey(n.guid, cable.port) : "node=" + n.guid;
     box.hidden = true;
   }
 }
 
-// --- Deep links: #node=GUID, #port=GUID:PORT, #pod=N, #q=TEXT (and
+// --- Deep links: #node=GUID, #port=GUID:PORT, #host=NAME, #pod=N, #q=TEXT (and
 // pod with node or port: "#pod=2&port=0x...:3").
 
 function route() {
@@ -847,6 +895,7 @@ function route() {
   const port = /^(0x[0-9a-fA-F]+):(\d+)$/.exec(h.get("port") || "");
   if (port) openPort(port[1], Number(port[2]));
   else if (h.get("node")) openNode(h.get("node"));
+  else if (h.get("host")) openHost(h.get("host"));
   else document.getElementById("drill").hidden = true;
   if (h.get("q") !== null && h.get("q") !== document.getElementById("search").value) {
     document.getElementById("search").value = h.get("q");
@@ -898,6 +947,7 @@ document.getElementById("drill-close").addEventListener("click", () => {
   const h = new URLSearchParams(location.hash.slice(1));
   h.delete("node");
   h.delete("port");
+  h.delete("host");
   location.hash = h.toString();
 });
 document.getElementById("problems-more").addEventListener("click", () => { state.showAll = !state.showAll; problemTable(); });
@@ -915,6 +965,13 @@ input.addEventListener("keydown", (e) => {
 document.getElementById("search-results").addEventListener("click", (e) => {
   if (e.target.closest("a")) document.getElementById("search-results").hidden = true;
 });
+// A fault of this page is said where people look, not only in the console.
+const pageError = (what) => {
+  document.body.dataset.error = what;
+  document.getElementById("footer").textContent = "Page error: " + what;
+};
+window.addEventListener("error", (e) => pageError(e.message));
+window.addEventListener("unhandledrejection", (e) => pageError(String(e.reason && e.reason.stack || e.reason)));
 window.addEventListener("hashchange", route);
 let ticks = 0;
 refresh(true);

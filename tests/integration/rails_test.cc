@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "tests/integration/fabric_suite.h"
+#include "tests/testbed/browser.h"
 
 namespace ibfabric::testbed {
 namespace {
@@ -156,6 +158,52 @@ TEST_F(RailsTest, AWrongRailASwappedPairAndAnotherUnitAreEachFoundWithBothEnds) 
       },
       std::chrono::seconds(30), std::chrono::milliseconds(500)))
       << exporter_->Get("/api/v1/alerts?state=active");
+
+  // The status page finds the server with the swapped pair by its host
+  // name and shows its HCAs by rail: each on its rail's row, the leaf it
+  // reaches, the two swapped ones miswired.
+  std::string error;
+  auto browser = Browser::Start(&error);
+  ASSERT_NE(browser, nullptr) << error;
+  ASSERT_TRUE(browser->Navigate("http://127.0.0.1:" + std::to_string(exporter_->port()) + "/", &error)) << error;
+  ASSERT_TRUE(browser->WaitFor("return document.body.dataset.loaded === 'true';", std::chrono::seconds(30), &error))
+      << error << ": " << browser->Execute("return document.getElementById('footer').textContent;", &error).value_or("");
+  ASSERT_TRUE(browser->Execute(R"(
+      const input = document.getElementById('search');
+      input.value = 'gpu0025';
+      input.dispatchEvent(new Event('input'));
+      return true;)",
+                               &error))
+      << error;
+  ASSERT_TRUE(browser->WaitFor("return document.querySelector('#search-results li[data-type=host] a.host') !== null;",
+                               std::chrono::seconds(10), &error))
+      << error;
+  const auto first = browser->Execute("return document.querySelector('#search-results li').dataset.host;", &error);
+  ASSERT_TRUE(first) << error;
+  EXPECT_EQ(*first, "gpu0025") << "the host comes before its HCAs";
+  ASSERT_TRUE(browser->Click("#search-results li[data-type=host] a.host", &error)) << error;
+  ASSERT_TRUE(
+      browser->WaitFor("const t = document.getElementById('host-title'); return !!t && t.textContent === 'gpu0025';",
+                       std::chrono::seconds(10), &error))
+      << error;
+  const auto rows = browser->Execute(R"(
+      return [...document.querySelectorAll('#host-hcas tbody tr')].map((r) => ({
+        rail: r.dataset.rail, device: r.dataset.device, state: r.dataset.state,
+        leaf: r.children[2].textContent}));)",
+                                     &error);
+  ASSERT_TRUE(rows) << error;
+  ASSERT_EQ(rows->size(), kDevices.size()) << rows->dump();
+  for (std::size_t r = 0; r < kDevices.size(); ++r) {
+    const json& row = (*rows)[r];
+    EXPECT_EQ(row["rail"], kDevices[r]) << rows->dump();
+    EXPECT_EQ(row["device"], kDevices[r]);
+    const Endpoint leaf = *tree.Peer(tree.RailHca(2, 9, static_cast<int>(r) + 1));
+    EXPECT_EQ(row["leaf"], Str(leaf));
+    EXPECT_EQ(row["state"], r == 1 || r == 2 ? "miswired" : "ok") << row.dump();
+  }
+  EXPECT_EQ((*rows)[1]["leaf"], tree.RailLeaf(2, 3) + "[9]");
+  std::filesystem::create_directories(IBFABRIC_ARTIFACT_DIR);
+  EXPECT_TRUE(browser->Screenshot(std::string(IBFABRIC_ARTIFACT_DIR) + "/status-rails-host.png", &error)) << error;
 }
 
 TEST_F(RailsTest, PlainFatTreesGiveNoRailFinding) {

@@ -11,6 +11,7 @@
 #include "collectors/api_json.h"
 #include "fabric_builder.h"
 #include "topology/analysis.h"
+#include "topology/hosts.h"
 
 namespace ibfabric::collectors {
 namespace {
@@ -240,6 +241,69 @@ TEST(NodeDetailTest, PortsCablesFindingsAndPod) {
   EXPECT_NE(error.find("'port'"), std::string::npos) << error;
   ASSERT_TRUE(ParseNodeQuery({{"guid", "0x10a"}}, &guid, &error));
   EXPECT_EQ(guid, 0x10au);
+}
+
+}  // namespace
+}  // namespace ibfabric::collectors
+
+namespace ibfabric::collectors {
+namespace {
+
+// Two servers of two HCAs each, HCA k of both on leaf k: rail-optimized.
+struct TwoServers {
+  testing::FabricBuilder b;
+  Snapshot s;
+  TwoServers() {
+    const int l0 = b.Switch("leaf-a"), l1 = b.Switch("leaf-b"), spine = b.Switch("spine");
+    b.Connect(l0, spine);
+    b.Connect(l1, spine);
+    for (const char* host : {"h1", "h2"}) {
+      b.Connect(b.Ca(std::string(host) + " mlx5_0"), l0);
+      b.Connect(b.Ca(std::string(host) + " mlx5_1"), l1);
+    }
+    const topology::Fabric f = b.Build();
+    s.fabric = std::make_shared<topology::Fabric>(f);
+    for (const auto& n : f.nodes()) s.nodes[n.guid] = {n.kind, n.description, {}};
+    s.topology = std::make_shared<topology::Analysis>(topology::Analyze(f));
+    s.hosts = std::make_shared<topology::HostAnalysis>(topology::AnalyzeHosts(f, topology::HostPattern{}));
+  }
+};
+
+TEST(HostDetailTest, AHostsHcasInRailOrderWithTheirLeaves) {
+  TwoServers t;
+  ASSERT_EQ(t.s.hosts->layout, topology::HostLayout::kRailOptimized);
+  const json h = HostDetailJson(t.s, "h2");
+  ASSERT_FALSE(h.is_null());
+  EXPECT_EQ(h["host"], "h2");
+  EXPECT_EQ(h["layout"], "rail_optimized");
+  EXPECT_EQ(h["unit"], "leaf");  // what leaf-a and leaf-b share
+  ASSERT_EQ(h["hcas"].size(), 2u);
+  EXPECT_EQ(h["hcas"][1]["device"], "mlx5_1");
+  EXPECT_EQ(h["hcas"][1]["name"], "h2 mlx5_1");
+  EXPECT_EQ(h["hcas"][1]["ports"][0]["leaf"]["node"], "leaf-b");
+  EXPECT_EQ(h["hcas"][1]["ports"][0]["rail"], "mlx5_1");
+  EXPECT_EQ(h["hcas"][1]["ports"][0]["state"], "active");
+  EXPECT_TRUE(h["findings"].empty());
+  EXPECT_TRUE(HostDetailJson(t.s, "h3").is_null());
+  std::string name, error;
+  EXPECT_FALSE(ParseHostQuery({}, &name, &error));
+  EXPECT_FALSE(ParseHostQuery({{"name", ""}}, &name, &error));
+  EXPECT_FALSE(ParseHostQuery({{"name", "h1"}, {"guid", "1"}}, &name, &error));
+  ASSERT_TRUE(ParseHostQuery({{"name", "h1"}}, &name, &error));
+  EXPECT_EQ(name, "h1");
+}
+
+TEST(HostDetailTest, SearchFindsTheHostBeforeItsHcas) {
+  TwoServers t;
+  const json r = SearchJson(*t.s.fabric, t.s.topology.get(), {"h1", 20}, t.s.hosts.get());
+  ASSERT_EQ(r["results"].size(), 3u) << r.dump();
+  EXPECT_EQ(r["results"][0]["type"], "host");
+  EXPECT_EQ(r["results"][0]["name"], "h1");
+  EXPECT_EQ(r["results"][0]["hcas"], 2);
+  EXPECT_EQ(r["results"][1]["name"], "h1 mlx5_0");
+  EXPECT_EQ(r["total"], 3);
+  // The limit counts hosts too.
+  EXPECT_EQ(SearchJson(*t.s.fabric, t.s.topology.get(), {"h", 2}, t.s.hosts.get())["results"].size(), 2u);
 }
 
 }  // namespace
