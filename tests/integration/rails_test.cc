@@ -167,7 +167,8 @@ TEST_F(RailsTest, AWrongRailASwappedPairAndAnotherUnitAreEachFoundWithBothEnds) 
   ASSERT_NE(browser, nullptr) << error;
   ASSERT_TRUE(browser->Navigate("http://127.0.0.1:" + std::to_string(exporter_->port()) + "/", &error)) << error;
   ASSERT_TRUE(browser->WaitFor("return document.body.dataset.loaded === 'true';", std::chrono::seconds(30), &error))
-      << error << ": " << browser->Execute("return document.getElementById('footer').textContent;", &error).value_or("");
+      << error << ": "
+      << browser->Execute("return document.getElementById('footer').textContent;", &error).value_or("");
   ASSERT_TRUE(browser->Execute(R"(
       const input = document.getElementById('search');
       input.value = 'gpu0025';
