@@ -48,7 +48,7 @@ class FatTreeCollector final : public Collector {
     *hosts = topology::AnalyzeHosts(fabric, pattern_);
     a.findings.insert(a.findings.end(), hosts->findings.begin(), hosts->findings.end());
     if (!plan_) return a;
-    topology::PlanDiff diff = topology::DiffAgainstPlan(fabric, *plan_, a);
+    topology::PlanDiff diff = topology::DiffAgainstPlan(fabric, *plan_, a, hosts);
     a.findings.insert(a.findings.end(), std::make_move_iterator(diff.findings.begin()),
                       std::make_move_iterator(diff.findings.end()));
     for (const auto& [link, why] : diff.degraded) a.degraded[link] = why;

@@ -52,14 +52,15 @@ std::string RateIn(const std::string& comment) {
 class Builder {
  public:
   explicit Builder(CablingPlan* plan) : plan_(plan) {}
-  std::size_t Node(const std::string& name, std::optional<std::uint64_t> guid) {
-    const std::string key = guid ? FormatGuid(*guid) : name;
+  std::size_t Node(const std::string& name, std::optional<std::uint64_t> guid, const std::string& host = "",
+                   const std::string& hca = "") {
+    const std::string key = guid ? FormatGuid(*guid) : host.empty() ? name : "\x1f" + host + "\x1f" + hca;
     auto it = index_.find(key);
     if (it != index_.end()) {
       if (!name.empty() && plan_->nodes[it->second].name.empty()) plan_->nodes[it->second].name = name;
       return it->second;
     }
-    plan_->nodes.push_back({name, guid});
+    plan_->nodes.push_back({name, guid, host, hca});
     return index_[key] = plan_->nodes.size() - 1;
   }
   // Records a cable; the same cable seen from its other end must agree.
@@ -236,7 +237,15 @@ bool PlanFromTree(const nlohmann::json& j, const std::function<int(std::size_t)>
     for (const char* side : {"a", "b"}) {
       if (!l.contains(side) || !l[side].is_object()) return fail(std::string("missing \"") + side + "\"");
       const auto& e = l[side];
-      if (!e.contains("node") || !e["node"].is_string() || e["node"].get<std::string>().empty()) {
+      const bool by_host = e.contains("host") || e.contains("hca");
+      if (by_host) {
+        if (e.contains("node")) return fail(std::string(side) + " names a node and a host: one of the two");
+        for (const char* key : {"host", "hca"}) {
+          if (!e.contains(key) || !e[key].is_string() || e[key].get<std::string>().empty()) {
+            return fail(std::string(side) + "." + key + " must be a non-empty string (an HCA by host and device)");
+          }
+        }
+      } else if (!e.contains("node") || !e["node"].is_string() || e["node"].get<std::string>().empty()) {
         return fail(std::string(side) + ".node must be a non-empty string");
       }
       if (!e.contains("port") || !e["port"].is_number_integer() || e["port"].get<long>() < 0 ||
@@ -252,7 +261,10 @@ bool PlanFromTree(const nlohmann::json& j, const std::function<int(std::size_t)>
         if (g.empty() || *end != '\0' || errno == ERANGE) return fail(std::string(side) + ".guid is not a GUID");
         guid = v;
       }
-      ends[k++] = {b.Node(e["node"].get<std::string>(), guid), static_cast<int>(e["port"].get<long>())};
+      const std::size_t node = by_host ? b.Node(e["host"].get<std::string>() + " " + e["hca"].get<std::string>(), guid,
+                                                e["host"].get<std::string>(), e["hca"].get<std::string>())
+                                       : b.Node(e["node"].get<std::string>(), guid);
+      ends[k++] = {node, static_cast<int>(e["port"].get<long>())};
     }
     std::string rate;
     if (l.contains("rate")) {

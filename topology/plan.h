@@ -18,6 +18,8 @@
 //      links:
 //        - {a: {node: leaf01, port: 19}, b: {node: spine01, port: 1}, rate: 4xHDR}
 //      tiers: {leaf01: leaf, spine01: spine}
+//    An end may name an HCA by its host and device instead of a node:
+//      {a: {host: gpu042, hca: mlx5_3, port: 1}, b: {node: su1-leaf04, port: 5}}
 // Malformed input is rejected with the line and the reason.
 
 #include <cstdint>
@@ -29,12 +31,17 @@
 
 #include "topology/analysis.h"
 #include "topology/fabric.h"
+#include "topology/hosts.h"
 
 namespace ibfabric::topology {
 
 struct PlanNode {
-  std::string name;
+  std::string name;  // "<host> <hca>" for a node named by host and HCA
   std::optional<std::uint64_t> guid;
+  // An HCA named by its host and device ({host: gpu042, hca: mlx5_3}):
+  // matched against the hosts grouped from the fabric (hosts.h), so it
+  // holds whatever the site's description pattern.
+  std::string host, hca;
 };
 
 struct PlanEnd {
@@ -79,6 +86,12 @@ struct PlanDiff {
   std::vector<Finding> findings;
   std::map<Link, FindingKind> degraded;
 };
-PlanDiff DiffAgainstPlan(const Fabric& fabric, const CablingPlan& plan, const Analysis& analysis);
+// `hosts` (may be null) resolves ends named by host and HCA, and gives the
+// plan's rails: a planned leaf's rail is the device most of the HCAs the
+// plan puts on it are. An HCA on another leaf than planned, whose device
+// is not that leaf's planned rail, is kPlanWrongRail rather than a wrong
+// remote node.
+PlanDiff DiffAgainstPlan(const Fabric& fabric, const CablingPlan& plan, const Analysis& analysis,
+                         const HostAnalysis* hosts = nullptr);
 
 }  // namespace ibfabric::topology

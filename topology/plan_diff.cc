@@ -8,17 +8,30 @@
 
 namespace ibfabric::topology {
 
-PlanDiff DiffAgainstPlan(const Fabric& fabric, const CablingPlan& plan, const Analysis& analysis) {
+PlanDiff DiffAgainstPlan(const Fabric& fabric, const CablingPlan& plan, const Analysis& analysis,
+                         const HostAnalysis* hosts) {
   PlanDiff diff;
   std::vector<Finding>& out = diff.findings;
   // Plan nodes to fabric nodes.
   std::map<std::string, std::uint64_t> by_name;
   for (const auto& n : fabric.nodes()) by_name.emplace(n.description, n.guid);
+  std::map<std::pair<std::string, std::string>, std::uint64_t> by_host;  // (host, device) -> CA
+  std::map<std::uint64_t, std::string> device_of;                        // CA -> device
+  if (hosts) {
+    for (const Host& h : hosts->hosts) {
+      for (const Hca& x : h.hcas) {
+        by_host[{h.name, x.device}] = x.guid;
+        device_of[x.guid] = x.device;
+      }
+    }
+  }
   std::vector<std::optional<std::uint64_t>> resolved(plan.nodes.size());
   for (std::size_t i = 0; i < plan.nodes.size(); ++i) {
     const PlanNode& p = plan.nodes[i];
     if (p.guid && fabric.FindNode(*p.guid)) {
       resolved[i] = *p.guid;
+    } else if (!p.guid && !p.host.empty()) {
+      if (auto it = by_host.find({p.host, p.hca}); it != by_host.end()) resolved[i] = it->second;
     } else if (!p.guid) {
       if (auto it = by_name.find(p.name); it != by_name.end()) resolved[i] = it->second;
     }
@@ -39,6 +52,25 @@ PlanDiff DiffAgainstPlan(const Fabric& fabric, const CablingPlan& plan, const An
     return *p->remote;
   };
 
+  // The plan's rails: each planned leaf's most common HCA device.
+  std::map<std::uint64_t, std::string> planned_rail;  // leaf -> device
+  {
+    std::map<std::uint64_t, std::map<std::string, int>> devices_on;
+    for (const PlanLink& l : plan.links) {
+      if (!resolved[l.a.node] || !resolved[l.b.node]) continue;
+      for (const auto& [ca, sw] :
+           {std::pair{*resolved[l.a.node], *resolved[l.b.node]}, std::pair{*resolved[l.b.node], *resolved[l.a.node]}}) {
+        if (auto d = device_of.find(ca); d != device_of.end()) ++devices_on[sw][d->second];
+      }
+    }
+    for (const auto& [leaf, counts] : devices_on) {
+      int total = 0;
+      for (const auto& [device, n] : counts) total += n;
+      for (const auto& [device, n] : counts) {
+        if (n * 2 > total) planned_rail[leaf] = device;
+      }
+    }
+  }
   std::set<PortRef> planned_ports;
   for (const PlanLink& l : plan.links) {
     if (!resolved[l.a.node] || !resolved[l.b.node]) continue;  // reported as unknown nodes
@@ -72,6 +104,21 @@ PlanDiff DiffAgainstPlan(const Fabric& fabric, const CablingPlan& plan, const An
     } else if (a_right_node && b_right_node) {
       kind = FindingKind::kPlanWrongRemotePort;
     }
+    // An HCA end on a leaf the plan gives another rail: a wrong rail.
+    for (const auto& [hca, far] : {std::pair{a, fa}, std::pair{b, fb}}) {
+      const auto device = device_of.find(hca.node_guid);
+      if (kind != FindingKind::kPlanWrongRemoteNode || device == device_of.end() || !far) continue;
+      const auto rail = planned_rail.find(far->node_guid);
+      if (rail == planned_rail.end() || rail->second == device->second) continue;
+      const PortRef& planned_far = hca == a ? b : a;
+      out.push_back({FindingKind::kPlanWrongRail,
+                     port_name(hca) + " is cabled to " + port_name(*far) + ", a rail " + rail->second +
+                         " leaf in the plan; planned " + port_name(planned_far) + " (plan line " +
+                         std::to_string(l.line) + ")",
+                     hca.node_guid, hca, *far});
+      kind = FindingKind::kPlanWrongRail;
+    }
+    if (kind == FindingKind::kPlanWrongRail) continue;
     out.push_back({kind,
                    "planned " + planned + " (plan line " + std::to_string(l.line) +
                        "): " + (kind == FindingKind::kPlanMissingLink ? std::string("no cable at either end") : found),

@@ -46,7 +46,7 @@ class RailsTest : public FabricSuite {
 
   // The fabric of `spec` and the exporter on it, after its first sweep;
   // the topology's findings view.
-  json Start(const FatTreeSpec& spec) {
+  json Start(const FatTreeSpec& spec, const std::vector<std::string>& args = {}) {
     tree_ = new FatTree(FatTree::Generate(spec));
     SimOptions o;
     o.attach = tree_->Host(1);
@@ -54,7 +54,9 @@ class RailsTest : public FabricSuite {
     sim_ = SimFabric::Start(tree_->NetFile(), o, &error).release();
     EXPECT_NE(sim_, nullptr) << error;
     if (!sim_) return nullptr;
-    exporter_ = StartExporter({"--sweep.interval=2s"});
+    std::vector<std::string> all{"--sweep.interval=2s"};
+    all.insert(all.end(), args.begin(), args.end());
+    exporter_ = StartExporter(all);
     if (!exporter_) return nullptr;
     int status = 0;
     json j = json::parse(exporter_->Get("/api/v1/topology?view=findings", &status), nullptr, false);
@@ -205,6 +207,30 @@ TEST_F(RailsTest, AWrongRailASwappedPairAndAnotherUnitAreEachFoundWithBothEnds) 
   EXPECT_EQ((*rows)[1]["leaf"], tree.RailLeaf(2, 3) + "[9]");
   std::filesystem::create_directories(IBFABRIC_ARTIFACT_DIR);
   EXPECT_TRUE(browser->Screenshot(std::string(IBFABRIC_ARTIFACT_DIR) + "/status-rails-host.png", &error)) << error;
+}
+
+TEST_F(RailsTest, AgainstAPlanNamingHostsAndHcasAWrongRailIsSaidSo) {
+  FatTreeSpec spec = RailFabric();
+  const FatTree plain = FatTree::Generate(spec);
+  const std::string plan = MakeTempDir("rails") + "/plan.yaml";
+  ASSERT_TRUE(WriteFile(plan, plain.YamlPlan(true)));
+  ASSERT_NE(plain.YamlPlan(true).find("{host: \"gpu0005\", hca: \"mlx5_3\", port: 1}"), std::string::npos);
+  const Endpoint wrong = plain.RailHca(1, 5, 4), swap_a = plain.RailHca(2, 9, 2), swap_b = plain.RailHca(2, 9, 3),
+                 cross = plain.RailHca(4, 16, 7);
+  spec.moves = {{wrong, plain.RailLeaf(1, 3)}, {cross, plain.RailLeaf(3, 7)}};
+  spec.swaps = {{swap_a, swap_b}};
+  const json t = Start(spec, {"--topology.plan=" + plan});
+  ASSERT_FALSE(t.is_null());
+  std::map<std::string, std::set<std::string>> found;
+  for (const auto& f : OfKind(t, "plan_")) found[f["kind"]].insert(End(f["a"]) + " - " + End(f["b"]));
+  const auto cable = [&](const Endpoint& e) { return Str(e) + " - " + Str(*tree_->Peer(e)); };
+  // The cable to another unit reaches the right rail: a wrong node (the
+  // planned cable, from its leaf end), not a wrong rail.
+  EXPECT_EQ(found, (std::map<std::string, std::set<std::string>>{
+                       {"plan_wrong_rail", {cable(wrong), cable(swap_a), cable(swap_b)}},
+                       {"plan_wrong_remote_node", {plain.RailLeaf(4, 7) + "[16] - " + Str(cross)}},
+                   }))
+      << t["findings"].dump(1);
 }
 
 TEST_F(RailsTest, PlainFatTreesGiveNoRailFinding) {

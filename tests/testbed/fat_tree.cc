@@ -261,12 +261,20 @@ std::string FatTree::NetFile() const {
   return out.str();
 }
 
-std::string FatTree::YamlPlan() const {
+std::string FatTree::YamlPlan(bool by_host) const {
   std::ostringstream out;
   out << "# generated fat tree cabling plan\nlinks:\n";
+  const auto end = [by_host](const Endpoint& e) {
+    const auto space = e.node.find(' ');
+    if (by_host && space != std::string::npos) {
+      return "{host: \"" + e.node.substr(0, space) + "\", hca: \"" + e.node.substr(space + 1) +
+             "\", port: " + std::to_string(e.port) + "}";
+    }
+    return "{node: \"" + e.node + "\", port: " + std::to_string(e.port) + "}";
+  };
   for (const auto& c : cables_) {
-    out << "  - a: {node: \"" << c.a.node << "\", port: " << c.a.port << "}\n"
-        << "    b: {node: \"" << c.b.node << "\", port: " << c.b.port << "}\n";
+    out << "  - a: " << end(c.a) << "\n"
+        << "    b: " << end(c.b) << "\n";
     if (!c.rate.empty()) out << "    rate: " << c.rate << "\n";
   }
   out << "tiers:\n";

@@ -110,8 +110,10 @@ class FatTree {
 
   std::string NetFile() const;
   // The same cabling as a YAML plan for --topology.plan: every cable with
-  // its rate, and the tier of every switch (leaf, spine, core).
-  std::string YamlPlan() const;
+  // its rate, and the tier of every switch (leaf, spine, core). With
+  // `by_host`, an HCA named "<host> <device>" is written as
+  // {host: ..., hca: ..., port: ...}.
+  std::string YamlPlan(bool by_host = false) const;
 
   const FatTreeSpec& spec() const { return spec_; }
   const std::vector<std::string>& leaves() const { return leaves_; }

@@ -314,3 +314,69 @@ TEST(PlanDiffTest, MissingExtraRateAndUnknown) {
 
 }  // namespace
 }  // namespace ibfabric::topology
+
+namespace ibfabric::topology {
+namespace {
+
+// Three servers of two HCAs, HCA k of each on leaf k (rail-optimized); the
+// plan names the HCAs by host and device. Built with h3's HCAs `swapped`.
+struct RailPlan {
+  testing::FabricBuilder b;
+  Fabric fabric;
+  HostAnalysis hosts;
+  CablingPlan plan;
+  explicit RailPlan(bool swapped) {
+    const int l0 = b.Switch("leaf-a"), l1 = b.Switch("leaf-b"), spine = b.Switch("spine");
+    b.Link(l0, 10, spine, 1);
+    b.Link(l1, 10, spine, 2);
+    std::string yaml = "links:\n";
+    for (int h = 1; h <= 3; ++h) {
+      const std::string host = "h" + std::to_string(h);
+      const int x0 = b.Ca(host + " mlx5_0"), x1 = b.Ca(host + " mlx5_1");
+      const bool swap = swapped && h == 3;
+      b.Link(x0, 1, swap ? l1 : l0, h);
+      b.Link(x1, 1, swap ? l0 : l1, h);
+      for (int k = 0; k < 2; ++k) {
+        yaml += "  - {a: {host: " + host + ", hca: mlx5_" + std::to_string(k) + ", port: 1}, b: {node: leaf-" +
+                (k ? "b" : "a") + ", port: " + std::to_string(h) + "}}\n";
+      }
+    }
+    yaml += "  - {a: {node: leaf-a, port: 10}, b: {node: spine, port: 1}}\n";
+    yaml += "  - {a: {node: leaf-b, port: 10}, b: {node: spine, port: 2}}\n";
+    fabric = b.Build();
+    hosts = AnalyzeHosts(fabric, HostPattern{});
+    std::string error;
+    EXPECT_TRUE(ParseYamlPlan(yaml, &plan, &error)) << error;
+  }
+};
+
+TEST(PlanRailTest, HcasNamedByHostAndDeviceMatchTheFabric) {
+  RailPlan t(false);
+  ASSERT_EQ(t.plan.nodes.size(), 9u);
+  EXPECT_EQ(t.plan.nodes[0].host, "h1");
+  EXPECT_EQ(t.plan.nodes[0].hca, "mlx5_0");
+  EXPECT_TRUE(DiffAgainstPlan(t.fabric, t.plan, Analyze(t.fabric), &t.hosts).findings.empty());
+  // Without the hosts, an end named by host and HCA is unknown.
+  const auto unknown = Count(DiffAgainstPlan(t.fabric, t.plan, Analyze(t.fabric)).findings);
+  EXPECT_EQ(unknown.at(FindingKind::kPlanUnknownNode), 6);
+}
+
+TEST(PlanRailTest, AnHcaOnAnotherRailsLeafIsAWrongRail) {
+  RailPlan t(true);
+  const auto findings = DiffAgainstPlan(t.fabric, t.plan, Analyze(t.fabric), &t.hosts).findings;
+  ASSERT_EQ(Count(findings), (std::map<FindingKind, int>{{FindingKind::kPlanWrongRail, 2}})) << findings[0].detail;
+  EXPECT_EQ(findings[0].detail,
+            "h3 mlx5_0[1] is cabled to leaf-b[3], a rail mlx5_1 leaf in the plan; planned leaf-a[3] (plan line 6)");
+  EXPECT_EQ(findings[0].a->node_guid, t.b.Guid(7));  // h3 mlx5_0
+  EXPECT_EQ(findings[0].b->node_guid, t.b.Guid(1));  // leaf-b
+  std::string error;
+  CablingPlan p;
+  EXPECT_FALSE(ParseYamlPlan("links:\n  - {a: {host: h1, port: 1}, b: {node: x, port: 1}}\n", &p, &error));
+  EXPECT_NE(error.find("a.hca must be a non-empty string"), std::string::npos) << error;
+  EXPECT_FALSE(
+      ParseYamlPlan("links:\n  - {a: {host: h1, hca: m, node: n, port: 1}, b: {node: x, port: 1}}\n", &p, &error));
+  EXPECT_NE(error.find("names a node and a host"), std::string::npos) << error;
+}
+
+}  // namespace
+}  // namespace ibfabric::topology
