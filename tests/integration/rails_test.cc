@@ -233,6 +233,47 @@ TEST_F(RailsTest, AgainstAPlanNamingHostsAndHcasAWrongRailIsSaidSo) {
       << t["findings"].dump(1);
 }
 
+TEST_F(RailsTest, DualPortHcasHaveBothPortsReadGroupedAndChecked) {
+  // 2 units of 8 servers, 4 dual-port HCAs each: 8 rails, a port each.
+  FatTreeSpec spec;
+  spec.rails.units = 2;
+  spec.rails.servers = 8;
+  spec.rails.devices = {"mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3"};
+  spec.rails.ports_per_hca = 2;
+  spec.spines = 8;
+  spec.radix = 24;
+  const FatTree plain = FatTree::Generate(spec);
+  // gpu0003's mlx5_2: its two ports in each other's leaf.
+  const Endpoint p1 = plain.RailHca(1, 3, 5), p2 = plain.RailHca(1, 3, 6);
+  ASSERT_EQ(p1, (Endpoint{"gpu0003 mlx5_2", 1}));
+  ASSERT_EQ(p2, (Endpoint{"gpu0003 mlx5_2", 2}));
+  spec.swaps = {{p1, p2}};
+  const json t = Start(spec);
+  ASSERT_FALSE(t.is_null());
+  EXPECT_EQ(t["hosts"]["layout"], "rail_optimized");
+  EXPECT_EQ(t["hosts"]["rails"], json::array({"mlx5_0 port 1", "mlx5_0 port 2", "mlx5_1 port 1", "mlx5_1 port 2",
+                                              "mlx5_2 port 1", "mlx5_2 port 2", "mlx5_3 port 1", "mlx5_3 port 2"}));
+  std::set<std::string> found;
+  for (const auto& f : t["findings"])
+    found.insert(f["kind"].get<std::string>() + " " + End(f["a"]) + " - " + End(f["b"]));
+  EXPECT_EQ(found, (std::set<std::string>{"rail_swapped " + Str(p1) + " - " + Str(*tree_->Peer(p1)),
+                                          "rail_swapped " + Str(p2) + " - " + Str(*tree_->Peer(p2))}))
+      << t["findings"].dump(1);
+  // Both ports are read: a counter planted on a second port shows on its series.
+  Console("PerformanceSet \"gpu0005 mlx5_1\"[2] PortCounters.PortRcvErrors=17");
+  const auto scrape = exporter_->WaitFor(
+      [](const Scrape& s) {
+        return s.Value("infiniband_hca_port_receive_errors_total", {{"hca", "gpu0005 mlx5_1"}, {"port", "2"}}) == 17;
+      },
+      std::chrono::seconds(20));
+  ASSERT_TRUE(scrape) << "port 2's receive errors never showed";
+  EXPECT_EQ(scrape->Value("infiniband_hca_port_receive_errors_total", {{"hca", "gpu0005 mlx5_1"}, {"port", "1"}}), 0);
+  const auto rail = scrape->Find("infiniband_hca_rail_info", {{"hca", "gpu0005 mlx5_1"}, {"port", "2"}});
+  ASSERT_EQ(rail.size(), 1u);
+  EXPECT_EQ(rail[0].labels.at("rail"), "mlx5_1 port 2");
+  EXPECT_EQ(rail[0].labels.at("leaf"), tree_->RailLeaf(1, 4));
+}
+
 TEST_F(RailsTest, PlainFatTreesGiveNoRailFinding) {
   // One HCA per host, named as rdma-ndd names them.
   FatTreeSpec one = Spec(4, 2, 8, 1, 36);

@@ -27,7 +27,8 @@ FatTree FatTree::Generate(const FatTreeSpec& spec) {
     if (s.rails.servers < 1 || s.pods > 0 || s.hcas_per_host > 0) {
       throw std::invalid_argument("rails need servers, and neither pods nor hcas_per_host");
     }
-    s.leaves = s.rails.units * static_cast<int>(s.rails.devices.size());
+    if (s.rails.ports_per_hca < 1 || s.rails.ports_per_hca > 2) throw std::invalid_argument("HCAs have 1 or 2 ports");
+    s.leaves = s.rails.units * static_cast<int>(s.rails.devices.size()) * s.rails.ports_per_hca;
     s.hosts_per_leaf = s.rails.servers;
   }
   if (s.leaves < 1 || s.spines < 0 || s.hosts_per_leaf < 0 || s.links_per_pair < 1) {
@@ -57,7 +58,7 @@ FatTree FatTree::Generate(const FatTreeSpec& spec) {
   const int pods = std::max(s.pods, 1);
   for (int p = 1; p <= pods; ++p) {
     const std::string pod = s.pods > 0 ? Name("ib-p%02d-", p) : "ib-";
-    const int rails = static_cast<int>(s.rails.devices.size());
+    const int rails = static_cast<int>(s.rails.devices.size()) * s.rails.ports_per_hca;
     for (int l = 1; l <= s.leaves; ++l) {
       t.leaves_.push_back(s.rails.units > 0
                               ? Name("ib-su%02d-", (l - 1) / rails + 1) + Name("leaf%02d", (l - 1) % rails + 1)
@@ -67,21 +68,31 @@ FatTree FatTree::Generate(const FatTreeSpec& spec) {
   }
   for (int c = 1; c <= s.cores; ++c) t.cores_.push_back(Name(s.pods > 0 ? "ib-core%03d" : "ib-core%02d", c));
   const int hosts = pods * s.leaves * s.hosts_per_leaf;
-  for (int h = 1; h <= hosts; ++h) {
-    if (s.rails.units > 0) {
-      // Leaf by leaf: leaf (u, r), port s is server s of unit u's rail-r HCA.
-      const int leaf = (h - 1) / s.hosts_per_leaf, rails = static_cast<int>(s.rails.devices.size());
-      const int server = (leaf / rails) * s.rails.servers + (h - 1) % s.hosts_per_leaf + 1;
-      t.hosts_.push_back(Name("gpu%04d ", server) + s.rails.devices[static_cast<std::size_t>(leaf % rails)]);
-    } else if (s.hcas_per_host > 0) {
-      t.hosts_.push_back(Name("cn%04d ", (h - 1) / s.hcas_per_host + 1) + Name("mlx5_%d", (h - 1) % s.hcas_per_host));
-    } else {
-      t.hosts_.push_back(Name(hosts > 9999 ? "cn%05d" : "cn%04d", h));
+  if (s.rails.units > 0) {
+    // Server by server, an HCA per device; port s of leaf (u, r) to rail r of server s of unit u.
+    const int rails = static_cast<int>(s.rails.devices.size()) * s.rails.ports_per_hca;
+    for (int u = 1; u <= s.rails.units; ++u) {
+      for (int sv = 1; sv <= s.rails.servers; ++sv) {
+        for (const auto& d : s.rails.devices) t.hosts_.push_back(t.Server(u, sv) + " " + d);
+      }
     }
-  }
-
-  for (int h = 1; h <= static_cast<int>(t.hosts_.size()); ++h) {
-    t.cables_.push_back({t.LeafHostPort(h), t.HostPort(h), s.rate});
+    for (int u = 1; u <= s.rails.units; ++u) {
+      for (int r = 1; r <= rails; ++r) {
+        for (int sv = 1; sv <= s.rails.servers; ++sv)
+          t.cables_.push_back({{t.RailLeaf(u, r), sv}, t.RailHca(u, sv, r), s.rate});
+      }
+    }
+  } else {
+    for (int h = 1; h <= hosts; ++h) {
+      if (s.hcas_per_host > 0) {
+        t.hosts_.push_back(Name("cn%04d ", (h - 1) / s.hcas_per_host + 1) + Name("mlx5_%d", (h - 1) % s.hcas_per_host));
+      } else {
+        t.hosts_.push_back(Name(hosts > 9999 ? "cn%05d" : "cn%04d", h));
+      }
+    }
+    for (int h = 1; h <= static_cast<int>(t.hosts_.size()); ++h) {
+      t.cables_.push_back({t.LeafHostPort(h), t.HostPort(h), s.rate});
+    }
   }
   for (int p = 0; p < pods; ++p) {
     for (int l = p * s.leaves + 1; l <= (p + 1) * s.leaves; ++l) {
@@ -203,11 +214,12 @@ Endpoint FatTree::CoreDownlink(int c, int s, int k) const {
 std::string FatTree::Server(int u, int s) const { return Name("gpu%04d", (u - 1) * spec_.rails.servers + s); }
 
 Endpoint FatTree::RailHca(int u, int s, int r) const {
-  return {Server(u, s) + " " + spec_.rails.devices.at(static_cast<std::size_t>(r - 1)), 1};
+  const int ports = spec_.rails.ports_per_hca;
+  return {Server(u, s) + " " + spec_.rails.devices.at(static_cast<std::size_t>((r - 1) / ports)), (r - 1) % ports + 1};
 }
 
 std::string FatTree::RailLeaf(int u, int r) const {
-  return Leaf((u - 1) * static_cast<int>(spec_.rails.devices.size()) + r);
+  return Leaf((u - 1) * static_cast<int>(spec_.rails.devices.size()) * spec_.rails.ports_per_hca + r);
 }
 
 std::vector<int> FatTree::CabledPorts(const std::string& node) const {
@@ -257,7 +269,7 @@ std::string FatTree::NetFile() const {
   for (const auto& n : leaves_) emit("Switch " + std::to_string(spec_.radix), n);
   for (const auto& n : spines_) emit("Switch " + std::to_string(spec_.radix), n);
   for (const auto& n : cores_) emit("Switch " + std::to_string(spec_.radix), n);
-  for (const auto& n : hosts_) emit("Hca 1", n);
+  for (const auto& n : hosts_) emit("Hca " + std::to_string(spec_.rails.units > 0 ? spec_.rails.ports_per_hca : 1), n);
   return out.str();
 }
 

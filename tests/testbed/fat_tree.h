@@ -13,9 +13,11 @@
 // units of one leaf per rail (ib-su01-leaf01 is unit 1's first rail),
 // numbered unit by unit; every server of a unit has one HCA per rail,
 // named as rdma-ndd names it ("gpu0001 mlx5_0"), and HCA k of server s of
-// unit u is cabled to port s of leaf (u, k). `leaves` and `hosts_per_leaf`
-// follow from the rails; hosts() lists the HCAs leaf by leaf, so host h is
-// still on leaf (h-1)/H + 1, port (h-1)%H + 1.
+// unit u is cabled to port s of leaf (u, k); with dual-port HCAs each port
+// is a rail of its own (HCA k's port p: rail 2k + p). `leaves` and
+// `hosts_per_leaf` follow from the rails; hosts() lists the HCAs server by
+// server, and RailHca/RailLeaf name them (HostPort and LeafHostPort do not
+// apply).
 // With pods (a three-tier fat tree): `leaves` and `spines` are per pod
 // (spines are the pods' aggregation switches), numbered fabric-wide pod by
 // pod (leaf l is in pod (l-1)/leaves + 1); the cores form `spines` groups
@@ -49,7 +51,8 @@ struct Cable {
 struct RailSpec {
   int units = 0;                     // scalable units; 0: not rail-optimized
   int servers = 16;                  // servers per unit
-  std::vector<std::string> devices;  // the HCA device on each rail, in rail order; empty: mlx5_0..mlx5_7
+  std::vector<std::string> devices;  // the HCAs of a server, in rail order; empty: mlx5_0..mlx5_7
+  int ports_per_hca = 1;             // 2: dual-port HCAs, each port on a rail of its own
 };
 
 struct FatTreeSpec {
@@ -132,8 +135,8 @@ class FatTree {
   // With pods, `l` and `s` are fabric-wide, `c` must be in spine s's group.
   Endpoint SpineUplink(int s, int c, int k = 0) const;
   Endpoint CoreDownlink(int c, int s, int k = 0) const;
-  // Rail-optimized (all 1-based): server s of unit u, its HCA on rail r
-  // ("gpu0005 mlx5_3") and its port, and the leaf of unit u and rail r.
+  // Rail-optimized (all 1-based): server s of unit u, its HCA port on rail r
+  // ({"gpu0005 mlx5_3", 1}), and the leaf of unit u and rail r.
   std::string Server(int u, int s) const;
   Endpoint RailHca(int u, int s, int r) const;
   std::string RailLeaf(int u, int r) const;

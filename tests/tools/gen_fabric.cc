@@ -2,7 +2,8 @@
 //   gen_fabric [--leaves N] [--spines N] [--hosts-per-leaf N]
 //              [--links-per-pair N] [--radix N] [--rate 4xQDR]
 //              [--pods N --cores N [--core-links N]]
-//              [--units N [--servers N] [--devices mlx5_0,mlx5_1,...]] [--hcas-per-host N]
+//              [--units N [--servers N] [--devices mlx5_0,mlx5_1,...] [--hca-ports 1|2]]
+//              [--hcas-per-host N]
 //              [--move NODE[PORT]=LEAF]...
 //              [--leaf-link I,J]... [--degraded NODE[PORT]=RATE]...
 // --pods makes a three-tier tree: --leaves and --spines are per pod, the
@@ -36,6 +37,7 @@ int main(int argc, char** argv) {
                                    {"--core-links", &spec.core_links},
                                    {"--units", &spec.rails.units},
                                    {"--servers", &spec.rails.servers},
+                                   {"--hca-ports", &spec.rails.ports_per_hca},
                                    {"--hcas-per-host", &spec.hcas_per_host}};
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
