@@ -61,12 +61,20 @@ TEST(FlagsTest, ErrorsNameTheFlag) {
            {{"stray"}, "unexpected argument 'stray'"},
            {{"--sweep.interval=10"}, "not a duration"},
            {{"--counters.groups=errors,pkts"}, "--counters.groups: 'pkts' is not a group"},
-           {{"--counters.groups="}, "'' is not a group"}}) {
+           {{"--counters.groups="}, "'' is not a group"},
+           {{"--topology.host-pattern=(a"}, "--topology.host-pattern: not a regular expression"},
+           {{"--topology.host-pattern=^(\\S+)$"}, "--topology.host-pattern: needs exactly two groups"}}) {
     const auto r = ParseFlags(args);
     EXPECT_EQ(r.action, Action::kError) << args[0];
     EXPECT_NE(r.error.find(needle), std::string::npos) << r.error;
     EXPECT_EQ(r.error.find('\n'), std::string::npos);
   }
+}
+
+TEST(FlagsTest, HostPattern) {
+  EXPECT_EQ(ParseFlags({}).config.host_pattern, "");
+  EXPECT_EQ(ParseFlags({"--topology.host-pattern=^(node\\d+)-(hca\\d+)$"}).config.host_pattern,
+            "^(node\\d+)-(hca\\d+)$");
 }
 
 TEST(FlagsTest, PortGroups) {
