@@ -348,7 +348,18 @@ bool TopologyWriter::WriteNext(std::string* out) {
     case Part::kNodes:
       // Walked in place: only the selected are written.
       while (index_ < f.nodes().size() && !Selected(f.nodes()[index_].guid)) ++index_;
-      if (index_ < f.nodes().size()) next = NodeJson(f, a, f.nodes()[index_]);
+      if (index_ < f.nodes().size()) {
+        const Node& n = f.nodes()[index_];
+        next = NodeJson(f, a, n);
+        // An HCA of a host: which, and as which device.
+        if (const topology::HostAnalysis* h = parts_.hosts; h && h->of_ca.count(n.guid)) {
+          const topology::Host& host = h->hosts[h->of_ca.at(n.guid)];
+          next["host"] = host.name;
+          for (const auto& x : host.hcas) {
+            if (x.guid == n.guid) next["device"] = x.device;
+          }
+        }
+      }
       break;
     case Part::kLinks:
       if (index_ < links_.size()) next = LinkJson(f, a, links_[index_]);

@@ -10,7 +10,7 @@ out="${2:-build/fuzz}"
 mkdir -p "$out"
 cxx=$(command -v clang++ || command -v clang++-14)
 common=(-std=c++20 -O1 -g -fno-sanitize-recover=undefined -I.)
-sources=(topology/plan.cc topology/plan_diff.cc topology/partition_plan.cc config/config_file.cc config/yaml.cc topology/analysis.cc topology/link_rate.cc topology/fabric.cc topology/node_name_map.cc)
+sources=(topology/plan.cc topology/plan_diff.cc topology/partition_plan.cc config/config_file.cc config/yaml.cc topology/analysis.cc topology/link_rate.cc topology/fabric.cc topology/hosts.cc topology/node_name_map.cc)
 # The parsers are compiled once (instrumented for the fuzzer, not linked
 # with its main) and linked into each target: a fresh build compiles each
 # source once, not once per target.

@@ -99,6 +99,13 @@ TEST_F(RailsTest, ACleanRailOptimizedFabricHasItsRailsAndUnitsAndNoFinding) {
   EXPECT_EQ(hca[0].labels.at("leaf"), tree_->RailLeaf(3, 6));  // server 37 is unit 3's fifth
   EXPECT_EQ(hca[0].labels.at("leaf_port"), "5");
   EXPECT_EQ(hca[0].labels.at("unit"), "ib-su03");
+  // The topology's node says its host and device.
+  int status = 0;
+  const json node = json::parse(exporter_->Get("/api/v1/topology?node=gpu0037%20mlx5_7", &status), nullptr, false);
+  ASSERT_EQ(status, 200);
+  ASSERT_EQ(node["nodes"].size(), 1u);
+  EXPECT_EQ(node["nodes"][0]["host"], "gpu0037");
+  EXPECT_EQ(node["nodes"][0]["device"], "mlx5_7");
 }
 
 TEST_F(RailsTest, AWrongRailASwappedPairAndAnotherUnitAreEachFoundWithBothEnds) {

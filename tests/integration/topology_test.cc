@@ -335,7 +335,7 @@ TEST(TopologyTest, PlanDiffFindsEveryWiringFaultAndNothingOnTheCleanTwin) {
   for (const std::string plan : {"plan.yaml", "plan.net"}) {
     Running c = Start(clean, {"--sweep.interval=200ms", "--topology.plan=" + dir + "/" + plan});
     ASSERT_TRUE(c.scrape);
-    EXPECT_EQ(PlanFindings(*c.scrape).size(), 7u) << "every plan_* kind exported, at 0";
+    EXPECT_EQ(PlanFindings(*c.scrape).size(), 8u) << "every plan_* kind exported, at 0";
     for (const auto& [kind, n] : PlanFindings(*c.scrape)) EXPECT_EQ(n, 0) << kind << "\n" << c.exporter->Log();
     EXPECT_EQ(TotalFindings(*c.scrape), 0) << plan;
     if (plan != "plan.net") continue;
@@ -354,10 +354,10 @@ TEST(TopologyTest, PlanDiffFindsEveryWiringFaultAndNothingOnTheCleanTwin) {
     Running r = Start(faulted, {"--sweep.interval=200ms", "--topology.plan=" + dir + "/" + plan});
     ASSERT_TRUE(r.scrape);
     const auto got = PlanFindings(*r.scrape);
-    const std::map<std::string, double> want{{"plan_extra_link", 1},       {"plan_missing_link", 1},
-                                             {"plan_rate_mismatch", 1},    {"plan_tier_mismatch", 0},
-                                             {"plan_unknown_node", 0},     {"plan_wrong_remote_node", 2},
-                                             {"plan_wrong_remote_port", 2}};
+    const std::map<std::string, double> want{{"plan_extra_link", 1},        {"plan_missing_link", 1},
+                                             {"plan_rate_mismatch", 1},     {"plan_tier_mismatch", 0},
+                                             {"plan_unknown_node", 0},      {"plan_wrong_rail", 0},
+                                             {"plan_wrong_remote_node", 2}, {"plan_wrong_remote_port", 2}};
     EXPECT_EQ(got, want) << plan << "\n" << r.exporter->Log();
     // Each names both ends, e.g. the cables swapped on one spine.
     const auto swapped = r.scrape->Find("infiniband_topology_finding", {{"kind", "plan_wrong_remote_port"}});
