@@ -27,6 +27,9 @@ inline constexpr int kTopologySchemaVersion = 1;
 inline constexpr int kAlertsSchemaVersion = 1;
 inline constexpr int kSubnetManagersSchemaVersion = 1;
 
+// A node's type as nodes[].type says it: "switch", "ca", "router", "unknown".
+const char* NodeTypeName(topology::NodeKind kind);
+
 // Whether `query` names the node: its name (NodeDescription or the
 // node-name map's) or its GUID in hex ("0x..."), as the node= filters take it.
 bool NamesNode(const std::string& query, std::uint64_t guid, const std::string& name);

@@ -28,16 +28,6 @@ bool AllOf(const std::string& s, int (*is)(int)) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [is](char c) { return is(static_cast<unsigned char>(c)) != 0; });
 }
 
-const char* TypeOf(NodeKind k) {
-  switch (k) {
-    case NodeKind::kSwitch: return "switch";
-    case NodeKind::kCa: return "ca";
-    case NodeKind::kRouter: return "router";
-    case NodeKind::kUnknown: break;
-  }
-  return "unknown";
-}
-
 // How well `q` (lower case) finds node `n`: 0 exact, 1 host name, 2 starts
 // or ends so, 3 anywhere; -1 not at all. *how says by what.
 int Score(const Node& n, const std::string& q, const char** how) {
@@ -253,7 +243,7 @@ json SearchJson(const Fabric& f, const Analysis* a, const SearchQuery& query, co
     const Node& n = *h.node;
     json r{{"guid", FormatGuid(n.guid)},
            {"name", n.description},
-           {"type", TypeOf(n.kind)},
+           {"type", NodeTypeName(n.kind)},
            {"lid", n.lid},
            {"match", h.how}};
     if (a) {

@@ -25,16 +25,6 @@ using topology::RoutingAnalysis;
 using topology::RoutingTotals;
 using topology::SwitchSummary;
 
-const char* TypeName(NodeKind k) {
-  switch (k) {
-    case NodeKind::kSwitch: return "switch";
-    case NodeKind::kCa: return "ca";
-    case NodeKind::kRouter: return "router";
-    case NodeKind::kUnknown: break;
-  }
-  return "unknown";
-}
-
 // IBTA PortState and PortPhysicalState names (table 155).
 const char* StateName(std::uint8_t s) {
   switch (s) {
@@ -121,6 +111,16 @@ const char* PartName(int part) {
 
 }  // namespace
 
+const char* NodeTypeName(NodeKind k) {
+  switch (k) {
+    case NodeKind::kSwitch: return "switch";
+    case NodeKind::kCa: return "ca";
+    case NodeKind::kRouter: return "router";
+    case NodeKind::kUnknown: break;
+  }
+  return "unknown";
+}
+
 bool NamesNode(const std::string& query, std::uint64_t guid, const std::string& name) {
   if (query == name) return true;
   if (query.size() <= 2) return false;
@@ -135,7 +135,7 @@ json NodeJson(const Fabric& f, const Analysis& a, const Node& n) {
   for (const auto& p : n.ports) ports.push_back(PortJson(f, p));
   json node{{"guid", FormatGuid(n.guid)},
             {"name", n.description},
-            {"type", TypeName(n.kind)},
+            {"type", NodeTypeName(n.kind)},
             {"lid", n.lid},
             {"ports", std::move(ports)}};
   if (auto it = a.switches.find(n.guid); it != a.switches.end()) {
@@ -265,7 +265,7 @@ json TopologyWriter::Head() const {
   std::map<std::string, int> by_tier;
   std::size_t ports = 0;
   for (const Node& n : f.nodes()) {
-    ++by_type[TypeName(n.kind)];
+    ++by_type[NodeTypeName(n.kind)];
     ports += n.ports.size();
   }
   for (const auto& [guid, s] : a.switches) ++by_tier[topology::TierName(s.tier)];

@@ -492,25 +492,16 @@ Pods FindPods(const Fabric& f, const Analysis& a) {
   }
   std::map<std::uint64_t, std::vector<std::string>> members;  // root -> names
   for (const auto& [guid, p] : parent) members[root(guid)].push_back(NodeName(f, guid));
-  std::vector<std::pair<std::vector<std::string>, std::uint64_t>> pods;  // names sorted, root
+  std::vector<std::vector<std::string>> groups;
+  std::map<std::uint64_t, std::size_t> group_of_root;
   for (auto& [r, names] : members) {
-    std::sort(names.begin(), names.end(), [](const std::string& x, const std::string& y) { return NaturalLess(x, y); });
-    pods.emplace_back(std::move(names), r);
+    group_of_root[r] = groups.size();
+    groups.push_back(std::move(names));
   }
-  std::sort(pods.begin(), pods.end(), [](const auto& x, const auto& y) { return NaturalLess(x.first[0], y.first[0]); });
+  NamedGroups named = NameGroups(std::move(groups), "pod");
+  out.names = std::move(named.names);
   std::map<std::uint64_t, int> index;  // root -> pod
-  for (std::size_t i = 0; i < pods.size(); ++i) {
-    index[pods[i].second] = static_cast<int>(i);
-    out.names.push_back(SharedName(pods[i].first));
-  }
-  // A name two pods share, or none, says nothing: those are numbered.
-  std::vector<bool> unnamed(out.names.size());
-  for (std::size_t i = 0; i < out.names.size(); ++i) {
-    unnamed[i] = out.names[i].empty() || std::count(out.names.begin(), out.names.end(), out.names[i]) > 1;
-  }
-  for (std::size_t i = 0; i < out.names.size(); ++i) {
-    if (unnamed[i]) out.names[i] = "pod " + std::to_string(i + 1);
-  }
+  for (const auto& [r, g] : group_of_root) index[r] = named.position[g];
   for (const auto& [guid, p] : parent) out.of[guid] = index[root(guid)];
   return out;
 }

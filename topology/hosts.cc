@@ -132,6 +132,32 @@ std::string SharedName(const std::vector<std::string>& names) {
   return cut == std::string::npos ? "" : common.substr(0, cut);
 }
 
+NamedGroups NameGroups(std::vector<std::vector<std::string>> groups, const std::string& fallback) {
+  std::vector<std::size_t> order(groups.size());
+  for (std::size_t i = 0; i < groups.size(); ++i) {
+    std::sort(groups[i].begin(), groups[i].end(),
+              [](const std::string& x, const std::string& y) { return NaturalLess(x, y); });
+    order[i] = i;
+  }
+  const auto first = [&](std::size_t i) { return groups[i].empty() ? std::string() : groups[i][0]; };
+  std::sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) { return NaturalLess(first(x), first(y)); });
+  NamedGroups out;
+  out.position.resize(groups.size());
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    out.position[order[k]] = static_cast<int>(k);
+    out.names.push_back(SharedName(groups[order[k]]));
+  }
+  // A name two groups share, or none, says nothing: those are numbered.
+  std::vector<bool> numbered(out.names.size());
+  for (std::size_t k = 0; k < out.names.size(); ++k) {
+    numbered[k] = out.names[k].empty() || std::count(out.names.begin(), out.names.end(), out.names[k]) > 1;
+  }
+  for (std::size_t k = 0; k < out.names.size(); ++k) {
+    if (numbered[k]) out.names[k] = fallback + " " + std::to_string(k + 1);
+  }
+  return out;
+}
+
 HostAnalysis AnalyzeHosts(const Fabric& f, const HostPattern& pattern) {
   HostAnalysis out;
   Group(f, pattern, &out);
@@ -210,25 +236,16 @@ HostAnalysis AnalyzeHosts(const Fabric& f, const HostPattern& pattern) {
   }
   std::map<std::size_t, std::vector<std::string>> members;  // root -> leaf names
   for (std::size_t i = 0; i < leaves.size(); ++i) members[units.Root(i)].push_back(NodeName(f, leaves[i]));
-  std::vector<std::pair<std::vector<std::string>, std::size_t>> groups;
+  std::vector<std::vector<std::string>> groups;
+  std::map<std::size_t, std::size_t> group_of_root;
   for (auto& [r, names] : members) {
-    std::sort(names.begin(), names.end(), [](const std::string& x, const std::string& y) { return NaturalLess(x, y); });
-    groups.emplace_back(std::move(names), r);
+    group_of_root[r] = groups.size();
+    groups.push_back(std::move(names));
   }
-  std::sort(groups.begin(), groups.end(),
-            [](const auto& x, const auto& y) { return NaturalLess(x.first[0], y.first[0]); });
+  NamedGroups named = NameGroups(std::move(groups), "unit");
+  out.units = std::move(named.names);
   std::map<std::size_t, int> unit_of_root;
-  for (std::size_t u = 0; u < groups.size(); ++u) {
-    unit_of_root[groups[u].second] = static_cast<int>(u);
-    out.units.push_back(SharedName(groups[u].first));
-  }
-  std::vector<bool> numbered(out.units.size());
-  for (std::size_t u = 0; u < out.units.size(); ++u) {
-    numbered[u] = out.units[u].empty() || std::count(out.units.begin(), out.units.end(), out.units[u]) > 1;
-  }
-  for (std::size_t u = 0; u < out.units.size(); ++u) {
-    if (numbered[u]) out.units[u] = "unit " + std::to_string(u + 1);
-  }
+  for (const auto& [r, g] : group_of_root) unit_of_root[r] = named.position[g];
   for (std::size_t i = 0; i < leaves.size(); ++i) out.leaf_unit[leaves[i]] = unit_of_root[units.Root(i)];
   // The leaf of each unit and rail, to name where a cable belongs.
   std::map<std::pair<int, int>, std::vector<std::uint64_t>> leaf_at;  // (unit, rail) -> leaves
