@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <set>
 #include <tuple>
 
 namespace ibfabric::collectors {
@@ -194,7 +195,7 @@ AlertEngine::Verdict AlertEngine::Degraded(const CableHealth& h, const Describe&
   return v;
 }
 
-AlertEngine::Verdict AlertEngine::Congestion(const CableHealth& h, const Describe& describe) const {
+AlertEngine::Verdict AlertEngine::Congestion(const CableHealth& h) const {
   Verdict v;
   if (!h.active) {
     // Discards on a link that is not Active come from its state (packets
@@ -218,15 +219,96 @@ AlertEngine::Verdict AlertEngine::Congestion(const CableHealth& h, const Describ
                "per_second", end->Delta(Signal::kXmitDiscards));
     }
   }
-  if (!v.severity) return v;
-  const Evidence& first = v.evidence.front();
-  const topology::PortRef& at = first.end == 0 ? h.cable.a : h.cable.b;
-  v.summary = "congestion on " + describe(h.cable.a) + " - " + describe(h.cable.b) + ": " + first.signal + " " +
-              Number(first.value) + " at " + describe(at) + " (transmitting)";
-  v.action =
-      "Congestion, not a cable fault: check the routing balance (SM routing engine, ibdiagnet), the "
-      "traffic pattern and whether the switch has enough uplinks.";
-  return v;
+  return v;  // named and explained with its tree (GroupCongestion)
+}
+
+void AlertEngine::GroupCongestion(const std::vector<CableHealth>& cables, const topology::Fabric& fabric,
+                                  const topology::ForwardingTables& tables, const Describe& describe,
+                                  std::map<std::pair<topology::Link, Cause>, Verdict>* verdicts) {
+  // Each congested end: its cable's verdict's evidence of it, and its rates.
+  struct End {
+    topology::Link cable;
+    const EndRates* rates = nullptr;
+    std::vector<Evidence> evidence;
+    std::optional<Severity> severity;
+  };
+  std::map<topology::PortRef, End> ends;
+  for (const CableHealth& h : cables) {
+    auto it = verdicts->find({h.cable, Cause::kCongestion});
+    if (it == verdicts->end() || !it->second.severity) continue;
+    for (const Evidence& e : it->second.evidence) {
+      End& end = ends[e.end == 0 ? h.cable.a : h.cable.b];
+      end.cable = h.cable;
+      end.rates = e.end == 0 ? &h.a : &h.b;
+      end.evidence.push_back(e);
+      const Threshold& t = e.signal == "xmit_wait_fraction" ? config_.xmit_wait_fraction : config_.xmit_discards;
+      end.severity = Worse(end.severity, t.Judge(e.value));
+    }
+    it->second = Verdict{};  // judged with its tree below
+  }
+  std::set<topology::PortRef> congested;
+  for (const auto& [port, end] : ends) congested.insert(port);
+  for (topology::CongestionTree& tree : topology::FindCongestionTrees(fabric, tables, congested)) {
+    CongestionReport report;
+    std::optional<Severity> worst;
+    std::vector<Evidence> hoq;
+    std::vector<topology::PortRef> members{tree.root};
+    members.insert(members.end(), tree.victims.begin(), tree.victims.end());
+    for (const topology::PortRef& p : members) {
+      const End& end = ends.at(p);
+      worst = Worse(worst, end.severity);
+      if (end.rates->xmit_wait_fraction) report.xmit_wait_fraction[p] = *end.rates->xmit_wait_fraction;
+      if (end.rates->Known(Signal::kXmitHoqDiscards) && end.rates->Delta(Signal::kXmitHoqDiscards) > 0) {
+        const std::uint64_t n = end.rates->Delta(Signal::kXmitHoqDiscards);
+        report.hoq_discards[p] = n;
+        hoq.push_back({"hoq_lifetime_discards", p == tree.root ? (p == end.cable.a ? 0 : 1) : -1,
+                       end.rates->PerSecond(Signal::kXmitHoqDiscards), "per_second", n, end.rates->window_seconds,
+                       std::nullopt, describe(p) + " discarded " + std::to_string(n) + " packets at head of queue"});
+      }
+    }
+    report.severity = worst.value_or(Severity::kWarning);
+    const End& root = ends.at(tree.root);
+    Verdict& v = (*verdicts)[{root.cable, Cause::kCongestion}];
+    v.severity = Worse(v.severity, report.severity);
+    v.evidence.insert(v.evidence.end(), root.evidence.begin(), root.evidence.end());
+    v.evidence.insert(v.evidence.end(), hoq.begin(), hoq.end());
+    for (const topology::PortRef& victim : tree.victims) {
+      auto f = report.xmit_wait_fraction.find(victim);
+      const int hops = tree.hops.at(victim);
+      v.evidence.push_back({"victim", -1, f == report.xmit_wait_fraction.end() ? 0 : f->second, "fraction",
+                            std::nullopt, ends.at(victim).rates->window_seconds, std::nullopt,
+                            describe(victim) + " waits behind the root, " + std::to_string(hops) +
+                                (hops == 1 ? " hop" : " hops") + " away"});
+    }
+    const topology::PortRef peer = root.cable.a == tree.root ? root.cable.b : root.cable.a;
+    const topology::Node* behind = fabric.FindNode(peer.node_guid);
+    const bool to_ca = behind && behind->kind == topology::NodeKind::kCa;
+    const std::string victims =
+        std::to_string(tree.victims.size()) + (tree.victims.size() == 1 ? " victim" : " victims");
+    const Evidence& first = root.evidence.front();
+    v.summary = std::string(tree.loop ? "congestion loop" : "congestion") + " rooted at " + describe(tree.root) +
+                " towards " + describe(peer) + (to_ca ? " (not draining)" : "") + ": " + first.signal + " " +
+                Number(first.value) + ", " + victims +
+                (tree.victims.empty() ? "" : ", depth " + std::to_string(tree.depth));
+    if (tree.loop) {
+      v.action =
+          "These ports wait on each other in a loop (a credit loop): check the routing engine for cycles "
+          "(SM routing engine, ibdiagnet); nothing drains it but a change of routes or traffic.";
+    } else if (to_ca) {
+      v.action =
+          "The HCA at the root does not take what is sent to it (a host stalled on CPU, PCIe or memory, or "
+          "an incast to it): look at that host first; the victims clear when it drains.";
+    } else {
+      v.action =
+          "Congestion, not a cable fault, rooted at this port: check the routing balance (SM routing engine, "
+          "ibdiagnet), the traffic pattern and whether the switch has enough uplinks; the victims wait behind it.";
+    }
+    v.root = tree.root;
+    v.victims = tree.victims;
+    v.depth = tree.depth;
+    report.tree = std::move(tree);
+    congestion_.push_back(std::move(report));
+  }
 }
 
 void AlertEngine::Apply(const std::pair<topology::Link, Cause>& key, const Verdict& v,
@@ -248,6 +330,9 @@ void AlertEngine::Apply(const std::pair<topology::Link, Cause>& key, const Verdi
       t.active->evidence = v.evidence;
       t.active->summary = v.summary;
       t.active->action = v.action;
+      t.active->root = v.root;
+      t.active->victims = v.victims;
+      t.active->depth = v.depth;
     }
   } else if (v.clean) {
     t.bad = 0;
@@ -263,14 +348,19 @@ void AlertEngine::Apply(const std::pair<topology::Link, Cause>& key, const Verdi
 }
 
 void AlertEngine::Evaluate(const std::vector<CableHealth>& cables, const topology::Analysis* analysis,
-                           std::chrono::system_clock::time_point now, const Describe& describe) {
+                           std::chrono::system_clock::time_point now, const Describe& describe,
+                           const topology::Fabric* fabric, const topology::ForwardingTables* tables) {
   std::map<std::pair<topology::Link, Cause>, Verdict> verdicts;
   for (const CableHealth& h : cables) {
     verdicts[{h.cable, Cause::kBadCable}] = BadCable(h, describe);
     verdicts[{h.cable, Cause::kFlappingLink}] = Flapping(h, describe);
     verdicts[{h.cable, Cause::kDegradedLink}] = Degraded(h, describe);
-    verdicts[{h.cable, Cause::kCongestion}] = Congestion(h, describe);
+    verdicts[{h.cable, Cause::kCongestion}] = Congestion(h);
   }
+  congestion_.clear();
+  static const topology::ForwardingTables kNoTables;
+  static const topology::Fabric kNoFabric;
+  GroupCongestion(cables, fabric ? *fabric : kNoFabric, fabric && tables ? *tables : kNoTables, describe, &verdicts);
   if (analysis) {
     for (const auto& f : analysis->findings) {
       if (!f.a || !f.b || !IsMiswiring(f.kind)) continue;

@@ -21,6 +21,8 @@
 
 #include "collectors/link_health.h"
 #include "topology/analysis.h"
+#include "topology/congestion.h"
+#include "topology/routing.h"
 
 namespace ibfabric::collectors {
 
@@ -94,6 +96,24 @@ struct Alert {
   std::vector<Evidence> evidence;
   std::string summary;  // one line
   std::string action;   // what to do about it
+  // Congestion: the tree's root port (an end of `cable`), the congested
+  // ports waiting behind it (also in the evidence, one "victim" each) and
+  // the most hops between them.
+  std::optional<topology::PortRef> root;
+  std::vector<topology::PortRef> victims;
+  int depth = 0;
+};
+
+// A congestion tree as one sweep judged it (topology/congestion.h), with
+// each port's transmit-wait fraction over the window where it is known.
+struct CongestionReport {
+  topology::CongestionTree tree;
+  Severity severity = Severity::kWarning;  // the worst of its ports
+  std::map<topology::PortRef, double> xmit_wait_fraction;
+  // Its ports whose switch discarded packets at head of queue in the
+  // window (PortXmitDiscardDetails.PortSwHOQLifetimeLimitDiscards), and
+  // how many.
+  std::map<topology::PortRef, std::uint64_t> hoq_discards;
 };
 
 // Thread-safety: none; the sweeping thread owns it.
@@ -105,13 +125,20 @@ class AlertEngine {
   using Describe = std::function<std::string(const topology::PortRef&)>;
 
   // One evaluation per sweep. `analysis` null: no discovery yet, so
-  // miswiring cannot be judged.
+  // miswiring cannot be judged. Congestion: with the fabric and its
+  // forwarding tables, the congested ports are grouped into trees
+  // (topology/congestion.h) and each tree raises one alert, on its root's
+  // cable, its victims in the evidence; without them (null, or an exporter
+  // that does not read the tables) each congested cable is its own.
   void Evaluate(const std::vector<CableHealth>& cables, const topology::Analysis* analysis,
-                std::chrono::system_clock::time_point now, const Describe& describe);
+                std::chrono::system_clock::time_point now, const Describe& describe,
+                const topology::Fabric* fabric = nullptr, const topology::ForwardingTables* tables = nullptr);
 
   std::vector<Alert> Active() const;                             // by severity, then cause, then cable
   const std::deque<Alert>& Cleared() const { return cleared_; }  // newest first
   std::map<Cause, std::uint64_t> Raised() const { return raised_; }
+  // The congestion trees of the last evaluation, raised or not yet, by root.
+  const std::vector<CongestionReport>& Congestion() const { return congestion_; }
   const AlertConfig& config() const { return config_; }
 
  private:
@@ -122,6 +149,9 @@ class AlertEngine {
     std::vector<Evidence> evidence;
     std::string summary;
     std::string action;
+    std::optional<topology::PortRef> root;
+    std::vector<topology::PortRef> victims;
+    int depth = 0;
   };
   struct Track {
     int bad = 0;
@@ -136,12 +166,19 @@ class AlertEngine {
   Verdict BadCable(const CableHealth& h, const Describe& d) const;
   Verdict Flapping(const CableHealth& h, const Describe& d) const;
   Verdict Degraded(const CableHealth& h, const Describe& d) const;
-  Verdict Congestion(const CableHealth& h, const Describe& d) const;
+  // Each end judged alone; named and explained with its tree (GroupCongestion).
+  Verdict Congestion(const CableHealth& h) const;
+  // Replaces the congested cables' verdicts in `verdicts` with one per
+  // tree, on its root's cable; fills congestion_.
+  void GroupCongestion(const std::vector<CableHealth>& cables, const topology::Fabric& fabric,
+                       const topology::ForwardingTables& tables, const Describe& describe,
+                       std::map<std::pair<topology::Link, Cause>, Verdict>* verdicts);
 
   AlertConfig config_;
   std::map<std::pair<topology::Link, Cause>, Track> tracks_;
   std::deque<Alert> cleared_;
   std::map<Cause, std::uint64_t> raised_;
+  std::vector<CongestionReport> congestion_;
 };
 
 }  // namespace ibfabric::collectors

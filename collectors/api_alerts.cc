@@ -96,6 +96,11 @@ json AlertToJson(const Snapshot& s, const Alert& a) {
          {"last_seen", Iso8601(a.last_seen)},
          {"evidence", std::move(evidence)}};
   j["cleared"] = a.cleared ? json(Iso8601(*a.cleared)) : json(nullptr);
+  if (a.root) {
+    json victims = json::array();
+    for (const auto& v : a.victims) victims.push_back(End(s, v));
+    j["congestion"] = {{"root", End(s, *a.root)}, {"victims", std::move(victims)}, {"depth", a.depth}};
+  }
   // How far the evidence can be trusted: the ends' nodes whose MADs needed
   // retries or went unanswered over the window.
   json troubled = json::array();
@@ -108,6 +113,38 @@ json AlertToJson(const Snapshot& s, const Alert& a) {
   }
   j["confidence"] = {{"reduced", !troubled.empty()}, {"failing_mads", std::move(troubled)}};
   return j;
+}
+
+// A congestion tree: its root (and what is behind it), each victim with its
+// hops to the root, how much of the window each port waited, and the
+// ports that discarded at head of queue.
+json TreeToJson(const Snapshot& s, const CongestionReport& c) {
+  const topology::CongestionTree& t = c.tree;
+  const auto port = [&](const topology::PortRef& p) {
+    json j = End(s, p);
+    auto f = c.xmit_wait_fraction.find(p);
+    j["xmit_wait_fraction"] = f == c.xmit_wait_fraction.end() ? json(nullptr) : json(f->second);
+    auto d = c.hoq_discards.find(p);
+    j["hoq_lifetime_discards"] = d == c.hoq_discards.end() ? 0 : d->second;
+    return j;
+  };
+  json root = port(t.root);
+  const topology::Port* p = s.fabric ? s.fabric->FindPort(t.root) : nullptr;
+  root["behind"] = p && p->remote ? End(s, *p->remote) : json(nullptr);
+  json victims = json::array();
+  for (const topology::PortRef& v : t.victims) {
+    json j = port(v);
+    j["hops"] = t.hops.at(v);
+    victims.push_back(std::move(j));
+  }
+  json hoq = json::array();
+  for (const auto& [at, n] : c.hoq_discards) hoq.push_back(End(s, at));
+  return json{{"severity", ToString(c.severity)},
+              {"root", std::move(root)},
+              {"victims", std::move(victims)},
+              {"depth", t.depth},
+              {"loop", t.loop},
+              {"hoq_discarding", std::move(hoq)}};
 }
 
 json EventToJson(const Snapshot& s, const FabricEvent& e) {
@@ -193,13 +230,23 @@ json AlertsJson(const Snapshot& s, const AlertFilter& filter) {
       }
     }
   }
+  // The congestion trees of the last sweep, raised or not yet.
+  json trees = json::array();
+  if (s.health) {
+    for (const CongestionReport& c : s.health->congestion) {
+      std::vector<topology::PortRef> ports{c.tree.root};
+      ports.insert(ports.end(), c.tree.victims.begin(), c.tree.victims.end());
+      if (Matches(s, c.severity, ports, filter)) trees.push_back(TreeToJson(s, c));
+    }
+  }
   return json{{"schema_version", kAlertsSchemaVersion},
               {"generated", Iso8601(s.published)},
               {"window_seconds", window},
               {"active_counts", counts},
               {"active", std::move(active)},
               {"recently_cleared", std::move(cleared)},
-              {"events", std::move(events)}};
+              {"events", std::move(events)},
+              {"congestion_trees", std::move(trees)}};
 }
 
 }  // namespace ibfabric::collectors

@@ -125,4 +125,16 @@ void CounterStore::MarkStale(const topology::PortRef& port) {
   Mutable().find(port)->second.stale = true;
 }
 
+void VlWaitTotals::Add(const std::array<std::uint16_t, transport::kVlCount>& raw) {
+  for (std::size_t v = 0; v < raw.size(); ++v) {
+    if (!read) {
+      total[v] = raw[v];
+    } else {
+      total[v] += raw[v] >= last[v] ? raw[v] - last[v] : raw[v];
+    }
+    last[v] = raw[v];
+  }
+  read = true;
+}
+
 }  // namespace ibfabric::collectors

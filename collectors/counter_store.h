@@ -51,6 +51,18 @@ struct PortTotals {
   std::shared_ptr<const std::array<std::uint64_t, kCounterCount>> below_;
 };
 
+// PortVLXmitWaitCounters of one port as totals across readings, by the
+// rules above: the first reading is the total, then the difference to the
+// previous one, a lower reading all new counts. Its raw counters are 16
+// bits and sticky: a VL whose reading sits at 0xFFFF has a lower bound.
+struct VlWaitTotals {
+  std::array<std::uint64_t, transport::kVlCount> total{};
+  std::array<std::uint16_t, transport::kVlCount> last{};
+  bool read = false;
+  void Add(const std::array<std::uint16_t, transport::kVlCount>& raw);
+};
+using VlWaitTable = std::map<topology::PortRef, VlWaitTotals>;
+
 // Every port's totals, by port: one sorted array, so that a copy (one a
 // sweep: see CounterStore) is one block the system takes back whole when it
 // is let go, not 80k small ones left scattered in the heap. Read like a

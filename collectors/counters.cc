@@ -36,6 +36,12 @@ const std::array<CounterSpec, kCounterCount>& CounterSpecs() {
       {Counter::kDlidMappingErrors, "dli_mapping_errors", "PortDLIDMappingErrors", 1, -1},
       {Counter::kVlMappingErrors, "vl_mapping_errors", "PortVLMappingErrors", 1, -1},
       {Counter::kLoopingErrors, "looping_errors", "PortLoopingErrors", 1, -1},
+      // PortXmitDiscardDetails likewise has a CounterSelect of its own.
+      {Counter::kInactiveDiscards, "inactive_discards", "PortInactiveDiscards", 1, -1},
+      {Counter::kNeighborMtuDiscards, "neighbor_mtu_discards", "PortNeighborMTUDiscards", 1, -1},
+      {Counter::kSwitchLifetimeLimitDiscards, "switch_lifetime_limit_discards", "PortSwLifetimeLimitDiscards", 1, -1},
+      {Counter::kSwitchHoqLifetimeLimitDiscards, "switch_hoq_lifetime_limit_discards", "PortSwHOQLifetimeLimitDiscards",
+       1, -1},
   }};
   return kSpecs;
 }
@@ -68,7 +74,11 @@ PortGroup GroupOf(Counter c) {
     case Counter::kBufferOverrunErrors:
     case Counter::kDlidMappingErrors:
     case Counter::kVlMappingErrors:
-    case Counter::kLoopingErrors: return PortGroup::kDetails;
+    case Counter::kLoopingErrors:
+    case Counter::kInactiveDiscards:
+    case Counter::kNeighborMtuDiscards:
+    case Counter::kSwitchLifetimeLimitDiscards:
+    case Counter::kSwitchHoqLifetimeLimitDiscards: return PortGroup::kDetails;
     default: return PortGroup::kErrors;
   }
 }
@@ -172,18 +182,30 @@ PortSample SampleFrom(const transport::PortCounters& pc, const transport::PortCo
   return s;
 }
 
+namespace {
+// A 16-bit details counter into the sample.
+void SetDetail(PortSample* s, Counter c, std::uint16_t v) {
+  s->value[Index(c)] = v;
+  s->bits[Index(c)] = 16;
+  s->present.set(Index(c));
+}
+}  // namespace
+
 void AddRcvErrorDetails(const transport::PortRcvErrorDetails& d, PortSample* s) {
-  auto set = [s](Counter c, std::uint64_t v) {
-    s->value[Index(c)] = v;
-    s->bits[Index(c)] = 16;
-    s->present.set(Index(c));
-  };
+  const auto set = [s](Counter c, std::uint16_t v) { SetDetail(s, c, v); };
   set(Counter::kLocalPhysicalErrors, d.local_physical_errors);
   set(Counter::kMalformedPacketErrors, d.malformed_packet_errors);
   set(Counter::kBufferOverrunErrors, d.buffer_overrun_errors);
   set(Counter::kDlidMappingErrors, d.dlid_mapping_errors);
   set(Counter::kVlMappingErrors, d.vl_mapping_errors);
   set(Counter::kLoopingErrors, d.looping_errors);
+}
+
+void AddXmitDiscardDetails(const transport::PortXmitDiscardDetails& d, PortSample* s) {
+  SetDetail(s, Counter::kInactiveDiscards, d.inactive_discards);
+  SetDetail(s, Counter::kNeighborMtuDiscards, d.neighbor_mtu_discards);
+  SetDetail(s, Counter::kSwitchLifetimeLimitDiscards, d.sw_lifetime_limit_discards);
+  SetDetail(s, Counter::kSwitchHoqLifetimeLimitDiscards, d.sw_hoq_lifetime_limit_discards);
 }
 
 }  // namespace ibfabric::collectors

@@ -42,13 +42,18 @@ enum class Counter : std::uint8_t {
   kDlidMappingErrors,
   kVlMappingErrors,
   kLoopingErrors,
+  // PortXmitDiscardDetails: what PortXmitDiscards counted, by cause.
+  kInactiveDiscards,
+  kNeighborMtuDiscards,
+  kSwitchLifetimeLimitDiscards,
+  kSwitchHoqLifetimeLimitDiscards,
 };
-inline constexpr std::size_t kCounterCount = 28;
+inline constexpr std::size_t kCounterCount = 32;
 
 struct CounterSpec {
   Counter id;
   const char* metric;     // infiniband_{switch,hca}_port_<metric>_total
-  const char* ibta_name;  // field name in IBTA 16.1.3.5 / 16.1.4.11 / PortRcvErrorDetails (and perfquery)
+  const char* ibta_name;  // field name in IBTA 16.1.3.5 / 16.1.4.11 / the details attributes (and perfquery)
   std::uint64_t scale;    // raw unit to exported base unit (data: 4 octets -> bytes)
   // Bit in PortCounters' CounterSelect (0..15) or, as 16 + n, bit n of
   // CounterSelect2 (IBTA table 225); -1 when a Set cannot clear it.
@@ -85,7 +90,8 @@ inline std::size_t Index(Counter c) { return static_cast<std::size_t>(c); }
 //   congestion  PortXmitWait
 //   data        PortXmitData, PortRcvData (bytes)
 //   packets     PortXmitPkts, PortRcvPkts and the unicast/multicast ones
-//   details     PortRcvErrorDetails' six breakdowns of PortRcvErrors
+//   details     PortRcvErrorDetails' six breakdowns of PortRcvErrors and
+//               PortXmitDiscardDetails' four of PortXmitDiscards
 //   state       the port's state, physical state and rates (fabric collector)
 enum class PortGroup : std::uint8_t { kErrors, kCongestion, kData, kPackets, kDetails, kState };
 inline constexpr std::size_t kPortGroupCount = 6;
@@ -122,6 +128,8 @@ PortSample SampleFrom(const transport::PortCounters& pc, const transport::PortCo
 // asked this sweep, or the port lacks the attribute) they are absent from
 // the sample, and a total keeps its last value.
 void AddRcvErrorDetails(const transport::PortRcvErrorDetails& d, PortSample* s);
+// Adds PortXmitDiscardDetails' four counters (16-bit) to `s`, likewise.
+void AddXmitDiscardDetails(const transport::PortXmitDiscardDetails& d, PortSample* s);
 
 // The largest raw value of a field `bits` wide (a sticky counter stops there).
 inline std::uint64_t MaxOf(std::uint8_t bits) { return bits >= 64 ? ~0ULL : (1ULL << bits) - 1; }

@@ -64,6 +64,7 @@ Counter CounterOf(Signal s) {
     case Signal::kXmitWait: return Counter::kXmitWait;
     case Signal::kRcvData: return Counter::kRcvData;
     case Signal::kRcvPkts: return Counter::kRcvPkts;
+    case Signal::kXmitHoqDiscards: return Counter::kSwitchHoqLifetimeLimitDiscards;
   }
   return Counter::kSymbolError;
 }
@@ -81,6 +82,7 @@ const char* ToString(Signal s) {
     case Signal::kXmitWait: return "xmit_wait";
     case Signal::kRcvData: return "rcv_data";
     case Signal::kRcvPkts: return "rcv_packets";
+    case Signal::kXmitHoqDiscards: return "hoq_lifetime_discards";
   }
   return "unknown";
 }

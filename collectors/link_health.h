@@ -58,8 +58,11 @@ enum class Signal : std::uint8_t {
   kXmitWait,
   kRcvData,  // 4-octet words
   kRcvPkts,
+  // PortXmitDiscardDetails.PortSwHOQLifetimeLimitDiscards: read when
+  // PortXmitDiscards moved; marks where congestion starts.
+  kXmitHoqDiscards,
 };
-inline constexpr std::size_t kSignalCount = 11;
+inline constexpr std::size_t kSignalCount = 12;
 Counter CounterOf(Signal s);
 const char* ToString(Signal s);  // "symbol_errors", ...
 

@@ -33,7 +33,9 @@ class LinkHealthCollector final : public Collector {
     report->events = link_health_.Events();
     report->event_counts = link_health_.EventCounts();
     LogEvents(*report, cycle);
-    alerts_.Evaluate(report->cables, cycle.parts->topology.get(), cycle.wall, cycle.describe);
+    alerts_.Evaluate(report->cables, cycle.parts->topology.get(), cycle.wall, cycle.describe, cycle.fabric,
+                     cycle.parts->forwarding.get());
+    report->congestion = alerts_.Congestion();
     report->active = alerts_.Active();
     report->cleared.assign(alerts_.Cleared().begin(), alerts_.Cleared().end());
     report->raised = alerts_.Raised();
@@ -88,6 +90,58 @@ class LinkHealthCollector final : public Collector {
   std::shared_ptr<const HealthReport> report_;
   std::uint64_t events_logged_ = 0;  // link-health events already logged
 };
+
+// The congestion trees of the last sweep: each root with its victims and
+// depth, and each congested port's part in its tree.
+void RenderCongestion(const Snapshot& s, const Emit& out) {
+  const HealthReport& h = *s.health;
+  const auto port_labels = [&](const topology::PortRef& p) {
+    return std::vector<ClientMetric::Label>{
+        {"guid", FormatGuid(p.node_guid)}, {"node", LabelOf(s, p.node_guid).name}, {"port", std::to_string(p.port)}};
+  };
+  auto roots = Family("infiniband_congestion_root",
+                      "1 for each port at the root of a congestion tree (its transmit waits and none of the ports "
+                      "its traffic goes on to does), with what is behind it and the tree's size",
+                      MetricType::Gauge);
+  auto victims = Family("infiniband_congestion_root_victims",
+                        "Congested ports waiting behind this root (by the forwarding tables)", MetricType::Gauge);
+  auto depth =
+      Family("infiniband_congestion_root_depth", "The most hops from a victim to this root", MetricType::Gauge);
+  auto role = Family("infiniband_port_congestion_role",
+                     "1 for each congested port: role root (the cause) or victim (waits behind root_guid:root_port)",
+                     MetricType::Gauge);
+  for (const CongestionReport& c : h.congestion) {
+    const topology::CongestionTree& t = c.tree;
+    auto labels = port_labels(t.root);
+    const topology::Port* p = s.fabric->FindPort(t.root);
+    const bool known = p && p->remote;
+    labels.push_back({"remote_guid", known ? FormatGuid(p->remote->node_guid) : ""});
+    labels.push_back({"remote_node", known ? LabelOf(s, p->remote->node_guid).name : ""});
+    labels.push_back({"remote_port", known ? std::to_string(p->remote->port) : ""});
+    labels.push_back({"loop", t.loop ? "true" : "false"});
+    Add(roots, std::move(labels), 1);
+    Add(victims, port_labels(t.root), static_cast<double>(t.victims.size()));
+    Add(depth, port_labels(t.root), t.depth);
+    auto r = port_labels(t.root);
+    r.insert(r.end(),
+             {ClientMetric::Label{"role", "root"}, ClientMetric::Label{"root_guid", FormatGuid(t.root.node_guid)},
+              ClientMetric::Label{"root_port", std::to_string(t.root.port)}});
+    Add(role, std::move(r), 1);
+    for (const topology::PortRef& v : t.victims) {
+      auto l = port_labels(v);
+      l.insert(l.end(),
+               {ClientMetric::Label{"role", "victim"}, ClientMetric::Label{"root_guid", FormatGuid(t.root.node_guid)},
+                ClientMetric::Label{"root_port", std::to_string(t.root.port)}});
+      Add(role, std::move(l), 1);
+    }
+  }
+  EmitNonEmpty(out, roots);
+  EmitNonEmpty(out, victims);
+  EmitNonEmpty(out, depth);
+  EmitNonEmpty(out, role);
+  EmitOne(out, "infiniband_congestion_trees", "Congestion trees in the fabric as of the last sweep", MetricType::Gauge,
+          static_cast<double>(h.congestion.size()));
+}
 
 }  // namespace
 
@@ -149,6 +203,8 @@ void RenderLinkHealth(const Snapshot& s, const Emit& out) {
   per_end("infiniband_port_bit_error_ratio",
           "Estimated bit error ratio of what the port received over the window (symbol errors over bits received)",
           &EndRates::bit_error_rate);
+
+  RenderCongestion(s, out);
 
   auto active = Family("infiniband_alert_active", "1 for each active alert, on its cable, with cause and severity",
                        MetricType::Gauge);

@@ -9,6 +9,31 @@ namespace {
 using prometheus::MetricType;
 using topology::NodeKind;
 
+// An optional attribute (a breakdown of a counter, IBTA 16.1.4) is read
+// where the PMA has it, and only when it can have moved: the first time,
+// and in the sweep after the counter it breaks down moved or while that is
+// pinned. On a quiet fabric it costs nothing per sweep.
+class OptionalRead {
+ public:
+  // `never`: the port has not answered it yet.
+  bool Due(const topology::PortRef& port, bool never) const {
+    if (unsupported_.count(port.node_guid)) return false;
+    return never || due_.count(port) > 0;
+  }
+  void Note(const topology::PortRef& port, DetailsRead read, bool moved) {
+    if (read == DetailsRead::kUnsupported) unsupported_.insert(port.node_guid);
+    if (moved || read == DetailsRead::kLost) {
+      due_.insert(port);
+    } else if (read == DetailsRead::kRead) {
+      due_.erase(port);
+    }
+  }
+
+ private:
+  std::set<std::uint64_t> unsupported_;  // nodes whose PMA answered it with an error status
+  std::set<topology::PortRef> due_;      // ports to ask next sweep
+};
+
 class PortCountersCollector final : public Collector {
  public:
   explicit PortCountersCollector(const CollectorOptions& o)
@@ -22,7 +47,16 @@ class PortCountersCollector final : public Collector {
     // What each PMA supports decides what is asked (capabilities' part).
     auto targets = SweepTargets(*cycle.fabric, *cycle.remembered, cycle.parts->pma);
     std::erase_if(targets, [&](const SweepTarget& t) { return !cycle.read_port(t.port); });
-    for (SweepTarget& t : targets) t.rcv_error_details = DetailsDue(t.port);
+    for (SweepTarget& t : targets) {
+      const auto it = store_.ports().find(t.port);
+      const PortTotals* totals = it == store_.ports().end() ? nullptr : &it->second;
+      auto never = [&](Counter c) { return !totals || !totals->present.test(Index(c)); };
+      t.rcv_error_details = rcv_details_.Due(t.port, never(Counter::kLocalPhysicalErrors));
+      t.xmit_discard_details = discard_details_.Due(t.port, never(Counter::kInactiveDiscards));
+      // The per-VL form of PortXmitWait: only where the PMA has PortXmitWait,
+      // and only once it moved (a port that never waited has no series).
+      t.vl_xmit_wait = t.caps.XmitWait() && vl_wait_.Due(t.port, false);
+    }
     plan->counters = std::move(targets);
   }
 
@@ -50,13 +84,20 @@ class PortCountersCollector final : public Collector {
       }
       ok = true;
       const auto before = store_.ports().find(r.target.port);
-      const std::uint64_t rcv_errors_before =
-          before == store_.ports().end() ? 0 : before->second.total[Index(Counter::kRcvErrors)];
+      const bool known = before != store_.ports().end();
+      const auto total = [&](Counter c) { return known ? before->second.total[Index(c)] : 0; };
+      const std::uint64_t rcv_errors = total(Counter::kRcvErrors), discards = total(Counter::kXmitDiscards),
+                          wait = total(Counter::kXmitWait);
       const PortTotals& now = store_.Update(r.target.port, *r.sample, cycle.wall);
-      NoteDetails(r,
-                  now.total[Index(Counter::kRcvErrors)] != rcv_errors_before || now.Pinned(Index(Counter::kRcvErrors)));
+      // Whether a counter moved since the last reading (or sits pinned,
+      // where its moves cannot be seen).
+      auto moved = [&](Counter c, std::uint64_t was) { return now.total[Index(c)] != was || now.Pinned(Index(c)); };
+      rcv_details_.Note(r.target.port, r.details, moved(Counter::kRcvErrors, rcv_errors));
+      discard_details_.Note(r.target.port, r.discard_details, moved(Counter::kXmitDiscards, discards));
+      vl_wait_.Note(r.target.port, r.vl_wait, known && moved(Counter::kXmitWait, wait));
     }
     store_.Commit();  // the ports read for the first time
+    if (!sweep.vl_xmit_wait.empty()) AddVlWait(sweep);
     // A node that did not answer is stale, unless the exporter is cut off
     // (its own link down, or nothing answered): then the down link, or the
     // exporter's own stale sweeps, are the news (the nodes keep their state).
@@ -97,6 +138,7 @@ class PortCountersCollector final : public Collector {
     parts->counter_clears = clears_;
     parts->collect = collect_;
     parts->last_sweep = last_sweep_;
+    parts->vl_xmit_wait = vl_wait_totals_;
   }
 
  private:
@@ -121,23 +163,11 @@ class PortCountersCollector final : public Collector {
     for (const auto& [key, span] : spans) collect_[key].seconds = span.seconds();
   }
 
-  // PortRcvErrorDetails is read where the PMA has it, and only when it can
-  // have moved: the first time, and in the sweep after PortRcvErrors (of
-  // which the details are a breakdown) moved or while it is pinned. On a
-  // clean fabric that costs nothing per sweep.
-  bool DetailsDue(const topology::PortRef& port) const {
-    if (no_details_.count(port.node_guid)) return false;
-    if (details_due_.count(port)) return true;
-    const auto it = store_.ports().find(port);
-    return it == store_.ports().end() || !it->second.present.test(Index(Counter::kLocalPhysicalErrors));
-  }
-  void NoteDetails(const PortReading& r, bool rcv_errors_moved) {
-    if (r.details == DetailsRead::kUnsupported) no_details_.insert(r.target.port.node_guid);
-    if (rcv_errors_moved || r.details == DetailsRead::kLost) {
-      details_due_.insert(r.target.port);
-    } else if (r.details == DetailsRead::kRead) {
-      details_due_.erase(r.target.port);
-    }
+  // Each port's PortVLXmitWaitCounters as totals across readings.
+  void AddVlWait(const SweepResult& sweep) {
+    auto totals = std::make_shared<VlWaitTable>(*vl_wait_totals_);
+    for (const auto& [port, raw] : sweep.vl_xmit_wait) (*totals)[port].Add(raw);
+    vl_wait_totals_ = std::move(totals);
   }
 
   void Clear(const SweepResult& sweep, const Cycle& cycle) {
@@ -166,8 +196,11 @@ class PortCountersCollector final : public Collector {
   std::uint64_t clears_ = 0;
   std::map<topology::PortRef, CollectHealth> collect_;
   std::chrono::system_clock::time_point last_sweep_{};
-  std::set<std::uint64_t> no_details_;       // nodes whose PMA lacks PortRcvErrorDetails
-  std::set<topology::PortRef> details_due_;  // ports whose details to read next sweep
+  // When to ask the optional attributes: PortRcvErrorDetails when
+  // PortRcvErrors moved, PortXmitDiscardDetails when PortXmitDiscards
+  // did, PortVLXmitWaitCounters when PortXmitWait did.
+  OptionalRead rcv_details_, discard_details_, vl_wait_;
+  std::shared_ptr<const VlWaitTable> vl_wait_totals_ = std::make_shared<const VlWaitTable>();
 };
 
 }  // namespace
@@ -255,6 +288,22 @@ void RenderPortCounters(const Snapshot& s, const Emit& out) {
               static_cast<double>(totals.total[i]) * static_cast<double>(specs[i].scale));
       }
       f.Finish();
+    }
+    if (Has(s.port_groups, PortGroup::kCongestion)) {
+      // Read only from ports whose PortXmitWait moved: every VL of those.
+      FamilyParts vl(
+          out, "infiniband_" + role + "_port_transmit_wait_vl_total",
+          "InfiniBand " + role + " port PortVLXmitWait: PortXmitWait by virtual lane (PortVLXmitWaitCounters)",
+          MetricType::Counter);
+      for (const auto& [ref, totals] : *s.vl_xmit_wait) {
+        if (!mine(ref.node_guid)) continue;
+        for (std::size_t v = 0; v < transport::kVlCount; ++v) {
+          auto labels = PortLabels(ref, LabelOf(s, ref.node_guid));
+          labels.push_back({"vl", std::to_string(v)});
+          vl.Add(std::move(labels), static_cast<double>(totals.total[v]));
+        }
+      }
+      vl.Finish();
     }
     // Sticky counters stopped at their maximum: the total is a lower bound.
     FamilyParts pinned(out, "infiniband_" + role + "_port_pinned_counters",

@@ -20,7 +20,9 @@ class RoutingCollector final : public Collector {
   Outcome Update(const Cycle& cycle) override {
     Outcome out;
     if (!cycle.scope.reports_topology()) return out;
-    DropGone(cycle, &tables_, [](std::uint64_t g) { return g; });
+    if (cycle.trigger == Trigger::kFullWalk || cycle.trigger == Trigger::kRewalk) {
+      DropGone(cycle, &Mutable(), [](std::uint64_t g) { return g; });
+    }
     std::set<std::uint64_t> read;
     bool read_any = false;
     for (std::uint64_t g : NodesToRead(cycle, &retry_)) {
@@ -33,16 +35,19 @@ class RoutingCollector final : public Collector {
       const auto& info = cycle.reads->SwitchInfo(*cycle.fabric, &read, &out.problems);
       const auto lft = topology::ReadForwardingTables(topology::Part(*cycle.fabric, read), info, *cycle.engine);
       out.problems.insert(out.problems.end(), lft.problems.begin(), lft.problems.end());
-      for (const auto& [g, t] : lft.tables) tables_[g] = t;
+      if (!lft.tables.empty()) {
+        topology::ForwardingTables& tables = Mutable();
+        for (const auto& [g, t] : lft.tables) tables[g] = t;
+      }
       read_any = !lft.tables.empty();
-      retry_.Note(*cycle.fabric, read, [&](const topology::Node& n) { return !tables_.count(n.guid); });
+      retry_.Note(*cycle.fabric, read, [&](const topology::Node& n) { return !tables_->count(n.guid); });
     }
     if (analysis_due_.Due(cycle, !read.empty())) {
       // The tiers are fat_tree's; without it, ranked here.
       std::optional<topology::Analysis> own;
       const topology::Analysis& tree =
           cycle.parts->topology ? *cycle.parts->topology : own.emplace(topology::Analyze(*cycle.fabric));
-      analysis_ = std::make_shared<topology::RoutingAnalysis>(topology::AnalyzeRouting(*cycle.fabric, tables_, tree));
+      analysis_ = std::make_shared<topology::RoutingAnalysis>(topology::AnalyzeRouting(*cycle.fabric, *tables_, tree));
       if (cycle.trigger == Trigger::kFullWalk) LogFindings(*cycle.log, analysis_->findings);
     }
     out.again = retry_.pending() || analysis_due_.pending();
@@ -50,10 +55,20 @@ class RoutingCollector final : public Collector {
     return out;
   }
 
-  void Publish(Snapshot* parts) const override { parts->routing = analysis_; }
+  void Publish(Snapshot* parts) const override {
+    parts->routing = analysis_;
+    parts->forwarding = tables_;
+  }
 
  private:
-  topology::ForwardingTables tables_;
+  // The tables to change: a copy first while a snapshot shares them (at
+  // 16k hosts they are tens of MB; they change only at discovery).
+  topology::ForwardingTables& Mutable() {
+    if (tables_.use_count() > 1) tables_ = std::make_shared<topology::ForwardingTables>(*tables_);
+    return *tables_;
+  }
+
+  std::shared_ptr<topology::ForwardingTables> tables_ = std::make_shared<topology::ForwardingTables>();
   TableRetry retry_;
   TablePhaseHealth health_;
   PendingAnalysis analysis_due_;

@@ -84,6 +84,8 @@ struct HealthReport {
   std::vector<Alert> cleared;  // newest first
   std::map<Cause, std::uint64_t> raised;
   std::chrono::milliseconds window{};
+  // The congestion trees of this sweep, raised or not yet (alerts.h).
+  std::vector<CongestionReport> congestion;
 };
 
 // The scheduler's parts (the fabric, its walks, the MAD engine) and each
@@ -98,11 +100,17 @@ struct Snapshot {
   // rail-optimized fabric, their rails and units (its findings are in
   // `topology`'s); null before a discovery.
   std::shared_ptr<const topology::HostAnalysis> hosts;
-  std::shared_ptr<const topology::RoutingAnalysis> routing;       // routing; null: tables not read
+  std::shared_ptr<const topology::RoutingAnalysis> routing;  // routing; null: tables not read
+  // routing: every switch's forwarding table read so far (congestion
+  // trees follow them); null or empty where routing does not run.
+  std::shared_ptr<const topology::ForwardingTables> forwarding;
   std::shared_ptr<const topology::PartitionAnalysis> partitions;  // partitions; null: not read
   // port_counters: every port's totals, shared with the collector's store
   // (collectors/counter_store.h); never null.
   std::shared_ptr<const PortTable> ports = std::make_shared<const PortTable>();
+  // port_counters: PortVLXmitWaitCounters totals of the ports read for
+  // them (those whose PortXmitWait moved); never null.
+  std::shared_ptr<const VlWaitTable> vl_xmit_wait = std::make_shared<const VlWaitTable>();
   // The groups of per-port series exported (--counters.groups; with "auto"
   // as the fabric's size decides).
   PortGroups port_groups = PortGroups().set();

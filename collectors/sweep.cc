@@ -75,22 +75,22 @@ SweepResult Sweep(const std::vector<SweepTarget>& targets, const std::vector<Lin
   const auto start = std::chrono::steady_clock::now();
   std::vector<transport::MadRequest> reqs;
   reqs.reserve(targets.size() * 2 + targets.size() / 8);
+  // A port's reads, by kind: where each is among `reqs` (kNone: not asked).
+  enum Read : std::size_t { kBasic, kExt, kRcvDetails, kXmitDetails, kVlWait, kReads };
   constexpr std::size_t kNone = static_cast<std::size_t>(-1);
-  std::vector<std::size_t> basic_index(targets.size());
-  std::vector<std::size_t> ext_index(targets.size(), kNone);
-  std::vector<std::size_t> details_index(targets.size(), kNone);
+  std::vector<std::array<std::size_t, kReads>> index(targets.size());
   for (std::size_t i = 0; i < targets.size(); ++i) {
     const auto& t = targets[i];
-    basic_index[i] = reqs.size();
-    reqs.push_back(transport::PortCountersQuery(t.lid, t.port.port));
-    if (t.caps.Extended()) {
-      ext_index[i] = reqs.size();
-      reqs.push_back(transport::PortCountersExtendedQuery(t.lid, t.port.port));
-    }
-    if (t.rcv_error_details) {
-      details_index[i] = reqs.size();
-      reqs.push_back(transport::PortRcvErrorDetailsQuery(t.lid, t.port.port));
-    }
+    index[i].fill(kNone);
+    auto ask = [&](Read what, transport::MadRequest r) {
+      index[i][what] = reqs.size();
+      reqs.push_back(std::move(r));
+    };
+    ask(kBasic, transport::PortCountersQuery(t.lid, t.port.port));
+    if (t.caps.Extended()) ask(kExt, transport::PortCountersExtendedQuery(t.lid, t.port.port));
+    if (t.rcv_error_details) ask(kRcvDetails, transport::PortRcvErrorDetailsQuery(t.lid, t.port.port));
+    if (t.xmit_discard_details) ask(kXmitDetails, transport::PortXmitDiscardDetailsQuery(t.lid, t.port.port));
+    if (t.vl_xmit_wait) ask(kVlWait, transport::PortVlXmitWaitQuery(t.lid, t.port.port));
   }
   const std::size_t first_check = reqs.size();
   for (const auto& c : checks) reqs.push_back(transport::NodeInfoQuery(transport::MadAddress::Lid(c.lid)));
@@ -102,7 +102,7 @@ SweepResult Sweep(const std::vector<SweepTarget>& targets, const std::vector<Lin
   // Which target each counter request is for.
   std::vector<std::uint32_t> target_of(first_check);
   for (std::size_t i = 0; i < targets.size(); ++i) {
-    for (const std::size_t q : {basic_index[i], ext_index[i], details_index[i]}) {
+    for (const std::size_t q : index[i]) {
       if (q != kNone) target_of[q] = static_cast<std::uint32_t>(i);
     }
   }
@@ -113,18 +113,31 @@ SweepResult Sweep(const std::vector<SweepTarget>& targets, const std::vector<Lin
     ++t.asked;
     if (r.retries > 0 || r.outcome == MadOutcome::kTimeout || r.outcome == MadOutcome::kSendError) ++t.troubled;
   };
-  // A port's reading from its counter reads (ext and details may be null:
-  // not asked), whether or not its LID answered for its node.
-  auto reading = [&](std::size_t i, const transport::MadResult& basic, const transport::MadResult* ext,
-                     const transport::MadResult* details) {
+  // What became of an optional details read, decoded into `s` by `add`
+  // when it answered for this port.
+  auto details_of = [](const transport::MadResult* m, std::uint8_t port, const auto& decode, const auto& add) {
+    if (!m) return DetailsRead::kNotAsked;
+    if (m->outcome != MadOutcome::kOk) {
+      return m->outcome == MadOutcome::kRemoteError ? DetailsRead::kUnsupported : DetailsRead::kLost;
+    }
+    const auto d = decode(m->response);
+    if (d.port_select != port) return DetailsRead::kLost;  // another port's: not this one's reading
+    add(d);
+    return DetailsRead::kRead;
+  };
+  // A port's reading from its counter reads (all but the basic one may be
+  // null: not asked), whether or not its LID answered for its node.
+  auto reading = [&](std::size_t i, const std::array<const transport::MadResult*, kReads>& m) {
     const auto& t = targets[i];
+    const transport::MadResult& basic = *m[kBasic];
+    const transport::MadResult* ext = m[kExt];
     PortReading r{t, std::nullopt, basic.outcome};
-    for (const transport::MadResult* m : {&basic, ext, details}) {
-      if (!m) continue;
-      const bool expected = m == &basic || (m == ext && t.caps.known);
-      r.error |= m->outcome == MadOutcome::kRemoteError && expected;
-      r.timeout |= m->outcome == MadOutcome::kTimeout || m->outcome == MadOutcome::kSendError;
-      r.span.Add(m->first_sent, m->done);
+    for (const transport::MadResult* x : m) {
+      if (!x) continue;
+      const bool expected = x == &basic || (x == ext && t.caps.known);
+      r.error |= x->outcome == MadOutcome::kRemoteError && expected;
+      r.timeout |= x->outcome == MadOutcome::kTimeout || x->outcome == MadOutcome::kSendError;
+      r.span.Add(x->first_sent, x->done);
     }
     if (basic.outcome != MadOutcome::kOk) return r;
     const auto pc = transport::DecodePortCounters(basic.response);
@@ -150,19 +163,12 @@ SweepResult Sweep(const std::vector<SweepTarget>& targets, const std::vector<Lin
         if (!full.present.test(c) || full.bits[c] != s.bits[c]) s.present.reset(c);
       }
     }
-    if (details) {
-      if (details->outcome == MadOutcome::kOk) {
-        const auto d = transport::DecodePortRcvErrorDetails(details->response);
-        if (d.port_select == t.port.port) {
-          AddRcvErrorDetails(d, &s);
-          r.details = DetailsRead::kRead;
-        } else {
-          r.details = DetailsRead::kLost;  // another port's: not this one's reading
-        }
-      } else {
-        r.details = details->outcome == MadOutcome::kRemoteError ? DetailsRead::kUnsupported : DetailsRead::kLost;
-      }
-    }
+    r.details = details_of(m[kRcvDetails], t.port.port, transport::DecodePortRcvErrorDetails,
+                           [&](const auto& d) { AddRcvErrorDetails(d, &s); });
+    r.discard_details = details_of(m[kXmitDetails], t.port.port, transport::DecodePortXmitDiscardDetails,
+                                   [&](const auto& d) { AddXmitDiscardDetails(d, &s); });
+    r.vl_wait = details_of(m[kVlWait], t.port.port, transport::DecodePortVlXmitWait,
+                           [&](const auto& d) { out.vl_xmit_wait[t.port] = d.wait; });
     r.sample = s;
     return r;
   };
@@ -173,7 +179,8 @@ SweepResult Sweep(const std::vector<SweepTarget>& targets, const std::vector<Lin
   out.readings.resize(targets.size());
   std::vector<std::uint8_t> awaited(targets.size(), 0);
   for (std::size_t i = 0; i < targets.size(); ++i) {
-    awaited[i] = static_cast<std::uint8_t>(1 + (ext_index[i] != kNone) + (details_index[i] != kNone));
+    awaited[i] = static_cast<std::uint8_t>(
+        std::count_if(index[i].begin(), index[i].end(), [](std::size_t q) { return q != kNone; }));
   }
   std::unordered_map<std::size_t, transport::MadResult> held;  // request index -> result, ports still awaited
   std::set<std::uint16_t> moved_lids;
@@ -204,14 +211,14 @@ SweepResult Sweep(const std::vector<SweepTarget>& targets, const std::vector<Lin
       held.emplace(q, std::move(m));
       return;
     }
-    auto take = [&](std::size_t index) -> const transport::MadResult* {
-      if (index == kNone) return nullptr;
-      if (index == q) return &m;
-      return &held.at(index);
-    };
-    out.readings[i] = reading(i, *take(basic_index[i]), take(ext_index[i]), take(details_index[i]));
-    for (const std::size_t index : {basic_index[i], ext_index[i], details_index[i]}) {
-      if (index != kNone && index != q) held.erase(index);
+    std::array<const transport::MadResult*, kReads> results{};
+    for (std::size_t k = 0; k < kReads; ++k) {
+      const std::size_t at = index[i][k];
+      results[k] = at == kNone ? nullptr : at == q ? &m : &held.at(at);
+    }
+    out.readings[i] = reading(i, results);
+    for (const std::size_t at : index[i]) {
+      if (at != kNone && at != q) held.erase(at);
     }
   });
 
@@ -224,7 +231,8 @@ SweepResult Sweep(const std::vector<SweepTarget>& targets, const std::vector<Lin
     if (r.outcome == MadOutcome::kOk && moved_lids.count(r.target.lid)) {
       r.outcome = MadOutcome::kRemoteError;  // someone else's counters
       r.sample.reset();
-      r.details = DetailsRead::kNotAsked;
+      r.details = r.discard_details = r.vl_wait = DetailsRead::kNotAsked;
+      out.vl_xmit_wait.erase(r.target.port);
     }
     if (!r.sample) ++out.failed_ports;
   }

@@ -4,6 +4,7 @@
 // the MAD engine; plus the ClassPortInfo reads and the opt-in clearing that
 // go with it.
 
+#include <array>
 #include <bitset>
 #include <chrono>
 #include <cstdint>
@@ -22,7 +23,10 @@ struct SweepTarget {
   topology::PortRef port;
   std::uint16_t lid = 0;  // the LID whose PMA answers for this port
   PmaCapabilities caps;
-  bool rcv_error_details = false;  // ask PortRcvErrorDetails too (port_counters decides when)
+  // Optional attributes to ask too (port_counters decides when):
+  bool rcv_error_details = false;     // PortRcvErrorDetails
+  bool xmit_discard_details = false;  // PortXmitDiscardDetails
+  bool vl_xmit_wait = false;          // PortVLXmitWaitCounters
 };
 
 using CapabilityMap = std::map<std::uint64_t, PmaCapabilities>;  // node GUID -> caps
@@ -92,7 +96,8 @@ struct MadSpan {
   double seconds() const;
 };
 
-// What became of a PortRcvErrorDetails query.
+// What became of a query of an optional attribute (PortRcvErrorDetails,
+// PortXmitDiscardDetails, PortVLXmitWaitCounters).
 enum class DetailsRead : std::uint8_t {
   kNotAsked,
   kRead,         // in the sample
@@ -104,7 +109,9 @@ struct PortReading {
   SweepTarget target;
   std::optional<PortSample> sample;  // nullopt: no trustworthy reading this sweep
   transport::MadOutcome outcome = transport::MadOutcome::kOk;
-  DetailsRead details = DetailsRead::kNotAsked;
+  DetailsRead details = DetailsRead::kNotAsked;  // PortRcvErrorDetails
+  DetailsRead discard_details = DetailsRead::kNotAsked;
+  DetailsRead vl_wait = DetailsRead::kNotAsked;
   // How its counter reads went, in treydock/infiniband_exporter's terms: an
   // error (a non-zero MAD status where the PMA should answer) and a timeout
   // (no answer after every retry), and when they started and ended.
@@ -134,6 +141,9 @@ struct SweepResult {
   std::set<std::uint64_t> moved_nodes;
   // PortInfo of the link targets that answered (state, width, speed only).
   std::map<topology::PortRef, topology::Port> links;
+  // PortVLXmitWaitCounters of the ports asked for it that answered: the
+  // raw 16-bit readings by VL.
+  std::map<topology::PortRef, std::array<std::uint16_t, transport::kVlCount>> vl_xmit_wait;
   std::chrono::duration<double> duration{};
 };
 

@@ -248,6 +248,23 @@ def congestion():
         f'topk($topn, rate(infiniband_hca_port_transmit_discards_total{{{HCA}}}[$__rate_interval]))',
         "{{hca}} port {{port}}")], "cps"), 12, 8)
     l.add(table("Congestion alerts", cables(f'infiniband_alert_active{{{F},cause="congestion"}} == 1')), 24, 6)
+    l.row("Congestion trees: roots and victims")
+    l.add(stat("Congestion trees", f'sum(infiniband_congestion_trees{{{F}}})', red_above=1,
+               description="Trees of congested ports grouped by the forwarding tables: each has one root, where the "
+                           "congestion starts."), 4, 6)
+    l.add(table("Congestion roots and their victims", f'infiniband_congestion_root_victims{{{F}}}',
+                "Each tree's root port; Value: the congested ports waiting behind it. Fix the root, the victims "
+                "clear.", hide=("Time", "__name__", "job", "instance")), 20, 6)
+    l.add(timeseries("Head-of-queue discards: top $topn switch ports", [target(
+        f'topk($topn, rate(infiniband_switch_port_switch_hoq_lifetime_limit_discards_total{{{SW}}}[$__rate_interval]))',
+        "{{switch}} port {{port}}")], "cps",
+        "PortXmitDiscardDetails: packets that waited longer than the head-of-queue lifetime for credits. "
+        "Where these are, congestion starts."), 12, 8)
+    l.add(timeseries("Transmit wait by VL: top $topn switch ports", [target(
+        f'topk($topn, rate(infiniband_switch_port_transmit_wait_vl_total{{{SW}}}[$__rate_interval]))',
+        "{{switch}} port {{port}} VL {{vl}}")], "cps",
+        "PortVLXmitWaitCounters, read from ports whose PortXmitWait moved: which virtual lane (service level) "
+        "waits."), 12, 8)
     return dashboard("ibfabric-congestion", "InfiniBand / Congestion",
                      "Where the fabric is congested: PortXmitWait and discards.", l, topn=True)
 

@@ -185,6 +185,26 @@ PortRcvErrorDetails DecodePortRcvErrorDetails(const MadBytes& mad) {
   return d;
 }
 
+PortXmitDiscardDetails DecodePortXmitDiscardDetails(const MadBytes& mad) {
+  PortXmitDiscardDetails d;
+  d.port_select = Narrow<std::uint8_t>(Get(mad, IB_PC_PORT_SELECT_F));
+  d.inactive_discards = Narrow<std::uint16_t>(Get(mad, IB_PC_XMT_INACT_DISC_F));
+  d.neighbor_mtu_discards = Narrow<std::uint16_t>(Get(mad, IB_PC_XMT_NEIGH_MTU_DISC_F));
+  d.sw_lifetime_limit_discards = Narrow<std::uint16_t>(Get(mad, IB_PC_XMT_SW_LIFE_DISC_F));
+  d.sw_hoq_lifetime_limit_discards = Narrow<std::uint16_t>(Get(mad, IB_PC_XMT_SW_HOL_DISC_F));
+  return d;
+}
+
+PortVlXmitWait DecodePortVlXmitWait(const MadBytes& mad) {
+  PortVlXmitWait w;
+  w.port_select = Narrow<std::uint8_t>(Get(mad, IB_PC_PORT_SELECT_F));
+  for (std::size_t vl = 0; vl < kVlCount; ++vl) {
+    const auto field = static_cast<MAD_FIELDS>(IB_PC_PORT_VL_XMIT_WAIT0_F + static_cast<int>(vl));
+    w.wait[vl] = Narrow<std::uint16_t>(Get(mad, field));
+  }
+  return w;
+}
+
 PortCountersExtended DecodePortCountersExtended(const MadBytes& mad) {
   PortCountersExtended c;
   c.port_select = Narrow<std::uint8_t>(Get(mad, IB_PC_EXT_PORT_SELECT_F));
@@ -312,6 +332,12 @@ MadRequest PortCountersExtendedQuery(std::uint16_t lid, std::uint8_t port) {
 }
 MadRequest PortRcvErrorDetailsQuery(std::uint16_t lid, std::uint8_t port) {
   return Pma(lid, pma_attr::kPortRcvErrorDetails, port);
+}
+MadRequest PortXmitDiscardDetailsQuery(std::uint16_t lid, std::uint8_t port) {
+  return Pma(lid, pma_attr::kPortXmitDiscardDetails, port);
+}
+MadRequest PortVlXmitWaitQuery(std::uint16_t lid, std::uint8_t port) {
+  return Pma(lid, pma_attr::kPortVlXmitWaitCounters, port);
 }
 MadRequest PortCountersClear(std::uint16_t lid, std::uint8_t port, std::uint16_t select, std::uint8_t select2) {
   MadRequest r = Pma(lid, pma_attr::kPortCounters, port);

@@ -187,6 +187,29 @@ struct PortRcvErrorDetails {
   std::uint16_t looping_errors = 0;
 };
 
+// PortXmitDiscardDetails (IBTA 16.1.4.x, optional; libibmad's
+// IB_PC_XMT_*_DISC_F fields): why PortXmitDiscards counted. 16-bit, sticky
+// at their maximum. A switch that discards at head of queue
+// (SwHOQLifetimeLimit: a packet waited longer than the port's HOQ lifetime
+// for credits) sits where congestion starts, not behind it.
+struct PortXmitDiscardDetails {
+  std::uint8_t port_select = 0;
+  std::uint16_t inactive_discards = 0;               // the port was not Active
+  std::uint16_t neighbor_mtu_discards = 0;           // longer than the neighbour's MTU
+  std::uint16_t sw_lifetime_limit_discards = 0;      // switch lifetime limit
+  std::uint16_t sw_hoq_lifetime_limit_discards = 0;  // switch head-of-queue lifetime limit
+};
+
+// PortVLXmitWaitCounters (IBTA 16.1.4.x, optional; libibmad's
+// IB_PC_PORT_VL_XMIT_WAIT<n>_F): PortXmitWait per virtual lane, 16-bit
+// each, sticky at their maximum. Which VL waits tells which service level
+// is congested.
+inline constexpr std::size_t kVlCount = 16;
+struct PortVlXmitWait {
+  std::uint8_t port_select = 0;
+  std::array<std::uint16_t, kVlCount> wait{};
+};
+
 // PortCountersExtended (IBTA 16.1.4.11, table 247): 64-bit data counters.
 struct PortCountersExtended {
   std::uint8_t port_select = 0;
@@ -276,6 +299,8 @@ PerfClassPortInfo DecodePerfClassPortInfo(const MadBytes& mad);
 PortCounters DecodePortCounters(const MadBytes& mad);
 PortCountersExtended DecodePortCountersExtended(const MadBytes& mad);
 PortRcvErrorDetails DecodePortRcvErrorDetails(const MadBytes& mad);
+PortXmitDiscardDetails DecodePortXmitDiscardDetails(const MadBytes& mad);
+PortVlXmitWait DecodePortVlXmitWait(const MadBytes& mad);
 SmInfo DecodeSmInfo(const MadBytes& mad);
 SwitchInfo DecodeSwitchInfo(const MadBytes& mad);
 LftBlock DecodeLftBlock(const MadBytes& mad);
@@ -298,6 +323,8 @@ MadRequest PKeyBlockQuery(const MadAddress& route, std::uint8_t port, std::uint1
 MadRequest PortCountersQuery(std::uint16_t lid, std::uint8_t port);
 MadRequest PortCountersExtendedQuery(std::uint16_t lid, std::uint8_t port);
 MadRequest PortRcvErrorDetailsQuery(std::uint16_t lid, std::uint8_t port);
+MadRequest PortXmitDiscardDetailsQuery(std::uint16_t lid, std::uint8_t port);
+MadRequest PortVlXmitWaitQuery(std::uint16_t lid, std::uint8_t port);
 // PortCounters Set that zeroes the counters selected by CounterSelect (bit i
 // of `select` is the i-th counter of IBTA table 225: SymbolErrorCounter = 0
 // ... PortRcvPkts = 15) and CounterSelect2 (bit 0: PortXmitWait).

@@ -64,7 +64,9 @@ inline constexpr std::uint16_t kSmInfo = 0x0020;
 namespace pma_attr {
 inline constexpr std::uint16_t kClassPortInfo = 0x0001;
 inline constexpr std::uint16_t kPortCounters = 0x0012;
-inline constexpr std::uint16_t kPortRcvErrorDetails = 0x0015;  // optional (IBTA 16.1.4.x, A16.1.x)
+inline constexpr std::uint16_t kPortRcvErrorDetails = 0x0015;     // optional (IBTA 16.1.4.x, A16.1.x)
+inline constexpr std::uint16_t kPortXmitDiscardDetails = 0x0016;  // optional, likewise
+inline constexpr std::uint16_t kPortVlXmitWaitCounters = 0x001C;  // optional, likewise
 inline constexpr std::uint16_t kPortCountersExtended = 0x001D;
 }  // namespace pma_attr
 

@@ -316,6 +316,45 @@ function problemTable() {
 
 // --- Findings: by kind, each kind a line with its count; the list behind a click.
 
+// Congestion trees: where congestion starts (the root) and the ports that
+// only wait behind it (victims), one line per tree; the victims behind a click.
+function congestionSection() {
+  const section = document.getElementById("congestion-section");
+  const box = document.getElementById("congestion");
+  const trees = (state.alerts && state.alerts.congestion_trees) || [];
+  section.hidden = trees.length === 0;
+  const open = new Set([...box.querySelectorAll("details[open]")].map((d) => d.dataset.root));
+  box.replaceChildren();
+  for (const t of trees) {
+    const r = t.root;
+    const key = r.guid + ":" + r.port;
+    const behind = r.behind;
+    const wait = r.xmit_wait_fraction !== null ? "waiting " + fmtPercent(r.xmit_wait_fraction) : "";
+    const summary = el("summary", {},
+      el("span", { class: "sev sev-" + t.severity, text: t.loop ? "loop" : "root" }), " ",
+      portLink(r.guid, r.port, r.node),
+      behind ? el("span", {}, " → ", portLink(behind.guid, behind.port, behind.node),
+                  behind.kind === "hca" ? el("span", { class: "muted", text: " (host not draining)" }) : "") : "",
+      el("span", { class: "muted", text: " · " + [wait, t.victims.length + (t.victims.length === 1 ? " victim" : " victims"),
+                                                  t.victims.length ? "depth " + t.depth : "",
+                                                  t.hoq_discarding.length ? t.hoq_discarding.length + " discarding at head of queue" : ""]
+                                                  .filter((x) => x).join(" · ") }));
+    const details = el("details", { "data-root": key, class: "tree" }, summary);
+    const ul = el("ul", { class: "finding-list" });
+    for (const v of [...t.victims].sort((x, y) => x.hops - y.hops).slice(0, MAX_LIST)) {
+      ul.append(el("li", {}, portLink(v.guid, v.port, v.node),
+        el("span", { class: "muted", text: " " + v.hops + (v.hops === 1 ? " hop" : " hops") + " behind" +
+          (v.xmit_wait_fraction !== null ? ", waiting " + fmtPercent(v.xmit_wait_fraction) : "") +
+          (v.hoq_lifetime_discards ? ", " + fmtNum(v.hoq_lifetime_discards) + " head-of-queue discards" : "") })));
+    }
+    if (t.victims.length > MAX_LIST) ul.append(el("li", { class: "muted", text: "and " + (t.victims.length - MAX_LIST) + " more (api/v1/alerts)" }));
+    if (!t.victims.length) ul.append(el("li", { class: "muted", text: "No congested port waits behind it." }));
+    details.append(ul);
+    if (open.has(key)) details.open = true;
+    box.append(details);
+  }
+}
+
 function findingsSection() {
   const box = document.getElementById("findings");
   const list = (state.findings && state.findings.findings) || [];
@@ -929,6 +968,7 @@ async function refresh(withStructure) {
     // The first screen is up: what is wrong and where. Measured for the tests.
     requestAnimationFrame(() => { document.body.dataset.firstRender = String(Math.round(performance.now())); });
   }
+  congestionSection();
   findingsSection();
   if (withStructure && structure && structure.switches.length <= DRAW_SWITCHES && structure.cas <= DRAW_CAS) {
     state.topology = await get("api/v1/topology").catch(() => null);

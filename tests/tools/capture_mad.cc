@@ -1,7 +1,8 @@
 // capture_mad: sends one PMA query (or the SA's SMInfoRecord table)
 // through the real transport and prints the whole response MAD as hex, 32
 // bytes a line. Used to capture the bytes that unit tests decode.
-//   capture_mad pc|pce LID PORT
+//   capture_mad pc|pce|xdd|vlxw LID PORT  (PortCounters, PortCountersExtended,
+//                                       PortXmitDiscardDetails, PortVLXmitWaitCounters)
 //   capture_mad smir SM_LID 0
 
 #include <cstdio>
@@ -16,7 +17,7 @@
 int main(int argc, char** argv) {
   using namespace ibfabric::transport;
   if (argc != 4) {
-    std::fprintf(stderr, "usage: capture_mad pc|pce|smir LID PORT\n");
+    std::fprintf(stderr, "usage: capture_mad pc|pce|xdd|vlxw|smir LID PORT\n");
     return 2;
   }
   const std::string what = argv[1];
@@ -29,9 +30,11 @@ int main(int argc, char** argv) {
     return 1;
   }
   MadEngine engine(*p, {});
-  const std::vector<MadRequest> req{what == "smir"  ? SmInfoRecordTableQuery(lid)
-                                    : what == "pce" ? PortCountersExtendedQuery(lid, port)
-                                                    : PortCountersQuery(lid, port)};
+  const std::vector<MadRequest> req{what == "smir"   ? SmInfoRecordTableQuery(lid)
+                                    : what == "pce"  ? PortCountersExtendedQuery(lid, port)
+                                    : what == "xdd"  ? PortXmitDiscardDetailsQuery(lid, port)
+                                    : what == "vlxw" ? PortVlXmitWaitQuery(lid, port)
+                                                     : PortCountersQuery(lid, port)};
   const auto r = engine.Run(req);
   if (r[0].outcome != MadOutcome::kOk) {
     std::fprintf(stderr, "capture_mad: %s\n", ToString(r[0].outcome));

@@ -219,12 +219,14 @@ struct Driven {
   Bench b;
   LinkHealth health{{milliseconds(3000), 1}};
   AlertEngine engine;
+  const topology::ForwardingTables* tables = nullptr;  // congestion trees follow them when set
   explicit Driven(AlertConfig c) : engine(c) {}
   std::vector<Alert> Sweep() {
     health.Observe(b.fabric, nullptr, b.ports, b.links, b.Now(), b.Wall());
-    engine.Evaluate(health.Cables(), nullptr, b.Wall(), [](const PortRef& p) {
-      return topology::FormatGuid(p.node_guid) + "[" + std::to_string(p.port) + "]";
-    });
+    engine.Evaluate(
+        health.Cables(), nullptr, b.Wall(),
+        [](const PortRef& p) { return topology::FormatGuid(p.node_guid) + "[" + std::to_string(p.port) + "]"; },
+        &b.fabric, tables);
     ++b.sweep;
     return engine.Active();
   }
@@ -311,6 +313,56 @@ TEST(AlertEngineTest, RemotePhysicalErrorsAndCongestionAreNotACable) {
   EXPECT_EQ(active[0].cause, Cause::kCongestion);
   EXPECT_EQ(active[0].severity, Severity::kCritical);
   EXPECT_EQ(active[0].cable, topology::CableBetween(d.b.leaf2, d.b.host1));
+}
+
+TEST(AlertEngineTest, OneCongestionAlertPerTreeOnItsRootsCable) {
+  // host0 waits to send into leaf0, whose port to host1 waits: host1 does
+  // not drain. leaf0's table: host0 (LID 2) on port 1, host1 (LID 3) on 2.
+  topology::ForwardingTables tables{{0x100, {transport::kLftNoPort, 0, 1, 2}}};  // 0x100: leaf0, the first node built
+  for (const bool with_tables : {true, false}) {
+    Driven d(Quick());
+    if (with_tables) d.tables = &tables;
+    d.Sweep();
+    for (int i = 0; i < 4; ++i) {
+      d.b.Add(d.b.leaf2, Counter::kXmitWait, 600'000'000);  // 60 % of the time at QDR (1 ns a tick): critical
+      d.b.Add(d.b.host0, Counter::kXmitWait, 100'000'000);  // 10 %: a warning
+      d.Sweep();
+    }
+    const auto active = d.engine.Active();
+    if (!with_tables) {
+      // Without the tables nothing says who waits on whom: a tree each.
+      EXPECT_EQ(active.size(), 2u);
+      EXPECT_EQ(d.engine.Congestion().size(), 2u);
+      continue;
+    }
+    ASSERT_EQ(active.size(), 1u);
+    const Alert& a = active[0];
+    EXPECT_EQ(a.cause, Cause::kCongestion);
+    EXPECT_EQ(a.severity, Severity::kCritical);
+    EXPECT_EQ(a.cable, topology::CableBetween(d.b.leaf2, d.b.host1));
+    ASSERT_TRUE(a.root);
+    EXPECT_EQ(*a.root, d.b.leaf2);
+    EXPECT_EQ(a.victims, std::vector<PortRef>{d.b.host0});
+    EXPECT_EQ(a.depth, 1);
+    int victims = 0;
+    for (const Evidence& e : a.evidence) {
+      if (e.signal != "victim") continue;
+      ++victims;
+      EXPECT_NEAR(e.value, 0.1, 0.001);
+      EXPECT_NE(e.detail.find("1 hop away"), std::string::npos) << e.detail;
+    }
+    EXPECT_EQ(victims, 1);
+    EXPECT_NE(a.summary.find("(not draining): xmit_wait_fraction 0.6, 1 victim, depth 1"), std::string::npos)
+        << a.summary;
+    ASSERT_EQ(d.engine.Congestion().size(), 1u);
+    EXPECT_EQ(d.engine.Congestion()[0].severity, Severity::kCritical);
+    EXPECT_NEAR(d.engine.Congestion()[0].xmit_wait_fraction.at(d.b.host0), 0.1, 0.001);
+    // The root drains: the tree and its alert go, the victim raising none.
+    for (int i = 0; i < 6; ++i) d.Sweep();
+    EXPECT_TRUE(d.engine.Active().empty());
+    EXPECT_TRUE(d.engine.Congestion().empty());
+    EXPECT_EQ(d.engine.Raised().at(Cause::kCongestion), 1u);
+  }
 }
 
 // A bad-cable alert on host0's cable: errors in two sweeps in a row.

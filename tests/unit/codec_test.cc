@@ -105,6 +105,66 @@ TEST(CodecTest, DecodesCapturedPortCountersThroughTheEngine) {
   EXPECT_EQ(x.multicast_rcv_pkts, 0u);
 }
 
+// PortXmitDiscardDetails (attribute 0x16) from ibsim's leaf LID 1 port 3
+// after PerformanceSet of PortInactiveDiscards=1, PortNeighborMTUDiscards=2,
+// PortSwLifetimeLimitDiscards=3, PortSwHOQLifetimeLimitDiscards=4660
+// (capture_mad xdd 1 3; `perfquery -D 1 3` printed the same).
+constexpr const char* kPortXmitDiscardDetailsHex =
+    "0104018100000000000000025141768500160000000000000000000000000000"
+    "0000000000000000000000000000000000000000000000000000000000000000"
+    "0003000000010002000312340000000000000000000000000000000000000000"
+    "0000000000000000000000000000000000000000000000000000000000000000"
+    "0000000000000000000000000000000000000000000000000000000000000000"
+    "0000000000000000000000000000000000000000000000000000000000000000"
+    "0000000000000000000000000000000000000000000000000000000000000000"
+    "000000000000000025000000000000008051dc295d5500005e6dcd6c82da756e";
+
+// PortVLXmitWaitCounters (attribute 0x1C) from the same port (capture_mad
+// vlxw 1 3): ibsim answers it with every VL at 0, so the test writes values
+// into the captured reply where IBTA puts them (PortVLXmitWait[n], 16 bits
+// big-endian at data byte 4 + 2n; the data section starts at MAD byte 64).
+constexpr const char* kPortVlXmitWaitHex =
+    "0104018100000000000000022f9c6d50001c0000000000000000000000000000"
+    "0000000000000000000000000000000000000000000000000000000000000000"
+    "0003000000000000000000000000000000000000000000000000000000000000"
+    "0000000000000000000000000000000000000000000000000000000000000000"
+    "0000000000000000000000000000000000000000000000000000000000000000"
+    "0000000000000000000000000000000000000000000000000000000000000000"
+    "0000000000000000000000000000000000000000000000000000000000000000"
+    "00000000000000002500000000000000803127b98b55000027c5ba6cc4308401";
+
+TEST(CodecTest, DecodesCapturedPortXmitDiscardDetails) {
+  const MadBytes m = FromHex(kPortXmitDiscardDetailsHex);
+  EXPECT_EQ(DecodeHeader(m).attr_id, pma_attr::kPortXmitDiscardDetails);
+  const PortXmitDiscardDetails d = DecodePortXmitDiscardDetails(m);
+  EXPECT_EQ(d.port_select, 3);
+  EXPECT_EQ(d.inactive_discards, 1);
+  EXPECT_EQ(d.neighbor_mtu_discards, 2);
+  EXPECT_EQ(d.sw_lifetime_limit_discards, 3);
+  EXPECT_EQ(d.sw_hoq_lifetime_limit_discards, 4660);
+}
+
+TEST(CodecTest, DecodesPortVlXmitWaitByTheSpecsLayout) {
+  MadBytes m = FromHex(kPortVlXmitWaitHex);
+  EXPECT_EQ(DecodeHeader(m).attr_id, pma_attr::kPortVlXmitWaitCounters);
+  EXPECT_EQ(DecodePortVlXmitWait(m).wait, (std::array<std::uint16_t, kVlCount>{}));  // as ibsim answers
+  const auto put = [&m](std::size_t vl, std::uint16_t v) {
+    m[64 + 4 + 2 * vl] = static_cast<std::uint8_t>(v >> 8);
+    m[64 + 4 + 2 * vl + 1] = static_cast<std::uint8_t>(v & 0xff);
+  };
+  for (std::size_t vl = 0; vl < kVlCount; ++vl) put(vl, static_cast<std::uint16_t>(0x0100 * vl + vl + 1));
+  put(3, 0xffff);  // sticky at its maximum
+  const PortVlXmitWait w = DecodePortVlXmitWait(m);
+  EXPECT_EQ(w.port_select, 3);
+  for (std::size_t vl = 0; vl < kVlCount; ++vl) {
+    EXPECT_EQ(w.wait[vl], vl == 3 ? 0xffff : 0x0100 * vl + vl + 1) << "VL " << vl;
+  }
+  // The request asks the attribute of the port, PortSelect in the data.
+  const MadBytes q = EncodeRequest(PortVlXmitWaitQuery(7, 19), 1);
+  EXPECT_EQ(DecodeHeader(q).attr_id, pma_attr::kPortVlXmitWaitCounters);
+  EXPECT_EQ(MadData(q)[1], 19);  // PortSelect
+}
+
 TEST(CodecTest, RequestsCarryPortSelectAndClass) {
   const MadBytes m = EncodeRequest(PortCountersQuery(7, 19), 0xabcdef);
   const MadHeader h = DecodeHeader(m);

@@ -103,6 +103,16 @@ std::vector<std::uint8_t> EncodePortRcvErrorDetails(const PortRcvErrorDetails& d
   return b.bytes;
 }
 
+std::vector<std::uint8_t> EncodePortXmitDiscardDetails(const PortXmitDiscardDetails& d) {
+  Buf b(kPmaDataSize);
+  b.Set(IB_PC_PORT_SELECT_F, d.port_select);
+  b.Set(IB_PC_XMT_INACT_DISC_F, d.inactive_discards);
+  b.Set(IB_PC_XMT_NEIGH_MTU_DISC_F, d.neighbor_mtu_discards);
+  b.Set(IB_PC_XMT_SW_LIFE_DISC_F, d.sw_lifetime_limit_discards);
+  b.Set(IB_PC_XMT_SW_HOL_DISC_F, d.sw_hoq_lifetime_limit_discards);
+  return b.bytes;
+}
+
 std::vector<std::uint8_t> EncodePortCountersExtended(const PortCountersExtended& c) {
   Buf b(kPmaDataSize);
   b.Set(IB_PC_EXT_PORT_SELECT_F, c.port_select);
