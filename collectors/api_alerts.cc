@@ -126,11 +126,22 @@ json TreeToJson(const Snapshot& s, const CongestionReport& c) {
     j["xmit_wait_fraction"] = f == c.xmit_wait_fraction.end() ? json(nullptr) : json(f->second);
     auto d = c.hoq_discards.find(p);
     j["hoq_lifetime_discards"] = d == c.hoq_discards.end() ? 0 : d->second;
+    // PortXmitWait by VL since the exporter started, where the port
+    // answers PortVLXmitWaitCounters: the VL that waits names the service
+    // level that is congested.
+    auto vl = s.vl_xmit_wait->find(p);
+    if (vl != s.vl_xmit_wait->end()) j["xmit_wait_by_vl"] = vl->second.total;
     return j;
   };
   json root = port(t.root);
   const topology::Port* p = s.fabric ? s.fabric->FindPort(t.root) : nullptr;
   root["behind"] = p && p->remote ? End(s, *p->remote) : json(nullptr);
+  // An HCA behind the root: the host that is not draining, where the CAs
+  // are grouped into hosts (topology/hosts.h).
+  if (p && p->remote && s.hosts) {
+    auto h = s.hosts->of_ca.find(p->remote->node_guid);
+    if (h != s.hosts->of_ca.end()) root["behind"]["host"] = s.hosts->hosts[h->second].name;
+  }
   json victims = json::array();
   for (const topology::PortRef& v : t.victims) {
     json j = port(v);

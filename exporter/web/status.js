@@ -334,7 +334,8 @@ function congestionSection() {
       el("span", { class: "sev sev-" + t.severity, text: t.loop ? "loop" : "root" }), " ",
       portLink(r.guid, r.port, r.node),
       behind ? el("span", {}, " → ", portLink(behind.guid, behind.port, behind.node),
-                  behind.kind === "hca" ? el("span", { class: "muted", text: " (host not draining)" }) : "") : "",
+                  behind.kind === "hca" ? el("span", { class: "muted", text: behind.host ? " (host " + behind.host + " not draining)"
+                                                                                      : " (host not draining)" }) : "") : "",
       el("span", { class: "muted", text: " · " + [wait, t.victims.length + (t.victims.length === 1 ? " victim" : " victims"),
                                                   t.victims.length ? "depth " + t.depth : "",
                                                   t.hoq_discarding.length ? t.hoq_discarding.length + " discarding at head of queue" : ""]

@@ -39,7 +39,9 @@ congestion:
 class CongestionTest : public FabricSuite {
  protected:
   static void SetUpTestSuite() {
-    StartFabric(Spec(4, 2, 4, 1, 8));
+    FatTreeSpec spec = Spec(4, 2, 4, 1, 8);
+    spec.hcas_per_host = 1;  // HCAs named as rdma-ndd names them: "cn0001 mlx5_0", host cn0001
+    StartFabric(spec);
     dir_ = MakeTempDir("congestion");
     WriteFile(dir_ + "/alerts.yaml", kConfig);
   }
@@ -209,6 +211,8 @@ TEST_F(CongestionTest, AnIncastIsOneTreeRootedAtTheHostsLeafPortWithItsVictimsAn
   const json& tree = (*j)["congestion_trees"][0];
   EXPECT_EQ(Str(tree["root"]), Str(incast.root));
   EXPECT_EQ(tree["root"]["behind"]["node"], tree_->Host(1));
+  EXPECT_EQ(tree["root"]["behind"]["host"], "cn0001") << "the host that does not drain";
+  EXPECT_EQ(tree["root"]["xmit_wait_by_vl"], json(std::vector<int>(16, 0))) << "ibsim answers every VL with 0";
   ASSERT_EQ(tree["hoq_discarding"].size(), 1u);
   EXPECT_EQ(Str(tree["hoq_discarding"][0]), Str(incast.root));
   for (const auto& v : tree["victims"]) {
@@ -277,7 +281,8 @@ TEST_F(CongestionTest, AnIncastIsOneTreeRootedAtTheHostsLeafPortWithItsVictimsAn
   EXPECT_EQ((*view)["open"], true);
   EXPECT_EQ((*view)["hidden"], false);
   const std::string summary = (*view)["summary"];
-  EXPECT_EQ(summary.rfind("root " + Str(incast.root) + " → " + tree_->Host(1) + "[1] (host not draining)", 0), 0u)
+  EXPECT_EQ(summary.rfind("root " + Str(incast.root) + " → " + tree_->Host(1) + "[1] (host cn0001 not draining)", 0),
+            0u)
       << summary;
   EXPECT_NE(summary.find(std::to_string(incast.victims.size()) + " victims · depth 2"), std::string::npos) << summary;
   EXPECT_EQ((*view)["victims"].get<std::set<std::string>>(), Strs(incast.victims)) << view->dump();

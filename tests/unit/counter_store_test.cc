@@ -152,5 +152,27 @@ TEST(CounterStoreTest, WhatWasSharedNeverChangesAndIsCopiedOnlyOnce) {
   EXPECT_NE(&st.ports(), published.get());
 }
 
+// PortVLXmitWaitCounters totals: the first reading is the total, then the
+// differences; a lower reading (cleared elsewhere) is all new counts.
+TEST(VlWaitTotalsTest, FirstReadingThenDifferencesAndClears) {
+  VlWaitTotals t;
+  std::array<std::uint16_t, transport::kVlCount> raw{};
+  raw[0] = 100;
+  raw[3] = 0xffff;
+  t.Add(raw);
+  EXPECT_EQ(t.total[0], 100u);
+  EXPECT_EQ(t.total[3], 0xffffu);
+  raw[0] = 250;
+  t.Add(raw);
+  EXPECT_EQ(t.total[0], 250u);
+  EXPECT_EQ(t.total[3], 0xffffu) << "pinned: nothing seen move";
+  raw[0] = 40;  // cleared, then 40 more
+  raw[3] = 5;
+  t.Add(raw);
+  EXPECT_EQ(t.total[0], 290u);
+  EXPECT_EQ(t.total[3], 0xffffu + 5);
+  EXPECT_EQ(t.total[1], 0u);
+}
+
 }  // namespace
 }  // namespace ibfabric::collectors
