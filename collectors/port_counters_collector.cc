@@ -47,15 +47,25 @@ class PortCountersCollector final : public Collector {
     // What each PMA supports decides what is asked (capabilities' part).
     auto targets = SweepTargets(*cycle.fabric, *cycle.remembered, cycle.parts->pma);
     std::erase_if(targets, [&](const SweepTarget& t) { return !cycle.read_port(t.port); });
+    // The ports of the congestion trees link_health found last sweep.
+    std::set<topology::PortRef> congested;
+    if (cycle.parts->health) {
+      for (const CongestionReport& c : cycle.parts->health->congestion) {
+        congested.insert(c.tree.root);
+        congested.insert(c.tree.victims.begin(), c.tree.victims.end());
+      }
+    }
     for (SweepTarget& t : targets) {
       const auto it = store_.ports().find(t.port);
       const PortTotals* totals = it == store_.ports().end() ? nullptr : &it->second;
       auto never = [&](Counter c) { return !totals || !totals->present.test(Index(c)); };
       t.rcv_error_details = rcv_details_.Due(t.port, never(Counter::kLocalPhysicalErrors));
       t.xmit_discard_details = discard_details_.Due(t.port, never(Counter::kInactiveDiscards));
-      // The per-VL form of PortXmitWait: only where the PMA has PortXmitWait,
-      // and only once it moved (a port that never waited has no series).
-      t.vl_xmit_wait = t.caps.XmitWait() && vl_wait_.Due(t.port, false);
+      // The per-VL form of PortXmitWait, which tells the congested service
+      // level: from the ports of a congestion tree only, where the PMA has
+      // PortXmitWait (a busy fabric's ports all wait a little: asking every
+      // one whose PortXmitWait moved would double the sweep's PMA reads).
+      t.vl_xmit_wait = t.caps.XmitWait() && congested.count(t.port) && vl_wait_.Due(t.port, true);
     }
     plan->counters = std::move(targets);
   }
@@ -86,15 +96,14 @@ class PortCountersCollector final : public Collector {
       const auto before = store_.ports().find(r.target.port);
       const bool known = before != store_.ports().end();
       const auto total = [&](Counter c) { return known ? before->second.total[Index(c)] : 0; };
-      const std::uint64_t rcv_errors = total(Counter::kRcvErrors), discards = total(Counter::kXmitDiscards),
-                          wait = total(Counter::kXmitWait);
+      const std::uint64_t rcv_errors = total(Counter::kRcvErrors), discards = total(Counter::kXmitDiscards);
       const PortTotals& now = store_.Update(r.target.port, *r.sample, cycle.wall);
       // Whether a counter moved since the last reading (or sits pinned,
       // where its moves cannot be seen).
       auto moved = [&](Counter c, std::uint64_t was) { return now.total[Index(c)] != was || now.Pinned(Index(c)); };
       rcv_details_.Note(r.target.port, r.details, moved(Counter::kRcvErrors, rcv_errors));
       discard_details_.Note(r.target.port, r.discard_details, moved(Counter::kXmitDiscards, discards));
-      vl_wait_.Note(r.target.port, r.vl_wait, known && moved(Counter::kXmitWait, wait));
+      vl_wait_.Note(r.target.port, r.vl_wait, false);
     }
     store_.Commit();  // the ports read for the first time
     if (!sweep.vl_xmit_wait.empty()) AddVlWait(sweep);
@@ -198,7 +207,8 @@ class PortCountersCollector final : public Collector {
   std::chrono::system_clock::time_point last_sweep_{};
   // When to ask the optional attributes: PortRcvErrorDetails when
   // PortRcvErrors moved, PortXmitDiscardDetails when PortXmitDiscards
-  // did, PortVLXmitWaitCounters when PortXmitWait did.
+  // did; PortVLXmitWaitCounters of congested ports (and not where a PMA
+  // said it lacks it).
   OptionalRead rcv_details_, discard_details_, vl_wait_;
   std::shared_ptr<const VlWaitTable> vl_wait_totals_ = std::make_shared<const VlWaitTable>();
 };
@@ -290,7 +300,7 @@ void RenderPortCounters(const Snapshot& s, const Emit& out) {
       f.Finish();
     }
     if (Has(s.port_groups, PortGroup::kCongestion)) {
-      // Read only from ports whose PortXmitWait moved: every VL of those.
+      // Read only from the ports of congestion trees: every VL of those.
       FamilyParts vl(
           out, "infiniband_" + role + "_port_transmit_wait_vl_total",
           "InfiniBand " + role + " port PortVLXmitWait: PortXmitWait by virtual lane (PortVLXmitWaitCounters)",

@@ -263,7 +263,7 @@ def congestion():
     l.add(timeseries("Transmit wait by VL: top $topn switch ports", [target(
         f'topk($topn, rate(infiniband_switch_port_transmit_wait_vl_total{{{SW}}}[$__rate_interval]))',
         "{{switch}} port {{port}} VL {{vl}}")], "cps",
-        "PortVLXmitWaitCounters, read from ports whose PortXmitWait moved: which virtual lane (service level) "
+        "PortVLXmitWaitCounters, read from the ports of congestion trees: which virtual lane (service level) "
         "waits."), 12, 8)
     return dashboard("ibfabric-congestion", "InfiniBand / Congestion",
                      "Where the fabric is congested: PortXmitWait and discards.", l, topn=True)

@@ -87,6 +87,7 @@ std::set<PortRef> NextHops(const Fabric& fabric, const ForwardingTables& tables,
 
 std::vector<CongestionTree> FindCongestionTrees(const Fabric& fabric, const ForwardingTables& tables,
                                                 const std::set<PortRef>& congested) {
+  if (congested.empty()) return {};  // every sweep of a quiet fabric
   const std::vector<std::uint16_t> lids = CaLids(fabric);
   std::map<PortRef, std::vector<PortRef>> next;      // congested port -> its congested next hops
   std::map<PortRef, std::vector<PortRef>> waits_on;  // the reverse

@@ -158,7 +158,7 @@ TEST_F(CongestionTest, ACleanFabricHasNoTree) {
   EXPECT_EQ(s->Value("infiniband_congestion_trees"), 0);
   EXPECT_TRUE(s->Find("infiniband_congestion_root").empty());
   EXPECT_TRUE(s->Find("infiniband_port_congestion_role").empty());
-  // PortVLXmitWaitCounters is read only where PortXmitWait moved: nowhere.
+  // PortVLXmitWaitCounters is read only from congested ports: none.
   EXPECT_TRUE(s->Find("infiniband_switch_port_transmit_wait_vl_total").empty());
   const json j = Alerts(*e);
   EXPECT_TRUE(j["congestion_trees"].empty()) << j.dump(2);
@@ -241,8 +241,8 @@ TEST_F(CongestionTest, AnIncastIsOneTreeRootedAtTheHostsLeafPortWithItsVictimsAn
   EXPECT_EQ(s->Find("infiniband_port_congestion_role", {{"role", "root"}}).size(), 1u);
   // One congestion alert series: the victims' cables raise none.
   EXPECT_EQ(s->Find("infiniband_alert_active", {{"cause", "congestion"}}).size(), 1u);
-  // The ports whose PortXmitWait moved were asked PortVLXmitWaitCounters
-  // (ibsim answers every VL with 0); a quiet port never is.
+  // The ports of the tree were asked PortVLXmitWaitCounters (ibsim answers
+  // every VL with 0); a quiet port never is.
   EXPECT_EQ(s->Value("infiniband_switch_port_transmit_wait_vl_total",
                      {{"switch", incast.root.node}, {"port", std::to_string(incast.root.port)}, {"vl", "0"}}),
             0);
@@ -250,6 +250,12 @@ TEST_F(CongestionTest, AnIncastIsOneTreeRootedAtTheHostsLeafPortWithItsVictimsAn
                     {{"switch", incast.root.node}, {"port", std::to_string(incast.root.port)}})
                 .size(),
             16u);
+  const Endpoint victim = *incast.victims.begin();
+  EXPECT_EQ(s->Find("infiniband_switch_port_transmit_wait_vl_total",
+                    {{"switch", victim.node}, {"port", std::to_string(victim.port)}})
+                .size(),
+            16u)
+      << Str(victim);
   const Endpoint quiet = tree_->LeafUplink(4, 1);
   EXPECT_TRUE(s->Find("infiniband_switch_port_transmit_wait_vl_total",
                       {{"switch", quiet.node}, {"port", std::to_string(quiet.port)}})
