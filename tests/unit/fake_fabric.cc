@@ -62,6 +62,10 @@ void FakeFabric::SetRcvErrorDetails(int node, int port, const transport::PortRcv
   nodes_.at(node).ports.at(port).details = d;
 }
 
+void FakeFabric::SetXmitDiscardDetails(int node, int port, const transport::PortXmitDiscardDetails& d) {
+  nodes_.at(node).ports.at(port).discard_details = d;
+}
+
 transport::testing::FakeMadPort::Responder FakeFabric::Responder(int local, int local_port) {
   return [this, local, local_port](const MadAddress& to, const MadBytes& req) {
     return Answer(local, local_port, to, req);
@@ -196,6 +200,11 @@ std::optional<MadBytes> FakeFabric::Pma(const MadAddress& to, const MadBytes& re
         transport::PortRcvErrorDetails d = it->second.details;
         d.port_select = static_cast<std::uint8_t>(select);
         return EncodeResponse(req, transport::testing::EncodePortRcvErrorDetails(d));
+      }
+      if (h.attr_id == pma_attr::kPortXmitDiscardDetails && !n.no_discard_details) {
+        transport::PortXmitDiscardDetails d = it->second.discard_details;
+        d.port_select = static_cast<std::uint8_t>(select);
+        return EncodeResponse(req, transport::testing::EncodePortXmitDiscardDetails(d));
       }
       return EncodeResponse(req, {}, 0x0c);
     }

@@ -30,6 +30,8 @@ class FakeFabric {
   void DisableExtended(int node) { nodes_.at(node).no_extended = true; }
   void SetRcvErrorDetails(int node, int port, const transport::PortRcvErrorDetails& d);
   void DisableRcvErrorDetails(int node) { nodes_.at(node).no_details = true; }
+  void SetXmitDiscardDetails(int node, int port, const transport::PortXmitDiscardDetails& d);
+  void DisableXmitDiscardDetails(int node) { nodes_.at(node).no_discard_details = true; }
   // Its PMA answers PortCounters with this MAD status (0: normally).
   void SetPortCountersStatus(int node, std::uint16_t status) { nodes_.at(node).counters_status = status; }
   // PMA ClassPortInfo.CapabilityMask/2 of a node; by default switches
@@ -69,6 +71,7 @@ class FakeFabric {
     transport::PortCounters counters;
     transport::PortCountersExtended extended;
     transport::PortRcvErrorDetails details;
+    transport::PortXmitDiscardDetails discard_details;
   };
   struct FakeNode {
     std::string name;
@@ -77,7 +80,8 @@ class FakeFabric {
     std::map<int, PortState> ports;
     int num_ports = 0;
     bool no_extended = false;
-    bool no_details = false;  // PortRcvErrorDetails: unsupported attribute
+    bool no_details = false;          // PortRcvErrorDetails: unsupported attribute
+    bool no_discard_details = false;  // PortXmitDiscardDetails: likewise
     std::uint16_t counters_status = 0;
     bool silent = false;
     std::uint16_t cap_mask = 0;

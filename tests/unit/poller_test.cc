@@ -281,6 +281,58 @@ TEST(PollerTest, RcvErrorDetailsAreReadWhereSupportedAndOnlyWhenPortRcvErrorsMov
   EXPECT_EQ(scrape.Value("infiniband_switch_port_receive_errors_total", {{"guid", leaf1}, {"port", "2"}}), 9);
 }
 
+TEST(PollerTest, XmitDiscardDetailsAreReadWhereSupportedAndOnlyWhenPortXmitDiscardsMoved) {
+  const auto sent = [](const Bed& b) {
+    return b
+        .Sent()[{static_cast<int>(transport::MgmtClass::kPerformance), transport::pma_attr::kPortXmitDiscardDetails}];
+  };
+  Bed b;
+  transport::PortXmitDiscardDetails d;
+  d.sw_hoq_lifetime_limit_discards = 7;
+  d.neighbor_mtu_discards = 3;
+  b.f.SetXmitDiscardDetails(b.leaves[1], 2, d);  // leaf1 port 2 (to h11)
+  b.f.DisableXmitDiscardDetails(b.hosts[3]);     // h11's PMA lacks the attribute
+  Settle(b);
+  const int first = sent(b);
+  EXPECT_EQ(first, 16) << "every counter target once";
+  auto scrape = testbed::Scrape::Parse(exporter::Gunzip(b.holder.Get()->exposition_gz));
+  const std::string leaf1 = topology::FormatGuid(b.f.Guid(b.leaves[1]));
+  EXPECT_EQ(
+      scrape.Value("infiniband_switch_port_switch_hoq_lifetime_limit_discards_total", {{"guid", leaf1}, {"port", "2"}}),
+      7);
+  EXPECT_EQ(scrape.Value("infiniband_switch_port_neighbor_mtu_discards_total", {{"guid", leaf1}, {"port", "2"}}), 3);
+  EXPECT_EQ(scrape.Value("infiniband_switch_port_inactive_discards_total", {{"guid", leaf1}, {"port", "2"}}), 0);
+  EXPECT_EQ(scrape.Find("infiniband_hca_port_inactive_discards_total").size(), 3u) << "absent where unsupported";
+  b.Cycle();
+  EXPECT_EQ(sent(b), first);
+  // PortXmitDiscards moves: the sweep after reads that port's details.
+  transport::PortCounters c;
+  c.xmit_discards = 12;
+  b.f.SetCounters(b.leaves[1], 2, c);
+  d.sw_hoq_lifetime_limit_discards = 19;
+  b.f.SetXmitDiscardDetails(b.leaves[1], 2, d);
+  b.Cycle();
+  EXPECT_EQ(sent(b), first);
+  b.Cycle();
+  EXPECT_EQ(sent(b), first + 1);
+  scrape = testbed::Scrape::Parse(exporter::Gunzip(b.holder.Get()->exposition_gz));
+  EXPECT_EQ(
+      scrape.Value("infiniband_switch_port_switch_hoq_lifetime_limit_discards_total", {{"guid", leaf1}, {"port", "2"}}),
+      19);
+  // 12 discards a second made leaf1 port 2 a congestion tree of its own:
+  // the sweep after asked its PortVLXmitWaitCounters, which this PMA
+  // answers with an error status, so it is never asked again.
+  const auto vl_sent = [&b] {
+    return b
+        .Sent()[{static_cast<int>(transport::MgmtClass::kPerformance), transport::pma_attr::kPortVlXmitWaitCounters}];
+  };
+  EXPECT_EQ(vl_sent(), 1);
+  b.f.SetCounters(b.leaves[1], 2, transport::PortCounters{.xmit_discards = 40});
+  b.Cycle();
+  b.Cycle();
+  EXPECT_EQ(vl_sent(), 1);
+}
+
 TEST(PollerTest, HcaSeriesCarryThePortGuidAndEachDeviceItsCollectionHealth) {
   Bed b;
   Settle(b);
