@@ -6,41 +6,18 @@
 
 #include <gtest/gtest.h>
 
-#include "tests/unit/fabric_builder.h"
+#include "tests/unit/routed_tree.h"
 #include "transport/attributes.h"
 
 namespace ibfabric::topology {
 namespace {
 
-// Three leaves with two hosts each and two spines (as routing_test.cc's):
-// leaves 0-2, spines 3-4, hosts 5-10; LID = index + 1. Leaf ports 1-2 go
-// to its hosts, 3-4 to the spines; spine port 1 + l to leaf l. Host h is
-// on leaf h / 2, port h % 2 + 1, and the other leaves reach it through
-// spine h % 2.
-struct Tree {
-  testing::FabricBuilder b;
-  int leaf[3], spine[2], host[6];
-  Fabric fabric;
-  ForwardingTables tables;
-
-  Tree() {
-    for (int i = 0; i < 3; ++i) leaf[i] = b.Switch("leaf" + std::to_string(i + 1), 8);
-    for (int i = 0; i < 2; ++i) spine[i] = b.Switch("spine" + std::to_string(i + 1), 8);
-    for (int i = 0; i < 6; ++i) host[i] = b.Ca("cn" + std::to_string(i + 1));
-    for (int h = 0; h < 6; ++h) b.Link(leaf[h / 2], h % 2 + 1, host[h], 1);
-    for (int l = 0; l < 3; ++l) {
-      for (int s = 0; s < 2; ++s) b.Link(leaf[l], 3 + s, spine[s], 1 + l);
-    }
-    fabric = b.Build();
-    for (int sw = 0; sw < 5; ++sw) tables[b.Guid(sw)].assign(16, transport::kLftNoPort);
-    for (int h = 0; h < 6; ++h) {
-      for (int l = 0; l < 3; ++l) Route(leaf[l], h, l == h / 2 ? h % 2 + 1 : 3 + h % 2);
-      for (int s = 0; s < 2; ++s) Route(spine[s], h, 1 + h / 2);
-    }
-  }
-  void Route(int sw, int h, int port) {
-    tables[b.Guid(sw)][static_cast<std::size_t>(host[h] + 1)] = static_cast<std::uint8_t>(port);
-  }
+// The shared small tree (tests/unit/routed_tree.h): leaves 0-2, spines
+// 3-4, hosts 5-10; host h on leaf h / 2, the other leaves reaching it
+// through spine h % 2.
+struct Tree : testing::RoutedTree {
+  // Switch `sw` forwards host h's LID out of `port`.
+  void RouteHost(int sw, int h, int port) { Route(sw, Lid(host[h]), port); }
   PortRef P(int node, int port) const { return {b.Guid(node), static_cast<std::uint8_t>(port)}; }
   PortRef Up(int l, int s) const { return P(leaf[l], 3 + s); }     // leaf l's cable to spine s
   PortRef Down(int s, int l) const { return P(spine[s], 1 + l); }  // spine s's cable to leaf l
@@ -119,14 +96,14 @@ TEST(CongestionTest, TheForwardingTableNotTheCablingDecidesTheNextHop) {
   EXPECT_EQ(trees[0].victims, (std::vector<PortRef>{t.Up(1, 0)}));
   // The same cables, but leaf2 sends cn5 through spine2: its uplink to
   // spine1 no longer feeds that port, and each is a root of its own.
-  t.Route(t.leaf[1], 4, 4);
+  t.RouteHost(t.leaf[1], 4, 4);
   trees = t.Trees({t.Up(1, 0), t.Down(0, 2)});
   ASSERT_EQ(trees.size(), 2u);
   EXPECT_TRUE(trees[0].victims.empty());
   EXPECT_TRUE(trees[1].victims.empty());
   // And a table that sends cn1 from spine1 down to leaf3 (a wrong route)
   // makes spine1's port to leaf1 carry nothing of cn1's.
-  t.Route(t.spine[0], 0, 3);
+  t.RouteHost(t.spine[0], 0, 3);
   EXPECT_EQ(NextHops(t.fabric, t.tables, t.Down(0, 0)), (std::set<PortRef>{t.ToHost(1)}));
 }
 
@@ -141,9 +118,9 @@ TEST(CongestionTest, AnHcaWaitingToSendIsAVictimOfItsLeafsCongestedUplink) {
 TEST(CongestionTest, PortsThatWaitOnEachOtherAreOneLoopTree) {
   Tree t;
   // cn5 routed round leaf1 -> spine1 -> leaf2 -> spine2 -> leaf1 -> ...
-  t.Route(t.spine[0], 4, 2);
-  t.Route(t.leaf[1], 4, 4);
-  t.Route(t.spine[1], 4, 1);
+  t.RouteHost(t.spine[0], 4, 2);
+  t.RouteHost(t.leaf[1], 4, 4);
+  t.RouteHost(t.spine[1], 4, 1);
   // The loop's four ports, and leaf3's uplink to spine1 feeding it.
   const auto trees = t.Trees({t.Up(0, 0), t.Down(0, 1), t.Up(1, 1), t.Down(1, 0), t.Up(2, 0)});
   ASSERT_EQ(trees.size(), 1u);

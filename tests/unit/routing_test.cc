@@ -7,43 +7,17 @@
 #include <gtest/gtest.h>
 
 #include "collectors/api_json.h"
-#include "tests/unit/fabric_builder.h"
+#include "tests/unit/routed_tree.h"
 #include "transport/attributes.h"
 
 namespace ibfabric::topology {
 namespace {
 
-// Three leaves with two hosts each, two spines, one cable per pair. Node
-// indices: leaves 0-2, spines 3-4, hosts 5-10 (two per leaf); LID = index + 1.
-struct Tree {
-  testing::FabricBuilder b;
-  int leaf[3], spine[2], host[6];
-  Fabric fabric;
-  Analysis analysis;
+// The shared small tree (tests/unit/routed_tree.h) and its analyses.
+struct Tree : testing::RoutedTree {
+  Analysis analysis = Analyze(fabric);
   RoutingAnalysis routing;
-  ForwardingTables tables;
 
-  Tree() {
-    for (int i = 0; i < 3; ++i) leaf[i] = b.Switch("leaf" + std::to_string(i + 1), 8);
-    for (int i = 0; i < 2; ++i) spine[i] = b.Switch("spine" + std::to_string(i + 1), 8);
-    for (int i = 0; i < 6; ++i) host[i] = b.Ca("cn" + std::to_string(i + 1));
-    for (int h = 0; h < 6; ++h) b.Link(leaf[h / 2], h % 2 + 1, host[h], 1);  // leaf ports 1-2: hosts
-    for (int l = 0; l < 3; ++l) {
-      for (int s = 0; s < 2; ++s) b.Link(leaf[l], 3 + s, spine[s], 1 + l);  // leaf 3-4: spines; spine 1-3: leaves
-    }
-    fabric = b.Build();
-    analysis = Analyze(fabric);
-    // Balanced routes: hosts on their leaf ports, other hosts up through
-    // spine (h % 2); the spines down to the host's leaf.
-    for (int sw = 0; sw < 5; ++sw) tables[b.Guid(sw)].assign(16, transport::kLftNoPort);
-    for (int h = 0; h < 6; ++h) {
-      const auto lid = static_cast<std::size_t>(host[h] + 1);
-      for (int l = 0; l < 3; ++l) Route(leaf[l], lid, l == h / 2 ? h % 2 + 1 : 3 + h % 2);
-      for (int s = 0; s < 2; ++s) Route(spine[s], lid, 1 + h / 2);
-    }
-  }
-  void Route(int sw, std::size_t lid, int port) { tables[b.Guid(sw)][lid] = static_cast<std::uint8_t>(port); }
-  std::uint16_t Lid(int node) const { return static_cast<std::uint16_t>(node + 1); }
   std::map<FindingKind, int> Run() {
     routing = AnalyzeRouting(fabric, tables, analysis);
     std::map<FindingKind, int> out;
