@@ -75,7 +75,9 @@ for _ in $(seq 300); do grep -q "STANDBY" "$dir/opensm-standby.log" 2>/dev/null 
 # on: every 5 s (the exporter's sweep) 50 more symbol errors on host port
 # ib-leaf02[3] (10/s: a bad cable), 600M more XmitWait ticks on
 # ib-leaf03's first uplink (about 10 % of the time at QDR: congestion),
-# and every 10 s one more LinkDownedCounter on ib-leaf01's first uplink (a
+# 300M more on cn0017's port (an HCA on ib-leaf03 waiting to send behind
+# that uplink: a victim of it, so the congestion shows as a tree), and
+# every 10 s one more LinkDownedCounter on ib-leaf01's first uplink (a
 # flapping link). The fields are 16, 32 and 8 bits: each starts again
 # below its limit, which the exporter reads as a clear.
 {
@@ -91,6 +93,7 @@ for _ in $(seq 300); do grep -q "STANDBY" "$dir/opensm-standby.log" 2>/dev/null 
     if [ $(( step % 2 )) -eq 0 ]; then downs=$(( downs + 1 > 200 ? 1 : downs + 1 )); fi
     echo "PerformanceSet \"ib-leaf02\"[3] PortCounters.SymbolErrorCounter=$errors"
     echo "PerformanceSet \"ib-leaf03\"[$uplink] PortCounters.PortXmitWait=$wait_ticks"
+    echo "PerformanceSet \"cn0017\"[1] PortCounters.PortXmitWait=$(( wait_ticks / 2 ))"
     echo "PerformanceSet \"ib-leaf01\"[$uplink] PortCounters.LinkDownedCounter=$downs"
   done
 ) >&3 &
@@ -99,7 +102,7 @@ pids+=($!)
 port="${listen##*:}"
 echo
 echo "demo.sh: simulated fabric: $leaves leaves, $spines spines, $(( leaves * hosts )) hosts (files in $dir)"
-echo "demo.sh: faults: symbol errors rising on ib-leaf02[3], congestion on ib-leaf03[$uplink], ib-leaf01[$uplink] flapping, ib-leaf02[$uplink] at 1xQDR, ib-leaf01 cabled to ib-leaf02"
+echo "demo.sh: faults: symbol errors rising on ib-leaf02[3], congestion rooted at ib-leaf03[$uplink] (cn0017 waiting behind it), ib-leaf01[$uplink] flapping, ib-leaf02[$uplink] at 1xQDR, ib-leaf01 cabled to ib-leaf02"
 echo "demo.sh: open http://localhost:${port}/ (status page), http://localhost:${port}/metrics and http://localhost:${port}/api/v1/alerts  (Ctrl-C stops everything)"
 echo "demo.sh: inject more faults with: echo 'PerformanceSet \"ib-leaf01\"[2] PortCounters.PortRcvErrors=7' > $dir/console"
 echo

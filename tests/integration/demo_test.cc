@@ -57,6 +57,7 @@ TEST(DemoTest, EveryKindOfCableProblemIsAlertedWithinAMinute) {
       {"miswiring", "ib-leaf01[17] - ib-leaf02[17]"},
   };
   std::map<std::string, std::string> got;
+  std::vector<std::string> victims;  // of the congestion alert's tree
   std::string body;
   auto alerts = [&] {
     got.clear();
@@ -66,8 +67,17 @@ TEST(DemoTest, EveryKindOfCableProblemIsAlertedWithinAMinute) {
     body = r.out;
     const json j = json::parse(body, nullptr, false);
     if (!j.is_object() || !j.contains("active")) return false;
-    for (const json& a : j.at("active")) got[a.at("cause").get<std::string>()] = CableOf(a);
-    return got == want;
+    victims.clear();
+    for (const json& a : j.at("active")) {
+      got[a.at("cause").get<std::string>()] = CableOf(a);
+      if (a.contains("congestion")) {
+        for (const json& v : a["congestion"]["victims"]) {
+          victims.push_back(v.at("node").get<std::string>() + "[" + std::to_string(v.at("port").get<int>()) + "]");
+        }
+      }
+    }
+    // The HCA waiting to send behind the congested uplink is its victim.
+    return got == want && victims == std::vector<std::string>{"cn0017[1]"};
   };
   // The demo starts ibsim and two subnet managers before the exporter (a
   // few seconds), and the exporter sweeps every 5 s: a minute after it
@@ -85,6 +95,7 @@ TEST(DemoTest, EveryKindOfCableProblemIsAlertedWithinAMinute) {
       << body << "\n"
       << ReadFile(dir + "/demo.log");
   for (const auto& [cause, cable] : want) EXPECT_EQ(got[cause], cable) << cause;
+  EXPECT_EQ(victims, std::vector<std::string>{"cn0017[1]"});
 
   demo->Stop(std::chrono::milliseconds(10000));
   // Everything it started is gone with it: ibsim's socket is free again.
