@@ -261,9 +261,11 @@ void AlertEngine::GroupCongestion(const std::vector<CableHealth>& cables, const 
       if (end.rates->Known(Signal::kXmitHoqDiscards) && end.rates->Delta(Signal::kXmitHoqDiscards) > 0) {
         const std::uint64_t n = end.rates->Delta(Signal::kXmitHoqDiscards);
         report.hoq_discards[p] = n;
-        hoq.push_back({"hoq_lifetime_discards", p == tree.root ? (p == end.cable.a ? 0 : 1) : -1,
+        // At the root its end says where; elsewhere in the tree the detail.
+        const bool at_root = p == tree.root;
+        hoq.push_back({"hoq_lifetime_discards", at_root ? (p == end.cable.a ? 0 : 1) : -1,
                        end.rates->PerSecond(Signal::kXmitHoqDiscards), "per_second", n, end.rates->window_seconds,
-                       std::nullopt, describe(p) + " discarded " + std::to_string(n) + " packets at head of queue"});
+                       std::nullopt, at_root ? "" : "at " + describe(p)});
       }
     }
     report.severity = worst.value_or(Severity::kWarning);

@@ -18,6 +18,7 @@ const SIGNAL_LABEL = {
   local_link_integrity_errors: "link integrity errors", excessive_buffer_overrun_errors: "buffer overruns",
   xmit_discards: "discards", xmit_wait: "XmitWait ticks", rcv_data: "received", rcv_packets: "packets received",
   bit_error_rate: "bit error rate", packet_drop_rate: "packet drop rate", xmit_wait_fraction: "waiting to send",
+  hoq_lifetime_discards: "head-of-queue discards", victim: "victim waiting",
 };
 const FINDING_STATE = {
   same_tier_link: "miswired", skip_tier_link: "miswired", ca_on_non_leaf: "miswired", ca_to_ca: "miswired",
@@ -104,6 +105,11 @@ function timeCell(iso, unix) {
 // One evidence entry as a short phrase: "symbol errors 49.8/s", "bit error
 // rate 1.9e-4", "waiting to send 12 %", "3 link downs", or its detail.
 function evidenceText(e) {
+  const text = valueText(e);
+  // A value that is about one port of a tree (a victim, a discarding port) names it.
+  return e.value !== undefined && e.detail ? text + " (" + e.detail + ")" : text;
+}
+function valueText(e) {
   const label = SIGNAL_LABEL[e.signal] || e.signal.replace(/_/g, " ");
   if (e.value !== undefined && e.unit === "per_second") {
     return e.signal === "rcv_data" ? label + " " + fmtBytes(e.value * 4) + "/s" : label + " " + fmtNum(e.value) + "/s";

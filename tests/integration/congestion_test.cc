@@ -201,7 +201,7 @@ TEST_F(CongestionTest, AnIncastIsOneTreeRootedAtTheHostsLeafPortWithItsVictimsAn
     signals.insert(ev["signal"].get<std::string>());
     if (ev["signal"] == "victim") victim_lines.insert(ev["detail"].get<std::string>());
     if (ev["signal"] == "hoq_lifetime_discards") {
-      hoq_at_root = ev["detail"].get<std::string>().rfind(Str(incast.root) + " discarded", 0) == 0;
+      hoq_at_root = ev["end"].is_number() && Str(alert["ends"][ev["end"].get<int>()]) == Str(incast.root);
       EXPECT_GT(ev["delta"].get<double>(), 0);
     }
   }
@@ -292,6 +292,22 @@ TEST_F(CongestionTest, AnIncastIsOneTreeRootedAtTheHostsLeafPortWithItsVictimsAn
       << summary;
   EXPECT_NE(summary.find(std::to_string(incast.victims.size()) + " victims · depth 2"), std::string::npos) << summary;
   EXPECT_EQ((*view)["victims"].get<std::set<std::string>>(), Strs(incast.victims)) << view->dump();
+  // The problem line is the tree's one alert; its evidence names each victim.
+  ASSERT_TRUE(browser->Click("#problems tr.problem[data-causes~=congestion] td.what", &error)) << error;
+  ASSERT_TRUE(browser->WaitFor("return document.querySelector('#problems tr.evidence .evidence-list') !== null;",
+                               seconds(10), &error))
+      << error;
+  const auto lines = browser->Execute(
+      "return [...document.querySelectorAll('#problems tr.evidence .evidence-list li')].map((li) => li.textContent);",
+      &error);
+  ASSERT_TRUE(lines) << error;
+  for (const Endpoint& v : incast.victims) {
+    bool named = false;
+    for (const auto& line : *lines)
+      named |= line.get<std::string>().find("victim waiting") == 0 &&
+               line.get<std::string>().find(Str(v) + " waits behind the root") != std::string::npos;
+    EXPECT_TRUE(named) << Str(v) << " in " << lines->dump();
+  }
   EXPECT_TRUE(browser->Screenshot(std::string(IBFABRIC_ARTIFACT_DIR) + "/status-congestion.png", &error)) << error;
 }
 
