@@ -1,5 +1,6 @@
 #include "collectors/routing_collector.h"
 
+#include <algorithm>
 #include <optional>
 
 #include "collectors/render.h"
@@ -20,7 +21,8 @@ class RoutingCollector final : public Collector {
   Outcome Update(const Cycle& cycle) override {
     Outcome out;
     if (!cycle.scope.reports_topology()) return out;
-    if (cycle.trigger == Trigger::kFullWalk || cycle.trigger == Trigger::kRewalk) {
+    // Copied (Mutable) only when a switch is gone: a snapshot shares them.
+    if (std::any_of(tables_->begin(), tables_->end(), [&](const auto& e) { return Gone(cycle, e.first); })) {
       DropGone(cycle, &Mutable(), [](std::uint64_t g) { return g; });
     }
     std::set<std::uint64_t> read;
@@ -33,13 +35,16 @@ class RoutingCollector final : public Collector {
       // The forwarding tables of these switches (all at a full walk); a
       // re-walk keeps the others'.
       const auto& info = cycle.reads->SwitchInfo(*cycle.fabric, &read, &out.problems);
-      const auto lft = topology::ReadForwardingTables(topology::Part(*cycle.fabric, read), info, *cycle.engine);
+      auto lft = topology::ReadForwardingTables(topology::Part(*cycle.fabric, read), info, *cycle.engine);
       out.problems.insert(out.problems.end(), lft.problems.begin(), lft.problems.end());
-      if (!lft.tables.empty()) {
-        topology::ForwardingTables& tables = Mutable();
-        for (const auto& [g, t] : lft.tables) tables[g] = t;
-      }
       read_any = !lft.tables.empty();
+      if (read_any) {
+        // The tables just read, and the others as they were: a new map, so
+        // that a full walk copies none of the old ones a snapshot holds.
+        auto tables = std::make_shared<topology::ForwardingTables>(std::move(lft.tables));
+        tables->insert(tables_->begin(), tables_->end());  // keeps the new ones
+        tables_ = std::move(tables);
+      }
       retry_.Note(*cycle.fabric, read, [&](const topology::Node& n) { return !tables_->count(n.guid); });
     }
     if (analysis_due_.Due(cycle, !read.empty())) {

@@ -78,16 +78,18 @@ inline std::set<std::uint64_t> NodesToRead(const Cycle& cycle, TableRetry* retry
   return cycle.fresh;
 }
 
+// Whether node `guid` is gone as of this run: after a full walk, not in the
+// fabric; after a re-walk, found gone by it; on any other run, never.
+inline bool Gone(const Cycle& cycle, std::uint64_t guid) {
+  if (cycle.trigger == Trigger::kFullWalk) return cycle.fabric->FindNode(guid) == nullptr;
+  return cycle.trigger == Trigger::kRewalk && cycle.gone.count(guid) > 0;
+}
+
 // Drops the entries of `table` (keyed by node GUID, or by a PortRef) whose
-// node is gone: after a full walk those not in the fabric, after a re-walk
-// those it found gone.
+// node is Gone.
 template <typename Map, typename NodeOf>
 void DropGone(const Cycle& cycle, Map* table, NodeOf node_of) {
-  if (cycle.trigger == Trigger::kFullWalk) {
-    std::erase_if(*table, [&](const auto& e) { return cycle.fabric->FindNode(node_of(e.first)) == nullptr; });
-  } else if (cycle.trigger == Trigger::kRewalk) {
-    std::erase_if(*table, [&](const auto& e) { return cycle.gone.count(node_of(e.first)) > 0; });
-  }
+  std::erase_if(*table, [&](const auto& e) { return Gone(cycle, node_of(e.first)); });
 }
 
 }  // namespace ibfabric::collectors
