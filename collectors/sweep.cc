@@ -77,13 +77,13 @@ SweepResult Sweep(const std::vector<SweepTarget>& targets, const std::vector<Lin
   reqs.reserve(targets.size() * 2 + targets.size() / 8);
   // A port's reads, by kind: where each is among `reqs` (kNone: not asked).
   enum Read : std::size_t { kBasic, kExt, kRcvDetails, kXmitDetails, kVlWait, kReads };
-  constexpr std::size_t kNone = static_cast<std::size_t>(-1);
-  std::vector<std::array<std::size_t, kReads>> index(targets.size());
+  constexpr std::uint32_t kNone = static_cast<std::uint32_t>(-1);
+  std::vector<std::array<std::uint32_t, kReads>> index(targets.size());  // 4 bytes a read: 80k ports
   for (std::size_t i = 0; i < targets.size(); ++i) {
     const auto& t = targets[i];
     index[i].fill(kNone);
     auto ask = [&](Read what, transport::MadRequest r) {
-      index[i][what] = reqs.size();
+      index[i][what] = static_cast<std::uint32_t>(reqs.size());
       reqs.push_back(std::move(r));
     };
     ask(kBasic, transport::PortCountersQuery(t.lid, t.port.port));
@@ -102,7 +102,7 @@ SweepResult Sweep(const std::vector<SweepTarget>& targets, const std::vector<Lin
   // Which target each counter request is for.
   std::vector<std::uint32_t> target_of(first_check);
   for (std::size_t i = 0; i < targets.size(); ++i) {
-    for (const std::size_t q : index[i]) {
+    for (const std::uint32_t q : index[i]) {
       if (q != kNone) target_of[q] = static_cast<std::uint32_t>(i);
     }
   }
@@ -180,7 +180,7 @@ SweepResult Sweep(const std::vector<SweepTarget>& targets, const std::vector<Lin
   std::vector<std::uint8_t> awaited(targets.size(), 0);
   for (std::size_t i = 0; i < targets.size(); ++i) {
     awaited[i] = static_cast<std::uint8_t>(
-        std::count_if(index[i].begin(), index[i].end(), [](std::size_t q) { return q != kNone; }));
+        std::count_if(index[i].begin(), index[i].end(), [](std::uint32_t q) { return q != kNone; }));
   }
   std::unordered_map<std::size_t, transport::MadResult> held;  // request index -> result, ports still awaited
   std::set<std::uint16_t> moved_lids;
@@ -213,11 +213,11 @@ SweepResult Sweep(const std::vector<SweepTarget>& targets, const std::vector<Lin
     }
     std::array<const transport::MadResult*, kReads> results{};
     for (std::size_t k = 0; k < kReads; ++k) {
-      const std::size_t at = index[i][k];
+      const std::uint32_t at = index[i][k];
       results[k] = at == kNone ? nullptr : at == q ? &m : &held.at(at);
     }
     out.readings[i] = reading(i, results);
-    for (const std::size_t at : index[i]) {
+    for (const std::uint32_t at : index[i]) {
       if (at != kNone && at != q) held.erase(at);
     }
   });
