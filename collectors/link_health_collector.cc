@@ -95,10 +95,6 @@ class LinkHealthCollector final : public Collector {
 // depth, and each congested port's part in its tree.
 void RenderCongestion(const Snapshot& s, const Emit& out) {
   const HealthReport& h = *s.health;
-  const auto port_labels = [&](const topology::PortRef& p) {
-    return std::vector<ClientMetric::Label>{
-        {"guid", FormatGuid(p.node_guid)}, {"node", LabelOf(s, p.node_guid).name}, {"port", std::to_string(p.port)}};
-  };
   auto roots = Family("infiniband_congestion_root",
                       "1 for each port at the root of a congestion tree (its transmit waits and none of the ports "
                       "its traffic goes on to does), with what is behind it and the tree's size",
@@ -112,28 +108,26 @@ void RenderCongestion(const Snapshot& s, const Emit& out) {
                      MetricType::Gauge);
   for (const CongestionReport& c : h.congestion) {
     const topology::CongestionTree& t = c.tree;
-    auto labels = port_labels(t.root);
+    // The root's cable, root first; its far end empty when not known.
     const topology::Port* p = s.fabric->FindPort(t.root);
     const bool known = p && p->remote;
-    labels.push_back({"remote_guid", known ? FormatGuid(p->remote->node_guid) : ""});
-    labels.push_back({"remote_node", known ? LabelOf(s, p->remote->node_guid).name : ""});
-    labels.push_back({"remote_port", known ? std::to_string(p->remote->port) : ""});
+    auto labels = known ? CableLabels(s, {t.root, *p->remote}) : EndLabels(s, t.root);
+    if (!known) {
+      for (const char* remote : {"remote_guid", "remote_node", "remote_port"}) labels.push_back({remote, ""});
+    }
     labels.push_back({"loop", t.loop ? "true" : "false"});
     Add(roots, std::move(labels), 1);
-    Add(victims, port_labels(t.root), static_cast<double>(t.victims.size()));
-    Add(depth, port_labels(t.root), t.depth);
-    auto r = port_labels(t.root);
-    r.insert(r.end(),
-             {ClientMetric::Label{"role", "root"}, ClientMetric::Label{"root_guid", FormatGuid(t.root.node_guid)},
-              ClientMetric::Label{"root_port", std::to_string(t.root.port)}});
-    Add(role, std::move(r), 1);
-    for (const topology::PortRef& v : t.victims) {
-      auto l = port_labels(v);
-      l.insert(l.end(),
-               {ClientMetric::Label{"role", "victim"}, ClientMetric::Label{"root_guid", FormatGuid(t.root.node_guid)},
-                ClientMetric::Label{"root_port", std::to_string(t.root.port)}});
+    Add(victims, EndLabels(s, t.root), static_cast<double>(t.victims.size()));
+    Add(depth, EndLabels(s, t.root), t.depth);
+    const auto add_role = [&](const topology::PortRef& port, const char* what) {
+      auto l = EndLabels(s, port);
+      l.push_back({"role", what});
+      l.push_back({"root_guid", FormatGuid(t.root.node_guid)});
+      l.push_back({"root_port", std::to_string(t.root.port)});
       Add(role, std::move(l), 1);
-    }
+    };
+    add_role(t.root, "root");
+    for (const topology::PortRef& v : t.victims) add_role(v, "victim");
   }
   EmitNonEmpty(out, roots);
   EmitNonEmpty(out, victims);
@@ -188,10 +182,7 @@ void RenderLinkHealth(const Snapshot& s, const Emit& out) {
     for (const CableHealth& c : h.cables) {
       for (const EndRates* end : {&c.a, &c.b}) {
         if (!(end->*value)) continue;
-        f.Add({{"guid", FormatGuid(end->port.node_guid)},
-               {"node", LabelOf(s, end->port.node_guid).name},
-               {"port", std::to_string(end->port.port)}},
-              *(end->*value));
+        f.Add(EndLabels(s, end->port), *(end->*value));
       }
     }
     f.Finish();

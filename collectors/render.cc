@@ -107,13 +107,14 @@ bool OwnsNodeHealth(const Snapshot& s, std::uint64_t guid) {
   return shard && *shard == s.scope.shard;
 }
 
+std::vector<ClientMetric::Label> EndLabels(const Snapshot& s, const topology::PortRef& p) {
+  return {{"guid", FormatGuid(p.node_guid)}, {"node", LabelOf(s, p.node_guid).name}, {"port", std::to_string(p.port)}};
+}
+
 std::vector<ClientMetric::Label> CableLabels(const Snapshot& s, const topology::Link& l) {
-  return {{"guid", FormatGuid(l.a.node_guid)},
-          {"node", LabelOf(s, l.a.node_guid).name},
-          {"port", std::to_string(l.a.port)},
-          {"remote_guid", FormatGuid(l.b.node_guid)},
-          {"remote_node", LabelOf(s, l.b.node_guid).name},
-          {"remote_port", std::to_string(l.b.port)}};
+  auto labels = EndLabels(s, l.a);
+  for (auto& remote : EndLabels(s, l.b)) labels.push_back({"remote_" + remote.name, std::move(remote.value)});
+  return labels;
 }
 
 }  // namespace ibfabric::collectors

@@ -73,7 +73,10 @@ bool OwnsNode(const Snapshot& s, std::uint64_t guid);
 // all (topology::HealthShard; the owner by GUID may read none of its
 // ports), never a local one; for an HCA, the reader of any of its ports.
 bool OwnsNodeHealth(const Snapshot& s, std::uint64_t guid);
-// A cable: both ends by GUID (unique) and name (readable).
+// One end of a cable: guid, node (its name) and port.
+std::vector<prometheus::ClientMetric::Label> EndLabels(const Snapshot& s, const topology::PortRef& p);
+// A cable: both ends by GUID (unique) and name (readable); the second end's
+// labels are remote_guid, remote_node and remote_port.
 std::vector<prometheus::ClientMetric::Label> CableLabels(const Snapshot& s, const topology::Link& l);
 
 }  // namespace ibfabric::collectors
