@@ -6,6 +6,7 @@
 
 #include "collectors/api_json.h"
 #include "collectors/iso8601.h"
+#include "config/text.h"
 
 namespace ibfabric::collectors {
 namespace {
@@ -180,20 +181,20 @@ bool ParseAlertFilter(const std::multimap<std::string, std::string>& params, Ale
       } else if (value == "critical") {
         f.severity = Severity::kCritical;
       } else {
-        *error = "severity must be warning or critical, not '" + value.substr(0, 40) + "'";
+        *error = "severity must be warning or critical, not '" + config::Excerpt(value, 40) + "'";
         return false;
       }
     } else if (key == "node") {
       if (!ParseNodeParameter(value, &f.node, error)) return false;
     } else if (key == "state") {
       if (value != "active" && value != "cleared" && value != "all") {
-        *error = "state must be active, cleared or all, not '" + value.substr(0, 40) + "'";
+        *error = "state must be active, cleared or all, not '" + config::Excerpt(value, 40) + "'";
         return false;
       }
       f.active = value != "cleared";
       f.cleared = value != "active";
     } else {
-      *error = "unknown parameter '" + key.substr(0, 40) + "' (severity, node, state)";
+      *error = "unknown parameter '" + config::Excerpt(key, 40) + "' (severity, node, state)";
       return false;
     }
   }
@@ -322,7 +323,7 @@ bool ParsePortQuery(const std::multimap<std::string, std::string>& params, topol
       }
       number = static_cast<int>(n);
     } else {
-      *error = "unexpected parameter '" + k.substr(0, 40) + "' (use guid and port, once each)";
+      *error = "unexpected parameter '" + config::Excerpt(k, 40) + "' (use guid and port, once each)";
       return false;
     }
   }
@@ -390,7 +391,7 @@ bool ParseNodeQuery(const std::multimap<std::string, std::string>& params, std::
   std::optional<std::uint64_t> g;
   for (const auto& [k, v] : params) {
     if (k != "guid" || g) {
-      *error = "unexpected parameter '" + k.substr(0, 40) + "' (use guid, once)";
+      *error = "unexpected parameter '" + config::Excerpt(k, 40) + "' (use guid, once)";
       return false;
     }
     g = ParseGuid(v, error);
@@ -453,7 +454,7 @@ bool ParseHostQuery(const std::multimap<std::string, std::string>& params, std::
   std::optional<std::string> n;
   for (const auto& [k, v] : params) {
     if (k != "name" || n) {
-      *error = "unexpected parameter '" + k.substr(0, 40) + "' (use name, once)";
+      *error = "unexpected parameter '" + config::Excerpt(k, 40) + "' (use name, once)";
       return false;
     }
     if (v.empty() || v.size() > 200) {

@@ -27,6 +27,14 @@ inline constexpr int kTopologySchemaVersion = 1;
 inline constexpr int kAlertsSchemaVersion = 1;
 inline constexpr int kSubnetManagersSchemaVersion = 1;
 
+// Every body's text: compact JSON in which a string that is not valid
+// UTF-8 (nlohmann::json would throw type_error.316) has its bad bytes
+// replaced by U+FFFD. What a request said is made valid before it is
+// quoted (config/text.h); this is the guard for anything else.
+inline std::string Dump(const nlohmann::json& j) {
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 // A node's type as nodes[].type says it: "switch", "ca", "router", "unknown".
 const char* NodeTypeName(topology::NodeKind kind);
 

@@ -8,6 +8,7 @@
 #include <map>
 
 #include "collectors/api_json.h"
+#include "config/text.h"
 
 namespace ibfabric::collectors {
 namespace {
@@ -167,12 +168,12 @@ bool ParseSearchQuery(const std::multimap<std::string, std::string>& params, Sea
       errno = 0;
       const long n = std::strtol(value.c_str(), &stop, 10);
       if (value.empty() || *stop != '\0' || errno != 0 || n < 1 || n > 200) {
-        *error = "limit must be a number from 1 to 200, not '" + value.substr(0, 40) + "'";
+        *error = "limit must be a number from 1 to 200, not '" + config::Excerpt(value, 40) + "'";
         return false;
       }
       q.limit = static_cast<int>(n);
     } else {
-      *error = "unknown parameter '" + key.substr(0, 40) + "' (q, limit)";
+      *error = "unknown parameter '" + config::Excerpt(key, 40) + "' (q, limit)";
       return false;
     }
   }
@@ -260,7 +261,7 @@ json SearchJson(const Fabric& f, const Analysis* a, const SearchQuery& query, co
   }
   add_hosts_up_to(3);
   return {{"schema_version", kTopologySchemaVersion},
-          {"query", query.text},
+          {"query", config::ValidUtf8(query.text)},
           {"total", total},
           {"results", std::move(results)}};
 }

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "collectors/api_json.h"
+#include "config/text.h"
 #include "topology/link_rate.h"
 #include "topology/partitions.h"
 #include "topology/routing.h"
@@ -163,7 +164,7 @@ json PortJson(const Fabric& f, const Port& p) {
 bool EachParameterOnce(const std::multimap<std::string, std::string>& params, std::string* error) {
   for (const auto& [key, value] : params) {
     if (params.count(key) > 1) {
-      *error = "parameter '" + key.substr(0, 40) + "' given more than once";
+      *error = "parameter '" + config::Excerpt(key, 40) + "' given more than once";
       return false;
     }
   }
@@ -192,7 +193,7 @@ bool ParseTopologyQuery(const std::multimap<std::string, std::string>& params, T
       } else if (value == "findings") {
         q.view = TopologyQuery::View::kFindings;
       } else {
-        *error = "view must be full, summary or findings, not '" + value.substr(0, 40) + "'";
+        *error = "view must be full, summary or findings, not '" + config::Excerpt(value, 40) + "'";
         return false;
       }
     } else if (key == "node") {
@@ -200,12 +201,13 @@ bool ParseTopologyQuery(const std::multimap<std::string, std::string>& params, T
     } else if (key == "tier") {
       int tier = 0;
       if (!ParseTier(value, &tier)) {
-        *error = "tier must be leaf, spine, core, unranked, tierN or a number, not '" + value.substr(0, 40) + "'";
+        *error =
+            "tier must be leaf, spine, core, unranked, tierN or a number, not '" + config::Excerpt(value, 40) + "'";
         return false;
       }
       q.tier = tier;
     } else {
-      *error = "unknown parameter '" + key.substr(0, 40) + "' (view, node, tier)";
+      *error = "unknown parameter '" + config::Excerpt(key, 40) + "' (view, node, tier)";
       return false;
     }
   }
@@ -228,7 +230,7 @@ TopologyWriter::TopologyWriter(const TopologyParts& parts, TopologyQuery query)
       if (by_name && by_tier) selected_.insert(n.guid);
     }
     if (!named) {
-      error_ = "no node named '" + query_.node.substr(0, 80) + "' in the fabric";
+      error_ = "no node named '" + config::Excerpt(query_.node, 80) + "' in the fabric";
       return;
     }
   }
@@ -387,7 +389,7 @@ bool TopologyWriter::WriteNext(std::string* out) {
     return false;
   }
   if (written_++ > 0) out->push_back(',');
-  out->append(next.dump());
+  out->append(Dump(next));
   ++index_;
   return true;
 }
@@ -398,7 +400,7 @@ bool TopologyWriter::Next(std::string* out, std::size_t max) {
   while (part_ != Part::kDone && out->size() < max) {
     switch (part_) {
       case Part::kHead: {
-        std::string head = Head().dump();
+        std::string head = Dump(Head());
         head.pop_back();  // the arrays follow before the object's "}"
         out->append(head);
         part_ = query_.view == TopologyQuery::View::kFull       ? Part::kNodes

@@ -3,6 +3,7 @@
 #include <prometheus/text_serializer.h>
 
 #include <chrono>
+#include <map>
 #include <sstream>
 #include <string>
 
@@ -204,6 +205,18 @@ void RenderSelf(const Snapshot& s, std::string_view version, const Emit& out) {
           static_cast<double>(stale));
 }
 
+// The HTTP endpoint's error replies. 500 is always there (0 until one is
+// sent), so that increase() sees the first one.
+void RenderHttp(const Snapshot& s, const Emit& out) {
+  auto errors =
+      Family("infiniband_exporter_http_errors_total",
+             "HTTP replies with an error status (400 or more) since start, by status code", MetricType::Counter);
+  std::map<int, std::uint64_t> codes = s.http_errors;
+  codes.emplace(500, 0);
+  for (const auto& [code, n] : codes) Add(errors, {{"code", std::to_string(code)}}, static_cast<double>(n));
+  out(std::move(errors));
+}
+
 }  // namespace
 
 std::string RenderExposition(const Snapshot& snapshot, std::string_view version) {
@@ -236,7 +249,10 @@ void RenderExposition(const Snapshot& snapshot, std::string_view version, std::o
   for (const auto& c : Registry()) {
     if (snapshot.Enabled(c.name)) c.render(snapshot, emit);
   }
-  if (snapshot.fabric) RenderSelf(snapshot, version, emit);
+  if (snapshot.fabric) {
+    RenderSelf(snapshot, version, emit);
+    RenderHttp(snapshot, emit);
+  }
   text.flush();
 }
 

@@ -150,6 +150,9 @@ struct Snapshot {
   std::chrono::system_clock::time_point published{};
   std::size_t discovery_unanswered = 0;      // what the last full walk got no answer to (merged from the one before)
   std::uint64_t incomplete_discoveries = 0;  // full walks that missed answers
+  // HTTP replies with a status of 400 or more since start, by status (as of
+  // this publication; exporter/http_stats.h).
+  std::map<int, std::uint64_t> http_errors;
   // The metrics exposition of this snapshot, rendered once when it is
   // published straight into gzip (exporter/gzip.h), and kept only so: a
   // gzip scrape is served these bytes, a plain one streams them inflated.

@@ -5,6 +5,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "config/text.h"
+
 namespace ibfabric::config {
 
 bool ParseFile(const std::string& path, const TextParser& parse, std::string* error) {
@@ -15,8 +17,12 @@ bool ParseFile(const std::string& path, const TextParser& parse, std::string* er
   }
   std::stringstream ss;
   ss << f.rdbuf();
-  std::string why;
-  if (parse(ss.str(), &why)) return true;
+  const std::string text = ss.str();
+  // Every file read here is text that ends up in names, label values and
+  // JSON (YAML and JSON require UTF-8 anyway): a byte that is not UTF-8 is
+  // refused here, naming its line, rather than breaking a scrape later.
+  std::string why = Utf8Problem(text);
+  if (why.empty() && parse(text, &why)) return true;
   const std::string kLine = "line ";
   *error = why.rfind(kLine, 0) == 0 ? path + ":" + why.substr(kLine.size()) : path + ": " + why;
   return false;

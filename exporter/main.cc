@@ -182,6 +182,8 @@ int Main(int argc, char** argv) {
   };
 
   SnapshotHolder holder;
+  HttpStats http_stats;
+  poller_options.http = &http_stats;
   Poller poller(engine, poller_options, holder, log, std::move(restored));
 
   if (cfg.once) {
@@ -195,7 +197,7 @@ int Main(int argc, char** argv) {
   http_options.port = cfg.listen_port;
   http_options.telemetry_path = cfg.telemetry_path;
   http_options.web = web;
-  HttpServer http(holder, std::move(http_options));
+  HttpServer http(holder, std::move(http_options), &http_stats, &log);
   if (!http.Start(&error)) {
     std::cerr << "ibfabric_exporter: " << error << "\n";
     return error.rfind("invalid --web.config.file", 0) == 0 ? 2 : 1;

@@ -244,6 +244,7 @@ void Poller::Publish() {
   s->phase_mads = phase_mads_;
   s->last_success = last_success_;
   s->published = std::chrono::system_clock::now();
+  if (options_.http) s->http_errors = options_.http->Errors();
   if (options_.port_groups_auto) {
     std::size_t ports = 0;
     if (s->fabric) {

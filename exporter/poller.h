@@ -23,6 +23,7 @@
 #include "collectors/snapshot.h"
 #include "collectors/state.h"
 #include "exporter/fabric_tracker.h"
+#include "exporter/http_stats.h"
 #include "exporter/snapshot_holder.h"
 #include "transport/mad_engine.h"
 
@@ -43,6 +44,8 @@ struct PollerOptions {
   // collectors::AutoPortGroups decides for the fabric's size instead.
   collectors::PortGroups port_groups = collectors::PortGroups().set();
   bool port_groups_auto = true;
+  // The HTTP endpoint's error replies, copied into each Snapshot (null: none).
+  const HttpStats* http = nullptr;
 };
 
 // Ownership: borrows engine, holder and logger; they outlive the poller.

@@ -1,44 +1,98 @@
 #!/usr/bin/env bash
-# Builds the parser fuzz targets with clang's libFuzzer (plus ASan and
-# UBSan) and runs each for SECONDS (default 20) from its seed corpus. Exits
-# non-zero on any crash, leak or sanitizer report. Run by ctest.
-#   scripts/fuzz.sh [SECONDS] [BUILD_DIR]
+# Builds the fuzz targets with clang's libFuzzer (plus ASan and UBSan) and
+# runs each for SECONDS (default 20) from its seed corpus. Exits non-zero on
+# any crash, leak or sanitizer report. Run by ctest.
+#   scripts/fuzz.sh [SECONDS] [OUT_DIR] [BUILD_DIR]
+# The parser targets need nothing built. The HTTP target (tests/fuzz/
+# http_fuzz.cc) is built when BUILD_DIR, a CMake build of the project, is
+# given: the HTTP layer and the JSON API are compiled instrumented, the rest
+# is linked from that build's libraries (compiled by g++, uninstrumented).
+# A crash input (OUT_DIR/crash-*) that was fixed is kept in the target's
+# corpus (tests/fuzz/corpus/TARGET/regression-*), so every run replays it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-20}"
 out="${2:-build/fuzz}"
+build="${3:-}"
 mkdir -p "$out"
 cxx=$(command -v clang++ || command -v clang++-14)
 common=(-std=c++20 -O1 -g -fno-sanitize-recover=undefined -I.)
-sources=(topology/plan.cc topology/plan_diff.cc topology/partition_plan.cc config/config_file.cc config/yaml.cc topology/analysis.cc topology/link_rate.cc topology/fabric.cc topology/hosts.cc topology/node_name_map.cc)
-# The parsers are compiled once (instrumented for the fuzzer, not linked
-# with its main) and linked into each target: a fresh build compiles each
-# source once, not once per target.
-mkdir -p "$out/obj"
-objects=()
+# Compiles each source once into $out/obj (instrumented for the fuzzer, not
+# linked with its main), again only when it or a header changed; in the
+# background, collected by wait_objects. objects_of names the objects.
 pids=()
-for src in "${sources[@]}"; do
+compile() {  # compile SRC [extra flags...]
+  local src="$1"
+  shift
+  local obj
   obj="$out/obj/$(echo "$src" | tr / _).o"
-  if [ ! -f "$obj" ] || [ -n "$(find "$src" topology/*.h config/*.h -newer "$obj" 2>/dev/null)" ]; then
+  if [ ! -f "$obj" ] || [ -n "$(find "$src" topology/*.h config/*.h collectors/*.h exporter/*.h transport/*.h -newer "$obj" 2>/dev/null)" ]; then
     rm -f "$obj"
-    "$cxx" "${common[@]}" -fsanitize=fuzzer-no-link,address,undefined -c "$src" -o "$obj" &
+    "$cxx" "${common[@]}" "$@" -fsanitize=fuzzer-no-link,address,undefined -c "$src" -o "$obj" &
     pids+=($!)
   fi
-  objects+=("$obj")
-done
-for pid in "${pids[@]}"; do wait "$pid" || { echo "fuzz: compiling the parsers failed"; exit 1; }; done
-for target in plan_net plan_json plan_yaml partition_plan node_name_map; do
-  bin="$out/${target}_fuzz"
-  if [ ! -x "$bin" ] || [ -n "$(find tests/fuzz/${target}_fuzz.cc "${objects[@]}" -newer "$bin" 2>/dev/null)" ]; then
-    "$cxx" "${common[@]}" -fsanitize=fuzzer,address,undefined "tests/fuzz/${target}_fuzz.cc" "${objects[@]}" \
-      -lyaml-cpp -o "$bin"
+}
+objects_of() { for src in "$@"; do echo "$out/obj/$(echo "$src" | tr / _).o"; done; }
+wait_objects() {
+  for pid in "${pids[@]}"; do wait "$pid" || { echo "fuzz: compiling failed"; exit 1; }; done
+  pids=()
+}
+# Links target $1 from tests/fuzz/$1_fuzz.cc and the objects and libraries after it.
+link() {
+  local target="$1"
+  shift
+  local bin="$out/${target}_fuzz"
+  local inputs=()
+  for a in "$@"; do [ -f "$a" ] && inputs+=("$a"); done
+  if [ ! -x "$bin" ] || [ -n "$(find "${inputs[@]}" -newer "$bin")" ]; then
+    "$cxx" "${common[@]}" -fsanitize=fuzzer,address,undefined "$@" -o "$bin"
   fi
-  work="$out/corpus-$target"
+}
+run() {  # run TARGET [libFuzzer flags...]
+  local target="$1"
+  shift
+  local work="$out/corpus-$target"
   mkdir -p "$work"
   echo "fuzz: $target for ${seconds}s"
-  "$bin" -max_total_time="$seconds" -max_len=4096 -print_final_stats=0 -artifact_prefix="$out/" \
+  "$out/${target}_fuzz" -max_total_time="$seconds" -print_final_stats=0 -artifact_prefix="$out/" "$@" \
     "$work" "tests/fuzz/corpus/$target" \
     > "$out/$target.log" 2>&1 || { tail -40 "$out/$target.log"; echo "fuzz: $target FAILED"; exit 1; }
   grep -E "^#[0-9]+.*DONE" "$out/$target.log" | tail -1 || true
+}
+
+mkdir -p "$out/obj"
+parsers=(topology/plan.cc topology/plan_diff.cc topology/partition_plan.cc config/config_file.cc config/yaml.cc
+  config/text.cc topology/analysis.cc topology/link_rate.cc topology/fabric.cc topology/hosts.cc
+  topology/node_name_map.cc)
+targets=(plan_net plan_json plan_yaml partition_plan node_name_map)
+for src in "${parsers[@]}"; do compile "$src"; done
+for target in "${targets[@]}"; do compile "tests/fuzz/${target}_fuzz.cc"; done
+http=()
+if [ -n "$build" ]; then
+  # The HTTP layer and what it writes back, instrumented; httplib's
+  # compile definitions as its pkg-config gives them (the class layout
+  # depends on them).
+  read -r -a httplib_flags <<< "$(pkg-config --cflags cpp-httplib)"
+  http=(tests/fuzz/http_fuzz.cc tests/testbed/http_reply.cc exporter/http_routes.cc collectors/api_alerts.cc
+    collectors/api_structure.cc collectors/api_topology.cc collectors/api_subnet_managers.cc)
+  for src in "${http[@]}"; do compile "$src" "${httplib_flags[@]}"; done
+fi
+wait_objects
+
+mapfile -t parser_objects < <(objects_of "${parsers[@]}")
+for target in "${targets[@]}"; do
+  mapfile -t target_object < <(objects_of "tests/fuzz/${target}_fuzz.cc")
+  link "$target" "${target_object[@]}" "${parser_objects[@]}" -lyaml-cpp
+  run "$target" -max_len=4096
 done
+if [ -n "$build" ]; then
+  mapfile -t http_objects < <(objects_of "${http[@]}" config/text.cc)
+  # Static libraries last, those that use others first.
+  link http "${http_objects[@]}" "$build/exporter/libibfabric_exporter_lib.a" \
+    "$build/tests/libibfabric_fake_fabric.a" "$build/collectors/libibfabric_collectors.a" \
+    "$build/topology/libibfabric_topology.a" "$build/config/libibfabric_config.a" \
+    "$build/transport/libibfabric_transport_fake.a" "$build/transport/libibfabric_transport.a" \
+    -lprometheus-cpp-core -lyaml-cpp -lcpp-httplib -lssl -lcrypto -lcrypt -lz -libmad -libumad -lpthread
+  run http -max_len=16384 -dict=tests/fuzz/http.dict
+fi
 echo "fuzz: all targets ran without a crash"

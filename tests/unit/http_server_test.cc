@@ -12,10 +12,16 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <ostream>
+#include <stdexcept>
+#include <thread>
 #include <tuple>
 
+#include "collectors/log.h"
 #include "exporter/gzip.h"
+#include "exporter/http_routes.h"
 #include "tests/testbed/certificates.h"
 
 namespace ibfabric::exporter {
@@ -325,6 +331,117 @@ TEST(HttpServerTest, OnlyGetAndHeadOnKnownPathsWithinSizeLimits) {
   // A body is never read: the method is refused first.
   EXPECT_EQ(status("POST /metrics" + tail + "Content-Length: 1000000\r\n\r\n"), "HTTP/1.1 405 Method Not Allowed");
   http.Stop();
+}
+
+// A server on a swept snapshot that counts its error replies.
+struct Served {
+  SnapshotHolder holder;
+  HttpStats stats;
+  HttpServer http{holder, Options(), &stats};
+  bool Start() {
+    holder.Publish(Swept("x 1\n"));
+    std::string error;
+    EXPECT_TRUE(http.Start(&error)) << error;
+    return error.empty();
+  }
+};
+
+// Issue 41: what a request says comes back valid UTF-8, cut whole.
+TEST(HttpServerTest, BadBytesInAQueryAreQuotedBackAsValidUtf8) {
+  Served served;
+  ASSERT_TRUE(served.Start());
+  HttpServer& http = served.http;
+  HttpStats& stats = served.stats;
+  httplib::Client c("127.0.0.1", http.bound_port());
+  const auto refusal = [&c](const std::string& path) {
+    auto r = c.Get(path);
+    EXPECT_TRUE(r) << path;
+    if (!r) return std::string();
+    EXPECT_EQ(r->status, 400) << path;
+    EXPECT_FALSE(r->has_header("EXCEPTION_WHAT")) << path;
+    EXPECT_TRUE(nlohmann::json::accept(r->body)) << r->body;
+    return nlohmann::json::parse(r->body).value("error", "");
+  };
+  const std::string fffd = "\xEF\xBF\xBD";
+  EXPECT_EQ(refusal("/api/v1/alerts?severity=%ff%fe"),
+            "severity must be warning or critical, not '" + fffd + fffd + "'");
+  EXPECT_EQ(refusal("/api/v1/alerts?x%c0%af=1"), "unknown parameter 'x" + fffd + fffd + "' (severity, node, state)");
+  EXPECT_EQ(refusal("/api/v1/topology?view=" + std::string(39, 'a') + "%c3%a9b"),
+            "view must be full, summary or findings, not '" + std::string(39, 'a') + "\xC3\xA9...'");
+  EXPECT_EQ(refusal("/api/v1/search?limit=%ed%a0%80"),
+            "limit must be a number from 1 to 200, not '" + fffd + fffd + fffd + "'");
+  http.Stop();
+  EXPECT_EQ(stats.Errors(), (std::map<int, std::uint64_t>{{400, 4}}));
+}
+
+// httplib alone kept such a connection open for its keep-alive timeout and
+// read the rest of the request as more requests.
+TEST(HttpServerTest, AnUnparsableRequestIsAnsweredOnceAndItsConnectionClosed) {
+  Served served;
+  ASSERT_TRUE(served.Start());
+  HttpServer& http = served.http;
+  HttpStats& stats = served.stats;
+  const std::vector<std::pair<std::string, std::string>> cases{
+      {"GET /healthz HTTP/9\r\nConnection: close\r\n\r\nGET /healthz HTTP/1.1\r\n\r\n", "HTTP/1.1 400 Bad Request"},
+      {"GET /healthz HTTP/1.1\r\nX-Long: " + std::string(9000, 'a') + "\r\n\r\n", "HTTP/1.1 400 Bad Request"},
+      {"GET /" + std::string(9000, 'a') + " HTTP/1.1\r\n\r\n", "HTTP/1.1 414 URI Too Long"},
+      {"HEAD /healthz HTTP/1.1\r\nX-Long: " + std::string(9000, 'a') + "\r\n\r\n", "HTTP/1.1 400 Bad Request"},
+  };
+  for (const auto& [request, status] : cases) {
+    const auto start = std::chrono::steady_clock::now();
+    RawClient raw(http.bound_port());
+    ASSERT_TRUE(raw.connected());
+    raw.Send(request);
+    const std::string all = raw.ReadAll();  // until the server closes
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2)) << status;
+    EXPECT_EQ(all.substr(0, all.find("\r\n")), status);
+    EXPECT_NE(all.find("Connection: close\r\n"), std::string::npos) << all;
+    EXPECT_EQ(all.find("Keep-Alive"), std::string::npos) << all;
+    EXPECT_EQ(all.find("HTTP/1.1", 1), std::string::npos) << "one reply only: " << all;
+  }
+  http.Stop();
+  EXPECT_EQ(stats.Errors(), (std::map<int, std::uint64_t>{{400, 3}, {414, 1}}));
+}
+
+// An exception a handler did not expect: a generic 500 whose text is only
+// in the log, once however often it happens, and counted.
+TEST(HttpServerTest, AnUnexpectedExceptionIsAGeneric500LoggedOnceAndCounted) {
+  SnapshotHolder holder;
+  holder.Publish(Swept("x 1\n"));
+  HttpStats stats;
+  collectors::Logger log(collectors::LogLevel::kInfo);
+  httplib::Server server;
+  HttpRoutes routes(holder, Options(), &stats, &log);
+  routes.Install(server);
+  server.Get("/boom", [](const httplib::Request&, httplib::Response& res) {
+    res.set_header("X-Half-Done", "1");
+    throw std::runtime_error("secret internals: /var/lib/state 0xdeadbeef");
+  });
+  const int port = server.bind_to_any_port("127.0.0.1");
+  ASSERT_GT(port, 0);
+  std::thread serving([&server] { server.listen_after_bind(); });
+  while (!server.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  httplib::Client c("127.0.0.1", port);
+  testing::internal::CaptureStderr();
+  for (int i = 0; i < 3; ++i) {
+    auto r = c.Get("/boom");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 500);
+    EXPECT_EQ(r->body, "{\"error\":\"internal error\"}\n");
+    for (const auto& [k, v] : r->headers) {
+      EXPECT_EQ(v.find("secret"), std::string::npos) << k;
+      EXPECT_NE(k, "EXCEPTION_WHAT");
+      EXPECT_NE(k, "X-Half-Done");
+    }
+  }
+  server.stop();
+  serving.join();
+  const std::string logged = testing::internal::GetCapturedStderr();
+  std::size_t lines = 0;
+  for (std::size_t at = 0; (at = logged.find("secret internals", at)) != std::string::npos; ++at) ++lines;
+  EXPECT_EQ(lines, 1u) << logged;
+  EXPECT_NE(logged.find("path=\"/boom\""), std::string::npos) << logged;
+  EXPECT_EQ(stats.Errors(), (std::map<int, std::uint64_t>{{500, 3}}));
 }
 
 TEST(HttpServerTest, SlowClientsDoNotStallAScrape) {

@@ -155,6 +155,21 @@ TEST(MetricsTest, InfoAndSelfMetrics) {
 
 // A family of more series than one part holds (render.h FamilyParts) is
 // still one family: one HELP and TYPE, every series once with its value.
+// The HTTP endpoint's error replies by status; 500 is there at 0 before
+// any, so that increase() sees the first.
+TEST(MetricsTest, HttpErrorRepliesByStatusWith500AlwaysThere) {
+  collectors::Snapshot s = Build();
+  Scrape m = Scrape::Parse(collectors::RenderExposition(s, "1.2.3"));
+  ASSERT_EQ(m.Find("infiniband_exporter_http_errors_total").size(), 1u);
+  EXPECT_EQ(m.Value("infiniband_exporter_http_errors_total", {{"code", "500"}}), 0.0);
+  s.http_errors = {{400, 7}, {404, 2}, {500, 1}};
+  m = Scrape::Parse(collectors::RenderExposition(s, "1.2.3"));
+  EXPECT_EQ(m.Find("infiniband_exporter_http_errors_total").size(), 3u);
+  EXPECT_EQ(m.Value("infiniband_exporter_http_errors_total", {{"code", "400"}}), 7.0);
+  EXPECT_EQ(m.Value("infiniband_exporter_http_errors_total", {{"code", "404"}}), 2.0);
+  EXPECT_EQ(m.Value("infiniband_exporter_http_errors_total", {{"code", "500"}}), 1.0);
+}
+
 TEST(MetricsTest, AFamilyWrittenInPartsIsOneFamily) {
   collectors::Snapshot s;
   std::vector<topology::Node> nodes;

@@ -1,0 +1,406 @@
+#include "exporter/http_routes.h"
+
+#include <httplib.h>
+#include <openssl/sha.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdlib>
+#include <exception>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "collectors/api_json.h"
+#include "config/text.h"
+#include "exporter/gzip.h"
+#include "exporter/status_assets.h"
+
+namespace ibfabric::exporter {
+
+namespace {
+
+// RFC 4648 base64 (the Basic credentials' encoding); nullopt when malformed.
+std::optional<std::string> DecodeBase64(const std::string& in) {
+  static constexpr std::string_view kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  if (in.empty() || in.size() % 4 != 0) return std::nullopt;
+  std::string out;
+  std::uint32_t acc = 0;
+  int bits = 0;
+  std::size_t pad = 0;
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    if (in[i] == '=') {
+      if (i + 2 < in.size() || ++pad > 2) return std::nullopt;
+      continue;
+    }
+    if (pad > 0) return std::nullopt;
+    const auto v = kAlphabet.find(in[i]);
+    if (v == std::string_view::npos) return std::nullopt;
+    acc = (acc << 6) | static_cast<std::uint32_t>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out.push_back(static_cast<char>((acc >> bits) & 0xff));
+    }
+  }
+  return out;
+}
+
+std::string Sha256(const std::string& s) {
+  std::array<unsigned char, SHA256_DIGEST_LENGTH> d{};
+  SHA256(reinterpret_cast<const unsigned char*>(s.data()), s.size(), d.data());
+  return std::string(d.begin(), d.end());
+}
+
+constexpr const char* kJson = "application/json";
+
+// A JSON API's answer: the body and a newline.
+void Json(httplib::Response& res, const nlohmann::json& body) { res.set_content(collectors::Dump(body) + "\n", kJson); }
+
+// A JSON API's refusal: the status and {"error": "<one line>"}.
+void JsonError(httplib::Response& res, int status, const std::string& why) {
+  res.status = status;
+  Json(res, nlohmann::json{{"error", why}});
+}
+
+// A JSON API's query string read by `parse` (collectors/api_json.h: false
+// with a one-line reason); on a bad one, answers 400 with it and is false.
+template <typename T>
+bool ParseQuery(const httplib::Request& req, httplib::Response& res,
+                bool (*parse)(const std::multimap<std::string, std::string>&, T*, std::string*), T* out) {
+  std::string why;
+  if (parse(std::multimap<std::string, std::string>(req.params.begin(), req.params.end()), out, &why)) return true;
+  JsonError(res, 400, why);
+  return false;
+}
+
+constexpr std::size_t kMaxHeaders = 100;
+constexpr std::size_t kMaxHeaderBytes = 32 * 1024;
+constexpr std::size_t kMetricsSlice = 64 * 1024;  // what one write of a scrape's body sends
+
+// The codings an Accept-Encoding lists: each one's name and its whole
+// entry (name and parameters, e.g. "gzip;q=0.5"), blanks around trimmed.
+struct Coding {
+  std::string name;
+  std::string entry;
+};
+std::vector<Coding> Codings(const std::string& accept) {
+  std::vector<Coding> out;
+  std::size_t start = 0;
+  while (start < accept.size()) {
+    std::size_t end = accept.find(',', start);
+    if (end == std::string::npos) end = accept.size();
+    const std::string token = accept.substr(start, end - start);
+    start = end + 1;
+    const auto first = token.find_first_not_of(" \t");
+    if (first == std::string::npos) continue;
+    const auto name_end = token.find_first_of(" \t;", first);
+    out.push_back({token.substr(first, name_end == std::string::npos ? std::string::npos : name_end - first),
+                   token.substr(first)});
+  }
+  return out;
+}
+
+// Accept-Encoding without brotli. httplib prefers brotli whenever a client
+// offers it (browsers do) and compresses at quality 11: about 30 s of CPU
+// for a 10 MB exposition. gzip costs ~0.1 s and is what Prometheus asks for.
+// httplib takes "br" anywhere in the header for an offer of brotli (a
+// coding "xbr", a parameter "q=br"), so every entry holding it goes.
+std::string WithoutBrotli(const std::string& accept) {
+  std::string out;
+  for (const Coding& c : Codings(accept)) {
+    if (c.entry.find("br") == std::string::npos) out += (out.empty() ? "" : ", ") + c.entry;
+  }
+  return out;
+}
+
+// Whether an Accept-Encoding takes gzip: a "gzip", "x-gzip" or "*" coding
+// whose q is not 0 (RFC 9110 12.5.3).
+bool AcceptsGzip(const std::string& accept) {
+  for (const Coding& c : Codings(accept)) {
+    if (c.name != "gzip" && c.name != "x-gzip" && c.name != "*") continue;
+    const auto q = c.entry.find("q=");
+    if (q == std::string::npos || std::strtod(c.entry.c_str() + q + 2, nullptr) > 0) return true;
+  }
+  return false;
+}
+
+// httplib adds REMOTE_ADDR to a request once its request line and headers
+// parsed; a reply to one without it is httplib's own 400 or 414.
+bool Parsed(const httplib::Request& req) { return req.has_header("REMOTE_ADDR"); }
+
+// httplib keeps a connection open after a request it could not parse
+// (only a parsed "Connection: close" ends it), and then reads the rest of
+// that request as more requests. A body whose provider reports failure
+// once it has written everything ends the connection after the reply.
+void AnswerAndClose(const httplib::Request& req, httplib::Response& res) {
+  // Not known to be a HEAD request (it did not parse): the body is sent,
+  // which is what makes the connection end; as it is, uncompressed.
+  auto& request = const_cast<httplib::Request&>(req);
+  request.method = "GET";
+  request.headers.erase("Accept-Encoding");
+  // (500: httplib's answer when a socket number is past what select() takes.)
+  auto body = std::make_shared<std::string>(res.status == 414   ? "request URI too long\n"
+                                            : res.status >= 500 ? "too many connections\n"
+                                                                : "bad request\n");
+  res.body.clear();
+  res.set_content_provider(body->size(), "text/plain",
+                           [body](std::size_t offset, std::size_t, httplib::DataSink& sink) {
+                             sink.write(body->data() + offset, body->size() - offset);
+                             return false;
+                           });
+}
+
+}  // namespace
+
+HttpRoutes::HttpRoutes(const SnapshotHolder& holder, const HttpOptions& options, HttpStats* stats,
+                       collectors::Logger* log)
+    : holder_(holder), options_(options), stats_(stats), log_(log) {
+  // A hash of nothing anybody knows, at the users' cost: an unknown user
+  // costs as much as a known one, so timing does not tell which names exist.
+  if (!options_.web.basic_auth_users.empty()) {
+    const std::string& some = options_.web.basic_auth_users.begin()->second;
+    decoy_hash_ = HashPassword(Sha256(some), std::stoi(some.substr(4, 2)));
+  }
+}
+
+bool HttpRoutes::Authorized(const std::string& authorization) {
+  const auto& users = options_.web.basic_auth_users;
+  if (users.empty()) return true;
+  if (authorization.size() < 6 || authorization.compare(0, 6, "Basic ") != 0) return false;
+  const std::string digest = Sha256(authorization);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (verified_.count(digest)) return true;
+  }
+  const auto decoded = DecodeBase64(authorization.substr(6));
+  if (!decoded) return false;
+  const auto colon = decoded->find(':');
+  if (colon == std::string::npos) return false;
+  const auto user = users.find(decoded->substr(0, colon));
+  const std::string password = decoded->substr(colon + 1);
+  // bcrypt per scrape would cost ~50 ms of CPU each; a credential that
+  // passed once is remembered by its digest only.
+  const bool ok = CheckPassword(password, user == users.end() ? decoy_hash_ : user->second) && user != users.end();
+  if (ok) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (verified_.size() >= 64) verified_.clear();
+    verified_.insert(digest);
+  }
+  return ok;
+}
+
+void HttpRoutes::LogException(const std::string& path, const std::string& what) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    // At most 64 texts remembered: a flood of distinct ones is logged, never held.
+    if (logged_.count(what) || logged_.size() >= 64) return;
+    logged_.insert(what);
+  }
+  if (log_) {
+    log_->Error("unexpected exception answering a request",
+                "path=\"" + config::Excerpt(path, 200) + "\" error=\"" + config::Excerpt(what, 400) + "\"");
+  }
+}
+
+void HttpRoutes::Install(httplib::Server& server) {
+  if (!options_.web.headers.empty()) {
+    server.set_default_headers(httplib::Headers(options_.web.headers.begin(), options_.web.headers.end()));
+  }
+  server.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    // httplib hands handlers a const Request it owns; what it decides on
+    // when it writes any reply, refusals too, is rewritten first. Ranges
+    // (parsed before routing) are not served: every body goes whole, and
+    // the scrape's text is read from its start only.
+    auto& request = const_cast<httplib::Request&>(req);
+    request.ranges.clear();
+    request.headers.erase("Range");
+    if (req.has_header("Accept-Encoding")) {
+      const std::string accept = WithoutBrotli(req.get_header_value("Accept-Encoding"));
+      request.headers.erase("Accept-Encoding");
+      if (!accept.empty()) request.headers.emplace("Accept-Encoding", accept);
+    }
+    if (req.method != "GET" && req.method != "HEAD") {
+      res.status = 405;
+      res.set_header("Allow", "GET, HEAD");
+      res.set_content("method not allowed: only GET and HEAD\n", "text/plain");
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    std::size_t header_bytes = 0;
+    for (const auto& [k, v] : req.headers) header_bytes += k.size() + v.size() + 4;
+    if (req.headers.size() > kMaxHeaders || header_bytes > kMaxHeaderBytes) {
+      res.status = 431;
+      res.set_content("request headers too large\n", "text/plain");
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    // Probes stay open so that kubelet and systemd need no password.
+    if (req.path != "/healthz" && req.path != "/readyz" && !Authorized(req.get_header_value("Authorization"))) {
+      res.status = 401;
+      res.set_header("WWW-Authenticate", "Basic realm=\"ibfabric_exporter\", charset=\"UTF-8\"");
+      res.set_content("unauthorized\n", "text/plain");
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+  // Only for replies of 400 and more, before their headers are made.
+  server.set_error_handler(
+      httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
+        if (Parsed(req)) return httplib::Server::HandlerResponse::Unhandled;
+        AnswerAndClose(req, res);
+        return httplib::Server::HandlerResponse::Handled;
+      }));
+  // Every reply, once its headers are made and before they are sent.
+  server.set_post_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (stats_) stats_->CountReply(res.status);
+    if (!Parsed(req)) {
+      res.headers.erase("Keep-Alive");
+      res.set_header("Connection", "close");
+    }
+  });
+  server.set_exception_handler([this](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
+    std::string what = "an exception of unknown type";
+    try {
+      std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    LogException(req.path, what);
+    // Whatever the handler had set goes; the web config's headers stay.
+    res = httplib::Response();
+    res.version = "HTTP/1.1";
+    for (const auto& header : options_.web.headers) res.set_header(header.first, header.second);
+    JsonError(res, 500, "internal error");
+  });
+
+  const std::string metrics_path = options_.telemetry_path;
+  server.Get(metrics_path, [this](const httplib::Request& req, httplib::Response& res) {
+    auto snap = holder_.Get();
+    constexpr const char* kType = "text/plain; version=0.0.4; charset=utf-8";
+    res.set_header("Vary", "Accept-Encoding");
+    // The snapshot holds the exposition compressed once (exporter/gzip.h),
+    // and the providers keep it alive. httplib would compress a chunked
+    // response again for a client that accepts gzip: it must not see that
+    // header once this handler has chosen.
+    const bool gzip = AcceptsGzip(req.get_header_value("Accept-Encoding"));
+    const_cast<httplib::Headers&>(req.headers).erase("Accept-Encoding");
+    if (gzip) {
+      res.set_header("Content-Encoding", "gzip");
+      res.set_content_provider(
+          snap->exposition_gz.size(), kType, [snap](std::size_t offset, std::size_t length, httplib::DataSink& sink) {
+            return sink.write(snap->exposition_gz.data() + offset, std::min(length, kMetricsSlice));
+          });
+      return;
+    }
+    // Plain: inflated slice by slice as it is sent, never whole.
+    auto reader = std::make_shared<GunzipReader>(snap->exposition_gz);
+    res.set_content_provider(
+        snap->exposition_bytes, kType,
+        [snap, reader, slice = std::string()](std::size_t, std::size_t, httplib::DataSink& sink) mutable {
+          if (!reader->Next(&slice, kMetricsSlice)) return false;
+          return sink.write(slice.data(), slice.size());
+        });
+  });
+  server.Get("/api/v1/topology", [this](const httplib::Request& req, httplib::Response& res) {
+    collectors::TopologyQuery query;
+    if (!ParseQuery(req, res, collectors::ParseTopologyQuery, &query)) return;
+    auto snap = holder_.Get();
+    if (!snap->topology) return JsonError(res, 503, "no discovery has completed yet");
+    // Written a piece at a time as it is sent (tens of MB for a whole big
+    // fabric); the writer borrows the snapshot, which the provider keeps.
+    const collectors::TopologyParts parts{snap->fabric.get(),     snap->topology.get(), snap->routing.get(),
+                                          snap->partitions.get(), &snap->scope,         snap->hosts.get()};
+    auto writer = std::make_shared<collectors::TopologyWriter>(parts, std::move(query));
+    if (!writer->error().empty()) return JsonError(res, 404, writer->error());
+    res.set_chunked_content_provider(
+        kJson, [snap, writer, piece = std::string()](std::size_t, httplib::DataSink& sink) mutable {
+          if (!writer->Next(&piece, kMetricsSlice)) {
+            sink.done();
+            return true;
+          }
+          return sink.write(piece.data(), piece.size());
+        });
+  });
+  server.Get("/api/v1/alerts", [this](const httplib::Request& req, httplib::Response& res) {
+    collectors::AlertFilter filter;
+    if (!ParseQuery(req, res, collectors::ParseAlertFilter, &filter)) return;
+    Json(res, collectors::AlertsJson(*holder_.Get(), filter));
+  });
+  server.Get("/api/v1/structure", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!req.params.empty()) return JsonError(res, 400, "/api/v1/structure takes no parameters");
+    auto snap = holder_.Get();
+    if (!snap->topology) return JsonError(res, 503, "no discovery has completed yet");
+    Json(res, collectors::StructureJson(*snap->fabric, *snap->topology));
+  });
+  server.Get("/api/v1/search", [this](const httplib::Request& req, httplib::Response& res) {
+    collectors::SearchQuery query;
+    if (!ParseQuery(req, res, collectors::ParseSearchQuery, &query)) return;
+    auto snap = holder_.Get();
+    if (!snap->topology) return JsonError(res, 503, "no discovery has completed yet");
+    Json(res, collectors::SearchJson(*snap->fabric, snap->topology.get(), query, snap->hosts.get()));
+  });
+  server.Get("/api/v1/node", [this](const httplib::Request& req, httplib::Response& res) {
+    std::uint64_t guid = 0;
+    if (!ParseQuery(req, res, collectors::ParseNodeQuery, &guid)) return;
+    const nlohmann::json j = collectors::NodeDetailJson(*holder_.Get(), guid);
+    if (j.is_null()) return JsonError(res, 404, "no such node in the fabric");
+    Json(res, j);
+  });
+  server.Get("/api/v1/host", [this](const httplib::Request& req, httplib::Response& res) {
+    std::string name;
+    if (!ParseQuery(req, res, collectors::ParseHostQuery, &name)) return;
+    const nlohmann::json j = collectors::HostDetailJson(*holder_.Get(), name);
+    if (j.is_null()) return JsonError(res, 404, "no host named '" + config::Excerpt(name, 80) + "'");
+    Json(res, j);
+  });
+  server.Get("/api/v1/port", [this](const httplib::Request& req, httplib::Response& res) {
+    topology::PortRef port;
+    if (!ParseQuery(req, res, collectors::ParsePortQuery, &port)) return;
+    const nlohmann::json j = collectors::PortDetailJson(*holder_.Get(), port);
+    if (j.is_null()) return JsonError(res, 404, "no such port in the fabric");
+    Json(res, j);
+  });
+  server.Get("/api/v1/subnet_managers", [this](const httplib::Request&, httplib::Response& res) {
+    auto snap = holder_.Get();
+    if (!snap->subnet_managers) {
+      return JsonError(res, snap->scope.reports_topology() ? 503 : 404,
+                       snap->scope.reports_topology()
+                           ? "no sweep has completed yet"
+                           : "this exporter does not watch subnet managers (scope " +
+                                 std::string(topology::ToString(snap->scope.kind)) + " or a shard other than 0)");
+    }
+    Json(res, collectors::SubnetManagersJson(*snap->subnet_managers, snap->published));
+  });
+  server.Get("/healthz",
+             [](const httplib::Request&, httplib::Response& res) { res.set_content("ok\n", "text/plain"); });
+  server.Get("/readyz", [this](const httplib::Request&, httplib::Response& res) {
+    if (holder_.Get()->sweeps == 0) {
+      res.status = 503;
+      res.set_content("no sweep completed yet\n", "text/plain");
+      return;
+    }
+    res.set_content("ok\n", "text/plain");
+  });
+  // The status page: three embedded files that load nothing from elsewhere,
+  // which the Content-Security-Policy makes the browser enforce.
+  const auto page = [](std::string body, const char* type) {
+    return [body = std::move(body), type](const httplib::Request&, httplib::Response& res) {
+      res.set_header("Content-Security-Policy",
+                     "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; "
+                     "base-uri 'none'; form-action 'none'; frame-ancestors 'none'");
+      res.set_header("X-Content-Type-Options", "nosniff");
+      res.set_header("Cache-Control", "no-cache");
+      res.set_content(body, type);
+    };
+  };
+  std::string html = kStatusHtml;
+  const std::string marker = "METRICS_PATH";
+  if (auto at = html.find(marker); at != std::string::npos) html.replace(at, marker.size(), metrics_path.substr(1));
+  server.Get("/", page(std::move(html), "text/html; charset=utf-8"));
+  server.Get("/static/status.css", page(kStatusCss, "text/css; charset=utf-8"));
+  server.Get("/static/status.js", page(kStatusJs, "text/javascript; charset=utf-8"));
+}
+
+}  // namespace ibfabric::exporter
