@@ -180,9 +180,13 @@ TEST_F(CongestionTest, AnIncastIsOneTreeRootedAtTheHostsLeafPortWithItsVictimsAn
   ramps.push_back(
       std::make_unique<Ramp>(incast.root, "PortXmitDiscardDetails.PortSwHOQLifetimeLimitDiscards", 3, 60000));
 
+  // PortVLXmitWaitCounters and PortXmitDiscardDetails of a port are read
+  // in the sweep after the one that found it congested or discarding: a
+  // victim that joined the tree in the last sweep has neither yet.
   const auto j = WaitTrees(*e, 1, [&](const json& x) {
     const auto a = CongestionAlerts(x);
-    return Victims(a[0]) == Strs(incast.victims) && !x["congestion_trees"][0]["hoq_discarding"].empty();
+    return Victims(a[0]) == Strs(incast.victims) && !x["congestion_trees"][0]["hoq_discarding"].empty() &&
+           x["congestion_trees"][0]["root"]["xmit_wait_by_vl"].size() == 16;
   });
   ASSERT_TRUE(j);
   const json alert = CongestionAlerts(*j)[0];
@@ -220,9 +224,23 @@ TEST_F(CongestionTest, AnIncastIsOneTreeRootedAtTheHostsLeafPortWithItsVictimsAn
     EXPECT_EQ(v["hops"], incast.spines.count(v["node"].get<std::string>()) ? 1 : 2) << port;
   }
 
-  // The metrics: one root, its victims and depth, each port's role.
-  const Scrape scrape = e->ScrapeMetrics();
-  const Scrape* s = &scrape;
+  // The metrics: one root, its victims and depth, each port's role; once
+  // every port of the tree was read by VL (the sweep after it joined).
+  std::vector<Endpoint> tree_ports{incast.root};
+  tree_ports.insert(tree_ports.end(), incast.victims.begin(), incast.victims.end());
+  const auto vl_read = [&](const Scrape& x) {
+    for (const Endpoint& p : tree_ports) {
+      if (x.Find("infiniband_switch_port_transmit_wait_vl_total",
+                 {{"switch", p.node}, {"port", std::to_string(p.port)}})
+              .size() != 16) {
+        return false;
+      }
+    }
+    return true;
+  };
+  const auto scrape = e->WaitFor(vl_read, seconds(20));
+  ASSERT_TRUE(scrape) << "a port of the tree was never read by VL";
+  const Scrape* s = &*scrape;
   EXPECT_EQ(s->Value("infiniband_congestion_trees"), 1);
   const auto roots = s->Find("infiniband_congestion_root");
   ASSERT_EQ(roots.size(), 1u);
