@@ -21,6 +21,8 @@
 // and LID checks); SwitchInfo is SharedReads'; a collector sends only the
 // MADs of its own concern, and none when it is disabled.
 
+#include <prometheus/metric_family.h>
+
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -30,11 +32,17 @@
 #include <string>
 #include <vector>
 
+#include "collectors/alerts.h"
+#include "collectors/counter_store.h"
 #include "collectors/log.h"
 #include "collectors/snapshot.h"
+#include "collectors/subnet_managers.h"
 #include "collectors/sweep.h"
 #include "topology/analysis.h"
 #include "topology/fabric.h"
+#include "topology/hosts.h"
+#include "topology/partitions.h"
+#include "topology/plan.h"
 #include "topology/scope.h"
 #include "transport/attributes.h"
 #include "transport/mad_engine.h"
@@ -149,6 +157,22 @@ class PendingAnalysis {
 
 // Logs each finding as "topology finding" (after a full walk).
 void LogFindings(Logger& log, const std::vector<topology::Finding>& findings);
+
+// What the factories need; each collector takes its part.
+struct CollectorOptions {
+  std::optional<topology::CablingPlan> plan;              // fat_tree: every analysis is compared with it
+  std::optional<topology::HostPattern> host_pattern;      // fat_tree: how CA descriptions name hosts; none: rdma-ndd's
+  std::optional<topology::PartitionPlan> partition_plan;  // partitions
+  AlertConfig alerts;                                     // link_health: thresholds, window, hysteresis
+  SmMonitorOptions subnet_managers;                       // subnet_managers
+  int clear_threshold_percent = 0;                        // port_counters: 0 never clears
+  PortTable restored_ports;                               // port_counters: totals from before a re-exec
+};
+
+// Called with each metric family as soon as it is complete, or with
+// consecutive parts of one (render.h FamilyParts): a family of the name of
+// the one just emitted continues it.
+using Emit = std::function<void(prometheus::MetricFamily&&)>;
 
 class Collector {
  public:

@@ -9,7 +9,6 @@
 #include <memory>
 
 #include "collectors/collector.h"
-#include "collectors/registry.h"
 
 namespace ibfabric::collectors {
 

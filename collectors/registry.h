@@ -1,11 +1,11 @@
 #pragma once
 // Every collector by name, in the order they run and render: the factory
 // that makes it, whether it is on by default, and the pure function that
-// renders its metric families from a Snapshot. The exporter's
+// renders its metric families from a Snapshot. It sits above every
+// collector (it names them all); a collector's header includes only
+// collector.h, where CollectorOptions and Emit are. The exporter's
 // --collector.<name> / --no-collector.<name> flags are derived from this
 // list (exporter/flags.h), as node_exporter's are.
-
-#include <prometheus/metric_family.h>
 
 #include <functional>
 #include <map>
@@ -15,31 +15,9 @@
 #include <string_view>
 #include <vector>
 
-#include "collectors/alerts.h"
 #include "collectors/collector.h"
-#include "collectors/counter_store.h"
-#include "collectors/subnet_managers.h"
-#include "topology/hosts.h"
-#include "topology/partitions.h"
-#include "topology/plan.h"
 
 namespace ibfabric::collectors {
-
-// What the factories need; each collector takes its part.
-struct CollectorOptions {
-  std::optional<topology::CablingPlan> plan;              // fat_tree: every analysis is compared with it
-  std::optional<topology::HostPattern> host_pattern;      // fat_tree: how CA descriptions name hosts; none: rdma-ndd's
-  std::optional<topology::PartitionPlan> partition_plan;  // partitions
-  AlertConfig alerts;                                     // link_health: thresholds, window, hysteresis
-  SmMonitorOptions subnet_managers;                       // subnet_managers
-  int clear_threshold_percent = 0;                        // port_counters: 0 never clears
-  PortTable restored_ports;                               // port_counters: totals from before a re-exec
-};
-
-// Called with each metric family as soon as it is complete, or with
-// consecutive parts of one (render.h FamilyParts): a family of the name of
-// the one just emitted continues it.
-using Emit = std::function<void(prometheus::MetricFamily&&)>;
 
 struct CollectorInfo {
   std::string_view name;

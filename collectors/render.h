@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "collectors/registry.h"
+#include "collectors/collector.h"
 #include "collectors/snapshot.h"
 #include "topology/analysis.h"
 
@@ -26,7 +26,7 @@ void EmitNonEmpty(const Emit& out, prometheus::MetricFamily& f);
 // A family of many series (one per port, per cable) emitted in parts as
 // they are added, so that its series are never all held as objects (80k
 // of them are tens of MB); the parts are one family in the exposition
-// (registry.h Emit). While one is open nothing else may be emitted to the
+// (collector.h Emit). While one is open nothing else may be emitted to the
 // same Emit: build such families one after the other.
 class FamilyParts {
  public:

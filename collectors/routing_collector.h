@@ -8,7 +8,6 @@
 #include <memory>
 
 #include "collectors/collector.h"
-#include "collectors/registry.h"
 
 namespace ibfabric::collectors {
 

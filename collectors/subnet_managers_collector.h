@@ -11,7 +11,6 @@
 #include <memory>
 
 #include "collectors/collector.h"
-#include "collectors/registry.h"
 
 namespace ibfabric::collectors {
 
