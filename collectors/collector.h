@@ -130,9 +130,14 @@ struct Outcome {
   bool again = false;                 // kDiscovery: run again at the next sweep
 };
 
-// What a kSweep collector wants in the sweep's one batch.
+// What a kSweep collector wants in the sweep's one batch: the counter
+// reads of ports (port_counters), and reads of its own, each a part of the
+// batch (batch.h) that the collector owns and keeps until its Update reads
+// what the part took in. Adding such a read changes nothing outside the
+// collector: the scheduler runs every part in the same batch.
 struct SweepPlan {
   std::vector<SweepTarget> counters;
+  std::vector<BatchPart*> parts;  // borrowed until the collector's Update
 };
 
 // An analysis a kDiscovery collector keeps: a re-walk puts it off to the

@@ -70,52 +70,89 @@ std::vector<LidCheck> LidChecks(const std::vector<SweepTarget>& targets, const s
   return out;
 }
 
-SweepResult Sweep(const std::vector<SweepTarget>& targets, const std::vector<LinkTarget>& links,
-                  const std::vector<LidCheck>& checks, transport::MadEngine& engine) {
-  const auto start = std::chrono::steady_clock::now();
-  std::vector<transport::MadRequest> reqs;
-  reqs.reserve(targets.size() * 2 + targets.size() / 8);
-  // A port's reads, by kind: where each is among `reqs` (kNone: not asked).
-  enum Read : std::size_t { kBasic, kExt, kRcvDetails, kXmitDetails, kVlWait, kReads };
-  constexpr std::uint32_t kNone = static_cast<std::uint32_t>(-1);
-  std::vector<std::array<std::uint32_t, kReads>> index(targets.size());  // 4 bytes a read: 80k ports
-  for (std::size_t i = 0; i < targets.size(); ++i) {
-    const auto& t = targets[i];
-    index[i].fill(kNone);
-    auto ask = [&](Read what, transport::MadRequest r) {
-      index[i][what] = static_cast<std::uint32_t>(reqs.size());
-      reqs.push_back(std::move(r));
-    };
-    ask(kBasic, transport::PortCountersQuery(t.lid, t.port.port));
-    if (t.caps.Extended()) ask(kExt, transport::PortCountersExtendedQuery(t.lid, t.port.port));
-    if (t.rcv_error_details) ask(kRcvDetails, transport::PortRcvErrorDetailsQuery(t.lid, t.port.port));
-    if (t.xmit_discard_details) ask(kXmitDetails, transport::PortXmitDiscardDetailsQuery(t.lid, t.port.port));
-    if (t.vl_xmit_wait) ask(kVlWait, transport::PortVlXmitWaitQuery(t.lid, t.port.port));
+namespace {
+
+// PortCounters, PortCountersExtended and the optional attributes of each
+// target port, folded into one PortReading a port once its last read is in.
+class CounterReads final : public BatchPart {
+ public:
+  explicit CounterReads(const std::vector<SweepTarget>& targets) : targets_(targets) {}
+
+  void AddRequests(std::vector<transport::MadRequest>* out) override {
+    const std::size_t begin = out->size();
+    out->reserve(begin + targets_.size() * 2 + targets_.size() / 8);
+    index_.resize(targets_.size());
+    for (std::size_t i = 0; i < targets_.size(); ++i) {
+      const auto& t = targets_[i];
+      index_[i].fill(kNone);
+      auto ask = [&](Read what, transport::MadRequest r) {
+        index_[i][what] = static_cast<std::uint32_t>(out->size() - begin);
+        out->push_back(std::move(r));
+      };
+      ask(kBasic, transport::PortCountersQuery(t.lid, t.port.port));
+      if (t.caps.Extended()) ask(kExt, transport::PortCountersExtendedQuery(t.lid, t.port.port));
+      if (t.rcv_error_details) ask(kRcvDetails, transport::PortRcvErrorDetailsQuery(t.lid, t.port.port));
+      if (t.xmit_discard_details) ask(kXmitDetails, transport::PortXmitDiscardDetailsQuery(t.lid, t.port.port));
+      if (t.vl_xmit_wait) ask(kVlWait, transport::PortVlXmitWaitQuery(t.lid, t.port.port));
+    }
+    target_of_.resize(out->size() - begin);
+    awaited_.assign(targets_.size(), 0);
+    for (std::size_t i = 0; i < targets_.size(); ++i) {
+      for (const std::uint32_t q : index_[i]) {
+        if (q == kNone) continue;
+        target_of_[q] = static_cast<std::uint32_t>(i);
+        ++awaited_[i];
+      }
+    }
+    readings_.resize(targets_.size());
   }
-  const std::size_t first_check = reqs.size();
-  for (const auto& c : checks) reqs.push_back(transport::NodeInfoQuery(transport::MadAddress::Lid(c.lid)));
-  const std::size_t first_link = reqs.size();
-  for (const auto& t : links) {
-    reqs.push_back(transport::PortInfoQuery(
-        t.local ? transport::MadAddress::Directed({}) : transport::MadAddress::Lid(t.lid), t.port.port));
-  }
-  // Which target each counter request is for.
-  std::vector<std::uint32_t> target_of(first_check);
-  for (std::size_t i = 0; i < targets.size(); ++i) {
-    for (const std::uint32_t q : index[i]) {
-      if (q != kNone) target_of[q] = static_cast<std::uint32_t>(i);
+  std::uint64_t NodeOf(std::size_t q) const override { return targets_[target_of_[q]].port.node_guid; }
+
+  // Results are taken as they come, so that only the ports whose reads are
+  // not all in yet hold whole response MADs: a port's reading is made once
+  // its last read is decided.
+  void Take(std::size_t q, transport::MadResult&& m) override {
+    const std::size_t i = target_of_[q];
+    if (--awaited_[i] > 0) {
+      held_.emplace(q, std::move(m));
+      return;
+    }
+    std::array<const transport::MadResult*, kReads> results{};
+    for (std::size_t k = 0; k < kReads; ++k) {
+      const std::uint32_t at = index_[i][k];
+      results[k] = at == kNone ? nullptr : at == q ? &m : &held_.at(at);
+    }
+    readings_[i] = Reading(i, results);
+    for (const std::uint32_t at : index_[i]) {
+      if (at != kNone && at != q) held_.erase(at);
     }
   }
 
-  SweepResult out;
-  auto tally = [&](std::uint64_t node, const transport::MadResult& r) {
-    MadTally& t = out.mads[node];
-    ++t.asked;
-    if (r.retries > 0 || r.outcome == MadOutcome::kTimeout || r.outcome == MadOutcome::kSendError) ++t.troubled;
-  };
-  // What became of an optional details read, decoded into `s` by `add`
-  // when it answered for this port.
-  auto details_of = [](const transport::MadResult* m, std::uint8_t port, const auto& decode, const auto& add) {
+  // A LID that answered for another node: what came from it is someone else's.
+  void Finish(const std::set<std::uint16_t>& moved) override {
+    for (PortReading& r : readings_) {
+      if (r.outcome == MadOutcome::kOk && moved.count(r.target.lid)) {
+        r.outcome = MadOutcome::kRemoteError;  // someone else's counters
+        r.sample.reset();
+        r.details = r.discard_details = r.vl_wait = DetailsRead::kNotAsked;
+        vl_xmit_wait_.erase(r.target.port);
+      }
+      if (!r.sample) ++failed_ports_;
+    }
+  }
+
+  std::vector<PortReading> readings_;  // in target order
+  std::map<topology::PortRef, std::array<std::uint16_t, transport::kVlCount>> vl_xmit_wait_;
+  std::size_t failed_ports_ = 0;
+
+ private:
+  // A port's reads, by kind: where each is among the part's requests (kNone: not asked).
+  enum Read : std::size_t { kBasic, kExt, kRcvDetails, kXmitDetails, kVlWait, kReads };
+  static constexpr std::uint32_t kNone = static_cast<std::uint32_t>(-1);
+
+  // What became of an optional details read, decoded into the sample by
+  // `add` when it answered for this port.
+  static DetailsRead DetailsOf(const transport::MadResult* m, std::uint8_t port, const auto& decode, const auto& add) {
     if (!m) return DetailsRead::kNotAsked;
     if (m->outcome != MadOutcome::kOk) {
       return m->outcome == MadOutcome::kRemoteError ? DetailsRead::kUnsupported : DetailsRead::kLost;
@@ -124,11 +161,12 @@ SweepResult Sweep(const std::vector<SweepTarget>& targets, const std::vector<Lin
     if (d.port_select != port) return DetailsRead::kLost;  // another port's: not this one's reading
     add(d);
     return DetailsRead::kRead;
-  };
+  }
+
   // A port's reading from its counter reads (all but the basic one may be
   // null: not asked), whether or not its LID answered for its node.
-  auto reading = [&](std::size_t i, const std::array<const transport::MadResult*, kReads>& m) {
-    const auto& t = targets[i];
+  PortReading Reading(std::size_t i, const std::array<const transport::MadResult*, kReads>& m) {
+    const auto& t = targets_[i];
     const transport::MadResult& basic = *m[kBasic];
     const transport::MadResult* ext = m[kExt];
     PortReading r{t, std::nullopt, basic.outcome};
@@ -163,80 +201,101 @@ SweepResult Sweep(const std::vector<SweepTarget>& targets, const std::vector<Lin
         if (!full.present.test(c) || full.bits[c] != s.bits[c]) s.present.reset(c);
       }
     }
-    r.details = details_of(m[kRcvDetails], t.port.port, transport::DecodePortRcvErrorDetails,
-                           [&](const auto& d) { AddRcvErrorDetails(d, &s); });
-    r.discard_details = details_of(m[kXmitDetails], t.port.port, transport::DecodePortXmitDiscardDetails,
-                                   [&](const auto& d) { AddXmitDiscardDetails(d, &s); });
-    r.vl_wait = details_of(m[kVlWait], t.port.port, transport::DecodePortVlXmitWait,
-                           [&](const auto& d) { out.vl_xmit_wait[t.port] = d.wait; });
+    r.details = DetailsOf(m[kRcvDetails], t.port.port, transport::DecodePortRcvErrorDetails,
+                          [&](const auto& d) { AddRcvErrorDetails(d, &s); });
+    r.discard_details = DetailsOf(m[kXmitDetails], t.port.port, transport::DecodePortXmitDiscardDetails,
+                                  [&](const auto& d) { AddXmitDiscardDetails(d, &s); });
+    r.vl_wait = DetailsOf(m[kVlWait], t.port.port, transport::DecodePortVlXmitWait,
+                          [&](const auto& d) { vl_xmit_wait_[t.port] = d.wait; });
     r.sample = s;
     return r;
-  };
+  }
 
-  // Results are taken as they come, so that only the ports whose reads are
-  // not all in yet hold whole response MADs: a port's reading is made once
-  // its last read is decided.
-  out.readings.resize(targets.size());
-  std::vector<std::uint8_t> awaited(targets.size(), 0);
-  for (std::size_t i = 0; i < targets.size(); ++i) {
-    awaited[i] = static_cast<std::uint8_t>(
-        std::count_if(index[i].begin(), index[i].end(), [](std::uint32_t q) { return q != kNone; }));
-  }
-  std::unordered_map<std::size_t, transport::MadResult> held;  // request index -> result, ports still awaited
-  std::set<std::uint16_t> moved_lids;
-  engine.Run(reqs, [&](std::size_t q, transport::MadResult&& m) {
-    if (q >= first_link) {
-      const LinkTarget& l = links[q - first_link];
-      tally(l.port.node_guid, m);
-      if (m.outcome != MadOutcome::kOk) return;
-      topology::Port p;
-      p.number = l.port.port;
-      p.lid = l.lid;
-      topology::ApplyPortInfo(transport::DecodePortInfo(m.response), l.ext_speeds2, &p);
-      out.links.emplace(l.port, p);
-      return;
-    }
-    if (q >= first_check) {
-      const LidCheck& c = checks[q - first_check];
-      tally(c.guid, m);
-      if (m.outcome == MadOutcome::kOk && transport::DecodeNodeInfo(m.response).node_guid != c.guid) {
-        moved_lids.insert(c.lid);
-        out.moved_nodes.insert(c.guid);
-      }
-      return;
-    }
-    const std::size_t i = target_of[q];
-    tally(targets[i].port.node_guid, m);
-    if (--awaited[i] > 0) {
-      held.emplace(q, std::move(m));
-      return;
-    }
-    std::array<const transport::MadResult*, kReads> results{};
-    for (std::size_t k = 0; k < kReads; ++k) {
-      const std::uint32_t at = index[i][k];
-      results[k] = at == kNone ? nullptr : at == q ? &m : &held.at(at);
-    }
-    out.readings[i] = reading(i, results);
-    for (const std::uint32_t at : index[i]) {
-      if (at != kNone && at != q) held.erase(at);
-    }
-  });
+  const std::vector<SweepTarget>& targets_;
+  std::vector<std::array<std::uint32_t, kReads>> index_;        // 4 bytes a read: 80k ports
+  std::vector<std::uint32_t> target_of_;                        // the target each request is for
+  std::vector<std::uint8_t> awaited_;                           // reads of each target not in yet
+  std::unordered_map<std::size_t, transport::MadResult> held_;  // request -> result, ports still awaited
+};
 
-  // A LID that answered for another node: what came from it is someone
-  // else's (the local port's own PortInfo is read over no LID).
-  for (std::size_t i = 0; i < links.size(); ++i) {
-    if (!links[i].local && moved_lids.count(links[i].lid)) out.links.erase(links[i].port);
+// NodeInfo by LID: whether each LID still answers for its node.
+class LidCheckReads final : public BatchPart {
+ public:
+  explicit LidCheckReads(const std::vector<LidCheck>& checks) : checks_(checks) {}
+  void AddRequests(std::vector<transport::MadRequest>* out) override {
+    for (const auto& c : checks_) out->push_back(transport::NodeInfoQuery(transport::MadAddress::Lid(c.lid)));
   }
-  for (PortReading& r : out.readings) {
-    if (r.outcome == MadOutcome::kOk && moved_lids.count(r.target.lid)) {
-      r.outcome = MadOutcome::kRemoteError;  // someone else's counters
-      r.sample.reset();
-      r.details = r.discard_details = r.vl_wait = DetailsRead::kNotAsked;
-      out.vl_xmit_wait.erase(r.target.port);
+  std::uint64_t NodeOf(std::size_t i) const override { return checks_[i].guid; }
+  void Take(std::size_t i, transport::MadResult&& m) override {
+    const LidCheck& c = checks_[i];
+    if (m.outcome == MadOutcome::kOk && transport::DecodeNodeInfo(m.response).node_guid != c.guid) {
+      moved_lids_.insert(c.lid);
+      moved_nodes_.insert(c.guid);
     }
-    if (!r.sample) ++out.failed_ports;
   }
-  out.duration = std::chrono::steady_clock::now() - start;
+  void MovedLids(std::set<std::uint16_t>* out) const override { out->insert(moved_lids_.begin(), moved_lids_.end()); }
+
+  std::set<std::uint64_t> moved_nodes_;
+
+ private:
+  const std::vector<LidCheck>& checks_;
+  std::set<std::uint16_t> moved_lids_;
+};
+
+// PortInfo of switch ports (and the local port): their links' state, width and speed.
+class LinkReads final : public BatchPart {
+ public:
+  explicit LinkReads(const std::vector<LinkTarget>& links) : links_(links) {}
+  void AddRequests(std::vector<transport::MadRequest>* out) override {
+    for (const auto& t : links_) {
+      out->push_back(transport::PortInfoQuery(
+          t.local ? transport::MadAddress::Directed({}) : transport::MadAddress::Lid(t.lid), t.port.port));
+    }
+  }
+  std::uint64_t NodeOf(std::size_t i) const override { return links_[i].port.node_guid; }
+  void Take(std::size_t i, transport::MadResult&& m) override {
+    if (m.outcome != MadOutcome::kOk) return;
+    const LinkTarget& l = links_[i];
+    topology::Port p;
+    p.number = l.port.port;
+    p.lid = l.lid;
+    topology::ApplyPortInfo(transport::DecodePortInfo(m.response), l.ext_speeds2, &p);
+    links_read_.emplace(l.port, p);
+  }
+  // The local port's own PortInfo is read over no LID: its answer is its own.
+  void Finish(const std::set<std::uint16_t>& moved) override {
+    for (const auto& l : links_) {
+      if (!l.local && moved.count(l.lid)) links_read_.erase(l.port);
+    }
+  }
+
+  std::map<topology::PortRef, topology::Port> links_read_;
+
+ private:
+  const std::vector<LinkTarget>& links_;
+};
+
+}  // namespace
+
+SweepResult Sweep(const std::vector<SweepTarget>& targets, const std::vector<LinkTarget>& links,
+                  const std::vector<LidCheck>& checks, transport::MadEngine& engine,
+                  const std::vector<BatchPart*>& own) {
+  CounterReads counters(targets);
+  LidCheckReads lid_checks(checks);
+  LinkReads link_reads(links);
+  std::vector<BatchPart*> parts{&counters};
+  parts.insert(parts.end(), own.begin(), own.end());
+  parts.push_back(&lid_checks);
+  parts.push_back(&link_reads);
+  BatchTally tally = RunBatch(parts, engine);
+  SweepResult out;
+  out.readings = std::move(counters.readings_);
+  out.vl_xmit_wait = std::move(counters.vl_xmit_wait_);
+  out.failed_ports = counters.failed_ports_;
+  out.moved_nodes = std::move(lid_checks.moved_nodes_);
+  out.links = std::move(link_reads.links_read_);
+  out.mads = std::move(tally.mads);
+  out.duration = tally.duration;
   return out;
 }
 

@@ -13,6 +13,7 @@
 #include <set>
 #include <vector>
 
+#include "collectors/batch.h"
 #include "collectors/counters.h"
 #include "topology/fabric.h"
 #include "transport/mad_engine.h"
@@ -120,18 +121,6 @@ struct PortReading {
   MadSpan span{};
 };
 
-// The MADs of a sweep to one node, and how many of them needed a retry or
-// got no answer at all: how much its readings can be trusted.
-struct MadTally {
-  std::uint32_t asked = 0;
-  std::uint32_t troubled = 0;
-  MadTally& operator+=(const MadTally& o) {
-    asked += o.asked;
-    troubled += o.troubled;
-    return *this;
-  }
-};
-
 struct SweepResult {
   std::vector<PortReading> readings;       // in target order
   std::map<std::uint64_t, MadTally> mads;  // per node: every request of this sweep to it
@@ -147,12 +136,14 @@ struct SweepResult {
   std::chrono::duration<double> duration{};
 };
 
-// Reads counters of `targets`, PortInfo of `links` and NodeInfo of the
-// `checks`, all in one pipelined batch. Readings from a LID that answered
-// for another node are dropped. Thread-safety: uses the engine
-// exclusively for its duration.
+// Reads counters of `targets`, PortInfo of `links`, NodeInfo of the
+// `checks` and the requests of the `own` parts (the collectors' own reads,
+// batch.h), all in one pipelined batch. Readings from a LID that answered
+// for another node are dropped (and the own parts told, to drop theirs).
+// Thread-safety: uses the engine exclusively for its duration.
 SweepResult Sweep(const std::vector<SweepTarget>& targets, const std::vector<LinkTarget>& links,
-                  const std::vector<LidCheck>& checks, transport::MadEngine& engine);
+                  const std::vector<LidCheck>& checks, transport::MadEngine& engine,
+                  const std::vector<BatchPart*>& own = {});
 // Every LID of the targets checked.
 inline SweepResult Sweep(const std::vector<SweepTarget>& targets, transport::MadEngine& engine) {
   return Sweep(targets, {}, LidChecks(targets, {}), engine);

@@ -60,15 +60,15 @@ bool Poller::Cycle() {
   const collectors::Cycle planning = MakeCycle(collectors::Trigger::kSweep);
   for (Entry& e : collectors_) {
     if (e.collector->schedule() != collectors::Schedule::kSweep) continue;
-    const std::size_t before = plan.counters.size();
+    const std::size_t before = plan.counters.size() + plan.parts.size();
     e.collector->Plan(planning, &plan);
-    e.in_batch = plan.counters.size() > before;
+    e.in_batch = plan.counters.size() + plan.parts.size() > before;
   }
   FabricTracker::SweepReads reads = tracker_.PlanSweep(parts_);
   const std::size_t port_infos = reads.links.size();  // the local port's is no link's
   if (auto local = tracker_.LocalTarget()) reads.links.push_back(*local);
   const transport::KindCounts mads_before = engine_.stats().kinds;
-  collectors::SweepResult sweep = collectors::Sweep(plan.counters, reads.links, reads.checks, engine_);
+  collectors::SweepResult sweep = collectors::Sweep(plan.counters, reads.links, reads.checks, engine_, plan.parts);
   sweep_seconds_ = sweep.duration.count();
   const FabricTracker::News news = tracker_.Observe(*parts_.ports, &sweep);
   const auto master_changes = [this] { return parts_.subnet_managers ? parts_.subnet_managers->master_changes : 0; };

@@ -10,6 +10,7 @@
 #include "tests/testbed/prom_text.h"
 #include "tests/unit/fake_fabric.h"
 #include "topology/discovery.h"
+#include "transport/attributes.h"
 #include "transport/codec.h"
 #include "transport/mad_engine.h"
 
@@ -175,6 +176,71 @@ TEST(LidMoveTest, ALidAnsweringForAnotherNodeIsCaught) {
       EXPECT_FALSE(r.sample) << "b's 55 errors must not land on a";
     }
   }
+}
+
+// A read of a collector's own in the sweep's one batch (batch.h): its part
+// asks PMA ClassPortInfo of each CA beside the counters, takes each answer,
+// has its MADs tallied with its node's, and is told of the LIDs that
+// answered for another node, to drop what came from them.
+class ClassPortInfoPart : public collectors::BatchPart {
+ public:
+  explicit ClassPortInfoPart(std::vector<std::pair<std::uint64_t, std::uint16_t>> nodes) : nodes_(std::move(nodes)) {}
+  void AddRequests(std::vector<transport::MadRequest>* out) override {
+    for (const auto& [guid, lid] : nodes_) out->push_back(transport::PerfClassPortInfoQuery(lid));
+  }
+  std::uint64_t NodeOf(std::size_t i) const override { return nodes_[i].first; }
+  void Take(std::size_t i, transport::MadResult&& m) override {
+    answered[nodes_[i].first] =
+        m.outcome == transport::MadOutcome::kOk && transport::DecodePerfClassPortInfo(m.response).capability_mask != 0;
+  }
+  void Finish(const std::set<std::uint16_t>& moved) override {
+    for (const auto& [guid, lid] : nodes_) {
+      if (moved.count(lid)) answered.erase(guid);
+    }
+    finished = true;
+  }
+  std::map<std::uint64_t, bool> answered;
+  bool finished = false;
+
+ private:
+  std::vector<std::pair<std::uint64_t, std::uint16_t>> nodes_;
+};
+
+TEST(BatchTest, ACollectorsOwnPartRunsInTheSweepsBatchAndDropsWhatMovedLidsSaid) {
+  testing::FakeFabric f;
+  const int sw = f.AddSwitch("sw", 4, 10);
+  const int a = f.AddCa("a", 1);
+  const int b = f.AddCa("b", 1);
+  f.SetCaLid(a, 1, 1);
+  f.SetCaLid(b, 1, 2);
+  f.Connect(a, 1, sw, 1);
+  f.Connect(b, 1, sw, 2);
+  transport::testing::FakeMadPort mad(f.Responder(a, 1));
+  transport::MadEngine engine(mad, {16, milliseconds(10), 0});
+  const auto d = topology::Discover(engine);
+  const auto targets = collectors::SweepTargets(d.fabric, {}, {});
+  const auto checks = collectors::LidChecks(targets, {});
+  const auto plain = collectors::Sweep(targets, {}, checks, engine);
+
+  ClassPortInfoPart part({{f.Guid(a), 1}, {f.Guid(b), 2}});
+  const std::uint64_t requests = engine.stats().requests;
+  const auto with = collectors::Sweep(targets, {}, checks, engine, {&part});
+  EXPECT_EQ(engine.stats().requests - requests,
+            with.mads.at(f.Guid(a)).asked + with.mads.at(f.Guid(b)).asked + with.mads.at(f.Guid(sw)).asked)
+      << "every request of the batch tallied to its node";
+  EXPECT_TRUE(part.finished);
+  EXPECT_EQ(part.answered, (std::map<std::uint64_t, bool>{{f.Guid(a), true}, {f.Guid(b), true}}));
+  EXPECT_EQ(with.mads.at(f.Guid(a)).asked, plain.mads.at(f.Guid(a)).asked + 1);
+  EXPECT_EQ(with.mads.at(f.Guid(b)).asked, plain.mads.at(f.Guid(b)).asked + 1);
+  EXPECT_EQ(with.readings.size(), plain.readings.size());
+  for (const auto& r : with.readings) EXPECT_TRUE(r.sample) << "the counters are read as without the part";
+
+  f.SetCaLid(a, 1, 2);  // the LIDs given out the other way round
+  f.SetCaLid(b, 1, 1);
+  ClassPortInfoPart after({{f.Guid(a), 1}, {f.Guid(b), 2}});
+  const auto moved = collectors::Sweep(targets, {}, checks, engine, {&after});
+  EXPECT_EQ(moved.moved_nodes, (std::set<std::uint64_t>{f.Guid(a), f.Guid(b)}));
+  EXPECT_TRUE(after.answered.empty()) << "what the moved LIDs answered is someone else's";
 }
 
 TEST(ClearTest, ThresholdMasksAndContinuity) {

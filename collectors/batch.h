@@ -1,0 +1,64 @@
+#pragma once
+// The sweep's one pipelined batch, made of parts: whoever reads every sweep
+// (the counters, a collector's own attribute, the fabric tracker's PortInfo
+// and LID checks) is a BatchPart that adds its requests and takes its
+// results back, by its own index, as soon as each is decided. RunBatch
+// only puts the parts' requests one after the other, runs them through the
+// engine at once (so its windows per destination and per kind hold across
+// all of them), hands each result to its part, tallies every node's MADs,
+// and at the end tells every part which LIDs answered for another node
+// (as the parts that check LIDs found), so that each drops what came from
+// them.
+//
+// Adding a read to the sweep is a part of its own (collector.h SweepPlan):
+// nothing here changes.
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <set>
+#include <vector>
+
+#include "transport/mad_engine.h"
+
+namespace ibfabric::collectors {
+
+// The MADs of a sweep to one node, and how many of them needed a retry or
+// got no answer at all: how much its readings can be trusted.
+struct MadTally {
+  std::uint32_t asked = 0;
+  std::uint32_t troubled = 0;
+  MadTally& operator+=(const MadTally& o) {
+    asked += o.asked;
+    troubled += o.troubled;
+    return *this;
+  }
+};
+
+// Thread-safety: a part is used by the batch's thread only, between
+// AddRequests and Finish; it keeps what it reads for its owner after.
+class BatchPart {
+ public:
+  virtual ~BatchPart() = default;
+  // Appends this batch's requests to `out` (called once, first).
+  virtual void AddRequests(std::vector<transport::MadRequest>* out) = 0;
+  // The node its request `i` (counted from its first) reads: MADs are
+  // tallied per node.
+  virtual std::uint64_t NodeOf(std::size_t i) const = 0;
+  // The result of its request `i`, as soon as it is decided, in any order.
+  virtual void Take(std::size_t i, transport::MadResult&& result) = 0;
+  // Adds the LIDs it found answering for another node (a part that checks LIDs).
+  virtual void MovedLids(std::set<std::uint16_t>* /*out*/) const {}
+  // Once every result of the batch is in; `moved`: every part's MovedLids.
+  virtual void Finish(const std::set<std::uint16_t>& /*moved*/) {}
+};
+
+struct BatchTally {
+  std::map<std::uint64_t, MadTally> mads;  // per node: every request of the batch to it
+  std::chrono::duration<double> duration{};
+};
+
+// Runs every part's requests as one batch. Parts are borrowed for the call.
+BatchTally RunBatch(const std::vector<BatchPart*>& parts, transport::MadEngine& engine);
+
+}  // namespace ibfabric::collectors
