@@ -435,7 +435,8 @@ nlohmann::json NodeDetailJson(const Snapshot& s, std::uint64_t asked) {
   }
   json findings = json::array();
   if (s.topology) {
-    for (const auto& f : topology::AllFindings(*s.topology, s.routing.get(), s.partitions.get())) {
+    for (const auto& f : topology::AllFindings(*s.topology, s.routing.get(),
+                                               s.by_collector.Get<topology::PartitionAnalysis>("partitions"))) {
       if (f.node != guid && !(f.a && f.a->node_guid == guid) && !(f.b && f.b->node_guid == guid)) continue;
       json j{{"kind", topology::ToString(f.kind)}, {"detail", f.detail}};
       j["a"] = f.a ? End(s, *f.a) : json(nullptr);
@@ -509,7 +510,8 @@ nlohmann::json HostDetailJson(const Snapshot& s, const std::string& name) {
   }
   json findings = json::array();
   if (s.topology) {
-    for (const auto& f : topology::AllFindings(*s.topology, s.routing.get(), s.partitions.get())) {
+    for (const auto& f : topology::AllFindings(*s.topology, s.routing.get(),
+                                               s.by_collector.Get<topology::PartitionAnalysis>("partitions"))) {
       if (!mine.count(f.node) && !(f.a && mine.count(f.a->node_guid)) && !(f.b && mine.count(f.b->node_guid))) continue;
       json j{{"kind", topology::ToString(f.kind)}, {"detail", f.detail}};
       j["a"] = f.a ? End(s, *f.a) : json(nullptr);

@@ -124,7 +124,8 @@ void RenderFatTree(const Snapshot& s, const Emit& out) {
   EmitOne(out, "infiniband_topology_tiers", "Switch tiers found", MetricType::Gauge, a.tiers);
 
   // Every pass's findings: the tree's, the plan's, routing's, partitions'.
-  const std::vector<topology::Finding> findings = topology::AllFindings(a, s.routing.get(), s.partitions.get());
+  const std::vector<topology::Finding> findings =
+      topology::AllFindings(a, s.routing.get(), s.by_collector.Get<topology::PartitionAnalysis>("partitions"));
   auto by_kind =
       Family("infiniband_topology_findings", "Topology findings of the last discovery, by kind", MetricType::Gauge);
   std::map<topology::FindingKind, int> count;

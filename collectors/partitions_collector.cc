@@ -62,7 +62,7 @@ class PartitionsCollector final : public Collector {
     return out;
   }
 
-  void Publish(Snapshot* parts) const override { parts->partitions = analysis_; }
+  void Publish(Snapshot* parts) const override { parts->by_collector.Set("partitions", analysis_); }
 
  private:
   std::optional<topology::PartitionPlan> plan_;
@@ -80,7 +80,8 @@ std::unique_ptr<Collector> MakePartitionsCollector(const CollectorOptions& optio
 }
 
 void RenderPartitions(const Snapshot& s, const Emit& out) {
-  if (!s.partitions || !s.fabric || !s.scope.reports_topology()) return;
+  const auto* partitions = s.by_collector.Get<topology::PartitionAnalysis>("partitions");
+  if (!partitions || !s.fabric || !s.scope.reports_topology()) return;
   const topology::Fabric& f = *s.fabric;
   auto name = [&f](std::uint64_t guid) { return topology::NodeName(f, guid); };
   auto member =
@@ -94,7 +95,7 @@ void RenderPartitions(const Snapshot& s, const Emit& out) {
                             "1 when a switch port facing a CA port drops packets whose P_Key its table lacks "
                             "(PortInfo.PartitionEnforcementInbound/Outbound), by direction",
                             MetricType::Gauge);
-  for (const auto& [ref, keys] : s.partitions->ports) {
+  for (const auto& [ref, keys] : partitions->ports) {
     const topology::Node* n = f.FindNode(ref.node_guid);
     const topology::Port* p = f.FindPort(ref);
     const bool on_switch = n && n->kind == topology::NodeKind::kSwitch;

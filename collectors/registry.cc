@@ -1,5 +1,7 @@
 #include "collectors/registry.h"
 
+#include <algorithm>
+
 #include "collectors/capabilities_collector.h"
 #include "collectors/fabric_collector.h"
 #include "collectors/fat_tree_collector.h"
@@ -12,9 +14,8 @@
 namespace ibfabric::collectors {
 
 const std::vector<CollectorInfo>& Registry() {
-  // Run order: a collector may read the parts of those before it
-  // (port_counters the capabilities, routing the tiers, link_health the
-  // totals and the degraded links).
+  // Run order: a collector may read the parts of those before it, and
+  // says which (CheckRunOrder).
   static const std::vector<CollectorInfo> kRegistry{
       {"fabric", "Nodes and cables discovery found (infiniband_{switch,hca}_info, *_uplink_info).", true,
        MakeFabricCollector, RenderFabric},
@@ -22,14 +23,26 @@ const std::vector<CollectorInfo>& Registry() {
        MakeCapabilitiesCollector, RenderCapabilities},
       {"fat_tree", "Tiers, wiring faults, asymmetry, degraded links and bisection; the cabling plan diff.", true,
        MakeFatTreeCollector, RenderFatTree},
-      {"routing", "The switches' forwarding tables: balance, unrouted destinations, down-up routes.", true,
-       MakeRoutingCollector, RenderRouting},
+      {"routing",
+       "The switches' forwarding tables: balance, unrouted destinations, down-up routes.",
+       true,
+       MakeRoutingCollector,
+       RenderRouting,
+       {"fat_tree"}},
       {"partitions", "P_Key tables of the CA ports and the switch ports facing them.", true, MakePartitionsCollector,
        RenderPartitions},
-      {"port_counters", "PortCounters and PortCountersExtended of every port, each sweep.", true,
-       MakePortCountersCollector, RenderPortCounters},
-      {"link_health", "Link state, flaps and error rates per cable, and the alerts they raise.", true,
-       MakeLinkHealthCollector, RenderLinkHealth},
+      {"port_counters",
+       "PortCounters and PortCountersExtended of every port, each sweep.",
+       true,
+       MakePortCountersCollector,
+       RenderPortCounters,
+       {"capabilities"}},
+      {"link_health",
+       "Link state, flaps and error rates per cable, and the alerts they raise.",
+       true,
+       MakeLinkHealthCollector,
+       RenderLinkHealth,
+       {"port_counters", "fat_tree", "routing"}},
       {"subnet_managers", "SMInfo of every subnet manager: masters, standbys, sweeping, failovers.", true,
        MakeSubnetManagersCollector, RenderSubnetManagers},
   };
@@ -43,8 +56,23 @@ const CollectorInfo* FindCollector(std::string_view name) {
   return nullptr;
 }
 
+bool CheckRunOrder(const std::vector<CollectorInfo>& registry, std::string* error) {
+  for (std::size_t i = 0; i < registry.size(); ++i) {
+    for (const std::string_view read : registry[i].reads) {
+      const auto at = std::find_if(registry.begin(), registry.end(), [&](const auto& c) { return c.name == read; });
+      if (at == registry.end() || at - registry.begin() >= static_cast<std::ptrdiff_t>(i)) {
+        *error = "collector " + std::string(registry[i].name) + " reads " + std::string(read) +
+                 (at == registry.end() ? ", which is no collector" : ", which runs after it");
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
 bool EnabledCollectors(const std::map<std::string, bool>& overrides, std::vector<std::string>* enabled,
                        std::string* error) {
+  if (!CheckRunOrder(Registry(), error)) return false;
   for (const auto& [name, on] : overrides) {
     if (!FindCollector(name)) {
       *error = "unknown collector: " + name;

@@ -27,10 +27,20 @@ struct CollectorInfo {
   // Pure: the collector's families from its part of `s`; nothing when the
   // part is absent.
   void (*render)(const Snapshot& s, const Emit& out) = nullptr;
+  // The collectors whose part of this cycle its Update reads (Cycle::parts):
+  // they must run before it (CheckRunOrder). A part it can do without
+  // when that collector is off; one of the previous cycle (port_counters
+  // asks the ports of last sweep's congestion trees) is not listed.
+  std::vector<std::string_view> reads = {};
 };
 
 // Every collector, in run order.
 const std::vector<CollectorInfo>& Registry();
+// Whether every collector of `registry` runs after those it reads (and
+// each it reads exists); false with "collector A reads B, which runs after
+// it" (or "... which is no collector"). EnabledCollectors checks the
+// registry with it, so a wrong order stops the exporter at startup.
+bool CheckRunOrder(const std::vector<CollectorInfo>& registry, std::string* error);
 const CollectorInfo* FindCollector(std::string_view name);
 
 // The names of the collectors on: the defaults with `overrides` (name ->

@@ -12,6 +12,8 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <typeindex>
+#include <typeinfo>
 #include <vector>
 
 #include "collectors/alerts.h"
@@ -88,6 +90,39 @@ struct HealthReport {
   std::vector<CongestionReport> congestion;
 };
 
+// The parts of collectors that no other code needs a field of the Snapshot
+// for: each under its collector's name, of the type the collector's header
+// declares. A collector publishes its own without editing this file (Set
+// in its Publish); whoever reads one names the collector and the type, and
+// gets null when the collector is off, has published nothing yet, or
+// published another type.
+class CollectorParts {
+ public:
+  template <typename T>
+  void Set(std::string_view collector, std::shared_ptr<const T> part) {
+    Slot& slot = parts_[std::string(collector)];
+    slot.type = typeid(T);
+    slot.part = std::move(part);
+  }
+  template <typename T>
+  std::shared_ptr<const T> Share(std::string_view collector) const {
+    const auto it = parts_.find(collector);
+    if (it == parts_.end() || it->second.type != typeid(T)) return nullptr;
+    return std::static_pointer_cast<const T>(it->second.part);
+  }
+  template <typename T>
+  const T* Get(std::string_view collector) const {
+    return Share<T>(collector).get();
+  }
+
+ private:
+  struct Slot {
+    std::type_index type = typeid(void);
+    std::shared_ptr<const void> part;
+  };
+  std::map<std::string, Slot, std::less<>> parts_;
+};
+
 // The scheduler's parts (the fabric, its walks, the MAD engine) and each
 // collector's (collectors/registry.h; a collector disabled leaves its part
 // empty or null).
@@ -104,7 +139,6 @@ struct Snapshot {
   // routing: every switch's forwarding table read so far (congestion
   // trees follow them); null or empty where routing does not run.
   std::shared_ptr<const topology::ForwardingTables> forwarding;
-  std::shared_ptr<const topology::PartitionAnalysis> partitions;  // partitions; null: not read
   // port_counters: every port's totals, shared with the collector's store
   // (collectors/counter_store.h); never null.
   std::shared_ptr<const PortTable> ports = std::make_shared<const PortTable>();
@@ -122,9 +156,12 @@ struct Snapshot {
   std::chrono::system_clock::time_point last_sweep{};  // end of the last sweep, good or not
   std::map<std::uint64_t, PmaCapabilities> pma;        // capabilities: ClassPortInfo of the nodes that answered
   std::shared_ptr<const HealthReport> health;          // link_health: null before the first sweep
-  std::shared_ptr<const SmReport> subnet_managers;     // subnet_managers: null when this exporter does not watch SMs
-  std::vector<std::string> collectors;                 // the collectors on, in registry order
-  std::map<std::string, PhaseHealth> runs;             // collector -> its last run
+  // The collectors' parts that have no field above, by collector:
+  // partitions (topology::PartitionAnalysis: null where the tables were not read).
+  CollectorParts by_collector;
+  std::shared_ptr<const SmReport> subnet_managers;  // subnet_managers: null when this exporter does not watch SMs
+  std::vector<std::string> collectors;              // the collectors on, in registry order
+  std::map<std::string, PhaseHealth> runs;          // collector -> its last run
   transport::EngineStats mad;
   PhaseHealth discovery;
   double sweep_seconds = 0;  // the last sweep's batch of reads

@@ -310,8 +310,10 @@ void HttpRoutes::Install(httplib::Server& server) {
     if (!snap->topology) return JsonError(res, 503, "no discovery has completed yet");
     // Written a piece at a time as it is sent (tens of MB for a whole big
     // fabric); the writer borrows the snapshot, which the provider keeps.
-    const collectors::TopologyParts parts{snap->fabric.get(),     snap->topology.get(), snap->routing.get(),
-                                          snap->partitions.get(), &snap->scope,         snap->hosts.get()};
+    const collectors::TopologyParts parts{
+        snap->fabric.get(),  snap->topology.get(),
+        snap->routing.get(), snap->by_collector.Get<topology::PartitionAnalysis>("partitions"),
+        &snap->scope,        snap->hosts.get()};
     auto writer = std::make_shared<collectors::TopologyWriter>(parts, std::move(query));
     if (!writer->error().empty()) return JsonError(res, 404, writer->error());
     res.set_chunked_content_provider(

@@ -167,7 +167,12 @@ int Main(int argc, char** argv) {
   poller_options.fabric.scope = cfg.scope;
   poller_options.collector.subnet_managers.stall_after = cfg.sm_stall_after;
   poller_options.collectors.emplace();
-  collectors::EnabledCollectors(cfg.collectors, &*poller_options.collectors, &error);  // names checked by the flags
+  // The names were checked by the flags; the registry's run order is
+  // checked here (a collector must run after those whose parts it reads).
+  if (!collectors::EnabledCollectors(cfg.collectors, &*poller_options.collectors, &error)) {
+    std::cerr << "ibfabric_exporter: " << error << "\n";
+    return 1;
+  }
   poller_options.on_transport_down = [&]() {
     const auto now = std::chrono::steady_clock::now();
     if (now - last_probe < std::chrono::seconds(2)) return;
