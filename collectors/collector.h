@@ -32,12 +32,12 @@
 #include <string>
 #include <vector>
 
-#include "collectors/alerts.h"
-#include "collectors/counter_store.h"
-#include "collectors/log.h"
+#include "collectors/common/log.h"
+#include "collectors/health/alerts.h"
+#include "collectors/health/counter_store.h"
+#include "collectors/health/subnet_managers.h"
+#include "collectors/reads/sweep.h"
 #include "collectors/snapshot.h"
-#include "collectors/subnet_managers.h"
-#include "collectors/sweep.h"
 #include "topology/analysis.h"
 #include "topology/fabric.h"
 #include "topology/hosts.h"

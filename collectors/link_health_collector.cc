@@ -1,7 +1,7 @@
 #include "collectors/link_health_collector.h"
 
-#include "collectors/alerts.h"
-#include "collectors/link_health.h"
+#include "collectors/health/alerts.h"
+#include "collectors/health/link_health.h"
 #include "collectors/render.h"
 
 namespace ibfabric::collectors {

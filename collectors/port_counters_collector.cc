@@ -1,6 +1,6 @@
 #include "collectors/port_counters_collector.h"
 
-#include "collectors/counter_store.h"
+#include "collectors/health/counter_store.h"
 #include "collectors/render.h"
 
 namespace ibfabric::collectors {

@@ -16,12 +16,12 @@
 #include <typeinfo>
 #include <vector>
 
-#include "collectors/alerts.h"
-#include "collectors/counter_store.h"
-#include "collectors/counters.h"
-#include "collectors/link_health.h"
-#include "collectors/subnet_managers.h"
-#include "collectors/sweep.h"
+#include "collectors/health/alerts.h"
+#include "collectors/health/counter_store.h"
+#include "collectors/health/link_health.h"
+#include "collectors/health/subnet_managers.h"
+#include "collectors/reads/counters.h"
+#include "collectors/reads/sweep.h"
 #include "topology/analysis.h"
 #include "topology/fabric.h"
 #include "topology/hosts.h"
@@ -140,7 +140,7 @@ struct Snapshot {
   // trees follow them); null or empty where routing does not run.
   std::shared_ptr<const topology::ForwardingTables> forwarding;
   // port_counters: every port's totals, shared with the collector's store
-  // (collectors/counter_store.h); never null.
+  // (collectors/health/counter_store.h); never null.
   std::shared_ptr<const PortTable> ports = std::make_shared<const PortTable>();
   // port_counters: PortVLXmitWaitCounters totals of the ports read for
   // them (those whose PortXmitWait moved); never null.

@@ -5,8 +5,8 @@
 #include <optional>
 #include <set>
 
+#include "collectors/health/subnet_managers.h"
 #include "collectors/render.h"
-#include "collectors/subnet_managers.h"
 
 namespace ibfabric::collectors {
 namespace {

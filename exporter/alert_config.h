@@ -28,7 +28,7 @@
 
 #include <string>
 
-#include "collectors/alerts.h"
+#include "collectors/health/alerts.h"
 
 namespace ibfabric::exporter {
 

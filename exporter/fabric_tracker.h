@@ -37,9 +37,9 @@
 #include <vector>
 
 #include "collectors/collector.h"
-#include "collectors/log.h"
+#include "collectors/common/log.h"
+#include "collectors/reads/sweep.h"
 #include "collectors/snapshot.h"
-#include "collectors/sweep.h"
 #include "topology/discovery.h"
 #include "topology/fabric.h"
 #include "topology/node_name_map.h"
@@ -62,7 +62,7 @@ struct TrackerOptions {
 // Thread-safety: the scheduler's thread only.
 class FabricTracker {
  public:
-  // `nodes` and `remembered`: saved before a re-exec (collectors/state.h).
+  // `nodes` and `remembered`: saved before a re-exec (exporter/state.h).
   FabricTracker(transport::MadEngine& engine, TrackerOptions options, collectors::Logger& log,
                 std::map<std::uint64_t, collectors::NodeLabel> nodes = {}, std::set<topology::PortRef> remembered = {});
 

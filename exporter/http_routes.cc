@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "collectors/api_json.h"
+#include "collectors/api/json.h"
 #include "config/text.h"
 #include "exporter/gzip.h"
 #include "exporter/status_assets.h"
@@ -65,7 +65,7 @@ void JsonError(httplib::Response& res, int status, const std::string& why) {
   Json(res, nlohmann::json{{"error", why}});
 }
 
-// A JSON API's query string read by `parse` (collectors/api_json.h: false
+// A JSON API's query string read by `parse` (collectors/api/json.h: false
 // with a one-line reason); on a bad one, answers 400 with it and is false.
 template <typename T>
 bool ParseQuery(const httplib::Request& req, httplib::Response& res,

@@ -31,7 +31,7 @@
 #include <string>
 #include <string_view>
 
-#include "collectors/log.h"
+#include "collectors/common/log.h"
 #include "exporter/http_stats.h"
 #include "exporter/snapshot_holder.h"
 #include "exporter/web_config.h"

@@ -16,7 +16,7 @@
 #include <string>
 #include <thread>
 
-#include "collectors/log.h"
+#include "collectors/common/log.h"
 #include "exporter/http_routes.h"
 #include "exporter/http_stats.h"
 #include "exporter/snapshot_holder.h"

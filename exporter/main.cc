@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "collectors/log.h"
+#include "collectors/common/log.h"
 #include "exporter/alert_config.h"
 #include "exporter/flags.h"
 #include "exporter/gzip.h"

@@ -18,13 +18,13 @@
 #include <vector>
 
 #include "collectors/collector.h"
-#include "collectors/log.h"
+#include "collectors/common/log.h"
 #include "collectors/registry.h"
 #include "collectors/snapshot.h"
-#include "collectors/state.h"
 #include "exporter/fabric_tracker.h"
 #include "exporter/http_stats.h"
 #include "exporter/snapshot_holder.h"
+#include "exporter/state.h"
 #include "transport/mad_engine.h"
 
 namespace ibfabric::exporter {

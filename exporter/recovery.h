@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "collectors/state.h"
+#include "exporter/state.h"
 
 namespace ibfabric::exporter {
 

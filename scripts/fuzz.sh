@@ -26,7 +26,7 @@ compile() {  # compile SRC [extra flags...]
   shift
   local obj
   obj="$out/obj/$(echo "$src" | tr / _).o"
-  if [ ! -f "$obj" ] || [ -n "$(find "$src" topology/*.h config/*.h collectors/*.h exporter/*.h transport/*.h -newer "$obj" 2>/dev/null)" ]; then
+  if [ ! -f "$obj" ] || [ -n "$(find "$src" topology/*.h config/*.h collectors/*.h collectors/*/*.h exporter/*.h transport/*.h -newer "$obj" 2>/dev/null)" ]; then
     rm -f "$obj"
     "$cxx" "${common[@]}" "$@" -fsanitize=fuzzer-no-link,address,undefined -c "$src" -o "$obj" &
     pids+=($!)
@@ -73,8 +73,8 @@ if [ -n "$build" ]; then
   # compile definitions as its pkg-config gives them (the class layout
   # depends on them).
   read -r -a httplib_flags <<< "$(pkg-config --cflags cpp-httplib)"
-  http=(tests/fuzz/http_fuzz.cc tests/testbed/http_reply.cc exporter/http_routes.cc collectors/api_alerts.cc
-    collectors/api_structure.cc collectors/api_topology.cc collectors/api_subnet_managers.cc)
+  http=(tests/fuzz/http_fuzz.cc tests/testbed/http_reply.cc exporter/http_routes.cc collectors/api/alerts.cc
+    collectors/api/structure.cc collectors/api/topology.cc collectors/api/subnet_managers.cc)
   for src in "${http[@]}"; do compile "$src" "${httplib_flags[@]}"; done
 fi
 wait_objects
@@ -90,6 +90,8 @@ if [ -n "$build" ]; then
   # Static libraries last, those that use others first.
   link http "${http_objects[@]}" "$build/exporter/libibfabric_exporter_lib.a" \
     "$build/tests/libibfabric_fake_fabric.a" "$build/collectors/libibfabric_collectors.a" \
+    "$build/collectors/libibfabric_health.a" "$build/collectors/libibfabric_reads.a" \
+    "$build/collectors/libibfabric_common.a" \
     "$build/topology/libibfabric_topology.a" "$build/config/libibfabric_config.a" \
     "$build/transport/libibfabric_transport_fake.a" "$build/transport/libibfabric_transport.a" \
     -lprometheus-cpp-core -lyaml-cpp -lcpp-httplib -lssl -lcrypto -lcrypt -lz -libmad -libumad -lpthread

@@ -10,7 +10,7 @@
 
 #include <cstring>
 
-#include "collectors/sweep.h"
+#include "collectors/reads/sweep.h"
 #include "transport/codec.h"
 #include "transport/testing/encoders.h"
 #include "transport/testing/fake_mad_port.h"

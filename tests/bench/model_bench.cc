@@ -23,8 +23,8 @@
 #include <string>
 #include <vector>
 
-#include "collectors/subnet_managers.h"
-#include "collectors/sweep.h"
+#include "collectors/health/subnet_managers.h"
+#include "collectors/reads/sweep.h"
 #include "tests/model/hardware_model.h"
 #include "tests/testbed/fat_tree.h"
 #include "topology/discovery.h"

@@ -41,7 +41,7 @@
 #include <thread>
 #include <vector>
 
-#include "collectors/counters.h"
+#include "collectors/reads/counters.h"
 #include "tests/testbed/browser.h"
 #include "tests/testbed/exporter_process.h"
 #include "tests/testbed/fat_tree.h"
@@ -214,7 +214,7 @@ double TimeTool(const SimFabric& sim, const std::vector<std::string>& argv, cons
   return -1;
 }
 
-// The group of a per-port family (collectors/counters.h PortGroup), or
+// The group of a per-port family (collectors/reads/counters.h PortGroup), or
 // "other" for what no group holds.
 std::string GroupOfFamily(const std::string& family) {
   for (const char* role : {"switch", "hca"}) {

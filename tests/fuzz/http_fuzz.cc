@@ -26,7 +26,7 @@
 #include <string>
 #include <string_view>
 
-#include "collectors/log.h"
+#include "collectors/common/log.h"
 #include "exporter/gzip.h"
 #include "exporter/http_routes.h"
 #include "exporter/poller.h"

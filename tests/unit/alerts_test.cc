@@ -3,12 +3,12 @@
 // hysteresis both ways, "cannot tell" counting neither way, pinned
 // counters, severities; and the thresholds file's parser.
 
-#include "collectors/alerts.h"
+#include "collectors/health/alerts.h"
 
 #include <gtest/gtest.h>
 
-#include "collectors/api_json.h"
-#include "collectors/link_health.h"
+#include "collectors/api/json.h"
+#include "collectors/health/link_health.h"
 #include "exporter/alert_config.h"
 #include "tests/unit/fabric_builder.h"
 

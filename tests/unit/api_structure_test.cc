@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "collectors/api_json.h"
+#include "collectors/api/json.h"
 #include "fabric_builder.h"
 #include "topology/analysis.h"
 #include "topology/hosts.h"

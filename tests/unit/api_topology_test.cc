@@ -6,7 +6,7 @@
 #include <set>
 #include <string>
 
-#include "collectors/api_json.h"
+#include "collectors/api/json.h"
 #include "fabric_builder.h"
 #include "topology/analysis.h"
 

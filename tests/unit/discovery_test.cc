@@ -9,7 +9,7 @@
 
 #include <set>
 
-#include "collectors/sweep.h"
+#include "collectors/reads/sweep.h"
 #include "tests/unit/fake_fabric.h"
 #include "topology/link_rate.h"
 #include "transport/codec.h"

@@ -19,7 +19,7 @@
 #include <thread>
 #include <tuple>
 
-#include "collectors/log.h"
+#include "collectors/common/log.h"
 #include "exporter/gzip.h"
 #include "exporter/http_routes.h"
 #include "tests/testbed/certificates.h"

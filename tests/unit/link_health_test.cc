@@ -1,8 +1,8 @@
-// Link health (collectors/link_health.h) fed with sweeps that miss 30% of
+// Link health (collectors/health/link_health.h) fed with sweeps that miss 30% of
 // their readings counts each planted flap once, and tells a host reset and
 // a switch reboot from flaps.
 
-#include "collectors/link_health.h"
+#include "collectors/health/link_health.h"
 
 #include <gtest/gtest.h>
 

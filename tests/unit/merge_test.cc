@@ -11,7 +11,7 @@
 #include <cstdio>
 #include <random>
 
-#include "collectors/link_health.h"
+#include "collectors/health/link_health.h"
 #include "tests/model/hardware_model.h"
 #include "tests/unit/fabric_builder.h"
 #include "tests/unit/fake_fabric.h"

@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "collectors/api_json.h"
+#include "collectors/api/json.h"
 #include "tests/unit/fabric_builder.h"
 
 namespace ibfabric::topology {

@@ -13,7 +13,7 @@
 
 #include <map>
 
-#include "collectors/log.h"
+#include "collectors/common/log.h"
 #include "collectors/registry.h"
 #include "collectors/table_retry.h"
 #include "exporter/gzip.h"

@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "collectors/api_json.h"
+#include "collectors/api/json.h"
 #include "tests/unit/routed_tree.h"
 #include "transport/attributes.h"
 

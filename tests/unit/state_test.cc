@@ -1,7 +1,7 @@
-// What survives a re-exec (collectors/state.h): totals, names and
+// What survives a re-exec (exporter/state.h): totals, names and
 // remembered ports round-trip through the state file; bad files are refused.
 
-#include "collectors/state.h"
+#include "exporter/state.h"
 
 #include <gtest/gtest.h>
 

@@ -2,11 +2,11 @@
 // standby, a failover with when/from/to, ActCount activity against our own
 // queries, several masters, none, and the JSON.
 
-#include "collectors/subnet_managers.h"
+#include "collectors/health/subnet_managers.h"
 
 #include <gtest/gtest.h>
 
-#include "collectors/api_json.h"
+#include "collectors/api/json.h"
 
 namespace ibfabric::collectors {
 namespace {

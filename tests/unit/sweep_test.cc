@@ -1,8 +1,8 @@
 // Counter semantics on the fake transport: ClassPortInfo capability bits
 // decide what is asked and what is exported; LIDs that moved are caught;
-// opt-in clearing; pinned counters (collectors/sweep.h).
+// opt-in clearing; pinned counters (collectors/reads/sweep.h).
 
-#include "collectors/sweep.h"
+#include "collectors/reads/sweep.h"
 
 #include <gtest/gtest.h>
 

@@ -4,8 +4,8 @@
 #include <ctime>
 #include <set>
 
-#include "collectors/api_json.h"
-#include "collectors/iso8601.h"
+#include "collectors/api/json.h"
+#include "collectors/common/iso8601.h"
 #include "config/text.h"
 
 namespace ibfabric::collectors {

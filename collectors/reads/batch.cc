@@ -1,4 +1,4 @@
-#include "collectors/batch.h"
+#include "collectors/reads/batch.h"
 
 #include <algorithm>
 

@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include <map>
 
-#include "collectors/api_json.h"
+#include "collectors/api/json.h"
 #include "config/text.h"
 #include "topology/link_rate.h"
 #include "topology/partitions.h"

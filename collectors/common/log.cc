@@ -1,4 +1,4 @@
-#include "collectors/log.h"
+#include "collectors/common/log.h"
 
 #include <chrono>
 #include <cstdio>

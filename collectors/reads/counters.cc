@@ -1,4 +1,4 @@
-#include "collectors/counters.h"
+#include "collectors/reads/counters.h"
 
 namespace ibfabric::collectors {
 

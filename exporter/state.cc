@@ -1,4 +1,4 @@
-#include "collectors/state.h"
+#include "exporter/state.h"
 
 #include <nlohmann/json.hpp>
 

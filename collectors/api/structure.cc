@@ -1,4 +1,4 @@
-// GET /api/v1/structure and /api/v1/search (collectors/api_json.h): what
+// GET /api/v1/structure and /api/v1/search (collectors/api/json.h): what
 // the status page loads to draw a fabric of any size and to find a node in
 // it without loading the whole topology.
 #include <algorithm>
@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <map>
 
-#include "collectors/api_json.h"
+#include "collectors/api/json.h"
 #include "config/text.h"
 
 namespace ibfabric::collectors {

@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-#include "collectors/counters.h"
+#include "collectors/reads/counters.h"
 #include "topology/fabric.h"
 
 namespace ibfabric::collectors {

@@ -38,8 +38,8 @@
 #include <string>
 #include <vector>
 
-#include "collectors/counter_store.h"
-#include "collectors/counters.h"
+#include "collectors/health/counter_store.h"
+#include "collectors/reads/counters.h"
 #include "topology/analysis.h"
 #include "topology/fabric.h"
 

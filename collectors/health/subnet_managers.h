@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "collectors/alerts.h"
+#include "collectors/health/alerts.h"
 #include "topology/fabric.h"
 #include "transport/attributes.h"
 #include "transport/mad_engine.h"

@@ -1,4 +1,4 @@
-#include "collectors/sweep.h"
+#include "collectors/reads/sweep.h"
 
 #include <algorithm>
 #include <unordered_map>

@@ -1,8 +1,8 @@
-#include "collectors/subnet_managers.h"
+#include "collectors/health/subnet_managers.h"
 
 #include <algorithm>
 
-#include "collectors/iso8601.h"
+#include "collectors/common/iso8601.h"
 
 namespace ibfabric::collectors {
 

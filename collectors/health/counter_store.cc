@@ -1,4 +1,4 @@
-#include "collectors/counter_store.h"
+#include "collectors/health/counter_store.h"
 
 #include <algorithm>
 #include <iterator>

@@ -1,5 +1,5 @@
-#include "collectors/api_json.h"
-#include "collectors/iso8601.h"
+#include "collectors/api/json.h"
+#include "collectors/common/iso8601.h"
 #include "topology/fabric.h"
 
 namespace ibfabric::collectors {

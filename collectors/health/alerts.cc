@@ -1,4 +1,4 @@
-#include "collectors/alerts.h"
+#include "collectors/health/alerts.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -13,8 +13,8 @@
 #include <set>
 #include <vector>
 
-#include "collectors/batch.h"
-#include "collectors/counters.h"
+#include "collectors/reads/batch.h"
+#include "collectors/reads/counters.h"
 #include "topology/fabric.h"
 #include "transport/mad_engine.h"
 

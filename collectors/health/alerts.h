@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "collectors/link_health.h"
+#include "collectors/health/link_health.h"
 #include "topology/analysis.h"
 #include "topology/congestion.h"
 #include "topology/routing.h"

@@ -1,4 +1,4 @@
-#include "collectors/link_health.h"
+#include "collectors/health/link_health.h"
 
 #include <algorithm>
 

@@ -10,7 +10,7 @@
 #include <set>
 #include <string>
 
-#include "collectors/counter_store.h"
+#include "collectors/health/counter_store.h"
 #include "collectors/snapshot.h"
 
 namespace ibfabric::collectors {

@@ -1,4 +1,4 @@
-#include "collectors/iso8601.h"
+#include "collectors/common/iso8601.h"
 
 #include <ctime>
 
