@@ -76,8 +76,8 @@ void RenderSelf(const Snapshot& s, std::string_view version, const Emit& out) {
   Add(discoveries, {{"mode", "full"}}, static_cast<double>(s.discoveries));
   Add(discoveries, {{"mode", "incremental"}}, static_cast<double>(s.rewalks));
   out(std::move(discoveries));
-  // The budget: what each phase costs the fabric, cumulatively (README
-  // "Fewer MADs").
+  // The budget: what each phase costs the fabric, cumulatively
+  // (docs/mad-volume.md).
   auto phases = Family("infiniband_exporter_phase_mads_total",
                        "MADs sent by phase (discovery: full walks, rewalk: incremental, sweep, trap: re-reads "
                        "of the ports a trap named), by kind",

@@ -41,7 +41,7 @@ struct Config {
   // Master SM ActCount standing still this long: not sweeping.
   std::chrono::milliseconds sm_stall_after = kPollerDefaults.collector.subnet_managers.stall_after;
   // MAD limits, defaulting to the engine's own (transport/mad_engine.h
-  // EngineOptions; README "Fabric-safe MAD limits").
+  // EngineOptions; docs/mad-limits.md).
   // Floor of every attempt's timeout, and ceiling of the backoff.
   std::chrono::milliseconds mad_timeout =
       std::chrono::duration_cast<std::chrono::milliseconds>(kEngineDefaults.timeout);

@@ -68,7 +68,7 @@ struct EngineOptions {
   // Per kind (MadKind order: directed-route SMPs, LID-routed SMPs, GMPs).
   // 4 directed-route SMPs on the wire is opensm's max_wire_smps; 16
   // LID-routed SMPs and 128 GMPs spread over many agents (opensm's PerfMgr
-  // keeps up to 500 GMPs outstanding). README "Fabric-safe MAD limits".
+  // keeps up to 500 GMPs outstanding). docs/mad-limits.md.
   std::array<int, kMadKinds> kind_window{4, 16, 128};
   // Outstanding MADs to one node; 0: no limit (the old engine).
   int per_destination = 1;
