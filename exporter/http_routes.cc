@@ -206,6 +206,13 @@ void HttpRoutes::LogException(const std::string& path, const std::string& what) 
 }
 
 void HttpRoutes::Install(httplib::Server& server) {
+  InstallChecks(server);
+  InstallMetrics(server);
+  InstallApi(server);
+  InstallProbesAndPage(server);
+}
+
+void HttpRoutes::InstallChecks(httplib::Server& server) {
   if (!options_.web.headers.empty()) {
     server.set_default_headers(httplib::Headers(options_.web.headers.begin(), options_.web.headers.end()));
   }
@@ -274,9 +281,10 @@ void HttpRoutes::Install(httplib::Server& server) {
     for (const auto& header : options_.web.headers) res.set_header(header.first, header.second);
     JsonError(res, 500, "internal error");
   });
+}
 
-  const std::string metrics_path = options_.telemetry_path;
-  server.Get(metrics_path, [this](const httplib::Request& req, httplib::Response& res) {
+void HttpRoutes::InstallMetrics(httplib::Server& server) {
+  server.Get(options_.telemetry_path, [this](const httplib::Request& req, httplib::Response& res) {
     auto snap = holder_.Get();
     constexpr const char* kType = "text/plain; version=0.0.4; charset=utf-8";
     res.set_header("Vary", "Accept-Encoding");
@@ -303,6 +311,9 @@ void HttpRoutes::Install(httplib::Server& server) {
           return sink.write(slice.data(), slice.size());
         });
   });
+}
+
+void HttpRoutes::InstallApi(httplib::Server& server) {
   server.Get("/api/v1/topology", [this](const httplib::Request& req, httplib::Response& res) {
     collectors::TopologyQuery query;
     if (!ParseQuery(req, res, collectors::ParseTopologyQuery, &query)) return;
@@ -375,6 +386,9 @@ void HttpRoutes::Install(httplib::Server& server) {
     }
     Json(res, collectors::SubnetManagersJson(*snap->subnet_managers, snap->published));
   });
+}
+
+void HttpRoutes::InstallProbesAndPage(httplib::Server& server) {
   server.Get("/healthz",
              [](const httplib::Request&, httplib::Response& res) { res.set_content("ok\n", "text/plain"); });
   server.Get("/readyz", [this](const httplib::Request&, httplib::Response& res) {
@@ -399,7 +413,8 @@ void HttpRoutes::Install(httplib::Server& server) {
   };
   std::string html = kStatusHtml;
   const std::string marker = "METRICS_PATH";
-  if (auto at = html.find(marker); at != std::string::npos) html.replace(at, marker.size(), metrics_path.substr(1));
+  if (auto at = html.find(marker); at != std::string::npos)
+    html.replace(at, marker.size(), options_.telemetry_path.substr(1));
   server.Get("/", page(std::move(html), "text/html; charset=utf-8"));
   server.Get("/static/status.css", page(kStatusCss, "text/css; charset=utf-8"));
   server.Get("/static/status.js", page(kStatusJs, "text/javascript; charset=utf-8"));

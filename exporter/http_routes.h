@@ -80,6 +80,11 @@ class HttpRoutes {
   void Install(httplib::Server& server);
 
  private:
+  // What every request and reply goes through (the header's list).
+  void InstallChecks(httplib::Server& server);
+  void InstallMetrics(httplib::Server& server);
+  void InstallApi(httplib::Server& server);  // the JSON routes
+  void InstallProbesAndPage(httplib::Server& server);
   // Basic auth against the web config's users; true when the request may go on.
   bool Authorized(const std::string& authorization);
   // Logs an unexpected exception's text the first time it is seen.
