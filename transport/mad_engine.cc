@@ -299,65 +299,90 @@ std::vector<MadResult> MadEngine::Run(std::span<const MadRequest> requests) {
   return results;
 }
 
-void MadEngine::Run(std::span<const MadRequest> requests, const ResultSink& sink) {
-  const std::size_t n = requests.size();
-  stats_.requests += n;
-  if (n == 0) return;
-  // Per request only when it was first sent: the outcome goes to the sink
-  // as it is decided (a sweep of 80k ports would otherwise hold 180k whole
-  // response MADs, 50 MB, until the last one).
-  std::vector<TimePoint> first_sent(n);
+// One Run: the requests, their queues by node and kind, what is in flight
+// and when it times out, and each node's window; the steps of the loop
+// (fill the windows, expire, release Busy backoffs, wait, take an answer)
+// are its member functions.
+class MadEngine::Batch {
+ public:
+  Batch(MadEngine& engine, std::span<const MadRequest> requests, const ResultSink& sink)
+      : e_(engine),
+        o_(engine.options_),
+        requests_(requests),
+        sink_(sink),
+        first_sent_(requests.size()),
+        per_dest_(o_.per_destination),
+        per_switch_(o_.dr_per_switch > 0 ? o_.dr_per_switch : per_dest_),
+        max_cwnd_(std::max(per_dest_, per_switch_)),
+        rate_(o_.rate_limit),
+        burst_(rate_ > 0 ? std::max(1.0, rate_ * 0.01) : 0),
+        tokens_(burst_),
+        refilled_(e_.clock_->Now()) {
+    in_flight_.reserve(static_cast<std::size_t>(o_.window) * 2);
+    nodes_.reserve(64);
+    for (std::size_t i = 0; i < requests_.size(); ++i) {
+      const std::uint64_t id = UnitOf(i);
+      units_[id].jobs.push_back(Job{i, 0, 0});
+      Enqueue(id);
+    }
+  }
 
-  const int per_dest = options_.per_destination;
-  const int per_switch = options_.dr_per_switch > 0 ? options_.dr_per_switch : per_dest;
-  const int max_cwnd = std::max(per_dest, per_switch);
-  std::unordered_map<std::uint64_t, Dest> dests;
-  std::unordered_map<std::uint64_t, Unit> units;
-  // One ring of units per kind when interleaving; one FIFO otherwise.
-  std::array<std::deque<std::uint64_t>, kMadKinds> rings;
-  std::unordered_map<std::uint32_t, InFlight> in_flight;
-  in_flight.reserve(static_cast<std::size_t>(options_.window) * 2);
-  std::priority_queue<std::pair<TimePoint, std::uint32_t>, std::vector<std::pair<TimePoint, std::uint32_t>>,
-                      std::greater<>>
-      deadlines;
-  std::priority_queue<Delayed, std::vector<Delayed>, std::greater<>> delayed;
-  std::array<int, kMadKinds> kind_out{};
-  int total_out = 0;
-  std::size_t done = 0;
-  int silent_attempts = 0;  // attempts timed out since the last answer from anywhere
-  bool silent = false;
-  std::vector<std::uint64_t> nodes;
-  nodes.reserve(64);
+  void Run() {
+    while (done_ < requests_.size()) {
+      Dispatch();
+      TimePoint now = e_.clock_->Now();
+      Expire(now);
+      ReleaseDelayed(now);
+      if (done_ >= requests_.size()) break;
+      Dispatch();
+      now = e_.clock_->Now();
+      const TimePoint wake = NextWake();
+      if (wake == TimePoint::max()) {
+        // Nothing in flight, nothing scheduled, and nothing could be sent: a
+        // bug in the limits above. Fail what is left rather than hang.
+        FailQueued();
+        break;
+      }
+      const auto wait = std::max(microseconds(0), std::chrono::duration_cast<microseconds>(wake - now));
+      if (std::optional<InboundMad> in = e_.port_.Receive(wait)) Take(*in);
+    }
+  }
 
-  // Rate limit: a token bucket holding at most 10 ms worth of MADs.
-  const double rate = options_.rate_limit;
-  const double burst = rate > 0 ? std::max(1.0, rate * 0.01) : 0;
-  double tokens = burst;
-  TimePoint refilled = clock_->Now();
-
-  auto dest = [&](std::uint64_t key) -> Dest& {
-    auto [it, inserted] = dests.try_emplace(key);
-    if (inserted) it->second.cwnd = max_cwnd;
+ private:
+  Dest& DestOf(std::uint64_t key) {
+    auto [it, inserted] = dests_.try_emplace(key);
+    if (inserted) it->second.cwnd = max_cwnd_;
     return it->second;
-  };
-  auto unit_of = [&](std::size_t index) -> std::uint64_t {
-    if (!options_.interleave) return 0;
-    NodesOf(requests[index], &nodes);
+  }
+  // The queue a request waits in: its target node and kind when
+  // interleaving, one FIFO otherwise.
+  std::uint64_t UnitOf(std::size_t index) {
+    if (!o_.interleave) return 0;
+    NodesOf(requests_[index], &nodes_);
     // Injective for keys below 2^63: three kinds per node.
-    return nodes.back() * kMadKinds + Slot(KindOf(requests[index].mgmt_class));
-  };
-  auto ring_of = [&](std::uint64_t unit_id) -> std::deque<std::uint64_t>& {
-    return options_.interleave ? rings[unit_id % kMadKinds] : rings[0];
-  };
-  auto enqueue = [&](std::uint64_t unit_id) {
-    Unit& u = units[unit_id];
+    return nodes_.back() * kMadKinds + Slot(KindOf(requests_[index].mgmt_class));
+  }
+  std::deque<std::uint64_t>& RingOf(std::uint64_t unit_id) {
+    return o_.interleave ? rings_[unit_id % kMadKinds] : rings_[0];
+  }
+  void Enqueue(std::uint64_t unit_id) {
+    Unit& u = units_[unit_id];
     if (u.in_ring || u.parked || u.jobs.empty()) return;
-    ring_of(unit_id).push_back(unit_id);
+    RingOf(unit_id).push_back(unit_id);
     u.in_ring = true;
-  };
-  // `answer`: the response, for kOk and kRemoteError.
-  auto finish = [&](std::size_t index, MadOutcome outcome, const MadBytes* answer = nullptr, std::uint16_t status = 0,
-                    int retries = 0) {
+  }
+  MadKind KindAt(std::size_t index) const { return KindOf(requests_[index].mgmt_class); }
+  std::uint16_t LidOf(std::size_t index) const {
+    return requests_[index].mgmt_class == MgmtClass::kSubnDirectRoute ? 0 : requests_[index].address.lid;
+  }
+  Dest& Target(std::size_t index) {
+    NodesOf(requests_[index], &nodes_);
+    return DestOf(nodes_.back());
+  }
+
+  // Hands the outcome to the sink; `answer`: the response, for kOk and kRemoteError.
+  void Finish(std::size_t index, MadOutcome outcome, const MadBytes* answer = nullptr, std::uint16_t status = 0,
+              int retries = 0) {
     MadResult r;
     r.outcome = outcome;
     if (answer) {
@@ -365,272 +390,315 @@ void MadEngine::Run(std::span<const MadRequest> requests, const ResultSink& sink
       r.response = *answer;
       r.retries = static_cast<std::uint8_t>(std::min(255, retries));
     }
-    r.first_sent = first_sent[index];
-    r.done = clock_->Now();
-    ++done;
-    sink(index, std::move(r));
-  };
-  auto settle = [&](std::size_t index, MadKind kind) {
-    --kind_out[Slot(kind)];
-    --total_out;
-    if (per_dest == 0) return;
-    NodesOf(requests[index], &nodes);
-    for (std::uint64_t key : nodes) {
-      Dest& d = dest(key);
+    r.first_sent = first_sent_[index];
+    r.done = e_.clock_->Now();
+    ++done_;
+    sink_(index, std::move(r));
+  }
+  // A request is no longer outstanding: its windows have room again.
+  void Settle(std::size_t index, MadKind kind) {
+    --kind_out_[Slot(kind)];
+    --total_out_;
+    if (per_dest_ == 0) return;
+    NodesOf(requests_[index], &nodes_);
+    for (std::uint64_t key : nodes_) {
+      Dest& d = DestOf(key);
       --d.outstanding;
       for (std::uint64_t w : d.waiters) {
-        units[w].parked = false;
-        enqueue(w);
+        units_[w].parked = false;
+        Enqueue(w);
       }
       d.waiters.clear();
     }
-  };
-  auto target = [&](std::size_t index) -> Dest& {
-    NodesOf(requests[index], &nodes);
-    return dest(nodes.back());
-  };
-  auto lid_of = [&](std::size_t index) -> std::uint16_t {
-    return requests[index].mgmt_class == MgmtClass::kSubnDirectRoute ? 0 : requests[index].address.lid;
-  };
+  }
+
+  // Whether every node on the head job's way has room; if not, the unit is
+  // parked on its full target or rotated behind a full switch.
+  bool Room(std::uint64_t unit_id, Unit& u, std::deque<std::uint64_t>& ring, std::size_t* rotated) {
+    if (per_dest_ == 0) return true;
+    for (std::size_t i = 0; i < nodes_.size(); ++i) {
+      Dest& d = DestOf(nodes_[i]);
+      const bool is_target = i + 1 == nodes_.size();
+      const int limit = is_target ? per_dest_ : per_switch_;
+      if (d.outstanding < std::min(limit, d.cwnd)) continue;  // cwnd >= 1 here
+      if (is_target) {
+        // Its own node is full: wait for one of its answers.
+        d.waiters.push_back(unit_id);
+        u.parked = true;
+      } else {
+        // A switch on its route is full: try again after the others.
+        ring.push_back(unit_id);
+        u.in_ring = true;
+        ++*rotated;
+      }
+      return false;
+    }
+    return true;
+  }
 
   // Sends the head job of `unit_id` if every limit allows it. Returns false
   // when it cannot go now; the unit is then parked or rotated.
-  auto try_send = [&](std::uint64_t unit_id, std::deque<std::uint64_t>& ring, std::size_t* rotated) -> bool {
-    Unit& u = units[unit_id];
+  bool TrySend(std::uint64_t unit_id, std::deque<std::uint64_t>& ring, std::size_t* rotated) {
+    Unit& u = units_[unit_id];
     const Job job = u.jobs.front();
-    const MadRequest& req = requests[job.index];
+    const MadRequest& req = requests_[job.index];
     const MadKind kind = KindOf(req.mgmt_class);
-    NodesOf(req, &nodes);
-    Dest& tgt = dest(nodes.back());
-    if (tgt.dead || silent) {
+    NodesOf(req, &nodes_);
+    if (DestOf(nodes_.back()).dead || silent_) {
       // Its node failed `dead_after` requests in a row, or nothing has
       // answered for `silence_after` attempts: not worth the wire.
       u.jobs.pop_front();
-      ++stats_.kinds[Slot(kind)].timeouts;
-      ++stats_.kinds[Slot(kind)].abandoned;
-      finish(job.index, MadOutcome::kTimeout);
-      enqueue(unit_id);
+      ++e_.stats_.kinds[Slot(kind)].timeouts;
+      ++e_.stats_.kinds[Slot(kind)].abandoned;
+      Finish(job.index, MadOutcome::kTimeout);
+      Enqueue(unit_id);
       return true;
     }
-    if (per_dest > 0) {
-      for (std::size_t i = 0; i < nodes.size(); ++i) {
-        Dest& d = dest(nodes[i]);
-        const bool is_target = i + 1 == nodes.size();
-        const int limit = is_target ? per_dest : per_switch;
-        if (d.outstanding < std::min(limit, d.cwnd)) continue;  // cwnd >= 1 here
-        if (is_target) {
-          // Its own node is full: wait for one of its answers.
-          d.waiters.push_back(unit_id);
-          u.parked = true;
-        } else {
-          // A switch on its route is full: try again after the others.
-          ring.push_back(unit_id);
-          u.in_ring = true;
-          ++*rotated;
-        }
-        return false;
-      }
-    }
+    if (!Room(unit_id, u, ring, rotated)) return false;
     u.jobs.pop_front();
-    const std::uint32_t tid = NextTid();
-    const MadBytes mad = EncodeRequest(req, tid);
-    ++stats_.kinds[Slot(kind)].sent;
-    if (rate > 0) tokens -= 1;
-    if (!port_.Send(req.address, mad)) {
-      ++stats_.kinds[Slot(kind)].send_errors;
-      finish(job.index, MadOutcome::kSendError);
-      enqueue(unit_id);
+    const std::uint32_t tid = e_.NextTid();
+    ++e_.stats_.kinds[Slot(kind)].sent;
+    if (rate_ > 0) tokens_ -= 1;
+    if (!e_.port_.Send(req.address, EncodeRequest(req, tid))) {
+      ++e_.stats_.kinds[Slot(kind)].send_errors;
+      Finish(job.index, MadOutcome::kSendError);
+      Enqueue(unit_id);
       return true;
     }
-    const TimePoint now = clock_->Now();
-    if (first_sent[job.index] == TimePoint{}) first_sent[job.index] = now;
-    in_flight.emplace(tid, InFlight{job, now, unit_id});
-    deadlines.emplace(now + TimeoutFor(kind, lid_of(job.index), job.attempt), tid);
-    ++kind_out[Slot(kind)];
-    ++total_out;
-    stats_.peak_kind[Slot(kind)] = std::max(stats_.peak_kind[Slot(kind)], kind_out[Slot(kind)]);
-    stats_.peak_total = std::max(stats_.peak_total, total_out);
-    if (per_dest > 0) {
-      for (std::uint64_t key : nodes) {
-        Dest& d = dest(key);
+    Sent(job, unit_id, tid, kind);
+    return true;
+  }
+  // Books a request just sent: in flight, its deadline, the windows and their peaks.
+  void Sent(const Job& job, std::uint64_t unit_id, std::uint32_t tid, MadKind kind) {
+    const TimePoint now = e_.clock_->Now();
+    if (first_sent_[job.index] == TimePoint{}) first_sent_[job.index] = now;
+    in_flight_.emplace(tid, InFlight{job, now, unit_id});
+    deadlines_.emplace(now + e_.TimeoutFor(kind, LidOf(job.index), job.attempt), tid);
+    ++kind_out_[Slot(kind)];
+    ++total_out_;
+    EngineStats& stats = e_.stats_;
+    stats.peak_kind[Slot(kind)] = std::max(stats.peak_kind[Slot(kind)], kind_out_[Slot(kind)]);
+    stats.peak_total = std::max(stats.peak_total, total_out_);
+    if (per_dest_ > 0) {
+      for (std::uint64_t key : nodes_) {
+        Dest& d = DestOf(key);
         ++d.outstanding;
-        stats_.peak_per_destination = std::max(stats_.peak_per_destination, d.outstanding);
+        stats.peak_per_destination = std::max(stats.peak_per_destination, d.outstanding);
       }
     }
-    enqueue(unit_id);
-    return true;
-  };
+    Enqueue(unit_id);
+  }
+
+  // Whether the rate limit lets one more go now; if not, when it will.
+  bool Token() {
+    if (rate_ <= 0) return true;
+    const TimePoint now = e_.clock_->Now();
+    tokens_ = std::min(burst_, tokens_ + std::chrono::duration<double>(now - refilled_).count() * rate_);
+    refilled_ = now;
+    if (tokens_ >= 1) return true;
+    token_due_ = now + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                           std::chrono::duration<double>((1 - tokens_) / rate_));
+    return false;
+  }
 
   // Fills the windows: one request per kind in turn, round robin over the
   // units of each kind, until nothing more may go.
-  constexpr std::size_t kRotateBudget = 256;  // transit-blocked units looked at per pass
-  TimePoint token_due{};
-  auto dispatch = [&]() {
-    token_due = TimePoint{};
+  void Dispatch() {
+    token_due_ = TimePoint{};
     bool progress = true;
     while (progress) {
       progress = false;
-      for (std::size_t r = 0; r < rings.size(); ++r) {
-        auto& ring = rings[r];
-        std::size_t rotated = 0;
-        while (!ring.empty() && total_out < options_.window) {
-          if (rate > 0) {
-            const TimePoint now = clock_->Now();
-            tokens = std::min(burst, tokens + std::chrono::duration<double>(now - refilled).count() * rate);
-            refilled = now;
-            if (tokens < 1) {
-              token_due = now + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                    std::chrono::duration<double>((1 - tokens) / rate));
-              return;
-            }
-          }
-          const std::uint64_t unit_id = ring.front();
-          Unit& u = units[unit_id];
-          if (u.jobs.empty()) {
-            ring.pop_front();
-            u.in_ring = false;
-            continue;
-          }
-          const MadKind kind = KindOf(requests[u.jobs.front().index].mgmt_class);
-          if (kind_out[Slot(kind)] >= options_.kind_window[Slot(kind)]) break;  // this kind is full
-          if (!options_.interleave && per_dest == 0) {
-            // In order: the head goes or nothing does.
-            if (!try_send(unit_id, ring, &rotated)) break;
-            progress = true;
-            continue;
-          }
-          ring.pop_front();
-          u.in_ring = false;
-          if (try_send(unit_id, ring, &rotated)) {
-            progress = true;
-            break;  // next kind's turn
-          }
-          // Rotated units come round again; stop once a pass has looked at
-          // enough of them while answers are due to free their routes.
-          if (rotated >= std::min(ring.size(), kRotateBudget) && total_out > 0) break;
-        }
+      for (auto& ring : rings_) {
+        const int sent = DispatchRing(ring);
+        if (sent < 0) return;  // out of tokens
+        progress = progress || sent > 0;
       }
     }
-  };
-
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::uint64_t id = unit_of(i);
-    units[id].jobs.push_back(Job{i, 0, 0});
-    enqueue(id);
+  }
+  // One kind's turn: how many went (in order: as many as may; interleaved:
+  // one), or -1 when the rate limit stopped it.
+  int DispatchRing(std::deque<std::uint64_t>& ring) {
+    constexpr std::size_t kRotateBudget = 256;  // transit-blocked units looked at per pass
+    std::size_t rotated = 0;
+    int sent = 0;
+    while (!ring.empty() && total_out_ < o_.window) {
+      if (!Token()) return -1;
+      const std::uint64_t unit_id = ring.front();
+      Unit& u = units_[unit_id];
+      if (u.jobs.empty()) {
+        ring.pop_front();
+        u.in_ring = false;
+        continue;
+      }
+      const MadKind kind = KindAt(u.jobs.front().index);
+      if (kind_out_[Slot(kind)] >= o_.kind_window[Slot(kind)]) break;  // this kind is full
+      if (!o_.interleave && per_dest_ == 0) {
+        // In order: the head goes or nothing does.
+        if (!TrySend(unit_id, ring, &rotated)) break;
+        ++sent;
+        continue;
+      }
+      ring.pop_front();
+      u.in_ring = false;
+      if (TrySend(unit_id, ring, &rotated)) return sent + 1;  // next kind's turn
+      // Rotated units come round again; stop once a pass has looked at
+      // enough of them while answers are due to free their routes.
+      if (rotated >= std::min(ring.size(), kRotateBudget) && total_out_ > 0) break;
+    }
+    return sent;
   }
 
-  auto retry_or_fail = [&](const InFlight& f, MadKind kind) {
-    Dest& t = target(f.job.index);
+  // An attempt got no answer: again while it has retries, else a timeout.
+  void RetryOrFail(const InFlight& f, MadKind kind) {
+    Dest& t = Target(f.job.index);
     t.cwnd = 1;  // one at a time until it answers again
-    if (options_.adaptive_timeout && rtt_[Slot(kind)].backoff < 2) ++rtt_[Slot(kind)].backoff;
-    if (options_.silence_after > 0 && ++silent_attempts >= options_.silence_after) silent = true;
-    if (f.job.attempt < options_.retries) {
-      ++stats_.kinds[Slot(kind)].retries;
-      Unit& u = units[f.unit];
-      u.jobs.push_front(Job{f.job.index, f.job.attempt + 1, f.job.busy});
-      enqueue(f.unit);
+    if (o_.adaptive_timeout && e_.rtt_[Slot(kind)].backoff < 2) ++e_.rtt_[Slot(kind)].backoff;
+    if (o_.silence_after > 0 && ++silent_attempts_ >= o_.silence_after) silent_ = true;
+    if (f.job.attempt < o_.retries) {
+      ++e_.stats_.kinds[Slot(kind)].retries;
+      units_[f.unit].jobs.push_front(Job{f.job.index, f.job.attempt + 1, f.job.busy});
+      Enqueue(f.unit);
       return;
     }
-    ++stats_.kinds[Slot(kind)].timeouts;
-    finish(f.job.index, MadOutcome::kTimeout);
-    if (options_.dead_after > 0 && ++t.failures >= options_.dead_after) t.dead = true;
-  };
-
-  while (done < n) {
-    dispatch();
-    TimePoint now = clock_->Now();
-    while (!deadlines.empty() && deadlines.top().first <= now) {
-      const std::uint32_t tid = deadlines.top().second;
-      deadlines.pop();
-      auto it = in_flight.find(tid);
-      if (it == in_flight.end()) continue;  // answered already
+    ++e_.stats_.kinds[Slot(kind)].timeouts;
+    Finish(f.job.index, MadOutcome::kTimeout);
+    if (o_.dead_after > 0 && ++t.failures >= o_.dead_after) t.dead = true;
+  }
+  // Every attempt whose deadline passed.
+  void Expire(TimePoint now) {
+    while (!deadlines_.empty() && deadlines_.top().first <= now) {
+      const std::uint32_t tid = deadlines_.top().second;
+      deadlines_.pop();
+      auto it = in_flight_.find(tid);
+      if (it == in_flight_.end()) continue;  // answered already
       const InFlight f = it->second;
-      in_flight.erase(it);
-      const MadKind kind = KindOf(requests[f.job.index].mgmt_class);
-      settle(f.job.index, kind);
-      retry_or_fail(f, kind);
+      in_flight_.erase(it);
+      const MadKind kind = KindAt(f.job.index);
+      Settle(f.job.index, kind);
+      RetryOrFail(f, kind);
     }
-    while (!delayed.empty() && delayed.top().due <= now) {
-      const Delayed d = delayed.top();
-      delayed.pop();
-      units[d.unit].jobs.push_front(d.job);
-      enqueue(d.unit);
+  }
+  // Requests answered Busy whose backoff is over go back to their queue's front.
+  void ReleaseDelayed(TimePoint now) {
+    while (!delayed_.empty() && delayed_.top().due <= now) {
+      const Delayed d = delayed_.top();
+      delayed_.pop();
+      units_[d.unit].jobs.push_front(d.job);
+      Enqueue(d.unit);
     }
-    if (done >= n) break;
-    dispatch();
-    now = clock_->Now();
-
+  }
+  // The next deadline, Busy backoff or token; max when there is none.
+  TimePoint NextWake() const {
     TimePoint wake = TimePoint::max();
-    if (!deadlines.empty()) wake = std::min(wake, deadlines.top().first);
-    if (!delayed.empty()) wake = std::min(wake, delayed.top().due);
-    if (token_due != TimePoint{}) wake = std::min(wake, token_due);
-    if (wake == TimePoint::max()) {
-      // Nothing in flight, nothing scheduled, and nothing could be sent: a
-      // bug in the limits above. Fail what is left rather than hang.
-      for (auto& [id, u] : units) {
-        for (const Job& j : u.jobs) finish(j.index, MadOutcome::kSendError);
-        u.jobs.clear();
-      }
-      break;
+    if (!deadlines_.empty()) wake = std::min(wake, deadlines_.top().first);
+    if (!delayed_.empty()) wake = std::min(wake, delayed_.top().due);
+    if (token_due_ != TimePoint{}) wake = std::min(wake, token_due_);
+    return wake;
+  }
+  void FailQueued() {
+    for (auto& [id, u] : units_) {
+      for (const Job& j : u.jobs) Finish(j.index, MadOutcome::kSendError);
+      u.jobs.clear();
     }
-    const auto wait = std::max(microseconds(0), std::chrono::duration_cast<microseconds>(wake - now));
-    std::optional<InboundMad> in = port_.Receive(wait);
-    if (!in) continue;
+  }
 
-    if (TakeReport(*in)) continue;
-    const MadHeader h = DecodeHeader(in->mad);
-    auto it = in_flight.find(static_cast<std::uint32_t>(h.tid));
-    if (it == in_flight.end()) {
-      ++stats_.ignored;  // late (after a retry), duplicate or not ours
-      continue;
+  // A MAD that arrived: a Report, an answer to one in flight, or something to ignore.
+  void Take(const InboundMad& in) {
+    if (e_.TakeReport(in)) return;
+    const MadHeader h = DecodeHeader(in.mad);
+    auto it = in_flight_.find(static_cast<std::uint32_t>(h.tid));
+    if (it == in_flight_.end()) {
+      ++e_.stats_.ignored;  // late (after a retry), duplicate or not ours
+      return;
     }
     const InFlight f = it->second;
-    const MadRequest& req = requests[f.job.index];
+    const MadRequest& req = requests_[f.job.index];
     const MadKind kind = KindOf(req.mgmt_class);
-    if (in->status != 0) {
+    if (in.status != 0) {
       // The kernel gave our send back unanswered: same as a user-space timeout.
-      in_flight.erase(it);
-      settle(f.job.index, kind);
-      retry_or_fail(f, kind);
-      continue;
+      in_flight_.erase(it);
+      Settle(f.job.index, kind);
+      RetryOrFail(f, kind);
+      return;
     }
     if ((h.method & kResponseBit) == 0 || h.mgmt_class != static_cast<std::uint8_t>(req.mgmt_class) ||
         h.attr_id != req.attr_id || h.attr_mod != req.attr_mod) {
-      ++stats_.ignored;  // a corrupted or foreign MAD that happens to carry our TID
-      continue;
+      ++e_.stats_.ignored;  // a corrupted or foreign MAD that happens to carry our TID
+      return;
     }
-    in_flight.erase(it);
-    settle(f.job.index, kind);
-    silent_attempts = 0;
-    KindStats& ks = stats_.kinds[Slot(kind)];
+    in_flight_.erase(it);
+    Settle(f.job.index, kind);
+    Answered(f, kind, h, in.mad);
+  }
+  // The answer to an attempt: a sample, a Busy to back off from, or the outcome.
+  void Answered(const InFlight& f, MadKind kind, const MadHeader& h, const MadBytes& mad) {
+    silent_attempts_ = 0;
+    KindStats& ks = e_.stats_.kinds[Slot(kind)];
     ++ks.responses;
-    now = clock_->Now();
+    const TimePoint now = e_.clock_->Now();
     // Karn: only a first attempt's answer is a clean round-trip sample.
-    if (f.job.attempt == 0 && f.job.busy == 0) {
-      Sample(kind, std::chrono::duration_cast<microseconds>(now - f.sent));
-    }
-    Dest& t = target(f.job.index);
+    if (f.job.attempt == 0 && f.job.busy == 0) e_.Sample(kind, std::chrono::duration_cast<microseconds>(now - f.sent));
+    Dest& t = Target(f.job.index);
     if ((h.status & kMadStatusBusy) != 0) {
       ++ks.busy;
       t.cwnd = 1;
-      if (f.job.busy < options_.busy_retries) {
+      if (f.job.busy < o_.busy_retries) {
         // Busy: the agent discarded it (IBTA 13.4.7); ask again after a backoff.
         ++ks.retries;
         const Job again{f.job.index, f.job.attempt, f.job.busy + 1};
-        delayed.push(Delayed{now + TimeoutFor(kind, lid_of(f.job.index), f.job.busy), f.unit, again});
-        continue;
+        delayed_.push(Delayed{now + e_.TimeoutFor(kind, LidOf(f.job.index), f.job.busy), f.unit, again});
+        return;
       }
     }
     t.failures = 0;
     if (h.status != 0) {
       if ((h.status & kMadStatusRedirect) != 0) ++ks.redirects;
       ++ks.remote_errors;
-    } else if (per_dest > 0) {
-      t.cwnd = std::min(max_cwnd, t.cwnd + 1);
+    } else if (per_dest_ > 0) {
+      t.cwnd = std::min(max_cwnd_, t.cwnd + 1);
     }
-    finish(f.job.index, h.status != 0 ? MadOutcome::kRemoteError : MadOutcome::kOk, &in->mad, h.status,
+    Finish(f.job.index, h.status != 0 ? MadOutcome::kRemoteError : MadOutcome::kOk, &mad, h.status,
            f.job.attempt + f.job.busy);
   }
+
+  MadEngine& e_;
+  const EngineOptions& o_;
+  std::span<const MadRequest> requests_;
+  const ResultSink& sink_;
+  // Per request only when it was first sent: the outcome goes to the sink
+  // as it is decided (a sweep of 80k ports would otherwise hold 180k whole
+  // response MADs, 50 MB, until the last one).
+  std::vector<TimePoint> first_sent_;
+  const int per_dest_;
+  const int per_switch_;
+  const int max_cwnd_;
+  std::unordered_map<std::uint64_t, Dest> dests_;
+  std::unordered_map<std::uint64_t, Unit> units_;
+  // One ring of units per kind when interleaving; one FIFO otherwise.
+  std::array<std::deque<std::uint64_t>, kMadKinds> rings_;
+  std::unordered_map<std::uint32_t, InFlight> in_flight_;
+  std::priority_queue<std::pair<TimePoint, std::uint32_t>, std::vector<std::pair<TimePoint, std::uint32_t>>,
+                      std::greater<>>
+      deadlines_;
+  std::priority_queue<Delayed, std::vector<Delayed>, std::greater<>> delayed_;
+  std::array<int, kMadKinds> kind_out_{};
+  int total_out_ = 0;
+  std::size_t done_ = 0;
+  int silent_attempts_ = 0;  // attempts timed out since the last answer from anywhere
+  bool silent_ = false;
+  std::vector<std::uint64_t> nodes_;  // the nodes of the request looked at last (NodesOf)
+  // Rate limit: a token bucket holding at most 10 ms worth of MADs.
+  const double rate_;
+  const double burst_;
+  double tokens_;
+  TimePoint refilled_;
+  TimePoint token_due_{};
+};
+
+void MadEngine::Run(std::span<const MadRequest> requests, const ResultSink& sink) {
+  stats_.requests += requests.size();
+  if (requests.empty()) return;
+  Batch(*this, requests, sink).Run();
 }
 
 }  // namespace ibfabric::transport

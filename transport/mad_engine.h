@@ -176,6 +176,7 @@ class MadEngine {
   const Clock& clock() const { return *clock_; }
 
  private:
+  class Batch;  // one Run (mad_engine.cc)
   struct Rtt {
     double srtt = 0;    // seconds; 0: no sample yet
     double rttvar = 0;  // seconds
