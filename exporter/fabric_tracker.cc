@@ -7,19 +7,10 @@
 namespace ibfabric::exporter {
 
 namespace {
-// Traps subscribed to (transport/attributes.h trap).
-constexpr std::uint16_t kTraps[] = {transport::trap::kGidInService, transport::trap::kGidOutOfService,
-                                    transport::trap::kLinkStateChange, transport::trap::kLocalChange};
 // Sweeps a changed port stays watched, and how many changes at once a
 // re-walk takes on before a full walk is the better deal.
 constexpr int kRecentSweeps = 6;
 constexpr std::size_t kMaxRewalk = 64;
-// A re-walk whose far end did not answer is asked again this many times.
-constexpr int kRewalkRetries = 5;
-// Sweeps before a port that stopped answering is re-walked for that again
-// (doubling while it stays silent, up to kSilentHoldMax).
-constexpr std::uint64_t kSilentHold = 10;
-constexpr std::uint64_t kSilentHoldMax = 640;
 }  // namespace
 
 FabricTracker::FabricTracker(transport::MadEngine& engine, TrackerOptions options, collectors::Logger& log,
@@ -30,7 +21,9 @@ FabricTracker::FabricTracker(transport::MadEngine& engine, TrackerOptions option
       log_(log),
       fabric_(std::make_shared<topology::Fabric>()),
       nodes_(std::move(nodes)),
-      remembered_(std::move(remembered)) {
+      remembered_(std::move(remembered)),
+      schedule_(options_.discovery_interval, options_.sweep_interval, options_.sweep_rotation),
+      traps_(engine, log, options_.sweep_rotation) {
   UpdateReadPorts();
 }
 
@@ -43,9 +36,7 @@ void FabricTracker::UpdateReadPorts() {
 
 // --- walks ---------------------------------------------------------------
 
-bool FabricTracker::WalkDue(std::chrono::steady_clock::time_point now) const {
-  return (walk_ && now >= forced_not_before_) || now >= next_walk_;
-}
+bool FabricTracker::WalkDue(std::chrono::steady_clock::time_point now) const { return schedule_.Due(now); }
 
 FabricTracker::Walked FabricTracker::Walk(std::chrono::steady_clock::time_point now) {
   topology::DiscoverOptions discover_options;
@@ -57,18 +48,9 @@ FabricTracker::Walked FabricTracker::Walk(std::chrono::steady_clock::time_point 
   for (const auto& p : r.problems) log_.Warn("discovery", "problem=\"" + p + "\"");
   Walked w;
   w.ok = r.ok;
-  walk_ = !r.ok;
-  next_walk_ = now + options_.discovery_interval;
   // Loss is not multiplied into walks: after a walk that missed answers the
   // next forced one waits, longer each time.
-  if (r.ok && !r.unanswered.empty()) {
-    const auto first = std::max<std::chrono::milliseconds>(2 * options_.sweep_interval, std::chrono::seconds(1));
-    forced_backoff_ = forced_backoff_.count() == 0 ? first : std::min(2 * forced_backoff_, options_.sweep_rotation);
-    forced_backoff_ = std::max(forced_backoff_, first);
-  } else {
-    forced_backoff_ = std::chrono::milliseconds(0);
-  }
-  forced_not_before_ = now + forced_backoff_;
+  schedule_.Walked(now, r.ok, !r.unanswered.empty());
   if (!r.ok) {
     log_.Error("discovery failed; keeping the previous fabric");
     return w;
@@ -91,7 +73,7 @@ FabricTracker::Walked FabricTracker::Walk(std::chrono::steady_clock::time_point 
   // Everything is read again; what does not answer keeps what it had (a
   // lost MAD is no reason to forget a table), nodes gone lose theirs.
   for (const auto& node : fabric_->nodes()) w.fresh.insert(node.guid);
-  subscribe_due_ = true;
+  traps_.Due();
   check_all_lids_ = false;  // the walk just read every LID's owner
   w.summary = "switches=" + std::to_string(fabric_->switch_count()) + " hcas=" + std::to_string(fabric_->ca_count()) +
               " smps=" + std::to_string(r.smps);
@@ -103,12 +85,12 @@ std::optional<FabricTracker::Walked> FabricTracker::Rewalk(const std::vector<top
   if (options_.scope.kind == topology::ScopeKind::kLocal) {
     // A walk of the local node's neighbours is a handful of SMPs, and a
     // re-walk would not stop at one hop.
-    walk_ = true;
+    schedule_.Force();
     return std::nullopt;
   }
   if (changes.size() > kMaxRewalk) {
     log_.Info("many ports changed at once; walking the whole fabric", "ports=" + std::to_string(changes.size()));
-    walk_ = true;
+    schedule_.Force();
     return std::nullopt;
   }
   topology::IncrementalResult r = topology::Rediscover(engine_, *fabric_, local_guid_, local_port_, changes);
@@ -124,7 +106,7 @@ std::optional<FabricTracker::Walked> FabricTracker::Rewalk(const std::vector<top
               " gone_nodes=" + std::to_string(r.gone_nodes.size());
   if (!r.trusted) {
     log_.Warn("re-walk could not be trusted; walking the whole fabric next");
-    walk_ = true;
+    schedule_.Force();
     return w;
   }
   Adopt(r.discovery.fabric, &r.discovery.unanswered);
@@ -174,21 +156,9 @@ void FabricTracker::Adopt(const topology::Fabric& walked, const topology::Unansw
 
 void FabricTracker::Retry(const std::vector<topology::PortChange>& changes,
                           const std::vector<topology::PortChange>& retry) {
-  for (const auto& c : changes) {
-    if (std::none_of(retry.begin(), retry.end(), [&](const auto& r) { return r.port == c.port; })) {
-      retry_.erase(c.port);
-    }
-  }
-  for (const auto& c : retry) {
-    RetryState& s = retry_[c.port];
-    s.change = c;
-    if (++s.attempts > kRewalkRetries) {
-      log_.Warn("nothing answers behind a changed port; leaving it to the rotation and the next full walk",
-                "port=\"" + Describe(c.port) + "\" why=\"" + c.why + "\"");
-      retry_.erase(c.port);
-      continue;
-    }
-    s.due = sweeps_ + (1ULL << (s.attempts - 1));
+  for (const auto& c : holds_.Rewalked(changes, retry, sweeps_)) {
+    log_.Warn("nothing answers behind a changed port; leaving it to the rotation and the next full walk",
+              "port=\"" + Describe(c.port) + "\" why=\"" + c.why + "\"");
   }
 }
 
@@ -219,7 +189,7 @@ FabricTracker::SweepReads FabricTracker::PlanSweep(const collectors::Snapshot& p
 std::set<topology::PortRef> FabricTracker::Watched(const collectors::Snapshot& parts) const {
   std::set<topology::PortRef> out;
   for (const auto& [ref, left] : recent_) out.insert(ref);
-  for (const auto& [ref, r] : retry_) {
+  for (const auto& [ref, r] : holds_.retries()) {
     if (ref.port != 0) out.insert(ref);
   }
   // A remembered port that is down: seen as soon as it comes back.
@@ -266,7 +236,8 @@ FabricTracker::News FabricTracker::Observe(const collectors::PortTable& before, 
   for (const auto& r : sweep->readings) {
     if (!r.sample) {
       if (known_failing_.insert(r.target.port).second) news.newly_failing.insert(r.target.port);
-      if (auto end = SwitchEnd(r.target.port); end && SilenceDue(*end)) news.silent.insert(r.target.port);
+      if (auto end = SwitchEnd(r.target.port); end && holds_.SilenceDue(*end, sweeps_))
+        news.silent.insert(r.target.port);
       continue;
     }
     known_failing_.erase(r.target.port);
@@ -300,7 +271,7 @@ std::vector<topology::PortChange> FabricTracker::EndSweep(const collectors::Swee
     // A new master may have handed out other LIDs, and knows nothing of
     // our subscriptions.
     check_all_lids_ = true;
-    subscribe_due_ = true;
+    traps_.Due();
   }
   ++sweeps_;
   for (auto it = recent_.begin(); it != recent_.end();) it = --it->second <= 0 ? recent_.erase(it) : std::next(it);
@@ -310,7 +281,7 @@ std::vector<topology::PortChange> FabricTracker::EndSweep(const collectors::Swee
   if (!sweep.moved_nodes.empty()) {
     lid_moves_ += sweep.moved_nodes.size();
     log_.Warn("LIDs answer for other nodes; rediscovering", "nodes=" + std::to_string(sweep.moved_nodes.size()));
-    walk_ = true;
+    schedule_.Force();
     check_all_lids_ = true;
     return {};
   }
@@ -334,7 +305,7 @@ std::vector<topology::PortChange> FabricTracker::ChangesOf(const collectors::Swe
       auto it = sweep.links.find(*end);
       if (it != sweep.links.end()) {
         changes[*end] = {*end, it->second, why};
-        if (silent) NoteSilenceRewalk(*end);
+        if (silent) holds_.SilenceRewalked(*end, sweeps_);
       } else if (silent && *end == ref) {
         silent_switches.insert(ref.node_guid);  // the switch's own PortInfo did not answer either
       }
@@ -349,12 +320,12 @@ std::vector<topology::PortChange> FabricTracker::ChangesOf(const collectors::Swe
   };
   for (std::uint64_t g : silent_switches) {
     const topology::PortRef zero{g, 0};
-    if (changes.count(zero) || !SilenceDue(zero) || answered(g)) continue;
-    NoteSilenceRewalk(zero);
+    if (changes.count(zero) || !holds_.SilenceDue(zero, sweeps_) || answered(g)) continue;
+    holds_.SilenceRewalked(zero, sweeps_);
     changes[zero] = {zero, topology::Port{}, "stopped answering by LID"};
   }
   // Re-walks whose far end did not answer, when due.
-  for (auto& [ref, r] : retry_) {
+  for (auto& [ref, r] : holds_.retries()) {
     if (r.due > sweeps_ || changes.count(ref)) continue;
     if (ref.port == 0) {
       changes[ref] = r.change;
@@ -368,7 +339,7 @@ std::vector<topology::PortChange> FabricTracker::ChangesOf(const collectors::Swe
     changes[ref] = {ref, it->second, r.change.why + ", asked again"};
   }
   // Holds of ports that answer again run out.
-  std::erase_if(silent_rewalked_, [&](const auto& e) { return sweeps_ >= e.second.first + 2 * e.second.second; });
+  holds_.EndSweep(sweeps_);
   std::vector<topology::PortChange> list;
   if (changes.empty()) return list;
   log_.Info("switch ports changed; re-walking them",
@@ -378,16 +349,6 @@ std::vector<topology::PortChange> FabricTracker::ChangesOf(const collectors::Swe
                 " newly_failing=" + std::to_string(news.newly_failing.size()));
   for (auto& [ref, c] : changes) list.push_back(std::move(c));
   return list;
-}
-
-bool FabricTracker::SilenceDue(const topology::PortRef& end) const {
-  auto it = silent_rewalked_.find(end);
-  return it == silent_rewalked_.end() || sweeps_ >= it->second.first + it->second.second;
-}
-
-void FabricTracker::NoteSilenceRewalk(const topology::PortRef& end) {
-  auto [it, fresh] = silent_rewalked_.try_emplace(end, sweeps_, kSilentHold);
-  if (!fresh) it->second = {sweeps_, std::min(2 * it->second.second, kSilentHoldMax)};
 }
 
 // --- traps ---------------------------------------------------------------
@@ -405,46 +366,15 @@ void FabricTracker::Subscribe(std::chrono::steady_clock::time_point now, const c
     const topology::Port* local = fabric_->FindPort({local_guid_, local_port_});
     if (local) sm_lid = local->sm_lid;
   }
-  if (sm_lid == 0) return;
-  if (!subscribe_due_ && sm_lid == subscribed_sm_ && now - subscribed_at_ < options_.sweep_rotation) return;
-  std::vector<transport::MadRequest> reqs;
-  for (std::uint16_t t : kTraps) reqs.push_back(transport::InformInfoSubscribe(sm_lid, t));
-  // Logged as it changes: accepted, or not (first time, or after it was).
-  const bool first = subscriptions_.empty() || sm_lid != subscribed_sm_;
-  const bool had_all =
-      !first && std::all_of(subscriptions_.begin(), subscriptions_.end(), [](const auto& e) { return e.second; });
-  const auto results = engine_.Run(reqs);
-  bool all = true;
-  for (std::size_t i = 0; i < results.size(); ++i) {
-    const bool ok = results[i].outcome == transport::MadOutcome::kOk;
-    subscriptions_[kTraps[i]] = ok;
-    all = all && ok;
-  }
-  if (all && !had_all) {
-    log_.Info("subscribed to the SM's traps", "sm_lid=" + std::to_string(sm_lid) + " traps=64,65,128,144");
-  } else if (!all && (first || had_all)) {
-    log_.Warn(
-        "the SA did not accept every trap subscription; asking again each sweep, sweeps alone find changes "
-        "meanwhile",
-        "sm_lid=" + std::to_string(sm_lid));
-  }
-  subscribed_sm_ = sm_lid;
-  subscribed_at_ = now;
-  // An SA busy with a sweep of its own may not answer in time: ask again
-  // next sweep until it has accepted every trap.
-  subscribe_due_ = !all;
+  traps_.Subscribe(now, sm_lid);
 }
 
 std::optional<FabricTracker::TrapReads> FabricTracker::TakeReports() {
-  const auto reports = engine_.TakeReports();
-  if (reports.empty()) return std::nullopt;
+  const std::vector<transport::Notice> notices = traps_.Take();
+  if (notices.empty()) return std::nullopt;
   TrapReads out;
-  for (const auto& mad : reports) {
-    const transport::Notice n = transport::DecodeNotice(mad);
-    ++traps_[n.trap_number];
+  for (const transport::Notice& n : notices) {
     const std::string trap = "trap " + std::to_string(n.trap_number);
-    log_.Debug("trap", "number=" + std::to_string(n.trap_number) + " lid=" + std::to_string(n.lid) +
-                           " port_guid=" + topology::FormatGuid(n.port_guid));
     for (const auto& node : fabric_->nodes()) {
       const bool by_lid = n.lid != 0 && node.lid == n.lid;
       const bool ca = node.kind != topology::NodeKind::kSwitch;
@@ -514,8 +444,8 @@ void FabricTracker::Publish(collectors::Snapshot* s) const {
   s->sweeps = sweeps_;
   s->discoveries = walks_;
   s->rewalks = rewalks_;
-  s->traps = traps_;
-  s->trap_subscriptions = subscriptions_;
+  s->traps = traps_.traps();
+  s->trap_subscriptions = traps_.subscriptions();
   s->lid_moves = lid_moves_;
   s->discovery_unanswered = unanswered_;
   s->incomplete_discoveries = incomplete_walks_;

@@ -19,6 +19,12 @@
 // cannot be trusted, or many changes at once make the next cycle walk
 // everything.
 //
+// Its parts, each with tests of its own: WalkSchedule (when the next full
+// walk runs, the wait after lossy walks), RewalkHolds (re-walks asked
+// again, ports that stopped answering held off), TrapSubscription (the
+// InformInfo Sets and the Reports counted); the tracker keeps the fabric
+// view and the sweep's watch and rotation.
+//
 // Lost MADs are never evidence: a full walk that missed answers is merged
 // into the last fabric (topology/merge.h), and the next walk forced by
 // anything but the schedule waits longer after each such walk (twice the
@@ -40,6 +46,9 @@
 #include "collectors/common/log.h"
 #include "collectors/reads/sweep.h"
 #include "collectors/snapshot.h"
+#include "exporter/rewalk_holds.h"
+#include "exporter/trap_subscription.h"
+#include "exporter/walk_schedule.h"
 #include "topology/discovery.h"
 #include "topology/fabric.h"
 #include "topology/node_name_map.h"
@@ -87,7 +96,7 @@ class FabricTracker {
   // once), which the next cycle then makes.
   std::optional<Walked> Rewalk(const std::vector<topology::PortChange>& changes);
   // The next cycle walks everything (a collector found the view untrustworthy).
-  void WalkNext() { walk_ = true; }
+  void WalkNext() { schedule_.Force(); }
 
   // The sweep's PortInfo and LID-check reads.
   struct SweepReads {
@@ -125,7 +134,7 @@ class FabricTracker {
   // SM, or once per rotation); the master is the subnet_managers part's
   // when there is one, else the local port's MasterSMLID.
   void Subscribe(std::chrono::steady_clock::time_point now, const collectors::Snapshot& parts);
-  bool subscribed() const { return subscribed_sm_ != 0; }
+  bool subscribed() const { return traps_.subscribed(); }
   // The Reports received so far: the switch ports they name, to read again.
   struct TrapReads {
     std::vector<collectors::LinkTarget> links;
@@ -180,8 +189,6 @@ class FabricTracker {
   // The switch ports to re-walk after a sweep: changed state, width or
   // speed; a flap that is over; a port that stopped answering; retries due.
   std::vector<topology::PortChange> ChangesOf(const collectors::SweepResult& sweep, const News& news);
-  bool SilenceDue(const topology::PortRef& end) const;
-  void NoteSilenceRewalk(const topology::PortRef& end);
 
   transport::MadEngine& engine_;
   TrackerOptions options_;
@@ -205,14 +212,10 @@ class FabricTracker {
   bool local_link_up_ = true;  // as the local port's PortInfo last said
   bool reaches_fabric_ = true;
 
-  // Walks: whether the next cycle walks everything, when it is due on
-  // schedule; lost answers: incomplete walks in a row that missed each
-  // node, the earliest a forced walk may run and how long the last wait was.
-  bool walk_ = true;
-  std::chrono::steady_clock::time_point next_walk_{};
+  // Walks: when the next full one runs; lost answers: incomplete walks in
+  // a row that missed each node.
+  WalkSchedule schedule_;
   std::map<std::uint64_t, int> misses_;
-  std::chrono::steady_clock::time_point forced_not_before_{};
-  std::chrono::milliseconds forced_backoff_{0};
   std::size_t unanswered_ = 0;  // what the last full walk asked and got no answer to
   std::uint64_t incomplete_walks_ = 0;
   std::uint64_t walks_ = 0;
@@ -226,22 +229,11 @@ class FabricTracker {
   // Ports whose failure already led to a re-walk: a node that stays dead
   // costs one, not one every sweep.
   std::set<topology::PortRef> known_failing_;
-  struct RetryState {
-    topology::PortChange change;
-    int attempts = 0;
-    std::uint64_t due = 0;  // sweep number
-  };
-  std::map<topology::PortRef, RetryState> retry_;
-  // Switch ports re-walked because what is behind them stopped answering:
-  // the sweep it was and the sweeps to wait before the next (doubling).
-  std::map<topology::PortRef, std::pair<std::uint64_t, std::uint64_t>> silent_rewalked_;
+  // Re-walks asked again, and ports re-walked for not answering.
+  RewalkHolds holds_;
 
-  // Traps: the SM LID subscribed at (0: none), when, and what came in.
-  std::uint16_t subscribed_sm_ = 0;
-  std::chrono::steady_clock::time_point subscribed_at_{};
-  bool subscribe_due_ = true;
-  std::map<std::uint16_t, bool> subscriptions_;   // trap -> accepted by the SA
-  std::map<std::uint16_t, std::uint64_t> traps_;  // trap -> Reports taken
+  // Traps: the subscription and the Reports counted.
+  TrapSubscription traps_;
 };
 
 }  // namespace ibfabric::exporter
