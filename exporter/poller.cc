@@ -15,8 +15,10 @@ namespace {
 
 // What malloc has handed out and not had back (glibc's count; mallinfo2
 // walks malloc's free lists, so once per figure wanted).
-std::size_t HeapInUse(const struct mallinfo2& m) { return m.uordblks + m.hblkhd; }
-std::size_t HeapInUse() { return HeapInUse(mallinfo2()); }
+std::size_t HeapInUse() {
+  const struct mallinfo2 m = mallinfo2();
+  return m.uordblks + m.hblkhd;
+}
 
 double SecondsOf(std::chrono::steady_clock::duration d) { return std::chrono::duration<double>(d).count(); }
 }  // namespace
@@ -25,8 +27,8 @@ Poller::Poller(transport::MadEngine& engine, PollerOptions options, SnapshotHold
                collectors::PersistedState restored)
     : engine_(engine),
       options_(std::move(options)),
-      holder_(holder),
       log_(log),
+      publisher_(holder, log, options_.version),
       tracker_(engine, options_.fabric, log, std::move(restored.nodes), std::move(restored.remembered)),
       reads_(engine) {
   if (!options_.collectors) {
@@ -254,26 +256,7 @@ void Poller::Publish() {
   } else {
     s->port_groups = options_.port_groups;
   }
-  {
-    // Straight into gzip at a fast level: once per sweep, whatever the
-    // number of scrapes (zlib level 1 is about 3x faster than its default
-    // for a few percent more bytes).
-    GzipWriter gz(Z_BEST_SPEED, last_gz_bytes_ + last_gz_bytes_ / 16);
-    std::ostream out(&gz);
-    collectors::RenderExposition(*s, options_.version, out);
-    s->exposition_bytes = gz.plain_bytes();
-    s->exposition_gz = gz.Finish();
-    last_gz_bytes_ = s->exposition_gz.size();
-  }
-  const std::size_t text_bytes = s->exposition_bytes;
-  holder_.Publish(std::move(s));
-  // What the heap holds once the snapshot before is let go (unless a
-  // scrape still reads it), next to what the process has from malloc.
-  if (!log_.Enabled(collectors::LogLevel::kDebug)) return;
-  const struct mallinfo2 heap = mallinfo2();
-  log_.Debug("published", "exposition_bytes=" + std::to_string(text_bytes) + " gzip_bytes=" +
-                              std::to_string(last_gz_bytes_) + " heap_in_use_bytes=" + std::to_string(HeapInUse(heap)) +
-                              " heap_free_bytes=" + std::to_string(heap.fordblks));
+  publisher_.Publish(std::move(s));
 }
 
 collectors::PersistedState Poller::SaveState() const {

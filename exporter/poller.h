@@ -23,6 +23,7 @@
 #include "collectors/snapshot.h"
 #include "exporter/fabric_tracker.h"
 #include "exporter/http_stats.h"
+#include "exporter/publisher.h"
 #include "exporter/snapshot_holder.h"
 #include "exporter/state.h"
 #include "transport/mad_engine.h"
@@ -97,8 +98,8 @@ class Poller {
 
   transport::MadEngine& engine_;
   PollerOptions options_;
-  SnapshotHolder& holder_;
   collectors::Logger& log_;
+  Publisher publisher_;  // renders and compresses each Snapshot, hands it to the holder
   FabricTracker tracker_;
 
   std::vector<Entry> collectors_;  // the collectors on, in registry order
@@ -114,7 +115,6 @@ class Poller {
   // Cumulative MADs by phase: full walks, re-walks, sweeps, trap re-reads.
   std::map<std::string, transport::KindCounts> phase_mads_;
   double sweep_seconds_ = 0;
-  std::size_t last_gz_bytes_ = 0;  // the last exposition's compressed size: room made for the next
   std::chrono::system_clock::time_point last_success_{};
   int local_down_cycles_ = 0;
 };

@@ -1,0 +1,35 @@
+#pragma once
+// Publishes a Snapshot: renders its metrics exposition once, straight into
+// gzip (exporter/gzip.h: only the compressed form is kept), and hands it
+// to the holder the HTTP handlers read. The scheduler (exporter/poller.h)
+// assembles the Snapshot and calls Publish; it renders nothing itself.
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "collectors/common/log.h"
+#include "collectors/snapshot.h"
+#include "exporter/snapshot_holder.h"
+
+namespace ibfabric::exporter {
+
+// Ownership: borrows holder and log, which outlive it.
+// Thread-safety: Publish from one thread at a time (the scheduler's).
+class Publisher {
+ public:
+  Publisher(SnapshotHolder& holder, collectors::Logger& log, std::string version)
+      : holder_(holder), log_(log), version_(std::move(version)) {}
+
+  // Fills `s`'s exposition (exposition_gz, exposition_bytes) from the rest
+  // of it and publishes it; `s` is shared read-only from then on.
+  void Publish(std::shared_ptr<collectors::Snapshot> s);
+
+ private:
+  SnapshotHolder& holder_;
+  collectors::Logger& log_;
+  std::string version_;            // for infiniband_exporter_build_info
+  std::size_t last_gz_bytes_ = 0;  // the last exposition's compressed size: room made for the next
+};
+
+}  // namespace ibfabric::exporter
