@@ -1,0 +1,314 @@
+// Each collector on its own (collectors/*_collector.h), made by the
+// registry's factory and run as the scheduler runs it, over the fake
+// transport on a small in-memory fabric: what it sends, what it publishes
+// and what its Render names, exactly.
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "collectors/metrics.h"
+#include "collectors/registry.h"
+#include "tests/testbed/prom_text.h"
+#include "tests/unit/fake_fabric.h"
+#include "topology/discovery.h"
+#include "transport/codec.h"
+#include "transport/mad.h"
+
+namespace ibfabric::collectors {
+namespace {
+
+using std::chrono::milliseconds;
+using testbed::Scrape;
+
+// Two spines, two leaves, two hosts on each leaf ("cn0001 mlx5_0", ...),
+// the exporter on the first host; discovered once.
+struct Bed {
+  testing::FakeFabric f;
+  std::vector<int> spines, leaves, hosts;
+  transport::testing::FakeMadPort port;
+  transport::MadEngine engine;
+  Logger log{LogLevel::kError};
+  SharedReads reads{engine};
+  topology::Fabric fabric;
+  Snapshot parts;
+
+  static transport::EngineOptions Quick() {
+    transport::EngineOptions o;
+    o.timeout = milliseconds(2);
+    o.timeout_max = milliseconds(4);
+    o.retries = 1;
+    o.adaptive_timeout = false;
+    return o;
+  }
+  explicit Bed(const std::function<void(Bed&)>& shape = nullptr)
+      : port(Build(shape), {std::chrono::microseconds(0), 0}), engine(port, Quick()) {
+    fabric = topology::Discover(engine).fabric;
+    parts.fabric = std::make_shared<topology::Fabric>(fabric);
+    // How the tracker labels each node (the series' names and kinds).
+    for (const auto& n : fabric.nodes()) {
+      NodeLabel& label = parts.nodes[n.guid];
+      label.kind = n.kind;
+      label.name = n.description;
+      for (const auto& p : n.ports) {
+        if (n.kind != topology::NodeKind::kSwitch && p.guid != 0) label.port_guids[p.number] = p.guid;
+      }
+    }
+  }
+  transport::testing::FakeMadPort::Responder Build(const std::function<void(Bed&)>& shape) {
+    std::uint16_t lid = 1;
+    for (int s = 0; s < 2; ++s) spines.push_back(f.AddSwitch("spine" + std::to_string(s), 8, lid++));
+    for (int l = 0; l < 2; ++l) {
+      leaves.push_back(f.AddSwitch("leaf" + std::to_string(l), 8, lid++));
+      for (int s = 0; s < 2; ++s) f.Connect(leaves[l], 5 + s, spines[s], 1 + l);
+      for (int h = 0; h < 2; ++h) {
+        hosts.push_back(f.AddCa("cn000" + std::to_string(2 * l + h + 1) + " mlx5_0", 1));
+        f.SetCaLid(hosts.back(), 1, lid++);
+        f.Connect(hosts.back(), 1, leaves[l], 1 + h);
+      }
+    }
+    if (shape) shape(*this);
+    return f.Responder(hosts[0], 1);
+  }
+  Cycle MakeCycle(Trigger trigger) {
+    Cycle c;
+    c.trigger = trigger;
+    c.engine = &engine;
+    c.fabric = &fabric;
+    c.now = std::chrono::steady_clock::now();
+    c.wall = std::chrono::system_clock::now();
+    c.parts = &parts;
+    c.reads = &reads;
+    c.log = &log;
+    c.in_scope = [](const topology::Node&) { return true; };
+    c.read_port = [](const topology::PortRef&) { return true; };
+    static const std::set<topology::PortRef> none;
+    c.remembered = &none;
+    c.name_of = [this](std::uint64_t g) { return topology::NodeName(fabric, g); };
+    c.describe = [this](const topology::PortRef& p) { return topology::NodeName(fabric, p.node_guid); };
+    if (trigger == Trigger::kFullWalk) {
+      for (const auto& n : fabric.nodes()) c.fresh.insert(n.guid);
+    }
+    return c;
+  }
+  std::unique_ptr<Collector> Make(std::string_view name, const CollectorOptions& options = {}) {
+    parts.collectors.emplace_back(name);
+    return FindCollector(name)->make(options);
+  }
+  // One run as the scheduler makes it: after a walk (kDiscovery), or with
+  // the sweep's batch (kSweep, its plan read with the counters'
+  // targets every port of the fabric).
+  Outcome Run(Collector& c) {
+    Outcome out;
+    if (c.schedule() == Schedule::kDiscovery) {
+      out = c.Update(MakeCycle(Trigger::kFullWalk));
+    } else {
+      Cycle cycle = MakeCycle(Trigger::kSweep);
+      SweepPlan plan;
+      c.Plan(cycle, &plan);
+      const SweepResult sweep = collectors::Sweep(plan.counters, {}, LidChecks(plan.counters, {}), engine, plan.parts);
+      cycle.sweep = &sweep;
+      out = c.Update(cycle);
+    }
+    c.Publish(&parts);
+    return out;
+  }
+  // One sweep as the scheduler runs it: every kSweep collector's plan in
+  // one batch, then each Update in order, each publishing before the next.
+  std::vector<Outcome> SweepWith(const std::vector<Collector*>& in_order) {
+    Cycle cycle = MakeCycle(Trigger::kSweep);
+    SweepPlan plan;
+    for (Collector* c : in_order) c->Plan(cycle, &plan);
+    const SweepResult sweep = collectors::Sweep(plan.counters, {}, LidChecks(plan.counters, {}), engine, plan.parts);
+    cycle.sweep = &sweep;
+    std::vector<Outcome> out;
+    for (Collector* c : in_order) {
+      out.push_back(c->Update(cycle));
+      c->Publish(&parts);
+    }
+    return out;
+  }
+  Scrape Render() {
+    ++parts.sweeps;
+    return Scrape::Parse(RenderExposition(parts, "test"));
+  }
+  // MADs sent since the last call, by (management class, attribute).
+  std::map<std::pair<int, int>, int> Sent() {
+    std::map<std::pair<int, int>, int> out;
+    const auto& all = port.sent_mads();
+    for (std::size_t i = seen_; i < all.size(); ++i) {
+      const auto h = transport::DecodeHeader(all[i]);
+      ++out[{h.mgmt_class, h.attr_id}];
+    }
+    seen_ = all.size();
+    return out;
+  }
+  std::size_t seen_ = 0;
+};
+
+constexpr int kPma = static_cast<int>(transport::MgmtClass::kPerformance);
+
+TEST(CollectorsTest, FabricSendsNothingAndNamesEveryNodeAndCable) {
+  Bed b;
+  b.Sent();
+  auto c = b.Make("fabric");
+  EXPECT_TRUE(b.Run(*c).ok);
+  EXPECT_TRUE(b.Sent().empty());
+  const Scrape s = b.Render();
+  EXPECT_EQ(s.Find("infiniband_switch_info").size(), 4u);
+  EXPECT_EQ(s.Find("infiniband_hca_info").size(), 4u);
+  EXPECT_EQ(s.Find("infiniband_hca_info", {{"hca", "cn0003 mlx5_0"}}).size(), 1u);
+  // Each HCA's uplink is its leaf's port.
+  const auto up = s.Find("infiniband_hca_uplink_info", {{"hca", "cn0003 mlx5_0"}});
+  ASSERT_EQ(up.size(), 1u);
+  EXPECT_EQ(up[0].labels.at("uplink"), "leaf1");
+  EXPECT_EQ(up[0].labels.at("uplink_port"), "1");
+}
+
+TEST(CollectorsTest, CapabilitiesAsksEachNodeOnceAndAgainOnlyWhatDidNotAnswer) {
+  int mute = -1;
+  Bed b([&](Bed& x) {
+    mute = x.hosts[3];
+    x.f.SetCapabilities(mute, 0, 0, /*answers=*/false);
+    x.f.SetCapabilities(x.hosts[2], transport::pma_cap::kExtWidth);
+  });
+  b.Sent();
+  auto c = b.Make("capabilities");
+  const Outcome first = b.Run(*c);
+  const auto sent = b.Sent();
+  EXPECT_EQ(sent.at({kPma, transport::pma_attr::kClassPortInfo}), 8 + 1) << "8 nodes, the mute one twice";
+  EXPECT_TRUE(first.again) << "the mute node is asked again at the next sweep";
+  EXPECT_EQ(b.parts.pma.size(), 7u);
+  EXPECT_EQ(b.parts.pma.count(b.f.Guid(mute)), 0u);
+  const Scrape s = b.Render();
+  EXPECT_EQ(s.Find("infiniband_node_pma_capabilities_info").size(), 7u);
+  EXPECT_EQ(s.Find("infiniband_node_pma_capabilities_info", {{"guid", topology::FormatGuid(b.f.Guid(b.hosts[2]))}})[0]
+                .labels.at("capability_mask"),
+            "0x0200");
+  // The run the scheduler makes at the next sweep (Outcome::again) asks
+  // only the node that did not answer.
+  c->Update(b.MakeCycle(Trigger::kSweep));
+  EXPECT_EQ(b.Sent().at({kPma, transport::pma_attr::kClassPortInfo}), 2);
+}
+
+TEST(CollectorsTest, FatTreeSendsNothingRanksTheTiersAndFindsALeafToLeafCable) {
+  Bed clean;
+  clean.Sent();
+  auto c = clean.Make("fat_tree");
+  EXPECT_TRUE(clean.Run(*c).ok);
+  EXPECT_TRUE(clean.Sent().empty());
+  ASSERT_NE(clean.parts.topology, nullptr);
+  EXPECT_TRUE(clean.parts.topology->findings.empty());
+  ASSERT_NE(clean.parts.hosts, nullptr);
+  EXPECT_EQ(clean.parts.hosts->hosts.size(), 4u);
+  const Scrape s = clean.Render();
+  EXPECT_EQ(s.Find("infiniband_topology_finding").size(), 0u);
+
+  Bed miswired([](Bed& x) { x.f.Connect(x.leaves[0], 8, x.leaves[1], 8); });
+  auto m = miswired.Make("fat_tree");
+  m->Update(miswired.MakeCycle(Trigger::kFullWalk));
+  m->Publish(&miswired.parts);
+  ASSERT_NE(miswired.parts.topology, nullptr);
+  const Scrape w = miswired.Render();
+  EXPECT_GE(w.Find("infiniband_topology_finding").size(), 1u);
+  bool leaf_link = false;
+  for (const auto& f : miswired.parts.topology->findings) {
+    leaf_link = leaf_link || (f.a && f.b && f.a->node_guid == miswired.f.Guid(miswired.leaves[0]) &&
+                              f.b->node_guid == miswired.f.Guid(miswired.leaves[1]));
+    leaf_link = leaf_link || (f.a && f.b && f.b->node_guid == miswired.f.Guid(miswired.leaves[0]) &&
+                              f.a->node_guid == miswired.f.Guid(miswired.leaves[1]));
+  }
+  EXPECT_TRUE(leaf_link) << "a finding names both ends of the leaf-to-leaf cable";
+}
+
+TEST(CollectorsTest, PortCountersReadsEveryPortInTheSweepsBatchAndPutsAPlantedCounterOnItsPortOnly) {
+  int host = -1;
+  Bed b([&](Bed& x) {
+    host = x.hosts[1];
+    transport::PortCounters pc;
+    pc.symbol_error = 42;
+    x.f.SetCounters(host, 1, pc);
+  });
+  auto caps = b.Make("capabilities");
+  b.Run(*caps);
+  b.Sent();
+  auto c = b.Make("port_counters");
+  EXPECT_TRUE(b.Run(*c).ok);
+  const auto sent = b.Sent();
+  // 4 HCA ports and 12 switch ports with a link: PortCounters and Extended each.
+  EXPECT_EQ(sent.at({kPma, transport::pma_attr::kPortCounters}), 16);
+  EXPECT_EQ(sent.at({kPma, transport::pma_attr::kPortCountersExtended}), 16);
+  const Scrape s = b.Render();
+  const auto errors = s.Find("infiniband_hca_port_symbol_error_total");
+  ASSERT_EQ(errors.size(), 4u);
+  for (const auto& e : errors) {
+    EXPECT_EQ(e.value, e.labels.at("hca") == "cn0002 mlx5_0" ? 42 : 0) << e.labels.at("hca");
+  }
+  for (const auto& e : s.Find("infiniband_switch_port_symbol_error_total")) EXPECT_EQ(e.value, 0);
+}
+
+TEST(CollectorsTest, LinkHealthJudgesACableFromBothEndsAndRaisesOneAlertOnIt) {
+  Bed b;
+  CollectorOptions o;
+  o.alerts.raise_after = 2;
+  auto tree = b.Make("fat_tree");
+  auto caps = b.Make("capabilities");
+  b.Run(*tree);
+  b.Run(*caps);
+  auto counters = b.Make("port_counters");
+  auto health = b.Make("link_health", o);
+  b.Sent();
+  transport::PortCounters pc;
+  for (int sweep = 0; sweep < 4; ++sweep) {
+    pc.symbol_error = static_cast<std::uint16_t>(1000 * sweep);  // far past 1 a second
+    b.f.SetCounters(b.hosts[2], 1, pc);
+    b.SweepWith({counters.get(), health.get()});
+  }
+  // The batch is the counters' and its LID checks': link_health adds nothing.
+  constexpr int kLidSmp = static_cast<int>(transport::MgmtClass::kSubnLidRouted);
+  for (const auto& [what, n] : b.Sent()) {
+    const bool lid_check = what.first == kLidSmp && what.second == transport::smp_attr::kNodeInfo;
+    EXPECT_TRUE(what.first == kPma || lid_check) << what.first << "/" << what.second;
+  }
+  ASSERT_NE(b.parts.health, nullptr);
+  ASSERT_EQ(b.parts.health->active.size(), 1u);
+  const Alert& a = b.parts.health->active[0];
+  EXPECT_EQ(a.cause, Cause::kBadCable);
+  EXPECT_EQ(a.severity, Severity::kCritical);
+  const std::set<std::uint64_t> ends{a.cable.a.node_guid, a.cable.b.node_guid};
+  EXPECT_EQ(ends, (std::set<std::uint64_t>{b.f.Guid(b.hosts[2]), b.f.Guid(b.leaves[1])}));
+  const Scrape s = b.Render();
+  const auto active = s.Find("infiniband_alert_active", {{"cause", "bad_cable"}});
+  ASSERT_EQ(active.size(), 1u);
+  EXPECT_EQ(active[0].labels.at("remote_node") == "cn0003 mlx5_0" || active[0].labels.at("node") == "cn0003 mlx5_0",
+            true);
+}
+
+TEST(CollectorsTest, RoutingAndPartitionsAskEachSwitchAndAskAgainWhatDidNotAnswer) {
+  // The in-memory fabric answers neither SwitchInfo nor P_KeyTable: each
+  // collector says so, publishes no table and asks again at the next sweep.
+  Bed b;
+  auto tree = b.Make("fat_tree");
+  b.Run(*tree);
+  constexpr int kDr = static_cast<int>(transport::MgmtClass::kSubnDirectRoute);
+  constexpr int kLidSmp = static_cast<int>(transport::MgmtClass::kSubnLidRouted);
+  for (const char* name : {"routing", "partitions"}) {
+    b.Sent();
+    auto c = b.Make(name);
+    const Outcome out = b.Run(*c);
+    EXPECT_TRUE(out.again) << name;
+    EXPECT_FALSE(out.problems.empty()) << name;
+    int smps = 0;
+    for (const auto& [what, n] : b.Sent()) {
+      EXPECT_TRUE(what.first == kDr || what.first == kLidSmp) << name << " sends SMPs only";
+      smps += n;
+    }
+    EXPECT_GT(smps, 0) << name;
+  }
+  EXPECT_TRUE(!b.parts.forwarding || b.parts.forwarding->empty()) << "no table read";
+  const auto* partitions = b.parts.by_collector.Get<topology::PartitionAnalysis>("partitions");
+  EXPECT_TRUE(!partitions || partitions->ports.empty()) << "no P_Key table read";
+}
+
+}  // namespace
+}  // namespace ibfabric::collectors
