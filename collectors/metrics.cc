@@ -18,9 +18,8 @@ using prometheus::MetricFamily;
 using prometheus::MetricType;
 using topology::FormatGuid;
 
-// The exporter's own health: its discovery and collectors, its MADs, its
-// sweeps, the nodes it could not read.
-void RenderSelf(const Snapshot& s, std::string_view version, const Emit& out) {
+// What this exporter is: its version, scope and the port groups exported.
+void RenderIdentity(const Snapshot& s, std::string_view version, const Emit& out) {
   auto build = Family("infiniband_exporter_build_info", "Exporter version", MetricType::Gauge);
   Add(build, {{"version", std::string(version)}}, 1);
   out(std::move(build));
@@ -39,7 +38,10 @@ void RenderSelf(const Snapshot& s, std::string_view version, const Emit& out) {
     Add(groups, {{"group", ToString(static_cast<PortGroup>(g))}}, s.port_groups.test(g) ? 1 : 0);
   }
   out(std::move(groups));
+}
 
+// Discovery and every collector: success and time; the sweeps.
+void RenderRuns(const Snapshot& s, const Emit& out) {
   auto success =
       Family("infiniband_exporter_collector_success", "1 if the collector's last run succeeded", MetricType::Gauge);
   auto duration = Family("infiniband_exporter_collector_duration_seconds", "Duration of the collector's last run",
@@ -76,6 +78,10 @@ void RenderSelf(const Snapshot& s, std::string_view version, const Emit& out) {
   Add(discoveries, {{"mode", "full"}}, static_cast<double>(s.discoveries));
   Add(discoveries, {{"mode", "incremental"}}, static_cast<double>(s.rewalks));
   out(std::move(discoveries));
+}
+
+// MADs by phase, and the traps subscribed to and received.
+void RenderPhasesAndTraps(const Snapshot& s, const Emit& out) {
   // The budget: what each phase costs the fabric, cumulatively
   // (docs/mad-volume.md).
   auto phases = Family("infiniband_exporter_phase_mads_total",
@@ -103,7 +109,10 @@ void RenderSelf(const Snapshot& s, std::string_view version, const Emit& out) {
   }
   out(std::move(traps));
   out(std::move(subscribed));
+}
 
+// The last sweep's ports, the fabric's nodes, and the MADs by kind.
+void RenderMads(const Snapshot& s, const Emit& out) {
   auto ports = Family("infiniband_exporter_sweep_ports", "Ports read in the last sweep, by result", MetricType::Gauge);
   Add(ports, {{"result", "ok"}}, static_cast<double>(s.targets - s.failed_ports));
   Add(ports, {{"result", "failed"}}, static_cast<double>(s.failed_ports));
@@ -160,7 +169,10 @@ void RenderSelf(const Snapshot& s, std::string_view version, const Emit& out) {
   EmitOne(out, "infiniband_exporter_mads_ignored_total",
           "Received MADs matching no outstanding request (late, duplicate, garbled)", MetricType::Counter,
           static_cast<double>(s.mad.ignored));
+}
 
+// The nodes it could not read, lost answers, LID moves, stale ports.
+void RenderNodes(const Snapshot& s, const Emit& out) {
   // One family after the other (FamilyParts), over the nodes whose health
   // this exporter states.
   std::vector<std::pair<std::string, const NodeHealth*>> stated;  // GUID, health
@@ -203,6 +215,16 @@ void RenderSelf(const Snapshot& s, std::string_view version, const Emit& out) {
   EmitOne(out, "infiniband_exporter_stale_ports",
           "Ports whose totals are from an earlier sweep (no answer in the last one)", MetricType::Gauge,
           static_cast<double>(stale));
+}
+
+// The exporter's own health: its discovery and collectors, its MADs, its
+// sweeps, the nodes it could not read.
+void RenderSelf(const Snapshot& s, std::string_view version, const Emit& out) {
+  RenderIdentity(s, version, out);
+  RenderRuns(s, out);
+  RenderPhasesAndTraps(s, out);
+  RenderMads(s, out);
+  RenderNodes(s, out);
 }
 
 // The HTTP endpoint's error replies. 500 is always there (0 until one is
