@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "collectors/health/counter_store.h"
 #include "topology/merge.h"
 
 namespace ibfabric::exporter {
@@ -241,11 +242,10 @@ FabricTracker::News FabricTracker::Observe(const collectors::PortTable& before, 
       continue;
     }
     known_failing_.erase(r.target.port);
+    // Whether LinkDownedCounter moved is the counter store's rule, the
+    // one link_health's totals come from.
     auto it = before.find(r.target.port);
-    if (it != before.end() && it->second.present.test(ld) && r.sample->present.test(ld) &&
-        r.sample->value[ld] != it->second.LastRaw(ld)) {
-      news.flapped.insert(r.target.port);
-    }
+    if (it != before.end() && collectors::Increase(it->second, *r.sample, ld) > 0) news.flapped.insert(r.target.port);
   }
   // The switch ends of links that flapped or stopped answering, where the
   // batch did not read them.

@@ -74,6 +74,15 @@ void PortTable::Merge(std::vector<value_type> fresh) {
   items_ = std::move(merged);
 }
 
+std::uint64_t Increase(const PortTotals& before, const PortSample& sample, std::size_t i) {
+  if (!sample.present.test(i) || !before.present.test(i)) return 0;
+  // Another field now feeds this counter: re-based, nothing added.
+  if (before.last_bits[i] != sample.bits[i]) return 0;
+  const std::uint64_t raw = sample.value[i];
+  const std::uint64_t last = before.LastRaw(i);
+  return raw >= last ? raw - last : raw;  // below: cleared since, all of it is new
+}
+
 const PortTotals& CounterStore::Update(const topology::PortRef& port, const PortSample& sample,
                                        std::chrono::system_clock::time_point now) {
   PortTotals& t = ports_->count(port) ? Mutable().find(port)->second : fresh_[port];
@@ -83,15 +92,13 @@ const PortTotals& CounterStore::Update(const topology::PortRef& port, const Port
     const std::uint64_t raw = sample.value[i];
     if (!t.present.test(i)) {
       t.total[i] = raw;
-    } else if (t.last_bits[i] != sample.bits[i]) {
-      // Another field now feeds this counter: re-base, add nothing.
-    } else if (raw >= t.LastRaw(i)) {
-      t.total[i] += raw - t.LastRaw(i);
     } else {
-      t.total[i] += raw;  // cleared since the last reading
-      const auto c = static_cast<Counter>(i);
-      restarted = restarted || c == Counter::kXmitData || c == Counter::kRcvData || c == Counter::kXmitPkts ||
-                  c == Counter::kRcvPkts;
+      t.total[i] += Increase(t, sample, i);
+      if (t.last_bits[i] == sample.bits[i] && raw < t.LastRaw(i)) {
+        const auto c = static_cast<Counter>(i);  // cleared since the last reading
+        restarted = restarted || c == Counter::kXmitData || c == Counter::kRcvData || c == Counter::kXmitPkts ||
+                    c == Counter::kRcvPkts;
+      }
     }
     t.SetLastRaw(i, raw);
     t.last_bits[i] = sample.bits[i];

@@ -51,6 +51,14 @@ struct PortTotals {
   std::shared_ptr<const std::array<std::uint64_t, kCounterCount>> below_;
 };
 
+// How much counter `i` of a port grows with `sample`, by the rules above:
+// the difference to the last reading, the whole reading after a clear, 0
+// for a first reading, a changed field or a counter the sample lacks. The
+// one place that decides whether a counter moved: CounterStore folds with
+// it, and the fabric tracker asks it whether a LinkDownedCounter moved
+// (a flap to look at), so the two never disagree.
+std::uint64_t Increase(const PortTotals& before, const PortSample& sample, std::size_t i);
+
 // PortVLXmitWaitCounters of one port as totals across readings, by the
 // rules above: the first reading is the total, then the difference to the
 // previous one, a lower reading all new counts. Its raw counters are 16

@@ -32,6 +32,31 @@ TEST(CounterStoreTest, FirstReadingIsTheTotalThenDeltasAdd) {
   EXPECT_EQ(Total(st, Counter::kRcvErrors), 130u);
 }
 
+// Whether a counter moved, as everyone asks it (Increase): what the fold adds.
+TEST(CounterStoreTest, IncreaseIsWhatTheFoldAdds) {
+  CounterStore st;
+  const auto ld = Index(Counter::kLinkDowned);
+  EXPECT_EQ(Increase(PortTotals{}, One(Counter::kLinkDowned, 4, 8), ld), 0u) << "a first reading moved nothing";
+  Read(st, kPort, One(Counter::kLinkDowned, 4, 8));
+  const auto cases = std::vector<std::pair<std::uint64_t, std::uint64_t>>{
+      {4, 0},  // the same
+      {6, 2},  // two more
+      {0, 0},  // cleared elsewhere: nothing new
+      {1, 1},  // cleared, then one
+  };
+  std::uint64_t total = Total(st, Counter::kLinkDowned);
+  for (const auto& [raw, want] : cases) {
+    const PortTotals before = st.ports().at(kPort);
+    EXPECT_EQ(Increase(before, One(Counter::kLinkDowned, raw, 8), ld), want) << raw;
+    Read(st, kPort, One(Counter::kLinkDowned, raw, 8));
+    total += want;
+    EXPECT_EQ(Total(st, Counter::kLinkDowned), total) << "the fold adds exactly that";
+  }
+  const PortTotals before = st.ports().at(kPort);
+  EXPECT_EQ(Increase(before, One(Counter::kLinkDowned, 9, 32), ld), 0u) << "another field: re-based";
+  EXPECT_EQ(Increase(before, One(Counter::kRcvErrors, 9), ld), 0u) << "not in the sample";
+}
+
 TEST(CounterStoreTest, AClearNeverMakesTheTotalGoBack) {
   CounterStore st;
   Read(st, kPort, One(Counter::kRcvErrors, 65535));

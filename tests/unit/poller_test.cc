@@ -124,6 +124,30 @@ TEST(PollerTest, ALinkDownedCounterThatMovedIsRewalked) {
   EXPECT_EQ(s->rewalks, 1u);
 }
 
+// Whether LinkDownedCounter moved is decided once, by the counter store's
+// rule: a counter another tool cleared to 0 did not move (no flap, no
+// re-walk, the total unchanged); cleared and then up by one, it moved once.
+TEST(PollerTest, ALinkDownedCounterClearedElsewhereIsNoFlapUnlessItCountsAgain) {
+  Bed b;
+  transport::PortCounters c;
+  c.link_downed = 3;
+  b.f.SetCounters(b.hosts[2], 1, c);
+  Settle(b);
+  const auto ld = collectors::Index(collectors::Counter::kLinkDowned);
+  const topology::PortRef port{b.f.Guid(b.hosts[2]), 1};
+  ASSERT_EQ(b.Cycle()->ports->at(port).total[ld], 3u);
+  c.link_downed = 0;  // perfquery -R on the host
+  b.f.SetCounters(b.hosts[2], 1, c);
+  auto s = b.Cycle();
+  EXPECT_EQ(s->rewalks, 0u);
+  EXPECT_EQ(s->ports->at(port).total[ld], 3u);
+  c.link_downed = 1;
+  b.f.SetCounters(b.hosts[2], 1, c);
+  s = b.Cycle();
+  EXPECT_EQ(s->rewalks, 1u);
+  EXPECT_EQ(s->ports->at(port).total[ld], 4u);
+}
+
 TEST(PollerTest, ALidAnsweringWithAnotherGuidWalksEverything) {
   Bed b;
   Settle(b);
