@@ -7,6 +7,7 @@
 #include <atomic>
 #include <csignal>
 #include <cstdio>
+#include <functional>
 #include <iostream>
 #include <string>
 #include <thread>
@@ -35,168 +36,96 @@
 namespace ibfabric::exporter {
 namespace {
 
-int Main(int argc, char** argv) {
-  // Large buffers (an exposition is ~10 MB at 4k ports) straight from and back
-  // to the kernel, and few arenas: otherwise glibc's dynamic mmap threshold
-  // keeps each worker thread's freed buffers and RSS ratchets up per scrape.
-  mallopt(M_MMAP_THRESHOLD, 256 * 1024);
-  mallopt(M_ARENA_MAX, 2);
+// What the configuration files say, each read and checked before anything starts.
+struct Files {
+  topology::NodeNameMap names;
+  collectors::AlertConfig alerts;
+  std::optional<topology::PartitionPlan> partition_plan;
+  WebConfig web;
+  std::optional<topology::CablingPlan> plan;
+  std::optional<topology::HostPattern> host_pattern;
+};
 
-  const std::string program = argc > 0 ? argv[0] : "ibfabric_exporter";
-  const ParsedFlags flags = ParseFlags(std::vector<std::string>(argv + 1, argv + argc));
-  switch (flags.action) {
-    case ParsedFlags::Action::kHelp: std::cout << HelpText(program); return 0;
-    case ParsedFlags::Action::kVersion:
-      std::cout << "ibfabric_exporter, version " << IBFABRIC_VERSION << "\n";
-      return 0;
-    case ParsedFlags::Action::kError: std::cerr << "ibfabric_exporter: " << flags.error << "\n"; return 2;
-    case ParsedFlags::Action::kRun: break;
-  }
-  const Config& cfg = flags.config;
-  collectors::Logger log(collectors::Logger::LevelFrom(cfg.log_level));
-  // Every configuration file is read before anything starts: a bad one is
-  // one line naming the flag, the file and the line, and exit status 2.
+// False with "invalid --FLAG: FILE:LINE: reason" for the first bad file.
+bool LoadFiles(const Config& cfg, Files* files, std::string* error) {
   std::string bad_flag;
   std::string why;
   const auto load = [&](const std::string& path, const char* flag, auto&& loader, auto* out) {
     if (path.empty() || !bad_flag.empty()) return;
     if (!loader(path, out, &why)) bad_flag = flag;
   };
-  topology::NodeNameMap names;
-  collectors::AlertConfig alerts;
   topology::PartitionPlan partitions;
-  WebConfig web;
   topology::CablingPlan cabling;
-  load(cfg.node_name_map, "--ib.node-name-map", topology::LoadNodeNameMap, &names);
-  load(cfg.alerts_config, "--alerts.config", LoadAlertConfig, &alerts);
+  load(cfg.node_name_map, "--ib.node-name-map", topology::LoadNodeNameMap, &files->names);
+  load(cfg.alerts_config, "--alerts.config", LoadAlertConfig, &files->alerts);
   load(cfg.partition_plan, "--partitions.plan", topology::LoadPartitionPlan, &partitions);
-  load(cfg.web_config, "--web.config.file", LoadWebConfig, &web);
+  load(cfg.web_config, "--web.config.file", LoadWebConfig, &files->web);
   load(cfg.topology_plan, "--topology.plan", topology::LoadPlan, &cabling);
   if (!bad_flag.empty()) {
-    std::cerr << "ibfabric_exporter: invalid " << bad_flag << ": " << why << "\n";
-    return 2;
+    *error = "invalid " + bad_flag + ": " + why;
+    return false;
   }
-  std::optional<topology::PartitionPlan> partition_plan;
-  if (!cfg.partition_plan.empty()) partition_plan = std::move(partitions);
-  std::optional<topology::CablingPlan> plan;
-  if (!cfg.topology_plan.empty()) plan = std::move(cabling);
-  std::optional<topology::HostPattern> host_pattern;
+  if (!cfg.partition_plan.empty()) files->partition_plan = std::move(partitions);
+  if (!cfg.topology_plan.empty()) files->plan = std::move(cabling);
   if (!cfg.host_pattern.empty()) {
-    host_pattern.emplace();
-    topology::ParseHostPattern(cfg.host_pattern, &*host_pattern, &why);  // the flag checked it
+    files->host_pattern.emplace();
+    topology::ParseHostPattern(cfg.host_pattern, &*files->host_pattern, &why);  // the flag checked it
   }
+  return true;
+}
 
-  // Block the stop signals (and SIGUSR1, the poller's "re-exec me") before
-  // any thread starts, so only sigwait in this thread sees them.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGUSR1);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  signal(SIGPIPE, SIG_IGN);  // a vanished peer is an error value, not a death
+transport::EngineOptions EngineOptionsFrom(const Config& cfg) {
+  transport::EngineOptions o;
+  o.window = cfg.mad_window;
+  o.timeout = cfg.mad_timeout;
+  o.timeout_max = cfg.mad_timeout_max;
+  o.retries = cfg.mad_retries;
+  o.kind_window = {cfg.mad_dr_window, cfg.mad_lid_window, cfg.mad_gmp_window};
+  o.per_destination = cfg.mad_per_destination;
+  o.dr_per_switch = cfg.mad_dr_per_switch;
+  o.rate_limit = cfg.mad_rate_limit;
+  return o;
+}
 
+// --check: whether the local port answers NodeInfo; the exit status.
+int Check(transport::MadEngine& engine, const transport::LocalPortInfo& local) {
+  const std::vector<transport::MadRequest> req{transport::NodeInfoQuery(transport::MadAddress::Directed({}))};
+  const auto r = engine.Run(req);
+  if (r[0].outcome != transport::MadOutcome::kOk) {
+    std::cout << "ibfabric_exporter: " << local.ca_name << " port " << local.port
+              << " does not answer NodeInfo: " << transport::ToString(r[0].outcome) << "\n";
+    return 1;
+  }
+  std::cout << "ok: " << local.ca_name << " port " << local.port << " lid " << local.lid << " answers\n";
+  return 0;
+}
+
+// The scheduler's options from the flags and the files (moved from `files`).
+PollerOptions PollerOptionsFrom(const Config& cfg, Files& files) {
+  PollerOptions o;
+  o.fabric.sweep_interval = cfg.sweep_interval;
+  o.fabric.discovery_interval = cfg.discovery_interval;
+  o.fabric.sweep_rotation = cfg.sweep_rotation;
+  o.fabric.subscribe_traps = cfg.sm_traps;
+  o.fabric.names = std::move(files.names);
+  o.fabric.scope = cfg.scope;
+  o.collector.clear_threshold_percent = cfg.clear_threshold;
+  o.collector.plan = std::move(files.plan);
+  o.collector.host_pattern = std::move(files.host_pattern);
+  o.collector.partition_plan = std::move(files.partition_plan);
+  o.collector.alerts = files.alerts;
+  o.collector.subnet_managers.stall_after = cfg.sm_stall_after;
+  o.port_groups = cfg.port_groups;
+  o.port_groups_auto = cfg.port_groups_auto;
+  o.version = IBFABRIC_VERSION;
+  return o;
+}
+
+// Serves HTTP and sweeps until a stop signal (or the poller's SIGUSR1: then
+// re-executes with the counter totals); the exit status.
+int Serve(const Config& cfg, const WebConfig& web, const SnapshotHolder& holder, HttpStats& http_stats,
+          collectors::Logger& log, Poller& poller, const sigset_t& signals, char** argv) {
   std::string error;
-  transport::UmadPortOptions port_options;
-  port_options.ca_name = cfg.ca_name;
-  port_options.port = cfg.ca_port;
-  // The engine's timeouts adapt up to --mad.timeout-max; the kernel must not
-  // hand a send back as timed out before that.
-  port_options.kernel_timeout_ms = static_cast<int>(cfg.mad_timeout_max.count());
-  auto port = transport::UmadPort::Open(port_options, &error);
-  if (!port) {
-    std::cerr << "ibfabric_exporter: " << error << "\n";
-    return 1;
-  }
-  const auto& local = port->local();
-  log.Info("opened InfiniBand port", "ca=" + local.ca_name + " port=" + std::to_string(local.port) +
-                                         " lid=" + std::to_string(local.lid) + " state=" + std::to_string(local.state));
-
-  transport::EngineOptions engine_options;
-  engine_options.window = cfg.mad_window;
-  engine_options.timeout = cfg.mad_timeout;
-  engine_options.timeout_max = cfg.mad_timeout_max;
-  engine_options.retries = cfg.mad_retries;
-  engine_options.kind_window = {cfg.mad_dr_window, cfg.mad_lid_window, cfg.mad_gmp_window};
-  engine_options.per_destination = cfg.mad_per_destination;
-  engine_options.dr_per_switch = cfg.mad_dr_per_switch;
-  engine_options.rate_limit = cfg.mad_rate_limit;
-  transport::MadEngine engine(*port, engine_options);
-
-  if (cfg.check) {
-    const std::vector<transport::MadRequest> req{transport::NodeInfoQuery(transport::MadAddress::Directed({}))};
-    const auto r = engine.Run(req);
-    if (r[0].outcome != transport::MadOutcome::kOk) {
-      std::cout << "ibfabric_exporter: " << local.ca_name << " port " << local.port
-                << " does not answer NodeInfo: " << transport::ToString(r[0].outcome) << "\n";
-      return 1;
-    }
-    std::cout << "ok: " << local.ca_name << " port " << local.port << " lid " << local.lid << " answers\n";
-    return 0;
-  }
-
-  collectors::PersistedState restored;
-  if (auto state = TakeRestoredState(&error)) {
-    restored = std::move(*state);
-    log.Info("restored counter totals after re-exec", "ports=" + std::to_string(restored.ports.size()));
-  } else if (!error.empty()) {
-    log.Warn("could not restore counter totals", "error=\"" + error + "\"");
-  }
-
-  // When the local port stops answering, probe from a fresh process and,
-  // once it answers there, have the main thread re-exec this program.
-  const pthread_t main_thread = pthread_self();
-  std::vector<std::string> port_args;
-  if (!cfg.ca_name.empty()) port_args.push_back("--ib.ca=" + cfg.ca_name);
-  if (cfg.ca_port != 0) port_args.push_back("--ib.port=" + std::to_string(cfg.ca_port));
-  auto last_probe = std::chrono::steady_clock::time_point{};
-  PollerOptions poller_options;
-  poller_options.fabric.sweep_interval = cfg.sweep_interval;
-  poller_options.fabric.discovery_interval = cfg.discovery_interval;
-  poller_options.fabric.sweep_rotation = cfg.sweep_rotation;
-  poller_options.fabric.subscribe_traps = cfg.sm_traps;
-  poller_options.collector.clear_threshold_percent = cfg.clear_threshold;
-  poller_options.port_groups = cfg.port_groups;
-  poller_options.port_groups_auto = cfg.port_groups_auto;
-  poller_options.version = IBFABRIC_VERSION;
-  poller_options.fabric.names = std::move(names);
-  poller_options.collector.plan = std::move(plan);
-  poller_options.collector.host_pattern = std::move(host_pattern);
-  poller_options.collector.partition_plan = std::move(partition_plan);
-  poller_options.collector.alerts = alerts;
-  poller_options.fabric.scope = cfg.scope;
-  poller_options.collector.subnet_managers.stall_after = cfg.sm_stall_after;
-  poller_options.collectors.emplace();
-  // The names were checked by the flags; the registry's run order is
-  // checked here (a collector must run after those whose parts it reads).
-  if (!collectors::EnabledCollectors(cfg.collectors, &*poller_options.collectors, &error)) {
-    std::cerr << "ibfabric_exporter: " << error << "\n";
-    return 1;
-  }
-  poller_options.on_transport_down = [&]() {
-    const auto now = std::chrono::steady_clock::now();
-    if (now - last_probe < std::chrono::seconds(2)) return;
-    last_probe = now;
-    std::string detail;
-    if (ProbeLocalPort(port_args, 10'000, &detail)) {
-      log.Warn("local port answers from a fresh process; re-executing", "probe=\"" + detail + "\"");
-      pthread_kill(main_thread, SIGUSR1);
-    } else {
-      log.Warn("local port still does not answer", "probe=\"" + detail + "\"");
-    }
-  };
-
-  SnapshotHolder holder;
-  HttpStats http_stats;
-  poller_options.http = &http_stats;
-  Poller poller(engine, poller_options, holder, log, std::move(restored));
-
-  if (cfg.once) {
-    const bool ok = poller.Cycle();
-    std::cout << Gunzip(holder.Get()->exposition_gz);
-    return ok ? 0 : 1;
-  }
-
   HttpOptions http_options;
   http_options.host = cfg.listen_host;
   http_options.port = cfg.listen_port;
@@ -224,6 +153,130 @@ int Main(int argc, char** argv) {
   }
   log.Info("stopping", "signal=" + std::to_string(sig));
   return 0;
+}
+
+// The local HCA port the MADs leave from (--ib.ca, --ib.port); null with *error.
+std::unique_ptr<transport::UmadPort> OpenPort(const Config& cfg, std::string* error) {
+  transport::UmadPortOptions o;
+  o.ca_name = cfg.ca_name;
+  o.port = cfg.ca_port;
+  // The engine's timeouts adapt up to --mad.timeout-max; the kernel must not
+  // hand a send back as timed out before that.
+  o.kernel_timeout_ms = static_cast<int>(cfg.mad_timeout_max.count());
+  return transport::UmadPort::Open(o, error);
+}
+
+// The counter totals a re-exec handed over (none on a normal start).
+collectors::PersistedState Restored(collectors::Logger& log) {
+  std::string error;
+  if (auto state = TakeRestoredState(&error)) {
+    log.Info("restored counter totals after re-exec", "ports=" + std::to_string(state->ports.size()));
+    return std::move(*state);
+  }
+  if (!error.empty()) log.Warn("could not restore counter totals", "error=\"" + error + "\"");
+  return {};
+}
+
+// When the local port stops answering: probe it from a fresh process (at
+// most every 2 s) and, once it answers there, have the main thread
+// re-exec this program (SIGUSR1). Called from the polling thread.
+std::function<void()> ReexecOncePortAnswers(const Config& cfg, collectors::Logger& log, pthread_t main_thread) {
+  std::vector<std::string> port_args;
+  if (!cfg.ca_name.empty()) port_args.push_back("--ib.ca=" + cfg.ca_name);
+  if (cfg.ca_port != 0) port_args.push_back("--ib.port=" + std::to_string(cfg.ca_port));
+  return [port_args, &log, main_thread, last_probe = std::chrono::steady_clock::time_point{}]() mutable {
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_probe < std::chrono::seconds(2)) return;
+    last_probe = now;
+    std::string detail;
+    if (ProbeLocalPort(port_args, 10'000, &detail)) {
+      log.Warn("local port answers from a fresh process; re-executing", "probe=\"" + detail + "\"");
+      pthread_kill(main_thread, SIGUSR1);
+    } else {
+      log.Warn("local port still does not answer", "probe=\"" + detail + "\"");
+    }
+  };
+}
+
+// Blocks the stop signals (and SIGUSR1, the poller's "re-exec me") before
+// any thread starts, so only sigwait in the main thread sees them.
+sigset_t BlockStopSignals() {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGUSR1);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);  // a vanished peer is an error value, not a death
+  return signals;
+}
+
+int Main(int argc, char** argv) {
+  // Large buffers (an exposition is ~10 MB at 4k ports) straight from and back
+  // to the kernel, and few arenas: otherwise glibc's dynamic mmap threshold
+  // keeps each worker thread's freed buffers and RSS ratchets up per scrape.
+  mallopt(M_MMAP_THRESHOLD, 256 * 1024);
+  mallopt(M_ARENA_MAX, 2);
+
+  const std::string program = argc > 0 ? argv[0] : "ibfabric_exporter";
+  const ParsedFlags flags = ParseFlags(std::vector<std::string>(argv + 1, argv + argc));
+  switch (flags.action) {
+    case ParsedFlags::Action::kHelp: std::cout << HelpText(program); return 0;
+    case ParsedFlags::Action::kVersion:
+      std::cout << "ibfabric_exporter, version " << IBFABRIC_VERSION << "\n";
+      return 0;
+    case ParsedFlags::Action::kError: std::cerr << "ibfabric_exporter: " << flags.error << "\n"; return 2;
+    case ParsedFlags::Action::kRun: break;
+  }
+  const Config& cfg = flags.config;
+  collectors::Logger log(collectors::Logger::LevelFrom(cfg.log_level));
+  // Every configuration file is read before anything starts: a bad one is
+  // one line naming the flag, the file and the line, and exit status 2.
+  Files files;
+  std::string error;
+  if (!LoadFiles(cfg, &files, &error)) {
+    std::cerr << "ibfabric_exporter: " << error << "\n";
+    return 2;
+  }
+
+  const sigset_t signals = BlockStopSignals();
+
+  auto port = OpenPort(cfg, &error);
+  if (!port) {
+    std::cerr << "ibfabric_exporter: " << error << "\n";
+    return 1;
+  }
+  const auto& local = port->local();
+  log.Info("opened InfiniBand port", "ca=" + local.ca_name + " port=" + std::to_string(local.port) +
+                                         " lid=" + std::to_string(local.lid) + " state=" + std::to_string(local.state));
+
+  transport::MadEngine engine(*port, EngineOptionsFrom(cfg));
+  if (cfg.check) return Check(engine, local);
+
+  collectors::PersistedState restored = Restored(log);
+
+  PollerOptions poller_options = PollerOptionsFrom(cfg, files);
+  poller_options.collectors.emplace();
+  // The names were checked by the flags; the registry's run order is
+  // checked here (a collector must run after those whose parts it reads).
+  if (!collectors::EnabledCollectors(cfg.collectors, &*poller_options.collectors, &error)) {
+    std::cerr << "ibfabric_exporter: " << error << "\n";
+    return 1;
+  }
+  poller_options.on_transport_down = ReexecOncePortAnswers(cfg, log, pthread_self());
+
+  SnapshotHolder holder;
+  HttpStats http_stats;
+  poller_options.http = &http_stats;
+  Poller poller(engine, poller_options, holder, log, std::move(restored));
+
+  if (cfg.once) {
+    const bool ok = poller.Cycle();
+    std::cout << Gunzip(holder.Get()->exposition_gz);
+    return ok ? 0 : 1;
+  }
+
+  return Serve(cfg, files.web, holder, http_stats, log, poller, signals, argv);
 }
 
 }  // namespace
