@@ -81,6 +81,8 @@ void AddCollectorFlags(std::map<std::string, Flag>* flags) {
   }
 }
 
+// Long on purpose: one table, one entry per flag (its help, its value's
+// name and its parser, side by side), read as a list rather than as code.
 const std::map<std::string, Flag>& Flags() {
   using std::chrono::milliseconds;
   static const std::map<std::string, Flag> kFlags = [] {

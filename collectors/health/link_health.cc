@@ -256,134 +256,15 @@ void LinkHealth::Observe(const topology::Fabric& fabric, const topology::Analysi
   Track(fabric);
   ++observation_;
   for (auto& [link, c] : cables_) {
+    const Ends ends = ReadEnds(link, ports, counters_read, now);
+    const LinkRead read = ReadLink(link, c.health, fabric, links);
     CableStatus& h = c.health;
-    std::bitset<kSignalCount> present[2], pinned[2];
-    std::array<std::optional<Reading>, 2> fresh;  // what each end's counters showed, when read now
-    const topology::PortRef ends[2] = {link.a, link.b};
-    std::array<const PortTotals*, 2> totals{};  // each end's, stale or not
-    for (int k = 0; k < 2; ++k) {
-      auto pt = ports.find(ends[k]);
-      if (pt == ports.end()) continue;
-      totals[k] = &pt->second;
-      if (pt->second.stale) continue;
-      if (counters_read) fresh[k] = Record(ends[k], pt->second, now);
-      for (std::size_t s = 0; s < kSignalCount; ++s) {
-        const std::size_t ci = Index(CounterOf(static_cast<Signal>(s)));
-        present[k].set(s, pt->second.present.test(ci));
-        pinned[k].set(s, pt->second.Pinned(ci));
-      }
-    }
-    // The link's state, only as a PortInfo gave it: read now at an end,
-    // else as discovery last read it. A cable no end of which is known
-    // (both nodes out of reach) keeps its last state: unreachable.
-    const topology::Port* state = nullptr;
-    bool known = false, read_now = false, up = true, active = true;
-    bool disabled = false;
-    std::uint64_t disabled_node = 0;  // the node of the end read Disabled
-    for (const auto& end : ends) {
-      auto it = links.find(end);
-      if (it == links.end()) continue;
-      known = true;
-      read_now = true;
-      up = up && it->second.link_up();
-      active = active && it->second.state == transport::kPortStateActive;
-      if (it->second.phys_state == kPhysDisabled) {
-        disabled = true;
-        disabled_node = end.node_guid;
-      }
-      if (!state) state = &it->second;
-    }
-    if (!known) {
-      bool names_other = false;
-      for (int k = 0; k < 2; ++k) {
-        const topology::Port* p = fabric.FindPort(ends[k]);
-        if (!p) continue;
-        if (!p->link_up()) {
-          known = true;  // a PortInfo said down
-          up = false;
-          if (p->phys_state == kPhysDisabled) {
-            disabled = true;
-            disabled_node = ends[k].node_guid;
-          }
-          state = p;
-        } else if (p->remote == ends[1 - k]) {
-          names_other = true;
-          active = active && p->state == transport::kPortStateActive;
-          if (!state) state = p;
-        }
-      }
-      if (!known && names_other) known = true;
-      if (!known) {
-        up = h.up;
-        active = h.active;
-        state = nullptr;
-      }
-    }
-    h.reachable = known;
-    h.active = up && active;
-    disabled = disabled && !up;
-    h.disabled = disabled;
-    const bool went_down = known && h.up && !up;
-
-    // One flap, one event: an end's increment first pays for events it is
-    // still expected to show; what is left is new. An end read again, with
-    // the link read up, without showing what it was expected to stops
-    // being expected to (its counter never will: ibsim, a pinned counter).
-    // Likewise a Down state read after a counter already showed its flap
-    // is that flap, until the link is read up again.
-    const bool read_up = read_now && up;
-    std::uint64_t counted = 0;
-    std::array<std::uint64_t, 2> shown{};
-    for (int k = 0; k < 2; ++k) {
-      if (!fresh[k]) continue;
-      const std::uint64_t paid = std::min(fresh[k]->link_downed, c.pending[k]);
-      shown[k] = fresh[k]->link_downed - paid;
-      c.pending[k] -= paid;
-      if (read_up) c.pending[k] = 0;
-      counted = std::max(counted, shown[k]);
-    }
-    std::uint64_t events = std::max<std::uint64_t>(counted, went_down ? 1 : 0);
-    if (went_down && counted == 0 && c.seen_by_counter > 0) {
-      --c.seen_by_counter;  // its counter showed this flap already
-      events = 0;
-    }
-    c.seen_by_counter += counted - std::min<std::uint64_t>(counted, went_down ? 1 : 0);
-    if (read_up) c.seen_by_counter = 0;
-    const std::size_t ld = Index(Counter::kLinkDowned);
-    for (int k = 0; k < 2; ++k) {
-      // Whether this end's counter will show it, read now or later.
-      if (totals[k] && totals[k]->present.test(ld) && !totals[k]->Pinned(ld)) c.pending[k] += events - shown[k];
-    }
-
-    // Why: a host whose counters restarted while its cable went down was
-    // reset; a port read Disabled was isolated on purpose.
-    DownKind kind = disabled ? DownKind::kPortDisabled : DownKind::kFlap;
-    for (int k = 0; k < 2; ++k) {
-      if (!fresh[k] || !fresh[k]->reset) continue;
-      auto kit = kinds_.find(ends[k].node_guid);
-      if (kit == kinds_.end() || kit->second != topology::NodeKind::kCa) continue;
-      c.reset_seen = observation_;
-      // Downs since this end was read before (while it was out) were the reset.
-      const int earlier = fresh[k]->previous ? Reclassify(&c, *fresh[k]->previous, DownKind::kHostReset) : 0;
-      if (earlier > 0 || events > 0) {
-        Emit({DownKind::kHostReset, wall, ends[k].node_guid, link, earlier + static_cast<int>(events)});
-      }
-    }
-    if (kind == DownKind::kFlap && c.reset_seen && observation_ - *c.reset_seen <= kResetSlack) {
-      if (events > 0 && *c.reset_seen != observation_ && !events_.empty()) {
-        // The same reset, seen late at the switch end.
-        for (auto e = events_.rbegin(); e != events_.rend(); ++e) {
-          if (e->kind == DownKind::kHostReset && e->cable == link) {
-            e->links += static_cast<int>(events);
-            break;
-          }
-        }
-      }
-      kind = DownKind::kHostReset;
-    }
-    if (kind == DownKind::kPortDisabled && events > 0) {
-      Emit({DownKind::kPortDisabled, wall, disabled_node, link, static_cast<int>(events)});
-    }
+    h.reachable = read.known;
+    h.active = read.up && read.active;
+    h.disabled = read.disabled && !read.up;
+    const bool went_down = read.known && h.up && !read.up;
+    const std::uint64_t events = CountDowns(&c, ends, read.read_now && read.up, went_down);
+    const DownKind kind = Classify(link, &c, ends, h.disabled, read.disabled_node, events, wall);
     for (std::uint64_t i = 0; i < events && c.downs.size() < kMaxDowns; ++i) c.downs.push_back({now, kind});
     if (events > 0) {
       h.last_down = wall;
@@ -391,39 +272,183 @@ void LinkHealth::Observe(const topology::Fabric& fabric, const topology::Analysi
     }
     h.downs_total += events;
     std::erase_if(c.downs, [&](const Down& d) { return d.t <= now - options_.window; });
-    h.up = up;
-    if (known) {
-      h.rate = up && state ? topology::RateString(*state) : "";
-      const double gbps = up && state ? topology::ActiveGbps(*state) : 0;
-      if (gbps > c.best_gbps) {
-        c.best_gbps = gbps;
-        h.best_rate = h.rate;
-      }
-      h.dropped = up && gbps > 0 && gbps < c.best_gbps;
-    }
-    h.degraded.reset();
-    if (analysis) {
-      auto d = analysis->degraded.find(link);
-      if (d != analysis->degraded.end()) h.degraded = d->second;
-    }
-    // Each end's speed sets its XmitWait tick: as read this sweep, else as
-    // discovered, else the link's.
-    auto lane_gbps = [&](const topology::PortRef& end) {
-      auto it = links.find(end);
-      const topology::Port* p = it != links.end() ? &it->second : fabric.FindPort(end);
-      if (!p || !p->link_up()) p = state;
-      return p && p->link_up() ? topology::LaneGbps(topology::ActiveSpeed(*p)) : 0.0;
-    };
+    h.up = read.up;
+    NoteRates(link, &c, read, analysis, fabric, links);
     for (int k = 0; k < 2; ++k) {
-      c.lane_gbps[k] = lane_gbps(ends[k]);
-      c.present[k] = present[k];
-      c.pinned[k] = pinned[k];
+      c.present[k] = ends.present[k];
+      c.pinned[k] = ends.pinned[k];
     }
   }
   FindReboots(now, wall);
   for (auto& [link, c] : cables_) {
     c.health.downs_in_window = static_cast<int>(
         std::count_if(c.downs.begin(), c.downs.end(), [](const Down& d) { return d.kind == DownKind::kFlap; }));
+  }
+}
+
+LinkHealth::Ends LinkHealth::ReadEnds(const topology::Link& link, const PortTable& ports, bool counters_read,
+                                      std::chrono::steady_clock::time_point now) {
+  Ends e;
+  const topology::PortRef ends[2] = {link.a, link.b};
+  for (int k = 0; k < 2; ++k) {
+    auto pt = ports.find(ends[k]);
+    if (pt == ports.end()) continue;
+    e.totals[k] = &pt->second;
+    if (pt->second.stale) continue;
+    if (counters_read) e.fresh[k] = Record(ends[k], pt->second, now);
+    for (std::size_t s = 0; s < kSignalCount; ++s) {
+      const std::size_t ci = Index(CounterOf(static_cast<Signal>(s)));
+      e.present[k].set(s, pt->second.present.test(ci));
+      e.pinned[k].set(s, pt->second.Pinned(ci));
+    }
+  }
+  return e;
+}
+
+// The link's state, only as a PortInfo gave it: read now at an end, else
+// as discovery last read it. A cable no end of which is known (both nodes
+// out of reach) keeps its last state: unreachable.
+LinkHealth::LinkRead LinkHealth::ReadLink(const topology::Link& link, const CableStatus& was,
+                                          const topology::Fabric& fabric,
+                                          const std::map<topology::PortRef, topology::Port>& links) {
+  LinkRead r;
+  const topology::PortRef ends[2] = {link.a, link.b};
+  for (const auto& end : ends) {
+    auto it = links.find(end);
+    if (it == links.end()) continue;
+    r.known = r.read_now = true;
+    r.up = r.up && it->second.link_up();
+    r.active = r.active && it->second.state == transport::kPortStateActive;
+    if (it->second.phys_state == kPhysDisabled) {
+      r.disabled = true;
+      r.disabled_node = end.node_guid;
+    }
+    if (!r.state) r.state = &it->second;
+  }
+  if (r.known) return r;
+  bool names_other = false;
+  for (int k = 0; k < 2; ++k) {
+    const topology::Port* p = fabric.FindPort(ends[k]);
+    if (!p) continue;
+    if (!p->link_up()) {
+      r.known = true;  // a PortInfo said down
+      r.up = false;
+      if (p->phys_state == kPhysDisabled) {
+        r.disabled = true;
+        r.disabled_node = ends[k].node_guid;
+      }
+      r.state = p;
+    } else if (p->remote == ends[1 - k]) {
+      names_other = true;
+      r.active = r.active && p->state == transport::kPortStateActive;
+      if (!r.state) r.state = p;
+    }
+  }
+  r.known = r.known || names_other;
+  if (!r.known) {
+    r.up = was.up;
+    r.active = was.active;
+    r.state = nullptr;
+  }
+  return r;
+}
+
+// One flap, one event: an end's increment first pays for events it is
+// still expected to show; what is left is new. An end read again, with the
+// link read up, without showing what it was expected to stops being
+// expected to (its counter never will: ibsim, a pinned counter). Likewise
+// a Down state read after a counter already showed its flap is that flap,
+// until the link is read up again.
+std::uint64_t LinkHealth::CountDowns(CableState* c, const Ends& ends, bool read_up, bool went_down) {
+  std::uint64_t counted = 0;
+  std::array<std::uint64_t, 2> shown{};
+  for (int k = 0; k < 2; ++k) {
+    if (!ends.fresh[k]) continue;
+    const std::uint64_t paid = std::min(ends.fresh[k]->link_downed, c->pending[k]);
+    shown[k] = ends.fresh[k]->link_downed - paid;
+    c->pending[k] -= paid;
+    if (read_up) c->pending[k] = 0;
+    counted = std::max(counted, shown[k]);
+  }
+  std::uint64_t events = std::max<std::uint64_t>(counted, went_down ? 1 : 0);
+  if (went_down && counted == 0 && c->seen_by_counter > 0) {
+    --c->seen_by_counter;  // its counter showed this flap already
+    events = 0;
+  }
+  c->seen_by_counter += counted - std::min<std::uint64_t>(counted, went_down ? 1 : 0);
+  if (read_up) c->seen_by_counter = 0;
+  const std::size_t ld = Index(Counter::kLinkDowned);
+  for (int k = 0; k < 2; ++k) {
+    // Whether this end's counter will show it, read now or later.
+    const PortTotals* t = ends.totals[k];
+    if (t && t->present.test(ld) && !t->Pinned(ld)) c->pending[k] += events - shown[k];
+  }
+  return events;
+}
+
+// Why: a host whose counters restarted while its cable went down was
+// reset; a port read Disabled was isolated on purpose.
+DownKind LinkHealth::Classify(const topology::Link& link, CableState* c, const Ends& ends, bool disabled,
+                              std::uint64_t disabled_node, std::uint64_t events,
+                              std::chrono::system_clock::time_point wall) {
+  const topology::PortRef at[2] = {link.a, link.b};
+  DownKind kind = disabled ? DownKind::kPortDisabled : DownKind::kFlap;
+  for (int k = 0; k < 2; ++k) {
+    if (!ends.fresh[k] || !ends.fresh[k]->reset) continue;
+    auto kit = kinds_.find(at[k].node_guid);
+    if (kit == kinds_.end() || kit->second != topology::NodeKind::kCa) continue;
+    c->reset_seen = observation_;
+    // Downs since this end was read before (while it was out) were the reset.
+    const int earlier = ends.fresh[k]->previous ? Reclassify(c, *ends.fresh[k]->previous, DownKind::kHostReset) : 0;
+    if (earlier > 0 || events > 0) {
+      Emit({DownKind::kHostReset, wall, at[k].node_guid, link, earlier + static_cast<int>(events)});
+    }
+  }
+  if (kind == DownKind::kFlap && c->reset_seen && observation_ - *c->reset_seen <= kResetSlack) {
+    if (events > 0 && *c->reset_seen != observation_ && !events_.empty()) {
+      // The same reset, seen late at the switch end.
+      for (auto e = events_.rbegin(); e != events_.rend(); ++e) {
+        if (e->kind == DownKind::kHostReset && e->cable == link) {
+          e->links += static_cast<int>(events);
+          break;
+        }
+      }
+    }
+    kind = DownKind::kHostReset;
+  }
+  if (kind == DownKind::kPortDisabled && events > 0) {
+    Emit({DownKind::kPortDisabled, wall, disabled_node, link, static_cast<int>(events)});
+  }
+  return kind;
+}
+
+// The rate it runs at against the best it ran at, the analysis's degraded
+// verdict, and each end's lane speed (its XmitWait tick): as read this
+// sweep, else as discovered, else the link's.
+void LinkHealth::NoteRates(const topology::Link& link, CableState* c, const LinkRead& read,
+                           const topology::Analysis* analysis, const topology::Fabric& fabric,
+                           const std::map<topology::PortRef, topology::Port>& links) {
+  CableStatus& h = c->health;
+  if (read.known) {
+    h.rate = read.up && read.state ? topology::RateString(*read.state) : "";
+    const double gbps = read.up && read.state ? topology::ActiveGbps(*read.state) : 0;
+    if (gbps > c->best_gbps) {
+      c->best_gbps = gbps;
+      h.best_rate = h.rate;
+    }
+    h.dropped = read.up && gbps > 0 && gbps < c->best_gbps;
+  }
+  h.degraded.reset();
+  if (analysis) {
+    auto d = analysis->degraded.find(link);
+    if (d != analysis->degraded.end()) h.degraded = d->second;
+  }
+  const topology::PortRef ends[2] = {link.a, link.b};
+  for (int k = 0; k < 2; ++k) {
+    auto it = links.find(ends[k]);
+    const topology::Port* p = it != links.end() ? &it->second : fabric.FindPort(ends[k]);
+    if (!p || !p->link_up()) p = read.state;
+    c->lane_gbps[k] = p && p->link_up() ? topology::LaneGbps(topology::ActiveSpeed(*p)) : 0.0;
   }
 }
 

@@ -208,6 +208,37 @@ class LinkHealth {
     // downs counted soon after are that reset too.
     std::optional<std::uint64_t> reset_seen;
   };
+  // What a cable's two ends showed this observation: each end's totals
+  // (stale or not), its fresh reading when its counters were read now, the
+  // signals it reports and those pinned.
+  struct Ends {
+    std::array<const PortTotals*, 2> totals{};
+    std::array<std::optional<Reading>, 2> fresh;
+    std::array<std::bitset<kSignalCount>, 2> present, pinned;
+  };
+  // The link's state as PortInfo gave it (ReadLink).
+  struct LinkRead {
+    const topology::Port* state = nullptr;  // the PortInfo it is judged by; null when unknown
+    bool known = false;                     // some PortInfo tells
+    bool read_now = false;                  // read at an end this sweep
+    bool up = true;
+    bool active = true;
+    bool disabled = false;
+    std::uint64_t disabled_node = 0;  // the node of the end read Disabled
+  };
+  // The steps of Observe, for one cable.
+  Ends ReadEnds(const topology::Link& link, const PortTable& ports, bool counters_read,
+                std::chrono::steady_clock::time_point now);
+  static LinkRead ReadLink(const topology::Link& link, const CableStatus& was, const topology::Fabric& fabric,
+                           const std::map<topology::PortRef, topology::Port>& links);
+  // Link-down events new this observation (each flap once, whichever end saw it first).
+  static std::uint64_t CountDowns(CableState* c, const Ends& ends, bool read_up, bool went_down);
+  // What the downs were: a flap, a host reset, a port disabled (emitting the events).
+  DownKind Classify(const topology::Link& link, CableState* c, const Ends& ends, bool disabled,
+                    std::uint64_t disabled_node, std::uint64_t events, std::chrono::system_clock::time_point wall);
+  static void NoteRates(const topology::Link& link, CableState* c, const LinkRead& read,
+                        const topology::Analysis* analysis, const topology::Fabric& fabric,
+                        const std::map<topology::PortRef, topology::Port>& links);
   void Track(const topology::Fabric& fabric);
   // Adds the port's reading to its history.
   Reading Record(const topology::PortRef& port, const PortTotals& totals, std::chrono::steady_clock::time_point now);
