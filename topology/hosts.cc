@@ -158,28 +158,36 @@ NamedGroups NameGroups(std::vector<std::vector<std::string>> groups, const std::
   return out;
 }
 
-HostAnalysis AnalyzeHosts(const Fabric& f, const HostPattern& pattern) {
-  HostAnalysis out;
-  Group(f, pattern, &out);
-  out.layout = LayoutOf(out.hosts);
-  if (out.layout != HostLayout::kRailOptimized) return out;
+namespace {
 
-  // Each leaf's rail: the slot more than half of its host ports carry.
-  std::map<std::uint64_t, std::map<Slot, int>> slots_on;    // leaf -> slot -> ports
-  std::map<std::uint64_t, std::set<std::size_t>> hosts_on;  // leaf -> hosts
-  bool multiport = false;
-  for (std::size_t i = 0; i < out.hosts.size(); ++i) {
-    for (const Hca& x : out.hosts[i].hcas) {
-      multiport = multiport || x.ports.size() > 1;
+// How the host ports spread over the leaves: per leaf, the ports of each
+// (device, port) slot and the hosts it has ports of.
+struct LeafCounts {
+  std::map<std::uint64_t, std::map<Slot, int>> slots_on;
+  std::map<std::uint64_t, std::set<std::size_t>> hosts_on;
+  bool multiport = false;  // some HCA has more than one port cabled
+};
+
+LeafCounts CountLeaves(const HostAnalysis& a) {
+  LeafCounts c;
+  for (std::size_t i = 0; i < a.hosts.size(); ++i) {
+    for (const Hca& x : a.hosts[i].hcas) {
+      c.multiport = c.multiport || x.ports.size() > 1;
       for (const HcaPort& p : x.ports) {
-        ++slots_on[p.leaf.node_guid][{x.device, p.port}];
-        hosts_on[p.leaf.node_guid].insert(i);
+        ++c.slots_on[p.leaf.node_guid][{x.device, p.port}];
+        c.hosts_on[p.leaf.node_guid].insert(i);
       }
     }
   }
+  return c;
+}
+
+// Each leaf's rail: the slot more than half of its host ports carry; the
+// rails named in natural order; each HCA port's rail.
+void LearnRails(const LeafCounts& c, HostAnalysis* out) {
   std::map<std::uint64_t, Slot> majority;
   std::set<Slot> rail_slots;
-  for (const auto& [leaf, counts] : slots_on) {
+  for (const auto& [leaf, counts] : c.slots_on) {
     int total = 0;
     for (const auto& [slot, n] : counts) total += n;
     for (const auto& [slot, n] : counts) {
@@ -196,13 +204,13 @@ HostAnalysis AnalyzeHosts(const Fabric& f, const HostPattern& pattern) {
   std::map<Slot, int> rail_of;
   for (std::size_t r = 0; r < rails.size(); ++r) {
     rail_of[rails[r]] = static_cast<int>(r);
-    out.rails.push_back(rails[r].first + (multiport ? " port " + std::to_string(rails[r].second) : ""));
+    out->rails.push_back(rails[r].first + (c.multiport ? " port " + std::to_string(rails[r].second) : ""));
   }
-  for (const auto& [leaf, counts] : slots_on) {
+  for (const auto& [leaf, counts] : c.slots_on) {
     const auto m = majority.find(leaf);
-    out.leaf_rail[leaf] = m == majority.end() ? -1 : rail_of[m->second];
+    out->leaf_rail[leaf] = m == majority.end() ? -1 : rail_of[m->second];
   }
-  for (Host& h : out.hosts) {
+  for (Host& h : out->hosts) {
     for (Hca& x : h.hcas) {
       for (HcaPort& p : x.ports) {
         const auto r = rail_of.find({x.device, p.port});
@@ -210,19 +218,22 @@ HostAnalysis AnalyzeHosts(const Fabric& f, const HostPattern& pattern) {
       }
     }
   }
+}
 
-  // Scalable units: leaves that share more than half the hosts of the
-  // smaller of the two. A cable to another unit's leaf shares one host.
+// Scalable units: leaves that share more than half the hosts of the
+// smaller of the two (a cable to another unit's leaf shares one host),
+// named by NameGroups.
+void FindUnits(const Fabric& f, const LeafCounts& c, HostAnalysis* out) {
   std::vector<std::uint64_t> leaves;
   std::map<std::uint64_t, std::size_t> index;
-  for (const auto& [leaf, hs] : hosts_on) {
+  for (const auto& [leaf, hs] : c.hosts_on) {
     index[leaf] = leaves.size();
     leaves.push_back(leaf);
   }
   std::map<std::pair<std::size_t, std::size_t>, std::size_t> shared;
-  for (std::size_t i = 0; i < out.hosts.size(); ++i) {
+  for (const Host& h : out->hosts) {
     std::set<std::size_t> mine;
-    for (const Hca& x : out.hosts[i].hcas) {
+    for (const Hca& x : h.hcas) {
       for (const HcaPort& p : x.ports) mine.insert(index[p.leaf.node_guid]);
     }
     for (auto a = mine.begin(); a != mine.end(); ++a) {
@@ -231,7 +242,8 @@ HostAnalysis AnalyzeHosts(const Fabric& f, const HostPattern& pattern) {
   }
   Sets units(leaves.size());
   for (const auto& [pair, n] : shared) {
-    const std::size_t smaller = std::min(hosts_on[leaves[pair.first]].size(), hosts_on[leaves[pair.second]].size());
+    const std::size_t smaller =
+        std::min(c.hosts_on.at(leaves[pair.first]).size(), c.hosts_on.at(leaves[pair.second]).size());
     if (n * 2 > smaller) units.Join(pair.first, pair.second);
   }
   std::map<std::size_t, std::vector<std::string>> members;  // root -> leaf names
@@ -243,120 +255,191 @@ HostAnalysis AnalyzeHosts(const Fabric& f, const HostPattern& pattern) {
     groups.push_back(std::move(names));
   }
   NamedGroups named = NameGroups(std::move(groups), "unit");
-  out.units = std::move(named.names);
+  out->units = std::move(named.names);
   std::map<std::size_t, int> unit_of_root;
   for (const auto& [r, g] : group_of_root) unit_of_root[r] = named.position[g];
-  for (std::size_t i = 0; i < leaves.size(); ++i) out.leaf_unit[leaves[i]] = unit_of_root[units.Root(i)];
-  // The leaf of each unit and rail, to name where a cable belongs.
-  std::map<std::pair<int, int>, std::vector<std::uint64_t>> leaf_at;  // (unit, rail) -> leaves
-  for (const auto& [leaf, r] : out.leaf_rail) {
-    if (r >= 0) leaf_at[{out.leaf_unit[leaf], r}].push_back(leaf);
-  }
-  const auto unit_name = [&](int u) { return u < 0 ? std::string("none") : out.units[static_cast<std::size_t>(u)]; };
-  const auto rail_name = [&](int r) { return r < 0 ? std::string("none") : out.rails[static_cast<std::size_t>(r)]; };
-  const auto belongs = [&](int unit, int rail) {
-    const auto it = leaf_at.find({unit, rail});
-    if (it == leaf_at.end()) return "no rail " + rail_name(rail) + " leaf in " + unit_name(unit);
-    return "rail " + rail_name(rail) + " of " + unit_name(unit) + " is " + NodeName(f, it->second[0]);
-  };
+  for (std::size_t i = 0; i < leaves.size(); ++i) out->leaf_unit[leaves[i]] = unit_of_root[units.Root(i)];
+}
 
-  // A leaf unlike the pattern: no rail of its own, or a rail its unit
-  // already has on another leaf.
-  for (const auto& [leaf, r] : out.leaf_rail) {
-    const int u = out.leaf_unit[leaf];
+// How findings name units, rails and where a cable belongs.
+class RailNames {
+ public:
+  RailNames(const Fabric& f, const HostAnalysis& a) : f_(f), a_(a) {
+    for (const auto& [leaf, r] : a.leaf_rail) {
+      if (r >= 0) leaf_at_[{a.leaf_unit.at(leaf), r}].push_back(leaf);
+    }
+  }
+  std::string Unit(int u) const { return u < 0 ? std::string("none") : a_.units[static_cast<std::size_t>(u)]; }
+  std::string Rail(int r) const { return r < 0 ? std::string("none") : a_.rails[static_cast<std::size_t>(r)]; }
+  // The leaves of a unit and rail (the first is where its cables belong).
+  const std::vector<std::uint64_t>& LeavesAt(int unit, int rail) const {
+    static const std::vector<std::uint64_t> kNone;
+    const auto it = leaf_at_.find({unit, rail});
+    return it == leaf_at_.end() ? kNone : it->second;
+  }
+  std::string Belongs(int unit, int rail) const {
+    const auto& at = LeavesAt(unit, rail);
+    if (at.empty()) return "no rail " + Rail(rail) + " leaf in " + Unit(unit);
+    return "rail " + Rail(rail) + " of " + Unit(unit) + " is " + NodeName(f_, at[0]);
+  }
+
+ private:
+  const Fabric& f_;
+  const HostAnalysis& a_;
+  std::map<std::pair<int, int>, std::vector<std::uint64_t>> leaf_at_;  // (unit, rail) -> leaves
+};
+
+// A leaf unlike the pattern: no rail of its own, or a rail its unit
+// already has on another leaf.
+void FindDepartingLeaves(const Fabric& f, const LeafCounts& c, const RailNames& names, HostAnalysis* out) {
+  for (const auto& [leaf, r] : out->leaf_rail) {
+    const int u = out->leaf_unit.at(leaf);
     if (r < 0) {
-      const auto& counts = slots_on[leaf];
+      const auto& counts = c.slots_on.at(leaf);
       int total = 0;
       for (const auto& [slot, n] : counts) total += n;
-      out.findings.push_back({FindingKind::kRailLeafDeparts,
-                              NodeName(f, leaf) + " has no rail: its " + std::to_string(total) + " host ports carry " +
-                                  std::to_string(counts.size()) + " different devices, none on more than half",
-                              leaf, std::nullopt, std::nullopt});
+      out->findings.push_back({FindingKind::kRailLeafDeparts,
+                               NodeName(f, leaf) + " has no rail: its " + std::to_string(total) + " host ports carry " +
+                                   std::to_string(counts.size()) + " different devices, none on more than half",
+                               leaf, std::nullopt, std::nullopt});
       continue;
     }
-    const auto& same = leaf_at[{u, r}];
+    const auto& same = names.LeavesAt(u, r);
     if (same.size() > 1 && same[0] != leaf) {
-      out.findings.push_back({FindingKind::kRailLeafDeparts,
-                              NodeName(f, leaf) + " carries rail " + rail_name(r) + " of " + unit_name(u) + " as " +
-                                  NodeName(f, same[0]) + " does",
-                              leaf, std::nullopt, std::nullopt});
+      out->findings.push_back({FindingKind::kRailLeafDeparts,
+                               NodeName(f, leaf) + " carries rail " + names.Rail(r) + " of " + names.Unit(u) + " as " +
+                                   NodeName(f, same[0]) + " does",
+                               leaf, std::nullopt, std::nullopt});
+    }
+  }
+}
+
+// One cabled port of a host, where its leaf's rail says it is, and whether
+// a finding already explains it.
+struct Where {
+  const Hca* hca;
+  const HcaPort* port;
+  int leaf_rail;
+  bool flagged = false;
+};
+
+// The checks of one host's ports, in order: each explains what it can,
+// and a port explained once is not blamed again.
+class HostChecks {
+ public:
+  HostChecks(const Fabric& f, const RailNames& names, const HostAnalysis& a, const Host& h, HostAnalysis* out)
+      : f_(f), names_(names), a_(a), h_(h), out_(out) {
+    for (const Hca& x : h.hcas) {
+      for (const HcaPort& p : x.ports) at_.push_back({&x, &p, a.leaf_rail.at(p.leaf.node_guid)});
     }
   }
 
-  // Per host: its unit, then each port that is not where its rail and unit put it.
-  for (Host& h : out.hosts) {
-    std::map<int, int> ports_in;  // unit -> ports
-    for (const Hca& x : h.hcas) {
-      for (const HcaPort& p : x.ports) ++ports_in[out.leaf_unit[p.leaf.node_guid]];
-    }
-    int best = 0;
-    for (const auto& [u, n] : ports_in) {
-      if (n > best) {
-        best = n;
-        h.unit = u;
-      }
-    }
-    struct Where {
-      const Hca* hca;
-      const HcaPort* port;
-      int leaf_rail;
-      bool flagged = false;
-    };
-    std::vector<Where> at;
-    for (const Hca& x : h.hcas) {
-      for (const HcaPort& p : x.ports) at.push_back({&x, &p, out.leaf_rail[p.leaf.node_guid]});
-    }
-    const auto hca_port = [&](const Where& w) { return PortRef{w.hca->guid, w.port->port}; };
-    const auto label = [&](const Where& w) {
-      return h.name + " " + w.hca->device + "[" + std::to_string(w.port->port) + "]";
-    };
-    for (Where& w : at) {
-      const int u = out.leaf_unit[w.port->leaf.node_guid];
-      if (u == h.unit) continue;
+  // Ports in another unit than most of the host's.
+  void CrossUnit() {
+    for (Where& w : at_) {
+      const int u = a_.leaf_unit.at(w.port->leaf.node_guid);
+      if (u == h_.unit) continue;
       w.flagged = true;
-      out.findings.push_back({FindingKind::kRailCrossUnit,
-                              label(w) + " is cabled to " + PortName(f, w.port->leaf) + " in " + unit_name(u) + "; " +
-                                  h.name + "'s other HCAs are in " + unit_name(h.unit) + ", where " +
-                                  belongs(h.unit, w.port->rail),
-                              w.hca->guid, hca_port(w), w.port->leaf});
+      Add(FindingKind::kRailCrossUnit, w,
+          Label(w) + " is cabled to " + PortName(f_, w.port->leaf) + " in " + names_.Unit(u) + "; " + h_.name +
+              "'s other HCAs are in " + names_.Unit(h_.unit) + ", where " + names_.Belongs(h_.unit, w.port->rail));
     }
-    // Two ports each on the other's rail: a swapped pair, said of both cables.
-    for (Where& w : at) {
+  }
+  // Two ports each on the other's rail: a swapped pair, said of both cables.
+  void Swapped() {
+    for (Where& w : at_) {
       if (w.flagged || w.leaf_rail < 0 || w.leaf_rail == w.port->rail) continue;
-      for (Where& v : at) {
+      for (Where& v : at_) {
         if (&v == &w || v.flagged || v.port->rail != w.leaf_rail || v.leaf_rail != w.port->rail) continue;
-        const std::string detail = label(w) + " and " + label(v) + " are swapped: " + label(w) + " is on " +
-                                   PortName(f, w.port->leaf) + " (rail " + rail_name(w.leaf_rail) + "), " + label(v) +
-                                   " on " + PortName(f, v.port->leaf) + " (rail " + rail_name(v.leaf_rail) + ")";
-        out.findings.push_back({FindingKind::kRailSwapped, detail, w.hca->guid, hca_port(w), w.port->leaf});
-        out.findings.push_back({FindingKind::kRailSwapped, detail, v.hca->guid, hca_port(v), v.port->leaf});
+        const std::string detail = Label(w) + " and " + Label(v) + " are swapped: " + Label(w) + " is on " +
+                                   PortName(f_, w.port->leaf) + " (rail " + names_.Rail(w.leaf_rail) + "), " +
+                                   Label(v) + " on " + PortName(f_, v.port->leaf) + " (rail " +
+                                   names_.Rail(v.leaf_rail) + ")";
+        Add(FindingKind::kRailSwapped, w, detail);
+        Add(FindingKind::kRailSwapped, v, detail);
         w.flagged = v.flagged = true;
         break;
       }
     }
-    for (Where& w : at) {
+  }
+  // A port on a leaf of another rail than its own.
+  void WrongLeaf() {
+    for (Where& w : at_) {
       if (w.flagged || w.leaf_rail < 0 || w.leaf_rail == w.port->rail) continue;
       w.flagged = true;
-      out.findings.push_back(
-          {FindingKind::kRailWrongLeaf,
-           label(w) + " is cabled to " + PortName(f, w.port->leaf) + ", a rail " + rail_name(w.leaf_rail) + " leaf; " +
-               (w.port->rail < 0
-                    ? "no leaf carries " + w.hca->device + " port " + std::to_string(w.port->port) + " as its rail"
-                    : belongs(h.unit, w.port->rail)),
-           w.hca->guid, hca_port(w), w.port->leaf});
+      Add(FindingKind::kRailWrongLeaf, w,
+          Label(w) + " is cabled to " + PortName(f_, w.port->leaf) + ", a rail " + names_.Rail(w.leaf_rail) +
+              " leaf; " +
+              (w.port->rail < 0
+                   ? "no leaf carries " + w.hca->device + " port " + std::to_string(w.port->port) + " as its rail"
+                   : names_.Belongs(h_.unit, w.port->rail)));
     }
-    // Two ports on one leaf that nothing above explains.
-    for (std::size_t i = 0; i < at.size(); ++i) {
-      for (std::size_t j = i + 1; j < at.size(); ++j) {
-        const Where &w = at[i], &v = at[j];
+  }
+  // Two ports on one leaf that nothing above explains.
+  void SharedLeaf() {
+    for (std::size_t i = 0; i < at_.size(); ++i) {
+      for (std::size_t j = i + 1; j < at_.size(); ++j) {
+        const Where &w = at_[i], &v = at_[j];
         if (w.flagged || v.flagged || w.port->leaf.node_guid != v.port->leaf.node_guid) continue;
-        out.findings.push_back(
-            {FindingKind::kRailSharedLeaf,
-             label(w) + " and " + label(v) + " are both cabled to " + NodeName(f, w.port->leaf.node_guid) + " (ports " +
-                 std::to_string(w.port->leaf.port) + " and " + std::to_string(v.port->leaf.port) + ")",
-             v.hca->guid, hca_port(v), v.port->leaf});
+        Add(FindingKind::kRailSharedLeaf, v,
+            Label(w) + " and " + Label(v) + " are both cabled to " + NodeName(f_, w.port->leaf.node_guid) + " (ports " +
+                std::to_string(w.port->leaf.port) + " and " + std::to_string(v.port->leaf.port) + ")");
       }
     }
+  }
+
+ private:
+  std::string Label(const Where& w) const {
+    return h_.name + " " + w.hca->device + "[" + std::to_string(w.port->port) + "]";
+  }
+  void Add(FindingKind kind, const Where& w, std::string detail) {
+    out_->findings.push_back({kind, std::move(detail), w.hca->guid, PortRef{w.hca->guid, w.port->port}, w.port->leaf});
+  }
+
+  const Fabric& f_;
+  const RailNames& names_;
+  const HostAnalysis& a_;
+  const Host& h_;
+  HostAnalysis* out_;
+  std::vector<Where> at_;
+};
+
+// A host's unit: the one most of its ports are in.
+int UnitOf(const Host& h, const HostAnalysis& a) {
+  std::map<int, int> ports_in;  // unit -> ports
+  for (const Hca& x : h.hcas) {
+    for (const HcaPort& p : x.ports) ++ports_in[a.leaf_unit.at(p.leaf.node_guid)];
+  }
+  int best = 0, unit = -1;
+  for (const auto& [u, n] : ports_in) {
+    if (n > best) {
+      best = n;
+      unit = u;
+    }
+  }
+  return unit;
+}
+
+}  // namespace
+
+HostAnalysis AnalyzeHosts(const Fabric& f, const HostPattern& pattern) {
+  HostAnalysis out;
+  Group(f, pattern, &out);
+  out.layout = LayoutOf(out.hosts);
+  if (out.layout != HostLayout::kRailOptimized) return out;
+  const LeafCounts counts = CountLeaves(out);
+  LearnRails(counts, &out);
+  FindUnits(f, counts, &out);
+  const RailNames names(f, out);
+  FindDepartingLeaves(f, counts, names, &out);
+  // Per host: its unit, then each port that is not where its rail and unit put it.
+  for (Host& h : out.hosts) h.unit = UnitOf(h, out);
+  for (const Host& h : out.hosts) {
+    HostChecks checks(f, names, out, h, &out);
+    checks.CrossUnit();
+    checks.Swapped();
+    checks.WrongLeaf();
+    checks.SharedLeaf();
   }
   return out;
 }
