@@ -96,6 +96,14 @@ int Rank(const SmStatus& s) {
 
 void SmMonitor::Update(const std::vector<SmReading>& readings, const topology::Fabric& fabric,
                        std::chrono::steady_clock::time_point now, std::chrono::system_clock::time_point wall) {
+  TakeReadings(readings, fabric, now, wall);
+  std::size_t standbys = 0;
+  const std::vector<const SmStatus*> masters = FollowMaster(now, wall, &standbys);
+  Judge(masters, standbys, now, wall);
+}
+
+void SmMonitor::TakeReadings(const std::vector<SmReading>& readings, const topology::Fabric& fabric,
+                             std::chrono::steady_clock::time_point now, std::chrono::system_clock::time_point wall) {
   std::map<topology::PortRef, std::uint64_t> by_port;
   for (const auto& [guid, t] : sms_) by_port[t.status.port] = guid;
   std::map<std::uint64_t, bool> seen;
@@ -151,13 +159,16 @@ void SmMonitor::Update(const std::vector<SmReading>& readings, const topology::F
     t.status.act_count_moving = t.status.answering && now - t.last_act_change_steady < options_.stall_after;
     ++it;
   }
+}
 
+std::vector<const SmStatus*> SmMonitor::FollowMaster(std::chrono::steady_clock::time_point now,
+                                                     std::chrono::system_clock::time_point wall,
+                                                     std::size_t* standbys) {
   std::vector<const SmStatus*> masters;
-  std::size_t standbys = 0;
   for (const auto& [guid, t] : sms_) {
     if (!t.status.answering) continue;
     if (t.status.state == SmState::kMaster) masters.push_back(&t.status);
-    if (t.status.state == SmState::kStandby) ++standbys;
+    if (t.status.state == SmState::kStandby) ++*standbys;
   }
   if (masters.size() == 1) {
     const SmStatus& m = *masters[0];
@@ -171,7 +182,11 @@ void SmMonitor::Update(const std::vector<SmReading>& readings, const topology::F
     }
     master_ = m.guid;
   }
+  return masters;
+}
 
+void SmMonitor::Judge(const std::vector<const SmStatus*>& masters, std::size_t standbys,
+                      std::chrono::steady_clock::time_point now, std::chrono::system_clock::time_point wall) {
   std::vector<SmConditionState> conditions;
   auto hold = [&](SmCondition c, Severity severity, std::string summary, std::string action,
                   std::vector<const SmStatus*> concerned) {

@@ -124,6 +124,16 @@ class SmMonitor {
     SmStatus status;
     std::chrono::steady_clock::time_point last_act_change_steady{};
   };
+  // The steps of Update: each SM's reading taken in (and those gone
+  // forgotten after a while); the master followed (a change is a
+  // failover), the answering masters returned and the standbys counted;
+  // the conditions held or cleared.
+  void TakeReadings(const std::vector<SmReading>& readings, const topology::Fabric& fabric,
+                    std::chrono::steady_clock::time_point now, std::chrono::system_clock::time_point wall);
+  std::vector<const SmStatus*> FollowMaster(std::chrono::steady_clock::time_point now,
+                                            std::chrono::system_clock::time_point wall, std::size_t* standbys);
+  void Judge(const std::vector<const SmStatus*>& masters, std::size_t standbys,
+             std::chrono::steady_clock::time_point now, std::chrono::system_clock::time_point wall);
   SmMonitorOptions options_;
   std::map<std::uint64_t, Tracked> sms_;
   std::optional<std::uint64_t> master_;  // the last single master seen
