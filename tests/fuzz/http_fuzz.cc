@@ -96,15 +96,7 @@ struct Fixture {
   std::unique_ptr<exporter::HttpRoutes> routes;
   MemoryServer server;
 
-  static transport::EngineOptions Quick() {
-    transport::EngineOptions o;
-    o.timeout = std::chrono::milliseconds(2);
-    o.timeout_max = std::chrono::milliseconds(4);
-    o.retries = 1;
-    o.adaptive_timeout = false;
-    return o;
-  }
-  Fixture() : port(Build(), {std::chrono::microseconds(0), 0}), engine(port, Quick()) {
+  Fixture() : port(Build(), {std::chrono::microseconds(0), 0}), engine(port, testing::QuickEngine()) {
     exporter::PollerOptions o;
     o.fabric.sweep_interval = std::chrono::milliseconds(10);
     o.fabric.subscribe_traps = false;
@@ -128,18 +120,8 @@ struct Fixture {
     routes->Install(server);
   }
   transport::testing::FakeMadPort::Responder Build() {
-    std::uint16_t lid = 1;
-    std::vector<int> spines, hosts;
-    for (int s = 0; s < 2; ++s) spines.push_back(fabric.AddSwitch("spine" + std::to_string(s), 8, lid++));
-    for (int l = 0; l < 2; ++l) {
-      const int leaf = fabric.AddSwitch("leaf" + std::to_string(l), 8, lid++);
-      for (int s = 0; s < 2; ++s) fabric.Connect(leaf, 5 + s, spines[static_cast<std::size_t>(s)], 1 + l);
-      for (int h = 0; h < 2; ++h) {
-        hosts.push_back(fabric.AddCa("cn000" + std::to_string(2 * l + h + 1) + " mlx5_0", 1));
-        fabric.SetCaLid(hosts.back(), 1, lid++);
-        fabric.Connect(hosts.back(), 1, leaf, 1 + h);
-      }
-    }
+    const std::vector<int> hosts =
+        testing::BuildSmallTree(fabric, [](int i) { return "cn000" + std::to_string(i + 1) + " mlx5_0"; }).hosts;
     bad_host = hosts[1];
     return fabric.Responder(hosts[0], 1);
   }

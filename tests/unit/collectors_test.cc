@@ -33,16 +33,8 @@ struct Bed {
   topology::Fabric fabric;
   Snapshot parts;
 
-  static transport::EngineOptions Quick() {
-    transport::EngineOptions o;
-    o.timeout = milliseconds(2);
-    o.timeout_max = milliseconds(4);
-    o.retries = 1;
-    o.adaptive_timeout = false;
-    return o;
-  }
   explicit Bed(const std::function<void(Bed&)>& shape = nullptr)
-      : port(Build(shape), {std::chrono::microseconds(0), 0}), engine(port, Quick()) {
+      : port(Build(shape), {std::chrono::microseconds(0), 0}), engine(port, testing::QuickEngine()) {
     fabric = topology::Discover(engine).fabric;
     parts.fabric = std::make_shared<topology::Fabric>(fabric);
     // How the tracker labels each node (the series' names and kinds).
@@ -56,17 +48,11 @@ struct Bed {
     }
   }
   transport::testing::FakeMadPort::Responder Build(const std::function<void(Bed&)>& shape) {
-    std::uint16_t lid = 1;
-    for (int s = 0; s < 2; ++s) spines.push_back(f.AddSwitch("spine" + std::to_string(s), 8, lid++));
-    for (int l = 0; l < 2; ++l) {
-      leaves.push_back(f.AddSwitch("leaf" + std::to_string(l), 8, lid++));
-      for (int s = 0; s < 2; ++s) f.Connect(leaves[l], 5 + s, spines[s], 1 + l);
-      for (int h = 0; h < 2; ++h) {
-        hosts.push_back(f.AddCa("cn000" + std::to_string(2 * l + h + 1) + " mlx5_0", 1));
-        f.SetCaLid(hosts.back(), 1, lid++);
-        f.Connect(hosts.back(), 1, leaves[l], 1 + h);
-      }
-    }
+    const testing::SmallTree t =
+        testing::BuildSmallTree(f, [](int i) { return "cn000" + std::to_string(i + 1) + " mlx5_0"; });
+    spines = t.spines;
+    leaves = t.leaves;
+    hosts = t.hosts;
     if (shape) shape(*this);
     return f.Responder(hosts[0], 1);
   }

@@ -223,4 +223,29 @@ SentSmps CountSent(const transport::testing::FakeMadPort& port) {
   return out;
 }
 
+EngineOptions QuickEngine() {
+  EngineOptions o;
+  o.timeout = std::chrono::milliseconds(2);
+  o.timeout_max = std::chrono::milliseconds(4);
+  o.retries = 1;
+  o.adaptive_timeout = false;
+  return o;
+}
+
+SmallTree BuildSmallTree(FakeFabric& f, const std::function<std::string(int)>& host_name) {
+  SmallTree t;
+  std::uint16_t lid = 1;
+  for (int s = 0; s < 2; ++s) t.spines.push_back(f.AddSwitch("spine" + std::to_string(s), 8, lid++));
+  for (int l = 0; l < 2; ++l) {
+    t.leaves.push_back(f.AddSwitch("leaf" + std::to_string(l), 8, lid++));
+    for (int s = 0; s < 2; ++s) f.Connect(t.leaves[l], 5 + s, t.spines[s], 1 + l);
+    for (int h = 0; h < 2; ++h) {
+      t.hosts.push_back(f.AddCa(host_name(2 * l + h), 1));
+      f.SetCaLid(t.hosts.back(), 1, lid++);
+      f.Connect(t.hosts.back(), 1, t.leaves[l], 1 + h);
+    }
+  }
+  return t;
+}
+
 }  // namespace ibfabric::testing

@@ -5,6 +5,7 @@
 // discovery and sweeps through FakeMadPort.
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -12,6 +13,7 @@
 
 #include "transport/attributes.h"
 #include "transport/mad.h"
+#include "transport/mad_engine.h"
 #include "transport/testing/fake_mad_port.h"
 
 namespace ibfabric::testing {
@@ -110,5 +112,17 @@ struct SentSmps {
   int total = 0;
 };
 SentSmps CountSent(const transport::testing::FakeMadPort& port);
+
+// Engine options for the in-memory fabric: 2-4 ms timeouts, one retry, no
+// adaptation (it answers at once or never).
+transport::EngineOptions QuickEngine();
+
+// Two spines and two leaves of 8 ports, two CAs on each leaf (ports 1
+// and 2), leaf port 5+s to spine s; LIDs from 1: spines, then each leaf and
+// its CAs. `host_name(i)` names CA i (0-3).
+struct SmallTree {
+  std::vector<int> spines, leaves, hosts;
+};
+SmallTree BuildSmallTree(FakeFabric& f, const std::function<std::string(int)>& host_name);
 
 }  // namespace ibfabric::testing

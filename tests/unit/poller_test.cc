@@ -38,16 +38,8 @@ struct Bed {
   exporter::SnapshotHolder holder;
   std::unique_ptr<exporter::Poller> poller;
 
-  static transport::EngineOptions Quick() {
-    transport::EngineOptions o;
-    o.timeout = milliseconds(2);
-    o.timeout_max = milliseconds(4);
-    o.retries = 1;
-    o.adaptive_timeout = false;
-    return o;
-  }
   explicit Bed(std::optional<std::vector<std::string>> collectors = std::nullopt)
-      : port(Build(), {std::chrono::microseconds(0), 0}), engine(port, Quick()) {
+      : port(Build(), {std::chrono::microseconds(0), 0}), engine(port, testing::QuickEngine()) {
     exporter::PollerOptions o;
     o.fabric.sweep_interval = milliseconds(10);
     o.fabric.sweep_rotation = milliseconds(10);  // every PortInfo and every LID's owner each sweep
@@ -56,18 +48,10 @@ struct Bed {
     poller = std::make_unique<exporter::Poller>(engine, o, holder, log);
   }
   transport::testing::FakeMadPort::Responder Build() {
-    std::uint16_t lid = 1;
-    std::vector<int> spines;
-    for (int s = 0; s < 2; ++s) spines.push_back(f.AddSwitch("spine" + std::to_string(s), 8, lid++));
-    for (int l = 0; l < 2; ++l) {
-      leaves.push_back(f.AddSwitch("leaf" + std::to_string(l), 8, lid++));
-      for (int s = 0; s < 2; ++s) f.Connect(leaves[l], 5 + s, spines[s], 1 + l);
-      for (int h = 0; h < 2; ++h) {
-        hosts.push_back(f.AddCa("h" + std::to_string(l) + std::to_string(h), 1));
-        f.SetCaLid(hosts.back(), 1, lid++);
-        f.Connect(hosts.back(), 1, leaves[l], 1 + h);
-      }
-    }
+    const testing::SmallTree t =
+        testing::BuildSmallTree(f, [](int i) { return "h" + std::to_string(i / 2) + std::to_string(i % 2); });
+    leaves = t.leaves;
+    hosts = t.hosts;
     return f.Responder(hosts[0], 1);
   }
   std::shared_ptr<const collectors::Snapshot> Cycle() {

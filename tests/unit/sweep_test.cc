@@ -149,15 +149,24 @@ TEST(CapabilitiesTest, LostExtendedReplyDropsOnlyWhatItFeeds) {
   EXPECT_EQ(checked, 2);
 }
 
-TEST(LidMoveTest, ALidAnsweringForAnotherNodeIsCaught) {
+// One switch, and CAs a and b (LIDs 1 and 2) on its ports 1 and 2.
+struct TwoCas {
   testing::FakeFabric f;
-  const int sw = f.AddSwitch("sw", 4, 10);
-  const int a = f.AddCa("a", 1);
-  const int b = f.AddCa("b", 1);
-  f.SetCaLid(a, 1, 1);
-  f.SetCaLid(b, 1, 2);
-  f.Connect(a, 1, sw, 1);
-  f.Connect(b, 1, sw, 2);
+  int sw = f.AddSwitch("sw", 4, 10);
+  int a = f.AddCa("a", 1);
+  int b = f.AddCa("b", 1);
+  TwoCas() {
+    f.SetCaLid(a, 1, 1);
+    f.SetCaLid(b, 1, 2);
+    f.Connect(a, 1, sw, 1);
+    f.Connect(b, 1, sw, 2);
+  }
+};
+
+TEST(LidMoveTest, ALidAnsweringForAnotherNodeIsCaught) {
+  TwoCas t;
+  testing::FakeFabric& f = t.f;
+  const int a = t.a, b = t.b;
   transport::PortCounters c;
   c.rcv_errors = 55;
   f.SetCounters(b, 1, c);
@@ -207,14 +216,9 @@ class ClassPortInfoPart : public collectors::BatchPart {
 };
 
 TEST(BatchTest, ACollectorsOwnPartRunsInTheSweepsBatchAndDropsWhatMovedLidsSaid) {
-  testing::FakeFabric f;
-  const int sw = f.AddSwitch("sw", 4, 10);
-  const int a = f.AddCa("a", 1);
-  const int b = f.AddCa("b", 1);
-  f.SetCaLid(a, 1, 1);
-  f.SetCaLid(b, 1, 2);
-  f.Connect(a, 1, sw, 1);
-  f.Connect(b, 1, sw, 2);
+  TwoCas t;
+  testing::FakeFabric& f = t.f;
+  const int sw = t.sw, a = t.a, b = t.b;
   transport::testing::FakeMadPort mad(f.Responder(a, 1));
   transport::MadEngine engine(mad, {16, milliseconds(10), 0});
   const auto d = topology::Discover(engine);
