@@ -212,7 +212,6 @@ TEST_F(RailsTest, AWrongRailASwappedPairAndAnotherUnitAreEachFoundWithBothEnds) 
     EXPECT_EQ(row["state"], r == 1 || r == 2 ? "miswired" : "ok") << row.dump();
   }
   EXPECT_EQ((*rows)[1]["leaf"], tree.RailLeaf(2, 3) + "[9]");
-  std::filesystem::create_directories(IBFABRIC_ARTIFACT_DIR);
   EXPECT_TRUE(browser->Screenshot(std::string(IBFABRIC_ARTIFACT_DIR) + "/status-rails-host.png", &error)) << error;
 }
 

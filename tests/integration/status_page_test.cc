@@ -155,7 +155,6 @@ class StatusPageTest : public FabricSuite {
     for (const auto& r : p["resources"]) {
       EXPECT_EQ(r.get<std::string>().rfind(p["origin"].get<std::string>(), 0), 0u) << r;
     }
-    std::filesystem::create_directories(IBFABRIC_ARTIFACT_DIR);
     EXPECT_TRUE(b.Screenshot(std::string(IBFABRIC_ARTIFACT_DIR) + "/status-" + name + ".png", &error)) << error;
   }
 

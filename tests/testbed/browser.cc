@@ -3,6 +3,7 @@
 #include <httplib.h>
 #include <openssl/evp.h>
 
+#include <filesystem>
 #include <fstream>
 #include <thread>
 
@@ -132,6 +133,8 @@ bool Browser::Click(const std::string& css, std::string* error) {
 bool Browser::Screenshot(const std::string& path, std::string* error) {
   auto shot = Call("GET", "/session/" + session_ + "/screenshot", nullptr, error);
   if (!shot || !shot->is_string()) return false;
+  std::error_code ec;  // a test run alone finds no folder another made
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
   std::ofstream out(path, std::ios::binary);
   out << DecodeBase64(shot->get<std::string>());
   if (!out) *error = "cannot write " + path;

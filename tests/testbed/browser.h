@@ -32,7 +32,7 @@ class Browser {
   bool WaitFor(const std::string& script, std::chrono::milliseconds timeout, std::string* error);
   // Clicks the first element matching the CSS selector.
   bool Click(const std::string& css, std::string* error);
-  // Saves a PNG of the viewport.
+  // Saves a PNG of the viewport, making the folder it goes in.
   bool Screenshot(const std::string& path, std::string* error);
 
  private:
