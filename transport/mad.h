@@ -125,6 +125,10 @@ struct MadHeader {
 // Bits of the common MAD Status field (IBTA 13.4.7, table 114).
 inline constexpr std::uint16_t kMadStatusBusy = 0x0001;      // discarded, retry later
 inline constexpr std::uint16_t kMadStatusRedirect = 0x0002;  // ask elsewhere (ClassPortInfo)
+// Bits 2-4, the "invalid field" code; 3 is "unsupported method/attribute
+// combination": the only status that says an attribute is absent.
+inline constexpr std::uint16_t kMadStatusCodeMask = 0x001C;
+inline constexpr std::uint16_t kMadStatusUnsupportedAttribute = 0x000C;
 
 // How one request ended.
 enum class MadOutcome : std::uint8_t {
@@ -146,5 +150,12 @@ struct MadResult {
   std::chrono::steady_clock::time_point first_sent{};
   std::chrono::steady_clock::time_point done{};
 };
+
+// The agent answered that it does not have the attribute (status code 3,
+// 0x000C): absent for good on that node, unlike a timeout, Busy or any
+// other error status.
+inline bool Unsupported(const MadResult& r) {
+  return r.outcome == MadOutcome::kRemoteError && (r.mad_status & kMadStatusCodeMask) == kMadStatusUnsupportedAttribute;
+}
 
 }  // namespace ibfabric::transport

@@ -165,6 +165,24 @@ TEST(CodecTest, DecodesPortVlXmitWaitByTheSpecsLayout) {
   EXPECT_EQ(MadData(q)[1], 19);  // PortSelect
 }
 
+TEST(CodecTest, OnlyStatusCodeThreeSaysUnsupported) {
+  // IBTA 13.4.7 table 114: bit 0 Busy, bit 1 Redirect, bits 2..4 the
+  // invalid-field code, 3 being "unsupported method/attribute combination".
+  const auto with = [](MadOutcome o, std::uint16_t status) {
+    MadResult r;
+    r.outcome = o;
+    r.mad_status = status;
+    return r;
+  };
+  EXPECT_TRUE(Unsupported(with(MadOutcome::kRemoteError, 0x000C)));
+  EXPECT_TRUE(Unsupported(with(MadOutcome::kRemoteError, 0x010C))) << "class-specific bits aside";
+  EXPECT_FALSE(Unsupported(with(MadOutcome::kRemoteError, 0x0001))) << "Busy";
+  EXPECT_FALSE(Unsupported(with(MadOutcome::kRemoteError, 0x0002))) << "Redirect";
+  EXPECT_FALSE(Unsupported(with(MadOutcome::kRemoteError, 0x0008))) << "unsupported class or version";
+  EXPECT_FALSE(Unsupported(with(MadOutcome::kRemoteError, 0x001C))) << "invalid attribute value";
+  EXPECT_FALSE(Unsupported(with(MadOutcome::kTimeout, 0)));
+}
+
 TEST(CodecTest, RequestsCarryPortSelectAndClass) {
   const MadBytes m = EncodeRequest(PortCountersQuery(7, 19), 0xabcdef);
   const MadHeader h = DecodeHeader(m);
