@@ -10,6 +10,7 @@
 #include "collectors/port_counters_collector.h"
 #include "collectors/routing_collector.h"
 #include "collectors/subnet_managers_collector.h"
+#include "collectors/xmit_wait_tick_collector.h"
 
 namespace ibfabric::collectors {
 
@@ -37,6 +38,12 @@ const std::vector<CollectorInfo>& Registry() {
        MakePortCountersCollector,
        RenderPortCounters,
        {"capabilities"}},
+      {"xmit_wait_tick",
+       "PMA PortSamplesControl.Tick of each node once a port of it counted PortXmitWait: how long its ticks are.",
+       true,
+       MakeXmitWaitTickCollector,
+       RenderXmitWaitTick,
+       {"port_counters"}},
       {"link_health",
        "Link state, flaps and error rates per cable, and the alerts they raise.",
        true,

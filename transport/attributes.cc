@@ -205,6 +205,15 @@ PortVlXmitWait DecodePortVlXmitWait(const MadBytes& mad) {
   return w;
 }
 
+PortSamplesControl DecodePortSamplesControl(const MadBytes& mad) {
+  PortSamplesControl c;
+  c.port_select = Narrow<std::uint8_t>(Get(mad, IB_PSC_PORT_SELECT_F));      // bits 8..15
+  c.tick = Narrow<std::uint8_t>(Get(mad, IB_PSC_TICK_F));                    // bits 16..23
+  c.counter_width = Narrow<std::uint8_t>(Get(mad, IB_PSC_COUNTER_WIDTH_F));  // bits 29..31
+  c.sample_status = Narrow<std::uint8_t>(Get(mad, IB_PSC_SAMPLE_STATUS_F));  // bits 94..95
+  return c;
+}
+
 PortCountersExtended DecodePortCountersExtended(const MadBytes& mad) {
   PortCountersExtended c;
   c.port_select = Narrow<std::uint8_t>(Get(mad, IB_PC_EXT_PORT_SELECT_F));
@@ -338,6 +347,9 @@ MadRequest PortXmitDiscardDetailsQuery(std::uint16_t lid, std::uint8_t port) {
 }
 MadRequest PortVlXmitWaitQuery(std::uint16_t lid, std::uint8_t port) {
   return Pma(lid, pma_attr::kPortVlXmitWaitCounters, port);
+}
+MadRequest PortSamplesControlQuery(std::uint16_t lid, std::uint8_t port) {
+  return Pma(lid, pma_attr::kPortSamplesControl, port);  // PortSelect is byte 1 here too
 }
 MadRequest PortCountersClear(std::uint16_t lid, std::uint8_t port, std::uint16_t select, std::uint8_t select2) {
   MadRequest r = Pma(lid, pma_attr::kPortCounters, port);

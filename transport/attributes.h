@@ -210,6 +210,20 @@ struct PortVlXmitWait {
   std::array<std::uint16_t, kVlCount> wait{};
 };
 
+// PortSamplesControl (IBTA 16.1.3.2, mandatory for every PMA; libibmad's
+// IB_PSC_*_F, perfquery -c). What matters here is Tick, the length of one
+// PortXmitWait tick in symbol times (one byte on one lane, 4 ns at SDR):
+// 0x00 is one, 0xFF 256 (Tick + 1). Devices differ: NVIDIA's ibdiagnet
+// manual ("Congestion Assessment on InfiniBand Links") has Quantum,
+// Quantum-2 and Quantum-3 at 7, counting 8 bytes of the port, and
+// Switch-IB 2 and earlier at 31, counting 32 bytes of a lane.
+struct PortSamplesControl {
+  std::uint8_t port_select = 0;
+  std::uint8_t tick = 0;
+  std::uint8_t counter_width = 0;  // 3 bits: the sample counters' width
+  std::uint8_t sample_status = 0;  // 2 bits
+};
+
 // PortCountersExtended (IBTA 16.1.4.11, table 247): 64-bit data counters.
 struct PortCountersExtended {
   std::uint8_t port_select = 0;
@@ -301,6 +315,7 @@ PortCountersExtended DecodePortCountersExtended(const MadBytes& mad);
 PortRcvErrorDetails DecodePortRcvErrorDetails(const MadBytes& mad);
 PortXmitDiscardDetails DecodePortXmitDiscardDetails(const MadBytes& mad);
 PortVlXmitWait DecodePortVlXmitWait(const MadBytes& mad);
+PortSamplesControl DecodePortSamplesControl(const MadBytes& mad);
 SmInfo DecodeSmInfo(const MadBytes& mad);
 SwitchInfo DecodeSwitchInfo(const MadBytes& mad);
 LftBlock DecodeLftBlock(const MadBytes& mad);
@@ -325,6 +340,7 @@ MadRequest PortCountersExtendedQuery(std::uint16_t lid, std::uint8_t port);
 MadRequest PortRcvErrorDetailsQuery(std::uint16_t lid, std::uint8_t port);
 MadRequest PortXmitDiscardDetailsQuery(std::uint16_t lid, std::uint8_t port);
 MadRequest PortVlXmitWaitQuery(std::uint16_t lid, std::uint8_t port);
+MadRequest PortSamplesControlQuery(std::uint16_t lid, std::uint8_t port);
 // PortCounters Set that zeroes the counters selected by CounterSelect (bit i
 // of `select` is the i-th counter of IBTA table 225: SymbolErrorCounter = 0
 // ... PortRcvPkts = 15) and CounterSelect2 (bit 0: PortXmitWait).

@@ -63,6 +63,7 @@ inline constexpr std::uint16_t kSmInfo = 0x0020;
 // Performance management attribute IDs (IBTA 16.1.3, table 224).
 namespace pma_attr {
 inline constexpr std::uint16_t kClassPortInfo = 0x0001;
+inline constexpr std::uint16_t kPortSamplesControl = 0x0010;  // mandatory (IBTA 16.1.3.2)
 inline constexpr std::uint16_t kPortCounters = 0x0012;
 inline constexpr std::uint16_t kPortRcvErrorDetails = 0x0015;     // optional (IBTA 16.1.4.x, A16.1.x)
 inline constexpr std::uint16_t kPortXmitDiscardDetails = 0x0016;  // optional, likewise

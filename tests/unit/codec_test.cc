@@ -165,6 +165,31 @@ TEST(CodecTest, DecodesPortVlXmitWaitByTheSpecsLayout) {
   EXPECT_EQ(MadData(q)[1], 19);  // PortSelect
 }
 
+TEST(CodecTest, DecodesPortSamplesControlByTheSpecsLayout) {
+  // PortSamplesControl (IBTA 16.1.3.2) laid out by hand from libibmad's
+  // fields.c, in the data section at byte 64: OpCode bits 0..7, PortSelect
+  // 8..15, Tick 16..23, CounterWidth 29..31, CounterMask0 34..36,
+  // SampleMechanisms 80..87, SampleStatus 94..95.
+  const MadBytes q = EncodeRequest(PortSamplesControlQuery(7, 19), 1);
+  EXPECT_EQ(DecodeHeader(q).attr_id, pma_attr::kPortSamplesControl);
+  EXPECT_EQ(DecodeHeader(q).mgmt_class, static_cast<std::uint8_t>(MgmtClass::kPerformance));
+  EXPECT_EQ(MadData(q)[1], 19);  // PortSelect
+  MadBytes m = q;
+  m[64 + 0] = 0xff;          // OpCode
+  m[64 + 1] = 5;             // PortSelect
+  m[64 + 2] = 0x1f;          // Tick: 32 symbol times (Switch-IB 2)
+  m[64 + 3] = 0xe0 | 0x04;   // three bits of CounterMask0 above, CounterWidth 4 (32-bit)
+  m[64 + 10] = 0x77;         // SampleMechanisms: not Tick
+  m[64 + 11] = 0xfc | 0x02;  // six bits of reserved above, SampleStatus 2 (running)
+  const PortSamplesControl c = DecodePortSamplesControl(m);
+  EXPECT_EQ(c.port_select, 5);
+  EXPECT_EQ(c.tick, 0x1f);
+  EXPECT_EQ(c.counter_width, 4);
+  EXPECT_EQ(c.sample_status, 2);
+  m[64 + 2] = 0x07;  // Quantum-family switches
+  EXPECT_EQ(DecodePortSamplesControl(m).tick, 7);
+}
+
 TEST(CodecTest, OnlyStatusCodeThreeSaysUnsupported) {
   // IBTA 13.4.7 table 114: bit 0 Busy, bit 1 Redirect, bits 2..4 the
   // invalid-field code, 3 being "unsupported method/attribute combination".

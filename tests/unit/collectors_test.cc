@@ -9,6 +9,7 @@
 
 #include "collectors/metrics.h"
 #include "collectors/registry.h"
+#include "collectors/xmit_wait_tick_collector.h"
 #include "tests/testbed/prom_text.h"
 #include "tests/unit/fake_fabric.h"
 #include "topology/discovery.h"
@@ -294,6 +295,72 @@ TEST(CollectorsTest, RoutingAndPartitionsAskEachSwitchAndAskAgainWhatDidNotAnswe
   EXPECT_TRUE(!b.parts.forwarding || b.parts.forwarding->empty()) << "no table read";
   const auto* partitions = b.parts.by_collector.Get<topology::PartitionAnalysis>("partitions");
   EXPECT_TRUE(!partitions || partitions->ports.empty()) << "no P_Key table read";
+}
+
+TEST(CollectorsTest, XmitWaitTickAsksOnlyNodesThatWaitedOnceEachAndAgainWhatFailedLater) {
+  // leaf0 reports Tick 7 (a Quantum-family switch); cn0003 answers
+  // "unsupported attribute" (the fake's default, as ibsim's PMA has no
+  // PortSamplesControl); spine1 answers with another error status.
+  Bed b([](Bed& x) {
+    x.f.SetSampleTick(x.leaves[0], 7);
+    x.f.SetSampleTick(x.spines[1], 31, /*status=*/0x001C);
+    x.f.SetSampleTick(x.spines[0], 31);  // never waits: never asked
+  });
+  auto caps = b.Make("capabilities");
+  b.Run(*caps);
+  auto counters = b.Make("port_counters");
+  auto ticks = b.Make("xmit_wait_tick");
+  constexpr int kPsc = transport::pma_attr::kPortSamplesControl;
+  auto psc = [&] {
+    const auto sent = b.Sent();
+    const auto it = sent.find({kPma, kPsc});
+    return it == sent.end() ? 0 : it->second;
+  };
+  b.Sent();
+  // A quiet fabric: no tick is asked, and no family.
+  for (int sweep = 0; sweep < 2; ++sweep) b.SweepWith({counters.get(), ticks.get()});
+  EXPECT_EQ(psc(), 0);
+  EXPECT_TRUE(b.Render().Find("infiniband_node_pma_samples_tick").empty());
+
+  transport::PortCounters wait;
+  wait.xmit_wait = 5000;
+  b.f.SetCounters(b.leaves[0], 5, wait);  // an uplink
+  b.f.SetCounters(b.leaves[0], 6, wait);  // another: the node is asked once
+  b.f.SetCounters(b.hosts[2], 1, wait);
+  b.f.SetCounters(b.spines[1], 1, wait);
+  b.SweepWith({counters.get(), ticks.get()});  // the counters see the waits
+  EXPECT_EQ(psc(), 0) << "asked from the sweep after the one that read the waits";
+  b.SweepWith({counters.get(), ticks.get()});
+  EXPECT_EQ(psc(), 3) << "leaf0, cn0003 and spine1, one each";
+  const auto* part = b.parts.by_collector.Get<XmitWaitTicks>("xmit_wait_tick");
+  ASSERT_NE(part, nullptr);
+  EXPECT_EQ(part->tick, (std::map<std::uint64_t, std::uint8_t>{{b.f.Guid(b.leaves[0]), 7}}));
+  EXPECT_EQ(part->unsupported, (std::set<std::uint64_t>{b.f.Guid(b.hosts[2])}));
+  const Scrape s = b.Render();
+  const auto series = s.Find("infiniband_node_pma_samples_tick");
+  ASSERT_EQ(series.size(), 1u);
+  EXPECT_EQ(series[0].labels.at("guid"), topology::FormatGuid(b.f.Guid(b.leaves[0])));
+  EXPECT_EQ(series[0].value, 7);
+
+  // Only spine1, which failed, is asked again: 1, 2, 4 and 8 sweeps later,
+  // then never; each ask is one MAD to spine1.
+  std::vector<int> asked_in;
+  for (int sweep = 1; sweep <= 20; ++sweep) {
+    const std::size_t before = b.port.sent_mads().size();
+    b.SweepWith({counters.get(), ticks.get()});
+    int n = 0;
+    for (std::size_t i = before; i < b.port.sent_mads().size(); ++i) {
+      const auto h = transport::DecodeHeader(b.port.sent_mads()[i]);
+      if (h.mgmt_class == kPma && h.attr_id == kPsc) ++n;
+    }
+    if (n > 0) asked_in.push_back(sweep);
+    EXPECT_LE(n, 1) << "sweep " << sweep;
+  }
+  EXPECT_EQ(asked_in, (std::vector<int>{1, 3, 7, 15}));
+  // spine1 still unknown: no series, no unsupported mark.
+  part = b.parts.by_collector.Get<XmitWaitTicks>("xmit_wait_tick");
+  EXPECT_EQ(part->tick.count(b.f.Guid(b.spines[1])), 0u);
+  EXPECT_EQ(part->unsupported.count(b.f.Guid(b.spines[1])), 0u);
 }
 
 }  // namespace

@@ -171,6 +171,14 @@ std::optional<MadBytes> FakeFabric::Pma(const MadAddress& to, const MadBytes& re
       const int select = MadData(req)[1];  // PortSelect, IBTA 16.1.3.5
       auto it = n.ports.find(select);
       if (it == n.ports.end()) return EncodeResponse(req, {}, 0x1c);
+      if (h.attr_id == pma_attr::kPortSamplesControl && n.sample_tick) {
+        if (n.samples_status != 0) return EncodeResponse(req, {}, n.samples_status);
+        transport::PortSamplesControl c;
+        c.port_select = static_cast<std::uint8_t>(select);
+        c.tick = *n.sample_tick;
+        c.counter_width = 4;  // 32-bit sample counters
+        return EncodeResponse(req, transport::testing::EncodePortSamplesControl(c));
+      }
       if (h.attr_id == pma_attr::kPortCounters && n.counters_status != 0) {
         return EncodeResponse(req, {}, n.counters_status);
       }

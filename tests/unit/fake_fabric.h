@@ -34,6 +34,13 @@ class FakeFabric {
   void DisableRcvErrorDetails(int node) { nodes_.at(node).no_details = true; }
   void SetXmitDiscardDetails(int node, int port, const transport::PortXmitDiscardDetails& d);
   void DisableXmitDiscardDetails(int node) { nodes_.at(node).no_discard_details = true; }
+  // Its PMA answers PortSamplesControl with this Tick (by default it
+  // answers "unsupported attribute", as ibsim's never answers), or, with
+  // a non-zero `status`, with that MAD status.
+  void SetSampleTick(int node, std::uint8_t tick, std::uint16_t status = 0) {
+    nodes_.at(node).sample_tick = tick;
+    nodes_.at(node).samples_status = status;
+  }
   // Its PMA answers PortCounters with this MAD status (0: normally).
   void SetPortCountersStatus(int node, std::uint16_t status) { nodes_.at(node).counters_status = status; }
   // PMA ClassPortInfo.CapabilityMask/2 of a node; by default switches
@@ -85,6 +92,8 @@ class FakeFabric {
     bool no_details = false;          // PortRcvErrorDetails: unsupported attribute
     bool no_discard_details = false;  // PortXmitDiscardDetails: likewise
     std::uint16_t counters_status = 0;
+    std::optional<std::uint8_t> sample_tick = std::nullopt;
+    std::uint16_t samples_status = 0;
     bool silent = false;
     std::uint16_t cap_mask = 0;
     std::uint32_t cap_mask2 = 0;

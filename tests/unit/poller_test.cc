@@ -182,10 +182,20 @@ TEST(PollerTest, ADisabledCollectorSendsNoMadAndRendersNoFamily) {
   using transport::MgmtClass;
   const auto pma = [](int attr) { return std::pair{static_cast<int>(MgmtClass::kPerformance), attr}; };
   const auto smp = [](int attr) { return std::pair{static_cast<int>(MgmtClass::kSubnLidRouted), attr}; };
+  // A port that waited to send, so that xmit_wait_tick has a node to ask.
+  const auto waiting = [](Bed& b) {
+    transport::PortCounters wait;
+    wait.xmit_wait = 100;
+    b.f.SetCounters(b.leaves[0], 1, wait);
+    b.f.SetSampleTick(b.leaves[0], 7);
+  };
   // Everything on: the reads of each collector are there.
   Bed all;
+  waiting(all);
   Settle(all);
+  all.Cycle();  // the tick is asked in the sweep after the one that saw the wait
   auto sent = all.Sent();
+  EXPECT_EQ(sent[pma(transport::pma_attr::kPortSamplesControl)], 1);
   EXPECT_GT(sent[pma(transport::pma_attr::kPortCounters)], 0);
   EXPECT_GT(sent[pma(transport::pma_attr::kClassPortInfo)], 0);
   EXPECT_GT(sent[smp(transport::smp_attr::kSwitchInfo)], 0);
@@ -195,11 +205,15 @@ TEST(PollerTest, ADisabledCollectorSendsNoMadAndRendersNoFamily) {
   EXPECT_TRUE(HasFamily(text, "infiniband_node_pma_capabilities_info"));
   EXPECT_TRUE(HasFamily(text, "infiniband_routing_down_up_routes"));  // the fake has no tables: none routed
   EXPECT_TRUE(HasFamily(text, "infiniband_topology_is_tree"));
+  EXPECT_TRUE(HasFamily(text, "infiniband_node_pma_samples_tick"));
 
-  // port_counters, capabilities, routing, partitions and fat_tree off.
+  // port_counters, capabilities, xmit_wait_tick, routing, partitions and fat_tree off.
   Bed some(std::vector<std::string>{"fabric", "link_health", "subnet_managers"});
+  waiting(some);
   Settle(some);
+  some.Cycle();
   sent = some.Sent();
+  EXPECT_EQ(sent[pma(transport::pma_attr::kPortSamplesControl)], 0);
   EXPECT_EQ(sent[pma(transport::pma_attr::kPortCounters)], 0);
   EXPECT_EQ(sent[pma(transport::pma_attr::kPortCountersExtended)], 0);
   EXPECT_EQ(sent[pma(transport::pma_attr::kClassPortInfo)], 0);
@@ -210,9 +224,10 @@ TEST(PollerTest, ADisabledCollectorSendsNoMadAndRendersNoFamily) {
   EXPECT_GT(sent[smp(transport::smp_attr::kPortInfo)], 0);
   EXPECT_GT(sent[smp(transport::smp_attr::kNodeInfo)], 0);
   text = exporter::Gunzip(some.holder.Get()->exposition_gz);
-  for (const char* family : {"infiniband_hca_port_receive_errors_total", "infiniband_node_pma_capabilities_info",
-                             "infiniband_port_partition_info", "infiniband_topology_is_tree",
-                             "infiniband_routing_down_up_routes", "infiniband_switch_tier"}) {
+  for (const char* family :
+       {"infiniband_hca_port_receive_errors_total", "infiniband_node_pma_capabilities_info",
+        "infiniband_port_partition_info", "infiniband_topology_is_tree", "infiniband_routing_down_up_routes",
+        "infiniband_switch_tier", "infiniband_node_pma_samples_tick"}) {
     EXPECT_FALSE(HasFamily(text, family)) << family;
   }
   EXPECT_TRUE(HasFamily(text, "infiniband_switch_info"));

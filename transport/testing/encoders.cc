@@ -113,6 +113,15 @@ std::vector<std::uint8_t> EncodePortXmitDiscardDetails(const PortXmitDiscardDeta
   return b.bytes;
 }
 
+std::vector<std::uint8_t> EncodePortSamplesControl(const PortSamplesControl& c) {
+  Buf b(kPmaDataSize);
+  b.Set(IB_PSC_PORT_SELECT_F, c.port_select);
+  b.Set(IB_PSC_TICK_F, c.tick);
+  b.Set(IB_PSC_COUNTER_WIDTH_F, c.counter_width);
+  b.Set(IB_PSC_SAMPLE_STATUS_F, c.sample_status);
+  return b.bytes;
+}
+
 std::vector<std::uint8_t> EncodePortCountersExtended(const PortCountersExtended& c) {
   Buf b(kPmaDataSize);
   b.Set(IB_PC_EXT_PORT_SELECT_F, c.port_select);

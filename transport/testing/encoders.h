@@ -17,6 +17,7 @@ std::vector<std::uint8_t> EncodePortCounters(const PortCounters& c);
 std::vector<std::uint8_t> EncodePortCountersExtended(const PortCountersExtended& c);
 std::vector<std::uint8_t> EncodePortRcvErrorDetails(const PortRcvErrorDetails& d);
 std::vector<std::uint8_t> EncodePortXmitDiscardDetails(const PortXmitDiscardDetails& d);
+std::vector<std::uint8_t> EncodePortSamplesControl(const PortSamplesControl& c);
 std::vector<std::uint8_t> EncodePerfClassPortInfo(const PerfClassPortInfo& c);
 std::vector<std::uint8_t> EncodeSwitchInfo(const SwitchInfo& s);
 std::vector<std::uint8_t> EncodeSmInfo(const SmInfo& s);

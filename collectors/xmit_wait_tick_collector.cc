@@ -1,0 +1,176 @@
+#include "collectors/xmit_wait_tick_collector.h"
+
+#include <vector>
+
+#include "collectors/render.h"
+
+namespace ibfabric::collectors {
+namespace {
+
+// What one sweep's batch asked and got: PortSamplesControl of each node
+// chosen, through one of its ports that counted PortXmitWait.
+class TickReads final : public BatchPart {
+ public:
+  enum class Got : std::uint8_t { kNothing, kTick, kUnsupported, kFailed };
+  struct Read {
+    std::uint64_t node = 0;
+    std::uint16_t lid = 0;
+    std::uint8_t port = 0;
+    Got got = Got::kNothing;
+    std::uint8_t tick = 0;
+  };
+
+  void Ask(std::vector<Read> reads) {
+    reads_ = std::move(reads);
+    finished_ = false;
+  }
+  bool finished() const { return finished_; }
+  const std::vector<Read>& reads() const { return reads_; }
+
+  void AddRequests(std::vector<transport::MadRequest>* out) override {
+    for (const Read& r : reads_) out->push_back(transport::PortSamplesControlQuery(r.lid, r.port));
+  }
+  std::uint64_t NodeOf(std::size_t i) const override { return reads_[i].node; }
+  void Take(std::size_t i, transport::MadResult&& m) override {
+    Read& r = reads_[i];
+    if (m.outcome == transport::MadOutcome::kOk) {
+      r.got = Got::kTick;
+      r.tick = transport::DecodePortSamplesControl(m.response).tick;
+    } else {
+      r.got = transport::Unsupported(m) ? Got::kUnsupported : Got::kFailed;
+    }
+  }
+  void Finish(const std::set<std::uint16_t>& moved) override {
+    // What a LID that answered for another node said is not this node's:
+    // asked again next time, with no penalty.
+    for (Read& r : reads_) {
+      if (moved.count(r.lid)) r.got = Got::kNothing;
+    }
+    finished_ = true;
+  }
+
+ private:
+  std::vector<Read> reads_;
+  bool finished_ = false;
+};
+
+class XmitWaitTickCollector final : public Collector {
+ public:
+  static constexpr int kTries = 5;  // the first ask and 4 more, 1, 2, 4 and 8 sweeps apart
+
+  Schedule schedule() const override { return Schedule::kSweep; }
+
+  void Plan(const Cycle& cycle, SweepPlan* plan) override {
+    ++sweep_;
+    std::vector<TickReads::Read> reads;
+    std::uint64_t last = 0;
+    // Last sweep's totals (port_counters' part); ports in node order.
+    for (const auto& [ref, totals] : *cycle.parts->ports) {
+      const std::size_t wait = Index(Counter::kXmitWait);
+      if (ref.node_guid == last || !totals.present.test(wait) || totals.total[wait] == 0) continue;
+      if (!Due(ref.node_guid)) continue;
+      const topology::Node* n = cycle.fabric->FindNode(ref.node_guid);
+      const topology::Port* p = cycle.fabric->FindPort(ref);
+      const std::uint16_t lid = !n ? 0 : n->kind == topology::NodeKind::kSwitch ? n->lid : p ? p->lid : 0;
+      if (lid == 0) continue;
+      reads.push_back({ref.node_guid, lid, ref.port});
+      last = ref.node_guid;
+    }
+    if (reads.empty()) return;
+    part_.Ask(std::move(reads));
+    plan->parts.push_back(&part_);
+  }
+
+  Outcome Update(const Cycle& cycle) override {
+    Outcome out;
+    bool changed = DropGone(*cycle.fabric);
+    if (part_.finished()) {
+      for (const auto& r : part_.reads()) changed |= Note(r, cycle, &out);
+      part_.Ask({});
+    }
+    if (changed || !published_) published_ = std::make_shared<const XmitWaitTicks>(ticks_);
+    return out;
+  }
+
+  void Publish(Snapshot* parts) const override { parts->by_collector.Set(kXmitWaitTickCollector, published_); }
+
+ private:
+  struct Hold {
+    int tries = 0;
+    std::uint64_t next = 0;  // the sweep it may be asked again in
+  };
+
+  bool Due(std::uint64_t node) const {
+    if (ticks_.tick.count(node) || ticks_.unsupported.count(node)) return false;
+    const auto h = holds_.find(node);
+    return h == holds_.end() || (h->second.tries < kTries && sweep_ >= h->second.next);
+  }
+
+  // Takes one read's answer; true when the published part changes.
+  bool Note(const TickReads::Read& r, const Cycle& cycle, Outcome* out) {
+    using Got = TickReads::Got;
+    switch (r.got) {
+      case Got::kNothing: return false;
+      case Got::kTick:
+        holds_.erase(r.node);
+        ticks_.tick[r.node] = r.tick;
+        return true;
+      case Got::kUnsupported:
+        holds_.erase(r.node);
+        ticks_.unsupported.insert(r.node);
+        return true;
+      case Got::kFailed: {
+        Hold& h = holds_[r.node];
+        h.next = sweep_ + (1ULL << h.tries);
+        if (++h.tries == kTries) {
+          out->problems.push_back("PortSamplesControl of " + cycle.name_of(r.node) + " did not answer " +
+                                  std::to_string(kTries) + " times: its PortXmitWait tick stays unknown");
+        }
+        return false;
+      }
+    }
+    return false;
+  }
+
+  bool DropGone(const topology::Fabric& fabric) {
+    bool changed = false;
+    for (auto it = ticks_.tick.begin(); it != ticks_.tick.end();) {
+      changed |= !fabric.FindNode(it->first);
+      it = fabric.FindNode(it->first) ? std::next(it) : ticks_.tick.erase(it);
+    }
+    for (auto it = ticks_.unsupported.begin(); it != ticks_.unsupported.end();) {
+      changed |= !fabric.FindNode(*it);
+      it = fabric.FindNode(*it) ? std::next(it) : ticks_.unsupported.erase(it);
+    }
+    std::erase_if(holds_, [&](const auto& h) { return !fabric.FindNode(h.first); });
+    return changed;
+  }
+
+  XmitWaitTicks ticks_;
+  std::map<std::uint64_t, Hold> holds_;
+  std::uint64_t sweep_ = 0;
+  TickReads part_;
+  std::shared_ptr<const XmitWaitTicks> published_;
+};
+
+}  // namespace
+
+std::unique_ptr<Collector> MakeXmitWaitTickCollector(const CollectorOptions&) {
+  return std::make_unique<XmitWaitTickCollector>();
+}
+
+void RenderXmitWaitTick(const Snapshot& s, const Emit& out) {
+  const auto* ticks = s.by_collector.Get<XmitWaitTicks>(kXmitWaitTickCollector);
+  if (!ticks || ticks->tick.empty()) return;
+  auto family = Family("infiniband_node_pma_samples_tick",
+                       "PMA PortSamplesControl.Tick of the node as it reports it (perfquery -c): one PortXmitWait "
+                       "tick lasts Tick+1 symbol times (one byte on one lane, IBTA 16.1.3.2); read once a port of "
+                       "the node counted PortXmitWait",
+                       prometheus::MetricType::Gauge);
+  for (const auto& [guid, tick] : ticks->tick) {
+    if (OwnsNode(s, guid)) Add(family, {{"guid", topology::FormatGuid(guid)}}, tick);
+  }
+  out(std::move(family));
+}
+
+}  // namespace ibfabric::collectors
