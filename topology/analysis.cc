@@ -294,10 +294,10 @@ void SummarizeSwitches(const Fabric& f, const Wiring& w, Analysis* out) {
   }
 }
 
-// Cables that break the tree's up/down structure (same tier, skipped
-// tier, a CA above the leaves), then switches unlike their tier's
-// majority. Only for a tree: otherwise the tiers are no yardstick.
-void FindWiringFaults(const Fabric& f, const Wiring& w, Analysis* out) {
+// Cables that break the tree's up/down structure: same tier, skipped
+// tier (only for a tree: otherwise the tiers are no yardstick), a CA
+// above the leaves.
+void FindMiswiredCables(const Fabric& f, const Wiring& w, Analysis* out) {
   for (const Link& l : w.links) {
     const bool sa = IsSwitch(f, l.a.node_guid), sb = IsSwitch(f, l.b.node_guid);
     if (sa && sb) {
@@ -324,80 +324,111 @@ void FindWiringFaults(const Fabric& f, const Wiring& w, Analysis* out) {
       }
     }
   }
-  if (!out->is_tree) return;
-  // Asymmetry against each tier's majority.
-  // Groups of parallel links to the tiers above and below, each direction
-  // apart (a tier may take more cables per switch up than down: two to each
-  // core, one from each leaf); links within a tier are findings of their
-  // own (kSameTierLink) and not counted here.
-  std::map<std::uint64_t, std::array<std::map<std::uint64_t, int>, 2>> updown;  // [0]: down, [1]: up
+}
+
+// Each switch's groups of parallel links to each neighbour in the tiers
+// above ([1]) and below ([0]), and what is usual for each tier: a tier may
+// take more cables per switch up than down (two to each core, one from
+// each leaf), so each direction is apart; links within a tier are findings
+// of their own (kSameTierLink) and not counted here.
+struct TierShape {
+  std::map<std::uint64_t, std::array<std::map<std::uint64_t, int>, 2>> updown;  // switch -> [dir] -> neighbour -> links
+  std::map<int, std::vector<int>> up_groups, down_groups, up_links;             // tier -> each switch's
+  std::map<std::pair<int, int>, std::vector<int>> group_sizes;                  // (tier, direction) -> sizes
+};
+
+TierShape ShapeOfTiers(const Wiring& w, Analysis* out) {
+  TierShape t;
   for (const auto& [g, nb] : w.groups) {
     for (const auto& [n, c] : nb) {
       const int d = out->switches[n].tier - out->switches[g].tier;
-      if (std::abs(d) == 1) updown[g][d > 0 ? 1 : 0][n] = c;
+      if (std::abs(d) == 1) t.updown[g][d > 0 ? 1 : 0][n] = c;
     }
   }
-  std::map<int, std::vector<int>> up_groups, down_groups, up_links;
-  std::map<std::pair<int, int>, std::vector<int>> group_sizes;  // (tier, direction) -> sizes
   for (const auto& [g, s] : out->switches) {
-    up_groups[s.tier].push_back(s.up_groups);
-    down_groups[s.tier].push_back(s.down_groups);
-    up_links[s.tier].push_back(s.up_links);
+    t.up_groups[s.tier].push_back(s.up_groups);
+    t.down_groups[s.tier].push_back(s.down_groups);
+    t.up_links[s.tier].push_back(s.up_links);
     for (int dir = 0; dir < 2; ++dir) {
-      for (const auto& [n, c] : updown[g][dir]) group_sizes[{s.tier, dir}].push_back(c);
+      for (const auto& [n, c] : t.updown[g][dir]) t.group_sizes[{s.tier, dir}].push_back(c);
     }
   }
+  return t;
+}
+
+// Switch `g`'s groups of links in direction `dir`: of unequal sizes, or
+// all of a size its tier does not mostly have.
+void CheckParallelLinks(const Fabric& f, std::uint64_t g, int tier, int dir, const TierShape& shape, Analysis* out) {
+  const auto at = shape.updown.find(g);
+  if (at == shape.updown.end()) return;
+  const std::map<std::uint64_t, int>& groups = at->second[static_cast<std::size_t>(dir)];
+  const std::string name = NodeName(f, g);
+  const char* where = dir == 1 ? "above" : "below";
+  std::set<int> sizes;
+  for (const auto& [n, c] : groups) sizes.insert(c);
+  if (sizes.size() > 1) {
+    // Name the groups that differ from this switch's most common size.
+    std::vector<int> all;
+    for (const auto& [n, c] : groups) all.push_back(c);
+    const int usual = Mode(all);
+    std::string odd;
+    for (const auto& [n, c] : groups) {
+      if (c != usual) odd += (odd.empty() ? "" : ", ") + std::to_string(c) + " to " + NodeName(f, n);
+    }
+    out->findings.push_back(
+        {FindingKind::kUnevenParallelLinks,
+         name + " has " + std::to_string(usual) + " links to most neighbours " + where + " but " + odd,
+         g,
+         {},
+         {}});
+    return;
+  }
+  const auto tier_sizes = shape.group_sizes.find({tier, dir});
+  const int usual = tier_sizes == shape.group_sizes.end() ? 0 : Mode(tier_sizes->second);
+  if (!sizes.empty() && *sizes.begin() != usual) {
+    out->findings.push_back({FindingKind::kAsymmetricSwitch,
+                             name + " has " + std::to_string(*sizes.begin()) + " links per neighbour " + where +
+                                 ", its tier (" + TierName(tier) + ") mostly " + std::to_string(usual),
+                             g,
+                             {},
+                             {}});
+  }
+}
+
+// Switches unlike their tier's majority: parallel links, uplinks of a
+// leaf, neighbours up and down. Only for a tree.
+void FindAsymmetry(const Fabric& f, const Wiring& w, Analysis* out) {
+  TierShape shape = ShapeOfTiers(w, out);
   for (const auto& [g, s] : out->switches) {
     const std::string name = NodeName(f, g);
     const int t = s.tier;
-    for (int dir = 0; dir < 2; ++dir) {
-      const std::map<std::uint64_t, int>& groups = updown[g][dir];
-      const char* where = dir == 1 ? "above" : "below";
-      std::set<int> sizes;
-      for (const auto& [n, c] : groups) sizes.insert(c);
-      if (sizes.size() > 1) {
-        // Name the groups that differ from this switch's most common size.
-        std::vector<int> all;
-        for (const auto& [n, c] : groups) all.push_back(c);
-        const int usual = Mode(all);
-        std::string odd;
-        for (const auto& [n, c] : groups) {
-          if (c != usual) odd += (odd.empty() ? "" : ", ") + std::to_string(c) + " to " + NodeName(f, n);
-        }
-        out->findings.push_back(
-            {FindingKind::kUnevenParallelLinks,
-             name + " has " + std::to_string(usual) + " links to most neighbours " + where + " but " + odd,
-             g,
-             {},
-             {}});
-      } else if (!sizes.empty() && *sizes.begin() != Mode(group_sizes[{t, dir}])) {
-        out->findings.push_back({FindingKind::kAsymmetricSwitch,
-                                 name + " has " + std::to_string(*sizes.begin()) + " links per neighbour " + where +
-                                     ", its tier (" + TierName(t) + ") mostly " +
-                                     std::to_string(Mode(group_sizes[{t, dir}])),
-                                 g,
-                                 {},
-                                 {}});
-      }
-    }
-    if (t == 0 && s.up_links < Mode(up_links[t])) {
+    for (int dir = 0; dir < 2; ++dir) CheckParallelLinks(f, g, t, dir, shape, out);
+    if (t == 0 && s.up_links < Mode(shape.up_links[t])) {
       out->findings.push_back({FindingKind::kFewerUplinks,
                                name + " has " + std::to_string(s.up_links) + " uplinks, most leaves have " +
-                                   std::to_string(Mode(up_links[t])),
+                                   std::to_string(Mode(shape.up_links[t])),
                                g,
                                {},
                                {}});
     }
-    if (s.up_groups != Mode(up_groups[t]) || s.down_groups != Mode(down_groups[t])) {
+    if (s.up_groups != Mode(shape.up_groups[t]) || s.down_groups != Mode(shape.down_groups[t])) {
       out->findings.push_back({FindingKind::kAsymmetricSwitch,
                                name + " connects to " + std::to_string(s.up_groups) + " switches up and " +
                                    std::to_string(s.down_groups) + " down, its tier (" + TierName(t) + ") mostly " +
-                                   std::to_string(Mode(up_groups[t])) + " and " + std::to_string(Mode(down_groups[t])),
+                                   std::to_string(Mode(shape.up_groups[t])) + " and " +
+                                   std::to_string(Mode(shape.down_groups[t])),
                                g,
                                {},
                                {}});
     }
   }
+}
+
+// Cables that break the tree's up/down structure, then switches unlike
+// their tier's majority.
+void FindWiringFaults(const Fabric& f, const Wiring& w, Analysis* out) {
+  FindMiswiredCables(f, w, out);
+  if (out->is_tree) FindAsymmetry(f, w, out);
 }
 
 // Links below what both ends allow, and below most links between the same

@@ -46,6 +46,102 @@ std::set<std::uint64_t> Reachable(std::map<std::uint64_t, Node>& nodes, std::uin
   return seen;
 }
 
+// What a node the walk reached did not answer, taken from `was`, its
+// last state: its description, a switch's LID, a port's PortInfo or its
+// far end, and CA ports the walk did not reach (added to `added`).
+void KeepWhatDidNotAnswer(const Node& was, const Unanswered& u, Node* node, std::set<PortRef>* added,
+                          std::vector<std::string>* kept) {
+  Node& n = *node;
+  const std::uint64_t guid = n.guid;
+  if (u.descriptions.count(guid) && n.description.empty() && !was.description.empty()) {
+    n.description = was.description;
+    kept->push_back(n.description + ": NodeDescription did not answer, kept");
+  }
+  if (n.kind == NodeKind::kSwitch && u.ports.count({guid, 0}) && n.lid == 0) {
+    n.lid = was.lid;
+    n.ext_speeds2 = was.ext_speeds2;
+    for (Port& p : n.ports) p.lid = was.lid;
+    kept->push_back(Where(n, 0) + ": PortInfo did not answer, kept LID " + std::to_string(was.lid));
+  }
+  for (Port& p : n.ports) {
+    const Port* wp = was.FindPort(p.number);
+    if (!wp) continue;
+    const PortRef ref{guid, p.number};
+    if (u.ports.count(ref)) {
+      RestorePort(*wp, &p);
+      kept->push_back(Where(n, p.number) + ": PortInfo did not answer, kept its last state");
+    } else if (u.behind.count(ref) && !p.remote && p.link_up() && wp->remote) {
+      p.remote = wp->remote;
+      kept->push_back(Where(n, p.number) + ": nothing answered behind it, kept its far end");
+    }
+  }
+  // A CA's LID is its ports'; one whose PortInfo did not answer kept its own.
+  if (n.kind != NodeKind::kSwitch && n.lid == 0) n.lid = was.lid;
+  // CA ports the walk did not reach (through a cable whose far end did
+  // not answer) stay while they can.
+  for (const Port& wp : was.ports) {
+    if (n.FindPort(wp.number)) continue;
+    n.ports.push_back(wp);
+    added->insert({guid, wp.number});
+  }
+  std::sort(n.ports.begin(), n.ports.end(), [](const Port& a, const Port& b) { return a.number < b.number; });
+}
+
+// Nodes of `last` the walk did not reach, kept in `nodes` for up to
+// `keep_walks` such walks in a row (counted in `misses`); returns them.
+std::set<std::uint64_t> KeepUnreached(const Fabric& last, std::map<std::uint64_t, Node>* nodes,
+                                      std::map<std::uint64_t, int>* misses, int keep_walks) {
+  std::set<std::uint64_t> kept_nodes;
+  for (const Node& n : last.nodes()) {
+    if (nodes->count(n.guid)) continue;
+    int& m = (*misses)[n.guid];
+    if (++m > keep_walks) {
+      misses->erase(n.guid);
+      continue;
+    }
+    (*nodes)[n.guid] = n;
+    kept_nodes.insert(n.guid);
+  }
+  return kept_nodes;
+}
+
+// A link stands where both ends name each other; a CA port taken from the
+// last graph (`added`) goes when it has no link left.
+void KeepStandingLinks(const std::set<PortRef>& added, std::map<std::uint64_t, Node>* nodes) {
+  for (auto& [guid, n] : *nodes) {
+    for (Port& p : n.ports) {
+      if (!p.remote) continue;
+      const Port* far = PortOf(*nodes, *p.remote);
+      if (!far || far->remote != PortRef{guid, p.number}) p.remote.reset();
+    }
+  }
+  for (const PortRef& ref : added) {
+    Node& n = (*nodes)[ref.node_guid];
+    std::erase_if(n.ports, [&](const Port& p) { return p.number == ref.port && !p.remote; });
+  }
+}
+
+// Kept nodes no longer reachable from the local port go, and links to
+// nodes that went.
+void DropUnreachable(const DiscoveryResult& walk, std::map<std::uint64_t, Node>* nodes,
+                     std::set<std::uint64_t>* kept_nodes, std::map<std::uint64_t, int>* misses) {
+  const std::set<std::uint64_t> reach = Reachable(*nodes, walk.local_node_guid, walk.local_port);
+  for (auto it = nodes->begin(); it != nodes->end();) {
+    if (reach.count(it->first) || walk.fabric.FindNode(it->first)) {
+      ++it;
+      continue;
+    }
+    kept_nodes->erase(it->first);
+    misses->erase(it->first);
+    it = nodes->erase(it);
+  }
+  for (auto& [guid, n] : *nodes) {
+    for (Port& p : n.ports) {
+      if (p.remote && !nodes->count(p.remote->node_guid)) p.remote.reset();
+    }
+  }
+}
+
 }  // namespace
 
 MergeResult MergeWalk(const Fabric& last, const DiscoveryResult& walk, std::map<std::uint64_t, int>* misses,
@@ -63,84 +159,13 @@ MergeResult MergeWalk(const Fabric& last, const DiscoveryResult& walk, std::map<
   std::map<std::uint64_t, Node> nodes;
   for (const Node& n : walk.fabric.nodes()) nodes[n.guid] = n;
   std::set<PortRef> added;  // ports of reached nodes taken from the last graph
-
-  // What the reached nodes did not answer.
   for (auto& [guid, n] : nodes) {
     misses->erase(guid);
-    const Node* was = last.FindNode(guid);
-    if (!was) continue;
-    if (u.descriptions.count(guid) && n.description.empty() && !was->description.empty()) {
-      n.description = was->description;
-      out.kept.push_back(n.description + ": NodeDescription did not answer, kept");
-    }
-    if (n.kind == NodeKind::kSwitch && u.ports.count({guid, 0}) && n.lid == 0) {
-      n.lid = was->lid;
-      n.ext_speeds2 = was->ext_speeds2;
-      for (Port& p : n.ports) p.lid = was->lid;
-      out.kept.push_back(Where(n, 0) + ": PortInfo did not answer, kept LID " + std::to_string(was->lid));
-    }
-    for (Port& p : n.ports) {
-      const Port* wp = was->FindPort(p.number);
-      if (!wp) continue;
-      const PortRef ref{guid, p.number};
-      if (u.ports.count(ref)) {
-        RestorePort(*wp, &p);
-        out.kept.push_back(Where(n, p.number) + ": PortInfo did not answer, kept its last state");
-      } else if (u.behind.count(ref) && !p.remote && p.link_up() && wp->remote) {
-        p.remote = wp->remote;
-        out.kept.push_back(Where(n, p.number) + ": nothing answered behind it, kept its far end");
-      }
-    }
-    // A CA's LID is its ports'; one whose PortInfo did not answer kept its own.
-    if (n.kind != NodeKind::kSwitch && n.lid == 0) n.lid = was->lid;
-    // CA ports the walk did not reach (through a cable whose far end did
-    // not answer) stay while they can.
-    for (const Port& wp : was->ports) {
-      if (n.FindPort(wp.number)) continue;
-      n.ports.push_back(wp);
-      added.insert({guid, wp.number});
-    }
-    std::sort(n.ports.begin(), n.ports.end(), [](const Port& a, const Port& b) { return a.number < b.number; });
+    if (const Node* was = last.FindNode(guid)) KeepWhatDidNotAnswer(*was, u, &n, &added, &out.kept);
   }
-  // Nodes the walk did not reach.
-  std::set<std::uint64_t> kept_nodes;
-  for (const Node& n : last.nodes()) {
-    if (nodes.count(n.guid)) continue;
-    int& m = (*misses)[n.guid];
-    if (++m > keep_walks) {
-      misses->erase(n.guid);
-      continue;
-    }
-    nodes[n.guid] = n;
-    kept_nodes.insert(n.guid);
-  }
-  // A link stands where both ends name each other.
-  for (auto& [guid, n] : nodes) {
-    for (Port& p : n.ports) {
-      if (!p.remote) continue;
-      const Port* far = PortOf(nodes, *p.remote);
-      if (!far || far->remote != PortRef{guid, p.number}) p.remote.reset();
-    }
-  }
-  for (const PortRef& ref : added) {
-    Node& n = nodes[ref.node_guid];
-    std::erase_if(n.ports, [&](const Port& p) { return p.number == ref.port && !p.remote; });
-  }
-  const std::set<std::uint64_t> reach = Reachable(nodes, walk.local_node_guid, walk.local_port);
-  for (auto it = nodes.begin(); it != nodes.end();) {
-    if (reach.count(it->first) || walk.fabric.FindNode(it->first)) {
-      ++it;
-      continue;
-    }
-    kept_nodes.erase(it->first);
-    misses->erase(it->first);
-    it = nodes.erase(it);
-  }
-  for (auto& [guid, n] : nodes) {
-    for (Port& p : n.ports) {
-      if (p.remote && !nodes.count(p.remote->node_guid)) p.remote.reset();
-    }
-  }
+  std::set<std::uint64_t> kept_nodes = KeepUnreached(last, &nodes, misses, keep_walks);
+  KeepStandingLinks(added, &nodes);
+  DropUnreachable(walk, &nodes, &kept_nodes, misses);
   for (std::uint64_t g : kept_nodes) {
     const Node& n = nodes[g];
     out.kept_nodes.push_back(g);

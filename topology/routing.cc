@@ -1,6 +1,7 @@
 #include "topology/routing.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 
 #include "transport/attributes.h"
@@ -92,11 +93,9 @@ const Port* Usable(const Fabric& f, std::uint64_t sw, std::uint8_t port) {
   return p && p->link_up() && p->remote ? p : nullptr;
 }
 
-}  // namespace
-
-RoutingAnalysis AnalyzeRouting(const Fabric& fabric, const ForwardingTables& tables, const Analysis& tree) {
-  RoutingAnalysis out;
-  const Analysis* a = &tree;
+// The CA ports with a LID and a cable: what forwarding tables must route,
+// each with the leaf it hangs from (0 where its peer is no switch).
+std::vector<Destination> Destinations(const Fabric& fabric) {
   std::vector<Destination> dests;
   for (const auto& n : fabric.nodes()) {
     if (n.kind == NodeKind::kSwitch) continue;
@@ -106,124 +105,159 @@ RoutingAnalysis AnalyzeRouting(const Fabric& fabric, const ForwardingTables& tab
       dests.push_back({p.lid, {n.guid, p.number}, peer && peer->kind == NodeKind::kSwitch ? peer->guid : 0});
     }
   }
-  const auto egress = [&](std::uint64_t sw, std::uint16_t lid) -> std::uint8_t {
-    auto it = tables.find(sw);
-    if (it == tables.end() || lid >= it->second.size()) return transport::kLftNoPort;
-    return it->second[lid];
-  };
+  return dests;
+}
 
-  for (const auto& [guid, table] : tables) {
-    const int tier = TierOf(*a, guid);
-    SwitchRouting r;
-    r.direction = tier == 0 ? "up" : "down";
-    // The ports of the switch's direction, each counted even when it carries nothing.
-    if (a->is_tree && tier >= 0) {
-      for (const auto& p : fabric.FindNode(guid)->ports) {
-        if (!p.link_up() || !p.remote) continue;
-        const int far = TierOf(*a, p.remote->node_guid);
-        if (far < 0) continue;  // a CA or an unranked switch
-        // Only the neighbouring tier: a link that skips one is its own finding
-        // (kSkipTierLink) and carries what the SM chooses, not a share.
-        if ((tier == 0 && far == tier + 1) || (tier > 0 && far == tier - 1)) r.destinations[p.number] = 0;
-      }
-    }
-    std::vector<std::string> unrouted_examples;
-    for (const Destination& d : dests) {
-      const std::uint8_t port = egress(guid, d.lid);
-      if (port == transport::kLftNoPort || port == 0 || !Usable(fabric, guid, port)) {
-        ++r.unrouted;
-        if (unrouted_examples.size() < 3) {
-          unrouted_examples.push_back(NodeName(fabric, d.ca.node_guid) + " (LID " + std::to_string(d.lid) + ")");
-        }
-        continue;
-      }
-      if (tier == 0 && d.leaf == guid) continue;  // local to the leaf
-      if (auto it = r.destinations.find(port); it != r.destinations.end()) ++it->second;
-    }
-    // A leaf may send any destination up any uplink: all of them should
-    // carry alike. Above, a destination can only go down the links to its
-    // own leaf: the parallel links to one neighbour should carry alike.
-    std::map<std::uint64_t, std::map<std::uint8_t, int>> groups;
-    for (const auto& [port, n] : r.destinations) {
-      const std::uint64_t group = tier == 0 ? 0 : fabric.FindPort({guid, port})->remote->node_guid;
-      groups[group][port] = n;
-    }
-    for (const auto& [group, ports] : groups) {
-      auto [lo, hi] = std::minmax_element(ports.begin(), ports.end(),
-                                          [](const auto& x, const auto& y) { return x.second < y.second; });
-      if (hi->second - lo->second < r.spread) continue;
-      r.spread = hi->second - lo->second;
-      r.max_min_ratio.reset();
-      if (lo->second > 0) r.max_min_ratio = static_cast<double>(hi->second) / lo->second;
-      if (ports.size() > 1 && r.spread >= 2) {
-        std::string finding = NodeName(fabric, guid) + " routes " + std::to_string(hi->second) +
-                              " destinations through port " + std::to_string(hi->first) + " and " +
-                              std::to_string(lo->second) + " through port " + std::to_string(lo->first) + " (" +
-                              r.direction + "links" +
-                              (tier == 0 ? std::string(")") : " to " + NodeName(fabric, group) + ")");
-        std::erase_if(out.findings,
-                      [&](const Finding& f) { return f.kind == FindingKind::kRoutingImbalance && f.node == guid; });
-        out.findings.push_back({FindingKind::kRoutingImbalance, finding, guid, std::nullopt, std::nullopt});
-      }
-    }
-    if (r.unrouted > 0) {
-      std::string examples;
-      for (const auto& e : unrouted_examples) examples += (examples.empty() ? "" : ", ") + e;
-      out.findings.push_back({FindingKind::kUnroutedDestination,
-                              NodeName(fabric, guid) + " has no usable route to " + std::to_string(r.unrouted) +
-                                  " CA LIDs, e.g. " + examples,
-                              guid, std::nullopt, std::nullopt});
-    }
-    out.switches[guid] = std::move(r);
+// The port switch `sw`'s table sends `lid` out of (kLftNoPort: none, or no table).
+std::uint8_t Egress(const ForwardingTables& tables, std::uint64_t sw, std::uint16_t lid) {
+  auto it = tables.find(sw);
+  if (it == tables.end() || lid >= it->second.size()) return transport::kLftNoPort;
+  return it->second[lid];
+}
+
+// The ports of the switch's direction (up from a leaf, down above it),
+// each counted even when it carries nothing. Only the neighbouring tier: a
+// link that skips one is its own finding (kSkipTierLink) and carries what
+// the SM chooses, not a share.
+void DirectionPorts(const Fabric& fabric, const Analysis& a, std::uint64_t guid, int tier, SwitchRouting* r) {
+  if (!a.is_tree || tier < 0) return;
+  for (const auto& p : fabric.FindNode(guid)->ports) {
+    if (!p.link_up() || !p.remote) continue;
+    const int far = TierOf(a, p.remote->node_guid);
+    if (far < 0) continue;  // a CA or an unranked switch
+    if ((tier == 0 && far == tier + 1) || (tier > 0 && far == tier - 1)) r->destinations[p.number] = 0;
   }
+}
 
-  // Trace every leaf-to-CA route hop by hop: a fat tree's routes go up,
-  // then down, never down and up again.
-  if (!a->is_tree) return out;
-  const int max_hops = 2 * std::max(a->tiers, 1) + 2;
-  for (const auto& [leaf, summary] : a->switches) {
+// The spread between the switch's most and least used ports that should
+// carry alike, and a finding where it is 2 or more. A leaf may send any
+// destination up any uplink: all of them should carry alike. Above, a
+// destination can only go down the links to its own leaf: the parallel
+// links to one neighbour should carry alike.
+void JudgeBalance(const Fabric& fabric, std::uint64_t guid, int tier, SwitchRouting* r, RoutingAnalysis* out) {
+  std::map<std::uint64_t, std::map<std::uint8_t, int>> groups;
+  for (const auto& [port, n] : r->destinations) {
+    const std::uint64_t group = tier == 0 ? 0 : fabric.FindPort({guid, port})->remote->node_guid;
+    groups[group][port] = n;
+  }
+  for (const auto& [group, ports] : groups) {
+    auto [lo, hi] = std::minmax_element(ports.begin(), ports.end(),
+                                        [](const auto& x, const auto& y) { return x.second < y.second; });
+    if (hi->second - lo->second < r->spread) continue;
+    r->spread = hi->second - lo->second;
+    r->max_min_ratio.reset();
+    if (lo->second > 0) r->max_min_ratio = static_cast<double>(hi->second) / lo->second;
+    if (ports.size() > 1 && r->spread >= 2) {
+      std::string finding = NodeName(fabric, guid) + " routes " + std::to_string(hi->second) +
+                            " destinations through port " + std::to_string(hi->first) + " and " +
+                            std::to_string(lo->second) + " through port " + std::to_string(lo->first) + " (" +
+                            r->direction + "links" +
+                            (tier == 0 ? std::string(")") : " to " + NodeName(fabric, group) + ")");
+      std::erase_if(out->findings,
+                    [&](const Finding& f) { return f.kind == FindingKind::kRoutingImbalance && f.node == guid; });
+      out->findings.push_back({FindingKind::kRoutingImbalance, finding, guid, std::nullopt, std::nullopt});
+    }
+  }
+}
+
+// One switch's table: what each port of its direction carries, the
+// destinations it cannot reach, its balance.
+SwitchRouting RouteSwitch(const Fabric& fabric, const ForwardingTables& tables, const Analysis& a,
+                          const std::vector<Destination>& dests, std::uint64_t guid, RoutingAnalysis* out) {
+  const int tier = TierOf(a, guid);
+  SwitchRouting r;
+  r.direction = tier == 0 ? "up" : "down";
+  DirectionPorts(fabric, a, guid, tier, &r);
+  std::vector<std::string> unrouted_examples;
+  for (const Destination& d : dests) {
+    const std::uint8_t port = Egress(tables, guid, d.lid);
+    if (port == transport::kLftNoPort || port == 0 || !Usable(fabric, guid, port)) {
+      ++r.unrouted;
+      if (unrouted_examples.size() < 3) {
+        unrouted_examples.push_back(NodeName(fabric, d.ca.node_guid) + " (LID " + std::to_string(d.lid) + ")");
+      }
+      continue;
+    }
+    if (tier == 0 && d.leaf == guid) continue;  // local to the leaf
+    if (auto it = r.destinations.find(port); it != r.destinations.end()) ++it->second;
+  }
+  JudgeBalance(fabric, guid, tier, &r, out);
+  if (r.unrouted > 0) {
+    std::string examples;
+    for (const auto& e : unrouted_examples) examples += (examples.empty() ? "" : ", ") + e;
+    out->findings.push_back({FindingKind::kUnroutedDestination,
+                             NodeName(fabric, guid) + " has no usable route to " + std::to_string(r.unrouted) +
+                                 " CA LIDs, e.g. " + examples,
+                             guid, std::nullopt, std::nullopt});
+  }
+  return r;
+}
+
+// Follows the route from `leaf` to `d` hop by hop: whether it goes down
+// and up again, or never arrives (a loop or a dead end that still routes).
+// A fat tree's routes go up, then down, never down and up again.
+std::optional<std::string> BrokenRoute(const Fabric& fabric, const ForwardingTables& tables, const Analysis& a,
+                                       std::uint64_t leaf, const Destination& d, int max_hops) {
+  std::uint64_t at = leaf;
+  bool went_down = false;
+  bool arrived = false;
+  bool down_up = false;
+  for (int hop = 0; hop < max_hops; ++hop) {
+    const std::uint8_t port = Egress(tables, at, d.lid);
+    const Port* p = port == transport::kLftNoPort ? nullptr : Usable(fabric, at, port);
+    if (!p) break;  // counted as unrouted at `at`
+    if (p->remote->node_guid == d.ca.node_guid) {
+      arrived = true;
+      break;
+    }
+    const int from_tier = TierOf(a, at);
+    const int to_tier = TierOf(a, p->remote->node_guid);
+    if (to_tier < 0) break;  // into a CA that is not the destination, or an unranked switch
+    if (to_tier < from_tier) went_down = true;
+    if (to_tier > from_tier && went_down) down_up = true;
+    at = p->remote->node_guid;
+  }
+  const bool looped = !arrived && tables.count(at) && Egress(tables, at, d.lid) != transport::kLftNoPort;
+  if (!down_up && !looped) return std::nullopt;
+  return looped ? "never arrives" : "goes down and up again";
+}
+
+// Traces every leaf-to-CA route; a finding per leaf whose routes break
+// up/down order.
+void TraceLeafRoutes(const Fabric& fabric, const ForwardingTables& tables, const Analysis& a,
+                     const std::vector<Destination>& dests, RoutingAnalysis* out) {
+  const int max_hops = 2 * std::max(a.tiers, 1) + 2;
+  for (const auto& [leaf, summary] : a.switches) {
     if (summary.tier != 0 || !tables.count(leaf)) continue;
     int bad = 0;
     std::string example;
     for (const Destination& d : dests) {
       if (d.leaf == leaf) continue;
-      ++out.routes_traced;
-      std::uint64_t at = leaf;
-      bool went_down = false;
-      bool arrived = false;
-      bool down_up = false;
-      for (int hop = 0; hop < max_hops; ++hop) {
-        const std::uint8_t port = egress(at, d.lid);
-        const Port* p = port == transport::kLftNoPort ? nullptr : Usable(fabric, at, port);
-        if (!p) break;  // counted as unrouted at `at`
-        if (p->remote->node_guid == d.ca.node_guid) {
-          arrived = true;
-          break;
-        }
-        const int from_tier = TierOf(*a, at);
-        const int to_tier = TierOf(*a, p->remote->node_guid);
-        if (to_tier < 0) break;  // into a CA that is not the destination, or an unranked switch
-        if (to_tier < from_tier) went_down = true;
-        if (to_tier > from_tier && went_down) down_up = true;
-        at = p->remote->node_guid;
-      }
-      const bool looped = !arrived && tables.count(at) && egress(at, d.lid) != transport::kLftNoPort;
-      if (down_up || looped) {
-        ++bad;
-        if (example.empty()) {
-          example = NodeName(fabric, d.ca.node_guid) + " (LID " + std::to_string(d.lid) + ")" +
-                    (looped ? " never arrives" : " goes down and up again");
-        }
+      ++out->routes_traced;
+      const auto broken = BrokenRoute(fabric, tables, a, leaf, d, max_hops);
+      if (!broken) continue;
+      ++bad;
+      if (example.empty()) {
+        example = NodeName(fabric, d.ca.node_guid) + " (LID " + std::to_string(d.lid) + ") " + *broken;
       }
     }
     if (bad > 0) {
-      out.down_up_routes += bad;
-      out.findings.push_back(
+      out->down_up_routes += bad;
+      out->findings.push_back(
           {FindingKind::kDownUpRoute,
            NodeName(fabric, leaf) + ": " + std::to_string(bad) + " routes to CAs break up/down order, e.g. " + example,
            leaf, std::nullopt, std::nullopt});
     }
   }
+}
+
+}  // namespace
+
+RoutingAnalysis AnalyzeRouting(const Fabric& fabric, const ForwardingTables& tables, const Analysis& tree) {
+  RoutingAnalysis out;
+  const std::vector<Destination> dests = Destinations(fabric);
+  for (const auto& [guid, table] : tables) out.switches[guid] = RouteSwitch(fabric, tables, tree, dests, guid, &out);
+  if (tree.is_tree) TraceLeafRoutes(fabric, tables, tree, dests, &out);
   return out;
 }
 

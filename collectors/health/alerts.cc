@@ -222,89 +222,112 @@ AlertEngine::Verdict AlertEngine::Congestion(const CableHealth& h) const {
   return v;  // named and explained with its tree (GroupCongestion)
 }
 
+namespace {
+
+// A congested end: its cable's verdict's evidence of it, and its rates.
+struct CongestedEnd {
+  topology::Link cable;
+  const EndRates* rates = nullptr;
+  std::vector<Evidence> evidence;
+  std::optional<Severity> severity;
+};
+using CongestedEnds = std::map<topology::PortRef, CongestedEnd>;
+
+// The tree's worst severity and each port's wait fraction and head-of-queue
+// discards into `report`; the discards as evidence (at the root its end
+// says where, elsewhere in the tree the detail).
+std::vector<Evidence> MeasureTree(const topology::CongestionTree& tree, const CongestedEnds& ends,
+                                  const AlertEngine::Describe& describe, CongestionReport* report) {
+  std::optional<Severity> worst;
+  std::vector<Evidence> hoq;
+  std::vector<topology::PortRef> members{tree.root};
+  members.insert(members.end(), tree.victims.begin(), tree.victims.end());
+  for (const topology::PortRef& p : members) {
+    const CongestedEnd& end = ends.at(p);
+    worst = Worse(worst, end.severity);
+    if (end.rates->xmit_wait_fraction) report->xmit_wait_fraction[p] = *end.rates->xmit_wait_fraction;
+    if (end.rates->Known(Signal::kXmitHoqDiscards) && end.rates->Delta(Signal::kXmitHoqDiscards) > 0) {
+      const std::uint64_t n = end.rates->Delta(Signal::kXmitHoqDiscards);
+      report->hoq_discards[p] = n;
+      const bool at_root = p == tree.root;
+      hoq.push_back({"hoq_lifetime_discards", at_root ? (p == end.cable.a ? 0 : 1) : -1,
+                     end.rates->PerSecond(Signal::kXmitHoqDiscards), "per_second", n, end.rates->window_seconds,
+                     std::nullopt, at_root ? "" : "at " + describe(p)});
+    }
+  }
+  report->severity = worst.value_or(Severity::kWarning);
+  return hoq;
+}
+
+// The tree's verdict in words: a victim line each in `evidence`, the
+// summary and what to do (a loop, an HCA that does not drain, or a switch
+// port).
+void ExplainTree(const topology::CongestionTree& tree, const CongestedEnd& root, const CongestedEnds& ends,
+                 const CongestionReport& report, const topology::Fabric& fabric, const AlertEngine::Describe& describe,
+                 std::vector<Evidence>* evidence, std::string* summary, std::string* action) {
+  for (const topology::PortRef& victim : tree.victims) {
+    auto f = report.xmit_wait_fraction.find(victim);
+    const int hops = tree.hops.at(victim);
+    evidence->push_back({"victim", -1, f == report.xmit_wait_fraction.end() ? 0 : f->second, "fraction", std::nullopt,
+                         ends.at(victim).rates->window_seconds, std::nullopt,
+                         describe(victim) + " waits behind the root, " + std::to_string(hops) +
+                             (hops == 1 ? " hop" : " hops") + " away"});
+  }
+  const topology::PortRef peer = root.cable.a == tree.root ? root.cable.b : root.cable.a;
+  const topology::Node* behind = fabric.FindNode(peer.node_guid);
+  const bool to_ca = behind && behind->kind == topology::NodeKind::kCa;
+  const std::string victims = std::to_string(tree.victims.size()) + (tree.victims.size() == 1 ? " victim" : " victims");
+  const Evidence& first = root.evidence.front();
+  *summary = std::string(tree.loop ? "congestion loop" : "congestion") + " rooted at " + describe(tree.root) +
+             " towards " + describe(peer) + (to_ca ? " (not draining)" : "") + ": " + first.signal + " " +
+             Number(first.value) + ", " + victims +
+             (tree.victims.empty() ? "" : ", depth " + std::to_string(tree.depth));
+  if (tree.loop) {
+    *action =
+        "These ports wait on each other in a loop (a credit loop): check the routing engine for cycles "
+        "(SM routing engine, ibdiagnet); nothing drains it but a change of routes or traffic.";
+  } else if (to_ca) {
+    *action =
+        "The HCA at the root does not take what is sent to it (a host stalled on CPU, PCIe or memory, or "
+        "an incast to it): look at that host first; the victims clear when it drains.";
+  } else {
+    *action =
+        "Congestion, not a cable fault, rooted at this port: check the routing balance (SM routing engine, "
+        "ibdiagnet), the traffic pattern and whether the switch has enough uplinks; the victims wait behind it.";
+  }
+}
+
+}  // namespace
+
 void AlertEngine::GroupCongestion(const std::vector<CableHealth>& cables, const topology::Fabric& fabric,
                                   const topology::ForwardingTables& tables, const Describe& describe,
                                   std::map<std::pair<topology::Link, Cause>, Verdict>* verdicts) {
-  // Each congested end: its cable's verdict's evidence of it, and its rates.
-  struct End {
-    topology::Link cable;
-    const EndRates* rates = nullptr;
-    std::vector<Evidence> evidence;
-    std::optional<Severity> severity;
-  };
-  std::map<topology::PortRef, End> ends;
+  // Each congested end, taken out of its cable's verdict: judged with its tree below.
+  CongestedEnds ends;
   for (const CableHealth& h : cables) {
     auto it = verdicts->find({h.cable, Cause::kCongestion});
     if (it == verdicts->end() || !it->second.severity) continue;
     for (const Evidence& e : it->second.evidence) {
-      End& end = ends[e.end == 0 ? h.cable.a : h.cable.b];
+      CongestedEnd& end = ends[e.end == 0 ? h.cable.a : h.cable.b];
       end.cable = h.cable;
       end.rates = e.end == 0 ? &h.a : &h.b;
       end.evidence.push_back(e);
       const Threshold& t = e.signal == "xmit_wait_fraction" ? config_.xmit_wait_fraction : config_.xmit_discards;
       end.severity = Worse(end.severity, t.Judge(e.value));
     }
-    it->second = Verdict{};  // judged with its tree below
+    it->second = Verdict{};
   }
   std::set<topology::PortRef> congested;
   for (const auto& [port, end] : ends) congested.insert(port);
   for (topology::CongestionTree& tree : topology::FindCongestionTrees(fabric, tables, congested)) {
     CongestionReport report;
-    std::optional<Severity> worst;
-    std::vector<Evidence> hoq;
-    std::vector<topology::PortRef> members{tree.root};
-    members.insert(members.end(), tree.victims.begin(), tree.victims.end());
-    for (const topology::PortRef& p : members) {
-      const End& end = ends.at(p);
-      worst = Worse(worst, end.severity);
-      if (end.rates->xmit_wait_fraction) report.xmit_wait_fraction[p] = *end.rates->xmit_wait_fraction;
-      if (end.rates->Known(Signal::kXmitHoqDiscards) && end.rates->Delta(Signal::kXmitHoqDiscards) > 0) {
-        const std::uint64_t n = end.rates->Delta(Signal::kXmitHoqDiscards);
-        report.hoq_discards[p] = n;
-        // At the root its end says where; elsewhere in the tree the detail.
-        const bool at_root = p == tree.root;
-        hoq.push_back({"hoq_lifetime_discards", at_root ? (p == end.cable.a ? 0 : 1) : -1,
-                       end.rates->PerSecond(Signal::kXmitHoqDiscards), "per_second", n, end.rates->window_seconds,
-                       std::nullopt, at_root ? "" : "at " + describe(p)});
-      }
-    }
-    report.severity = worst.value_or(Severity::kWarning);
-    const End& root = ends.at(tree.root);
+    const std::vector<Evidence> hoq = MeasureTree(tree, ends, describe, &report);
+    const CongestedEnd& root = ends.at(tree.root);
     Verdict& v = (*verdicts)[{root.cable, Cause::kCongestion}];
     v.severity = Worse(v.severity, report.severity);
     v.evidence.insert(v.evidence.end(), root.evidence.begin(), root.evidence.end());
     v.evidence.insert(v.evidence.end(), hoq.begin(), hoq.end());
-    for (const topology::PortRef& victim : tree.victims) {
-      auto f = report.xmit_wait_fraction.find(victim);
-      const int hops = tree.hops.at(victim);
-      v.evidence.push_back({"victim", -1, f == report.xmit_wait_fraction.end() ? 0 : f->second, "fraction",
-                            std::nullopt, ends.at(victim).rates->window_seconds, std::nullopt,
-                            describe(victim) + " waits behind the root, " + std::to_string(hops) +
-                                (hops == 1 ? " hop" : " hops") + " away"});
-    }
-    const topology::PortRef peer = root.cable.a == tree.root ? root.cable.b : root.cable.a;
-    const topology::Node* behind = fabric.FindNode(peer.node_guid);
-    const bool to_ca = behind && behind->kind == topology::NodeKind::kCa;
-    const std::string victims =
-        std::to_string(tree.victims.size()) + (tree.victims.size() == 1 ? " victim" : " victims");
-    const Evidence& first = root.evidence.front();
-    v.summary = std::string(tree.loop ? "congestion loop" : "congestion") + " rooted at " + describe(tree.root) +
-                " towards " + describe(peer) + (to_ca ? " (not draining)" : "") + ": " + first.signal + " " +
-                Number(first.value) + ", " + victims +
-                (tree.victims.empty() ? "" : ", depth " + std::to_string(tree.depth));
-    if (tree.loop) {
-      v.action =
-          "These ports wait on each other in a loop (a credit loop): check the routing engine for cycles "
-          "(SM routing engine, ibdiagnet); nothing drains it but a change of routes or traffic.";
-    } else if (to_ca) {
-      v.action =
-          "The HCA at the root does not take what is sent to it (a host stalled on CPU, PCIe or memory, or "
-          "an incast to it): look at that host first; the victims clear when it drains.";
-    } else {
-      v.action =
-          "Congestion, not a cable fault, rooted at this port: check the routing balance (SM routing engine, "
-          "ibdiagnet), the traffic pattern and whether the switch has enough uplinks; the victims wait behind it.";
-    }
+    ExplainTree(tree, root, ends, report, fabric, describe, &v.evidence, &v.summary, &v.action);
     v.root = tree.root;
     v.victims = tree.victims;
     v.depth = tree.depth;
