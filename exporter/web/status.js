@@ -593,9 +593,9 @@ async function openCell(row, what, want) {
         row.members.length > 64 ? el("p", { class: "muted", text: "Showing the first 64 switches of " + row.members.length + "; zoom in." }) : null);
 }
 
-// The drawing of a small fabric: every switch by tier, the HCAs under their leaf.
-function draw(topology) {
-  const host = document.getElementById("structure");
+// Each cable's worst state and why, from the topology (degraded links,
+// findings) and the alerts: the colours of the drawing.
+function cableStates(topology) {
   const cables = new Map();
   const markCable = (a, b, st, why) => {
     const k = cableKey(a, b);
@@ -628,6 +628,15 @@ function draw(topology) {
     if (st && f.a && f.b) mark(f.a, f.b, st, f.kind.replace(/_/g, " "));
   }
   for (const p of state.cables.values()) if (p.a && p.b) mark(p.a, p.b, p.state, p.alerts.map((a) => CAUSE_LABEL[a.cause]).join(", "));
+  return cables;
+}
+
+const BOX_W = 96, BOX_H = 28, ROW = 110, LEFT = 90;
+
+// Where each node goes: switches in rows by tier (the top tier first,
+// unranked last), each CA under the switch it hangs from. Also the rows'
+// labels, as SVG text, into `svg`.
+function placeNodes(topology, svg, width) {
   const switches = topology.nodes.filter((n) => n.type === "switch");
   const cas = topology.nodes.filter((n) => n.type !== "switch");
   const tiers = new Map();
@@ -637,10 +646,6 @@ function draw(topology) {
     tiers.get(t).push(s);
   }
   const order = [...tiers.keys()].sort((x, y) => (x === -1 ? 1e9 : x) < (y === -1 ? 1e9 : y) ? 1 : -1);
-  const BOX_W = 96, BOX_H = 28, ROW = 110, LEFT = 90;
-  const width = Math.max(600, (host.clientWidth || 1000) - 4);
-  const height = 30 + order.length * ROW + 60;
-  const svg = el("svg:svg", { width, height, viewBox: "0 0 " + width + " " + height, id: "fabric-svg" });
   const pos = new Map();
   order.forEach((t, row) => {
     const list = tiers.get(t).sort((a, b) => naturalCompare(a.name, b.name));
@@ -662,6 +667,12 @@ function draw(topology) {
     list.sort((a, b) => naturalCompare(a.name, b.name));
     list.forEach((c, i) => pos.set(c.guid, { x: anchor.x + (i - (list.length - 1) / 2) * 14, y: caY, node: c, ca: true }));
   }
+  return pos;
+}
+
+// One line per pair of nodes, of the worst state of its cables, and one
+// per planned cable that is down (missing).
+function linkLines(topology, cables, pos) {
   const groups = new Map();
   for (const l of topology.links || []) {
     const pa = pos.get(l.a.guid), pb = pos.get(l.b.guid);
@@ -689,7 +700,19 @@ function draw(topology) {
                                       onclick: () => { location.hash = "port=" + endKey(first.l.a.guid, first.l.a.port); } },
                                    el("svg:title", { text: title })));
   }
-  svg.append(linkLayer);
+  return linkLayer;
+}
+
+// The drawing of a small fabric: every switch by tier, the HCAs under their leaf.
+function draw(topology) {
+  const host = document.getElementById("structure");
+  const cables = cableStates(topology);
+  const rows = new Set(topology.nodes.filter((n) => n.type === "switch").map((s) => (s.tier === undefined ? -1 : s.tier))).size;
+  const width = Math.max(600, (host.clientWidth || 1000) - 4);
+  const height = 30 + rows * ROW + 60;
+  const svg = el("svg:svg", { width, height, viewBox: "0 0 " + width + " " + height, id: "fabric-svg" });
+  const pos = placeNodes(topology, svg, width);
+  svg.append(linkLines(topology, cables, pos));
   const alerting = new Set();
   for (const c of cables.values()) if (c.state !== "ok") { alerting.add(c.a.guid); alerting.add(c.b.guid); }
   for (const [guid, p] of pos) {
