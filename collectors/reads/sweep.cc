@@ -155,7 +155,9 @@ class CounterReads final : public BatchPart {
   static DetailsRead DetailsOf(const transport::MadResult* m, std::uint8_t port, const auto& decode, const auto& add) {
     if (!m) return DetailsRead::kNotAsked;
     if (m->outcome != MadOutcome::kOk) {
-      return m->outcome == MadOutcome::kRemoteError ? DetailsRead::kUnsupported : DetailsRead::kLost;
+      // Only "unsupported attribute" (0x000C) says it is absent; Busy past
+      // its retries, a Redirect or another error status is a lost read.
+      return transport::Unsupported(*m) ? DetailsRead::kUnsupported : DetailsRead::kLost;
     }
     const auto d = decode(m->response);
     if (d.port_select != port) return DetailsRead::kLost;  // another port's: not this one's reading
@@ -183,7 +185,7 @@ class CounterReads final : public BatchPart {
     bool ext_lost = false;
     if (ext) {
       if (ext->outcome == MadOutcome::kOk) pce = transport::DecodePortCountersExtended(ext->response);
-      ext_lost = ext->outcome == MadOutcome::kTimeout || ext->outcome == MadOutcome::kSendError;
+      ext_lost = ext->outcome != MadOutcome::kOk && !transport::Unsupported(*ext);
     }
     // A reply for another port than asked is not this port's reading.
     if (pc.port_select != t.port.port || (pce && pce->port_select != t.port.port)) {

@@ -102,8 +102,8 @@ struct MadSpan {
 enum class DetailsRead : std::uint8_t {
   kNotAsked,
   kRead,         // in the sample
-  kUnsupported,  // answered with a non-zero MAD status: the PMA lacks it
-  kLost,         // no answer
+  kUnsupported,  // answered "unsupported attribute" (0x000C): the PMA lacks it
+  kLost,         // no answer, or another error status (Busy past its retries, ...)
 };
 
 struct PortReading {

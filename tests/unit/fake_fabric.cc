@@ -171,6 +171,9 @@ std::optional<MadBytes> FakeFabric::Pma(const MadAddress& to, const MadBytes& re
       const int select = MadData(req)[1];  // PortSelect, IBTA 16.1.3.5
       auto it = n.ports.find(select);
       if (it == n.ports.end()) return EncodeResponse(req, {}, 0x1c);
+      if (const auto st = n.attr_status.find(h.attr_id); st != n.attr_status.end() && st->second != 0) {
+        return EncodeResponse(req, {}, st->second);
+      }
       if (h.attr_id == pma_attr::kPortSamplesControl && n.sample_tick) {
         if (n.samples_status != 0) return EncodeResponse(req, {}, n.samples_status);
         transport::PortSamplesControl c;

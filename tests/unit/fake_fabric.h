@@ -41,6 +41,10 @@ class FakeFabric {
     nodes_.at(node).sample_tick = tick;
     nodes_.at(node).samples_status = status;
   }
+  // Its PMA answers attribute `attr` with this MAD status (0: normally).
+  void SetAttributeStatus(int node, std::uint16_t attr, std::uint16_t status) {
+    nodes_.at(node).attr_status[attr] = status;
+  }
   // Its PMA answers PortCounters with this MAD status (0: normally).
   void SetPortCountersStatus(int node, std::uint16_t status) { nodes_.at(node).counters_status = status; }
   // PMA ClassPortInfo.CapabilityMask/2 of a node; by default switches
@@ -92,6 +96,7 @@ class FakeFabric {
     bool no_details = false;          // PortRcvErrorDetails: unsupported attribute
     bool no_discard_details = false;  // PortXmitDiscardDetails: likewise
     std::uint16_t counters_status = 0;
+    std::map<std::uint16_t, std::uint16_t> attr_status = {};  // PMA attribute -> status
     std::optional<std::uint8_t> sample_tick = std::nullopt;
     std::uint16_t samples_status = 0;
     bool silent = false;
