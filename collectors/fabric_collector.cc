@@ -54,7 +54,7 @@ void RenderPortStates(const Snapshot& s, const Emit& out) {
     for (const PerPort& pp : kFamilies) {
       FamilyParts f(out, "infiniband_" + role + "_" + pp.suffix, pp.help, MetricType::Gauge);
       for (const auto& node : s.fabric->nodes()) {
-        if ((node.kind == NodeKind::kSwitch) != sw) continue;
+        if ((node.kind == NodeKind::kSwitch) != sw || topology::IsAggregationNode(node)) continue;
         const NodeLabel& label = LabelOf(s, node.guid);
         for (const auto& port : node.ports) {
           if (OwnsPort(s, node, port)) f.Add(PortLabels({node.guid, port.number}, label), pp.value(port));
@@ -63,6 +63,29 @@ void RenderPortStates(const Snapshot& s, const Emit& out) {
       f.Finish();
     }
   }
+}
+
+// Each SHARP Aggregation Node and the switch it is in: listed, neither a
+// host nor a cable (topology/fabric.h IsAggregationNode).
+void RenderAggregationNodes(const Snapshot& s, const Emit& out) {
+  const topology::Fabric& fabric = *s.fabric;
+  FamilyParts an(out, "infiniband_aggregation_node_info",
+                 "A SHARP Aggregation Node (a CA inside a switch, no host) and the switch port it sits on",
+                 MetricType::Gauge);
+  for (const auto& node : fabric.nodes()) {
+    if (!topology::IsAggregationNode(node)) continue;
+    for (const auto& port : node.ports) {
+      if (!OwnsPort(s, node, port)) continue;
+      const topology::Node* sw = port.remote ? fabric.FindNode(port.remote->node_guid) : nullptr;
+      an.Add({{"guid", FormatGuid(node.guid)},
+              {"lid", std::to_string(port.lid)},
+              {"switch", sw ? sw->description : ""},
+              {"switch_guid", FormatGuid(sw ? sw->guid : 0)},
+              {"switch_port", std::to_string(port.remote ? port.remote->port : 0)}},
+             1);
+    }
+  }
+  an.Finish();
 }
 
 }  // namespace
@@ -75,7 +98,7 @@ void RenderFabric(const Snapshot& s, const Emit& out) {
   FamilyParts hca_info(out, "infiniband_hca_info", "InfiniBand HCA port information (guid: the port GUID)",
                        MetricType::Gauge);
   for (const auto& node : fabric.nodes()) {
-    if (node.kind == NodeKind::kSwitch) continue;
+    if (node.kind == NodeKind::kSwitch || topology::IsAggregationNode(node)) continue;
     for (const auto& port : node.ports) {
       if (!OwnsPort(s, node, port)) continue;
       hca_info.Add({{"guid", FormatGuid(SeriesGuid({node.guid, port.number}, label_of(node)))},
@@ -87,6 +110,7 @@ void RenderFabric(const Snapshot& s, const Emit& out) {
     }
   }
   hca_info.Finish();
+  RenderAggregationNodes(s, out);
   for (const bool sw : {false, true}) {
     if (sw) {
       FamilyParts sw_info(out, "infiniband_switch_info", "InfiniBand switch information", MetricType::Gauge);
@@ -101,11 +125,12 @@ void RenderFabric(const Snapshot& s, const Emit& out) {
                    sw ? "The far end of the cable on each switch port" : "The far end of the cable on each HCA port",
                    MetricType::Gauge);
     for (const auto& node : fabric.nodes()) {
-      if ((node.kind == NodeKind::kSwitch) != sw) continue;
+      if ((node.kind == NodeKind::kSwitch) != sw || topology::IsAggregationNode(node)) continue;
       const NodeLabel& label = label_of(node);
       for (const auto& port : node.ports) {
         if (!OwnsPort(s, node, port) || !port.remote) continue;
         const topology::Node* far = fabric.FindNode(port.remote->node_guid);
+        if (far && topology::IsAggregationNode(*far)) continue;  // inside the switch: no cable
         const topology::Port* far_port = fabric.FindPort(*port.remote);
         up.Add({{"guid", FormatGuid(SeriesGuid({node.guid, port.number}, label))},
                 {"port", std::to_string(port.number)},

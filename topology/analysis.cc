@@ -105,8 +105,11 @@ std::optional<double> BlockingFactor(const SwitchSummary& s) {
 std::vector<Link> Links(const Fabric& fabric) {
   std::set<Link> out;
   for (const auto& node : fabric.nodes()) {
+    if (IsAggregationNode(node)) continue;
     for (const auto& port : node.ports) {
       if (!port.remote || fabric.FindPort(*port.remote) == nullptr) continue;
+      const Node* far = fabric.FindNode(port.remote->node_guid);
+      if (far && IsAggregationNode(*far)) continue;
       out.insert(CableBetween({node.guid, port.number}, *port.remote));
     }
   }

@@ -30,7 +30,8 @@ struct Link {
 };
 // The cable between two ports, ends in canonical order.
 inline Link CableBetween(const PortRef& x, const PortRef& y) { return x < y ? Link{x, y} : Link{y, x}; }
-// Every cable once.
+// Every cable once. The link of a SHARP Aggregation Node to its switch is
+// inside the switch, not a cable (fabric.h IsAggregationNode): not listed.
 std::vector<Link> Links(const Fabric& fabric);
 
 enum class FindingKind : std::uint8_t {

@@ -15,6 +15,10 @@ const char* ToString(NodeKind k) {
   return "unknown";
 }
 
+bool IsAggregationNode(const Node& n) {
+  return n.kind == NodeKind::kCa && n.description == kAggregationNodeDescription;
+}
+
 const Port* Node::FindPort(std::uint8_t number) const {
   auto it =
       std::lower_bound(ports.begin(), ports.end(), number, [](const Port& p, std::uint8_t n) { return p.number < n; });

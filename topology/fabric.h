@@ -91,6 +91,14 @@ class Fabric {
 Fabric Part(const Fabric& fabric, const std::set<std::uint64_t>& guids,
             const std::function<bool(const Node&, const Port&)>& keep = {});
 
+// A SHARP Aggregation Node: a CA inside a switch (NVIDIA Quantum and later),
+// with a LID and a port GUID of its own, that every switch of a SHARP
+// fabric may carry. It names itself "Mellanox Technologies Aggregation
+// Node" (../shared/real-hardware.md); it is no host and its link to its
+// switch is no cable.
+inline constexpr std::string_view kAggregationNodeDescription = "Mellanox Technologies Aggregation Node";
+bool IsAggregationNode(const Node& n);
+
 // GUIDs print as 0x-prefixed 16-digit lower-case hex everywhere.
 std::string FormatGuid(std::uint64_t guid);
 // How findings and logs name a node: its description, else its GUID.

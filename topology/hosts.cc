@@ -32,7 +32,7 @@ struct Sets {
 void Group(const Fabric& f, const HostPattern& pattern, HostAnalysis* out) {
   std::map<std::string, Host> by_name;
   for (const Node& n : f.nodes()) {
-    if (n.kind != NodeKind::kCa) continue;
+    if (n.kind != NodeKind::kCa || IsAggregationNode(n)) continue;  // an AN is in a switch, no host
     std::smatch m;
     if (!std::regex_match(n.description, m, pattern.re) || m.size() != 3 || m[1].length() == 0 || m[2].length() == 0) {
       ++out->ungrouped_cas;

@@ -35,8 +35,9 @@ inline std::string Dump(const nlohmann::json& j) {
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-// A node's type as nodes[].type says it: "switch", "ca", "router", "unknown".
-const char* NodeTypeName(topology::NodeKind kind);
+// A node's type as nodes[].type says it: "switch", "ca", "aggregation_node"
+// (a SHARP Aggregation Node, topology/fabric.h), "router", "unknown".
+const char* NodeTypeName(const topology::Node& node);
 
 // Whether `query` names the node: its name (NodeDescription or the
 // node-name map's) or its GUID in hex ("0x..."), as the node= filters take it.

@@ -244,7 +244,7 @@ json SearchJson(const Fabric& f, const Analysis* a, const SearchQuery& query, co
     const Node& n = *h.node;
     json r{{"guid", FormatGuid(n.guid)},
            {"name", n.description},
-           {"type", NodeTypeName(n.kind)},
+           {"type", NodeTypeName(n)},
            {"lid", n.lid},
            {"match", h.how}};
     if (a) {

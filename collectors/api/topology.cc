@@ -112,8 +112,9 @@ const char* PartName(int part) {
 
 }  // namespace
 
-const char* NodeTypeName(NodeKind k) {
-  switch (k) {
+const char* NodeTypeName(const topology::Node& node) {
+  if (topology::IsAggregationNode(node)) return "aggregation_node";
+  switch (node.kind) {
     case NodeKind::kSwitch: return "switch";
     case NodeKind::kCa: return "ca";
     case NodeKind::kRouter: return "router";
@@ -136,7 +137,7 @@ json NodeJson(const Fabric& f, const Analysis& a, const Node& n) {
   for (const auto& p : n.ports) ports.push_back(PortJson(f, p));
   json node{{"guid", FormatGuid(n.guid)},
             {"name", n.description},
-            {"type", NodeTypeName(n.kind)},
+            {"type", NodeTypeName(n)},
             {"lid", n.lid},
             {"ports", std::move(ports)}};
   if (auto it = a.switches.find(n.guid); it != a.switches.end()) {
@@ -267,7 +268,7 @@ json TopologyWriter::Head() const {
   std::map<std::string, int> by_tier;
   std::size_t ports = 0;
   for (const Node& n : f.nodes()) {
-    ++by_type[NodeTypeName(n.kind)];
+    ++by_type[NodeTypeName(n)];
     ports += n.ports.size();
   }
   for (const auto& [guid, s] : a.switches) ++by_tier[topology::TierName(s.tier)];

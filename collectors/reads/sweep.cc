@@ -15,6 +15,7 @@ std::vector<SweepTarget> SweepTargets(const topology::Fabric& fabric, const std:
                                       const CapabilityMap& caps) {
   std::vector<SweepTarget> out;
   for (const auto& node : fabric.nodes()) {
+    if (topology::IsAggregationNode(node)) continue;  // inside its switch: no host port to watch
     auto cit = caps.find(node.guid);
     const PmaCapabilities node_caps = cit == caps.end() ? PmaCapabilities{} : cit->second;
     for (const auto& port : node.ports) {

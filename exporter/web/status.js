@@ -140,6 +140,8 @@ function keyEvidence(a) {
 // --- Names, ends, links.
 
 const endKey = (guid, port) => guid + ":" + port;
+// How a node type reads on the page (nodes[].type of /api/v1/topology).
+const TYPE_LABEL = { ca: "HCA", aggregation_node: "SHARP aggregation node" };
 const cableKey = (a, b) => [endKey(a.guid, a.port), endKey(b.guid, b.port)].sort().join("|");
 const nameOf = (guid) => state.names.get(guid) || guid;
 function learn(guid, name) { if (guid && name) state.names.set(guid, name); }
@@ -796,7 +798,7 @@ async function openNode(guid) {
       el("td", { class: "muted", text: healthText(p.health) }));
   });
   drill(el("h3", { id: "node-title", text: n.name }),
-        kv([["type", n.type === "ca" ? "HCA" : n.type], ["GUID", n.guid], ["LID", n.lid], ["tier", n.tier_name], ["pod", n.pod]]
+        kv([["type", TYPE_LABEL[n.type] || n.type], ["GUID", n.guid], ["LID", n.lid], ["tier", n.tier_name], ["pod", n.pod]]
            .filter(([, v]) => v !== undefined && v !== null)),
         el("h4", { text: "Alerts" }), alertLines(d.alerts, "node-alerts"),
         el("h4", { text: "Findings" }),
@@ -935,7 +937,7 @@ async function search(text, openFirst) {
     const cable = (n.ports || []).find((p) => p.remote);
     const li = el("li", { "data-guid": n.guid, "data-type": n.type },
       nodeLink(n.guid, n.name),
-      el("span", { class: "muted", text: " " + (n.type === "ca" ? "HCA" : n.tier_name || n.type) + (n.pod ? " · " + n.pod : "") +
+      el("span", { class: "muted", text: " " + (TYPE_LABEL[n.type] || n.tier_name || n.type) + (n.pod ? " · " + n.pod : "") +
                                          " · LID " + n.lid + (n.match === "guid" ? " · " + n.guid : "") }));
     if (cable) li.append(" · cable ", el("a", { class: "cable-open port", "data-port": endKey(n.guid, cable.port), href: "#port=" + endKey(n.guid, cable.port),
                                                text: "[" + cable.port + "] ⇄ " + cable.remote.name + "[" + cable.remote.port + "]" }));

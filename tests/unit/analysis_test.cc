@@ -78,6 +78,32 @@ TEST(AnalysisTest, CleanTwoTierTree) {
   EXPECT_EQ(TierName(spine.tier), "spine");
 }
 
+// A SHARP Aggregation Node in every switch (a CA with its own LID, cabled
+// to a switch port inside the switch): no cable, no host, no stray tier and
+// no CA above the leaves; the tiers rank as without them.
+TEST(AnalysisTest, AggregationNodesInEverySwitchAreNoCablesAndChangeNoTier) {
+  Tree t(4, 4, 2, 2);
+  const std::size_t cables = Links(t.b.Build()).size();
+  std::vector<int> ans;
+  for (const auto& group : {t.leaves, t.spines}) {
+    for (int sw : group) {
+      ans.push_back(t.b.Ca(std::string(kAggregationNodeDescription)));
+      t.b.Connect(ans.back(), sw);
+    }
+  }
+  const Fabric f = t.b.Build();
+  for (int an : ans) EXPECT_TRUE(IsAggregationNode(*f.FindNode(t.b.Guid(an))));
+  EXPECT_FALSE(IsAggregationNode(*f.FindNode(t.b.Guid(t.hosts[0]))));
+  EXPECT_EQ(Links(f).size(), cables) << "an AN's link to its switch is no cable";
+  const Analysis a = Analyze(f);
+  EXPECT_TRUE(a.is_tree) << a.not_tree_reason;
+  EXPECT_EQ(a.tiers, 2);
+  EXPECT_TRUE(a.findings.empty()) << Kinds(a);
+  EXPECT_EQ(a.switches.at(t.b.Guid(t.leaves[0])).ca_links, 4);
+  EXPECT_EQ(a.switches.at(t.b.Guid(t.spines[0])).tier, 1);
+  EXPECT_EQ(a.switches.at(t.b.Guid(t.spines[0])).ca_links, 0);
+}
+
 TEST(AnalysisTest, ThreeTiersAndASkipTierLink) {
   Tree t(4, 2, 2, 1, 2);
   Analysis a = Analyze(t.b.Build());
