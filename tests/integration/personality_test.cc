@@ -1,0 +1,297 @@
+// Hardware personalities (issue 36): the real exporter binary on ibsim
+// through the preload tests/tools/hw_personality.cc, on a fabric of real
+// device models: Quantum-3 XDR spines, a Quantum-2 NDR leaf with two
+// ConnectX-7 hosts at 2x (NDR200), a Quantum-3 leaf with a ConnectX-8
+// host (XDR), a Switch-IB 2 EDR leaf with a ConnectX-7 host. Each port
+// reports the rate its two devices run at; a cable planted to train 1x
+// runs 1x; each device's PortXmitWait tick is its model's (Quantum-2 7,
+// Switch-IB 2 31, asked only of the nodes that waited); the tools of
+// infiniband-diags see the same devices through the same preload.
+
+#include "tests/testbed/personality.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <set>
+#include <string>
+
+#include "tests/testbed/exporter_process.h"
+#include "tests/testbed/sim_fabric.h"
+#include "topology/fabric.h"
+
+namespace ibfabric::testbed {
+namespace {
+
+using std::chrono::seconds;
+
+constexpr const char* kNet = R"(Switch 8 "ib-spine01"
+[1] "ib-leaf01"[5]
+[2] "ib-leaf02"[5]
+[3] "ib-leaf03"[5]
+[8] "H-0000000000000300"[1]
+
+Switch 8 "ib-spine02"
+[1] "ib-leaf01"[6]
+[2] "ib-leaf02"[6]
+[3] "ib-leaf03"[6]
+[8] "H-0000000000000301"[1]
+
+Switch 8 "ib-leaf01"
+[1] "cn0001"[1]
+[2] "cn0002"[1]
+[5] "ib-spine01"[1]
+[6] "ib-spine02"[1]
+[8] "H-0000000000000302"[1]
+
+Switch 8 "ib-leaf02"
+[1] "cn0003"[1]
+[5] "ib-spine01"[2]
+[6] "ib-spine02"[2]
+[8] "H-0000000000000303"[1]
+
+Switch 8 "ib-leaf03"
+[1] "cn0004"[1]
+[5] "ib-spine01"[3]
+[6] "ib-spine02"[3]
+[8] "H-0000000000000304"[1]
+
+Hca 1 "cn0001"
+[1] "ib-leaf01"[1]
+
+Hca 1 "cn0002"
+[1] "ib-leaf01"[2]
+
+Hca 1 "cn0003"
+[1] "ib-leaf02"[1]
+
+Hca 1 "cn0004"
+[1] "ib-leaf03"[1]
+
+Hca 1 "H-0000000000000300"  # "Mellanox Technologies Aggregation Node"
+[1] "ib-spine01"[8]
+
+Hca 1 "H-0000000000000301"  # "Mellanox Technologies Aggregation Node"
+[1] "ib-spine02"[8]
+
+Hca 1 "H-0000000000000302"  # "Mellanox Technologies Aggregation Node"
+[1] "ib-leaf01"[8]
+
+Hca 1 "H-0000000000000303"  # "Mellanox Technologies Aggregation Node"
+[1] "ib-leaf02"[8]
+
+Hca 1 "H-0000000000000304"  # "Mellanox Technologies Aggregation Node"
+[1] "ib-leaf03"[8]
+)";
+
+constexpr const char* kPersonalities = R"(# spines and the XDR leaf: Quantum-3; the others as named
+ib-spine*   quantum-3
+ib-leaf01   quantum-2
+ib-leaf02   quantum-3
+ib-leaf03   switch-ib-2
+cn000[12]   connectx-7  max_width=2x
+cn0003      connectx-8
+cn0004      connectx-7
+H-00000000000003*  aggregation-node
+)";
+
+class PersonalityTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    std::string error;
+    SimOptions o;
+    o.attach = "cn0001";
+    sim_ = SimFabric::Start(kNet, o, &error).release();
+    ASSERT_NE(sim_, nullptr) << error;
+    std::vector<PersonalityRule> rules;
+    ASSERT_TRUE(ParsePersonalityFile(kPersonalities, &rules, &error)) << error;
+    hw_ = HardwareFabric::Make(kNet, rules, sim_->dir(), &error).release();
+    ASSERT_NE(hw_, nullptr) << error;
+    ASSERT_TRUE(hw_->ResolveLids(*sim_, &error)) << error;
+    exporter_ = ExporterProcess::Start(*sim_, {"--sweep.interval=1s"}, &error, {}, hw_->PreloadEnv()).release();
+    ASSERT_NE(exporter_, nullptr) << error;
+  }
+  static void TearDownTestSuite() {
+    delete exporter_;
+    delete hw_;
+    delete sim_;
+  }
+  // The rate a port reports, in Gb/s.
+  static double Gbps(const Scrape& s, const std::string& role, const std::string& node, int port) {
+    const auto v =
+        s.Value("infiniband_" + role + "_port_rate_bytes_per_second", {{role, node}, {"port", std::to_string(port)}});
+    return v ? *v * 8 / 1e9 : -1;
+  }
+  static SimFabric* sim_;
+  static HardwareFabric* hw_;
+  static ExporterProcess* exporter_;
+};
+SimFabric* PersonalityTest::sim_ = nullptr;
+HardwareFabric* PersonalityTest::hw_ = nullptr;
+ExporterProcess* PersonalityTest::exporter_ = nullptr;
+
+TEST_F(PersonalityTest, EachPortReportsTheRateItsTwoDevicesRun) {
+  const auto s = exporter_->WaitForSweeps(2, seconds(60));
+  ASSERT_TRUE(s.has_value());
+  // NDR between Quantum-2 and Quantum-3 (4x, 400 Gb/s), XDR between two
+  // Quantum-3 (800), EDR between Switch-IB 2 and Quantum-3 (100).
+  EXPECT_EQ(Gbps(*s, "switch", "ib-leaf01", 5), 400);
+  EXPECT_EQ(Gbps(*s, "switch", "ib-spine01", 1), 400);
+  EXPECT_EQ(Gbps(*s, "switch", "ib-leaf02", 5), 800);
+  EXPECT_EQ(Gbps(*s, "switch", "ib-spine02", 2), 800);
+  EXPECT_EQ(Gbps(*s, "switch", "ib-leaf03", 6), 100);
+  // The hosts: 2x NDR200 ConnectX-7 (200), a ConnectX-8 on Quantum-3
+  // (XDR, 800), a ConnectX-7 on Switch-IB 2 (EDR, 100).
+  EXPECT_EQ(Gbps(*s, "switch", "ib-leaf01", 1), 200);
+  EXPECT_EQ(Gbps(*s, "hca", "cn0002", 1), 200);
+  EXPECT_EQ(Gbps(*s, "hca", "cn0003", 1), 800);
+  EXPECT_EQ(Gbps(*s, "switch", "ib-leaf02", 1), 800);
+  EXPECT_EQ(Gbps(*s, "hca", "cn0004", 1), 100);
+}
+
+TEST_F(PersonalityTest, ACablePlantedToTrainOneLaneRunsOneLaneAtBothEnds) {
+  std::string error;
+  ASSERT_TRUE(hw_->PlantLink("ib-leaf02", 6, "1x", "", &error)) << error;
+  // A re-walk of that link comes with the next full walk: force one by
+  // cycling the link, as a cable that retrained does.
+  bool ok = false;
+  sim_->Console("Unlink \"ib-leaf02\"[6]", &ok);
+  ASSERT_TRUE(ok);
+  sim_->Console("ReLink \"ib-leaf02\"[6]", &ok);
+  ASSERT_TRUE(ok);
+  ASSERT_TRUE(sim_->SweepSubnet(&error)) << error;
+  const auto s = exporter_->WaitFor(
+      [](const Scrape& x) {
+        return Gbps(x, "switch", "ib-leaf02", 6) == 200 && Gbps(x, "switch", "ib-spine02", 2) == 200;
+      },
+      seconds(90));
+  ASSERT_TRUE(s.has_value()) << exporter_->Log();
+  EXPECT_EQ(Gbps(*s, "switch", "ib-leaf02", 5), 800) << "the other uplink is untouched";
+  ASSERT_TRUE(hw_->Clear("ib-leaf02", &error)) << error;
+}
+
+TEST_F(PersonalityTest, EachDevicesTickIsReadWhereItWaitedAndIsItsModels) {
+  std::string error;
+  bool ok = false;
+  // PortXmitWait on an uplink of the Quantum-2 leaf, of the Switch-IB 2
+  // leaf, and of a ConnectX-7 (whose PMA has no PortSamplesControl here).
+  for (const char* at : {"\"ib-leaf01\"[5]", "\"ib-leaf03\"[5]", "\"cn0004\"[1]"}) {
+    sim_->Console(std::string("PerformanceSet ") + at + " PortCounters.PortXmitWait=5000", &ok);
+    ASSERT_TRUE(ok) << at;
+  }
+  const auto s = exporter_->WaitFor(
+      [](const Scrape& x) { return x.Find("infiniband_node_pma_samples_tick").size() >= 2; }, seconds(60));
+  ASSERT_TRUE(s.has_value()) << exporter_->Log();
+  const auto ticks = s->Find("infiniband_node_pma_samples_tick");
+  ASSERT_EQ(ticks.size(), 2u);
+  const auto label_of = [&](const std::string& name, const std::string& label) {
+    const auto info = s->Find("infiniband_switch_info", {{"switch", name}});
+    return info.empty() ? std::string() : info[0].labels.at(label);
+  };
+  const auto guid_of = [&](const std::string& name) { return label_of(name, "guid"); };
+  EXPECT_EQ(s->Value("infiniband_node_pma_samples_tick", {{"guid", guid_of("ib-leaf01")}}), 7);
+  EXPECT_EQ(s->Value("infiniband_node_pma_samples_tick", {{"guid", guid_of("ib-leaf03")}}), 31);
+  // The same Tick through perfquery, preloaded alike.
+  const CommandResult pq = RunCommand({"perfquery", "-c", label_of("ib-leaf03", "lid"), "1"}, hw_->ClientEnv(*sim_),
+                                      std::chrono::milliseconds(10000));
+  EXPECT_NE(pq.out.find("Tick:............................0x1f"), std::string::npos) << pq.out << pq.err;
+}
+
+TEST_F(PersonalityTest, ADetailsAttributeAnsweredBusyPastItsRetriesIsAskedAgainNotDropped) {
+  // ib-leaf03's PMA answers its next 16 PortXmitDiscardDetails requests
+  // Busy: the first sweep's reads of its four ports (three cables and its
+  // Aggregation Node's port) each meet four (the first try and three
+  // retries) and fail; the next sweep's go through. Only "unsupported
+  // attribute" may drop an attribute (before, one such failure dropped it
+  // for the whole switch): the details of all four ports are there, and
+  // read again where the discards then move.
+  std::string error;
+  ASSERT_TRUE(hw_->PlantBusy("ib-leaf03", 16, &error, 0x0016)) << error;
+  // An exporter of its own: the Busy spell is counted per client process.
+  auto e = ExporterProcess::Start(*sim_, {"--sweep.interval=1s"}, &error, {}, hw_->PreloadEnv());
+  ASSERT_NE(e, nullptr) << error;
+  const auto with_details = [](const Scrape& x) {
+    return x.Find("infiniband_switch_port_switch_hoq_lifetime_limit_discards_total", {{"switch", "ib-leaf03"}})
+               .size() == 4;
+  };
+  const auto s = e->WaitFor(with_details, seconds(60));
+  if (!s) {
+    const Scrape last = e->ScrapeMetrics();
+    std::string seen;
+    for (const auto& x : last.Find("infiniband_switch_port_switch_hoq_lifetime_limit_discards_total")) {
+      seen += x.labels.at("switch") + "[" + x.labels.at("port") + "] ";
+    }
+    for (const auto& x : last.Find("infiniband_exporter_mad_busy_total")) {
+      seen += "busy{" + x.labels.begin()->second + "}=" + std::to_string(x.value) + " ";
+    }
+    FAIL() << "details of ib-leaf03's four ports never read; details series: " << seen;
+  }
+  double busy = 0;
+  for (const auto& b : s->Find("infiniband_exporter_mad_busy_total")) busy += b.value;
+  EXPECT_EQ(busy, 16) << "the whole spell was met";
+  bool ok = false;
+  sim_->Console("PerformanceSet \"ib-leaf03\"[5] PortCounters.PortXmitDiscards=9", &ok);
+  ASSERT_TRUE(ok);
+  sim_->Console("PerformanceSet \"ib-leaf03\"[5] PortXmitDiscardDetails.PortSwHOQLifetimeLimitDiscards=9", &ok);
+  ASSERT_TRUE(ok);
+  const auto moved = e->WaitFor(
+      [](const Scrape& x) {
+        return x.Value("infiniband_switch_port_switch_hoq_lifetime_limit_discards_total",
+                       {{"switch", "ib-leaf03"}, {"port", "5"}}) == 9;
+      },
+      seconds(30));
+  EXPECT_TRUE(moved.has_value()) << e->Log();
+  ASSERT_TRUE(hw_->Clear("ib-leaf03", &error)) << error;
+}
+
+TEST_F(PersonalityTest, AnAggregationNodeInEverySwitchIsListedAndIsNoHostCableOrMiswiring) {
+  const auto s = exporter_->WaitForSweeps(2, seconds(60));
+  ASSERT_TRUE(s.has_value());
+  const auto ans = s->Find("infiniband_aggregation_node_info");
+  ASSERT_EQ(ans.size(), 5u);
+  std::set<std::string> switches;
+  for (const auto& an : ans) {
+    switches.insert(an.labels.at("switch"));
+    EXPECT_EQ(an.labels.at("switch_port"), "8");
+  }
+  EXPECT_EQ(switches, (std::set<std::string>{"ib-leaf01", "ib-leaf02", "ib-leaf03", "ib-spine01", "ib-spine02"}));
+  EXPECT_EQ(s->Find("infiniband_hca_info").size(), 4u) << "the four hosts' HCAs, no AN";
+  EXPECT_TRUE(
+      s->Find("infiniband_hca_port_symbol_error_total", {{"hca", std::string(topology::kAggregationNodeDescription)}})
+          .empty())
+      << "an AN is not swept as an HCA";
+  EXPECT_EQ(s->Value("infiniband_topology_is_tree"), 1);
+  EXPECT_EQ(s->Value("infiniband_topology_tiers"), 2) << "spines carrying an AN are no stray tier";
+  for (const char* kind : {"ca_on_non_leaf", "same_tier_link", "skip_tier_link", "uneven_parallel_links",
+                           "asymmetric_switch", "fewer_uplinks"}) {
+    EXPECT_EQ(s->Value("infiniband_topology_findings", {{"kind", kind}}).value_or(0), 0) << kind;
+  }
+  EXPECT_TRUE(s->Find("infiniband_switch_uplink_info", {{"uplink", std::string(topology::kAggregationNodeDescription)}})
+                  .empty())
+      << "a switch's port to its AN is no cable";
+  int status = 0;
+  const std::string topo = exporter_->Get("/api/v1/topology", &status);
+  EXPECT_EQ(status, 200);
+  std::size_t n = 0;
+  for (std::size_t at = topo.find("\"type\":\"aggregation_node\""); at != std::string::npos;
+       at = topo.find("\"type\":\"aggregation_node\"", at + 1)) {
+    ++n;
+  }
+  EXPECT_EQ(n, 5u) << topo.substr(0, 2000);
+}
+
+TEST_F(PersonalityTest, InfinibandDiagsSeeTheModelsDevices) {
+  const Env env = hw_->ClientEnv(*sim_);
+  const CommandResult leaf = RunCommand({"smpquery", "nodeinfo", "-D", "0,1"}, env, std::chrono::milliseconds(10000));
+  EXPECT_NE(leaf.out.find("DevId:...........................0xd2f2"), std::string::npos) << leaf.out << leaf.err;
+  const CommandResult ca = RunCommand({"smpquery", "portinfo", "-D", "0", "1"}, env, std::chrono::milliseconds(10000));
+  EXPECT_NE(ca.out.find("LinkWidthActive:.................2X"), std::string::npos) << ca.out << ca.err;
+  EXPECT_NE(ca.out.find("LinkSpeedExtActive:..............106.25 Gbps"), std::string::npos) << ca.out;
+  const CommandResult links = RunCommand({"ibnetdiscover"}, env, std::chrono::milliseconds(30000));
+  EXPECT_NE(links.out.find("\"ib-leaf03\" lid"), std::string::npos) << links.out;
+  EXPECT_NE(links.out.find("4xEDR"), std::string::npos) << links.out;
+  EXPECT_NE(links.out.find("2xNDR"), std::string::npos) << links.out;
+}
+
+}  // namespace
+}  // namespace ibfabric::testbed

@@ -1,0 +1,300 @@
+#include "tests/testbed/personality.h"
+
+#include <fnmatch.h>
+
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+
+#include "tests/model/personalities.h"
+
+#ifndef IBFABRIC_HW_PERSONALITY_LIB
+#error "IBFABRIC_HW_PERSONALITY_LIB must be defined by the build"
+#endif
+
+namespace ibfabric::testbed {
+
+bool ParsePersonalityFile(const std::string& text, std::vector<PersonalityRule>* rules, std::string* error) {
+  std::istringstream in(text);
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    if (const auto hash = line.find('#'); hash != std::string::npos) line.erase(hash);
+    std::istringstream words(line);
+    PersonalityRule r;
+    if (!(words >> r.pattern)) continue;
+    std::string option;
+    if (!(words >> r.model)) {
+      *error = "personality file line " + std::to_string(number) + ": a node pattern needs a model";
+      return false;
+    }
+    if (!model::FindPersonality(r.model)) {
+      std::string known;
+      for (const auto& p : model::Personalities()) known += (known.empty() ? "" : ", ") + std::string(p.name);
+      *error = "personality file line " + std::to_string(number) + ": unknown model '" + r.model + "' (" + known + ")";
+      return false;
+    }
+    while (words >> option) {
+      if (option.rfind("max_width=", 0) == 0 && model::ParseWidth(option.substr(10))) {
+        r.max_width = option.substr(10);
+      } else {
+        *error = "personality file line " + std::to_string(number) + ": unknown option '" + option +
+                 "' (max_width=1x|2x|4x|8x|12x)";
+        return false;
+      }
+    }
+    rules->push_back(r);
+  }
+  return true;
+}
+
+std::unique_ptr<HardwareFabric> HardwareFabric::Make(const std::string& net_text,
+                                                     const std::vector<PersonalityRule>& rules, const std::string& dir,
+                                                     std::string* error) {
+  std::unique_ptr<HardwareFabric> f(new HardwareFabric());
+  f->path_ = dir + "/personality.json";
+  static const std::regex kHeader(R"re(^\s*(Switch|Hca|Ca)\s+\d+\s+"([^"]+)"(?:\s*#\s*"([^"]*)")?)re");
+  static const std::regex kPort(R"re(^\s*\[(\d+)\](?:\([^)]*\))?\s+"([^"]+)"\[(\d+)\])re");
+  std::istringstream in(net_text);
+  std::string line;
+  std::smatch m;
+  while (std::getline(in, line)) {
+    if (std::regex_search(line, m, kHeader)) {
+      Node n;
+      n.id = m[2];
+      n.description = m[3].matched ? std::string(m[3]) : n.id;
+      n.is_switch = m[1] == "Switch";
+      for (const PersonalityRule& r : rules) {
+        if (fnmatch(r.pattern.c_str(), n.description.c_str(), 0) == 0 ||
+            fnmatch(r.pattern.c_str(), n.id.c_str(), 0) == 0) {
+          n.model = r.model;
+          n.max_width = r.max_width;
+          break;
+        }
+      }
+      if (f->attach_.empty()) f->attach_ = n.id;
+      f->nodes_.push_back(n);
+    } else if (!f->nodes_.empty() && std::regex_search(line, m, kPort)) {
+      f->nodes_.back().ports[std::stoi(m[1])] = {m[2], std::stoi(m[3])};
+    }
+  }
+  if (f->nodes_.empty()) {
+    *error = "no node in the net file";
+    return nullptr;
+  }
+  for (const Node& n : f->nodes_) {
+    if (!n.model.empty() && model::FindPersonality(n.model)->is_switch != n.is_switch) {
+      *error = n.id + " is a " + (n.is_switch ? "switch" : "CA") + " but its model " + n.model + " is not";
+      return nullptr;
+    }
+  }
+  if (!f->Write(error)) return nullptr;
+  return f;
+}
+
+bool HardwareFabric::ResolveLids(const SimFabric& sim, std::string* error) {
+  const CommandResult r = sim.Tool({"ibnetdiscover"});
+  if (r.exit_code != 0) {
+    *error = "ibnetdiscover failed: " + r.err;
+    return false;
+  }
+  // Switch lines carry "# "desc" ... lid N"; a CA's LIDs are on its port
+  // lines ("# lid N lmc ...").
+  static const std::regex kSwitch(R"re(^Switch\s+\d+\s+"([^"]+)"\s*#\s*"([^"]*)".*\blid (\d+))re");
+  static const std::regex kCa(R"re(^(?:Ca|Hca)\s+\d+\s+"([^"]+)"\s*#\s*"([^"]*)")re");
+  static const std::regex kCaPort(R"re(^\[\d+\].*#\s*lid (\d+))re");
+  for (Node& n : nodes_) n.lids.clear();
+  Node* ca = nullptr;
+  const auto find = [this](const std::string& id, const std::string& description) -> Node* {
+    for (Node& n : nodes_) {
+      if (n.id == id) return &n;
+    }
+    int matches = 0;
+    Node* found = nullptr;
+    for (Node& n : nodes_) {
+      if (n.description == description) {
+        found = &n;
+        ++matches;
+      }
+    }
+    return matches == 1 ? found : nullptr;  // a shared description names no node
+  };
+  std::istringstream in(r.out);
+  std::string line;
+  std::smatch m;
+  while (std::getline(in, line)) {
+    if (std::regex_search(line, m, kSwitch)) {
+      ca = nullptr;
+      if (Node* n = find(m[1], m[2])) n->lids.push_back(static_cast<std::uint16_t>(std::stoi(m[3])));
+    } else if (std::regex_search(line, m, kCa)) {
+      ca = find(m[1], m[2]);
+    } else if (ca && std::regex_search(line, m, kCaPort)) {
+      ca->lids.push_back(static_cast<std::uint16_t>(std::stoi(m[1])));
+    }
+  }
+  return Write(error);
+}
+
+HardwareFabric::Node* HardwareFabric::Find(const std::string& name, std::string* error) {
+  for (Node& n : nodes_) {
+    if (n.id == name || n.description == name) return &n;
+  }
+  *error = "no node '" + name + "' in the fabric";
+  return nullptr;
+}
+
+bool HardwareFabric::PlantTick(const std::string& node, std::uint8_t tick, std::string* error) {
+  Node* n = Find(node, error);
+  if (!n) return false;
+  n->tick = tick;
+  return Write(error);
+}
+
+bool HardwareFabric::PlantBusy(const std::string& node, int count, std::string* error, std::uint16_t attr) {
+  Node* n = Find(node, error);
+  if (!n) return false;
+  n->busy = count;
+  n->busy_attr = attr;
+  n->busy_serial = ++serial_;
+  return Write(error);
+}
+
+bool HardwareFabric::PlantLink(const std::string& node, int port, const std::string& width, const std::string& speed,
+                               std::string* error) {
+  Node* n = Find(node, error);
+  if (!n) return false;
+  if (!width.empty() && !model::ParseWidth(width)) {
+    *error = "unknown width '" + width + "' (1x, 2x, 4x, 8x, 12x)";
+    return false;
+  }
+  if (!speed.empty() && !model::ParseLinkSpeed(speed)) {
+    *error = "unknown speed '" + speed + "' (SDR, DDR, QDR, FDR10, FDR, EDR, HDR, NDR, XDR)";
+    return false;
+  }
+  const auto peer = n->ports.find(port);
+  if (peer == n->ports.end()) {
+    *error = node + " has no cable on port " + std::to_string(port);
+    return false;
+  }
+  n->plants[port] = {width, speed};
+  const std::string far_id = peer->second.first;
+  const int far_port = peer->second.second;
+  Node* far = Find(far_id, error);
+  if (far) far->plants[far_port] = {width, speed};
+  return Write(error);
+}
+
+bool HardwareFabric::Clear(const std::string& node, std::string* error) {
+  Node* n = Find(node, error);
+  if (!n) return false;
+  n->tick.reset();
+  n->busy = 0;
+  for (const auto& [port, plant] : n->plants) {
+    const auto peer = n->ports.find(port);
+    if (peer == n->ports.end()) continue;
+    std::string ignored;
+    if (Node* far = Find(peer->second.first, &ignored)) far->plants.erase(peer->second.second);
+  }
+  n->plants.clear();
+  return Write(error);
+}
+
+bool HardwareFabric::Command(const std::string& line, std::string* error) {
+  std::istringstream words(line);
+  std::string verb, node;
+  if (!(words >> verb >> node)) {
+    *error = "usage: tick NODE N | busy NODE N [ATTR] | link NODE PORT [width=W] [speed=S] | clear NODE";
+    return false;
+  }
+  int number = 0;
+  if (verb == "clear") return Clear(node, error);
+  if (!(words >> number)) {
+    *error = verb + " " + node + ": a number is missing";
+    return false;
+  }
+  if (verb == "tick") {
+    if (number < 0 || number > 255) {
+      *error = "tick " + node + ": a Tick is 0..255";
+      return false;
+    }
+    return PlantTick(node, static_cast<std::uint8_t>(number), error);
+  }
+  if (verb == "busy") {
+    std::string attr;
+    words >> attr;  // optional, hex: 0x16
+    char* end = nullptr;
+    const unsigned long id = attr.empty() ? 0 : std::strtoul(attr.c_str(), &end, 16);
+    if (!attr.empty() && (*end != '\0' || id > 0xffff)) {
+      *error = "busy " + node + ": '" + attr + "' is no attribute ID (hex, e.g. 0x16)";
+      return false;
+    }
+    return PlantBusy(node, number, error, static_cast<std::uint16_t>(id));
+  }
+  if (verb == "link") {
+    std::string option, width, speed;
+    while (words >> option) {
+      if (option.rfind("width=", 0) == 0) {
+        width = option.substr(6);
+      } else if (option.rfind("speed=", 0) == 0) {
+        speed = option.substr(6);
+      } else {
+        *error = "link: unknown option '" + option + "' (width=W, speed=S)";
+        return false;
+      }
+    }
+    return PlantLink(node, number, width, speed, error);
+  }
+  *error = "unknown command '" + verb + "' (tick, busy, link, clear)";
+  return false;
+}
+
+Env HardwareFabric::ClientEnv(const SimFabric& sim) const {
+  Env env = sim.ClientEnv();
+  env["LD_PRELOAD"] = std::string(kUmad2SimPreload) + " " + IBFABRIC_HW_PERSONALITY_LIB;
+  env["HW_PERSONALITY"] = path_;
+  return env;
+}
+
+Env HardwareFabric::PreloadEnv() const {
+  return {{"LD_PRELOAD", IBFABRIC_HW_PERSONALITY_LIB}, {"HW_PERSONALITY", path_}};
+}
+
+std::string HardwareFabric::ModelOf(const std::string& node) const {
+  for (const Node& n : nodes_) {
+    if (n.id == node || n.description == node) return n.model;
+  }
+  return "";
+}
+
+bool HardwareFabric::Write(std::string* error) const {
+  nlohmann::json j;
+  j["attach"] = attach_;
+  j["nodes"] = nlohmann::json::array();
+  for (const Node& n : nodes_) {
+    nlohmann::json node{{"id", n.id}, {"switch", n.is_switch}, {"model", n.model}, {"lids", n.lids}};
+    if (!n.max_width.empty()) node["max_width"] = n.max_width;
+    nlohmann::json ports = nlohmann::json::object();
+    for (const auto& [port, peer] : n.ports) ports[std::to_string(port)] = {peer.first, peer.second};
+    node["ports"] = ports;
+    if (n.tick) node["tick"] = *n.tick;
+    if (n.busy > 0) node["busy"] = {{"count", n.busy}, {"serial", n.busy_serial}, {"attr", n.busy_attr}};
+    nlohmann::json plants = nlohmann::json::object();
+    for (const auto& [port, plant] : n.plants) {
+      nlohmann::json p = nlohmann::json::object();
+      if (!plant.first.empty()) p["width"] = plant.first;
+      if (!plant.second.empty()) p["speed"] = plant.second;
+      plants[std::to_string(port)] = p;
+    }
+    if (!plants.empty()) node["plant"] = plants;
+    j["nodes"].push_back(node);
+  }
+  // Whole or not at all: a client reading it mid-write keeps the old one.
+  const std::string tmp = path_ + ".tmp";
+  if (!WriteFile(tmp, j.dump()) || std::rename(tmp.c_str(), path_.c_str()) != 0) {
+    *error = "cannot write " + path_;
+    return false;
+  }
+  return true;
+}
+
+}  // namespace ibfabric::testbed

@@ -1,0 +1,96 @@
+#pragma once
+// Hardware personalities on a simulated fabric: which node is which real
+// device (tests/model/personalities.h), written as the state file the
+// preload tests/tools/hw_personality.cc reads, and what a test plants on
+// them while clients run (a Tick, Busy answers, a cable that trained
+// narrower or slower), as ibsim's console plants counters.
+//
+// A personality file assigns models to nodes, one rule a line, the first
+// that matches a node's name (its NodeDescription in the net file, or its
+// ID in the "H-<guid>" form) winning; '#' starts a comment:
+//
+//   ib-spine*        quantum-3
+//   ib-leaf*         quantum-2
+//   cn*              connectx-7  max_width=2x
+//   H-00000000000003*  aggregation-node
+//
+// Thread-safety: none; one test thread.
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tests/testbed/process.h"
+#include "tests/testbed/sim_fabric.h"
+
+namespace ibfabric::testbed {
+
+struct PersonalityRule {
+  std::string pattern;    // fnmatch(3) glob over node names
+  std::string model;      // a name from model::Personalities()
+  std::string max_width;  // "": the model's widths; "2x": up to 2x
+};
+// One line error naming the line on a bad rule or an unknown model.
+bool ParsePersonalityFile(const std::string& text, std::vector<PersonalityRule>* rules, std::string* error);
+
+class HardwareFabric {
+ public:
+  // The nodes and cables of `net_text` (ibsim's net format) with the model
+  // each rule gives; the state is written to `dir`/personality.json.
+  static std::unique_ptr<HardwareFabric> Make(const std::string& net_text, const std::vector<PersonalityRule>& rules,
+                                              const std::string& dir, std::string* error);
+
+  // The LIDs the SM gave out, read with ibnetdiscover through `sim`, so
+  // that LID-routed MADs of any client find their node; writes the state.
+  bool ResolveLids(const SimFabric& sim, std::string* error);
+
+  // Plants, each written at once: the node's PortSamplesControl.Tick; its
+  // next `count` PMA requests (per client process) answered Busy; the
+  // cable at `port` trained to `width` ("1x") and/or `speed` ("HDR"), at
+  // both ends; everything planted on the node gone. PlantBusy's `attr`:
+  // only PMA requests of that attribute (0: any).
+  bool PlantTick(const std::string& node, std::uint8_t tick, std::string* error);
+  bool PlantBusy(const std::string& node, int count, std::string* error, std::uint16_t attr = 0);
+  bool PlantLink(const std::string& node, int port, const std::string& width, const std::string& speed,
+                 std::string* error);
+  bool Clear(const std::string& node, std::string* error);
+  // One console line: "tick NODE N", "busy NODE N [ATTR]", "link NODE PORT
+  // [width=W] [speed=S]", "clear NODE".
+  bool Command(const std::string& line, std::string* error);
+
+  // The environment of a client on `sim`: umad2sim, then the preload.
+  Env ClientEnv(const SimFabric& sim) const;
+  // The same less umad2sim, for ExporterProcess::Start (which puts an
+  // LD_PRELOAD it is given after umad2sim's).
+  Env PreloadEnv() const;
+  const std::string& state_path() const { return path_; }
+  // The model given to a node ("" when none).
+  std::string ModelOf(const std::string& node) const;
+
+ private:
+  struct Node {
+    std::string id;           // as the net file names it
+    std::string description;  // the comment form's NodeDescription, else the id
+    bool is_switch = false;
+    std::string model, max_width;
+    std::map<int, std::pair<std::string, int>> ports;  // port -> (peer id, peer port)
+    std::vector<std::uint16_t> lids;
+    std::optional<std::uint8_t> tick;
+    int busy = 0;
+    std::uint16_t busy_attr = 0;
+    std::uint64_t busy_serial = 0;
+    std::map<int, std::pair<std::string, std::string>> plants;  // port -> (width, speed)
+  };
+  Node* Find(const std::string& name, std::string* error);
+  bool Write(std::string* error) const;
+
+  std::string path_;
+  std::string attach_;  // the first node of the file: ibsim's default SIM_HOST
+  std::vector<Node> nodes_;
+  std::uint64_t serial_ = 0;
+};
+
+}  // namespace ibfabric::testbed

@@ -1,0 +1,428 @@
+// hw_personality: an LD_PRELOAD library that makes the simulated fabric
+// answer as real hardware does, between a client (the exporter, perfquery,
+// smpquery, ...) and ibsim, where MADs cross libibumad (umad_send,
+// umad_recv). Preload it after umad2sim:
+//
+//   LD_PRELOAD="libumad2sim.so libhw_personality.so" HW_PERSONALITY=state.json
+//
+// The state file (written by tests/testbed/personality.h, re-read whenever
+// it changes, so values can be planted while clients run) gives the graph
+// of the net file, each node's model (tests/model/personalities.h), the
+// LIDs the SM gave out, and what was planted. Per MAD:
+// - the node a request goes to is found from its destination LID, or by
+//   following a directed route's InitialPath through the graph from the
+//   node this process is attached to (SIM_HOST, else the state's attach);
+// - a request the model answers itself never reaches ibsim: PMA
+//   PortSamplesControl (ibsim has no handler for it) with the model's or
+//   the planted Tick, or "unsupported attribute"; a PMA request to a node
+//   planted Busy is answered with the Busy status, that many times;
+// - ibsim's answers to requests to a modelled node are rewritten: NodeInfo
+//   (VendorID, DeviceID), PortInfo (capability masks, the widths and
+//   speeds supported and enabled, and what the link runs at, negotiated
+//   with the model of the far end and capped by what was planted on the
+//   cable: NDR, XDR through LinkSpeedExtActive2, 2x), Mellanox
+//   ExtendedPortInfo (FDR10) and PMA ClassPortInfo (the capability bits).
+// A node with no model, and every MAD when HW_PERSONALITY is unset, pass
+// as they are. A test tool: process-wide state, one lock.
+
+#include <arpa/inet.h>
+#include <dlfcn.h>
+#include <infiniband/mad.h>
+#include <infiniband/umad.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tests/model/personalities.h"
+
+namespace {
+
+using ibfabric::model::LinkSpeed;
+using ibfabric::model::Personality;
+using ibfabric::model::PortPlant;
+
+constexpr std::size_t kMadSize = 256;
+constexpr int kData = 64;  // SMP and PMA data offset (IBTA 13.4.3, 14.2.1)
+constexpr std::uint8_t kSmpLid = 0x01, kSmpDirected = 0x81, kPerformance = 0x04;
+constexpr std::uint16_t kNodeInfo = 0x0011, kPortInfo = 0x0015, kMlnxExtPortInfo = 0xff90;
+constexpr std::uint16_t kClassPortInfo = 0x0001, kPortSamplesControl = 0x0010;
+constexpr std::uint16_t kStatusBusy = 0x0001, kStatusUnsupported = 0x000c;
+constexpr std::uint32_t kCapExtSpeeds = 0x4000, kCapCapMask2 = 0x8000;  // PortInfo.CapabilityMask
+
+struct Node {
+  std::string id;
+  bool is_switch = false;
+  const Personality* model = nullptr;
+  std::uint8_t widths = 0;                   // LinkWidthSupported: the model's, or narrower (a 2x HCA)
+  std::map<int, std::pair<int, int>> ports;  // port -> (peer node index, peer port)
+  std::optional<std::uint8_t> tick;          // planted PortSamplesControl.Tick
+  int busy = 0;                              // planted: PMA requests to answer Busy
+  std::uint16_t busy_attr = 0;               // only requests of this attribute (0: any)
+  std::uint64_t busy_serial = 0;             // which planting `busy` is
+  std::map<int, PortPlant> plants;           // port -> planted width/speed
+};
+
+struct Pending {
+  int node = -1;
+  int agent = 0;
+  std::uint8_t mgmt_class = 0;
+  std::uint16_t attr = 0;
+  std::uint32_t attr_mod = 0;
+};
+
+struct Synthesized {
+  int agent = 0;
+  std::uint16_t lid = 0;
+  std::uint8_t mad[kMadSize];
+};
+
+class Personalities {
+ public:
+  static Personalities& Get() {
+    static Personalities p;
+    return p;
+  }
+
+  // A request on its way out: true when it was answered here instead.
+  bool OnSend(int agent, const ib_user_mad* u) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!Reload()) return false;
+    const std::uint8_t* mad = u->data;
+    Pending p;
+    p.agent = agent;
+    p.mgmt_class = mad[1];
+    p.attr = static_cast<std::uint16_t>(mad_get_field(const_cast<std::uint8_t*>(mad), 0, IB_MAD_ATTRID_F));
+    p.attr_mod = mad_get_field(const_cast<std::uint8_t*>(mad), 0, IB_MAD_ATTRMOD_F);
+    p.node = Target(u);
+    if (p.node < 0) return false;
+    Node& n = nodes_[static_cast<std::size_t>(p.node)];
+    const bool get = (mad[3] & 0x7f) == 0x01;  // Get
+    if (p.mgmt_class == kPerformance && n.busy > 0 && (n.busy_attr == 0 || n.busy_attr == p.attr)) {
+      --n.busy;
+      auto& used = consumed_[n.id];
+      used = {n.busy_serial, used.first == n.busy_serial ? used.second + 1 : 1};
+      Answer(agent, u, kStatusBusy, nullptr);
+      return true;
+    }
+    if (p.mgmt_class == kPerformance && p.attr == kPortSamplesControl && get && (n.model || n.tick)) {
+      const std::optional<std::uint8_t> tick = n.tick ? n.tick : n.model->tick;
+      if (!tick) {
+        Answer(agent, u, kStatusUnsupported, nullptr);
+        return true;
+      }
+      std::uint8_t data[kMadSize - kData] = {};
+      data[1] = mad[kData + 1];  // PortSelect
+      data[2] = *tick;           // Tick (bits 16..23)
+      data[3] = 4;               // CounterWidth 4: 32-bit sample counters (assumed)
+      Answer(agent, u, 0, data);
+      return true;
+    }
+    pending_[Tid(mad)] = p;
+    return false;
+  }
+
+  // A synthesized answer waiting for umad_recv, if any.
+  std::optional<Synthesized> Take() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (answers_.empty()) return std::nullopt;
+    Synthesized s = answers_.front();
+    answers_.pop_front();
+    return s;
+  }
+
+  // An answer from ibsim: rewritten as its node's model would have it.
+  void OnReceive(ib_user_mad* u) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (u->status != 0 || !loaded_) return;
+    std::uint8_t* mad = u->data;
+    const auto it = pending_.find(Tid(mad));
+    if (it == pending_.end()) return;
+    const Pending p = it->second;
+    pending_.erase(it);
+    if ((mad[3] & 0x80) == 0 || p.node < 0) return;  // not a response
+    Node& n = nodes_[static_cast<std::size_t>(p.node)];
+    const bool smp = p.mgmt_class == kSmpLid || p.mgmt_class == kSmpDirected;
+    if (smp && p.attr == kPortInfo) Learn(p.node, mad);
+    if (!n.model) return;
+    if (smp && p.attr == kNodeInfo) {
+      mad_set_field(mad, kData, IB_NODE_VENDORID_F, n.model->vendor_id);
+      mad_set_field(mad, kData, IB_NODE_DEVID_F, n.model->device_id);
+    } else if (smp && p.attr == kPortInfo) {
+      RewritePortInfo(p, n, mad);
+    } else if (smp && p.attr == kMlnxExtPortInfo) {
+      RewriteExtPortInfo(p, n, mad);
+    } else if (p.mgmt_class == kPerformance && p.attr == kClassPortInfo) {
+      mad_set_field(mad, kData, IB_CPI_CAPMASK_F, n.model->pma_mask);
+      mad_set_field(mad, kData, IB_CPI_CAPMASK2_F, n.model->pma_mask2);
+    }
+  }
+
+ private:
+  static std::uint32_t Tid(const std::uint8_t* mad) {
+    // The low 32 bits: ibsim rewrites the high ones (its client id).
+    return static_cast<std::uint32_t>(mad[12]) << 24 | static_cast<std::uint32_t>(mad[13]) << 16 |
+           static_cast<std::uint32_t>(mad[14]) << 8 | mad[15];
+  }
+
+  // Reads the state file again when it changed (checked at most every 50 ms).
+  bool Reload() {
+    const char* path = std::getenv("HW_PERSONALITY");
+    if (!path || !*path) return false;
+    timespec now{};
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    const std::int64_t ms = now.tv_sec * 1000 + now.tv_nsec / 1000000;
+    if (loaded_ && ms - checked_ms_ < 50) return true;
+    checked_ms_ = ms;
+    struct stat st {};
+    if (stat(path, &st) != 0) return loaded_;
+    // The file is replaced whole (a rename): a new inode or a new time.
+    const std::int64_t stamp =
+        (st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec) ^ (static_cast<std::int64_t>(st.st_ino) << 20);
+    if (loaded_ && stamp == stamp_) return true;
+    std::ifstream in(path);
+    nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded() || !j.is_object()) return loaded_;  // half-written: keep what we had
+    stamp_ = stamp;
+    Parse(j);
+    loaded_ = true;
+    return true;
+  }
+
+  void Parse(const nlohmann::json& j) {
+    nodes_.clear();
+    index_.clear();
+    lids_.clear();
+    const nlohmann::json nodes = j.value("nodes", nlohmann::json::array());
+    for (const auto& n : nodes) {
+      Node node;
+      node.id = n.value("id", "");
+      node.is_switch = n.value("switch", false);
+      node.model = ibfabric::model::FindPersonality(n.value("model", ""));
+      node.widths = node.model ? node.model->widths : 0;
+      if (auto w = ibfabric::model::ParseWidth(n.value("max_width", ""))) {
+        // Only the widths up to the given one (a 2x NDR200 HCA).
+        std::uint8_t keep = 0;
+        for (std::uint8_t bit : {ibfabric::model::width::k1x, ibfabric::model::width::k2x, ibfabric::model::width::k4x,
+                                 ibfabric::model::width::k8x, ibfabric::model::width::k12x}) {
+          keep |= bit;
+          if (bit == *w) break;
+        }
+        node.widths &= keep;
+      }
+      if (n.contains("tick")) node.tick = n["tick"].get<std::uint8_t>();
+      if (n.contains("busy")) {
+        node.busy_serial = n["busy"].value("serial", 0ULL);
+        node.busy = n["busy"].value("count", 0);
+        node.busy_attr = n["busy"].value("attr", static_cast<std::uint16_t>(0));
+        const auto used = consumed_.find(node.id);
+        if (used != consumed_.end() && used->second.first == node.busy_serial) node.busy -= used->second.second;
+      }
+      const nlohmann::json plants = n.value("plant", nlohmann::json::object());
+      for (const auto& [port, plant] : plants.items()) {
+        PortPlant pp;
+        pp.width = ibfabric::model::ParseWidth(plant.value("width", ""));
+        pp.speed = ibfabric::model::ParseLinkSpeed(plant.value("speed", ""));
+        node.plants[std::stoi(port)] = pp;
+      }
+      index_[node.id] = static_cast<int>(nodes_.size());
+      const nlohmann::json lids = n.value("lids", nlohmann::json::array());
+      for (const auto& lid : lids) {
+        lids_[lid.get<std::uint16_t>()] = static_cast<int>(nodes_.size());
+      }
+      nodes_.push_back(std::move(node));
+    }
+    // Ports second: their peers are named.
+    std::size_t i = 0;
+    for (const auto& n : nodes) {
+      const nlohmann::json ports = n.value("ports", nlohmann::json::object());
+      for (const auto& [port, peer] : ports.items()) {
+        const auto at = index_.find(peer.at(0).get<std::string>());
+        if (at != index_.end()) nodes_[i].ports[std::stoi(port)] = {at->second, peer.at(1).get<int>()};
+      }
+      ++i;
+    }
+    const char* host = std::getenv("SIM_HOST");
+    const auto at = index_.find(host && *host ? std::string(host) : j.value("attach", ""));
+    attach_ = at == index_.end() ? -1 : at->second;
+  }
+
+  // The node a request goes to: by LID, or along a directed route.
+  int Target(const ib_user_mad* u) const {
+    const std::uint8_t* mad = u->data;
+    if (mad[1] != kSmpDirected) {
+      const auto it = lids_.find(ntohs(u->addr.lid));
+      return it == lids_.end() ? -1 : it->second;
+    }
+    int at = attach_;
+    const int hops = mad[7];  // HopCount
+    for (int i = 1; i <= hops && at >= 0; ++i) {
+      const auto& ports = nodes_[static_cast<std::size_t>(at)].ports;
+      const auto next = ports.find(mad[128 + i]);  // InitialPath[i]
+      at = next == ports.end() ? -1 : next->second.first;
+    }
+    return at;
+  }
+
+  // A PortInfo answer names the LID of its node (a switch's port 0 LID on
+  // every port; a CA's port LID): later LID-routed requests find the node.
+  void Learn(int node, std::uint8_t* mad) {
+    const auto lid = static_cast<std::uint16_t>(mad_get_field(mad, kData, IB_PORT_LID_F));
+    if (lid != 0 && lid < 0xc000) lids_[lid] = node;
+  }
+
+  int PortOf(const Pending& p, const Node& n, std::uint8_t* mad) const {
+    const int port = static_cast<int>(p.attr_mod & 0xff);
+    if (port == 0 && !n.is_switch) return static_cast<int>(mad_get_field(mad, kData, IB_PORT_LOCAL_PORT_F));
+    return port;
+  }
+
+  // What the link of `port` runs at; none where its peer has no model
+  // (ibsim's answer stands) or the port has no peer.
+  std::optional<ibfabric::model::Negotiated> LinkOf(const Node& n, int port) const {
+    const auto peer = n.ports.find(port);
+    if (peer == n.ports.end()) return std::nullopt;
+    const Node& far = nodes_[static_cast<std::size_t>(peer->second.first)];
+    if (!far.model) return std::nullopt;
+    PortPlant plant;
+    for (const PortPlant* pp : {Plant(n, port), Plant(far, peer->second.second)}) {
+      if (!pp) continue;
+      if (pp->width) plant.width = pp->width;
+      if (pp->speed) plant.speed = pp->speed;
+    }
+    return ibfabric::model::Negotiate(*n.model, n.widths, *far.model, far.widths, plant);
+  }
+  static const PortPlant* Plant(const Node& n, int port) {
+    const auto it = n.plants.find(port);
+    return it == n.plants.end() ? nullptr : &it->second;
+  }
+
+  void RewritePortInfo(const Pending& p, const Node& n, std::uint8_t* mad) const {
+    const Personality& m = *n.model;
+    const std::uint32_t caps = mad_get_field(mad, kData, IB_PORT_CAPMASK_F);
+    mad_set_field(mad, kData, IB_PORT_CAPMASK_F, caps | kCapExtSpeeds | kCapCapMask2);
+    mad_set_field(mad, kData, IB_PORT_CAPMASK2_F, m.capability_mask2);
+    mad_set_field(mad, kData, IB_PORT_LINK_WIDTH_SUPPORTED_F, n.widths);
+    mad_set_field(mad, kData, IB_PORT_LINK_WIDTH_ENABLED_F, n.widths);
+    mad_set_field(mad, kData, IB_PORT_LINK_SPEED_SUPPORTED_F, m.speeds);
+    mad_set_field(mad, kData, IB_PORT_LINK_SPEED_ENABLED_F, m.speeds);
+    mad_set_field(mad, kData, IB_PORT_LINK_SPEED_EXT_SUPPORTED_F, m.speeds_ext);
+    mad_set_field(mad, kData, IB_PORT_LINK_SPEED_EXT_ENABLED_F, m.speeds_ext);
+    std::uint8_t ext2_active = 0;
+    const int port = PortOf(p, n, mad);
+    const bool up = mad_get_field(mad, kData, IB_PORT_PHYS_STATE_F) == 5;  // LinkUp
+    const auto link = port != 0 && up ? LinkOf(n, port) : std::nullopt;
+    if (link) {
+      mad_set_field(mad, kData, IB_PORT_LINK_WIDTH_ACTIVE_F, link->width);
+      // Up to QDR the speed is LinkSpeedActive's; above it the extended
+      // field's (FDR10 shows as QDR here: ExtendedPortInfo tells it).
+      const int s = static_cast<int>(link->speed);
+      const std::uint8_t base = link->speed == LinkSpeed::kSdr   ? ibfabric::model::speed::kSdr
+                                : link->speed == LinkSpeed::kDdr ? ibfabric::model::speed::kDdr
+                                                                 : ibfabric::model::speed::kQdr;
+      mad_set_field(mad, kData, IB_PORT_LINK_SPEED_ACTIVE_F, base);
+      std::uint8_t ext = 0;
+      if (s >= static_cast<int>(LinkSpeed::kFdr) && link->speed != LinkSpeed::kXdr) {
+        ext = static_cast<std::uint8_t>(1 << (s - static_cast<int>(LinkSpeed::kFdr)));  // FDR 1 .. NDR 8
+      }
+      mad_set_field(mad, kData, IB_PORT_LINK_SPEED_EXT_ACTIVE_F, ext);
+      if (link->speed == LinkSpeed::kXdr) ext2_active = ibfabric::model::speed_ext2::kXdr;
+    }
+    // LinkSpeedExtActive2, Supported2, Enabled2: PortInfo bits 449..455
+    // (data byte 56: bit 7 is 448's, then 2, 2 and 3 bits).
+    std::uint8_t& b = mad[kData + 56];
+    b = static_cast<std::uint8_t>((b & 0x80) | (ext2_active & 0x3) << 5 | (m.speeds_ext2 & 0x3) << 3 |
+                                  (m.speeds_ext2 & 0x7));
+  }
+
+  // Mellanox ExtendedPortInfo (vendor SMP 0xFF90; libibmad
+  // IB_MLNX_EXT_PORT_*): LinkSpeed* bit 0 is FDR10.
+  void RewriteExtPortInfo(const Pending& p, const Node& n, std::uint8_t* mad) const {
+    const std::uint8_t fdr10 = n.model->fdr10 ? 1 : 0;
+    mad_set_field(mad, kData, IB_MLNX_EXT_PORT_LINK_SPEED_SUPPORTED_F, fdr10);
+    mad_set_field(mad, kData, IB_MLNX_EXT_PORT_LINK_SPEED_ENABLED_F, fdr10);
+    const auto link = LinkOf(n, static_cast<int>(p.attr_mod & 0xff));
+    mad_set_field(mad, kData, IB_MLNX_EXT_PORT_LINK_SPEED_ACTIVE_F, link && link->speed == LinkSpeed::kFdr10 ? 1 : 0);
+  }
+
+  // Queues the answer to request `u` for umad_recv: its header with the
+  // response bit and `status`, and `data` (zeros when null).
+  void Answer(int agent, const ib_user_mad* u, std::uint16_t status, const std::uint8_t* data) {
+    Synthesized s;
+    s.agent = agent;
+    s.lid = ntohs(u->addr.lid);
+    std::memcpy(s.mad, u->data, kMadSize);
+    s.mad[3] = 0x81;  // GetResp
+    mad_set_field(s.mad, 0, IB_MAD_STATUS_F, status);
+    std::memset(s.mad + kData, 0, kMadSize - kData);
+    if (data) std::memcpy(s.mad + kData, data, kMadSize - kData);
+    answers_.push_back(s);
+  }
+
+  std::mutex mu_;
+  bool loaded_ = false;
+  std::int64_t checked_ms_ = 0;
+  std::int64_t stamp_ = 0;
+  std::vector<Node> nodes_;
+  std::map<std::string, int> index_;
+  std::map<std::uint16_t, int> lids_;
+  int attach_ = -1;
+  std::map<std::uint32_t, Pending> pending_;
+  std::deque<Synthesized> answers_;
+  // Busy answers given per node, for the planting they belong to: a
+  // reload keeps counting down the same planting.
+  std::map<std::string, std::pair<std::uint64_t, int>> consumed_;
+};
+
+template <typename F>
+F Next(const char* name) {
+  return reinterpret_cast<F>(dlsym(RTLD_NEXT, name));
+}
+
+}  // namespace
+
+extern "C" {
+
+int umad_send(int fd, int agentid, void* umad, int length, int timeout_ms, int retries) {
+  using Fn = int (*)(int, int, void*, int, int, int);
+  static const Fn next = Next<Fn>("umad_send");
+  if (Personalities::Get().OnSend(agentid, static_cast<const ib_user_mad*>(umad))) return 0;
+  return next(fd, agentid, umad, length, timeout_ms, retries);
+}
+
+int umad_recv(int fd, void* umad, int* length, int timeout_ms) {
+  using Fn = int (*)(int, void*, int*, int);
+  static const Fn next = Next<Fn>("umad_recv");
+  if (auto s = Personalities::Get().Take()) {
+    auto* u = static_cast<ib_user_mad*>(umad);
+    if (*length < static_cast<int>(kMadSize)) {
+      *length = static_cast<int>(kMadSize);
+      return -ENOSPC;
+    }
+    u->agent_id = static_cast<std::uint32_t>(s->agent);
+    u->status = 0;
+    u->length = static_cast<std::uint32_t>(sizeof(ib_user_mad) + kMadSize);
+    std::memset(&u->addr, 0, sizeof u->addr);
+    u->addr.lid = htons(s->lid);
+    u->addr.qpn = htonl(s->mad[1] == kPerformance ? 1 : 0);
+    std::memcpy(u->data, s->mad, kMadSize);
+    *length = static_cast<int>(kMadSize);
+    return s->agent;
+  }
+  const int rc = next(fd, umad, length, timeout_ms);
+  if (rc >= 0) Personalities::Get().OnReceive(static_cast<ib_user_mad*>(umad));
+  return rc;
+}
+
+}  // extern "C"
