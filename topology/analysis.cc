@@ -6,7 +6,7 @@
 #include <deque>
 #include <set>
 
-#include "topology/hosts.h"
+#include "topology/group_names.h"
 #include "topology/link_rate.h"
 
 namespace ibfabric::topology {
