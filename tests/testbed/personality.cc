@@ -259,13 +259,6 @@ Env HardwareFabric::PreloadEnv() const {
   return {{"LD_PRELOAD", IBFABRIC_HW_PERSONALITY_LIB}, {"HW_PERSONALITY", path_}};
 }
 
-std::string HardwareFabric::ModelOf(const std::string& node) const {
-  for (const Node& n : nodes_) {
-    if (n.id == node || n.description == node) return n.model;
-  }
-  return "";
-}
-
 bool HardwareFabric::Write(std::string* error) const {
   nlohmann::json j;
   j["attach"] = attach_;

@@ -67,8 +67,6 @@ class HardwareFabric {
   // LD_PRELOAD it is given after umad2sim's).
   Env PreloadEnv() const;
   const std::string& state_path() const { return path_; }
-  // The model given to a node ("" when none).
-  std::string ModelOf(const std::string& node) const;
 
  private:
   struct Node {
