@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the fuzz targets with clang's libFuzzer (plus ASan and UBSan) and
-# runs each for SECONDS (default 20) from its seed corpus. Exits non-zero on
+# runs each for SECONDS (default 20) from its seed corpus, as many at once as
+# there are cores (each target runs on one). Exits non-zero on
 # any crash, leak or sanitizer report. Run by ctest.
 #   scripts/fuzz.sh [SECONDS] [OUT_DIR] [BUILD_DIR]
 # The parser targets need nothing built. The HTTP target (tests/fuzz/
@@ -16,7 +17,7 @@ out="${2:-build/fuzz}"
 build="${3:-}"
 mkdir -p "$out"
 cxx=$(command -v clang++ || command -v clang++-14)
-common=(-std=c++20 -O1 -g -fno-sanitize-recover=undefined -I.)
+common=(-std=c++20 -O1 -g1 -fno-sanitize-recover=undefined -I.)
 # Compiles each source once into $out/obj (instrumented for the fuzzer, not
 # linked with its main), again only when it or a header changed; in the
 # background, collected by wait_objects. objects_of names the objects.
@@ -79,11 +80,25 @@ if [ -n "$build" ]; then
 fi
 wait_objects
 
+# Runs in the background, at most one a core; wait_runs fails if any did.
+runs=()
+start() {
+  run "$@" &
+  runs+=($!)
+  if [ ${#runs[@]} -ge "$(nproc)" ]; then wait_runs; fi
+}
+wait_runs() {
+  local failed=0
+  for pid in "${runs[@]}"; do wait "$pid" || failed=1; done
+  runs=()
+  [ "$failed" = 0 ] || exit 1
+}
+
 mapfile -t parser_objects < <(objects_of "${parsers[@]}")
 for target in "${targets[@]}"; do
   mapfile -t target_object < <(objects_of "tests/fuzz/${target}_fuzz.cc")
   link "$target" "${target_object[@]}" "${parser_objects[@]}" -lyaml-cpp
-  run "$target" -max_len=4096
+  start "$target" -max_len=4096
 done
 if [ -n "$build" ]; then
   mapfile -t http_objects < <(objects_of "${http[@]}" config/text.cc)
@@ -95,6 +110,7 @@ if [ -n "$build" ]; then
     "$build/topology/libibfabric_topology.a" "$build/config/libibfabric_config.a" \
     "$build/transport/libibfabric_transport_fake.a" "$build/transport/libibfabric_transport.a" \
     -lprometheus-cpp-core -lyaml-cpp -lcpp-httplib -lssl -lcrypto -lcrypt -lz -libmad -libumad -lpthread
-  run http -max_len=16384 -dict=tests/fuzz/http.dict
+  start http -max_len=16384 -dict=tests/fuzz/http.dict
 fi
+wait_runs
 echo "fuzz: all targets ran without a crash"
