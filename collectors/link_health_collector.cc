@@ -3,6 +3,7 @@
 #include "collectors/health/alerts.h"
 #include "collectors/health/link_health.h"
 #include "collectors/render.h"
+#include "collectors/xmit_wait_tick_collector.h"
 
 namespace ibfabric::collectors {
 namespace {
@@ -14,14 +15,24 @@ using topology::FormatGuid;
 class LinkHealthCollector final : public Collector {
  public:
   explicit LinkHealthCollector(const AlertConfig& alerts)
-      : window_(alerts.window), link_health_({alerts.window, alerts.xmit_wait_tick_multiplier}), alerts_(alerts) {}
+      : window_(alerts.window),
+        multiplier_(alerts.xmit_wait_tick_multiplier),
+        link_health_({alerts.window}),
+        alerts_(alerts) {}
 
   Schedule schedule() const override { return Schedule::kSweep; }
 
   Outcome Update(const Cycle& cycle) override {
     const SweepResult& sweep = *cycle.sweep;
+    // How long a PortXmitWait count lasts: by each device's Tick where
+    // xmit_wait_tick read it, else as if it had not been read.
+    const auto* ticks = cycle.parts->by_collector.Get<XmitWaitTicks>(kXmitWaitTickCollector);
+    const WaitCountSeconds wait_count = [&](const topology::Node& n, const topology::Port& p) {
+      return ticks ? ticks->CountSeconds(n, p)
+                   : topology::XmitWaitCountSeconds(n, p, topology::TickOf(n, std::nullopt, multiplier_));
+    };
     link_health_.Observe(*cycle.fabric, cycle.parts->topology.get(), *cycle.parts->ports, sweep.links, cycle.now,
-                         cycle.wall, /*counters_read=*/!sweep.readings.empty());
+                         cycle.wall, /*counters_read=*/!sweep.readings.empty(), wait_count);
     auto report = std::make_shared<HealthReport>();
     // The cables this exporter reads an end of: in a sharded or local
     // deployment each cable is judged (and its link_up stated) once, by
@@ -85,6 +96,7 @@ class LinkHealthCollector final : public Collector {
   }
 
   std::chrono::milliseconds window_;
+  std::optional<double> multiplier_;  // Tick + 1 of every device, when the alerts config sets it
   LinkHealth link_health_;
   AlertEngine alerts_;
   std::shared_ptr<const HealthReport> report_;

@@ -56,6 +56,9 @@ class PortCountersCollector final : public Collector {
       }
     }
     for (SweepTarget& t : targets) {
+      // PortXmitWait is read wherever it has been seen filled, whatever
+      // ClassPortInfo claims (mlx5 HCAs fill it without the bit).
+      if (waits_by_value_.count(t.port.node_guid)) t.caps.mask |= transport::pma_cap::kXmitWait;
       const auto it = store_.ports().find(t.port);
       const PortTotals* totals = it == store_.ports().end() ? nullptr : &it->second;
       auto never = [&](Counter c) { return !totals || !totals->present.test(Index(c)); };
@@ -93,6 +96,9 @@ class PortCountersCollector final : public Collector {
         continue;
       }
       ok = true;
+      if (!r.target.caps.XmitWait() && r.sample->present.test(Index(Counter::kXmitWait))) {
+        waits_by_value_.insert(r.target.port.node_guid);  // counted though its PMA does not say so
+      }
       const auto before = store_.ports().find(r.target.port);
       const bool known = before != store_.ports().end();
       const auto total = [&](Counter c) { return known ? before->second.total[Index(c)] : 0; };
@@ -210,6 +216,9 @@ class PortCountersCollector final : public Collector {
   // did; PortVLXmitWaitCounters of congested ports (and not where a PMA
   // said it lacks it).
   OptionalRead rcv_details_, discard_details_, vl_wait_;
+  // Nodes whose PMA lacks the PortXmitWait capability bit but filled the
+  // counter: it is theirs from then on, zero included.
+  std::set<std::uint64_t> waits_by_value_;
   std::shared_ptr<const VlWaitTable> vl_wait_totals_ = std::make_shared<const VlWaitTable>();
 };
 

@@ -39,7 +39,8 @@ const std::vector<CollectorInfo>& Registry() {
        RenderPortCounters,
        {"capabilities"}},
       {"xmit_wait_tick",
-       "PMA PortSamplesControl.Tick of each node once a port of it counted PortXmitWait: how long its ticks are.",
+       "PMA PortSamplesControl.Tick of each node once a port of it counted PortXmitWait, and each port's "
+       "PortXmitWait in seconds by its device's Tick and generation.",
        true,
        MakeXmitWaitTickCollector,
        RenderXmitWaitTick,
@@ -49,7 +50,7 @@ const std::vector<CollectorInfo>& Registry() {
        true,
        MakeLinkHealthCollector,
        RenderLinkHealth,
-       {"port_counters", "fat_tree", "routing"}},
+       {"port_counters", "fat_tree", "routing", "xmit_wait_tick"}},
       {"subnet_managers", "SMInfo of every subnet manager: masters, standbys, sweeping, failovers.", true,
        MakeSubnetManagersCollector, RenderSubnetManagers},
   };

@@ -58,6 +58,8 @@ class XmitWaitTickCollector final : public Collector {
  public:
   static constexpr int kTries = 5;  // the first ask and 4 more, 1, 2, 4 and 8 sweeps apart
 
+  explicit XmitWaitTickCollector(std::optional<double> multiplier) { ticks_.multiplier = multiplier; }
+
   Schedule schedule() const override { return Schedule::kSweep; }
 
   void Plan(const Cycle& cycle, SweepPlan* plan) override {
@@ -88,6 +90,7 @@ class XmitWaitTickCollector final : public Collector {
       for (const auto& r : part_.reads()) changed |= Note(r, cycle, &out);
       part_.Ask({});
     }
+    changed |= Convert(*cycle.parts->ports, *cycle.fabric);
     if (changed || !published_) published_ = std::make_shared<const XmitWaitTicks>(ticks_);
     return out;
   }
@@ -132,6 +135,42 @@ class XmitWaitTickCollector final : public Collector {
     return false;
   }
 
+  // Whether the length of the node's counts is as good as it gets: its
+  // Tick read, or known not to be, or overridden.
+  bool Settled(std::uint64_t node) const {
+    if (ticks_.multiplier || ticks_.tick.count(node) || ticks_.unsupported.count(node)) return true;
+    const auto h = holds_.find(node);
+    return h != holds_.end() && h->second.tries >= kTries;
+  }
+
+  // Each port's new PortXmitWait counts into seconds, where its node's
+  // Tick is settled and its link up; true when any port's seconds moved.
+  bool Convert(const PortTable& ports, const topology::Fabric& fabric) {
+    const std::size_t wait = Index(Counter::kXmitWait);
+    bool changed = false;
+    for (const auto& [ref, totals] : ports) {
+      if (!totals.present.test(wait)) continue;
+      const std::uint64_t total = totals.total[wait];
+      auto it = counted_.find(ref);
+      if (it == counted_.end()) {
+        if (total == 0) continue;  // never waited: 0 s, from the totals
+        it = counted_.emplace(ref, 0).first;
+        ticks_.wait_seconds[ref] = 0;
+        changed = true;
+      }
+      if (total < it->second) it->second = total;  // the totals started again: counts from here
+      if (total == it->second || !Settled(ref.node_guid)) continue;
+      const topology::Node* n = fabric.FindNode(ref.node_guid);
+      const topology::Port* p = fabric.FindPort(ref);
+      const double length = n && p ? ticks_.CountSeconds(*n, *p) : 0;
+      if (length <= 0) continue;  // not up as discovered: converted once it is
+      ticks_.wait_seconds[ref] += static_cast<double>(total - it->second) * length;
+      it->second = total;
+      changed = true;
+    }
+    return changed;
+  }
+
   bool DropGone(const topology::Fabric& fabric) {
     bool changed = false;
     for (auto it = ticks_.tick.begin(); it != ticks_.tick.end();) {
@@ -147,6 +186,7 @@ class XmitWaitTickCollector final : public Collector {
   }
 
   XmitWaitTicks ticks_;
+  std::map<topology::PortRef, std::uint64_t> counted_;  // PortXmitWait total already in seconds
   std::map<std::uint64_t, Hold> holds_;
   std::uint64_t sweep_ = 0;
   TickReads part_;
@@ -155,13 +195,71 @@ class XmitWaitTickCollector final : public Collector {
 
 }  // namespace
 
-std::unique_ptr<Collector> MakeXmitWaitTickCollector(const CollectorOptions&) {
-  return std::make_unique<XmitWaitTickCollector>();
+topology::TickLength XmitWaitTicks::TickOf(const topology::Node& node) const {
+  const auto t = tick.find(node.guid);
+  return topology::TickOf(node, t == tick.end() ? std::nullopt : std::optional(t->second), multiplier);
 }
+
+std::unique_ptr<Collector> MakeXmitWaitTickCollector(const CollectorOptions& options) {
+  return std::make_unique<XmitWaitTickCollector>(options.alerts.xmit_wait_tick_multiplier);
+}
+
+namespace {
+
+// Seconds waited per port: one family per role, as the raw counts'.
+void RenderWaitSeconds(const Snapshot& s, const XmitWaitTicks& ticks, const Emit& out) {
+  if (!Has(s.port_groups, PortGroup::kCongestion)) return;  // left out (--counters.groups)
+  const std::size_t wait = Index(Counter::kXmitWait);
+  for (const bool sw : {false, true}) {
+    const std::string role = sw ? "switch" : "hca";
+    FamilyParts f(out, "infiniband_" + role + "_port_transmit_wait_seconds_total",
+                  "Time the " + role +
+                      " port had data to send and sent none: PortXmitWait counts, each as long as the device's "
+                      "PortSamplesControl.Tick and its generation make it (infiniband_node_transmit_wait_unit_info)",
+                  prometheus::MetricType::Counter);
+    for (const auto& [ref, totals] : *s.ports) {
+      const NodeLabel& label = LabelOf(s, ref.node_guid);
+      if ((label.kind == topology::NodeKind::kSwitch) != sw || !totals.present.test(wait)) continue;
+      const auto it = ticks.wait_seconds.find(ref);
+      if (it == ticks.wait_seconds.end() && totals.total[wait] != 0) continue;  // not converted yet
+      f.Add(PortLabels(ref, label), it == ticks.wait_seconds.end() ? 0.0 : it->second);
+    }
+    f.Finish();
+  }
+}
+
+// How each node whose ports waited has its counts converted.
+void RenderWaitUnits(const Snapshot& s, const XmitWaitTicks& ticks, const Emit& out) {
+  auto family = Family("infiniband_node_transmit_wait_unit_info",
+                       "How the node's PortXmitWait counts become seconds: family (quantum: Tick+1 bytes of the "
+                       "port a count; switch-ib and ibta: of one lane), and where Tick came from (device, "
+                       "documented for the family, override from the alerts config, or minimum: none known)",
+                       prometheus::MetricType::Gauge);
+  std::uint64_t last = 0;
+  for (const auto& [ref, seconds] : ticks.wait_seconds) {
+    if (ref.node_guid == last) continue;
+    last = ref.node_guid;
+    const topology::Node* n = s.fabric->FindNode(ref.node_guid);
+    if (!n || !OwnsNode(s, n->guid)) continue;
+    const topology::XmitWaitUnit unit = topology::XmitWaitUnitOf(*n);
+    Add(family,
+        {{"guid", topology::FormatGuid(n->guid)},
+         {"family", unit.family},
+         {"counting", unit.counting == topology::WaitCounting::kPort ? "port" : "lane"},
+         {"tick_source", topology::ToString(ticks.TickOf(*n).source)}},
+        1);
+  }
+  EmitNonEmpty(out, family);
+}
+
+}  // namespace
 
 void RenderXmitWaitTick(const Snapshot& s, const Emit& out) {
   const auto* ticks = s.by_collector.Get<XmitWaitTicks>(kXmitWaitTickCollector);
-  if (!ticks || ticks->tick.empty()) return;
+  if (!ticks) return;
+  RenderWaitSeconds(s, *ticks, out);
+  RenderWaitUnits(s, *ticks, out);
+  if (ticks->tick.empty()) return;
   auto family = Family("infiniband_node_pma_samples_tick",
                        "PMA PortSamplesControl.Tick of the node as it reports it (perfquery -c): one PortXmitWait "
                        "tick lasts Tick+1 symbol times (one byte on one lane, IBTA 16.1.3.2); read once a port of "

@@ -13,15 +13,30 @@
 // past its retries, a Redirect), is asked again 1, 2, 4 and 8 sweeps
 // later, then left until the node is walked again.
 //
+// With the Tick and the device's family (topology/xmit_wait.h) it turns
+// each port's PortXmitWait into seconds waited: each sweep's new counts at
+// the length one count has at the speed the port runs then, so a link that
+// retrains does not rescale its past. A port's counts are converted once
+// its node's Tick is settled (read, unsupported, given up, or the alerts
+// config's xmit_wait_tick_multiplier overrides every device's), so the
+// first total is converted at the device's own Tick, not a guess.
+//
 // Part: XmitWaitTicks under "xmit_wait_tick" (Snapshot::by_collector).
-// Metric: infiniband_node_pma_samples_tick{guid}, absent where not read.
+// Metrics: infiniband_node_pma_samples_tick{guid}, absent where not read;
+// infiniband_{switch,hca}_port_transmit_wait_seconds_total per port that
+// reports PortXmitWait (0 while it never waited; a port whose waits wait
+// for their Tick keeps its last value); and
+// infiniband_node_transmit_wait_unit_info{guid,family,counting,tick_source}
+// for each node with a port that waited.
 
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 
 #include "collectors/collector.h"
+#include "topology/xmit_wait.h"
 
 namespace ibfabric::collectors {
 
@@ -30,6 +45,16 @@ inline constexpr std::string_view kXmitWaitTickCollector = "xmit_wait_tick";
 struct XmitWaitTicks {
   std::map<std::uint64_t, std::uint8_t> tick;  // node GUID -> PortSamplesControl.Tick
   std::set<std::uint64_t> unsupported;         // answered "unsupported attribute"
+  std::optional<double> multiplier;            // the operator's Tick + 1 for every device
+  // Seconds waited, of each port that counted PortXmitWait since the start.
+  std::map<topology::PortRef, double> wait_seconds;
+
+  // Tick + 1 of the node's counts, and where it came from.
+  topology::TickLength TickOf(const topology::Node& node) const;
+  // Seconds one PortXmitWait count of `port` stands for now (0: not up).
+  double CountSeconds(const topology::Node& node, const topology::Port& port) const {
+    return topology::XmitWaitCountSeconds(node, port, TickOf(node));
+  }
 };
 
 std::unique_ptr<Collector> MakeXmitWaitTickCollector(const CollectorOptions& options);

@@ -238,9 +238,10 @@ def congestion():
         f'topk($topn, {ports(f"infiniband_port_transmit_wait_ratio{{{F}}}")})', "{{node}} port {{port}}")], "percentunit",
         "Fraction of time a port had data to send and no credits (PortXmitWait): congestion spreading back "
         "from a hot spot."), 12, 8)
-    l.add(timeseries("PortXmitWait ticks: top $topn switch ports", [target(
-        f'topk($topn, rate(infiniband_switch_port_transmit_wait_total{{{SW}}}[$__rate_interval]))',
-        "{{switch}} port {{port}}")], "cps"), 12, 8)
+    l.add(timeseries("Time waiting to send: top $topn switch ports", [target(
+        f'topk($topn, rate(infiniband_switch_port_transmit_wait_seconds_total{{{SW}}}[$__rate_interval]))',
+        "{{switch}} port {{port}}")], "percentunit",
+        "PortXmitWait in seconds per second, each device's counts at its own tick and generation's unit."), 12, 8)
     l.add(timeseries("Transmit discards: top $topn switch ports", [target(
         f'topk($topn, rate(infiniband_switch_port_transmit_discards_total{{{SW}}}[$__rate_interval]))',
         "{{switch}} port {{port}}")], "cps", "Packets dropped for lack of credits or a down link."), 12, 8)

@@ -108,7 +108,7 @@ bool ParseAlertConfig(const std::string& text, AlertConfig* config, std::string*
                          {"xmit_wait_tick_multiplier",
                           [&](const YAML::Node& v, const std::string& kk) {
                             c.xmit_wait_tick_multiplier = Number(v, kk);
-                            if (c.xmit_wait_tick_multiplier < 1 || c.xmit_wait_tick_multiplier > 256) {
+                            if (*c.xmit_wait_tick_multiplier < 1 || *c.xmit_wait_tick_multiplier > 256) {
                               throw Bad{LineOf(v), kk + " must be from 1 to 256"};
                             }
                           }},

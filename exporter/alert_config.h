@@ -17,7 +17,7 @@
 //     link_downs: {warning: 2, critical: 5}        # within the window
 //   congestion:
 //     xmit_wait_fraction: {warning: 0.05, critical: 0.25}
-//     xmit_wait_tick_multiplier: 1                 # PortSamplesControl.Tick + 1
+//     xmit_wait_tick_multiplier: 8   # Tick + 1 of every device; unset (the default): each device's own
 //     xmit_discards_per_second: {warning: 1, critical: 100}
 //   degraded_link: {severity: warning}
 //   miswiring: {severity: warning}

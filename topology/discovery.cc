@@ -400,6 +400,8 @@ class Discoverer {
         b.node.kind = KindOf(ni.node_type);
         b.node.num_ports = ni.num_ports;
         b.node.partition_cap = ni.partition_cap;
+        b.node.vendor_id = ni.vendor_id;
+        b.node.device_id = ni.device_id;
         b.path = v.path;
         rest.push_back({ni.node_guid, kDescription});
         if (b.node.kind == NodeKind::kSwitch) {
@@ -634,7 +636,9 @@ void ApplyPortInfo(const transport::PortInfo& pi, bool ext_speeds2, Port* p) {
   p->speed_enabled = pi.link_speed_enabled;
   p->speed_supported = pi.link_speed_supported;
   p->speed_ext_active = pi.link_speed_ext_active;
-  p->speed_ext_enabled = pi.link_speed_ext_enabled;
+  // LinkSpeedExtEnabled 30 is "extended speeds disabled" (IBTA 14.2.5.6),
+  // not a set of speeds: none enabled (libibnetdisc reads it so too).
+  p->speed_ext_enabled = pi.link_speed_ext_enabled == transport::kLinkSpeedExtDisabled ? 0 : pi.link_speed_ext_enabled;
   p->speed_ext_supported = pi.link_speed_ext_supported;
   p->speed_ext2_active = ext_speeds2 ? pi.link_speed_ext2_active : 0;
   p->speed_ext2_enabled = ext_speeds2 ? pi.link_speed_ext2_enabled : 0;

@@ -64,6 +64,8 @@ struct Node {
   std::vector<Port> ports;          // the ports discovery learnt, ascending by number
   bool ext_speeds2 = false;         // PortInfo capability masks say LinkSpeedExt*2 are valid
   std::uint16_t partition_cap = 0;  // NodeInfo.PartitionCap: P_Key entries per CA port
+  std::uint32_t vendor_id = 0;      // NodeInfo.VendorID (IEEE OUI; 0x02c9 Mellanox/NVIDIA)
+  std::uint16_t device_id = 0;      // NodeInfo.DeviceID: the ASIC (xmit_wait.h reads it)
 
   const Port* FindPort(std::uint8_t number) const;
 };

@@ -113,6 +113,10 @@ inline constexpr std::uint16_t kPortCap2ExtSpeeds2 = 0x0800;
 // the LinkSpeedExt*2 fields are valid.
 bool HasExtendedSpeeds2(const PortInfo& caps);
 
+// PortInfo.LinkSpeedExtEnabled 30 (0x1E): extended speeds disabled, not a
+// set of speeds (IBTA 14.2.5.6 table 155; libibnetdisc treats it as 0).
+inline constexpr std::uint8_t kLinkSpeedExtDisabled = 30;
+
 // PortInfo.PortState values (IBTA table 155).
 inline constexpr std::uint8_t kPortStateDown = 1;
 inline constexpr std::uint8_t kPortStateActive = 4;

@@ -66,7 +66,9 @@ struct AlertConfig {
   // Congestion, per end: fraction of the time the port had data it could not send,
   // and discarded packets per second.
   Threshold xmit_wait_fraction{0.05, 0.25};
-  double xmit_wait_tick_multiplier = 1;
+  // PortSamplesControl.Tick + 1 for every device, overriding what each
+  // reports (topology/xmit_wait.h); unset: each device's own.
+  std::optional<double> xmit_wait_tick_multiplier;
   Threshold xmit_discards{1, 100};
   // Discrete conditions.
   Severity degraded_severity = Severity::kWarning;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "topology/link_rate.h"
+#include "topology/xmit_wait.h"
 #include "transport/attributes.h"
 
 namespace ibfabric::collectors {
@@ -222,7 +223,7 @@ void LinkHealth::Emit(FabricEvent e) {
   while (events_.size() > kMaxEvents) events_.pop_front();
 }
 
-EndRates LinkHealth::RatesOf(const topology::PortRef& port, double lane_gbps) const {
+EndRates LinkHealth::RatesOf(const topology::PortRef& port, double wait_count_seconds) const {
   EndRates r;
   r.port = port;
   auto it = history_.find(port);
@@ -240,11 +241,9 @@ EndRates LinkHealth::RatesOf(const topology::PortRef& port, double lane_gbps) co
   if (r.packets_received > 0) {
     r.packet_drop_rate = static_cast<double>(r.Delta(Signal::kRcvErrors)) / r.packets_received;
   }
-  if (lane_gbps > 0) {
-    // One tick: the time one byte takes on one lane (4 ns at SDR), times
-    // the multiplier.
-    const double tick = options_.xmit_wait_tick_multiplier * 8 / (lane_gbps * 1e9);
-    r.xmit_wait_fraction = std::min(1.0, static_cast<double>(r.Delta(Signal::kXmitWait)) * tick / r.window_seconds);
+  if (wait_count_seconds > 0) {
+    r.xmit_wait_fraction =
+        std::min(1.0, static_cast<double>(r.Delta(Signal::kXmitWait)) * wait_count_seconds / r.window_seconds);
   }
   return r;
 }
@@ -252,7 +251,7 @@ EndRates LinkHealth::RatesOf(const topology::PortRef& port, double lane_gbps) co
 void LinkHealth::Observe(const topology::Fabric& fabric, const topology::Analysis* analysis, const PortTable& ports,
                          const std::map<topology::PortRef, topology::Port>& links,
                          std::chrono::steady_clock::time_point now, std::chrono::system_clock::time_point wall,
-                         bool counters_read) {
+                         bool counters_read, const WaitCountSeconds& wait_count) {
   Track(fabric);
   ++observation_;
   for (auto& [link, c] : cables_) {
@@ -273,7 +272,7 @@ void LinkHealth::Observe(const topology::Fabric& fabric, const topology::Analysi
     h.downs_total += events;
     std::erase_if(c.downs, [&](const Down& d) { return d.t <= now - options_.window; });
     h.up = read.up;
-    NoteRates(link, &c, read, analysis, fabric, links);
+    NoteRates(link, &c, read, analysis, fabric, links, wait_count);
     for (int k = 0; k < 2; ++k) {
       c.present[k] = ends.present[k];
       c.pinned[k] = ends.pinned[k];
@@ -423,11 +422,12 @@ DownKind LinkHealth::Classify(const topology::Link& link, CableState* c, const E
 }
 
 // The rate it runs at against the best it ran at, the analysis's degraded
-// verdict, and each end's lane speed (its XmitWait tick): as read this
-// sweep, else as discovered, else the link's.
+// verdict, and how long each end's PortXmitWait count lasts at the speed
+// it runs: as read this sweep, else as discovered, else the link's.
 void LinkHealth::NoteRates(const topology::Link& link, CableState* c, const LinkRead& read,
                            const topology::Analysis* analysis, const topology::Fabric& fabric,
-                           const std::map<topology::PortRef, topology::Port>& links) {
+                           const std::map<topology::PortRef, topology::Port>& links,
+                           const WaitCountSeconds& wait_count) {
   CableStatus& h = c->health;
   if (read.known) {
     h.rate = read.up && read.state ? topology::RateString(*read.state) : "";
@@ -448,7 +448,14 @@ void LinkHealth::NoteRates(const topology::Link& link, CableState* c, const Link
     auto it = links.find(ends[k]);
     const topology::Port* p = it != links.end() ? &it->second : fabric.FindPort(ends[k]);
     if (!p || !p->link_up()) p = read.state;
-    c->lane_gbps[k] = p && p->link_up() ? topology::LaneGbps(topology::ActiveSpeed(*p)) : 0.0;
+    const topology::Node* n = fabric.FindNode(ends[k].node_guid);
+    if (!p || !p->link_up() || !n) {
+      c->wait_count_seconds[k] = 0;
+    } else {
+      c->wait_count_seconds[k] =
+          wait_count ? wait_count(*n, *p)
+                     : topology::XmitWaitCountSeconds(*n, *p, topology::TickOf(*n, std::nullopt, std::nullopt));
+    }
   }
 }
 
@@ -500,7 +507,7 @@ std::vector<CableHealth> LinkHealth::Cables() const {
     const topology::PortRef ends[2] = {link.a, link.b};
     EndRates* rates[2] = {&h.a, &h.b};
     for (int k = 0; k < 2; ++k) {
-      *rates[k] = RatesOf(ends[k], c.lane_gbps[k]);
+      *rates[k] = RatesOf(ends[k], c.wait_count_seconds[k]);
       rates[k]->present = c.present[k];
       rates[k]->pinned = c.pinned[k];
     }

@@ -33,6 +33,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -124,8 +125,12 @@ struct CableHealth : CableStatus {
 
 struct LinkHealthOptions {
   std::chrono::milliseconds window{300'000};
-  double xmit_wait_tick_multiplier = 1;  // PortSamplesControl.Tick + 1 of the fabric's ports
 };
+
+// Seconds one PortXmitWait count of a port stands for as it runs now (0:
+// not up, or unknown): topology::XmitWaitCountSeconds with what the
+// exporter knows of the device's Tick. Unset: with no Tick read.
+using WaitCountSeconds = std::function<double(const topology::Node&, const topology::Port&)>;
 
 // Thread-safety: none; the sweeping thread owns it.
 class LinkHealth {
@@ -141,7 +146,8 @@ class LinkHealth {
   // counted again when the LinkDownedCounter that counted it is read.
   void Observe(const topology::Fabric& fabric, const topology::Analysis* analysis, const PortTable& ports,
                const std::map<topology::PortRef, topology::Port>& links, std::chrono::steady_clock::time_point now,
-               std::chrono::system_clock::time_point wall, bool counters_read = true);
+               std::chrono::system_clock::time_point wall, bool counters_read = true,
+               const WaitCountSeconds& wait_count = {});
 
   std::vector<CableHealth> Cables() const;
   // Events that explain link downs other than flaps, oldest first (the last
@@ -194,9 +200,9 @@ class LinkHealth {
   };
   struct CableState {
     CableStatus health;
-    // Each end's as of the last observation: lane speed (RatesOf), the
-    // counters it reports and those pinned.
-    std::array<double, 2> lane_gbps{};
+    // Each end's as of the last observation: how long one PortXmitWait
+    // count lasts (RatesOf), the counters it reports and those pinned.
+    std::array<double, 2> wait_count_seconds{};
     std::array<std::bitset<kSignalCount>, 2> present, pinned;
     double best_gbps = 0;
     std::vector<Down> downs;  // within the window, oldest first
@@ -238,13 +244,13 @@ class LinkHealth {
                     std::uint64_t disabled_node, std::uint64_t events, std::chrono::system_clock::time_point wall);
   static void NoteRates(const topology::Link& link, CableState* c, const LinkRead& read,
                         const topology::Analysis* analysis, const topology::Fabric& fabric,
-                        const std::map<topology::PortRef, topology::Port>& links);
+                        const std::map<topology::PortRef, topology::Port>& links, const WaitCountSeconds& wait_count);
   void Track(const topology::Fabric& fabric);
   // Adds the port's reading to its history.
   Reading Record(const topology::PortRef& port, const PortTotals& totals, std::chrono::steady_clock::time_point now);
-  // `lane_gbps`: the port's speed per lane while up (sets the XmitWait
-  // tick), 0 when unknown.
-  EndRates RatesOf(const topology::PortRef& port, double lane_gbps) const;
+  // `wait_count_seconds`: how long one PortXmitWait count of the port
+  // lasts, 0 when unknown (no wait fraction then).
+  EndRates RatesOf(const topology::PortRef& port, double wait_count_seconds) const;
   // Downs of the cable from `since` on, of kind flap, become `kind`; returns how many.
   static int Reclassify(CableState* c, std::chrono::steady_clock::time_point since, DownKind kind);
   // Nearly every cable of one switch down within the window: one reboot.

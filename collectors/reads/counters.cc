@@ -142,7 +142,7 @@ PortSample SampleFrom(const transport::PortCounters& pc, const transport::PortCo
     set(Counter::kLocalLinkIntegrityErrors, ext->local_link_integrity_errors, 64);
     set(Counter::kExcessiveBufferOverrunErrors, ext->excessive_buffer_overrun_errors, 64);
     set(Counter::kVl15Dropped, ext->vl15_dropped, 64);
-    if (caps.XmitWait()) set(Counter::kXmitWait, ext->xmit_wait, 64);
+    if (caps.XmitWait() || ext->xmit_wait != 0) set(Counter::kXmitWait, ext->xmit_wait, 64);
     if (caps.Qp1Dropped()) set(Counter::kQp1Dropped, ext->qp1_dropped, 64);
   } else {
     // Widths from IBTA 16.1.3.5, table 225.
@@ -158,7 +158,7 @@ PortSample SampleFrom(const transport::PortCounters& pc, const transport::PortCo
     set(Counter::kLocalLinkIntegrityErrors, pc.local_link_integrity_errors, 4);
     set(Counter::kExcessiveBufferOverrunErrors, pc.excessive_buffer_overrun_errors, 4);
     set(Counter::kVl15Dropped, pc.vl15_dropped, 16);
-    if (caps.XmitWait()) set(Counter::kXmitWait, pc.xmit_wait, 32);
+    if (caps.XmitWait() || pc.xmit_wait != 0) set(Counter::kXmitWait, pc.xmit_wait, 32);
     if (caps.Qp1Dropped()) set(Counter::kQp1Dropped, pc.qp1_dropped, 16);
   }
   if (ext != nullptr) {

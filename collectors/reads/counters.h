@@ -121,7 +121,9 @@ struct PortSample {
 
 // Builds a sample from PortCounters and, when the port answered it,
 // PortCountersExtended, whose 64-bit counters are preferred. A counter the
-// capabilities say is not supported is absent from the sample.
+// capabilities say is not supported is absent from the sample, but for
+// PortXmitWait when it is not 0: mlx5 HCAs fill it without claiming it
+// (../shared/real-hardware.md), and a PMA without it reads 0 there.
 PortSample SampleFrom(const transport::PortCounters& pc, const transport::PortCountersExtended* ext,
                       const PmaCapabilities& caps);
 // Adds PortRcvErrorDetails' six counters (16-bit) to `s`. Without it (not

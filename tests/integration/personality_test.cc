@@ -12,9 +12,12 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
+#include <thread>
 
 #include "tests/testbed/exporter_process.h"
 #include "tests/testbed/sim_fabric.h"
@@ -195,6 +198,95 @@ TEST_F(PersonalityTest, EachDevicesTickIsReadWhereItWaitedAndIsItsModels) {
   const CommandResult pq = RunCommand({"perfquery", "-c", label_of("ib-leaf03", "lid"), "1"}, hw_->ClientEnv(*sim_),
                                       std::chrono::milliseconds(10000));
   EXPECT_NE(pq.out.find("Tick:............................0x1f"), std::string::npos) << pq.out << pq.err;
+}
+
+// PortXmitWait in seconds, each device by its own Tick and generation
+// (NVIDIA's ibdiagnet manual): the Quantum-2 leaf, planted to report Tick
+// 15 (not its family's 7, so the device's own is what counts), counts 16
+// bytes of its 4xNDR port (400 Gb/s) a count; the Switch-IB 2 leaf, Tick
+// 31, 32 bytes of one EDR lane (25 Gb/s).
+TEST_F(PersonalityTest, WaitSecondsAreEachDevicesTickAndGenerationsUnit) {
+  std::string error;
+  ASSERT_TRUE(hw_->PlantTick("ib-leaf01", 15, &error)) << error;
+  bool ok = false;
+  for (const char* at : {"\"ib-leaf01\"[6]", "\"ib-leaf03\"[6]"}) {
+    sim_->Console(std::string("PerformanceSet ") + at + " PortCounters.PortXmitWait=6000", &ok);
+    ASSERT_TRUE(ok) << at;
+  }
+  auto e = ExporterProcess::Start(*sim_, {"--sweep.interval=500ms"}, &error, {}, hw_->PreloadEnv());
+  ASSERT_NE(e, nullptr) << error;
+  const auto seconds_of = [](const Scrape& x, const std::string& sw) {
+    return x.Value("infiniband_switch_port_transmit_wait_seconds_total", {{"switch", sw}, {"port", "6"}});
+  };
+  const auto s = e->WaitFor(
+      [&](const Scrape& x) { return seconds_of(x, "ib-leaf01") > 0 && seconds_of(x, "ib-leaf03") > 0; }, seconds(60));
+  ASSERT_TRUE(s.has_value()) << e->Log();
+  EXPECT_DOUBLE_EQ(*seconds_of(*s, "ib-leaf01"), 6000 * 16 * 8 / 400e9);  // 1.92 us
+  EXPECT_DOUBLE_EQ(*seconds_of(*s, "ib-leaf03"), 6000 * 32 * 8 / 25e9);   // 61.44 us
+  EXPECT_EQ(s->Value("infiniband_switch_port_transmit_wait_total", {{"switch", "ib-leaf01"}, {"port", "6"}}), 6000);
+  const auto unit = [&](const std::string& sw) {
+    const auto info = s->Find("infiniband_switch_info", {{"switch", sw}});
+    const auto u = info.empty()
+                       ? std::vector<Sample>{}
+                       : s->Find("infiniband_node_transmit_wait_unit_info", {{"guid", info[0].labels.at("guid")}});
+    return u.empty()
+               ? std::string("none")
+               : u[0].labels.at("family") + " " + u[0].labels.at("counting") + " " + u[0].labels.at("tick_source");
+  };
+  EXPECT_EQ(unit("ib-leaf01"), "quantum port device");
+  EXPECT_EQ(unit("ib-leaf03"), "switch-ib lane device");
+  // A port of the same switch that never waited: 0 s.
+  EXPECT_EQ(s->Value("infiniband_switch_port_transmit_wait_seconds_total", {{"switch", "ib-leaf01"}, {"port", "2"}}),
+            0);
+  e.reset();
+  ASSERT_TRUE(hw_->Clear("ib-leaf01", &error)) << error;
+}
+
+// A ConnectX-7, whose PMA claims no PortXmitWait (ClassPortInfo: ExtWidth
+// only, as mlx5's) but fills it: its waits are read by their value, and
+// an incast at the host (its port waiting, nothing behind it) is a
+// congestion tree rooted at its port. It has no PortSamplesControl: a
+// count is one symbol time of its EDR lane (0.32 ns); 40 M counts each
+// ~100 ms is ~13 % of the time, over the 5 % warning.
+TEST_F(PersonalityTest, AConnectX7sWaitsAreReadAndATreeIsRootedAtIt) {
+  std::string error;
+  const std::string dir = MakeTempDir("personality-congestion");
+  WriteFile(dir + "/alerts.yaml", "window: 2s\nraise_after: 2\nclear_after: 2\n");
+  auto e = ExporterProcess::Start(
+      *sim_, {"--sweep.interval=200ms", "--mad.timeout=50ms", "--alerts.config=" + dir + "/alerts.yaml"}, &error, {},
+      hw_->PreloadEnv());
+  ASSERT_NE(e, nullptr) << error;
+  ASSERT_TRUE(e->WaitForSweeps(2, seconds(60)).has_value());
+  std::atomic<bool> stop{false};
+  std::thread ramp([&] {
+    unsigned long long v = 0;
+    while (!stop) {
+      v = v + 40'000'000 > 4'000'000'000ULL ? 40'000'000 : v + 40'000'000;
+      bool ok = false;
+      sim_->Console("PerformanceSet \"cn0004\"[1] PortCounters.PortXmitWait=" + std::to_string(v), &ok);
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  });
+  nlohmann::json last;
+  const auto rooted = [&] {
+    int status = 0;
+    last = nlohmann::json::parse(e->Get("/api/v1/alerts", &status), nullptr, false);
+    if (last.is_discarded() || !last.contains("congestion_trees")) return false;
+    for (const auto& t : last["congestion_trees"]) {
+      if (t["root"]["node"] == "cn0004" && t["root"]["port"] == 1) return true;
+    }
+    return false;
+  };
+  const bool found = WaitUntil(rooted, seconds(30), std::chrono::milliseconds(200));
+  stop = true;
+  ramp.join();
+  EXPECT_TRUE(found) << last.dump(2) << e->Log();
+  const Scrape s = e->ScrapeMetrics();
+  EXPECT_GT(s.Value("infiniband_hca_port_transmit_wait_total", {{"hca", "cn0004"}, {"port", "1"}}).value_or(0), 0);
+  EXPECT_GT(s.Value("infiniband_hca_port_transmit_wait_seconds_total", {{"hca", "cn0004"}, {"port", "1"}}).value_or(0),
+            0);
+  sim_->Console("PerformanceSet \"cn0004\"[1] PortCounters.PortXmitWait=0", nullptr);
+  RemoveTree(dir);
 }
 
 TEST_F(PersonalityTest, ADetailsAttributeAnsweredBusyPastItsRetriesIsAskedAgainNotDropped) {

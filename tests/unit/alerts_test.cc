@@ -71,7 +71,7 @@ const CableHealth& Of(const std::vector<CableHealth>& v, const PortRef& end) {
 
 TEST(LinkHealthTest, RatesOverTheWindowAndEstimates) {
   Bench b;
-  LinkHealth h({milliseconds(4000), 1});
+  LinkHealth h({milliseconds(4000)});
   b.Observe(h);  // t=0: the base
   EXPECT_EQ(Of(h.Cables(), b.leaf1).a.window_seconds + Of(h.Cables(), b.leaf1).b.window_seconds, 0);
   for (int i = 0; i < 3; ++i) {
@@ -110,7 +110,7 @@ TEST(LinkHealthTest, RatesOverTheWindowAndEstimates) {
 // state, say) come back exact, whichever point is the base.
 TEST(LinkHealthTest, TheWindowCarriesAnyTotalsExactly) {
   Bench b;
-  LinkHealth h({milliseconds(3000), 1});
+  LinkHealth h({milliseconds(3000)});
   b.Add(b.host0, Counter::kRcvData, 0xFFFF'FFFF'FFFF'0000ull);
   b.Add(b.host0, Counter::kXmitWait, 7);
   b.Observe(h);                                  // t=0
@@ -147,7 +147,7 @@ TEST(LinkHealthTest, TheWindowCarriesAnyTotalsExactly) {
 }
 TEST(LinkHealthTest, FlapsCountOncePerSweepWhicheverSawThem) {
   Bench b;
-  LinkHealth h({milliseconds(10'000), 1});
+  LinkHealth h({milliseconds(10'000)});
   b.Observe(h);
   b.SetUp(b.leaf1, false);  // seen down, and LinkDowned moved on both ends
   b.Add(b.leaf1, Counter::kLinkDowned, 1);
@@ -168,7 +168,7 @@ TEST(LinkHealthTest, FlapsCountOncePerSweepWhicheverSawThem) {
 
 TEST(LinkHealthTest, ADownSeenOnATrapIsNotCountedAgainByItsCounter) {
   Bench b;
-  LinkHealth h({milliseconds(10'000), 1});
+  LinkHealth h({milliseconds(10'000)});
   b.Observe(h);
   // A trap: PortInfo read between sweeps shows the link down, then up.
   b.SetUp(b.leaf1, false);
@@ -200,7 +200,7 @@ TEST(LinkHealthTest, ADownSeenOnATrapIsNotCountedAgainByItsCounter) {
 
 TEST(LinkHealthTest, AWidthDropIsBelowTheBestRate) {
   Bench b;
-  LinkHealth h({milliseconds(10'000), 1});
+  LinkHealth h({milliseconds(10'000)});
   b.Observe(h);
   EXPECT_EQ(Of(h.Cables(), b.leaf2).rate, "4xQDR");
   b.links[b.leaf2].width_active = 1;
@@ -217,7 +217,7 @@ TEST(LinkHealthTest, AWidthDropIsBelowTheBestRate) {
 // An engine fed with sweeps of the bench, one per call.
 struct Driven {
   Bench b;
-  LinkHealth health{{milliseconds(3000), 1}};
+  LinkHealth health{{milliseconds(3000)}};
   AlertEngine engine;
   const topology::ForwardingTables* tables = nullptr;  // congestion trees follow them when set
   explicit Driven(AlertConfig c) : engine(c) {}

@@ -363,5 +363,101 @@ TEST(CollectorsTest, XmitWaitTickAsksOnlyNodesThatWaitedOnceEachAndAgainWhatFail
   EXPECT_EQ(part->unsupported.count(b.f.Guid(b.spines[1])), 0u);
 }
 
+// PortXmitWait into seconds: each port's counts once its node's Tick is
+// settled, at the length the Tick and the port's speed give (the fake's
+// links are 4xQDR: one symbol time is 1 ns; its devices are of no known
+// family, so a count is Tick + 1 symbol times of a lane).
+TEST(CollectorsTest, XmitWaitTickTurnsEachPortsCountsIntoSecondsOnceItsTickIsSettled) {
+  Bed b([](Bed& x) { x.f.SetSampleTick(x.leaves[0], 7); });
+  auto caps = b.Make("capabilities");
+  b.Run(*caps);
+  auto counters = b.Make("port_counters");
+  auto ticks = b.Make("xmit_wait_tick");
+  const std::string leaf = "leaf0", host = "cn0003 mlx5_0";
+  auto seconds = [&](const Scrape& s, const std::string& role, const std::string& node, int port) {
+    return s
+        .Value("infiniband_" + role + "_port_transmit_wait_seconds_total",
+               {{role, node}, {"port", std::to_string(port)}})
+        .value_or(-1);
+  };
+  b.SweepWith({counters.get(), ticks.get()});
+  Scrape s = b.Render();
+  EXPECT_EQ(seconds(s, "switch", leaf, 5), 0) << "a port that never waited has waited 0 s";
+  EXPECT_EQ(s.Find("infiniband_switch_port_transmit_wait_seconds_total").size(),
+            s.Find("infiniband_switch_port_transmit_wait_total").size())
+      << "one series per port that reports PortXmitWait";
+
+  transport::PortCounters wait;
+  wait.xmit_wait = 5000;
+  b.f.SetCounters(b.leaves[0], 5, wait);
+  b.f.SetCounters(b.hosts[2], 1, wait);  // its PMA: "unsupported attribute" for PortSamplesControl
+  b.SweepWith({counters.get(), ticks.get()});
+  s = b.Render();
+  EXPECT_EQ(seconds(s, "switch", leaf, 5), 0) << "not converted before its Tick is read";
+  EXPECT_EQ(seconds(s, "hca", host, 1), 0);
+  EXPECT_TRUE(s.Find("infiniband_node_transmit_wait_unit_info").size() == 2);
+  b.SweepWith({counters.get(), ticks.get()});  // the Ticks are asked and answered
+  s = b.Render();
+  EXPECT_DOUBLE_EQ(seconds(s, "switch", leaf, 5), 5000 * 8e-9) << "Tick 7: 8 symbol times a count";
+  EXPECT_DOUBLE_EQ(seconds(s, "hca", host, 1), 5000 * 1e-9) << "no Tick to read: one symbol time a count";
+  const auto unit =
+      s.Find("infiniband_node_transmit_wait_unit_info", {{"guid", topology::FormatGuid(b.f.Guid(b.leaves[0]))}});
+  ASSERT_EQ(unit.size(), 1u);
+  EXPECT_EQ(unit[0].labels.at("family"), "ibta");
+  EXPECT_EQ(unit[0].labels.at("counting"), "lane");
+  EXPECT_EQ(unit[0].labels.at("tick_source"), "device");
+  EXPECT_EQ(s.Find("infiniband_node_transmit_wait_unit_info", {{"tick_source", "minimum"}}).size(), 1u);
+
+  wait.xmit_wait = 6000;  // 1000 more
+  b.f.SetCounters(b.leaves[0], 5, wait);
+  b.SweepWith({counters.get(), ticks.get()});
+  EXPECT_DOUBLE_EQ(seconds(b.Render(), "switch", leaf, 5), 6000 * 8e-9);
+
+  // The alerts config's multiplier overrides every device's Tick + 1, from
+  // the first sweep that reads the counts.
+  Bed o([](Bed& x) { x.f.SetSampleTick(x.leaves[0], 7); });
+  CollectorOptions options;
+  options.alerts.xmit_wait_tick_multiplier = 4;
+  auto ocaps = o.Make("capabilities");
+  o.Run(*ocaps);
+  auto ocounters = o.Make("port_counters");
+  auto oticks = o.Make("xmit_wait_tick", options);
+  wait.xmit_wait = 5000;
+  o.f.SetCounters(o.leaves[0], 5, wait);
+  o.SweepWith({ocounters.get(), oticks.get()});
+  EXPECT_DOUBLE_EQ(seconds(o.Render(), "switch", leaf, 5), 5000 * 4e-9);
+}
+
+// An HCA whose PMA does not claim PortXmitWait (as mlx5's ClassPortInfo)
+// but fills it: read by the value, zero included once seen.
+TEST(CollectorsTest, PortXmitWaitOfAPmaThatDoesNotClaimItIsReadByItsValue) {
+  Bed b([](Bed& x) { x.f.SetCapabilities(x.hosts[2], transport::pma_cap::kExtWidth); });
+  auto caps = b.Make("capabilities");
+  b.Run(*caps);
+  auto counters = b.Make("port_counters");
+  const std::string host = "cn0003 mlx5_0";
+  auto waits = [&](const Scrape& s) {
+    return s.Find("infiniband_hca_port_transmit_wait_total", {{"hca", host}, {"port", "1"}});
+  };
+  b.Run(*counters);
+  EXPECT_TRUE(waits(b.Render()).empty()) << "0 from a PMA that does not claim it: not known to be there";
+  transport::PortCounters wait;
+  wait.xmit_wait = 700;
+  b.f.SetCounters(b.hosts[2], 1, wait);
+  b.Run(*counters);
+  auto w = waits(b.Render());
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_EQ(w[0].value, 700);
+  // Cleared to 0 (by another tool): still read, the total kept.
+  b.f.SetCounters(b.hosts[2], 1, {});
+  b.Run(*counters);
+  wait.xmit_wait = 50;
+  b.f.SetCounters(b.hosts[2], 1, wait);
+  b.Run(*counters);
+  w = waits(b.Render());
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_EQ(w[0].value, 750);
+}
+
 }  // namespace
 }  // namespace ibfabric::collectors

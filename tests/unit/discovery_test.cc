@@ -428,6 +428,25 @@ TEST(IncrementalDiscoveryTest, NothingAnsweringBehindAnUpPortKeepsItsLinkAndAsks
   EXPECT_EQ(silent.result.discovery.fabric.FindPort(leaf1_2)->remote, (PortRef{t.f.Guid(t.host2), 1}));
 }
 
+// LinkSpeedExtEnabled 30 means "extended speeds disabled" (IBTA 14.2.5.6):
+// no extended speed is enabled, so a QDR link on FDR-capable ports is not
+// below what its ends are enabled for.
+TEST(ApplyPortInfoTest, LinkSpeedExtEnabled30IsNoExtendedSpeedEnabled) {
+  transport::PortInfo pi;
+  pi.port_phys_state = 5;
+  pi.link_speed_active = 4;         // QDR
+  pi.link_speed_enabled = 7;        // SDR, DDR, QDR
+  pi.link_speed_ext_supported = 3;  // FDR, EDR
+  pi.link_speed_ext_enabled = 30;   // disabled
+  topology::Port p;
+  topology::ApplyPortInfo(pi, false, &p);
+  EXPECT_EQ(p.speed_ext_enabled, 0);
+  EXPECT_EQ(p.speed_ext_supported, 3);
+  pi.link_speed_ext_enabled = 3;
+  topology::ApplyPortInfo(pi, false, &p);
+  EXPECT_EQ(p.speed_ext_enabled, 3) << "a set of speeds stays one";
+}
+
 TEST(RotationTest, EveryElementOnceInEachRoundOfSweeps) {
   std::vector<int> all(103);
   for (int i = 0; i < 103; ++i) all[i] = i;

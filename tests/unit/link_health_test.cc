@@ -94,7 +94,7 @@ TEST(LossyFlapTest, EachPlantedFlapCountsOnceWhateverTheSweepsMissed) {
   for (std::uint32_t seed : {1u, 2u, 3u, 4u, 5u}) {
     Sweeps s;
     s.rng.seed(seed);
-    collectors::LinkHealth h({milliseconds(3'600'000), 1});
+    collectors::LinkHealth h({milliseconds(3'600'000)});
     for (int i = 0; i < 3; ++i) s.Observe(h, 1.0);
     constexpr int kFlaps = 6;
     for (int f = 0; f < kFlaps; ++f) {
@@ -118,7 +118,7 @@ TEST(LossyFlapTest, EachPlantedFlapCountsOnceWhateverTheSweepsMissed) {
 
 TEST(LossyFlapTest, ACounterLateOrEarlyAgainstTheDownStateIsTheSameFlap) {
   Sweeps s;
-  collectors::LinkHealth h({milliseconds(3'600'000), 1});
+  collectors::LinkHealth h({milliseconds(3'600'000)});
   s.Observe(h, 1.0);
   // Down read first; a sweep while it is down reads the counter unmoved
   // (ibsim counts it only when told, after the link is back); then it moves.
@@ -143,7 +143,7 @@ TEST(LossyFlapTest, ACounterLateOrEarlyAgainstTheDownStateIsTheSameFlap) {
 
 TEST(LossyFlapTest, AHostResetIsOneEventAndNoFlap) {
   Sweeps s;
-  collectors::LinkHealth h({milliseconds(3'600'000), 1});
+  collectors::LinkHealth h({milliseconds(3'600'000)});
   for (int i = 0; i < 3; ++i) {
     for (const auto& p : s.host) s.Add(p, collectors::Counter::kRcvData, 1000);
     s.Observe(h, 1.0);
@@ -169,7 +169,7 @@ TEST(LossyFlapTest, AHostResetIsOneEventAndNoFlap) {
 
 TEST(LossyFlapTest, ASwitchRebootIsOneEventNotOneFlapPerPort) {
   Sweeps s(4, 2);
-  collectors::LinkHealth h({milliseconds(3'600'000), 1});
+  collectors::LinkHealth h({milliseconds(3'600'000)});
   for (int i = 0; i < 3; ++i) s.Observe(h, 1.0);
   // Every port of leaf0 goes down and up once: the far ends count it (the
   // leaf itself cannot be read meanwhile).
@@ -193,7 +193,7 @@ TEST(LossyFlapTest, ASwitchRebootIsOneEventNotOneFlapPerPort) {
 
 TEST(LossyFlapTest, ADisabledPortIsIsolatedOnPurpose) {
   Sweeps s;
-  collectors::LinkHealth h({milliseconds(3'600'000), 1});
+  collectors::LinkHealth h({milliseconds(3'600'000)});
   s.Observe(h, 1.0);
   std::map<PortRef, topology::Port> links;
   topology::Port p = *s.fabric.FindPort(s.leaf[2]);
@@ -211,7 +211,7 @@ TEST(LossyFlapTest, ADisabledPortIsIsolatedOnPurpose) {
 
 TEST(LossyFlapTest, ACableNeitherEndOfWhichIsKnownIsUnreachableNotDown) {
   Sweeps s;
-  collectors::LinkHealth h({milliseconds(3'600'000), 1});
+  collectors::LinkHealth h({milliseconds(3'600'000)});
   s.Observe(h, 1.0);
   // The fabric loses both nodes of a cable (out of reach), nothing read.
   const topology::Fabric empty;

@@ -16,7 +16,7 @@ TEST(RegistryTest, EveryCollectorRunsAfterThoseWhosePartsItReads) {
   EXPECT_TRUE(CheckRunOrder(Registry(), &error)) << error;
   // What the shipped collectors read of this cycle, as their Updates do.
   EXPECT_EQ(FindCollector("link_health")->reads,
-            (std::vector<std::string_view>{"port_counters", "fat_tree", "routing"}));
+            (std::vector<std::string_view>{"port_counters", "fat_tree", "routing", "xmit_wait_tick"}));
   EXPECT_EQ(FindCollector("port_counters")->reads, (std::vector<std::string_view>{"capabilities"}));
   EXPECT_EQ(FindCollector("routing")->reads, (std::vector<std::string_view>{"fat_tree"}));
 }
