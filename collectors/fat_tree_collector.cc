@@ -147,8 +147,10 @@ void RenderFatTree(const Snapshot& s, const Emit& out) {
   }
   EmitNonEmpty(out, each);
 
-  auto degraded =
-      Family("infiniband_link_degraded", "1 for each link running below its ends or its peers", MetricType::Gauge);
+  auto degraded = Family("infiniband_link_degraded",
+                         "1 for each link running below what both its ends allow (reason below_enabled) or below the "
+                         "cabling plan's rate (plan_rate_mismatch)",
+                         MetricType::Gauge);
   for (const auto& [l, why] : a.degraded) {
     auto labels = CableLabels(s, l);
     labels.push_back({"reason", topology::ToString(why)});

@@ -2,7 +2,8 @@
 # README command 1: install, build, start a simulated fat-tree fabric (ibsim
 # + opensm) with living faults, and run the exporter against it: symbol
 # errors that keep rising on one cable, a congested port, a flapping link,
-# and in the topology a miswired and a degraded cable; each raises its alert
+# a cable that trained one lane where both ends allow four, and a miswired
+# cable; each raises its alert
 # within about a minute (/api/v1/alerts, the status page).
 #   scripts/demo.sh [--listen ADDRESS] [--leaves N] [--spines N] [--hosts-per-leaf N]
 #                   [--dir DIR] [--no-build] [--build DIR]
@@ -37,12 +38,15 @@ rm -rf "$dir"; mkdir -p "$dir/osm-cache"
 preload=/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so
 
 # Leaf ports: hosts, then two cables to each spine, then a spare one for
-# the miswired cable (leaf 1 to leaf 2); the first uplink of leaf 2 runs at
-# 1xQDR where the others run 4xQDR.
+# the miswired cable (leaf 1 to leaf 2). The first uplink of leaf 2 trained
+# one lane (1xQDR) where both its ends allow four: ibsim cannot show that
+# (its net file sets the enabled width), so the exporter reads the fabric
+# through the hardware-personality preload, which says so in that cable's
+# PortInfo (docs/testing.md).
 uplink=$(( hosts + 1 ))
 "$build/tests/gen_fabric" --leaves "$leaves" --spines "$spines" --hosts-per-leaf "$hosts" \
   --links-per-pair 2 --radix $(( hosts + spines * 2 + 1 > leaves * 2 ? hosts + spines * 2 + 1 : leaves * 2 )) \
-  --leaf-link 1,2 --degraded "ib-leaf02[$uplink]=1xQDR" > "$dir/fabric.net"
+  --leaf-link 1,2 --trained "ib-leaf02[$uplink]=1x" --personality "$dir" > "$dir/fabric.net"
 
 pids=()
 # Newest first: the SMs go before ibsim (an opensm can hang when ibsim dies first).
@@ -102,11 +106,11 @@ pids+=($!)
 port="${listen##*:}"
 echo
 echo "demo.sh: simulated fabric: $leaves leaves, $spines spines, $(( leaves * hosts )) hosts (files in $dir)"
-echo "demo.sh: faults: symbol errors rising on ib-leaf02[3], congestion rooted at ib-leaf03[$uplink] (cn0017 waiting behind it), ib-leaf01[$uplink] flapping, ib-leaf02[$uplink] at 1xQDR, ib-leaf01 cabled to ib-leaf02"
+echo "demo.sh: faults: symbol errors rising on ib-leaf02[3], congestion rooted at ib-leaf03[$uplink] (cn0017 waiting behind it), ib-leaf01[$uplink] flapping, ib-leaf02[$uplink] trained 1x of 4x, ib-leaf01 cabled to ib-leaf02"
 echo "demo.sh: open http://localhost:${port}/ (status page), http://localhost:${port}/metrics and http://localhost:${port}/api/v1/alerts  (Ctrl-C stops everything)"
 echo "demo.sh: inject more faults with: echo 'PerformanceSet \"ib-leaf01\"[2] PortCounters.PortRcvErrors=7' > $dir/console"
 echo
-LD_PRELOAD=$preload SIM_HOST=cn0001 "$build/exporter/ibfabric_exporter" \
-  --web.listen-address="$listen" --sweep.interval=5s --discovery.interval=1m &
+LD_PRELOAD="$preload $build/tests/libhw_personality.so" HW_PERSONALITY="$dir/personality.json" SIM_HOST=cn0001 \
+  "$build/exporter/ibfabric_exporter" --web.listen-address="$listen" --sweep.interval=5s --discovery.interval=1m &
 pids+=($!)
 wait "${pids[-1]}"

@@ -434,11 +434,11 @@ void FindWiringFaults(const Fabric& f, const Wiring& w, Analysis* out) {
   if (out->is_tree) FindAsymmetry(f, w, out);
 }
 
-// Links below what both ends allow, and below most links between the same
-// two tiers.
+// Links below what both ends allow (degraded), and below most links
+// between the same two tiers (CAs count as tier -1): a finding only, never
+// degraded on its own, since a port at both its ends' best is not broken
+// (a 2x NDR200 HCA, an HDR device in an NDR fabric).
 void FindDegradedLinks(const Fabric& f, const Wiring& w, Analysis* out) {
-  // Degraded links: below what both ends are enabled for and support, and
-  // below most links between the same two tiers (CAs count as tier -1).
   std::map<std::pair<int, int>, std::vector<std::pair<int, Speed>>> by_tiers;
   auto tier_of = [&](std::uint64_t g) { return IsSwitch(f, g) ? out->switches[g].tier : -1; };
   auto tiers_of = [&](const Link& l) {
@@ -474,7 +474,6 @@ void FindDegradedLinks(const Fabric& f, const Wiring& w, Analysis* out) {
                               "x" + ToString(usual_speed);
       out->findings.push_back({FindingKind::kBelowTierMajority, "link slower than its peers: " + ends + " runs " + why,
                                l.a.node_guid, l.a, l.b});
-      out->degraded[l] = FindingKind::kBelowTierMajority;
     }
   }
 }

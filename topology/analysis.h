@@ -44,7 +44,7 @@ enum class FindingKind : std::uint8_t {
   kAsymmetricSwitch,     // neighbour groups or links per group unlike its tier's majority
   kUnevenParallelLinks,  // a switch's groups of parallel links differ in size
   kBelowEnabled,         // a link narrower or slower than both ends are enabled and support
-  kBelowTierMajority,    // a link narrower or slower than most links of its tier
+  kBelowTierMajority,    // a link narrower or slower than most links of its tier (informational)
   // Against a cabling plan (plan.h):
   kPlanUnknownNode,      // a planned node is not in the fabric
   kPlanMissingLink,      // a planned cable is not there, neither end connected
@@ -129,7 +129,8 @@ struct Analysis {
   int tiers = 0;  // number of switch tiers found
   std::map<std::uint64_t, SwitchSummary> switches;
   std::vector<Finding> findings;
-  // Degraded links and why: kBelowEnabled or kBelowTierMajority.
+  // Degraded links and why (kBelowEnabled: below what both ends allow). A
+  // link below its tier's majority is a finding, not degraded.
   std::map<Link, FindingKind> degraded;
   // Σ over leaves of min(up, down) bandwidth, against Σ of down bandwidth:
   // a non-blocking build of the same tiers has a ratio of 1.

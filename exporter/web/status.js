@@ -20,10 +20,11 @@ const SIGNAL_LABEL = {
   bit_error_rate: "bit error rate", packet_drop_rate: "packet drop rate", xmit_wait_fraction: "waiting to send",
   hoq_lifetime_discards: "head-of-queue discards", victim: "victim waiting",
 };
+// below_tier_majority is left out: informational (a link at its ends' best).
 const FINDING_STATE = {
   same_tier_link: "miswired", skip_tier_link: "miswired", ca_on_non_leaf: "miswired", ca_to_ca: "miswired",
   plan_wrong_remote_node: "miswired", plan_wrong_remote_port: "miswired", plan_extra_link: "miswired",
-  plan_unknown_node: "miswired", below_enabled: "degraded", below_tier_majority: "degraded",
+  plan_unknown_node: "miswired", below_enabled: "degraded",
   plan_rate_mismatch: "degraded", plan_missing_link: "down",
 };
 // A fabric this small is drawn (every switch and HCA); a bigger one is

@@ -131,8 +131,8 @@ class DeploymentsTest : public FabricSuite {
     const FatTreeSpec clean = Spec(2, 2, 2, 1, 8);
     const FatTree plain = FatTree::Generate(clean);
     FatTreeSpec spec = clean;
-    spec.degraded[plain.LeafUplink(2, 1)] = "1xQDR";
-    spec.leaf_links.push_back({1, 2});  // miswired: a leaf cabled to a leaf
+    spec.trained[plain.LeafUplink(2, 1)] = "1x";  // below what both ends allow
+    spec.leaf_links.push_back({1, 2});            // miswired: a leaf cabled to a leaf
     StartFabric(spec);
     if (!sim_) return;
     dir_ = MakeTempDir("deployments");
@@ -170,7 +170,7 @@ class DeploymentsTest : public FabricSuite {
     args.insert(args.end(), {"--sweep.interval=1s", "--discovery.interval=1m", "--mad.timeout=20ms",
                              "--sm.stall-after=10s", "--alerts.config=" + dir_ + "/alerts.yaml"});
     std::string error;
-    auto e = ExporterProcess::Start(*sim_, args, &error, {}, {{"SIM_HOST", host}});
+    auto e = ExporterProcess::Start(*sim_, args, &error, {}, FabricEnv({{"SIM_HOST", host}}));
     EXPECT_NE(e, nullptr) << host << ": " << error;
     host_of_[e.get()] = host;
     // Walked and swept before any fault is planted.

@@ -94,7 +94,7 @@ class EcosystemTest : public FabricSuite {
     const FatTree clean = FatTree::Generate(clean_spec);
     FatTreeSpec spec = clean_spec;
     spec.swaps.push_back({clean.LeafUplink(2, 1, 0), clean.LeafUplink(2, 2, 0)});  // miswired against the plan
-    spec.degraded[clean.LeafUplink(4, 1, 0)] = "1xQDR";
+    spec.trained[clean.LeafUplink(4, 1, 0)] = "1x";                                // below what both ends allow
     StartFabric(spec);
     if (!sim_) return;
     // A resident SM, as on a real fabric: the subnet-manager panels watch it.
@@ -116,7 +116,7 @@ class EcosystemTest : public FabricSuite {
                                {"--sweep.interval=500ms", "--discovery.interval=1m", "--mad.timeout=20ms",
                                 "--alerts.config=" + dir_ + "/alerts.yaml", "--topology.plan=" + dir_ + "/plan.net",
                                 "--web.config.file=" + dir_ + "/web.yml"},
-                               &error, ClientOptions{(*certs_)("server.crt"), "prometheus", "s3cret"})
+                               &error, ClientOptions{(*certs_)("server.crt"), "prometheus", "s3cret"}, FabricEnv())
             .release();
     ASSERT_NE(exporter_, nullptr) << error;
     ASSERT_TRUE(exporter_->WaitForSweeps(2, seconds(60))) << exporter_->Log();

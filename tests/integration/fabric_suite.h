@@ -14,6 +14,7 @@
 
 #include "tests/testbed/exporter_process.h"
 #include "tests/testbed/fat_tree.h"
+#include "tests/testbed/personality.h"
 #include "tests/testbed/sim_fabric.h"
 
 namespace ibfabric::testbed {
@@ -49,8 +50,29 @@ class FabricSuite : public ::testing::Test {
     std::string error;
     sim_ = SimFabric::Start(tree_->NetFile(), o, &error).release();
     ASSERT_NE(sim_, nullptr) << error;
+    PlantTrainedCables();
+  }
+  // The tree's trained cables (spec.trained), planted through the
+  // hardware-personality preload for the exporters FabricEnv starts.
+  static void PlantTrainedCables() {
+    if (tree_->spec().trained.empty()) return;
+    std::map<std::pair<std::string, int>, std::string> trained;
+    for (const auto& [e, rate] : tree_->spec().trained) trained[{e.node, e.port}] = rate;
+    std::string error;
+    hw_ = PlantTrained(tree_->NetFile(), trained, sim_->dir(), sim_, &error).release();
+    ASSERT_NE(hw_, nullptr) << error;
+  }
+  // What every exporter of the suite runs with: the hardware-personality
+  // preload where cables were planted to train low (spec.trained).
+  static Env FabricEnv(Env env = {}) {
+    if (hw_) {
+      for (const auto& [k, v] : hw_->PreloadEnv()) env[k] = v;
+    }
+    return env;
   }
   static void StopFabric() {
+    delete hw_;
+    hw_ = nullptr;
     delete sim_;
     sim_ = nullptr;
     delete tree_;
@@ -78,7 +100,7 @@ class FabricSuite : public ::testing::Test {
   // The exporter on the suite's fabric, after its first sweep.
   static std::unique_ptr<ExporterProcess> StartExporter(const std::vector<std::string>& args) {
     std::string error;
-    auto e = ExporterProcess::Start(*sim_, args, &error);
+    auto e = ExporterProcess::Start(*sim_, args, &error, {}, FabricEnv());
     EXPECT_NE(e, nullptr) << error;
     if (e && !e->WaitForSweeps(1, std::chrono::seconds(60))) {
       ADD_FAILURE() << "no sweep: " << e->Log();
@@ -159,7 +181,7 @@ class FabricSuite : public ::testing::Test {
     const int dead = sim_->DisconnectDeadClients();
     if (traps) env["SIM_SET_ISSM"] = "1";
     std::string error;
-    auto e = ExporterProcess::Start(*sim_, args, &error, {}, env);
+    auto e = ExporterProcess::Start(*sim_, args, &error, {}, FabricEnv(env));
     EXPECT_NE(e, nullptr) << error << " (dead clients disconnected: " << dead
                           << "; attached now: " << sim_->Console("Attached") << ")";
     return e;
@@ -170,7 +192,8 @@ class FabricSuite : public ::testing::Test {
 
   static inline FatTree* tree_ = nullptr;
   static inline SimFabric* sim_ = nullptr;
-  static inline Process* sm_ = nullptr;  // StartTrapSm's
+  static inline HardwareFabric* hw_ = nullptr;  // spec.trained's plants, when any
+  static inline Process* sm_ = nullptr;         // StartTrapSm's
 };
 
 }  // namespace ibfabric::testbed

@@ -150,6 +150,22 @@ TEST_F(PersonalityTest, EachPortReportsTheRateItsTwoDevicesRun) {
   EXPECT_EQ(Gbps(*s, "hca", "cn0003", 1), 800);
   EXPECT_EQ(Gbps(*s, "switch", "ib-leaf02", 1), 800);
   EXPECT_EQ(Gbps(*s, "hca", "cn0004", 1), 100);
+  // Clean: every link runs at its ends' best (2x NDR200 hosts, an EDR leaf
+  // among NDR and XDR ones): nothing degraded, nothing miswired. Links
+  // below most of their tier are informational findings only.
+  EXPECT_TRUE(s->Find("infiniband_link_degraded").empty());
+  for (const auto& f : s->Find("infiniband_topology_findings")) {
+    if (f.labels.at("kind") != "below_tier_majority") {
+      EXPECT_EQ(f.value, 0) << f.labels.at("kind");
+    }
+  }
+  int status = 0;
+  const auto alerts = nlohmann::json::parse(exporter_->Get("/api/v1/alerts", &status), nullptr, false);
+  ASSERT_FALSE(alerts.is_discarded());
+  for (const auto& a : alerts["active"]) {
+    EXPECT_NE(a["cause"], "degraded_link") << a.dump(2);
+    EXPECT_NE(a["cause"], "miswiring") << a.dump(2);
+  }
 }
 
 TEST_F(PersonalityTest, ACablePlantedToTrainOneLaneRunsOneLaneAtBothEnds) {
@@ -170,6 +186,16 @@ TEST_F(PersonalityTest, ACablePlantedToTrainOneLaneRunsOneLaneAtBothEnds) {
       seconds(90));
   ASSERT_TRUE(s.has_value()) << exporter_->Log();
   EXPECT_EQ(Gbps(*s, "switch", "ib-leaf02", 5), 800) << "the other uplink is untouched";
+  // Below what both its ends allow: degraded, that cable only.
+  const auto found =
+      exporter_->WaitFor([](const Scrape& x) { return x.Find("infiniband_link_degraded").size() == 1; }, seconds(30));
+  ASSERT_TRUE(found.has_value());
+  const auto degraded = found->Find("infiniband_link_degraded");
+  EXPECT_EQ(degraded[0].labels.at("reason"), "below_enabled");
+  const std::set<std::string> ends{
+      degraded[0].labels.at("node") + "[" + degraded[0].labels.at("port") + "]",
+      degraded[0].labels.at("remote_node") + "[" + degraded[0].labels.at("remote_port") + "]"};
+  EXPECT_EQ(ends, (std::set<std::string>{"ib-leaf02[6]", "ib-spine02[2]"}));
   ASSERT_TRUE(hw_->Clear("ib-leaf02", &error)) << error;
 }
 

@@ -2,7 +2,7 @@
 // (drawn), the 1024-host one (a leaf x spine matrix) and a three-tier one
 // of 4096 hosts in 4 pods (a pod x core matrix, zoomed into a pod). Each
 // has a bad cable (symbol errors rising on a host cable), a flapping link
-// (LinkDownedCounter rising on an uplink), a degraded uplink (1xQDR) and a
+// (LinkDownedCounter rising on an uplink), a degraded uplink (trained 1x) and a
 // miswired cable (leaf to leaf). The first screen must show each of them,
 // both ends named, without scrolling sideways, within 2 s of navigation
 // as the browser measures it; a search must find a host and open its
@@ -62,6 +62,8 @@ class StatusPageTest : public FabricSuite {
     sim_ = SimFabric::Start(tree_->NetFile(), options, &error).release();
     EXPECT_NE(sim_, nullptr) << error;
     if (!sim_) return {};
+    PlantTrainedCables();
+    if (!hw_) return {};
     const std::string config = dir_ + "/alerts.yml";
     WriteFile(config, kPagingAlerts);
     exporter_ = StartExporter({"--sweep.interval=2s", "--alerts.config=" + config});
@@ -274,7 +276,7 @@ TEST_F(StatusPageTest, SmallFabricIsDrawnWithEveryFaultOnTheFirstScreen) {
   FatTreeSpec spec = Spec(4, 2, 4, 1, 36);
   spec.leaf_links = {{1, 2}};
   const Endpoint degraded{"ib-leaf04", 5};  // leaf 4's first uplink
-  spec.degraded[degraded] = "1xQDR";
+  spec.trained[degraded] = "1x";
   const auto planted = Start(spec, 7, {"ib-leaf03", 5}, degraded);
   ASSERT_EQ(planted.size(), 4u);
   auto b = NewBrowser();
@@ -325,7 +327,7 @@ TEST_F(StatusPageTest, TwoTierFabricOf1024HostsIsALeafBySpineMatrix) {
   spec.radix = 72;  // spare ports for the miswired cable
   spec.leaf_links = {{5, 6}};
   const Endpoint degraded = FatTree::Generate(Spec1k()).LeafUplink(20, 9);
-  spec.degraded[degraded] = "1xQDR";
+  spec.trained[degraded] = "1x";
   const int bad_host = 32 * 26 + 17;  // on leaf 27
   const auto planted = Start(spec, bad_host, FatTree::Generate(Spec1k()).LeafUplink(12, 3, 1), degraded);
   ASSERT_EQ(planted.size(), 4u);
@@ -376,7 +378,7 @@ TEST_F(StatusPageTest, ThreeTierFabricOf4096HostsIsAPodMatrixToZoomInto) {
   const FatTree plain = FatTree::Generate(spec);
   spec.leaf_links = {{3, 40}};                        // pod 1 to pod 2
   const Endpoint degraded = plain.LeafUplink(70, 5);  // pod 3
-  spec.degraded[degraded] = "1xQDR";
+  spec.trained[degraded] = "1x";
   const int bad_host = 32 * 100 + 9;  // leaf 101, pod 4
   SimOptions o;
   o.max_nodes = 8192;

@@ -12,6 +12,7 @@
 
 #include "tests/testbed/exporter_process.h"
 #include "tests/testbed/fat_tree.h"
+#include "tests/testbed/personality.h"
 #include "tests/testbed/sim_fabric.h"
 
 namespace ibfabric::testbed {
@@ -21,6 +22,7 @@ using std::chrono::seconds;
 
 struct Running {
   std::unique_ptr<SimFabric> sim;
+  std::unique_ptr<HardwareFabric> hw;  // the tree's trained cables, planted
   std::unique_ptr<ExporterProcess> exporter;
   std::optional<Scrape> scrape;
 };
@@ -33,7 +35,16 @@ Running Start(const FatTree& tree, const std::vector<std::string>& args = {"--sw
   r.sim = SimFabric::Start(tree.NetFile(), o, &error);
   EXPECT_NE(r.sim, nullptr) << error;
   if (!r.sim) return r;
-  r.exporter = ExporterProcess::Start(*r.sim, args, &error);
+  Env env;
+  if (!tree.spec().trained.empty()) {
+    std::map<std::pair<std::string, int>, std::string> trained;
+    for (const auto& [e, rate] : tree.spec().trained) trained[{e.node, e.port}] = rate;
+    r.hw = PlantTrained(tree.NetFile(), trained, r.sim->dir(), r.sim.get(), &error);
+    EXPECT_NE(r.hw, nullptr) << error;
+    if (!r.hw) return r;
+    env = r.hw->PreloadEnv();
+  }
+  r.exporter = ExporterProcess::Start(*r.sim, args, &error, {}, env);
   EXPECT_NE(r.exporter, nullptr) << error;
   if (r.exporter) r.scrape = r.exporter->WaitForSweeps(1, seconds(60));
   EXPECT_TRUE(r.scrape);
@@ -83,9 +94,14 @@ TEST(TopologyTest, CleanFabricsHaveNoFindings) {
 TEST(TopologyTest, PlantedFaultsAreFoundAndNameBothEnds) {
   const FatTree clean = FatTree::Generate(Small());
   FatTreeSpec spec = Small();
-  spec.missing = {clean.LeafUplink(2, 1, 0)};              // ib-leaf02 loses a link to ib-spine01
-  spec.leaf_links = {{3, 4}};                              // ib-leaf03 cabled to ib-leaf04
-  spec.degraded = {{clean.LeafUplink(1, 2, 1), "1xQDR"}};  // one of ib-leaf01's links runs 1x
+  spec.missing = {clean.LeafUplink(2, 1, 0)};  // ib-leaf02 loses a link to ib-spine01
+  spec.leaf_links = {{3, 4}};                  // ib-leaf03 cabled to ib-leaf04
+  // One of ib-leaf01's links runs 1x, its ports enabled for 1x only (the
+  // net file's note): below its peers, at its ends' best, so not degraded.
+  spec.degraded = {{clean.LeafUplink(1, 2, 1), "1xQDR"}};
+  // One of ib-leaf03's trained 1x where both ends allow 4x (planted
+  // through the personality preload): degraded.
+  spec.trained = {{clean.LeafUplink(3, 2, 1), "1x"}};
   const FatTree tree = FatTree::Generate(spec);
   Running r = Start(tree);
   ASSERT_TRUE(r.scrape);
@@ -97,6 +113,7 @@ TEST(TopologyTest, PlantedFaultsAreFoundAndNameBothEnds) {
   EXPECT_EQ(counts.at("uneven_parallel_links"), 2);  // the leaf and the spine of the missing cable
   EXPECT_EQ(counts.at("same_tier_link"), 1);
   EXPECT_EQ(counts.at("below_tier_majority"), 1);
+  EXPECT_EQ(counts.at("below_enabled"), 1);
   EXPECT_EQ(counts.at("not_a_tree"), 0);
 
   const auto fewer = s.Find("infiniband_topology_finding", {{"kind", "fewer_uplinks"}});
@@ -114,7 +131,11 @@ TEST(TopologyTest, PlantedFaultsAreFoundAndNameBothEnds) {
   // The generator's first spare leaf port: 4 hosts + 2 spines x 2 links + 1.
   EXPECT_EQ(ends, (std::set<std::string>{"ib-leaf03[9]", "ib-leaf04[9]"}));
 
-  const Endpoint slow = clean.LeafUplink(1, 2, 1);
+  const auto peers = s.Find("infiniband_topology_finding", {{"kind", "below_tier_majority"}});
+  ASSERT_EQ(peers.size(), 1u);
+  EXPECT_EQ(peers[0].labels.at("node") + "[" + peers[0].labels.at("port") + "]",
+            "ib-leaf01[" + std::to_string(clean.LeafUplink(1, 2, 1).port) + "]");
+  const Endpoint slow = clean.LeafUplink(3, 2, 1);
   const Endpoint far = *tree.Peer(slow);
   const auto degraded = s.Find("infiniband_link_degraded");
   ASSERT_EQ(degraded.size(), 1u);
@@ -128,7 +149,7 @@ TEST(TopologyTest, PlantedFaultsAreFoundAndNameBothEnds) {
       degraded[0].labels.at("remote_guid") + "/" + degraded[0].labels.at("remote_port")};
   EXPECT_EQ(degraded_ends, (std::set<std::string>{guids.at(slow.node) + "/" + std::to_string(slow.port),
                                                   guids.at(far.node) + "/" + std::to_string(far.port)}));
-  EXPECT_EQ(degraded[0].labels.at("reason"), "below_tier_majority");
+  EXPECT_EQ(degraded[0].labels.at("reason"), "below_enabled");
   // ib-leaf02 has 3 uplinks for 4 hosts.
   EXPECT_DOUBLE_EQ(*s.Value("infiniband_leaf_blocking_factor", {{"switch", "ib-leaf02"}}), 4.0 / 3.0);
 

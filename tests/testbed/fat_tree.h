@@ -74,9 +74,17 @@ struct FatTreeSpec {
   std::vector<std::pair<Endpoint, Endpoint>> swaps;  // exchange the far ends of the cables at these two ports
   std::vector<Endpoint> missing;                     // remove the cable at this port
   std::vector<std::pair<int, int>> leaf_links;       // cable leaf i to leaf j on spare ports (1-based)
-  std::map<Endpoint, std::string> degraded;          // cable at port -> rate, e.g. "1xQDR"
-  std::vector<int> spine_cas;                        // a CA ("storage01", ...) on a spare port of spine i (1-based)
-  std::vector<std::pair<int, int>> skip_links;       // leaf i cabled straight to core j, spare ports
+  // Cable at port -> rate, e.g. "1xQDR", as the net file's note gives it:
+  // both ends *enabled* for that only (an operator's limit, as ibsim
+  // models it), so the link runs at its ends' best.
+  std::map<Endpoint, std::string> degraded;
+  // Cable at port -> what it trained at, e.g. "1x": below what both its
+  // ends allow (a bad lane). Not in the net file: planted through the
+  // hardware-personality preload (personality.h PlantTrained) into the
+  // clients that read the fabric.
+  std::map<Endpoint, std::string> trained;
+  std::vector<int> spine_cas;                   // a CA ("storage01", ...) on a spare port of spine i (1-based)
+  std::vector<std::pair<int, int>> skip_links;  // leaf i cabled straight to core j, spare ports
   std::vector<std::pair<Endpoint, std::string>>
       moves;  // the cable at this port recabled to a spare port of that switch
 };

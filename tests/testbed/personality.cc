@@ -290,4 +290,21 @@ bool HardwareFabric::Write(std::string* error) const {
   return true;
 }
 
+std::unique_ptr<HardwareFabric> PlantTrained(const std::string& net_text,
+                                             const std::map<std::pair<std::string, int>, std::string>& trained,
+                                             const std::string& dir, const SimFabric* sim, std::string* error) {
+  auto hw = HardwareFabric::Make(net_text, {}, dir, error);
+  if (!hw || (sim && !hw->ResolveLids(*sim, error))) return nullptr;
+  static const std::regex kRate(R"((\d+x)?([A-Z]\w*)?)");
+  for (const auto& [at, rate] : trained) {
+    std::smatch m;
+    if (!std::regex_match(rate, m, kRate) || rate.empty()) {
+      *error = "trained rate '" + rate + "' is not WIDTH and/or SPEED (1x, 1xQDR, QDR)";
+      return nullptr;
+    }
+    if (!hw->PlantLink(at.first, at.second, m[1].str(), m[2].str(), error)) return nullptr;
+  }
+  return hw;
+}
+
 }  // namespace ibfabric::testbed

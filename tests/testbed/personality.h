@@ -91,4 +91,14 @@ class HardwareFabric {
   std::uint64_t serial_ = 0;
 };
 
+// A hardware fabric with no models over the fabric of `net_text`, its
+// state in `dir`, with each cable of `trained` (port -> "1x", "1xQDR",
+// "QDR") planted to run at that: what a plain simulated fabric needs for a
+// link below what both its ends allow (ibsim's note sets the enabled width
+// instead). With `sim` its LIDs are resolved; without, the preload learns
+// them from the PortInfo answers it sees.
+std::unique_ptr<HardwareFabric> PlantTrained(const std::string& net_text,
+                                             const std::map<std::pair<std::string, int>, std::string>& trained,
+                                             const std::string& dir, const SimFabric* sim, std::string* error);
+
 }  // namespace ibfabric::testbed

@@ -6,6 +6,7 @@
 //              [--hcas-per-host N]
 //              [--move NODE[PORT]=LEAF]...
 //              [--leaf-link I,J]... [--degraded NODE[PORT]=RATE]...
+//              [--trained NODE[PORT]=RATE]... [--personality DIR]
 // --pods makes a three-tier tree: --leaves and --spines are per pod, the
 // spines are the pods' aggregation switches, --cores a multiple of --spines.
 // --units makes a rail-optimized tree (one leaf per unit and rail; servers
@@ -14,7 +15,12 @@
 // port of LEAF (a wrong rail, another unit).
 // --leaf-link cables leaf I to leaf J on spare ports (a miswired cable);
 // --degraded sets the width and speed of the cable at NODE[PORT] (e.g.
-// ib-leaf02[9]=1xQDR). Both repeat; see tests/testbed/fat_tree.h.
+// ib-leaf02[9]=1xQDR) as the net file's note: its ends enabled for that
+// only. --trained makes the cable at NODE[PORT] run at RATE (1x, 1xQDR)
+// below what its ends allow: written with --personality to
+// DIR/personality.json, the state of the hardware-personality preload
+// (tests/tools/hw_personality.cc) that clients of the fabric load. All
+// repeat; see tests/testbed/fat_tree.h.
 
 #include <algorithm>
 #include <cstdlib>
@@ -24,9 +30,11 @@
 #include <string>
 
 #include "tests/testbed/fat_tree.h"
+#include "tests/testbed/personality.h"
 
 int main(int argc, char** argv) {
   ibfabric::testbed::FatTreeSpec spec;
+  std::string personality_dir;
   std::map<std::string, int*> ints{{"--leaves", &spec.leaves},
                                    {"--spines", &spec.spines},
                                    {"--hosts-per-leaf", &spec.hosts_per_leaf},
@@ -57,12 +65,14 @@ int main(int argc, char** argv) {
         return 2;
       }
       spec.leaf_links.emplace_back(std::stoi(m[1].str()), std::stoi(m[2].str()));
-    } else if (a == "--degraded") {
+    } else if (a == "--degraded" || a == "--trained") {
       if (!std::regex_match(v, m, kDegraded)) {
-        std::cerr << "gen_fabric: --degraded wants NODE[PORT]=RATE (e.g. ib-leaf02[9]=1xQDR), not '" << v << "'\n";
+        std::cerr << "gen_fabric: " << a << " wants NODE[PORT]=RATE (e.g. ib-leaf02[9]=1xQDR), not '" << v << "'\n";
         return 2;
       }
-      spec.degraded[{m[1].str(), std::stoi(m[2].str())}] = m[3].str();
+      (a == "--degraded" ? spec.degraded : spec.trained)[{m[1].str(), std::stoi(m[2].str())}] = m[3].str();
+    } else if (a == "--personality") {
+      personality_dir = v;
     } else if (a == "--devices") {
       static const std::regex kDevices(R"([A-Za-z0-9_]+(,[A-Za-z0-9_]+)*)");
       if (!std::regex_match(v, kDevices)) {
@@ -95,8 +105,22 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  if (!spec.trained.empty() && personality_dir.empty()) {
+    std::cerr << "gen_fabric: --trained needs --personality DIR (where the preload's state goes)\n";
+    return 2;
+  }
   try {
-    std::cout << ibfabric::testbed::FatTree::Generate(spec).NetFile();
+    const std::string net = ibfabric::testbed::FatTree::Generate(spec).NetFile();
+    if (!personality_dir.empty()) {
+      std::map<std::pair<std::string, int>, std::string> trained;
+      for (const auto& [e, rate] : spec.trained) trained[{e.node, e.port}] = rate;
+      std::string error;
+      if (!ibfabric::testbed::PlantTrained(net, trained, personality_dir, nullptr, &error)) {
+        std::cerr << "gen_fabric: " << error << "\n";
+        return 2;
+      }
+    }
+    std::cout << net;
   } catch (const std::invalid_argument& e) {
     std::cerr << "gen_fabric: " << e.what() << "\n";
     return 2;

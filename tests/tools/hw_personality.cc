@@ -22,8 +22,13 @@
 //   with the model of the far end and capped by what was planted on the
 //   cable: NDR, XDR through LinkSpeedExtActive2, 2x), Mellanox
 //   ExtendedPortInfo (FDR10) and PMA ClassPortInfo (the capability bits).
-// A node with no model, and every MAD when HW_PERSONALITY is unset, pass
-// as they are. A test tool: process-wide state, one lock.
+// A node with no model passes as it is, but for a width or speed planted
+// on one of its cables: its PortInfo then says the link runs at that
+// (ibsim's enabled and supported widths and speeds stay, so a cable of a
+// plain QDR fabric that trained 1x is below what both its ends allow, as
+// on hardware; ibsim's net-file note sets the enabled width instead).
+// Every MAD passes as it is when HW_PERSONALITY is unset. A test tool:
+// process-wide state, one lock.
 
 #include <arpa/inet.h>
 #include <dlfcn.h>
@@ -155,7 +160,10 @@ class Personalities {
     Node& n = nodes_[static_cast<std::size_t>(p.node)];
     const bool smp = p.mgmt_class == kSmpLid || p.mgmt_class == kSmpDirected;
     if (smp && p.attr == kPortInfo) Learn(p.node, mad);
-    if (!n.model) return;
+    if (!n.model) {
+      if (smp && p.attr == kPortInfo) PlantOnPlain(p, n, mad);
+      return;
+    }
     if (smp && p.attr == kNodeInfo) {
       mad_set_field(mad, kData, IB_NODE_VENDORID_F, n.model->vendor_id);
       mad_set_field(mad, kData, IB_NODE_DEVID_F, n.model->device_id);
@@ -302,6 +310,27 @@ class Personalities {
       if (pp->speed) plant.speed = pp->speed;
     }
     return ibfabric::model::Negotiate(*n.model, n.widths, *far.model, far.widths, plant);
+  }
+  // A plain node's PortInfo: what was planted on the cable of its port
+  // (either end), in place of what the link runs at.
+  void PlantOnPlain(const Pending& p, const Node& n, std::uint8_t* mad) const {
+    const int port = PortOf(p, n, mad);
+    const auto peer = n.ports.find(port);
+    if (port == 0 || peer == n.ports.end() || mad_get_field(mad, kData, IB_PORT_PHYS_STATE_F) != 5) return;
+    const Node& far = nodes_[static_cast<std::size_t>(peer->second.first)];
+    PortPlant plant;
+    for (const PortPlant* pp : {Plant(n, port), Plant(far, peer->second.second)}) {
+      if (!pp) continue;
+      if (pp->width) plant.width = pp->width;
+      if (pp->speed) plant.speed = pp->speed;
+    }
+    if (plant.width) mad_set_field(mad, kData, IB_PORT_LINK_WIDTH_ACTIVE_F, *plant.width);
+    if (plant.speed && *plant.speed <= LinkSpeed::kQdr) {
+      const std::uint8_t base = *plant.speed == LinkSpeed::kSdr   ? ibfabric::model::speed::kSdr
+                                : *plant.speed == LinkSpeed::kDdr ? ibfabric::model::speed::kDdr
+                                                                  : ibfabric::model::speed::kQdr;
+      mad_set_field(mad, kData, IB_PORT_LINK_SPEED_ACTIVE_F, base);
+    }
   }
   static const PortPlant* Plant(const Node& n, int port) {
     const auto it = n.plants.find(port);
