@@ -172,6 +172,7 @@ struct CollectorOptions {
   SmMonitorOptions subnet_managers;                       // subnet_managers
   int clear_threshold_percent = 0;                        // port_counters: 0 never clears
   PortTable restored_ports;                               // port_counters: totals from before a re-exec
+  std::vector<PortWait> restored_waits;                   // xmit_wait_tick: seconds from before a re-exec
 };
 
 // Called with each metric family as soon as it is complete, or with

@@ -200,8 +200,8 @@ void RenderLinkHealth(const Snapshot& s, const Emit& out) {
     f.Finish();
   };
   per_end("infiniband_port_transmit_wait_ratio",
-          "Fraction of the window the port had data to send but no credits (PortXmitWait ticks times the tick at "
-          "the link's speed)",
+          "Fraction of the window the port had data to send but no credits (PortXmitWait counts times how long "
+          "one lasts on that device at the link's speed)",
           &EndRates::xmit_wait_fraction);
   per_end("infiniband_port_bit_error_ratio",
           "Estimated bit error ratio of what the port received over the window (symbol errors over bits received)",

@@ -55,6 +55,7 @@ class PortCountersCollector final : public Collector {
         congested.insert(c.tree.victims.begin(), c.tree.victims.end());
       }
     }
+    std::erase_if(waits_by_value_, [&](std::uint64_t g) { return !cycle.fabric->FindNode(g); });
     for (SweepTarget& t : targets) {
       // PortXmitWait is read wherever it has been seen filled, whatever
       // ClassPortInfo claims (mlx5 HCAs fill it without the bit).

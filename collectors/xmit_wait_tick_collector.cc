@@ -58,7 +58,11 @@ class XmitWaitTickCollector final : public Collector {
  public:
   static constexpr int kTries = 5;  // the first ask and 4 more, 1, 2, 4 and 8 sweeps apart
 
-  explicit XmitWaitTickCollector(std::optional<double> multiplier) { ticks_.multiplier = multiplier; }
+  XmitWaitTickCollector(std::optional<double> multiplier, std::vector<PortWait> restored) {
+    ticks_.multiplier = multiplier;
+    ticks_.waits = std::make_shared<const std::vector<PortWait>>(std::move(restored));
+    published_ = std::make_shared<const XmitWaitTicks>(ticks_);  // restored seconds, before the first sweep
+  }
 
   Schedule schedule() const override { return Schedule::kSweep; }
 
@@ -90,7 +94,7 @@ class XmitWaitTickCollector final : public Collector {
       for (const auto& r : part_.reads()) changed |= Note(r, cycle, &out);
       part_.Ask({});
     }
-    changed |= Convert(*cycle.parts->ports, *cycle.fabric);
+    changed |= Convert(*cycle.parts->ports, *cycle.fabric, cycle.sweep ? &cycle.sweep->links : nullptr);
     if (changed || !published_) published_ = std::make_shared<const XmitWaitTicks>(ticks_);
     return out;
   }
@@ -144,30 +148,41 @@ class XmitWaitTickCollector final : public Collector {
   }
 
   // Each port's new PortXmitWait counts into seconds, where its node's
-  // Tick is settled and its link up; true when any port's seconds moved.
-  bool Convert(const PortTable& ports, const topology::Fabric& fabric) {
+  // Tick is settled and its link up (as this sweep's PortInfo `links`
+  // read it, else as discovered); true when any port's seconds moved. One
+  // pass over the ports and the last waits, both sorted by port.
+  bool Convert(const PortTable& ports, const topology::Fabric& fabric,
+               const std::map<topology::PortRef, topology::Port>* links) {
     const std::size_t wait = Index(Counter::kXmitWait);
-    bool changed = false;
+    const std::vector<PortWait>& was = *ticks_.waits;
+    auto next = std::make_shared<std::vector<PortWait>>();
+    next->reserve(was.size());
+    auto old = was.begin();
     for (const auto& [ref, totals] : ports) {
       if (!totals.present.test(wait)) continue;
+      while (old != was.end() && old->port < ref) ++old;
       const std::uint64_t total = totals.total[wait];
-      auto it = counted_.find(ref);
-      if (it == counted_.end()) {
-        if (total == 0) continue;  // never waited: 0 s, from the totals
-        it = counted_.emplace(ref, 0).first;
-        ticks_.wait_seconds[ref] = 0;
-        changed = true;
+      // First read: counts from here on.
+      PortWait w = old != was.end() && old->port == ref ? *old : PortWait{ref, 0, total};
+      if (total < w.counted) w.counted = total;  // the totals started again: counts from here
+      if (total > w.counted && Settled(ref.node_guid)) {
+        const topology::Node* n = fabric.FindNode(ref.node_guid);
+        const topology::Port* p = nullptr;
+        if (links) {
+          const auto read = links->find(ref);
+          if (read != links->end()) p = &read->second;
+        }
+        if (!p) p = fabric.FindPort(ref);
+        const double length = n && p ? ticks_.CountSeconds(*n, *p) : 0;
+        if (length > 0) {  // else not up: converted once it is
+          w.seconds += static_cast<double>(total - w.counted) * length;
+          w.counted = total;
+        }
       }
-      if (total < it->second) it->second = total;  // the totals started again: counts from here
-      if (total == it->second || !Settled(ref.node_guid)) continue;
-      const topology::Node* n = fabric.FindNode(ref.node_guid);
-      const topology::Port* p = fabric.FindPort(ref);
-      const double length = n && p ? ticks_.CountSeconds(*n, *p) : 0;
-      if (length <= 0) continue;  // not up as discovered: converted once it is
-      ticks_.wait_seconds[ref] += static_cast<double>(total - it->second) * length;
-      it->second = total;
-      changed = true;
+      next->push_back(w);
     }
+    const bool changed = *next != was;
+    if (changed) ticks_.waits = std::move(next);
     return changed;
   }
 
@@ -186,7 +201,6 @@ class XmitWaitTickCollector final : public Collector {
   }
 
   XmitWaitTicks ticks_;
-  std::map<topology::PortRef, std::uint64_t> counted_;  // PortXmitWait total already in seconds
   std::map<std::uint64_t, Hold> holds_;
   std::uint64_t sweep_ = 0;
   TickReads part_;
@@ -201,7 +215,7 @@ topology::TickLength XmitWaitTicks::TickOf(const topology::Node& node) const {
 }
 
 std::unique_ptr<Collector> MakeXmitWaitTickCollector(const CollectorOptions& options) {
-  return std::make_unique<XmitWaitTickCollector>(options.alerts.xmit_wait_tick_multiplier);
+  return std::make_unique<XmitWaitTickCollector>(options.alerts.xmit_wait_tick_multiplier, options.restored_waits);
 }
 
 namespace {
@@ -209,7 +223,6 @@ namespace {
 // Seconds waited per port: one family per role, as the raw counts'.
 void RenderWaitSeconds(const Snapshot& s, const XmitWaitTicks& ticks, const Emit& out) {
   if (!Has(s.port_groups, PortGroup::kCongestion)) return;  // left out (--counters.groups)
-  const std::size_t wait = Index(Counter::kXmitWait);
   for (const bool sw : {false, true}) {
     const std::string role = sw ? "switch" : "hca";
     FamilyParts f(out, "infiniband_" + role + "_port_transmit_wait_seconds_total",
@@ -217,18 +230,17 @@ void RenderWaitSeconds(const Snapshot& s, const XmitWaitTicks& ticks, const Emit
                       " port had data to send and sent none: PortXmitWait counts, each as long as the device's "
                       "PortSamplesControl.Tick and its generation make it (infiniband_node_transmit_wait_unit_info)",
                   prometheus::MetricType::Counter);
-    for (const auto& [ref, totals] : *s.ports) {
-      const NodeLabel& label = LabelOf(s, ref.node_guid);
-      if ((label.kind == topology::NodeKind::kSwitch) != sw || !totals.present.test(wait)) continue;
-      const auto it = ticks.wait_seconds.find(ref);
-      if (it == ticks.wait_seconds.end() && totals.total[wait] != 0) continue;  // not converted yet
-      f.Add(PortLabels(ref, label), it == ticks.wait_seconds.end() ? 0.0 : it->second);
+    for (const PortWait& w : *ticks.waits) {
+      const NodeLabel& label = LabelOf(s, w.port.node_guid);
+      if ((label.kind == topology::NodeKind::kSwitch) != sw) continue;
+      f.Add(PortLabels(w.port, label), w.seconds);
     }
     f.Finish();
   }
 }
 
-// How each node whose ports waited has its counts converted.
+// How each node whose ports waited (since the exporter read them) has its
+// counts converted.
 void RenderWaitUnits(const Snapshot& s, const XmitWaitTicks& ticks, const Emit& out) {
   auto family = Family("infiniband_node_transmit_wait_unit_info",
                        "How the node's PortXmitWait counts become seconds: family (quantum: Tick+1 bytes of the "
@@ -236,10 +248,10 @@ void RenderWaitUnits(const Snapshot& s, const XmitWaitTicks& ticks, const Emit& 
                        "documented for the family, override from the alerts config, or minimum: none known)",
                        prometheus::MetricType::Gauge);
   std::uint64_t last = 0;
-  for (const auto& [ref, seconds] : ticks.wait_seconds) {
-    if (ref.node_guid == last) continue;
-    last = ref.node_guid;
-    const topology::Node* n = s.fabric->FindNode(ref.node_guid);
+  for (const PortWait& w : *ticks.waits) {
+    if (w.seconds <= 0 || w.port.node_guid == last) continue;
+    last = w.port.node_guid;
+    const topology::Node* n = s.fabric->FindNode(w.port.node_guid);
     if (!n || !OwnsNode(s, n->guid)) continue;
     const topology::XmitWaitUnit unit = topology::XmitWaitUnitOf(*n);
     Add(family,
@@ -262,8 +274,8 @@ void RenderXmitWaitTick(const Snapshot& s, const Emit& out) {
   if (ticks->tick.empty()) return;
   auto family = Family("infiniband_node_pma_samples_tick",
                        "PMA PortSamplesControl.Tick of the node as it reports it (perfquery -c): one PortXmitWait "
-                       "tick lasts Tick+1 symbol times (one byte on one lane, IBTA 16.1.3.2); read once a port of "
-                       "the node counted PortXmitWait",
+                       "count is Tick+1 bytes of one lane (IBTA 16.1.3.2) or, on Quantum-family switches, of the "
+                       "whole port; read once a port of the node counted PortXmitWait",
                        prometheus::MetricType::Gauge);
   for (const auto& [guid, tick] : ticks->tick) {
     if (OwnsNode(s, guid)) Add(family, {{"guid", topology::FormatGuid(guid)}}, tick);

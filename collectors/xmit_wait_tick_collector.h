@@ -4,8 +4,9 @@
 // for every PMA; transport/attributes.h) of a node once one of its ports
 // has counted PortXmitWait, in the sweep's one batch. Devices differ
 // (Quantum-family switches report 7, Switch-IB 2 and earlier 31, NVIDIA's
-// ibdiagnet manual), so no multiplier for the whole fabric can turn ticks
-// into time; a quiet node, whose ticks need no converting, is never asked.
+// ibdiagnet manual), so one multiplier for the whole fabric (the alerts
+// config's override) is no way to turn ticks into time; a quiet node,
+// whose ticks need no converting, is never asked.
 //
 // A node is asked once: its answer holds until it leaves the fabric. An
 // answer of "unsupported attribute" (MAD status 0x000C) is kept as such
@@ -14,18 +15,21 @@
 // later, then left until the node is walked again.
 //
 // With the Tick and the device's family (topology/xmit_wait.h) it turns
-// each port's PortXmitWait into seconds waited: each sweep's new counts at
-// the length one count has at the speed the port runs then, so a link that
-// retrains does not rescale its past. A port's counts are converted once
-// its node's Tick is settled (read, unsupported, given up, or the alerts
-// config's xmit_wait_tick_multiplier overrides every device's), so the
-// first total is converted at the device's own Tick, not a guess.
+// each port's PortXmitWait into seconds waited since the exporter first
+// read the port (counter_store.h PortWait): each sweep's new counts at the
+// length one count has at the speed the port runs then (this sweep's
+// PortInfo where read, else as discovered), so a link that retrains does
+// not rescale its past. New counts are converted once the node's Tick is
+// settled (read, unsupported, given up, or the alerts config's
+// xmit_wait_tick_multiplier overrides every device's): they wait for it
+// rather than be converted at a guess. The seconds survive a re-exec
+// (CollectorOptions::restored_waits).
 //
 // Part: XmitWaitTicks under "xmit_wait_tick" (Snapshot::by_collector).
 // Metrics: infiniband_node_pma_samples_tick{guid}, absent where not read;
 // infiniband_{switch,hca}_port_transmit_wait_seconds_total per port that
-// reports PortXmitWait (0 while it never waited; a port whose waits wait
-// for their Tick keeps its last value); and
+// reports PortXmitWait (a port whose new counts wait for their Tick keeps
+// its last value); and
 // infiniband_node_transmit_wait_unit_info{guid,family,counting,tick_source}
 // for each node with a port that waited.
 
@@ -34,6 +38,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <vector>
 
 #include "collectors/collector.h"
 #include "topology/xmit_wait.h"
@@ -46,8 +51,8 @@ struct XmitWaitTicks {
   std::map<std::uint64_t, std::uint8_t> tick;  // node GUID -> PortSamplesControl.Tick
   std::set<std::uint64_t> unsupported;         // answered "unsupported attribute"
   std::optional<double> multiplier;            // the operator's Tick + 1 for every device
-  // Seconds waited, of each port that counted PortXmitWait since the start.
-  std::map<topology::PortRef, double> wait_seconds;
+  // Every port that reports PortXmitWait, by port (sorted).
+  std::shared_ptr<const std::vector<PortWait>> waits = std::make_shared<const std::vector<PortWait>>();
 
   // Tick + 1 of the node's counts, and where it came from.
   topology::TickLength TickOf(const topology::Node& node) const;

@@ -275,7 +275,7 @@ def topology_health():
     l.add(stat("Tiers", f'infiniband_topology_tiers{{{F}}}'), 4, 4)
     l.add(stat("Fat tree", f'infiniband_topology_is_tree{{{F}}}'), 4, 4)
     l.add(stat("Degraded links", f'count(infiniband_link_degraded{{{F}}}) or vector(0)', red_above=1,
-               description="Links running below the width or speed their ends or their peers run at."), 4, 4)
+               description="Links running below the width or speed both their ends allow, or the cabling plan gives."), 4, 4)
     l.add(stat("Miswired cables", f'sum(infiniband_alerts{{{F},cause="miswiring"}})',
                red_above=1), 4, 4)
     l.add(stat("Bisection ratio", f'infiniband_topology_bisection_ratio{{{F}}}', "percentunit"), 8, 4)

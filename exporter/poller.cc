@@ -8,6 +8,7 @@
 #include <ostream>
 
 #include "collectors/metrics.h"
+#include "collectors/xmit_wait_tick_collector.h"
 #include "exporter/gzip.h"
 
 namespace ibfabric::exporter {
@@ -37,6 +38,7 @@ Poller::Poller(transport::MadEngine& engine, PollerOptions options, SnapshotHold
     collectors::EnabledCollectors({}, &*options_.collectors, &unused);
   }
   options_.collector.restored_ports = std::move(restored.ports);
+  options_.collector.restored_waits = std::move(restored.waits);
   for (const auto& name : *options_.collectors) {
     const collectors::CollectorInfo* info = collectors::FindCollector(name);
     if (!info) continue;  // the flags said which exist
@@ -44,6 +46,7 @@ Poller::Poller(transport::MadEngine& engine, PollerOptions options, SnapshotHold
     collectors_.back().collector->Publish(&parts_);
   }
   options_.collector.restored_ports = {};
+  options_.collector.restored_waits = {};
   parts_.collectors = *options_.collectors;
   Publish();  // so /metrics answers (with restored totals, stale) before the first sweep
 }
@@ -260,7 +263,11 @@ void Poller::Publish() {
 }
 
 collectors::PersistedState Poller::SaveState() const {
-  return collectors::PersistedState{*parts_.ports, tracker_.nodes(), tracker_.remembered()};
+  collectors::PersistedState state{*parts_.ports, tracker_.nodes(), tracker_.remembered(), {}};
+  if (const auto* ticks = parts_.by_collector.Get<collectors::XmitWaitTicks>(collectors::kXmitWaitTickCollector)) {
+    state.waits = *ticks->waits;
+  }
+  return state;
 }
 
 void Poller::Run(std::stop_token stop) {

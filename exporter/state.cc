@@ -1,5 +1,6 @@
 #include "exporter/state.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 namespace ibfabric::collectors {
@@ -33,7 +34,10 @@ std::string SaveState(const PersistedState& state) {
   }
   json remembered = json::array();
   for (const auto& ref : state.remembered) remembered.push_back({ref.node_guid, ref.port});
-  return json{{"version", kVersion}, {"ports", ports}, {"nodes", nodes}, {"remembered", remembered}}.dump();
+  json waits = json::array();
+  for (const PortWait& w : state.waits) waits.push_back({w.port.node_guid, w.port.port, w.seconds, w.counted});
+  return json{{"version", kVersion}, {"ports", ports}, {"nodes", nodes}, {"remembered", remembered}, {"waits", waits}}
+      .dump();
 }
 
 bool LoadState(const std::string& text, PersistedState* state, std::string* error) {
@@ -71,6 +75,15 @@ bool LoadState(const std::string& text, PersistedState* state, std::string* erro
     }
     for (const auto& r : j.at("remembered")) {
       out.remembered.insert({r.at(0).get<std::uint64_t>(), r.at(1).get<std::uint8_t>()});
+    }
+    if (j.contains("waits")) {  // written since PortXmitWait is also exported in seconds
+      for (const auto& w : j.at("waits")) {
+        out.waits.push_back({{w.at(0).get<std::uint64_t>(), w.at(1).get<std::uint8_t>()},
+                             w.at(2).get<double>(),
+                             w.at(3).get<std::uint64_t>()});
+      }
+      std::sort(out.waits.begin(), out.waits.end(),
+                [](const PortWait& a, const PortWait& b) { return a.port < b.port; });
     }
     *state = std::move(out);
     return true;

@@ -1,7 +1,8 @@
 #pragma once
 // What must survive a re-exec of the exporter (see exporter/recovery.h) so
 // that every exported total stays continuous: the per-port totals and raw
-// baselines, the node labels, and the switch ports once seen up. Serialized
+// baselines, the ports' PortXmitWait seconds, the node labels, and the
+// switch ports once seen up. Serialized
 // as JSON with counters keyed by metric name, so a newer build can read an
 // older file.
 
@@ -9,6 +10,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "collectors/health/counter_store.h"
 #include "collectors/snapshot.h"
@@ -19,6 +21,7 @@ struct PersistedState {
   PortTable ports;
   std::map<std::uint64_t, NodeLabel> nodes;
   std::set<topology::PortRef> remembered;
+  std::vector<PortWait> waits;  // sorted by port (xmit_wait_tick)
 };
 
 std::string SaveState(const PersistedState& state);

@@ -71,6 +71,17 @@ struct VlWaitTotals {
 };
 using VlWaitTable = std::map<topology::PortRef, VlWaitTotals>;
 
+// A port's PortXmitWait in seconds (xmit_wait_tick): what it waited since
+// the exporter first read it, and the PortXmitWait total converted so far
+// (the total when first read: what it counted before is in the raw total,
+// not here, so that the series never jumps by a port's whole past).
+struct PortWait {
+  topology::PortRef port;
+  double seconds = 0;
+  std::uint64_t counted = 0;
+  bool operator==(const PortWait&) const = default;
+};
+
 // Every port's totals, by port: one sorted array, so that a copy (one a
 // sweep: see CounterStore) is one block the system takes back whole when it
 // is let go, not 80k small ones left scattered in the heap. Read like a

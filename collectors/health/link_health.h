@@ -22,8 +22,9 @@
 //    where data was received; PortRcvRemotePhysicalErrors are kept but blame
 //    another link, never this cable;
 //  - congestion apart from faults: PortXmitWait as a fraction of the time
-//    (ticks of one symbol time at the link's speed, times a multiplier; see
-//    PortSamplesControl.Tick in IBTA 16.1.3.2) and PortXmitDiscards;
+//    (counts times how long one lasts on that device at the speed the port
+//    runs: topology/xmit_wait.h, given per sweep as WaitCountSeconds) and
+//    PortXmitDiscards;
 //  - width or speed below the best the cable ran at, and what the topology
 //    analysis says (degraded).
 // Bookkeeping only: no MADs, no thresholds (those are the alert engine's).

@@ -344,6 +344,18 @@ TEST_F(CounterEngineTest, SimulatorKilledAndRestartedServesStaleThenResumes) {
   auto s = Fresh(*e);
   const std::string guid = Guid(*s, port.node);
   ASSERT_EQ(Total(*s, guid, port, "receive_errors"), 500);
+  // PortXmitWait counted after the exporter first read the port, in
+  // seconds: 1 ns a count at 4xQDR (ibsim's PMA has no PortSamplesControl).
+  const auto waited = [&](const Scrape& x) {
+    return x
+        .Value("infiniband_switch_port_transmit_wait_seconds_total",
+               {{"guid", guid}, {"port", std::to_string(port.port)}})
+        .value_or(-1);
+  };
+  Console("PerformanceSet " + At(port) + " PortCounters.PortXmitWait=1000");
+  s = e->WaitFor([&](const Scrape& x) { return waited(x) > 0; }, seconds(30));
+  ASSERT_TRUE(s) << e->Log();
+  EXPECT_DOUBLE_EQ(waited(*s), 1000e-9);
   const double targets = *s->Value("infiniband_exporter_sweep_ports", {{"result", "ok"}});
   const double sweeps = *s->Value("infiniband_exporter_sweeps_total");
   const pid_t pid = e->process().pid();
@@ -375,8 +387,10 @@ TEST_F(CounterEngineTest, SimulatorKilledAndRestartedServesStaleThenResumes) {
   ASSERT_TRUE(s) << e->Log();
   EXPECT_EQ(e->process().pid(), pid) << "same process, re-executed";
   EXPECT_NE(e->Log().find("restored counter totals"), std::string::npos) << e->Log();
-  // The new simulator starts from 0: the total does not go back.
+  // The new simulator starts from 0: the total does not go back, nor do
+  // the seconds waited.
   EXPECT_EQ(Total(*s, guid, port, "receive_errors"), 500);
+  EXPECT_DOUBLE_EQ(waited(*s), 1000e-9);
   Plant(port, "PortRcvErrors", 7);
   s = Fresh(*e);
   EXPECT_EQ(Total(*s, guid, port, "receive_errors"), 507);

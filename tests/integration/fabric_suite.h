@@ -66,7 +66,7 @@ class FabricSuite : public ::testing::Test {
   // preload where cables were planted to train low (spec.trained).
   static Env FabricEnv(Env env = {}) {
     if (hw_) {
-      for (const auto& [k, v] : hw_->PreloadEnv()) env[k] = v;
+      for (const auto& [k, v] : hw_->PreloadEnv()) env[k] = k == "LD_PRELOAD" && env.count(k) ? v + " " + env[k] : v;
     }
     return env;
   }

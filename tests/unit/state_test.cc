@@ -1,5 +1,6 @@
-// What survives a re-exec (exporter/state.h): totals, names and
-// remembered ports round-trip through the state file; bad files are refused.
+// What survives a re-exec (exporter/state.h): totals, PortXmitWait
+// seconds, names and remembered ports round-trip through the state file;
+// bad files are refused.
 
 #include "exporter/state.h"
 
@@ -22,6 +23,7 @@ TEST(StateTest, RoundTripAndRejects) {
   st.ports[{0xabc, 3}] = t;
   st.nodes[0xabc] = {topology::NodeKind::kCa, "cn0001 \"quoted\"", {{1, 0xabd}, {2, 0xabe}}};
   st.remembered.insert({0xdef, 7});
+  st.waits = {{{0xabc, 3}, 1.25e-3, 123456789012345ULL}, {{0xdef, 1}, 0, 9}};
   collectors::PersistedState back;
   std::string error;
   ASSERT_TRUE(collectors::LoadState(collectors::SaveState(st), &back, &error)) << error;
@@ -34,6 +36,11 @@ TEST(StateTest, RoundTripAndRejects) {
   EXPECT_EQ(back.nodes.at(0xabc).name, "cn0001 \"quoted\"");
   EXPECT_EQ(back.nodes.at(0xabc).port_guids, (std::map<std::uint8_t, std::uint64_t>{{1, 0xabd}, {2, 0xabe}}));
   EXPECT_EQ(back.remembered, st.remembered);
+  EXPECT_EQ(back.waits, st.waits) << "PortXmitWait seconds and the total they count to";
+  // A state written before the seconds were kept still loads.
+  ASSERT_TRUE(collectors::LoadState(R"({"version": 1, "ports": [], "nodes": [], "remembered": []})", &back, &error))
+      << error;
+  EXPECT_TRUE(back.waits.empty());
 
   EXPECT_FALSE(collectors::LoadState("{not json", &back, &error));
   EXPECT_NE(error.find("malformed state"), std::string::npos);
