@@ -161,6 +161,10 @@ class Discoverer {
       }
       Path path = b.path;
       path.push_back(c.port.port);
+      if (path.size() > transport::kMaxDirectedHops) {
+        problems_.push_back(BeyondDirectedRoute(where));
+        continue;
+      }
       behind.push_back({c, std::move(path), was, where});
     }
     return behind;
@@ -572,6 +576,11 @@ class Discoverer {
         if (b.node.kind != NodeKind::kSwitch && num != local_port_) continue;
         Path next = v.path;
         next.push_back(num);
+        if (next.size() > transport::kMaxDirectedHops) {
+          problems_.push_back(BeyondDirectedRoute(FormatGuid(v.info.node_guid) + " (" + b.node.description + ") port " +
+                                                  std::to_string(num)));
+          continue;
+        }
         reqs.push_back(transport::NodeInfoQuery(MadAddress::Directed(next)));
         from.push_back({v.info.node_guid, num, std::move(next)});
       }
@@ -595,6 +604,12 @@ class Discoverer {
       visits.push_back(Visit{from[i].path, ni});
     }
     return visits;
+  }
+
+  // What lies behind `where` is more hops away than a directed route goes.
+  static std::string BeyondDirectedRoute(const std::string& where) {
+    return "behind " + where + ": more than " + std::to_string(transport::kMaxDirectedHops) +
+           " hops from here, beyond a directed route (IBTA 14.2.2): not discovered";
   }
 
   void LinkBack() {

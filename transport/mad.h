@@ -8,6 +8,7 @@
 
 #include <array>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -81,7 +82,11 @@ inline constexpr std::uint16_t kSmInfoRecord = 0x0018;
 // Where a MAD goes. A directed route is the list of egress port numbers,
 // hop by hop, starting at the local port (IBTA 14.2.2 InitialPath[1..n]); an
 // empty route addresses the local node. LID routing is used for everything
-// that is not a directed-route SMP.
+// that is not a directed-route SMP. A route has at most kMaxDirectedHops
+// hops: InitialPath is 64 bytes and its byte 0 unused (IBTA 14.2.2;
+// libibmad IB_SUBNET_PATH_HOPS_MAX); the codec cuts a longer one, so its
+// makers never ask one (discovery names what lies beyond).
+inline constexpr std::size_t kMaxDirectedHops = 63;
 struct MadAddress {
   std::uint16_t lid = 0;              // destination LID when LID routed
   std::vector<std::uint8_t> dr_path;  // egress ports when directed route

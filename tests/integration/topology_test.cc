@@ -609,5 +609,34 @@ TEST(TopologyTest, ThreeTierPodsGetTheSameProofs) {
   RemoveTree(dir);
 }
 
+// A chain of 66 switches behind the exporter's HCA: a directed route goes
+// at most 63 hops (IBTA 14.2.2), so the exporter discovers the first 63
+// and says, in its log, what lies beyond, rather than send a route that
+// libibmad would cut short (and that would reach the wrong node).
+TEST(TopologyTest, SwitchesBeyondSixtyThreeHopsAreNamedNotMistaken) {
+  std::string net = "Hca 1 \"cn0001\"\n[1] \"sw01\"[1]\n\n";
+  constexpr int kChain = 66;
+  auto name = [](int i) { return "sw" + std::string(i < 10 ? "0" : "") + std::to_string(i); };
+  for (int i = 1; i <= kChain; ++i) {
+    net += "Switch 4 \"" + name(i) + "\"\n";
+    net += i == 1 ? "[1] \"cn0001\"[1]\n" : "[1] \"" + name(i - 1) + "\"[2]\n";
+    if (i < kChain) net += "[2] \"" + name(i + 1) + "\"[1]\n";
+    net += "\n";
+  }
+  SimOptions o;
+  o.attach = "cn0001";
+  std::string error;
+  auto sim = SimFabric::Start(net, o, &error);
+  ASSERT_NE(sim, nullptr) << error;
+  auto e = ExporterProcess::Start(*sim, {"--sweep.interval=1s"}, &error);
+  ASSERT_NE(e, nullptr) << error;
+  const auto s = e->WaitForSweeps(1, seconds(60));
+  ASSERT_TRUE(s.has_value()) << e->Log();
+  EXPECT_EQ(s->Find("infiniband_switch_info").size(), 63u);
+  EXPECT_EQ(s->Find("infiniband_switch_info", {{"switch", name(63)}}).size(), 1u);
+  EXPECT_TRUE(s->Find("infiniband_switch_info", {{"switch", name(64)}}).empty());
+  EXPECT_NE(e->Log().find("more than 63 hops from here, beyond a directed route"), std::string::npos) << e->Log();
+}
+
 }  // namespace
 }  // namespace ibfabric::testbed

@@ -428,6 +428,34 @@ TEST(IncrementalDiscoveryTest, NothingAnsweringBehindAnUpPortKeepsItsLinkAndAsks
   EXPECT_EQ(silent.result.discovery.fabric.FindPort(leaf1_2)->remote, (PortRef{t.f.Guid(t.host2), 1}));
 }
 
+// A directed route goes at most 63 hops (IBTA 14.2.2): a chain of 65
+// switches behind the exporter's HCA is discovered up to the 63rd, what is
+// behind is named as a problem, and no SMP goes further (libibmad would
+// cut the route and reach the wrong node).
+TEST(DiscoveryTest, NodesBeyondSixtyThreeHopsAreNamedNotReachedByACutRoute) {
+  testing::FakeFabric f;
+  const int host = f.AddCa("host", 1);
+  std::vector<int> chain;
+  for (int i = 0; i < 65; ++i) chain.push_back(f.AddSwitch("sw" + std::to_string(i + 1), 4, 0));
+  f.Connect(host, 1, chain[0], 1);
+  for (std::size_t i = 0; i + 1 < chain.size(); ++i) f.Connect(chain[i], 2, chain[i + 1], 1);
+  transport::testing::FakeMadPort port(f.Responder(host, 1), {std::chrono::microseconds(0), 0});
+  transport::MadEngine engine(port, testing::QuickEngine());
+  const auto d = topology::Discover(engine);
+  EXPECT_EQ(d.fabric.switch_count(), 63u);
+  EXPECT_NE(d.fabric.FindNode(f.Guid(chain[62])), nullptr) << "the 63rd hop is reached";
+  EXPECT_EQ(d.fabric.FindNode(f.Guid(chain[63])), nullptr);
+  bool named = false;
+  for (const auto& p : d.problems) named |= p.find("more than 63 hops") != std::string::npos;
+  EXPECT_TRUE(named);
+  for (const auto& mad : port.sent_mads()) {
+    const auto h = transport::DecodeHeader(mad);
+    if (h.mgmt_class == 0x81) {
+      EXPECT_LE(mad[7], 63) << "HopCount";
+    }
+  }
+}
+
 // LinkSpeedExtEnabled 30 means "extended speeds disabled" (IBTA 14.2.5.6):
 // no extended speed is enabled, so a QDR link on FDR-capable ports is not
 // below what its ends are enabled for.
