@@ -15,10 +15,9 @@ using topology::FormatGuid;
 class LinkHealthCollector final : public Collector {
  public:
   explicit LinkHealthCollector(const AlertConfig& alerts)
-      : window_(alerts.window),
-        multiplier_(alerts.xmit_wait_tick_multiplier),
-        link_health_({alerts.window}),
-        alerts_(alerts) {}
+      : window_(alerts.window), link_health_({alerts.window}), alerts_(alerts) {
+    unread_.multiplier = alerts.xmit_wait_tick_multiplier;
+  }
 
   Schedule schedule() const override { return Schedule::kSweep; }
 
@@ -26,10 +25,10 @@ class LinkHealthCollector final : public Collector {
     const SweepResult& sweep = *cycle.sweep;
     // How long a PortXmitWait count lasts: by each device's Tick where
     // xmit_wait_tick read it, else as if it had not been read.
-    const auto* ticks = cycle.parts->by_collector.Get<XmitWaitTicks>(kXmitWaitTickCollector);
+    const auto* read = cycle.parts->by_collector.Get<XmitWaitTicks>(kXmitWaitTickCollector);
+    const XmitWaitTicks& ticks = read ? *read : unread_;
     const WaitCountSeconds wait_count = [&](const topology::Node& n, const topology::Port& p) {
-      return ticks ? ticks->CountSeconds(n, p)
-                   : topology::XmitWaitCountSeconds(n, p, topology::TickOf(n, std::nullopt, multiplier_));
+      return ticks.CountSeconds(n, p);
     };
     link_health_.Observe(*cycle.fabric, cycle.parts->topology.get(), *cycle.parts->ports, sweep.links, cycle.now,
                          cycle.wall, /*counters_read=*/!sweep.readings.empty(), wait_count);
@@ -96,7 +95,7 @@ class LinkHealthCollector final : public Collector {
   }
 
   std::chrono::milliseconds window_;
-  std::optional<double> multiplier_;  // Tick + 1 of every device, when the alerts config sets it
+  XmitWaitTicks unread_;  // no Tick read (xmit_wait_tick off): the alerts config's multiplier, if any
   LinkHealth link_health_;
   AlertEngine alerts_;
   std::shared_ptr<const HealthReport> report_;

@@ -303,13 +303,8 @@ class Personalities {
     if (peer == n.ports.end()) return std::nullopt;
     const Node& far = nodes_[static_cast<std::size_t>(peer->second.first)];
     if (!far.model) return std::nullopt;
-    PortPlant plant;
-    for (const PortPlant* pp : {Plant(n, port), Plant(far, peer->second.second)}) {
-      if (!pp) continue;
-      if (pp->width) plant.width = pp->width;
-      if (pp->speed) plant.speed = pp->speed;
-    }
-    return ibfabric::model::Negotiate(*n.model, n.widths, *far.model, far.widths, plant);
+    return ibfabric::model::Negotiate(*n.model, n.widths, *far.model, far.widths,
+                                      CablePlant(n, port, far, peer->second.second));
   }
   // A plain node's PortInfo: what was planted on the cable of its port
   // (either end), in place of what the link runs at.
@@ -317,20 +312,30 @@ class Personalities {
     const int port = PortOf(p, n, mad);
     const auto peer = n.ports.find(port);
     if (port == 0 || peer == n.ports.end() || mad_get_field(mad, kData, IB_PORT_PHYS_STATE_F) != 5) return;
-    const Node& far = nodes_[static_cast<std::size_t>(peer->second.first)];
+    const PortPlant plant =
+        CablePlant(n, port, nodes_[static_cast<std::size_t>(peer->second.first)], peer->second.second);
+    if (plant.width) mad_set_field(mad, kData, IB_PORT_LINK_WIDTH_ACTIVE_F, *plant.width);
+    if (plant.speed && *plant.speed <= LinkSpeed::kQdr) {
+      mad_set_field(mad, kData, IB_PORT_LINK_SPEED_ACTIVE_F, BaseSpeed(*plant.speed));
+    }
+  }
+  // What was planted on the cable between `port` of `n` and `far_port` of
+  // `far`, either end.
+  static PortPlant CablePlant(const Node& n, int port, const Node& far, int far_port) {
     PortPlant plant;
-    for (const PortPlant* pp : {Plant(n, port), Plant(far, peer->second.second)}) {
+    for (const PortPlant* pp : {Plant(n, port), Plant(far, far_port)}) {
       if (!pp) continue;
       if (pp->width) plant.width = pp->width;
       if (pp->speed) plant.speed = pp->speed;
     }
-    if (plant.width) mad_set_field(mad, kData, IB_PORT_LINK_WIDTH_ACTIVE_F, *plant.width);
-    if (plant.speed && *plant.speed <= LinkSpeed::kQdr) {
-      const std::uint8_t base = *plant.speed == LinkSpeed::kSdr   ? ibfabric::model::speed::kSdr
-                                : *plant.speed == LinkSpeed::kDdr ? ibfabric::model::speed::kDdr
-                                                                  : ibfabric::model::speed::kQdr;
-      mad_set_field(mad, kData, IB_PORT_LINK_SPEED_ACTIVE_F, base);
-    }
+    return plant;
+  }
+  // LinkSpeedActive of a speed: SDR, DDR, or QDR (also what FDR and faster
+  // show there, their own speed being in the extended fields).
+  static std::uint8_t BaseSpeed(LinkSpeed s) {
+    return s == LinkSpeed::kSdr   ? ibfabric::model::speed::kSdr
+           : s == LinkSpeed::kDdr ? ibfabric::model::speed::kDdr
+                                  : ibfabric::model::speed::kQdr;
   }
   static const PortPlant* Plant(const Node& n, int port) {
     const auto it = n.plants.find(port);
@@ -357,10 +362,7 @@ class Personalities {
       // Up to QDR the speed is LinkSpeedActive's; above it the extended
       // field's (FDR10 shows as QDR here: ExtendedPortInfo tells it).
       const int s = static_cast<int>(link->speed);
-      const std::uint8_t base = link->speed == LinkSpeed::kSdr   ? ibfabric::model::speed::kSdr
-                                : link->speed == LinkSpeed::kDdr ? ibfabric::model::speed::kDdr
-                                                                 : ibfabric::model::speed::kQdr;
-      mad_set_field(mad, kData, IB_PORT_LINK_SPEED_ACTIVE_F, base);
+      mad_set_field(mad, kData, IB_PORT_LINK_SPEED_ACTIVE_F, BaseSpeed(link->speed));
       std::uint8_t ext = 0;
       if (s >= static_cast<int>(LinkSpeed::kFdr) && link->speed != LinkSpeed::kXdr) {
         ext = static_cast<std::uint8_t>(1 << (s - static_cast<int>(LinkSpeed::kFdr)));  // FDR 1 .. NDR 8
