@@ -168,7 +168,9 @@ void FabricTracker::Retry(const std::vector<topology::PortChange>& changes,
 std::optional<collectors::LinkTarget> FabricTracker::LocalTarget() const {
   const topology::Port* local = fabric_ ? fabric_->FindPort({local_guid_, local_port_}) : nullptr;
   if (local == nullptr || local->lid == 0) return std::nullopt;
-  return collectors::LinkTarget{{local_guid_, local_port_}, local->lid, false, /*local=*/true};
+  const topology::Node* node = fabric_->FindNode(local_guid_);
+  return collectors::LinkTarget{
+      {local_guid_, local_port_}, local->lid, node && node->ext_speeds2, local->mlnx, /*local=*/true};
 }
 
 FabricTracker::SweepReads FabricTracker::PlanSweep(const collectors::Snapshot& parts) {

@@ -39,15 +39,6 @@ T Mode(const std::vector<T>& v) {
   return best;
 }
 
-Speed MaxEnabledSpeed(const Port& p) {
-  // Same decoding as MaxSupportedSpeed, on the enabled masks.
-  Port q = p;
-  q.speed_supported = p.speed_enabled;
-  q.speed_ext_supported = p.speed_ext_enabled;
-  q.speed_ext2_supported = p.speed_ext2_enabled;
-  return MaxSupportedSpeed(q);
-}
-
 int MinNonZero(int a, int b) { return a == 0 ? b : b == 0 ? a : std::min(a, b); }
 
 }  // namespace
@@ -461,8 +452,8 @@ void FindDegradedLinks(const Fabric& f, const Wiring& w, Analysis* out) {
                                      std::min(MaxEnabledSpeed(b), MaxSupportedSpeed(b)));
     const std::string ends = PortName(f, l.a) + " - " + PortName(f, l.b);
     if ((lane_cap > 0 && lanes < lane_cap) || (speed_cap != Speed::kUnknown && speed < speed_cap)) {
-      const std::string why =
-          RateString(a) + " where both ends allow " + std::to_string(lane_cap) + "x" + ToString(speed_cap);
+      const std::string why = RateString(a) + " where both ends allow " +
+                              std::to_string(lane_cap > 0 ? lane_cap : lanes) + "x" + ToString(speed_cap);
       out->findings.push_back({FindingKind::kBelowEnabled, "link below its ends' capability: " + ends + " runs " + why,
                                l.a.node_guid, l.a, l.b});
       out->degraded[l] = FindingKind::kBelowEnabled;

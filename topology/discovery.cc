@@ -47,6 +47,30 @@ struct Building {
 
 constexpr std::uint8_t kPhysStatePolling = 2;  // IBTA PortPhysicalState: no link, trying
 
+// Devices that answer Mellanox ExtendedPortInfo, as libibnetdisc's
+// is_mlnx_ext_port_info_supported lists them by NodeInfo.DeviceID:
+// SwitchX 0xc738-0xc73b, Switch-IB 0xcb20, Switch-IB 2 0xcf08,
+// ConnectX-3 to ConnectX-5 0x1003-0x1017, and Bull's (VendorID 0x119f)
+// SwitchX, Switch-IB, ConnectX-3, Connect-IB and ConnectX-4. Later devices
+// have no FDR10.
+bool HasMlnxExtPortInfo(const Node& n) {
+  const std::uint16_t d = n.device_id;
+  if ((d >= 0xc738 && d <= 0xc73b) || d == 0xcb20 || d == 0xcf08 || (d >= 0x1003 && d <= 0x1017)) return true;
+  if (n.vendor_id != 0x119f) return false;
+  static constexpr std::uint16_t kBull[] = {0x1b02, 0x1b50, 0x1ba0, 0x1bd0, 0x1bd1, 0x1bd2, 0x1bd3,
+                                            0x1bd4, 0x1bd5, 0x1b33, 0x1b73, 0x1b40, 0x1b41, 0x1b60,
+                                            0x1b61, 0x1b83, 0x1b93, 0x1b94, 0x1bb4, 0x1bb5, 0x1bc4};
+  for (std::uint16_t b : kBull) {
+    if (d == b) return true;
+  }
+  return false;
+}
+
+// A port whose PortInfo shows QDR, which may be FDR10 (or, at QDR, could be).
+bool RunsQdr(const Port& p) {
+  return p.link_up() && p.speed_active == 4 && p.speed_ext_active == 0 && p.speed_ext2_active == 0;
+}
+
 class Discoverer {
  public:
   Discoverer(transport::MadEngine& engine, DiscoverOptions options) : engine_(engine), options_(options) {}
@@ -71,6 +95,7 @@ class Discoverer {
       fresh = Admit(reached);
       LinkBack();
     }
+    ReadMlnxSpeeds();
     Finish(&out);
     return out;
   }
@@ -109,6 +134,7 @@ class Discoverer {
     for (std::uint64_t g : out.gone_nodes) {
       out.reread.push_back("dropped " + FormatGuid(g) + ": no longer reachable");
     }
+    ReadMlnxSpeeds();
     Finish(&out.discovery);
     return out;
   }
@@ -152,6 +178,7 @@ class Discoverer {
       p.number = c.port.port;
       const std::optional<PortRef> was = p.remote;
       CopyLink(c.now, &p);
+      p.mlnx = {};  // read again after the re-walk
       const std::string where = Named(b) + "[" + std::to_string(c.port.port) + "] (" + c.why + ")";
       if (!p.link_up()) {
         p.remote.reset();
@@ -247,6 +274,38 @@ class Discoverer {
       const std::uint16_t was = before[c.port.node_guid];
       out->reread.push_back(Named(b) + " (" + c.why + "): LID " + std::to_string(b.node.lid) +
                             (b.node.lid == was ? " (same)" : ", was " + std::to_string(was)));
+    }
+  }
+
+  // Mellanox ExtendedPortInfo of every port that runs QDR on a device that
+  // has it and was not asked since its PortInfo was read: FDR10 looks like
+  // QDR anywhere else. LID-routed where the node's LID is usable, else
+  // directed. Costs nothing on a fabric with no such port at QDR.
+  void ReadMlnxSpeeds() {
+    std::vector<std::pair<std::uint64_t, std::uint8_t>> asks;
+    std::vector<MadRequest> reqs;
+    for (auto& [guid, b] : building_) {
+      if (!HasMlnxExtPortInfo(b.node)) continue;
+      for (auto& [num, p] : b.ports) {
+        if (p.mlnx.read || !RunsQdr(p)) continue;
+        const MadAddress route = LidUsable(b) ? MadAddress::Lid(b.node.lid) : MadAddress::Directed(b.path);
+        asks.emplace_back(guid, num);
+        reqs.push_back(transport::MlnxExtPortInfoQuery(route, num));
+      }
+    }
+    if (reqs.empty()) return;
+    const auto results = RunBatch(reqs);
+    for (std::size_t i = 0; i < results.size(); ++i) {
+      Building& b = building_[asks[i].first];
+      Port& p = b.ports[asks[i].second];
+      if (results[i].outcome != MadOutcome::kOk) {
+        problems_.push_back("no answer to ExtendedPortInfo port " + std::to_string(asks[i].second) + " from " +
+                            Named(b) + ": " + transport::ToString(results[i].outcome) +
+                            " (its QDR may be FDR10; asked again at the next walk)");
+        continue;
+      }
+      const transport::MlnxExtPortInfo e = transport::DecodeMlnxExtPortInfo(results[i].response);
+      p.mlnx = {true, e.link_speed_supported, e.link_speed_enabled, e.link_speed_active};
     }
   }
 
@@ -534,6 +593,7 @@ class Discoverer {
     // other ports (asked in an earlier batch).
     if (!is_switch) b.node.ext_speeds2 = transport::HasExtendedSpeeds2(pi);
     ApplyPortInfo(pi, b.node.ext_speeds2, &p);
+    p.mlnx = {};  // read again after the walk
     if (is_switch) {
       p.lid = b.node.lid;
       return;
@@ -659,6 +719,8 @@ void ApplyPortInfo(const transport::PortInfo& pi, bool ext_speeds2, Port* p) {
   p->speed_ext2_enabled = ext_speeds2 ? pi.link_speed_ext2_enabled : 0;
   p->speed_ext2_supported = ext_speeds2 ? pi.link_speed_ext2_supported : 0;
 }
+
+void KeepMlnxSpeeds(const MlnxSpeeds& walked, Port* now) { now->mlnx = RunsQdr(*now) ? walked : MlnxSpeeds{}; }
 
 DiscoveryResult Discover(transport::MadEngine& engine, DiscoverOptions options) {
   return Discoverer(engine, options).Run();

@@ -97,4 +97,10 @@ IncrementalResult Rediscover(transport::MadEngine& engine, const Fabric& base, s
 // fields only when `ext_speeds2` (the node's capability masks allow them).
 void ApplyPortInfo(const transport::PortInfo& pi, bool ext_speeds2, Port* port);
 
+// Mellanox ExtendedPortInfo (FDR10) is read by walks only, of ports that
+// run QDR on devices that have it (libibnetdisc's device list). A PortInfo
+// re-read between walks (`now`, from ApplyPortInfo) keeps what the walk
+// read (`walked`) while the port still runs QDR, and drops it otherwise.
+void KeepMlnxSpeeds(const MlnxSpeeds& walked, Port* now);
+
 }  // namespace ibfabric::topology

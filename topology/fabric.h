@@ -24,6 +24,18 @@ struct PortRef {
   auto operator<=>(const PortRef&) const = default;
 };
 
+// Mellanox ExtendedPortInfo's link speed masks (vendor SMP 0xFF90; bit 0
+// FDR10, which PortInfo shows as QDR). A walk asks them of a port that
+// runs QDR on a device known to have the attribute (discovery.h); `read`
+// says it answered. Zero otherwise.
+struct MlnxSpeeds {
+  bool read = false;
+  std::uint8_t supported = 0;
+  std::uint8_t enabled = 0;
+  std::uint8_t active = 0;
+  bool operator==(const MlnxSpeeds&) const = default;
+};
+
 struct Port {
   std::uint8_t number = 0;
   std::uint64_t guid = 0;       // port GUID (CA ports; a switch's ports share port 0's)
@@ -44,6 +56,7 @@ struct Port {
   std::uint8_t speed_ext2_active = 0;  // XDR (IBTA 1.7); 0 when the port lacks ExtendedSpeeds2
   std::uint8_t speed_ext2_enabled = 0;
   std::uint8_t speed_ext2_supported = 0;
+  MlnxSpeeds mlnx;                // FDR10, where a walk asked (see MlnxSpeeds)
   std::optional<PortRef> remote;  // set when the link is up and the far end answered
   bool is_sm = false;             // CapabilityMask.IsSM: a subnet manager runs behind this port
   std::uint16_t sm_lid = 0;       // the master SM's LID as this port knows it (PortInfo.MasterSMLID)

@@ -2,6 +2,8 @@
 
 #include <iterator>
 
+#include "transport/attributes.h"
+
 namespace ibfabric::topology {
 
 const char* ToString(Speed s) {
@@ -9,6 +11,7 @@ const char* ToString(Speed s) {
     case Speed::kSdr: return "SDR";
     case Speed::kDdr: return "DDR";
     case Speed::kQdr: return "QDR";
+    case Speed::kFdr10: return "FDR10";
     case Speed::kFdr: return "FDR";
     case Speed::kEdr: return "EDR";
     case Speed::kHdr: return "HDR";
@@ -64,19 +67,32 @@ Speed Highest(std::uint8_t mask, Speed (*from)(std::uint8_t)) {
   return best;
 }
 Speed FromExt2(std::uint8_t bit) { return bit == 1 ? Speed::kXdr : Speed::kUnknown; }
+
+bool Fdr10(std::uint8_t mlnx_mask) { return (mlnx_mask & transport::kMlnxSpeedFdr10) != 0; }
+
+// The fastest of a port's masks: XDR's field, then FDR and up, then FDR10,
+// then SDR..QDR.
+Speed Fastest(std::uint8_t base, std::uint8_t ext, std::uint8_t ext2, std::uint8_t mlnx) {
+  if (const Speed s = Highest(ext2, FromExt2); s != Speed::kUnknown) return s;
+  if (const Speed s = Highest(ext, FromExt); s != Speed::kUnknown) return s;
+  if (Fdr10(mlnx)) return Speed::kFdr10;
+  return Highest(base, FromBase);
+}
 }  // namespace
 
 Speed ActiveSpeed(const Port& p) {
   if (p.speed_ext2_active != 0) return FromExt2(p.speed_ext2_active);
   if (p.speed_ext_active != 0) return FromExt(p.speed_ext_active);
-  return FromBase(p.speed_active);
+  const Speed base = FromBase(p.speed_active);
+  return base == Speed::kQdr && Fdr10(p.mlnx.active) ? Speed::kFdr10 : base;
 }
 
 Speed MaxSupportedSpeed(const Port& p) {
-  const Speed ext2 = Highest(p.speed_ext2_supported, FromExt2);
-  if (ext2 != Speed::kUnknown) return ext2;
-  const Speed ext = Highest(p.speed_ext_supported, FromExt);
-  return ext != Speed::kUnknown ? ext : Highest(p.speed_supported, FromBase);
+  return Fastest(p.speed_supported, p.speed_ext_supported, p.speed_ext2_supported, p.mlnx.supported);
+}
+
+Speed MaxEnabledSpeed(const Port& p) {
+  return Fastest(p.speed_enabled, p.speed_ext_enabled, p.speed_ext2_enabled, p.mlnx.enabled);
 }
 
 namespace {
@@ -93,6 +109,7 @@ constexpr LaneRate kLaneRates[] = {
     {2.0, 2.5},        // SDR
     {4.0, 5.0},        // DDR
     {8.0, 10.0},       // QDR
+    {10.0, 10.3125},   // FDR10
     {13.64, 14.0625},  // FDR
     {25.0, 25.78125},  // EDR
     {50.0, 53.125},    // HDR

@@ -42,9 +42,10 @@ std::optional<std::uint64_t> GuidOfId(const std::string& id) {
   return std::strtoull(m[1].str().c_str(), nullptr, 16);
 }
 
-// The last whitespace-separated token of a comment if it reads like 4xQDR.
+// The last whitespace-separated token of a comment if it reads like 4xQDR
+// (or 4xFDR10).
 std::string RateIn(const std::string& comment) {
-  static const std::regex kRate("(\\d+x[A-Z]+)\\s*$");
+  static const std::regex kRate("(\\d+x[A-Z]+(10)?)\\s*$");
   std::smatch m;
   return std::regex_search(comment, m, kRate) ? m[1].str() : "";
 }
@@ -268,7 +269,7 @@ bool PlanFromTree(const nlohmann::json& j, const std::function<int(std::size_t)>
     }
     std::string rate;
     if (l.contains("rate")) {
-      static const std::regex kRate("^\\d+x(SDR|DDR|QDR|FDR|EDR|HDR|NDR|XDR)$");
+      static const std::regex kRate("^\\d+x(SDR|DDR|QDR|FDR10|FDR|EDR|HDR|NDR|XDR)$");
       rate = l["rate"].is_string() ? l["rate"].get<std::string>() : "";
       if (!std::regex_match(rate, kRate)) return fail("rate must read like 4xHDR");
     }

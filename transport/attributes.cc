@@ -128,6 +128,14 @@ PortInfo DecodePortInfo(const MadBytes& mad) {
   return p;
 }
 
+MlnxExtPortInfo DecodeMlnxExtPortInfo(const MadBytes& mad) {
+  MlnxExtPortInfo e;
+  e.link_speed_supported = Narrow<std::uint8_t>(Get(mad, IB_MLNX_EXT_PORT_LINK_SPEED_SUPPORTED_F));  // byte 7
+  e.link_speed_enabled = Narrow<std::uint8_t>(Get(mad, IB_MLNX_EXT_PORT_LINK_SPEED_ENABLED_F));      // byte 11
+  e.link_speed_active = Narrow<std::uint8_t>(Get(mad, IB_MLNX_EXT_PORT_LINK_SPEED_ACTIVE_F));        // byte 15
+  return e;
+}
+
 bool HasExtendedSpeeds2(const PortInfo& caps) {
   return (caps.capability_mask & kPortCapHasExtSpeeds) && (caps.capability_mask & kPortCapHasCapMask2) &&
          (caps.capability_mask2 & kPortCap2ExtSpeeds2);
@@ -245,6 +253,9 @@ PortCountersExtended DecodePortCountersExtended(const MadBytes& mad) {
 MadRequest NodeInfoQuery(const MadAddress& route) { return Smp(route, smp_attr::kNodeInfo, 0); }
 MadRequest NodeDescriptionQuery(const MadAddress& route) { return Smp(route, smp_attr::kNodeDescription, 0); }
 MadRequest PortInfoQuery(const MadAddress& route, std::uint8_t port) { return Smp(route, smp_attr::kPortInfo, port); }
+MadRequest MlnxExtPortInfoQuery(const MadAddress& route, std::uint8_t port) {
+  return Smp(route, smp_attr::kMlnxExtendedPortInfo, port);
+}
 
 SmInfo DecodeSmInfo(const MadBytes& mad) { return SmInfoAt(mad.data() + kMadDataOffset); }
 

@@ -117,6 +117,17 @@ bool HasExtendedSpeeds2(const PortInfo& caps);
 // set of speeds (IBTA 14.2.5.6 table 155; libibnetdisc treats it as 0).
 inline constexpr std::uint8_t kLinkSpeedExtDisabled = 30;
 
+// Mellanox ExtendedPortInfo (SMP 0xFF90, modifier the port): its link
+// speed masks, one byte each at data bytes 7, 11 and 15 (libibmad fields.c
+// IB_MLNX_EXT_PORT_LINK_SPEED_{SUPPORTED,ENABLED,ACTIVE}_F). Bit 0 is FDR10
+// (10.3125 Gbaud, 64b/66b), which standard PortInfo shows as QDR.
+struct MlnxExtPortInfo {
+  std::uint8_t link_speed_supported = 0;
+  std::uint8_t link_speed_enabled = 0;
+  std::uint8_t link_speed_active = 0;
+};
+inline constexpr std::uint8_t kMlnxSpeedFdr10 = 1;
+
 // PortInfo.PortState values (IBTA table 155).
 inline constexpr std::uint8_t kPortStateDown = 1;
 inline constexpr std::uint8_t kPortStateActive = 4;
@@ -313,6 +324,7 @@ NodeInfo DecodeNodeInfo(const MadBytes& mad);
 // NULs and whitespace are removed, control characters replaced by '?'.
 std::string DecodeNodeDescription(const MadBytes& mad);
 PortInfo DecodePortInfo(const MadBytes& mad);
+MlnxExtPortInfo DecodeMlnxExtPortInfo(const MadBytes& mad);
 PerfClassPortInfo DecodePerfClassPortInfo(const MadBytes& mad);
 PortCounters DecodePortCounters(const MadBytes& mad);
 PortCountersExtended DecodePortCountersExtended(const MadBytes& mad);
@@ -329,6 +341,7 @@ PKeyBlock DecodePKeyBlock(const MadBytes& mad);
 MadRequest NodeInfoQuery(const MadAddress& route);
 MadRequest NodeDescriptionQuery(const MadAddress& route);
 MadRequest PortInfoQuery(const MadAddress& route, std::uint8_t port);
+MadRequest MlnxExtPortInfoQuery(const MadAddress& route, std::uint8_t port);
 MadRequest PerfClassPortInfoQuery(std::uint16_t lid);
 // SubnGet(SMInfo), LID routed to the SM's port (answered by the SM itself).
 MadRequest SmInfoQuery(std::uint16_t lid);

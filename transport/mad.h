@@ -59,6 +59,10 @@ inline constexpr std::uint16_t kPortInfo = 0x0015;
 inline constexpr std::uint16_t kPKeyTable = 0x0016;
 inline constexpr std::uint16_t kLinearForwardingTable = 0x0019;
 inline constexpr std::uint16_t kSmInfo = 0x0020;
+// Vendor-specific range 0xFF00-0xFFFF (IBTA table 145): Mellanox
+// ExtendedPortInfo (rdma-core mad.h IB_ATTR_MLNX_EXT_PORT_INFO), the only
+// place FDR10 shows.
+inline constexpr std::uint16_t kMlnxExtendedPortInfo = 0xFF90;
 }  // namespace smp_attr
 
 // Performance management attribute IDs (IBTA 16.1.3, table 224).

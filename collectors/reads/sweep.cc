@@ -56,7 +56,9 @@ std::vector<LinkTarget> LinkTargets(const topology::Fabric& fabric) {
   std::vector<LinkTarget> out;
   for (const auto& node : fabric.nodes()) {
     if (node.kind != topology::NodeKind::kSwitch || node.lid == 0) continue;
-    for (const auto& port : node.ports) out.push_back({{node.guid, port.number}, node.lid, node.ext_speeds2});
+    for (const auto& port : node.ports) {
+      out.push_back({{node.guid, port.number}, node.lid, node.ext_speeds2, port.mlnx});
+    }
   }
   return out;
 }
@@ -263,6 +265,7 @@ class LinkReads final : public BatchPart {
     p.number = l.port.port;
     p.lid = l.lid;
     topology::ApplyPortInfo(transport::DecodePortInfo(m.response), l.ext_speeds2, &p);
+    topology::KeepMlnxSpeeds(l.mlnx, &p);
     links_read_.emplace(l.port, p);
   }
   // The local port's own PortInfo is read over no LID: its answer is its own.

@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -98,6 +99,13 @@ cn0004      connectx-7
 H-00000000000003*  aggregation-node
 )";
 
+// The rate a port reports, in Gb/s.
+double RateGbps(const Scrape& s, const std::string& role, const std::string& node, int port) {
+  const auto v =
+      s.Value("infiniband_" + role + "_port_rate_bytes_per_second", {{role, node}, {"port", std::to_string(port)}});
+  return v ? *v * 8 / 1e9 : -1;
+}
+
 class PersonalityTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -119,11 +127,8 @@ class PersonalityTest : public ::testing::Test {
     delete hw_;
     delete sim_;
   }
-  // The rate a port reports, in Gb/s.
   static double Gbps(const Scrape& s, const std::string& role, const std::string& node, int port) {
-    const auto v =
-        s.Value("infiniband_" + role + "_port_rate_bytes_per_second", {{role, node}, {"port", std::to_string(port)}});
-    return v ? *v * 8 / 1e9 : -1;
+    return RateGbps(s, role, node, port);
   }
   static SimFabric* sim_;
   static HardwareFabric* hw_;
@@ -415,6 +420,96 @@ TEST_F(PersonalityTest, InfinibandDiagsSeeTheModelsDevices) {
   EXPECT_NE(links.out.find("\"ib-leaf03\" lid"), std::string::npos) << links.out;
   EXPECT_NE(links.out.find("4xEDR"), std::string::npos) << links.out;
   EXPECT_NE(links.out.find("2xNDR"), std::string::npos) << links.out;
+}
+
+// FDR10 (Mellanox's 10.3125 Gbaud with 64b/66b, 40 Gb/s of data on 4x):
+// standard PortInfo says QDR, only the vendor SMP ExtendedPortInfo tells.
+// Two Switch-IB 2 switches whose two cables trained FDR10 and QDR, below
+// the EDR both ends allow; their hosts run EDR.
+constexpr const char* kFdr10Net = R"(Switch 8 "ib-spine01"
+[1] "ib-leaf01"[5]
+[2] "ib-leaf01"[6]
+
+Switch 8 "ib-leaf01"
+[1] "cn0001"[1]
+[2] "cn0002"[1]
+[5] "ib-spine01"[1]
+[6] "ib-spine01"[2]
+
+Hca 1 "cn0001"
+[1] "ib-leaf01"[1]
+
+Hca 1 "cn0002"
+[1] "ib-leaf01"[2]
+)";
+
+class Fdr10Test : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    std::string error;
+    SimOptions o;
+    o.attach = "cn0001";
+    sim_ = SimFabric::Start(kFdr10Net, o, &error).release();
+    ASSERT_NE(sim_, nullptr) << error;
+    std::vector<PersonalityRule> rules;
+    ASSERT_TRUE(ParsePersonalityFile("ib-*  switch-ib-2\ncn*  connectx-7\n", &rules, &error)) << error;
+    hw_ = HardwareFabric::Make(kFdr10Net, rules, sim_->dir(), &error).release();
+    ASSERT_NE(hw_, nullptr) << error;
+    ASSERT_TRUE(hw_->ResolveLids(*sim_, &error)) << error;
+    ASSERT_TRUE(hw_->PlantLink("ib-leaf01", 5, "", "FDR10", &error)) << error;
+    ASSERT_TRUE(hw_->PlantLink("ib-leaf01", 6, "", "QDR", &error)) << error;
+    exporter_ = ExporterProcess::Start(*sim_, {"--sweep.interval=1s"}, &error, {}, hw_->PreloadEnv()).release();
+    ASSERT_NE(exporter_, nullptr) << error;
+  }
+  static void TearDownTestSuite() {
+    delete exporter_;
+    delete hw_;
+    delete sim_;
+  }
+  static SimFabric* sim_;
+  static HardwareFabric* hw_;
+  static ExporterProcess* exporter_;
+};
+SimFabric* Fdr10Test::sim_ = nullptr;
+HardwareFabric* Fdr10Test::hw_ = nullptr;
+ExporterProcess* Fdr10Test::exporter_ = nullptr;
+
+TEST_F(Fdr10Test, AnFdr10CableIsToldFromAQdrOneAtBothEndsAndStaysSo) {
+  const auto s = exporter_->WaitForSweeps(4, seconds(60));
+  ASSERT_TRUE(s.has_value()) << exporter_->Log();
+  const auto gbps = [&](const std::string& node, int port) { return RateGbps(*s, "switch", node, port); };
+  EXPECT_EQ(gbps("ib-leaf01", 5), 40);
+  EXPECT_EQ(gbps("ib-spine01", 1), 40);
+  EXPECT_EQ(gbps("ib-leaf01", 6), 32);
+  EXPECT_EQ(gbps("ib-spine01", 2), 32);
+  EXPECT_EQ(gbps("ib-leaf01", 1), 100) << "Switch-IB 2 to ConnectX-7: EDR";
+  // The sweeps' PortInfo re-reads (QDR) keep the walk's FDR10: no retrain,
+  // no re-walk in four sweeps.
+  EXPECT_EQ(s->Value("infiniband_exporter_discoveries_total", {{"mode", "incremental"}}), 0) << exporter_->Log();
+  // Both cables run below the EDR both ends allow, each named at its rate.
+  EXPECT_EQ(s->Find("infiniband_link_degraded").size(), 2u);
+  int status = 0;
+  const auto topo = nlohmann::json::parse(exporter_->Get("/api/v1/topology", &status), nullptr, false);
+  ASSERT_FALSE(topo.is_discarded());
+  std::map<std::string, std::string> rates;
+  for (const auto& l : topo["links"]) {
+    rates[l["a"]["name"].get<std::string>() + "[" + std::to_string(l["a"]["port"].get<int>()) + "]"] =
+        l["rate"].get<std::string>() + " " + (l["degraded"].is_null() ? "" : l["degraded"].get<std::string>());
+  }
+  const auto rate_of = [&](const std::string& a, const std::string& b) {
+    return rates.count(a) ? rates[a] : rates.count(b) ? rates[b] : "";
+  };
+  EXPECT_EQ(rate_of("ib-leaf01[5]", "ib-spine01[1]"), "4xFDR10 below_enabled") << topo["links"].dump();
+  EXPECT_EQ(rate_of("ib-leaf01[6]", "ib-spine01[2]"), "4xQDR below_enabled") << topo["links"].dump();
+  bool named = false;
+  for (const auto& f : topo["findings"]) {
+    named =
+        named || f["detail"].get<std::string>().find("runs 4xFDR10 where both ends allow 4xEDR") != std::string::npos;
+  }
+  EXPECT_TRUE(named) << topo["findings"].dump(2);
+  // infiniband-diags read the same through the same preload.
+  const CommandResult links = RunCommand({"iblinkinfo"}, hw_->ClientEnv(*sim_), std::chrono::milliseconds(30000));
+  EXPECT_NE(links.out.find("(FDR10)"), std::string::npos) << links.out << links.err;
 }
 
 }  // namespace

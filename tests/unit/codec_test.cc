@@ -273,6 +273,31 @@ TEST(CodecTest, DecodesPortInfoXdrFields) {
   EXPECT_FALSE(HasExtendedSpeeds2(DecodePortInfo(m)));
 }
 
+// Mellanox ExtendedPortInfo (SMP 0xFF90): LinkSpeedSupported, Enabled and
+// Active are one byte each at data bytes 7, 11 and 15 (rdma-core
+// libibmad/fields.c IB_MLNX_EXT_PORT_LINK_SPEED_*_F), bit 0 FDR10; byte 3
+// is StateChangeEnable.
+TEST(CodecTest, DecodesMlnxExtendedPortInfoSpeeds) {
+  MadBytes m{};
+  std::uint8_t* data = m.data() + kMadDataOffset;
+  data[3] = 0xff;  // StateChangeEnable, not a speed
+  data[7] = 0x01;
+  data[11] = 0x03;
+  data[15] = 0x01;
+  MlnxExtPortInfo e = DecodeMlnxExtPortInfo(m);
+  EXPECT_EQ(e.link_speed_supported, kMlnxSpeedFdr10);
+  EXPECT_EQ(e.link_speed_enabled, 3);
+  EXPECT_EQ(e.link_speed_active, kMlnxSpeedFdr10);
+  data[15] = 0;
+  data[14] = 0xff;  // a neighbour byte
+  data[16] = 0xff;
+  EXPECT_EQ(DecodeMlnxExtPortInfo(m).link_speed_active, 0);
+  const MadRequest q = MlnxExtPortInfoQuery(MadAddress::Lid(7), 3);
+  EXPECT_EQ(q.attr_id, 0xFF90);
+  EXPECT_EQ(q.attr_mod, 3u);
+  EXPECT_EQ(q.mgmt_class, MgmtClass::kSubnLidRouted);
+}
+
 // PortInfo.PartitionEnforcementInbound/Outbound are bits 348 and 349 (byte
 // 43, masks 0x08 and 0x04); SwitchInfo.PartitionEnforcementCap is bytes
 // 14-15 (IBTA 14.2.5.6 and 14.2.5.4; rdma-core libibmad/fields.c).

@@ -11,6 +11,7 @@
 
 #include "collectors/reads/sweep.h"
 #include "tests/unit/fake_fabric.h"
+#include "topology/analysis.h"
 #include "topology/link_rate.h"
 #include "transport/codec.h"
 #include "transport/mad_engine.h"
@@ -142,6 +143,71 @@ TEST(DiscoveryTest, XdrSpeedsFromPortInfoCapabilities) {
   EXPECT_EQ(topology::RateString(*leaf1->FindPort(5)), "4xQDR");
   EXPECT_EQ(leaf1->FindPort(5)->speed_ext2_supported, 0);
   EXPECT_EQ(topology::RateString(*fab.FindNode(s.f.Guid(s.spine))->FindPort(3)), "4xQDR");
+}
+
+// FDR10 (Mellanox ExtendedPortInfo, SMP 0xFF90): asked only of ports at QDR
+// on devices libibnetdisc lists (here a SwitchX and a ConnectX-3); a port
+// whose ExtendedPortInfo says FDR10 active runs 4xFDR10 (40 Gb/s of data),
+// the others stay QDR; a port that re-reads QDR keeps it between walks.
+TEST(DiscoveryTest, Fdr10FromMellanoxExtendedPortInfoWhereADeviceHasIt) {
+  Small s;
+  s.f.SetMlnxFdr10(s.leaf0, 0xc738);
+  s.f.SetMlnxFdr10(s.spine, 0xc738);
+  s.f.SetMlnxFdr10(s.host0, 0x1003);
+  const auto r = Discover(s.f, s.host0, 1);
+  ASSERT_TRUE(r.ok);
+  EXPECT_TRUE(r.problems.empty()) << r.problems.front() << ": nothing asked of a device without the attribute";
+  // leaf0's four up ports, spine's three, host0's one; none of leaf1 or host1.
+  EXPECT_EQ(s.f.mlnx_ext_port_info_smps(), 8);
+  const auto* leaf0 = r.fabric.FindNode(s.f.Guid(s.leaf0));
+  EXPECT_EQ(topology::RateString(*leaf0->FindPort(5)), "4xFDR10");  // leaf0 - spine
+  EXPECT_EQ(topology::RateString(*leaf0->FindPort(1)), "4xFDR10");  // leaf0 - host0
+  EXPECT_DOUBLE_EQ(topology::ActiveGbps(*leaf0->FindPort(5)), 40.0);
+  EXPECT_DOUBLE_EQ(topology::ActiveSignalGbps(*leaf0->FindPort(5)), 41.25);
+  EXPECT_EQ(topology::RateString(*leaf0->FindPort(2)), "4xQDR");  // host1 is no FDR10 device
+  EXPECT_EQ(topology::MaxSupportedSpeed(*leaf0->FindPort(2)), topology::Speed::kFdr10);
+  EXPECT_EQ(topology::RateString(*r.fabric.FindNode(s.f.Guid(s.spine))->FindPort(3)), "4xQDR");  // to leaf1
+  EXPECT_EQ(topology::RateString(*r.fabric.FindNode(s.f.Guid(s.host0))->FindPort(1)), "4xFDR10");
+
+  // The sweep's PortInfo re-read of leaf0[5] keeps the walk's FDR10 while
+  // it reads QDR: no retrain seen; a re-read at another speed drops it.
+  const PortRef l5{s.f.Guid(s.leaf0), 5};
+  std::map<PortRef, topology::Port> read;
+  for (const auto& t : collectors::LinkTargets(r.fabric)) {
+    if (t.port != l5) continue;
+    topology::Port now = *r.fabric.FindPort(l5);
+    now.mlnx = {};  // as ApplyPortInfo leaves it
+    topology::KeepMlnxSpeeds(t.mlnx, &now);
+    read[l5] = now;
+  }
+  ASSERT_EQ(read.size(), 1u);
+  EXPECT_EQ(topology::RateString(read[l5]), "4xFDR10");
+  EXPECT_TRUE(collectors::CompareLinks(r.fabric, read).ports.empty());
+  topology::Port edr = read[l5];
+  edr.speed_ext_active = 2;  // EDR
+  topology::KeepMlnxSpeeds(r.fabric.FindPort(l5)->mlnx, &edr);
+  EXPECT_FALSE(edr.mlnx.read);
+  EXPECT_EQ(topology::RateString(edr), "4xEDR");
+}
+
+// Both ends can run FDR10 and the link trained QDR: below what both ends
+// allow, which only ExtendedPortInfo shows.
+TEST(DiscoveryTest, AQdrLinkBetweenTwoFdr10DevicesIsBelowItsEnds) {
+  Small s;
+  s.f.SetMlnxFdr10(s.leaf0, 0xc738);
+  s.f.SetMlnxFdr10(s.spine, 0xc738, /*fdr10_links=*/false);
+  const auto r = Discover(s.f, s.host0, 1);
+  ASSERT_TRUE(r.ok);
+  const PortRef l5{s.f.Guid(s.leaf0), 5};
+  EXPECT_EQ(topology::RateString(*r.fabric.FindPort(l5)), "4xQDR");
+  const topology::Analysis a = topology::Analyze(r.fabric);
+  int below = 0;
+  for (const auto& f : a.findings) {
+    if (f.kind != topology::FindingKind::kBelowEnabled) continue;
+    ++below;
+    EXPECT_NE(f.detail.find("runs 4xQDR where both ends allow 4xFDR10"), std::string::npos) << f.detail;
+  }
+  EXPECT_EQ(below, 2) << "leaf0's two cables to the spine";
 }
 
 TEST(DiscoveryTest, NothingAnswersLocally) {

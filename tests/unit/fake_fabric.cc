@@ -119,6 +119,10 @@ std::optional<MadBytes> FakeFabric::Smp(int node, int entered, const MadBytes& r
     ni.system_image_guid = Guid(node);
     ni.port_guid = n.type == NodeType::kSwitch ? Guid(node) : (Guid(node) << 8 | static_cast<std::uint64_t>(entered));
     ni.local_port = static_cast<std::uint8_t>(entered);
+    if (n.mlnx_device_id != 0) {
+      ni.vendor_id = 0x02c9;
+      ni.device_id = n.mlnx_device_id;
+    }
     return EncodeResponse(req, EncodeNodeInfo(ni));
   }
   if (h.attr_id == smp_attr::kNodeDescription) return EncodeResponse(req, EncodeNodeDescription(n.name));
@@ -152,6 +156,19 @@ std::optional<MadBytes> FakeFabric::Smp(int node, int entered, const MadBytes& r
       pi.link_speed_ext2_active = both ? 1 : 0;
     }
     return EncodeResponse(req, EncodePortInfo(pi));
+  }
+  if (h.attr_id == smp_attr::kMlnxExtendedPortInfo && n.mlnx_device_id != 0) {
+    ++mlnx_smps_;
+    auto it = n.ports.find(static_cast<int>(h.attr_mod));
+    if (it == n.ports.end()) return EncodeResponse(req, {}, 0x1c);
+    const PortState& st = it->second;
+    const FakeNode* peer = st.peer >= 0 ? &nodes_.at(static_cast<std::size_t>(st.peer)) : nullptr;
+    const bool fdr10 = st.up && n.fdr10_links && peer && peer->mlnx_device_id != 0 && peer->fdr10_links;
+    std::vector<std::uint8_t> data(64, 0);
+    data[7] = transport::kMlnxSpeedFdr10;               // LinkSpeedSupported (libibmad fields.c)
+    data[11] = transport::kMlnxSpeedFdr10;              // LinkSpeedEnabled
+    data[15] = fdr10 ? transport::kMlnxSpeedFdr10 : 0;  // LinkSpeedActive
+    return EncodeResponse(req, data);
   }
   return EncodeResponse(req, {}, 0x0c);  // unsupported attribute
 }

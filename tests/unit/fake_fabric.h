@@ -58,6 +58,15 @@ class FakeFabric {
     nodes_.at(node).xdr = true;
     nodes_.at(node).xdr_advertised = advertised;
   }
+  // A Mellanox device of the FDR10 era (NodeInfo VendorID 0x02c9, DeviceID
+  // `device_id`: 0xc738 SwitchX, 0x1003 ConnectX-3): its PortInfo shows QDR
+  // and its ExtendedPortInfo (SMP 0xFF90) says FDR10 supported and enabled,
+  // and active where the peer is such a device too (and `fdr10_links`).
+  void SetMlnxFdr10(int node, std::uint16_t device_id, bool fdr10_links = true) {
+    nodes_.at(node).mlnx_device_id = device_id;
+    nodes_.at(node).fdr10_links = fdr10_links;
+  }
+  int mlnx_ext_port_info_smps() const { return mlnx_smps_; }  // ExtendedPortInfo SMPs received
   void SetLid(int node, std::uint16_t lid) { nodes_.at(node).lid = lid; }
   const transport::PortCounters& Counters(int node, int port) const { return nodes_.at(node).ports.at(port).counters; }
   int sets() const { return sets_; }
@@ -105,6 +114,8 @@ class FakeFabric {
     bool cpi_answers = true;
     bool xdr = false;
     bool xdr_advertised = false;
+    std::uint16_t mlnx_device_id = 0;  // non-zero: answers ExtendedPortInfo
+    bool fdr10_links = false;
   };
   std::optional<transport::MadBytes> Answer(int local, int local_port, const transport::MadAddress& to,
                                             const transport::MadBytes& req);
@@ -117,6 +128,7 @@ class FakeFabric {
   int sets_ = 0;
   bool lid_routing_ = true;
   int lid_routed_smps_ = 0;
+  int mlnx_smps_ = 0;
 };
 
 // The SMPs a port sent, by routing, and all its MADs.

@@ -46,6 +46,26 @@ TEST(PlanParseTest, IbnetdiscoverOutputKeyedByGuid) {
   EXPECT_EQ(p.links[0].line, 9);
 }
 
+// ibnetdiscover prints FDR10 links (Mellanox ExtendedPortInfo) as 4xFDR10:
+// the plan keeps that rate whole, and a JSON plan may name it too.
+TEST(PlanParseTest, Fdr10RatesAreKeptWhole) {
+  std::string text = kIbnetdiscover;
+  for (std::size_t at = text.find("lid 7 4xQDR"); at != std::string::npos; at = text.find("lid 7 4xQDR", at)) {
+    text.replace(at, 11, "lid 7 4xFDR10");
+  }
+  CablingPlan p;
+  std::string error;
+  ASSERT_TRUE(ParseIbnetdiscoverPlan(text, &p, &error)) << error;
+  ASSERT_EQ(p.links.size(), 2u);
+  EXPECT_EQ(p.links[1].rate, "4xFDR10");
+  CablingPlan j;
+  ASSERT_TRUE(ParseJsonPlan(R"({"links": [{"a": {"node": "x", "port": 1}, "b": {"node": "y", "port": 2},
+                                            "rate": "4xFDR10"}]})",
+                            &j, &error))
+      << error;
+  EXPECT_EQ(j.links[0].rate, "4xFDR10");
+}
+
 TEST(PlanParseTest, NetFilesKeyedByName) {
   testbed::FatTreeSpec s;
   s.links_per_pair = 2;
