@@ -133,6 +133,10 @@ void RenderMads(const Snapshot& s, const Emit& out) {
                         "MADs sent again after a timed-out attempt or a Busy reply, by kind", MetricType::Counter);
   auto busy = Family("infiniband_exporter_mad_busy_total", "Replies with the Busy status (IBTA 13.4.7), by kind",
                      MetricType::Counter);
+  auto redirected = Family("infiniband_exporter_mad_redirects_total",
+                           "Redirect replies followed (IBTA 13.5.3.3): the request went again to the LID, QP and "
+                           "Q_Key the agent's ClassPortInfo named, as do later ones of its class to that LID, by kind",
+                           MetricType::Counter);
   auto rtt = Family("infiniband_exporter_mad_round_trip_seconds",
                     "Smoothed round trip of first attempts, by kind (0 before the first answer)", MetricType::Gauge);
   auto timeout = Family("infiniband_exporter_mad_timeout_seconds",
@@ -150,6 +154,7 @@ void RenderMads(const Snapshot& s, const Emit& out) {
     Add(failed, {{"class", kind}, {"reason", "send_error"}}, static_cast<double>(m.send_errors));
     Add(retried, {{"class", kind}}, static_cast<double>(m.retries));
     Add(busy, {{"class", kind}}, static_cast<double>(m.busy));
+    Add(redirected, {{"class", kind}}, static_cast<double>(m.redirected));
     Add(rtt, {{"class", kind}}, s.mad.srtt_seconds[k]);
     Add(timeout, {{"class", kind}}, s.mad.timeout_seconds[k]);
     for (const auto& [phase, counts] : {std::pair{"discovery", &s.discovery_mads}, std::pair{"sweep", &s.sweep_mads}}) {
@@ -163,6 +168,7 @@ void RenderMads(const Snapshot& s, const Emit& out) {
   out(std::move(failed));
   out(std::move(retried));
   out(std::move(busy));
+  out(std::move(redirected));
   out(std::move(rtt));
   out(std::move(timeout));
   out(std::move(last));

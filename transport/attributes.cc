@@ -148,6 +148,7 @@ PerfClassPortInfo DecodePerfClassPortInfo(const MadBytes& mad) {
   c.resp_time_value = Narrow<std::uint8_t>(Get(mad, IB_CPI_RESP_TIME_VALUE_F));
   c.redirect_lid = Narrow<std::uint16_t>(Get(mad, IB_CPI_REDIRECT_LID_F));
   c.redirect_qp = Get(mad, IB_CPI_REDIRECT_QP_F);
+  c.redirect_qkey = Get(mad, IB_CPI_REDIRECT_QKEY_F);
   return c;
 }
 

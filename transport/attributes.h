@@ -146,6 +146,7 @@ struct PerfClassPortInfo {
   // "redirect required" status (kMadStatusRedirect).
   std::uint16_t redirect_lid = 0;
   std::uint32_t redirect_qp = 0;
+  std::uint32_t redirect_qkey = 0;
 };
 
 // The time a 5-bit IBTA time exponent stands for: 4.096 us * 2^value

@@ -91,9 +91,14 @@ inline constexpr std::uint16_t kSmInfoRecord = 0x0018;
 // libibmad IB_SUBNET_PATH_HOPS_MAX); the codec cuts a longer one, so its
 // makers never ask one (discovery names what lies beyond).
 inline constexpr std::size_t kMaxDirectedHops = 63;
+inline constexpr std::uint32_t kDefaultQp1Qkey = 0x80010000;  // IBTA 13.5.3.3 (rdma-core IB_DEFAULT_QP1_QKEY)
 struct MadAddress {
   std::uint16_t lid = 0;              // destination LID when LID routed
   std::vector<std::uint8_t> dr_path;  // egress ports when directed route
+  // GMPs: the queue pair and Q_Key at that LID; QP1 and its well-known key
+  // unless the agent redirected its class elsewhere (IBTA 13.5.3.3).
+  std::uint32_t qp = 1;
+  std::uint32_t qkey = kDefaultQp1Qkey;
 
   static MadAddress Lid(std::uint16_t l) { return MadAddress{l, {}}; }
   static MadAddress Directed(std::vector<std::uint8_t> path) { return MadAddress{0, std::move(path)}; }

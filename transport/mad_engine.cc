@@ -52,9 +52,15 @@ std::size_t Slot(MadKind k) { return static_cast<std::size_t>(k); }
 
 struct Job {
   std::size_t index;
-  int attempt;  // timed-out attempts so far
-  int busy;     // Busy replies so far
+  int attempt;              // timed-out attempts so far
+  int busy;                 // Busy replies so far
+  bool redirected = false;  // a Redirect of this request was followed
 };
+
+// The key of a GMP agent's redirect: its LID and class.
+std::uint32_t RedirectKey(const MadRequest& r) {
+  return static_cast<std::uint32_t>(r.address.lid) << 8 | static_cast<std::uint8_t>(r.mgmt_class);
+}
 
 // What is known about one node during a Run.
 struct Dest {
@@ -129,6 +135,7 @@ KindStats& KindStats::operator+=(const KindStats& o) {
   timeouts += o.timeouts;
   busy += o.busy;
   redirects += o.redirects;
+  redirected += o.redirected;
   remote_errors += o.remote_errors;
   send_errors += o.send_errors;
   abandoned += o.abandoned;
@@ -143,6 +150,7 @@ KindStats operator-(const KindStats& a, const KindStats& b) {
   d.timeouts = a.timeouts - b.timeouts;
   d.busy = a.busy - b.busy;
   d.redirects = a.redirects - b.redirects;
+  d.redirected = a.redirected - b.redirected;
   d.remote_errors = a.remote_errors - b.remote_errors;
   d.send_errors = a.send_errors - b.send_errors;
   d.abandoned = a.abandoned - b.abandoned;
@@ -193,6 +201,12 @@ MadEngine::MadEngine(MadPort& port, EngineOptions options)
   for (std::size_t k = 0; k < kMadKinds; ++k) {
     stats_.timeout_seconds[k] = std::chrono::duration<double>(options_.timeout).count();
   }
+}
+
+MadAddress MadEngine::AddressFor(const MadRequest& req) const {
+  if (KindOf(req.mgmt_class) != MadKind::kGmp || redirects_.empty()) return req.address;
+  const auto it = redirects_.find(RedirectKey(req));
+  return it == redirects_.end() ? req.address : it->second;
 }
 
 std::uint32_t MadEngine::NextTid() {
@@ -459,7 +473,7 @@ class MadEngine::Batch {
     const std::uint32_t tid = e_.NextTid();
     ++e_.stats_.kinds[Slot(kind)].sent;
     if (rate_ > 0) tokens_ -= 1;
-    if (!e_.port_.Send(req.address, EncodeRequest(req, tid))) {
+    if (!e_.port_.Send(e_.AddressFor(req), EncodeRequest(req, tid))) {
       ++e_.stats_.kinds[Slot(kind)].send_errors;
       Finish(job.index, MadOutcome::kSendError);
       Enqueue(unit_id);
@@ -554,9 +568,13 @@ class MadEngine::Batch {
     t.cwnd = 1;  // one at a time until it answers again
     if (o_.adaptive_timeout && e_.rtt_[Slot(kind)].backoff < 2) ++e_.rtt_[Slot(kind)].backoff;
     if (o_.silence_after > 0 && ++silent_attempts_ >= o_.silence_after) silent_ = true;
+    // Nothing answers where the agent sent us: back to QP1 (which may
+    // redirect again).
+    const bool was_redirected = kind == MadKind::kGmp && e_.redirects_.erase(RedirectKey(requests_[f.job.index])) > 0;
     if (f.job.attempt < o_.retries) {
       ++e_.stats_.kinds[Slot(kind)].retries;
-      units_[f.unit].jobs.push_front(Job{f.job.index, f.job.attempt + 1, f.job.busy});
+      units_[f.unit].jobs.push_front(
+          Job{f.job.index, f.job.attempt + 1, f.job.busy, f.job.redirected && !was_redirected});
       Enqueue(f.unit);
       return;
     }
@@ -645,12 +663,16 @@ class MadEngine::Batch {
       if (f.job.busy < o_.busy_retries) {
         // Busy: the agent discarded it (IBTA 13.4.7); ask again after a backoff.
         ++ks.retries;
-        const Job again{f.job.index, f.job.attempt, f.job.busy + 1};
+        const Job again{f.job.index, f.job.attempt, f.job.busy + 1, f.job.redirected};
         delayed_.push(Delayed{now + e_.TimeoutFor(kind, LidOf(f.job.index), f.job.busy), f.unit, again});
         return;
       }
     }
     t.failures = 0;
+    if ((h.status & kMadStatusRedirect) != 0 && Follow(f, kind, mad)) {
+      ++ks.redirected;
+      return;
+    }
     if (h.status != 0) {
       if ((h.status & kMadStatusRedirect) != 0) ++ks.redirects;
       ++ks.remote_errors;
@@ -659,6 +681,24 @@ class MadEngine::Batch {
     }
     Finish(f.job.index, h.status != 0 ? MadOutcome::kRemoteError : MadOutcome::kOk, &mad, h.status,
            f.job.attempt + f.job.busy);
+  }
+
+  // A Redirect (IBTA 13.5.3.3): the answer's data is the agent's
+  // ClassPortInfo; the request goes again, at once, where it names, and
+  // so do later ones of its class to its LID. False when it cannot be
+  // followed: not a GMP, redirected once already, or no QP named.
+  bool Follow(const InFlight& f, MadKind kind, const MadBytes& mad) {
+    if (kind != MadKind::kGmp || f.job.redirected) return false;
+    const MadRequest& req = requests_[f.job.index];
+    const PerfClassPortInfo cpi = DecodePerfClassPortInfo(mad);  // the GS ClassPortInfo layout (IBTA 13.4.8.1)
+    if (cpi.redirect_qp == 0) return false;
+    MadAddress to = MadAddress::Lid(cpi.redirect_lid != 0 ? cpi.redirect_lid : req.address.lid);
+    to.qp = cpi.redirect_qp;
+    to.qkey = cpi.redirect_qkey;
+    e_.redirects_[RedirectKey(req)] = to;
+    units_[f.unit].jobs.push_front(Job{f.job.index, f.job.attempt, f.job.busy, true});
+    Enqueue(f.unit);
+    return true;
   }
 
   MadEngine& e_;

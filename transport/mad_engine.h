@@ -39,8 +39,13 @@
 // not a retry storm. When `silence_after` attempts in a row time out with
 // no answer from anywhere in between, the local port or the whole fabric
 // has gone quiet: the rest of the Run fails at once the same way. A Busy status (IBTA 13.4.7) is retried after the same
-// backoff, at most `busy_retries` times; a redirect status is counted and
-// returned to the caller as a remote error.
+// backoff, at most `busy_retries` times. A GMP answered with the Redirect
+// status is sent again at once where the ClassPortInfo in that answer
+// says (RedirectLID, 0: the same LID; RedirectQP; RedirectQ_Key; IBTA
+// 13.5.3.3), and later requests of that class to that LID go there too,
+// in this Run and the next ones, until an attempt there times out (the
+// next goes to QP1 again). A second Redirect for the same request, or
+// one that names no QP, ends it as a remote error.
 //
 // Unsolicited MADs: an SA Report (a trap the exporter subscribed to) that
 // arrives during a Run or a WaitForReports is acknowledged at once with a
@@ -100,7 +105,8 @@ struct KindStats {
   std::uint64_t retries = 0;        // re-sends after a timed-out attempt or a Busy status
   std::uint64_t timeouts = 0;       // requests that failed after every retry
   std::uint64_t busy = 0;           // responses with the Busy status
-  std::uint64_t redirects = 0;      // responses asking to be redirected
+  std::uint64_t redirects = 0;      // requests ended by a Redirect that could not be followed
+  std::uint64_t redirected = 0;     // Redirect replies followed
   std::uint64_t remote_errors = 0;  // requests ended by a non-zero MAD status
   std::uint64_t send_errors = 0;    // attempts the port refused
   std::uint64_t abandoned = 0;      // not sent: their destination was dead (counted in timeouts too)
@@ -202,6 +208,9 @@ class MadEngine {
   std::uint32_t tid_;
   std::array<Rtt, kMadKinds> rtt_{};
   std::unordered_map<std::uint16_t, std::chrono::microseconds> response_time_;
+  // Where a GMP agent redirected its class: (LID << 8 | class) -> address.
+  std::unordered_map<std::uint32_t, MadAddress> redirects_;
+  MadAddress AddressFor(const MadRequest& req) const;
   std::chrono::microseconds subnet_lifetime_{0};
   std::vector<MadBytes> reports_;
   std::deque<std::uint64_t> recent_reports_;  // TID and sender of the last Reports, to drop repeats

@@ -172,7 +172,7 @@ bool UmadPort::Send(const MadAddress& to, const MadBytes& mad) {
     case MgmtClass::kSubnLidRouted: umad_set_addr(umad, to.lid, 0, 0, 0); break;
     case MgmtClass::kPerformance:
     case MgmtClass::kSubnAdm:
-      umad_set_addr(umad, to.lid, 1, 0, IB_DEFAULT_QP1_QKEY);  // GMPs go to QP1
+      umad_set_addr(umad, to.lid, static_cast<int>(to.qp), 0, to.qkey);  // QP1 unless redirected
       break;
   }
   umad_set_grh(umad, nullptr);

@@ -373,6 +373,51 @@ TEST_F(PersonalityTest, ADetailsAttributeAnsweredBusyPastItsRetriesIsAskedAgainN
   ASSERT_TRUE(hw_->Clear("ib-leaf03", &error)) << error;
 }
 
+TEST_F(PersonalityTest, ASwitchAnsweringBusyFiveTimesThenNormallyKeepsAllItsAttributes) {
+  // ib-leaf01's PMA answers the next five requests of an exporter Busy,
+  // whatever they ask: its first (ClassPortInfo, at discovery) meets four
+  // (the try and three retries) and fails, the next request one more.
+  // Busy is no "unsupported": after the spell the switch is read as if it
+  // had never been busy: its capabilities, every port's PortCounters and
+  // PortCountersExtended, and, once a port waits, its Tick and the seconds.
+  std::string error;
+  ASSERT_TRUE(hw_->PlantBusy("ib-leaf01", 5, &error)) << error;
+  auto e = ExporterProcess::Start(*sim_, {"--sweep.interval=1s"}, &error, {}, hw_->PreloadEnv());
+  ASSERT_NE(e, nullptr) << error;
+  ASSERT_TRUE(e->WaitForSweeps(2, seconds(60)).has_value()) << e->Log();
+  bool ok = false;
+  sim_->Console("PerformanceSet \"ib-leaf01\"[8] PortCounters.PortXmitWait=7000", &ok);
+  ASSERT_TRUE(ok);
+  const Scrape before = exporter_->ScrapeMetrics();
+  const std::string guid = before.Find("infiniband_switch_info", {{"switch", "ib-leaf01"}}).at(0).labels.at("guid");
+  const auto caps = [&](const Scrape& x) {
+    const auto c = x.Find("infiniband_node_pma_capabilities_info", {{"guid", guid}});
+    return c.size() == 1 ? c[0].labels.at("capability_mask") : std::string();
+  };
+  const auto s = e->WaitFor(
+      [&](const Scrape& x) {
+        return !caps(x).empty() && x.Value("infiniband_node_pma_samples_tick", {{"guid", guid}}).has_value() &&
+               x.Value("infiniband_switch_port_transmit_wait_seconds_total", {{"switch", "ib-leaf01"}, {"port", "8"}})
+                       .value_or(0) > 0;
+      },
+      seconds(60));
+  ASSERT_TRUE(s.has_value()) << e->Log();
+  EXPECT_EQ(s->Sum("infiniband_exporter_mad_busy_total"), 5) << "the whole spell was met";
+  EXPECT_EQ(caps(*s), caps(before)) << "ClassPortInfo asked again after its Busy, as the model answers it";
+  EXPECT_EQ(s->Value("infiniband_node_pma_samples_tick", {{"guid", guid}}), 7);
+  // Every up port (hosts 1 and 2, uplinks 5 and 6, the Aggregation Node's
+  // 8): the standard and the extended counters.
+  for (const char* port : {"1", "2", "5", "6", "8"}) {
+    for (const char* family :
+         {"infiniband_switch_port_symbol_error_total", "infiniband_switch_port_transmit_wait_total",
+          "infiniband_switch_port_transmit_data_bytes_total",
+          "infiniband_switch_port_unicast_transmit_packets_total"}) {
+      EXPECT_TRUE(s->Value(family, {{"switch", "ib-leaf01"}, {"port", port}}).has_value()) << family << " " << port;
+    }
+  }
+  ASSERT_TRUE(hw_->Clear("ib-leaf01", &error)) << error;
+}
+
 TEST_F(PersonalityTest, AnAggregationNodeInEverySwitchIsListedAndIsNoHostCableOrMiswiring) {
   const auto s = exporter_->WaitForSweeps(2, seconds(60));
   ASSERT_TRUE(s.has_value());
@@ -420,6 +465,37 @@ TEST_F(PersonalityTest, InfinibandDiagsSeeTheModelsDevices) {
   EXPECT_NE(links.out.find("\"ib-leaf03\" lid"), std::string::npos) << links.out;
   EXPECT_NE(links.out.find("4xEDR"), std::string::npos) << links.out;
   EXPECT_NE(links.out.find("2xNDR"), std::string::npos) << links.out;
+}
+
+// Last of the suite: a PMA that moved stays moved for the exporters that
+// followed it. ib-leaf02's PMA is redirected to QP 0x20 (IBTA 13.5.3.3):
+// its QP1 answers every request with the Redirect status and a
+// ClassPortInfo naming the QP and its Q_Key. The exporter follows once
+// and then asks there, sweep after sweep, and reads the switch's counters
+// as before.
+TEST_F(PersonalityTest, ARedirectedPmaIsFollowedAndItsCountersRead) {
+  std::string error;
+  ASSERT_TRUE(hw_->PlantRedirect("ib-leaf02", 0x20, &error)) << error;
+  bool ok = false;
+  sim_->Console("PerformanceSet \"ib-leaf02\"[5] PortCounters.SymbolErrorCounter=42", &ok);
+  ASSERT_TRUE(ok);
+  auto e = ExporterProcess::Start(*sim_, {"--sweep.interval=500ms"}, &error, {}, hw_->PreloadEnv());
+  ASSERT_NE(e, nullptr) << error;
+  const auto read = e->WaitFor(
+      [](const Scrape& x) {
+        return x.Value("infiniband_switch_port_symbol_error_total", {{"switch", "ib-leaf02"}, {"port", "5"}}) == 42;
+      },
+      seconds(60));
+  ASSERT_TRUE(read.has_value()) << e->Log();
+  const auto later = e->WaitForSweeps(4, seconds(60));
+  ASSERT_TRUE(later.has_value());
+  EXPECT_EQ(later->Value("infiniband_exporter_mad_redirects_total", {{"class", "gmp"}}), 1)
+      << "followed once, then asked where it said";
+  EXPECT_EQ(later->Value("infiniband_exporter_mad_failures_total", {{"class", "gmp"}, {"reason", "redirect"}}), 0);
+  EXPECT_EQ(later->Value("infiniband_switch_port_symbol_error_total", {{"switch", "ib-leaf02"}, {"port", "6"}}), 0)
+      << "every port of it is read";
+  EXPECT_TRUE(later->Value("infiniband_switch_port_transmit_data_bytes_total", {{"switch", "ib-leaf02"}, {"port", "5"}})
+                  .has_value());
 }
 
 // FDR10 (Mellanox's 10.3125 Gbaud with 64b/66b, 40 Gb/s of data on 4x):

@@ -159,6 +159,17 @@ bool HardwareFabric::PlantBusy(const std::string& node, int count, std::string* 
   return Write(error);
 }
 
+bool HardwareFabric::PlantRedirect(const std::string& node, std::uint32_t qp, std::string* error) {
+  Node* n = Find(node, error);
+  if (!n) return false;
+  if (qp == 1 || qp > 0xffffff) {
+    *error = "redirect " + node + ": a QP is 2..0xffffff (0: none)";
+    return false;
+  }
+  n->redirect_qp = qp;
+  return Write(error);
+}
+
 bool HardwareFabric::PlantLink(const std::string& node, int port, const std::string& width, const std::string& speed,
                                std::string* error) {
   Node* n = Find(node, error);
@@ -189,6 +200,7 @@ bool HardwareFabric::Clear(const std::string& node, std::string* error) {
   if (!n) return false;
   n->tick.reset();
   n->busy = 0;
+  n->redirect_qp = 0;
   for (const auto& [port, plant] : n->plants) {
     const auto peer = n->ports.find(port);
     if (peer == n->ports.end()) continue;
@@ -203,7 +215,8 @@ bool HardwareFabric::Command(const std::string& line, std::string* error) {
   std::istringstream words(line);
   std::string verb, node;
   if (!(words >> verb >> node)) {
-    *error = "usage: tick NODE N | busy NODE N [ATTR] | link NODE PORT [width=W] [speed=S] | clear NODE";
+    *error =
+        "usage: tick NODE N | busy NODE N [ATTR] | redirect NODE QP | link NODE PORT [width=W] [speed=S] | clear NODE";
     return false;
   }
   int number = 0;
@@ -230,6 +243,13 @@ bool HardwareFabric::Command(const std::string& line, std::string* error) {
     }
     return PlantBusy(node, number, error, static_cast<std::uint16_t>(id));
   }
+  if (verb == "redirect") {
+    if (number < 0) {
+      *error = "redirect " + node + ": a QP is 2..0xffffff (0: none)";
+      return false;
+    }
+    return PlantRedirect(node, static_cast<std::uint32_t>(number), error);
+  }
   if (verb == "link") {
     std::string option, width, speed;
     while (words >> option) {
@@ -244,7 +264,7 @@ bool HardwareFabric::Command(const std::string& line, std::string* error) {
     }
     return PlantLink(node, number, width, speed, error);
   }
-  *error = "unknown command '" + verb + "' (tick, busy, link, clear)";
+  *error = "unknown command '" + verb + "' (tick, busy, redirect, link, clear)";
   return false;
 }
 
@@ -271,6 +291,7 @@ bool HardwareFabric::Write(std::string* error) const {
     node["ports"] = ports;
     if (n.tick) node["tick"] = *n.tick;
     if (n.busy > 0) node["busy"] = {{"count", n.busy}, {"serial", n.busy_serial}, {"attr", n.busy_attr}};
+    if (n.redirect_qp != 0) node["redirect"] = {{"qp", n.redirect_qp}, {"qkey", kRedirectQkey}};
     nlohmann::json plants = nlohmann::json::object();
     for (const auto& [port, plant] : n.plants) {
       nlohmann::json p = nlohmann::json::object();

@@ -54,11 +54,17 @@ class HardwareFabric {
   // only PMA requests of that attribute (0: any).
   bool PlantTick(const std::string& node, std::uint8_t tick, std::string* error);
   bool PlantBusy(const std::string& node, int count, std::string* error, std::uint16_t attr = 0);
+  // The node's PMA moves to queue pair `qp` (0: back to QP1): a request
+  // to its QP1 is answered with the Redirect status and a ClassPortInfo
+  // naming its LID, `qp` and the Q_Key kRedirectQkey (IBTA 13.5.3.3); one
+  // to `qp` with that Q_Key is answered as QP1 would be.
+  bool PlantRedirect(const std::string& node, std::uint32_t qp, std::string* error);
+  static constexpr std::uint32_t kRedirectQkey = 0x00c0ffee;
   bool PlantLink(const std::string& node, int port, const std::string& width, const std::string& speed,
                  std::string* error);
   bool Clear(const std::string& node, std::string* error);
-  // One console line: "tick NODE N", "busy NODE N [ATTR]", "link NODE PORT
-  // [width=W] [speed=S]", "clear NODE".
+  // One console line: "tick NODE N", "busy NODE N [ATTR]", "redirect NODE
+  // QP", "link NODE PORT [width=W] [speed=S]", "clear NODE".
   bool Command(const std::string& line, std::string* error);
 
   // The environment of a client on `sim`: umad2sim, then the preload.
@@ -80,6 +86,7 @@ class HardwareFabric {
     int busy = 0;
     std::uint16_t busy_attr = 0;
     std::uint64_t busy_serial = 0;
+    std::uint32_t redirect_qp = 0;
     std::map<int, std::pair<std::string, std::string>> plants;  // port -> (width, speed)
   };
   Node* Find(const std::string& name, std::string* error);

@@ -15,7 +15,9 @@
 // - a request the model answers itself never reaches ibsim: PMA
 //   PortSamplesControl (ibsim has no handler for it) with the model's or
 //   the planted Tick, or "unsupported attribute"; a PMA request to a node
-//   planted Busy is answered with the Busy status, that many times;
+//   planted Busy is answered with the Busy status, that many times; one to
+//   QP1 of a node planted `redirect` with the Redirect status and a
+//   ClassPortInfo naming the QP (and one to that QP goes on as to QP1);
 // - ibsim's answers to requests to a modelled node are rewritten: NodeInfo
 //   (VendorID, DeviceID), PortInfo (capability masks, the widths and
 //   speeds supported and enabled, and what the link runs at, negotiated
@@ -63,7 +65,7 @@ constexpr int kData = 64;  // SMP and PMA data offset (IBTA 13.4.3, 14.2.1)
 constexpr std::uint8_t kSmpLid = 0x01, kSmpDirected = 0x81, kPerformance = 0x04;
 constexpr std::uint16_t kNodeInfo = 0x0011, kPortInfo = 0x0015, kMlnxExtPortInfo = 0xff90;
 constexpr std::uint16_t kClassPortInfo = 0x0001, kPortSamplesControl = 0x0010;
-constexpr std::uint16_t kStatusBusy = 0x0001, kStatusUnsupported = 0x000c;
+constexpr std::uint16_t kStatusBusy = 0x0001, kStatusRedirect = 0x0002, kStatusUnsupported = 0x000c;
 constexpr std::uint32_t kCapExtSpeeds = 0x4000, kCapCapMask2 = 0x8000;  // PortInfo.CapabilityMask
 
 struct Node {
@@ -76,7 +78,9 @@ struct Node {
   int busy = 0;                              // planted: PMA requests to answer Busy
   std::uint16_t busy_attr = 0;               // only requests of this attribute (0: any)
   std::uint64_t busy_serial = 0;             // which planting `busy` is
-  std::map<int, PortPlant> plants;           // port -> planted width/speed
+  std::uint32_t redirect_qp = 0;             // planted: its PMA lives on this QP (0: QP1)
+  std::uint32_t redirect_qkey = 0;
+  std::map<int, PortPlant> plants;  // port -> planted width/speed
 };
 
 struct Pending {
@@ -101,7 +105,7 @@ class Personalities {
   }
 
   // A request on its way out: true when it was answered here instead.
-  bool OnSend(int agent, const ib_user_mad* u) {
+  bool OnSend(int agent, ib_user_mad* u) {
     std::lock_guard<std::mutex> lock(mu_);
     if (!Reload()) return false;
     const std::uint8_t* mad = u->data;
@@ -114,6 +118,26 @@ class Personalities {
     if (p.node < 0) return false;
     Node& n = nodes_[static_cast<std::size_t>(p.node)];
     const bool get = (mad[3] & 0x7f) == 0x01;  // Get
+    if (p.mgmt_class == kPerformance && n.redirect_qp != 0) {
+      // A PMA redirected to another QP (IBTA 13.5.3.3): QP1 names it in a
+      // ClassPortInfo with the Redirect status; a request there with the
+      // right Q_Key goes on to ibsim as to QP1; a wrong Q_Key is dropped,
+      // as a QP drops it.
+      const std::uint32_t qp = ntohl(u->addr.qpn);
+      if (qp == 1) {
+        std::uint8_t data[kMadSize - kData] = {};
+        mad_set_field(data, 0, IB_CPI_BASEVER_F, 1);
+        mad_set_field(data, 0, IB_CPI_CLASSVER_F, 1);
+        mad_set_field(data, 0, IB_CPI_REDIRECT_LID_F, ntohs(u->addr.lid));
+        mad_set_field(data, 0, IB_CPI_REDIRECT_QP_F, n.redirect_qp);
+        mad_set_field(data, 0, IB_CPI_REDIRECT_QKEY_F, n.redirect_qkey);
+        Answer(agent, u, kStatusRedirect, data);
+        return true;
+      }
+      if (qp != n.redirect_qp || ntohl(u->addr.qkey) != n.redirect_qkey) return true;
+      u->addr.qpn = htonl(1);
+      u->addr.qkey = htonl(IB_DEFAULT_QP1_QKEY);
+    }
     if (p.mgmt_class == kPerformance && n.busy > 0 && (n.busy_attr == 0 || n.busy_attr == p.attr)) {
       --n.busy;
       auto& used = consumed_[n.id];
@@ -230,6 +254,10 @@ class Personalities {
         node.widths &= keep;
       }
       if (n.contains("tick")) node.tick = n["tick"].get<std::uint8_t>();
+      if (n.contains("redirect")) {
+        node.redirect_qp = n["redirect"].value("qp", 0U);
+        node.redirect_qkey = n["redirect"].value("qkey", 0U);
+      }
       if (n.contains("busy")) {
         node.busy_serial = n["busy"].value("serial", 0ULL);
         node.busy = n["busy"].value("count", 0);
@@ -428,7 +456,7 @@ extern "C" {
 int umad_send(int fd, int agentid, void* umad, int length, int timeout_ms, int retries) {
   using Fn = int (*)(int, int, void*, int, int, int);
   static const Fn next = Next<Fn>("umad_send");
-  if (Personalities::Get().OnSend(agentid, static_cast<const ib_user_mad*>(umad))) return 0;
+  if (Personalities::Get().OnSend(agentid, static_cast<ib_user_mad*>(umad))) return 0;
   return next(fd, agentid, umad, length, timeout_ms, retries);
 }
 

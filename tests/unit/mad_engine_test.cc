@@ -159,6 +159,69 @@ TEST(MadEngineTest, RemoteErrorsAreReportedNotRetried) {
   EXPECT_EQ(port.sends(), 2u);
 }
 
+// A PMA that redirects (IBTA 13.5.3.3): at QP1 of LID 1 it answers every
+// request with the Redirect status and a ClassPortInfo naming QP 0x20 at
+// the same LID (RedirectLID 0) and Q_Key 0x1234; there it answers.
+struct RedirectingPma {
+  int at_qp1 = 0;
+  int at_redirect = 0;
+  bool redirect_again = false;   // the redirected QP redirects too
+  bool silent_redirect = false;  // nothing answers at the redirected QP
+  std::optional<MadBytes> operator()(const MadAddress& to, const MadBytes& req) {
+    if (to.qp == 1) {
+      EXPECT_EQ(to.qkey, kDefaultQp1Qkey);
+      ++at_qp1;
+      return Redirect(req);
+    }
+    ++at_redirect;
+    EXPECT_EQ(to.lid, 1);
+    EXPECT_EQ(to.qp, 0x20u);
+    EXPECT_EQ(to.qkey, 0x1234u);
+    if (silent_redirect) return std::nullopt;
+    return redirect_again ? Redirect(req) : Echo(to, req);
+  }
+  static MadBytes Redirect(const MadBytes& req) {
+    PerfClassPortInfo cpi;
+    cpi.redirect_qp = 0x20;
+    cpi.redirect_qkey = 0x1234;
+    return EncodeResponse(req, testing::EncodePerfClassPortInfo(cpi), kMadStatusRedirect);
+  }
+};
+
+TEST(MadEngineTest, ARedirectIsFollowedAndRemembered) {
+  RedirectingPma pma;
+  FakeMadPort port([&](const MadAddress& to, const MadBytes& req) { return pma(to, req); });
+  MadEngine engine(port, EngineOptions{4, milliseconds(50), 1});
+  const auto reqs = Requests(3);  // LID 1, ports 1..3
+  ExpectAllMatch(reqs, engine.Run(reqs));
+  ExpectAllMatch(reqs, engine.Run(reqs));
+  EXPECT_EQ(pma.at_qp1, 1) << "one Redirect, then every request goes where it said, in later Runs too";
+  EXPECT_EQ(pma.at_redirect, 6);
+  EXPECT_EQ(engine.stats().total().redirected, 1u);
+  EXPECT_EQ(engine.stats().total().remote_errors, 0u);
+}
+
+TEST(MadEngineTest, ARedirectThatRedirectsAgainOrGoesSilentIsNotFollowedForever) {
+  RedirectingPma again;
+  again.redirect_again = true;
+  FakeMadPort port([&](const MadAddress& to, const MadBytes& req) { return again(to, req); });
+  MadEngine engine(port, EngineOptions{4, milliseconds(50), 1});
+  const auto res = engine.Run(Requests(1));
+  EXPECT_EQ(res[0].outcome, MadOutcome::kRemoteError);
+  EXPECT_EQ(res[0].mad_status, kMadStatusRedirect);
+  EXPECT_EQ(engine.stats().total().redirects, 1u) << "a failure of its own kind";
+
+  // A redirected QP that stops answering: the next attempt asks QP1 again.
+  RedirectingPma silent;
+  silent.silent_redirect = true;
+  FakeMadPort quiet([&](const MadAddress& to, const MadBytes& req) { return silent(to, req); });
+  MadEngine e2(quiet, EngineOptions{4, milliseconds(5), 1});
+  const auto r2 = e2.Run(Requests(1));
+  EXPECT_EQ(r2[0].outcome, MadOutcome::kTimeout);
+  EXPECT_EQ(silent.at_qp1, 2) << "each attempt starts at QP1 after the redirected one timed out";
+  EXPECT_EQ(silent.at_redirect, 2);
+}
+
 TEST(TrapWireTest, SubscriptionIsAnSaSetOfInformInfo) {
   const transport::MadRequest r = transport::InformInfoSubscribe(7, transport::trap::kLinkStateChange);
   const transport::MadBytes m = transport::EncodeRequest(r, 0x1234);

@@ -159,6 +159,7 @@ std::vector<std::uint8_t> EncodePerfClassPortInfo(const PerfClassPortInfo& c) {
   b.Set(IB_CPI_RESP_TIME_VALUE_F, c.resp_time_value);
   b.Set(IB_CPI_REDIRECT_LID_F, c.redirect_lid);
   b.Set(IB_CPI_REDIRECT_QP_F, c.redirect_qp);
+  b.Set(IB_CPI_REDIRECT_QKEY_F, c.redirect_qkey);
   return b.bytes;
 }
 
