@@ -8,8 +8,8 @@
 // "ready", and reads commands from standard input until it ends: "hw tick
 // NODE N", "hw busy NODE N", "hw redirect NODE QP", "hw link NODE PORT
 // [width=W] [speed=S]", "hw clear NODE" plant on the personalities; any
-// other line goes to ibsim's
-// console (PerformanceSet, Unlink, ...). docs/testing.md shows a session.
+// other line goes to ibsim's console (PerformanceSet, Unlink, ...).
+// docs/testing.md shows a session.
 
 #include <cstdio>
 #include <iostream>
