@@ -1,9 +1,11 @@
 #include "collectors/link_health_collector.h"
 
+#include "collectors/adaptive_routing_collector.h"
 #include "collectors/health/alerts.h"
 #include "collectors/health/link_health.h"
 #include "collectors/render.h"
 #include "collectors/xmit_wait_tick_collector.h"
+#include "topology/adaptive_routing.h"
 
 namespace ibfabric::collectors {
 namespace {
@@ -43,8 +45,12 @@ class LinkHealthCollector final : public Collector {
     report->events = link_health_.Events();
     report->event_counts = link_health_.EventCounts();
     LogEvents(*report, cycle);
+    // Congestion trees follow the forwarding tables; where adaptive routing
+    // is on they say the tables are static.
+    const auto* ar = cycle.parts->by_collector.Get<topology::AdaptiveSwitches>(kAdaptiveRoutingCollector);
+    const std::set<std::uint64_t> adaptive = ar ? topology::AdaptiveOn(*ar) : std::set<std::uint64_t>{};
     alerts_.Evaluate(report->cables, cycle.parts->topology.get(), cycle.wall, cycle.describe, cycle.fabric,
-                     cycle.parts->forwarding.get());
+                     cycle.parts->forwarding.get(), &adaptive);
     report->congestion = alerts_.Congestion();
     report->active = alerts_.Active();
     report->cleared.assign(alerts_.Cleared().begin(), alerts_.Cleared().end());

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "collectors/adaptive_routing_collector.h"
 #include "collectors/capabilities_collector.h"
 #include "collectors/fabric_collector.h"
 #include "collectors/fat_tree_collector.h"
@@ -24,12 +25,14 @@ const std::vector<CollectorInfo>& Registry() {
        MakeCapabilitiesCollector, RenderCapabilities},
       {"fat_tree", "Tiers, wiring faults, asymmetry, degraded links and bisection; the cabling plan diff.", true,
        MakeFatTreeCollector, RenderFatTree},
+      {"adaptive_routing", "NVIDIA switches' AdaptiveRoutingInfo: where the forwarding tables are only a fallback.",
+       true, MakeAdaptiveRoutingCollector, RenderAdaptiveRouting},
       {"routing",
        "The switches' forwarding tables: balance, unrouted destinations, down-up routes.",
        true,
        MakeRoutingCollector,
        RenderRouting,
-       {"fat_tree"}},
+       {"fat_tree", "adaptive_routing"}},
       {"partitions", "P_Key tables of the CA ports and the switch ports facing them.", true, MakePartitionsCollector,
        RenderPartitions},
       {"port_counters",
@@ -50,7 +53,7 @@ const std::vector<CollectorInfo>& Registry() {
        true,
        MakeLinkHealthCollector,
        RenderLinkHealth,
-       {"port_counters", "fat_tree", "routing", "xmit_wait_tick"}},
+       {"port_counters", "fat_tree", "adaptive_routing", "routing", "xmit_wait_tick"}},
       {"subnet_managers", "SMInfo of every subnet manager: masters, standbys, sweeping, failovers.", true,
        MakeSubnetManagersCollector, RenderSubnetManagers},
   };

@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <optional>
 
+#include "collectors/adaptive_routing_collector.h"
 #include "collectors/render.h"
 #include "collectors/table_retry.h"
+#include "topology/adaptive_routing.h"
 #include "topology/routing.h"
 
 namespace ibfabric::collectors {
@@ -52,7 +54,10 @@ class RoutingCollector final : public Collector {
       std::optional<topology::Analysis> own;
       const topology::Analysis& tree =
           cycle.parts->topology ? *cycle.parts->topology : own.emplace(topology::Analyze(*cycle.fabric));
-      analysis_ = std::make_shared<topology::RoutingAnalysis>(topology::AnalyzeRouting(*cycle.fabric, *tables_, tree));
+      // Switches that route adaptively: their tables are fallbacks.
+      const auto* adaptive = cycle.parts->by_collector.Get<topology::AdaptiveSwitches>(kAdaptiveRoutingCollector);
+      analysis_ = std::make_shared<topology::RoutingAnalysis>(topology::AnalyzeRouting(
+          *cycle.fabric, *tables_, tree, adaptive ? topology::AdaptiveOn(*adaptive) : std::set<std::uint64_t>{}));
       if (cycle.trigger == Trigger::kFullWalk) LogFindings(*cycle.log, analysis_->findings);
     }
     out.again = retry_.pending() || analysis_due_.pending();
@@ -101,8 +106,15 @@ void RenderRouting(const Snapshot& s, const Emit& out) {
              "Most over fewest destinations over those ports (absent when a port carries none)", MetricType::Gauge);
   auto unrouted = Family("infiniband_routing_unrouted_destinations",
                          "CA LIDs the switch cannot forward (LFT holes, 0xFF, down ports)", MetricType::Gauge);
+  int adaptive = 0;
   for (const auto& [guid, r] : a.switches) {
     const std::vector<ClientMetric::Label> labels{{"guid", FormatGuid(guid)}, {"switch", topology::NodeName(f, guid)}};
+    Add(unrouted, labels, r.unrouted);
+    // Adaptive routing on: the table is no picture of where traffic goes.
+    if (r.adaptive) {
+      ++adaptive;
+      continue;
+    }
     for (const auto& [port, n] : r.destinations) {
       auto l = labels;
       l.push_back({"port", std::to_string(port)});
@@ -111,7 +123,6 @@ void RenderRouting(const Snapshot& s, const Emit& out) {
     }
     if (!r.destinations.empty()) Add(spread, labels, r.spread);
     if (r.max_min_ratio) Add(ratio, labels, *r.max_min_ratio);
-    Add(unrouted, labels, r.unrouted);
   }
   for (auto* family : {&dests, &spread, &ratio, &unrouted}) EmitNonEmpty(out, *family);
   const topology::RoutingTotals totals = topology::SummarizeRouting(a);
@@ -123,6 +134,10 @@ void RenderRouting(const Snapshot& s, const Emit& out) {
             "Fabric-wide: the largest most-over-fewest destinations ratio of any switch", MetricType::Gauge,
             *totals.worst_max_min_ratio);
   }
+  EmitOne(out, "infiniband_routing_adaptive_switches",
+          "Switches whose balance is withheld: adaptive routing is on there, their forwarding table is only its "
+          "fallback (infiniband_switch_adaptive_routing_enabled)",
+          MetricType::Gauge, adaptive);
   EmitOne(out, "infiniband_routing_down_up_routes",
           "Leaf-to-CA routes that go down a tier and up again, or never arrive", MetricType::Gauge, a.down_up_routes);
 }

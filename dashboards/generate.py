@@ -299,6 +299,10 @@ def topology_health():
                description="Most minus fewest destinations over a leaf's uplinks (or a spine's parallel downlinks)."), 6, 4)
     l.add(stat("Routing findings", f'sum(infiniband_topology_findings{{{F},kind=~"routing_imbalance|unrouted_destination|down_up_route"}})',
                red_above=1), 6, 4)
+    l.add(stat("Switches routing adaptively", f'max(infiniband_routing_adaptive_switches{{{F}}})',
+               description="NVIDIA adaptive routing is on there (infiniband_switch_adaptive_routing_enabled): their "
+                           "forwarding tables are only a fallback, so their balance is left out of this row and "
+                           "congestion trees through them say they follow the static tables."), 6, 4)
     l.add(panel("bargauge", "Routing spread per switch",
                 [target(f'infiniband_routing_spread{{{SW}}}', "{{switch}}", instant=True)],
                 options={"displayMode": "basic", "orientation": "horizontal"}), 12, 10)

@@ -253,19 +253,31 @@ void TraceLeafRoutes(const Fabric& fabric, const ForwardingTables& tables, const
 
 }  // namespace
 
-RoutingAnalysis AnalyzeRouting(const Fabric& fabric, const ForwardingTables& tables, const Analysis& tree) {
+RoutingAnalysis AnalyzeRouting(const Fabric& fabric, const ForwardingTables& tables, const Analysis& tree,
+                               const std::set<std::uint64_t>& adaptive) {
   RoutingAnalysis out;
   const std::vector<Destination> dests = Destinations(fabric);
   for (const auto& [guid, table] : tables) out.switches[guid] = RouteSwitch(fabric, tables, tree, dests, guid, &out);
   if (tree.is_tree) TraceLeafRoutes(fabric, tables, tree, dests, &out);
+  for (std::uint64_t guid : adaptive) {
+    auto it = out.switches.find(guid);
+    if (it != out.switches.end()) it->second.adaptive = true;
+  }
+  std::erase_if(out.findings, [&](const Finding& f) {
+    return f.kind == FindingKind::kRoutingImbalance && adaptive.count(f.node) > 0;
+  });
+  for (Finding& f : out.findings) {
+    if (adaptive.count(f.node)) f.detail += " (in its static table; adaptive routing is on there)";
+  }
   return out;
 }
 
 RoutingTotals SummarizeRouting(const RoutingAnalysis& a) {
   RoutingTotals t;
   for (const auto& [guid, r] : a.switches) {
-    t.max_spread = std::max(t.max_spread, r.spread);
     if (r.unrouted > 0) ++t.switches_with_unrouted;
+    if (r.adaptive) continue;
+    t.max_spread = std::max(t.max_spread, r.spread);
     if (r.max_min_ratio) t.worst_max_min_ratio = std::max(t.worst_max_min_ratio.value_or(0), *r.max_min_ratio);
   }
   t.imbalanced_switches = static_cast<int>(std::count_if(

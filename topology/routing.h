@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,9 @@ struct SwitchRouting {
   int spread = 0;  // max - min over those ports (above the leaves: within each group of parallel links to one switch)
   std::optional<double> max_min_ratio;  // max / min, when min > 0
   int unrouted = 0;                     // CA LIDs with no usable egress port here
+  // Adaptive routing is on (topology/adaptive_routing.h): the table is its
+  // fallback, not the path, so its balance is no finding and not reported.
+  bool adaptive = false;
 };
 
 // What the forwarding tables say, one pass of its own: findings are
@@ -68,9 +72,13 @@ struct RoutingAnalysis {
   std::vector<Finding> findings;
 };
 // Pure. Needs the tree analysis' tiers; does nothing of the tier-based
-// kind when the fabric is not a tree.
-RoutingAnalysis AnalyzeRouting(const Fabric& fabric, const ForwardingTables& tables, const Analysis& tree);
+// kind when the fabric is not a tree. `adaptive`: the switches with
+// adaptive routing on: no kRoutingImbalance for them (their traffic is not
+// spread by the table), and their other findings say the table is static.
+RoutingAnalysis AnalyzeRouting(const Fabric& fabric, const ForwardingTables& tables, const Analysis& tree,
+                               const std::set<std::uint64_t>& adaptive = {});
 // The fabric-wide picture of an analysis' routing. Pure.
+// Switches with adaptive routing on are left out of the spreads and ratios.
 struct RoutingTotals {
   int max_spread = 0;                         // the largest spread of any switch
   int imbalanced_switches = 0;                // switches with a kRoutingImbalance finding

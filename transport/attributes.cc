@@ -136,6 +136,14 @@ MlnxExtPortInfo DecodeMlnxExtPortInfo(const MadBytes& mad) {
   return e;
 }
 
+AdaptiveRoutingInfo DecodeAdaptiveRoutingInfo(const MadBytes& mad) {
+  const std::uint8_t* d = mad.data() + kMadDataOffset;
+  AdaptiveRoutingInfo a;
+  a.enabled = (d[3] & 0x01) != 0;                                       // "e"
+  a.group_cap = static_cast<std::uint16_t>((d[6] & 0x0f) << 8 | d[7]);  // bits 0..11 of bytes 4-7
+  return a;
+}
+
 bool HasExtendedSpeeds2(const PortInfo& caps) {
   return (caps.capability_mask & kPortCapHasExtSpeeds) && (caps.capability_mask & kPortCapHasCapMask2) &&
          (caps.capability_mask2 & kPortCap2ExtSpeeds2);
@@ -254,6 +262,9 @@ PortCountersExtended DecodePortCountersExtended(const MadBytes& mad) {
 MadRequest NodeInfoQuery(const MadAddress& route) { return Smp(route, smp_attr::kNodeInfo, 0); }
 MadRequest NodeDescriptionQuery(const MadAddress& route) { return Smp(route, smp_attr::kNodeDescription, 0); }
 MadRequest PortInfoQuery(const MadAddress& route, std::uint8_t port) { return Smp(route, smp_attr::kPortInfo, port); }
+MadRequest AdaptiveRoutingInfoQuery(const MadAddress& route) {
+  return Smp(route, smp_attr::kMlnxAdaptiveRoutingInfo, 0);
+}
 MadRequest MlnxExtPortInfoQuery(const MadAddress& route, std::uint8_t port) {
   return Smp(route, smp_attr::kMlnxExtendedPortInfo, port);
 }

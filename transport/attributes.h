@@ -128,6 +128,16 @@ struct MlnxExtPortInfo {
 };
 inline constexpr std::uint8_t kMlnxSpeedFdr10 = 1;
 
+// NVIDIA AdaptiveRoutingInfo (SMP 0xFF20, modifier 0) of a switch, the
+// fields that say whether it routes adaptively (Mellanox's opensm
+// ib_types.h ib_ar_info_t, NVIDIA's ibis adaptive_routing_info layout):
+// data byte 3 bit 0 is "e", adaptive routing enabled; bytes 4-7, low 12
+// bits, AdaptiveRoutingGroupCap, 0 meaning adaptive routing unsupported.
+struct AdaptiveRoutingInfo {
+  bool enabled = false;
+  std::uint16_t group_cap = 0;
+};
+
 // PortInfo.PortState values (IBTA table 155).
 inline constexpr std::uint8_t kPortStateDown = 1;
 inline constexpr std::uint8_t kPortStateActive = 4;
@@ -326,6 +336,7 @@ NodeInfo DecodeNodeInfo(const MadBytes& mad);
 std::string DecodeNodeDescription(const MadBytes& mad);
 PortInfo DecodePortInfo(const MadBytes& mad);
 MlnxExtPortInfo DecodeMlnxExtPortInfo(const MadBytes& mad);
+AdaptiveRoutingInfo DecodeAdaptiveRoutingInfo(const MadBytes& mad);
 PerfClassPortInfo DecodePerfClassPortInfo(const MadBytes& mad);
 PortCounters DecodePortCounters(const MadBytes& mad);
 PortCountersExtended DecodePortCountersExtended(const MadBytes& mad);
@@ -343,6 +354,7 @@ MadRequest NodeInfoQuery(const MadAddress& route);
 MadRequest NodeDescriptionQuery(const MadAddress& route);
 MadRequest PortInfoQuery(const MadAddress& route, std::uint8_t port);
 MadRequest MlnxExtPortInfoQuery(const MadAddress& route, std::uint8_t port);
+MadRequest AdaptiveRoutingInfoQuery(const MadAddress& route);
 MadRequest PerfClassPortInfoQuery(std::uint16_t lid);
 // SubnGet(SMInfo), LID routed to the SM's port (answered by the SM itself).
 MadRequest SmInfoQuery(std::uint16_t lid);

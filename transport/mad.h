@@ -63,6 +63,9 @@ inline constexpr std::uint16_t kSmInfo = 0x0020;
 // ExtendedPortInfo (rdma-core mad.h IB_ATTR_MLNX_EXT_PORT_INFO), the only
 // place FDR10 shows.
 inline constexpr std::uint16_t kMlnxExtendedPortInfo = 0xFF90;
+// NVIDIA AdaptiveRoutingInfo, in the same vendor range (Mellanox's opensm
+// ib_types.h IB_MAD_ATTR_ADAPTIVE_ROUTING_INFO).
+inline constexpr std::uint16_t kMlnxAdaptiveRoutingInfo = 0xFF20;
 }  // namespace smp_attr
 
 // Performance management attribute IDs (IBTA 16.1.3, table 224).

@@ -23,6 +23,18 @@ std::string NameOf(const Snapshot& s, std::uint64_t guid) {
   return it == s.nodes.end() ? "" : it->second.name;
 }
 
+// Where a congestion tree's paths come from: the forwarding tables, which
+// are the paths unless a switch of the tree routes adaptively.
+const char* PathsOf(const std::vector<std::uint64_t>& adaptive) {
+  return adaptive.empty() ? "forwarding_tables" : "static_tables_adaptive_routing_on";
+}
+
+json Names(const Snapshot& s, const std::vector<std::uint64_t>& guids) {
+  json out = json::array();
+  for (std::uint64_t g : guids) out.push_back(NameOf(s, g));
+  return out;
+}
+
 json End(const Snapshot& s, const topology::PortRef& ref) {
   json e{{"node", NameOf(s, ref.node_guid)}, {"guid", FormatGuid(ref.node_guid)}, {"port", ref.port}};
   auto it = s.nodes.find(ref.node_guid);
@@ -100,7 +112,11 @@ json AlertToJson(const Snapshot& s, const Alert& a) {
   if (a.root) {
     json victims = json::array();
     for (const auto& v : a.victims) victims.push_back(End(s, v));
-    j["congestion"] = {{"root", End(s, *a.root)}, {"victims", std::move(victims)}, {"depth", a.depth}};
+    j["congestion"] = {{"root", End(s, *a.root)},
+                       {"victims", std::move(victims)},
+                       {"depth", a.depth},
+                       {"paths", PathsOf(a.adaptive_switches)},
+                       {"adaptive_routing_switches", Names(s, a.adaptive_switches)}};
   }
   // How far the evidence can be trusted: the ends' nodes whose MADs needed
   // retries or went unanswered over the window.
@@ -156,7 +172,9 @@ json TreeToJson(const Snapshot& s, const CongestionReport& c) {
               {"victims", std::move(victims)},
               {"depth", t.depth},
               {"loop", t.loop},
-              {"hoq_discarding", std::move(hoq)}};
+              {"hoq_discarding", std::move(hoq)},
+              {"paths", PathsOf(c.adaptive_switches)},
+              {"adaptive_routing_switches", Names(s, c.adaptive_switches)}};
 }
 
 json EventToJson(const Snapshot& s, const FabricEvent& e) {

@@ -315,7 +315,9 @@ json TopologyWriter::Head() const {
                             {"destinations_by_port", std::move(by_port)},
                             {"spread", r.spread},
                             {"max_min_ratio", r.max_min_ratio ? json(*r.max_min_ratio) : json(nullptr)},
-                            {"unrouted", r.unrouted}});
+                            {"unrouted", r.unrouted},
+                            // On: these counts are its static table's, a fallback, not its traffic's.
+                            {"adaptive_routing", r.adaptive}});
       }
       routing["switches"] = std::move(switches);
     }

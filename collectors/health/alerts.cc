@@ -297,10 +297,22 @@ void ExplainTree(const topology::CongestionTree& tree, const CongestedEnd& root,
   }
 }
 
+// The switches of a tree's ports (root and victims) in `adaptive`, ascending.
+std::vector<std::uint64_t> AdaptiveOnTree(const topology::CongestionTree& tree,
+                                          const std::set<std::uint64_t>& adaptive) {
+  std::set<std::uint64_t> on;
+  if (adaptive.count(tree.root.node_guid)) on.insert(tree.root.node_guid);
+  for (const topology::PortRef& v : tree.victims) {
+    if (adaptive.count(v.node_guid)) on.insert(v.node_guid);
+  }
+  return {on.begin(), on.end()};
+}
+
 }  // namespace
 
 void AlertEngine::GroupCongestion(const std::vector<CableHealth>& cables, const topology::Fabric& fabric,
                                   const topology::ForwardingTables& tables, const Describe& describe,
+                                  const std::set<std::uint64_t>& adaptive,
                                   std::map<std::pair<topology::Link, Cause>, Verdict>* verdicts) {
   // Each congested end, taken out of its cable's verdict: judged with its tree below.
   CongestedEnds ends;
@@ -328,6 +340,15 @@ void AlertEngine::GroupCongestion(const std::vector<CableHealth>& cables, const 
     v.evidence.insert(v.evidence.end(), root.evidence.begin(), root.evidence.end());
     v.evidence.insert(v.evidence.end(), hoq.begin(), hoq.end());
     ExplainTree(tree, root, ends, report, fabric, describe, &v.evidence, &v.summary, &v.action);
+    report.adaptive_switches = AdaptiveOnTree(tree, adaptive);
+    if (!report.adaptive_switches.empty()) {
+      std::string names;
+      for (std::uint64_t g : report.adaptive_switches)
+        names += (names.empty() ? "" : ", ") + topology::NodeName(fabric, g);
+      v.summary += "; paths from the static forwarding tables, but adaptive routing is on at " + names +
+                   ": traffic there may take other ports";
+    }
+    v.adaptive_switches = report.adaptive_switches;
     v.root = tree.root;
     v.victims = tree.victims;
     v.depth = tree.depth;
@@ -358,6 +379,7 @@ void AlertEngine::Apply(const std::pair<topology::Link, Cause>& key, const Verdi
       t.active->root = v.root;
       t.active->victims = v.victims;
       t.active->depth = v.depth;
+      t.active->adaptive_switches = v.adaptive_switches;
     }
   } else if (v.clean) {
     t.bad = 0;
@@ -374,7 +396,8 @@ void AlertEngine::Apply(const std::pair<topology::Link, Cause>& key, const Verdi
 
 void AlertEngine::Evaluate(const std::vector<CableHealth>& cables, const topology::Analysis* analysis,
                            std::chrono::system_clock::time_point now, const Describe& describe,
-                           const topology::Fabric* fabric, const topology::ForwardingTables* tables) {
+                           const topology::Fabric* fabric, const topology::ForwardingTables* tables,
+                           const std::set<std::uint64_t>* adaptive) {
   std::map<std::pair<topology::Link, Cause>, Verdict> verdicts;
   for (const CableHealth& h : cables) {
     verdicts[{h.cable, Cause::kBadCable}] = BadCable(h, describe);
@@ -385,7 +408,9 @@ void AlertEngine::Evaluate(const std::vector<CableHealth>& cables, const topolog
   congestion_.clear();
   static const topology::ForwardingTables kNoTables;
   static const topology::Fabric kNoFabric;
-  GroupCongestion(cables, fabric ? *fabric : kNoFabric, fabric && tables ? *tables : kNoTables, describe, &verdicts);
+  static const std::set<std::uint64_t> kNone;
+  GroupCongestion(cables, fabric ? *fabric : kNoFabric, fabric && tables ? *tables : kNoTables, describe,
+                  adaptive ? *adaptive : kNone, &verdicts);
   if (analysis) {
     for (const auto& f : analysis->findings) {
       if (!f.a || !f.b || !IsMiswiring(f.kind)) continue;

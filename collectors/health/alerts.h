@@ -16,6 +16,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -104,6 +105,9 @@ struct Alert {
   std::optional<topology::PortRef> root;
   std::vector<topology::PortRef> victims;
   int depth = 0;
+  // The switches of the tree with adaptive routing on: there its paths,
+  // taken from the static forwarding tables, may not be the traffic's.
+  std::vector<std::uint64_t> adaptive_switches;
 };
 
 // A congestion tree as one sweep judged it (topology/congestion.h), with
@@ -116,6 +120,7 @@ struct CongestionReport {
   // window (PortXmitDiscardDetails.PortSwHOQLifetimeLimitDiscards), and
   // how many.
   std::map<topology::PortRef, std::uint64_t> hoq_discards;
+  std::vector<std::uint64_t> adaptive_switches;  // as Alert::adaptive_switches
 };
 
 // Thread-safety: none; the sweeping thread owns it.
@@ -131,10 +136,13 @@ class AlertEngine {
   // forwarding tables, the congested ports are grouped into trees
   // (topology/congestion.h) and each tree raises one alert, on its root's
   // cable, its victims in the evidence; without them (null, or an exporter
-  // that does not read the tables) each congested cable is its own.
+  // that does not read the tables) each congested cable is its own. A tree
+  // through a switch of `adaptive` (adaptive routing on) says that its
+  // paths are the static tables', which that switch need not follow.
   void Evaluate(const std::vector<CableHealth>& cables, const topology::Analysis* analysis,
                 std::chrono::system_clock::time_point now, const Describe& describe,
-                const topology::Fabric* fabric = nullptr, const topology::ForwardingTables* tables = nullptr);
+                const topology::Fabric* fabric = nullptr, const topology::ForwardingTables* tables = nullptr,
+                const std::set<std::uint64_t>* adaptive = nullptr);
 
   std::vector<Alert> Active() const;                             // by severity, then cause, then cable
   const std::deque<Alert>& Cleared() const { return cleared_; }  // newest first
@@ -154,6 +162,7 @@ class AlertEngine {
     std::optional<topology::PortRef> root;
     std::vector<topology::PortRef> victims;
     int depth = 0;
+    std::vector<std::uint64_t> adaptive_switches;
   };
   struct Track {
     int bad = 0;
@@ -174,6 +183,7 @@ class AlertEngine {
   // tree, on its root's cable; fills congestion_.
   void GroupCongestion(const std::vector<CableHealth>& cables, const topology::Fabric& fabric,
                        const topology::ForwardingTables& tables, const Describe& describe,
+                       const std::set<std::uint64_t>& adaptive,
                        std::map<std::pair<topology::Link, Cause>, Verdict>* verdicts);
 
   AlertConfig config_;

@@ -467,6 +467,90 @@ TEST_F(PersonalityTest, InfinibandDiagsSeeTheModelsDevices) {
   EXPECT_NE(links.out.find("2xNDR"), std::string::npos) << links.out;
 }
 
+// Adaptive routing on the Quantum-2 leaf and a Quantum-3 spine (planted as
+// an SM would set it; AdaptiveRoutingInfo, vendor SMP 0xFF20): reported
+// per switch, their routing balance withheld, and a congestion tree
+// through the leaf says its paths are the static tables'; one through a
+// switch without AR does not.
+TEST_F(PersonalityTest, AdaptiveRoutingIsReportedAndLabelsWhatFollowsTheTables) {
+  std::string error;
+  ASSERT_TRUE(hw_->PlantAdaptiveRouting("ib-leaf01", true, &error)) << error;
+  ASSERT_TRUE(hw_->PlantAdaptiveRouting("ib-spine01", true, &error)) << error;
+  EXPECT_FALSE(hw_->PlantAdaptiveRouting("cn0001", true, &error)) << "an HCA has no adaptive routing";
+  const std::string dir = MakeTempDir("personality-ar");
+  WriteFile(dir + "/alerts.yaml", "window: 2s\nraise_after: 2\nclear_after: 2\n");
+  auto e = ExporterProcess::Start(
+      *sim_, {"--sweep.interval=200ms", "--mad.timeout=50ms", "--alerts.config=" + dir + "/alerts.yaml"}, &error, {},
+      hw_->PreloadEnv());
+  ASSERT_NE(e, nullptr) << error;
+  const auto s = e->WaitForSweeps(2, seconds(60));
+  ASSERT_TRUE(s.has_value()) << e->Log();
+  const auto ar = [&](const std::string& sw) {
+    return s->Value("infiniband_switch_adaptive_routing_enabled", {{"switch", sw}});
+  };
+  EXPECT_EQ(ar("ib-leaf01"), 1);
+  EXPECT_EQ(ar("ib-spine01"), 1);
+  EXPECT_EQ(ar("ib-spine02"), 0);
+  EXPECT_EQ(ar("ib-leaf02"), 0);
+  EXPECT_EQ(ar("ib-leaf03"), 0) << "Switch-IB 2 has AR, off";
+  EXPECT_EQ(s->Find("infiniband_switch_adaptive_routing_enabled").size(), 5u) << "switches only";
+  EXPECT_EQ(s->Value("infiniband_routing_adaptive_switches"), 2);
+  EXPECT_TRUE(s->Find("infiniband_routing_port_destinations", {{"switch", "ib-leaf01"}}).empty());
+  EXPECT_TRUE(s->Find("infiniband_routing_spread", {{"switch", "ib-spine01"}}).empty());
+  EXPECT_FALSE(s->Find("infiniband_routing_port_destinations", {{"switch", "ib-leaf02"}}).empty());
+  EXPECT_TRUE(s->Value("infiniband_routing_unrouted_destinations", {{"switch", "ib-leaf01"}}).has_value());
+
+  // Congestion at ib-leaf01[1] (towards cn0001) and ib-leaf03[1] (cn0004, Switch-IB 2 with AR off).
+  std::atomic<bool> stop{false};
+  std::thread ramp([&] {
+    unsigned long long v = 0;
+    while (!stop) {
+      v = v + 40'000'000 > 4'000'000'000ULL ? 40'000'000 : v + 40'000'000;
+      for (const char* at : {"\"ib-leaf01\"[1]", "\"ib-leaf03\"[1]"}) {
+        bool ok = false;
+        sim_->Console(std::string("PerformanceSet ") + at + " PortCounters.PortXmitWait=" + std::to_string(v), &ok);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  });
+  nlohmann::json last;
+  std::map<std::string, nlohmann::json> trees;
+  const auto both = [&] {
+    int status = 0;
+    last = nlohmann::json::parse(e->Get("/api/v1/alerts", &status), nullptr, false);
+    if (last.is_discarded() || !last.contains("congestion_trees")) return false;
+    trees.clear();
+    for (const auto& t : last["congestion_trees"]) {
+      trees[t["root"]["node"].get<std::string>() + "[" + std::to_string(t["root"]["port"].get<int>()) + "]"] = t;
+    }
+    return trees.count("ib-leaf01[1]") && trees.count("ib-leaf03[1]");
+  };
+  const bool found = WaitUntil(both, seconds(30), std::chrono::milliseconds(200));
+  stop = true;
+  ramp.join();
+  for (const char* at : {"\"ib-leaf01\"[1]", "\"ib-leaf03\"[1]"}) {
+    sim_->Console(std::string("PerformanceSet ") + at + " PortCounters.PortXmitWait=0", nullptr);
+  }
+  if (!found) {
+    const Scrape x = e->ScrapeMetrics();
+    std::string seen;
+    for (const auto& w : x.Find("infiniband_switch_port_transmit_wait_total")) {
+      if (w.value > 0) seen += w.labels.at("switch") + "[" + w.labels.at("port") + "]=" + std::to_string(w.value) + " ";
+    }
+    for (const auto& w : x.Find("infiniband_port_transmit_wait_ratio")) {
+      seen += w.labels.at("node") + "[" + w.labels.at("port") + "]:" + std::to_string(w.value) + " ";
+    }
+    FAIL() << "trees: " << last["congestion_trees"].size() << "; waits: " << seen;
+  }
+  EXPECT_EQ(trees["ib-leaf01[1]"]["paths"], "static_tables_adaptive_routing_on");
+  EXPECT_EQ(trees["ib-leaf01[1]"]["adaptive_routing_switches"], nlohmann::json::array({"ib-leaf01"}));
+  EXPECT_EQ(trees["ib-leaf03[1]"]["paths"], "forwarding_tables");
+  EXPECT_TRUE(trees["ib-leaf03[1]"]["adaptive_routing_switches"].empty());
+  ASSERT_TRUE(hw_->Clear("ib-leaf01", &error)) << error;
+  ASSERT_TRUE(hw_->Clear("ib-spine01", &error)) << error;
+  RemoveTree(dir);
+}
+
 // Last of the suite: a PMA that moved stays moved for the exporters that
 // followed it. ib-leaf02's PMA is redirected to QP 0x20 (IBTA 13.5.3.3):
 // its QP1 answers every request with the Redirect status and a

@@ -28,6 +28,10 @@ constexpr std::uint16_t kPmaAllPortSelect = 1 << 8, kPmaExtWidth = 1 << 9, kPmaX
 // model claiming it would answer garbage for the others.
 constexpr std::uint32_t kPma2None = 0;
 
+// Adaptive routing groups a switch can hold (AdaptiveRoutingGroupCap):
+// assumed, no public figure; only its being non-zero (AR supported) matters.
+constexpr std::uint16_t kArGroupCap = 2048;
+
 constexpr std::uint8_t kBaseSpeeds = speed::kSdr | speed::kDdr | speed::kQdr;
 constexpr std::uint8_t kNdrSpeeds = speed_ext::kEdr | speed_ext::kHdr | speed_ext::kNdr;
 
@@ -48,14 +52,14 @@ const std::vector<Personality>& Personalities() {
       {"quantum-2", "NVIDIA Quantum-2 NDR switch (QM9700)", true, kMellanox, 0xd2f2,
        width::k1x | width::k2x | width::k4x, kBaseSpeeds, kNdrSpeeds, 0, false,
        kCap2PortInfoExt | kCap2Width2x | kCap2Hdr | kCap2Ndr,
-       kPmaAllPortSelect | kPmaExtWidth | kPmaXmitWait | kPmaRsFec, kPma2None, 7},
+       kPmaAllPortSelect | kPmaExtWidth | kPmaXmitWait | kPmaRsFec, kPma2None, 7, kArGroupCap},
       {"quantum-3", "NVIDIA Quantum-3 XDR switch (Q3400)", true, kMellanox, 0xd2f4,
        width::k1x | width::k2x | width::k4x, kBaseSpeeds, kNdrSpeeds, speed_ext2::kXdr, false,
        kCap2PortInfoExt | kCap2Width2x | kCap2Hdr | kCap2Ndr | kCap2ExtSpeeds2 | kCap2Xdr,
-       kPmaAllPortSelect | kPmaExtWidth | kPmaXmitWait | kPmaRsFec, kPma2None, 7},
+       kPmaAllPortSelect | kPmaExtWidth | kPmaXmitWait | kPmaRsFec, kPma2None, 7, kArGroupCap},
       {"switch-ib-2", "Mellanox Switch-IB 2 EDR switch (SB7800)", true, kMellanox, 0xcf08, width::k1x | width::k4x,
        kBaseSpeeds, speed_ext::kFdr | speed_ext::kEdr, 0, true, 0, kPmaAllPortSelect | kPmaExtWidth | kPmaXmitWait, 0,
-       31},
+       31, kArGroupCap},
       {"connectx-7", "NVIDIA ConnectX-7 NDR HCA (MT4129)", false, kMellanox, 0x1021,
        width::k1x | width::k2x | width::k4x, kBaseSpeeds, kNdrSpeeds, 0, false,
        kCap2PortInfoExt | kCap2Width2x | kCap2Hdr | kCap2Ndr, kPmaExtWidth, 0, std::nullopt},

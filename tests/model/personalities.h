@@ -57,6 +57,10 @@ struct Personality {
   std::uint32_t pma_mask2 = 0;
   // PortSamplesControl.Tick; none: the PMA answers "unsupported attribute".
   std::optional<std::uint8_t> tick;
+  // NVIDIA AdaptiveRoutingInfo (SMP 0xFF20) AdaptiveRoutingGroupCap; 0:
+  // the device answers "unsupported attribute". Whether AR is on is the
+  // SM's doing: off until planted (HardwareFabric::PlantAdaptiveRouting).
+  std::uint16_t ar_group_cap = 0;
 };
 
 // Every model, and one by name (null when there is none).

@@ -170,6 +170,18 @@ bool HardwareFabric::PlantRedirect(const std::string& node, std::uint32_t qp, st
   return Write(error);
 }
 
+bool HardwareFabric::PlantAdaptiveRouting(const std::string& node, bool on, std::string* error) {
+  Node* n = Find(node, error);
+  if (!n) return false;
+  const model::Personality* m = model::FindPersonality(n->model);
+  if (!m || m->ar_group_cap == 0) {
+    *error = "ar " + node + ": its model has no adaptive routing";
+    return false;
+  }
+  n->adaptive_routing = on;
+  return Write(error);
+}
+
 bool HardwareFabric::PlantLink(const std::string& node, int port, const std::string& width, const std::string& speed,
                                std::string* error) {
   Node* n = Find(node, error);
@@ -201,6 +213,7 @@ bool HardwareFabric::Clear(const std::string& node, std::string* error) {
   n->tick.reset();
   n->busy = 0;
   n->redirect_qp = 0;
+  n->adaptive_routing = false;
   for (const auto& [port, plant] : n->plants) {
     const auto peer = n->ports.find(port);
     if (peer == n->ports.end()) continue;
@@ -216,7 +229,9 @@ bool HardwareFabric::Command(const std::string& line, std::string* error) {
   std::string verb, node;
   if (!(words >> verb >> node)) {
     *error =
-        "usage: tick NODE N | busy NODE N [ATTR] | redirect NODE QP | link NODE PORT [width=W] [speed=S] | clear NODE";
+        "usage: tick NODE N | busy NODE N [ATTR] | redirect NODE QP | ar NODE 1|0 | link NODE PORT [width=W] [speed=S] "
+        "| "
+        "clear NODE";
     return false;
   }
   int number = 0;
@@ -243,6 +258,13 @@ bool HardwareFabric::Command(const std::string& line, std::string* error) {
     }
     return PlantBusy(node, number, error, static_cast<std::uint16_t>(id));
   }
+  if (verb == "ar") {
+    if (number != 0 && number != 1) {
+      *error = "ar " + node + ": 1 (on) or 0 (off)";
+      return false;
+    }
+    return PlantAdaptiveRouting(node, number == 1, error);
+  }
   if (verb == "redirect") {
     if (number < 0) {
       *error = "redirect " + node + ": a QP is 2..0xffffff (0: none)";
@@ -264,7 +286,7 @@ bool HardwareFabric::Command(const std::string& line, std::string* error) {
     }
     return PlantLink(node, number, width, speed, error);
   }
-  *error = "unknown command '" + verb + "' (tick, busy, redirect, link, clear)";
+  *error = "unknown command '" + verb + "' (tick, busy, redirect, ar, link, clear)";
   return false;
 }
 
@@ -292,6 +314,7 @@ bool HardwareFabric::Write(std::string* error) const {
     if (n.tick) node["tick"] = *n.tick;
     if (n.busy > 0) node["busy"] = {{"count", n.busy}, {"serial", n.busy_serial}, {"attr", n.busy_attr}};
     if (n.redirect_qp != 0) node["redirect"] = {{"qp", n.redirect_qp}, {"qkey", kRedirectQkey}};
+    if (n.adaptive_routing) node["adaptive_routing"] = true;
     nlohmann::json plants = nlohmann::json::object();
     for (const auto& [port, plant] : n.plants) {
       nlohmann::json p = nlohmann::json::object();

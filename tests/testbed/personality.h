@@ -60,11 +60,14 @@ class HardwareFabric {
   // to `qp` with that Q_Key is answered as QP1 would be.
   bool PlantRedirect(const std::string& node, std::uint32_t qp, std::string* error);
   static constexpr std::uint32_t kRedirectQkey = 0x00c0ffee;
+  // Adaptive routing on or off at a switch whose model has it, as an SM
+  // (UFM, opensm's AR engines) would set it: what AdaptiveRoutingInfo says.
+  bool PlantAdaptiveRouting(const std::string& node, bool on, std::string* error);
   bool PlantLink(const std::string& node, int port, const std::string& width, const std::string& speed,
                  std::string* error);
   bool Clear(const std::string& node, std::string* error);
   // One console line: "tick NODE N", "busy NODE N [ATTR]", "redirect NODE
-  // QP", "link NODE PORT [width=W] [speed=S]", "clear NODE".
+  // QP", "ar NODE 1|0", "link NODE PORT [width=W] [speed=S]", "clear NODE".
   bool Command(const std::string& line, std::string* error);
 
   // The environment of a client on `sim`: umad2sim, then the preload.
@@ -87,6 +90,7 @@ class HardwareFabric {
     std::uint16_t busy_attr = 0;
     std::uint64_t busy_serial = 0;
     std::uint32_t redirect_qp = 0;
+    bool adaptive_routing = false;
     std::map<int, std::pair<std::string, std::string>> plants;  // port -> (width, speed)
   };
   Node* Find(const std::string& name, std::string* error);

@@ -14,9 +14,11 @@
 //   node this process is attached to (SIM_HOST, else the state's attach);
 // - a request the model answers itself never reaches ibsim: PMA
 //   PortSamplesControl (ibsim has no handler for it) with the model's or
-//   the planted Tick, or "unsupported attribute"; a PMA request to a node
-//   planted Busy is answered with the Busy status, that many times; one to
-//   QP1 of a node planted `redirect` with the Redirect status and a
+//   the planted Tick, or "unsupported attribute"; NVIDIA's SMP
+//   AdaptiveRoutingInfo (ibsim does not answer it) with AR planted on or
+//   off, or "unsupported attribute" where the model has none; a PMA
+//   request to a node planted Busy is answered with the Busy status, that
+//   many times; one to QP1 of a node planted `redirect` with the Redirect status and a
 //   ClassPortInfo naming the QP (and one to that QP goes on as to QP1);
 // - ibsim's answers to requests to a modelled node are rewritten: NodeInfo
 //   (VendorID, DeviceID), PortInfo (capability masks, the widths and
@@ -63,7 +65,7 @@ using ibfabric::model::PortPlant;
 constexpr std::size_t kMadSize = 256;
 constexpr int kData = 64;  // SMP and PMA data offset (IBTA 13.4.3, 14.2.1)
 constexpr std::uint8_t kSmpLid = 0x01, kSmpDirected = 0x81, kPerformance = 0x04;
-constexpr std::uint16_t kNodeInfo = 0x0011, kPortInfo = 0x0015, kMlnxExtPortInfo = 0xff90;
+constexpr std::uint16_t kNodeInfo = 0x0011, kPortInfo = 0x0015, kMlnxExtPortInfo = 0xff90, kArInfo = 0xff20;
 constexpr std::uint16_t kClassPortInfo = 0x0001, kPortSamplesControl = 0x0010;
 constexpr std::uint16_t kStatusBusy = 0x0001, kStatusRedirect = 0x0002, kStatusUnsupported = 0x000c;
 constexpr std::uint32_t kCapExtSpeeds = 0x4000, kCapCapMask2 = 0x8000;  // PortInfo.CapabilityMask
@@ -80,6 +82,7 @@ struct Node {
   std::uint64_t busy_serial = 0;             // which planting `busy` is
   std::uint32_t redirect_qp = 0;             // planted: its PMA lives on this QP (0: QP1)
   std::uint32_t redirect_qkey = 0;
+  bool adaptive_routing = false;    // planted: AR on (the model must have it)
   std::map<int, PortPlant> plants;  // port -> planted width/speed
 };
 
@@ -145,6 +148,22 @@ class Personalities {
       Answer(agent, u, kStatusBusy, nullptr);
       return true;
     }
+    if ((p.mgmt_class == kSmpLid || p.mgmt_class == kSmpDirected) && p.attr == kArInfo && get && n.model) {
+      // NVIDIA AdaptiveRoutingInfo (vendor SMP 0xFF20; Mellanox's opensm
+      // ib_ar_info_t), which ibsim does not answer: "e" is data byte 3 bit
+      // 0, AdaptiveRoutingGroupCap the low 12 bits of bytes 4-7; a model
+      // without AR answers "unsupported attribute". A directed-route
+      // response carries the D bit.
+      std::uint8_t data[kMadSize - kData] = {};
+      const std::uint16_t cap = n.model->ar_group_cap;
+      data[3] = n.adaptive_routing ? 1 : 0;
+      data[6] = static_cast<std::uint8_t>(cap >> 8 & 0x0f);
+      data[7] = static_cast<std::uint8_t>(cap & 0xff);
+      const std::uint16_t direction = p.mgmt_class == kSmpDirected ? 0x8000 : 0;
+      Answer(agent, u, static_cast<std::uint16_t>(direction | (cap == 0 ? kStatusUnsupported : 0)),
+             cap == 0 ? nullptr : data);
+      return true;
+    }
     if (p.mgmt_class == kPerformance && p.attr == kPortSamplesControl && get && (n.model || n.tick)) {
       const std::optional<std::uint8_t> tick = n.tick ? n.tick : n.model->tick;
       if (!tick) {
@@ -195,6 +214,7 @@ class Personalities {
       RewritePortInfo(p, n, mad);
     } else if (smp && p.attr == kMlnxExtPortInfo) {
       RewriteExtPortInfo(p, n, mad);
+
     } else if (p.mgmt_class == kPerformance && p.attr == kClassPortInfo) {
       mad_set_field(mad, kData, IB_CPI_CAPMASK_F, n.model->pma_mask);
       mad_set_field(mad, kData, IB_CPI_CAPMASK2_F, n.model->pma_mask2);
@@ -254,6 +274,7 @@ class Personalities {
         node.widths &= keep;
       }
       if (n.contains("tick")) node.tick = n["tick"].get<std::uint8_t>();
+      node.adaptive_routing = n.value("adaptive_routing", false);
       if (n.contains("redirect")) {
         node.redirect_qp = n["redirect"].value("qp", 0U);
         node.redirect_qkey = n["redirect"].value("qkey", 0U);

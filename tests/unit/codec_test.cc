@@ -298,6 +298,32 @@ TEST(CodecTest, DecodesMlnxExtendedPortInfoSpeeds) {
   EXPECT_EQ(q.mgmt_class, MgmtClass::kSubnLidRouted);
 }
 
+// NVIDIA AdaptiveRoutingInfo (SMP 0xFF20): "e" is bit 0 of data byte 3
+// (adb2c 0x0.0 of a big-endian dword; opensm's ib_ar_info_t
+// enable_features & 0x01); AdaptiveRoutingGroupCap bits 0..11 of the dword
+// at byte 4 (0x4.0-11), the top four bits of that dword other fields.
+TEST(CodecTest, DecodesAdaptiveRoutingInfo) {
+  MadBytes m{};
+  std::uint8_t* data = m.data() + kMadDataOffset;
+  data[3] = 0x01;
+  data[4] = 0xff;  // group_table_cap, string_width_cap: not GroupCap
+  data[5] = 0xf0;
+  data[6] = 0x01;
+  data[7] = 0x40;
+  AdaptiveRoutingInfo a = DecodeAdaptiveRoutingInfo(m);
+  EXPECT_TRUE(a.enabled);
+  EXPECT_EQ(a.group_cap, 0x140);
+  data[3] = 0xfe;  // every other feature bit, "e" clear
+  data[6] = 0xf0;  // group_top only
+  data[7] = 0;
+  a = DecodeAdaptiveRoutingInfo(m);
+  EXPECT_FALSE(a.enabled);
+  EXPECT_EQ(a.group_cap, 0);
+  const MadRequest q = AdaptiveRoutingInfoQuery(MadAddress::Lid(9));
+  EXPECT_EQ(q.attr_id, 0xFF20);
+  EXPECT_EQ(q.attr_mod, 0u);
+}
+
 // PortInfo.PartitionEnforcementInbound/Outbound are bits 348 and 349 (byte
 // 43, masks 0x08 and 0x04); SwitchInfo.PartitionEnforcementCap is bytes
 // 14-15 (IBTA 14.2.5.6 and 14.2.5.4; rdma-core libibmad/fields.c).

@@ -68,6 +68,28 @@ TEST(RoutingTest, AnUplinkCarryingNothingIsAnImbalance) {
   EXPECT_TRUE(j["switches"][0]["max_min_ratio"].is_null());
 }
 
+// With adaptive routing on at a leaf, its table is a fallback: the same
+// skewed table is no imbalance there, is left out of the fabric-wide
+// spread, and its unrouted destinations say the table is static.
+TEST(RoutingTest, AnAdaptiveSwitchsStaticTableIsNoImbalance) {
+  Tree t;
+  for (int h = 2; h < 6; ++h) t.Route(t.leaf[0], t.Lid(t.host[h]), 3);
+  t.tables[t.b.Guid(t.leaf[0])].resize(t.Lid(t.host[5]));  // and one LID it cannot forward
+  t.routing = AnalyzeRouting(t.fabric, t.tables, t.analysis, {t.b.Guid(t.leaf[0])});
+  ASSERT_EQ(t.routing.findings.size(), 1u);
+  EXPECT_EQ(t.routing.findings[0].kind, FindingKind::kUnroutedDestination);
+  EXPECT_NE(t.routing.findings[0].detail.find("(in its static table; adaptive routing is on there)"), std::string::npos)
+      << t.routing.findings[0].detail;
+  const SwitchRouting& l1 = t.routing.switches.at(t.b.Guid(t.leaf[0]));
+  EXPECT_TRUE(l1.adaptive);
+  EXPECT_EQ(l1.spread, 3);  // still what the table says
+  EXPECT_EQ(SummarizeRouting(t.routing).max_spread, 0);
+  EXPECT_EQ(SummarizeRouting(t.routing).switches_with_unrouted, 1);
+  const auto j = collectors::TopologyJson({&t.fabric, &t.analysis, &t.routing})["routing"];
+  EXPECT_EQ(j["switches"][0]["adaptive_routing"], true);
+  EXPECT_EQ(j["switches"][1]["adaptive_routing"], false);
+}
+
 TEST(RoutingTest, HolesAndDownPortsAreUnrouted) {
   Tree t;
   t.Route(t.spine[1], t.Lid(t.host[4]), transport::kLftNoPort);  // a hole
