@@ -92,8 +92,13 @@ class CounterReads final : public BatchPart {
         index_[i][what] = static_cast<std::uint32_t>(out->size() - begin);
         out->push_back(std::move(r));
       };
-      ask(kBasic, transport::PortCountersQuery(t.lid, t.port.port));
-      if (t.caps.Extended()) ask(kExt, transport::PortCountersExtendedQuery(t.lid, t.port.port));
+      // One GMP a port where PortCountersExtended holds the error counters
+      // too (ClassPortInfo.CapabilityMask2 IsAdditionalPortCountersExtended):
+      // PortCounters would say nothing more.
+      if (!t.caps.AdditionalExtended()) ask(kBasic, transport::PortCountersQuery(t.lid, t.port.port));
+      if (t.caps.Extended() || t.caps.AdditionalExtended()) {
+        ask(kExt, transport::PortCountersExtendedQuery(t.lid, t.port.port));
+      }
       if (t.rcv_error_details) ask(kRcvDetails, transport::PortRcvErrorDetailsQuery(t.lid, t.port.port));
       if (t.xmit_discard_details) ask(kXmitDetails, transport::PortXmitDiscardDetailsQuery(t.lid, t.port.port));
       if (t.vl_xmit_wait) ask(kVlWait, transport::PortVlXmitWaitQuery(t.lid, t.port.port));
@@ -168,22 +173,28 @@ class CounterReads final : public BatchPart {
     return DetailsRead::kRead;
   }
 
-  // A port's reading from its counter reads (all but the basic one may be
-  // null: not asked), whether or not its LID answered for its node.
+  // A port's reading from its counter reads (the first, PortCounters, or
+  // PortCountersExtended when it alone is asked; the others may be null:
+  // not asked), whether or not its LID answered for its node.
   PortReading Reading(std::size_t i, const std::array<const transport::MadResult*, kReads>& m) {
     const auto& t = targets_[i];
-    const transport::MadResult& basic = *m[kBasic];
     const transport::MadResult* ext = m[kExt];
-    PortReading r{t, std::nullopt, basic.outcome};
+    const transport::MadResult& first = m[kBasic] ? *m[kBasic] : *ext;
+    PortReading r{t, std::nullopt, first.outcome};
     for (const transport::MadResult* x : m) {
       if (!x) continue;
-      const bool expected = x == &basic || (x == ext && t.caps.known);
+      const bool expected = x == &first || (x == ext && t.caps.known);
       r.error |= x->outcome == MadOutcome::kRemoteError && expected;
       r.timeout |= x->outcome == MadOutcome::kTimeout || x->outcome == MadOutcome::kSendError;
       r.span.Add(x->first_sent, x->done);
     }
-    if (basic.outcome != MadOutcome::kOk) return r;
-    const auto pc = transport::DecodePortCounters(basic.response);
+    if (first.outcome != MadOutcome::kOk) return r;
+    transport::PortCounters pc;
+    if (m[kBasic]) {
+      pc = transport::DecodePortCounters(m[kBasic]->response);
+    } else {
+      pc.port_select = t.port.port;  // not asked: PortCountersExtended holds every counter
+    }
     std::optional<transport::PortCountersExtended> pce;
     bool ext_lost = false;
     if (ext) {

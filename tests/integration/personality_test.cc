@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "tests/testbed/exporter_process.h"
+#include "tests/testbed/mad_tap.h"
 #include "tests/testbed/sim_fabric.h"
 #include "topology/fabric.h"
 
@@ -465,6 +466,56 @@ TEST_F(PersonalityTest, InfinibandDiagsSeeTheModelsDevices) {
   EXPECT_NE(links.out.find("\"ib-leaf03\" lid"), std::string::npos) << links.out;
   EXPECT_NE(links.out.find("4xEDR"), std::string::npos) << links.out;
   EXPECT_NE(links.out.find("2xNDR"), std::string::npos) << links.out;
+}
+
+// The Quantum models claim CapabilityMask2 bit 1 (the error counters in
+// PortCountersExtended too): one GMP a port a sweep, counted where MADs
+// cross libibumad (the MAD tap, ahead of the personality preload), and
+// the counters right: a SymbolErrorCounter planted on a port of the
+// Quantum-2 leaf arrives through its 64-bit field. The Switch-IB 2 leaf,
+// which does not claim the bit, still gets two a port.
+TEST_F(PersonalityTest, OneGmpAPortWhereExtendedCountersHoldTheErrors) {
+  std::string error;
+  const std::string dir = MakeTempDir("personality-one-gmp");
+  const std::string tap = dir + "/tap.log";
+  Env env = hw_->PreloadEnv();
+  const Env tap_env = MadTapEnv(tap);
+  env["LD_PRELOAD"] = tap_env.at("LD_PRELOAD") + " " + env["LD_PRELOAD"];  // the tap sees what the exporter sends
+  env["MAD_TAP_FILE"] = tap;
+  bool ok = false;
+  sim_->Console("PerformanceSet \"ib-leaf01\"[5] PortCounters.SymbolErrorCounter=77", &ok);
+  ASSERT_TRUE(ok);
+  auto e = ExporterProcess::Start(*sim_, {"--sweep.interval=250ms"}, &error, {}, env);
+  ASSERT_NE(e, nullptr) << error;
+  const auto first = e->WaitForSweeps(3, seconds(60));
+  ASSERT_TRUE(first.has_value()) << e->Log();
+  EXPECT_EQ(first->Value("infiniband_switch_port_symbol_error_total", {{"switch", "ib-leaf01"}, {"port", "5"}}), 77);
+  const auto lid_of = [&](const std::string& sw) {
+    return static_cast<std::uint16_t>(
+        std::stoi(first->Find("infiniband_switch_info", {{"switch", sw}}).at(0).labels.at("lid")));
+  };
+  // Twelve sweeps or more of a quiet fabric (a sweep cut by the window's
+  // ends is at most one of them): each reads the leaves' up ports (five on
+  // ib-leaf01: two hosts, two uplinks, its Aggregation Node; four on
+  // ib-leaf03).
+  const double sweeps_before = first->Value("infiniband_exporter_sweeps_total").value_or(0);
+  const auto from = std::chrono::steady_clock::now();
+  const auto later = e->WaitFor(
+      [&](const Scrape& x) { return x.Value("infiniband_exporter_sweeps_total").value_or(0) >= sweeps_before + 12; },
+      seconds(60));
+  ASSERT_TRUE(later.has_value());
+  const auto to = std::chrono::steady_clock::now();
+  const double sweeps = later->Value("infiniband_exporter_sweeps_total").value_or(0) - sweeps_before;
+  e.reset();  // the tap writes what it holds as the process ends
+  const double q2 = GmpsToLidBetween(tap, lid_of("ib-leaf01"), from, to) / sweeps;
+  const double sib2 = GmpsToLidBetween(tap, lid_of("ib-leaf03"), from, to) / sweeps;
+  EXPECT_NEAR(q2, 5, 0.5) << "GMPs per sweep to the Quantum-2 leaf";
+  EXPECT_NEAR(sib2, 8, 0.8) << "GMPs per sweep to the Switch-IB 2 leaf";
+  EXPECT_EQ(later->Value("infiniband_switch_port_symbol_error_total", {{"switch", "ib-leaf01"}, {"port", "5"}}), 77);
+  EXPECT_TRUE(
+      later->Value("infiniband_switch_port_link_downed_total", {{"switch", "ib-leaf01"}, {"port", "6"}}).has_value());
+  sim_->Console("PerformanceSet \"ib-leaf01\"[5] PortCounters.SymbolErrorCounter=0", nullptr);
+  RemoveTree(dir);
 }
 
 // Adaptive routing on the Quantum-2 leaf and a Quantum-3 spine (planted as

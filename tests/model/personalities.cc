@@ -23,10 +23,11 @@ constexpr std::uint16_t kCap2Xdr = 0x1000;
 // counters (PortExtendedSpeedsCounters, infiniband-diags perfquery.c);
 // CapabilityMask2 bit 1: the error counters in PortCountersExtended.
 constexpr std::uint16_t kPmaAllPortSelect = 1 << 8, kPmaExtWidth = 1 << 9, kPmaXmitWait = 1 << 12, kPmaRsFec = 1 << 14;
-// CapabilityMask2 bit 1 (the error counters also in PortCountersExtended)
-// is not claimed: ibsim fills only the first eight extended counters, so a
-// model claiming it would answer garbage for the others.
-constexpr std::uint32_t kPma2None = 0;
+// CapabilityMask2 bit 1, IsAdditionalPortCountersExtendedSupported (rdma-core
+// mad.h IB_PM_IS_ADDL_PORT_CTRS_EXT_SUP): the error counters also in
+// PortCountersExtended, as 64-bit counters. Claimed by the Quantum
+// switches (assumed); the preload fills those fields, which ibsim leaves 0.
+constexpr std::uint32_t kPma2AdditionalExtended = 1u << 1;
 
 // Adaptive routing groups a switch can hold (AdaptiveRoutingGroupCap):
 // assumed, no public figure; only its being non-zero (AR supported) matters.
@@ -52,11 +53,11 @@ const std::vector<Personality>& Personalities() {
       {"quantum-2", "NVIDIA Quantum-2 NDR switch (QM9700)", true, kMellanox, 0xd2f2,
        width::k1x | width::k2x | width::k4x, kBaseSpeeds, kNdrSpeeds, 0, false,
        kCap2PortInfoExt | kCap2Width2x | kCap2Hdr | kCap2Ndr,
-       kPmaAllPortSelect | kPmaExtWidth | kPmaXmitWait | kPmaRsFec, kPma2None, 7, kArGroupCap},
+       kPmaAllPortSelect | kPmaExtWidth | kPmaXmitWait | kPmaRsFec, kPma2AdditionalExtended, 7, kArGroupCap},
       {"quantum-3", "NVIDIA Quantum-3 XDR switch (Q3400)", true, kMellanox, 0xd2f4,
        width::k1x | width::k2x | width::k4x, kBaseSpeeds, kNdrSpeeds, speed_ext2::kXdr, false,
        kCap2PortInfoExt | kCap2Width2x | kCap2Hdr | kCap2Ndr | kCap2ExtSpeeds2 | kCap2Xdr,
-       kPmaAllPortSelect | kPmaExtWidth | kPmaXmitWait | kPmaRsFec, kPma2None, 7, kArGroupCap},
+       kPmaAllPortSelect | kPmaExtWidth | kPmaXmitWait | kPmaRsFec, kPma2AdditionalExtended, 7, kArGroupCap},
       {"switch-ib-2", "Mellanox Switch-IB 2 EDR switch (SB7800)", true, kMellanox, 0xcf08, width::k1x | width::k4x,
        kBaseSpeeds, speed_ext::kFdr | speed_ext::kEdr, 0, true, 0, kPmaAllPortSelect | kPmaExtWidth | kPmaXmitWait, 0,
        31, kArGroupCap},

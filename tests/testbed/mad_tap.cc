@@ -153,10 +153,11 @@ MadTapReport ReadMadTap(const std::string& path, std::chrono::milliseconds expir
   return r;
 }
 
-std::array<std::uint64_t, transport::kMadKinds> SentBetween(const std::string& path,
-                                                            std::chrono::steady_clock::time_point from,
-                                                            std::chrono::steady_clock::time_point to) {
-  std::array<std::uint64_t, transport::kMadKinds> out{};
+namespace {
+// Calls `each` with every send record within [from, to).
+template <typename Each>
+void SendsBetween(const std::string& path, std::chrono::steady_clock::time_point from,
+                  std::chrono::steady_clock::time_point to, Each each) {
   const auto ns_of = [](std::chrono::steady_clock::time_point t) {
     return static_cast<unsigned long long>(
         std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count());
@@ -168,10 +169,28 @@ std::array<std::uint64_t, transport::kMadKinds> SentBetween(const std::string& p
     std::istringstream s(line);
     Head h;
     if (!ReadHead(s, &h) || h.what != 'S' || h.ns < lo || h.ns >= hi) continue;
-    if (ReadSent(s, h).local) continue;
-    ++out[h.kind()];
+    each(h, ReadSent(s, h));
   }
+}
+}  // namespace
+
+std::array<std::uint64_t, transport::kMadKinds> SentBetween(const std::string& path,
+                                                            std::chrono::steady_clock::time_point from,
+                                                            std::chrono::steady_clock::time_point to) {
+  std::array<std::uint64_t, transport::kMadKinds> out{};
+  SendsBetween(path, from, to, [&](const Head& h, const Sent& sent) {
+    if (!sent.local) ++out[h.kind()];
+  });
   return out;
+}
+
+std::uint64_t GmpsToLidBetween(const std::string& path, std::uint16_t lid, std::chrono::steady_clock::time_point from,
+                               std::chrono::steady_clock::time_point to) {
+  std::uint64_t n = 0;
+  SendsBetween(path, from, to, [&](const Head& h, const Sent& sent) {
+    n += h.kind() == static_cast<std::size_t>(transport::MadKind::kGmp) && sent.lid == lid;
+  });
+  return n;
 }
 
 }  // namespace ibfabric::testbed

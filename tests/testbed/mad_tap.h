@@ -56,4 +56,8 @@ std::array<std::uint64_t, transport::kMadKinds> SentBetween(const std::string& p
                                                             std::chrono::steady_clock::time_point from,
                                                             std::chrono::steady_clock::time_point to);
 
+// GMPs (PMA and SA requests) sent to `lid` within [from, to), as SentBetween.
+std::uint64_t GmpsToLidBetween(const std::string& path, std::uint16_t lid, std::chrono::steady_clock::time_point from,
+                               std::chrono::steady_clock::time_point to);
+
 }  // namespace ibfabric::testbed

@@ -25,7 +25,10 @@
 //   speeds supported and enabled, and what the link runs at, negotiated
 //   with the model of the far end and capped by what was planted on the
 //   cable: NDR, XDR through LinkSpeedExtActive2, 2x), Mellanox
-//   ExtendedPortInfo (FDR10) and PMA ClassPortInfo (the capability bits).
+//   ExtendedPortInfo (FDR10), PMA ClassPortInfo (the capability bits) and
+//   PortCountersExtended of a model that claims its error counters
+//   (CapabilityMask2 bit 1), filled from a PortCounters request of the
+//   same port sent ahead of it (ibsim fills only the first eight).
 // A node with no model passes as it is, but for a width or speed planted
 // on one of its cables: its PortInfo then says the link runs at that
 // (ibsim's enabled and supported widths and speeds stay, so a cable of a
@@ -41,6 +44,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include <array>
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
@@ -66,7 +70,8 @@ constexpr std::size_t kMadSize = 256;
 constexpr int kData = 64;  // SMP and PMA data offset (IBTA 13.4.3, 14.2.1)
 constexpr std::uint8_t kSmpLid = 0x01, kSmpDirected = 0x81, kPerformance = 0x04;
 constexpr std::uint16_t kNodeInfo = 0x0011, kPortInfo = 0x0015, kMlnxExtPortInfo = 0xff90, kArInfo = 0xff20;
-constexpr std::uint16_t kClassPortInfo = 0x0001, kPortSamplesControl = 0x0010;
+constexpr std::uint16_t kClassPortInfo = 0x0001, kPortSamplesControl = 0x0010, kPortCounters = 0x0012,
+                        kPortCountersExtended = 0x001d;
 constexpr std::uint16_t kStatusBusy = 0x0001, kStatusRedirect = 0x0002, kStatusUnsupported = 0x000c;
 constexpr std::uint32_t kCapExtSpeeds = 0x4000, kCapCapMask2 = 0x8000;  // PortInfo.CapabilityMask
 
@@ -92,7 +97,31 @@ struct Pending {
   std::uint8_t mgmt_class = 0;
   std::uint16_t attr = 0;
   std::uint32_t attr_mod = 0;
+  // This preload's own PortCounters request, sent ahead of a
+  // PortCountersExtended one to fill its error counters (see OnSend).
+  bool companion = false;
 };
+
+// PortCounters' error counters and the PortCountersExtended fields that
+// hold them as 64-bit counters (libibmad fields.c, IBTA 16.1.4.11 with
+// CapabilityMask2 IsAdditionalPortCountersExtendedSupported), in pairs.
+constexpr std::pair<MAD_FIELDS, MAD_FIELDS> kErrorCounters[] = {
+    {IB_PC_ERR_SYM_F, IB_PC_EXT_ERR_SYM_F},
+    {IB_PC_LINK_RECOVERS_F, IB_PC_EXT_LINK_RECOVERS_F},
+    {IB_PC_LINK_DOWNED_F, IB_PC_EXT_LINK_DOWNED_F},
+    {IB_PC_ERR_RCV_F, IB_PC_EXT_ERR_RCV_F},
+    {IB_PC_ERR_PHYSRCV_F, IB_PC_EXT_ERR_PHYSRCV_F},
+    {IB_PC_ERR_SWITCH_REL_F, IB_PC_EXT_ERR_SWITCH_REL_F},
+    {IB_PC_XMT_DISCARDS_F, IB_PC_EXT_XMT_DISCARDS_F},
+    {IB_PC_ERR_XMTCONSTR_F, IB_PC_EXT_ERR_XMTCONSTR_F},
+    {IB_PC_ERR_RCVCONSTR_F, IB_PC_EXT_ERR_RCVCONSTR_F},
+    {IB_PC_ERR_LOCALINTEG_F, IB_PC_EXT_ERR_LOCALINTEG_F},
+    {IB_PC_ERR_EXCESS_OVR_F, IB_PC_EXT_ERR_EXCESS_OVR_F},
+    {IB_PC_VL15_DROPPED_F, IB_PC_EXT_VL15_DROPPED_F},
+    {IB_PC_XMT_WAIT_F, IB_PC_EXT_XMT_WAIT_F},
+    {IB_PC_QP1_DROP_F, IB_PC_EXT_QP1_DROP_F},
+};
+constexpr std::uint32_t kPma2AdditionalExtended = 1u << 1;  // ClassPortInfo.CapabilityMask2 bit 1
 
 struct Synthesized {
   int agent = 0;
@@ -108,7 +137,8 @@ class Personalities {
   }
 
   // A request on its way out: true when it was answered here instead.
-  bool OnSend(int agent, ib_user_mad* u) {
+  // `companion` gets a request of this preload's own to send ahead of it.
+  bool OnSend(int agent, ib_user_mad* u, std::vector<std::uint8_t>* companion) {
     std::lock_guard<std::mutex> lock(mu_);
     if (!Reload()) return false;
     const std::uint8_t* mad = u->data;
@@ -177,6 +207,26 @@ class Personalities {
       Answer(agent, u, 0, data);
       return true;
     }
+    if (p.mgmt_class == kPerformance && p.attr == kPortCountersExtended && get && n.model &&
+        (n.model->pma_mask2 & kPma2AdditionalExtended)) {
+      // ibsim fills only the first eight extended counters: a PortCounters
+      // request of the same port goes ahead (ibsim answers in order), and
+      // its error counters fill the extended reply's 64-bit ones.
+      companion->assign(reinterpret_cast<const std::uint8_t*>(u),
+                        reinterpret_cast<const std::uint8_t*>(u) + sizeof(ib_user_mad) + kMadSize);
+      std::uint8_t* c = companion->data() + sizeof(ib_user_mad);
+      mad_set_field(c, 0, IB_MAD_ATTRID_F, kPortCounters);
+      const std::uint32_t tid = 0xc0de0000u | (++companions_ & 0xffffu);
+      mad_set_field(c, 0, IB_MAD_TRID_F, 0);  // the low 32 bits below (bytes 12..15)
+      c[12] = static_cast<std::uint8_t>(tid >> 24);
+      c[13] = static_cast<std::uint8_t>(tid >> 16);
+      c[14] = static_cast<std::uint8_t>(tid >> 8);
+      c[15] = static_cast<std::uint8_t>(tid);
+      Pending q = p;
+      q.attr = kPortCounters;
+      q.companion = true;
+      pending_[tid] = q;
+    }
     pending_[Tid(mad)] = p;
     return false;
   }
@@ -191,21 +241,43 @@ class Personalities {
   }
 
   // An answer from ibsim: rewritten as its node's model would have it.
-  void OnReceive(ib_user_mad* u) {
+  // True when it is this preload's own (a companion's), for no client.
+  bool OnReceive(ib_user_mad* u) {
     std::lock_guard<std::mutex> lock(mu_);
-    if (u->status != 0 || !loaded_) return;
+    if (!loaded_) return false;
     std::uint8_t* mad = u->data;
     const auto it = pending_.find(Tid(mad));
-    if (it == pending_.end()) return;
+    if (it == pending_.end()) return false;
     const Pending p = it->second;
     pending_.erase(it);
-    if ((mad[3] & 0x80) == 0 || p.node < 0) return;  // not a response
+    if (p.companion) {
+      const std::pair<int, int> at{p.node, mad[kData + 1]};  // PortSelect
+      if (u->status == 0 && mad_get_field(mad, 0, IB_MAD_STATUS_F) == 0) {
+        auto& counters = companion_counters_[at];
+        for (std::size_t i = 0; i < std::size(kErrorCounters); ++i) {
+          counters[i] = mad_get_field(mad, kData, kErrorCounters[i].first);
+        }
+      }
+      return true;
+    }
+    if (u->status != 0) return false;
+    if ((mad[3] & 0x80) == 0 || p.node < 0) return false;  // not a response
     Node& n = nodes_[static_cast<std::size_t>(p.node)];
+    if (p.mgmt_class == kPerformance && p.attr == kPortCountersExtended) {
+      const auto c = companion_counters_.find({p.node, mad[kData + 1]});
+      if (c != companion_counters_.end()) {
+        for (std::size_t i = 0; i < std::size(kErrorCounters); ++i) {
+          mad_set_field64(mad, kData, kErrorCounters[i].second, c->second[i]);
+        }
+        companion_counters_.erase(c);
+      }
+      return false;
+    }
     const bool smp = p.mgmt_class == kSmpLid || p.mgmt_class == kSmpDirected;
     if (smp && p.attr == kPortInfo) Learn(p.node, mad);
     if (!n.model) {
       if (smp && p.attr == kPortInfo) PlantOnPlain(p, n, mad);
-      return;
+      return false;
     }
     if (smp && p.attr == kNodeInfo) {
       mad_set_field(mad, kData, IB_NODE_VENDORID_F, n.model->vendor_id);
@@ -214,11 +286,11 @@ class Personalities {
       RewritePortInfo(p, n, mad);
     } else if (smp && p.attr == kMlnxExtPortInfo) {
       RewriteExtPortInfo(p, n, mad);
-
     } else if (p.mgmt_class == kPerformance && p.attr == kClassPortInfo) {
       mad_set_field(mad, kData, IB_CPI_CAPMASK_F, n.model->pma_mask);
       mad_set_field(mad, kData, IB_CPI_CAPMASK2_F, n.model->pma_mask2);
     }
+    return false;
   }
 
  private:
@@ -451,6 +523,10 @@ class Personalities {
   }
 
   std::mutex mu_;
+  std::uint32_t companions_ = 0;
+  // (node, port) -> the error counters of the companion PortCounters reply
+  // that came ahead of its PortCountersExtended one.
+  std::map<std::pair<int, int>, std::array<std::uint64_t, std::size(kErrorCounters)>> companion_counters_;
   bool loaded_ = false;
   std::int64_t checked_ms_ = 0;
   std::int64_t stamp_ = 0;
@@ -477,7 +553,9 @@ extern "C" {
 int umad_send(int fd, int agentid, void* umad, int length, int timeout_ms, int retries) {
   using Fn = int (*)(int, int, void*, int, int, int);
   static const Fn next = Next<Fn>("umad_send");
-  if (Personalities::Get().OnSend(agentid, static_cast<ib_user_mad*>(umad))) return 0;
+  std::vector<std::uint8_t> companion;
+  if (Personalities::Get().OnSend(agentid, static_cast<ib_user_mad*>(umad), &companion)) return 0;
+  if (!companion.empty()) next(fd, agentid, companion.data(), length, timeout_ms, retries);
   return next(fd, agentid, umad, length, timeout_ms, retries);
 }
 
@@ -500,9 +578,13 @@ int umad_recv(int fd, void* umad, int* length, int timeout_ms) {
     *length = static_cast<int>(kMadSize);
     return s->agent;
   }
-  const int rc = next(fd, umad, length, timeout_ms);
-  if (rc >= 0) Personalities::Get().OnReceive(static_cast<ib_user_mad*>(umad));
-  return rc;
+  // This preload's own answers (companions) are taken in and not handed on.
+  const int room = *length;
+  while (true) {
+    const int rc = next(fd, umad, length, timeout_ms);
+    if (rc < 0 || !Personalities::Get().OnReceive(static_cast<ib_user_mad*>(umad))) return rc;
+    *length = room;
+  }
 }
 
 }  // extern "C"
