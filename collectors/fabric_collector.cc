@@ -54,7 +54,7 @@ void RenderPortStates(const Snapshot& s, const Emit& out) {
     for (const PerPort& pp : kFamilies) {
       FamilyParts f(out, "infiniband_" + role + "_" + pp.suffix, pp.help, MetricType::Gauge);
       for (const auto& node : s.fabric->nodes()) {
-        if ((node.kind == NodeKind::kSwitch) != sw || topology::IsAggregationNode(node)) continue;
+        if (sw ? node.kind != NodeKind::kSwitch : !topology::IsHca(node)) continue;
         const NodeLabel& label = LabelOf(s, node.guid);
         for (const auto& port : node.ports) {
           if (OwnsPort(s, node, port)) f.Add(PortLabels({node.guid, port.number}, label), pp.value(port));
@@ -88,6 +88,31 @@ void RenderAggregationNodes(const Snapshot& s, const Emit& out) {
   an.Finish();
 }
 
+// Each router (NodeType 3: to another subnet) and the switch port it is
+// cabled to: listed, no HCA and no host.
+void RenderRouters(const Snapshot& s, const Emit& out) {
+  const topology::Fabric& fabric = *s.fabric;
+  FamilyParts rt(out, "infiniband_router_info",
+                 "An InfiniBand router port (to another subnet; no HCA, no host) and the switch port it is cabled to",
+                 MetricType::Gauge);
+  for (const auto& node : fabric.nodes()) {
+    if (node.kind != NodeKind::kRouter) continue;
+    for (const auto& port : node.ports) {
+      if (!OwnsPort(s, node, port)) continue;
+      const topology::Node* sw = port.remote ? fabric.FindNode(port.remote->node_guid) : nullptr;
+      rt.Add({{"guid", FormatGuid(node.guid)},
+              {"router", node.description},
+              {"port", std::to_string(port.number)},
+              {"lid", std::to_string(port.lid)},
+              {"switch", sw ? sw->description : ""},
+              {"switch_guid", FormatGuid(sw ? sw->guid : 0)},
+              {"switch_port", std::to_string(port.remote ? port.remote->port : 0)}},
+             1);
+    }
+  }
+  rt.Finish();
+}
+
 }  // namespace
 
 void RenderFabric(const Snapshot& s, const Emit& out) {
@@ -98,7 +123,7 @@ void RenderFabric(const Snapshot& s, const Emit& out) {
   FamilyParts hca_info(out, "infiniband_hca_info", "InfiniBand HCA port information (guid: the port GUID)",
                        MetricType::Gauge);
   for (const auto& node : fabric.nodes()) {
-    if (node.kind == NodeKind::kSwitch || topology::IsAggregationNode(node)) continue;
+    if (!topology::IsHca(node)) continue;
     for (const auto& port : node.ports) {
       if (!OwnsPort(s, node, port)) continue;
       hca_info.Add({{"guid", FormatGuid(SeriesGuid({node.guid, port.number}, label_of(node)))},
@@ -111,6 +136,7 @@ void RenderFabric(const Snapshot& s, const Emit& out) {
   }
   hca_info.Finish();
   RenderAggregationNodes(s, out);
+  RenderRouters(s, out);
   for (const bool sw : {false, true}) {
     if (sw) {
       FamilyParts sw_info(out, "infiniband_switch_info", "InfiniBand switch information", MetricType::Gauge);
@@ -125,7 +151,7 @@ void RenderFabric(const Snapshot& s, const Emit& out) {
                    sw ? "The far end of the cable on each switch port" : "The far end of the cable on each HCA port",
                    MetricType::Gauge);
     for (const auto& node : fabric.nodes()) {
-      if ((node.kind == NodeKind::kSwitch) != sw || topology::IsAggregationNode(node)) continue;
+      if (sw ? node.kind != NodeKind::kSwitch : !topology::IsHca(node)) continue;
       const NodeLabel& label = label_of(node);
       for (const auto& port : node.ports) {
         if (!OwnsPort(s, node, port) || !port.remote) continue;

@@ -132,7 +132,15 @@ Wiring Neighbours(const Fabric& f, Analysis* out) {
       w.neighbours[node.guid];
     }
   }
+  const auto is_router = [&](std::uint64_t g) {
+    const Node* n = f.FindNode(g);
+    return n && n->kind == NodeKind::kRouter;
+  };
   for (const Link& l : w.links) {
+    // A router (NodeType 3) leads to another subnet: no host, and no part
+    // of this fabric's tiers, wherever it is cabled (its link is still a
+    // cable whose health is judged).
+    if (is_router(l.a.node_guid) || is_router(l.b.node_guid)) continue;
     const bool sa = IsSwitch(f, l.a.node_guid), sb = IsSwitch(f, l.b.node_guid);
     if (sa && sb) {
       w.neighbours[l.a.node_guid].push_back(l.b.node_guid);
@@ -260,7 +268,15 @@ void CheckTree(const Fabric& f, const Wiring& w, Analysis* out) {
 
 // Per switch: links and groups up and down, and their bandwidth.
 void SummarizeSwitches(const Fabric& f, const Wiring& w, Analysis* out) {
+  const auto is_router = [&](std::uint64_t g) {
+    const Node* n = f.FindNode(g);
+    return n && n->kind == NodeKind::kRouter;
+  };
   for (const Link& l : w.links) {
+    // A router (NodeType 3) leads to another subnet: no host, and no part
+    // of this fabric's tiers, wherever it is cabled (its link is still a
+    // cable whose health is judged).
+    if (is_router(l.a.node_guid) || is_router(l.b.node_guid)) continue;
     const bool sa = IsSwitch(f, l.a.node_guid), sb = IsSwitch(f, l.b.node_guid);
     if (sa && sb) {
       for (const auto& [me, other] : {std::pair{l.a, l.b}, std::pair{l.b, l.a}}) {
@@ -292,7 +308,15 @@ void SummarizeSwitches(const Fabric& f, const Wiring& w, Analysis* out) {
 // tier (only for a tree: otherwise the tiers are no yardstick), a CA
 // above the leaves.
 void FindMiswiredCables(const Fabric& f, const Wiring& w, Analysis* out) {
+  const auto is_router = [&](std::uint64_t g) {
+    const Node* n = f.FindNode(g);
+    return n && n->kind == NodeKind::kRouter;
+  };
   for (const Link& l : w.links) {
+    // A router (NodeType 3) leads to another subnet: no host, and no part
+    // of this fabric's tiers, wherever it is cabled (its link is still a
+    // cable whose health is judged).
+    if (is_router(l.a.node_guid) || is_router(l.b.node_guid)) continue;
     const bool sa = IsSwitch(f, l.a.node_guid), sb = IsSwitch(f, l.b.node_guid);
     if (sa && sb) {
       if (!out->is_tree) continue;

@@ -19,6 +19,8 @@ bool IsAggregationNode(const Node& n) {
   return n.kind == NodeKind::kCa && n.description == kAggregationNodeDescription;
 }
 
+bool IsHca(const Node& n) { return n.kind == NodeKind::kCa && !IsAggregationNode(n); }
+
 const Port* Node::FindPort(std::uint8_t number) const {
   auto it =
       std::lower_bound(ports.begin(), ports.end(), number, [](const Port& p, std::uint8_t n) { return p.number < n; });

@@ -113,6 +113,11 @@ Fabric Part(const Fabric& fabric, const std::set<std::uint64_t>& guids,
 // switch is no cable.
 inline constexpr std::string_view kAggregationNodeDescription = "Mellanox Technologies Aggregation Node";
 bool IsAggregationNode(const Node& n);
+// A host's channel adapter: a CA that is no Aggregation Node. Routers
+// (NodeType 3, to another subnet) and Aggregation Nodes are listed apart:
+// no HCA series, no host, no part of the tiers; their links to switches
+// are still cables, judged from the switch end.
+bool IsHca(const Node& n);
 
 // GUIDs print as 0x-prefixed 16-digit lower-case hex everywhere.
 std::string FormatGuid(std::uint64_t guid);

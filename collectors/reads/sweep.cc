@@ -15,7 +15,9 @@ std::vector<SweepTarget> SweepTargets(const topology::Fabric& fabric, const std:
                                       const CapabilityMap& caps) {
   std::vector<SweepTarget> out;
   for (const auto& node : fabric.nodes()) {
-    if (topology::IsAggregationNode(node)) continue;  // inside its switch: no host port to watch
+    // An Aggregation Node (inside its switch) or a router: no host port to
+    // watch; the switch end of a router's cable is read.
+    if (node.kind != topology::NodeKind::kSwitch && !topology::IsHca(node)) continue;
     auto cit = caps.find(node.guid);
     const PmaCapabilities node_caps = cit == caps.end() ? PmaCapabilities{} : cit->second;
     for (const auto& port : node.ports) {

@@ -609,6 +609,62 @@ TEST(TopologyTest, ThreeTierPodsGetTheSameProofs) {
   RemoveTree(dir);
 }
 
+// A router (NodeType 3, to another subnet) cabled to the spine, as routers
+// are: no HCA, no host, no CA above the leaves; the spine stays a spine.
+// Listed as a router, with the switch port it is cabled to.
+TEST(TopologyTest, ARouterOnTheSpineIsNoHostAndChangesNoTier) {
+  const std::string net = R"(Switch 8 "ib-spine01"
+[1] "ib-leaf01"[5]
+[2] "ib-leaf02"[5]
+[8] "rt01"[1]
+
+Switch 8 "ib-leaf01"
+[1] "cn0001"[1]
+[2] "cn0002"[1]
+[5] "ib-spine01"[1]
+
+Switch 8 "ib-leaf02"
+[1] "cn0003"[1]
+[2] "cn0004"[1]
+[5] "ib-spine01"[2]
+
+Hca 1 "cn0001"
+[1] "ib-leaf01"[1]
+
+Hca 1 "cn0002"
+[1] "ib-leaf01"[2]
+
+Hca 1 "cn0003"
+[1] "ib-leaf02"[1]
+
+Hca 1 "cn0004"
+[1] "ib-leaf02"[2]
+
+Rt 2 "rt01"
+[1] "ib-spine01"[8]
+)";
+  SimOptions o;
+  o.attach = "cn0001";
+  std::string error;
+  auto sim = SimFabric::Start(net, o, &error);
+  ASSERT_NE(sim, nullptr) << error;
+  auto e = ExporterProcess::Start(*sim, {"--sweep.interval=500ms"}, &error);
+  ASSERT_NE(e, nullptr) << error;
+  const auto s = e->WaitForSweeps(2, seconds(60));
+  ASSERT_TRUE(s.has_value()) << e->Log();
+  EXPECT_EQ(TotalFindings(*s), 0) << e->Get("/api/v1/topology?view=findings");
+  EXPECT_EQ(s->Value("infiniband_switch_tier", {{"switch", "ib-spine01"}, {"tier", "spine"}}), 1);
+  EXPECT_EQ(s->Find("infiniband_hca_info").size(), 4u) << "the four hosts, not the router";
+  EXPECT_TRUE(s->Find("infiniband_hca_port_symbol_error_total", {{"hca", "rt01"}}).empty());
+  const auto rt = s->Find("infiniband_router_info", {{"router", "rt01"}});
+  ASSERT_EQ(rt.size(), 1u);
+  EXPECT_EQ(rt[0].labels.at("switch"), "ib-spine01");
+  EXPECT_EQ(rt[0].labels.at("switch_port"), "8");
+  EXPECT_TRUE(
+      s->Value("infiniband_switch_port_symbol_error_total", {{"switch", "ib-spine01"}, {"port", "8"}}).has_value())
+      << "its cable is read from the switch end";
+}
+
 // A chain of 66 switches behind the exporter's HCA: a directed route goes
 // at most 63 hops (IBTA 14.2.2), so the exporter discovers the first 63
 // and says, in its log, what lies beyond, rather than send a route that

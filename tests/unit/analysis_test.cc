@@ -104,6 +104,24 @@ TEST(AnalysisTest, AggregationNodesInEverySwitchAreNoCablesAndChangeNoTier) {
   EXPECT_EQ(a.switches.at(t.b.Guid(t.spines[0])).ca_links, 0);
 }
 
+// Routers (NodeType 3, to another subnet) cabled to the spines: no CA on a
+// non-leaf, no stray tier, the spines stay spines; their links are still
+// cables (their health is judged like any other).
+TEST(AnalysisTest, RoutersOnTheSpinesAreNoHostsAndChangeNoTier) {
+  Tree t(4, 4, 2, 2);
+  const std::size_t cables = Links(t.b.Build()).size();
+  const int router = t.b.Router("router0");
+  for (int sw : t.spines) t.b.Connect(router, sw);
+  const Fabric f = t.b.Build();
+  EXPECT_EQ(Links(f).size(), cables + 2);
+  const Analysis a = Analyze(f);
+  EXPECT_TRUE(a.is_tree) << a.not_tree_reason;
+  EXPECT_EQ(a.tiers, 2);
+  EXPECT_TRUE(a.findings.empty()) << Kinds(a);
+  EXPECT_EQ(a.switches.at(t.b.Guid(t.spines[0])).tier, 1);
+  EXPECT_EQ(a.switches.at(t.b.Guid(t.spines[0])).ca_links, 0);
+}
+
 TEST(AnalysisTest, ThreeTiersAndASkipTierLink) {
   Tree t(4, 2, 2, 1, 2);
   Analysis a = Analyze(t.b.Build());

@@ -14,6 +14,7 @@ class FabricBuilder {
   // Returns the node's index; GUIDs are 0x100 + index.
   int Switch(const std::string& name, int ports = 36) { return Add(name, topology::NodeKind::kSwitch, ports); }
   int Ca(const std::string& name, int ports = 1) { return Add(name, topology::NodeKind::kCa, ports); }
+  int Router(const std::string& name, int ports = 2) { return Add(name, topology::NodeKind::kRouter, ports); }
   std::uint64_t Guid(int n) const { return 0x100 + static_cast<std::uint64_t>(n); }
 
   // Cables a[pa] to b[pb]; `width` and `speed` are the active PortInfo bits
