@@ -23,14 +23,20 @@ class AdaptiveRoutingCollector final : public Collector {
       const topology::Node* n = cycle.fabric->FindNode(g);
       if (n && topology::AsksAdaptiveRouting(*n)) read.insert(g);
     }
+    bool read_any = false;
     if (!read.empty()) {
       auto got = topology::ReadAdaptiveRouting(topology::Part(*cycle.fabric, read), *cycle.engine);
       out.problems.insert(out.problems.end(), got.problems.begin(), got.problems.end());
+      // What is asked again is as it answers now: one that does not is
+      // unknown (absent) until it does, and asked again.
+      for (std::uint64_t g : read) now.erase(g);
       for (const auto& [g, a] : got.switches) now[g] = a;
+      read_any = !got.switches.empty();
       retry_.Note(*cycle.fabric, read, [&](const topology::Node& n) { return !now.count(n.guid); });
     }
     if (now != *switches_) switches_ = std::make_shared<const topology::AdaptiveSwitches>(std::move(now));
     out.again = retry_.pending();
+    out.ok = health_.Judge(cycle, !read.empty(), read_any);
     return out;
   }
 
@@ -39,6 +45,7 @@ class AdaptiveRoutingCollector final : public Collector {
  private:
   std::shared_ptr<const topology::AdaptiveSwitches> switches_ = std::make_shared<const topology::AdaptiveSwitches>();
   TableRetry retry_;
+  TablePhaseHealth health_;
 };
 
 }  // namespace

@@ -101,10 +101,10 @@ void RenderRouters(const Snapshot& s, const Emit& out) {
       if (!OwnsPort(s, node, port)) continue;
       const topology::Node* sw = port.remote ? fabric.FindNode(port.remote->node_guid) : nullptr;
       rt.Add({{"guid", FormatGuid(node.guid)},
-              {"router", node.description},
+              {"router", LabelOf(s, node.guid).name},
               {"port", std::to_string(port.number)},
               {"lid", std::to_string(port.lid)},
-              {"switch", sw ? sw->description : ""},
+              {"switch", sw ? LabelOf(s, sw->guid).name : ""},
               {"switch_guid", FormatGuid(sw ? sw->guid : 0)},
               {"switch_port", std::to_string(port.remote ? port.remote->port : 0)}},
              1);

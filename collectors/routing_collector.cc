@@ -49,18 +49,35 @@ class RoutingCollector final : public Collector {
       }
       retry_.Note(*cycle.fabric, read, [&](const topology::Node& n) { return !tables_->count(n.guid); });
     }
-    if (analysis_due_.Due(cycle, !read.empty())) {
+    // Switches that route adaptively: their tables are fallbacks. One that
+    // answered after the walk (asked again) changes the analysis too.
+    const auto* ar = cycle.parts->by_collector.Get<topology::AdaptiveSwitches>(kAdaptiveRoutingCollector);
+    std::set<std::uint64_t> adaptive = ar ? topology::AdaptiveOn(*ar) : std::set<std::uint64_t>{};
+    const bool adaptive_changed = adaptive != adaptive_;
+    if (analysis_due_.Due(cycle, !read.empty() || (adaptive_changed && analysis_))) {
       // The tiers are fat_tree's; without it, ranked here.
       std::optional<topology::Analysis> own;
       const topology::Analysis& tree =
           cycle.parts->topology ? *cycle.parts->topology : own.emplace(topology::Analyze(*cycle.fabric));
-      // Switches that route adaptively: their tables are fallbacks.
-      const auto* adaptive = cycle.parts->by_collector.Get<topology::AdaptiveSwitches>(kAdaptiveRoutingCollector);
-      analysis_ = std::make_shared<topology::RoutingAnalysis>(topology::AnalyzeRouting(
-          *cycle.fabric, *tables_, tree, adaptive ? topology::AdaptiveOn(*adaptive) : std::set<std::uint64_t>{}));
+      analysis_ = std::make_shared<topology::RoutingAnalysis>(
+          topology::AnalyzeRouting(*cycle.fabric, *tables_, tree, adaptive));
+      adaptive_ = std::move(adaptive);
       if (cycle.trigger == Trigger::kFullWalk) LogFindings(*cycle.log, analysis_->findings);
     }
-    out.again = retry_.pending() || analysis_due_.pending();
+    // An NVIDIA switch whose adaptive routing is not known yet (adaptive_routing
+    // asks it again over the next sweeps): run again, as long as it may
+    // still answer.
+    const bool ar_unknown = ar && std::any_of(tables_->begin(), tables_->end(), [&](const auto& e) {
+                              const topology::Node* n = cycle.fabric->FindNode(e.first);
+                              return n && topology::AsksAdaptiveRouting(*n) && !ar->count(e.first);
+                            });
+    if (cycle.trigger == Trigger::kFullWalk) ar_wait_ = TableRetry::kSweeps;
+    if (!ar_unknown) {
+      ar_wait_ = 0;
+    } else if (cycle.trigger == Trigger::kSweep && ar_wait_ > 0) {
+      --ar_wait_;
+    }
+    out.again = retry_.pending() || analysis_due_.pending() || ar_wait_ > 0;
     out.ok = health_.Judge(cycle, !read.empty(), read_any);
     return out;
   }
@@ -83,6 +100,8 @@ class RoutingCollector final : public Collector {
   TablePhaseHealth health_;
   PendingAnalysis analysis_due_;
   std::shared_ptr<const topology::RoutingAnalysis> analysis_;
+  std::set<std::uint64_t> adaptive_;  // the switches with AR on that analysis_ knew of
+  int ar_wait_ = 0;                   // sweeps left to wait for an AR answer still missing
 };
 
 }  // namespace
@@ -134,10 +153,13 @@ void RenderRouting(const Snapshot& s, const Emit& out) {
             "Fabric-wide: the largest most-over-fewest destinations ratio of any switch", MetricType::Gauge,
             *totals.worst_max_min_ratio);
   }
-  EmitOne(out, "infiniband_routing_adaptive_switches",
-          "Switches whose balance is withheld: adaptive routing is on there, their forwarding table is only its "
-          "fallback (infiniband_switch_adaptive_routing_enabled)",
-          MetricType::Gauge, adaptive);
+  // Only where adaptive routing was looked for: 0 must mean none found.
+  if (s.by_collector.Get<topology::AdaptiveSwitches>(kAdaptiveRoutingCollector)) {
+    EmitOne(out, "infiniband_routing_adaptive_switches",
+            "Switches whose balance is withheld: adaptive routing is on there, their forwarding table is only its "
+            "fallback (infiniband_switch_adaptive_routing_enabled)",
+            MetricType::Gauge, adaptive);
+  }
   EmitOne(out, "infiniband_routing_down_up_routes",
           "Leaf-to-CA routes that go down a tier and up again, or never arrive", MetricType::Gauge, a.down_up_routes);
 }

@@ -109,6 +109,18 @@ std::vector<Link> Links(const Fabric& fabric) {
 
 namespace {
 
+// A cable to a router (NodeType 3), which leads to another subnet: no
+// host, and no part of this fabric's tiers wherever it is cabled; the
+// tier passes leave it out (its link is still a cable: degraded links and
+// link health judge it).
+bool ToRouter(const Fabric& f, const Link& l) {
+  for (std::uint64_t g : {l.a.node_guid, l.b.node_guid}) {
+    const Node* n = f.FindNode(g);
+    if (n && n->kind == NodeKind::kRouter) return true;
+  }
+  return false;
+}
+
 // What the passes share: the cables, each switch's neighbours, the leaves.
 struct Wiring {
   std::vector<Link> links;
@@ -132,15 +144,8 @@ Wiring Neighbours(const Fabric& f, Analysis* out) {
       w.neighbours[node.guid];
     }
   }
-  const auto is_router = [&](std::uint64_t g) {
-    const Node* n = f.FindNode(g);
-    return n && n->kind == NodeKind::kRouter;
-  };
   for (const Link& l : w.links) {
-    // A router (NodeType 3) leads to another subnet: no host, and no part
-    // of this fabric's tiers, wherever it is cabled (its link is still a
-    // cable whose health is judged).
-    if (is_router(l.a.node_guid) || is_router(l.b.node_guid)) continue;
+    if (ToRouter(f, l)) continue;
     const bool sa = IsSwitch(f, l.a.node_guid), sb = IsSwitch(f, l.b.node_guid);
     if (sa && sb) {
       w.neighbours[l.a.node_guid].push_back(l.b.node_guid);
@@ -268,15 +273,8 @@ void CheckTree(const Fabric& f, const Wiring& w, Analysis* out) {
 
 // Per switch: links and groups up and down, and their bandwidth.
 void SummarizeSwitches(const Fabric& f, const Wiring& w, Analysis* out) {
-  const auto is_router = [&](std::uint64_t g) {
-    const Node* n = f.FindNode(g);
-    return n && n->kind == NodeKind::kRouter;
-  };
   for (const Link& l : w.links) {
-    // A router (NodeType 3) leads to another subnet: no host, and no part
-    // of this fabric's tiers, wherever it is cabled (its link is still a
-    // cable whose health is judged).
-    if (is_router(l.a.node_guid) || is_router(l.b.node_guid)) continue;
+    if (ToRouter(f, l)) continue;
     const bool sa = IsSwitch(f, l.a.node_guid), sb = IsSwitch(f, l.b.node_guid);
     if (sa && sb) {
       for (const auto& [me, other] : {std::pair{l.a, l.b}, std::pair{l.b, l.a}}) {
@@ -308,15 +306,8 @@ void SummarizeSwitches(const Fabric& f, const Wiring& w, Analysis* out) {
 // tier (only for a tree: otherwise the tiers are no yardstick), a CA
 // above the leaves.
 void FindMiswiredCables(const Fabric& f, const Wiring& w, Analysis* out) {
-  const auto is_router = [&](std::uint64_t g) {
-    const Node* n = f.FindNode(g);
-    return n && n->kind == NodeKind::kRouter;
-  };
   for (const Link& l : w.links) {
-    // A router (NodeType 3) leads to another subnet: no host, and no part
-    // of this fabric's tiers, wherever it is cabled (its link is still a
-    // cable whose health is judged).
-    if (is_router(l.a.node_guid) || is_router(l.b.node_guid)) continue;
+    if (ToRouter(f, l)) continue;
     const bool sa = IsSwitch(f, l.a.node_guid), sb = IsSwitch(f, l.b.node_guid);
     if (sa && sb) {
       if (!out->is_tree) continue;

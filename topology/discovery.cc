@@ -298,10 +298,15 @@ class Discoverer {
     for (std::size_t i = 0; i < results.size(); ++i) {
       Building& b = building_[asks[i].first];
       Port& p = b.ports[asks[i].second];
+      if (transport::Unsupported(results[i])) {
+        p.mlnx = {true, 0, 0, 0};  // no FDR10 there: QDR is QDR
+        continue;
+      }
       if (results[i].outcome != MadOutcome::kOk) {
+        unanswered_.mlnx.insert({asks[i].first, asks[i].second});
         problems_.push_back("no answer to ExtendedPortInfo port " + std::to_string(asks[i].second) + " from " +
                             Named(b) + ": " + transport::ToString(results[i].outcome) +
-                            " (its QDR may be FDR10; asked again at the next walk)");
+                            " (its QDR may be FDR10; asked again at the next walk or re-walk)");
         continue;
       }
       const transport::MlnxExtPortInfo e = transport::DecodeMlnxExtPortInfo(results[i].response);

@@ -30,8 +30,9 @@ struct Unanswered {
   std::set<std::uint64_t> descriptions;  // nodes whose NodeDescription did not answer
   std::set<PortRef> ports;               // ports whose PortInfo did not answer (a switch's port 0: its LID)
   std::set<PortRef> behind;              // up ports with no NodeInfo answer from their far end
-  bool empty() const { return descriptions.empty() && ports.empty() && behind.empty(); }
-  std::size_t size() const { return descriptions.size() + ports.size() + behind.size(); }
+  std::set<PortRef> mlnx;                // ports at QDR whose Mellanox ExtendedPortInfo did not answer
+  bool empty() const { return descriptions.empty() && ports.empty() && behind.empty() && mlnx.empty(); }
+  std::size_t size() const { return descriptions.size() + ports.size() + behind.size() + mlnx.size(); }
 };
 
 struct DiscoveryResult {

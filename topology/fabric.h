@@ -115,8 +115,10 @@ inline constexpr std::string_view kAggregationNodeDescription = "Mellanox Techno
 bool IsAggregationNode(const Node& n);
 // A host's channel adapter: a CA that is no Aggregation Node. Routers
 // (NodeType 3, to another subnet) and Aggregation Nodes are listed apart:
-// no HCA series, no host, no part of the tiers; their links to switches
-// are still cables, judged from the switch end.
+// no HCA series, no host, no part of the tiers (both are still routing
+// destinations: traffic goes to their LIDs). A
+// router's link to its switch is still a cable (judged from the switch
+// end); an Aggregation Node's is not.
 bool IsHca(const Node& n);
 
 // GUIDs print as 0x-prefixed 16-digit lower-case hex everywhere.

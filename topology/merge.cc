@@ -74,6 +74,10 @@ void KeepWhatDidNotAnswer(const Node& was, const Unanswered& u, Node* node, std:
       p.remote = wp->remote;
       kept->push_back(Where(n, p.number) + ": nothing answered behind it, kept its far end");
     }
+    if (u.mlnx.count(ref) && wp->mlnx.read) {
+      KeepMlnxSpeeds(wp->mlnx, &p);  // while it still runs QDR
+      if (p.mlnx.read) kept->push_back(Where(n, p.number) + ": ExtendedPortInfo did not answer, kept its FDR10");
+    }
   }
   // A CA's LID is its ports'; one whose PortInfo did not answer kept its own.
   if (n.kind != NodeKind::kSwitch && n.lid == 0) n.lid = was.lid;

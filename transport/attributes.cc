@@ -160,6 +160,16 @@ PerfClassPortInfo DecodePerfClassPortInfo(const MadBytes& mad) {
   return c;
 }
 
+ClassRedirect DecodeClassRedirect(const MadBytes& mad) {
+  const bool sa = mad[1] == static_cast<std::uint8_t>(MgmtClass::kSubnAdm);  // MgmtClass, IBTA 13.4.2
+  void* data = const_cast<std::uint8_t*>(mad.data() + (sa ? kSaDataOffset : kMadDataOffset));
+  ClassRedirect r;
+  r.lid = Narrow<std::uint16_t>(mad_get_field(data, 0, IB_CPI_REDIRECT_LID_F));
+  r.qp = mad_get_field(data, 0, IB_CPI_REDIRECT_QP_F);
+  r.qkey = mad_get_field(data, 0, IB_CPI_REDIRECT_QKEY_F);
+  return r;
+}
+
 std::chrono::microseconds ExpectedTime(std::uint8_t value) {
   const unsigned v = value > 31 ? 31u : value;
   // 4.096 us * 2^v = 4096 ns << v; 2^31 * 4096 ns fits in 64 bits.

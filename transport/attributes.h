@@ -159,6 +159,18 @@ struct PerfClassPortInfo {
   std::uint32_t redirect_qkey = 0;
 };
 
+// Where a GS agent's Redirect answer sends the requester: the
+// ClassPortInfo (IBTA 13.4.8.1, the same layout in every GS class) in the
+// data of a reply with the Redirect status, at byte 64, or 56 for the SA
+// (kSaDataOffset). RedirectGID, TC, SL, FL and P_Key are not decoded: the
+// engine follows by LID, QP and Q_Key only.
+struct ClassRedirect {
+  std::uint16_t lid = 0;  // 0: the same LID
+  std::uint32_t qp = 0;
+  std::uint32_t qkey = 0;
+};
+ClassRedirect DecodeClassRedirect(const MadBytes& mad);
+
 // The time a 5-bit IBTA time exponent stands for: 4.096 us * 2^value
 // (IBTA 13.4.6.2; values above 31 are clamped to 31).
 std::chrono::microseconds ExpectedTime(std::uint8_t value);

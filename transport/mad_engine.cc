@@ -690,11 +690,11 @@ class MadEngine::Batch {
   bool Follow(const InFlight& f, MadKind kind, const MadBytes& mad) {
     if (kind != MadKind::kGmp || f.job.redirected) return false;
     const MadRequest& req = requests_[f.job.index];
-    const PerfClassPortInfo cpi = DecodePerfClassPortInfo(mad);  // the GS ClassPortInfo layout (IBTA 13.4.8.1)
-    if (cpi.redirect_qp == 0) return false;
-    MadAddress to = MadAddress::Lid(cpi.redirect_lid != 0 ? cpi.redirect_lid : req.address.lid);
-    to.qp = cpi.redirect_qp;
-    to.qkey = cpi.redirect_qkey;
+    const ClassRedirect where = DecodeClassRedirect(mad);
+    if (where.qp == 0) return false;
+    MadAddress to = MadAddress::Lid(where.lid != 0 ? where.lid : req.address.lid);
+    to.qp = where.qp;
+    to.qkey = where.qkey;
     e_.redirects_[RedirectKey(req)] = to;
     units_[f.unit].jobs.push_front(Job{f.job.index, f.job.attempt, f.job.busy, true});
     Enqueue(f.unit);

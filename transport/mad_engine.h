@@ -43,9 +43,11 @@
 // status is sent again at once where the ClassPortInfo in that answer
 // says (RedirectLID, 0: the same LID; RedirectQP; RedirectQ_Key; IBTA
 // 13.5.3.3), and later requests of that class to that LID go there too,
-// in this Run and the next ones, until an attempt there times out (the
-// next goes to QP1 again). A second Redirect for the same request, or
-// one that names no QP, ends it as a remote error.
+// in this Run and the next ones, until an attempt to that LID and class
+// times out (the next goes to QP1 again, and may be redirected again). A
+// request redirected a second time without such a timeout between, or a
+// Redirect that names no QP, ends as a remote error. RedirectGID, SL and
+// P_Key are not used.
 //
 // Unsolicited MADs: an SA Report (a trap the exporter subscribed to) that
 // arrives during a Run or a WaitForReports is acknowledged at once with a

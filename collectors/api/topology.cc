@@ -309,14 +309,15 @@ json TopologyWriter::Head() const {
         if (!Selected(guid)) continue;
         json by_port = json::object();
         for (const auto& [port, n] : r.destinations) by_port[std::to_string(port)] = n;
+        // Adaptive routing on: the balance is withheld (its table is a
+        // fallback, not where its traffic goes).
         switches.push_back({{"guid", FormatGuid(guid)},
                             {"name", NodeRef(f, guid)["name"]},
                             {"direction", r.direction},
-                            {"destinations_by_port", std::move(by_port)},
-                            {"spread", r.spread},
-                            {"max_min_ratio", r.max_min_ratio ? json(*r.max_min_ratio) : json(nullptr)},
+                            {"destinations_by_port", r.adaptive ? json(nullptr) : std::move(by_port)},
+                            {"spread", r.adaptive ? json(nullptr) : json(r.spread)},
+                            {"max_min_ratio", r.max_min_ratio && !r.adaptive ? json(*r.max_min_ratio) : json(nullptr)},
                             {"unrouted", r.unrouted},
-                            // On: these counts are its static table's, a fallback, not its traffic's.
                             {"adaptive_routing", r.adaptive}});
       }
       routing["switches"] = std::move(switches);

@@ -258,8 +258,15 @@ TEST_F(LossyFabricTest, LostMadsAreNeverEvidence) {
     }
   }
   EXPECT_TRUE(reduced) << "the lossy nodes' bad_cable alerts say their MADs failed: " << alerts.dump();
-  EXPECT_GT(s->Value("infiniband_exporter_node_mad_trouble_ratio", {{"guid", lossy_guid}}).value_or(0), 0);
-  EXPECT_EQ(s->Value("infiniband_exporter_node_mad_trouble_ratio", {{"guid", clean_guid}}).value_or(-1), 0);
+  // The lossy leaf's MADs were in trouble, the clean spine's hardly: a
+  // retry there (a timeout on a loaded machine, or while the SM re-routed
+  // around the lossy nodes) is no loss of its own.
+  const double lossy_ratio = s->Value("infiniband_exporter_node_mad_trouble_ratio", {{"guid", lossy_guid}}).value_or(0);
+  const double clean_ratio =
+      s->Value("infiniband_exporter_node_mad_trouble_ratio", {{"guid", clean_guid}}).value_or(-1);
+  EXPECT_GT(lossy_ratio, 0);
+  EXPECT_GE(clean_ratio, 0);
+  EXPECT_LT(clean_ratio, lossy_ratio / 3) << "lossy " << lossy_ratio << ", clean " << clean_ratio;
   Plant(clean_port, "PortCounters.SymbolErrorCounter", 0);
   Plant(lossy_port, "PortCounters.SymbolErrorCounter", 0);
 }

@@ -324,6 +324,36 @@ TEST(CodecTest, DecodesAdaptiveRoutingInfo) {
   EXPECT_EQ(q.attr_mod, 0u);
 }
 
+// A Redirect's ClassPortInfo (IBTA 13.4.8.1): RedirectLID at data bytes
+// 28-29, RedirectP_Key 30-31, RedirectQP the low 24 bits of 32-35,
+// RedirectQ_Key 36-39
+// (libibmad fields.c IB_CPI_REDIRECT_*); the data starts at byte 64, or 56
+// in an SA MAD.
+TEST(CodecTest, DecodesARedirectAtEachClasssDataOffset) {
+  for (const auto& [cls, offset] :
+       {std::pair{MgmtClass::kPerformance, kMadDataOffset}, std::pair{MgmtClass::kSubnAdm, kSaDataOffset}}) {
+    MadBytes m{};
+    m[1] = static_cast<std::uint8_t>(cls);
+    std::uint8_t* d = m.data() + offset;
+    d[28] = 0x01;
+    d[29] = 0x2c;  // LID 300
+    d[30] = 0xff;  // RedirectP_Key: not the LID's, not the QP's
+    d[31] = 0xff;
+    d[32] = 0xff;  // the reserved byte above RedirectQP
+    d[33] = 0x00;
+    d[34] = 0x00;
+    d[35] = 0x20;
+    d[36] = 0x80;
+    d[37] = 0x01;
+    d[38] = 0x00;
+    d[39] = 0x02;
+    const ClassRedirect r = DecodeClassRedirect(m);
+    EXPECT_EQ(r.lid, 300) << static_cast<int>(cls);
+    EXPECT_EQ(r.qp, 0x20u) << static_cast<int>(cls);
+    EXPECT_EQ(r.qkey, 0x80010002u) << static_cast<int>(cls);
+  }
+}
+
 // PortInfo.PartitionEnforcementInbound/Outbound are bits 348 and 349 (byte
 // 43, masks 0x08 and 0x04); SwitchInfo.PartitionEnforcementCap is bytes
 // 14-15 (IBTA 14.2.5.6 and 14.2.5.4; rdma-core libibmad/fields.c).

@@ -87,7 +87,11 @@ TEST(RoutingTest, AnAdaptiveSwitchsStaticTableIsNoImbalance) {
   EXPECT_EQ(SummarizeRouting(t.routing).switches_with_unrouted, 1);
   const auto j = collectors::TopologyJson({&t.fabric, &t.analysis, &t.routing})["routing"];
   EXPECT_EQ(j["switches"][0]["adaptive_routing"], true);
+  EXPECT_TRUE(j["switches"][0]["destinations_by_port"].is_null()) << "withheld";
+  EXPECT_TRUE(j["switches"][0]["spread"].is_null());
+  EXPECT_EQ(j["switches"][0]["unrouted"], 1);
   EXPECT_EQ(j["switches"][1]["adaptive_routing"], false);
+  EXPECT_FALSE(j["switches"][1]["destinations_by_port"].is_null());
 }
 
 TEST(RoutingTest, HolesAndDownPortsAreUnrouted) {
