@@ -1,7 +1,9 @@
 #include "exporter/flags.h"
 
 #include <charconv>
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <map>
 
 #include "collectors/registry.h"
@@ -110,6 +112,20 @@ const std::map<std::string, Flag>& Flags() {
         {"ib.port",
          {"Port of the device to use (default: its first active port).", "N",
           [](Config& c, const std::string& v) { return Int(&c.ca_port, v, 1, 254); }}},
+        {"ib.m-key",
+         {"M_Key to put in every SMP where the subnet manager protects ports with one (infiniband-diags' "
+          "-y); prefer --ib.m-key-file, which keeps it out of process listings.",
+          "KEY",
+          [](Config& c, const std::string& v) -> std::string {
+            std::uint64_t key = 0;
+            if (!ParseMKey(v, &key)) return "not one 64-bit number (0x-prefixed hex or decimal)";
+            c.m_key = key;
+            return "";
+          }}},
+        {"ib.m-key-file",
+         {"File holding the M_Key (one 64-bit number, 0x-hex or decimal), e.g. mounted from a Kubernetes "
+          "Secret.",
+          "FILE", Path(&Config::m_key_file)}},
         {"ib.node-name-map",
          {"Node name map file (infiniband-diags format: GUID \"name\" per line) naming nodes in "
           "metrics and findings.",
@@ -263,6 +279,34 @@ const std::map<std::string, Flag>& Flags() {
 
 }  // namespace
 
+bool ParseMKey(const std::string& text, std::uint64_t* key) {
+  const auto first = text.find_first_not_of(" \t\r\n");
+  if (first == std::string::npos) return false;
+  const std::string t = text.substr(first, text.find_last_not_of(" \t\r\n") - first + 1);
+  const bool hex = t.size() > 2 && t[0] == '0' && (t[1] == 'x' || t[1] == 'X');
+  const char* begin = t.data() + (hex ? 2 : 0);
+  const char* end = t.data() + t.size();
+  std::uint64_t v = 0;
+  const auto [ptr, ec] = std::from_chars(begin, end, v, hex ? 16 : 10);
+  if (begin == end || ec != std::errc() || ptr != end) return false;
+  *key = v;
+  return true;
+}
+
+bool LoadMKey(const std::string& path, std::uint64_t* key, std::string* why) {
+  std::ifstream in(path);
+  if (!in) {
+    *why = path + ": cannot be read";
+    return false;
+  }
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (text.size() > 256 || !ParseMKey(text, key)) {
+    *why = path + ": does not hold one 64-bit M_Key (0x-prefixed hex or decimal)";
+    return false;
+  }
+  return true;
+}
+
 bool ParseDuration(const std::string& text, std::chrono::milliseconds* out) {
   std::size_t i = 0;
   while (i < text.size() && text[i] >= '0' && text[i] <= '9') ++i;
@@ -349,6 +393,11 @@ ParsedFlags ParseFlags(const std::vector<std::string>& args) {
     r.action = ParsedFlags::Action::kError;
     r.error = "--mad.timeout-max (" + std::to_string(r.config.mad_timeout_max.count()) +
               "ms) must not be below --mad.timeout (" + std::to_string(r.config.mad_timeout.count()) + "ms)";
+    return r;
+  }
+  if (r.config.m_key && !r.config.m_key_file.empty()) {
+    r.action = ParsedFlags::Action::kError;
+    r.error = "give --ib.m-key or --ib.m-key-file, not both";
     return r;
   }
   if (r.config.scope.kind == topology::ScopeKind::kLocal && r.config.scope.shards > 1) {

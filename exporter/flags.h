@@ -4,7 +4,9 @@
 // `--flag value` are accepted; boolean flags take no value.
 
 #include <chrono>
+#include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,8 +27,13 @@ struct Config {
   std::string listen_host = kHttpDefaults.host;
   int listen_port = kHttpDefaults.port;
   std::string telemetry_path = kHttpDefaults.telemetry_path;
-  std::string web_config;      // exporter-toolkit web config (TLS, basic auth); empty: none
-  std::string ca_name;         // empty: first CA with an active port
+  std::string web_config;  // exporter-toolkit web config (TLS, basic auth); empty: none
+  std::string ca_name;     // empty: first CA with an active port
+  // The M_Key for every SMP (--ib.m-key), or the file that holds it
+  // (--ib.m-key-file, read at start: keeps it out of process listings).
+  // Secret: never logged, exported or echoed in an error.
+  std::optional<std::uint64_t> m_key;
+  std::string m_key_file;
   int ca_port = 0;             // 0: first active port
   std::string node_name_map;   // infiniband-diags node-name map file; empty: none
   std::string topology_plan;   // cabling plan (ibnetdiscover output, JSON or YAML); empty: none
@@ -74,6 +81,13 @@ struct ParsedFlags {
 // Pure: parses argv[1..]. Never exits.
 ParsedFlags ParseFlags(const std::vector<std::string>& args);
 std::string HelpText(const std::string& program);
+
+// An M_Key as the flag or its file gives it: one 64-bit number, 0x-hex or
+// decimal, surrounding white space ignored; false otherwise.
+bool ParseMKey(const std::string& text, std::uint64_t* key);
+// The key in `path`; false with a one-line reason that never quotes the
+// file's contents.
+bool LoadMKey(const std::string& path, std::uint64_t* key, std::string* why);
 
 // Parses "10s", "500ms", "2m", "1h" into milliseconds; false when malformed.
 bool ParseDuration(const std::string& text, std::chrono::milliseconds* out);

@@ -44,6 +44,7 @@ struct Files {
   WebConfig web;
   std::optional<topology::CablingPlan> plan;
   std::optional<topology::HostPattern> host_pattern;
+  std::uint64_t m_key = 0;  // --ib.m-key or its file; 0: none
 };
 
 // False with "invalid --FLAG: FILE:LINE: reason" for the first bad file.
@@ -56,6 +57,8 @@ bool LoadFiles(const Config& cfg, Files* files, std::string* error) {
   };
   topology::PartitionPlan partitions;
   topology::CablingPlan cabling;
+  files->m_key = cfg.m_key.value_or(0);
+  load(cfg.m_key_file, "--ib.m-key-file", LoadMKey, &files->m_key);
   load(cfg.node_name_map, "--ib.node-name-map", topology::LoadNodeNameMap, &files->names);
   load(cfg.alerts_config, "--alerts.config", LoadAlertConfig, &files->alerts);
   load(cfg.partition_plan, "--partitions.plan", topology::LoadPartitionPlan, &partitions);
@@ -74,8 +77,9 @@ bool LoadFiles(const Config& cfg, Files* files, std::string* error) {
   return true;
 }
 
-transport::EngineOptions EngineOptionsFrom(const Config& cfg) {
+transport::EngineOptions EngineOptionsFrom(const Config& cfg, const Files& files) {
   transport::EngineOptions o;
+  o.m_key = files.m_key;
   o.window = cfg.mad_window;
   o.timeout = cfg.mad_timeout;
   o.timeout_max = cfg.mad_timeout_max;
@@ -184,6 +188,9 @@ std::function<void()> ReexecOncePortAnswers(const Config& cfg, collectors::Logge
   std::vector<std::string> port_args;
   if (!cfg.ca_name.empty()) port_args.push_back("--ib.ca=" + cfg.ca_name);
   if (cfg.ca_port != 0) port_args.push_back("--ib.port=" + std::to_string(cfg.ca_port));
+  // The probe's SMP needs the key too: its file's name, or the flag as given.
+  if (!cfg.m_key_file.empty()) port_args.push_back("--ib.m-key-file=" + cfg.m_key_file);
+  if (cfg.m_key) port_args.push_back("--ib.m-key=" + std::to_string(*cfg.m_key));
   return [port_args, &log, main_thread, last_probe = std::chrono::steady_clock::time_point{}]() mutable {
     const auto now = std::chrono::steady_clock::now();
     if (now - last_probe < std::chrono::seconds(2)) return;
@@ -250,7 +257,7 @@ int Main(int argc, char** argv) {
   log.Info("opened InfiniBand port", "ca=" + local.ca_name + " port=" + std::to_string(local.port) +
                                          " lid=" + std::to_string(local.lid) + " state=" + std::to_string(local.state));
 
-  transport::MadEngine engine(*port, EngineOptionsFrom(cfg));
+  transport::MadEngine engine(*port, EngineOptionsFrom(cfg, files));
   if (cfg.check) return Check(engine, local);
 
   collectors::PersistedState restored = Restored(log);

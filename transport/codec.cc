@@ -42,7 +42,7 @@ MadKind KindOf(MgmtClass c) {
   return MadKind::kGmp;
 }
 
-MadBytes EncodeRequest(const MadRequest& request, std::uint64_t tid) {
+MadBytes EncodeRequest(const MadRequest& request, std::uint64_t tid, std::uint64_t m_key) {
   MadBytes out{};
   ib_rpc_t rpc{};
   rpc.mgtclass = static_cast<int>(request.mgmt_class);
@@ -69,6 +69,8 @@ MadBytes EncodeRequest(const MadRequest& request, std::uint64_t tid) {
   std::vector<std::uint8_t> data(request.payload);
   data.resize(kMadSize - offset, 0);
   mad_encode(out.data(), &rpc, directed ? &dr : nullptr, data.data());
+  const bool smp = directed || request.mgmt_class == MgmtClass::kSubnLidRouted;
+  if (smp) mad_set_field64(out.data(), 0, IB_MAD_MKEY_F, m_key);
   // The SA speaks class version 2 (IBTA 15.2.1.1); libibmad writes 1.
   if (sa) mad_set_field(out.data(), 0, IB_MAD_CLASSVER_F, 2);
   return out;

@@ -15,8 +15,9 @@ namespace ibfabric::transport {
 
 // Builds the 256 bytes of a request MAD: common header, the directed-route
 // fields for DR SMPs (hop count, InitialPath, permissive DrSLID/DrDLID) and
-// the payload at byte 64. `tid` is written as is.
-MadBytes EncodeRequest(const MadRequest& request, std::uint64_t tid);
+// the payload at byte 64. `tid` is written as is; `m_key` goes in an SMP's
+// M_Key (IBTA 14.2.1.1, bytes 24-31; GMPs have none).
+MadBytes EncodeRequest(const MadRequest& request, std::uint64_t tid, std::uint64_t m_key = 0);
 
 // Decodes the common MAD header (IBTA 13.4.2). For directed-route SMPs the
 // status is the 15-bit field that excludes the direction bit (IBTA 14.2.1.2).

@@ -473,7 +473,7 @@ class MadEngine::Batch {
     const std::uint32_t tid = e_.NextTid();
     ++e_.stats_.kinds[Slot(kind)].sent;
     if (rate_ > 0) tokens_ -= 1;
-    if (!e_.port_.Send(e_.AddressFor(req), EncodeRequest(req, tid))) {
+    if (!e_.port_.Send(e_.AddressFor(req), EncodeRequest(req, tid, o_.m_key))) {
       ++e_.stats_.kinds[Slot(kind)].send_errors;
       Finish(job.index, MadOutcome::kSendError);
       Enqueue(unit_id);

@@ -92,6 +92,10 @@ struct EngineOptions {
   bool interleave = true;
   // Adapt timeouts to the measured round trip; false: always `timeout`.
   bool adaptive_timeout = true;
+  // The M_Key every SMP carries (IBTA 14.2.1.1; 0: none). Where the SM set
+  // M_Key protection, a Get with the wrong key is dropped unanswered.
+  // Secret: never logged or exported.
+  std::uint64_t m_key = 0;
   const Clock* clock = nullptr;  // nullptr: SteadyClock()
 
   // What this engine did before fabric-safe limits: one window of `window`

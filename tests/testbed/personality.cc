@@ -2,6 +2,8 @@
 
 #include <fnmatch.h>
 
+#include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -182,6 +184,17 @@ bool HardwareFabric::PlantAdaptiveRouting(const std::string& node, bool on, std:
   return Write(error);
 }
 
+bool HardwareFabric::PlantMKey(const std::string& node, std::uint64_t m_key, std::string* error) {
+  if (node == "all") {
+    for (Node& n : nodes_) n.m_key = m_key;
+    return Write(error);
+  }
+  Node* n = Find(node, error);
+  if (!n) return false;
+  n->m_key = m_key;
+  return Write(error);
+}
+
 bool HardwareFabric::PlantLink(const std::string& node, int port, const std::string& width, const std::string& speed,
                                std::string* error) {
   Node* n = Find(node, error);
@@ -214,6 +227,7 @@ bool HardwareFabric::Clear(const std::string& node, std::string* error) {
   n->busy = 0;
   n->redirect_qp = 0;
   n->adaptive_routing = false;
+  n->m_key = 0;
   for (const auto& [port, plant] : n->plants) {
     const auto peer = n->ports.find(port);
     if (peer == n->ports.end()) continue;
@@ -236,6 +250,19 @@ bool HardwareFabric::Command(const std::string& line, std::string* error) {
   }
   int number = 0;
   if (verb == "clear") return Clear(node, error);
+  if (verb == "mkey") {
+    std::string key;
+    std::istringstream again(line);
+    again >> verb >> node >> key;
+    char* end = nullptr;
+    errno = 0;
+    const unsigned long long k = std::strtoull(key.c_str(), &end, 0);
+    if (key.empty() || *end != '\0' || errno != 0) {
+      *error = "mkey " + node + ": '" + key + "' is no 64-bit key (0x-hex or decimal)";
+      return false;
+    }
+    return PlantMKey(node, k, error);
+  }
   if (!(words >> number)) {
     *error = verb + " " + node + ": a number is missing";
     return false;
@@ -286,7 +313,7 @@ bool HardwareFabric::Command(const std::string& line, std::string* error) {
     }
     return PlantLink(node, number, width, speed, error);
   }
-  *error = "unknown command '" + verb + "' (tick, busy, redirect, ar, link, clear)";
+  *error = "unknown command '" + verb + "' (tick, busy, redirect, ar, mkey, link, clear)";
   return false;
 }
 
@@ -315,6 +342,11 @@ bool HardwareFabric::Write(std::string* error) const {
     if (n.busy > 0) node["busy"] = {{"count", n.busy}, {"serial", n.busy_serial}, {"attr", n.busy_attr}};
     if (n.redirect_qp != 0) node["redirect"] = {{"qp", n.redirect_qp}, {"qkey", kRedirectQkey}};
     if (n.adaptive_routing) node["adaptive_routing"] = true;
+    if (n.m_key != 0) {
+      char hex[19];
+      std::snprintf(hex, sizeof hex, "0x%016llx", static_cast<unsigned long long>(n.m_key));
+      node["m_key"] = hex;
+    }
     nlohmann::json plants = nlohmann::json::object();
     for (const auto& [port, plant] : n.plants) {
       nlohmann::json p = nlohmann::json::object();

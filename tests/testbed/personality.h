@@ -63,11 +63,17 @@ class HardwareFabric {
   // Adaptive routing on or off at a switch whose model has it, as an SM
   // (UFM, opensm's AR engines) would set it: what AdaptiveRoutingInfo says.
   bool PlantAdaptiveRouting(const std::string& node, bool on, std::string* error);
+  // The node's SMA protects its ports with `m_key` (0: no more), as an SM
+  // with M_Key protection level 2 leaves it (opensm(8)): an SMP whose
+  // M_Key differs is dropped unanswered; GMPs are not concerned. `node`
+  // "all": every node of the fabric.
+  bool PlantMKey(const std::string& node, std::uint64_t m_key, std::string* error);
   bool PlantLink(const std::string& node, int port, const std::string& width, const std::string& speed,
                  std::string* error);
   bool Clear(const std::string& node, std::string* error);
   // One console line: "tick NODE N", "busy NODE N [ATTR]", "redirect NODE
-  // QP", "ar NODE 1|0", "link NODE PORT [width=W] [speed=S]", "clear NODE".
+  // QP", "ar NODE 1|0", "mkey NODE|all KEY", "link NODE PORT [width=W]
+  // [speed=S]", "clear NODE".
   bool Command(const std::string& line, std::string* error);
 
   // The environment of a client on `sim`: umad2sim, then the preload.
@@ -91,6 +97,7 @@ class HardwareFabric {
     std::uint64_t busy_serial = 0;
     std::uint32_t redirect_qp = 0;
     bool adaptive_routing = false;
+    std::uint64_t m_key = 0;
     std::map<int, std::pair<std::string, std::string>> plants;  // port -> (width, speed)
   };
   Node* Find(const std::string& name, std::string* error);

@@ -7,9 +7,9 @@
 // prints the environment a client needs (export lines for a shell), then
 // "ready", and reads commands from standard input until it ends: "hw tick
 // NODE N", "hw busy NODE N", "hw redirect NODE QP", "hw ar NODE 1|0", "hw
-// link NODE PORT [width=W] [speed=S]", "hw clear NODE" plant on the
-// personalities; any other line goes to ibsim's console (PerformanceSet,
-// Unlink, ...).
+// mkey NODE|all KEY", "hw link NODE PORT [width=W] [speed=S]", "hw clear
+// NODE" plant on the personalities; any other line goes to ibsim's console
+// (PerformanceSet, Unlink, ...).
 // docs/testing.md shows a session.
 
 #include <cstdio>

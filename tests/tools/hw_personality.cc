@@ -18,8 +18,9 @@
 //   AdaptiveRoutingInfo (ibsim does not answer it) with AR planted on or
 //   off, or "unsupported attribute" where the model has none; a PMA
 //   request to a node planted Busy is answered with the Busy status, that
-//   many times; one to QP1 of a node planted `redirect` with the Redirect status and a
-//   ClassPortInfo naming the QP (and one to that QP goes on as to QP1);
+//   many times; an SMP to a node planted `mkey` whose M_Key differs is
+//   dropped (no answer, as M_Key protection does); one to QP1 of a node planted `redirect` with the Redirect status and
+//   a ClassPortInfo naming the QP (and one to that QP goes on as to QP1);
 // - ibsim's answers to requests to a modelled node are rewritten: NodeInfo
 //   (VendorID, DeviceID), PortInfo (capability masks, the widths and
 //   speeds supported and enabled, and what the link runs at, negotiated
@@ -88,6 +89,7 @@ struct Node {
   std::uint32_t redirect_qp = 0;             // planted: its PMA lives on this QP (0: QP1)
   std::uint32_t redirect_qkey = 0;
   bool adaptive_routing = false;    // planted: AR on (the model must have it)
+  std::uint64_t m_key = 0;          // planted: SMPs with another M_Key are dropped (0: none)
   std::map<int, PortPlant> plants;  // port -> planted width/speed
 };
 
@@ -151,6 +153,12 @@ class Personalities {
     if (p.node < 0) return false;
     Node& n = nodes_[static_cast<std::size_t>(p.node)];
     const bool get = (mad[3] & 0x7f) == 0x01;  // Get
+    if ((p.mgmt_class == kSmpLid || p.mgmt_class == kSmpDirected) && n.m_key != 0 &&
+        mad_get_field64(const_cast<std::uint8_t*>(mad), 0, IB_MAD_MKEY_F) != n.m_key) {
+      // M_Key protection (IBTA 14.2.4; opensm's m_key_protection_level 2):
+      // an SMP whose M_Key does not match is dropped, no answer at all.
+      return true;
+    }
     if (p.mgmt_class == kPerformance && n.redirect_qp != 0) {
       // A PMA redirected to another QP (IBTA 13.5.3.3): QP1 names it in a
       // ClassPortInfo with the Redirect status; a request there with the
@@ -347,6 +355,7 @@ class Personalities {
       }
       if (n.contains("tick")) node.tick = n["tick"].get<std::uint8_t>();
       node.adaptive_routing = n.value("adaptive_routing", false);
+      node.m_key = std::strtoull(n.value("m_key", std::string("0")).c_str(), nullptr, 0);
       if (n.contains("redirect")) {
         node.redirect_qp = n["redirect"].value("qp", 0U);
         node.redirect_qkey = n["redirect"].value("qkey", 0U);

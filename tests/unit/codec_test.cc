@@ -354,6 +354,24 @@ TEST(CodecTest, DecodesARedirectAtEachClasssDataOffset) {
   }
 }
 
+// An SMP carries the M_Key at bytes 24-31 (IBTA 14.2.1.1, table 145;
+// libibmad IB_MAD_MKEY_F), LID-routed and directed alike; a GMP has no
+// M_Key and those bytes are its own (PMA: reserved, left 0).
+TEST(CodecTest, SmpsCarryTheMKeyAndGmpsDoNot) {
+  constexpr std::uint64_t kKey = 0x0123456789abcdefULL;
+  for (const MadRequest& r : {NodeInfoQuery(MadAddress::Lid(5)), NodeInfoQuery(MadAddress::Directed({1, 2}))}) {
+    const MadBytes m = EncodeRequest(r, 7, kKey);
+    std::uint64_t key = 0;
+    for (int i = 24; i < 32; ++i) key = key << 8 | m[static_cast<std::size_t>(i)];
+    EXPECT_EQ(key, kKey) << static_cast<int>(r.mgmt_class);
+    EXPECT_EQ(DecodeHeader(m).tid, 7u) << "the TID (bytes 8-15) untouched";
+  }
+  const MadBytes pma = EncodeRequest(PortCountersQuery(5, 1), 7, kKey);
+  for (int i = 24; i < 32; ++i) EXPECT_EQ(pma[static_cast<std::size_t>(i)], 0) << i;
+  const MadBytes plain = EncodeRequest(NodeInfoQuery(MadAddress::Lid(5)), 7);
+  for (int i = 24; i < 32; ++i) EXPECT_EQ(plain[static_cast<std::size_t>(i)], 0) << "no key: 0";
+}
+
 // PortInfo.PartitionEnforcementInbound/Outbound are bits 348 and 349 (byte
 // 43, masks 0x08 and 0x04); SwitchInfo.PartitionEnforcementCap is bytes
 // 14-15 (IBTA 14.2.5.6 and 14.2.5.4; rdma-core libibmad/fields.c).

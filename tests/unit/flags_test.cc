@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include "collectors/registry.h"
 
 namespace ibfabric::exporter {
@@ -69,6 +71,40 @@ TEST(FlagsTest, ErrorsNameTheFlag) {
     EXPECT_NE(r.error.find(needle), std::string::npos) << r.error;
     EXPECT_EQ(r.error.find('\n'), std::string::npos);
   }
+}
+
+// The M_Key: 0x-hex or decimal, by flag or file, one of them; an error
+// never repeats the value (it may be a key with a typo).
+TEST(FlagsTest, MKeyByFlagOrFileNeverEchoed) {
+  auto r = ParseFlags({"--ib.m-key=0x00000000DEADBEEF"});
+  ASSERT_EQ(r.action, Action::kRun) << r.error;
+  EXPECT_EQ(r.config.m_key, 0xdeadbeefULL);
+  r = ParseFlags({"--ib.m-key", "18446744073709551615"});
+  EXPECT_EQ(r.config.m_key, 0xffffffffffffffffULL);
+  for (const char* bad : {"0xSECRETKEY", "123456789012345678901234", "0x", "-5", "12 34"}) {
+    r = ParseFlags({std::string("--ib.m-key=") + bad});
+    EXPECT_EQ(r.action, Action::kError) << bad;
+    EXPECT_EQ(r.error, "invalid value for --ib.m-key: not one 64-bit number (0x-prefixed hex or decimal)");
+  }
+  r = ParseFlags({"--ib.m-key=1", "--ib.m-key-file=/etc/key"});
+  EXPECT_EQ(r.error, "give --ib.m-key or --ib.m-key-file, not both");
+
+  std::uint64_t key = 0;
+  EXPECT_TRUE(ParseMKey("  0xAbC\n", &key));
+  EXPECT_EQ(key, 0xabcULL);
+  const std::string dir = ::testing::TempDir();
+  const std::string good = dir + "/m_key_good", bad = dir + "/m_key_bad";
+  {
+    std::ofstream(good) << "0x5eed0000c0ffee01\n";
+    std::ofstream(bad) << "secret-key-with-a-typo\n";
+  }
+  std::string why;
+  EXPECT_TRUE(LoadMKey(good, &key, &why)) << why;
+  EXPECT_EQ(key, 0x5eed0000c0ffee01ULL);
+  EXPECT_FALSE(LoadMKey(bad, &key, &why));
+  EXPECT_EQ(why, bad + ": does not hold one 64-bit M_Key (0x-prefixed hex or decimal)");
+  EXPECT_FALSE(LoadMKey(dir + "/none", &key, &why));
+  EXPECT_EQ(why, dir + "/none: cannot be read");
 }
 
 TEST(FlagsTest, HostPattern) {
