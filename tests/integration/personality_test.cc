@@ -109,19 +109,27 @@ double RateGbps(const Scrape& s, const std::string& role, const std::string& nod
   return v ? *v * 8 / 1e9 : -1;
 }
 
+// ibsim on `net` attached at cn0001, each node the model `personalities`
+// gives it, the LIDs resolved: a fabric of hardware personalities.
+void StartHardware(const std::string& net, const std::string& personalities, SimFabric** sim, HardwareFabric** hw) {
+  std::string error;
+  SimOptions o;
+  o.attach = "cn0001";
+  *sim = SimFabric::Start(net, o, &error).release();
+  ASSERT_NE(*sim, nullptr) << error;
+  std::vector<PersonalityRule> rules;
+  ASSERT_TRUE(ParsePersonalityFile(personalities, &rules, &error)) << error;
+  *hw = HardwareFabric::Make(net, rules, (*sim)->dir(), &error).release();
+  ASSERT_NE(*hw, nullptr) << error;
+  ASSERT_TRUE((*hw)->ResolveLids(**sim, &error)) << error;
+}
+
 class PersonalityTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
+    StartHardware(kNet, kPersonalities, &sim_, &hw_);
+    if (::testing::Test::HasFatalFailure()) return;
     std::string error;
-    SimOptions o;
-    o.attach = "cn0001";
-    sim_ = SimFabric::Start(kNet, o, &error).release();
-    ASSERT_NE(sim_, nullptr) << error;
-    std::vector<PersonalityRule> rules;
-    ASSERT_TRUE(ParsePersonalityFile(kPersonalities, &rules, &error)) << error;
-    hw_ = HardwareFabric::Make(kNet, rules, sim_->dir(), &error).release();
-    ASSERT_NE(hw_, nullptr) << error;
-    ASSERT_TRUE(hw_->ResolveLids(*sim_, &error)) << error;
     exporter_ = ExporterProcess::Start(*sim_, {"--sweep.interval=1s"}, &error, {}, hw_->PreloadEnv()).release();
     ASSERT_NE(exporter_, nullptr) << error;
   }
@@ -659,16 +667,9 @@ Hca 1 "cn0002"
 class Fdr10Test : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
+    StartHardware(kFdr10Net, "ib-*  switch-ib-2\ncn*  connectx-7\n", &sim_, &hw_);
+    if (::testing::Test::HasFatalFailure()) return;
     std::string error;
-    SimOptions o;
-    o.attach = "cn0001";
-    sim_ = SimFabric::Start(kFdr10Net, o, &error).release();
-    ASSERT_NE(sim_, nullptr) << error;
-    std::vector<PersonalityRule> rules;
-    ASSERT_TRUE(ParsePersonalityFile("ib-*  switch-ib-2\ncn*  connectx-7\n", &rules, &error)) << error;
-    hw_ = HardwareFabric::Make(kFdr10Net, rules, sim_->dir(), &error).release();
-    ASSERT_NE(hw_, nullptr) << error;
-    ASSERT_TRUE(hw_->ResolveLids(*sim_, &error)) << error;
     ASSERT_TRUE(hw_->PlantLink("ib-leaf01", 5, "", "FDR10", &error)) << error;
     ASSERT_TRUE(hw_->PlantLink("ib-leaf01", 6, "", "QDR", &error)) << error;
     exporter_ = ExporterProcess::Start(*sim_, {"--sweep.interval=1s"}, &error, {}, hw_->PreloadEnv()).release();
@@ -735,16 +736,9 @@ class MKeyTest : public ::testing::Test {
   static constexpr std::uint64_t kKey = 0x5eed0000c0ffee01ULL;
   static constexpr const char* kKeyHex = "0x5eed0000c0ffee01";
   static void SetUpTestSuite() {
+    StartHardware(kFdr10Net, "ib-*  quantum-2\ncn*  connectx-7\n", &sim_, &hw_);
+    if (::testing::Test::HasFatalFailure()) return;
     std::string error;
-    SimOptions o;
-    o.attach = "cn0001";
-    sim_ = SimFabric::Start(kFdr10Net, o, &error).release();
-    ASSERT_NE(sim_, nullptr) << error;
-    std::vector<PersonalityRule> rules;
-    ASSERT_TRUE(ParsePersonalityFile("ib-*  quantum-2\ncn*  connectx-7\n", &rules, &error)) << error;
-    hw_ = HardwareFabric::Make(kFdr10Net, rules, sim_->dir(), &error).release();
-    ASSERT_NE(hw_, nullptr) << error;
-    ASSERT_TRUE(hw_->ResolveLids(*sim_, &error)) << error;
     ASSERT_TRUE(hw_->PlantMKey("all", kKey, &error)) << error;
   }
   static void TearDownTestSuite() {
