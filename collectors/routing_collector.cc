@@ -50,7 +50,8 @@ class RoutingCollector final : public Collector {
       retry_.Note(*cycle.fabric, read, [&](const topology::Node& n) { return !tables_->count(n.guid); });
     }
     // Switches that route adaptively: their tables are fallbacks. One that
-    // answered after the walk (asked again) changes the analysis too.
+    // answered after the walk changes the analysis too (the scheduler runs
+    // this again whenever adaptive_routing ran again).
     const auto* ar = cycle.parts->by_collector.Get<topology::AdaptiveSwitches>(kAdaptiveRoutingCollector);
     std::set<std::uint64_t> adaptive = ar ? topology::AdaptiveOn(*ar) : std::set<std::uint64_t>{};
     const bool adaptive_changed = adaptive != adaptive_;
@@ -64,20 +65,7 @@ class RoutingCollector final : public Collector {
       adaptive_ = std::move(adaptive);
       if (cycle.trigger == Trigger::kFullWalk) LogFindings(*cycle.log, analysis_->findings);
     }
-    // An NVIDIA switch whose adaptive routing is not known yet (adaptive_routing
-    // asks it again over the next sweeps): run again, as long as it may
-    // still answer.
-    const bool ar_unknown = ar && std::any_of(tables_->begin(), tables_->end(), [&](const auto& e) {
-                              const topology::Node* n = cycle.fabric->FindNode(e.first);
-                              return n && topology::AsksAdaptiveRouting(*n) && !ar->count(e.first);
-                            });
-    if (cycle.trigger == Trigger::kFullWalk) ar_wait_ = TableRetry::kSweeps;
-    if (!ar_unknown) {
-      ar_wait_ = 0;
-    } else if (cycle.trigger == Trigger::kSweep && ar_wait_ > 0) {
-      --ar_wait_;
-    }
-    out.again = retry_.pending() || analysis_due_.pending() || ar_wait_ > 0;
+    out.again = retry_.pending() || analysis_due_.pending();
     out.ok = health_.Judge(cycle, !read.empty(), read_any);
     return out;
   }
@@ -101,7 +89,6 @@ class RoutingCollector final : public Collector {
   PendingAnalysis analysis_due_;
   std::shared_ptr<const topology::RoutingAnalysis> analysis_;
   std::set<std::uint64_t> adaptive_;  // the switches with AR on that analysis_ knew of
-  int ar_wait_ = 0;                   // sweeps left to wait for an AR answer still missing
 };
 
 }  // namespace

@@ -6,6 +6,8 @@
 #include <condition_variable>
 #include <mutex>
 #include <ostream>
+#include <set>
+#include <string_view>
 
 #include "collectors/metrics.h"
 #include "collectors/xmit_wait_tick_collector.h"
@@ -213,8 +215,16 @@ void Poller::RunDiscoveryCollectors(const FabricTracker::Walked& walked) {
 void Poller::RunPending() {
   const transport::KindCounts before = engine_.stats().kinds;
   const collectors::Cycle cycle = MakeCycle(collectors::Trigger::kSweep);
+  // Those that asked, and those that read the part of one that ran here
+  // (it may have changed: a table that answered late).
+  std::set<std::string_view> ran;
   for (Entry& e : collectors_) {
-    if (e.collector->schedule() == collectors::Schedule::kDiscovery && e.again) RunCollector(e, cycle);
+    if (e.collector->schedule() != collectors::Schedule::kDiscovery) continue;
+    const bool reads_fresh =
+        std::any_of(e.info->reads.begin(), e.info->reads.end(), [&](std::string_view r) { return ran.count(r) > 0; });
+    if (!e.again && !reads_fresh) continue;
+    RunCollector(e, cycle);
+    ran.insert(e.info->name);
   }
   CountMads("rewalk", before);
   rewalked_ = false;

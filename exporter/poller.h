@@ -88,7 +88,9 @@ class Poller {
   // The kDiscovery collectors after a walk (all, with the nodes to read).
   void RunDiscoveryCollectors(const FabricTracker::Walked& walked);
   // The kDiscovery collectors that asked to run again (tables that did not
-  // answer, analyses a re-walk put off); their MADs count as re-walks'.
+  // answer, analyses a re-walk put off), and those that read the part of
+  // one that ran (collectors/registry.h `reads`); their MADs count as
+  // re-walks'.
   void RunPending();
   // The kSweep collectors over `sweep`.
   void RunSweepCollectors(collectors::Trigger trigger, const collectors::SweepResult& sweep, double batch_seconds);
