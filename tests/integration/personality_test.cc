@@ -109,45 +109,48 @@ double RateGbps(const Scrape& s, const std::string& role, const std::string& nod
   return v ? *v * 8 / 1e9 : -1;
 }
 
-// ibsim on `net` attached at cn0001, each node the model `personalities`
-// gives it, the LIDs resolved: a fabric of hardware personalities.
-void StartHardware(const std::string& net, const std::string& personalities, SimFabric** sim, HardwareFabric** hw) {
-  std::string error;
-  SimOptions o;
-  o.attach = "cn0001";
-  *sim = SimFabric::Start(net, o, &error).release();
-  ASSERT_NE(*sim, nullptr) << error;
-  std::vector<PersonalityRule> rules;
-  ASSERT_TRUE(ParsePersonalityFile(personalities, &rules, &error)) << error;
-  *hw = HardwareFabric::Make(net, rules, (*sim)->dir(), &error).release();
-  ASSERT_NE(*hw, nullptr) << error;
-  ASSERT_TRUE((*hw)->ResolveLids(**sim, &error)) << error;
-}
-
-class PersonalityTest : public ::testing::Test {
+// A suite on a fabric of hardware personalities of its own, shared by its
+// tests: ibsim, the models, and the suite's exporter if it starts one.
+template <typename Suite>
+class HardwareSuite : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    StartHardware(kNet, kPersonalities, &sim_, &hw_);
-    if (::testing::Test::HasFatalFailure()) return;
+  // ibsim on `net` attached at cn0001, each node the model `personalities`
+  // gives it, the LIDs resolved.
+  static void StartHardware(const std::string& net, const std::string& personalities) {
     std::string error;
-    exporter_ = ExporterProcess::Start(*sim_, {"--sweep.interval=1s"}, &error, {}, hw_->PreloadEnv()).release();
-    ASSERT_NE(exporter_, nullptr) << error;
+    SimOptions o;
+    o.attach = "cn0001";
+    sim_ = SimFabric::Start(net, o, &error).release();
+    ASSERT_NE(sim_, nullptr) << error;
+    std::vector<PersonalityRule> rules;
+    ASSERT_TRUE(ParsePersonalityFile(personalities, &rules, &error)) << error;
+    hw_ = HardwareFabric::Make(net, rules, sim_->dir(), &error).release();
+    ASSERT_NE(hw_, nullptr) << error;
+    ASSERT_TRUE(hw_->ResolveLids(*sim_, &error)) << error;
   }
   static void TearDownTestSuite() {
     delete exporter_;
     delete hw_;
     delete sim_;
   }
+  static inline SimFabric* sim_ = nullptr;
+  static inline HardwareFabric* hw_ = nullptr;
+  static inline ExporterProcess* exporter_ = nullptr;
+};
+
+class PersonalityTest : public HardwareSuite<PersonalityTest> {
+ protected:
+  static void SetUpTestSuite() {
+    StartHardware(kNet, kPersonalities);
+    if (::testing::Test::HasFatalFailure()) return;
+    std::string error;
+    exporter_ = ExporterProcess::Start(*sim_, {"--sweep.interval=1s"}, &error, {}, hw_->PreloadEnv()).release();
+    ASSERT_NE(exporter_, nullptr) << error;
+  }
   static double Gbps(const Scrape& s, const std::string& role, const std::string& node, int port) {
     return RateGbps(s, role, node, port);
   }
-  static SimFabric* sim_;
-  static HardwareFabric* hw_;
-  static ExporterProcess* exporter_;
 };
-SimFabric* PersonalityTest::sim_ = nullptr;
-HardwareFabric* PersonalityTest::hw_ = nullptr;
-ExporterProcess* PersonalityTest::exporter_ = nullptr;
 
 TEST_F(PersonalityTest, EachPortReportsTheRateItsTwoDevicesRun) {
   const auto s = exporter_->WaitForSweeps(2, seconds(60));
@@ -664,10 +667,10 @@ Hca 1 "cn0002"
 [1] "ib-leaf01"[2]
 )";
 
-class Fdr10Test : public ::testing::Test {
+class Fdr10Test : public HardwareSuite<Fdr10Test> {
  protected:
   static void SetUpTestSuite() {
-    StartHardware(kFdr10Net, "ib-*  switch-ib-2\ncn*  connectx-7\n", &sim_, &hw_);
+    StartHardware(kFdr10Net, "ib-*  switch-ib-2\ncn*  connectx-7\n");
     if (::testing::Test::HasFatalFailure()) return;
     std::string error;
     ASSERT_TRUE(hw_->PlantLink("ib-leaf01", 5, "", "FDR10", &error)) << error;
@@ -675,18 +678,7 @@ class Fdr10Test : public ::testing::Test {
     exporter_ = ExporterProcess::Start(*sim_, {"--sweep.interval=1s"}, &error, {}, hw_->PreloadEnv()).release();
     ASSERT_NE(exporter_, nullptr) << error;
   }
-  static void TearDownTestSuite() {
-    delete exporter_;
-    delete hw_;
-    delete sim_;
-  }
-  static SimFabric* sim_;
-  static HardwareFabric* hw_;
-  static ExporterProcess* exporter_;
 };
-SimFabric* Fdr10Test::sim_ = nullptr;
-HardwareFabric* Fdr10Test::hw_ = nullptr;
-ExporterProcess* Fdr10Test::exporter_ = nullptr;
 
 TEST_F(Fdr10Test, AnFdr10CableIsToldFromAQdrOneAtBothEndsAndStaysSo) {
   const auto s = exporter_->WaitForSweeps(4, seconds(60));
@@ -731,25 +723,17 @@ TEST_F(Fdr10Test, AnFdr10CableIsToldFromAQdrOneAtBothEndsAndStaysSo) {
 // M_Key protection leaves it. Two Quantum-2 switches and two ConnectX-7
 // hosts. infiniband-diags see it too: smpquery without the key times out,
 // with -y it answers.
-class MKeyTest : public ::testing::Test {
+class MKeyTest : public HardwareSuite<MKeyTest> {
  protected:
   static constexpr std::uint64_t kKey = 0x5eed0000c0ffee01ULL;
   static constexpr const char* kKeyHex = "0x5eed0000c0ffee01";
   static void SetUpTestSuite() {
-    StartHardware(kFdr10Net, "ib-*  quantum-2\ncn*  connectx-7\n", &sim_, &hw_);
+    StartHardware(kFdr10Net, "ib-*  quantum-2\ncn*  connectx-7\n");
     if (::testing::Test::HasFatalFailure()) return;
     std::string error;
     ASSERT_TRUE(hw_->PlantMKey("all", kKey, &error)) << error;
   }
-  static void TearDownTestSuite() {
-    delete hw_;
-    delete sim_;
-  }
-  static SimFabric* sim_;
-  static HardwareFabric* hw_;
 };
-SimFabric* MKeyTest::sim_ = nullptr;
-HardwareFabric* MKeyTest::hw_ = nullptr;
 
 TEST_F(MKeyTest, WithTheKeyFromAFileEverythingIsReadAndTheKeyIsNowhere) {
   const Env env = hw_->ClientEnv(*sim_);
