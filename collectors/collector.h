@@ -102,6 +102,10 @@ struct Cycle {
   // the local port's link was read down or nothing answered at all. Cut
   // off, what does not answer says nothing about the fabric.
   bool reaches_fabric = true;
+  // Whether the fabric drops this exporter's SMPs while answering its GMPs
+  // (M_Key protection without the right key): an SMP that goes unanswered
+  // then says nothing about the node.
+  bool smps_blocked = false;
   std::chrono::steady_clock::time_point now{};
   std::chrono::system_clock::time_point wall{};
   // The parts published so far, this cycle's by the collectors before

@@ -209,6 +209,22 @@ void RenderNodes(const Snapshot& s, const Emit& out) {
           "Full walks that missed answers and were merged into the last fabric", MetricType::Counter,
           static_cast<double>(s.incomplete_discoveries));
 
+  if (s.traps_delivering) {
+    EmitOne(out, "infiniband_exporter_traps_delivering",
+            "0 when the SA accepted the trap subscription but link changes the sweeps found came with no Report "
+            "(no shared P_Key with the sources, or the SM does not forward them); 1 once Reports arrive",
+            MetricType::Gauge, *s.traps_delivering ? 1 : 0);
+  }
+  EmitOne(out, "infiniband_exporter_smps_blocked",
+          "1 when the fabric drops this exporter's SMPs while answering its GMPs: M_Key protection without the "
+          "right key (docs/security.md#m_key); the fabric is then not walked",
+          MetricType::Gauge, s.smps_blocked ? 1 : 0);
+  EmitOne(out, "infiniband_exporter_smps_blocked_lids",
+          "LIDs seen dropping this exporter's SMPs while answering its GMPs (0 unless smps_blocked)", MetricType::Gauge,
+          static_cast<double>(s.smp_blocked_lids));
+  EmitOne(out, "infiniband_exporter_mkey_given", "1 when an M_Key was given (--ib.m-key-file, --ib.m-key)",
+          MetricType::Gauge, s.m_key_given ? 1 : 0);
+
   EmitOne(out, "infiniband_exporter_port_resets_total",
           "Ports whose counters the exporter cleared (--counters.clear-threshold)", MetricType::Counter,
           static_cast<double>(s.counter_clears));

@@ -9,6 +9,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -180,13 +181,22 @@ struct Snapshot {
   // Cumulative MADs by phase ("discovery": full walks, "rewalk", "sweep",
   // "trap": re-reads of the ports traps named), by kind.
   std::map<std::string, transport::KindCounts> phase_mads;
-  std::map<std::uint16_t, std::uint64_t> traps;          // trap number -> Reports received
-  std::map<std::uint16_t, bool> trap_subscriptions;      // trap number -> the SA accepted it
+  std::map<std::uint16_t, std::uint64_t> traps;      // trap number -> Reports received
+  std::map<std::uint16_t, bool> trap_subscriptions;  // trap number -> the SA accepted it
+  // Whether the accepted subscription brings Reports (nullopt: not known
+  // yet; exporter/trap_subscription.h).
+  std::optional<bool> traps_delivering;
   std::uint64_t lid_moves = 0;                           // nodes found answering under another LID
   std::chrono::system_clock::time_point last_success{};  // end of the last good sweep
   std::chrono::system_clock::time_point published{};
   std::size_t discovery_unanswered = 0;      // what the last full walk got no answer to (merged from the one before)
   std::uint64_t incomplete_discoveries = 0;  // full walks that missed answers
+  // The fabric drops this exporter's SMPs while answering its GMPs (M_Key
+  // protection without the right key; exporter/smp_watch.h), at how many
+  // LIDs, and whether a key was given (never which).
+  bool smps_blocked = false;
+  std::size_t smp_blocked_lids = 0;
+  bool m_key_given = false;
   // HTTP replies with a status of 400 or more since start, by status (as of
   // this publication; exporter/http_stats.h).
   std::map<int, std::uint64_t> http_errors;

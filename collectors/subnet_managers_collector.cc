@@ -23,6 +23,16 @@ class SubnetManagersCollector final : public Collector {
 
   Outcome Update(const Cycle& cycle) override {
     if (cycle.trigger != Trigger::kSweep || !cycle.scope.reports_topology()) return {};
+    // SMInfo is an SMP: where the fabric drops them (M_Key), no answer
+    // says no SM. What was judged is withheld until they answer again.
+    if (cycle.smps_blocked) {
+      if (report_ && !report_->conditions.empty()) {
+        SmReport withheld = *report_;
+        withheld.conditions.clear();
+        report_ = std::make_shared<const SmReport>(std::move(withheld));
+      }
+      return {};
+    }
     ++updates_;
     // SMs the last walk did not see (started since) are named by the local
     // port's MasterSMLID (a new master) and by the master's SA, asked for

@@ -1,8 +1,10 @@
 #include "exporter/fabric_tracker.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "collectors/health/counter_store.h"
+#include "topology/access.h"
 #include "topology/merge.h"
 
 namespace ibfabric::exporter {
@@ -24,7 +26,9 @@ FabricTracker::FabricTracker(transport::MadEngine& engine, TrackerOptions option
       nodes_(std::move(nodes)),
       remembered_(std::move(remembered)),
       schedule_(options_.discovery_interval, options_.sweep_interval, options_.sweep_rotation),
-      traps_(engine, log, options_.sweep_rotation) {
+      traps_(engine, log, options_.sweep_rotation),
+      smp_watch_(static_cast<std::uint64_t>(options_.sweep_rotation /
+                                            std::max(options_.sweep_interval, std::chrono::milliseconds(1)))) {
   UpdateReadPorts();
 }
 
@@ -37,7 +41,9 @@ void FabricTracker::UpdateReadPorts() {
 
 // --- walks ---------------------------------------------------------------
 
-bool FabricTracker::WalkDue(std::chrono::steady_clock::time_point now) const { return schedule_.Due(now); }
+bool FabricTracker::WalkDue(std::chrono::steady_clock::time_point now) const {
+  return !smp_watch_.diagnosed() && schedule_.Due(now);
+}
 
 FabricTracker::Walked FabricTracker::Walk(std::chrono::steady_clock::time_point now) {
   topology::DiscoverOptions discover_options;
@@ -52,6 +58,7 @@ FabricTracker::Walked FabricTracker::Walk(std::chrono::steady_clock::time_point 
   // Loss is not multiplied into walks: after a walk that missed answers the
   // next forced one waits, longer each time.
   schedule_.Walked(now, r.ok, !r.unanswered.empty());
+  if (!r.ok || !r.unanswered.behind.empty()) ProbeMissed(r);
   if (!r.ok) {
     log_.Error("discovery failed; keeping the previous fabric");
     return w;
@@ -59,7 +66,11 @@ FabricTracker::Walked FabricTracker::Walk(std::chrono::steady_clock::time_point 
   local_guid_ = r.local_node_guid;
   local_port_ = r.local_port;
   unanswered_ = r.unanswered.size();
-  topology::MergeResult merged = topology::MergeWalk(*fabric_, r, &misses_);
+  // While LIDs are seen dropping SMPs and answering GMPs (suspected or
+  // diagnosed M_Key), a node the walk missed is kept however many walks
+  // miss it: what drops SMPs is still there.
+  topology::MergeResult merged =
+      topology::MergeWalk(*fabric_, r, &misses_, smp_watch_.blocked().empty() ? 3 : std::numeric_limits<int>::max());
   if (!r.unanswered.empty()) {
     ++incomplete_walks_;
     log_.Warn("discovery missed answers; merged into the last fabric",
@@ -82,7 +93,7 @@ FabricTracker::Walked FabricTracker::Walk(std::chrono::steady_clock::time_point 
 }
 
 std::optional<FabricTracker::Walked> FabricTracker::Rewalk(const std::vector<topology::PortChange>& changes) {
-  if (changes.empty()) return std::nullopt;
+  if (changes.empty() || smp_watch_.diagnosed()) return std::nullopt;
   if (options_.scope.kind == topology::ScopeKind::kLocal) {
     // A walk of the local node's neighbours is a handful of SMPs, and a
     // re-walk would not stop at one hop.
@@ -163,11 +174,80 @@ void FabricTracker::Retry(const std::vector<topology::PortChange>& changes,
   }
 }
 
+// --- SMPs dropped where GMPs answer -------------------------------------
+
+std::uint16_t FabricTracker::LocalLid() const {
+  const topology::Port* local = fabric_->FindPort({local_guid_, local_port_});
+  return local && local->lid != 0 ? local->lid : options_.local_lid;
+}
+
+bool FabricTracker::ProbeDue() const { return smp_watch_.ProbeDue(sweeps_); }
+
+void FabricTracker::ProbeSmps() { ProbeAccess(smp_watch_.Probe(sweeps_)); }
+
+void FabricTracker::ProbeAccess(const std::vector<std::uint16_t>& lids) {
+  SmpWatch::Evidence e;
+  e.probe = true;
+  for (const topology::Access& a : topology::ProbeAccess(engine_, lids)) {
+    if (a.SmpsDropped()) {
+      e.dropping.insert(a.lid);
+    } else if (topology::Access::Answered(a.smp)) {
+      e.answering.insert(a.lid);
+    }
+  }
+  Judge(e);
+}
+
+void FabricTracker::ProbeMissed(const topology::DiscoveryResult& r) {
+  if (smp_watch_.diagnosed()) return;
+  std::vector<std::uint16_t> lids;
+  if (!r.ok) {
+    lids = {LocalLid(), master_sm_lid_ != 0 ? master_sm_lid_ : options_.sm_lid};
+  } else {
+    for (const topology::PortRef& ref : r.unanswered.behind) {
+      const topology::Port* p = fabric_->FindPort(ref);
+      const topology::Node* far = p && p->remote ? fabric_->FindNode(p->remote->node_guid) : nullptr;
+      const topology::Port* far_port = far ? far->FindPort(p->remote->port) : nullptr;
+      const std::uint16_t lid = far_port && far_port->lid != 0 ? far_port->lid : far ? far->lid : 0;
+      if (lid != 0 && lids.size() < SmpWatch::kProbeLids) lids.push_back(lid);
+    }
+    const topology::Port* local = r.fabric.FindPort({r.local_node_guid, r.local_port});
+    if (local && local->sm_lid != local->lid) lids.push_back(local->sm_lid);
+  }
+  ProbeAccess(lids);
+}
+
+void FabricTracker::Judge(SmpWatch::Evidence e) {
+  const std::uint16_t sm = master_sm_lid_ != 0 ? master_sm_lid_ : options_.sm_lid;
+  e.sure = e.dropping.count(LocalLid()) > 0 || (sm != 0 && e.dropping.count(sm) > 0);
+  const std::size_t lids = std::max(e.dropping.size(), smp_watch_.blocked().size());
+  switch (smp_watch_.Observe(e, sweeps_)) {
+    case SmpWatch::Change::kNone: break;
+    case SmpWatch::Change::kDiagnosed: {
+      const std::string key = engine_.options().m_key != 0 ? "the M_Key given does not match the SM's"
+                                                           : "no M_Key was given (--ib.m-key-file=FILE)";
+      log_.Error(
+          "SMPs go unanswered while GMPs to the same nodes answer: the fabric looks M_Key-protected; "
+          "not walking it or sending SMPs but as probes until they answer (docs/security.md#m_key)",
+          "lids=" + std::to_string(lids) + " sweeps=" + std::to_string(sweeps_) + " key=\"" + key + "\"");
+      break;
+    }
+    case SmpWatch::Change::kCleared:
+      log_.Info("SMPs answer again; walking the fabric");
+      schedule_.Force();
+      break;
+    case SmpWatch::Change::kLost:
+      log_.Warn("the LIDs that dropped SMPs answer nothing now, GMPs neither; walking the fabric");
+      schedule_.Force();
+      break;
+  }
+}
+
 // --- sweeps --------------------------------------------------------------
 
 std::optional<collectors::LinkTarget> FabricTracker::LocalTarget() const {
   const topology::Port* local = fabric_ ? fabric_->FindPort({local_guid_, local_port_}) : nullptr;
-  if (local == nullptr || local->lid == 0) return std::nullopt;
+  if (local == nullptr || local->lid == 0 || !smp_watch_.Sends(local->lid)) return std::nullopt;
   const topology::Node* node = fabric_->FindNode(local_guid_);
   return collectors::LinkTarget{
       {local_guid_, local_port_}, local->lid, node && node->ext_speeds2, local->mlnx, /*local=*/true};
@@ -186,6 +266,8 @@ FabricTracker::SweepReads FabricTracker::PlanSweep(const collectors::Snapshot& p
   auto all_checks = collectors::LidChecks(owners_, read_links_);
   out.checks = check_all_lids_ ? std::move(all_checks) : collectors::RotationSlice(all_checks, sweeps_, rounds);
   check_all_lids_ = false;
+  std::erase_if(out.links, [this](const auto& t) { return !smp_watch_.Sends(t.lid); });
+  std::erase_if(out.checks, [this](const auto& c) { return !smp_watch_.Sends(c.lid); });
   return out;
 }
 
@@ -234,6 +316,20 @@ FabricTracker::News FabricTracker::Observe(const collectors::PortTable& before, 
       std::any_of(sweep->readings.begin(), sweep->readings.end(),
                   [&](const collectors::PortReading& r) { return r.sample && other(r.target.port); });
   reaches_fabric_ = local_link_up_ && answered;
+  // SMPs timed out where the PMA of the same LID answered.
+  std::set<std::uint16_t> gmps;
+  for (const auto& r : sweep->readings) {
+    if (topology::Access::Answered(r.outcome)) gmps.insert(r.target.lid);
+  }
+  SmpWatch::Evidence evidence;
+  for (const auto& [lid, smp] : sweep->smps) {
+    if (smp == collectors::SmpOutcome::kAnswered) {
+      evidence.answering.insert(lid);
+    } else if (smp == collectors::SmpOutcome::kTimedOut && gmps.count(lid)) {
+      evidence.dropping.insert(lid);
+    }
+  }
+  Judge(evidence);
   News news;
   const std::size_t ld = collectors::Index(collectors::Counter::kLinkDowned);
   for (const auto& r : sweep->readings) {
@@ -292,6 +388,8 @@ std::vector<topology::PortChange> FabricTracker::EndSweep(const collectors::Swee
 
 std::vector<topology::PortChange> FabricTracker::ChangesOf(const collectors::SweepResult& sweep, const News& news) {
   const auto changed = collectors::CompareLinks(*fabric_, sweep.links);
+  // Each is a trap 128 at its switch that no Report brought (traps are re-read before the sweep).
+  traps_.Observed(changed.came_up + changed.went_down + changed.activated, sweeps_);
   std::map<topology::PortRef, topology::PortChange> changes;
   for (const auto& [ref, port] : changed.ports) changes[ref] = {ref, port, "port state changed"};
   // A flap that is over (up again at the same rate) may have brought
@@ -448,9 +546,13 @@ void FabricTracker::Publish(collectors::Snapshot* s) const {
   s->rewalks = rewalks_;
   s->traps = traps_.traps();
   s->trap_subscriptions = traps_.subscriptions();
+  s->traps_delivering = traps_.delivering();
   s->lid_moves = lid_moves_;
   s->discovery_unanswered = unanswered_;
   s->incomplete_discoveries = incomplete_walks_;
+  s->smps_blocked = smp_watch_.diagnosed();
+  s->smp_blocked_lids = smp_watch_.diagnosed() ? smp_watch_.blocked().size() : 0;
+  s->m_key_given = engine_.options().m_key != 0;
 }
 
 }  // namespace ibfabric::exporter

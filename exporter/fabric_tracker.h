@@ -32,6 +32,16 @@
 // did not answer keeps the link and asks again over the next sweeps
 // (1, 2, 4, ... sweeps apart, five times); a port that stopped answering is
 // re-walked for that at most once in ten sweeps, then ever less often.
+//
+// SMPs dropped where GMPs answer (M_Key protection without the right key,
+// exporter/smp_watch.h): a walk that missed answers probes the nodes it
+// missed (and the local node, the SM) with one SMP and one GMP each, and
+// every sweep compares its SMPs with its PMA reads to the same LIDs. Once
+// that is the diagnosis (a probe of the same LIDs in a later sweep
+// confirms it; said once in the log, published): no walk, no
+// re-walk, the last fabric kept whole, SMPs only to LIDs that answer them
+// and a probe of the others now and then; when they answer again, the
+// next cycle walks everything.
 
 #include <chrono>
 #include <cstdint>
@@ -47,6 +57,7 @@
 #include "collectors/reads/sweep.h"
 #include "collectors/snapshot.h"
 #include "exporter/rewalk_holds.h"
+#include "exporter/smp_watch.h"
 #include "exporter/trap_subscription.h"
 #include "exporter/walk_schedule.h"
 #include "topology/discovery.h"
@@ -65,6 +76,10 @@ struct TrackerOptions {
   bool subscribe_traps = true;  // InformInfo to the SA for traps 64, 65, 128, 144
   topology::NodeNameMap names;  // applied to every discovered fabric
   topology::Scope scope;        // which ports are read (topology/scope.h)
+  // The local port's LID and its SM's as the kernel knew them at start
+  // (sysfs): whom to probe when not even the local node answers an SMP.
+  std::uint16_t local_lid = 0;
+  std::uint16_t sm_lid = 0;
 };
 
 // Ownership: borrows engine and log; they outlive the tracker.
@@ -85,11 +100,13 @@ class FabricTracker {
   };
 
   // Whether the next cycle walks everything: on schedule, or forced (and
-  // the wait after walks that missed answers is over).
+  // the wait after walks that missed answers is over). Never while SMPs
+  // are dropped (smps_blocked): then probes.
   bool WalkDue(std::chrono::steady_clock::time_point now) const;
   // A full walk, merged into the last fabric where answers were lost. When
   // not even the local port answers (!ok), the last fabric is kept and the
-  // next cycle walks again.
+  // next cycle walks again. A walk that missed answers probes what it
+  // missed (the SMPs dropped where GMPs answer).
   Walked Walk(std::chrono::steady_clock::time_point now);
   // Re-walks what is behind `changes`. nullopt when nothing was walked:
   // no changes, or a full walk is the better deal (local scope, too many at
@@ -162,6 +179,16 @@ class FabricTracker {
   // every MAD: from here one cannot tell which). Cut off, what does not
   // answer says nothing about the nodes.
   bool reaches_fabric() const { return reaches_fabric_; }
+  // Whether the fabric drops this exporter's SMPs while answering its GMPs
+  // (the diagnosis), and whether any LID was seen doing so (gathering
+  // evidence, or diagnosed): then the local port is not down.
+  bool smps_blocked() const { return smp_watch_.diagnosed(); }
+  // Whether the LIDs seen dropping SMPs are due a probe (one SMP and one
+  // GMP each): to check the first evidence, and now and then while
+  // diagnosed; when they answer SMPs again, the next cycle walks.
+  bool ProbeDue() const;
+  void ProbeSmps();
+  bool smps_dropped() const { return !smp_watch_.blocked().empty(); }
   const std::map<std::uint64_t, collectors::NodeLabel>& nodes() const { return nodes_; }
   // A node's name as last seen, else its GUID; a port as "name[port]".
   std::string NameOf(std::uint64_t guid) const;
@@ -186,6 +213,17 @@ class FabricTracker {
   std::set<topology::PortRef> Watched(const collectors::Snapshot& parts) const;
   // The switch end of the cable at `port` (itself when it is a switch port).
   std::optional<topology::PortRef> SwitchEnd(const topology::PortRef& port) const;
+  // The local port's LID: the fabric's, else as the kernel said at start.
+  std::uint16_t LocalLid() const;
+  // One SMP and one GMP to each of `lids`, judged by the SmpWatch.
+  void ProbeAccess(const std::vector<std::uint16_t>& lids);
+  // Takes in evidence (marked sure where the local port's LID or the master
+  // SM's drops): says a diagnosis once; one that ends walks.
+  void Judge(SmpWatch::Evidence e);
+  // After a walk that missed answers: probes the local node (it did not
+  // answer), or the far ends the last fabric knows behind the ports that
+  // got no answer, and the master SM.
+  void ProbeMissed(const topology::DiscoveryResult& r);
   // The switch ports to re-walk after a sweep: changed state, width or
   // speed; a flap that is over; a port that stopped answering; retries due.
   std::vector<topology::PortChange> ChangesOf(const collectors::SweepResult& sweep, const News& news);
@@ -234,6 +272,8 @@ class FabricTracker {
 
   // Traps: the subscription and the Reports counted.
   TrapSubscription traps_;
+  // SMPs dropped where GMPs answer.
+  SmpWatch smp_watch_;
 };
 
 }  // namespace ibfabric::exporter

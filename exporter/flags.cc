@@ -112,6 +112,10 @@ const std::map<std::string, Flag>& Flags() {
         {"ib.port",
          {"Port of the device to use (default: its first active port).", "N",
           [](Config& c, const std::string& v) { return Int(&c.ca_port, v, 1, 254); }}},
+        {"ib.pkey-index",
+         {"P_Key index the GMPs (PMA reads, SA requests) leave on (infiniband-diags' --pkey-idx; default: "
+          "the index of the full-member default P_Key 0xffff in the port's P_Key table).",
+          "N", [](Config& c, const std::string& v) { return Int(&c.pkey_index, v, 0, 65535); }}},
         {"ib.m-key",
          {"M_Key to put in every SMP where the subnet manager protects ports with one (infiniband-diags' "
           "-y); prefer --ib.m-key-file, which keeps it out of process listings.",

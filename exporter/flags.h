@@ -35,6 +35,7 @@ struct Config {
   std::optional<std::uint64_t> m_key;
   std::string m_key_file;
   int ca_port = 0;             // 0: first active port
+  int pkey_index = -1;         // -1: the full-member default P_Key's (transport/umad_port.h)
   std::string node_name_map;   // infiniband-diags node-name map file; empty: none
   std::string topology_plan;   // cabling plan (ibnetdiscover output, JSON or YAML); empty: none
   std::string host_pattern;    // how CA descriptions name host and device (topology/hosts.h); empty: rdma-ndd's

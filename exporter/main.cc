@@ -3,10 +3,13 @@
 
 #include <malloc.h>
 #include <pthread.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <iostream>
 #include <string>
@@ -47,8 +50,10 @@ struct Files {
   std::uint64_t m_key = 0;  // --ib.m-key or its file; 0: none
 };
 
-// False with "invalid --FLAG: FILE:LINE: reason" for the first bad file.
-bool LoadFiles(const Config& cfg, Files* files, std::string* error) {
+// False with "invalid --FLAG: FILE:LINE: reason" for the first bad file;
+// `m_key_source` names where the M_Key file came from (its flag, or the
+// credentials directory).
+bool LoadFiles(const Config& cfg, const std::string& m_key_source, Files* files, std::string* error) {
   std::string bad_flag;
   std::string why;
   const auto load = [&](const std::string& path, const char* flag, auto&& loader, auto* out) {
@@ -58,7 +63,7 @@ bool LoadFiles(const Config& cfg, Files* files, std::string* error) {
   topology::PartitionPlan partitions;
   topology::CablingPlan cabling;
   files->m_key = cfg.m_key.value_or(0);
-  load(cfg.m_key_file, "--ib.m-key-file", LoadMKey, &files->m_key);
+  load(cfg.m_key_file, m_key_source.c_str(), LoadMKey, &files->m_key);
   load(cfg.node_name_map, "--ib.node-name-map", topology::LoadNodeNameMap, &files->names);
   load(cfg.alerts_config, "--alerts.config", LoadAlertConfig, &files->alerts);
   load(cfg.partition_plan, "--partitions.plan", topology::LoadPartitionPlan, &partitions);
@@ -75,6 +80,18 @@ bool LoadFiles(const Config& cfg, Files* files, std::string* error) {
     topology::ParseHostPattern(cfg.host_pattern, &*files->host_pattern, &why);  // the flag checked it
   }
   return true;
+}
+
+// Where no flag gives an M_Key: the file `m_key` in $CREDENTIALS_DIRECTORY
+// when there is one (systemd's LoadCredential=m_key:FILE; the DaemonSet
+// mounts its optional Secret there). None there: no key. Returns where
+// the M_Key file comes from, for errors about it.
+std::string MKeyFromCredentials(Config* cfg) {
+  const char* dir = std::getenv("CREDENTIALS_DIRECTORY");
+  if (cfg->m_key || !cfg->m_key_file.empty() || dir == nullptr || *dir == '\0') return "--ib.m-key-file";
+  const std::string path = std::string(dir) + "/m_key";
+  if (access(path.c_str(), F_OK) == 0) cfg->m_key_file = path;
+  return "M_Key credential ($CREDENTIALS_DIRECTORY/m_key)";
 }
 
 transport::EngineOptions EngineOptionsFrom(const Config& cfg, const Files& files) {
@@ -164,10 +181,32 @@ std::unique_ptr<transport::UmadPort> OpenPort(const Config& cfg, std::string* er
   transport::UmadPortOptions o;
   o.ca_name = cfg.ca_name;
   o.port = cfg.ca_port;
+  o.pkey_index = cfg.pkey_index;
   // The engine's timeouts adapt up to --mad.timeout-max; the kernel must not
   // hand a send back as timed out before that.
   o.kernel_timeout_ms = static_cast<int>(cfg.mad_timeout_max.count());
   return transport::UmadPort::Open(o, error);
+}
+
+std::string Hex16(std::uint16_t v) {
+  char s[8];
+  std::snprintf(s, sizeof s, "0x%04x", v);
+  return s;
+}
+
+// What GMPs on `pkey` (not the full-member default P_Key) cannot reach.
+std::string PKeyWarning(std::uint16_t pkey) {
+  if ((pkey & 0x7fff) == 0x7fff) {
+    return "GMPs leave on the limited default P_Key: the PMAs of other limited members (hosts, where the SM makes "
+           "them limited) will not answer, each such read raises a Bad P_Key trap at the SM, and traps from them "
+           "do not reach this exporter; switches and full members are read. Make this port a full member "
+           "(opensm partitions.conf: Default=0x7fff : ALL=limited, <this port's GUID>=full;) or give "
+           "--ib.pkey-index of a full entry";
+  }
+  return std::string(
+             "GMPs leave on a P_Key of another partition than the default: nodes outside it will not "
+             "answer") +
+         ((pkey & 0x8000) ? "" : ", nor its other limited members") + "; give --ib.pkey-index of the entry 0xffff";
 }
 
 // The counter totals a re-exec handed over (none on a normal start).
@@ -235,13 +274,14 @@ int Main(int argc, char** argv) {
     case ParsedFlags::Action::kError: std::cerr << "ibfabric_exporter: " << flags.error << "\n"; return 2;
     case ParsedFlags::Action::kRun: break;
   }
-  const Config& cfg = flags.config;
+  Config cfg = flags.config;
+  const std::string m_key_source = MKeyFromCredentials(&cfg);
   collectors::Logger log(collectors::Logger::LevelFrom(cfg.log_level));
   // Every configuration file is read before anything starts: a bad one is
   // one line naming the flag, the file and the line, and exit status 2.
   Files files;
   std::string error;
-  if (!LoadFiles(cfg, &files, &error)) {
+  if (!LoadFiles(cfg, m_key_source, &files, &error)) {
     std::cerr << "ibfabric_exporter: " << error << "\n";
     return 2;
   }
@@ -255,7 +295,10 @@ int Main(int argc, char** argv) {
   }
   const auto& local = port->local();
   log.Info("opened InfiniBand port", "ca=" + local.ca_name + " port=" + std::to_string(local.port) +
-                                         " lid=" + std::to_string(local.lid) + " state=" + std::to_string(local.state));
+                                         " lid=" + std::to_string(local.lid) + " state=" + std::to_string(local.state) +
+                                         " pkey_index=" + std::to_string(local.pkey_index) +
+                                         " pkey=" + Hex16(local.pkey));
+  if (local.pkey != 0 && local.pkey != 0xffff) log.Warn(PKeyWarning(local.pkey), "pkey=" + Hex16(local.pkey));
 
   transport::MadEngine engine(*port, EngineOptionsFrom(cfg, files));
   if (cfg.check) return Check(engine, local);
@@ -263,6 +306,8 @@ int Main(int argc, char** argv) {
   collectors::PersistedState restored = Restored(log);
 
   PollerOptions poller_options = PollerOptionsFrom(cfg, files);
+  poller_options.fabric.local_lid = local.lid;
+  poller_options.fabric.sm_lid = local.sm_lid;
   poller_options.collectors.emplace();
   // The names were checked by the flags; the registry's run order is
   // checked here (a collector must run after those whose parts it reads).

@@ -55,6 +55,12 @@ Poller::Poller(transport::MadEngine& engine, PollerOptions options, SnapshotHold
 
 bool Poller::Cycle() {
   const auto now = std::chrono::steady_clock::now();
+  if (tracker_.ProbeDue()) {
+    // SMPs dropped where GMPs answer (M_Key): checked instead of walked.
+    const transport::KindCounts before = engine_.stats().kinds;
+    tracker_.ProbeSmps();
+    CountMads("discovery", before);
+  }
   if (tracker_.WalkDue(now)) Discover(now);
   HandleReports();  // what arrived during the walk
   // Analyses a re-walk between sweeps (a trap's) put off: before the sweep,
@@ -99,7 +105,8 @@ bool Poller::Cycle() {
   Publish();
 
   // Not even the local port answered discovery: count towards transport down.
-  local_down_cycles_ = discovery_.ran && !discovery_.success ? local_down_cycles_ + 1 : 0;
+  // (A local node that drops SMPs but answers GMPs is there: M_Key.)
+  local_down_cycles_ = discovery_.ran && !discovery_.success && !tracker_.smps_dropped() ? local_down_cycles_ + 1 : 0;
   if (local_down_cycles_ >= options_.transport_down_cycles && options_.on_transport_down) {
     options_.on_transport_down();
   }
@@ -169,6 +176,7 @@ collectors::Cycle Poller::MakeCycle(collectors::Trigger trigger) {
   c.scope = tracker_.scope();
   c.master_sm_lid = tracker_.master_sm_lid();
   c.reaches_fabric = tracker_.reaches_fabric();
+  c.smps_blocked = tracker_.smps_blocked();
   c.now = std::chrono::steady_clock::now();
   c.wall = std::chrono::system_clock::now();
   c.parts = &parts_;
@@ -213,6 +221,9 @@ void Poller::RunDiscoveryCollectors(const FabricTracker::Walked& walked) {
 }
 
 void Poller::RunPending() {
+  // Their tables are SMPs; the walk after the fabric answers them again
+  // runs them all (rewalked_ stays: the analyses a re-walk put off, then).
+  if (tracker_.smps_blocked()) return;
   const transport::KindCounts before = engine_.stats().kinds;
   const collectors::Cycle cycle = MakeCycle(collectors::Trigger::kSweep);
   // Those that asked, and those that read the part of one that ran here

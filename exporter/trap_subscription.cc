@@ -45,7 +45,39 @@ std::vector<transport::Notice> TrapSubscription::Take() {
                            " port_guid=" + topology::FormatGuid(n.port_guid));
     out.push_back(n);
   }
+  reports_since_ += out.size();
   return out;
+}
+
+void TrapSubscription::Observed(std::size_t changes, std::uint64_t sweep) {
+  const auto it = subscriptions_.find(transport::trap::kLinkStateChange);
+  if (it == subscriptions_.end() || !it->second) {
+    waiting_.clear();  // not subscribed: nothing to expect
+    return;
+  }
+  if (reports_since_ > 0) {
+    if (delivering_ == false) log_.Info("the SM's traps reach this exporter again");
+    delivering_ = true;
+    reports_since_ = 0;
+    missed_ = 0;
+    waiting_.clear();
+  }
+  // A change waits one more sweep for its Report (in flight while the
+  // sweep read the port).
+  std::erase_if(waiting_, [&](const auto& w) {
+    if (w.first + 1 >= sweep) return false;
+    missed_ += w.second;
+    return true;
+  });
+  if (changes > 0) waiting_.emplace_back(sweep, changes);
+  if (missed_ >= 2 && delivering_ != false) {
+    delivering_ = false;
+    log_.Warn(
+        "the SA accepted the trap subscription but sends no traps: link changes the sweeps found came with no "
+        "Report; the sweeps' rotation finds changes (traps are reported only to subscribers sharing a P_Key "
+        "with their source: see --ib.pkey-index)",
+        "missed=" + std::to_string(missed_) + " sm_lid=" + std::to_string(sm_));
+  }
 }
 
 }  // namespace ibfabric::exporter

@@ -6,10 +6,21 @@
 // sweep until the SA accepted every one (an SA busy with a sweep of its
 // own may not answer in time). Logged as it changes, not each time. The
 // Reports that come in are counted by trap.
+//
+// Whether they are delivered: the SA may accept a subscription and still
+// send nothing (it reports a trap only to subscribers that share a P_Key
+// with the trap's source, opensm osm_inform.c; another daemon may hold the
+// port's Report receiver). The sweeps tell: a switch port's link state
+// change they find (trap 128 at its switch) that no Report was taken for
+// by the end of the next sweep is missed; two missed with no Report
+// between, and traps do not reach this exporter, said once (the sweeps'
+// rotation finds changes meanwhile); a Report says they do again.
 
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include "collectors/common/log.h"
@@ -39,6 +50,11 @@ class TrapSubscription {
   void Subscribe(std::chrono::steady_clock::time_point now, std::uint16_t sm_lid);
   // The Reports (traps) the engine took in since the last call, each counted.
   std::vector<transport::Notice> Take();
+  // `changes`: link state changes of switch ports sweep number `sweep`
+  // found (the trap re-reads had not), while subscribed.
+  void Observed(std::size_t changes, std::uint64_t sweep);
+  // Whether Reports are delivered: nullopt before anything showed either way.
+  std::optional<bool> delivering() const { return delivering_; }
 
   // Whether it has asked an SM (accepted or not).
   bool subscribed() const { return sm_ != 0; }
@@ -56,6 +72,12 @@ class TrapSubscription {
   bool due_ = true;
   std::map<std::uint16_t, bool> subscriptions_;
   std::map<std::uint16_t, std::uint64_t> traps_;
+  // Delivery: Reports taken since the sweeps last looked, the changes that
+  // wait for one (sweep, count), those missed since the last Report.
+  std::size_t reports_since_ = 0;
+  std::vector<std::pair<std::uint64_t, std::size_t>> waiting_;
+  std::size_t missed_ = 0;
+  std::optional<bool> delivering_;
 };
 
 }  // namespace ibfabric::exporter

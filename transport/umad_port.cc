@@ -85,6 +85,45 @@ bool Choose(const UmadPortOptions& o, Candidate* chosen, std::string* error) {
 
 }  // namespace
 
+bool ChoosePKeyIndex(const std::vector<std::uint16_t>& table, int wanted, PKeyChoice* out, std::string* error) {
+  const auto hex = [](std::uint16_t v) {
+    char s[8];
+    std::snprintf(s, sizeof s, "0x%04x", v);
+    return std::string(s);
+  };
+  if (wanted >= 0) {
+    if (table.empty()) {
+      *out = {wanted, 0};  // the table is unknown: as given
+      return true;
+    }
+    if (static_cast<std::size_t>(wanted) >= table.size() || (table[wanted] & 0x7fff) == 0) {
+      *error = "--ib.pkey-index=" + std::to_string(wanted) + ": the port's P_Key table has " +
+               std::to_string(table.size()) + " entries" +
+               (static_cast<std::size_t>(wanted) < table.size() ? " and that one is empty (" + hex(table[wanted]) + ")"
+                                                                : "");
+      return false;
+    }
+    *out = {wanted, table[wanted]};
+    return true;
+  }
+  for (std::uint16_t want : {std::uint16_t{0xffff}, std::uint16_t{0x7fff}}) {
+    for (std::size_t i = 0; i < table.size(); ++i) {
+      if (table[i] == want) {
+        *out = {static_cast<int>(i), want};
+        return true;
+      }
+    }
+  }
+  for (std::size_t i = 0; i < table.size(); ++i) {
+    if ((table[i] & 0x7fff) != 0) {
+      *out = {static_cast<int>(i), table[i]};
+      return true;
+    }
+  }
+  *out = {0, 0};
+  return true;
+}
+
 std::unique_ptr<UmadPort> UmadPort::Open(const UmadPortOptions& options, std::string* error) {
   if (umad_init() < 0) {
     *error = "umad_init failed: " + std::string(std::strerror(errno));
@@ -103,6 +142,7 @@ std::unique_ptr<UmadPort> UmadPort::Open(const UmadPortOptions& options, std::st
     port->local_.sm_lid = static_cast<std::uint16_t>(info.sm_lid);
     port->local_.state = info.state;
     port->local_.port_guid = be64toh(info.port_guid);
+    if (info.pkeys != nullptr) port->local_.pkeys.assign(info.pkeys, info.pkeys + info.pkeys_size);
     umad_release_port(&info);
   }
   umad_ca_t ca_info{};
@@ -110,6 +150,12 @@ std::unique_ptr<UmadPort> UmadPort::Open(const UmadPortOptions& options, std::st
     port->local_.node_guid = be64toh(ca_info.node_guid);
     umad_release_ca(&ca_info);
   }
+
+  PKeyChoice pkey;
+  if (!ChoosePKeyIndex(port->local_.pkeys, options.pkey_index, &pkey, error)) return nullptr;
+  port->pkey_index_ = pkey.index;
+  port->local_.pkey_index = pkey.index;
+  port->local_.pkey = pkey.pkey;
 
   port->fd_ = umad_open_port(c.ca.c_str(), c.port);
   if (port->fd_ < 0) {
@@ -176,7 +222,7 @@ bool UmadPort::Send(const MadAddress& to, const MadBytes& mad) {
       break;
   }
   umad_set_grh(umad, nullptr);
-  umad_set_pkey(umad, 0);
+  umad_set_pkey(umad, pkey_index_);  // QP0 (SMPs) ignores it
   std::memcpy(umad_get_mad(umad), mad.data(), kMadSize);
   return umad_send(fd_, agent, umad, static_cast<int>(kMadSize), kernel_timeout_ms_, 0) == 0;
 }

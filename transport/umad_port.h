@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "transport/mad_port.h"
 
@@ -21,11 +22,31 @@ struct LocalPortInfo {
   unsigned state = 0;  // IBTA PortState: 4 = Active
   std::uint64_t port_guid = 0;
   std::uint64_t node_guid = 0;
+  std::vector<std::uint16_t> pkeys;  // its P_Key table (empty: unknown)
+  int pkey_index = 0;                // the index GMPs leave on
+  std::uint16_t pkey = 0;            // the entry there (0: unknown)
 };
+
+// The P_Key index GMPs leave on. A port takes a packet whose P_Key has
+// the same 15 bits as one of its entries, one of the two a full member
+// (IBTA 10.9.3): the full-member default P_Key 0xFFFF reaches every node
+// of the default partition, limited members too; a limited entry (bit 15
+// clear) reaches only its full members, and each request to a limited
+// member is dropped there and raises a Bad P_Key trap at the SM.
+struct PKeyChoice {
+  int index = 0;
+  std::uint16_t pkey = 0;  // the entry at `index` (0: the table is unknown)
+  bool full_default() const { return pkey == 0xffff; }
+};
+// `wanted` (>= 0, --ib.pkey-index), else the index of 0xFFFF, else of
+// 0x7FFF, else of the first entry in use, else 0. False with a one-line
+// reason when `wanted` is outside the table or its entry is empty.
+bool ChoosePKeyIndex(const std::vector<std::uint16_t>& table, int wanted, PKeyChoice* out, std::string* error);
 
 struct UmadPortOptions {
   std::string ca_name;  // empty: the first CA with an active port
   int port = 0;         // 0: the first active port of that CA
+  int pkey_index = -1;  // the GMPs' P_Key index; -1: ChoosePKeyIndex's
   // Passed to the kernel with each send so that it matches responses to
   // requests (ib_umad drops responses to sends without a timeout). The
   // engine keeps its own deadline too: the simulator has no kernel timeouts.
@@ -61,6 +82,7 @@ class UmadPort final : public MadPort {
   bool takes_reports_ = false;
 
   int kernel_timeout_ms_ = 100;
+  int pkey_index_ = 0;
   LocalPortInfo local_;
   std::unique_ptr<std::uint8_t[]> send_buf_;
   std::unique_ptr<std::uint8_t[]> recv_buf_;

@@ -269,8 +269,33 @@ json AlertsJson(const Snapshot& s, const AlertFilter& filter) {
       if (Matches(s, c.severity, ports, filter)) trees.push_back(TreeToJson(s, c));
     }
   }
+  // What keeps this exporter from seeing the fabric, with what to do.
+  json blind = json::array();
+  if (s.smps_blocked) {
+    blind.push_back(
+        {{"kind", "smps_blocked"},
+         {"lid_count", s.smp_blocked_lids},
+         {"summary",
+          "The fabric drops this exporter's SMPs while answering its GMPs: it looks M_Key-protected. The fabric is "
+          "not walked; the nodes already known are still read."},
+         {"action", s.m_key_given
+                        ? "The M_Key given does not match the SM's: give the SM's current M_Key "
+                          "(--ib.m-key-file=FILE, docs/security.md#m_key)."
+                        : "Give the exporter the SM's M_Key: --ib.m-key-file=FILE (docs/security.md#m_key)."}});
+  }
+  if (s.traps_delivering == false) {
+    blind.push_back(
+        {{"kind", "traps_not_delivered"},
+         {"summary",
+          "The SA accepted the trap subscription but sends this exporter no traps: link changes are found by the "
+          "sweeps' rotation, up to --sweep.rotation later."},
+         {"action",
+          "Traps are reported only to subscribers sharing a P_Key with their source: make the exporter's port a "
+          "full member of the default partition (docs/security.md#p_keys), and check that the SM forwards traps."}});
+  }
   return json{{"schema_version", kAlertsSchemaVersion},
               {"generated", Iso8601(s.published)},
+              {"exporter_blind_spots", std::move(blind)},
               {"window_seconds", window},
               {"active_counts", counts},
               {"active", std::move(active)},

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "topology/access.h"
 #include "topology/discovery.h"
 #include "topology/link_rate.h"
 #include "transport/attributes.h"
@@ -246,6 +247,7 @@ class LidCheckReads final : public BatchPart {
   std::uint64_t NodeOf(std::size_t i) const override { return checks_[i].guid; }
   void Take(std::size_t i, transport::MadResult&& m) override {
     const LidCheck& c = checks_[i];
+    NoteSmp(&smps_, c.lid, m.outcome);
     if (m.outcome == MadOutcome::kOk && transport::DecodeNodeInfo(m.response).node_guid != c.guid) {
       moved_lids_.insert(c.lid);
       moved_nodes_.insert(c.guid);
@@ -254,6 +256,7 @@ class LidCheckReads final : public BatchPart {
   void MovedLids(std::set<std::uint16_t>* out) const override { out->insert(moved_lids_.begin(), moved_lids_.end()); }
 
   std::set<std::uint64_t> moved_nodes_;
+  std::map<std::uint16_t, SmpOutcome> smps_;
 
  private:
   const std::vector<LidCheck>& checks_;
@@ -272,8 +275,9 @@ class LinkReads final : public BatchPart {
   }
   std::uint64_t NodeOf(std::size_t i) const override { return links_[i].port.node_guid; }
   void Take(std::size_t i, transport::MadResult&& m) override {
-    if (m.outcome != MadOutcome::kOk) return;
     const LinkTarget& l = links_[i];
+    NoteSmp(&smps_, l.lid, m.outcome);
+    if (m.outcome != MadOutcome::kOk) return;
     topology::Port p;
     p.number = l.port.port;
     p.lid = l.lid;
@@ -289,6 +293,7 @@ class LinkReads final : public BatchPart {
   }
 
   std::map<topology::PortRef, topology::Port> links_read_;
+  std::map<std::uint16_t, SmpOutcome> smps_;
 
  private:
   const std::vector<LinkTarget>& links_;
@@ -313,9 +318,22 @@ SweepResult Sweep(const std::vector<SweepTarget>& targets, const std::vector<Lin
   out.failed_ports = counters.failed_ports_;
   out.moved_nodes = std::move(lid_checks.moved_nodes_);
   out.links = std::move(link_reads.links_read_);
+  out.smps = std::move(lid_checks.smps_);
+  for (const auto& [lid, smp] : link_reads.smps_) {
+    auto [it, fresh] = out.smps.emplace(lid, smp);
+    if (!fresh) it->second = std::max(it->second, smp);
+  }
   out.mads = std::move(tally.mads);
   out.duration = tally.duration;
   return out;
+}
+
+void NoteSmp(std::map<std::uint16_t, SmpOutcome>* smps, std::uint16_t lid, transport::MadOutcome outcome) {
+  const SmpOutcome now = topology::Access::Answered(outcome)          ? SmpOutcome::kAnswered
+                         : outcome == transport::MadOutcome::kTimeout ? SmpOutcome::kTimedOut
+                                                                      : SmpOutcome::kRefused;
+  auto [it, fresh] = smps->emplace(lid, now);
+  if (!fresh) it->second = std::max(it->second, now);
 }
 
 void MadSpan::Add(std::chrono::steady_clock::time_point sent, std::chrono::steady_clock::time_point done) {

@@ -122,6 +122,12 @@ struct PortReading {
   MadSpan span{};
 };
 
+// What a batch's SMPs to one LID came to: one answered (an error status is
+// an answer); else every one timed out; else the local port refused some.
+enum class SmpOutcome : std::uint8_t { kTimedOut, kRefused, kAnswered };
+// Folds one SMP's outcome into its LID's.
+void NoteSmp(std::map<std::uint16_t, SmpOutcome>* smps, std::uint16_t lid, transport::MadOutcome outcome);
+
 struct SweepResult {
   std::vector<PortReading> readings;       // in target order
   std::map<std::uint64_t, MadTally> mads;  // per node: every request of this sweep to it
@@ -131,6 +137,10 @@ struct SweepResult {
   std::set<std::uint64_t> moved_nodes;
   // PortInfo of the link targets that answered (state, width, speed only).
   std::map<topology::PortRef, topology::Port> links;
+  // What the SMPs of the batch (PortInfo, NodeInfo LID checks) to each LID
+  // came to: with the PMA readings, the evidence of SMPs dropped where
+  // GMPs answer (topology/access.h).
+  std::map<std::uint16_t, SmpOutcome> smps;
   // PortVLXmitWaitCounters of the ports asked for it that answered: the
   // raw 16-bit readings by VL.
   std::map<topology::PortRef, std::array<std::uint16_t, transport::kVlCount>> vl_xmit_wait;

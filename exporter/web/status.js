@@ -223,6 +223,15 @@ function verdict() {
     ": " + where.join(", ") + " · " + counts.critical + " critical, " + counts.warning + " warning · first " + ago(since));
 }
 
+// What keeps the exporter from seeing the fabric (M_Key, ...): above all else.
+function blindSpots() {
+  const box = document.getElementById("blind-spots");
+  const list = (state.alerts && state.alerts.exporter_blind_spots) || [];
+  box.hidden = list.length === 0;
+  box.replaceChildren(...list.map((b) => el("p", { "data-kind": b.kind },
+    el("strong", { text: b.summary }), " " + b.action)));
+}
+
 function chips() {
   const box = document.getElementById("chips");
   box.replaceChildren();
@@ -995,6 +1004,7 @@ async function refresh(withStructure) {
   state.structure = structure;
   state.cables = problems();
   verdict();
+  blindSpots();
   chips();
   problemTable();
   if (state.first) {

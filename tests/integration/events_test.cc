@@ -15,6 +15,8 @@
 
 #include <chrono>
 #include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
 #include <thread>
 
 #include "tests/integration/fabric_suite.h"
@@ -98,6 +100,7 @@ TEST_F(EventsTest, TrapMakesThePortReadBeforeTheNextSweep) {
   EXPECT_EQ(Value(*s, "infiniband_exporter_discoveries_total", {{"mode", "full"}}), 1);
   EXPECT_GE(Value(*s, "infiniband_exporter_discoveries_total", {{"mode", "incremental"}}), 1);
   EXPECT_EQ(Downs(*s, 6), 1) << "the cable's down is reported at once";
+  EXPECT_FALSE(s->Value("infiniband_exporter_traps_delivering").has_value()) << "no sweep has found a change yet";
 
   Console("ReLink " + At(leaf_end));
   s = e->WaitFor([](const Scrape& x) { return Hcas(x) == 16; }, seconds(20));
@@ -135,6 +138,18 @@ TEST_F(EventsTest, SlowPollFindsAChangeWhenTrapsAreLost) {
   s = e->WaitFor([&](const Scrape& x) { return LinkUp(x, up) == 1; }, seconds(20));
   EXPECT_TRUE(s) << e->Log();
   EXPECT_EQ(Value(*s, "infiniband_exporter_discoveries_total", {{"mode", "full"}}), 1);
+  // Two changes the sweeps found with no Report for either: the exporter
+  // says the subscription delivers nothing, once, and where to look.
+  s = e->WaitFor([](const Scrape& x) { return x.Value("infiniband_exporter_traps_delivering") == 0; }, seconds(10));
+  ASSERT_TRUE(s) << e->Log();
+  const std::string log = e->Log();
+  std::size_t said = 0;
+  for (auto at = log.find("sends no traps"); at != std::string::npos; at = log.find("sends no traps", at + 1)) ++said;
+  EXPECT_EQ(said, 1u) << log;
+  const auto alerts = nlohmann::json::parse(e->Get("/api/v1/alerts"));
+  ASSERT_EQ(alerts["exporter_blind_spots"].size(), 1u) << alerts.dump();
+  EXPECT_EQ(alerts["exporter_blind_spots"][0]["kind"], "traps_not_delivered");
+  EXPECT_NE(alerts["exporter_blind_spots"][0]["action"].get<std::string>().find("P_Key"), std::string::npos);
 }
 
 TEST_F(EventsTest, PinnedLinkDownedCounterKeepsItsPortWatched) {

@@ -8,8 +8,6 @@
 // Switch-IB 2 31, asked only of the nodes that waited); the tools of
 // infiniband-diags see the same devices through the same preload.
 
-#include "tests/testbed/personality.h"
-
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -22,6 +20,7 @@
 #include <string>
 #include <thread>
 
+#include "tests/integration/hardware_suite.h"
 #include "tests/testbed/exporter_process.h"
 #include "tests/testbed/mad_tap.h"
 #include "tests/testbed/sim_fabric.h"
@@ -101,42 +100,6 @@ cn0003      connectx-8
 cn0004      connectx-7
 H-00000000000003*  aggregation-node
 )";
-
-// The rate a port reports, in Gb/s.
-double RateGbps(const Scrape& s, const std::string& role, const std::string& node, int port) {
-  const auto v =
-      s.Value("infiniband_" + role + "_port_rate_bytes_per_second", {{role, node}, {"port", std::to_string(port)}});
-  return v ? *v * 8 / 1e9 : -1;
-}
-
-// A suite on a fabric of hardware personalities of its own, shared by its
-// tests: ibsim, the models, and the suite's exporter if it starts one.
-template <typename Suite>
-class HardwareSuite : public ::testing::Test {
- protected:
-  // ibsim on `net` attached at cn0001, each node the model `personalities`
-  // gives it, the LIDs resolved.
-  static void StartHardware(const std::string& net, const std::string& personalities) {
-    std::string error;
-    SimOptions o;
-    o.attach = "cn0001";
-    sim_ = SimFabric::Start(net, o, &error).release();
-    ASSERT_NE(sim_, nullptr) << error;
-    std::vector<PersonalityRule> rules;
-    ASSERT_TRUE(ParsePersonalityFile(personalities, &rules, &error)) << error;
-    hw_ = HardwareFabric::Make(net, rules, sim_->dir(), &error).release();
-    ASSERT_NE(hw_, nullptr) << error;
-    ASSERT_TRUE(hw_->ResolveLids(*sim_, &error)) << error;
-  }
-  static void TearDownTestSuite() {
-    delete exporter_;
-    delete hw_;
-    delete sim_;
-  }
-  static inline SimFabric* sim_ = nullptr;
-  static inline HardwareFabric* hw_ = nullptr;
-  static inline ExporterProcess* exporter_ = nullptr;
-};
 
 class PersonalityTest : public HardwareSuite<PersonalityTest> {
  protected:
@@ -649,28 +612,12 @@ TEST_F(PersonalityTest, ARedirectedPmaIsFollowedAndItsCountersRead) {
 // FDR10 (Mellanox's 10.3125 Gbaud with 64b/66b, 40 Gb/s of data on 4x):
 // standard PortInfo says QDR, only the vendor SMP ExtendedPortInfo tells.
 // Two Switch-IB 2 switches whose two cables trained FDR10 and QDR, below
-// the EDR both ends allow; their hosts run EDR.
-constexpr const char* kFdr10Net = R"(Switch 8 "ib-spine01"
-[1] "ib-leaf01"[5]
-[2] "ib-leaf01"[6]
-
-Switch 8 "ib-leaf01"
-[1] "cn0001"[1]
-[2] "cn0002"[1]
-[5] "ib-spine01"[1]
-[6] "ib-spine01"[2]
-
-Hca 1 "cn0001"
-[1] "ib-leaf01"[1]
-
-Hca 1 "cn0002"
-[1] "ib-leaf01"[2]
-)";
+// the EDR both ends allow; their hosts run EDR (kTwoSwitchNet).
 
 class Fdr10Test : public HardwareSuite<Fdr10Test> {
  protected:
   static void SetUpTestSuite() {
-    StartHardware(kFdr10Net, "ib-*  switch-ib-2\ncn*  connectx-7\n");
+    StartHardware(kTwoSwitchNet, "ib-*  switch-ib-2\ncn*  connectx-7\n");
     if (::testing::Test::HasFatalFailure()) return;
     std::string error;
     ASSERT_TRUE(hw_->PlantLink("ib-leaf01", 5, "", "FDR10", &error)) << error;
@@ -716,80 +663,6 @@ TEST_F(Fdr10Test, AnFdr10CableIsToldFromAQdrOneAtBothEndsAndStaysSo) {
   // infiniband-diags read the same through the same preload.
   const CommandResult links = RunCommand({"iblinkinfo"}, hw_->ClientEnv(*sim_), std::chrono::milliseconds(30000));
   EXPECT_NE(links.out.find("(FDR10)"), std::string::npos) << links.out << links.err;
-}
-
-// M_Key protection (issue 37's first part): every node's SMA drops an SMP
-// whose M_Key is not the fabric's (protection level 2), as an SM with
-// M_Key protection leaves it. Two Quantum-2 switches and two ConnectX-7
-// hosts. infiniband-diags see it too: smpquery without the key times out,
-// with -y it answers.
-class MKeyTest : public HardwareSuite<MKeyTest> {
- protected:
-  static constexpr std::uint64_t kKey = 0x5eed0000c0ffee01ULL;
-  static constexpr const char* kKeyHex = "0x5eed0000c0ffee01";
-  static void SetUpTestSuite() {
-    StartHardware(kFdr10Net, "ib-*  quantum-2\ncn*  connectx-7\n");
-    if (::testing::Test::HasFatalFailure()) return;
-    std::string error;
-    ASSERT_TRUE(hw_->PlantMKey("all", kKey, &error)) << error;
-  }
-};
-
-TEST_F(MKeyTest, WithTheKeyFromAFileEverythingIsReadAndTheKeyIsNowhere) {
-  const Env env = hw_->ClientEnv(*sim_);
-  const CommandResult without =
-      RunCommand({"smpquery", "nodeinfo", "-D", "0,1"}, env, std::chrono::milliseconds(20000));
-  EXPECT_NE(without.exit_code, 0) << "an SMP without the key is dropped: " << without.out;
-  const CommandResult with =
-      RunCommand({"smpquery", "-y", kKeyHex, "nodeinfo", "-D", "0,1"}, env, std::chrono::milliseconds(20000));
-  EXPECT_EQ(with.exit_code, 0) << with.out << with.err;
-
-  const std::string dir = MakeTempDir("mkey");
-  WriteFile(dir + "/m_key", std::string(kKeyHex) + "\n");
-  std::string error;
-  auto e = ExporterProcess::Start(*sim_, {"--sweep.interval=500ms", "--ib.m-key-file=" + dir + "/m_key"}, &error, {},
-                                  hw_->PreloadEnv());
-  ASSERT_NE(e, nullptr) << error;
-  const auto s = e->WaitForSweeps(2, seconds(60));
-  ASSERT_TRUE(s.has_value()) << e->Log();
-  EXPECT_EQ(s->Find("infiniband_switch_info").size(), 2u);
-  EXPECT_EQ(s->Find("infiniband_hca_info").size(), 2u);
-  EXPECT_EQ(RateGbps(*s, "switch", "ib-leaf01", 5), 400) << "PortInfo read: Quantum-2 to Quantum-2, NDR";
-  EXPECT_FALSE(s->Find("infiniband_routing_port_destinations").empty()) << "the forwarding tables read";
-  EXPECT_EQ(s->Value("infiniband_exporter_mad_failures_total", {{"class", "dr_smp"}, {"reason", "timeout"}}), 0);
-  // The key in none of its spellings: not in the log, the metrics, the
-  // APIs, the status page or the process's command line.
-  std::ifstream cmdline("/proc/" + std::to_string(e->process().pid()) + "/cmdline");
-  const std::string args((std::istreambuf_iterator<char>(cmdline)), std::istreambuf_iterator<char>());
-  ASSERT_FALSE(args.empty());
-  const std::vector<std::string> places{e->Log(),
-                                        e->Get("/metrics"),
-                                        e->Get("/api/v1/topology"),
-                                        e->Get("/api/v1/alerts"),
-                                        e->Get("/api/v1/subnet_managers"),
-                                        e->Get("/"),
-                                        args};
-  for (const std::string& spelling :
-       {std::string("5eed0000c0ffee01"), std::string("5EED0000C0FFEE01"), std::to_string(kKey)}) {
-    for (std::size_t i = 0; i < places.size(); ++i) {
-      EXPECT_EQ(places[i].find(spelling), std::string::npos) << "place " << i << " shows the key";
-    }
-  }
-  RemoveTree(dir);
-}
-
-TEST_F(MKeyTest, WithoutTheKeyNoSmpIsAnswered) {
-  std::string error;
-  auto e = ExporterProcess::Start(*sim_, {"--sweep.interval=500ms"}, &error, {}, hw_->PreloadEnv());
-  ASSERT_NE(e, nullptr) << error;
-  const auto s = e->WaitFor(
-      [](const Scrape& x) {
-        return x.Value("infiniband_exporter_mad_failures_total", {{"class", "dr_smp"}, {"reason", "timeout"}})
-                   .value_or(0) > 0;
-      },
-      seconds(60));
-  ASSERT_TRUE(s.has_value()) << e->Log();
-  EXPECT_TRUE(s->Find("infiniband_switch_info").empty()) << "nothing discovered without the key";
 }
 
 }  // namespace

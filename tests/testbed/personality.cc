@@ -195,6 +195,20 @@ bool HardwareFabric::PlantMKey(const std::string& node, std::uint64_t m_key, std
   return Write(error);
 }
 
+std::uint16_t HardwareFabric::LidOf(const std::string& node) const {
+  for (const Node& n : nodes_) {
+    if (n.id == node) return n.lids.empty() ? 0 : n.lids.front();
+  }
+  return 0;
+}
+
+bool HardwareFabric::PlantPKeys(const std::string& node, const std::vector<std::uint16_t>& pkeys, std::string* error) {
+  Node* n = Find(node, error);
+  if (!n) return false;
+  n->pkeys = pkeys;
+  return Write(error);
+}
+
 bool HardwareFabric::PlantLink(const std::string& node, int port, const std::string& width, const std::string& speed,
                                std::string* error) {
   Node* n = Find(node, error);
@@ -228,6 +242,7 @@ bool HardwareFabric::Clear(const std::string& node, std::string* error) {
   n->redirect_qp = 0;
   n->adaptive_routing = false;
   n->m_key = 0;
+  n->pkeys.clear();
   for (const auto& [port, plant] : n->plants) {
     const auto peer = n->ports.find(port);
     if (peer == n->ports.end()) continue;
@@ -250,6 +265,23 @@ bool HardwareFabric::Command(const std::string& line, std::string* error) {
   }
   int number = 0;
   if (verb == "clear") return Clear(node, error);
+  if (verb == "pkeys") {
+    std::string list;
+    std::istringstream again(line);
+    again >> verb >> node >> list;
+    std::vector<std::uint16_t> pkeys;
+    std::istringstream items(list);
+    for (std::string item; std::getline(items, item, ',');) {
+      char* end = nullptr;
+      const unsigned long v = std::strtoul(item.c_str(), &end, 0);
+      if (item.empty() || *end != '\0' || v > 0xffff) {
+        *error = "pkeys " + node + ": '" + item + "' is no P_Key (0x-hex or decimal, up to 0xffff)";
+        return false;
+      }
+      pkeys.push_back(static_cast<std::uint16_t>(v));
+    }
+    return PlantPKeys(node, pkeys, error);
+  }
   if (verb == "mkey") {
     std::string key;
     std::istringstream again(line);
@@ -347,6 +379,7 @@ bool HardwareFabric::Write(std::string* error) const {
       std::snprintf(hex, sizeof hex, "0x%016llx", static_cast<unsigned long long>(n.m_key));
       node["m_key"] = hex;
     }
+    if (!n.pkeys.empty()) node["pkeys"] = n.pkeys;
     nlohmann::json plants = nlohmann::json::object();
     for (const auto& [port, plant] : n.plants) {
       nlohmann::json p = nlohmann::json::object();

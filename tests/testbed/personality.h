@@ -68,13 +68,25 @@ class HardwareFabric {
   // M_Key differs is dropped unanswered; GMPs are not concerned. `node`
   // "all": every node of the fabric.
   bool PlantMKey(const std::string& node, std::uint64_t m_key, std::string* error);
+  // The node's ports' P_Key table as the SM left it (empty: not modelled,
+  // every P_Key matches). A PMA request from this process goes out with
+  // the entry of the attached node's table at the request's P_Key index
+  // and is dropped unanswered where no entry of the target's table
+  // matches it (the same 15 bits, one of the two a full member: IBTA
+  // 10.9.3), as the target's port drops it (raising a Bad P_Key trap at the
+  // SM, which is not modelled). Set the same table in ibsim (smp_set
+  // pkeys) so that its SMPs, and the sysfs umad2sim makes, show it.
+  bool PlantPKeys(const std::string& node, const std::vector<std::uint16_t>& pkeys, std::string* error);
   bool PlantLink(const std::string& node, int port, const std::string& width, const std::string& speed,
                  std::string* error);
   bool Clear(const std::string& node, std::string* error);
   // One console line: "tick NODE N", "busy NODE N [ATTR]", "redirect NODE
-  // QP", "ar NODE 1|0", "mkey NODE|all KEY", "link NODE PORT [width=W]
+  // QP", "ar NODE 1|0", "mkey NODE|all KEY", "pkeys NODE PKEY,...", "link NODE PORT [width=W]
   // [speed=S]", "clear NODE".
   bool Command(const std::string& line, std::string* error);
+
+  // The node's LID (a CA's first port's) as ResolveLids found it; 0: none.
+  std::uint16_t LidOf(const std::string& node) const;
 
   // The environment of a client on `sim`: umad2sim, then the preload.
   Env ClientEnv(const SimFabric& sim) const;
@@ -98,6 +110,7 @@ class HardwareFabric {
     std::uint32_t redirect_qp = 0;
     bool adaptive_routing = false;
     std::uint64_t m_key = 0;
+    std::vector<std::uint16_t> pkeys;
     std::map<int, std::pair<std::string, std::string>> plants;  // port -> (width, speed)
   };
   Node* Find(const std::string& name, std::string* error);

@@ -19,7 +19,10 @@
 //   off, or "unsupported attribute" where the model has none; a PMA
 //   request to a node planted Busy is answered with the Busy status, that
 //   many times; an SMP to a node planted `mkey` whose M_Key differs is
-//   dropped (no answer, as M_Key protection does); one to QP1 of a node planted `redirect` with the Redirect status and
+//   dropped (no answer, as M_Key protection does); a PMA request whose
+//   P_Key (the attached node's planted table at its P_Key index) matches
+//   no entry of the target's planted table is dropped (IBTA 10.9.3); one
+//   to QP1 of a node planted `redirect` with the Redirect status and
 //   a ClassPortInfo naming the QP (and one to that QP goes on as to QP1);
 // - ibsim's answers to requests to a modelled node are rewritten: NodeInfo
 //   (VendorID, DeviceID), PortInfo (capability masks, the widths and
@@ -45,6 +48,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstdint>
@@ -88,9 +92,10 @@ struct Node {
   std::uint64_t busy_serial = 0;             // which planting `busy` is
   std::uint32_t redirect_qp = 0;             // planted: its PMA lives on this QP (0: QP1)
   std::uint32_t redirect_qkey = 0;
-  bool adaptive_routing = false;    // planted: AR on (the model must have it)
-  std::uint64_t m_key = 0;          // planted: SMPs with another M_Key are dropped (0: none)
-  std::map<int, PortPlant> plants;  // port -> planted width/speed
+  bool adaptive_routing = false;     // planted: AR on (the model must have it)
+  std::uint64_t m_key = 0;           // planted: SMPs with another M_Key are dropped (0: none)
+  std::vector<std::uint16_t> pkeys;  // planted: its ports' P_Key table (empty: every P_Key matches)
+  std::map<int, PortPlant> plants;   // port -> planted width/speed
 };
 
 struct Pending {
@@ -157,6 +162,11 @@ class Personalities {
         mad_get_field64(const_cast<std::uint8_t*>(mad), 0, IB_MAD_MKEY_F) != n.m_key) {
       // M_Key protection (IBTA 14.2.4; opensm's m_key_protection_level 2):
       // an SMP whose M_Key does not match is dropped, no answer at all.
+      return true;
+    }
+    if (p.mgmt_class == kPerformance && !Admits(n, u->addr.pkey_index)) {
+      // P_Key enforcement (IBTA 10.9.3): the target's port drops a packet
+      // whose P_Key matches none of its entries.
       return true;
     }
     if (p.mgmt_class == kPerformance && n.redirect_qp != 0) {
@@ -356,6 +366,7 @@ class Personalities {
       if (n.contains("tick")) node.tick = n["tick"].get<std::uint8_t>();
       node.adaptive_routing = n.value("adaptive_routing", false);
       node.m_key = std::strtoull(n.value("m_key", std::string("0")).c_str(), nullptr, 0);
+      node.pkeys = n.value("pkeys", std::vector<std::uint16_t>{});
       if (n.contains("redirect")) {
         node.redirect_qp = n["redirect"].value("qp", 0U);
         node.redirect_qkey = n["redirect"].value("qkey", 0U);
@@ -394,6 +405,22 @@ class Personalities {
     const char* host = std::getenv("SIM_HOST");
     const auto at = index_.find(host && *host ? std::string(host) : j.value("attach", ""));
     attach_ = at == index_.end() ? -1 : at->second;
+  }
+
+  // Whether a GMP from the attached node on P_Key index `index` gets into
+  // `target`: the P_Key there and one of the target's entries have the
+  // same 15 bits and one of them is a full member (bit 15). Unmodelled
+  // tables (empty) admit everything.
+  bool Admits(const Node& target, std::uint16_t index) const {
+    if (attach_ < 0 || target.pkeys.empty()) return true;
+    const auto& own = nodes_[static_cast<std::size_t>(attach_)].pkeys;
+    if (own.empty()) return true;
+    if (index >= own.size()) return false;
+    const std::uint16_t pkey = own[index];
+    if ((pkey & 0x7fff) == 0) return false;
+    return std::any_of(target.pkeys.begin(), target.pkeys.end(), [pkey](std::uint16_t e) {
+      return (e & 0x7fff) == (pkey & 0x7fff) && ((e | pkey) & 0x8000) != 0;
+    });
   }
 
   // The node a request goes to: by LID, or along a directed route.

@@ -1,10 +1,12 @@
 // The fabric tracker's parts on their own (exporter/walk_schedule.h,
-// exporter/rewalk_holds.h): when full walks run, and what keeps lost
-// answers from multiplying re-walks. Times and sweep numbers are handed in.
+// exporter/rewalk_holds.h, exporter/smp_watch.h): when full walks run,
+// what keeps lost answers from multiplying re-walks, and when SMPs dropped
+// where GMPs answer are the diagnosis. Times and sweep numbers are handed in.
 
 #include <gtest/gtest.h>
 
 #include "exporter/rewalk_holds.h"
+#include "exporter/smp_watch.h"
 #include "exporter/walk_schedule.h"
 
 namespace ibfabric::exporter {
@@ -121,6 +123,145 @@ TEST(RewalkHoldsTest, ASilentPortIsReWalkedOnceInTenSweepsDoublingUntilItAnswers
   h.SilenceRewalked(p, again);
   EXPECT_FALSE(h.SilenceDue(p, again + RewalkHolds::kSilentHold - 1));
   EXPECT_TRUE(h.SilenceDue(p, again + RewalkHolds::kSilentHold));
+}
+
+using Ev = SmpWatch::Evidence;
+using Lids = std::set<std::uint16_t>;
+
+// A probe's evidence.
+Ev Probed(Lids dropping, Lids answering) { return Ev{std::move(dropping), std::move(answering), false, true}; }
+
+// Protection everywhere but the local node: every sweep's SMPs to the
+// switches time out while their PMAs answer. The second sweep makes the
+// diagnosis; then SMPs go to the local LID only, and probes of the
+// dropping LIDs come 2, 4, 8, 8 sweeps apart (max_wait 8).
+TEST(SmpWatchTest, TwoSweepsOfDroppedSmpsMakeTheDiagnosisThenOnlyProbesAskThem) {
+  SmpWatch w(8);
+  const Ev sweep{{2, 3}, {1}};
+  EXPECT_EQ(w.Observe(sweep, 0), SmpWatch::Change::kNone);
+  EXPECT_FALSE(w.diagnosed());
+  EXPECT_TRUE(w.Sends(2)) << "not yet diagnosed: everything is asked";
+  EXPECT_TRUE(w.ProbeDue(1)) << "the first evidence is checked in the next sweep";
+  EXPECT_FALSE(w.ProbeDue(0)) << "not in the same one";
+  EXPECT_EQ(w.Observe(sweep, 0), SmpWatch::Change::kNone) << "a second look in the same sweep is not a second sweep";
+  EXPECT_EQ(w.Observe(sweep, 1), SmpWatch::Change::kDiagnosed);
+  EXPECT_TRUE(w.diagnosed());
+  EXPECT_EQ(w.blocked(), (Lids{2, 3}));
+  EXPECT_TRUE(w.Sends(1));
+  EXPECT_FALSE(w.Sends(2));
+  EXPECT_FALSE(w.Sends(7)) << "a LID that did not answer while the evidence gathered is not asked";
+  std::vector<std::uint64_t> probes;
+  for (std::uint64_t s = 2; s < 40; ++s) {
+    if (!w.ProbeDue(s)) continue;
+    probes.push_back(s);
+    EXPECT_EQ(w.Probe(s), (std::vector<std::uint16_t>{2, 3}));
+    EXPECT_EQ(w.Observe(Probed({2, 3}, {}), s), SmpWatch::Change::kNone);
+  }
+  EXPECT_EQ(probes, (std::vector<std::uint64_t>{3, 7, 15, 23, 31, 39}));
+  // A sweep's answer from the local LID says nothing about the others.
+  EXPECT_EQ(w.Observe({{}, {1}}, 40), SmpWatch::Change::kNone);
+  EXPECT_TRUE(w.diagnosed());
+  // They answer a probe again: cleared, everything is asked.
+  EXPECT_EQ(w.Observe(Probed({}, {2, 3}), 41), SmpWatch::Change::kCleared);
+  EXPECT_FALSE(w.diagnosed());
+  EXPECT_TRUE(w.blocked().empty());
+  EXPECT_TRUE(w.Sends(2));
+  EXPECT_FALSE(w.ProbeDue(42));
+}
+
+// Protection that came on after LIDs 10 and 11 answered: they are not
+// asked again once diagnosed. A probe in which one of four answers is
+// still the diagnosis (that one is asked in sweeps from then on, and its
+// answers there clear nothing); one in which nothing answers at all, GMPs
+// neither, ends it (kLost): the walks find out why.
+TEST(SmpWatchTest, APartAnswerIsNoClearingAndNoAnswerAtAllEndsIt) {
+  SmpWatch w(8);
+  w.Observe({{}, {10, 11}}, 0);
+  w.Observe({{2, 3, 4, 5}, {1}}, 1);
+  ASSERT_EQ(w.Observe({{2, 3, 4, 5}, {1}}, 2), SmpWatch::Change::kDiagnosed);
+  EXPECT_FALSE(w.Sends(10));
+  EXPECT_TRUE(w.Sends(1));
+  ASSERT_TRUE(w.ProbeDue(4));
+  EXPECT_EQ(w.Probe(4), (std::vector<std::uint16_t>{2, 3, 4, 5}));
+  EXPECT_EQ(w.Observe(Probed({2, 3, 4}, {5}), 4), SmpWatch::Change::kNone);
+  EXPECT_TRUE(w.diagnosed());
+  EXPECT_TRUE(w.Sends(5));
+  EXPECT_EQ(w.blocked(), (Lids{2, 3, 4}));
+  EXPECT_EQ(w.Observe({{}, {1, 5}}, 5), SmpWatch::Change::kNone) << "a sweep's answers from LIDs not blocked";
+  EXPECT_TRUE(w.diagnosed());
+  // A sweep in which LID 1 drops too: blocked, no longer asked.
+  EXPECT_EQ(w.Observe({{1}, {5}}, 6), SmpWatch::Change::kNone);
+  EXPECT_FALSE(w.Sends(1));
+  EXPECT_EQ(w.blocked(), (Lids{1, 2, 3, 4}));
+  ASSERT_TRUE(w.ProbeDue(12));
+  w.Probe(12);
+  EXPECT_EQ(w.Observe(Probed({}, {}), 12), SmpWatch::Change::kLost);
+  EXPECT_FALSE(w.diagnosed());
+  EXPECT_TRUE(w.blocked().empty());
+}
+
+// A lossy or congested fabric (SMPs on VL15 are dropped first): an SMP
+// lost among many answers is no evidence, nor is one far end's among the
+// SM's answer; two far ends lost in a walk are checked with LIDs that
+// answered before, and their answers (or no answer at all) end it.
+TEST(SmpWatchTest, LostSmpsAreNoDiagnosis) {
+  SmpWatch w(8);
+  for (std::uint64_t s = 0; s < 10; ++s) {
+    EXPECT_EQ(w.Observe({{static_cast<std::uint16_t>(10 + s)}, {1, 2, 3, 4}}, s), SmpWatch::Change::kNone);
+  }
+  EXPECT_FALSE(w.diagnosed());
+  EXPECT_TRUE(w.blocked().empty());
+  EXPECT_FALSE(w.ProbeDue(11));
+  // Local scope: one switch LID's SMPs lost, the local port's answered.
+  EXPECT_EQ(w.Observe({{7}, {1}}, 10), SmpWatch::Change::kNone);
+  EXPECT_TRUE(w.blocked().empty());
+
+  // A walk's probe: one far end dropped, the SM (LID 5) answered.
+  EXPECT_EQ(w.Observe(Probed({9}, {5}), 11), SmpWatch::Change::kNone);
+  EXPECT_TRUE(w.blocked().empty());
+  EXPECT_FALSE(w.ProbeDue(12));
+
+  // Two far ends dropped and nothing else asked: checked in the next sweep,
+  // with two LIDs that answered before.
+  EXPECT_EQ(w.Observe(Probed({8, 9}, {}), 12), SmpWatch::Change::kNone);
+  ASSERT_TRUE(w.ProbeDue(13));
+  EXPECT_EQ(w.Probe(13), (std::vector<std::uint16_t>{8, 9, 1, 2}));
+  EXPECT_EQ(w.Observe(Probed({9}, {8, 1, 2}), 13), SmpWatch::Change::kNone) << "answers: it was loss";
+  EXPECT_FALSE(w.diagnosed());
+  EXPECT_TRUE(w.blocked().empty());
+  EXPECT_FALSE(w.ProbeDue(14));
+
+  // Again, and this time the check gets no answer of either kind.
+  EXPECT_EQ(w.Observe(Probed({8, 9}, {}), 14), SmpWatch::Change::kNone);
+  ASSERT_TRUE(w.ProbeDue(15));
+  w.Probe(15);
+  EXPECT_EQ(w.Observe(Probed({}, {}), 15), SmpWatch::Change::kNone);
+  EXPECT_FALSE(w.diagnosed());
+  EXPECT_FALSE(w.ProbeDue(16)) << "no probe of them every sweep";
+}
+
+// Not even the local node answers SMPs (protected too): the walk fails, its
+// probe of the local LID and the SM's shows them dropping (sure: neither
+// is a lost SMP on a cable), the check in the next sweep confirms it. A
+// single sure LID is evidence too. Probes take a few LIDs at a time, in turn.
+TEST(SmpWatchTest, EverythingProtectedIsDiagnosedByTheWalksProbeAndItsCheck) {
+  SmpWatch w(4);
+  EXPECT_EQ(w.Observe(Ev{{1, 5}, {}, true, true}, 0), SmpWatch::Change::kNone);
+  ASSERT_TRUE(w.ProbeDue(1));
+  EXPECT_EQ(w.Probe(1), (std::vector<std::uint16_t>{1, 5}));
+  EXPECT_EQ(w.Observe(Ev{{1, 5}, {}, true, true}, 1), SmpWatch::Change::kDiagnosed);
+  EXPECT_FALSE(w.Sends(1));
+  // More LIDs seen dropping than one probe asks: asked in turn.
+  w.Observe({{10, 11, 12, 13}, {}}, 2);
+  EXPECT_EQ(w.blocked().size(), 6u);
+  EXPECT_EQ(w.Probe(3), (std::vector<std::uint16_t>{10, 11, 12, 13})) << "after the two asked at sweep 1";
+  EXPECT_EQ(w.Probe(10), (std::vector<std::uint16_t>{1, 5, 10, 11}));
+
+  SmpWatch one(4);
+  EXPECT_EQ(one.Observe(Ev{{5}, {1}, true, true}, 0), SmpWatch::Change::kNone) << "the SM's LID, this host's answers";
+  EXPECT_EQ(one.Probe(1), (std::vector<std::uint16_t>{5, 1}));
+  EXPECT_EQ(one.Observe(Ev{{5}, {1}, true, true}, 1), SmpWatch::Change::kDiagnosed);
+  EXPECT_TRUE(one.Sends(1));
 }
 
 }  // namespace

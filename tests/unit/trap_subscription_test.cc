@@ -96,5 +96,47 @@ TEST(TrapSubscriptionTest, ReportsAreCountedByTrapAndHandedOver) {
   EXPECT_TRUE(t.Take().empty());
 }
 
+// Delivery judged from what the sweeps find: a change waits one more
+// sweep for its Report; two missed with none between, and the accepted
+// subscription delivers nothing; a Report says it does again. Not
+// subscribed (or refused): nothing is expected.
+TEST(TrapSubscriptionTest, ChangesTheSweepsFoundWithNoReportShowTrapsAreNotDelivered) {
+  Sa sa;
+  TrapSubscription t(sa.engine, sa.log, seconds(300));
+  t.Observed(3, 1);
+  t.Observed(0, 5);
+  EXPECT_FALSE(t.delivering().has_value()) << "not subscribed: nothing expected";
+  t.Subscribe(std::chrono::steady_clock::time_point{seconds(1)}, 7);
+  t.Observed(1, 10);
+  t.Observed(0, 11);
+  EXPECT_FALSE(t.delivering().has_value()) << "the first change still waits a sweep for its Report";
+  t.Observed(0, 12);
+  EXPECT_FALSE(t.delivering().has_value()) << "one missed";
+  t.Observed(1, 13);
+  t.Observed(0, 14);
+  t.Observed(0, 15);
+  EXPECT_EQ(t.delivering(), false) << "two missed, no Report between";
+  // A Report arrives: delivered again.
+  transport::Notice n;
+  n.trap_number = 128;
+  n.lid = 12;
+  sa.port.Inject(transport::testing::EncodeNoticeReport(n, 1), 1);
+  for (int i = 0; i < 50 && t.traps().empty(); ++i) {
+    if (sa.engine.WaitForReports(milliseconds(20))) t.Take();
+  }
+  t.Observed(1, 16);
+  EXPECT_EQ(t.delivering(), true);
+  // A change whose Report comes in the next sweep is no miss.
+  sa.port.Inject(transport::testing::EncodeNoticeReport(n, 2), 1);
+  for (int i = 0; i < 50 && t.traps().at(128) < 2; ++i) {
+    if (sa.engine.WaitForReports(milliseconds(20))) t.Take();
+  }
+  t.Observed(0, 17);
+  t.Observed(1, 18);
+  t.Observed(0, 19);
+  t.Observed(0, 20);
+  EXPECT_EQ(t.delivering(), true) << "one missed since the last Report";
+}
+
 }  // namespace
 }  // namespace ibfabric::exporter

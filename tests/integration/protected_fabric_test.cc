@@ -1,0 +1,404 @@
+// Protected fabrics (issue 37) on the hardware personalities: the real
+// exporter binary on ibsim through tests/tools/hw_personality.cc, whose
+// nodes planted an M_Key drop every SMP that does not carry it, as M_Key
+// protection does, while their PMAs (GMPs) answer. A resident opensm (not
+// behind the personalities: it holds the key) is the SM and SA, on cn0002.
+//
+// With the key (a file, a credentials directory) everything is read and
+// the key shows nowhere; without it, one diagnosis within two sweeps, said
+// in the log, the metrics, the alerts API and the status page, no page for
+// the nodes or the SM, and SMPs backed off to probes (counted where MADs
+// cross libibumad); protection that comes on later keeps the fabric whole
+// and its counters read, and the fabric is walked again once SMPs answer.
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdint>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "tests/integration/hardware_suite.h"
+#include "tests/testbed/browser.h"
+#include "tests/testbed/mad_tap.h"
+#include "tests/testbed/process.h"
+
+namespace ibfabric::testbed {
+namespace {
+
+using std::chrono::seconds;
+
+
+constexpr const char* kDiagnosis = "looks M_Key-protected";
+
+std::size_t Count(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// The sweeps done before the diagnosis, as its log line says (-1: none).
+int DiagnosedAfter(const std::string& log) {
+  const auto at = log.find(kDiagnosis);
+  const auto sweeps = at == std::string::npos ? at : log.find(" sweeps=", at);
+  return sweeps == std::string::npos ? -1 : std::stoi(log.substr(sweeps + 8));
+}
+
+double Sweeps(const Scrape& s) { return s.Value("infiniband_exporter_sweeps_total").value_or(0); }
+bool Blocked(const Scrape& s) { return s.Value("infiniband_exporter_smps_blocked").value_or(0) == 1; }
+
+// No page for a node, a link or the SM: every such series is quiet; the
+// only alerts active are of `cause` (a fault planted on the counters).
+void ExpectNoPage(const Scrape& s, const std::string& cause = "") {
+  for (const auto& x : s.Find("infiniband_exporter_node_stale")) EXPECT_EQ(x.value, 0) << x.labels.at("guid");
+  for (const auto& x : s.Find("infiniband_link_up")) EXPECT_EQ(x.value, 1) << x.labels.at("node");
+  for (const auto& x : s.Find("infiniband_sm_condition")) EXPECT_EQ(x.value, 0) << x.labels.at("condition");
+  for (const auto& x : s.Find("infiniband_alert_active")) {
+    if (x.value != 0) {
+      EXPECT_EQ(x.labels.at("cause"), cause);
+    }
+  }
+}
+
+class MKeyTest : public HardwareSuite<MKeyTest> {
+ protected:
+  static constexpr std::uint64_t kKey = 0x5eed0000c0ffee01ULL;
+  static constexpr const char* kKeyHex = "0x5eed0000c0ffee01";
+  static void SetUpTestSuite() {
+    StartHardware(kTwoSwitchNet, "ib-*  quantum-2\ncn*  connectx-7\n");
+    if (::testing::Test::HasFatalFailure()) return;
+    std::string error;
+    SimFabric::SmOptions o;
+    o.attach = "cn0002";
+    sm_ = sim_->StartSubnetManager(o, &error).release();
+    ASSERT_NE(sm_, nullptr) << error;
+  }
+  static void TearDownTestSuite() {
+    delete sm_;
+    sm_ = nullptr;
+    HardwareSuite::TearDownTestSuite();
+  }
+  // Each test starts on a fabric protected everywhere.
+  void SetUp() override {
+    std::string error;
+    ASSERT_TRUE(hw_->PlantMKey("all", kKey, &error)) << error;
+  }
+  // The personality preload, behind the MAD tap writing to `tap`.
+  static Env TappedEnv(const std::string& tap) {
+    Env env = hw_->PreloadEnv();
+    const Env tap_env = MadTapEnv(tap);
+    env["LD_PRELOAD"] = tap_env.at("LD_PRELOAD") + " " + env["LD_PRELOAD"];
+    env["MAD_TAP_FILE"] = tap;
+    return env;
+  }
+  static inline Process* sm_ = nullptr;
+};
+
+TEST_F(MKeyTest, WithTheKeyFromAFileEverythingIsReadAndTheKeyIsNowhere) {
+  const Env env = hw_->ClientEnv(*sim_);
+  const CommandResult without =
+      RunCommand({"smpquery", "nodeinfo", "-D", "0,1"}, env, std::chrono::milliseconds(20000));
+  EXPECT_NE(without.exit_code, 0) << "an SMP without the key is dropped: " << without.out;
+  const CommandResult with =
+      RunCommand({"smpquery", "-y", kKeyHex, "nodeinfo", "-D", "0,1"}, env, std::chrono::milliseconds(20000));
+  EXPECT_EQ(with.exit_code, 0) << with.out << with.err;
+
+  const std::string dir = MakeTempDir("mkey");
+  WriteFile(dir + "/m_key", std::string(kKeyHex) + "\n");
+  std::string error;
+  auto e = ExporterProcess::Start(*sim_, {"--sweep.interval=500ms", "--ib.m-key-file=" + dir + "/m_key"}, &error, {},
+                                  hw_->PreloadEnv());
+  ASSERT_NE(e, nullptr) << error;
+  const auto s = e->WaitForSweeps(3, seconds(60));
+  ASSERT_TRUE(s.has_value()) << e->Log();
+  EXPECT_EQ(s->Find("infiniband_switch_info").size(), 2u);
+  EXPECT_EQ(s->Find("infiniband_hca_info").size(), 2u);
+  EXPECT_EQ(RateGbps(*s, "switch", "ib-leaf01", 5), 400) << "PortInfo read: Quantum-2 to Quantum-2, NDR";
+  EXPECT_FALSE(s->Find("infiniband_routing_port_destinations").empty()) << "the forwarding tables read";
+  EXPECT_EQ(s->Value("infiniband_exporter_mad_failures_total", {{"class", "dr_smp"}, {"reason", "timeout"}}), 0);
+  EXPECT_EQ(s->Value("infiniband_exporter_smps_blocked"), 0);
+  EXPECT_EQ(s->Value("infiniband_exporter_mkey_given"), 1);
+  EXPECT_EQ(s->Value("infiniband_sm_masters"), 1) << "SMInfo read: the SM on cn0002 answers as master";
+  // The key in none of its spellings: not in the log, the metrics, the
+  // APIs, the status page or the process's command line.
+  std::ifstream cmdline("/proc/" + std::to_string(e->process().pid()) + "/cmdline");
+  const std::string args((std::istreambuf_iterator<char>(cmdline)), std::istreambuf_iterator<char>());
+  ASSERT_FALSE(args.empty());
+  const std::vector<std::string> places{e->Log(),
+                                        e->Get("/metrics"),
+                                        e->Get("/api/v1/topology"),
+                                        e->Get("/api/v1/alerts"),
+                                        e->Get("/api/v1/subnet_managers"),
+                                        e->Get("/"),
+                                        args};
+  for (const std::string& spelling :
+       {std::string("5eed0000c0ffee01"), std::string("5EED0000C0FFEE01"), std::to_string(kKey)}) {
+    for (std::size_t i = 0; i < places.size(); ++i) {
+      EXPECT_EQ(places[i].find(spelling), std::string::npos) << "place " << i << " shows the key";
+    }
+  }
+  RemoveTree(dir);
+}
+
+// systemd's LoadCredential= and the DaemonSet's optional Secret both hand
+// the key over as $CREDENTIALS_DIRECTORY/m_key: no flag at all.
+TEST_F(MKeyTest, TheKeyFromTheCredentialsDirectoryNeedsNoFlag) {
+  const std::string dir = MakeTempDir("mkey-credentials");
+  WriteFile(dir + "/m_key", std::string(kKeyHex) + "\n");
+  Env env = hw_->PreloadEnv();
+  env["CREDENTIALS_DIRECTORY"] = dir;
+  std::string error;
+  auto e = ExporterProcess::Start(*sim_, {"--sweep.interval=500ms"}, &error, {}, env);
+  ASSERT_NE(e, nullptr) << error;
+  const auto s = e->WaitForSweeps(3, seconds(60));
+  ASSERT_TRUE(s.has_value()) << e->Log();
+  EXPECT_EQ(s->Find("infiniband_switch_info").size(), 2u) << e->Log();
+  EXPECT_EQ(s->Value("infiniband_exporter_mkey_given"), 1);
+  EXPECT_EQ(s->Value("infiniband_exporter_smps_blocked"), 0);
+  RemoveTree(dir);
+}
+
+// Protected everywhere, the exporter's own HCA too, and no key: the walk
+// fails at the local NodeInfo while the local PMA answers. One diagnosis
+// by the second sweep; no node, link or SM page, no local-port recovery
+// loop; the alerts API and the status page say what to do; no walk after
+// it, and SMPs only as probes, ever further apart.
+TEST_F(MKeyTest, WithoutTheKeyOneDiagnosisWithinTwoSweepsAndNoPage) {
+  const std::string dir = MakeTempDir("mkey-none");
+  const std::string tap = dir + "/tap.log";
+  std::string error;
+  auto e = ExporterProcess::Start(*sim_, {"--sweep.interval=500ms"}, &error, {}, TappedEnv(tap));
+  ASSERT_NE(e, nullptr) << error;
+  const auto diagnosed = e->WaitFor(Blocked, seconds(60));
+  ASSERT_TRUE(diagnosed.has_value()) << e->Log();
+  ASSERT_GE(DiagnosedAfter(e->Log()), 0) << e->Log();
+  EXPECT_LE(DiagnosedAfter(e->Log()), 1) << "diagnosed by the second sweep: " << e->Log();
+  EXPECT_EQ(diagnosed->Value("infiniband_exporter_mkey_given"), 0);
+  EXPECT_GE(diagnosed->Value("infiniband_exporter_smps_blocked_lids").value_or(0), 1);
+
+  const auto from = std::chrono::steady_clock::now();
+  const double sweeps_before = Sweeps(*diagnosed);
+  const auto later = e->WaitFor([&](const Scrape& x) { return Sweeps(x) >= sweeps_before + 16; }, seconds(60));
+  ASSERT_TRUE(later.has_value()) << e->Log();
+  const auto to = std::chrono::steady_clock::now();
+  EXPECT_TRUE(Blocked(*later));
+  ExpectNoPage(*later);
+  EXPECT_EQ(later->Value("infiniband_exporter_discoveries_total", {{"mode", "full"}}), 1) << "no walk after the first";
+
+  const nlohmann::json alerts = nlohmann::json::parse(e->Get("/api/v1/alerts"));
+  ASSERT_EQ(alerts["exporter_blind_spots"].size(), 1u) << alerts.dump();
+  EXPECT_EQ(alerts["exporter_blind_spots"][0]["kind"], "smps_blocked");
+  EXPECT_NE(alerts["exporter_blind_spots"][0]["action"].get<std::string>().find("--ib.m-key-file"), std::string::npos);
+  EXPECT_EQ(alerts["active"].size(), 0u) << alerts.dump();
+
+  // The status page, as a person sees it: the diagnosis above everything.
+  auto b = Browser::Start(&error);
+  ASSERT_NE(b, nullptr) << error;
+  ASSERT_TRUE(b->Navigate("http://127.0.0.1:" + std::to_string(e->port()) + "/", &error)) << error;
+  ASSERT_TRUE(b->WaitFor("return document.body.dataset.loaded === 'true';", seconds(30), &error)) << error;
+  const auto banner = b->Execute(R"(
+    const box = document.getElementById('blind-spots');
+    const r = box.getBoundingClientRect();
+    return {hidden: box.hidden, text: box.innerText, top: r.top, height: r.height,
+            kind: (box.querySelector('[data-kind]') || {dataset: {}}).dataset.kind || ''};
+  )",
+                                 &error);
+  ASSERT_TRUE(banner.has_value()) << error;
+  EXPECT_FALSE((*banner)["hidden"].get<bool>());
+  EXPECT_EQ((*banner)["kind"], "smps_blocked");
+  EXPECT_NE((*banner)["text"].get<std::string>().find("M_Key"), std::string::npos) << banner->dump();
+  EXPECT_NE((*banner)["text"].get<std::string>().find("--ib.m-key-file"), std::string::npos) << banner->dump();
+  EXPECT_GT((*banner)["height"].get<double>(), 0);
+  EXPECT_LT((*banner)["top"].get<double>(), 200) << "in the header, above the problems";
+  b.reset();
+
+  const std::string log = e->Log();
+  e.reset();  // the tap writes what it holds as the process ends
+  EXPECT_EQ(Count(log, kDiagnosis), 1u) << log;
+  EXPECT_EQ(Count(log, "no M_Key was given"), 1u) << log;
+  EXPECT_EQ(Count(log, "local port still does not answer"), 0u) << "no recovery loop: the local port is there";
+  EXPECT_EQ(Count(log, "node left the fabric"), 0u);
+  // After the diagnosis: no walk (directed-route SMPs), and LID-routed
+  // SMPs only as probes of the local LID and the SM's, 2, 4 and 8 sweeps
+  // apart: at most three probes of two SMPs, each tried three times.
+  const auto sent = SentBetween(tap, from, to);
+  EXPECT_EQ(sent[0], 0u) << "directed-route SMPs onto the fabric";
+  EXPECT_LE(sent[1], 18u) << "LID-routed SMPs in 16 sweeps";
+  EXPECT_GE(sent[1], 2u) << "the probes";
+  RemoveTree(dir);
+}
+
+// The switches and the SM's host protected, this host's HCA not: the walk
+// reaches only the local node, and what it missed has no LID it knows;
+// the master SM's LID (from the local PortInfo) is probed instead, its
+// PMA answers, and a probe in the next sweep confirms it.
+TEST_F(MKeyTest, ProtectedBeyondThisHostIsDiagnosedThroughTheSm) {
+  std::string error;
+  ASSERT_TRUE(hw_->PlantMKey("cn0001", 0, &error)) << error;
+  auto e = ExporterProcess::Start(*sim_, {"--sweep.interval=500ms"}, &error, {}, hw_->PreloadEnv());
+  ASSERT_NE(e, nullptr) << error;
+  const auto diagnosed = e->WaitFor(Blocked, seconds(60));
+  ASSERT_TRUE(diagnosed.has_value()) << e->Log();
+  ASSERT_GE(DiagnosedAfter(e->Log()), 0) << e->Log();
+  EXPECT_LE(DiagnosedAfter(e->Log()), 2) << e->Log();
+  EXPECT_EQ(diagnosed->Find("infiniband_hca_info").size(), 1u) << "the local HCA answers";
+  EXPECT_TRUE(diagnosed->Find("infiniband_switch_info").empty());
+  ExpectNoPage(*diagnosed);
+}
+
+// Protection that comes on while the exporter runs (the SM set a key): the
+// next sweeps' SMPs go unanswered while the PMAs answer. One diagnosis
+// within two sweeps; the fabric stays whole (no node dropped, no link
+// down), the counters are still read (one planted after it arrives on its
+// port), the sweeps' SMPs stop; when the key is lifted, a probe sees SMPs
+// answer and the fabric is walked again.
+TEST_F(MKeyTest, ProtectionThatComesOnLaterKeepsTheFabricAndItsCounters) {
+  std::string error;
+  ASSERT_TRUE(hw_->PlantMKey("all", 0, &error)) << error;
+  const std::string dir = MakeTempDir("mkey-later");
+  const std::string tap = dir + "/tap.log";
+  auto e = ExporterProcess::Start(*sim_, {"--sweep.interval=500ms"}, &error, {}, TappedEnv(tap));
+  ASSERT_NE(e, nullptr) << error;
+  const auto open = e->WaitForSweeps(3, seconds(60));
+  ASSERT_TRUE(open.has_value()) << e->Log();
+  ASSERT_EQ(open->Find("infiniband_switch_info").size(), 2u);
+  ASSERT_EQ(open->Find("infiniband_hca_info").size(), 2u);
+  const std::size_t links = open->Find("infiniband_link_up").size();
+  ASSERT_EQ(links, 4u) << "four cables";
+
+  ASSERT_TRUE(hw_->PlantMKey("all", kKey, &error)) << error;
+  const double planted_at = Sweeps(e->ScrapeMetrics());
+  const auto diagnosed = e->WaitFor(Blocked, seconds(60));
+  ASSERT_TRUE(diagnosed.has_value()) << e->Log();
+  // The sweep under way when the key came, and two more.
+  ASSERT_GE(DiagnosedAfter(e->Log()), 0) << e->Log();
+  EXPECT_LE(DiagnosedAfter(e->Log()) - planted_at, 2) << "sweeps from the key to the diagnosis: " << e->Log();
+
+  // 12 sweeps with the diagnosis, the SMPs sent counted.
+  const auto from = std::chrono::steady_clock::now();
+  const double sweeps_before = Sweeps(*diagnosed);
+  ASSERT_TRUE(e->WaitFor([&](const Scrape& x) { return Sweeps(x) >= sweeps_before + 12; }, seconds(60)).has_value());
+  const auto to = std::chrono::steady_clock::now();
+  bool ok = false;
+  sim_->Console("PerformanceSet \"ib-leaf01\"[2] PortCounters.SymbolErrorCounter=55", &ok);
+  ASSERT_TRUE(ok);
+  const auto later = e->WaitFor(
+      [&](const Scrape& x) {
+        return x.Value("infiniband_switch_port_symbol_error_total", {{"switch", "ib-leaf01"}, {"port", "2"}}) == 55;
+      },
+      seconds(60));
+  ASSERT_TRUE(later.has_value()) << e->Log();
+  EXPECT_TRUE(Blocked(*later));
+  EXPECT_EQ(later->Find("infiniband_switch_info").size(), 2u);
+  EXPECT_EQ(later->Find("infiniband_hca_info").size(), 2u);
+  EXPECT_EQ(later->Find("infiniband_link_up").size(), links);
+  // The symbol errors page as a bad cable (the PMA still reads them); nothing else does.
+  ExpectNoPage(*later, "bad_cable");
+
+  // The key lifted: the next probe sees SMPs answer, and the fabric is walked.
+  const double walks = later->Value("infiniband_exporter_discoveries_total", {{"mode", "full"}}).value_or(0);
+  ASSERT_TRUE(hw_->PlantMKey("all", 0, &error)) << error;
+  const auto cleared = e->WaitFor(
+      [&](const Scrape& x) {
+        return !Blocked(x) && x.Value("infiniband_exporter_discoveries_total", {{"mode", "full"}}) > walks;
+      },
+      seconds(60));
+  ASSERT_TRUE(cleared.has_value()) << e->Log();
+  EXPECT_EQ(cleared->Find("infiniband_switch_info").size(), 2u);
+  const std::string log = e->Log();
+  e.reset();
+  sim_->Console("PerformanceSet \"ib-leaf01\"[2] PortCounters.SymbolErrorCounter=0", nullptr);
+  EXPECT_EQ(Count(log, kDiagnosis), 1u) << log;
+  EXPECT_EQ(Count(log, "SMPs answer again"), 1u) << log;
+  EXPECT_EQ(Count(log, "node left the fabric"), 0u) << log;
+  // While diagnosed: no directed-route SMP, and LID-routed ones only as
+  // probes (2 and 4 sweeps apart, and maybe the one 8 after: four LIDs at
+  // most, three tries).
+  const auto sent = SentBetween(tap, from, to);
+  EXPECT_EQ(sent[0], 0u) << "directed-route SMPs";
+  EXPECT_LE(sent[1], 36u) << "LID-routed SMPs in 12 sweeps";
+  RemoveTree(dir);
+}
+
+// P_Keys: this host's port holds the limited default P_Key at index 0 and
+// the full one at index 1 (as a port made a full member by partitions.conf
+// next to the limited default may); cn0002 is a limited member only, the
+// switches full members. Set in ibsim (smp_set: its SMPs and the sysfs
+// umad2sim makes show them) and in the personalities (which drop a PMA
+// request whose P_Key the target does not share, IBTA 10.9.3).
+class PKeyTest : public HardwareSuite<PKeyTest> {
+ protected:
+  static void SetUpTestSuite() {
+    StartHardware(kTwoSwitchNet, "ib-*  quantum-2\ncn*  connectx-7\n");
+    if (::testing::Test::HasFatalFailure()) return;
+    std::string error;
+    const auto set = [&](const std::string& node, std::vector<std::string> pkeys) {
+      std::vector<std::string> argv{IBFABRIC_SMP_SET_BIN, "pkeys", std::to_string(hw_->LidOf(node)), "1"};
+      argv.insert(argv.end(), pkeys.begin(), pkeys.end());
+      const CommandResult r = sim_->Tool(argv);
+      ASSERT_EQ(r.exit_code, 0) << r.err;
+    };
+    set("cn0001", {"0x7fff", "0xffff"});
+    set("cn0002", {"0x7fff"});
+    ASSERT_TRUE(hw_->PlantPKeys("cn0001", {0x7fff, 0xffff}, &error)) << error;
+    ASSERT_TRUE(hw_->PlantPKeys("cn0002", {0x7fff}, &error)) << error;
+    ASSERT_TRUE(hw_->PlantPKeys("ib-leaf01", {0xffff}, &error)) << error;
+    ASSERT_TRUE(hw_->PlantPKeys("ib-spine01", {0xffff}, &error)) << error;
+  }
+};
+
+// The found full-member index reads every PMA, the limited host's too; a
+// symbol error planted there arrives on its port.
+TEST_F(PKeyTest, GmpsLeaveOnTheFullMemberDefaultPKeyAndReachALimitedHost) {
+  bool ok = false;
+  sim_->Console("PerformanceSet \"cn0002\"[1] PortCounters.SymbolErrorCounter=31", &ok);
+  ASSERT_TRUE(ok);
+  std::string error;
+  auto e = ExporterProcess::Start(*sim_, {"--sweep.interval=500ms"}, &error, {}, hw_->PreloadEnv());
+  ASSERT_NE(e, nullptr) << error;
+  const auto s = e->WaitForSweeps(3, seconds(60));
+  ASSERT_TRUE(s.has_value()) << e->Log();
+  EXPECT_NE(e->Log().find("pkey_index=1 pkey=0xffff"), std::string::npos) << e->Log();
+  EXPECT_EQ(Count(e->Log(), "limited default P_Key"), 0u) << e->Log();
+  EXPECT_EQ(s->Value("infiniband_hca_port_symbol_error_total", {{"hca", "cn0002"}, {"port", "1"}}), 31);
+  EXPECT_EQ(s->Value("infiniband_exporter_sweep_ports", {{"result", "failed"}}), 0);
+  sim_->Console("PerformanceSet \"cn0002\"[1] PortCounters.SymbolErrorCounter=0", nullptr);
+}
+
+// --ib.pkey-index=0, the limited entry: one warning at start that says
+// what will not answer and what to do; the limited host's PMA does not
+// answer, the switches' and this host's own (a full member) do.
+TEST_F(PKeyTest, TheLimitedEntryWarnsAndLeavesTheLimitedHostUnread) {
+  std::string error;
+  auto e =
+      ExporterProcess::Start(*sim_, {"--sweep.interval=500ms", "--ib.pkey-index=0"}, &error, {}, hw_->PreloadEnv());
+  ASSERT_NE(e, nullptr) << error;
+  const auto s = e->WaitForSweeps(3, seconds(60));
+  ASSERT_TRUE(s.has_value()) << e->Log();
+  const std::string log = e->Log();
+  EXPECT_NE(log.find("pkey_index=0 pkey=0x7fff"), std::string::npos) << log;
+  EXPECT_EQ(Count(log, "limited default P_Key"), 1u) << log;
+  EXPECT_NE(log.find("--ib.pkey-index"), std::string::npos) << log;
+  EXPECT_FALSE(s->Value("infiniband_hca_port_symbol_error_total", {{"hca", "cn0002"}, {"port", "1"}}).has_value());
+  EXPECT_TRUE(s->Value("infiniband_hca_port_symbol_error_total", {{"hca", "cn0001"}, {"port", "1"}}).has_value());
+  EXPECT_TRUE(
+      s->Value("infiniband_switch_port_symbol_error_total", {{"switch", "ib-leaf01"}, {"port", "2"}}).has_value());
+  EXPECT_GE(s->Value("infiniband_exporter_sweep_ports", {{"result", "failed"}}).value_or(0), 1);
+}
+
+// An index outside the table, or of an empty entry: one line, non-zero exit.
+TEST_F(PKeyTest, AnIndexTheTableDoesNotHaveIsOneLineAndAnError) {
+  Env env = hw_->ClientEnv(*sim_);
+  const CommandResult r =
+      RunCommand({ExporterBinary(), "--ib.pkey-index=7", "--once"}, env, std::chrono::milliseconds(20000));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("--ib.pkey-index=7: the port's P_Key table has"), std::string::npos) << r.err;
+  EXPECT_EQ(Count(r.err, "\n"), 1u) << r.err;
+}
+
+}  // namespace
+}  // namespace ibfabric::testbed
