@@ -26,7 +26,9 @@ FabricTracker::FabricTracker(transport::MadEngine& engine, TrackerOptions option
       nodes_(std::move(nodes)),
       remembered_(std::move(remembered)),
       schedule_(options_.discovery_interval, options_.sweep_interval, options_.sweep_rotation),
-      traps_(engine, log, options_.sweep_rotation),
+      traps_(engine, log, options_.sweep_rotation,
+             static_cast<std::uint64_t>(options_.sweep_rotation /
+                                        std::max(options_.sweep_interval, std::chrono::milliseconds(1)))),
       smp_watch_(static_cast<std::uint64_t>(options_.sweep_rotation /
                                             std::max(options_.sweep_interval, std::chrono::milliseconds(1)))) {
   UpdateReadPorts();
@@ -303,6 +305,8 @@ FabricTracker::News FabricTracker::Observe(const collectors::PortTable& before, 
   if (auto it = sweep->links.find({local_guid_, local_port_}); it != sweep->links.end()) {
     // Its own LID names no SM this exporter could ask (it is none).
     master_sm_lid_ = it->second.sm_lid == it->second.lid ? 0 : it->second.sm_lid;
+    // Back up: the SM may have dropped the subscription with the link.
+    if (!local_link_up_ && it->second.link_up()) traps_.Due();
     local_link_up_ = it->second.link_up();
   }
   // Unanswered (a sweep that began while nothing answered), the local
@@ -388,8 +392,7 @@ std::vector<topology::PortChange> FabricTracker::EndSweep(const collectors::Swee
 
 std::vector<topology::PortChange> FabricTracker::ChangesOf(const collectors::SweepResult& sweep, const News& news) {
   const auto changed = collectors::CompareLinks(*fabric_, sweep.links);
-  // Each is a trap 128 at its switch that no Report brought (traps are re-read before the sweep).
-  traps_.Observed(changed.came_up + changed.went_down + changed.activated, sweeps_);
+  NoteTrapChanges(changed);
   std::map<topology::PortRef, topology::PortChange> changes;
   for (const auto& [ref, port] : changed.ports) changes[ref] = {ref, port, "port state changed"};
   // A flap that is over (up again at the same rate) may have brought
@@ -452,6 +455,25 @@ std::vector<topology::PortChange> FabricTracker::ChangesOf(const collectors::Swe
 }
 
 // --- traps ---------------------------------------------------------------
+
+void FabricTracker::NoteTrapChanges(const collectors::LinkChanges& changed) {
+  // A switch port that went down or came up raises trap 128 at its switch
+  // (not one the SM brought Active: SubnSet changes raise none); its Report
+  // was re-read before the sweep. Each counted once until a walk takes it
+  // in; not the local port's link, which carries Reports itself.
+  const auto local_end = SwitchEnd({local_guid_, local_port_});
+  std::set<topology::PortRef> now;
+  std::size_t fresh = 0;
+  for (const auto& [ref, port] : changed.ports) {
+    const topology::Port* was = fabric_->FindPort(ref);
+    if (!was || was->link_up() == port.link_up() || ref.node_guid == local_guid_ || ref == local_end) continue;
+    now.insert(ref);
+    fresh += trap_counted_.count(ref) ? 0 : 1;
+  }
+  trap_counted_ = std::move(now);
+  // While SMPs are dropped nothing is re-walked: the view is not current.
+  if (!smp_watch_.diagnosed()) traps_.Observed(fresh, sweeps_);
+}
 
 void FabricTracker::Subscribe(std::chrono::steady_clock::time_point now, const collectors::Snapshot& parts) {
   if (!options_.subscribe_traps) return;

@@ -224,6 +224,9 @@ class FabricTracker {
   // answer), or the far ends the last fabric knows behind the ports that
   // got no answer, and the master SM.
   void ProbeMissed(const topology::DiscoveryResult& r);
+  // Tells the trap subscription the switch ports a sweep found gone down or
+  // come up (each once until a walk takes it in), for its delivery check.
+  void NoteTrapChanges(const collectors::LinkChanges& changed);
   // The switch ports to re-walk after a sweep: changed state, width or
   // speed; a flap that is over; a port that stopped answering; retries due.
   std::vector<topology::PortChange> ChangesOf(const collectors::SweepResult& sweep, const News& news);
@@ -274,6 +277,8 @@ class FabricTracker {
   TrapSubscription traps_;
   // SMPs dropped where GMPs answer.
   SmpWatch smp_watch_;
+  // Switch ports whose change the trap subscription was told of, while it lasts.
+  std::set<topology::PortRef> trap_counted_;
 };
 
 }  // namespace ibfabric::exporter

@@ -268,6 +268,15 @@ const std::map<std::string, Flag>& Flags() {
             c.check = true;
             return "";
           }}},
+        {"doctor",
+         {"Preflight: print what this exporter can see from here and what stops it (the local port, the P_Key "
+          "index, SMPs and GMPs on a sample of nodes, traps, capabilities, the MAD load), one line each, and "
+          "exit: 0 pass, 3 degraded, 1 fail.",
+          nullptr,
+          [](Config& c, const std::string&) -> std::string {
+            c.doctor = true;
+            return "";
+          }}},
         {"once",
          {"Discover and sweep once, print the metrics to standard output and exit.", nullptr,
           [](Config& c, const std::string&) -> std::string {

@@ -67,8 +67,9 @@ struct Config {
   collectors::PortGroups port_groups = kPollerDefaults.port_groups;  // --counters.groups
   bool port_groups_auto = kPollerDefaults.port_groups_auto;
   int clear_threshold = kPollerDefaults.collector.clear_threshold_percent;  // percent of a counter's maximum; 0: never
-  bool once = false;   // one discovery and sweep, metrics to stdout, exit
-  bool check = false;  // does the local port answer? exit 0 or 1
+  bool once = false;    // one discovery and sweep, metrics to stdout, exit
+  bool check = false;   // does the local port answer? exit 0 or 1
+  bool doctor = false;  // the preflight (exporter/doctor.h): exit 0 pass, 3 degraded, 1 fail
   // --collector.NAME / --no-collector.NAME: name -> on (collectors/registry.h).
   std::map<std::string, bool> collectors;
 };

@@ -18,6 +18,7 @@
 
 #include "collectors/common/log.h"
 #include "exporter/alert_config.h"
+#include "exporter/doctor.h"
 #include "exporter/flags.h"
 #include "exporter/gzip.h"
 #include "exporter/http_server.h"
@@ -302,6 +303,17 @@ int Main(int argc, char** argv) {
 
   transport::MadEngine engine(*port, EngineOptionsFrom(cfg, files));
   if (cfg.check) return Check(engine, local);
+  if (cfg.doctor) {
+    DoctorOptions o;
+    o.sweep_interval = cfg.sweep_interval;
+    o.sweep_rotation = cfg.sweep_rotation;
+    o.m_key_given = files.m_key != 0;
+    o.subscribe_traps = cfg.sm_traps;
+    o.local_scope = cfg.scope.kind == topology::ScopeKind::kLocal;
+    const DoctorReport report = Judge(Examine(engine, local, o));
+    for (const std::string& line : report.lines) std::cout << line << "\n";
+    return report.exit_code;
+  }
 
   collectors::PersistedState restored = Restored(log);
 

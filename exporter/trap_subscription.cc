@@ -31,6 +31,7 @@ void TrapSubscription::Subscribe(std::chrono::steady_clock::time_point now, std:
         "meanwhile",
         "sm_lid=" + std::to_string(sm_lid));
   }
+  if (first || (all && !had_all)) Restart();  // another SM, or accepted anew
   sm_ = sm_lid;
   at_ = now;
   due_ = !all;
@@ -43,17 +44,21 @@ std::vector<transport::Notice> TrapSubscription::Take() {
     ++traps_[n.trap_number];
     log_.Debug("trap", "number=" + std::to_string(n.trap_number) + " lid=" + std::to_string(n.lid) +
                            " port_guid=" + topology::FormatGuid(n.port_guid));
+    if (n.trap_number == transport::trap::kLinkStateChange) ++reports_since_;
     out.push_back(n);
   }
-  reports_since_ += out.size();
   return out;
 }
 
 void TrapSubscription::Observed(std::size_t changes, std::uint64_t sweep) {
   const auto it = subscriptions_.find(transport::trap::kLinkStateChange);
   if (it == subscriptions_.end() || !it->second) {
-    waiting_.clear();  // not subscribed: nothing to expect
+    Restart();  // not subscribed: nothing to expect
     return;
+  }
+  if (restart_) {
+    restart_ = false;
+    counts_from_ = sweep + grace_;
   }
   if (reports_since_ > 0) {
     if (delivering_ == false) log_.Info("the SM's traps reach this exporter again");
@@ -64,19 +69,20 @@ void TrapSubscription::Observed(std::size_t changes, std::uint64_t sweep) {
   }
   // A change waits one more sweep for its Report (in flight while the
   // sweep read the port).
-  std::erase_if(waiting_, [&](const auto& w) {
-    if (w.first + 1 >= sweep) return false;
-    missed_ += w.second;
+  std::erase_if(waiting_, [&](std::uint64_t at) {
+    if (at + 1 >= sweep) return false;
+    ++missed_;
     return true;
   });
-  if (changes > 0) waiting_.emplace_back(sweep, changes);
+  if (changes > 0 && sweep >= counts_from_) waiting_.push_back(sweep);
   if (missed_ >= 2 && delivering_ != false) {
     delivering_ = false;
     log_.Warn(
-        "the SA accepted the trap subscription but sends no traps: link changes the sweeps found came with no "
-        "Report; the sweeps' rotation finds changes (traps are reported only to subscribers sharing a P_Key "
-        "with their source: see --ib.pkey-index)",
-        "missed=" + std::to_string(missed_) + " sm_lid=" + std::to_string(sm_));
+        "the SA accepted the trap subscription but sends no traps: link changes the sweeps found in two sweeps "
+        "came with no Report; the sweeps' rotation finds changes (the SM reports a trap only to subscribers "
+        "sharing a P_Key with its source, per its partitions.conf; another process on this host may take the "
+        "port's Reports)",
+        "sm_lid=" + std::to_string(sm_));
   }
 }
 

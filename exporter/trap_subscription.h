@@ -9,12 +9,16 @@
 //
 // Whether they are delivered: the SA may accept a subscription and still
 // send nothing (it reports a trap only to subscribers that share a P_Key
-// with the trap's source, opensm osm_inform.c; another daemon may hold the
-// port's Report receiver). The sweeps tell: a switch port's link state
-// change they find (trap 128 at its switch) that no Report was taken for
-// by the end of the next sweep is missed; two missed with no Report
-// between, and traps do not reach this exporter, said once (the sweeps'
-// rotation finds changes meanwhile); a Report says they do again.
+// with the trap's source, opensm osm_inform.c; an SM that restarted has
+// forgotten the subscription until it is renewed; another process on the
+// host may take the port's Reports). The sweeps tell: a switch port that
+// went down or came up (its switch raises trap 128, IBTA 14.2.5.1) that
+// the sweeps found, with no trap-128 Report taken by the end of the next
+// sweep, is a miss; misses in two sweeps with no Report between, and
+// traps do not reach this exporter, said once (the sweeps' rotation finds
+// changes meanwhile); a Report says they do again. For `grace` sweeps
+// after each (re)subscription (Due, another SM) nothing counts: a change
+// the rotation reads may be older than the subscription.
 
 #include <chrono>
 #include <cstdint>
@@ -39,19 +43,26 @@ class TrapSubscription {
 
   // `renew`: how often to subscribe again though nothing changed (the SM
   // may have forgotten: a restart that kept its LID).
-  TrapSubscription(transport::MadEngine& engine, collectors::Logger& log, std::chrono::milliseconds renew)
-      : engine_(engine), log_(log), renew_(renew) {}
+  // `grace`: sweeps after a subscription in which changes found count as
+  // no miss (a rotation's worth).
+  TrapSubscription(transport::MadEngine& engine, collectors::Logger& log, std::chrono::milliseconds renew,
+                   std::uint64_t grace = 0)
+      : engine_(engine), log_(log), renew_(renew), grace_(grace) {}
 
-  // The next Subscribe asks whatever else says (after a full walk, a new master).
-  void Due() { due_ = true; }
+  // The next Subscribe asks whatever else says (after a full walk, a new
+  // master, the local port back); delivery is judged afresh after it.
+  void Due() {
+    due_ = true;
+    Restart();
+  }
   // Subscribes at the master SM `sm_lid` (0: none known, nothing is sent)
   // when due, when the master is another than last time, or once `renew`
   // passed since; one pipelined batch of InformInfo Sets.
   void Subscribe(std::chrono::steady_clock::time_point now, std::uint16_t sm_lid);
   // The Reports (traps) the engine took in since the last call, each counted.
   std::vector<transport::Notice> Take();
-  // `changes`: link state changes of switch ports sweep number `sweep`
-  // found (the trap re-reads had not), while subscribed.
+  // `changes`: switch ports that went down or came up which sweep number
+  // `sweep` found (each once; the trap re-reads had not).
   void Observed(std::size_t changes, std::uint64_t sweep);
   // Whether Reports are delivered: nullopt before anything showed either way.
   std::optional<bool> delivering() const { return delivering_; }
@@ -72,11 +83,23 @@ class TrapSubscription {
   bool due_ = true;
   std::map<std::uint16_t, bool> subscriptions_;
   std::map<std::uint16_t, std::uint64_t> traps_;
-  // Delivery: Reports taken since the sweeps last looked, the changes that
-  // wait for one (sweep, count), those missed since the last Report.
+  // Delivery is judged afresh (after a subscription): counting restarts
+  // after the grace.
+  void Restart() {
+    reports_since_ = 0;
+    waiting_.clear();
+    missed_ = 0;
+    restart_ = true;
+  }
+  // Delivery: trap-128 Reports taken since the sweeps last looked, the
+  // sweeps whose changes wait for one, the sweeps missed since the last
+  // Report, the sweep before which nothing counts.
+  std::uint64_t grace_;
   std::size_t reports_since_ = 0;
-  std::vector<std::pair<std::uint64_t, std::size_t>> waiting_;
+  std::vector<std::uint64_t> waiting_;
   std::size_t missed_ = 0;
+  bool restart_ = true;
+  std::uint64_t counts_from_ = 0;
   std::optional<bool> delivering_;
 };
 

@@ -1,21 +1,27 @@
 #!/usr/bin/env bash
 # Whether every test suite of the integration test binary is named by the
-# --gtest_filter of some ctest test in tests/CMakeLists.txt: a suite no
-# filter names would silently never run in CI.
+# --gtest_filter of some ctest test of it in tests/CMakeLists.txt: a suite
+# no filter names would silently never run in CI.
 # usage: check-test-filters.sh INTEGRATION_TESTS_BINARY TESTS_CMAKELISTS
 set -euo pipefail
 binary=$1
 cmakelists=$2
-# Suite names: the unindented lines of --gtest_list_tests, "Suite." form.
-mapfile -t suites < <("$binary" --gtest_list_tests | grep -E '^[A-Za-z_][A-Za-z0-9_/]*\.$' | sed 's/\.$//')
-# Every filter pattern (colon-separated) of every --gtest_filter=.
-mapfile -t patterns < <(grep -o -- '--gtest_filter=[^ )]*' "$cmakelists" | sed 's/--gtest_filter=//' | tr ':' '\n')
+listing=$("$binary" --gtest_list_tests)
+# Suite names: "Suite." lines (typed suites: "Suite/0.  # TypeParam = ...").
+mapfile -t suites < <(grep -E '^[A-Za-z_][A-Za-z0-9_/]*\.( .*)?$' <<< "$listing" | sed -E 's/\..*$//')
+if ((${#suites[@]} == 0)); then
+  echo "check-test-filters.sh: $binary lists no test suites" >&2
+  exit 1
+fi
+# The positive patterns of the filters of uncommented integration_tests runs.
+mapfile -t patterns < <(grep -E '^[^#]*COMMAND integration_tests .*--gtest_filter=' "$cmakelists" |
+  sed -E 's/.*--gtest_filter=([^ )"]*).*/\1/' | sed 's/-.*$//' | tr ':' '\n' | grep -v '^$')
 missing=()
 for suite in "${suites[@]}"; do
   covered=0
   for pattern in "${patterns[@]}"; do
-    # A pattern is matched against "Suite.Test"; a suite is covered when
-    # "Suite.anything" matches it (patterns here end in '*').
+    # A pattern is matched against "Suite.Test": a suite is covered when
+    # "Suite.anything" matches it (the patterns here end in '*').
     # shellcheck disable=SC2053
     if [[ "$suite.x" == $pattern ]]; then
       covered=1

@@ -99,8 +99,9 @@ bool ChoosePKeyIndex(const std::vector<std::uint16_t>& table, int wanted, PKeyCh
     if (static_cast<std::size_t>(wanted) >= table.size() || (table[wanted] & 0x7fff) == 0) {
       *error = "--ib.pkey-index=" + std::to_string(wanted) + ": the port's P_Key table has " +
                std::to_string(table.size()) + " entries" +
-               (static_cast<std::size_t>(wanted) < table.size() ? " and that one is empty (" + hex(table[wanted]) + ")"
-                                                                : "");
+               (static_cast<std::size_t>(wanted) < table.size()
+                    ? " and that one holds no P_Key (" + hex(table[wanted]) + ": empty or invalid)"
+                    : "");
       return false;
     }
     *out = {wanted, table[wanted]};
@@ -114,10 +115,13 @@ bool ChoosePKeyIndex(const std::vector<std::uint16_t>& table, int wanted, PKeyCh
       }
     }
   }
-  for (std::size_t i = 0; i < table.size(); ++i) {
-    if ((table[i] & 0x7fff) != 0) {
-      *out = {static_cast<int>(i), table[i]};
-      return true;
+  // No default partition: the first full member entry, else the first entry in use.
+  for (const bool full : {true, false}) {
+    for (std::size_t i = 0; i < table.size(); ++i) {
+      if ((table[i] & 0x7fff) != 0 && (!full || (table[i] & 0x8000) != 0)) {
+        *out = {static_cast<int>(i), table[i]};
+        return true;
+      }
     }
   }
   *out = {0, 0};

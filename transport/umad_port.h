@@ -39,8 +39,9 @@ struct PKeyChoice {
   bool full_default() const { return pkey == 0xffff; }
 };
 // `wanted` (>= 0, --ib.pkey-index), else the index of 0xFFFF, else of
-// 0x7FFF, else of the first entry in use, else 0. False with a one-line
-// reason when `wanted` is outside the table or its entry is empty.
+// 0x7FFF, else of the first full-member entry, else of the first entry in
+// use, else 0. False with a one-line reason when `wanted` is outside the
+// table or its entry holds no P_Key (0x0000 empty, 0x8000 invalid).
 bool ChoosePKeyIndex(const std::vector<std::uint16_t>& table, int wanted, PKeyChoice* out, std::string* error);
 
 struct UmadPortOptions {

@@ -290,8 +290,9 @@ json AlertsJson(const Snapshot& s, const AlertFilter& filter) {
           "The SA accepted the trap subscription but sends this exporter no traps: link changes are found by the "
           "sweeps' rotation, up to --sweep.rotation later."},
          {"action",
-          "Traps are reported only to subscribers sharing a P_Key with their source: make the exporter's port a "
-          "full member of the default partition (docs/security.md#p_keys), and check that the SM forwards traps."}});
+          "The SM reports a trap only to subscribers sharing a P_Key with its source: check that the SM's "
+          "partitions.conf makes the exporter's port a member of the default partition, and that no other process "
+          "on its host takes the port's SA Reports (docs/mad-volume.md)."}});
   }
   return json{{"schema_version", kAlertsSchemaVersion},
               {"generated", Iso8601(s.published)},

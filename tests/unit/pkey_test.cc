@@ -29,8 +29,9 @@ TEST(PKeyIndexTest, TheFullMemberDefaultWhereverItIs) {
   const PKeyChoice limited = Choose({0x8002, 0x7fff});
   EXPECT_EQ(limited.index, 1);
   EXPECT_FALSE(limited.full_default());
-  // No default partition at all: the first entry in use.
-  EXPECT_EQ(Choose({0, 0x8005}).index, 1);
+  // No default partition at all: the first full member entry, else the first in use.
+  EXPECT_EQ(Choose({0, 0x0005, 0x8006}).index, 2);
+  EXPECT_EQ(Choose({0, 0x0005}).index, 1);
   // No table known (no sysfs): index 0, P_Key unknown.
   const PKeyChoice unknown = Choose({});
   EXPECT_EQ(unknown.index, 0);
@@ -47,7 +48,9 @@ TEST(PKeyIndexTest, TheFlagIsTakenWhenTheTableHasIt) {
   EXPECT_FALSE(ChoosePKeyIndex({0x7fff, 0xffff}, 2, &out, &error));
   EXPECT_EQ(error, "--ib.pkey-index=2: the port's P_Key table has 2 entries");
   EXPECT_FALSE(ChoosePKeyIndex({0x7fff, 0x0000, 0xffff}, 1, &out, &error));
-  EXPECT_EQ(error, "--ib.pkey-index=1: the port's P_Key table has 3 entries and that one is empty (0x0000)");
+  EXPECT_EQ(error,
+            "--ib.pkey-index=1: the port's P_Key table has 3 entries and that one holds no P_Key (0x0000: empty or "
+            "invalid)");
   EXPECT_FALSE(ChoosePKeyIndex({0x7fff, 0x8000}, 1, &out, &error)) << "0x8000: the invalid P_Key (IBTA 10.9.1.2)";
 }
 

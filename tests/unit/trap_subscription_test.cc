@@ -96,46 +96,74 @@ TEST(TrapSubscriptionTest, ReportsAreCountedByTrapAndHandedOver) {
   EXPECT_TRUE(t.Take().empty());
 }
 
+// Takes in the Reports injected so far (each waited for).
+void TakeAll(Sa& sa, TrapSubscription& t, std::size_t want) {
+  std::size_t taken = 0;
+  for (int i = 0; i < 100 && taken < want; ++i) {
+    if (sa.engine.WaitForReports(milliseconds(20))) taken += t.Take().size();
+  }
+  ASSERT_EQ(taken, want);
+}
+
 // Delivery judged from what the sweeps find: a change waits one more
-// sweep for its Report; two missed with none between, and the accepted
-// subscription delivers nothing; a Report says it does again. Not
-// subscribed (or refused): nothing is expected.
+// sweep for its trap-128 Report; misses in two sweeps with no Report
+// between, and the accepted subscription delivers nothing; a trap-128
+// Report says it does again (another trap's does not). Not subscribed:
+// nothing is expected. After a (re)subscription, `grace` sweeps count
+// nothing.
 TEST(TrapSubscriptionTest, ChangesTheSweepsFoundWithNoReportShowTrapsAreNotDelivered) {
   Sa sa;
-  TrapSubscription t(sa.engine, sa.log, seconds(300));
+  TrapSubscription t(sa.engine, sa.log, seconds(300), /*grace=*/3);
   t.Observed(3, 1);
   t.Observed(0, 5);
   EXPECT_FALSE(t.delivering().has_value()) << "not subscribed: nothing expected";
   t.Subscribe(std::chrono::steady_clock::time_point{seconds(1)}, 7);
-  t.Observed(1, 10);
-  t.Observed(0, 11);
-  EXPECT_FALSE(t.delivering().has_value()) << "the first change still waits a sweep for its Report";
+  t.Observed(2, 10);  // the grace begins: sweeps 10, 11, 12
+  t.Observed(1, 11);
   t.Observed(0, 12);
-  EXPECT_FALSE(t.delivering().has_value()) << "one missed";
-  t.Observed(1, 13);
+  t.Observed(0, 13);
   t.Observed(0, 14);
-  t.Observed(0, 15);
-  EXPECT_EQ(t.delivering(), false) << "two missed, no Report between";
-  // A Report arrives: delivered again.
-  transport::Notice n;
-  n.trap_number = 128;
-  n.lid = 12;
-  sa.port.Inject(transport::testing::EncodeNoticeReport(n, 1), 1);
-  for (int i = 0; i < 50 && t.traps().empty(); ++i) {
-    if (sa.engine.WaitForReports(milliseconds(20))) t.Take();
-  }
-  t.Observed(1, 16);
-  EXPECT_EQ(t.delivering(), true);
-  // A change whose Report comes in the next sweep is no miss.
-  sa.port.Inject(transport::testing::EncodeNoticeReport(n, 2), 1);
-  for (int i = 0; i < 50 && t.traps().at(128) < 2; ++i) {
-    if (sa.engine.WaitForReports(milliseconds(20))) t.Take();
-  }
+  EXPECT_FALSE(t.delivering().has_value()) << "changes in the grace after subscribing count nothing";
+  t.Observed(5, 15);
+  t.Observed(0, 16);
+  EXPECT_FALSE(t.delivering().has_value()) << "the change still waits a sweep for its Report";
   t.Observed(0, 17);
+  EXPECT_FALSE(t.delivering().has_value()) << "one sweep missed, however many ports";
   t.Observed(1, 18);
   t.Observed(0, 19);
   t.Observed(0, 20);
-  EXPECT_EQ(t.delivering(), true) << "one missed since the last Report";
+  EXPECT_EQ(t.delivering(), false) << "two sweeps missed, no Report between";
+
+  // A trap-64 Report is no trap 128; a trap-128 one says they arrive.
+  transport::Notice n;
+  n.trap_number = 64;
+  sa.port.Inject(transport::testing::EncodeNoticeReport(n, 1), 1);
+  TakeAll(sa, t, 1);
+  t.Observed(0, 21);
+  EXPECT_EQ(t.delivering(), false);
+  n.trap_number = 128;
+  n.lid = 12;
+  sa.port.Inject(transport::testing::EncodeNoticeReport(n, 2), 1);
+  TakeAll(sa, t, 1);
+  t.Observed(1, 22);
+  EXPECT_EQ(t.delivering(), true);
+  // A change whose Report comes by the next sweep is no miss.
+  sa.port.Inject(transport::testing::EncodeNoticeReport(n, 3), 1);
+  TakeAll(sa, t, 1);
+  t.Observed(0, 23);
+  t.Observed(1, 24);
+  t.Observed(0, 25);
+  t.Observed(0, 26);
+  EXPECT_EQ(t.delivering(), true) << "one sweep missed since the last Report";
+
+  // Another SM: judged afresh after its grace.
+  t.Subscribe(std::chrono::steady_clock::time_point{seconds(2)}, 9);
+  t.Observed(1, 27);
+  t.Observed(1, 28);
+  t.Observed(0, 29);
+  t.Observed(0, 30);
+  t.Observed(0, 31);
+  EXPECT_EQ(t.delivering(), true) << "the missed sweep before and the changes in the grace do not count";
 }
 
 }  // namespace

@@ -99,6 +99,27 @@ for (const { where, obj } of workloads) {
       fail(w, "the exporter refuses its arguments: " + String(e.stderr).trim());
     }
   }
+  // The preflight init container: as unprivileged as the exporter, its
+  // --doctor run with the workload's scope and accepted, never failing the pod.
+  for (const c of spec.initContainers || []) {
+    const w = where + " init container " + c.name;
+    const sc = c.securityContext || {};
+    if (sc.privileged || sc.allowPrivilegeEscalation !== false || sc.readOnlyRootFilesystem !== true ||
+        !(sc.capabilities && (sc.capabilities.drop || []).includes("ALL"))) {
+      fail(w, "must be as unprivileged as the exporter");
+    }
+    const line = (c.command || []).join(" ");
+    const flags = line.match(/ibfabric_exporter ([^;]*);/);
+    if (!flags || !flags[1].includes("--doctor")) { fail(w, "expected 'ibfabric_exporter --doctor ...;'"); continue; }
+    const want = obj.kind === "DaemonSet" ? "--scope=local" : "--scope=inter-switch";
+    if (!flags[1].split(/\s+/).includes(want)) fail(w, "the preflight needs the workload's " + want);
+    if (!/; echo /.test(line)) fail(w, "must not fail the pod (end with '; echo ...')");
+    try {
+      execFileSync(exporter, [...flags[1].trim().split(/\s+/), "--help"], { stdio: ["ignore", "ignore", "pipe"] });
+    } catch (e) {
+      fail(w, "the exporter refuses its arguments: " + String(e.stderr).trim());
+    }
+  }
 }
 
 // The Prometheus job every shipped deployment gives the exporters is the

@@ -1,0 +1,289 @@
+#include "exporter/doctor.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "collectors/reads/sweep.h"
+#include "exporter/trap_subscription.h"
+#include "topology/adaptive_routing.h"
+#include "topology/discovery.h"
+#include "transport/attributes.h"
+
+namespace ibfabric::exporter {
+namespace {
+
+using transport::MadOutcome;
+
+constexpr std::size_t kSample = 8;  // nodes asked one SMP and one GMP
+
+std::string Hex16(std::uint16_t v) {
+  char s[8];
+  std::snprintf(s, sizeof s, "0x%04x", v);
+  return s;
+}
+
+// Up to kSample nodes with a LID other than the local one, switches and
+// CAs alike, spread over the fabric's order.
+std::vector<DoctorFindings::Sampled> SampleOf(const topology::Fabric& fabric, std::uint64_t local_guid) {
+  std::vector<const topology::Node*> nodes;
+  for (const auto& n : fabric.nodes()) {
+    if (n.guid != local_guid && n.lid != 0) nodes.push_back(&n);
+  }
+  std::vector<DoctorFindings::Sampled> out;
+  const std::size_t step = std::max<std::size_t>(1, nodes.size() / kSample);
+  for (std::size_t i = 0; i < nodes.size() && out.size() < kSample; i += step) {
+    DoctorFindings::Sampled s;
+    s.access.lid = nodes[i]->lid;
+    s.name = nodes[i]->description.empty() ? topology::FormatGuid(nodes[i]->guid) : nodes[i]->description;
+    out.push_back(s);
+  }
+  return out;
+}
+
+std::string Plural(std::size_t n, const char* one, const char* many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+}  // namespace
+
+DoctorFindings Examine(transport::MadEngine& engine, const transport::LocalPortInfo& local,
+                       const DoctorOptions& options) {
+  DoctorFindings f;
+  f.local = local;
+  f.m_key_given = options.m_key_given;
+  f.sm_lid = local.sm_lid;
+  std::vector<transport::MadRequest> first{transport::NodeInfoQuery(transport::MadAddress::Directed({}))};
+  if (local.lid != 0) first.push_back(transport::PerfClassPortInfoQuery(local.lid));
+  const auto answers = engine.Run(first);
+  f.local_smp = answers[0].outcome;
+  if (local.lid != 0) f.local_gmp = answers[1].outcome;
+
+  topology::Fabric fabric;
+  std::uint64_t local_guid = 0;
+  if (f.local_smp == MadOutcome::kOk) {
+    const auto start = std::chrono::steady_clock::now();
+    topology::DiscoverOptions walk;
+    if (options.local_scope) walk.max_hops = 1;
+    topology::DiscoveryResult d = topology::Discover(engine, walk);
+    f.walk_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    f.walked = d.ok;
+    f.walk_smps = d.smps;
+    f.unanswered = d.unanswered.size();
+    if (d.ok) {
+      fabric = std::move(d.fabric);
+      local_guid = d.local_node_guid;
+      f.switches = fabric.switch_count();
+      f.cas = fabric.ca_count();
+      const topology::Port* p = fabric.FindPort({d.local_node_guid, d.local_port});
+      if (p && p->sm_lid != 0) f.sm_lid = p->sm_lid;
+    }
+  }
+
+  // The sample: nodes of the walk, else what is known without one.
+  if (f.walked) {
+    f.sample = SampleOf(fabric, local_guid);
+  } else {
+    const auto add = [&](std::uint16_t lid, const char* name) {
+      DoctorFindings::Sampled s;
+      s.access.lid = lid;
+      s.name = name;
+      f.sample.push_back(s);
+    };
+    if (local.lid != 0) add(local.lid, "this host");
+    if (f.sm_lid != 0 && f.sm_lid != local.lid) add(f.sm_lid, "the SM");
+  }
+  std::vector<std::uint16_t> lids;
+  for (const auto& s : f.sample) lids.push_back(s.access.lid);
+  const std::vector<topology::Access> probed = topology::ProbeAccess(engine, lids);
+  for (std::size_t i = 0; i < f.sample.size() && i < probed.size(); ++i) f.sample[i].access = probed[i];
+
+  // Traps: subscribed as a run would, then withdrawn.
+  f.traps_asked = options.subscribe_traps;
+  if (options.subscribe_traps && f.sm_lid != 0) {
+    std::vector<transport::MadRequest> sets, unsets;
+    for (std::uint16_t t : TrapSubscription::kTraps) {
+      sets.push_back(transport::InformInfoSubscribe(f.sm_lid, t));
+      unsets.push_back(transport::InformInfoSubscribe(f.sm_lid, t, /*subscribe=*/false));
+    }
+    const auto accepted = engine.Run(sets);
+    for (std::size_t i = 0; i < sets.size(); ++i) {
+      f.traps[TrapSubscription::kTraps[i]] = accepted[i].outcome == MadOutcome::kOk;
+    }
+    engine.Run(unsets);
+  }
+
+  if (!f.walked) return f;
+  // What the PMAs can do, and what a run would send.
+  const collectors::CapabilityMap caps = collectors::ReadCapabilities(fabric, engine);
+  for (const auto& n : fabric.nodes()) f.pma_asked += n.lid != 0 ? 1 : 0;
+  for (const auto& [guid, c] : caps) {
+    ++f.pma_answered;
+    f.pma_extended += c.Extended() ? 1 : 0;
+    f.pma_one_gmp += c.AdditionalExtended() ? 1 : 0;
+  }
+  for (const auto& n : fabric.nodes()) f.vendor_asked += topology::AsksAdaptiveRouting(n) ? 1 : 0;
+  if (f.vendor_asked > 0) f.vendor_answered = topology::ReadAdaptiveRouting(fabric, engine).switches.size();
+
+  const auto targets = collectors::SweepTargets(fabric, {}, caps);
+  for (const auto& t : targets) f.sweep_gmps += (!t.caps.AdditionalExtended() && t.caps.Extended()) ? 2 : 1;
+  const auto links = collectors::LinkTargets(fabric);
+  const std::size_t checks = collectors::LidChecks(targets, links).size();
+  const std::size_t rounds = static_cast<std::size_t>(std::max<std::int64_t>(
+      1, options.sweep_rotation / std::max(options.sweep_interval, std::chrono::milliseconds(1))));
+  f.sweep_smps = (links.size() + rounds - 1) / rounds + (checks + rounds - 1) / rounds + 1;  // and the local PortInfo
+  return f;
+}
+
+DoctorReport Judge(const DoctorFindings& f) {
+  DoctorReport r;
+  int warnings = 0;
+  bool failed = false;
+  const auto say = [&](const char* state, const std::string& what, const std::string& text) {
+    std::string line = state;
+    line.resize(6, ' ');
+    r.lines.push_back(line + what + ": " + text);
+    if (std::string(state) == "warn") ++warnings;
+    if (std::string(state) == "fail") failed = true;
+  };
+  const transport::LocalPortInfo& l = f.local;
+
+  // The local port.
+  const std::string where = l.ca_name + " port " + std::to_string(l.port);
+  if (l.state != 4) {
+    say("fail", "local port",
+        where + " is not Active (state " + std::to_string(l.state) + "): check the cable and that an SM runs");
+  } else {
+    say("ok", "local port", where + ", LID " + std::to_string(l.lid) + ", SM at LID " + std::to_string(f.sm_lid));
+  }
+
+  // The P_Key GMPs leave on.
+  if (l.pkey == 0) {
+    say("info", "p_key", "index " + std::to_string(l.pkey_index) + ", the port's P_Key table unknown");
+  } else if (l.pkey == 0xffff) {
+    say("ok", "p_key", "index " + std::to_string(l.pkey_index) + " = 0xffff, the full-member default");
+  } else {
+    std::string full;
+    for (std::size_t i = 0; i < l.pkeys.size(); ++i) {
+      if (l.pkeys[i] == 0xffff && full.empty()) full = " (--ib.pkey-index=" + std::to_string(i) + " is 0xffff)";
+    }
+    say("warn", "p_key",
+        "index " + std::to_string(l.pkey_index) + " = " + Hex16(l.pkey) +
+            ((l.pkey & 0x8000) ? ", not the default partition's: nodes outside it will not answer GMPs"
+                               : ", a limited member: the PMAs of other limited members will not answer, each "
+                                 "request raises a Bad P_Key trap at the SM, and their traps do not reach "
+                                 "this exporter") +
+            full);
+  }
+
+  // SMPs: the local SMA, then M_Key.
+  const bool smp_local = f.local_smp == transport::MadOutcome::kOk;
+  const std::string key = f.m_key_given ? "the M_Key given does not match the SM's: give its current one"
+                                        : "give the SM's M_Key with --ib.m-key-file=FILE";
+  if (smp_local) {
+    say("ok", "smps", std::string("this host's NodeInfo answers") + (f.m_key_given ? " (M_Key given)" : ""));
+  } else if (topology::Access::Answered(f.local_gmp)) {
+    say("fail", "smps",
+        "this host's NodeInfo (SMP) goes unanswered while its PMA (GMP) answers: the fabric looks "
+        "M_Key-protected; " +
+            key);
+  } else {
+    say("fail", "smps", "neither this host's SMA nor its PMA answers: the HCA, its driver or umad access is at fault");
+  }
+
+  // The walk.
+  if (f.walked) {
+    char seconds[32];
+    std::snprintf(seconds, sizeof seconds, "%.2f", f.walk_seconds);
+    const std::string found = Plural(f.switches, "switch", "switches") + ", " + Plural(f.cas, "CA", "CAs") + " in " +
+                              seconds + " s, " + std::to_string(f.walk_smps) + " SMPs";
+    if (f.unanswered == 0) {
+      say("ok", "walk", found);
+    } else {
+      say("warn", "walk",
+          found + "; " + std::to_string(f.unanswered) +
+              " facts got no answer (lost MADs, dead nodes, or nodes that drop SMPs)");
+    }
+  } else {
+    say("fail", "walk", "not possible: this host's NodeInfo does not answer");
+  }
+
+  // The sample: SMPs and GMPs at the same LIDs.
+  std::size_t smps = 0, gmps = 0;
+  std::vector<std::string> dropped, no_gmp;
+  for (const auto& s : f.sample) {
+    const bool smp = topology::Access::Answered(s.access.smp);
+    const bool gmp = topology::Access::Answered(s.access.gmp);
+    smps += smp ? 1 : 0;
+    gmps += gmp ? 1 : 0;
+    const std::string who = s.name + " (LID " + std::to_string(s.access.lid) + ")";
+    if (s.access.SmpsDropped()) dropped.push_back(who);
+    if (!gmp && smp) no_gmp.push_back(who);
+  }
+  const std::string counts = "SMPs answer at " + std::to_string(smps) + " of " + std::to_string(f.sample.size()) +
+                             ", GMPs at " + std::to_string(gmps);
+  const auto first_of = [](const std::vector<std::string>& v) {
+    return v.front() + (v.size() > 1 ? " and " + std::to_string(v.size() - 1) + " more" : "");
+  };
+  if (f.sample.empty()) {
+    say("warn", "sample", "no node with a LID to ask");
+  } else if (!dropped.empty()) {
+    say("fail", "sample", counts + ": " + first_of(dropped) + " drop SMPs but answer GMPs: M_Key protection; " + key);
+  } else if (!no_gmp.empty()) {
+    const bool limited = l.pkey != 0 && (l.pkey & 0x8000) == 0;
+    say("warn", "sample",
+        counts + ": the PMA of " + first_of(no_gmp) + " does not answer" +
+            (limited ? " on the limited P_Key " + Hex16(l.pkey) + ": a limited member drops it (see p_key)"
+                     : " (a PMA that is down, or a P_Key it does not share)"));
+  } else {
+    say("ok", "sample", counts);
+  }
+
+  // Traps.
+  if (!f.traps_asked) {
+    say("info", "traps", "not asked (--sm.no-traps): changes are found by the sweeps' rotation");
+  } else if (f.traps.empty()) {
+    say("warn", "traps", "no SM known to ask: changes are found by the sweeps' rotation");
+  } else {
+    std::string accepted, refused;
+    for (const auto& [trap, ok] : f.traps) {
+      std::string& list = ok ? accepted : refused;
+      list += (list.empty() ? "" : ", ") + std::to_string(trap);
+    }
+    if (refused.empty()) {
+      say("ok", "traps",
+          "the SA at LID " + std::to_string(f.sm_lid) + " accepts traps " + accepted +
+              " (withdrawn again; delivery is watched while running)");
+    } else {
+      say("warn", "traps",
+          "the SA at LID " + std::to_string(f.sm_lid) + " refuses or does not answer traps " + refused +
+              ": changes are found by the sweeps' rotation");
+    }
+  }
+
+  if (f.walked) {
+    say("info", "capabilities",
+        "PortCountersExtended at " + std::to_string(f.pma_extended) + " of " + std::to_string(f.pma_answered) +
+            " PMAs (" + std::to_string(f.pma_asked) + " asked), every counter in one GMP at " +
+            std::to_string(f.pma_one_gmp) + "; vendor SMPs (AdaptiveRoutingInfo) answered by " +
+            std::to_string(f.vendor_answered) + " of " + std::to_string(f.vendor_asked) +
+            " NVIDIA switches; RS-FEC counters are not read by this version");
+    say("info", "mad load",
+        "a sweep: ~" + std::to_string(f.sweep_gmps) + " GMPs and ~" + std::to_string(f.sweep_smps) +
+            " SMPs; a full walk: " + std::to_string(f.walk_smps) + " SMPs and the forwarding and P_Key tables");
+  }
+
+  if (failed) {
+    r.lines.push_back("fail  verdict: fail (the exporter would not see the fabric from here)");
+    r.exit_code = 1;
+  } else if (warnings > 0) {
+    r.lines.push_back("warn  verdict: degraded (" + Plural(static_cast<std::size_t>(warnings), "warning", "warnings") +
+                      ")");
+    r.exit_code = 3;
+  } else {
+    r.lines.push_back("ok    verdict: pass");
+    r.exit_code = 0;
+  }
+  return r;
+}
+
+}  // namespace ibfabric::exporter
