@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <set>
 
 #include "collectors/reads/sweep.h"
 #include "exporter/trap_subscription.h"
 #include "topology/adaptive_routing.h"
 #include "topology/discovery.h"
+#include "topology/scope.h"
 #include "transport/attributes.h"
 
 namespace ibfabric::exporter {
@@ -22,20 +24,27 @@ std::string Hex16(std::uint16_t v) {
   return s;
 }
 
-// Up to kSample nodes with a LID other than the local one, switches and
-// CAs alike, spread over the fabric's order.
+// Up to kSample nodes with a LID other than the local one, half of them
+// CAs where there are (hosts are where a limited P_Key shows), each kind
+// spread evenly over the fabric's order.
 std::vector<DoctorFindings::Sampled> SampleOf(const topology::Fabric& fabric, std::uint64_t local_guid) {
-  std::vector<const topology::Node*> nodes;
+  std::vector<const topology::Node*> switches, cas;
   for (const auto& n : fabric.nodes()) {
-    if (n.guid != local_guid && n.lid != 0) nodes.push_back(&n);
+    if (n.guid == local_guid || n.lid == 0) continue;
+    (n.kind == topology::NodeKind::kSwitch ? switches : cas).push_back(&n);
   }
+  const std::size_t want_cas =
+      std::min(cas.size(), std::max(kSample / 2, kSample - std::min(switches.size(), kSample)));
+  const std::size_t want_switches = std::min(switches.size(), kSample - want_cas);
   std::vector<DoctorFindings::Sampled> out;
-  const std::size_t step = std::max<std::size_t>(1, nodes.size() / kSample);
-  for (std::size_t i = 0; i < nodes.size() && out.size() < kSample; i += step) {
-    DoctorFindings::Sampled s;
-    s.access.lid = nodes[i]->lid;
-    s.name = nodes[i]->description.empty() ? topology::FormatGuid(nodes[i]->guid) : nodes[i]->description;
-    out.push_back(s);
+  for (const auto& [nodes, k] : {std::pair{&switches, want_switches}, std::pair{&cas, want_cas}}) {
+    for (std::size_t i = 0; i < k; ++i) {
+      const topology::Node* n = (*nodes)[i * nodes->size() / k];
+      DoctorFindings::Sampled s;
+      s.access.lid = n->lid;
+      s.name = n->description.empty() ? topology::FormatGuid(n->guid) : n->description;
+      out.push_back(s);
+    }
   }
   return out;
 }
@@ -52,18 +61,22 @@ DoctorFindings Examine(transport::MadEngine& engine, const transport::LocalPortI
   f.local = local;
   f.m_key_given = options.m_key_given;
   f.sm_lid = local.sm_lid;
+  // A port that is not Active (or has no LID yet) reaches nothing by LID:
+  // only its own SMA is asked.
+  const bool active = local.state == 4 && local.lid != 0;
   std::vector<transport::MadRequest> first{transport::NodeInfoQuery(transport::MadAddress::Directed({}))};
-  if (local.lid != 0) first.push_back(transport::PerfClassPortInfoQuery(local.lid));
+  if (active) first.push_back(transport::PerfClassPortInfoQuery(local.lid));
   const auto answers = engine.Run(first);
   f.local_smp = answers[0].outcome;
-  if (local.lid != 0) f.local_gmp = answers[1].outcome;
+  if (active) f.local_gmp = answers[1].outcome;
+  if (!active) return f;
 
   topology::Fabric fabric;
   std::uint64_t local_guid = 0;
   if (f.local_smp == MadOutcome::kOk) {
     const auto start = std::chrono::steady_clock::now();
     topology::DiscoverOptions walk;
-    if (options.local_scope) walk.max_hops = 1;
+    if (options.scope.kind == topology::ScopeKind::kLocal) walk.max_hops = 1;
     topology::DiscoveryResult d = topology::Discover(engine, walk);
     f.walk_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     f.walked = d.ok;
@@ -94,22 +107,23 @@ DoctorFindings Examine(transport::MadEngine& engine, const transport::LocalPortI
   }
   std::vector<std::uint16_t> lids;
   for (const auto& s : f.sample) lids.push_back(s.access.lid);
-  const std::vector<topology::Access> probed = topology::ProbeAccess(engine, lids);
-  for (std::size_t i = 0; i < f.sample.size() && i < probed.size(); ++i) f.sample[i].access = probed[i];
+  for (const topology::Access& a : topology::ProbeAccess(engine, lids)) {
+    for (auto& s : f.sample) {
+      if (s.access.lid == a.lid) s.access = a;
+    }
+  }
 
-  // Traps: subscribed as a run would, then withdrawn.
+  // Traps: subscribed as the run subscribes (left in place: the SA keeps
+  // one subscription per port and trap, which a running exporter on this
+  // port shares; withdrawing it would end that one's too).
   f.traps_asked = options.subscribe_traps;
   if (options.subscribe_traps && f.sm_lid != 0) {
-    std::vector<transport::MadRequest> sets, unsets;
-    for (std::uint16_t t : TrapSubscription::kTraps) {
-      sets.push_back(transport::InformInfoSubscribe(f.sm_lid, t));
-      unsets.push_back(transport::InformInfoSubscribe(f.sm_lid, t, /*subscribe=*/false));
-    }
+    std::vector<transport::MadRequest> sets;
+    for (std::uint16_t t : TrapSubscription::kTraps) sets.push_back(transport::InformInfoSubscribe(f.sm_lid, t));
     const auto accepted = engine.Run(sets);
     for (std::size_t i = 0; i < sets.size(); ++i) {
       f.traps[TrapSubscription::kTraps[i]] = accepted[i].outcome == MadOutcome::kOk;
     }
-    engine.Run(unsets);
   }
 
   if (!f.walked) return f;
@@ -124,10 +138,30 @@ DoctorFindings Examine(transport::MadEngine& engine, const transport::LocalPortI
   for (const auto& n : fabric.nodes()) f.vendor_asked += topology::AsksAdaptiveRouting(n) ? 1 : 0;
   if (f.vendor_asked > 0) f.vendor_answered = topology::ReadAdaptiveRouting(fabric, engine).switches.size();
 
-  const auto targets = collectors::SweepTargets(fabric, {}, caps);
+  // What a run reads: the ports in its scope (fabric_tracker.h).
+  auto targets = collectors::SweepTargets(fabric, {}, caps);
+  auto links = collectors::LinkTargets(fabric);
+  if (!options.scope.everything()) {
+    const std::set<topology::PortRef> read = topology::PortsInScope(fabric, options.scope, local_guid);
+    std::erase_if(targets, [&](const auto& t) { return !read.count(t.port); });
+    std::erase_if(links, [&](const auto& t) { return !read.count(t.port); });
+  }
   for (const auto& t : targets) f.sweep_gmps += (!t.caps.AdditionalExtended() && t.caps.Extended()) ? 2 : 1;
-  const auto links = collectors::LinkTargets(fabric);
   const std::size_t checks = collectors::LidChecks(targets, links).size();
+  // A full walk's tables: per switch its SwitchInfo and one LFT block a
+  // 64 LIDs (IBTA 14.2.5.10) up to the highest LID, and a P_Key block per
+  // port (one block of 32 holds the usual table); a ClassPortInfo GMP per node.
+  std::uint16_t top = 0;
+  std::size_t ports = 0;
+  for (const auto& n : fabric.nodes()) {
+    top = std::max(top, n.lid);
+    for (const auto& p : n.ports) {
+      top = std::max(top, p.lid);
+      ports += p.link_up() ? 1 : 0;
+    }
+  }
+  f.table_smps = f.switches * (1 + (top + 64) / 64) + ports;
+  f.walk_gmps = f.pma_asked;
   const std::size_t rounds = static_cast<std::size_t>(std::max<std::int64_t>(
       1, options.sweep_rotation / std::max(options.sweep_interval, std::chrono::milliseconds(1))));
   f.sweep_smps = (links.size() + rounds - 1) / rounds + (checks + rounds - 1) / rounds + 1;  // and the local PortInfo
@@ -149,9 +183,13 @@ DoctorReport Judge(const DoctorFindings& f) {
 
   // The local port.
   const std::string where = l.ca_name + " port " + std::to_string(l.port);
-  if (l.state != 4) {
+  const bool active = l.state == 4 && l.lid != 0;
+  if (!active) {
     say("fail", "local port",
-        where + " is not Active (state " + std::to_string(l.state) + "): check the cable and that an SM runs");
+        where + " is not Active with a LID (state " + std::to_string(l.state) + ", LID " + std::to_string(l.lid) +
+            "): check the cable and that an SM runs");
+  } else if (f.sm_lid == 0) {
+    say("warn", "local port", where + ", LID " + std::to_string(l.lid) + ", no SM known (MasterSMLID 0)");
   } else {
     say("ok", "local port", where + ", LID " + std::to_string(l.lid) + ", SM at LID " + std::to_string(f.sm_lid));
   }
@@ -162,9 +200,11 @@ DoctorReport Judge(const DoctorFindings& f) {
   } else if (l.pkey == 0xffff) {
     say("ok", "p_key", "index " + std::to_string(l.pkey_index) + " = 0xffff, the full-member default");
   } else {
-    std::string full;
-    for (std::size_t i = 0; i < l.pkeys.size(); ++i) {
-      if (l.pkeys[i] == 0xffff && full.empty()) full = " (--ib.pkey-index=" + std::to_string(i) + " is 0xffff)";
+    std::string full =
+        " (no entry is 0xffff: make this port a full member in the SM's partitions.conf, e.g. Default=0x7fff : "
+        "ALL=limited, <this port's GUID>=full;)";
+    for (std::size_t i = l.pkeys.size(); i-- > 0;) {
+      if (l.pkeys[i] == 0xffff) full = " (--ib.pkey-index=" + std::to_string(i) + " is 0xffff)";
     }
     say("warn", "p_key",
         "index " + std::to_string(l.pkey_index) + " = " + Hex16(l.pkey) +
@@ -181,6 +221,8 @@ DoctorReport Judge(const DoctorFindings& f) {
                                         : "give the SM's M_Key with --ib.m-key-file=FILE";
   if (smp_local) {
     say("ok", "smps", std::string("this host's NodeInfo answers") + (f.m_key_given ? " (M_Key given)" : ""));
+  } else if (!active) {
+    say("fail", "smps", "this host's NodeInfo does not answer either: the HCA, its driver or umad access is at fault");
   } else if (topology::Access::Answered(f.local_gmp)) {
     say("fail", "smps",
         "this host's NodeInfo (SMP) goes unanswered while its PMA (GMP) answers: the fabric looks "
@@ -203,8 +245,12 @@ DoctorReport Judge(const DoctorFindings& f) {
           found + "; " + std::to_string(f.unanswered) +
               " facts got no answer (lost MADs, dead nodes, or nodes that drop SMPs)");
     }
-  } else {
+  } else if (!active) {
+    say("fail", "walk", "skipped: the local port is not Active");
+  } else if (!smp_local) {
     say("fail", "walk", "not possible: this host's NodeInfo does not answer");
+  } else {
+    say("fail", "walk", "failed after this host's NodeInfo answered (see the log)");
   }
 
   // The sample: SMPs and GMPs at the same LIDs.
@@ -224,7 +270,9 @@ DoctorReport Judge(const DoctorFindings& f) {
   const auto first_of = [](const std::vector<std::string>& v) {
     return v.front() + (v.size() > 1 ? " and " + std::to_string(v.size() - 1) + " more" : "");
   };
-  if (f.sample.empty()) {
+  if (!active) {
+    say("fail", "sample", "skipped: the local port is not Active");
+  } else if (f.sample.empty()) {
     say("warn", "sample", "no node with a LID to ask");
   } else if (!dropped.empty()) {
     say("fail", "sample", counts + ": " + first_of(dropped) + " drop SMPs but answer GMPs: M_Key protection; " + key);
@@ -239,7 +287,9 @@ DoctorReport Judge(const DoctorFindings& f) {
   }
 
   // Traps.
-  if (!f.traps_asked) {
+  if (!active) {
+    say("fail", "traps", "skipped: the local port is not Active");
+  } else if (!f.traps_asked) {
     say("info", "traps", "not asked (--sm.no-traps): changes are found by the sweeps' rotation");
   } else if (f.traps.empty()) {
     say("warn", "traps", "no SM known to ask: changes are found by the sweeps' rotation");
@@ -252,7 +302,7 @@ DoctorReport Judge(const DoctorFindings& f) {
     if (refused.empty()) {
       say("ok", "traps",
           "the SA at LID " + std::to_string(f.sm_lid) + " accepts traps " + accepted +
-              " (withdrawn again; delivery is watched while running)");
+              " (whether it delivers them is judged while running: infiniband_exporter_traps_delivering)");
     } else {
       say("warn", "traps",
           "the SA at LID " + std::to_string(f.sm_lid) + " refuses or does not answer traps " + refused +
@@ -267,9 +317,16 @@ DoctorReport Judge(const DoctorFindings& f) {
             std::to_string(f.pma_one_gmp) + "; vendor SMPs (AdaptiveRoutingInfo) answered by " +
             std::to_string(f.vendor_answered) + " of " + std::to_string(f.vendor_asked) +
             " NVIDIA switches; RS-FEC counters are not read by this version");
+    if (f.vendor_asked > 0 && f.vendor_answered == 0) {
+      say("warn", "vendor smps",
+          "none of " + Plural(f.vendor_asked, "NVIDIA switch", "NVIDIA switches") +
+              " answers AdaptiveRoutingInfo: whether they route adaptively is unknown, and routing balance is "
+              "judged on the static tables; check that their firmware answers vendor SMPs");
+    }
     say("info", "mad load",
         "a sweep: ~" + std::to_string(f.sweep_gmps) + " GMPs and ~" + std::to_string(f.sweep_smps) +
-            " SMPs; a full walk: " + std::to_string(f.walk_smps) + " SMPs and the forwarding and P_Key tables");
+            " SMPs; a full walk: " + std::to_string(f.walk_smps) + " SMPs for the graph, ~" +
+            std::to_string(f.table_smps) + " for the tables and " + std::to_string(f.walk_gmps) + " GMPs");
   }
 
   if (failed) {

@@ -1,10 +1,10 @@
 #pragma once
 // The preflight (--doctor): what this exporter can see from where it runs
 // and what stops it, in a dozen lines, before a deployment. Examine reads
-// (a full walk, one SMP and one GMP to a sample of the nodes, the trap
-// subscription asked and withdrawn, every PMA's ClassPortInfo, NVIDIA
-// switches' AdaptiveRoutingInfo); Judge turns what was read into the
-// lines and the verdict, pure. Each line starts with its state:
+// (a walk as the run would make it, one SMP and one GMP to a sample of the
+// nodes, the trap subscription asked as the run asks it and left in place,
+// every PMA's ClassPortInfo, NVIDIA switches' AdaptiveRoutingInfo); Judge
+// turns what was read into the lines and the verdict, pure. Each line starts with its state:
 //   ok    a part that works
 //   warn  a part that works less than it should, with what to do
 //   fail  a part that does not work, with what to do
@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "topology/access.h"
+#include "topology/scope.h"
 #include "transport/mad_engine.h"
 #include "transport/umad_port.h"
 
@@ -30,9 +31,10 @@ struct DoctorOptions {
   std::chrono::milliseconds sweep_rotation{300'000};
   bool m_key_given = false;
   bool subscribe_traps = true;
-  // --scope=local: the walk stops one hop out (every host of a DaemonSet
-  // running it at once must not walk the whole fabric).
-  bool local_scope = false;
+  // Which ports the run reads (--scope, --shard): the walk stops one hop
+  // out in local scope (every host of a DaemonSet running it at once must
+  // not walk the whole fabric), and the load counts the ports read.
+  topology::Scope scope;
 };
 
 // What Examine read.
@@ -64,8 +66,11 @@ struct DoctorFindings {
   std::size_t pma_asked = 0, pma_answered = 0, pma_extended = 0, pma_one_gmp = 0;
   // NVIDIA switches asked AdaptiveRoutingInfo (a vendor SMP), answered.
   std::size_t vendor_asked = 0, vendor_answered = 0;
-  // The load a run would put on the fabric: per sweep, per full walk.
+  // The load a run would put on the fabric: per sweep; per full walk, the
+  // graph's SMPs (walk_smps) and the tables' (forwarding tables, P_Key
+  // tables, SwitchInfo) and GMPs (ClassPortInfo).
   std::size_t sweep_gmps = 0, sweep_smps = 0;
+  std::size_t table_smps = 0, walk_gmps = 0;
 };
 
 // Thread-safety: uses the engine exclusively for its duration.

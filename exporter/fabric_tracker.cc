@@ -143,6 +143,7 @@ topology::Fabric FabricTracker::Named(const topology::Fabric& walked, const topo
 
 void FabricTracker::Adopt(const topology::Fabric& walked, const topology::Unanswered* unanswered) {
   fabric_ = std::make_shared<topology::Fabric>(topology::WithNames(Named(walked, unanswered), options_.names));
+  trap_counted_.clear();  // the walk took the changes in
   const bool everything = options_.scope.everything();
   if (!everything) in_scope_ = topology::PortsInScope(*fabric_, options_.scope, local_guid_);
   for (const auto& node : fabric_->nodes()) {
@@ -306,7 +307,7 @@ FabricTracker::News FabricTracker::Observe(const collectors::PortTable& before, 
     // Its own LID names no SM this exporter could ask (it is none).
     master_sm_lid_ = it->second.sm_lid == it->second.lid ? 0 : it->second.sm_lid;
     // Back up: the SM may have dropped the subscription with the link.
-    if (!local_link_up_ && it->second.link_up()) traps_.Due();
+    if (!local_link_up_ && it->second.link_up()) traps_.Lost();
     local_link_up_ = it->second.link_up();
   }
   // Unanswered (a sweep that began while nothing answered), the local
@@ -462,15 +463,12 @@ void FabricTracker::NoteTrapChanges(const collectors::LinkChanges& changed) {
   // was re-read before the sweep. Each counted once until a walk takes it
   // in; not the local port's link, which carries Reports itself.
   const auto local_end = SwitchEnd({local_guid_, local_port_});
-  std::set<topology::PortRef> now;
   std::size_t fresh = 0;
   for (const auto& [ref, port] : changed.ports) {
     const topology::Port* was = fabric_->FindPort(ref);
     if (!was || was->link_up() == port.link_up() || ref.node_guid == local_guid_ || ref == local_end) continue;
-    now.insert(ref);
-    fresh += trap_counted_.count(ref) ? 0 : 1;
+    fresh += trap_counted_.insert(ref).second ? 1 : 0;
   }
-  trap_counted_ = std::move(now);
   // While SMPs are dropped nothing is re-walked: the view is not current.
   if (!smp_watch_.diagnosed()) traps_.Observed(fresh, sweeps_);
 }

@@ -277,7 +277,7 @@ class FabricTracker {
   TrapSubscription traps_;
   // SMPs dropped where GMPs answer.
   SmpWatch smp_watch_;
-  // Switch ports whose change the trap subscription was told of, while it lasts.
+  // Switch ports whose change the trap subscription was told of, until a walk takes them in.
   std::set<topology::PortRef> trap_counted_;
 };
 

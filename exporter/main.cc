@@ -309,7 +309,7 @@ int Main(int argc, char** argv) {
     o.sweep_rotation = cfg.sweep_rotation;
     o.m_key_given = files.m_key != 0;
     o.subscribe_traps = cfg.sm_traps;
-    o.local_scope = cfg.scope.kind == topology::ScopeKind::kLocal;
+    o.scope = cfg.scope;
     const DoctorReport report = Judge(Examine(engine, local, o));
     for (const std::string& line : report.lines) std::cout << line << "\n";
     return report.exit_code;

@@ -17,8 +17,8 @@
 // sweep, is a miss; misses in two sweeps with no Report between, and
 // traps do not reach this exporter, said once (the sweeps' rotation finds
 // changes meanwhile); a Report says they do again. For `grace` sweeps
-// after each (re)subscription (Due, another SM) nothing counts: a change
-// the rotation reads may be older than the subscription.
+// after a new subscription (another SM, accepted after refusals, Lost)
+// nothing counts: a change the rotation reads may be older than it.
 
 #include <chrono>
 #include <cstdint>
@@ -49,9 +49,12 @@ class TrapSubscription {
                    std::uint64_t grace = 0)
       : engine_(engine), log_(log), renew_(renew), grace_(grace) {}
 
-  // The next Subscribe asks whatever else says (after a full walk, a new
-  // master, the local port back); delivery is judged afresh after it.
-  void Due() {
+  // The next Subscribe asks whatever else says (after a full walk, a new master).
+  void Due() { due_ = true; }
+  // The subscription may be gone (the local link was down and the SM may
+  // have dropped it): the next Subscribe asks, and delivery is judged
+  // afresh after the grace.
+  void Lost() {
     due_ = true;
     Restart();
   }

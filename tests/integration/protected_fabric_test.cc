@@ -375,7 +375,15 @@ TEST_F(MKeyTest, ThePreflightFailsWithoutTheKeyAndPassesWithIt) {
                      "in one GMP at 2; vendor SMPs (AdaptiveRoutingInfo) answered by 2 of 2 NVIDIA "
                      "switches; RS-FEC counters are not read by this version"))
       << with.lines[6];
-  EXPECT_TRUE(Starts(with.lines[7], "info  mad load: a sweep: ~")) << with.lines[7];
+  // Eight ports read: six of Quantum-2 switches (one GMP each, CapabilityMask2
+  // bit 1), two of ConnectX-7 hosts (two each); a thirtieth of the PortInfo
+  // reads and LID checks a sweep (10 s sweeps, 5 min rotation: at least one
+  // each), and the local PortInfo;
+  // the tables: per switch SwitchInfo and one LFT block, a P_Key block per
+  // up port; a ClassPortInfo per node.
+  EXPECT_TRUE(Starts(with.lines[7], "info  mad load: a sweep: ~10 GMPs and ~3 SMPs; a full walk: ")) << with.lines[7];
+  EXPECT_NE(with.lines[7].find(" SMPs for the graph, ~12 for the tables and 4 GMPs"), std::string::npos)
+      << with.lines[7];
   EXPECT_EQ(with.lines[8], "ok    verdict: pass");
   EXPECT_EQ(with.exit_code, 0);
   EXPECT_EQ(with.all.find("5eed0000c0ffee01"), std::string::npos) << "the key is not printed";

@@ -44,6 +44,8 @@ DoctorFindings Clean() {
   f.vendor_asked = f.vendor_answered = 2;
   f.sweep_gmps = 12;
   f.sweep_smps = 3;
+  f.table_smps = 14;
+  f.walk_gmps = 4;
   return f;
 }
 
@@ -55,13 +57,13 @@ TEST(DoctorTest, ACleanFabricPasses) {
                          "ok    smps: this host's NodeInfo answers",
                          "ok    walk: 2 switches, 2 CAs in 0.01 s, 29 SMPs",
                          "ok    sample: SMPs answer at 3 of 3, GMPs at 3",
-                         "ok    traps: the SA at LID 3 accepts traps 64, 65, 128, 144 (withdrawn again; delivery is "
-                         "watched while running)",
+                         "ok    traps: the SA at LID 3 accepts traps 64, 65, 128, 144 (whether it delivers them is "
+                         "judged while running: infiniband_exporter_traps_delivering)",
                          "info  capabilities: PortCountersExtended at 4 of 4 PMAs (4 asked), every counter in one GMP "
                          "at 2; vendor SMPs (AdaptiveRoutingInfo) answered by 2 of 2 NVIDIA switches; RS-FEC counters "
                          "are not read by this version",
-                         "info  mad load: a sweep: ~12 GMPs and ~3 SMPs; a full walk: 29 SMPs and the forwarding and "
-                         "P_Key tables",
+                         "info  mad load: a sweep: ~12 GMPs and ~3 SMPs; a full walk: 29 SMPs for the graph, ~14 for "
+                         "the tables and 4 GMPs",
                          "ok    verdict: pass",
                      }));
   EXPECT_EQ(r.exit_code, 0);
@@ -127,6 +129,53 @@ TEST(DoctorTest, TrapsNotAskedByChoiceAreInformationNotAWarning) {
   EXPECT_EQ(Judge(f).lines[5],
             "warn  traps: the SA at LID 3 refuses or does not answer traps 128, 144: changes are found by the sweeps' "
             "rotation");
+}
+
+// A port that is not Active: said first, everything by LID skipped; no SM
+// known is a warning; NVIDIA switches that answer no vendor SMP are one.
+TEST(DoctorTest, APortNotActiveIsOneFailureAndWhatCannotBeAskedIsSkipped) {
+  DoctorFindings f = Clean();
+  f.local.state = 2;  // Init
+  f.local.lid = 0;
+  f.walked = false;
+  f.local_gmp = MadOutcome::kTimeout;
+  f.sample.clear();
+  f.traps.clear();
+  const DoctorReport r = Judge(f);
+  EXPECT_EQ(r.lines, (std::vector<std::string>{
+                         "fail  local port: mlx5_0 port 1 is not Active with a LID (state 2, LID 0): check the cable "
+                         "and that an SM runs",
+                         "ok    p_key: index 0 = 0xffff, the full-member default",
+                         "ok    smps: this host's NodeInfo answers",
+                         "fail  walk: skipped: the local port is not Active",
+                         "fail  sample: skipped: the local port is not Active",
+                         "fail  traps: skipped: the local port is not Active",
+                         "fail  verdict: fail (the exporter would not see the fabric from here)",
+                     }));
+  EXPECT_EQ(r.exit_code, 1);
+
+  DoctorFindings g = Clean();
+  g.sm_lid = 0;
+  g.vendor_answered = 0;
+  g.traps.clear();
+  const DoctorReport w = Judge(g);
+  EXPECT_EQ(w.lines[0], "warn  local port: mlx5_0 port 1, LID 1, no SM known (MasterSMLID 0)");
+  EXPECT_EQ(w.lines[5], "warn  traps: no SM known to ask: changes are found by the sweeps' rotation");
+  EXPECT_EQ(w.lines[7],
+            "warn  vendor smps: none of 2 NVIDIA switches answers AdaptiveRoutingInfo: whether they route adaptively "
+            "is unknown, and routing balance is judged on the static tables; check that their firmware answers "
+            "vendor SMPs");
+  EXPECT_EQ(w.lines.back(), "warn  verdict: degraded (3 warnings)");
+  EXPECT_EQ(w.exit_code, 3);
+}
+
+// A limited P_Key with no full entry says how to get one.
+TEST(DoctorTest, ALimitedOnlyPortSaysHowToBecomeAFullMember) {
+  DoctorFindings f = Clean();
+  f.local.pkeys = {0x7fff};
+  f.local.pkey = 0x7fff;
+  EXPECT_NE(Judge(f).lines[1].find("no entry is 0xffff: make this port a full member in the SM's partitions.conf"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -109,6 +109,7 @@ for (const { where, obj } of workloads) {
       fail(w, "must be as unprivileged as the exporter");
     }
     const line = (c.command || []).join(" ");
+    if (!/^\/bin\/sh -c timeout \d+ /.test(line)) fail(w, "the preflight needs a deadline: 'timeout N ...'");
     const flags = line.match(/ibfabric_exporter ([^;]*);/);
     if (!flags || !flags[1].includes("--doctor")) { fail(w, "expected 'ibfabric_exporter --doctor ...;'"); continue; }
     const want = obj.kind === "DaemonSet" ? "--scope=local" : "--scope=inter-switch";
