@@ -18,12 +18,6 @@ using transport::MadOutcome;
 
 constexpr std::size_t kSample = 8;  // nodes asked one SMP and one GMP
 
-std::string Hex16(std::uint16_t v) {
-  char s[8];
-  std::snprintf(s, sizeof s, "0x%04x", v);
-  return s;
-}
-
 // Up to kSample nodes with a LID other than the local one, half of them
 // CAs where there are (hosts are where a limited P_Key shows), each kind
 // spread evenly over the fabric's order.
@@ -207,7 +201,7 @@ DoctorReport Judge(const DoctorFindings& f) {
       if (l.pkeys[i] == 0xffff) full = " (--ib.pkey-index=" + std::to_string(i) + " is 0xffff)";
     }
     say("warn", "p_key",
-        "index " + std::to_string(l.pkey_index) + " = " + Hex16(l.pkey) +
+        "index " + std::to_string(l.pkey_index) + " = " + transport::FormatPKey(l.pkey) +
             ((l.pkey & 0x8000) ? ", not the default partition's: nodes outside it will not answer GMPs"
                                : ", a limited member: the PMAs of other limited members will not answer, each "
                                  "request raises a Bad P_Key trap at the SM, and their traps do not reach "
@@ -280,8 +274,9 @@ DoctorReport Judge(const DoctorFindings& f) {
     const bool limited = l.pkey != 0 && (l.pkey & 0x8000) == 0;
     say("warn", "sample",
         counts + ": the PMA of " + first_of(no_gmp) + " does not answer" +
-            (limited ? " on the limited P_Key " + Hex16(l.pkey) + ": a limited member drops it (see p_key)"
-                     : " (a PMA that is down, or a P_Key it does not share)"));
+            (limited
+                 ? " on the limited P_Key " + transport::FormatPKey(l.pkey) + ": a limited member drops it (see p_key)"
+                 : " (a PMA that is down, or a P_Key it does not share)"));
   } else {
     say("ok", "sample", counts);
   }

@@ -189,12 +189,6 @@ std::unique_ptr<transport::UmadPort> OpenPort(const Config& cfg, std::string* er
   return transport::UmadPort::Open(o, error);
 }
 
-std::string Hex16(std::uint16_t v) {
-  char s[8];
-  std::snprintf(s, sizeof s, "0x%04x", v);
-  return s;
-}
-
 // What GMPs on `pkey` (not the full-member default P_Key) cannot reach.
 std::string PKeyWarning(std::uint16_t pkey) {
   if ((pkey & 0x7fff) == 0x7fff) {
@@ -298,8 +292,9 @@ int Main(int argc, char** argv) {
   log.Info("opened InfiniBand port", "ca=" + local.ca_name + " port=" + std::to_string(local.port) +
                                          " lid=" + std::to_string(local.lid) + " state=" + std::to_string(local.state) +
                                          " pkey_index=" + std::to_string(local.pkey_index) +
-                                         " pkey=" + Hex16(local.pkey));
-  if (local.pkey != 0 && local.pkey != 0xffff) log.Warn(PKeyWarning(local.pkey), "pkey=" + Hex16(local.pkey));
+                                         " pkey=" + transport::FormatPKey(local.pkey));
+  if (local.pkey != 0 && local.pkey != 0xffff)
+    log.Warn(PKeyWarning(local.pkey), "pkey=" + transport::FormatPKey(local.pkey));
 
   transport::MadEngine engine(*port, EngineOptionsFrom(cfg, files));
   if (cfg.check) return Check(engine, local);

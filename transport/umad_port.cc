@@ -6,6 +6,7 @@
 #include <infiniband/umad_types.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <vector>
 
@@ -85,12 +86,13 @@ bool Choose(const UmadPortOptions& o, Candidate* chosen, std::string* error) {
 
 }  // namespace
 
+std::string FormatPKey(std::uint16_t pkey) {
+  char s[8];
+  std::snprintf(s, sizeof s, "0x%04x", pkey);
+  return s;
+}
+
 bool ChoosePKeyIndex(const std::vector<std::uint16_t>& table, int wanted, PKeyChoice* out, std::string* error) {
-  const auto hex = [](std::uint16_t v) {
-    char s[8];
-    std::snprintf(s, sizeof s, "0x%04x", v);
-    return std::string(s);
-  };
   if (wanted >= 0) {
     if (table.empty()) {
       *out = {wanted, 0};  // the table is unknown: as given
@@ -100,7 +102,7 @@ bool ChoosePKeyIndex(const std::vector<std::uint16_t>& table, int wanted, PKeyCh
       *error = "--ib.pkey-index=" + std::to_string(wanted) + ": the port's P_Key table has " +
                std::to_string(table.size()) + " entries" +
                (static_cast<std::size_t>(wanted) < table.size()
-                    ? " and that one holds no P_Key (" + hex(table[wanted]) + ": empty or invalid)"
+                    ? " and that one holds no P_Key (" + FormatPKey(table[wanted]) + ": empty or invalid)"
                     : "");
       return false;
     }

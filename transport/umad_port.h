@@ -38,6 +38,8 @@ struct PKeyChoice {
   std::uint16_t pkey = 0;  // the entry at `index` (0: the table is unknown)
   bool full_default() const { return pkey == 0xffff; }
 };
+// A P_Key as 0x-prefixed hex of four digits ("0x7fff").
+std::string FormatPKey(std::uint16_t pkey);
 // `wanted` (>= 0, --ib.pkey-index), else the index of 0xFFFF, else of
 // 0x7FFF, else of the first full-member entry, else of the first entry in
 // use, else 0. False with a one-line reason when `wanted` is outside the
