@@ -6,6 +6,7 @@
 
 #include "collectors/reads/sweep.h"
 #include "exporter/trap_subscription.h"
+#include "exporter/walk_schedule.h"
 #include "topology/adaptive_routing.h"
 #include "topology/discovery.h"
 #include "topology/scope.h"
@@ -156,8 +157,8 @@ DoctorFindings Examine(transport::MadEngine& engine, const transport::LocalPortI
   }
   f.table_smps = f.switches * (1 + (top + 64) / 64) + ports;
   f.walk_gmps = f.pma_asked;
-  const std::size_t rounds = static_cast<std::size_t>(std::max<std::int64_t>(
-      1, options.sweep_rotation / std::max(options.sweep_interval, std::chrono::milliseconds(1))));
+  const std::size_t rounds = static_cast<std::size_t>(
+      std::max<std::uint64_t>(1, SweepsPerRotation(options.sweep_interval, options.sweep_rotation)));
   f.sweep_smps = (links.size() + rounds - 1) / rounds + (checks + rounds - 1) / rounds + 1;  // and the local PortInfo
   return f;
 }

@@ -26,11 +26,8 @@ FabricTracker::FabricTracker(transport::MadEngine& engine, TrackerOptions option
       nodes_(std::move(nodes)),
       remembered_(std::move(remembered)),
       schedule_(options_.discovery_interval, options_.sweep_interval, options_.sweep_rotation),
-      traps_(engine, log, options_.sweep_rotation,
-             static_cast<std::uint64_t>(options_.sweep_rotation /
-                                        std::max(options_.sweep_interval, std::chrono::milliseconds(1)))),
-      smp_watch_(static_cast<std::uint64_t>(options_.sweep_rotation /
-                                            std::max(options_.sweep_interval, std::chrono::milliseconds(1)))) {
+      traps_(engine, log, options_.sweep_rotation, SweepsPerRotation(options_.sweep_interval, options_.sweep_rotation)),
+      smp_watch_(SweepsPerRotation(options_.sweep_interval, options_.sweep_rotation)) {
   UpdateReadPorts();
 }
 
@@ -257,9 +254,8 @@ std::optional<collectors::LinkTarget> FabricTracker::LocalTarget() const {
 }
 
 FabricTracker::SweepReads FabricTracker::PlanSweep(const collectors::Snapshot& parts) {
-  const std::uint64_t rounds = std::max<std::uint64_t>(
-      1, static_cast<std::uint64_t>(options_.sweep_rotation /
-                                    std::max(options_.sweep_interval, std::chrono::milliseconds(1))));
+  const std::uint64_t rounds =
+      std::max<std::uint64_t>(1, SweepsPerRotation(options_.sweep_interval, options_.sweep_rotation));
   const std::set<topology::PortRef> watched = Watched(parts);
   SweepReads out;
   std::vector<collectors::LinkTarget> rest;

@@ -9,8 +9,16 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 
 namespace ibfabric::exporter {
+
+// How many sweeps one rotation spans (every switch port's PortInfo and
+// every LID's NodeInfo are read once a rotation): rotation / interval,
+// rounded down (0 when the rotation is shorter than a sweep).
+inline std::uint64_t SweepsPerRotation(std::chrono::milliseconds interval, std::chrono::milliseconds rotation) {
+  return static_cast<std::uint64_t>(rotation / std::max(interval, std::chrono::milliseconds(1)));
+}
 
 // Thread-safety: none (the scheduler's thread).
 class WalkSchedule {
