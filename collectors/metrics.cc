@@ -31,6 +31,30 @@ void RenderIdentity(const Snapshot& s, std::string_view version, const Emit& out
        {"shards", std::to_string(s.scope.shards)}},
       1);
   out(std::move(scope));
+  if (!s.local.ca.empty()) {
+    const LocalPortSummary& l = s.local;
+    auto local = Family("infiniband_exporter_local_port_info",
+                        "The local port MADs leave from: GMPs from ca/port, SMPs from smi_ca/smi_port (a multi-plane "
+                        "HCA's SMI sub-device), on the subnet of subnet_prefix",
+                        MetricType::Gauge);
+    Add(local,
+        {{"ca", l.ca},
+         {"port", std::to_string(l.port)},
+         {"smi_ca", l.smi_ca},
+         {"smi_port", std::to_string(l.smi_port)},
+         {"subnet_prefix", FormatGuid(l.subnet_prefix)}},
+        1);
+    out(std::move(local));
+    auto agents = Family("infiniband_exporter_mad_agent_registered",
+                         "1 for each management class whose MAD agent registered on the local port, 0 for one that "
+                         "could not (the exporter runs without it; its log says why)",
+                         MetricType::Gauge);
+    for (const char* c : {"smp_lid", "smp_directed", "perf", "sa"}) {
+      const bool missing = std::find(l.agents_missing.begin(), l.agents_missing.end(), c) != l.agents_missing.end();
+      Add(agents, {{"class", c}}, missing ? 0 : 1);
+    }
+    out(std::move(agents));
+  }
   auto groups =
       Family("infiniband_exporter_port_group_exported",
              "1 for each group of per-port series exported, 0 for one left out (--counters.groups)", MetricType::Gauge);

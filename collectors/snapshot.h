@@ -127,6 +127,20 @@ class CollectorParts {
 // The scheduler's parts (the fabric, its walks, the MAD engine) and each
 // collector's (collectors/registry.h; a collector disabled leaves its part
 // empty or null).
+// The local port MADs leave from (transport/umad_port.h): the device of
+// its GMPs and that of its SMPs (another on a multi-plane HCA: its SMI
+// sub-device), its subnet prefix, and the agents it could not register
+// (transport::AgentName: "smp_lid", "smp_directed", "perf", "sa"). Empty
+// `ca`: not known (tests on a fake port).
+struct LocalPortSummary {
+  std::string ca;
+  int port = 0;
+  std::string smi_ca;
+  int smi_port = 0;
+  std::uint64_t subnet_prefix = 0;
+  std::vector<std::string> agents_missing;
+};
+
 struct Snapshot {
   std::shared_ptr<const topology::Fabric> fabric;  // never null once published
   std::map<std::uint64_t, NodeLabel> nodes;
@@ -197,6 +211,7 @@ struct Snapshot {
   bool smps_blocked = false;
   std::size_t smp_blocked_lids = 0;
   bool m_key_given = false;
+  LocalPortSummary local;
   // HTTP replies with a status of 400 or more since start, by status (as of
   // this publication; exporter/http_stats.h).
   std::map<int, std::uint64_t> http_errors;

@@ -55,6 +55,7 @@ DoctorFindings Examine(transport::MadEngine& engine, const transport::LocalPortI
   DoctorFindings f;
   f.local = local;
   f.m_key_given = options.m_key_given;
+  f.agent_problems = options.agent_problems;
   f.sm_lid = local.sm_lid;
   // A port that is not Active (or has no LID yet) reaches nothing by LID:
   // only its own SMA is asked.
@@ -189,6 +190,20 @@ DoctorReport Judge(const DoctorFindings& f) {
     say("ok", "local port", where + ", LID " + std::to_string(l.lid) + ", SM at LID " + std::to_string(f.sm_lid));
   }
 
+  // Where SMPs and GMPs leave from, and the agents that did not register.
+  if (l.split()) {
+    say("info", "management",
+        "SMPs leave from " + l.smi_ca_name + " port " + std::to_string(l.smi_port) +
+            " (the SMI sub-device sharing the port's GUID), GMPs from " + where);
+  }
+  bool no_smps = false;
+  for (const transport::AgentProblem& p : f.agent_problems) {
+    const bool vital =
+        p.mgmt_class == transport::MgmtClass::kSubnDirectRoute || p.mgmt_class == transport::MgmtClass::kPerformance;
+    no_smps = no_smps || p.mgmt_class == transport::MgmtClass::kSubnDirectRoute;
+    say(vital ? "fail" : "warn", "mad agents", p.line);
+  }
+
   // The P_Key GMPs leave on.
   if (l.pkey == 0) {
     say("info", "p_key", "index " + std::to_string(l.pkey_index) + ", the port's P_Key table unknown");
@@ -214,7 +229,9 @@ DoctorReport Judge(const DoctorFindings& f) {
   const bool smp_local = f.local_smp == transport::MadOutcome::kOk;
   const std::string key = f.m_key_given ? "the M_Key given does not match the SM's: give its current one"
                                         : "give the SM's M_Key with --ib.m-key-file=FILE";
-  if (smp_local) {
+  if (no_smps) {
+    say("fail", "smps", "none can be sent from this port (see mad agents)");
+  } else if (smp_local) {
     say("ok", "smps", std::string("this host's NodeInfo answers") + (f.m_key_given ? " (M_Key given)" : ""));
   } else if (!active) {
     say("fail", "smps", "this host's NodeInfo does not answer either: the HCA, its driver or umad access is at fault");

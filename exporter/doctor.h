@@ -35,11 +35,14 @@ struct DoctorOptions {
   // out in local scope (every host of a DaemonSet running it at once must
   // not walk the whole fabric), and the load counts the ports read.
   topology::Scope scope;
+  // The agents the local port could not register (UmadPort::problems).
+  std::vector<transport::AgentProblem> agent_problems;
 };
 
 // What Examine read.
 struct DoctorFindings {
   transport::LocalPortInfo local;
+  std::vector<transport::AgentProblem> agent_problems;
   bool m_key_given = false;
   // The local node's NodeInfo (a directed-route SMP of no hop, its own
   // SMA) and its PMA's ClassPortInfo (a GMP to its LID).

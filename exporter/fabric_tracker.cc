@@ -569,6 +569,7 @@ void FabricTracker::Publish(collectors::Snapshot* s) const {
   s->smps_blocked = smp_watch_.diagnosed();
   s->smp_blocked_lids = smp_watch_.diagnosed() ? smp_watch_.blocked().size() : 0;
   s->m_key_given = engine_.options().m_key != 0;
+  s->local = options_.local;
 }
 
 }  // namespace ibfabric::exporter

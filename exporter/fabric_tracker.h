@@ -80,6 +80,7 @@ struct TrackerOptions {
   // (sysfs): whom to probe when not even the local node answers an SMP.
   std::uint16_t local_lid = 0;
   std::uint16_t sm_lid = 0;
+  collectors::LocalPortSummary local;  // published as it is
 };
 
 // Ownership: borrows engine and log; they outlive the tracker.

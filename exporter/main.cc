@@ -289,10 +289,13 @@ int Main(int argc, char** argv) {
     return 1;
   }
   const auto& local = port->local();
-  log.Info("opened InfiniBand port", "ca=" + local.ca_name + " port=" + std::to_string(local.port) +
-                                         " lid=" + std::to_string(local.lid) + " state=" + std::to_string(local.state) +
-                                         " pkey_index=" + std::to_string(local.pkey_index) +
-                                         " pkey=" + transport::FormatPKey(local.pkey));
+  log.Info("opened InfiniBand port",
+           "ca=" + local.ca_name + " port=" + std::to_string(local.port) +
+               (local.split() ? " smi_ca=" + local.smi_ca_name + " smi_port=" + std::to_string(local.smi_port) : "") +
+               " lid=" + std::to_string(local.lid) + " state=" + std::to_string(local.state) +
+               " subnet_prefix=" + topology::FormatGuid(local.subnet_prefix) +
+               " pkey_index=" + std::to_string(local.pkey_index) + " pkey=" + transport::FormatPKey(local.pkey));
+  for (const transport::AgentProblem& p : port->problems()) log.Error(p.line, "");
   if (local.pkey != 0 && local.pkey != 0xffff)
     log.Warn(PKeyWarning(local.pkey), "pkey=" + transport::FormatPKey(local.pkey));
 
@@ -305,6 +308,7 @@ int Main(int argc, char** argv) {
     o.m_key_given = files.m_key != 0;
     o.subscribe_traps = cfg.sm_traps;
     o.scope = cfg.scope;
+    o.agent_problems = port->problems();
     const DoctorReport report = Judge(Examine(engine, local, o));
     for (const std::string& line : report.lines) std::cout << line << "\n";
     return report.exit_code;
@@ -315,6 +319,9 @@ int Main(int argc, char** argv) {
   PollerOptions poller_options = PollerOptionsFrom(cfg, files);
   poller_options.fabric.local_lid = local.lid;
   poller_options.fabric.sm_lid = local.sm_lid;
+  poller_options.fabric.local = {local.ca_name, local.port, local.smi_ca_name, local.smi_port, local.subnet_prefix, {}};
+  for (const transport::AgentProblem& p : port->problems())
+    poller_options.fabric.local.agents_missing.push_back(transport::AgentName(p.mgmt_class));
   poller_options.collectors.emplace();
   // The names were checked by the flags; the registry's run order is
   // checked here (a collector must run after those whose parts it reads).
@@ -322,7 +329,10 @@ int Main(int argc, char** argv) {
     std::cerr << "ibfabric_exporter: " << error << "\n";
     return 1;
   }
-  poller_options.on_transport_down = ReexecOncePortAnswers(cfg, log, pthread_self());
+  // Without a directed-route agent no walk answers however often the port
+  // is re-opened: nothing to recover (its line above says why).
+  if (port->Has(transport::MgmtClass::kSubnDirectRoute))
+    poller_options.on_transport_down = ReexecOncePortAnswers(cfg, log, pthread_self());
 
   SnapshotHolder holder;
   HttpStats http_stats;

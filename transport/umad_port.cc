@@ -4,6 +4,7 @@
 #include <infiniband/mad.h>
 #include <infiniband/umad.h>
 #include <infiniband/umad_types.h>
+#include <poll.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -15,20 +16,17 @@ namespace {
 
 constexpr int kMaxCas = 32;
 
-struct Candidate {
-  std::string ca;
-  int port = 0;
-  unsigned state = 0;
-};
-
-// Ports of `ca` in order, with their states. Empty when the CA is unknown.
-std::vector<Candidate> PortsOf(const std::string& ca) {
-  std::vector<Candidate> out;
+// Every port of `ca` in order. Empty when the CA is unknown.
+std::vector<UmadDevicePort> PortsOf(const std::string& ca) {
+  std::vector<UmadDevicePort> out;
   umad_ca_t info{};
   if (umad_get_ca(ca.c_str(), &info) < 0) return out;
   for (int p = 0; p <= info.numports && p < UMAD_CA_MAX_PORTS; ++p) {
-    if (info.ports[p] == nullptr) continue;
-    out.push_back({ca, info.ports[p]->portnum, info.ports[p]->state});
+    const umad_port_t* port = info.ports[p];
+    if (port == nullptr) continue;
+    constexpr std::uint32_t kIsSmDisabled = 1u << 10;  // PortInfo.CapabilityMask (IBTA 14.2.5.6)
+    out.push_back(
+        {ca, port->portnum, port->state, be64toh(port->port_guid), (be32toh(port->capmask) & kIsSmDisabled) != 0});
   }
   umad_release_ca(&info);
   return out;
@@ -44,47 +42,89 @@ std::vector<std::string> CaNames() {
 
 constexpr unsigned kActive = 4;
 
-// Resolves the CA and port to open following UmadPortOptions' rules.
-bool Choose(const UmadPortOptions& o, Candidate* chosen, std::string* error) {
-  std::vector<std::string> cas = o.ca_name.empty() ? CaNames() : std::vector{o.ca_name};
-  if (cas.empty()) {
+// Resolves the CA and port to open following UmadPortOptions' rules;
+// `all` gets every port of every CA (where the chosen one's partner is).
+bool Choose(const UmadPortOptions& o, UmadDevicePort* chosen, std::vector<UmadDevicePort>* all, std::string* error) {
+  const std::vector<std::string> names = CaNames();
+  if (names.empty() && o.ca_name.empty()) {
     *error = "no InfiniBand device found (is the ib_umad module loaded?)";
     return false;
   }
-  std::vector<Candidate> all;
-  for (const auto& ca : cas) {
+  for (const auto& ca : names) {
     auto ports = PortsOf(ca);
-    if (ports.empty() && !o.ca_name.empty()) {
-      *error = "InfiniBand device '" + ca + "' not found";
+    all->insert(all->end(), ports.begin(), ports.end());
+  }
+  std::vector<UmadDevicePort> candidates;
+  for (const auto& p : *all) {
+    if (o.ca_name.empty() || p.ca == o.ca_name) candidates.push_back(p);
+  }
+  if (!o.ca_name.empty() && candidates.empty()) {
+    candidates = PortsOf(o.ca_name);  // a device libibumad does not list by name
+    if (candidates.empty()) {
+      *error = "InfiniBand device '" + o.ca_name + "' not found";
       return false;
     }
-    all.insert(all.end(), ports.begin(), ports.end());
+    all->insert(all->end(), candidates.begin(), candidates.end());
   }
   if (o.port != 0) {
-    for (const auto& c : all) {
+    for (const auto& c : candidates) {
       if (c.port == o.port) {
         *chosen = c;
         return true;
       }
     }
-    *error = "port " + std::to_string(o.port) + " not found on '" + cas.front() + "'";
+    *error =
+        "port " + std::to_string(o.port) + " not found on '" + (o.ca_name.empty() ? names.front() : o.ca_name) + "'";
     return false;
   }
-  for (const auto& c : all) {
+  for (const auto& c : candidates) {
     if (c.state == kActive) {
       *chosen = c;
       return true;
     }
   }
-  if (!o.ca_name.empty() && !all.empty()) {
-    *chosen = all.front();  // an explicit CA with no active port: open it anyway
+  if (!o.ca_name.empty() && !candidates.empty()) {
+    *chosen = candidates.front();  // an explicit CA with no active port: open it anyway
     return true;
   }
   *error = "no active InfiniBand port found";
   return false;
 }
 
+std::string Hex2(std::uint8_t v) {
+  char s[8];
+  std::snprintf(s, sizeof s, "0x%02x", v);
+  return s;
+}
+
 }  // namespace
+
+const char* AgentName(MgmtClass c) {
+  switch (c) {
+    case MgmtClass::kSubnLidRouted: return "smp_lid";
+    case MgmtClass::kSubnDirectRoute: return "smp_directed";
+    case MgmtClass::kPerformance: return "perf";
+    case MgmtClass::kSubnAdm: return "sa";
+  }
+  return "unknown";
+}
+
+ManagementPorts PairManagementPorts(const std::vector<UmadDevicePort>& all, const UmadDevicePort& chosen) {
+  ManagementPorts out{chosen, chosen};
+  if (chosen.port_guid == 0) return out;
+  for (const auto& p : all) {
+    if (p.port_guid != chosen.port_guid || (p.ca == chosen.ca && p.port == chosen.port)) continue;
+    if (chosen.sm_disabled && !p.sm_disabled) {
+      out.smi = p;  // chosen is the parent: QP0 is on its SMI sub-device
+      return out;
+    }
+    if (!chosen.sm_disabled && p.sm_disabled) {
+      out.gsi = p;  // chosen is the SMI sub-device: GMPs leave from its parent
+      return out;
+    }
+  }
+  return out;
+}
 
 std::string FormatPKey(std::uint16_t pkey) {
   char s[8];
@@ -135,11 +175,16 @@ std::unique_ptr<UmadPort> UmadPort::Open(const UmadPortOptions& options, std::st
     *error = "umad_init failed: " + std::string(std::strerror(errno));
     return nullptr;
   }
-  Candidate c;
-  if (!Choose(options, &c, error)) return nullptr;
+  UmadDevicePort chosen;
+  std::vector<UmadDevicePort> all;
+  if (!Choose(options, &chosen, &all, error)) return nullptr;
+  const ManagementPorts ports = PairManagementPorts(all, chosen);
+  const UmadDevicePort& c = ports.gsi;
 
   std::unique_ptr<UmadPort> port(new UmadPort());
   port->kernel_timeout_ms_ = options.kernel_timeout_ms;
+  port->local_.smi_ca_name = ports.smi.ca;
+  port->local_.smi_port = ports.smi.port;
   umad_port_t info{};
   if (umad_get_port(c.ca.c_str(), c.port, &info) == 0) {
     port->local_.ca_name = info.ca_name;
@@ -148,8 +193,12 @@ std::unique_ptr<UmadPort> UmadPort::Open(const UmadPortOptions& options, std::st
     port->local_.sm_lid = static_cast<std::uint16_t>(info.sm_lid);
     port->local_.state = info.state;
     port->local_.port_guid = be64toh(info.port_guid);
+    port->local_.subnet_prefix = be64toh(info.gid_prefix);
     if (info.pkeys != nullptr) port->local_.pkeys.assign(info.pkeys, info.pkeys + info.pkeys_size);
     umad_release_port(&info);
+  } else {
+    port->local_.ca_name = c.ca;
+    port->local_.port = c.port;
   }
   umad_ca_t ca_info{};
   if (umad_get_ca(c.ca.c_str(), &ca_info) == 0) {
@@ -163,20 +212,41 @@ std::unique_ptr<UmadPort> UmadPort::Open(const UmadPortOptions& options, std::st
   port->local_.pkey_index = pkey.index;
   port->local_.pkey = pkey.pkey;
 
-  port->fd_ = umad_open_port(c.ca.c_str(), c.port);
-  if (port->fd_ < 0) {
-    *error = "cannot open " + c.ca + " port " + std::to_string(c.port) + ": " +
-             std::strerror(-port->fd_ > 0 ? -port->fd_ : errno) + " (needs read/write access to /dev/infiniband/umad*)";
-    return nullptr;
-  }
+  const auto open = [&](const UmadDevicePort& p) {
+    const int fd = umad_open_port(p.ca.c_str(), p.port);
+    if (fd < 0) {
+      *error = "cannot open " + p.ca + " port " + std::to_string(p.port) + ": " + std::strerror(-fd > 0 ? -fd : errno) +
+               " (needs read/write access to /dev/infiniband/umad*)";
+    }
+    return fd;
+  };
+  if ((port->fd_ = open(c)) < 0) return nullptr;
+  port->smi_fd_ = port->fd_;
+  if (ports.split() && (port->smi_fd_ = open(ports.smi)) < 0) return nullptr;
+
+  // One agent: its id, or -1 with a line in problems_.
+  const auto enroll = [&port](int fd, const UmadDevicePort& on, std::uint8_t mgmt_class, int version, int rmpp,
+                              long* methods, const char* what, const char* without) {
+    errno = 0;
+    const int agent = umad_register(fd, mgmt_class, version, static_cast<std::uint8_t>(rmpp), methods);
+    if (agent >= 0) return agent;
+    const int why = errno != 0 ? errno : -agent;
+    std::string line = "cannot register the " + std::string(what) + " agent (class " + Hex2(mgmt_class) + ") on " +
+                       on.ca + " port " + std::to_string(on.port) + ": " + std::strerror(why);
+    if (mgmt_class != static_cast<std::uint8_t>(MgmtClass::kPerformance) &&
+        mgmt_class != static_cast<std::uint8_t>(MgmtClass::kSubnAdm) && on.sm_disabled) {
+      line += " (the port says IsSMDisabled and no SMI sub-device shares its port GUID)";
+    }
+    port->problems_.push_back({static_cast<MgmtClass>(mgmt_class), line + "; " + without});
+    return -1;
+  };
   // Class version 1 for SMI (IBTA 14.2.1) and PerfMgt (IBTA 16.1.1).
-  port->agent_smi_ = umad_register(port->fd_, IB_SMI_CLASS, 1, 0, nullptr);
-  port->agent_smi_dr_ = umad_register(port->fd_, IB_SMI_DIRECT_CLASS, 1, 0, nullptr);
-  port->agent_perf_ = umad_register(port->fd_, IB_PERFORMANCE_CLASS, 1, 0, nullptr);
-  if (port->agent_smi_ < 0 || port->agent_smi_dr_ < 0 || port->agent_perf_ < 0) {
-    *error = "cannot register MAD agents on " + c.ca + " port " + std::to_string(c.port);
-    return nullptr;
-  }
+  port->agent_smi_ = enroll(port->smi_fd_, ports.smi, IB_SMI_CLASS, 1, 0, nullptr, "LID-routed SMP",
+                            "LID checks, link states and SM checks are off");
+  port->agent_smi_dr_ = enroll(port->smi_fd_, ports.smi, IB_SMI_DIRECT_CLASS, 1, 0, nullptr, "directed-route SMP",
+                               "the fabric cannot be discovered");
+  port->agent_perf_ =
+      enroll(port->fd_, c, IB_PERFORMANCE_CLASS, 1, 0, nullptr, "PerfMgt (PMA)", "no port counters are read");
   // SubnAdm class version 2 (IBTA 15.2.1.1), taking the SA's unsolicited
   // Reports (IBTA 13.4.5: method 0x06) besides responses to our requests.
   // Optional: the kernel allows one receiver of a method per class on a
@@ -187,7 +257,14 @@ std::unique_ptr<UmadPort> UmadPort::Open(const UmadPortOptions& options, std::st
   reinterpret_cast<unsigned char*>(methods)[0] = 1u << static_cast<unsigned>(MadMethod::kReport);
   port->agent_sa_ = umad_register(port->fd_, IB_SA_CLASS, 2, UMAD_RMPP_VERSION, methods);
   port->takes_reports_ = port->agent_sa_ >= 0;
-  if (port->agent_sa_ < 0) port->agent_sa_ = umad_register(port->fd_, IB_SA_CLASS, 2, UMAD_RMPP_VERSION, nullptr);
+  if (port->agent_sa_ < 0) {
+    port->agent_sa_ = enroll(port->fd_, c, IB_SA_CLASS, 2, UMAD_RMPP_VERSION, nullptr, "SubnAdm (SA)",
+                             "no trap subscription (sweeps only)");
+  }
+  if (port->agent_smi_ < 0 && port->agent_smi_dr_ < 0 && port->agent_perf_ < 0 && port->agent_sa_ < 0) {
+    *error = port->problems_.front().line + " (and no other agent registered either)";
+    return nullptr;
+  }
   port->send_buf_.reset(new std::uint8_t[umad_size() + kMadSize]());
   port->recv_buf_.reset(new std::uint8_t[umad_size() + kMadSize]());
   return port;
@@ -195,9 +272,13 @@ std::unique_ptr<UmadPort> UmadPort::Open(const UmadPortOptions& options, std::st
 
 UmadPort::~UmadPort() {
   if (fd_ < 0) return;
-  for (int agent : {agent_smi_, agent_smi_dr_, agent_perf_, agent_sa_}) {
+  for (int agent : {agent_smi_, agent_smi_dr_}) {
+    if (agent >= 0) umad_unregister(smi_fd_, agent);
+  }
+  for (int agent : {agent_perf_, agent_sa_}) {
     if (agent >= 0) umad_unregister(fd_, agent);
   }
+  if (smi_fd_ >= 0 && smi_fd_ != fd_) umad_close_port(smi_fd_);
   umad_close_port(fd_);
 }
 
@@ -209,6 +290,11 @@ int UmadPort::AgentFor(std::uint8_t mgmt_class) const {
     case MgmtClass::kSubnAdm: return agent_sa_;
   }
   return -1;
+}
+
+int UmadPort::FdFor(std::uint8_t mgmt_class) const {
+  const auto c = static_cast<MgmtClass>(mgmt_class);
+  return c == MgmtClass::kSubnLidRouted || c == MgmtClass::kSubnDirectRoute ? smi_fd_ : fd_;
 }
 
 bool UmadPort::Send(const MadAddress& to, const MadBytes& mad) {
@@ -230,17 +316,26 @@ bool UmadPort::Send(const MadAddress& to, const MadBytes& mad) {
   umad_set_grh(umad, nullptr);
   umad_set_pkey(umad, pkey_index_);  // QP0 (SMPs) ignores it
   std::memcpy(umad_get_mad(umad), mad.data(), kMadSize);
-  return umad_send(fd_, agent, umad, static_cast<int>(kMadSize), kernel_timeout_ms_, 0) == 0;
+  return umad_send(FdFor(cls), agent, umad, static_cast<int>(kMadSize), kernel_timeout_ms_, 0) == 0;
 }
 
 std::optional<InboundMad> UmadPort::Receive(std::chrono::microseconds timeout) {
-  // umad2sim's poll() only honours the first descriptor, so the umad fd is
-  // polled alone (inside umad_recv); the timeout is rounded up to 1 ms.
+  // The timeout is rounded up to 1 ms. One device: its fd is polled alone
+  // (inside umad_recv; umad2sim's poll() only honours the first
+  // descriptor of a set). Split: both are polled, and read in turn.
   int timeout_ms = static_cast<int>((timeout.count() + 999) / 1000);
   if (timeout_ms < 0) timeout_ms = 0;
+  int fd = fd_;
+  if (smi_fd_ != fd_) {
+    pollfd fds[2] = {{next_first_smi_ ? smi_fd_ : fd_, POLLIN, 0}, {next_first_smi_ ? fd_ : smi_fd_, POLLIN, 0}};
+    if (poll(fds, 2, timeout_ms) <= 0) return std::nullopt;
+    fd = (fds[0].revents & POLLIN) ? fds[0].fd : fds[1].fd;
+    next_first_smi_ = fd == fd_;  // the other one first next time
+    timeout_ms = 0;
+  }
   void* umad = recv_buf_.get();
   int length = static_cast<int>(kMadSize);
-  int rc = umad_recv(fd_, umad, &length, timeout_ms);
+  int rc = umad_recv(fd, umad, &length, timeout_ms);
   std::unique_ptr<std::uint8_t[]> reassembled;
   if (rc == -ENOSPC && length > static_cast<int>(kMadSize)) {
     // A reassembled RMPP transfer (an SA table) longer than one MAD: the
@@ -248,7 +343,7 @@ std::optional<InboundMad> UmadPort::Receive(std::chrono::microseconds timeout) {
     // are the first segment, which is what a MadBytes holds.
     reassembled.reset(new std::uint8_t[umad_size() + static_cast<std::size_t>(length)]());
     umad = reassembled.get();
-    rc = umad_recv(fd_, umad, &length, 0);
+    rc = umad_recv(fd, umad, &length, 0);
   }
   if (rc < 0) return std::nullopt;  // -ETIMEDOUT when nothing came, or a read error
   InboundMad in;

@@ -1,8 +1,10 @@
 #pragma once
-// MadPort over libibumad: one open umad port with one agent per management
-// class this project speaks (LID-routed SMI, directed-route SMI, PerfMgt,
-// SubnAdm; the last also receives the SA's Reports of the traps the
-// exporter subscribed to).
+// MadPort over libibumad: the local port's umad device(s) with one agent
+// per management class this project speaks (LID-routed SMI, directed-route
+// SMI, PerfMgt, SubnAdm; the last also receives the SA's Reports of the
+// traps the exporter subscribed to). SMPs and GMPs leave from different
+// umad devices where the HCA splits them (a multi-plane HCA's SMI
+// sub-device: PairManagementPorts).
 
 #include <cstdint>
 #include <memory>
@@ -15,8 +17,11 @@ namespace ibfabric::transport {
 
 // What the local port looks like (from sysfs through libibumad).
 struct LocalPortInfo {
-  std::string ca_name;
+  std::string ca_name;  // the device GMPs leave from (--ib.ca names either)
   int port = 0;
+  std::string smi_ca_name;  // the device SMPs leave from: ca_name unless split
+  int smi_port = 0;
+  std::uint64_t subnet_prefix = 0;  // of its GID 0 (host order)
   std::uint16_t lid = 0;
   std::uint16_t sm_lid = 0;
   unsigned state = 0;  // IBTA PortState: 4 = Active
@@ -25,6 +30,8 @@ struct LocalPortInfo {
   std::vector<std::uint16_t> pkeys;  // its P_Key table (empty: unknown)
   int pkey_index = 0;                // the index GMPs leave on
   std::uint16_t pkey = 0;            // the entry there (0: unknown)
+  // Whether SMPs leave from another device or port than GMPs.
+  bool split() const { return !smi_ca_name.empty() && (smi_ca_name != ca_name || smi_port != port); }
 };
 
 // The P_Key index GMPs leave on. A port takes a packet whose P_Key has
@@ -46,6 +53,38 @@ std::string FormatPKey(std::uint16_t pkey);
 // table or its entry holds no P_Key (0x0000 empty, 0x8000 invalid).
 bool ChoosePKeyIndex(const std::vector<std::uint16_t>& table, int wanted, PKeyChoice* out, std::string* error);
 
+// One port of a umad device, as libibumad reads it from sysfs.
+struct UmadDevicePort {
+  std::string ca;
+  int port = 0;
+  unsigned state = 0;           // IBTA PortState: 4 = Active
+  std::uint64_t port_guid = 0;  // host order; 0: unknown
+  bool sm_disabled = false;     // CapabilityMask bit 10 IsSMDisabled: no QP0 on this device
+};
+
+// Where SMPs (QP0) and GMPs (QP1) leave for the local port `chosen`. A
+// multi-plane HCA (Linux 6.11, "multi-plane support for mlx5") gives QP0
+// to a separate SMI sub-device when the parent device has none: the
+// parent's port says IsSMDisabled and the sub-device's port has the same
+// port GUID (the pairing rdma-core's libibumad makes in
+// umad_get_smi_gsi_pairs, which Debian's rdma-core 44 lacks). `chosen` may
+// be either side; with no partner in `all` both are `chosen`.
+struct ManagementPorts {
+  UmadDevicePort smi;
+  UmadDevicePort gsi;
+  bool split() const { return smi.ca != gsi.ca || smi.port != gsi.port; }
+};
+ManagementPorts PairManagementPorts(const std::vector<UmadDevicePort>& all, const UmadDevicePort& chosen);
+
+// An agent that could not register: its class ("smp_lid", "smp_directed",
+// "perf", "sa" as AgentName says) and one line naming the device, the
+// port, the class, the reason and what goes without it.
+struct AgentProblem {
+  MgmtClass mgmt_class{};
+  std::string line;
+};
+const char* AgentName(MgmtClass c);
+
 struct UmadPortOptions {
   std::string ca_name;  // empty: the first CA with an active port
   int port = 0;         // 0: the first active port of that CA
@@ -59,7 +98,11 @@ struct UmadPortOptions {
 // Ownership: owns the umad port and its agents; neither copyable nor movable.
 class UmadPort final : public MadPort {
  public:
-  // Opens the port, or returns nullptr and a one-line reason in *error.
+  // Opens the port (its SMI sub-device too where split), or returns
+  // nullptr and a one-line reason in *error: no such device or port, no
+  // access, or not one agent registered. An agent that cannot register
+  // is one line in problems(), and the port runs with the others: Send
+  // refuses that class.
   static std::unique_ptr<UmadPort> Open(const UmadPortOptions& options, std::string* error);
   ~UmadPort() override;
   UmadPort(const UmadPort&) = delete;
@@ -72,17 +115,24 @@ class UmadPort final : public MadPort {
   // Whether the SA's Reports reach this port (another process on the host
   // may hold that registration).
   bool takes_reports() const { return takes_reports_; }
+  // Whether this port has an agent of the class (MgmtClass).
+  bool Has(MgmtClass mgmt_class) const { return AgentFor(static_cast<std::uint8_t>(mgmt_class)) >= 0; }
+  const std::vector<AgentProblem>& problems() const { return problems_; }
 
  private:
   UmadPort() = default;
   int AgentFor(std::uint8_t mgmt_class) const;
+  int FdFor(std::uint8_t mgmt_class) const;
 
-  int fd_ = -1;
+  int fd_ = -1;                  // the GSI device's (QP1)
+  int smi_fd_ = -1;              // the SMI device's (QP0): fd_ unless split
+  bool next_first_smi_ = false;  // which of the two Receive reads first
   int agent_smi_ = -1;
   int agent_smi_dr_ = -1;
   int agent_perf_ = -1;
   int agent_sa_ = -1;
   bool takes_reports_ = false;
+  std::vector<AgentProblem> problems_;
 
   int kernel_timeout_ms_ = 100;
   int pkey_index_ = 0;

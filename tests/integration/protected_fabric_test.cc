@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/integration/hardware_suite.h"
@@ -492,6 +493,108 @@ TEST_F(PKeyTest, AnIndexTheTableDoesNotHaveIsOneLineAndAnError) {
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("--ib.pkey-index=7: the port's P_Key table has"), std::string::npos) << r.err;
   EXPECT_EQ(Count(r.err, "\n"), 1u) << r.err;
+}
+
+// A multi-plane ConnectX-8 host (tests/tools/split_smi.cc over the
+// personalities): its port's parent device mlx5_0 has no QP0 (IsSMDisabled)
+// and the SMI sub-device smi0 shares its port GUID. SMPs must leave from
+// smi0 and GMPs from mlx5_0: the model fails a send through an agent the
+// device did not register, so a mix-up reads nothing.
+class MultiPlaneTest : public HardwareSuite<MultiPlaneTest> {
+ protected:
+  static void SetUpTestSuite() { StartHardware(kTwoSwitchNet, "ib-*  quantum-3\ncn*  connectx-8\n"); }
+  static Env Split(const std::string& smi = "smi0") { return SplitSmiEnv(*sim_, hw_, "mlx5_0", smi); }
+};
+
+// Found by itself (no flag), the pair discovers and sweeps the whole
+// fabric: a symbol error planted on the far host arrives on its port, and
+// the metrics say which device each kind of MAD leaves from.
+TEST_F(MultiPlaneTest, SmpsLeaveFromTheSmiSubDeviceAndTheFabricIsSwept) {
+  bool ok = false;
+  sim_->Console("PerformanceSet \"cn0002\"[1] PortCounters.SymbolErrorCounter=23", &ok);
+  ASSERT_TRUE(ok);
+  std::string error;
+  auto e = ExporterProcess::Start(*sim_, {"--sweep.interval=250ms"}, &error, {}, Split());
+  ASSERT_NE(e, nullptr) << error;
+  const auto s = e->WaitForSweeps(3, seconds(60));
+  ASSERT_TRUE(s.has_value()) << e->Log();
+  const std::string log = e->Log();
+  EXPECT_NE(log.find("ca=mlx5_0 port=1 smi_ca=smi0 smi_port=1"), std::string::npos) << log;
+  EXPECT_EQ(Count(log, "cannot register"), 0u) << log;
+  EXPECT_EQ(s->Value("infiniband_hca_port_symbol_error_total", {{"hca", "cn0002"}, {"port", "1"}}), 23);
+  EXPECT_EQ(s->Find("infiniband_switch_info").size(), 2u);
+  EXPECT_EQ(s->Value("infiniband_link_up", {{"node", "ib-spine01"}, {"port", "2"}}), 1);
+  EXPECT_EQ(s->Value("infiniband_exporter_sweep_ports", {{"result", "failed"}}), 0);
+  EXPECT_EQ(s->Value("infiniband_exporter_local_port_info",
+                     {{"ca", "mlx5_0"}, {"port", "1"}, {"smi_ca", "smi0"}, {"smi_port", "1"}}),
+            1);
+  for (const char* c : {"smp_lid", "smp_directed", "perf", "sa"}) {
+    EXPECT_EQ(s->Value("infiniband_exporter_mad_agent_registered", {{"class", c}}), 1) << c;
+  }
+  sim_->Console("PerformanceSet \"cn0002\"[1] PortCounters.SymbolErrorCounter=0", nullptr);
+}
+
+// --ib.ca names either device (and --ib.port its port): the other one of
+// the pair is found from the port GUID; one cycle reads the fabric.
+TEST_F(MultiPlaneTest, IbCaNamesEitherDevice) {
+  for (const std::string ca : {"mlx5_0", "smi0"}) {
+    const CommandResult r = RunCommand({ExporterBinary(), "--ib.ca=" + ca, "--ib.port=1", "--once"}, Split(),
+                                       std::chrono::milliseconds(30000));
+    ASSERT_EQ(r.exit_code, 0) << ca << ": " << r.err;
+    EXPECT_NE(r.err.find("ca=mlx5_0 port=1 smi_ca=smi0 smi_port=1"), std::string::npos) << ca << ": " << r.err;
+    const Scrape s = Scrape::Parse(r.out);
+    EXPECT_EQ(s.Find("infiniband_switch_info").size(), 2u) << ca;
+    EXPECT_TRUE(s.Value("infiniband_hca_port_symbol_error_total", {{"hca", "cn0002"}, {"port", "1"}}).has_value())
+        << ca;
+  }
+}
+
+// No SMI sub-device created: the SMP agents cannot register on the parent.
+// One line each naming the device and the class, and the exporter runs
+// with what it has (serving, saying which agents are missing), without
+// the local-port recovery probing a port whose QP0 will not come; the
+// preflight fails on it.
+TEST_F(MultiPlaneTest, WithoutTheSmiSubDeviceEachMissingAgentIsOneLine) {
+  std::string error;
+  auto e = ExporterProcess::Start(*sim_, {"--sweep.interval=250ms", "--discovery.interval=1s"}, &error, {}, Split(""));
+  ASSERT_NE(e, nullptr) << error;
+  std::this_thread::sleep_for(seconds(4));
+  int status = 0;
+  const Scrape s = Scrape::Parse(e->Get("/metrics", &status));
+  ASSERT_EQ(status, 200);
+  const std::string log = e->Log();
+  EXPECT_EQ(Count(log,
+                  "cannot register the directed-route SMP agent (class 0x81) on mlx5_0 port 1: Protocol not "
+                  "supported (the port says IsSMDisabled and no SMI sub-device shares its port GUID)"),
+            1u)
+      << log;
+  EXPECT_EQ(Count(log, "cannot register the LID-routed SMP agent (class 0x01) on mlx5_0 port 1"), 1u) << log;
+  EXPECT_EQ(Count(log, "cannot register"), 2u) << log;
+  EXPECT_EQ(Count(log, "local port still does not answer"), 0u) << log;
+  EXPECT_EQ(s.Value("infiniband_exporter_mad_agent_registered", {{"class", "smp_directed"}}), 0);
+  EXPECT_EQ(s.Value("infiniband_exporter_mad_agent_registered", {{"class", "smp_lid"}}), 0);
+  EXPECT_EQ(s.Value("infiniband_exporter_mad_agent_registered", {{"class", "perf"}}), 1);
+  EXPECT_EQ(s.Value("infiniband_exporter_local_port_info", {{"ca", "mlx5_0"}, {"smi_ca", "mlx5_0"}}), 1);
+
+  const Doctor d = RunDoctor(Split(""), {"--sm.no-traps"});
+  EXPECT_EQ(d.exit_code, 1) << d.all;
+  ASSERT_GE(d.lines.size(), 4u) << d.all;
+  EXPECT_TRUE(Starts(d.lines[1], "warn  mad agents: cannot register the LID-routed SMP agent (class 0x01) on mlx5_0"))
+      << d.all;
+  EXPECT_TRUE(Starts(d.lines[2], "fail  mad agents: cannot register the directed-route SMP agent")) << d.all;
+  EXPECT_EQ(d.lines.back(), "fail  verdict: fail (the exporter would not see the fabric from here)") << d.all;
+}
+
+// The preflight on the pair: where each kind of MAD leaves from, and a pass.
+TEST_F(MultiPlaneTest, ThePreflightSaysWhereSmpsLeaveFrom) {
+  const Doctor d = RunDoctor(Split(), {"--sm.no-traps"});
+  ASSERT_GE(d.lines.size(), 3u) << d.all;
+  EXPECT_EQ(d.lines[1],
+            "info  management: SMPs leave from smi0 port 1 (the SMI sub-device sharing the port's GUID), GMPs from "
+            "mlx5_0 port 1")
+      << d.all;
+  EXPECT_EQ(d.lines.back(), "ok    verdict: pass") << d.all;
+  EXPECT_EQ(d.exit_code, 0) << d.all;
 }
 
 }  // namespace

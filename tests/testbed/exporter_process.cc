@@ -45,7 +45,10 @@ std::unique_ptr<ExporterProcess> ExporterProcess::Start(const SimFabric& sim, co
   o.env = sim.ClientEnv();
   for (auto& [name, value] : env) {
     std::string& to = o.env[name];
-    to = name == "LD_PRELOAD" && !to.empty() ? to + " " + value : value;
+    // A list that names umad2sim itself is the whole list (a preload that
+    // must come before it); any other goes after umad2sim's.
+    const bool whole = value.find(kUmad2SimPreload) != std::string::npos;
+    to = name == "LD_PRELOAD" && !to.empty() && !whole ? to + " " + value : value;
   }
   o.stdout_path = e->dir_ + "/exporter.log";
   e->process_ = Process::Spawn(o, error);

@@ -360,6 +360,14 @@ Env HardwareFabric::PreloadEnv() const {
   return {{"LD_PRELOAD", IBFABRIC_HW_PERSONALITY_LIB}, {"HW_PERSONALITY", path_}};
 }
 
+Env SplitSmiEnv(const SimFabric& sim, const HardwareFabric* hw, const std::string& gsi, const std::string& smi) {
+  Env env = hw != nullptr ? hw->ClientEnv(sim) : sim.ClientEnv();
+  env["LD_PRELOAD"] = std::string(IBFABRIC_SPLIT_SMI_LIB) + " " + env["LD_PRELOAD"];
+  env["SPLIT_SMI_GSI"] = gsi;
+  env["SPLIT_SMI_SMI"] = smi;
+  return env;
+}
+
 bool HardwareFabric::Write(std::string* error) const {
   nlohmann::json j;
   j["attach"] = attach_;

@@ -122,6 +122,13 @@ class HardwareFabric {
   std::uint64_t serial_ = 0;
 };
 
+// The environment of a client on `sim` whose HCA port is split as a
+// multi-plane ConnectX-8's is (tests/tools/split_smi.cc): `gsi` names the
+// parent device, `smi` its SMI sub-device ("": none was created); the
+// personalities of `hw` too where given. For RunCommand, and for
+// ExporterProcess::Start (its LD_PRELOAD names umad2sim: taken whole).
+Env SplitSmiEnv(const SimFabric& sim, const HardwareFabric* hw, const std::string& gsi, const std::string& smi);
+
 // A hardware fabric with no models over the fabric of `net_text`, its
 // state in `dir`, with each cable of `trained` (port -> "1x", "1xQDR",
 // "QDR") planted to run at that: what a plain simulated fabric needs for a

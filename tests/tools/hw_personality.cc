@@ -131,6 +131,7 @@ constexpr std::pair<MAD_FIELDS, MAD_FIELDS> kErrorCounters[] = {
 constexpr std::uint32_t kPma2AdditionalExtended = 1u << 1;  // ClassPortInfo.CapabilityMask2 bit 1
 
 struct Synthesized {
+  int fd = -1;  // the umad descriptor the request left from: its answer comes back there
   int agent = 0;
   std::uint16_t lid = 0;
   std::uint8_t mad[kMadSize];
@@ -145,9 +146,10 @@ class Personalities {
 
   // A request on its way out: true when it was answered here instead.
   // `companion` gets a request of this preload's own to send ahead of it.
-  bool OnSend(int agent, ib_user_mad* u, std::vector<std::uint8_t>* companion) {
+  bool OnSend(int fd, int agent, ib_user_mad* u, std::vector<std::uint8_t>* companion) {
     std::lock_guard<std::mutex> lock(mu_);
     if (!Reload()) return false;
+    sending_fd_ = fd;
     const std::uint8_t* mad = u->data;
     Pending p;
     p.agent = agent;
@@ -249,13 +251,20 @@ class Personalities {
     return false;
   }
 
-  // A synthesized answer waiting for umad_recv, if any.
-  std::optional<Synthesized> Take() {
+  // A synthesized answer waiting for umad_recv on `fd`, if any.
+  std::optional<Synthesized> Take(int fd) {
     std::lock_guard<std::mutex> lock(mu_);
-    if (answers_.empty()) return std::nullopt;
-    Synthesized s = answers_.front();
-    answers_.pop_front();
-    return s;
+    for (auto it = answers_.begin(); it != answers_.end(); ++it) {
+      if (it->fd != fd) continue;
+      Synthesized s = *it;
+      answers_.erase(it);
+      return s;
+    }
+    return std::nullopt;
+  }
+  bool Ready(int fd) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return std::any_of(answers_.begin(), answers_.end(), [fd](const Synthesized& s) { return s.fd == fd; });
   }
 
   // An answer from ibsim: rewritten as its node's model would have it.
@@ -548,6 +557,7 @@ class Personalities {
   // response bit and `status`, and `data` (zeros when null).
   void Answer(int agent, const ib_user_mad* u, std::uint16_t status, const std::uint8_t* data) {
     Synthesized s;
+    s.fd = sending_fd_;
     s.agent = agent;
     s.lid = ntohs(u->addr.lid);
     std::memcpy(s.mad, u->data, kMadSize);
@@ -572,6 +582,7 @@ class Personalities {
   int attach_ = -1;
   std::map<std::uint32_t, Pending> pending_;
   std::deque<Synthesized> answers_;
+  int sending_fd_ = -1;  // the descriptor of the request OnSend is looking at
   // Busy answers given per node, for the planting they belong to: a
   // reload keeps counting down the same planting.
   std::map<std::string, std::pair<std::uint64_t, int>> consumed_;
@@ -590,7 +601,7 @@ int umad_send(int fd, int agentid, void* umad, int length, int timeout_ms, int r
   using Fn = int (*)(int, int, void*, int, int, int);
   static const Fn next = Next<Fn>("umad_send");
   std::vector<std::uint8_t> companion;
-  if (Personalities::Get().OnSend(agentid, static_cast<ib_user_mad*>(umad), &companion)) return 0;
+  if (Personalities::Get().OnSend(fd, agentid, static_cast<ib_user_mad*>(umad), &companion)) return 0;
   if (!companion.empty()) next(fd, agentid, companion.data(), length, timeout_ms, retries);
   return next(fd, agentid, umad, length, timeout_ms, retries);
 }
@@ -598,7 +609,7 @@ int umad_send(int fd, int agentid, void* umad, int length, int timeout_ms, int r
 int umad_recv(int fd, void* umad, int* length, int timeout_ms) {
   using Fn = int (*)(int, void*, int*, int);
   static const Fn next = Next<Fn>("umad_recv");
-  if (auto s = Personalities::Get().Take()) {
+  if (auto s = Personalities::Get().Take(fd)) {
     auto* u = static_cast<ib_user_mad*>(umad);
     if (*length < static_cast<int>(kMadSize)) {
       *length = static_cast<int>(kMadSize);
@@ -622,5 +633,11 @@ int umad_recv(int fd, void* umad, int* length, int timeout_ms) {
     *length = room;
   }
 }
+
+// Whether an answer of this preload's waits for umad_recv on `fd`: what a
+// client polling several descriptors must learn (tests/tools/split_smi.cc
+// asks, as umad2sim's poll() knows only of ibsim's answers).
+int hw_personality_ready(int fd);
+int hw_personality_ready(int fd) { return Personalities::Get().Ready(fd) ? 1 : 0; }
 
 }  // extern "C"

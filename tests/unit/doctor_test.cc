@@ -13,6 +13,7 @@ namespace ibfabric::exporter {
 namespace {
 
 using transport::MadOutcome;
+using transport::MgmtClass;
 
 DoctorFindings Clean() {
   DoctorFindings f;
@@ -176,6 +177,40 @@ TEST(DoctorTest, ALimitedOnlyPortSaysHowToBecomeAFullMember) {
   f.local.pkey = 0x7fff;
   EXPECT_NE(Judge(f).lines[1].find("no entry is 0xffff: make this port a full member in the SM's partitions.conf"),
             std::string::npos);
+}
+
+// A split port says where each kind of MAD leaves from; an agent that
+// did not register is a line of its own: the directed-route SMP or PMA
+// agent a failure, the others a warning, and SMPs are then not judged as
+// unanswered (none could be sent).
+TEST(DoctorTest, AgentsThatDidNotRegisterAreEachALine) {
+  DoctorFindings split = Clean();
+  split.local.smi_ca_name = "smi0";
+  split.local.smi_port = 1;
+  const DoctorReport s = Judge(split);
+  ASSERT_GE(s.lines.size(), 2u);
+  EXPECT_EQ(s.lines[1],
+            "info  management: SMPs leave from smi0 port 1 (the SMI sub-device sharing the port's GUID), GMPs from "
+            "mlx5_0 port 1");
+  EXPECT_EQ(s.exit_code, 0);
+
+  DoctorFindings f = Clean();
+  f.local_smp = MadOutcome::kSendError;
+  f.walked = false;
+  f.agent_problems = {{MgmtClass::kSubnLidRouted, "cannot register the LID-routed SMP agent (class 0x01) on mlx5_0"},
+                      {MgmtClass::kSubnDirectRoute, "cannot register the directed-route SMP agent (class 0x81)"}};
+  const DoctorReport r = Judge(f);
+  ASSERT_GE(r.lines.size(), 5u);
+  EXPECT_EQ(r.lines[1], "warn  mad agents: cannot register the LID-routed SMP agent (class 0x01) on mlx5_0");
+  EXPECT_EQ(r.lines[2], "fail  mad agents: cannot register the directed-route SMP agent (class 0x81)");
+  EXPECT_EQ(r.lines[4], "fail  smps: none can be sent from this port (see mad agents)");
+  EXPECT_EQ(r.exit_code, 1);
+
+  f.agent_problems = {{MgmtClass::kSubnAdm, "cannot register the SubnAdm (SA) agent (class 0x03)"}};
+  f.local_smp = MadOutcome::kOk;
+  const DoctorReport sa = Judge(f);
+  EXPECT_EQ(sa.lines[1], "warn  mad agents: cannot register the SubnAdm (SA) agent (class 0x03)");
+  EXPECT_EQ(sa.lines[3], "ok    smps: this host's NodeInfo answers");
 }
 
 }  // namespace

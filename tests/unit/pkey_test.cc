@@ -1,6 +1,8 @@
-// Which P_Key index GMPs leave on (transport/umad_port.h ChoosePKeyIndex):
-// the full-member default P_Key's, wherever the SM put it; the flag's
-// when given and in the table.
+// The local port's choices (transport/umad_port.h): which P_Key index GMPs
+// leave on (ChoosePKeyIndex: the full-member default P_Key's, wherever the
+// SM put it; the flag's when given and in the table), and which device
+// SMPs and GMPs leave from (PairManagementPorts: a multi-plane HCA's SMI
+// sub-device and its parent share the port GUID).
 
 #include <gtest/gtest.h>
 
@@ -52,6 +54,44 @@ TEST(PKeyIndexTest, TheFlagIsTakenWhenTheTableHasIt) {
             "--ib.pkey-index=1: the port's P_Key table has 3 entries and that one holds no P_Key (0x0000: empty or "
             "invalid)");
   EXPECT_FALSE(ChoosePKeyIndex({0x7fff, 0x8000}, 1, &out, &error)) << "0x8000: the invalid P_Key (IBTA 10.9.1.2)";
+}
+
+// mlx5_0 port 1 lacks QP0 (IsSMDisabled); smi0 port 1 has its GUID.
+std::vector<UmadDevicePort> MultiPlaneHost() {
+  return {{"mlx5_0", 1, 4, 0xa1, true}, {"mlx5_1", 1, 4, 0xb1, false}, {"smi0", 1, 4, 0xa1, false}};
+}
+
+TEST(ManagementPortsTest, TheParentsSmpsLeaveFromItsSmiSubDevice) {
+  const auto all = MultiPlaneHost();
+  const ManagementPorts from_parent = PairManagementPorts(all, all[0]);
+  EXPECT_TRUE(from_parent.split());
+  EXPECT_EQ(from_parent.smi.ca, "smi0");
+  EXPECT_EQ(from_parent.gsi.ca, "mlx5_0");
+  // Named the other way round (--ib.ca=smi0): the same pair.
+  const ManagementPorts from_smi = PairManagementPorts(all, all[2]);
+  EXPECT_EQ(from_smi.smi.ca, "smi0");
+  EXPECT_EQ(from_smi.gsi.ca, "mlx5_0");
+}
+
+TEST(ManagementPortsTest, AnOrdinaryPortIsBoth) {
+  const auto all = MultiPlaneHost();
+  const ManagementPorts p = PairManagementPorts(all, all[1]);
+  EXPECT_FALSE(p.split());
+  EXPECT_EQ(p.smi.ca, "mlx5_1");
+  EXPECT_EQ(p.gsi.ca, "mlx5_1");
+}
+
+TEST(ManagementPortsTest, NoSubDeviceLeavesTheParentAlone) {
+  // No sub-device created: SMPs are tried on the parent (whose agents
+  // then fail to register, one line each); a GUID of 0 pairs with nothing.
+  const std::vector<UmadDevicePort> alone{{"mlx5_0", 1, 4, 0xa1, true}, {"mlx5_1", 1, 4, 0xb1, false}};
+  EXPECT_FALSE(PairManagementPorts(alone, alone[0]).split());
+  const std::vector<UmadDevicePort> unknown{{"a", 1, 4, 0, true}, {"b", 1, 4, 0, false}};
+  EXPECT_FALSE(PairManagementPorts(unknown, unknown[0]).split());
+  // Two ports of one GUID that both have QP0 (a second port of the same
+  // node would have its own GUID): not a split either.
+  const std::vector<UmadDevicePort> both{{"a", 1, 4, 0xc1, false}, {"b", 1, 4, 0xc1, false}};
+  EXPECT_FALSE(PairManagementPorts(both, both[0]).split());
 }
 
 }  // namespace
