@@ -2,6 +2,7 @@
 
 #include <prometheus/text_serializer.h>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <sstream>
@@ -293,13 +294,27 @@ std::string RenderExposition(const Snapshot& snapshot, std::string_view version)
   return std::move(text).str();
 }
 
-void RenderExposition(const Snapshot& snapshot, std::string_view version, std::ostream& text) {
+void RenderExposition(const Snapshot& snapshot, std::string_view version, std::ostream& text,
+                      const FabricLabels& fabric_labels) {
   const prometheus::TextSerializer serializer;
   std::vector<MetricFamily> one(1);
   std::string last;  // the name of the family emitted last
   std::ostringstream part;
+  std::vector<ClientMetric::Label> first;
+  for (const auto& [name, value] : fabric_labels) first.push_back({name, value});
   const Emit emit = [&](MetricFamily&& f) {
     one[0] = std::move(f);
+    if (!first.empty()) {
+      for (ClientMetric& m : one[0].metric) {
+        // A series that names its subnet prefix itself (local_port_info) keeps its own.
+        std::vector<ClientMetric::Label> add;
+        for (const auto& l : first) {
+          const bool has = std::any_of(m.label.begin(), m.label.end(), [&](const auto& x) { return x.name == l.name; });
+          if (!has) add.push_back(l);
+        }
+        m.label.insert(m.label.begin(), add.begin(), add.end());
+      }
+    }
     if (one[0].name != last) {
       last = one[0].name;
       serializer.Serialize(text, one);

@@ -13,6 +13,8 @@
 #include <ostream>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "collectors/snapshot.h"
 
@@ -24,7 +26,12 @@ namespace ibfabric::collectors {
 // holds one family and the text, never the whole exposition as objects.
 // Written to `out` family by family (the exporter's is a gzip stream, so the
 // whole text is never held either); the string form is for tests.
-void RenderExposition(const Snapshot& snapshot, std::string_view version, std::ostream& out);
+// `fabric_labels` go first on every series: which fabric the snapshot is
+// of, where one exporter reads several (exporter/fabric_set.h); none
+// where it reads one.
+using FabricLabels = std::vector<std::pair<std::string, std::string>>;
+void RenderExposition(const Snapshot& snapshot, std::string_view version, std::ostream& out,
+                      const FabricLabels& fabric_labels = {});
 std::string RenderExposition(const Snapshot& snapshot, std::string_view version);
 
 }  // namespace ibfabric::collectors

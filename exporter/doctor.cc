@@ -196,6 +196,13 @@ DoctorReport Judge(const DoctorFindings& f) {
         "SMPs leave from " + l.smi_ca_name + " port " + std::to_string(l.smi_port) +
             " (the SMI sub-device sharing the port's GUID), GMPs from " + where);
   }
+  if (!l.unread_planes.empty()) {
+    std::string planes;
+    for (const std::string& p : l.unread_planes) planes += (planes.empty() ? "" : ", ") + p;
+    say("warn", "planes",
+        "further SMI ports share the port's GUID (" + planes +
+            "): a multi-plane HCA's other planes are not walked; read one with --ib.ca=SMI_DEVICE --ib.port=N");
+  }
   bool no_smps = false;
   for (const transport::AgentProblem& p : f.agent_problems) {
     const bool vital =

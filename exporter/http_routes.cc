@@ -315,9 +315,10 @@ void HttpRoutes::InstallMetrics(httplib::Server& server) {
 
 void HttpRoutes::InstallApi(httplib::Server& server) {
   server.Get("/api/v1/topology", [this](const httplib::Request& req, httplib::Response& res) {
+    auto snap = Snap(req, res);
+    if (!snap) return;
     collectors::TopologyQuery query;
     if (!ParseQuery(req, res, collectors::ParseTopologyQuery, &query)) return;
-    auto snap = holder_.Get();
     if (!snap->topology) return JsonError(res, 503, "no discovery has completed yet");
     // Written a piece at a time as it is sent (tens of MB for a whole big
     // fabric); the writer borrows the snapshot, which the provider keeps.
@@ -337,46 +338,57 @@ void HttpRoutes::InstallApi(httplib::Server& server) {
         });
   });
   server.Get("/api/v1/alerts", [this](const httplib::Request& req, httplib::Response& res) {
+    auto snap = Snap(req, res);
+    if (!snap) return;
     collectors::AlertFilter filter;
     if (!ParseQuery(req, res, collectors::ParseAlertFilter, &filter)) return;
-    Json(res, collectors::AlertsJson(*holder_.Get(), filter));
+    Json(res, collectors::AlertsJson(*snap, filter));
   });
   server.Get("/api/v1/structure", [this](const httplib::Request& req, httplib::Response& res) {
+    auto snap = Snap(req, res);
+    if (!snap) return;
     if (!req.params.empty()) return JsonError(res, 400, "/api/v1/structure takes no parameters");
-    auto snap = holder_.Get();
     if (!snap->topology) return JsonError(res, 503, "no discovery has completed yet");
     Json(res, collectors::StructureJson(*snap->fabric, *snap->topology));
   });
   server.Get("/api/v1/search", [this](const httplib::Request& req, httplib::Response& res) {
+    auto snap = Snap(req, res);
+    if (!snap) return;
     collectors::SearchQuery query;
     if (!ParseQuery(req, res, collectors::ParseSearchQuery, &query)) return;
-    auto snap = holder_.Get();
     if (!snap->topology) return JsonError(res, 503, "no discovery has completed yet");
     Json(res, collectors::SearchJson(*snap->fabric, snap->topology.get(), query, snap->hosts.get()));
   });
   server.Get("/api/v1/node", [this](const httplib::Request& req, httplib::Response& res) {
+    auto snap = Snap(req, res);
+    if (!snap) return;
     std::uint64_t guid = 0;
     if (!ParseQuery(req, res, collectors::ParseNodeQuery, &guid)) return;
-    const nlohmann::json j = collectors::NodeDetailJson(*holder_.Get(), guid);
+    const nlohmann::json j = collectors::NodeDetailJson(*snap, guid);
     if (j.is_null()) return JsonError(res, 404, "no such node in the fabric");
     Json(res, j);
   });
   server.Get("/api/v1/host", [this](const httplib::Request& req, httplib::Response& res) {
+    auto snap = Snap(req, res);
+    if (!snap) return;
     std::string name;
     if (!ParseQuery(req, res, collectors::ParseHostQuery, &name)) return;
-    const nlohmann::json j = collectors::HostDetailJson(*holder_.Get(), name);
+    const nlohmann::json j = collectors::HostDetailJson(*snap, name);
     if (j.is_null()) return JsonError(res, 404, "no host named '" + config::Excerpt(name, 80) + "'");
     Json(res, j);
   });
   server.Get("/api/v1/port", [this](const httplib::Request& req, httplib::Response& res) {
+    auto snap = Snap(req, res);
+    if (!snap) return;
     topology::PortRef port;
     if (!ParseQuery(req, res, collectors::ParsePortQuery, &port)) return;
-    const nlohmann::json j = collectors::PortDetailJson(*holder_.Get(), port);
+    const nlohmann::json j = collectors::PortDetailJson(*snap, port);
     if (j.is_null()) return JsonError(res, 404, "no such port in the fabric");
     Json(res, j);
   });
-  server.Get("/api/v1/subnet_managers", [this](const httplib::Request&, httplib::Response& res) {
-    auto snap = holder_.Get();
+  server.Get("/api/v1/subnet_managers", [this](const httplib::Request& req, httplib::Response& res) {
+    auto snap = Snap(req, res);
+    if (!snap) return;
     if (!snap->subnet_managers) {
       return JsonError(res, snap->scope.reports_topology() ? 503 : 404,
                        snap->scope.reports_topology()
@@ -386,6 +398,49 @@ void HttpRoutes::InstallApi(httplib::Server& server) {
     }
     Json(res, collectors::SubnetManagersJson(*snap->subnet_managers, snap->published));
   });
+  server.Get("/api/v1/fabrics", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!req.params.empty()) return JsonError(res, 400, "/api/v1/fabrics takes no parameters");
+    nlohmann::json list = nlohmann::json::array();
+    const auto add = [&list](const collectors::Snapshot& s, const std::string& subnet_prefix) {
+      const collectors::LocalPortSummary& l = s.local;
+      list.push_back({{"subnet_prefix", subnet_prefix},
+                      {"ca", l.ca},
+                      {"port", l.port},
+                      {"smi_ca", l.smi_ca},
+                      {"smi_port", l.smi_port},
+                      {"nodes", s.fabric ? s.fabric->nodes().size() : 0},
+                      {"sweeps", s.sweeps}});
+    };
+    if (options_.fabrics.empty()) {
+      const auto snap = holder_.Get();
+      add(*snap, topology::FormatGuid(snap->local.subnet_prefix));
+    }
+    for (const FabricView& v : options_.fabrics) {
+      if (auto snap = v.holder->Get()) add(*snap, v.subnet_prefix);
+    }
+    Json(res, {{"fabrics", list}});
+  });
+}
+
+std::shared_ptr<const collectors::Snapshot> HttpRoutes::Snap(const httplib::Request& req, httplib::Response& res) {
+  if (options_.fabrics.empty()) return holder_.Get();
+  const FabricView* view = &options_.fabrics.front();
+  if (const auto it = req.params.find("fabric"); it != req.params.end()) {
+    view = nullptr;
+    for (const FabricView& v : options_.fabrics) {
+      if (v.subnet_prefix == it->second) view = &v;
+    }
+    if (view == nullptr) {
+      std::string names;
+      for (const FabricView& v : options_.fabrics) names += (names.empty() ? "" : ", ") + v.subnet_prefix;
+      JsonError(res, 404, "no fabric '" + config::Excerpt(it->second, 80) + "' here; there are " + names);
+      return nullptr;
+    }
+    const_cast<httplib::Request&>(req).params.erase("fabric");
+  }
+  auto snap = view->holder->Get();
+  if (!snap) JsonError(res, 503, "fabric " + view->subnet_prefix + " has not been read yet");
+  return snap;
 }
 
 void HttpRoutes::InstallProbesAndPage(httplib::Server& server) {

@@ -30,15 +30,19 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "collectors/common/log.h"
+#include "exporter/fabric_set.h"
 #include "exporter/http_stats.h"
 #include "exporter/snapshot_holder.h"
 #include "exporter/web_config.h"
 
 namespace httplib {
 class Server;
-}
+struct Request;
+struct Response;
+}  // namespace httplib
 
 namespace ibfabric::exporter {
 
@@ -48,6 +52,12 @@ struct HttpOptions {
   std::string telemetry_path = "/metrics";
   WebConfig web;     // TLS, basic auth and extra headers; default: plain HTTP, open
   int workers = 32;  // connections served at once
+  // Several fabrics (exporter/fabric_set.h): the JSON routes answer for the
+  // one `?fabric=SUBNET_PREFIX` names (the first when none), and
+  // /api/v1/fabrics lists them; the holder given to the routes is then the
+  // merged one, for /metrics and the probes. Empty: that holder is the one
+  // fabric's, and `fabric` is no parameter of any route.
+  std::vector<FabricView> fabrics;
 };
 
 // Every header a reply may carry, besides the web config's `headers`
@@ -85,6 +95,11 @@ class HttpRoutes {
   void InstallMetrics(httplib::Server& server);
   void InstallApi(httplib::Server& server);  // the JSON routes
   void InstallProbesAndPage(httplib::Server& server);
+  // The snapshot a JSON route answers from: the holder's, or with several
+  // fabrics that of the one `?fabric=` names (the first when none), the
+  // parameter then taken off the request. Null after a 404 naming the
+  // fabrics there are.
+  std::shared_ptr<const collectors::Snapshot> Snap(const httplib::Request& req, httplib::Response& res);
   // Basic auth against the web config's users; true when the request may go on.
   bool Authorized(const std::string& authorization);
   // Logs an unexpected exception's text the first time it is seen.

@@ -19,6 +19,7 @@
 #include "collectors/common/log.h"
 #include "exporter/alert_config.h"
 #include "exporter/doctor.h"
+#include "exporter/fabric_set.h"
 #include "exporter/flags.h"
 #include "exporter/gzip.h"
 #include "exporter/http_server.h"
@@ -122,19 +123,22 @@ int Check(transport::MadEngine& engine, const transport::LocalPortInfo& local) {
   return 0;
 }
 
-// The scheduler's options from the flags and the files (moved from `files`).
-PollerOptions PollerOptionsFrom(const Config& cfg, Files& files) {
+// The scheduler's options from the flags and the files; the plans only
+// with `with_plans` (they describe one fabric).
+PollerOptions PollerOptionsFrom(const Config& cfg, const Files& files, bool with_plans) {
   PollerOptions o;
   o.fabric.sweep_interval = cfg.sweep_interval;
   o.fabric.discovery_interval = cfg.discovery_interval;
   o.fabric.sweep_rotation = cfg.sweep_rotation;
   o.fabric.subscribe_traps = cfg.sm_traps;
-  o.fabric.names = std::move(files.names);
+  o.fabric.names = files.names;
   o.fabric.scope = cfg.scope;
   o.collector.clear_threshold_percent = cfg.clear_threshold;
-  o.collector.plan = std::move(files.plan);
-  o.collector.host_pattern = std::move(files.host_pattern);
-  o.collector.partition_plan = std::move(files.partition_plan);
+  if (with_plans) {
+    o.collector.plan = files.plan;
+    o.collector.partition_plan = files.partition_plan;
+  }
+  o.collector.host_pattern = files.host_pattern;
   o.collector.alerts = files.alerts;
   o.collector.subnet_managers.stall_after = cfg.sm_stall_after;
   o.port_groups = cfg.port_groups;
@@ -145,14 +149,16 @@ PollerOptions PollerOptionsFrom(const Config& cfg, Files& files) {
 
 // Serves HTTP and sweeps until a stop signal (or the poller's SIGUSR1: then
 // re-executes with the counter totals); the exit status.
-int Serve(const Config& cfg, const WebConfig& web, const SnapshotHolder& holder, HttpStats& http_stats,
-          collectors::Logger& log, Poller& poller, const sigset_t& signals, char** argv) {
+int Serve(const Config& cfg, const WebConfig& web, const SnapshotHolder& holder, const FabricSet* fabrics,
+          HttpStats& http_stats, collectors::Logger& log, const std::vector<Poller*>& pollers, const sigset_t& signals,
+          char** argv) {
   std::string error;
   HttpOptions http_options;
   http_options.host = cfg.listen_host;
   http_options.port = cfg.listen_port;
   http_options.telemetry_path = cfg.telemetry_path;
   http_options.web = web;
+  if (fabrics != nullptr) http_options.fabrics = fabrics->views();
   HttpServer http(holder, std::move(http_options), &http_stats, &log);
   if (!http.Start(&error)) {
     std::cerr << "ibfabric_exporter: " << error << "\n";
@@ -162,14 +168,15 @@ int Serve(const Config& cfg, const WebConfig& web, const SnapshotHolder& holder,
                             " telemetry_path=" + cfg.telemetry_path + " tls=" + (web.tls ? "true" : "false") +
                             " basic_auth=" + (web.basic_auth_users.empty() ? "false" : "true"));
 
-  std::jthread sweeper([&poller](std::stop_token st) { poller.Run(st); });
+  std::vector<std::jthread> sweepers;
+  for (Poller* poller : pollers) sweepers.emplace_back([poller](std::stop_token st) { poller->Run(st); });
   int sig = 0;
   sigwait(&signals, &sig);
   http.Stop();
-  sweeper.request_stop();
-  sweeper.join();
-  if (sig == SIGUSR1) {
-    const std::string failure = ReexecWithState(argv, poller.SaveState());
+  for (auto& sweeper : sweepers) sweeper.request_stop();
+  for (auto& sweeper : sweepers) sweeper.join();
+  if (sig == SIGUSR1) {  // armed with one fabric only
+    const std::string failure = ReexecWithState(argv, pollers.front()->SaveState());
     log.Error("re-exec failed", "error=\"" + failure + "\"");
     return 1;
   }
@@ -177,8 +184,14 @@ int Serve(const Config& cfg, const WebConfig& web, const SnapshotHolder& holder,
   return 0;
 }
 
-// The local HCA port the MADs leave from (--ib.ca, --ib.port); null with *error.
-std::unique_ptr<transport::UmadPort> OpenPort(const Config& cfg, std::string* error) {
+std::string PKeyWarning(std::uint16_t pkey);
+
+// The local HCA ports the MADs leave from: the one --ib.ca and --ib.port
+// name, else one per fabric (transport::ChooseFabrics; the ports left out
+// are logged), only the first for --check and --doctor. A port that does
+// not open is an error line and the others go on; none: false with *error.
+bool OpenPorts(const Config& cfg, collectors::Logger& log, std::vector<std::unique_ptr<transport::UmadPort>>* out,
+               std::string* error) {
   transport::UmadPortOptions o;
   o.ca_name = cfg.ca_name;
   o.port = cfg.ca_port;
@@ -186,7 +199,66 @@ std::unique_ptr<transport::UmadPort> OpenPort(const Config& cfg, std::string* er
   // The engine's timeouts adapt up to --mad.timeout-max; the kernel must not
   // hand a send back as timed out before that.
   o.kernel_timeout_ms = static_cast<int>(cfg.mad_timeout_max.count());
-  return transport::UmadPort::Open(o, error);
+  if (!cfg.ca_name.empty() || cfg.ca_port != 0) {
+    auto port = transport::UmadPort::Open(o, error);
+    if (port) out->push_back(std::move(port));
+    return !out->empty();
+  }
+  const std::vector<transport::UmadDevicePort> all = transport::UmadPort::List(error);
+  if (all.empty()) return false;
+  std::vector<std::string> notes;
+  const std::vector<transport::ManagementPorts> fabrics = transport::ChooseFabrics(all, &notes);
+  for (const std::string& note : notes) log.Info(note, "");
+  if (fabrics.empty()) {
+    *error = "no active InfiniBand port found";
+    return false;
+  }
+  std::vector<std::string> failures;
+  for (const transport::ManagementPorts& f : fabrics) {
+    auto port = transport::UmadPort::Open(f, o, error);
+    if (port) {
+      out->push_back(std::move(port));
+    } else {
+      failures.push_back(*error);
+    }
+    if (!out->empty() && (cfg.check || cfg.doctor)) break;
+  }
+  if (out->empty()) {
+    *error = failures.front();  // the caller says it
+    return false;
+  }
+  for (const std::string& failure : failures) log.Error(failure, "");
+  return true;
+}
+
+// One fabric's reading: the local port, its engine, the scheduler and the
+// holder it publishes into.
+struct Pipeline {
+  std::unique_ptr<transport::UmadPort> port;
+  std::unique_ptr<transport::MadEngine> engine;
+  std::unique_ptr<SnapshotHolder> holder;
+  std::unique_ptr<Poller> poller;
+};
+
+void LogOpened(const transport::UmadPort& port, collectors::Logger& log) {
+  const auto& local = port.local();
+  log.Info("opened InfiniBand port",
+           "ca=" + local.ca_name + " port=" + std::to_string(local.port) +
+               (local.split() ? " smi_ca=" + local.smi_ca_name + " smi_port=" + std::to_string(local.smi_port) : "") +
+               " lid=" + std::to_string(local.lid) + " state=" + std::to_string(local.state) +
+               " subnet_prefix=" + topology::FormatGuid(local.subnet_prefix) +
+               " pkey_index=" + std::to_string(local.pkey_index) + " pkey=" + transport::FormatPKey(local.pkey));
+  for (const transport::AgentProblem& p : port.problems()) log.Error(p.line, "");
+  if (!local.unread_planes.empty()) {
+    std::string planes;
+    for (const std::string& p : local.unread_planes) planes += (planes.empty() ? "" : ", ") + p;
+    log.Warn("SMPs leave from " + local.smi_ca_name + " port " + std::to_string(local.smi_port) +
+                 " only: further SMI ports share this port's GUID (a multi-plane HCA's other planes) and their "
+                 "fabrics are not walked; read one with --ib.ca=SMI_DEVICE --ib.port=N",
+             "planes=\"" + planes + "\"");
+  }
+  if (local.pkey != 0 && local.pkey != 0xffff)
+    log.Warn(PKeyWarning(local.pkey), "pkey=" + transport::FormatPKey(local.pkey));
 }
 
 // What GMPs on `pkey` (not the full-member default P_Key) cannot reach.
@@ -283,24 +355,22 @@ int Main(int argc, char** argv) {
 
   const sigset_t signals = BlockStopSignals();
 
-  auto port = OpenPort(cfg, &error);
-  if (!port) {
+  std::vector<std::unique_ptr<transport::UmadPort>> ports;
+  if (!OpenPorts(cfg, log, &ports, &error)) {
     std::cerr << "ibfabric_exporter: " << error << "\n";
     return 1;
   }
-  const auto& local = port->local();
-  log.Info("opened InfiniBand port",
-           "ca=" + local.ca_name + " port=" + std::to_string(local.port) +
-               (local.split() ? " smi_ca=" + local.smi_ca_name + " smi_port=" + std::to_string(local.smi_port) : "") +
-               " lid=" + std::to_string(local.lid) + " state=" + std::to_string(local.state) +
-               " subnet_prefix=" + topology::FormatGuid(local.subnet_prefix) +
-               " pkey_index=" + std::to_string(local.pkey_index) + " pkey=" + transport::FormatPKey(local.pkey));
-  for (const transport::AgentProblem& p : port->problems()) log.Error(p.line, "");
-  if (local.pkey != 0 && local.pkey != 0xffff)
-    log.Warn(PKeyWarning(local.pkey), "pkey=" + transport::FormatPKey(local.pkey));
+  for (const auto& port : ports) LogOpened(*port, log);
 
-  transport::MadEngine engine(*port, EngineOptionsFrom(cfg, files));
-  if (cfg.check) return Check(engine, local);
+  std::vector<Pipeline> pipelines;
+  for (auto& port : ports) {
+    Pipeline p;
+    p.engine = std::make_unique<transport::MadEngine>(*port, EngineOptionsFrom(cfg, files));
+    p.port = std::move(port);
+    pipelines.push_back(std::move(p));
+  }
+  const transport::LocalPortInfo& first = pipelines.front().port->local();
+  if (cfg.check) return Check(*pipelines.front().engine, first);
   if (cfg.doctor) {
     DoctorOptions o;
     o.sweep_interval = cfg.sweep_interval;
@@ -308,44 +378,75 @@ int Main(int argc, char** argv) {
     o.m_key_given = files.m_key != 0;
     o.subscribe_traps = cfg.sm_traps;
     o.scope = cfg.scope;
-    o.agent_problems = port->problems();
-    const DoctorReport report = Judge(Examine(engine, local, o));
+    o.agent_problems = pipelines.front().port->problems();
+    const DoctorReport report = Judge(Examine(*pipelines.front().engine, first, o));
     for (const std::string& line : report.lines) std::cout << line << "\n";
     return report.exit_code;
   }
 
-  collectors::PersistedState restored = Restored(log);
-
-  PollerOptions poller_options = PollerOptionsFrom(cfg, files);
-  poller_options.fabric.local_lid = local.lid;
-  poller_options.fabric.sm_lid = local.sm_lid;
-  poller_options.fabric.local = {local.ca_name, local.port, local.smi_ca_name, local.smi_port, local.subnet_prefix, {}};
-  for (const transport::AgentProblem& p : port->problems())
-    poller_options.fabric.local.agents_missing.push_back(transport::AgentName(p.mgmt_class));
-  poller_options.collectors.emplace();
-  // The names were checked by the flags; the registry's run order is
-  // checked here (a collector must run after those whose parts it reads).
-  if (!collectors::EnabledCollectors(cfg.collectors, &*poller_options.collectors, &error)) {
-    std::cerr << "ibfabric_exporter: " << error << "\n";
-    return 1;
+  // Several fabrics: each series carries its fabric's subnet prefix, the
+  // expositions are merged (exporter/fabric_set.h), and what is kept for
+  // one fabric only (a re-exec's totals, the plans) goes to the first.
+  const bool several = pipelines.size() > 1;
+  std::unique_ptr<FabricSet> set;
+  std::vector<FabricView> views;
+  for (Pipeline& p : pipelines) {
+    p.holder = std::make_unique<SnapshotHolder>(several ? std::function<void()>([&set] { set->Combine(); })
+                                                        : std::function<void()>());
+    const auto& local = p.port->local();
+    views.push_back({topology::FormatGuid(local.subnet_prefix), local.ca_name, local.port, p.holder.get()});
   }
-  // Without a directed-route agent no walk answers however often the port
-  // is re-opened: nothing to recover (its line above says why).
-  if (port->Has(transport::MgmtClass::kSubnDirectRoute))
-    poller_options.on_transport_down = ReexecOncePortAnswers(cfg, log, pthread_self());
+  if (several) {
+    set = std::make_unique<FabricSet>(views);
+    std::string names;
+    for (const FabricView& v : views)
+      names += (names.empty() ? "" : " ") + v.subnet_prefix + "=" + v.ca + "/" + std::to_string(v.port);
+    log.Info("reading several fabrics, each labelled by subnet_prefix", "fabrics=\"" + names + "\"");
+    if (files.plan || files.partition_plan)
+      log.Info("--topology.plan and --partitions.plan are checked against the first fabric",
+               "subnet_prefix=" + views.front().subnet_prefix);
+  }
 
-  SnapshotHolder holder;
   HttpStats http_stats;
-  poller_options.http = &http_stats;
-  Poller poller(engine, poller_options, holder, log, std::move(restored));
+  std::vector<Poller*> pollers;
+  for (std::size_t i = 0; i < pipelines.size(); ++i) {
+    Pipeline& p = pipelines[i];
+    const auto& local = p.port->local();
+    PollerOptions poller_options = PollerOptionsFrom(cfg, files, i == 0);
+    poller_options.fabric.local_lid = local.lid;
+    poller_options.fabric.sm_lid = local.sm_lid;
+    poller_options.fabric.local = {local.ca_name,  local.port,          local.smi_ca_name,
+                                   local.smi_port, local.subnet_prefix, {}};
+    for (const transport::AgentProblem& problem : p.port->problems())
+      poller_options.fabric.local.agents_missing.push_back(transport::AgentName(problem.mgmt_class));
+    if (several) poller_options.fabric_labels = {{"subnet_prefix", views[i].subnet_prefix}};
+    poller_options.collectors.emplace();
+    // The names were checked by the flags; the registry's run order is
+    // checked here (a collector must run after those whose parts it reads).
+    if (!collectors::EnabledCollectors(cfg.collectors, &*poller_options.collectors, &error)) {
+      std::cerr << "ibfabric_exporter: " << error << "\n";
+      return 1;
+    }
+    // Without a directed-route agent no walk answers however often the
+    // port is re-opened: nothing to recover (its line above says why).
+    // With several fabrics a re-exec would lose the others' totals: none.
+    if (!several && p.port->Has(transport::MgmtClass::kSubnDirectRoute))
+      poller_options.on_transport_down = ReexecOncePortAnswers(cfg, log, pthread_self());
+    poller_options.http = i == 0 ? &http_stats : nullptr;  // the endpoint's errors once
+    p.poller = std::make_unique<Poller>(*p.engine, std::move(poller_options), *p.holder, log,
+                                        several ? collectors::PersistedState{} : Restored(log));
+    pollers.push_back(p.poller.get());
+  }
+  const SnapshotHolder& served = several ? set->combined() : *pipelines.front().holder;
 
   if (cfg.once) {
-    const bool ok = poller.Cycle();
-    std::cout << Gunzip(holder.Get()->exposition_gz);
+    bool ok = true;
+    for (Poller* poller : pollers) ok = poller->Cycle() && ok;
+    std::cout << Gunzip(served.Get()->exposition_gz);
     return ok ? 0 : 1;
   }
 
-  return Serve(cfg, files.web, holder, http_stats, log, poller, signals, argv);
+  return Serve(cfg, files.web, served, set.get(), http_stats, log, pollers, signals, argv);
 }
 
 }  // namespace

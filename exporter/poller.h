@@ -37,6 +37,9 @@ struct PollerOptions {
   int transport_down_cycles = 3;
   std::function<void()> on_transport_down;
   std::string version;  // for infiniband_exporter_build_info
+  // On every series, where one exporter reads several fabrics
+  // (exporter/fabric_set.h): subnet_prefix; none where it reads one.
+  collectors::FabricLabels fabric_labels;
   // The collectors on, in registry order (collectors::EnabledCollectors);
   // nullopt: the registry's defaults.
   std::optional<std::vector<std::string>> collectors;

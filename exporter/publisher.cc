@@ -16,7 +16,7 @@ void Publisher::Publish(std::shared_ptr<collectors::Snapshot> s) {
     // for a few percent more bytes).
     GzipWriter gz(Z_BEST_SPEED, last_gz_bytes_ + last_gz_bytes_ / 16);
     std::ostream out(&gz);
-    collectors::RenderExposition(*s, version_, out);
+    collectors::RenderExposition(*s, version_, out, fabric_labels_);
     s->exposition_bytes = gz.plain_bytes();
     s->exposition_gz = gz.Finish();
     last_gz_bytes_ = s->exposition_gz.size();

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "collectors/common/log.h"
+#include "collectors/metrics.h"
 #include "collectors/snapshot.h"
 #include "exporter/snapshot_holder.h"
 
@@ -18,8 +19,10 @@ namespace ibfabric::exporter {
 // Thread-safety: Publish from one thread at a time (the scheduler's).
 class Publisher {
  public:
-  Publisher(SnapshotHolder& holder, collectors::Logger& log, std::string version)
-      : holder_(holder), log_(log), version_(std::move(version)) {}
+  // `fabric_labels`: on every series (collectors::RenderExposition).
+  Publisher(SnapshotHolder& holder, collectors::Logger& log, std::string version,
+            collectors::FabricLabels fabric_labels = {})
+      : holder_(holder), log_(log), version_(std::move(version)), fabric_labels_(std::move(fabric_labels)) {}
 
   // Fills `s`'s exposition (exposition_gz, exposition_bytes) from the rest
   // of it and publishes it; `s` is shared read-only from then on.
@@ -28,7 +31,8 @@ class Publisher {
  private:
   SnapshotHolder& holder_;
   collectors::Logger& log_;
-  std::string version_;            // for infiniband_exporter_build_info
+  std::string version_;  // for infiniband_exporter_build_info
+  collectors::FabricLabels fabric_labels_;
   std::size_t last_gz_bytes_ = 0;  // the last exposition's compressed size: room made for the next
 };
 

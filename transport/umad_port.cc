@@ -25,8 +25,9 @@ std::vector<UmadDevicePort> PortsOf(const std::string& ca) {
     const umad_port_t* port = info.ports[p];
     if (port == nullptr) continue;
     constexpr std::uint32_t kIsSmDisabled = 1u << 10;  // PortInfo.CapabilityMask (IBTA 14.2.5.6)
-    out.push_back(
-        {ca, port->portnum, port->state, be64toh(port->port_guid), (be32toh(port->capmask) & kIsSmDisabled) != 0});
+    out.push_back({ca, port->portnum, port->state, be64toh(port->port_guid),
+                   (be32toh(port->capmask) & kIsSmDisabled) != 0, be64toh(port->gid_prefix),
+                   static_cast<std::uint16_t>(port->sm_lid)});
   }
   umad_release_ca(&info);
   return out;
@@ -110,17 +111,57 @@ const char* AgentName(MgmtClass c) {
 }
 
 ManagementPorts PairManagementPorts(const std::vector<UmadDevicePort>& all, const UmadDevicePort& chosen) {
-  ManagementPorts out{chosen, chosen};
+  ManagementPorts out{chosen, chosen, {}};
   if (chosen.port_guid == 0) return out;
   for (const auto& p : all) {
     if (p.port_guid != chosen.port_guid || (p.ca == chosen.ca && p.port == chosen.port)) continue;
     if (chosen.sm_disabled && !p.sm_disabled) {
-      out.smi = p;  // chosen is the parent: QP0 is on its SMI sub-device
-      return out;
+      // chosen is the parent: QP0 is on its SMI sub-device (the first
+      // port; a multi-plane one has one per plane).
+      if (out.smi.ca == chosen.ca && out.smi.port == chosen.port) {
+        out.smi = p;
+      } else {
+        out.more_smi.push_back(p);
+      }
+      continue;
     }
     if (!chosen.sm_disabled && p.sm_disabled) {
       out.gsi = p;  // chosen is the SMI sub-device: GMPs leave from its parent
       return out;
+    }
+  }
+  return out;
+}
+
+std::vector<ManagementPorts> ChooseFabrics(const std::vector<UmadDevicePort>& all, std::vector<std::string>* notes) {
+  const auto where = [](const UmadDevicePort& p) { return p.ca + " port " + std::to_string(p.port); };
+  const auto prefix = [](std::uint64_t v) {
+    char s[24];
+    std::snprintf(s, sizeof s, "0x%016llx", static_cast<unsigned long long>(v));
+    return std::string(s);
+  };
+  std::vector<ManagementPorts> out;
+  for (const UmadDevicePort& p : all) {
+    if (p.state != kActive) continue;
+    const ManagementPorts pair = PairManagementPorts(all, p);
+    if (pair.split() && pair.smi.ca == p.ca && pair.smi.port == p.port) continue;  // read with its parent
+    const ManagementPorts* same = nullptr;
+    for (const ManagementPorts& c : out) {
+      if (c.gsi.subnet_prefix == p.subnet_prefix) same = &c;
+    }
+    if (same == nullptr) {
+      out.push_back(pair);
+    } else if (same->gsi.sm_lid == p.sm_lid) {
+      notes->push_back(where(p) + " is on the fabric of " + where(same->gsi) + " (subnet prefix " +
+                       prefix(p.subnet_prefix) + ", SM LID " + std::to_string(p.sm_lid) +
+                       "): that fabric is read once, from there");
+    } else {
+      notes->push_back(where(p) + " is on another fabric (SM LID " + std::to_string(p.sm_lid) + ") than " +
+                       where(same->gsi) + " (SM LID " + std::to_string(same->gsi.sm_lid) +
+                       ") with the same subnet prefix " + prefix(p.subnet_prefix) +
+                       ": their series could not be told apart, so it is not read; give its SM another "
+                       "subnet_prefix, or read it with an exporter of its own (--ib.ca=" +
+                       p.ca + " --ib.port=" + std::to_string(p.port) + ")");
     }
   }
   return out;
@@ -170,6 +211,20 @@ bool ChoosePKeyIndex(const std::vector<std::uint16_t>& table, int wanted, PKeyCh
   return true;
 }
 
+std::vector<UmadDevicePort> UmadPort::List(std::string* error) {
+  std::vector<UmadDevicePort> all;
+  if (umad_init() < 0) {
+    *error = "umad_init failed: " + std::string(std::strerror(errno));
+    return all;
+  }
+  for (const auto& ca : CaNames()) {
+    auto ports = PortsOf(ca);
+    all.insert(all.end(), ports.begin(), ports.end());
+  }
+  if (all.empty()) *error = "no InfiniBand device found (is the ib_umad module loaded?)";
+  return all;
+}
+
 std::unique_ptr<UmadPort> UmadPort::Open(const UmadPortOptions& options, std::string* error) {
   if (umad_init() < 0) {
     *error = "umad_init failed: " + std::string(std::strerror(errno));
@@ -178,13 +233,19 @@ std::unique_ptr<UmadPort> UmadPort::Open(const UmadPortOptions& options, std::st
   UmadDevicePort chosen;
   std::vector<UmadDevicePort> all;
   if (!Choose(options, &chosen, &all, error)) return nullptr;
-  const ManagementPorts ports = PairManagementPorts(all, chosen);
+  return Open(PairManagementPorts(all, chosen), options, error);
+}
+
+std::unique_ptr<UmadPort> UmadPort::Open(const ManagementPorts& ports, const UmadPortOptions& options,
+                                         std::string* error) {
   const UmadDevicePort& c = ports.gsi;
 
   std::unique_ptr<UmadPort> port(new UmadPort());
   port->kernel_timeout_ms_ = options.kernel_timeout_ms;
   port->local_.smi_ca_name = ports.smi.ca;
   port->local_.smi_port = ports.smi.port;
+  for (const UmadDevicePort& p : ports.more_smi)
+    port->local_.unread_planes.push_back(p.ca + " port " + std::to_string(p.port));
   umad_port_t info{};
   if (umad_get_port(c.ca.c_str(), c.port, &info) == 0) {
     port->local_.ca_name = info.ca_name;

@@ -30,6 +30,9 @@ struct LocalPortInfo {
   std::vector<std::uint16_t> pkeys;  // its P_Key table (empty: unknown)
   int pkey_index = 0;                // the index GMPs leave on
   std::uint16_t pkey = 0;            // the entry there (0: unknown)
+  // SMI ports of further planes sharing the port's GUID, not walked
+  // ("smi1 port 2"; ManagementPorts::more_smi).
+  std::vector<std::string> unread_planes;
   // Whether SMPs leave from another device or port than GMPs.
   bool split() const { return !smi_ca_name.empty() && (smi_ca_name != ca_name || smi_port != port); }
 };
@@ -57,9 +60,11 @@ bool ChoosePKeyIndex(const std::vector<std::uint16_t>& table, int wanted, PKeyCh
 struct UmadDevicePort {
   std::string ca;
   int port = 0;
-  unsigned state = 0;           // IBTA PortState: 4 = Active
-  std::uint64_t port_guid = 0;  // host order; 0: unknown
-  bool sm_disabled = false;     // CapabilityMask bit 10 IsSMDisabled: no QP0 on this device
+  unsigned state = 0;               // IBTA PortState: 4 = Active
+  std::uint64_t port_guid = 0;      // host order; 0: unknown
+  bool sm_disabled = false;         // CapabilityMask bit 10 IsSMDisabled: no QP0 on this device
+  std::uint64_t subnet_prefix = 0;  // of its GID 0 (host order)
+  std::uint16_t sm_lid = 0;
 };
 
 // Where SMPs (QP0) and GMPs (QP1) leave for the local port `chosen`. A
@@ -72,9 +77,21 @@ struct UmadDevicePort {
 struct ManagementPorts {
   UmadDevicePort smi;
   UmadDevicePort gsi;
+  // Further ports without IsSMDisabled sharing the GUID (an SMI sub-device
+  // with a port per plane of a multi-plane HCA): not walked by this version.
+  std::vector<UmadDevicePort> more_smi;
   bool split() const { return smi.ca != gsi.ca || smi.port != gsi.port; }
 };
 ManagementPorts PairManagementPorts(const std::vector<UmadDevicePort>& all, const UmadDevicePort& chosen);
+
+// The local ports to read when no flag names one: one Active port per
+// fabric. Ports with the same subnet prefix and MasterSMLID are taken for
+// one fabric, read once, from the first; a port whose fabric has the
+// subnet prefix of one already chosen but another SM cannot be told apart
+// from it in the metrics (they are labelled by subnet prefix) and is left
+// out; so is an SMI sub-device's port (read with its parent's). `notes`
+// gets one line per port left out, saying why. Empty: none Active.
+std::vector<ManagementPorts> ChooseFabrics(const std::vector<UmadDevicePort>& all, std::vector<std::string>* notes);
 
 // An agent that could not register: its class ("smp_lid", "smp_directed",
 // "perf", "sa" as AgentName says) and one line naming the device, the
@@ -98,6 +115,14 @@ struct UmadPortOptions {
 // Ownership: owns the umad port and its agents; neither copyable nor movable.
 class UmadPort final : public MadPort {
  public:
+  // Every port of every device libibumad lists; empty with *error when
+  // none (or libibumad cannot start).
+  static std::vector<UmadDevicePort> List(std::string* error);
+  // Opens the pair `ports` (as PairManagementPorts or ChooseFabrics gave
+  // them) with `options`' P_Key index and timeout, or returns nullptr and a
+  // one-line reason in *error.
+  static std::unique_ptr<UmadPort> Open(const ManagementPorts& ports, const UmadPortOptions& options,
+                                        std::string* error);
   // Opens the port (its SMI sub-device too where split), or returns
   // nullptr and a one-line reason in *error: no such device or port, no
   // access, or not one agent registered. An agent that cannot register

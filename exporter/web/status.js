@@ -56,7 +56,15 @@ function el(tag, attrs, ...children) {
   return e;
 }
 
+// The fabric this page shows, where the exporter reads several
+// (?fabric=SUBNET_PREFIX in the page's address; docs/api.md): every API
+// call asks for it. None: the exporter's first (or only) fabric.
+const FABRIC = new URLSearchParams(location.search).get("fabric");
+
 async function get(path) {
+  if (FABRIC && path.startsWith("api/v1/") && !path.startsWith("api/v1/fabrics")) {
+    path += (path.includes("?") ? "&" : "?") + "fabric=" + encodeURIComponent(FABRIC);
+  }
   const r = await fetch(path, { cache: "no-store", credentials: "same-origin" });
   const body = await r.json().catch(() => ({}));
   if (!r.ok) throw new Error(body.error || ("HTTP " + r.status));
@@ -1056,6 +1064,20 @@ const pageError = (what) => {
 window.addEventListener("error", (e) => pageError(e.message));
 window.addEventListener("unhandledrejection", (e) => pageError(String(e.reason && e.reason.stack || e.reason)));
 window.addEventListener("hashchange", route);
+// Several fabrics: one link each under the title, this page's marked.
+get("api/v1/fabrics").then((f) => {
+  if (!f.fabrics || f.fabrics.length < 2) return;
+  const nav = document.getElementById("fabrics");
+  const shown = FABRIC || f.fabrics[0].subnet_prefix;
+  nav.append("Fabrics: ");
+  f.fabrics.forEach((x, i) => {
+    const label = x.subnet_prefix + " (" + x.ca + " port " + x.port + ", " + x.nodes + " nodes)";
+    if (i > 0) nav.append(" · ");
+    nav.append(x.subnet_prefix === shown ? el("strong", { text: label })
+      : el("a", { href: "?fabric=" + encodeURIComponent(x.subnet_prefix), text: label }));
+  });
+  nav.hidden = false;
+}).catch(() => {});
 let ticks = 0;
 refresh(true);
 setInterval(() => { ticks += 1; refresh(ticks % 6 === 0); }, 10000);

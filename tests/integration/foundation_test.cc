@@ -194,10 +194,7 @@ TEST_F(FoundationTest, ExpositionPassesPromtoolAndEndpointsAnswer) {
 
   const std::string body = exporter->Get("/metrics", &status);
   ASSERT_EQ(status, 200);
-  const std::string dir = MakeTempDir("promtool");
-  WriteFile(dir + "/metrics.txt", body);
-  const auto lint = RunCommand({"sh", "-c", "promtool check metrics < " + dir + "/metrics.txt"}, {}, seconds(60));
-  RemoveTree(dir);
+  const auto lint = PromtoolCheckMetrics(body);
   EXPECT_EQ(lint.exit_code, 0) << lint.out << lint.err;
   EXPECT_EQ(lint.out + lint.err, "");
 

@@ -187,4 +187,13 @@ void RemoveTree(const std::string& path) {
   if (!path.empty()) std::filesystem::remove_all(path, ec);
 }
 
+CommandResult PromtoolCheckMetrics(const std::string& exposition) {
+  const std::string dir = MakeTempDir("promtool");
+  WriteFile(dir + "/metrics.txt", exposition);
+  CommandResult r =
+      RunCommand({"sh", "-c", "promtool check metrics < " + dir + "/metrics.txt"}, {}, std::chrono::seconds(60));
+  RemoveTree(dir);
+  return r;
+}
+
 }  // namespace ibfabric::testbed

@@ -56,6 +56,9 @@ struct CommandResult {
 // Runs a command to completion (or kills it after `timeout`).
 CommandResult RunCommand(const std::vector<std::string>& argv, const Env& env, std::chrono::milliseconds timeout);
 
+// `promtool check metrics` on an exposition: its exit status and what it said.
+CommandResult PromtoolCheckMetrics(const std::string& exposition);
+
 std::string ReadFile(const std::string& path);
 // A memory figure of a running process from /proc/PID/status, in MiB:
 // `field` "VmRSS:" (now) or "VmHWM:" (its peak). 0 when it cannot be read.

@@ -41,10 +41,12 @@ off_t SizeOf(const std::string& path) {
 
 std::unique_ptr<SimFabric> SimFabric::Start(const std::string& net_file, const SimOptions& options,
                                             std::string* error) {
-  // ibsim's control socket is a fixed abstract name, so only one simulator
-  // can run on a machine; a second prints "ready" and then dies on bind.
-  if (ReadFile("/proc/net/unix").find("@sim:ctl@") != std::string::npos) {
-    *error = "another ibsim is already running (socket @sim:ctl@ is in use); stop it first";
+  // ibsim's control socket is an abstract name (IBSIM_SOCKNAME, "sim" by
+  // default), so one simulator runs per name; a second prints "ready" and
+  // then dies on bind.
+  const std::string ctl = "@" + (options.socket_name.empty() ? std::string("sim") : options.socket_name) + ":ctl@";
+  if (ReadFile("/proc/net/unix").find(ctl) != std::string::npos) {
+    *error = "another ibsim is already running (socket " + ctl + " is in use); stop it first";
     return nullptr;
   }
   std::unique_ptr<SimFabric> sim(new SimFabric());
@@ -97,6 +99,7 @@ bool SimFabric::Launch(std::string* error) {
             "-S",         std::to_string(options_.max_switches),
             "-P",         std::to_string(options_.max_ports),
             dir_ + "/net"};
+  if (!options_.socket_name.empty()) o.env["IBSIM_SOCKNAME"] = options_.socket_name;
   o.stdin_path = dir_ + "/console";
   o.stdout_path = dir_ + "/ibsim.log";
   ibsim_ = Process::Spawn(o, error);
@@ -128,9 +131,10 @@ bool SimFabric::Restart(std::string* error) {
   Kill();
   // The dead simulator's sockets go away with it; wait until its name is free.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (ReadFile("/proc/net/unix").find("@sim:ctl@") != std::string::npos) {
+  const std::string ctl = "@" + (options_.socket_name.empty() ? std::string("sim") : options_.socket_name) + ":ctl@";
+  while (ReadFile("/proc/net/unix").find(ctl) != std::string::npos) {
     if (std::chrono::steady_clock::now() > deadline) {
-      *error = "socket @sim:ctl@ still in use after ibsim was killed";
+      *error = "socket " + ctl + " still in use after ibsim was killed";
       return false;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -207,6 +211,10 @@ bool SimFabric::SweepSubnet(std::string* error, bool forget_lids) {
   Env env = ClientEnv();
   env["OSM_CACHE_DIR"] = cache;
   std::vector<std::string> argv{"opensm", "-o", "-f", log};
+  if (!options_.sm_config.empty()) {
+    WriteFile(dir_ + "/opensm.conf", options_.sm_config);
+    argv.insert(argv.end(), {"-F", dir_ + "/opensm.conf"});
+  }
   if (!options_.partitions.empty()) {
     WriteFile(dir_ + "/partitions.conf", options_.partitions);
     argv.insert(argv.end(), {"-P", dir_ + "/partitions.conf"});
@@ -230,8 +238,8 @@ std::unique_ptr<Process> SimFabric::StartSubnetManager(const SmOptions& options,
   o.argv = {"opensm", "-d2", "-f", log};  // -d2: flush the log after each message
   if (options.priority >= 0) o.argv.insert(o.argv.end(), {"-p", std::to_string(options.priority)});
   if (options.sweep_seconds >= 0) o.argv.insert(o.argv.end(), {"-s", std::to_string(options.sweep_seconds)});
-  if (!options.config.empty()) {
-    WriteFile(dir_ + "/" + name + ".conf", options.config);
+  if (!options.config.empty() || !options_.sm_config.empty()) {
+    WriteFile(dir_ + "/" + name + ".conf", options_.sm_config + options.config);
     o.argv.insert(o.argv.end(), {"-F", dir_ + "/" + name + ".conf"});
   }
   o.env = ClientEnv();
@@ -255,11 +263,17 @@ std::unique_ptr<Process> SimFabric::StartSubnetManager(const SmOptions& options,
 Env SimFabric::ClientEnv() const {
   Env env{{"LD_PRELOAD", kUmad2SimPreload}};
   if (!options_.attach.empty()) env["SIM_HOST"] = options_.attach;
+  if (!options_.socket_name.empty()) env["IBSIM_SOCKNAME"] = options_.socket_name;
   return env;
 }
 
 CommandResult SimFabric::Tool(const std::vector<std::string>& argv, std::chrono::milliseconds timeout) const {
   return RunCommand(argv, ClientEnv(), timeout);
+}
+
+Env MoreFabricEnv(const std::string& device, const SimFabric& other, const std::string& node) {
+  return {{"LD_PRELOAD", IBFABRIC_MORE_FABRICS_LIB},
+          {"MORE_FABRICS", device + "=" + (other.socket_name().empty() ? "sim" : other.socket_name()) + "@" + node}};
 }
 
 }  // namespace ibfabric::testbed

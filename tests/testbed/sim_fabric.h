@@ -26,6 +26,11 @@ struct SimOptions {
   int max_ports = 32768;              // ibsim -P
   std::chrono::seconds timeout{120};  // for ibsim start and each opensm sweep
   std::string partitions;             // opensm partitions.conf contents (-P); empty: opensm's default
+  // IBSIM_SOCKNAME of this ibsim and its clients: another name lets a
+  // second ibsim run beside one of the default name ("sim").
+  std::string socket_name;
+  // opensm -F file contents for every sweep, e.g. "subnet_prefix 0xfe80000000000002\n".
+  std::string sm_config;
 };
 
 class SimFabric {
@@ -86,6 +91,7 @@ class SimFabric {
                      std::chrono::milliseconds timeout = std::chrono::milliseconds(60000)) const;
 
   const std::string& dir() const { return dir_; }
+  const std::string& socket_name() const { return options_.socket_name; }
   bool Alive() { return ibsim_ && ibsim_->Running(); }
 
  private:
@@ -101,5 +107,12 @@ class SimFabric {
   int sm_runs_ = 0;
   int resident_sms_ = 0;
 };
+
+// What a client's environment adds for a further HCA device `device`
+// attached to `node` of `other` (an ibsim of its own socket name beside
+// the one umad2sim attaches to: tests/tools/more_fabrics.cc). For
+// ExporterProcess::Start (which puts the preload after umad2sim), or on
+// top of ClientEnv() with LD_PRELOAD joined by hand.
+Env MoreFabricEnv(const std::string& device, const SimFabric& other, const std::string& node);
 
 }  // namespace ibfabric::testbed

@@ -73,6 +73,25 @@ TEST(ManagementPortsTest, TheParentsSmpsLeaveFromItsSmiSubDevice) {
   EXPECT_EQ(from_smi.gsi.ca, "mlx5_0");
 }
 
+// A multi-plane HCA's SMI sub-device with a port per plane: SMPs leave
+// from the first, the others are said (more_smi); naming one of them
+// (--ib.ca=smi1 --ib.port=2) reads that plane, GMPs from the parent.
+TEST(ManagementPortsTest, FurtherPlanesAreNamedAndEachCanBeChosen) {
+  const std::vector<UmadDevicePort> all{{"mlx5_0", 1, 4, 0xa1, true},
+                                        {"smi1", 1, 4, 0xa1, false},
+                                        {"smi1", 2, 4, 0xa1, false},
+                                        {"smi1", 3, 4, 0xa1, false}};
+  const ManagementPorts p = PairManagementPorts(all, all[0]);
+  EXPECT_EQ(p.smi.port, 1);
+  ASSERT_EQ(p.more_smi.size(), 2u);
+  EXPECT_EQ(p.more_smi[0].port, 2);
+  EXPECT_EQ(p.more_smi[1].port, 3);
+  const ManagementPorts second = PairManagementPorts(all, all[2]);
+  EXPECT_EQ(second.smi.port, 2);
+  EXPECT_EQ(second.gsi.ca, "mlx5_0");
+  EXPECT_TRUE(second.more_smi.empty());
+}
+
 TEST(ManagementPortsTest, AnOrdinaryPortIsBoth) {
   const auto all = MultiPlaneHost();
   const ManagementPorts p = PairManagementPorts(all, all[1]);

@@ -1,0 +1,83 @@
+// Several fabrics in one exporter: which local ports are read
+// (transport::ChooseFabrics) and how their expositions become one
+// (exporter/fabric_set.h MergeExpositions).
+
+#include "exporter/fabric_set.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "transport/umad_port.h"
+
+namespace ibfabric::exporter {
+namespace {
+
+using transport::UmadDevicePort;
+
+constexpr std::uint64_t kA = 0xfe80000000000001, kB = 0xfe80000000000002;
+
+TEST(ChooseFabricsTest, OneActivePortPerFabric) {
+  // mlx5_0 and mlx5_2 on fabric A (one SM), mlx5_1 on B, mlx5_3 down.
+  const std::vector<UmadDevicePort> all{{"mlx5_0", 1, 4, 0x10, false, kA, 1},
+                                        {"mlx5_1", 1, 4, 0x20, false, kB, 1},
+                                        {"mlx5_2", 1, 4, 0x30, false, kA, 1},
+                                        {"mlx5_3", 1, 1, 0x40, false, kB, 1}};
+  std::vector<std::string> notes;
+  const auto chosen = transport::ChooseFabrics(all, &notes);
+  ASSERT_EQ(chosen.size(), 2u);
+  EXPECT_EQ(chosen[0].gsi.ca, "mlx5_0");
+  EXPECT_EQ(chosen[1].gsi.ca, "mlx5_1");
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_EQ(notes[0],
+            "mlx5_2 port 1 is on the fabric of mlx5_0 port 1 (subnet prefix 0xfe80000000000001, SM LID 1): that "
+            "fabric is read once, from there");
+}
+
+TEST(ChooseFabricsTest, AnotherSmWithTheSamePrefixIsLeftOutAndSaysWhy) {
+  const std::vector<UmadDevicePort> all{{"mlx5_0", 1, 4, 0x10, false, kA, 1}, {"mlx5_1", 1, 4, 0x20, false, kA, 9}};
+  std::vector<std::string> notes;
+  const auto chosen = transport::ChooseFabrics(all, &notes);
+  ASSERT_EQ(chosen.size(), 1u);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("mlx5_1 port 1 is on another fabric (SM LID 9) than mlx5_0 port 1 (SM LID 1)"),
+            std::string::npos)
+      << notes[0];
+  EXPECT_NE(notes[0].find("--ib.ca=mlx5_1 --ib.port=1"), std::string::npos) << notes[0];
+}
+
+TEST(ChooseFabricsTest, AnSmiSubDeviceIsReadWithItsParent) {
+  const std::vector<UmadDevicePort> all{{"mlx5_0", 1, 4, 0x10, true, kA, 1}, {"smi0", 1, 4, 0x10, false, kA, 1}};
+  std::vector<std::string> notes;
+  const auto chosen = transport::ChooseFabrics(all, &notes);
+  ASSERT_EQ(chosen.size(), 1u);
+  EXPECT_EQ(chosen[0].gsi.ca, "mlx5_0");
+  EXPECT_EQ(chosen[0].smi.ca, "smi0");
+  EXPECT_TRUE(notes.empty());
+  EXPECT_TRUE(transport::ChooseFabrics({{"mlx5_0", 1, 2, 0x10, false, kA, 0}}, &notes).empty());
+}
+
+TEST(MergeExpositionsTest, EachFamilyOnceWithEveryPartsSeries) {
+  const std::string a =
+      "# HELP up Up\n# TYPE up gauge\nup{subnet_prefix=\"a\"} 1\n"
+      "# HELP only_a Only in a\n# TYPE only_a counter\nonly_a_total{subnet_prefix=\"a\"} 3\n"
+      "# HELP h A histogram\n# TYPE h histogram\nh_bucket{subnet_prefix=\"a\",le=\"+Inf\"} 1\nh_sum{subnet_prefix=\"a\"} "
+      "2\nh_count{subnet_prefix=\"a\"} 1\n";
+  const std::string b =
+      "# HELP up Up\n# TYPE up gauge\nup{subnet_prefix=\"b\"} 0\n"
+      "# TYPE no_help gauge\nno_help{subnet_prefix=\"b\"} 5\n"
+      "# HELP h A histogram\n# TYPE h histogram\nh_bucket{subnet_prefix=\"b\",le=\"+Inf\"} 4\nh_sum{subnet_prefix=\"b\"} "
+      "8\nh_count{subnet_prefix=\"b\"} 4\n";
+  EXPECT_EQ(MergeExpositions({a, b}),
+            "# HELP up Up\n# TYPE up gauge\nup{subnet_prefix=\"a\"} 1\nup{subnet_prefix=\"b\"} 0\n"
+            "# HELP only_a Only in a\n# TYPE only_a counter\nonly_a_total{subnet_prefix=\"a\"} 3\n"
+            "# HELP h A histogram\n# TYPE h histogram\nh_bucket{subnet_prefix=\"a\",le=\"+Inf\"} 1\n"
+            "h_sum{subnet_prefix=\"a\"} 2\nh_count{subnet_prefix=\"a\"} 1\n"
+            "h_bucket{subnet_prefix=\"b\",le=\"+Inf\"} 4\nh_sum{subnet_prefix=\"b\"} 8\nh_count{subnet_prefix=\"b\"} 4\n"
+            "# TYPE no_help gauge\nno_help{subnet_prefix=\"b\"} 5\n");
+  EXPECT_EQ(MergeExpositions({a}), a);
+}
+
+}  // namespace
+}  // namespace ibfabric::exporter
