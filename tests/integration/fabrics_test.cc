@@ -8,9 +8,9 @@
 #include <chrono>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <utility>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "tests/integration/hardware_suite.h"
 #include "tests/testbed/browser.h"
@@ -180,9 +180,10 @@ TEST_F(TwoFabricsTest, TheExporterReadsBothAsTwoFabricsNeverOne) {
   const std::string base = "http://127.0.0.1:" + std::to_string(e->port()) + "/";
   const auto problems = [&](const std::string& url) {
     EXPECT_TRUE(browser->Navigate(url, &error)) << error;
-    EXPECT_TRUE(browser->WaitFor("return document.body.dataset.loaded === 'true' && "
-                                 "!document.getElementById('fabrics').hidden;",
-                                 seconds(30), &error))
+    EXPECT_TRUE(
+        browser->WaitFor("return document.body.dataset.loaded === 'true' && "
+                         "!document.getElementById('fabrics').hidden;",
+                         seconds(30), &error))
         << error;
     const auto shown = browser->Execute(
         "return [document.getElementById('fabrics').textContent, "

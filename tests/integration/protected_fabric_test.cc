@@ -585,6 +585,34 @@ TEST_F(MultiPlaneTest, WithoutTheSmiSubDeviceEachMissingAgentIsOneLine) {
   EXPECT_EQ(d.lines.back(), "fail  verdict: fail (the exporter would not see the fabric from here)") << d.all;
 }
 
+// An SMI sub-device with a port per plane (three here, each the same
+// simulated port): SMPs leave from the first, the others are one warning
+// at start and a preflight line; naming a plane's port reads that plane.
+TEST_F(MultiPlaneTest, FurtherPlanesAreSaidAndEachCanBeChosen) {
+  Env env = Split();
+  env["SPLIT_SMI_PLANES"] = "3";
+  const CommandResult first = RunCommand({ExporterBinary(), "--once"}, env, std::chrono::milliseconds(30000));
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_NE(first.err.find("ca=mlx5_0 port=1 smi_ca=smi0 smi_port=1"), std::string::npos) << first.err;
+  EXPECT_EQ(Count(first.err, "SMPs leave from smi0 port 1 only"), 1u) << first.err;
+  EXPECT_NE(first.err.find("planes=\"smi0 port 2, smi0 port 3\""), std::string::npos) << first.err;
+
+  const CommandResult second =
+      RunCommand({ExporterBinary(), "--ib.ca=smi0", "--ib.port=2", "--once"}, env, std::chrono::milliseconds(30000));
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  EXPECT_NE(second.err.find("ca=mlx5_0 port=1 smi_ca=smi0 smi_port=2"), std::string::npos) << second.err;
+  EXPECT_EQ(Count(second.err, "only: further SMI ports"), 0u) << second.err;
+  EXPECT_EQ(Scrape::Parse(second.out).Find("infiniband_switch_info").size(), 2u);
+
+  const Doctor d = RunDoctor(env, {"--sm.no-traps"});
+  ASSERT_GE(d.lines.size(), 3u) << d.all;
+  EXPECT_EQ(d.lines[2],
+            "warn  planes: further SMI ports share the port's GUID (smi0 port 2, smi0 port 3): a multi-plane HCA's "
+            "other planes are not walked; read one with --ib.ca=SMI_DEVICE --ib.port=N")
+      << d.all;
+  EXPECT_EQ(d.exit_code, 3) << d.all;
+}
+
 // The preflight on the pair: where each kind of MAD leaves from, and a pass.
 TEST_F(MultiPlaneTest, ThePreflightSaysWhereSmpsLeaveFrom) {
   const Doctor d = RunDoctor(Split(), {"--sm.no-traps"});

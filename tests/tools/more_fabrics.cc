@@ -43,7 +43,14 @@ namespace {
 
 // ibsim's client protocol (ibsim include/ibsim.h).
 constexpr std::uint32_t kSimMagic = 0xdeadbeef;
-enum : std::uint32_t { kCtlError, kCtlConnect, kCtlDisconnect, kCtlGetNodeInfo = 7, kCtlGetPortInfo = 8, kCtlGetPkeys = 10 };
+enum : std::uint32_t {
+  kCtlError,
+  kCtlConnect,
+  kCtlDisconnect,
+  kCtlGetNodeInfo = 7,
+  kCtlGetPortInfo = 8,
+  kCtlGetPkeys = 10
+};
 struct SimCtl {
   std::uint32_t magic, clientid, type, len;
   char data[64];

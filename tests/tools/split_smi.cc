@@ -7,6 +7,10 @@
 //
 //   LD_PRELOAD="libsplit_smi.so libumad2sim.so ..." SPLIT_SMI_GSI=mlx5_0 SPLIT_SMI_SMI=smi0
 //
+// SPLIT_SMI_PLANES=N (default 1) gives the sub-device N ports, one per
+// plane, all with the parent's port GUID (as one capture of an XDR host
+// lists smi1 ports 1-4: rdmamap pull request 17); each is ibsim0's port.
+//
 // It goes first, before umad2sim, for poll(): umad2sim's waits on the first
 // umad descriptor of a set only, and a client of two devices polls both
 // (this one waits on each in turn, 1 ms at a time, as the kernel would
@@ -56,6 +60,7 @@ enum class Role { kNone, kGsi, kSmi };
 
 struct Split {
   std::string gsi, smi;
+  int planes = 1;  // the sub-device's ports
   std::mutex mu;
   std::map<int, Role> fds;              // open umad ports -> which device
   std::map<int, std::set<int>> agents;  // open umad ports -> the agents registered on them
@@ -69,6 +74,8 @@ struct Split {
     const char* s = std::getenv("SPLIT_SMI_SMI");
     gsi = g != nullptr ? g : "";
     smi = s != nullptr ? s : "";
+    const char* n = std::getenv("SPLIT_SMI_PLANES");
+    if (n != nullptr) planes = std::max(1, std::min(std::atoi(n), UMAD_CA_MAX_PORTS - 1));
   }
   bool on() const { return !gsi.empty(); }
   Role RoleOf(const char* name) const {
@@ -137,6 +144,17 @@ int umad_get_ca(const char* name, umad_ca_t* ca) {
   for (int p = 0; p < UMAD_CA_MAX_PORTS; ++p) {
     if (ca->ports[p] != nullptr) Dress(ca->ports[p], as, role);
   }
+  const int planes = Split::Get().planes;
+  if (role == Role::kSmi && planes > 1 && ca->ports[1] != nullptr) {
+    for (int p = 2; p <= planes; ++p) {
+      ca->ports[p] = static_cast<umad_port_t*>(std::malloc(sizeof(umad_port_t)));
+      *ca->ports[p] = *ca->ports[1];
+      ca->ports[p]->portnum = p;
+      ca->ports[p]->pkeys = nullptr;  // the copy's table stays with port 1 (released once)
+      ca->ports[p]->pkeys_size = 0;
+    }
+    ca->numports = planes;
+  }
   return rc;
 }
 
@@ -146,8 +164,10 @@ int umad_get_port(const char* name, int portnum, umad_port_t* port) {
   const Role role = Split::Get().RoleOf(name);
   if (role == Role::kNone) return next(name, portnum, port);
   const std::string as = name;
-  const int rc = next(kSimCa, portnum, port);
+  const bool plane = role == Role::kSmi && portnum > 1 && portnum <= Split::Get().planes;
+  const int rc = next(kSimCa, plane ? 1 : portnum, port);
   if (rc == 0) Dress(port, as, role);
+  if (rc == 0 && plane) port->portnum = portnum;
   return rc;
 }
 
@@ -157,7 +177,8 @@ int umad_open_port(const char* name, int portnum) {
   Split& s = Split::Get();
   const Role role = s.RoleOf(name);
   if (role == Role::kNone) return next(name, portnum);
-  const int fd = next(kSimCa, portnum);
+  const bool plane = role == Role::kSmi && portnum > 1 && portnum <= s.planes;
+  const int fd = next(kSimCa, plane ? 1 : portnum);
   if (fd >= 0) {
     std::lock_guard lock(s.mu);
     s.fds[fd] = role;

@@ -62,20 +62,23 @@ TEST(MergeExpositionsTest, EachFamilyOnceWithEveryPartsSeries) {
   const std::string a =
       "# HELP up Up\n# TYPE up gauge\nup{subnet_prefix=\"a\"} 1\n"
       "# HELP only_a Only in a\n# TYPE only_a counter\nonly_a_total{subnet_prefix=\"a\"} 3\n"
-      "# HELP h A histogram\n# TYPE h histogram\nh_bucket{subnet_prefix=\"a\",le=\"+Inf\"} 1\nh_sum{subnet_prefix=\"a\"} "
+      "# HELP h A histogram\n# TYPE h histogram\nh_bucket{subnet_prefix=\"a\",le=\"+Inf\"} "
+      "1\nh_sum{subnet_prefix=\"a\"} "
       "2\nh_count{subnet_prefix=\"a\"} 1\n";
   const std::string b =
       "# HELP up Up\n# TYPE up gauge\nup{subnet_prefix=\"b\"} 0\n"
       "# TYPE no_help gauge\nno_help{subnet_prefix=\"b\"} 5\n"
-      "# HELP h A histogram\n# TYPE h histogram\nh_bucket{subnet_prefix=\"b\",le=\"+Inf\"} 4\nh_sum{subnet_prefix=\"b\"} "
+      "# HELP h A histogram\n# TYPE h histogram\nh_bucket{subnet_prefix=\"b\",le=\"+Inf\"} "
+      "4\nh_sum{subnet_prefix=\"b\"} "
       "8\nh_count{subnet_prefix=\"b\"} 4\n";
-  EXPECT_EQ(MergeExpositions({a, b}),
-            "# HELP up Up\n# TYPE up gauge\nup{subnet_prefix=\"a\"} 1\nup{subnet_prefix=\"b\"} 0\n"
-            "# HELP only_a Only in a\n# TYPE only_a counter\nonly_a_total{subnet_prefix=\"a\"} 3\n"
-            "# HELP h A histogram\n# TYPE h histogram\nh_bucket{subnet_prefix=\"a\",le=\"+Inf\"} 1\n"
-            "h_sum{subnet_prefix=\"a\"} 2\nh_count{subnet_prefix=\"a\"} 1\n"
-            "h_bucket{subnet_prefix=\"b\",le=\"+Inf\"} 4\nh_sum{subnet_prefix=\"b\"} 8\nh_count{subnet_prefix=\"b\"} 4\n"
-            "# TYPE no_help gauge\nno_help{subnet_prefix=\"b\"} 5\n");
+  EXPECT_EQ(
+      MergeExpositions({a, b}),
+      "# HELP up Up\n# TYPE up gauge\nup{subnet_prefix=\"a\"} 1\nup{subnet_prefix=\"b\"} 0\n"
+      "# HELP only_a Only in a\n# TYPE only_a counter\nonly_a_total{subnet_prefix=\"a\"} 3\n"
+      "# HELP h A histogram\n# TYPE h histogram\nh_bucket{subnet_prefix=\"a\",le=\"+Inf\"} 1\n"
+      "h_sum{subnet_prefix=\"a\"} 2\nh_count{subnet_prefix=\"a\"} 1\n"
+      "h_bucket{subnet_prefix=\"b\",le=\"+Inf\"} 4\nh_sum{subnet_prefix=\"b\"} 8\nh_count{subnet_prefix=\"b\"} 4\n"
+      "# TYPE no_help gauge\nno_help{subnet_prefix=\"b\"} 5\n");
   EXPECT_EQ(MergeExpositions({a}), a);
 }
 
