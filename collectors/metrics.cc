@@ -334,7 +334,7 @@ void RenderExposition(const Snapshot& snapshot, std::string_view version, std::o
   }
   if (snapshot.fabric) {
     RenderSelf(snapshot, version, emit);
-    RenderHttp(snapshot, emit);
+    if (snapshot.http_known) RenderHttp(snapshot, emit);
   }
   text.flush();
 }

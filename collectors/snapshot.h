@@ -215,6 +215,7 @@ struct Snapshot {
   // HTTP replies with a status of 400 or more since start, by status (as of
   // this publication; exporter/http_stats.h).
   std::map<int, std::uint64_t> http_errors;
+  bool http_known = true;  // false: this snapshot carries no HTTP counts (another fabric's does)
   // The metrics exposition of this snapshot, rendered once when it is
   // published straight into gzip (exporter/gzip.h), and kept only so: a
   // gzip scrape is served these bytes, a plain one streams them inflated.

@@ -108,8 +108,9 @@ const std::map<std::string, Flag>& Flags() {
           "Prometheus's exporter-toolkit; see docs/security.md).",
           "FILE", Path(&Config::web_config)}},
         {"ib.ca",
-         {"InfiniBand device to use (default: the first with an active port). On a multi-plane HCA either the "
-          "device or its SMI sub-device: SMPs leave from the one with QP0, GMPs from the other.",
+         {"InfiniBand device to use (default: one active port per fabric, each fabric labelled subnet_prefix when "
+          "there are several). On a multi-plane HCA either the device or its SMI sub-device: SMPs leave from the "
+          "one with QP0, GMPs from the other.",
           "NAME", Path(&Config::ca_name)}},
         {"ib.port",
          {"Port of the device to use (default: its first active port).", "N",

@@ -426,6 +426,10 @@ std::shared_ptr<const collectors::Snapshot> HttpRoutes::Snap(const httplib::Requ
   if (options_.fabrics.empty()) return holder_.Get();
   const FabricView* view = &options_.fabrics.front();
   if (const auto it = req.params.find("fabric"); it != req.params.end()) {
+    if (req.params.count("fabric") > 1) {
+      JsonError(res, 400, "fabric given more than once");
+      return nullptr;
+    }
     view = nullptr;
     for (const FabricView& v : options_.fabrics) {
       if (v.subnet_prefix == it->second) view = &v;

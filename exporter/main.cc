@@ -208,7 +208,7 @@ bool OpenPorts(const Config& cfg, collectors::Logger& log, std::vector<std::uniq
   if (all.empty()) return false;
   std::vector<std::string> notes;
   const std::vector<transport::ManagementPorts> fabrics = transport::ChooseFabrics(all, &notes);
-  for (const std::string& note : notes) log.Info(note, "");
+  for (const std::string& note : notes) log.Warn(note, "");
   if (fabrics.empty()) {
     *error = "no active InfiniBand port found";
     return false;
@@ -221,7 +221,13 @@ bool OpenPorts(const Config& cfg, collectors::Logger& log, std::vector<std::uniq
     } else {
       failures.push_back(*error);
     }
-    if (!out->empty() && (cfg.check || cfg.doctor)) break;
+    if (!out->empty() && (cfg.check || cfg.doctor)) {
+      if (fabrics.size() > 1)
+        log.Warn("--check and --doctor examine the first of " + std::to_string(fabrics.size()) +
+                     " fabrics; name another's port with --ib.ca and --ib.port",
+                 "");
+      break;
+    }
   }
   if (out->empty()) {
     *error = failures.front();  // the caller says it
@@ -365,7 +371,17 @@ int Main(int argc, char** argv) {
   std::vector<Pipeline> pipelines;
   for (auto& port : ports) {
     Pipeline p;
-    p.engine = std::make_unique<transport::MadEngine>(*port, EngineOptionsFrom(cfg, files));
+    transport::EngineOptions engine_options = EngineOptionsFrom(cfg, files);
+    // An M_Key is one fabric's secret: with several it goes to the first
+    // only, never to the SMAs of another.
+    if (!pipelines.empty() && engine_options.m_key != 0) {
+      engine_options.m_key = 0;
+      log.Warn(
+          "the M_Key given is used on the first fabric only; read another M_Key-protected fabric with an "
+          "exporter of its own (--ib.ca)",
+          "ca=" + port->local().ca_name);
+    }
+    p.engine = std::make_unique<transport::MadEngine>(*port, engine_options);
     p.port = std::move(port);
     pipelines.push_back(std::move(p));
   }
@@ -407,6 +423,13 @@ int Main(int argc, char** argv) {
                "subnet_prefix=" + views.front().subnet_prefix);
   }
 
+  // A re-exec's totals (taken, so its file goes, whatever follows) are of
+  // one fabric: kept with one fabric only.
+  collectors::PersistedState restored = Restored(log);
+  if (several && !restored.ports.empty()) {
+    log.Warn("counter totals handed over by a re-exec dropped: this start reads several fabrics", "");
+    restored = {};
+  }
   HttpStats http_stats;
   std::vector<Poller*> pollers;
   for (std::size_t i = 0; i < pipelines.size(); ++i) {
@@ -434,7 +457,7 @@ int Main(int argc, char** argv) {
       poller_options.on_transport_down = ReexecOncePortAnswers(cfg, log, pthread_self());
     poller_options.http = i == 0 ? &http_stats : nullptr;  // the endpoint's errors once
     p.poller = std::make_unique<Poller>(*p.engine, std::move(poller_options), *p.holder, log,
-                                        several ? collectors::PersistedState{} : Restored(log));
+                                        i == 0 ? std::move(restored) : collectors::PersistedState{});
     pollers.push_back(p.poller.get());
   }
   const SnapshotHolder& served = several ? set->combined() : *pipelines.front().holder;

@@ -271,6 +271,8 @@ void Poller::Publish() {
   s->last_success = last_success_;
   s->published = std::chrono::system_clock::now();
   if (options_.http) s->http_errors = options_.http->Errors();
+  // Of several fabrics, the one the endpoint's counts go with says them.
+  s->http_known = options_.http != nullptr || options_.fabric_labels.empty();
   if (options_.port_groups_auto) {
     std::size_t ports = 0;
     if (s->fabric) {

@@ -27,7 +27,8 @@ std::vector<UmadDevicePort> PortsOf(const std::string& ca) {
     constexpr std::uint32_t kIsSmDisabled = 1u << 10;  // PortInfo.CapabilityMask (IBTA 14.2.5.6)
     out.push_back({ca, port->portnum, port->state, be64toh(port->port_guid),
                    (be32toh(port->capmask) & kIsSmDisabled) != 0, be64toh(port->gid_prefix),
-                   static_cast<std::uint16_t>(port->sm_lid)});
+                   static_cast<std::uint16_t>(port->sm_lid),
+                   std::strcmp(port->link_layer, "Ethernet") != 0});  // sysfs link_layer; "IB" where absent
   }
   umad_release_ca(&info);
   return out;
@@ -79,7 +80,7 @@ bool Choose(const UmadPortOptions& o, UmadDevicePort* chosen, std::vector<UmadDe
     return false;
   }
   for (const auto& c : candidates) {
-    if (c.state == kActive) {
+    if (c.state == kActive && c.infiniband) {
       *chosen = c;
       return true;
     }
@@ -142,7 +143,7 @@ std::vector<ManagementPorts> ChooseFabrics(const std::vector<UmadDevicePort>& al
   };
   std::vector<ManagementPorts> out;
   for (const UmadDevicePort& p : all) {
-    if (p.state != kActive) continue;
+    if (p.state != kActive || !p.infiniband) continue;  // a RoCE port has no subnet to read
     const ManagementPorts pair = PairManagementPorts(all, p);
     if (pair.split() && pair.smi.ca == p.ca && pair.smi.port == p.port) continue;  // read with its parent
     const ManagementPorts* same = nullptr;
@@ -152,9 +153,11 @@ std::vector<ManagementPorts> ChooseFabrics(const std::vector<UmadDevicePort>& al
     if (same == nullptr) {
       out.push_back(pair);
     } else if (same->gsi.sm_lid == p.sm_lid) {
-      notes->push_back(where(p) + " is on the fabric of " + where(same->gsi) + " (subnet prefix " +
-                       prefix(p.subnet_prefix) + ", SM LID " + std::to_string(p.sm_lid) +
-                       "): that fabric is read once, from there");
+      notes->push_back(where(p) + " is taken for the fabric of " + where(same->gsi) + " (the same subnet prefix " +
+                       prefix(p.subnet_prefix) + " and SM LID " + std::to_string(p.sm_lid) +
+                       "), read once, from there; if it is another fabric, give its SM another subnet_prefix "
+                       "or read it with --ib.ca=" +
+                       p.ca + " --ib.port=" + std::to_string(p.port));
     } else {
       notes->push_back(where(p) + " is on another fabric (SM LID " + std::to_string(p.sm_lid) + ") than " +
                        where(same->gsi) + " (SM LID " + std::to_string(same->gsi.sm_lid) +

@@ -65,6 +65,7 @@ struct UmadDevicePort {
   bool sm_disabled = false;         // CapabilityMask bit 10 IsSMDisabled: no QP0 on this device
   std::uint64_t subnet_prefix = 0;  // of its GID 0 (host order)
   std::uint16_t sm_lid = 0;
+  bool infiniband = true;  // false: link layer Ethernet (a RoCE port: no subnet to read)
 };
 
 // Where SMPs (QP0) and GMPs (QP1) leave for the local port `chosen`. A
@@ -89,7 +90,10 @@ ManagementPorts PairManagementPorts(const std::vector<UmadDevicePort>& all, cons
 // one fabric, read once, from the first; a port whose fabric has the
 // subnet prefix of one already chosen but another SM cannot be told apart
 // from it in the metrics (they are labelled by subnet prefix) and is left
-// out; so is an SMI sub-device's port (read with its parent's). `notes`
+// out; so is an SMI sub-device's port (read with its parent's), and a port
+// whose link layer is Ethernet (RoCE). Same prefix and SM LID is what can
+// be told without a MAD: two fabrics that both keep opensm's default
+// prefix and put their SM at one LID are taken for one. `notes`
 // gets one line per port left out, saying why. Empty: none Active.
 std::vector<ManagementPorts> ChooseFabrics(const std::vector<UmadDevicePort>& all, std::vector<std::string>* notes);
 

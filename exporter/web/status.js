@@ -1064,6 +1064,13 @@ const pageError = (what) => {
 window.addEventListener("error", (e) => pageError(e.message));
 window.addEventListener("unhandledrejection", (e) => pageError(String(e.reason && e.reason.stack || e.reason)));
 window.addEventListener("hashchange", route);
+// The header's JSON links are of the fabric shown.
+if (FABRIC) {
+  for (const a of document.querySelectorAll("header nav a[href^='api/v1/']")) {
+    const href = a.getAttribute("href");
+    a.setAttribute("href", href + (href.includes("?") ? "&" : "?") + "fabric=" + encodeURIComponent(FABRIC));
+  }
+}
 // Several fabrics: one link each under the title, this page's marked.
 get("api/v1/fabrics").then((f) => {
   if (!f.fabrics || f.fabrics.length < 2) return;

@@ -591,6 +591,7 @@ TEST_F(MultiPlaneTest, WithoutTheSmiSubDeviceEachMissingAgentIsOneLine) {
 TEST_F(MultiPlaneTest, FurtherPlanesAreSaidAndEachCanBeChosen) {
   Env env = Split();
   env["SPLIT_SMI_PLANES"] = "3";
+  env["SPLIT_SMI_TRACE"] = "1";
   const CommandResult first = RunCommand({ExporterBinary(), "--once"}, env, std::chrono::milliseconds(30000));
   ASSERT_EQ(first.exit_code, 0) << first.err;
   EXPECT_NE(first.err.find("ca=mlx5_0 port=1 smi_ca=smi0 smi_port=1"), std::string::npos) << first.err;
@@ -601,6 +602,9 @@ TEST_F(MultiPlaneTest, FurtherPlanesAreSaidAndEachCanBeChosen) {
       RunCommand({ExporterBinary(), "--ib.ca=smi0", "--ib.port=2", "--once"}, env, std::chrono::milliseconds(30000));
   ASSERT_EQ(second.exit_code, 0) << second.err;
   EXPECT_NE(second.err.find("ca=mlx5_0 port=1 smi_ca=smi0 smi_port=2"), std::string::npos) << second.err;
+  EXPECT_EQ(Count(second.err, "split_smi: opened smi0 port 2"), 1u) << second.err;
+  EXPECT_EQ(Count(second.err, "split_smi: opened smi0 port 1"), 0u) << second.err;
+  EXPECT_EQ(Count(first.err, "split_smi: opened smi0 port 1"), 1u) << first.err;
   EXPECT_EQ(Count(second.err, "only: further SMI ports"), 0u) << second.err;
   EXPECT_EQ(Scrape::Parse(second.out).Find("infiniband_switch_info").size(), 2u);
 

@@ -156,7 +156,11 @@ struct Device {
     port->port_guid = htobe64(mad_get_field64(node_info, 0, IB_NODE_PORT_GUID_F));
     port->pkeys_size = 32;
     port->pkeys = static_cast<std::uint16_t*>(std::calloc(32, sizeof(std::uint16_t)));
-    std::memcpy(port->pkeys, pkeys, 64);
+    for (int i = 0; i < 32; ++i) {  // ibsim keeps them as on the wire; sysfs (and libibumad) says host order
+      std::uint16_t be = 0;
+      std::memcpy(&be, pkeys + 2 * i, 2);
+      port->pkeys[i] = ntohs(be);
+    }
     std::strncpy(port->link_layer, "InfiniBand", UMAD_CA_NAME_LEN - 1);
   }
 };

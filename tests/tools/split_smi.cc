@@ -39,6 +39,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -182,6 +183,11 @@ int umad_open_port(const char* name, int portnum) {
   if (fd >= 0) {
     std::lock_guard lock(s.mu);
     s.fds[fd] = role;
+    // What was opened, where a test can see it (SPLIT_SMI_TRACE=1): the
+    // port behind a descriptor is not told by the MADs (every plane here
+    // is ibsim0's one port).
+    if (std::getenv("SPLIT_SMI_TRACE") != nullptr)
+      std::fprintf(stderr, "split_smi: opened %s port %d\n", name, portnum);
   }
   return fd;
 }

@@ -31,8 +31,9 @@ TEST(ChooseFabricsTest, OneActivePortPerFabric) {
   EXPECT_EQ(chosen[1].gsi.ca, "mlx5_1");
   ASSERT_EQ(notes.size(), 1u);
   EXPECT_EQ(notes[0],
-            "mlx5_2 port 1 is on the fabric of mlx5_0 port 1 (subnet prefix 0xfe80000000000001, SM LID 1): that "
-            "fabric is read once, from there");
+            "mlx5_2 port 1 is taken for the fabric of mlx5_0 port 1 (the same subnet prefix 0xfe80000000000001 and "
+            "SM LID 1), read once, from there; if it is another fabric, give its SM another subnet_prefix or read it "
+            "with --ib.ca=mlx5_2 --ib.port=1");
 }
 
 TEST(ChooseFabricsTest, AnotherSmWithTheSamePrefixIsLeftOutAndSaysWhy) {
@@ -45,6 +46,16 @@ TEST(ChooseFabricsTest, AnotherSmWithTheSamePrefixIsLeftOutAndSaysWhy) {
             std::string::npos)
       << notes[0];
   EXPECT_NE(notes[0].find("--ib.ca=mlx5_1 --ib.port=1"), std::string::npos) << notes[0];
+}
+
+TEST(ChooseFabricsTest, ARoCEPortIsNoFabric) {
+  std::vector<UmadDevicePort> all{{"mlx5_0", 1, 4, 0x10, false, kA, 0}, {"mlx5_1", 1, 4, 0x20, false, kB, 1}};
+  all[0].infiniband = false;  // Ethernet link layer: active, SM LID 0, prefix fe80::
+  std::vector<std::string> notes;
+  const auto chosen = transport::ChooseFabrics(all, &notes);
+  ASSERT_EQ(chosen.size(), 1u);
+  EXPECT_EQ(chosen[0].gsi.ca, "mlx5_1");
+  EXPECT_TRUE(notes.empty());
 }
 
 TEST(ChooseFabricsTest, AnSmiSubDeviceIsReadWithItsParent) {
