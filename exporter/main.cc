@@ -240,6 +240,7 @@ bool OpenPorts(const Config& cfg, collectors::Logger& log, std::vector<std::uniq
 // One fabric's reading: the local port, its engine, the scheduler and the
 // holder it publishes into.
 struct Pipeline {
+  std::unique_ptr<collectors::Logger> log;  // with several fabrics, one naming its subnet prefix
   std::unique_ptr<transport::UmadPort> port;
   std::unique_ptr<transport::MadEngine> engine;
   std::unique_ptr<SnapshotHolder> holder;
@@ -456,7 +457,13 @@ int Main(int argc, char** argv) {
     if (!several && p.port->Has(transport::MgmtClass::kSubnDirectRoute))
       poller_options.on_transport_down = ReexecOncePortAnswers(cfg, log, pthread_self());
     poller_options.http = i == 0 ? &http_stats : nullptr;  // the endpoint's errors once
-    p.poller = std::make_unique<Poller>(*p.engine, std::move(poller_options), *p.holder, log,
+    collectors::Logger* pipeline_log = &log;
+    if (several) {
+      p.log = std::make_unique<collectors::Logger>(collectors::Logger::LevelFrom(cfg.log_level),
+                                                   "subnet_prefix=" + views[i].subnet_prefix);
+      pipeline_log = p.log.get();
+    }
+    p.poller = std::make_unique<Poller>(*p.engine, std::move(poller_options), *p.holder, *pipeline_log,
                                         i == 0 ? std::move(restored) : collectors::PersistedState{});
     pollers.push_back(p.poller.get());
   }

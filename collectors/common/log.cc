@@ -24,9 +24,9 @@ void Logger::Log(LogLevel level, std::string_view msg, std::string_view fields) 
   char ts[32];
   std::strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", &tm);
   std::lock_guard lock(mu_);
-  std::fprintf(stderr, "ts=%s.%03lldZ level=%s msg=\"%.*s\"%s%.*s\n", ts, static_cast<long long>(ms),
-               kNames[static_cast<int>(level)], static_cast<int>(msg.size()), msg.data(), fields.empty() ? "" : " ",
-               static_cast<int>(fields.size()), fields.data());
+  std::fprintf(stderr, "ts=%s.%03lldZ level=%s msg=\"%.*s\"%s%s%s%.*s\n", ts, static_cast<long long>(ms),
+               kNames[static_cast<int>(level)], static_cast<int>(msg.size()), msg.data(), context_.empty() ? "" : " ",
+               context_.c_str(), fields.empty() ? "" : " ", static_cast<int>(fields.size()), fields.data());
 }
 
 }  // namespace ibfabric::collectors

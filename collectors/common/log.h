@@ -1,10 +1,11 @@
 #pragma once
 // A small logfmt logger to standard error. Owned by main and passed by
-// reference; thread-safe (one line is written under a lock).
+// reference; thread-safe (one line is written whole, by one fprintf).
 
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace ibfabric::collectors {
 
@@ -12,7 +13,9 @@ enum class LogLevel { kDebug = 0, kInfo = 1, kWarn = 2, kError = 3 };
 
 class Logger {
  public:
-  explicit Logger(LogLevel min) : min_(min) {}
+  // `context`: logfmt fields on every line, after msg (an exporter that
+  // reads several fabrics gives each one's logger "subnet_prefix=0x...").
+  explicit Logger(LogLevel min, std::string context = {}) : min_(min), context_(std::move(context)) {}
   static LogLevel LevelFrom(std::string_view name);
 
   void Log(LogLevel level, std::string_view msg, std::string_view fields = {});
@@ -26,6 +29,7 @@ class Logger {
 
  private:
   LogLevel min_;
+  const std::string context_;
   std::mutex mu_;
 };
 

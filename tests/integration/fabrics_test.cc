@@ -101,6 +101,9 @@ TEST_F(TwoFabricsTest, TheExporterReadsBothAsTwoFabricsNeverOne) {
   EXPECT_NE(log.find("ca=ibsim0 port=1"), std::string::npos) << log;
   EXPECT_NE(log.find("ca=mlx5_1 port=1"), std::string::npos) << log;
   EXPECT_NE(log.find(std::string("subnet_prefix=") + kPrefixB), std::string::npos) << log;
+  // Each fabric's own lines say which fabric they are of.
+  for (const char* prefix : {kPrefixA, kPrefixB})
+    EXPECT_NE(log.find(std::string("msg=\"discovery done\" subnet_prefix=") + prefix), std::string::npos) << log;
 
   for (const auto& [prefix, planted] : {std::pair{kPrefixA, 11}, std::pair{kPrefixB, 77}}) {
     EXPECT_EQ(s->Value("infiniband_hca_port_symbol_error_total",
