@@ -1,8 +1,10 @@
 #include "exporter/fabric_set.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <ostream>
+#include <sstream>
 #include <string_view>
 
 #include "exporter/gzip.h"
@@ -15,50 +17,155 @@ namespace {
 std::string_view FamilyOf(std::string_view line) {
   if (line.rfind("# HELP ", 0) != 0 && line.rfind("# TYPE ", 0) != 0) return {};
   line.remove_prefix(7);
-  return line.substr(0, line.find(' '));
+  return line.substr(0, std::min(line.find(' '), line.find('\n')));
+}
+
+// One part's lines ('\n' kept), in order: Next is false after the last.
+class Lines {
+ public:
+  virtual ~Lines() = default;
+  virtual bool Next(std::string* line) = 0;
+};
+
+class TextLines final : public Lines {
+ public:
+  explicit TextLines(std::string_view text) : text_(text) {}
+  bool Next(std::string* line) override {
+    if (text_.empty()) return false;
+    const std::size_t end = text_.find('\n');
+    const std::size_t n = end == std::string_view::npos ? text_.size() : end + 1;
+    line->assign(text_.substr(0, n));
+    text_.remove_prefix(n);
+    return true;
+  }
+
+ private:
+  std::string_view text_;
+};
+
+// A gzip exposition inflated a slice at a time: never held whole.
+class GzipLines final : public Lines {
+ public:
+  explicit GzipLines(const std::string& gz) : reader_(gz) {}
+  bool Next(std::string* line) override {
+    line->clear();
+    while (true) {
+      const std::size_t end = buffer_.find('\n', at_);
+      if (end != std::string::npos) {
+        line->append(buffer_, at_, end + 1 - at_);
+        at_ = end + 1;
+        return true;
+      }
+      line->append(buffer_, at_, std::string::npos);
+      at_ = 0;
+      if (!reader_.Next(&buffer_, 64 * 1024)) {
+        buffer_.clear();
+        return !line->empty();
+      }
+    }
+  }
+
+ private:
+  GunzipReader reader_;
+  std::string buffer_;
+  std::size_t at_ = 0;
+};
+
+using Opener = std::function<std::unique_ptr<Lines>()>;
+
+// The order of the families of all parts: each part lists a subsequence
+// of one order (the collectors' registry), so a part's next family goes
+// out once no other part still has it further on.
+std::vector<std::string> FamilyOrder(const std::vector<Opener>& parts) {
+  std::vector<std::vector<std::string>> names(parts.size());
+  std::vector<std::map<std::string, std::size_t, std::less<>>> at(parts.size());
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    auto lines = parts[i]();
+    std::string line;
+    while (lines->Next(&line)) {
+      const std::string_view name = FamilyOf(line);
+      if (name.empty() || (!names[i].empty() && names[i].back() == name)) continue;
+      at[i].emplace(std::string(name), names[i].size());
+      names[i].emplace_back(name);
+    }
+  }
+  std::vector<std::string> order;
+  std::vector<std::size_t> next(parts.size(), 0);
+  std::map<std::string, bool, std::less<>> done;
+  while (true) {
+    bool progressed = false, left = false;
+    for (std::size_t i = 0; i < parts.size() && !progressed; ++i) {
+      if (next[i] >= names[i].size()) continue;
+      left = true;
+      const std::string& head = names[i][next[i]];
+      bool ready = true;
+      for (std::size_t j = 0; j < parts.size() && ready; ++j) {
+        const auto it = at[j].find(head);
+        ready = it == at[j].end() || it->second <= next[j];
+      }
+      if (!ready) continue;
+      if (!done[head]) order.push_back(head);
+      done[head] = true;
+      for (std::size_t j = 0; j < parts.size(); ++j) {
+        if (next[j] < names[j].size() && names[j][next[j]] == head) ++next[j];
+      }
+      progressed = true;
+    }
+    if (!left) break;
+    if (!progressed) {  // the parts disagree on the order: take part order
+      for (std::size_t i = 0; i < parts.size(); ++i) {
+        if (next[i] < names[i].size()) {
+          if (!done[names[i][next[i]]]) order.push_back(names[i][next[i]]);
+          done[names[i][next[i]]] = true;
+          ++next[i];
+          break;
+        }
+      }
+    }
+  }
+  return order;
+}
+
+// Writes each family once: its HELP and TYPE lines from the first part
+// that has it, then the series of every part that has it, in part order.
+void Merge(const std::vector<Opener>& parts, std::ostream& out) {
+  const std::vector<std::string> order = FamilyOrder(parts);
+  struct Cursor {
+    std::unique_ptr<Lines> lines;
+    std::string line;  // the next line not written yet
+    bool more = false;
+  };
+  std::vector<Cursor> cursors(parts.size());
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    cursors[i].lines = parts[i]();
+    cursors[i].more = cursors[i].lines->Next(&cursors[i].line);
+  }
+  for (const std::string& name : order) {
+    bool head_written = false;
+    for (Cursor& c : cursors) {
+      if (!c.more || FamilyOf(c.line) != name) continue;
+      // Its head lines, then its series up to the next family's head.
+      while (c.more && FamilyOf(c.line) == name) {
+        if (!head_written) out << c.line;
+        c.more = c.lines->Next(&c.line);
+      }
+      head_written = true;
+      while (c.more && FamilyOf(c.line).empty()) {
+        out << c.line;
+        c.more = c.lines->Next(&c.line);
+      }
+    }
+  }
 }
 
 }  // namespace
 
 std::string MergeExpositions(const std::vector<std::string>& parts) {
-  if (parts.size() == 1) return parts.front();
-  struct Family {
-    std::string head;  // its HELP and TYPE lines, from the first part that has it
-    std::string series;
-  };
-  std::vector<std::string> order;
-  std::map<std::string, Family, std::less<>> families;
-  for (std::size_t i = 0; i < parts.size(); ++i) {
-    std::string_view text = parts[i];
-    Family* current = nullptr;
-    bool in_head = false;
-    while (!text.empty()) {
-      const std::size_t end = text.find('\n');
-      const std::string_view line = text.substr(0, end == std::string_view::npos ? text.size() : end + 1);
-      text.remove_prefix(line.size());
-      const std::string_view name = FamilyOf(line);
-      if (!name.empty()) {
-        auto it = families.find(name);
-        if (it == families.end()) {
-          it = families.emplace(std::string(name), Family{}).first;
-          order.push_back(it->first);
-        }
-        // A family's head comes from the first part that has it.
-        if (current != &it->second) in_head = it->second.head.empty();
-        current = &it->second;
-        if (in_head) current->head.append(line);
-        continue;
-      }
-      if (current != nullptr) current->series.append(line);
-    }
-  }
-  std::string out;
-  for (const std::string& name : order) {
-    const Family& f = families.at(name);
-    out += f.head;
-    out += f.series;
-  }
-  return out;
+  std::vector<Opener> openers;
+  for (const std::string& p : parts) openers.push_back([&p] { return std::make_unique<TextLines>(p); });
+  std::ostringstream out;
+  Merge(openers, out);
+  return std::move(out).str();
 }
 
 void FabricSet::Combine() {
@@ -68,20 +175,23 @@ void FabricSet::Combine() {
     if (auto s = v.holder->Get()) members.push_back(std::move(s));
   }
   if (members.empty()) return;
-  std::vector<std::string> texts;
   auto combined = std::make_shared<collectors::Snapshot>();
   combined->fabric = std::make_shared<const topology::Fabric>();
   combined->sweeps = members.front()->sweeps;
+  std::vector<Opener> openers;
+  std::size_t gz_bytes = 0;
   for (const auto& m : members) {
-    texts.push_back(Gunzip(m->exposition_gz));
+    openers.push_back([&m] { return std::make_unique<GzipLines>(m->exposition_gz); });
     combined->sweeps = std::min(combined->sweeps, m->sweeps);
     combined->published = std::max(combined->published, m->published);
+    gz_bytes += m->exposition_gz.size();
   }
   if (members.size() < views_.size()) combined->sweeps = 0;  // a fabric not read yet: not ready
-  const std::string text = MergeExpositions(texts);
-  GzipWriter gz(Z_BEST_SPEED, text.size() / 8);
+  // Inflated a slice at a time and deflated as it goes: no part's text,
+  // nor the merged one, is ever held whole (exporter/gzip.h).
+  GzipWriter gz(Z_BEST_SPEED, gz_bytes + gz_bytes / 16);
   std::ostream out(&gz);
-  out.write(text.data(), static_cast<std::streamsize>(text.size()));
+  Merge(openers, out);
   out.flush();
   combined->exposition_bytes = gz.plain_bytes();
   combined->exposition_gz = gz.Finish();

@@ -27,10 +27,13 @@ struct FabricView {
   const SnapshotHolder* holder = nullptr;
 };
 
-// The families of several expositions (text format 0.0.4), each once, in
-// the order they first appear, with the series of every part in part
-// order. Each part's series must carry labels that tell them apart from
-// the other parts' (subnet_prefix): then the result is one valid exposition.
+// The families of several expositions (text format 0.0.4), each once, with
+// the series of every part in part order. Each part lists its families in
+// one common order (the collectors' registry) and its series carry labels
+// that tell them apart from the other parts' (subnet_prefix): then the
+// result is one valid exposition. Combine does the same on the gzip
+// expositions in two streaming passes (the families' names, then the
+// text), holding no text whole.
 std::string MergeExpositions(const std::vector<std::string>& parts);
 
 // Ownership: borrows the member holders, which outlive it.
@@ -43,9 +46,8 @@ class FabricSet {
   FabricSet& operator=(const FabricSet&) = delete;
 
   // Publishes into combined() a snapshot whose exposition is the members'
-  // latest merged, with the fewest sweeps of any member (so /readyz waits
-  // for every fabric) and the latest publication time. Members that have
-  // published nothing yet are left out.
+  // latest merged (streamed: each part inflated a slice at a time), with the fewest sweeps of any member (so /readyz
+  // waits for every fabric) and the latest publication time. Members that have published nothing yet are left out.
   void Combine();
   const SnapshotHolder& combined() const { return combined_; }
   const std::vector<FabricView>& views() const { return views_; }

@@ -6,9 +6,12 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
+#include "exporter/gzip.h"
 #include "transport/umad_port.h"
 
 namespace ibfabric::exporter {
@@ -86,11 +89,44 @@ TEST(MergeExpositionsTest, EachFamilyOnceWithEveryPartsSeries) {
       MergeExpositions({a, b}),
       "# HELP up Up\n# TYPE up gauge\nup{subnet_prefix=\"a\"} 1\nup{subnet_prefix=\"b\"} 0\n"
       "# HELP only_a Only in a\n# TYPE only_a counter\nonly_a_total{subnet_prefix=\"a\"} 3\n"
+      "# TYPE no_help gauge\nno_help{subnet_prefix=\"b\"} 5\n"
       "# HELP h A histogram\n# TYPE h histogram\nh_bucket{subnet_prefix=\"a\",le=\"+Inf\"} 1\n"
       "h_sum{subnet_prefix=\"a\"} 2\nh_count{subnet_prefix=\"a\"} 1\n"
-      "h_bucket{subnet_prefix=\"b\",le=\"+Inf\"} 4\nh_sum{subnet_prefix=\"b\"} 8\nh_count{subnet_prefix=\"b\"} 4\n"
-      "# TYPE no_help gauge\nno_help{subnet_prefix=\"b\"} 5\n");
+      "h_bucket{subnet_prefix=\"b\",le=\"+Inf\"} 4\nh_sum{subnet_prefix=\"b\"} 8\nh_count{subnet_prefix=\"b\"} 4\n");
   EXPECT_EQ(MergeExpositions({a}), a);
+  EXPECT_EQ(MergeExpositions({a, ""}), a);
+}
+
+// The same through gzip, as FabricSet::Combine streams it; ready (sweeps)
+// once every fabric has published.
+TEST(MergeExpositionsTest, CombineStreamsTheMembersGzipExpositions) {
+  std::vector<std::unique_ptr<SnapshotHolder>> holders;
+  std::vector<FabricView> views;
+  const std::vector<std::string> texts{
+      "# HELP up Up\n# TYPE up gauge\nup{subnet_prefix=\"a\"} 1\n",
+      "# HELP up Up\n# TYPE up gauge\nup{subnet_prefix=\"b\"} 0\n# TYPE x gauge\nx{subnet_prefix=\"b\"} 2\n"};
+  for (std::size_t i = 0; i < texts.size(); ++i) {
+    holders.push_back(std::make_unique<SnapshotHolder>());
+    views.push_back({"p", "ca", 1, holders.back().get()});
+  }
+  FabricSet set(views);
+  set.Combine();
+  EXPECT_EQ(set.combined().Get(), nullptr);  // nothing published yet
+  for (std::size_t i = 0; i < texts.size(); ++i) {
+    auto s = std::make_shared<collectors::Snapshot>();
+    s->sweeps = 3 + i;
+    GzipWriter gz(Z_BEST_SPEED, 64);
+    std::ostream out(&gz);
+    out << texts[i];
+    out.flush();
+    s->exposition_gz = gz.Finish();
+    holders[i]->Publish(std::move(s));
+    set.Combine();
+    EXPECT_EQ(set.combined().Get()->sweeps, i == 0 ? 0u : 3u);
+  }
+  EXPECT_EQ(Gunzip(set.combined().Get()->exposition_gz),
+            "# HELP up Up\n# TYPE up gauge\nup{subnet_prefix=\"a\"} 1\nup{subnet_prefix=\"b\"} 0\n"
+            "# TYPE x gauge\nx{subnet_prefix=\"b\"} 2\n");
 }
 
 }  // namespace
