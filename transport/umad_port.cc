@@ -275,6 +275,9 @@ std::unique_ptr<UmadPort> UmadPort::Open(const ManagementPorts& ports, const Uma
   port->pkey_index_ = pkey.index;
   port->local_.pkey_index = pkey.index;
   port->local_.pkey = pkey.pkey;
+  port->pkey_chosen_ = options.pkey_index < 0 && !port->local_.pkeys.empty();
+  port->pkey_checked_ = std::chrono::steady_clock::now();
+  port->on_pkey_move_ = options.on_pkey_move;
 
   const auto open = [&](const UmadDevicePort& p) {
     const int fd = umad_open_port(p.ca.c_str(), p.port);
@@ -361,8 +364,37 @@ int UmadPort::FdFor(std::uint8_t mgmt_class) const {
   return c == MgmtClass::kSubnLidRouted || c == MgmtClass::kSubnDirectRoute ? smi_fd_ : fd_;
 }
 
+void UmadPort::RecheckPKey() {
+  const auto now = std::chrono::steady_clock::now();
+  if (!pkey_chosen_ || now - pkey_checked_ < std::chrono::seconds(10)) return;
+  pkey_checked_ = now;
+  umad_port_t info{};
+  if (umad_get_port(local_.ca_name.c_str(), local_.port, &info) != 0) return;
+  std::vector<std::uint16_t> table;
+  if (info.pkeys != nullptr) table.assign(info.pkeys, info.pkeys + info.pkeys_size);
+  umad_release_port(&info);
+  PKeyChoice choice;
+  std::string error;
+  if (table.empty() || !ChoosePKeyIndex(table, -1, &choice, &error)) return;
+  if (choice.index == pkey_index_ && choice.pkey == local_.pkey) return;
+  const std::string was = static_cast<std::size_t>(pkey_index_) < table.size()
+                              ? FormatPKey(table[static_cast<std::size_t>(pkey_index_)])
+                              : std::string("no entry");
+  const std::string line = "the port's P_Key table changed: GMPs now leave on index " + std::to_string(choice.index) +
+                           " = " + FormatPKey(choice.pkey) + " (index " + std::to_string(pkey_index_) +
+                           ", used until now, holds " + was + ")";
+  pkey_index_ = choice.index;
+  local_.pkey_index = choice.index;
+  local_.pkey = choice.pkey;
+  local_.pkeys = std::move(table);
+  if (on_pkey_move_) on_pkey_move_(line);
+}
+
 bool UmadPort::Send(const MadAddress& to, const MadBytes& mad) {
   const std::uint8_t cls = mad[1];  // MgmtClass, IBTA 13.4.2
+  if (cls == static_cast<std::uint8_t>(MgmtClass::kPerformance) ||
+      cls == static_cast<std::uint8_t>(MgmtClass::kSubnAdm))
+    RecheckPKey();
   const int agent = AgentFor(cls);
   if (agent < 0) return false;
   void* umad = send_buf_.get();

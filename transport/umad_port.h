@@ -6,7 +6,9 @@
 // umad devices where the HCA splits them (a multi-plane HCA's SMI
 // sub-device: PairManagementPorts).
 
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -109,7 +111,10 @@ const char* AgentName(MgmtClass c);
 struct UmadPortOptions {
   std::string ca_name;  // empty: the first CA with an active port
   int port = 0;         // 0: the first active port of that CA
-  int pkey_index = -1;  // the GMPs' P_Key index; -1: ChoosePKeyIndex's
+  int pkey_index = -1;  // the GMPs' P_Key index; -1: ChoosePKeyIndex's, checked again every 10 s
+  // Told, on the sending thread, when the index GMPs leave on moves
+  // because the SM reprogrammed the port's P_Key table (one line).
+  std::function<void(const std::string&)> on_pkey_move;
   // Passed to the kernel with each send so that it matches responses to
   // requests (ib_umad drops responses to sends without a timeout). The
   // engine keeps its own deadline too: the simulator has no kernel timeouts.
@@ -163,8 +168,15 @@ class UmadPort final : public MadPort {
   bool takes_reports_ = false;
   std::vector<AgentProblem> problems_;
 
+  // The P_Key index chosen (not given): looked at again in Send, at most
+  // every 10 s, as the SM may reprogram the table (sysfs shows it).
+  void RecheckPKey();
+
   int kernel_timeout_ms_ = 100;
   int pkey_index_ = 0;
+  bool pkey_chosen_ = false;
+  std::chrono::steady_clock::time_point pkey_checked_{};
+  std::function<void(const std::string&)> on_pkey_move_;
   LocalPortInfo local_;
   std::unique_ptr<std::uint8_t[]> send_buf_;
   std::unique_ptr<std::uint8_t[]> recv_buf_;

@@ -12,6 +12,7 @@
 // and its counters read, and the fabric is walked again once SMPs answer.
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdint>
@@ -483,6 +484,56 @@ TEST_F(PKeyTest, ThePreflightSaysWhatTheLimitedEntryCannotReach) {
                 ") does not answer on the limited P_Key 0x7fff: a limited member drops it (see p_key)");
   EXPECT_EQ(limited.lines[8], "warn  verdict: degraded (2 warnings)");
   EXPECT_EQ(limited.exit_code, 3);
+}
+
+// The SM reprograms this port's P_Key table while the exporter runs: the
+// full-member entry moves from index 1 to 0, and index 1 becomes the
+// limited one (the kernel's sysfs shows the new table; umad2sim's copy of
+// it is rewritten here as the kernel would). Within a recheck (10 s) GMPs
+// follow the entry, one line says so, and the limited host, dropping the
+// limited P_Key, is read again.
+TEST_F(PKeyTest, WhenTheSmMovesTheFullMemberEntryGmpsFollowIt) {
+  bool ok = false;
+  sim_->Console("PerformanceSet \"cn0002\"[1] PortCounters.SymbolErrorCounter=5", &ok);
+  ASSERT_TRUE(ok);
+  std::string error;
+  auto e = ExporterProcess::Start(*sim_, {"--sweep.interval=250ms", "--mad.retries=0"}, &error, {}, hw_->PreloadEnv());
+  ASSERT_NE(e, nullptr) << error;
+  const Labels cn0002{{"hca", "cn0002"}, {"port", "1"}};
+  ASSERT_TRUE(
+      e->WaitFor([&](const Scrape& s) { return s.Value("infiniband_hca_port_symbol_error_total", cn0002) == 5; },
+                 seconds(30))
+          .has_value())
+      << e->Log();
+  const auto reprogram = [&](const std::vector<std::string>& table, const std::vector<std::uint16_t>& planted) {
+    std::vector<std::string> argv{IBFABRIC_SMP_SET_BIN, "pkeys", std::to_string(hw_->LidOf("cn0001")), "1"};
+    argv.insert(argv.end(), table.begin(), table.end());
+    const CommandResult r = sim_->Tool(argv);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    ASSERT_TRUE(hw_->PlantPKeys("cn0001", planted, &error)) << error;
+  };
+  reprogram({"0xffff", "0x7fff"}, {0xffff, 0x7fff});
+  const pid_t pid = e->process().pid();
+  char cwd[4096] = {};
+  ASSERT_GT(readlink(("/proc/" + std::to_string(pid) + "/cwd").c_str(), cwd, sizeof cwd - 1), 0);
+  const std::string pkeys =
+      std::string(cwd) + "/sys-" + std::to_string(pid) + "/sys/class/infiniband/ibsim0/ports/1/pkeys/";
+  ASSERT_EQ(ReadFile(pkeys + "1"), "0xffff\n");
+  ASSERT_TRUE(WriteFile(pkeys + "0", "0xffff\n"));
+  ASSERT_TRUE(WriteFile(pkeys + "1", "0x7fff\n"));
+  sim_->Console("PerformanceSet \"cn0002\"[1] PortCounters.SymbolErrorCounter=9", &ok);
+  ASSERT_TRUE(ok);
+  const auto read = e->WaitFor(
+      [&](const Scrape& s) { return s.Value("infiniband_hca_port_symbol_error_total", cn0002) == 9; }, seconds(30));
+  EXPECT_TRUE(read.has_value()) << e->Log();
+  EXPECT_EQ(Count(e->Log(),
+                  "the port's P_Key table changed: GMPs now leave on index 0 = 0xffff (index 1, used until "
+                  "now, holds 0x7fff)"),
+            1u)
+      << e->Log();
+  e.reset();
+  reprogram({"0x7fff", "0xffff"}, {0x7fff, 0xffff});
+  sim_->Console("PerformanceSet \"cn0002\"[1] PortCounters.SymbolErrorCounter=0", nullptr);
 }
 
 // An index outside the table, or of an empty entry: one line, non-zero exit.
