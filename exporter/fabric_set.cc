@@ -36,6 +36,7 @@ class TextLines final : public Lines {
     const std::size_t n = end == std::string_view::npos ? text_.size() : end + 1;
     line->assign(text_.substr(0, n));
     text_.remove_prefix(n);
+    if (line->back() != '\n') line->push_back('\n');  // a last line without one
     return true;
   }
 
@@ -60,7 +61,9 @@ class GzipLines final : public Lines {
       at_ = 0;
       if (!reader_.Next(&buffer_, 64 * 1024)) {
         buffer_.clear();
-        return !line->empty();
+        if (reader_.error() || line->empty()) return false;  // a cut-short member: its tail is not a line
+        line->push_back('\n');
+        return true;
       }
     }
   }
@@ -75,8 +78,12 @@ using Opener = std::function<std::unique_ptr<Lines>()>;
 
 // The order of the families of all parts: each part lists a subsequence
 // of one order (the collectors' registry), so a part's next family goes
-// out once no other part still has it further on.
-std::vector<std::string> FamilyOrder(const std::vector<Opener>& parts) {
+// out once no other part still has it further on. *consistent is false
+// when the parts do not (a family twice in one part, lines before a
+// part's first family, two parts in opposite orders): Merge then takes
+// the slow way.
+std::vector<std::string> FamilyOrder(const std::vector<Opener>& parts, bool* consistent) {
+  *consistent = true;
   std::vector<std::vector<std::string>> names(parts.size());
   std::vector<std::map<std::string, std::size_t, std::less<>>> at(parts.size());
   for (std::size_t i = 0; i < parts.size(); ++i) {
@@ -84,8 +91,12 @@ std::vector<std::string> FamilyOrder(const std::vector<Opener>& parts) {
     std::string line;
     while (lines->Next(&line)) {
       const std::string_view name = FamilyOf(line);
-      if (name.empty() || (!names[i].empty() && names[i].back() == name)) continue;
-      at[i].emplace(std::string(name), names[i].size());
+      if (name.empty()) {
+        if (names[i].empty()) *consistent = false;  // a line of no family
+        continue;
+      }
+      if (!names[i].empty() && names[i].back() == name) continue;
+      if (!at[i].emplace(std::string(name), names[i].size()).second) *consistent = false;
       names[i].emplace_back(name);
     }
   }
@@ -113,6 +124,7 @@ std::vector<std::string> FamilyOrder(const std::vector<Opener>& parts) {
     }
     if (!left) break;
     if (!progressed) {  // the parts disagree on the order: take part order
+      *consistent = false;
       for (std::size_t i = 0; i < parts.size(); ++i) {
         if (next[i] < names[i].size()) {
           if (!done[names[i][next[i]]]) order.push_back(names[i][next[i]]);
@@ -126,10 +138,50 @@ std::vector<std::string> FamilyOrder(const std::vector<Opener>& parts) {
   return order;
 }
 
+// The slow way, for parts that disagree: every part's text held at once,
+// each family once in the order they first appear, its lines of every
+// part (so nothing is lost whatever the order).
+void MergeBuffered(const std::vector<Opener>& parts, std::ostream& out) {
+  struct Family {
+    std::string head;  // its HELP and TYPE lines, from the first part that has it
+    std::string series;
+  };
+  std::vector<std::string> order;
+  std::map<std::string, Family, std::less<>> families;
+  std::string loose;  // lines before any family
+  for (const Opener& open : parts) {
+    auto lines = open();
+    Family* current = nullptr;
+    bool in_head = false;
+    std::string line;
+    while (lines->Next(&line)) {
+      const std::string_view name = FamilyOf(line);
+      if (name.empty()) {
+        (current != nullptr ? current->series : loose) += line;
+        continue;
+      }
+      auto it = families.find(name);
+      if (it == families.end()) {
+        it = families.emplace(std::string(name), Family{}).first;
+        order.push_back(it->first);
+      }
+      if (current != &it->second) in_head = it->second.head.empty();
+      current = &it->second;
+      if (in_head) current->head += line;
+    }
+  }
+  out << loose;
+  for (const std::string& name : order) out << families.at(name).head << families.at(name).series;
+}
+
 // Writes each family once: its HELP and TYPE lines from the first part
 // that has it, then the series of every part that has it, in part order.
+// Streams (a slice of each part at a time) where the parts agree on the
+// families' order, as the exporter's always do.
 void Merge(const std::vector<Opener>& parts, std::ostream& out) {
-  const std::vector<std::string> order = FamilyOrder(parts);
+  bool consistent = true;
+  const std::vector<std::string> order = FamilyOrder(parts, &consistent);
+  if (!consistent) return MergeBuffered(parts, out);
   struct Cursor {
     std::unique_ptr<Lines> lines;
     std::string line;  // the next line not written yet

@@ -1,14 +1,18 @@
 #include "transport/umad_port.h"
 
 #include <endian.h>
+#include <fcntl.h>
 #include <infiniband/mad.h>
 #include <infiniband/umad.h>
 #include <infiniband/umad_types.h>
 #include <poll.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 namespace ibfabric::transport {
@@ -364,29 +368,67 @@ int UmadPort::FdFor(std::uint8_t mgmt_class) const {
   return c == MgmtClass::kSubnLidRouted || c == MgmtClass::kSubnDirectRoute ? smi_fd_ : fd_;
 }
 
+namespace {
+
+// The P_Key table as sysfs has it now (libibumad reads every entry).
+std::vector<std::uint16_t> ReadPKeys(const std::string& ca, int port) {
+  std::vector<std::uint16_t> table;
+  umad_port_t info{};
+  if (umad_get_port(ca.c_str(), port, &info) != 0) return table;
+  if (info.pkeys != nullptr) table.assign(info.pkeys, info.pkeys + info.pkeys_size);
+  umad_release_port(&info);
+  return table;
+}
+
+// One entry, from its own sysfs file (one read, where the whole table is
+// ~128: on mlx5 each a firmware command); nullopt when it cannot be read.
+// Through open(2), as libibumad reads sysfs (umad2sim redirects it).
+std::optional<std::uint16_t> ReadPKey(const std::string& ca, int port, int index) {
+  const std::string path =
+      std::string(SYS_INFINIBAND) + "/" + ca + "/ports/" + std::to_string(port) + "/pkeys/" + std::to_string(index);
+  const int fd = open(path.c_str(), O_RDONLY);
+  if (fd < 0) return std::nullopt;
+  char text[16] = {};
+  const ssize_t n = read(fd, text, sizeof text - 1);
+  close(fd);
+  if (n <= 0) return std::nullopt;
+  char* end = nullptr;
+  const unsigned long v = std::strtoul(text, &end, 0);
+  if (end == text || v > 0xffff) return std::nullopt;
+  return static_cast<std::uint16_t>(v);
+}
+
+}  // namespace
+
 void UmadPort::RecheckPKey() {
   const auto now = std::chrono::steady_clock::now();
   if (!pkey_chosen_ || now - pkey_checked_ < std::chrono::seconds(10)) return;
   pkey_checked_ = now;
-  umad_port_t info{};
-  if (umad_get_port(local_.ca_name.c_str(), local_.port, &info) != 0) return;
-  std::vector<std::uint16_t> table;
-  if (info.pkeys != nullptr) table.assign(info.pkeys, info.pkeys + info.pkeys_size);
-  umad_release_port(&info);
-  PKeyChoice choice;
+  // The entry in use still holds what it held: nothing moved (the usual
+  // case costs one sysfs read).
+  const auto in_use = ReadPKey(local_.ca_name, local_.port, pkey_index_);
+  if (in_use && *in_use == local_.pkey) return;
+  // Where the full-member entry went, read twice alike: a table the SM is
+  // rewriting (or an empty one) moves nothing.
+  PKeyChoice choice, again;
   std::string error;
-  if (table.empty() || !ChoosePKeyIndex(table, -1, &choice, &error)) return;
+  const std::vector<std::uint16_t> table = ReadPKeys(local_.ca_name, local_.port);
+  if (table.empty() || !ChoosePKeyIndex(table, -1, &choice, &error) || (choice.pkey & 0x7fff) == 0) return;
+  if (!ChoosePKeyIndex(ReadPKeys(local_.ca_name, local_.port), -1, &again, &error) || again.index != choice.index ||
+      again.pkey != choice.pkey)
+    return;
   if (choice.index == pkey_index_ && choice.pkey == local_.pkey) return;
   const std::string was = static_cast<std::size_t>(pkey_index_) < table.size()
                               ? FormatPKey(table[static_cast<std::size_t>(pkey_index_)])
                               : std::string("no entry");
-  const std::string line = "the port's P_Key table changed: GMPs now leave on index " + std::to_string(choice.index) +
-                           " = " + FormatPKey(choice.pkey) + " (index " + std::to_string(pkey_index_) +
+  const std::string line = "the P_Key table of " + local_.ca_name + " port " + std::to_string(local_.port) +
+                           " changed: GMPs now leave on index " + std::to_string(choice.index) + " = " +
+                           FormatPKey(choice.pkey) + " (index " + std::to_string(pkey_index_) +
                            ", used until now, holds " + was + ")";
   pkey_index_ = choice.index;
   local_.pkey_index = choice.index;
   local_.pkey = choice.pkey;
-  local_.pkeys = std::move(table);
+  local_.pkeys = table;
   if (on_pkey_move_) on_pkey_move_(line);
 }
 

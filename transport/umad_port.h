@@ -145,6 +145,8 @@ class UmadPort final : public MadPort {
   bool Send(const MadAddress& to, const MadBytes& mad) override;
   std::optional<InboundMad> Receive(std::chrono::microseconds timeout) override;
 
+  // Its P_Key fields change (on the sending thread: RecheckPKey) when the
+  // SM moves the full-member entry; read it from that thread only.
   const LocalPortInfo& local() const { return local_; }
   // Whether the SA's Reports reach this port (another process on the host
   // may hold that registration).

@@ -16,7 +16,9 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -497,6 +499,22 @@ TEST_F(PKeyTest, WhenTheSmMovesTheFullMemberEntryGmpsFollowIt) {
   sim_->Console("PerformanceSet \"cn0002\"[1] PortCounters.SymbolErrorCounter=5", &ok);
   ASSERT_TRUE(ok);
   std::string error;
+  const auto reprogram = [&](const std::vector<std::string>& table, const std::vector<std::uint16_t>& planted) {
+    std::vector<std::string> argv{IBFABRIC_SMP_SET_BIN, "pkeys", std::to_string(hw_->LidOf("cn0001")), "1"};
+    argv.insert(argv.end(), table.begin(), table.end());
+    const CommandResult r = sim_->Tool(argv);
+    std::string why;
+    const bool planted_ok = hw_->PlantPKeys("cn0001", planted, &why);
+    return r.exit_code == 0 && planted_ok;
+  };
+  // Whatever happens below, the suite's table comes back.
+  struct Restore {
+    std::function<void()> undo;
+    ~Restore() { undo(); }
+  } restore{[&] {
+    if (!reprogram({"0x7fff", "0xffff"}, {0x7fff, 0xffff})) ADD_FAILURE() << "the P_Key table was not restored";
+    sim_->Console("PerformanceSet \"cn0002\"[1] PortCounters.SymbolErrorCounter=0", nullptr);
+  }};
   auto e = ExporterProcess::Start(*sim_, {"--sweep.interval=250ms", "--mad.retries=0"}, &error, {}, hw_->PreloadEnv());
   ASSERT_NE(e, nullptr) << error;
   const Labels cn0002{{"hca", "cn0002"}, {"port", "1"}};
@@ -505,35 +523,30 @@ TEST_F(PKeyTest, WhenTheSmMovesTheFullMemberEntryGmpsFollowIt) {
                  seconds(30))
           .has_value())
       << e->Log();
-  const auto reprogram = [&](const std::vector<std::string>& table, const std::vector<std::uint16_t>& planted) {
-    std::vector<std::string> argv{IBFABRIC_SMP_SET_BIN, "pkeys", std::to_string(hw_->LidOf("cn0001")), "1"};
-    argv.insert(argv.end(), table.begin(), table.end());
-    const CommandResult r = sim_->Tool(argv);
-    ASSERT_EQ(r.exit_code, 0) << r.err;
-    ASSERT_TRUE(hw_->PlantPKeys("cn0001", planted, &error)) << error;
-  };
-  reprogram({"0xffff", "0x7fff"}, {0xffff, 0x7fff});
+  ASSERT_TRUE(reprogram({"0xffff", "0x7fff"}, {0xffff, 0x7fff}));
   const pid_t pid = e->process().pid();
   char cwd[4096] = {};
   ASSERT_GT(readlink(("/proc/" + std::to_string(pid) + "/cwd").c_str(), cwd, sizeof cwd - 1), 0);
   const std::string pkeys =
       std::string(cwd) + "/sys-" + std::to_string(pid) + "/sys/class/infiniband/ibsim0/ports/1/pkeys/";
   ASSERT_EQ(ReadFile(pkeys + "1"), "0xffff\n");
-  ASSERT_TRUE(WriteFile(pkeys + "0", "0xffff\n"));
-  ASSERT_TRUE(WriteFile(pkeys + "1", "0x7fff\n"));
+  // Each entry replaced whole, as the kernel's file is never half-written.
+  const auto set = [&](const std::string& entry, const std::string& value) {
+    return WriteFile(pkeys + entry + ".new", value) &&
+           std::rename((pkeys + entry + ".new").c_str(), (pkeys + entry).c_str()) == 0;
+  };
+  ASSERT_TRUE(set("0", "0xffff\n"));
+  ASSERT_TRUE(set("1", "0x7fff\n"));
   sim_->Console("PerformanceSet \"cn0002\"[1] PortCounters.SymbolErrorCounter=9", &ok);
   ASSERT_TRUE(ok);
   const auto read = e->WaitFor(
       [&](const Scrape& s) { return s.Value("infiniband_hca_port_symbol_error_total", cn0002) == 9; }, seconds(30));
   EXPECT_TRUE(read.has_value()) << e->Log();
   EXPECT_EQ(Count(e->Log(),
-                  "the port's P_Key table changed: GMPs now leave on index 0 = 0xffff (index 1, used until "
-                  "now, holds 0x7fff)"),
+                  "the P_Key table of ibsim0 port 1 changed: GMPs now leave on index 0 = 0xffff (index 1, used "
+                  "until now, holds 0x7fff)"),
             1u)
       << e->Log();
-  e.reset();
-  reprogram({"0x7fff", "0xffff"}, {0x7fff, 0xffff});
-  sim_->Console("PerformanceSet \"cn0002\"[1] PortCounters.SymbolErrorCounter=0", nullptr);
 }
 
 // An index outside the table, or of an empty entry: one line, non-zero exit.

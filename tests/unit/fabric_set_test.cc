@@ -97,6 +97,16 @@ TEST(MergeExpositionsTest, EachFamilyOnceWithEveryPartsSeries) {
   EXPECT_EQ(MergeExpositions({a, ""}), a);
 }
 
+// Parts that disagree on the order (never the exporter's own) lose
+// nothing: every series of every part, each family once.
+TEST(MergeExpositionsTest, PartsInAnotherOrderLoseNothing) {
+  const std::string a = "# TYPE x gauge\nx{p=\"a\"} 1\n# TYPE y gauge\ny{p=\"a\"} 2\n# TYPE z gauge\nz{p=\"a\"} 3";
+  const std::string b = "# TYPE y gauge\ny{p=\"b\"} 4\n# TYPE x gauge\nx{p=\"b\"} 5\n# TYPE z gauge\nz{p=\"b\"} 6\n";
+  EXPECT_EQ(MergeExpositions({a, b}),
+            "# TYPE x gauge\nx{p=\"a\"} 1\nx{p=\"b\"} 5\n# TYPE y gauge\ny{p=\"a\"} 2\ny{p=\"b\"} 4\n"
+            "# TYPE z gauge\nz{p=\"a\"} 3\nz{p=\"b\"} 6\n");
+}
+
 // The same through gzip, as FabricSet::Combine streams it; ready (sweeps)
 // once every fabric has published.
 TEST(MergeExpositionsTest, CombineStreamsTheMembersGzipExpositions) {
