@@ -201,6 +201,10 @@ const std::map<std::string, Flag>& Flags() {
             c.sm_traps = false;
             return "";
           }}},
+        {"ib.pkey-recheck",
+         {"How often the P_Key entry GMPs leave on is read again (one sysfs file), to follow the full-member "
+          "entry when the SM moves it (not with --ib.pkey-index).",
+          "DURATION", [](Config& c, const std::string& v) { return Duration(&c.pkey_recheck, v, milliseconds(100)); }}},
         {"sm.stall-after",
          {"How long the master subnet manager's SMInfo.ActCount may stand still before it counts as not "
           "sweeping.",

@@ -48,6 +48,7 @@ struct Config {
   bool sm_traps = kPollerDefaults.fabric.subscribe_traps;  // subscribe to the SM's traps (InformInfo)
   // Master SM ActCount standing still this long: not sweeping.
   std::chrono::milliseconds sm_stall_after = kPollerDefaults.collector.subnet_managers.stall_after;
+  std::chrono::milliseconds pkey_recheck{10'000};  // --ib.pkey-recheck
   // MAD limits, defaulting to the engine's own (transport/mad_engine.h
   // EngineOptions; docs/mad-limits.md).
   // Floor of every attempt's timeout, and ceiling of the backoff.

@@ -200,6 +200,7 @@ bool OpenPorts(const Config& cfg, collectors::Logger& log, std::vector<std::uniq
   // hand a send back as timed out before that.
   o.kernel_timeout_ms = static_cast<int>(cfg.mad_timeout_max.count());
   o.on_pkey_move = [&log](const std::string& line) { log.Warn(line, ""); };
+  o.pkey_recheck = cfg.pkey_recheck;
   if (!cfg.ca_name.empty() || cfg.ca_port != 0) {
     auto port = transport::UmadPort::Open(o, error);
     if (port) out->push_back(std::move(port));

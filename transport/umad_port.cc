@@ -282,6 +282,7 @@ std::unique_ptr<UmadPort> UmadPort::Open(const ManagementPorts& ports, const Uma
   port->pkey_chosen_ = options.pkey_index < 0 && !port->local_.pkeys.empty();
   port->pkey_checked_ = std::chrono::steady_clock::now();
   port->on_pkey_move_ = options.on_pkey_move;
+  port->pkey_recheck_ = options.pkey_recheck;
 
   const auto open = [&](const UmadDevicePort& p) {
     const int fd = umad_open_port(p.ca.c_str(), p.port);
@@ -402,7 +403,7 @@ std::optional<std::uint16_t> ReadPKey(const std::string& ca, int port, int index
 
 void UmadPort::RecheckPKey() {
   const auto now = std::chrono::steady_clock::now();
-  if (!pkey_chosen_ || now - pkey_checked_ < std::chrono::seconds(10)) return;
+  if (!pkey_chosen_ || now - pkey_checked_ < pkey_recheck_) return;
   pkey_checked_ = now;
   // The entry in use still holds what it held: nothing moved (the usual
   // case costs one sysfs read).

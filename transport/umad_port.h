@@ -115,6 +115,7 @@ struct UmadPortOptions {
   // Told, on the sending thread, when the index GMPs leave on moves
   // because the SM reprogrammed the port's P_Key table (one line).
   std::function<void(const std::string&)> on_pkey_move;
+  std::chrono::milliseconds pkey_recheck{10'000};  // how often the entry in use is read again
   // Passed to the kernel with each send so that it matches responses to
   // requests (ib_umad drops responses to sends without a timeout). The
   // engine keeps its own deadline too: the simulator has no kernel timeouts.
@@ -179,6 +180,7 @@ class UmadPort final : public MadPort {
   bool pkey_chosen_ = false;
   std::chrono::steady_clock::time_point pkey_checked_{};
   std::function<void(const std::string&)> on_pkey_move_;
+  std::chrono::milliseconds pkey_recheck_{10'000};
   LocalPortInfo local_;
   std::unique_ptr<std::uint8_t[]> send_buf_;
   std::unique_ptr<std::uint8_t[]> recv_buf_;

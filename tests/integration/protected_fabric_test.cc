@@ -515,7 +515,8 @@ TEST_F(PKeyTest, WhenTheSmMovesTheFullMemberEntryGmpsFollowIt) {
     if (!reprogram({"0x7fff", "0xffff"}, {0x7fff, 0xffff})) ADD_FAILURE() << "the P_Key table was not restored";
     sim_->Console("PerformanceSet \"cn0002\"[1] PortCounters.SymbolErrorCounter=0", nullptr);
   }};
-  auto e = ExporterProcess::Start(*sim_, {"--sweep.interval=250ms", "--mad.retries=0"}, &error, {}, hw_->PreloadEnv());
+  auto e = ExporterProcess::Start(*sim_, {"--sweep.interval=250ms", "--mad.retries=0", "--ib.pkey-recheck=1s"}, &error,
+                                  {}, hw_->PreloadEnv());
   ASSERT_NE(e, nullptr) << error;
   const Labels cn0002{{"hca", "cn0002"}, {"port", "1"}};
   ASSERT_TRUE(
