@@ -48,6 +48,16 @@ std::vector<std::string> CaNames() {
 
 constexpr unsigned kActive = 4;
 
+// Every port of every device named in `names`, in order.
+std::vector<UmadDevicePort> PortsOfAll(const std::vector<std::string>& names) {
+  std::vector<UmadDevicePort> all;
+  for (const auto& ca : names) {
+    auto ports = PortsOf(ca);
+    all.insert(all.end(), ports.begin(), ports.end());
+  }
+  return all;
+}
+
 // Resolves the CA and port to open following UmadPortOptions' rules;
 // `all` gets every port of every CA (where the chosen one's partner is).
 bool Choose(const UmadPortOptions& o, UmadDevicePort* chosen, std::vector<UmadDevicePort>* all, std::string* error) {
@@ -56,10 +66,7 @@ bool Choose(const UmadPortOptions& o, UmadDevicePort* chosen, std::vector<UmadDe
     *error = "no InfiniBand device found (is the ib_umad module loaded?)";
     return false;
   }
-  for (const auto& ca : names) {
-    auto ports = PortsOf(ca);
-    all->insert(all->end(), ports.begin(), ports.end());
-  }
+  *all = PortsOfAll(names);
   std::vector<UmadDevicePort> candidates;
   for (const auto& p : *all) {
     if (o.ca_name.empty() || p.ca == o.ca_name) candidates.push_back(p);
@@ -224,10 +231,7 @@ std::vector<UmadDevicePort> UmadPort::List(std::string* error) {
     *error = "umad_init failed: " + std::string(std::strerror(errno));
     return all;
   }
-  for (const auto& ca : CaNames()) {
-    auto ports = PortsOf(ca);
-    all.insert(all.end(), ports.begin(), ports.end());
-  }
+  all = PortsOfAll(CaNames());
   if (all.empty()) *error = "no InfiniBand device found (is the ib_umad module loaded?)";
   return all;
 }
