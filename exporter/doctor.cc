@@ -196,12 +196,12 @@ DoctorReport Judge(const DoctorFindings& f) {
         "SMPs leave from " + l.smi_ca_name + " port " + std::to_string(l.smi_port) +
             " (the SMI sub-device sharing the port's GUID), GMPs from " + where);
   }
-  if (!l.unread_planes.empty()) {
-    std::string planes;
-    for (const std::string& p : l.unread_planes) planes += (planes.empty() ? "" : ", ") + p;
-    say("warn", "planes",
-        "further SMI ports share the port's GUID (" + planes +
-            "): a multi-plane HCA's other planes are not walked; read one with --ib.ca=SMI_DEVICE --ib.port=N");
+  if (l.plane != 0) {
+    say("info", "planes",
+        "plane " + std::to_string(l.plane) + " of " + std::to_string(l.planes) +
+            " of a multi-plane HCA; the exporter reads each plane as a fabric of its own (label plane), this "
+            "examines this one; another with --ib.ca=" +
+            l.smi_ca_name + " --ib.port=N");
   }
   bool no_smps = false;
   for (const transport::AgentProblem& p : f.agent_problems) {

@@ -2,10 +2,11 @@
 // Several fabrics in one exporter: one per local port on a fabric of its
 // own (transport::ChooseFabrics), each read by a pipeline of its own (MAD
 // engine, poller, snapshot holder) whose series all carry its subnet
-// prefix (PollerOptions::fabric_labels). The set merges their expositions
+// prefix, and a plane of a multi-plane HCA its plane number
+// (PollerOptions::fabric_labels). The set merges their expositions
 // into one, each family once (MergeExpositions), which /metrics and the
 // probes read; the JSON routes answer for one fabric at a time, the one
-// `?fabric=SUBNET_PREFIX` names (exporter/http_routes.h). Nothing is ever
+// `?fabric=` names (FabricView::name; exporter/http_routes.h). Nothing is ever
 // merged across fabrics but the text: the same GUIDs on two fabrics stay
 // two nodes, told apart by the label.
 
@@ -21,10 +22,13 @@ namespace ibfabric::exporter {
 
 // One fabric as the HTTP routes see it. The holder is borrowed.
 struct FabricView {
-  std::string subnet_prefix;  // "0xfe80000000000002": its label value and ?fabric= name
+  std::string subnet_prefix;  // "0xfe80000000000002": its label value
   std::string ca;             // the local port it is read from
   int port = 0;
   const SnapshotHolder* holder = nullptr;
+  int plane = 0;  // a multi-plane HCA's plane (its label value); 0: none
+  // Its ?fabric= name: the subnet prefix, "/planeN" after it for a plane.
+  std::string name() const { return plane == 0 ? subnet_prefix : subnet_prefix + "/plane" + std::to_string(plane); }
 };
 
 // The families of several expositions (text format 0.0.4), each once, with

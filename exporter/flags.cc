@@ -109,8 +109,8 @@ const std::map<std::string, Flag>& Flags() {
           "FILE", Path(&Config::web_config)}},
         {"ib.ca",
          {"InfiniBand device to use (default: one active port per fabric, each fabric labelled subnet_prefix when "
-          "there are several). On a multi-plane HCA either the device or its SMI sub-device: SMPs leave from the "
-          "one with QP0, GMPs from the other.",
+          "there are several). On a multi-plane HCA either the device (every plane, each labelled plane) or a port "
+          "of its SMI sub-device (that plane): SMPs leave from the one with QP0, GMPs from the other.",
           "NAME", Path(&Config::ca_name)}},
         {"ib.port",
          {"Port of the device to use (default: its first active port).", "N",

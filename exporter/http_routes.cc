@@ -401,9 +401,12 @@ void HttpRoutes::InstallApi(httplib::Server& server) {
   server.Get("/api/v1/fabrics", [this](const httplib::Request& req, httplib::Response& res) {
     if (!req.params.empty()) return JsonError(res, 400, "/api/v1/fabrics takes no parameters");
     nlohmann::json list = nlohmann::json::array();
-    const auto add = [&list](const collectors::Snapshot& s, const std::string& subnet_prefix) {
+    const auto add = [&list](const collectors::Snapshot& s, const std::string& name, const std::string& subnet_prefix,
+                             int plane) {
       const collectors::LocalPortSummary& l = s.local;
-      list.push_back({{"subnet_prefix", subnet_prefix},
+      list.push_back({{"name", name},
+                      {"subnet_prefix", subnet_prefix},
+                      {"plane", plane},
                       {"ca", l.ca},
                       {"port", l.port},
                       {"smi_ca", l.smi_ca},
@@ -413,10 +416,11 @@ void HttpRoutes::InstallApi(httplib::Server& server) {
     };
     if (options_.fabrics.empty()) {
       const auto snap = holder_.Get();
-      add(*snap, topology::FormatGuid(snap->local.subnet_prefix));
+      const std::string prefix = topology::FormatGuid(snap->local.subnet_prefix);
+      add(*snap, prefix, prefix, 0);
     }
     for (const FabricView& v : options_.fabrics) {
-      if (auto snap = v.holder->Get()) add(*snap, v.subnet_prefix);
+      if (auto snap = v.holder->Get()) add(*snap, v.name(), v.subnet_prefix, v.plane);
     }
     Json(res, {{"fabrics", list}});
   });
@@ -432,18 +436,18 @@ std::shared_ptr<const collectors::Snapshot> HttpRoutes::Snap(const httplib::Requ
     }
     view = nullptr;
     for (const FabricView& v : options_.fabrics) {
-      if (v.subnet_prefix == it->second) view = &v;
+      if (v.name() == it->second) view = &v;
     }
     if (view == nullptr) {
       std::string names;
-      for (const FabricView& v : options_.fabrics) names += (names.empty() ? "" : ", ") + v.subnet_prefix;
+      for (const FabricView& v : options_.fabrics) names += (names.empty() ? "" : ", ") + v.name();
       JsonError(res, 404, "no fabric '" + config::Excerpt(it->second, 80) + "' here; there are " + names);
       return nullptr;
     }
     const_cast<httplib::Request&>(req).params.erase("fabric");
   }
   auto snap = view->holder->Get();
-  if (!snap) JsonError(res, 503, "fabric " + view->subnet_prefix + " has not been read yet");
+  if (!snap) JsonError(res, 503, "fabric " + view->name() + " has not been read yet");
   return snap;
 }
 

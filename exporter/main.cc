@@ -187,9 +187,10 @@ int Serve(const Config& cfg, const WebConfig& web, const SnapshotHolder& holder,
 std::string PKeyWarning(std::uint16_t pkey);
 
 // The local HCA ports the MADs leave from: the one --ib.ca and --ib.port
-// name, else one per fabric (transport::ChooseFabrics; the ports left out
-// are logged), only the first for --check and --doctor. A port that does
-// not open is an error line and the others go on; none: false with *error.
+// name, else one per fabric, each plane of a multi-plane HCA a fabric of
+// its own (UmadPort::Select; what is left out is logged), only the first
+// for --check and --doctor. A port that does not open is an error line and
+// the others go on; none: false with *error.
 bool OpenPorts(const Config& cfg, collectors::Logger& log, std::vector<std::unique_ptr<transport::UmadPort>>* out,
                std::string* error) {
   transport::UmadPortOptions o;
@@ -201,20 +202,10 @@ bool OpenPorts(const Config& cfg, collectors::Logger& log, std::vector<std::uniq
   o.kernel_timeout_ms = static_cast<int>(cfg.mad_timeout_max.count());
   o.on_pkey_move = [&log](const std::string& line) { log.Warn(line, ""); };
   o.pkey_recheck = cfg.pkey_recheck;
-  if (!cfg.ca_name.empty() || cfg.ca_port != 0) {
-    auto port = transport::UmadPort::Open(o, error);
-    if (port) out->push_back(std::move(port));
-    return !out->empty();
-  }
-  const std::vector<transport::UmadDevicePort> all = transport::UmadPort::List(error);
-  if (all.empty()) return false;
   std::vector<std::string> notes;
-  const std::vector<transport::ManagementPorts> fabrics = transport::ChooseFabrics(all, &notes);
+  const std::vector<transport::ManagementPorts> fabrics = transport::UmadPort::Select(o, &notes, error);
   for (const std::string& note : notes) log.Warn(note, "");
-  if (fabrics.empty()) {
-    *error = "no active InfiniBand port found";
-    return false;
-  }
+  if (fabrics.empty()) return false;
   std::vector<std::string> failures;
   for (const transport::ManagementPorts& f : fabrics) {
     auto port = transport::UmadPort::Open(f, o, error);
@@ -254,18 +245,10 @@ void LogOpened(const transport::UmadPort& port, collectors::Logger& log) {
   log.Info("opened InfiniBand port",
            "ca=" + local.ca_name + " port=" + std::to_string(local.port) +
                (local.split() ? " smi_ca=" + local.smi_ca_name + " smi_port=" + std::to_string(local.smi_port) : "") +
-               " lid=" + std::to_string(local.lid) + " state=" + std::to_string(local.state) +
-               " subnet_prefix=" + topology::FormatGuid(local.subnet_prefix) +
+               (local.plane != 0 ? " plane=" + std::to_string(local.plane) : "") + " lid=" + std::to_string(local.lid) +
+               " state=" + std::to_string(local.state) + " subnet_prefix=" + topology::FormatGuid(local.subnet_prefix) +
                " pkey_index=" + std::to_string(local.pkey_index) + " pkey=" + transport::FormatPKey(local.pkey));
   for (const transport::AgentProblem& p : port.problems()) log.Error(p.line, "");
-  if (!local.unread_planes.empty()) {
-    std::string planes;
-    for (const std::string& p : local.unread_planes) planes += (planes.empty() ? "" : ", ") + p;
-    log.Warn("SMPs leave from " + local.smi_ca_name + " port " + std::to_string(local.smi_port) +
-                 " only: further SMI ports share this port's GUID (a multi-plane HCA's other planes) and their "
-                 "fabrics are not walked; read one with --ib.ca=SMI_DEVICE --ib.port=N",
-             "planes=\"" + planes + "\"");
-  }
   if (local.pkey != 0 && local.pkey != 0xffff)
     log.Warn(PKeyWarning(local.pkey), "pkey=" + transport::FormatPKey(local.pkey));
 }
@@ -376,8 +359,13 @@ int Main(int argc, char** argv) {
     Pipeline p;
     transport::EngineOptions engine_options = EngineOptionsFrom(cfg, files);
     // An M_Key is one fabric's secret: with several it goes to the first
-    // only, never to the SMAs of another.
-    if (!pipelines.empty() && engine_options.m_key != 0) {
+    // only (and the other planes of its HCA, under the same subnet
+    // prefix), never to the SMAs of another.
+    const transport::LocalPortInfo& l = port->local();
+    const bool first_fabric =
+        pipelines.empty() || (l.plane != 0 && l.ca_name == pipelines.front().port->local().ca_name &&
+                              l.subnet_prefix == pipelines.front().port->local().subnet_prefix);
+    if (!first_fabric && engine_options.m_key != 0) {
       engine_options.m_key = 0;
       log.Warn(
           "the M_Key given is used on the first fabric only; read another M_Key-protected fabric with an "
@@ -413,14 +401,15 @@ int Main(int argc, char** argv) {
     p.holder = std::make_unique<SnapshotHolder>(several ? std::function<void()>([&set] { set->Combine(); })
                                                         : std::function<void()>());
     const auto& local = p.port->local();
-    views.push_back({topology::FormatGuid(local.subnet_prefix), local.ca_name, local.port, p.holder.get()});
+    views.push_back(
+        {topology::FormatGuid(local.subnet_prefix), local.ca_name, local.port, p.holder.get(), local.plane});
   }
   if (several) {
     set = std::make_unique<FabricSet>(views);
     std::string names;
     for (const FabricView& v : views)
-      names += (names.empty() ? "" : " ") + v.subnet_prefix + "=" + v.ca + "/" + std::to_string(v.port);
-    log.Info("reading several fabrics, each labelled by subnet_prefix", "fabrics=\"" + names + "\"");
+      names += (names.empty() ? "" : " ") + v.name() + "=" + v.ca + "/" + std::to_string(v.port);
+    log.Info("reading several fabrics, each labelled by subnet_prefix (and plane)", "fabrics=\"" + names + "\"");
     if (files.plan || files.partition_plan)
       log.Info("--topology.plan and --partitions.plan are checked against the first fabric",
                "subnet_prefix=" + views.front().subnet_prefix);
@@ -445,7 +434,10 @@ int Main(int argc, char** argv) {
                                    local.smi_port, local.subnet_prefix, {}};
     for (const transport::AgentProblem& problem : p.port->problems())
       poller_options.fabric.local.agents_missing.push_back(transport::AgentName(problem.mgmt_class));
-    if (several) poller_options.fabric_labels = {{"subnet_prefix", views[i].subnet_prefix}};
+    if (several) {
+      poller_options.fabric_labels = {{"subnet_prefix", views[i].subnet_prefix}};
+      if (views[i].plane != 0) poller_options.fabric_labels.emplace_back("plane", std::to_string(views[i].plane));
+    }
     poller_options.collectors.emplace();
     // The names were checked by the flags; the registry's run order is
     // checked here (a collector must run after those whose parts it reads).
@@ -461,8 +453,10 @@ int Main(int argc, char** argv) {
     poller_options.http = i == 0 ? &http_stats : nullptr;  // the endpoint's errors once
     collectors::Logger* pipeline_log = &log;
     if (several) {
-      p.log = std::make_unique<collectors::Logger>(collectors::Logger::LevelFrom(cfg.log_level),
-                                                   "subnet_prefix=" + views[i].subnet_prefix);
+      p.log = std::make_unique<collectors::Logger>(
+          collectors::Logger::LevelFrom(cfg.log_level),
+          "subnet_prefix=" + views[i].subnet_prefix +
+              (views[i].plane != 0 ? " plane=" + std::to_string(views[i].plane) : ""));
       pipeline_log = p.log.get();
     }
     p.poller = std::make_unique<Poller>(*p.engine, std::move(poller_options), *p.holder, *pipeline_log,

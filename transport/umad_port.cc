@@ -123,24 +123,42 @@ const char* AgentName(MgmtClass c) {
 }
 
 ManagementPorts PairManagementPorts(const std::vector<UmadDevicePort>& all, const UmadDevicePort& chosen) {
-  ManagementPorts out{chosen, chosen, {}};
+  ManagementPorts out{chosen, chosen, {}, 0};
   if (chosen.port_guid == 0) return out;
   for (const auto& p : all) {
-    if (p.port_guid != chosen.port_guid || (p.ca == chosen.ca && p.port == chosen.port)) continue;
+    if (p.port_guid != chosen.port_guid) continue;
     if (chosen.sm_disabled && !p.sm_disabled) {
       // chosen is the parent: QP0 is on its SMI sub-device (the first
       // port; a multi-plane one has one per plane).
-      if (out.smi.ca == chosen.ca && out.smi.port == chosen.port) {
-        out.smi = p;
-      } else {
-        out.more_smi.push_back(p);
-      }
+      if (out.planes.empty()) out.smi = p;
+      out.planes.push_back(p);
+    } else if (!chosen.sm_disabled && p.sm_disabled) {
+      out.gsi = p;  // chosen is an SMI port: GMPs leave from its parent
+    } else if (!chosen.sm_disabled && !p.sm_disabled && p.ca == chosen.ca) {
+      out.planes.push_back(p);  // chosen among the SMI sub-device's ports
+    }
+  }
+  if (!out.split() || out.planes.size() < 2) {
+    out.planes.clear();
+  } else {
+    out.plane = out.smi.port;
+  }
+  return out;
+}
+
+std::vector<ManagementPorts> EachPlane(const ManagementPorts& pair, std::vector<std::string>* notes) {
+  if (pair.planes.size() < 2) return {pair};
+  std::vector<ManagementPorts> out;
+  for (const UmadDevicePort& p : pair.planes) {
+    if (p.state != kActive) {
+      notes->push_back("plane " + std::to_string(p.port) + " of " + pair.gsi.ca + " (" + p.ca + " port " +
+                       std::to_string(p.port) + ") is not Active (state " + std::to_string(p.state) + "): not read");
       continue;
     }
-    if (!chosen.sm_disabled && p.sm_disabled) {
-      out.gsi = p;  // chosen is the SMI sub-device: GMPs leave from its parent
-      return out;
-    }
+    ManagementPorts one = pair;
+    one.smi = p;
+    one.plane = p.port;
+    out.push_back(one);
   }
   return out;
 }
@@ -162,7 +180,7 @@ std::vector<ManagementPorts> ChooseFabrics(const std::vector<UmadDevicePort>& al
       if (c.gsi.subnet_prefix == p.subnet_prefix) same = &c;
     }
     if (same == nullptr) {
-      out.push_back(pair);
+      for (ManagementPorts& plane : EachPlane(pair, notes)) out.push_back(std::move(plane));
     } else if (same->gsi.sm_lid == p.sm_lid) {
       notes->push_back(where(p) + " is taken for the fabric of " + where(same->gsi) + " (the same subnet prefix " +
                        prefix(p.subnet_prefix) + " and SM LID " + std::to_string(p.sm_lid) +
@@ -236,6 +254,29 @@ std::vector<UmadDevicePort> UmadPort::List(std::string* error) {
   return all;
 }
 
+std::vector<ManagementPorts> UmadPort::Select(const UmadPortOptions& options, std::vector<std::string>* notes,
+                                              std::string* error) {
+  if (options.ca_name.empty() && options.port == 0) {
+    const std::vector<UmadDevicePort> all = List(error);
+    if (all.empty()) return {};
+    std::vector<ManagementPorts> out = ChooseFabrics(all, notes);
+    if (out.empty()) *error = "no active InfiniBand port found";
+    return out;
+  }
+  if (umad_init() < 0) {
+    *error = "umad_init failed: " + std::string(std::strerror(errno));
+    return {};
+  }
+  UmadDevicePort chosen;
+  std::vector<UmadDevicePort> all;
+  if (!Choose(options, &chosen, &all, error)) return {};
+  const ManagementPorts pair = PairManagementPorts(all, chosen);
+  if (chosen.ca != pair.gsi.ca || chosen.port != pair.gsi.port) return {pair};  // one plane, named
+  std::vector<ManagementPorts> out = EachPlane(pair, notes);
+  if (out.empty()) *error = "no plane of " + chosen.ca + " port " + std::to_string(chosen.port) + " is Active";
+  return out;
+}
+
 std::unique_ptr<UmadPort> UmadPort::Open(const UmadPortOptions& options, std::string* error) {
   if (umad_init() < 0) {
     *error = "umad_init failed: " + std::string(std::strerror(errno));
@@ -255,8 +296,8 @@ std::unique_ptr<UmadPort> UmadPort::Open(const ManagementPorts& ports, const Uma
   port->kernel_timeout_ms_ = options.kernel_timeout_ms;
   port->local_.smi_ca_name = ports.smi.ca;
   port->local_.smi_port = ports.smi.port;
-  for (const UmadDevicePort& p : ports.more_smi)
-    port->local_.unread_planes.push_back(p.ca + " port " + std::to_string(p.port));
+  port->local_.plane = ports.plane;
+  port->local_.planes = static_cast<int>(ports.planes.size());
   umad_port_t info{};
   if (umad_get_port(c.ca.c_str(), c.port, &info) == 0) {
     port->local_.ca_name = info.ca_name;
@@ -271,6 +312,16 @@ std::unique_ptr<UmadPort> UmadPort::Open(const ManagementPorts& ports, const Uma
   } else {
     port->local_.ca_name = c.ca;
     port->local_.port = c.port;
+  }
+  umad_port_t plane{};
+  if (ports.plane != 0 && umad_get_port(ports.smi.ca.c_str(), ports.smi.port, &plane) == 0) {
+    // A plane's LID, SM and state are its own port's (the parent's is
+    // the planes' aggregate).
+    port->local_.lid = static_cast<std::uint16_t>(plane.base_lid);
+    port->local_.sm_lid = static_cast<std::uint16_t>(plane.sm_lid);
+    port->local_.state = plane.state;
+    if (plane.gid_prefix != 0) port->local_.subnet_prefix = be64toh(plane.gid_prefix);
+    umad_release_port(&plane);
   }
   umad_ca_t ca_info{};
   if (umad_get_ca(c.ca.c_str(), &ca_info) == 0) {

@@ -32,9 +32,11 @@ struct LocalPortInfo {
   std::vector<std::uint16_t> pkeys;  // its P_Key table (empty: unknown)
   int pkey_index = 0;                // the index GMPs leave on
   std::uint16_t pkey = 0;            // the entry there (0: unknown)
-  // SMI ports of further planes sharing the port's GUID, not walked
-  // ("smi1 port 2"; ManagementPorts::more_smi).
-  std::vector<std::string> unread_planes;
+  // A multi-plane HCA: the plane SMPs leave from (its SMI port's number)
+  // and how many planes the HCA has; 0 and 0 otherwise. Each plane is
+  // read as a fabric of its own (ManagementPorts::plane).
+  int plane = 0;
+  int planes = 0;
   // Whether SMPs leave from another device or port than GMPs.
   bool split() const { return !smi_ca_name.empty() && (smi_ca_name != ca_name || smi_port != port); }
 };
@@ -80,23 +82,33 @@ struct UmadDevicePort {
 struct ManagementPorts {
   UmadDevicePort smi;
   UmadDevicePort gsi;
-  // Further ports without IsSMDisabled sharing the GUID (an SMI sub-device
-  // with a port per plane of a multi-plane HCA): not walked by this version.
-  std::vector<UmadDevicePort> more_smi;
+  // A multi-plane HCA's SMI ports (an SMI sub-device with a port per
+  // plane, each sharing the parent's port GUID), `smi` among them; empty
+  // where the HCA has one. `plane` is the number of the one `smi` is.
+  std::vector<UmadDevicePort> planes;
+  int plane = 0;
   bool split() const { return smi.ca != gsi.ca || smi.port != gsi.port; }
 };
+// `chosen` the parent: `smi` is its first SMI port; `chosen` an SMI port:
+// that one, its plane.
 ManagementPorts PairManagementPorts(const std::vector<UmadDevicePort>& all, const UmadDevicePort& chosen);
 
+// Each plane of a multi-plane HCA is a fabric of its own (its own
+// switches; the HCA's plane ports share one port GUID, so one walk over
+// all of them would take them for one node): one pair per plane, SMPs from
+// that plane's SMI port and GMPs from the parent (the only QP1: the
+// firmware takes a GMP to the plane of its destination). A plane whose
+// port is not Active is left out with a line in `notes`. A pair of an HCA
+// with one plane comes back as it is.
+std::vector<ManagementPorts> EachPlane(const ManagementPorts& pair, std::vector<std::string>* notes);
+
 // The local ports to read when no flag names one: one Active port per
-// fabric. Ports with the same subnet prefix and MasterSMLID are taken for
-// one fabric, read once, from the first; a port whose fabric has the
-// subnet prefix of one already chosen but another SM cannot be told apart
-// from it in the metrics (they are labelled by subnet prefix) and is left
-// out; so is an SMI sub-device's port (read with its parent's), and a port
-// whose link layer is Ethernet (RoCE). Same prefix and SM LID is what can
-// be told without a MAD: two fabrics that both keep opensm's default
-// prefix and put their SM at one LID are taken for one. `notes`
-// gets one line per port left out, saying why. Empty: none Active.
+// fabric, and each plane of a multi-plane HCA (EachPlane). Ports with the same subnet prefix and MasterSMLID are taken
+// for one fabric, read once, from the first; a port whose fabric has the subnet prefix of one already chosen but
+// another SM cannot be told apart from it in the metrics (they are labelled by subnet prefix) and is left out; so is an
+// SMI sub-device's port (read with its parent's), and a port whose link layer is Ethernet (RoCE). Same prefix and SM
+// LID is what can be told without a MAD: two fabrics that both keep opensm's default prefix and put their SM at one LID
+// are taken for one. `notes` gets one line per port left out, saying why. Empty: none Active.
 std::vector<ManagementPorts> ChooseFabrics(const std::vector<UmadDevicePort>& all, std::vector<std::string>* notes);
 
 // An agent that could not register: its class ("smp_lid", "smp_directed",
@@ -128,6 +140,11 @@ class UmadPort final : public MadPort {
   // Every port of every device libibumad lists; empty with *error when
   // none (or libibumad cannot start).
   static std::vector<UmadDevicePort> List(std::string* error);
+  // The pairs to open: the port `options` names (each plane of it where
+  // it is a multi-plane HCA's parent, the one plane where it is an SMI
+  // port), else ChooseFabrics' (its lines in `notes`). Empty with *error.
+  static std::vector<ManagementPorts> Select(const UmadPortOptions& options, std::vector<std::string>* notes,
+                                             std::string* error);
   // Opens the pair `ports` (as PairManagementPorts or ChooseFabrics gave
   // them) with `options`' P_Key index and timeout, or returns nullptr and a
   // one-line reason in *error.

@@ -1075,13 +1075,13 @@ if (FABRIC) {
 get("api/v1/fabrics").then((f) => {
   if (!f.fabrics || f.fabrics.length < 2) return;
   const nav = document.getElementById("fabrics");
-  const shown = FABRIC || f.fabrics[0].subnet_prefix;
+  const shown = FABRIC || f.fabrics[0].name;
   nav.append("Fabrics: ");
   f.fabrics.forEach((x, i) => {
-    const label = x.subnet_prefix + " (" + x.ca + " port " + x.port + ", " + x.nodes + " nodes)";
+    const label = x.name + " (" + x.ca + " port " + x.port + ", " + x.nodes + " nodes)";
     if (i > 0) nav.append(" · ");
-    nav.append(x.subnet_prefix === shown ? el("strong", { text: label })
-      : el("a", { href: "?fabric=" + encodeURIComponent(x.subnet_prefix), text: label }));
+    nav.append(x.name === shown ? el("strong", { text: label })
+      : el("a", { href: "?fabric=" + encodeURIComponent(x.name), text: label }));
   });
   nav.hidden = false;
 }).catch(() => {});

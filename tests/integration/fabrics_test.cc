@@ -140,6 +140,8 @@ TEST_F(TwoFabricsTest, TheExporterReadsBothAsTwoFabricsNeverOne) {
   ASSERT_EQ(fabrics["fabrics"].size(), 2u) << fabrics.dump();
   EXPECT_EQ(fabrics["fabrics"][0]["subnet_prefix"], kPrefixA);
   EXPECT_EQ(fabrics["fabrics"][1]["subnet_prefix"], kPrefixB);
+  EXPECT_EQ(fabrics["fabrics"][1]["name"], kPrefixB);  // no plane: the prefix names it
+  EXPECT_EQ(fabrics["fabrics"][1]["plane"], 0);
   EXPECT_EQ(fabrics["fabrics"][1]["ca"], "mlx5_1");
   EXPECT_EQ(fabrics["fabrics"][1]["nodes"], 4);
   // cn0002 has one GUID on both fabrics (ibsim numbers nodes alike): the

@@ -262,11 +262,6 @@ class Personalities {
     }
     return std::nullopt;
   }
-  bool Ready(int fd) {
-    std::lock_guard<std::mutex> lock(mu_);
-    return std::any_of(answers_.begin(), answers_.end(), [fd](const Synthesized& s) { return s.fd == fd; });
-  }
-
   // An answer from ibsim: rewritten as its node's model would have it.
   // True when it is this preload's own (a companion's), for no client.
   bool OnReceive(ib_user_mad* u) {
@@ -633,11 +628,5 @@ int umad_recv(int fd, void* umad, int* length, int timeout_ms) {
     *length = room;
   }
 }
-
-// Whether an answer of this preload's waits for umad_recv on `fd`: what a
-// client polling several descriptors must learn (tests/tools/split_smi.cc
-// asks, as umad2sim's poll() knows only of ibsim's answers).
-int hw_personality_ready(int fd);
-int hw_personality_ready(int fd) { return Personalities::Get().Ready(fd) ? 1 : 0; }
 
 }  // extern "C"

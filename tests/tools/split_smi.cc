@@ -11,10 +11,11 @@
 // plane, all with the parent's port GUID (as one capture of an XDR host
 // lists smi1 ports 1-4: rdmamap pull request 17); each is ibsim0's port.
 //
-// It goes first, before umad2sim, for poll(): umad2sim's waits on the first
-// umad descriptor of a set only, and a client of two devices polls both
-// (this one waits on each in turn, 1 ms at a time, as the kernel would
-// wake it for either). What it models, where MADs cross libibumad:
+// It goes first, before umad2sim, for poll() and umad_recv(): umad2sim's
+// poll waits on the first umad descriptor of a set only, and a client of
+// two devices polls both (this one looks at each in turn, 1 ms at a time,
+// as the kernel would wake it for either). What it models, where MADs
+// cross libibumad:
 // - umad_get_cas_names lists SPLIT_SMI_GSI and then SPLIT_SMI_SMI in place
 //   of umad2sim's ibsim0 (SPLIT_SMI_SMI empty: no sub-device was created);
 // - umad_get_ca / umad_get_port of either name are ibsim0's renamed, the
@@ -25,10 +26,20 @@
 //   agent for a QP the device lacks (ib_register_mad_agent:
 //   EPROTONOSUPPORT), which libibumad 44 returns as -EPERM;
 // - umad_send through an agent not registered on that device's descriptor
-//   fails (EINVAL, as the kernel's write does for an unknown agent).
-// Answers the hardware personalities (hw_personality.cc) make up are polled
-// through that preload's hw_personality_ready(). A test tool: process-wide
-// state, one lock.
+//   fails (EINVAL, as the kernel's write does for an unknown agent);
+// - a second agent of one class asking for unsolicited methods (the SA's
+//   Reports) on the parent is refused, as the kernel allows one receiver
+//   of a method per class on a port;
+// - each answer reaches the descriptor whose agent sent the request, as
+//   the kernel routes it by the agent in the TID: umad2sim hands every
+//   answer of a class to the descriptor that registered that class last,
+//   which is wrong as soon as two descriptors (an exporter reading every
+//   plane: one pair per plane) register one class. Answers are read here
+//   from every open descriptor (umad_recv, timeout 0) and held for the
+//   one whose agent they name; poll() and umad_recv() look there.
+// The answers the hardware personalities (hw_personality.cc, preloaded
+// after umad2sim) make up come through the same umad_recv. A test tool:
+// process-wide state, two locks (the pump's, then the state's).
 
 #include <dlfcn.h>
 #include <endian.h>
@@ -42,10 +53,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <set>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -63,8 +76,17 @@ struct Split {
   std::string gsi, smi;
   int planes = 1;  // the sub-device's ports
   std::mutex mu;
-  std::map<int, Role> fds;              // open umad ports -> which device
-  std::map<int, std::set<int>> agents;  // open umad ports -> the agents registered on them
+  std::map<int, Role> fds;                     // open umad ports -> which device
+  std::map<int, std::set<int>> agents;         // open umad ports -> the agents registered on them
+  std::map<int, std::pair<int, int>> reports;  // class -> (fd, agent) taking its unsolicited methods
+  // Answers read, held for the descriptor whose agent they name: the
+  // ib_user_mad header and the MAD, and the MAD's length.
+  struct Held {
+    std::vector<std::uint8_t> bytes;
+    int length = 0;
+  };
+  std::map<int, std::deque<Held>> held;
+  std::mutex pump_mu;  // one reader of the descriptors at a time
 
   static Split& Get() {
     static Split s;
@@ -90,6 +112,21 @@ struct Split {
     auto it = fds.find(fd);
     return it == fds.end() ? Role::kNone : it->second;
   }
+  // The descriptor agent `agent` is registered on; `fallback` if none.
+  int OwnerOf(int agent, int fallback) {
+    for (const auto& [fd, ids] : agents) {
+      if (ids.count(agent) != 0) return fd;
+    }
+    return fallback;
+  }
+  // Reads every answer waiting on any open descriptor and holds it for
+  // its agent's. The next umad_recv is hw_personality's where preloaded
+  // (its own answers first), else libibumad's reading umad2sim's queues.
+  void Pump();
+  // Takes the first answer held for `fd` into `umad` (room: *length
+  // bytes of MAD): the agent id; -ENOSPC with *length set when it does
+  // not fit (it stays); -EWOULDBLOCK when none.
+  int TakeHeld(int fd, void* umad, int* length);
 };
 
 void Rename(char* field, const std::string& name) {
@@ -108,6 +145,67 @@ std::int64_t NowMs() {
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return static_cast<std::int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1'000'000;
+}
+
+using RecvFn = int (*)(int, void*, int*, int);
+RecvFn NextRecv() {
+  static const RecvFn next = Next<RecvFn>("umad_recv");
+  return next;
+}
+using PollFn = int (*)(struct pollfd*, nfds_t, int);
+PollFn NextPoll() {
+  static const PollFn next = Next<PollFn>("poll");
+  return next;
+}
+
+int AgentOf(const std::uint8_t* umad) { return static_cast<int>(reinterpret_cast<const ib_user_mad*>(umad)->agent_id); }
+
+void Split::Pump() {
+  std::lock_guard pump(pump_mu);
+  std::vector<int> open;
+  {
+    std::lock_guard lock(mu);
+    for (const auto& [fd, role] : fds) open.push_back(fd);
+  }
+  constexpr int kMad = 256;
+  for (const int fd : open) {
+    while (true) {
+      Held h;
+      h.bytes.resize(umad_size() + kMad);
+      int length = kMad;
+      int rc = NextRecv()(fd, h.bytes.data(), &length, 0);
+      if (rc == -ENOSPC && length > kMad) {
+        h.bytes.resize(umad_size() + static_cast<std::size_t>(length));
+        rc = NextRecv()(fd, h.bytes.data(), &length, 0);
+      }
+      if (rc < 0) break;
+      h.length = length;
+      std::lock_guard lock(mu);
+      held[OwnerOf(AgentOf(h.bytes.data()), fd)].push_back(std::move(h));
+    }
+  }
+}
+
+int Split::TakeHeld(int fd, void* umad, int* length) {
+  std::lock_guard lock(mu);
+  auto it = held.find(fd);
+  if (it == held.end() || it->second.empty()) return -EWOULDBLOCK;
+  Held& h = it->second.front();
+  if (*length < h.length) {
+    *length = h.length;
+    return -ENOSPC;
+  }
+  std::memcpy(umad, h.bytes.data(), umad_size() + static_cast<std::size_t>(h.length));
+  *length = h.length;
+  const int agent = AgentOf(h.bytes.data());
+  it->second.pop_front();
+  return agent;
+}
+
+// Sleeps up to 1 ms, less where umad2sim has something for `fd`.
+void WaitAMoment(int fd) {
+  pollfd one{fd, POLLIN, 0};
+  NextPoll()(&one, 1, 1);
 }
 
 }  // namespace
@@ -200,8 +298,26 @@ int umad_close_port(int fd) {
     std::lock_guard lock(s.mu);
     s.fds.erase(fd);
     s.agents.erase(fd);
+    s.held.erase(fd);
+    for (auto it = s.reports.begin(); it != s.reports.end();) {
+      it = it->second.first == fd ? s.reports.erase(it) : std::next(it);
+    }
   }
   return next(fd);
+}
+
+int umad_unregister(int fd, int agentid) {
+  using Fn = int (*)(int, int);
+  static const Fn next = Next<Fn>("umad_unregister");
+  Split& s = Split::Get();
+  {
+    std::lock_guard lock(s.mu);
+    if (auto it = s.agents.find(fd); it != s.agents.end()) it->second.erase(agentid);
+    for (auto it = s.reports.begin(); it != s.reports.end();) {
+      it = it->second == std::pair{fd, agentid} ? s.reports.erase(it) : std::next(it);
+    }
+  }
+  return next(fd, agentid);
 }
 
 int umad_register(int fd, int mgmt_class, int mgmt_version, uint8_t rmpp_version, long method_mask[]) {
@@ -213,10 +329,20 @@ int umad_register(int fd, int mgmt_class, int mgmt_version, uint8_t rmpp_version
     errno = EPROTONOSUPPORT;
     return -EPERM;
   }
+  bool unsolicited = false;  // a receiver of requests the SA sends unasked (Reports)
+  for (std::size_t i = 0; method_mask != nullptr && i < 16 / sizeof(long); ++i) unsolicited |= method_mask[i] != 0;
+  if (role != Role::kNone && unsolicited) {
+    std::lock_guard lock(s.mu);
+    if (s.reports.count(mgmt_class) != 0) {
+      errno = EINVAL;  // ib_register_mad_agent: method already in use
+      return -EPERM;
+    }
+  }
   const int agent = next(fd, mgmt_class, mgmt_version, rmpp_version, method_mask);
   if (agent >= 0 && role != Role::kNone) {
     std::lock_guard lock(s.mu);
     s.agents[fd].insert(agent);
+    if (unsolicited) s.reports[mgmt_class] = {fd, agent};
   }
   return agent;
 }
@@ -235,36 +361,45 @@ int umad_send(int fd, int agentid, void* umad, int length, int timeout_ms, int r
   return next(fd, agentid, umad, length, timeout_ms, retries);
 }
 
-int poll(struct pollfd* fds, nfds_t nfds, int timeout) {
-  using Fn = int (*)(struct pollfd*, nfds_t, int);
-  static const Fn next = Next<Fn>("poll");
+int umad_recv(int fd, void* umad, int* length, int timeout_ms) {
   Split& s = Split::Get();
-  bool ours = nfds >= 2;
+  if (s.RoleOfFd(fd) == Role::kNone) return NextRecv()(fd, umad, length, timeout_ms);
+  const std::int64_t deadline = timeout_ms < 0 ? -1 : NowMs() + timeout_ms;
+  while (true) {
+    s.Pump();
+    const int rc = s.TakeHeld(fd, umad, length);
+    if (rc != -EWOULDBLOCK) return rc;
+    const std::int64_t left = deadline < 0 ? 1 : deadline - NowMs();
+    if (left <= 0) {
+      // As libibumad says it: nothing to read, or nothing came in time.
+      errno = timeout_ms == 0 ? EWOULDBLOCK : ETIMEDOUT;
+      return -errno;
+    }
+    WaitAMoment(fd);
+  }
+}
+
+int poll(struct pollfd* fds, nfds_t nfds, int timeout) {
+  Split& s = Split::Get();
+  bool ours = nfds >= 1;
   for (nfds_t i = 0; ours && i < nfds; ++i) ours = s.RoleOfFd(fds[i].fd) != Role::kNone;
-  if (!ours) return next(fds, nfds, timeout);
-  // Answers the hardware personalities made up themselves never reach
-  // umad2sim's queues: that preload says where they wait.
-  using Ready = int (*)(int);
-  static const Ready answered = reinterpret_cast<Ready>(dlsym(RTLD_DEFAULT, "hw_personality_ready"));
+  if (!ours) return NextPoll()(fds, nfds, timeout);
   const std::int64_t deadline = timeout < 0 ? -1 : NowMs() + timeout;
   for (nfds_t turn = 0;; ++turn) {
+    s.Pump();
     int ready = 0;
-    for (nfds_t i = 0; i < nfds; ++i) {
-      pollfd one = fds[i];
-      one.revents = 0;
-      if (answered != nullptr && answered(one.fd) != 0) {
-        one.revents = POLLIN;
-      } else {
-        next(&one, 1, 0);
+    {
+      std::lock_guard lock(s.mu);
+      for (nfds_t i = 0; i < nfds; ++i) {
+        const auto it = s.held.find(fds[i].fd);
+        fds[i].revents = it != s.held.end() && !it->second.empty() ? POLLIN : 0;
+        if (fds[i].revents != 0) ++ready;
       }
-      if (one.revents != 0) ++ready;
-      fds[i].revents = one.revents;
     }
     if (ready > 0) return ready;
     const std::int64_t left = deadline < 0 ? 1 : deadline - NowMs();
     if (left <= 0) return 0;
-    pollfd wait = fds[turn % nfds];
-    next(&wait, 1, static_cast<int>(std::min<std::int64_t>(left, 1)));
+    WaitAMoment(fds[turn % nfds].fd);
   }
 }
 

@@ -72,6 +72,26 @@ TEST(ChooseFabricsTest, AnSmiSubDeviceIsReadWithItsParent) {
   EXPECT_TRUE(transport::ChooseFabrics({{"mlx5_0", 1, 2, 0x10, false, kA, 0}}, &notes).empty());
 }
 
+// A multi-plane HCA: each plane a fabric of its own, though the planes
+// share the parent's subnet prefix and SM LID; another fabric beside it.
+TEST(ChooseFabricsTest, EachPlaneOfAMultiPlaneHcaIsAFabric) {
+  const std::vector<UmadDevicePort> all{{"mlx5_0", 1, 4, 0x10, true, kA, 1},
+                                        {"smi0", 1, 4, 0x10, false, kA, 1},
+                                        {"smi0", 2, 4, 0x10, false, kA, 1},
+                                        {"mlx5_1", 1, 4, 0x20, false, kB, 1}};
+  std::vector<std::string> notes;
+  const auto chosen = transport::ChooseFabrics(all, &notes);
+  ASSERT_EQ(chosen.size(), 3u);
+  EXPECT_EQ(chosen[0].plane, 1);
+  EXPECT_EQ(chosen[0].smi.port, 1);
+  EXPECT_EQ(chosen[1].plane, 2);
+  EXPECT_EQ(chosen[1].smi.port, 2);
+  EXPECT_EQ(chosen[1].gsi.ca, "mlx5_0");
+  EXPECT_EQ(chosen[2].gsi.ca, "mlx5_1");
+  EXPECT_EQ(chosen[2].plane, 0);
+  EXPECT_TRUE(notes.empty());
+}
+
 TEST(MergeExpositionsTest, EachFamilyOnceWithEveryPartsSeries) {
   const std::string a =
       "# HELP up Up\n# TYPE up gauge\nup{subnet_prefix=\"a\"} 1\n"

@@ -73,23 +73,48 @@ TEST(ManagementPortsTest, TheParentsSmpsLeaveFromItsSmiSubDevice) {
   EXPECT_EQ(from_smi.gsi.ca, "mlx5_0");
 }
 
-// A multi-plane HCA's SMI sub-device with a port per plane: SMPs leave
-// from the first, the others are said (more_smi); naming one of them
-// (--ib.ca=smi1 --ib.port=2) reads that plane, GMPs from the parent.
-TEST(ManagementPortsTest, FurtherPlanesAreNamedAndEachCanBeChosen) {
+// A multi-plane HCA's SMI sub-device with a port per plane: the pair of
+// the parent leaves from the first and knows them all; EachPlane makes a
+// pair of each (GMPs from the parent), a plane that is down left out with
+// a line; naming one (--ib.ca=smi1 --ib.port=2) is that plane.
+TEST(ManagementPortsTest, EachPlaneIsAPairOfItsOwn) {
   const std::vector<UmadDevicePort> all{{"mlx5_0", 1, 4, 0xa1, true},
                                         {"smi1", 1, 4, 0xa1, false},
                                         {"smi1", 2, 4, 0xa1, false},
-                                        {"smi1", 3, 4, 0xa1, false}};
+                                        {"smi1", 3, 1, 0xa1, false},
+                                        {"smi1", 4, 4, 0xa1, false}};
   const ManagementPorts p = PairManagementPorts(all, all[0]);
   EXPECT_EQ(p.smi.port, 1);
-  ASSERT_EQ(p.more_smi.size(), 2u);
-  EXPECT_EQ(p.more_smi[0].port, 2);
-  EXPECT_EQ(p.more_smi[1].port, 3);
+  EXPECT_EQ(p.plane, 1);
+  ASSERT_EQ(p.planes.size(), 4u);
+  std::vector<std::string> notes;
+  const std::vector<ManagementPorts> each = EachPlane(p, &notes);
+  ASSERT_EQ(each.size(), 3u);
+  for (std::size_t i = 0; i < each.size(); ++i) {
+    const int want = i < 2 ? static_cast<int>(i) + 1 : 4;
+    EXPECT_EQ(each[i].plane, want);
+    EXPECT_EQ(each[i].smi.ca, "smi1");
+    EXPECT_EQ(each[i].smi.port, want);
+    EXPECT_EQ(each[i].gsi.ca, "mlx5_0");
+    EXPECT_EQ(each[i].gsi.port, 1);
+  }
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_EQ(notes[0], "plane 3 of mlx5_0 (smi1 port 3) is not Active (state 1): not read");
+
   const ManagementPorts second = PairManagementPorts(all, all[2]);
   EXPECT_EQ(second.smi.port, 2);
+  EXPECT_EQ(second.plane, 2);
   EXPECT_EQ(second.gsi.ca, "mlx5_0");
-  EXPECT_TRUE(second.more_smi.empty());
+  // One SMI port: no planes, and EachPlane gives the pair back.
+  const auto single = MultiPlaneHost();
+  const ManagementPorts one = PairManagementPorts(single, single[0]);
+  EXPECT_EQ(one.plane, 0);
+  EXPECT_TRUE(one.planes.empty());
+  notes.clear();
+  const auto back = EachPlane(one, &notes);
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(back[0].smi.ca, "smi0");
+  EXPECT_TRUE(notes.empty());
 }
 
 TEST(ManagementPortsTest, AnOrdinaryPortIsBoth) {
