@@ -177,6 +177,7 @@ struct CollectorOptions {
   int clear_threshold_percent = 0;                        // port_counters: 0 never clears
   PortTable restored_ports;                               // port_counters: totals from before a re-exec
   std::vector<PortWait> restored_waits;                   // xmit_wait_tick: seconds from before a re-exec
+  std::chrono::milliseconds phy_interval{300'000};        // fec: each port's counters at most this often
 };
 
 // Called with each metric family as soon as it is complete, or with

@@ -6,6 +6,7 @@
 #include "collectors/capabilities_collector.h"
 #include "collectors/fabric_collector.h"
 #include "collectors/fat_tree_collector.h"
+#include "collectors/fec_collector.h"
 #include "collectors/link_health_collector.h"
 #include "collectors/partitions_collector.h"
 #include "collectors/port_counters_collector.h"
@@ -48,6 +49,14 @@ const std::vector<CollectorInfo>& Registry() {
        MakeXmitWaitTickCollector,
        RenderXmitWaitTick,
        {"port_counters"}},
+      {"fec",
+       "Forward error correction per port where the device runs RS-FEC (PortExtendedSpeedsCounters): corrected "
+       "and uncorrectable blocks, corrected symbols per lane, raw and effective bit error rates, every "
+       "--phy.interval.",
+       true,
+       MakeFecCollector,
+       RenderFec,
+       {"capabilities"}},
       {"link_health",
        "Link state, flaps and error rates per cable, and the alerts they raise.",
        true,

@@ -139,6 +139,7 @@ struct LocalPortSummary {
   int smi_port = 0;
   std::uint64_t subnet_prefix = 0;
   std::vector<std::string> agents_missing;
+  int plane = 0;  // a multi-plane HCA's plane read (0: none)
 };
 
 struct Snapshot {

@@ -187,6 +187,11 @@ const std::map<std::string, Flag>& Flags() {
           "incrementally.",
           "DURATION",
           [](Config& c, const std::string& v) { return Duration(&c.discovery_interval, v, milliseconds(100)); }}},
+        {"phy.interval",
+         {"Time between reads of a port's physical-layer counters (FEC: PortExtendedSpeedsCounters), where "
+          "the device has them; each port's read once in this time, spread over the sweeps.",
+          "DURATION",
+          [](Config& c, const std::string& v) { return Duration(&c.phy_interval, v, milliseconds(1000)); }}},
         {"sweep.rotation",
          {"Every switch port's PortInfo and every LID's owner (NodeInfo) are read again at least once in "
           "this time; ports with news (a moved LinkDownedCounter, a trap, a degraded or recently changed "

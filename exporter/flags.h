@@ -67,6 +67,7 @@ struct Config {
   std::string log_level = "info";                                    // debug, info, warn, error
   collectors::PortGroups port_groups = kPollerDefaults.port_groups;  // --counters.groups
   bool port_groups_auto = kPollerDefaults.port_groups_auto;
+  std::chrono::milliseconds phy_interval = kPollerDefaults.collector.phy_interval;
   int clear_threshold = kPollerDefaults.collector.clear_threshold_percent;  // percent of a counter's maximum; 0: never
   bool once = false;    // one discovery and sweep, metrics to stdout, exit
   bool check = false;   // does the local port answer? exit 0 or 1

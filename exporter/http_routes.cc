@@ -417,7 +417,8 @@ void HttpRoutes::InstallApi(httplib::Server& server) {
     if (options_.fabrics.empty()) {
       const auto snap = holder_.Get();
       const std::string prefix = topology::FormatGuid(snap->local.subnet_prefix);
-      add(*snap, prefix, prefix, 0);
+      const int plane = snap->local.plane;
+      add(*snap, plane == 0 ? prefix : prefix + "/plane" + std::to_string(plane), prefix, plane);
     }
     for (const FabricView& v : options_.fabrics) {
       if (auto snap = v.holder->Get()) add(*snap, v.name(), v.subnet_prefix, v.plane);

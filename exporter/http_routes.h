@@ -53,7 +53,8 @@ struct HttpOptions {
   WebConfig web;     // TLS, basic auth and extra headers; default: plain HTTP, open
   int workers = 32;  // connections served at once
   // Several fabrics (exporter/fabric_set.h): the JSON routes answer for the
-  // one `?fabric=SUBNET_PREFIX` names (the first when none), and
+  // one `?fabric=NAME` names (FabricView::name: the subnet prefix, and
+  // "/planeN" after it for a plane; the first when none), and
   // /api/v1/fabrics lists them; the holder given to the routes is then the
   // merged one, for /metrics and the probes. Empty: that holder is the one
   // fabric's, and `fabric` is no parameter of any route.

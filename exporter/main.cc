@@ -134,6 +134,7 @@ PollerOptions PollerOptionsFrom(const Config& cfg, const Files& files, bool with
   o.fabric.names = files.names;
   o.fabric.scope = cfg.scope;
   o.collector.clear_threshold_percent = cfg.clear_threshold;
+  o.collector.phy_interval = cfg.phy_interval;
   if (with_plans) {
     o.collector.plan = files.plan;
     o.collector.partition_plan = files.partition_plan;
@@ -430,14 +431,14 @@ int Main(int argc, char** argv) {
     PollerOptions poller_options = PollerOptionsFrom(cfg, files, i == 0);
     poller_options.fabric.local_lid = local.lid;
     poller_options.fabric.sm_lid = local.sm_lid;
-    poller_options.fabric.local = {local.ca_name,  local.port,          local.smi_ca_name,
-                                   local.smi_port, local.subnet_prefix, {}};
+    poller_options.fabric.local = {local.ca_name,       local.port, local.smi_ca_name, local.smi_port,
+                                   local.subnet_prefix, {},         local.plane};
     for (const transport::AgentProblem& problem : p.port->problems())
       poller_options.fabric.local.agents_missing.push_back(transport::AgentName(problem.mgmt_class));
-    if (several) {
-      poller_options.fabric_labels = {{"subnet_prefix", views[i].subnet_prefix}};
-      if (views[i].plane != 0) poller_options.fabric_labels.emplace_back("plane", std::to_string(views[i].plane));
-    }
+    // A plane's series name it even when it is the only one read, so that
+    // they keep their identity when the others come.
+    if (several) poller_options.fabric_labels = {{"subnet_prefix", views[i].subnet_prefix}};
+    if (views[i].plane != 0) poller_options.fabric_labels.emplace_back("plane", std::to_string(views[i].plane));
     poller_options.collectors.emplace();
     // The names were checked by the flags; the registry's run order is
     // checked here (a collector must run after those whose parts it reads).
@@ -458,6 +459,17 @@ int Main(int argc, char** argv) {
           "subnet_prefix=" + views[i].subnet_prefix +
               (views[i].plane != 0 ? " plane=" + std::to_string(views[i].plane) : ""));
       pipeline_log = p.log.get();
+    }
+    // The kernel gives the SA's Reports to one agent per port: where
+    // another has them (another plane's pair on the same parent, or
+    // another process), a subscription would bring this pipeline nothing.
+    if (poller_options.fabric.subscribe_traps && !p.port->takes_reports()) {
+      poller_options.fabric.subscribe_traps = false;
+      pipeline_log->Warn(
+          "another agent on " + local.ca_name + " port " + std::to_string(local.port) +
+              " receives the SA's Reports (another plane of this HCA, or another process): no trap subscription "
+              "here, changes are found by the sweeps",
+          "");
     }
     p.poller = std::make_unique<Poller>(*p.engine, std::move(poller_options), *p.holder, *pipeline_log,
                                         i == 0 ? std::move(restored) : collectors::PersistedState{});

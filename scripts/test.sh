@@ -5,4 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh
 cd build
-ctest --output-on-failure --timeout 900
+# Two at a time: the simulator suites hold one lock (one at a time, as
+# timing-sensitive as they are), the unit tests, checks and the niced fuzz
+# targets run beside them.
+ctest --output-on-failure --timeout 900 -j2

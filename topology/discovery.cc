@@ -589,6 +589,7 @@ class Discoverer {
       b.node.lid = pi.lid;
       b.lid_active = pi.port_state == transport::kPortStateActive;
       b.node.ext_speeds2 = transport::HasExtendedSpeeds2(pi);
+      b.node.port_info_extended = transport::HasPortInfoExtended(pi);
       for (auto& [num, port] : b.ports) port.lid = pi.lid;
       if (b.path.empty()) local_active_ = b.lid_active;  // the exporter runs on this switch
       return;
@@ -596,7 +597,10 @@ class Discoverer {
     Port& p = b.ports[ask.port];
     // A switch's capability masks live on port 0, answered before its
     // other ports (asked in an earlier batch).
-    if (!is_switch) b.node.ext_speeds2 = transport::HasExtendedSpeeds2(pi);
+    if (!is_switch) {
+      b.node.ext_speeds2 = transport::HasExtendedSpeeds2(pi);
+      b.node.port_info_extended = transport::HasPortInfoExtended(pi);
+    }
     ApplyPortInfo(pi, b.node.ext_speeds2, &p);
     p.mlnx = {};  // read again after the walk
     if (is_switch) {

@@ -73,9 +73,12 @@ struct Node {
   NodeKind kind = NodeKind::kUnknown;
   std::string description;  // NodeDescription as the node reports it
   std::uint8_t num_ports = 0;
-  std::uint16_t lid = 0;            // switch: port 0 LID; CA: LID of its first port with one
-  std::vector<Port> ports;          // the ports discovery learnt, ascending by number
-  bool ext_speeds2 = false;         // PortInfo capability masks say LinkSpeedExt*2 are valid
+  std::uint16_t lid = 0;     // switch: port 0 LID; CA: LID of its first port with one
+  std::vector<Port> ports;   // the ports discovery learnt, ascending by number
+  bool ext_speeds2 = false;  // PortInfo capability masks say LinkSpeedExt*2 are valid
+  // PortInfo.CapabilityMask2 IsPortInfoExtendedSupported (port 0 of a
+  // switch, the port of a CA): its ports answer PortInfoExtended (FEC mode).
+  bool port_info_extended = false;
   std::uint16_t partition_cap = 0;  // NodeInfo.PartitionCap: P_Key entries per CA port
   std::uint32_t vendor_id = 0;      // NodeInfo.VendorID (IEEE OUI; 0x02c9 Mellanox/NVIDIA)
   std::uint16_t device_id = 0;      // NodeInfo.DeviceID: the ASIC (xmit_wait.h reads it)

@@ -128,6 +128,39 @@ PortInfo DecodePortInfo(const MadBytes& mad) {
   return p;
 }
 
+const char* ToString(FecMode m) {
+  switch (m) {
+    case FecMode::kNone: return "none";
+    case FecMode::kFireCode: return "fire_code";
+    case FecMode::kRsFec: return "rs_fec";
+    case FecMode::kLowLatencyRsFec: return "low_latency_rs_fec";
+    case FecMode::kRsFec2: return "rs_fec2";
+  }
+  return "unknown";
+}
+
+PortInfoExtended DecodePortInfoExtended(const MadBytes& mad) {
+  PortInfoExtended p;
+  p.capability_mask = Get(mad, IB_PORT_EXT_CAPMASK_F);                                 // bits 0..31
+  p.fec_mode_active = Narrow<std::uint16_t>(Get(mad, IB_PORT_EXT_FEC_MODE_ACTIVE_F));  // bits 32..47
+  return p;
+}
+
+ExtendedSpeedsRsFec DecodeExtendedSpeedsRsFec(const MadBytes& mad) {
+  ExtendedSpeedsRsFec e;
+  e.port_select = Narrow<std::uint8_t>(Get(mad, IB_PESC_RSFEC_PORT_SELECT_F));
+  e.sync_header_errors = Narrow<std::uint16_t>(Get(mad, IB_PESC_RSFEC_SYNC_HDR_ERR_CTR_F));
+  e.unknown_blocks = Narrow<std::uint16_t>(Get(mad, IB_PESC_RSFEC_UNK_BLOCK_CTR_F));
+  for (std::size_t lane = 0; lane < kFecLanes; ++lane) {  // bits 352 + 32 * lane
+    const auto field = static_cast<MAD_FIELDS>(IB_PESC_RSFEC_FEC_CORR_SYMBOL_CTR_LANE0_F + static_cast<int>(lane));
+    e.corrected_symbols_lane[lane] = Get(mad, field);
+  }
+  e.corrected_blocks = Get(mad, IB_PESC_PORT_FEC_CORR_BLOCK_CTR_F);        // bits 1120..1151
+  e.uncorrectable_blocks = Get(mad, IB_PESC_PORT_FEC_UNCORR_BLOCK_CTR_F);  // bits 1152..1183
+  e.corrected_symbols = Get(mad, IB_PESC_PORT_FEC_CORR_SYMBOL_CTR_F);      // bits 1184..1215
+  return e;
+}
+
 MlnxExtPortInfo DecodeMlnxExtPortInfo(const MadBytes& mad) {
   MlnxExtPortInfo e;
   e.link_speed_supported = Narrow<std::uint8_t>(Get(mad, IB_MLNX_EXT_PORT_LINK_SPEED_SUPPORTED_F));  // byte 7
@@ -147,6 +180,10 @@ AdaptiveRoutingInfo DecodeAdaptiveRoutingInfo(const MadBytes& mad) {
 bool HasExtendedSpeeds2(const PortInfo& caps) {
   return (caps.capability_mask & kPortCapHasExtSpeeds) && (caps.capability_mask & kPortCapHasCapMask2) &&
          (caps.capability_mask2 & kPortCap2ExtSpeeds2);
+}
+
+bool HasPortInfoExtended(const PortInfo& caps) {
+  return (caps.capability_mask & kPortCapHasCapMask2) != 0 && (caps.capability_mask2 & kPortCap2PortInfoExtended) != 0;
 }
 
 PerfClassPortInfo DecodePerfClassPortInfo(const MadBytes& mad) {
@@ -278,6 +315,9 @@ MadRequest AdaptiveRoutingInfoQuery(const MadAddress& route) {
 MadRequest MlnxExtPortInfoQuery(const MadAddress& route, std::uint8_t port) {
   return Smp(route, smp_attr::kMlnxExtendedPortInfo, port);
 }
+MadRequest PortInfoExtendedQuery(const MadAddress& route, std::uint8_t port) {
+  return Smp(route, smp_attr::kPortInfoExtended, port);
+}
 
 SmInfo DecodeSmInfo(const MadBytes& mad) { return SmInfoAt(mad.data() + kMadDataOffset); }
 
@@ -383,6 +423,9 @@ MadRequest PortVlXmitWaitQuery(std::uint16_t lid, std::uint8_t port) {
 }
 MadRequest PortSamplesControlQuery(std::uint16_t lid, std::uint8_t port) {
   return Pma(lid, pma_attr::kPortSamplesControl, port);  // PortSelect is byte 1 here too
+}
+MadRequest ExtendedSpeedsCountersQuery(std::uint16_t lid, std::uint8_t port) {
+  return Pma(lid, pma_attr::kPortExtendedSpeedsCounters, port);  // PortSelect is byte 1 (IB_PESC_PORT_SELECT_F)
 }
 MadRequest PortCountersClear(std::uint16_t lid, std::uint8_t port, std::uint16_t select, std::uint8_t select2) {
   MadRequest r = Pma(lid, pma_attr::kPortCounters, port);

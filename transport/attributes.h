@@ -112,6 +112,9 @@ inline constexpr std::uint16_t kPortCap2ExtSpeeds2 = 0x0800;
 // True when `caps` (PortInfo of a CA port, or of port 0 of a switch) says
 // the LinkSpeedExt*2 fields are valid.
 bool HasExtendedSpeeds2(const PortInfo& caps);
+// True when `caps` (likewise) says the port answers PortInfoExtended
+// (CapabilityMask2 IsPortInfoExtendedSupported, below).
+bool HasPortInfoExtended(const PortInfo& caps);
 
 // PortInfo.LinkSpeedExtEnabled 30 (0x1E): extended speeds disabled, not a
 // set of speeds (IBTA 14.2.5.6 table 155; libibnetdisc treats it as 0).
@@ -136,6 +139,47 @@ inline constexpr std::uint8_t kMlnxSpeedFdr10 = 1;
 struct AdaptiveRoutingInfo {
   bool enabled = false;
   std::uint16_t group_cap = 0;
+};
+
+// PortInfoExtended (SMP 0x33, IBTA 1.3; libibmad fields.c
+// IB_PORT_EXT_*_F): which forward error correction a port runs. A port has
+// it where PortInfo.CapabilityMask2 says IsPortInfoExtendedSupported (bit
+// 1; rdma-core iba_types.h IB_PORT_CAP2_IS_PORT_INFO_EXT_SUPPORTED), and
+// FECModeActive means something where its CapabilityMask says
+// IsFECModeSupported (bit 0, IB_PORT_EXT_CAP_IS_FEC_MODE_SUPPORTED).
+inline constexpr std::uint16_t kPortCap2PortInfoExtended = 0x0002;
+// FECModeActive values (iba_types.h IB_PORT_EXT_*_FEC_MODE_ACTIVE).
+enum class FecMode : std::uint16_t { kNone = 0, kFireCode = 1, kRsFec = 2, kLowLatencyRsFec = 3, kRsFec2 = 4 };
+// "none", "fire_code", "rs_fec", "low_latency_rs_fec", "rs_fec2"; "unknown" otherwise.
+const char* ToString(FecMode m);
+struct PortInfoExtended {
+  std::uint32_t capability_mask = 0;
+  std::uint16_t fec_mode_active = 0;  // FecMode, as read
+  bool FecModeSupported() const { return (capability_mask & 0x1) != 0; }
+  // Whether PortExtendedSpeedsCounters comes in its RS-FEC layout: the two
+  // modes infiniband-diags' perfquery reads it for (is_rsfec_mode_active).
+  bool RsFecActive() const {
+    return FecModeSupported() && (fec_mode_active == static_cast<std::uint16_t>(FecMode::kRsFec) ||
+                                  fec_mode_active == static_cast<std::uint16_t>(FecMode::kRsFec2));
+  }
+};
+
+// PortExtendedSpeedsCounters (PMA 0x1F) in its RS-FEC layout (libibmad
+// fields.c IB_PESC_RSFEC_*_F; all 32-bit but the first two): asked of a
+// port whose node's PMA ClassPortInfo says IsPMRSFECCountersSupported
+// (pma_cap::kRsFecCounters) and whose PortInfoExtended says RS-FEC
+// (infiniband-diags perfquery.c). Corrected symbols count what FEC
+// repaired (a cable going bad shows here first, while SymbolErrorCounter,
+// after FEC, stays 0); uncorrectable blocks what it could not.
+inline constexpr std::size_t kFecLanes = 12;
+struct ExtendedSpeedsRsFec {
+  std::uint8_t port_select = 0;
+  std::uint16_t sync_header_errors = 0;  // 16
+  std::uint16_t unknown_blocks = 0;      // 16
+  std::array<std::uint32_t, kFecLanes> corrected_symbols_lane{};
+  std::uint32_t corrected_blocks = 0;
+  std::uint32_t uncorrectable_blocks = 0;
+  std::uint32_t corrected_symbols = 0;  // the port's, every lane
 };
 
 // PortInfo.PortState values (IBTA table 155).
@@ -182,6 +226,7 @@ inline constexpr std::uint16_t kAllPortSelect = 1 << 8;
 inline constexpr std::uint16_t kExtWidth = 1 << 9;         // PortCountersExtended, all fields
 inline constexpr std::uint16_t kExtWidthNoIetf = 1 << 10;  // PortCountersExtended, no uni/multicast
 inline constexpr std::uint16_t kXmitWait = 1 << 12;        // PortCounters.PortXmitWait
+inline constexpr std::uint16_t kRsFecCounters = 1 << 14;   // IsPMRSFECCountersSupported (iba_types.h)
 inline constexpr std::uint16_t kQp1Dropped = 1 << 15;      // PortCounters.QP1Dropped
 // CapabilityMask2: PortCountersExtended carries 64-bit copies of the error
 // counters (IBTA 1.3 16.1.4.11, "additional" extended counters).
@@ -356,6 +401,8 @@ PortRcvErrorDetails DecodePortRcvErrorDetails(const MadBytes& mad);
 PortXmitDiscardDetails DecodePortXmitDiscardDetails(const MadBytes& mad);
 PortVlXmitWait DecodePortVlXmitWait(const MadBytes& mad);
 PortSamplesControl DecodePortSamplesControl(const MadBytes& mad);
+PortInfoExtended DecodePortInfoExtended(const MadBytes& mad);
+ExtendedSpeedsRsFec DecodeExtendedSpeedsRsFec(const MadBytes& mad);
 SmInfo DecodeSmInfo(const MadBytes& mad);
 SwitchInfo DecodeSwitchInfo(const MadBytes& mad);
 LftBlock DecodeLftBlock(const MadBytes& mad);
@@ -366,6 +413,7 @@ MadRequest NodeInfoQuery(const MadAddress& route);
 MadRequest NodeDescriptionQuery(const MadAddress& route);
 MadRequest PortInfoQuery(const MadAddress& route, std::uint8_t port);
 MadRequest MlnxExtPortInfoQuery(const MadAddress& route, std::uint8_t port);
+MadRequest PortInfoExtendedQuery(const MadAddress& route, std::uint8_t port);
 MadRequest AdaptiveRoutingInfoQuery(const MadAddress& route);
 MadRequest PerfClassPortInfoQuery(std::uint16_t lid);
 // SubnGet(SMInfo), LID routed to the SM's port (answered by the SM itself).
@@ -383,6 +431,7 @@ MadRequest PortRcvErrorDetailsQuery(std::uint16_t lid, std::uint8_t port);
 MadRequest PortXmitDiscardDetailsQuery(std::uint16_t lid, std::uint8_t port);
 MadRequest PortVlXmitWaitQuery(std::uint16_t lid, std::uint8_t port);
 MadRequest PortSamplesControlQuery(std::uint16_t lid, std::uint8_t port);
+MadRequest ExtendedSpeedsCountersQuery(std::uint16_t lid, std::uint8_t port);
 // PortCounters Set that zeroes the counters selected by CounterSelect (bit i
 // of `select` is the i-th counter of IBTA table 225: SymbolErrorCounter = 0
 // ... PortRcvPkts = 15) and CounterSelect2 (bit 0: PortXmitWait).

@@ -59,6 +59,7 @@ inline constexpr std::uint16_t kPortInfo = 0x0015;
 inline constexpr std::uint16_t kPKeyTable = 0x0016;
 inline constexpr std::uint16_t kLinearForwardingTable = 0x0019;
 inline constexpr std::uint16_t kSmInfo = 0x0020;
+inline constexpr std::uint16_t kPortInfoExtended = 0x0033;  // IBTA 1.3 (rdma-core IB_ATTR_PORT_INFO_EXT)
 // Vendor-specific range 0xFF00-0xFFFF (IBTA table 145): Mellanox
 // ExtendedPortInfo (rdma-core mad.h IB_ATTR_MLNX_EXT_PORT_INFO), the only
 // place FDR10 shows.
@@ -77,6 +78,8 @@ inline constexpr std::uint16_t kPortRcvErrorDetails = 0x0015;     // optional (I
 inline constexpr std::uint16_t kPortXmitDiscardDetails = 0x0016;  // optional, likewise
 inline constexpr std::uint16_t kPortVlXmitWaitCounters = 0x001C;  // optional, likewise
 inline constexpr std::uint16_t kPortCountersExtended = 0x001D;
+inline constexpr std::uint16_t kPortExtendedSpeedsCounters =
+    0x001F;  // optional (rdma-core IB_GSI_PORT_EXT_SPEEDS_COUNTERS)
 }  // namespace pma_attr
 
 // Subnet administration attribute IDs (IBTA 15.2.5, table 196).

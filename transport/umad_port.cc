@@ -175,12 +175,18 @@ std::vector<ManagementPorts> ChooseFabrics(const std::vector<UmadDevicePort>& al
     if (p.state != kActive || !p.infiniband) continue;  // a RoCE port has no subnet to read
     const ManagementPorts pair = PairManagementPorts(all, p);
     if (pair.split() && pair.smi.ca == p.ca && pair.smi.port == p.port) continue;  // read with its parent
+    if (!pair.planes.empty()) {
+      // A multi-plane HCA: each plane a fabric of its own, its series
+      // labelled with its plane: never another port's fabric.
+      for (ManagementPorts& plane : EachPlane(pair, notes)) out.push_back(std::move(plane));
+      continue;
+    }
     const ManagementPorts* same = nullptr;
     for (const ManagementPorts& c : out) {
-      if (c.gsi.subnet_prefix == p.subnet_prefix) same = &c;
+      if (c.plane == 0 && c.gsi.subnet_prefix == p.subnet_prefix) same = &c;
     }
     if (same == nullptr) {
-      for (ManagementPorts& plane : EachPlane(pair, notes)) out.push_back(std::move(plane));
+      out.push_back(pair);
     } else if (same->gsi.sm_lid == p.sm_lid) {
       notes->push_back(where(p) + " is taken for the fabric of " + where(same->gsi) + " (the same subnet prefix " +
                        prefix(p.subnet_prefix) + " and SM LID " + std::to_string(p.sm_lid) +
@@ -273,7 +279,7 @@ std::vector<ManagementPorts> UmadPort::Select(const UmadPortOptions& options, st
   const ManagementPorts pair = PairManagementPorts(all, chosen);
   if (chosen.ca != pair.gsi.ca || chosen.port != pair.gsi.port) return {pair};  // one plane, named
   std::vector<ManagementPorts> out = EachPlane(pair, notes);
-  if (out.empty()) *error = "no plane of " + chosen.ca + " port " + std::to_string(chosen.port) + " is Active";
+  if (out.empty()) out.push_back(pair);  // named, none Active: its first plane anyway, as Choose opens a named port
   return out;
 }
 

@@ -2,7 +2,8 @@
 // MadPort over libibumad: the local port's umad device(s) with one agent
 // per management class this project speaks (LID-routed SMI, directed-route
 // SMI, PerfMgt, SubnAdm; the last also receives the SA's Reports of the
-// traps the exporter subscribed to). SMPs and GMPs leave from different
+// traps the exporter subscribed to, where no other agent on the port took
+// them: takes_reports). SMPs and GMPs leave from different
 // umad devices where the HCA splits them (a multi-plane HCA's SMI
 // sub-device: PairManagementPorts).
 
@@ -103,12 +104,13 @@ ManagementPorts PairManagementPorts(const std::vector<UmadDevicePort>& all, cons
 std::vector<ManagementPorts> EachPlane(const ManagementPorts& pair, std::vector<std::string>* notes);
 
 // The local ports to read when no flag names one: one Active port per
-// fabric, and each plane of a multi-plane HCA (EachPlane). Ports with the same subnet prefix and MasterSMLID are taken
-// for one fabric, read once, from the first; a port whose fabric has the subnet prefix of one already chosen but
-// another SM cannot be told apart from it in the metrics (they are labelled by subnet prefix) and is left out; so is an
-// SMI sub-device's port (read with its parent's), and a port whose link layer is Ethernet (RoCE). Same prefix and SM
-// LID is what can be told without a MAD: two fabrics that both keep opensm's default prefix and put their SM at one LID
-// are taken for one. `notes` gets one line per port left out, saying why. Empty: none Active.
+// fabric, and each plane of a multi-plane HCA (EachPlane; never taken for
+// another port's fabric, the other ports compared among themselves). Ports with the same subnet prefix and MasterSMLID
+// are taken for one fabric, read once, from the first; a port whose fabric has the subnet prefix of one already chosen
+// but another SM cannot be told apart from it in the metrics (they are labelled by subnet prefix) and is left out; so
+// is an SMI sub-device's port (read with its parent's), and a port whose link layer is Ethernet (RoCE). Same prefix and
+// SM LID is what can be told without a MAD: two fabrics that both keep opensm's default prefix and put their SM at one
+// LID are taken for one. `notes` gets one line per port left out, saying why. Empty: none Active.
 std::vector<ManagementPorts> ChooseFabrics(const std::vector<UmadDevicePort>& all, std::vector<std::string>* notes);
 
 // An agent that could not register: its class ("smp_lid", "smp_directed",
@@ -140,9 +142,10 @@ class UmadPort final : public MadPort {
   // Every port of every device libibumad lists; empty with *error when
   // none (or libibumad cannot start).
   static std::vector<UmadDevicePort> List(std::string* error);
-  // The pairs to open: the port `options` names (each plane of it where
-  // it is a multi-plane HCA's parent, the one plane where it is an SMI
-  // port), else ChooseFabrics' (its lines in `notes`). Empty with *error.
+  // The pairs to open: the port `options` names (each Active plane of it
+  // where it is a multi-plane HCA's parent, its first when none is; the
+  // one plane where it is an SMI port), else ChooseFabrics' (its lines in
+  // `notes`). Empty with *error.
   static std::vector<ManagementPorts> Select(const UmadPortOptions& options, std::vector<std::string>* notes,
                                              std::string* error);
   // Opens the pair `ports` (as PairManagementPorts or ChooseFabrics gave
@@ -150,7 +153,8 @@ class UmadPort final : public MadPort {
   // one-line reason in *error.
   static std::unique_ptr<UmadPort> Open(const ManagementPorts& ports, const UmadPortOptions& options,
                                         std::string* error);
-  // Opens the port (its SMI sub-device too where split), or returns
+  // Opens the port (its SMI sub-device too where split: a multi-plane
+  // HCA's first plane only; Select gives every plane), or returns
   // nullptr and a one-line reason in *error: no such device or port, no
   // access, or not one agent registered. An agent that cannot register
   // is one line in problems(), and the port runs with the others: Send
@@ -166,8 +170,9 @@ class UmadPort final : public MadPort {
   // Its P_Key fields change (on the sending thread: RecheckPKey) when the
   // SM moves the full-member entry; read it from that thread only.
   const LocalPortInfo& local() const { return local_; }
-  // Whether the SA's Reports reach this port (another process on the host
-  // may hold that registration).
+  // Whether the SA's Reports reach this port: another agent on it may
+  // hold that registration (another process, or another plane's pair,
+  // which shares the parent's QP1).
   bool takes_reports() const { return takes_reports_; }
   // Whether this port has an agent of the class (MgmtClass).
   bool Has(MgmtClass mgmt_class) const { return AgentFor(static_cast<std::uint8_t>(mgmt_class)) >= 0; }

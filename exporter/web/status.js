@@ -57,7 +57,7 @@ function el(tag, attrs, ...children) {
 }
 
 // The fabric this page shows, where the exporter reads several
-// (?fabric=SUBNET_PREFIX in the page's address; docs/api.md): every API
+// (?fabric=NAME in the page's address, as /api/v1/fabrics names it; docs/api.md): every API
 // call asks for it. None: the exporter's first (or only) fabric.
 const FABRIC = new URLSearchParams(location.search).get("fabric");
 

@@ -690,6 +690,14 @@ TEST_F(MultiPlaneTest, EveryPlaneIsReadAsAFabricOfItsOwn) {
     EXPECT_EQ(s->Value("infiniband_exporter_mad_agent_registered", {{"class", "perf"}, {"plane", n}}), 1) << n;
   }
   EXPECT_EQ(Count(log, "split_smi: opened mlx5_0 port 1\n"), 3u) << log;
+  // The SA's Reports go to one agent of the parent's port: the first
+  // plane's; the others say so and subscribe to nothing.
+  EXPECT_EQ(Count(log, "receives the SA's Reports"), 2u) << log;
+  EXPECT_EQ(Count(log,
+                  "receives the SA's Reports (another plane of this HCA, or another process): no trap "
+                  "subscription here, changes are found by the sweeps\" subnet_prefix=0xfe80000000000000 plane=1"),
+            0u)
+      << log;
   EXPECT_EQ(Count(log, "cannot register"), 0u) << log;
   EXPECT_EQ(s->Find("infiniband_switch_info").size(), 6u);
   // Every series names its plane (and its subnet prefix).

@@ -33,10 +33,11 @@ struct Sent {
   unsigned lid = 0;
   std::string route;
   bool local = false;
+  unsigned attr = 0;  // AttributeID
 };
 Sent ReadSent(std::istream& s, const Head& h) {
   Sent x;
-  s >> x.lid >> x.route;
+  s >> x.lid >> x.route >> std::hex >> x.attr >> std::dec;
   x.local = h.kind() == static_cast<std::size_t>(transport::MadKind::kDirectedSmp) && x.route == "local";
   return x;
 }
@@ -189,6 +190,17 @@ std::uint64_t GmpsToLidBetween(const std::string& path, std::uint16_t lid, std::
   std::uint64_t n = 0;
   SendsBetween(path, from, to, [&](const Head& h, const Sent& sent) {
     n += h.kind() == static_cast<std::size_t>(transport::MadKind::kGmp) && sent.lid == lid;
+  });
+  return n;
+}
+
+std::uint64_t SentOfAttribute(const std::string& path, transport::MgmtClass mgmt_class, std::uint16_t attr,
+                              std::uint16_t lid, std::chrono::steady_clock::time_point from,
+                              std::chrono::steady_clock::time_point to) {
+  std::uint64_t n = 0;
+  SendsBetween(path, from, to, [&](const Head& h, const Sent& sent) {
+    n +=
+        h.cls == static_cast<unsigned>(mgmt_class) && sent.attr == attr && !sent.local && (lid == 0 || sent.lid == lid);
   });
   return n;
 }

@@ -60,4 +60,11 @@ std::array<std::uint64_t, transport::kMadKinds> SentBetween(const std::string& p
 std::uint64_t GmpsToLidBetween(const std::string& path, std::uint16_t lid, std::chrono::steady_clock::time_point from,
                                std::chrono::steady_clock::time_point to);
 
+// Requests of class `mgmt_class` and attribute `attr` sent onto the fabric
+// (the no-hop directed-route SMPs left out, as SentBetween), to `lid` (0:
+// any), within [from, to) (by default all the file holds).
+std::uint64_t SentOfAttribute(const std::string& path, transport::MgmtClass mgmt_class, std::uint16_t attr,
+                              std::uint16_t lid = 0, std::chrono::steady_clock::time_point from = {},
+                              std::chrono::steady_clock::time_point to = std::chrono::steady_clock::time_point::max());
+
 }  // namespace ibfabric::testbed

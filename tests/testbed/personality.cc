@@ -152,6 +152,17 @@ bool HardwareFabric::PlantTick(const std::string& node, std::uint8_t tick, std::
   return Write(error);
 }
 
+bool HardwareFabric::PlantFec(const std::string& node, int port, const FecPlant& fec, std::string* error) {
+  Node* n = Find(node, error);
+  if (!n) return false;
+  if (fec.lanes.size() > 12) {
+    *error = "fec " + node + ": at most 12 lanes (PortExtendedSpeedsCounters)";
+    return false;
+  }
+  n->fec[port] = fec;
+  return Write(error);
+}
+
 bool HardwareFabric::PlantBusy(const std::string& node, int count, std::string* error, std::uint16_t attr) {
   Node* n = Find(node, error);
   if (!n) return false;
@@ -250,6 +261,7 @@ bool HardwareFabric::Clear(const std::string& node, std::string* error) {
     if (Node* far = Find(peer->second.first, &ignored)) far->plants.erase(peer->second.second);
   }
   n->plants.clear();
+  n->fec.clear();
   return Write(error);
 }
 
@@ -259,8 +271,7 @@ bool HardwareFabric::Command(const std::string& line, std::string* error) {
   if (!(words >> verb >> node)) {
     *error =
         "usage: tick NODE N | busy NODE N [ATTR] | redirect NODE QP | ar NODE 1|0 | link NODE PORT [width=W] [speed=S] "
-        "| "
-        "clear NODE";
+        "| fec NODE PORT [mode=N] [lanes=N,..] [corrected_blocks=N] [uncorrectable_blocks=N] | clear NODE";
     return false;
   }
   int number = 0;
@@ -298,6 +309,41 @@ bool HardwareFabric::Command(const std::string& line, std::string* error) {
   if (!(words >> number)) {
     *error = verb + " " + node + ": a number is missing";
     return false;
+  }
+  if (verb == "fec") {  // fec NODE PORT [mode=N] [lanes=A,B,..] [corrected_blocks=N] [uncorrectable_blocks=N]
+    FecPlant fec;
+    for (std::string option; words >> option;) {
+      const auto eq = option.find('=');
+      const std::string key = option.substr(0, eq), value = eq == std::string::npos ? "" : option.substr(eq + 1);
+      std::vector<std::uint32_t> values;
+      std::istringstream items(value);
+      for (std::string item; std::getline(items, item, ',');) {
+        char* end = nullptr;
+        const unsigned long v = std::strtoul(item.c_str(), &end, 0);
+        if (item.empty() || *end != '\0' || v > 0xffffffffUL) {
+          *error = "fec " + node + ": '" + option + "' is not KEY=N[,N...] with 32-bit N";
+          return false;
+        }
+        values.push_back(static_cast<std::uint32_t>(v));
+      }
+      if (values.empty() || (key != "lanes" && values.size() != 1)) {
+        *error = "fec " + node + ": '" + option + "' wants one number (lanes: a list)";
+        return false;
+      }
+      if (key == "mode") {
+        fec.mode = static_cast<std::uint16_t>(values[0]);
+      } else if (key == "lanes") {
+        fec.lanes = values;
+      } else if (key == "corrected_blocks") {
+        fec.corrected_blocks = values[0];
+      } else if (key == "uncorrectable_blocks") {
+        fec.uncorrectable_blocks = values[0];
+      } else {
+        *error = "fec: unknown option '" + key + "' (mode, lanes, corrected_blocks, uncorrectable_blocks)";
+        return false;
+      }
+    }
+    return PlantFec(node, number, fec, error);
   }
   if (verb == "tick") {
     if (number < 0 || number > 255) {
@@ -345,7 +391,7 @@ bool HardwareFabric::Command(const std::string& line, std::string* error) {
     }
     return PlantLink(node, number, width, speed, error);
   }
-  *error = "unknown command '" + verb + "' (tick, busy, redirect, ar, mkey, link, clear)";
+  *error = "unknown command '" + verb + "' (tick, busy, redirect, ar, mkey, link, fec, clear)";
   return false;
 }
 
@@ -396,6 +442,15 @@ bool HardwareFabric::Write(std::string* error) const {
       plants[std::to_string(port)] = p;
     }
     if (!plants.empty()) node["plant"] = plants;
+    nlohmann::json fec = nlohmann::json::object();
+    for (const auto& [port, f] : n.fec) {
+      nlohmann::json x{{"lanes", f.lanes},
+                       {"corrected_blocks", f.corrected_blocks},
+                       {"uncorrectable_blocks", f.uncorrectable_blocks}};
+      if (f.mode) x["mode"] = *f.mode;
+      fec[std::to_string(port)] = x;
+    }
+    if (!fec.empty()) node["fec"] = fec;
     j["nodes"].push_back(node);
   }
   // Whole or not at all: a client reading it mid-write keeps the old one.

@@ -79,6 +79,18 @@ class HardwareFabric {
   bool PlantPKeys(const std::string& node, const std::vector<std::uint16_t>& pkeys, std::string* error);
   bool PlantLink(const std::string& node, int port, const std::string& width, const std::string& speed,
                  std::string* error);
+  // What the port's PortExtendedSpeedsCounters (RS-FEC layout) reads:
+  // corrected symbols per lane (their sum the port's), corrected and
+  // uncorrectable blocks; `mode` its PortInfoExtended.FECModeActive where
+  // given (else the one its link speed runs). Only where the model claims
+  // them (a Quantum switch); the counters stay until planted again.
+  struct FecPlant {
+    std::optional<std::uint16_t> mode;
+    std::vector<std::uint32_t> lanes;
+    std::uint32_t corrected_blocks = 0;
+    std::uint32_t uncorrectable_blocks = 0;
+  };
+  bool PlantFec(const std::string& node, int port, const FecPlant& fec, std::string* error);
   bool Clear(const std::string& node, std::string* error);
   // One console line: "tick NODE N", "busy NODE N [ATTR]", "redirect NODE
   // QP", "ar NODE 1|0", "mkey NODE|all KEY", "pkeys NODE PKEY,...", "link NODE PORT [width=W]
@@ -112,6 +124,7 @@ class HardwareFabric {
     std::uint64_t m_key = 0;
     std::vector<std::uint16_t> pkeys;
     std::map<int, std::pair<std::string, std::string>> plants;  // port -> (width, speed)
+    std::map<int, FecPlant> fec;
   };
   Node* Find(const std::string& name, std::string* error);
   bool Write(std::string* error) const;

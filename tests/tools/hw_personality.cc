@@ -24,6 +24,10 @@
 //   no entry of the target's planted table is dropped (IBTA 10.9.3); one
 //   to QP1 of a node planted `redirect` with the Redirect status and
 //   a ClassPortInfo naming the QP (and one to that QP goes on as to QP1);
+//   PortInfoExtended (SMP 0x33) with the FEC mode the link's speed runs
+//   (or the planted one) and PMA PortExtendedSpeedsCounters (0x1F) in its
+//   RS-FEC layout with the planted counters, where the model claims them
+//   (ibsim answers neither);
 // - ibsim's answers to requests to a modelled node are rewritten: NodeInfo
 //   (VendorID, DeviceID), PortInfo (capability masks, the widths and
 //   speeds supported and enabled, and what the link runs at, negotiated
@@ -74,9 +78,15 @@ using ibfabric::model::PortPlant;
 constexpr std::size_t kMadSize = 256;
 constexpr int kData = 64;  // SMP and PMA data offset (IBTA 13.4.3, 14.2.1)
 constexpr std::uint8_t kSmpLid = 0x01, kSmpDirected = 0x81, kPerformance = 0x04;
-constexpr std::uint16_t kNodeInfo = 0x0011, kPortInfo = 0x0015, kMlnxExtPortInfo = 0xff90, kArInfo = 0xff20;
+constexpr std::uint16_t kNodeInfo = 0x0011, kPortInfo = 0x0015, kPortInfoExtended = 0x0033, kMlnxExtPortInfo = 0xff90,
+                        kArInfo = 0xff20;
 constexpr std::uint16_t kClassPortInfo = 0x0001, kPortSamplesControl = 0x0010, kPortCounters = 0x0012,
-                        kPortCountersExtended = 0x001d;
+                        kPortCountersExtended = 0x001d, kExtendedSpeedsCounters = 0x001f;
+// PortInfo.CapabilityMask2 IsPortInfoExtendedSupported and PMA
+// ClassPortInfo.CapabilityMask IsPMRSFECCountersSupported (rdma-core
+// iba_types.h): where a model has them, this preload answers
+// PortInfoExtended and PortExtendedSpeedsCounters, which ibsim does not.
+constexpr std::uint16_t kCap2PortInfoExt = 0x0002, kPmaRsFec = 1 << 14;
 constexpr std::uint16_t kStatusBusy = 0x0001, kStatusRedirect = 0x0002, kStatusUnsupported = 0x000c;
 constexpr std::uint32_t kCapExtSpeeds = 0x4000, kCapCapMask2 = 0x8000;  // PortInfo.CapabilityMask
 
@@ -96,6 +106,15 @@ struct Node {
   std::uint64_t m_key = 0;           // planted: SMPs with another M_Key are dropped (0: none)
   std::vector<std::uint16_t> pkeys;  // planted: its ports' P_Key table (empty: every P_Key matches)
   std::map<int, PortPlant> plants;   // port -> planted width/speed
+  // Planted: a port's RS-FEC counters (PortExtendedSpeedsCounters), and
+  // its FEC mode where not the one its link speed implies.
+  struct Fec {
+    std::optional<std::uint16_t> mode;
+    std::vector<std::uint32_t> lanes;  // FECCorrectableSymbolCtrLane0..
+    std::uint32_t corrected_blocks = 0;
+    std::uint32_t uncorrectable_blocks = 0;
+  };
+  std::map<int, Fec> fec;
 };
 
 struct Pending {
@@ -212,6 +231,54 @@ class Personalities {
       const std::uint16_t direction = p.mgmt_class == kSmpDirected ? 0x8000 : 0;
       Answer(agent, u, static_cast<std::uint16_t>(direction | (cap == 0 ? kStatusUnsupported : 0)),
              cap == 0 ? nullptr : data);
+      return true;
+    }
+    if ((p.mgmt_class == kSmpLid || p.mgmt_class == kSmpDirected) && p.attr == kPortInfoExtended && get && n.model) {
+      // PortInfoExtended (SMP 0x33; libibmad IB_PORT_EXT_*_F), which ibsim
+      // does not answer: CapMask bit 0 IsFECModeSupported, FECModeActive
+      // (bits 48..63) the planted mode, else the one the link's speed runs
+      // (HDR and later RS-FEC: shared/real-hardware.md; FDR Firecode:
+      // assumed), none on a port that is down. A model without it answers
+      // "unsupported attribute".
+      const std::uint16_t direction = p.mgmt_class == kSmpDirected ? 0x8000 : 0;
+      if ((n.model->capability_mask2 & kCap2PortInfoExt) == 0) {
+        Answer(agent, u, static_cast<std::uint16_t>(direction | kStatusUnsupported), nullptr);
+        return true;
+      }
+      const int port = static_cast<int>(p.attr_mod & 0xff);
+      std::uint8_t data[kMadSize - kData] = {};
+      mad_set_field(data, 0, IB_PORT_EXT_CAPMASK_F, 1);
+      mad_set_field(data, 0, IB_PORT_EXT_FEC_MODE_ACTIVE_F, FecModeOf(n, port));
+      Answer(agent, u, direction, data);
+      return true;
+    }
+    if (p.mgmt_class == kPerformance && p.attr == kExtendedSpeedsCounters && get && n.model) {
+      // PortExtendedSpeedsCounters (PMA 0x1F) in its RS-FEC layout
+      // (libibmad IB_PESC_RSFEC_*_F), which ibsim does not answer: the
+      // planted counters of the port (0 where none), the port's corrected
+      // symbols the sum of its lanes'. A model whose ClassPortInfo lacks
+      // the RS-FEC bit answers "unsupported attribute".
+      if ((n.model->pma_mask & kPmaRsFec) == 0) {
+        Answer(agent, u, kStatusUnsupported, nullptr);
+        return true;
+      }
+      const int port = mad[kData + 1];  // PortSelect
+      std::uint8_t data[kMadSize - kData] = {};
+      data[1] = static_cast<std::uint8_t>(port);
+      const auto f = n.fec.find(port);
+      if (f != n.fec.end()) {
+        std::uint32_t sum = 0;
+        for (std::size_t lane = 0; lane < f->second.lanes.size() && lane < 12; ++lane) {
+          const auto field =
+              static_cast<MAD_FIELDS>(IB_PESC_RSFEC_FEC_CORR_SYMBOL_CTR_LANE0_F + static_cast<int>(lane));
+          mad_set_field(data, 0, field, f->second.lanes[lane]);
+          sum += f->second.lanes[lane];
+        }
+        mad_set_field(data, 0, IB_PESC_PORT_FEC_CORR_BLOCK_CTR_F, f->second.corrected_blocks);
+        mad_set_field(data, 0, IB_PESC_PORT_FEC_UNCORR_BLOCK_CTR_F, f->second.uncorrectable_blocks);
+        mad_set_field(data, 0, IB_PESC_PORT_FEC_CORR_SYMBOL_CTR_F, sum);
+      }
+      Answer(agent, u, 0, data);
       return true;
     }
     if (p.mgmt_class == kPerformance && p.attr == kPortSamplesControl && get && (n.model || n.tick)) {
@@ -389,6 +456,15 @@ class Personalities {
         pp.speed = ibfabric::model::ParseLinkSpeed(plant.value("speed", ""));
         node.plants[std::stoi(port)] = pp;
       }
+      const nlohmann::json fec = n.value("fec", nlohmann::json::object());
+      for (const auto& [port, f] : fec.items()) {
+        Node::Fec x;
+        if (f.contains("mode")) x.mode = f["mode"].get<std::uint16_t>();
+        x.lanes = f.value("lanes", std::vector<std::uint32_t>{});
+        x.corrected_blocks = f.value("corrected_blocks", 0U);
+        x.uncorrectable_blocks = f.value("uncorrectable_blocks", 0U);
+        node.fec[std::stoi(port)] = x;
+      }
       index_[node.id] = static_cast<int>(nodes_.size());
       const nlohmann::json lids = n.value("lids", nlohmann::json::array());
       for (const auto& lid : lids) {
@@ -536,6 +612,18 @@ class Personalities {
     std::uint8_t& b = mad[kData + 56];
     b = static_cast<std::uint8_t>((b & 0x80) | (ext2_active & 0x3) << 5 | (m.speeds_ext2 & 0x3) << 3 |
                                   (m.speeds_ext2 & 0x7));
+  }
+
+  // The FECModeActive of `port`: planted, else by the speed its link runs
+  // at (none where the link is down or its peer has no model).
+  std::uint16_t FecModeOf(const Node& n, int port) const {
+    const auto f = n.fec.find(port);
+    if (f != n.fec.end() && f->second.mode) return *f->second.mode;
+    const auto link = LinkOf(n, port);
+    if (!link) return 0;
+    if (link->speed >= LinkSpeed::kHdr) return 2;  // RS-FEC
+    if (link->speed == LinkSpeed::kFdr) return 1;  // Firecode
+    return 0;
   }
 
   // Mellanox ExtendedPortInfo (vendor SMP 0xFF90; libibmad

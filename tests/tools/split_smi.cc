@@ -7,7 +7,7 @@
 //
 //   LD_PRELOAD="libsplit_smi.so libumad2sim.so ..." SPLIT_SMI_GSI=mlx5_0 SPLIT_SMI_SMI=smi0
 //
-// SPLIT_SMI_PLANES=N (default 1) gives the sub-device N ports, one per
+// SPLIT_SMI_PLANES=N (default 1, at most 4) gives the sub-device N ports, one per
 // plane, all with the parent's port GUID (as one capture of an XDR host
 // lists smi1 ports 1-4: rdmamap pull request 17); each is ibsim0's port.
 //
@@ -28,8 +28,8 @@
 // - umad_send through an agent not registered on that device's descriptor
 //   fails (EINVAL, as the kernel's write does for an unknown agent);
 // - a second agent of one class asking for unsolicited methods (the SA's
-//   Reports) on the parent is refused, as the kernel allows one receiver
-//   of a method per class on a port;
+//   Reports) is refused, as the kernel allows one receiver of a method per
+//   class on a port, and the SA's Reports go to the one that has them;
 // - each answer reaches the descriptor whose agent sent the request, as
 //   the kernel routes it by the agent in the TID: umad2sim hands every
 //   answer of a class to the descriptor that registered that class last,
@@ -79,6 +79,7 @@ struct Split {
   std::map<int, Role> fds;                     // open umad ports -> which device
   std::map<int, std::set<int>> agents;         // open umad ports -> the agents registered on them
   std::map<int, std::pair<int, int>> reports;  // class -> (fd, agent) taking its unsolicited methods
+  std::map<int, int> agent_class;              // agent -> its management class
   // Answers read, held for the descriptor whose agent they name: the
   // ib_user_mad header and the MAD, and the MAD's length.
   struct Held {
@@ -98,7 +99,8 @@ struct Split {
     gsi = g != nullptr ? g : "";
     smi = s != nullptr ? s : "";
     const char* n = std::getenv("SPLIT_SMI_PLANES");
-    if (n != nullptr) planes = std::max(1, std::min(std::atoi(n), UMAD_CA_MAX_PORTS - 1));
+    // At most 4: umad2sim opens 8 descriptors per device, two per plane.
+    if (n != nullptr) planes = std::max(1, std::min(std::atoi(n), 4));
   }
   bool on() const { return !gsi.empty(); }
   Role RoleOf(const char* name) const {
@@ -161,6 +163,8 @@ PollFn NextPoll() {
 int AgentOf(const std::uint8_t* umad) { return static_cast<int>(reinterpret_cast<const ib_user_mad*>(umad)->agent_id); }
 
 void Split::Pump() {
+  // Only ever the next umad_recv with timeout 0: with a timeout
+  // libibumad would poll() (this preload's, which pumps: pump_mu again).
   std::lock_guard pump(pump_mu);
   std::vector<int> open;
   {
@@ -181,7 +185,20 @@ void Split::Pump() {
       if (rc < 0) break;
       h.length = length;
       std::lock_guard lock(mu);
-      held[OwnerOf(AgentOf(h.bytes.data()), fd)].push_back(std::move(h));
+      auto* u = reinterpret_cast<ib_user_mad*>(h.bytes.data());
+      int owner = OwnerOf(AgentOf(h.bytes.data()), fd);
+      // A request the far end sent unasked (the SA's Report: the response
+      // bit of Method clear) goes to the agent registered for it, as the
+      // kernel sends it; umad2sim names the class's last registrant.
+      const std::uint8_t* mad = h.bytes.data() + umad_size();
+      if ((mad[3] & 0x80) == 0) {
+        if (const auto r = reports.find(mad[1]); r != reports.end()) {
+          owner = r->second.first;
+          u->agent_id = static_cast<std::uint32_t>(r->second.second);
+        }
+      }
+      if (fds.count(owner) == 0) continue;  // closed meanwhile: nobody reads it
+      held[owner].push_back(std::move(h));
     }
   }
 }
@@ -193,6 +210,7 @@ int Split::TakeHeld(int fd, void* umad, int* length) {
   Held& h = it->second.front();
   if (*length < h.length) {
     *length = h.length;
+    errno = ENOSPC;
     return -ENOSPC;
   }
   std::memcpy(umad, h.bytes.data(), umad_size() + static_cast<std::size_t>(h.length));
@@ -310,14 +328,27 @@ int umad_unregister(int fd, int agentid) {
   using Fn = int (*)(int, int);
   static const Fn next = Next<Fn>("umad_unregister");
   Split& s = Split::Get();
+  bool shared = false;  // another descriptor still has an agent of the class
   {
     std::lock_guard lock(s.mu);
     if (auto it = s.agents.find(fd); it != s.agents.end()) it->second.erase(agentid);
     for (auto it = s.reports.begin(); it != s.reports.end();) {
       it = it->second == std::pair{fd, agentid} ? s.reports.erase(it) : std::next(it);
     }
+    const auto cls = s.agent_class.find(agentid);
+    if (cls != s.agent_class.end()) {
+      for (const auto& [other, ids] : s.agents) {
+        for (const int id : ids) {
+          const auto c = s.agent_class.find(id);
+          shared |= other != fd && c != s.agent_class.end() && c->second == cls->second;
+        }
+      }
+      s.agent_class.erase(cls);
+    }
   }
-  return next(fd, agentid);
+  // umad2sim forgets where the class's answers go for every descriptor:
+  // while another still has the class, its agent stays registered there.
+  return shared ? 0 : next(fd, agentid);
 }
 
 int umad_register(int fd, int mgmt_class, int mgmt_version, uint8_t rmpp_version, long method_mask[]) {
@@ -342,6 +373,7 @@ int umad_register(int fd, int mgmt_class, int mgmt_version, uint8_t rmpp_version
   if (agent >= 0 && role != Role::kNone) {
     std::lock_guard lock(s.mu);
     s.agents[fd].insert(agent);
+    s.agent_class[agent] = mgmt_class;
     if (unsolicited) s.reports[mgmt_class] = {fd, agent};
   }
   return agent;

@@ -133,6 +133,10 @@ std::optional<MadBytes> FakeFabric::Smp(int node, int entered, const MadBytes& r
       pi.capability_mask = transport::kPortCapHasExtSpeeds | transport::kPortCapHasCapMask2;
       pi.capability_mask2 = transport::kPortCap2ExtSpeeds2;
     }
+    if (n.fec_mode) {
+      pi.capability_mask |= transport::kPortCapHasCapMask2;
+      pi.capability_mask2 |= transport::kPortCap2PortInfoExtended;
+    }
     if (port == 0 && n.type == NodeType::kSwitch) {
       pi.lid = n.lid;
       pi.port_state = kPortStateActive;
@@ -169,6 +173,10 @@ std::optional<MadBytes> FakeFabric::Smp(int node, int entered, const MadBytes& r
     data[11] = transport::kMlnxSpeedFdr10;              // LinkSpeedEnabled
     data[15] = fdr10 ? transport::kMlnxSpeedFdr10 : 0;  // LinkSpeedActive
     return EncodeResponse(req, data);
+  }
+  if (h.attr_id == smp_attr::kPortInfoExtended && n.fec_mode) {
+    if (n.ports.find(static_cast<int>(h.attr_mod)) == n.ports.end()) return EncodeResponse(req, {}, 0x1c);
+    return EncodeResponse(req, transport::testing::EncodePortInfoExtended({1, *n.fec_mode}));
   }
   return EncodeResponse(req, {}, 0x0c);  // unsupported attribute
 }
@@ -223,6 +231,11 @@ std::optional<MadBytes> FakeFabric::Pma(const MadAddress& to, const MadBytes& re
         PortCountersExtended c = it->second.extended;
         c.port_select = static_cast<std::uint8_t>(select);
         return EncodeResponse(req, EncodePortCountersExtended(c));
+      }
+      if (h.attr_id == pma_attr::kPortExtendedSpeedsCounters && n.fec_mode) {
+        transport::ExtendedSpeedsRsFec c = it->second.fec;
+        c.port_select = static_cast<std::uint8_t>(select);
+        return EncodeResponse(req, transport::testing::EncodeExtendedSpeedsRsFec(c));
       }
       if (h.attr_id == pma_attr::kPortRcvErrorDetails && !n.no_details) {
         transport::PortRcvErrorDetails d = it->second.details;

@@ -67,6 +67,14 @@ class FakeFabric {
     nodes_.at(node).fdr10_links = fdr10_links;
   }
   int mlnx_ext_port_info_smps() const { return mlnx_smps_; }  // ExtendedPortInfo SMPs received
+  // The node's ports run FEC `mode` (PortInfoExtended.FECModeActive; its
+  // PortInfo says IsPortInfoExtendedSupported); its PMA answers
+  // PortExtendedSpeedsCounters (RS-FEC layout) with SetFecCounters' values
+  // (give it the RS-FEC capability bit with SetCapabilities).
+  void SetFec(int node, std::uint16_t mode) { nodes_.at(node).fec_mode = mode; }
+  void SetFecCounters(int node, int port, const transport::ExtendedSpeedsRsFec& c) {
+    nodes_.at(node).ports.at(port).fec = c;
+  }
   void SetLid(int node, std::uint16_t lid) { nodes_.at(node).lid = lid; }
   const transport::PortCounters& Counters(int node, int port) const { return nodes_.at(node).ports.at(port).counters; }
   int sets() const { return sets_; }
@@ -94,6 +102,7 @@ class FakeFabric {
     transport::PortCountersExtended extended;
     transport::PortRcvErrorDetails details;
     transport::PortXmitDiscardDetails discard_details;
+    transport::ExtendedSpeedsRsFec fec;
   };
   struct FakeNode {
     std::string name;
@@ -116,6 +125,7 @@ class FakeFabric {
     bool xdr_advertised = false;
     std::uint16_t mlnx_device_id = 0;  // non-zero: answers ExtendedPortInfo
     bool fdr10_links = false;
+    std::optional<std::uint16_t> fec_mode = std::nullopt;
   };
   std::optional<transport::MadBytes> Answer(int local, int local_port, const transport::MadAddress& to,
                                             const transport::MadBytes& req);

@@ -122,6 +122,34 @@ std::vector<std::uint8_t> EncodePortSamplesControl(const PortSamplesControl& c) 
   return b.bytes;
 }
 
+namespace {
+// `v` big-endian into `width` bytes at byte `at` (MAD fields are big-endian).
+void Put(std::vector<std::uint8_t>& d, std::size_t at, std::uint64_t v, std::size_t width) {
+  for (std::size_t i = 0; i < width; ++i) d[at + i] = static_cast<std::uint8_t>(v >> (8 * (width - 1 - i)));
+}
+}  // namespace
+
+std::vector<std::uint8_t> EncodePortInfoExtended(const PortInfoExtended& p) {
+  std::vector<std::uint8_t> d(kSmpDataSize, 0);
+  Put(d, 0, p.capability_mask, 4);  // CapMask: bits 0..31
+  Put(d, 4, p.fec_mode_active, 2);  // FECModeActive: BITSOFFS(32, 16)
+  return d;
+}
+
+std::vector<std::uint8_t> EncodeExtendedSpeedsRsFec(const ExtendedSpeedsRsFec& e) {
+  std::vector<std::uint8_t> d(kPmaDataSize, 0);
+  Put(d, 1, e.port_select, 1);          // PortSelect: BITSOFFS(8, 8)
+  Put(d, 16, e.sync_header_errors, 2);  // SyncHeaderErrorCounter: BITSOFFS(128, 16)
+  Put(d, 18, e.unknown_blocks, 2);      // UnknownBlockCounter: BITSOFFS(144, 16)
+  for (std::size_t lane = 0; lane < kFecLanes; ++lane) {
+    Put(d, 44 + 4 * lane, e.corrected_symbols_lane[lane], 4);  // FECCorrectableSymbolCtrLane<n>: bit 352 + 32n
+  }
+  Put(d, 140, e.corrected_blocks, 4);      // PortFECCorrectableBlockCtr: bit 1120
+  Put(d, 144, e.uncorrectable_blocks, 4);  // PortFECUncorrectableBlockCtr: bit 1152
+  Put(d, 148, e.corrected_symbols, 4);     // PortFECCorrectedSymbolCtr: bit 1184
+  return d;
+}
+
 std::vector<std::uint8_t> EncodePortCountersExtended(const PortCountersExtended& c) {
   Buf b(kPmaDataSize);
   b.Set(IB_PC_EXT_PORT_SELECT_F, c.port_select);

@@ -18,6 +18,11 @@ std::vector<std::uint8_t> EncodePortCountersExtended(const PortCountersExtended&
 std::vector<std::uint8_t> EncodePortRcvErrorDetails(const PortRcvErrorDetails& d);
 std::vector<std::uint8_t> EncodePortXmitDiscardDetails(const PortXmitDiscardDetails& d);
 std::vector<std::uint8_t> EncodePortSamplesControl(const PortSamplesControl& c);
+// These two are written byte by byte from the bit offsets of rdma-core's
+// libibmad/fields.c (not through its field table, which the decoders
+// use): a decoder reading the wrong field fails against them.
+std::vector<std::uint8_t> EncodePortInfoExtended(const PortInfoExtended& p);
+std::vector<std::uint8_t> EncodeExtendedSpeedsRsFec(const ExtendedSpeedsRsFec& e);
 std::vector<std::uint8_t> EncodePerfClassPortInfo(const PerfClassPortInfo& c);
 std::vector<std::uint8_t> EncodeSwitchInfo(const SwitchInfo& s);
 std::vector<std::uint8_t> EncodeSmInfo(const SmInfo& s);

@@ -11,7 +11,10 @@ FakeMadPort::FakeMadPort(Responder responder, FakeFaults faults, std::uint32_t s
 
 bool FakeMadPort::Send(const MadAddress& to, const MadBytes& mad) {
   ++sends_;
-  if (record_sent_) sent_.push_back(mad);
+  if (record_sent_) {
+    sent_.push_back(mad);
+    sent_to_.push_back(to);
+  }
   std::optional<MadBytes> response = responder_(to, mad);
   if (!response) return true;  // a request nobody answers: the engine must time out
   std::uniform_real_distribution<double> u(0, 1);

@@ -47,6 +47,7 @@ class FakeMadPort final : public MadPort {
   // Every MAD sent, when recording is on (the default). Benchmarks turn it
   // off: a growing record costs copies that would look like engine stalls.
   const std::vector<MadBytes>& sent_mads() const { return sent_; }
+  const std::vector<MadAddress>& sent_addresses() const { return sent_to_; }  // where each went
   void set_record_sent(bool on) { record_sent_ = on; }
   void set_faults(const FakeFaults& f) { faults_ = f; }
 
@@ -65,6 +66,7 @@ class FakeMadPort final : public MadPort {
   std::mt19937 rng_;
   std::priority_queue<Pending, std::vector<Pending>, std::greater<>> queue_;
   std::vector<MadBytes> sent_;
+  std::vector<MadAddress> sent_to_;
   bool record_sent_ = true;
   std::uint64_t seq_ = 0;
   std::uint64_t sends_ = 0;

@@ -1,0 +1,347 @@
+#include "collectors/fec_collector.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "collectors/render.h"
+#include "topology/link_rate.h"
+
+namespace ibfabric::collectors {
+namespace {
+
+using transport::ExtendedSpeedsRsFec;
+using transport::FecMode;
+
+// One sweep's asks: PortInfoExtended (the FEC mode) of some ports and
+// PortExtendedSpeedsCounters of others.
+class FecReads final : public BatchPart {
+ public:
+  enum class Kind : std::uint8_t { kMode, kCounters };
+  enum class Got : std::uint8_t { kNothing, kAnswer, kUnsupported, kFailed };
+  struct Read {
+    Kind kind = Kind::kMode;
+    topology::PortRef port;
+    std::uint16_t lid = 0;
+    Got got = Got::kNothing;
+    transport::PortInfoExtended mode{};
+    ExtendedSpeedsRsFec counters{};
+    std::chrono::steady_clock::time_point at{};  // when the answer came
+  };
+  static Read Ask(Kind kind, const topology::PortRef& port, std::uint16_t lid) {
+    Read r;
+    r.kind = kind;
+    r.port = port;
+    r.lid = lid;
+    return r;
+  }
+
+  void Ask(std::vector<Read> reads) {
+    reads_ = std::move(reads);
+    finished_ = false;
+  }
+  bool finished() const { return finished_; }
+  const std::vector<Read>& reads() const { return reads_; }
+
+  void AddRequests(std::vector<transport::MadRequest>* out) override {
+    for (const Read& r : reads_) {
+      out->push_back(r.kind == Kind::kMode
+                         ? transport::PortInfoExtendedQuery(transport::MadAddress::Lid(r.lid), r.port.port)
+                         : transport::ExtendedSpeedsCountersQuery(r.lid, r.port.port));
+    }
+  }
+  std::uint64_t NodeOf(std::size_t i) const override { return reads_[i].port.node_guid; }
+  void Take(std::size_t i, transport::MadResult&& m) override {
+    Read& r = reads_[i];
+    if (m.outcome == transport::MadOutcome::kOk) {
+      r.got = Got::kAnswer;
+      r.at = m.done;
+      if (r.kind == Kind::kMode) {
+        r.mode = transport::DecodePortInfoExtended(m.response);
+      } else {
+        r.counters = transport::DecodeExtendedSpeedsRsFec(m.response);
+      }
+    } else {
+      r.got = transport::Unsupported(m) ? Got::kUnsupported : Got::kFailed;
+    }
+  }
+  void Finish(const std::set<std::uint16_t>& moved) override {
+    for (Read& r : reads_) {
+      if (moved.count(r.lid)) r.got = Got::kNothing;  // another node answered: asked again
+    }
+    finished_ = true;
+  }
+
+ private:
+  std::vector<Read> reads_;
+  bool finished_ = false;
+};
+
+// What is kept of one port between reads.
+struct PortState {
+  std::optional<FecMode> mode;
+  double mode_gbps = 0;  // the signalling rate its mode was read at
+  bool mode_unsupported = false;
+  bool counters_unsupported = false;
+  std::optional<ExtendedSpeedsRsFec> last;           // the raw counters last read
+  std::chrono::steady_clock::time_point last_at{};   // when they came (the window's end)
+  std::chrono::steady_clock::time_point asked_at{};  // the sweep that last asked them
+  FecPort out;
+};
+
+// A counter read again: what it counted since, a clear (it went back)
+// counting on from its new value.
+std::uint64_t Delta(std::uint32_t was, std::uint32_t now) { return now >= was ? now - was : now; }
+
+class FecCollector final : public Collector {
+ public:
+  explicit FecCollector(std::chrono::milliseconds interval) : interval_(interval) {}
+
+  Schedule schedule() const override { return Schedule::kSweep; }
+
+  void Plan(const Cycle& cycle, SweepPlan* plan) override {
+    const double since = last_plan_ == std::chrono::steady_clock::time_point{}
+                             ? 0
+                             : std::chrono::duration<double>(cycle.now - last_plan_).count();
+    last_plan_ = cycle.now;
+    std::vector<FecReads::Read> now;  // modes to read, and counters never read
+    std::vector<std::pair<std::chrono::steady_clock::time_point, FecReads::Read>> due;
+    std::size_t counted = 0;  // ports whose counters are read at all
+    for (const topology::Node& n : cycle.fabric->nodes()) {
+      if (!n.port_info_extended || !cycle.in_scope(n)) continue;
+      const auto caps = cycle.parts->pma.find(n.guid);
+      if (caps == cycle.parts->pma.end() || !caps->second.known ||
+          (caps->second.mask & transport::pma_cap::kRsFecCounters) == 0)
+        continue;
+      for (const topology::Port& p : n.ports) {
+        const topology::PortRef ref{n.guid, p.number};
+        if (p.number == 0 || !p.link_up() || !cycle.read_port(ref)) continue;
+        const std::uint16_t lid = n.kind == topology::NodeKind::kSwitch ? n.lid : p.lid;
+        if (lid == 0) continue;
+        PortState& st = ports_[ref];
+        const double gbps = topology::ActiveSignalGbps(p);
+        if (!st.mode_unsupported && (!st.mode || st.mode_gbps != gbps)) {
+          if (!cycle.smps_blocked) now.push_back(FecReads::Ask(FecReads::Kind::kMode, ref, lid));
+          continue;
+        }
+        if (st.mode != FecMode::kRsFec && st.mode != FecMode::kRsFec2) continue;
+        if (st.counters_unsupported) continue;
+        ++counted;
+        if (st.last_at == std::chrono::steady_clock::time_point{}) {
+          st.asked_at = cycle.now;
+          now.push_back(FecReads::Ask(FecReads::Kind::kCounters, ref, lid));  // never read: now, whatever the share
+          continue;
+        }
+        if (cycle.now - st.asked_at >= interval_)
+          due.emplace_back(st.asked_at, FecReads::Ask(FecReads::Kind::kCounters, ref, lid));
+      }
+    }
+    // Spread over the interval: of the ports read before, this sweep's
+    // share of them, the longest waiting first.
+    std::sort(due.begin(), due.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    const double share = since > 0 ? since / std::chrono::duration<double>(interval_).count() : 1.0;
+    const auto budget = static_cast<std::size_t>(std::ceil(static_cast<double>(counted) * std::min(share, 1.0)));
+    std::vector<FecReads::Read> reads = std::move(now);
+    for (std::size_t i = 0; i < due.size() && i < std::max<std::size_t>(budget, 1); ++i) {
+      ports_[due[i].second.port].asked_at = cycle.now;
+      reads.push_back(due[i].second);
+    }
+    if (reads.empty()) return;
+    part_.Ask(std::move(reads));
+    plan->parts.push_back(&part_);
+  }
+
+  Outcome Update(const Cycle& cycle) override {
+    Outcome out;
+    bool changed = false;
+    for (auto it = ports_.begin(); it != ports_.end();) {
+      const topology::Port* p = cycle.fabric->FindPort(it->first);
+      changed |= !p && it->second.out.counted;
+      it = p ? std::next(it) : ports_.erase(it);
+    }
+    if (part_.finished()) {
+      for (const FecReads::Read& r : part_.reads()) changed |= Note(r, *cycle.fabric);
+      part_.Ask({});
+    }
+    if (changed || !published_) Rebuild();
+    return out;
+  }
+
+  void Publish(Snapshot* parts) const override { parts->by_collector.Set(kFecCollector, published_); }
+
+ private:
+  // Takes one answer in; true when the published part changes.
+  bool Note(const FecReads::Read& r, const topology::Fabric& fabric) {
+    using Got = FecReads::Got;
+    const auto it = ports_.find(r.port);
+    const topology::Port* p = fabric.FindPort(r.port);
+    if (it == ports_.end() || !p || r.got == Got::kNothing || r.got == Got::kFailed) return false;
+    PortState& st = it->second;
+    if (r.kind == FecReads::Kind::kMode) {
+      if (r.got == Got::kUnsupported) {
+        st.mode_unsupported = true;
+        return false;
+      }
+      st.mode = static_cast<FecMode>(r.mode.FecModeSupported() ? r.mode.fec_mode_active : 0);
+      st.mode_gbps = topology::ActiveSignalGbps(*p);
+      const bool was = st.out.mode == *st.mode && st.out.port == r.port;
+      st.out.port = r.port;
+      st.out.mode = *st.mode;
+      return !was;
+    }
+    if (r.got == Got::kUnsupported) {
+      st.counters_unsupported = true;
+      return false;
+    }
+    const ExtendedSpeedsRsFec& now = r.counters;
+    FecPort& f = st.out;
+    f.port = r.port;
+    f.lanes = std::min<int>(topology::MaxLanes(p->width_active), static_cast<int>(transport::kFecLanes));
+    if (!st.last) {
+      // The first read: what the device counted since it was last cleared.
+      f.corrected_blocks = now.corrected_blocks;
+      f.uncorrectable_blocks = now.uncorrectable_blocks;
+      f.corrected_symbols = now.corrected_symbols;
+      for (std::size_t lane = 0; lane < transport::kFecLanes; ++lane)
+        f.lane_symbols[lane] = now.corrected_symbols_lane[lane];
+    } else {
+      const ExtendedSpeedsRsFec& was = *st.last;
+      const std::uint64_t symbols = Delta(was.corrected_symbols, now.corrected_symbols);
+      const std::uint64_t uncorrectable = Delta(was.uncorrectable_blocks, now.uncorrectable_blocks);
+      f.corrected_blocks += Delta(was.corrected_blocks, now.corrected_blocks);
+      f.uncorrectable_blocks += uncorrectable;
+      f.corrected_symbols += symbols;
+      for (std::size_t lane = 0; lane < transport::kFecLanes; ++lane)
+        f.lane_symbols[lane] += Delta(was.corrected_symbols_lane[lane], now.corrected_symbols_lane[lane]);
+      f.window_seconds = std::chrono::duration<double>(r.at - st.last_at).count();
+      const double bits = topology::ActiveSignalGbps(*p) * 1e9 * f.window_seconds;
+      if (bits > 0) {
+        f.raw_ber = static_cast<double>(symbols) / bits;
+        f.effective_ber = static_cast<double>(uncorrectable) / bits;
+      }
+    }
+    f.counted = true;
+    st.last = now;
+    st.last_at = r.at;
+    return true;
+  }
+
+  void Rebuild() {
+    auto list = std::make_shared<std::vector<FecPort>>();
+    for (const auto& [ref, st] : ports_) {
+      if (st.mode) list->push_back(st.out);
+    }
+    auto next = std::make_shared<FecReadings>();
+    next->ports = std::move(list);
+    published_ = std::move(next);
+  }
+
+  std::chrono::milliseconds interval_;
+  std::map<topology::PortRef, PortState> ports_;
+  std::chrono::steady_clock::time_point last_plan_{};
+  FecReads part_;
+  std::shared_ptr<const FecReadings> published_;
+};
+
+}  // namespace
+
+std::unique_ptr<Collector> MakeFecCollector(const CollectorOptions& options) {
+  return std::make_unique<FecCollector>(options.phy_interval);
+}
+
+void RenderFec(const Snapshot& s, const Emit& out) {
+  const auto* fec = s.by_collector.Get<FecReadings>(kFecCollector);
+  if (!fec || !s.fabric) return;
+  // Only what this exporter reads (its scope's ports).
+  std::vector<const FecPort*> ports;
+  for (const FecPort& f : *fec->ports) {
+    const topology::Node* n = s.fabric->FindNode(f.port.node_guid);
+    const topology::Port* p = n ? n->FindPort(f.port.port) : nullptr;
+    if (n && p && OwnsPort(s, *n, *p)) ports.push_back(&f);
+  }
+  auto info = Family("infiniband_port_fec_info",
+                     "The forward error correction the port runs (PortInfoExtended.FECModeActive: none, fire_code, "
+                     "rs_fec, low_latency_rs_fec, rs_fec2) and where its FEC series come from "
+                     "(pma_extended_speeds: PortExtendedSpeedsCounters, RS-FEC layout; none: not read)",
+                     prometheus::MetricType::Gauge);
+  for (const FecPort* f : ports) {
+    Add(info,
+        {{"guid", topology::FormatGuid(f->port.node_guid)},
+         {"port", std::to_string(f->port.port)},
+         {"fec_mode", transport::ToString(f->mode)},
+         {"source", f->counted ? "pma_extended_speeds" : "none"}},
+        1);
+  }
+  EmitNonEmpty(out, info);
+  struct Total {
+    const char* name;
+    const char* help;
+    std::uint64_t FecPort::*field;
+  };
+  static constexpr Total kCounters[] = {
+      {"fec_corrected_blocks_total",
+       "FEC blocks with errors FEC corrected (PortExtendedSpeedsCounters PortFECCorrectableBlockCtr), since the "
+       "exporter first read the port",
+       &FecPort::corrected_blocks},
+      {"fec_uncorrectable_blocks_total",
+       "FEC blocks with more errors than FEC corrects (PortFECUncorrectableBlockCtr): errors that reached the link "
+       "layer",
+       &FecPort::uncorrectable_blocks},
+      {"fec_corrected_symbols_total",
+       "Symbols FEC corrected (PortFECCorrectedSymbolCtr): raw errors that did no harm yet, the first sign of a "
+       "cable going bad",
+       &FecPort::corrected_symbols},
+  };
+  for (const bool sw : {false, true}) {
+    const std::string role = sw ? "switch" : "hca";
+    const auto mine = [&](const FecPort& f) {
+      return f.counted && (LabelOf(s, f.port.node_guid).kind == topology::NodeKind::kSwitch) == sw;
+    };
+    for (const Total& c : kCounters) {
+      FamilyParts f(out, "infiniband_" + role + "_port_" + c.name, std::string("The ") + role + " port's " + c.help,
+                    prometheus::MetricType::Counter);
+      for (const FecPort* p : ports) {
+        if (mine(*p)) f.Add(PortLabels(p->port, LabelOf(s, p->port.node_guid)), static_cast<double>(p->*c.field));
+      }
+      f.Finish();
+    }
+    FamilyParts lanes(out, "infiniband_" + role + "_port_lane_fec_corrected_symbols_total",
+                      "Symbols FEC corrected on one lane of the " + role +
+                          " port (FECCorrectableSymbolCtrLane<n>), for the lanes its link runs on",
+                      prometheus::MetricType::Counter);
+    for (const FecPort* p : ports) {
+      if (!mine(*p)) continue;
+      for (int lane = 0; lane < p->lanes; ++lane) {
+        auto labels = PortLabels(p->port, LabelOf(s, p->port.node_guid));
+        labels.push_back({"lane", std::to_string(lane)});
+        lanes.Add(std::move(labels), static_cast<double>(p->lane_symbols[static_cast<std::size_t>(lane)]));
+      }
+    }
+    lanes.Finish();
+    struct Rate {
+      const char* name;
+      const char* help;
+      std::optional<double> FecPort::*field;
+    };
+    static constexpr Rate kRates[] = {
+        {"raw_ber",
+         "raw (pre-FEC) bit error rate over the window between its last two FEC reads: corrected symbols per bit "
+         "the link carried (a lower bound)",
+         &FecPort::raw_ber},
+        {"effective_ber",
+         "effective (post-FEC) bit error rate over the same window: uncorrectable FEC blocks per bit the link "
+         "carried (a lower bound)",
+         &FecPort::effective_ber},
+    };
+    for (const Rate& r : kRates) {
+      FamilyParts f(out, "infiniband_" + role + "_port_" + r.name, "The " + role + " port's " + r.help,
+                    prometheus::MetricType::Gauge);
+      for (const FecPort* p : ports) {
+        if (mine(*p) && (p->*r.field)) f.Add(PortLabels(p->port, LabelOf(s, p->port.node_guid)), *(p->*r.field));
+      }
+      f.Finish();
+    }
+  }
+}
+
+}  // namespace ibfabric::collectors

@@ -1,0 +1,77 @@
+#pragma once
+// fec: forward error correction per port, from the standard source, where
+// the device has it: PMA PortExtendedSpeedsCounters (0x1F) in its RS-FEC
+// layout (transport/attributes.h ExtendedSpeedsRsFec). On HDR and later
+// links FEC corrects raw errors, so SymbolErrorCounter moves only for what
+// it could not correct: a cable going bad shows first in corrected
+// symbols, for days, while symbol errors stay 0.
+//
+// Asked as infiniband-diags' perfquery asks it: of a port whose node's PMA
+// ClassPortInfo says IsPMRSFECCountersSupported (the capabilities part,
+// CapabilityMask bit 14) and whose PortInfoExtended (SMP 0x33, asked where
+// PortInfo.CapabilityMask2 says the node has it) says RS-FEC is active.
+// PortInfoExtended is asked once per port (again when its link runs at
+// another speed); the counters at most once per port every `interval`
+// (--phy.interval, default 5 minutes, UFM's low-frequency telemetry: a
+// slower beat than the sweep's), spread over the interval: each sweep
+// asks the share of the due ports that its time since the last sweep is
+// of the interval, longest waiting first. Both ride in the sweep's one
+// batch. "Unsupported attribute" stops asking the port for good (until
+// its node leaves); a timeout or any other error only until next time.
+// No SMP is sent while the fabric drops this exporter's SMPs (M_Key).
+//
+// Totals count from the first read (a counter that went back was cleared:
+// it counts on from its new value). Bit error rates are over the window
+// between the port's last two reads, against the bits its link carried
+// (the signalling rate of its lanes times the seconds; idle symbols are
+// bits on the wire too): raw = corrected symbols per bit, effective =
+// uncorrectable blocks per bit. Both are lower bounds (a corrected symbol
+// holds at least one bit error, an uncorrectable block at least one).
+//
+// Part: FecReadings under "fec" (Snapshot::by_collector). Metrics:
+// infiniband_{switch,hca}_port_fec_{corrected_blocks,uncorrectable_blocks,
+// corrected_symbols}_total, infiniband_{switch,hca}_port_lane_fec_
+// corrected_symbols_total{lane} (the lanes the link runs on),
+// infiniband_{switch,hca}_port_{raw,effective}_ber (after two reads), and
+// infiniband_port_fec_info{guid,port,fec_mode,source} for each port whose
+// mode was read. Absent, not 0, where the device does not have them.
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "collectors/collector.h"
+
+namespace ibfabric::collectors {
+
+inline constexpr std::string_view kFecCollector = "fec";
+
+// One port's FEC as last read.
+struct FecPort {
+  topology::PortRef port;
+  transport::FecMode mode = transport::FecMode::kNone;  // PortInfoExtended.FECModeActive
+  bool counted = false;  // PortExtendedSpeedsCounters read: the totals below mean something
+  std::uint64_t corrected_blocks = 0;
+  std::uint64_t uncorrectable_blocks = 0;
+  std::uint64_t corrected_symbols = 0;
+  std::array<std::uint64_t, transport::kFecLanes> lane_symbols{};
+  int lanes = 0;  // lanes the link ran on at the last read: the lane series
+  // Over the window between the last two reads; absent before two.
+  std::optional<double> raw_ber;
+  std::optional<double> effective_ber;
+  double window_seconds = 0;
+  bool operator==(const FecPort&) const = default;
+};
+
+struct FecReadings {
+  std::shared_ptr<const std::vector<FecPort>> ports = std::make_shared<const std::vector<FecPort>>();  // by port
+};
+
+std::unique_ptr<Collector> MakeFecCollector(const CollectorOptions& options);
+void RenderFec(const Snapshot& s, const Emit& out);
+
+}  // namespace ibfabric::collectors

@@ -1,0 +1,126 @@
+// The physical layer through the hardware personalities: a Quantum-2 leaf
+// whose PMA has the RS-FEC counters (PortExtendedSpeedsCounters) and whose
+// host links run NDR (RS-FEC), under a Switch-IB 2 spine that has neither
+// (its links to the leaf run EDR, no FEC), and ConnectX-7 hosts whose PMAs
+// do not say they have them. Counts planted on the leaf arrive exact, per
+// lane, with the bit error rate of their window, while SymbolErrorCounter
+// stays 0; every MAD is counted where it crosses libibumad (the tap): the
+// counters are asked of the RS-FEC ports only, once per --phy.interval,
+// and nothing of the kind goes to a device that lacks it.
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <thread>
+
+#include "tests/integration/hardware_suite.h"
+#include "tests/testbed/mad_tap.h"
+
+namespace ibfabric::testbed {
+namespace {
+
+using std::chrono::seconds;
+
+class PhysicalLayerTest : public HardwareSuite<PhysicalLayerTest> {
+ protected:
+  static void SetUpTestSuite() {
+    StartHardware(kTwoSwitchNet, "ib-spine01  switch-ib-2\nib-leaf01  quantum-2\ncn*  connectx-7\n");
+  }
+  // The personalities' preload with the tap before it (it sees every MAD
+  // the exporter sends, those the models answer too).
+  static Env TappedEnv(const std::string& file) {
+    Env env = hw_->PreloadEnv();
+    const Env tap = MadTapEnv(file);
+    env["LD_PRELOAD"] = tap.at("LD_PRELOAD") + " " + env["LD_PRELOAD"];
+    env["MAD_TAP_FILE"] = tap.at("MAD_TAP_FILE");
+    return env;
+  }
+  static void Plant(const std::string& line) {
+    std::string error;
+    ASSERT_TRUE(hw_->Command(line, &error)) << line << ": " << error;
+  }
+};
+
+TEST_F(PhysicalLayerTest, RsFecCountsArriveExactPerLaneWithTheirBitErrorRate) {
+  Plant("fec ib-leaf01 2 lanes=10,20,30,40 corrected_blocks=7 uncorrectable_blocks=1");
+  const std::string tap = sim_->dir() + "/phy-tap.log";
+  std::string error;
+  auto e = ExporterProcess::Start(*sim_, {"--sweep.interval=250ms", "--phy.interval=1s"}, &error, {}, TappedEnv(tap));
+  ASSERT_NE(e, nullptr) << error;
+  const Labels at{{"switch", "ib-leaf01"}, {"port", "2"}};
+  auto s = e->WaitFor(
+      [&](const Scrape& x) { return x.Value("infiniband_switch_port_fec_corrected_symbols_total", at) == 100; },
+      seconds(30));
+  ASSERT_TRUE(s.has_value()) << e->Log();
+  EXPECT_EQ(s->Value("infiniband_switch_port_fec_corrected_blocks_total", at), 7);
+  EXPECT_EQ(s->Value("infiniband_switch_port_fec_uncorrectable_blocks_total", at), 1);
+  for (int lane = 0; lane < 4; ++lane) {
+    Labels l = at;
+    l["lane"] = std::to_string(lane);
+    EXPECT_EQ(s->Value("infiniband_switch_port_lane_fec_corrected_symbols_total", l), 10 * (lane + 1)) << lane;
+  }
+  EXPECT_EQ(s->Find("infiniband_switch_port_lane_fec_corrected_symbols_total", at).size(), 4u) << "a 4x NDR link";
+  const std::string leaf = s->Find("infiniband_switch_info", {{"switch", "ib-leaf01"}}).at(0).labels.at("guid");
+  const std::string spine = s->Find("infiniband_switch_info", {{"switch", "ib-spine01"}}).at(0).labels.at("guid");
+  EXPECT_EQ(s->Value("infiniband_port_fec_info",
+                     {{"guid", leaf}, {"port", "2"}, {"fec_mode", "rs_fec"}, {"source", "pma_extended_speeds"}}),
+            1);
+  EXPECT_EQ(
+      s->Value("infiniband_port_fec_info", {{"guid", leaf}, {"port", "5"}, {"fec_mode", "none"}, {"source", "none"}}),
+      1)
+      << "the EDR uplink runs no FEC: its mode is read, its counters are not";
+  EXPECT_TRUE(s->Find("infiniband_port_fec_info", {{"guid", spine}}).empty());
+  EXPECT_TRUE(s->Find("infiniband_hca_port_fec_corrected_symbols_total").empty()) << "no HCA PMA has them";
+  EXPECT_EQ(s->Sum("infiniband_switch_port_fec_corrected_symbols_total"), 100) << "only the planted port counts";
+
+  // Four thousand more symbols corrected, two more blocks lost, no symbol
+  // error: the window that saw them has its raw BER, over at least the
+  // interval and at most a few, of a 4x NDR link's 425 Gb/s.
+  Plant("fec ib-leaf01 2 lanes=1010,1020,1030,1040 corrected_blocks=9 uncorrectable_blocks=3");
+  s = e->WaitFor(
+      [&](const Scrape& x) {
+        return x.Value("infiniband_switch_port_fec_corrected_symbols_total", at) == 4100 &&
+               x.Value("infiniband_switch_port_raw_ber", at).value_or(0) > 0;
+      },
+      seconds(30));
+  ASSERT_TRUE(s.has_value()) << e->Log();
+  EXPECT_EQ(s->Value("infiniband_switch_port_fec_uncorrectable_blocks_total", at), 3);
+  EXPECT_EQ(s->Value("infiniband_switch_port_fec_corrected_blocks_total", at), 9);
+  const double raw = *s->Value("infiniband_switch_port_raw_ber", at);
+  const double effective = *s->Value("infiniband_switch_port_effective_ber", at);
+  constexpr double kBitsPerSecond = 4 * 106.25e9;
+  EXPECT_LE(raw, 4000 / (kBitsPerSecond * 0.9)) << "a window of at least the interval";
+  EXPECT_GE(raw, 4000 / (kBitsPerSecond * 4)) << "a window of a few seconds at most";
+  EXPECT_DOUBLE_EQ(effective / raw, 2.0 / 4000) << "one window, one divisor";
+  EXPECT_EQ(s->Value("infiniband_switch_port_symbol_error_total", at), 0) << "FEC corrected them all";
+
+  // Counted at libibumad over five seconds: the counters of the leaf's two
+  // NDR ports about once a second each; none of the spine or the hosts,
+  // whose PMAs lack them; the FEC mode never of the spine.
+  const auto from = std::chrono::steady_clock::now();
+  std::this_thread::sleep_for(seconds(5));
+  const auto to = std::chrono::steady_clock::now();
+  using transport::MgmtClass;
+  constexpr std::uint16_t kPesc = transport::pma_attr::kPortExtendedSpeedsCounters;
+  const std::uint64_t to_leaf = SentOfAttribute(tap, MgmtClass::kPerformance, kPesc, hw_->LidOf("ib-leaf01"), from, to);
+  std::printf("PortExtendedSpeedsCounters to the leaf in %.1f s: %llu\n",
+              std::chrono::duration<double>(to - from).count(), static_cast<unsigned long long>(to_leaf));
+  EXPECT_GE(to_leaf, 5u) << "two ports, about once a second each";
+  EXPECT_LE(to_leaf, 12u) << "two ports, at most once a second each";
+  EXPECT_EQ(SentOfAttribute(tap, MgmtClass::kPerformance, kPesc),
+            SentOfAttribute(tap, MgmtClass::kPerformance, kPesc, hw_->LidOf("ib-leaf01")))
+      << "nothing of the kind to another node";
+  EXPECT_EQ(
+      SentOfAttribute(tap, MgmtClass::kSubnLidRouted, transport::smp_attr::kPortInfoExtended, hw_->LidOf("ib-spine01")),
+      0u);
+  EXPECT_EQ(
+      SentOfAttribute(tap, MgmtClass::kSubnLidRouted, transport::smp_attr::kPortInfoExtended, hw_->LidOf("ib-leaf01")),
+      4u)
+      << "the leaf's four cabled ports, once each";
+  Plant("fec ib-leaf01 2");
+}
+
+}  // namespace
+}  // namespace ibfabric::testbed

@@ -1,0 +1,219 @@
+// Forward error correction: the PortInfoExtended and PortExtendedSpeedsCounters
+// (RS-FEC layout) decoders against layouts written byte by byte from
+// rdma-core's libibmad/fields.c (transport/testing/encoders.h), and the fec
+// collector on the fake fabric: who is asked what (the capability bit, the
+// FEC mode), how often (--phy.interval), what "unsupported" stops, and the
+// totals, lanes and bit error rates it exports.
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "collectors/fec_collector.h"
+#include "tests/unit/collector_bed.h"
+#include "transport/attributes.h"
+#include "transport/codec.h"
+#include "transport/testing/encoders.h"
+
+namespace ibfabric::collectors {
+namespace {
+
+using transport::ExtendedSpeedsRsFec;
+using transport::FecMode;
+using transport::MadBytes;
+
+MadBytes WithData(const std::vector<std::uint8_t>& data) {
+  MadBytes m{};
+  std::copy(data.begin(), data.end(), m.begin() + transport::kMadDataOffset);
+  return m;
+}
+
+TEST(FecDecodeTest, PortInfoExtendedSaysWhenTheCountersComeInTheRsFecLayout) {
+  const auto mode = [](std::uint32_t caps, std::uint16_t m) {
+    return transport::DecodePortInfoExtended(WithData(transport::testing::EncodePortInfoExtended({caps, m})));
+  };
+  const transport::PortInfoExtended rs = mode(1, 2);
+  EXPECT_EQ(rs.capability_mask, 1u);
+  EXPECT_EQ(rs.fec_mode_active, 2);
+  EXPECT_TRUE(rs.RsFecActive());
+  EXPECT_TRUE(mode(1, 4).RsFecActive()) << "RS-FEC2, as perfquery reads it";
+  EXPECT_FALSE(mode(1, 3).RsFecActive()) << "low-latency RS-FEC: perfquery reads the plain layout";
+  EXPECT_FALSE(mode(1, 1).RsFecActive());
+  EXPECT_FALSE(mode(0, 2).RsFecActive()) << "IsFECModeSupported clear: FECModeActive means nothing";
+  EXPECT_EQ(mode(0x80000001u, 0xabcd).fec_mode_active, 0xabcd);
+  EXPECT_STREQ(transport::ToString(FecMode::kRsFec), "rs_fec");
+  EXPECT_STREQ(transport::ToString(static_cast<FecMode>(9)), "unknown");
+}
+
+TEST(FecDecodeTest, EveryRsFecFieldFromItsOwnBits) {
+  ExtendedSpeedsRsFec e;
+  e.port_select = 17;
+  e.sync_header_errors = 0x1234;
+  e.unknown_blocks = 0x5678;
+  for (std::size_t lane = 0; lane < transport::kFecLanes; ++lane) {
+    e.corrected_symbols_lane[lane] = 0x01000000u * static_cast<std::uint32_t>(lane + 1) + 7;
+  }
+  e.corrected_blocks = 0xdeadbeef;
+  e.uncorrectable_blocks = 0x0badf00d;
+  e.corrected_symbols = 0xfeedface;
+  const ExtendedSpeedsRsFec d =
+      transport::DecodeExtendedSpeedsRsFec(WithData(transport::testing::EncodeExtendedSpeedsRsFec(e)));
+  EXPECT_EQ(d.port_select, 17);
+  EXPECT_EQ(d.sync_header_errors, 0x1234);
+  EXPECT_EQ(d.unknown_blocks, 0x5678);
+  EXPECT_EQ(d.corrected_symbols_lane, e.corrected_symbols_lane);
+  EXPECT_EQ(d.corrected_blocks, 0xdeadbeefu);
+  EXPECT_EQ(d.uncorrectable_blocks, 0x0badf00du);
+  EXPECT_EQ(d.corrected_symbols, 0xfeedfaceu);
+}
+
+// The small tree: leaf0 and spine0 run RS-FEC and their PMAs have the
+// counters; spine1 runs RS-FEC but its PMA does not say it has them;
+// leaf1's PMA has them but it runs no FEC.
+void FecShape(Bed& x) {
+  using transport::pma_cap::kRsFecCounters;
+  const std::uint16_t base = transport::pma_cap::kAllPortSelect | transport::pma_cap::kExtWidth;
+  for (int node : {x.leaves[0], x.spines[0]}) {
+    x.f.SetFec(node, 2);
+    x.f.SetCapabilities(node, base | kRsFecCounters);
+  }
+  x.f.SetFec(x.spines[1], 2);
+  x.f.SetCapabilities(x.spines[1], base);
+  x.f.SetFec(x.leaves[1], 0);
+  x.f.SetCapabilities(x.leaves[1], base | kRsFecCounters);
+}
+
+// The fec collector after the capabilities were read, with `interval`.
+std::unique_ptr<Collector> MakeFec(Bed& b, std::chrono::milliseconds interval) {
+  auto caps = b.Make("capabilities");
+  b.Run(*caps);
+  CollectorOptions o;
+  o.phy_interval = interval;
+  return b.Make("fec", o);
+}
+
+TEST(FecCollectorTest, AsksTheModeOnceAndTheCountersOfRsFecPortsEachInterval) {
+  Bed b(FecShape);
+  auto fec = MakeFec(b, std::chrono::milliseconds(200));
+  std::size_t mark = 0;
+  constexpr auto kPie = transport::smp_attr::kPortInfoExtended;
+  constexpr auto kPesc = transport::pma_attr::kPortExtendedSpeedsCounters;
+  const std::uint64_t leaf0 = b.f.Guid(b.leaves[0]), spine0 = b.f.Guid(b.spines[0]), leaf1 = b.f.Guid(b.leaves[1]);
+
+  mark = b.port.sent_mads().size();
+  b.SweepWith({fec.get()});  // the modes, of the nodes whose PMA has the counters
+  EXPECT_EQ(b.SentTo(kPie, mark),
+            (std::map<std::uint64_t, int>{
+                {leaf0, b.UpPorts(b.leaves[0])}, {spine0, b.UpPorts(b.spines[0])}, {leaf1, b.UpPorts(b.leaves[1])}}));
+  EXPECT_TRUE(b.SentTo(kPesc, mark).empty());
+  mark = b.port.sent_mads().size();
+  b.SweepWith({fec.get()});  // the counters of the RS-FEC ports, first time
+  EXPECT_TRUE(b.SentTo(kPie, mark).empty()) << "the mode is asked once";
+  EXPECT_EQ(b.SentTo(kPesc, mark),
+            (std::map<std::uint64_t, int>{{leaf0, b.UpPorts(b.leaves[0])}, {spine0, b.UpPorts(b.spines[0])}}));
+  mark = b.port.sent_mads().size();
+  b.SweepWith({fec.get()});
+  EXPECT_TRUE(b.SentTo(kPesc, mark).empty()) << "not again within the interval";
+
+  // Counts planted on leaf0 port 1 (a host port): the first read gives them.
+  ExtendedSpeedsRsFec c;
+  c.corrected_symbols_lane = {100, 200, 300, 400};
+  c.corrected_symbols = 1000;
+  c.corrected_blocks = 40;
+  c.uncorrectable_blocks = 2;
+  b.f.SetFecCounters(b.leaves[0], 1, c);
+  std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  mark = b.port.sent_mads().size();
+  b.SweepWith({fec.get()});
+  EXPECT_EQ(b.SentTo(kPesc, mark)[leaf0], b.UpPorts(b.leaves[0])) << "every port once the interval passed";
+  Scrape s = b.Render();
+  const testbed::Labels at{{"guid", topology::FormatGuid(leaf0)}, {"port", "1"}};
+  EXPECT_EQ(s.Value("infiniband_switch_port_fec_corrected_symbols_total", at), 1000);
+  EXPECT_EQ(s.Value("infiniband_switch_port_fec_corrected_blocks_total", at), 40);
+  EXPECT_EQ(s.Value("infiniband_switch_port_fec_uncorrectable_blocks_total", at), 2);
+  for (int lane = 0; lane < 4; ++lane) {
+    auto l = at;
+    l["lane"] = std::to_string(lane);
+    EXPECT_EQ(s.Value("infiniband_switch_port_lane_fec_corrected_symbols_total", l), 100 * (lane + 1)) << lane;
+  }
+  EXPECT_EQ(s.Find("infiniband_switch_port_lane_fec_corrected_symbols_total", at).size(), 4u) << "a 4x link";
+  // Since the read before (all 0): the window's rates are what its seconds
+  // and the 4x QDR link's 40 Gb/s make them.
+  const auto window = [&] {
+    for (const FecPort& p : *b.parts.by_collector.Get<FecReadings>("fec")->ports) {
+      if (p.port == topology::PortRef{leaf0, 1}) return p.window_seconds;
+    }
+    return 0.0;
+  };
+  EXPECT_GE(window(), 0.25);
+  EXPECT_DOUBLE_EQ(*s.Value("infiniband_switch_port_raw_ber", at), 1000 / (40e9 * window()));
+  EXPECT_DOUBLE_EQ(*s.Value("infiniband_switch_port_effective_ber", at), 2 / (40e9 * window()));
+  EXPECT_EQ(s.Value("infiniband_port_fec_info", {{"guid", topology::FormatGuid(leaf0)},
+                                                 {"port", "1"},
+                                                 {"fec_mode", "rs_fec"},
+                                                 {"source", "pma_extended_speeds"}}),
+            1);
+  EXPECT_EQ(s.Value("infiniband_port_fec_info",
+                    {{"guid", topology::FormatGuid(leaf1)}, {"port", "1"}, {"fec_mode", "none"}, {"source", "none"}}),
+            1);
+  EXPECT_TRUE(
+      s.Find("infiniband_switch_port_fec_corrected_symbols_total", {{"guid", topology::FormatGuid(leaf1)}}).empty())
+      << "no FEC: no counters, absent rather than 0";
+
+  // 4000 more symbols corrected, one more block uncorrectable, the counter
+  // of corrected blocks cleared by someone and at 5 since.
+  c.corrected_symbols_lane = {1100, 1200, 1300, 1400};
+  c.corrected_symbols = 5000;
+  c.corrected_blocks = 5;
+  c.uncorrectable_blocks = 3;
+  b.f.SetFecCounters(b.leaves[0], 1, c);
+  std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  b.SweepWith({fec.get()});
+  s = b.Render();
+  EXPECT_EQ(s.Value("infiniband_switch_port_fec_corrected_symbols_total", at), 5000);
+  EXPECT_EQ(s.Value("infiniband_switch_port_fec_corrected_blocks_total", at), 45);
+  EXPECT_EQ(s.Value("infiniband_switch_port_fec_uncorrectable_blocks_total", at), 3);
+  auto lane3 = at;
+  lane3["lane"] = "3";
+  EXPECT_EQ(s.Value("infiniband_switch_port_lane_fec_corrected_symbols_total", lane3), 1400);
+  EXPECT_GE(window(), 0.25);
+  EXPECT_LT(window(), 5);
+  const double bits = 40e9 * window();
+  EXPECT_DOUBLE_EQ(*s.Value("infiniband_switch_port_raw_ber", at), 4000 / bits);
+  EXPECT_DOUBLE_EQ(*s.Value("infiniband_switch_port_effective_ber", at), 1 / bits);
+  // spine1's PMA lacks the bit: never asked anything.
+  EXPECT_EQ(b.SentTo(kPie, 0).count(b.f.Guid(b.spines[1])), 0u);
+}
+
+TEST(FecCollectorTest, UnsupportedStopsAskingATimeoutDoesNot) {
+  // leaf0's PMA answers the counters "unsupported attribute" after all;
+  // spine0 stops answering anything after its mode was read.
+  Bed b([](Bed& x) {
+    FecShape(x);
+    x.f.SetAttributeStatus(x.leaves[0], transport::pma_attr::kPortExtendedSpeedsCounters, 0x000c);
+  });
+  auto fec = MakeFec(b, std::chrono::milliseconds(1000));
+  std::size_t mark = 0;
+  constexpr auto kPesc = transport::pma_attr::kPortExtendedSpeedsCounters;
+  const std::uint64_t leaf0 = b.f.Guid(b.leaves[0]), spine0 = b.f.Guid(b.spines[0]);
+  b.SweepWith({fec.get()});
+  b.f.Silence(b.spines[0]);
+  mark = b.port.sent_mads().size();
+  b.SweepWith({fec.get()});
+  EXPECT_EQ(b.SentTo(kPesc, mark)[leaf0], b.UpPorts(b.leaves[0]));
+  EXPECT_GT(b.SentTo(kPesc, mark).size(), 0u);
+  mark = b.port.sent_mads().size();
+  b.SweepWith({fec.get()});
+  const auto again = b.SentTo(kPesc, mark);
+  EXPECT_EQ(again.count(leaf0), 0u) << "unsupported: never again";
+  ASSERT_EQ(again.count(spine0), 1u) << "no answer yet: asked again";
+  EXPECT_GE(again.at(spine0), b.UpPorts(b.spines[0])) << "each port (and the engine's retries)";
+  const Scrape s = b.Render();
+  EXPECT_TRUE(s.Find("infiniband_switch_port_fec_corrected_symbols_total").empty());
+  EXPECT_EQ(s.Find("infiniband_port_fec_info", {{"source", "none"}, {"fec_mode", "rs_fec"}}).size(),
+            static_cast<std::size_t>(b.UpPorts(b.leaves[0]) + b.UpPorts(b.spines[0])));
+}
+
+}  // namespace
+}  // namespace ibfabric::collectors
