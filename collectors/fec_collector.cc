@@ -62,12 +62,18 @@ class FecReads final : public BatchPart {
         r.counters = transport::DecodeExtendedSpeedsRsFec(m.response);
       }
     } else {
-      r.got = transport::Unsupported(m) ? Got::kUnsupported : Got::kFailed;
+      // "Unsupported attribute", or a status saying the request itself is
+      // wrong for this port (an invalid field: IBTA 13.4.7 codes 3 and 7),
+      // is for good; no answer, Busy past its retries, or another status
+      // is asked again next interval.
+      const std::uint16_t code = m.mad_status & transport::kMadStatusCodeMask;
+      r.got = m.outcome == transport::MadOutcome::kRemoteError && (code == 0x000c || code == 0x001c) ? Got::kUnsupported
+                                                                                                     : Got::kFailed;
     }
   }
   void Finish(const std::set<std::uint16_t>& moved) override {
     for (Read& r : reads_) {
-      if (moved.count(r.lid)) r.got = Got::kNothing;  // another node answered: asked again
+      if (moved.count(r.lid)) r.got = Got::kNothing;  // another node answered: not this port's
     }
     finished_ = true;
   }
@@ -86,8 +92,27 @@ struct PortState {
   std::optional<ExtendedSpeedsRsFec> last;           // the raw counters last read
   std::chrono::steady_clock::time_point last_at{};   // when they came (the window's end)
   std::chrono::steady_clock::time_point asked_at{};  // the sweep that last asked them
+  // No answer (or a failed one): not asked again before this.
+  std::chrono::steady_clock::time_point not_before{};
+  // The link went down since the last read: the next one counts, but
+  // starts the window (no rate over the time it was down).
+  bool window_broken = false;
   FecPort out;
 };
+
+// IBTA performance counters stop at their maximum: a 32-bit one there
+// counts no more until cleared.
+constexpr std::uint32_t kPinned = 0xffffffffu;
+bool AnyPinned(const ExtendedSpeedsRsFec& c) {
+  if (c.corrected_blocks == kPinned || c.uncorrectable_blocks == kPinned || c.corrected_symbols == kPinned) return true;
+  return std::any_of(c.corrected_symbols_lane.begin(), c.corrected_symbols_lane.end(),
+                     [](std::uint32_t v) { return v == kPinned; });
+}
+
+// Reads asked at once outside the share (modes, and counters never read
+// yet) at least: a small fabric is read whole at once, a large one over
+// the interval.
+constexpr std::size_t kFirstReadsPerSweep = 512;
 
 // A counter read again: what it counted since, a clear (it went back)
 // counting on from its new value.
@@ -104,9 +129,10 @@ class FecCollector final : public Collector {
                              ? 0
                              : std::chrono::duration<double>(cycle.now - last_plan_).count();
     last_plan_ = cycle.now;
-    std::vector<FecReads::Read> now;  // modes to read, and counters never read
+    std::vector<FecReads::Read> first;  // modes to read, and counters never read
     std::vector<std::pair<std::chrono::steady_clock::time_point, FecReads::Read>> due;
-    std::size_t counted = 0;  // ports whose counters are read at all
+    std::size_t eligible = 0;  // ports of nodes whose PMA has the counters
+    std::size_t counted = 0;   // ports whose counters are read at all
     for (const topology::Node& n : cycle.fabric->nodes()) {
       if (!n.port_info_extended || !cycle.in_scope(n)) continue;
       const auto caps = cycle.parts->pma.find(n.guid);
@@ -115,37 +141,53 @@ class FecCollector final : public Collector {
         continue;
       for (const topology::Port& p : n.ports) {
         const topology::PortRef ref{n.guid, p.number};
-        if (p.number == 0 || !p.link_up() || !cycle.read_port(ref)) continue;
+        if (p.number == 0 || !cycle.read_port(ref)) continue;
+        if (!p.link_up()) {
+          // Down: its rates say nothing now, and the next window starts
+          // when it is read again.
+          const auto it = ports_.find(ref);
+          if (it != ports_.end() && it->second.last) {
+            it->second.window_broken = true;
+            broke_ |= it->second.out.raw_ber.has_value();
+            it->second.out.raw_ber.reset();
+            it->second.out.effective_ber.reset();
+          }
+          continue;
+        }
         const std::uint16_t lid = n.kind == topology::NodeKind::kSwitch ? n.lid : p.lid;
         if (lid == 0) continue;
+        ++eligible;
         PortState& st = ports_[ref];
+        if (cycle.now < st.not_before) continue;
         const double gbps = topology::ActiveSignalGbps(p);
         if (!st.mode_unsupported && (!st.mode || st.mode_gbps != gbps)) {
-          if (!cycle.smps_blocked) now.push_back(FecReads::Ask(FecReads::Kind::kMode, ref, lid));
+          if (!cycle.smps_blocked) first.push_back(FecReads::Ask(FecReads::Kind::kMode, ref, lid));
           continue;
         }
         if (st.mode != FecMode::kRsFec && st.mode != FecMode::kRsFec2) continue;
         if (st.counters_unsupported) continue;
         ++counted;
-        if (st.last_at == std::chrono::steady_clock::time_point{}) {
-          st.asked_at = cycle.now;
-          now.push_back(FecReads::Ask(FecReads::Kind::kCounters, ref, lid));  // never read: now, whatever the share
+        if (!st.last) {
+          first.push_back(FecReads::Ask(FecReads::Kind::kCounters, ref, lid));
           continue;
         }
         if (cycle.now - st.asked_at >= interval_)
           due.emplace_back(st.asked_at, FecReads::Ask(FecReads::Kind::kCounters, ref, lid));
       }
     }
-    // Spread over the interval: of the ports read before, this sweep's
-    // share of them, the longest waiting first.
+    // Spread over the interval: this sweep's share of the ports (at least
+    // kFirstReadsPerSweep of those never read), the longest waiting first.
+    const double share = std::min(1.0, since > 0 ? since / std::chrono::duration<double>(interval_).count() : 1.0);
+    const auto cap = [share](std::size_t of) {
+      return static_cast<std::size_t>(std::ceil(static_cast<double>(of) * share));
+    };
+    std::vector<FecReads::Read> reads;
+    for (std::size_t i = 0; i < first.size() && i < std::max(cap(eligible), kFirstReadsPerSweep); ++i)
+      reads.push_back(first[i]);
     std::sort(due.begin(), due.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    const double share = since > 0 ? since / std::chrono::duration<double>(interval_).count() : 1.0;
-    const auto budget = static_cast<std::size_t>(std::ceil(static_cast<double>(counted) * std::min(share, 1.0)));
-    std::vector<FecReads::Read> reads = std::move(now);
-    for (std::size_t i = 0; i < due.size() && i < std::max<std::size_t>(budget, 1); ++i) {
-      ports_[due[i].second.port].asked_at = cycle.now;
+    for (std::size_t i = 0; i < due.size() && i < std::max<std::size_t>(cap(counted), 1); ++i)
       reads.push_back(due[i].second);
-    }
+    for (const FecReads::Read& r : reads) ports_[r.port].asked_at = cycle.now;
     if (reads.empty()) return;
     part_.Ask(std::move(reads));
     plan->parts.push_back(&part_);
@@ -153,14 +195,15 @@ class FecCollector final : public Collector {
 
   Outcome Update(const Cycle& cycle) override {
     Outcome out;
-    bool changed = false;
+    bool changed = broke_;
+    broke_ = false;
     for (auto it = ports_.begin(); it != ports_.end();) {
       const topology::Port* p = cycle.fabric->FindPort(it->first);
-      changed |= !p && it->second.out.counted;
+      changed |= !p && it->second.mode;
       it = p ? std::next(it) : ports_.erase(it);
     }
     if (part_.finished()) {
-      for (const FecReads::Read& r : part_.reads()) changed |= Note(r, *cycle.fabric);
+      for (const FecReads::Read& r : part_.reads()) changed |= Note(r, *cycle.fabric, cycle.now);
       part_.Ask({});
     }
     if (changed || !published_) Rebuild();
@@ -171,12 +214,16 @@ class FecCollector final : public Collector {
 
  private:
   // Takes one answer in; true when the published part changes.
-  bool Note(const FecReads::Read& r, const topology::Fabric& fabric) {
+  bool Note(const FecReads::Read& r, const topology::Fabric& fabric, std::chrono::steady_clock::time_point now_at) {
     using Got = FecReads::Got;
     const auto it = ports_.find(r.port);
     const topology::Port* p = fabric.FindPort(r.port);
-    if (it == ports_.end() || !p || r.got == Got::kNothing || r.got == Got::kFailed) return false;
+    if (it == ports_.end() || !p || r.got == Got::kNothing) return false;
     PortState& st = it->second;
+    if (r.got == Got::kFailed) {
+      st.not_before = now_at + interval_;  // no answer: again next interval, not every sweep
+      return false;
+    }
     if (r.kind == FecReads::Kind::kMode) {
       if (r.got == Got::kUnsupported) {
         st.mode_unsupported = true;
@@ -184,9 +231,19 @@ class FecCollector final : public Collector {
       }
       st.mode = static_cast<FecMode>(r.mode.FecModeSupported() ? r.mode.fec_mode_active : 0);
       st.mode_gbps = topology::ActiveSignalGbps(*p);
+      const bool rs_fec = st.mode == FecMode::kRsFec || st.mode == FecMode::kRsFec2;
       const bool was = st.out.mode == *st.mode && st.out.port == r.port;
       st.out.port = r.port;
       st.out.mode = *st.mode;
+      if (!rs_fec && st.out.counted) {
+        // No RS-FEC any more (the link retrained): its counters stay as
+        // they were, its rates and source go.
+        st.out.counted = false;
+        st.out.raw_ber.reset();
+        st.out.effective_ber.reset();
+        return true;
+      }
+      st.window_broken |= st.last.has_value();  // another speed: a new window
       return !was;
     }
     if (r.got == Got::kUnsupported) {
@@ -215,11 +272,18 @@ class FecCollector final : public Collector {
         f.lane_symbols[lane] += Delta(was.corrected_symbols_lane[lane], now.corrected_symbols_lane[lane]);
       f.window_seconds = std::chrono::duration<double>(r.at - st.last_at).count();
       const double bits = topology::ActiveSignalGbps(*p) * 1e9 * f.window_seconds;
-      if (bits > 0) {
+      // A window across a link down, or with a counter stopped at its
+      // maximum (it counted less than happened), has no rate.
+      f.pinned = AnyPinned(now);
+      if (bits > 0 && !st.window_broken && !f.pinned) {
         f.raw_ber = static_cast<double>(symbols) / bits;
         f.effective_ber = static_cast<double>(uncorrectable) / bits;
+      } else {
+        f.raw_ber.reset();
+        f.effective_ber.reset();
       }
     }
+    st.window_broken = false;
     f.counted = true;
     st.last = now;
     st.last_at = r.at;
@@ -239,6 +303,7 @@ class FecCollector final : public Collector {
   std::chrono::milliseconds interval_;
   std::map<topology::PortRef, PortState> ports_;
   std::chrono::steady_clock::time_point last_plan_{};
+  bool broke_ = false;  // Plan dropped a rate: publish again
   FecReads part_;
   std::shared_ptr<const FecReadings> published_;
 };
@@ -259,20 +324,30 @@ void RenderFec(const Snapshot& s, const Emit& out) {
     const topology::Port* p = n ? n->FindPort(f.port.port) : nullptr;
     if (n && p && OwnsPort(s, *n, *p)) ports.push_back(&f);
   }
-  auto info = Family("infiniband_port_fec_info",
+  {
+    FamilyParts info(out, "infiniband_port_fec_info",
                      "The forward error correction the port runs (PortInfoExtended.FECModeActive: none, fire_code, "
                      "rs_fec, low_latency_rs_fec, rs_fec2) and where its FEC series come from "
                      "(pma_extended_speeds: PortExtendedSpeedsCounters, RS-FEC layout; none: not read)",
                      prometheus::MetricType::Gauge);
-  for (const FecPort* f : ports) {
-    Add(info,
-        {{"guid", topology::FormatGuid(f->port.node_guid)},
-         {"port", std::to_string(f->port.port)},
-         {"fec_mode", transport::ToString(f->mode)},
-         {"source", f->counted ? "pma_extended_speeds" : "none"}},
-        1);
+    for (const FecPort* f : ports) {
+      auto labels = EndLabels(s, f->port);
+      labels.push_back({"fec_mode", transport::ToString(f->mode)});
+      labels.push_back({"source", f->counted ? "pma_extended_speeds" : "none"});
+      info.Add(std::move(labels), 1);
+    }
+    info.Finish();
   }
-  EmitNonEmpty(out, info);
+  {
+    FamilyParts pinned(out, "infiniband_port_fec_counter_pinned",
+                       "1 where a 32-bit FEC counter of the port stopped at its maximum: its totals count no more "
+                       "and it has no bit error ratio until the counter is cleared",
+                       prometheus::MetricType::Gauge);
+    for (const FecPort* f : ports) {
+      if (f->counted && f->pinned) pinned.Add(EndLabels(s, f->port), 1);
+    }
+    pinned.Finish();
+  }
   struct Total {
     const char* name;
     const char* help;
@@ -280,8 +355,8 @@ void RenderFec(const Snapshot& s, const Emit& out) {
   };
   static constexpr Total kCounters[] = {
       {"fec_corrected_blocks_total",
-       "FEC blocks with errors FEC corrected (PortExtendedSpeedsCounters PortFECCorrectableBlockCtr), since the "
-       "exporter first read the port",
+       "FEC blocks with errors FEC corrected (PortExtendedSpeedsCounters PortFECCorrectableBlockCtr; from what the "
+       "device counted when the exporter first read it)",
        &FecPort::corrected_blocks},
       {"fec_uncorrectable_blocks_total",
        "FEC blocks with more errors than FEC corrects (PortFECUncorrectableBlockCtr): errors that reached the link "
@@ -318,29 +393,29 @@ void RenderFec(const Snapshot& s, const Emit& out) {
       }
     }
     lanes.Finish();
-    struct Rate {
-      const char* name;
-      const char* help;
-      std::optional<double> FecPort::*field;
-    };
-    static constexpr Rate kRates[] = {
-        {"raw_ber",
-         "raw (pre-FEC) bit error rate over the window between its last two FEC reads: corrected symbols per bit "
-         "the link carried (a lower bound)",
-         &FecPort::raw_ber},
-        {"effective_ber",
-         "effective (post-FEC) bit error rate over the same window: uncorrectable FEC blocks per bit the link "
-         "carried (a lower bound)",
-         &FecPort::effective_ber},
-    };
-    for (const Rate& r : kRates) {
-      FamilyParts f(out, "infiniband_" + role + "_port_" + r.name, "The " + role + " port's " + r.help,
-                    prometheus::MetricType::Gauge);
-      for (const FecPort* p : ports) {
-        if (mine(*p) && (p->*r.field)) f.Add(PortLabels(p->port, LabelOf(s, p->port.node_guid)), *(p->*r.field));
-      }
-      f.Finish();
+  }
+  // The ratios per port, as the link health ratios are (infiniband_port_*_ratio).
+  struct Rate {
+    const char* name;
+    const char* help;
+    std::optional<double> FecPort::*field;
+  };
+  static constexpr Rate kRates[] = {
+      {"infiniband_port_raw_bit_error_ratio",
+       "Raw (pre-FEC) bit error ratio of the port over the window between its last two FEC reads: corrected "
+       "symbols per bit its link carried (a lower bound); absent across a link down or a pinned counter",
+       &FecPort::raw_ber},
+      {"infiniband_port_effective_bit_error_ratio",
+       "Effective (post-FEC) bit error ratio over the same window: uncorrectable FEC blocks per bit the link "
+       "carried (a lower bound)",
+       &FecPort::effective_ber},
+  };
+  for (const Rate& r : kRates) {
+    FamilyParts f(out, r.name, r.help, prometheus::MetricType::Gauge);
+    for (const FecPort* p : ports) {
+      if (p->counted && (p->*r.field)) f.Add(EndLabels(s, p->port), *(p->*r.field));
     }
+    f.Finish();
   }
 }
 

@@ -13,28 +13,35 @@
 // PortInfoExtended is asked once per port (again when its link runs at
 // another speed); the counters at most once per port every `interval`
 // (--phy.interval, default 5 minutes, UFM's low-frequency telemetry: a
-// slower beat than the sweep's), spread over the interval: each sweep
-// asks the share of the due ports that its time since the last sweep is
-// of the interval, longest waiting first. Both ride in the sweep's one
-// batch. "Unsupported attribute" stops asking the port for good (until
-// its node leaves); a timeout or any other error only until next time.
-// No SMP is sent while the fabric drops this exporter's SMPs (M_Key).
+// slower beat than the sweep's). Both are spread over the interval: each
+// sweep asks its share (its time since the last sweep over the interval)
+// of the ports, the longest waiting first, and of those never read at
+// least 512 (a small fabric is read whole at once). Both ride in the
+// sweep's one batch. "Unsupported attribute" or an invalid-field status
+// stops asking the port for good (until its node leaves); no answer or
+// any other status waits for the next interval. No SMP is sent while the
+// fabric drops this exporter's SMPs (M_Key).
 //
-// Totals count from the first read (a counter that went back was cleared:
-// it counts on from its new value). Bit error rates are over the window
-// between the port's last two reads, against the bits its link carried
-// (the signalling rate of its lanes times the seconds; idle symbols are
-// bits on the wire too): raw = corrected symbols per bit, effective =
-// uncorrectable blocks per bit. Both are lower bounds (a corrected symbol
-// holds at least one bit error, an uncorrectable block at least one).
+// Totals start at what the device counted when first read (as the port
+// counters' do; a counter that went back was cleared: it counts on from
+// its new value). Bit error ratios are over the window between the port's
+// last two reads, against the bits its link carried (the signalling rate
+// of its lanes times the seconds; idle symbols are bits on the wire too):
+// raw = corrected symbols per bit, effective = uncorrectable blocks per
+// bit. Both are lower bounds (a corrected symbol holds at least one bit
+// error, an uncorrectable block at least one). None across a link down (the
+// next read starts the window) or while a counter is pinned at its 32-bit
+// maximum (it counts no more); a port no longer on RS-FEC keeps its
+// totals and loses its ratios.
 //
 // Part: FecReadings under "fec" (Snapshot::by_collector). Metrics:
 // infiniband_{switch,hca}_port_fec_{corrected_blocks,uncorrectable_blocks,
 // corrected_symbols}_total, infiniband_{switch,hca}_port_lane_fec_
 // corrected_symbols_total{lane} (the lanes the link runs on),
-// infiniband_{switch,hca}_port_{raw,effective}_ber (after two reads), and
-// infiniband_port_fec_info{guid,port,fec_mode,source} for each port whose
-// mode was read. Absent, not 0, where the device does not have them.
+// infiniband_port_{raw,effective}_bit_error_ratio{guid,node,port} (after
+// two reads), infiniband_port_fec_counter_pinned, and
+// infiniband_port_fec_info{guid,node,port,fec_mode,source} for each port
+// whose mode was read. Absent, not 0, where the device does not have them.
 
 #include <array>
 #include <chrono>
@@ -59,7 +66,8 @@ struct FecPort {
   std::uint64_t uncorrectable_blocks = 0;
   std::uint64_t corrected_symbols = 0;
   std::array<std::uint64_t, transport::kFecLanes> lane_symbols{};
-  int lanes = 0;  // lanes the link ran on at the last read: the lane series
+  int lanes = 0;        // lanes the link ran on at the last read: the lane series
+  bool pinned = false;  // a counter stopped at its maximum (32 bits): it counts no more until cleared
   // Over the window between the last two reads; absent before two.
   std::optional<double> raw_ber;
   std::optional<double> effective_ber;

@@ -177,8 +177,24 @@ std::vector<ManagementPorts> ChooseFabrics(const std::vector<UmadDevicePort>& al
     if (pair.split() && pair.smi.ca == p.ca && pair.smi.port == p.port) continue;  // read with its parent
     if (!pair.planes.empty()) {
       // A multi-plane HCA: each plane a fabric of its own, its series
-      // labelled with its plane: never another port's fabric.
-      for (ManagementPorts& plane : EachPlane(pair, notes)) out.push_back(std::move(plane));
+      // labelled with its plane, never another plain port's fabric. A
+      // second such HCA on the same planes (the same subnet prefix and
+      // plane number: a GPU node has several) reaches the same fabrics:
+      // read once, from the first.
+      for (ManagementPorts& plane : EachPlane(pair, notes)) {
+        const ManagementPorts* twin = nullptr;
+        for (const ManagementPorts& c : out) {
+          if (c.plane == plane.plane && c.gsi.subnet_prefix == plane.gsi.subnet_prefix) twin = &c;
+        }
+        if (twin != nullptr) {
+          notes->push_back("plane " + std::to_string(plane.plane) + " of " + plane.gsi.ca + " (" + plane.smi.ca +
+                           " port " + std::to_string(plane.smi.port) + ") is taken for plane " +
+                           std::to_string(twin->plane) + " of " + twin->gsi.ca +
+                           " (the same subnet prefix), read once, from there");
+          continue;
+        }
+        out.push_back(std::move(plane));
+      }
       continue;
     }
     const ManagementPorts* same = nullptr;

@@ -728,13 +728,22 @@ TEST_F(MultiPlaneTest, EveryPlaneIsReadAsAFabricOfItsOwn) {
   e.reset();
   sim_->Console("PerformanceSet \"cn0002\"[1] PortCounters.SymbolErrorCounter=0", nullptr);
 
+  // Naming the parent reads every plane too.
+  const CommandResult parent =
+      RunCommand({ExporterBinary(), "--ib.ca=mlx5_0", "--once"}, env, std::chrono::milliseconds(30000));
+  ASSERT_EQ(parent.exit_code, 0) << parent.err;
+  EXPECT_EQ(Scrape::Parse(parent.out).Find("infiniband_switch_info").size(), 6u) << parent.err;
+  EXPECT_EQ(Count(parent.err, "split_smi: opened smi0 port"), 3u) << parent.err;
+
   const CommandResult second =
       RunCommand({ExporterBinary(), "--ib.ca=smi0", "--ib.port=2", "--once"}, env, std::chrono::milliseconds(30000));
   ASSERT_EQ(second.exit_code, 0) << second.err;
   EXPECT_NE(second.err.find("ca=mlx5_0 port=1 smi_ca=smi0 smi_port=2 plane=2"), std::string::npos) << second.err;
   EXPECT_EQ(Count(second.err, "split_smi: opened smi0 port 2"), 1u) << second.err;
   EXPECT_EQ(Count(second.err, "split_smi: opened smi0 port 1"), 0u) << second.err;
-  EXPECT_EQ(Scrape::Parse(second.out).Find("infiniband_switch_info").size(), 2u);
+  const Scrape lone = Scrape::Parse(second.out);
+  EXPECT_EQ(lone.Find("infiniband_switch_info").size(), 2u);
+  EXPECT_EQ(lone.Find("infiniband_switch_info", {{"plane", "2"}}).size(), 2u) << "a lone plane still names itself";
 
   const Doctor d = RunDoctor(env, {"--sm.no-traps"});
   ASSERT_GE(d.lines.size(), 3u) << d.all;

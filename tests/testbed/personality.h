@@ -92,7 +92,8 @@ class HardwareFabric {
   };
   bool PlantFec(const std::string& node, int port, const FecPlant& fec, std::string* error);
   bool Clear(const std::string& node, std::string* error);
-  // One console line: "tick NODE N", "busy NODE N [ATTR]", "redirect NODE
+  // One console line: "fec NODE PORT [mode=N] [lanes=N,..] [corrected_blocks=N]
+  // [uncorrectable_blocks=N]", "tick NODE N", "busy NODE N [ATTR]", "redirect NODE
   // QP", "ar NODE 1|0", "mkey NODE|all KEY", "pkeys NODE PKEY,...", "link NODE PORT [width=W]
   // [speed=S]", "clear NODE".
   bool Command(const std::string& line, std::string* error);

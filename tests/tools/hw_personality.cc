@@ -236,7 +236,7 @@ class Personalities {
     if ((p.mgmt_class == kSmpLid || p.mgmt_class == kSmpDirected) && p.attr == kPortInfoExtended && get && n.model) {
       // PortInfoExtended (SMP 0x33; libibmad IB_PORT_EXT_*_F), which ibsim
       // does not answer: CapMask bit 0 IsFECModeSupported, FECModeActive
-      // (bits 48..63) the planted mode, else the one the link's speed runs
+      // (bits 32..47) the planted mode, else the one the link's speed runs
       // (HDR and later RS-FEC: shared/real-hardware.md; FDR Firecode:
       // assumed), none on a port that is down. A model without it answers
       // "unsupported attribute".

@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -108,8 +109,11 @@ struct Bed {
   }
   // One sweep as the scheduler runs it: every kSweep collector's plan in
   // one batch, then each Update in order, each publishing before the next.
-  std::vector<Outcome> SweepWith(const std::vector<Collector*>& in_order) {
+  // `at`: the cycle's time where the test sets the scheduler's clock.
+  std::vector<Outcome> SweepWith(const std::vector<Collector*>& in_order,
+                                 std::optional<std::chrono::steady_clock::time_point> at = std::nullopt) {
     Cycle cycle = MakeCycle(Trigger::kSweep);
+    if (at) cycle.now = *at;
     SweepPlan plan;
     for (Collector* c : in_order) c->Plan(cycle, &plan);
     const SweepResult sweep = collectors::Sweep(plan.counters, {}, LidChecks(plan.counters, {}), engine, plan.parts);

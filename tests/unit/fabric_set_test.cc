@@ -92,6 +92,23 @@ TEST(ChooseFabricsTest, EachPlaneOfAMultiPlaneHcaIsAFabric) {
   EXPECT_TRUE(notes.empty());
 }
 
+// Two multi-plane HCAs of one host on the same planes: each plane read
+// once, from the first HCA, the second's said.
+TEST(ChooseFabricsTest, TwoMultiPlaneHcasOnTheSamePlanesReadEachPlaneOnce) {
+  const std::vector<UmadDevicePort> all{{"mlx5_0", 1, 4, 0x10, true, kA, 1}, {"smi0", 1, 4, 0x10, false, kA, 1},
+                                        {"smi0", 2, 4, 0x10, false, kA, 1},  {"mlx5_1", 1, 4, 0x20, true, kA, 1},
+                                        {"smi1", 1, 4, 0x20, false, kA, 1},  {"smi1", 2, 4, 0x20, false, kA, 1}};
+  std::vector<std::string> notes;
+  const auto chosen = transport::ChooseFabrics(all, &notes);
+  ASSERT_EQ(chosen.size(), 2u);
+  EXPECT_EQ(chosen[0].smi.ca, "smi0");
+  EXPECT_EQ(chosen[1].smi.ca, "smi0");
+  ASSERT_EQ(notes.size(), 2u);
+  EXPECT_EQ(notes[0],
+            "plane 1 of mlx5_1 (smi1 port 1) is taken for plane 1 of mlx5_0 (the same subnet prefix), read once, "
+            "from there");
+}
+
 TEST(MergeExpositionsTest, EachFamilyOnceWithEveryPartsSeries) {
   const std::string a =
       "# HELP up Up\n# TYPE up gauge\nup{subnet_prefix=\"a\"} 1\n"

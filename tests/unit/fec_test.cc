@@ -97,23 +97,27 @@ TEST(FecCollectorTest, AsksTheModeOnceAndTheCountersOfRsFecPortsEachInterval) {
   Bed b(FecShape);
   auto fec = MakeFec(b, std::chrono::milliseconds(200));
   std::size_t mark = 0;
+  // The scheduler's clock is the test's; the answers' times (the windows)
+  // are real.
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto when = [t0](int ms) { return t0 + std::chrono::milliseconds(ms); };
   constexpr auto kPie = transport::smp_attr::kPortInfoExtended;
   constexpr auto kPesc = transport::pma_attr::kPortExtendedSpeedsCounters;
   const std::uint64_t leaf0 = b.f.Guid(b.leaves[0]), spine0 = b.f.Guid(b.spines[0]), leaf1 = b.f.Guid(b.leaves[1]);
 
   mark = b.port.sent_mads().size();
-  b.SweepWith({fec.get()});  // the modes, of the nodes whose PMA has the counters
+  b.SweepWith({fec.get()}, when(0));  // the modes, of the nodes whose PMA has the counters
   EXPECT_EQ(b.SentTo(kPie, mark),
             (std::map<std::uint64_t, int>{
                 {leaf0, b.UpPorts(b.leaves[0])}, {spine0, b.UpPorts(b.spines[0])}, {leaf1, b.UpPorts(b.leaves[1])}}));
   EXPECT_TRUE(b.SentTo(kPesc, mark).empty());
   mark = b.port.sent_mads().size();
-  b.SweepWith({fec.get()});  // the counters of the RS-FEC ports, first time
+  b.SweepWith({fec.get()}, when(10));  // the counters of the RS-FEC ports, first time
   EXPECT_TRUE(b.SentTo(kPie, mark).empty()) << "the mode is asked once";
   EXPECT_EQ(b.SentTo(kPesc, mark),
             (std::map<std::uint64_t, int>{{leaf0, b.UpPorts(b.leaves[0])}, {spine0, b.UpPorts(b.spines[0])}}));
   mark = b.port.sent_mads().size();
-  b.SweepWith({fec.get()});
+  b.SweepWith({fec.get()}, when(20));
   EXPECT_TRUE(b.SentTo(kPesc, mark).empty()) << "not again within the interval";
 
   // Counts planted on leaf0 port 1 (a host port): the first read gives them.
@@ -125,7 +129,7 @@ TEST(FecCollectorTest, AsksTheModeOnceAndTheCountersOfRsFecPortsEachInterval) {
   b.f.SetFecCounters(b.leaves[0], 1, c);
   std::this_thread::sleep_for(std::chrono::milliseconds(250));
   mark = b.port.sent_mads().size();
-  b.SweepWith({fec.get()});
+  b.SweepWith({fec.get()}, when(300));
   EXPECT_EQ(b.SentTo(kPesc, mark)[leaf0], b.UpPorts(b.leaves[0])) << "every port once the interval passed";
   Scrape s = b.Render();
   const testbed::Labels at{{"guid", topology::FormatGuid(leaf0)}, {"port", "1"}};
@@ -147,8 +151,8 @@ TEST(FecCollectorTest, AsksTheModeOnceAndTheCountersOfRsFecPortsEachInterval) {
     return 0.0;
   };
   EXPECT_GE(window(), 0.25);
-  EXPECT_DOUBLE_EQ(*s.Value("infiniband_switch_port_raw_ber", at), 1000 / (40e9 * window()));
-  EXPECT_DOUBLE_EQ(*s.Value("infiniband_switch_port_effective_ber", at), 2 / (40e9 * window()));
+  EXPECT_DOUBLE_EQ(*s.Value("infiniband_port_raw_bit_error_ratio", at), 1000 / (40e9 * window()));
+  EXPECT_DOUBLE_EQ(*s.Value("infiniband_port_effective_bit_error_ratio", at), 2 / (40e9 * window()));
   EXPECT_EQ(s.Value("infiniband_port_fec_info", {{"guid", topology::FormatGuid(leaf0)},
                                                  {"port", "1"},
                                                  {"fec_mode", "rs_fec"},
@@ -169,7 +173,7 @@ TEST(FecCollectorTest, AsksTheModeOnceAndTheCountersOfRsFecPortsEachInterval) {
   c.uncorrectable_blocks = 3;
   b.f.SetFecCounters(b.leaves[0], 1, c);
   std::this_thread::sleep_for(std::chrono::milliseconds(250));
-  b.SweepWith({fec.get()});
+  b.SweepWith({fec.get()}, when(600));
   s = b.Render();
   EXPECT_EQ(s.Value("infiniband_switch_port_fec_corrected_symbols_total", at), 5000);
   EXPECT_EQ(s.Value("infiniband_switch_port_fec_corrected_blocks_total", at), 45);
@@ -180,8 +184,8 @@ TEST(FecCollectorTest, AsksTheModeOnceAndTheCountersOfRsFecPortsEachInterval) {
   EXPECT_GE(window(), 0.25);
   EXPECT_LT(window(), 5);
   const double bits = 40e9 * window();
-  EXPECT_DOUBLE_EQ(*s.Value("infiniband_switch_port_raw_ber", at), 4000 / bits);
-  EXPECT_DOUBLE_EQ(*s.Value("infiniband_switch_port_effective_ber", at), 1 / bits);
+  EXPECT_DOUBLE_EQ(*s.Value("infiniband_port_raw_bit_error_ratio", at), 4000 / bits);
+  EXPECT_DOUBLE_EQ(*s.Value("infiniband_port_effective_bit_error_ratio", at), 1 / bits);
   // spine1's PMA lacks the bit: never asked anything.
   EXPECT_EQ(b.SentTo(kPie, 0).count(b.f.Guid(b.spines[1])), 0u);
 }
@@ -195,24 +199,62 @@ TEST(FecCollectorTest, UnsupportedStopsAskingATimeoutDoesNot) {
   });
   auto fec = MakeFec(b, std::chrono::milliseconds(1000));
   std::size_t mark = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto when = [t0](int ms) { return t0 + std::chrono::milliseconds(ms); };
   constexpr auto kPesc = transport::pma_attr::kPortExtendedSpeedsCounters;
   const std::uint64_t leaf0 = b.f.Guid(b.leaves[0]), spine0 = b.f.Guid(b.spines[0]);
-  b.SweepWith({fec.get()});
+  b.SweepWith({fec.get()}, when(0));
   b.f.Silence(b.spines[0]);
   mark = b.port.sent_mads().size();
-  b.SweepWith({fec.get()});
+  b.SweepWith({fec.get()}, when(10));
   EXPECT_EQ(b.SentTo(kPesc, mark)[leaf0], b.UpPorts(b.leaves[0]));
-  EXPECT_GT(b.SentTo(kPesc, mark).size(), 0u);
+  EXPECT_EQ(b.SentTo(kPesc, mark).count(spine0), 1u);
   mark = b.port.sent_mads().size();
-  b.SweepWith({fec.get()});
+  b.SweepWith({fec.get()}, when(20));
+  EXPECT_TRUE(b.SentTo(kPesc, mark).empty()) << "unsupported: never again; no answer: not before the interval";
+  mark = b.port.sent_mads().size();
+  b.SweepWith({fec.get()}, when(1100));
   const auto again = b.SentTo(kPesc, mark);
   EXPECT_EQ(again.count(leaf0), 0u) << "unsupported: never again";
-  ASSERT_EQ(again.count(spine0), 1u) << "no answer yet: asked again";
+  ASSERT_EQ(again.count(spine0), 1u) << "no answer: asked again the next interval";
   EXPECT_GE(again.at(spine0), b.UpPorts(b.spines[0])) << "each port (and the engine's retries)";
   const Scrape s = b.Render();
   EXPECT_TRUE(s.Find("infiniband_switch_port_fec_corrected_symbols_total").empty());
   EXPECT_EQ(s.Find("infiniband_port_fec_info", {{"source", "none"}, {"fec_mode", "rs_fec"}}).size(),
             static_cast<std::size_t>(b.UpPorts(b.leaves[0]) + b.UpPorts(b.spines[0])));
+}
+
+// A due port is read once an interval, the reads spread: each sweep asks
+// its share of the ports (its time since the last over the interval).
+TEST(FecCollectorTest, ReadsAreSpreadOverTheInterval) {
+  Bed b(FecShape);
+  auto fec = MakeFec(b, std::chrono::milliseconds(1000));
+  constexpr auto kPesc = transport::pma_attr::kPortExtendedSpeedsCounters;
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto when = [t0](int ms) { return t0 + std::chrono::milliseconds(ms); };
+  b.SweepWith({fec.get()}, when(0));    // modes
+  b.SweepWith({fec.get()}, when(100));  // every counter, first time
+  const int ports = b.UpPorts(b.leaves[0]) + b.UpPorts(b.spines[0]);
+  ASSERT_GE(ports, 4);
+  std::map<std::uint64_t, int> total;
+  std::vector<int> per_sweep;
+  for (int ms = 200; ms < 2100; ms += 100) {
+    const std::size_t mark = b.port.sent_mads().size();
+    b.SweepWith({fec.get()}, when(ms));
+    if (ms < 1100) {
+      EXPECT_TRUE(b.SentTo(kPesc, mark).empty()) << "within the interval, at " << ms << " ms";
+      continue;
+    }
+    int n = 0;
+    for (const auto& [node, k] : b.SentTo(kPesc, mark)) {
+      total[node] += k;
+      n += k;
+    }
+    per_sweep.push_back(n);
+  }
+  const int share = (ports + 9) / 10;  // a tenth of the interval between sweeps
+  for (std::size_t i = 0; i < per_sweep.size(); ++i) EXPECT_LE(per_sweep[i], share) << "sweep " << i;
+  EXPECT_EQ(total[b.f.Guid(b.leaves[0])] + total[b.f.Guid(b.spines[0])], ports) << "each once in the interval";
 }
 
 }  // namespace
