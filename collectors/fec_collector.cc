@@ -268,8 +268,16 @@ class FecCollector final : public Collector {
       f.corrected_blocks += Delta(was.corrected_blocks, now.corrected_blocks);
       f.uncorrectable_blocks += uncorrectable;
       f.corrected_symbols += symbols;
-      for (std::size_t lane = 0; lane < transport::kFecLanes; ++lane)
-        f.lane_symbols[lane] += Delta(was.corrected_symbols_lane[lane], now.corrected_symbols_lane[lane]);
+      std::uint64_t most = 0;
+      f.worst_lane = -1;
+      for (std::size_t lane = 0; lane < transport::kFecLanes; ++lane) {
+        const std::uint64_t d = Delta(was.corrected_symbols_lane[lane], now.corrected_symbols_lane[lane]);
+        f.lane_symbols[lane] += d;
+        if (d > most) {
+          most = d;
+          f.worst_lane = static_cast<int>(lane);
+        }
+      }
       f.window_seconds = std::chrono::duration<double>(r.at - st.last_at).count();
       const double bits = topology::ActiveSignalGbps(*p) * 1e9 * f.window_seconds;
       // A window across a link down, or with a counter stopped at its

@@ -72,6 +72,7 @@ struct FecPort {
   std::optional<double> raw_ber;
   std::optional<double> effective_ber;
   double window_seconds = 0;
+  int worst_lane = -1;  // the lane that corrected the most symbols in the window (-1: none did)
   bool operator==(const FecPort&) const = default;
 };
 

@@ -1,6 +1,7 @@
 #include "collectors/link_health_collector.h"
 
 #include "collectors/adaptive_routing_collector.h"
+#include "collectors/fec_collector.h"
 #include "collectors/health/alerts.h"
 #include "collectors/health/link_health.h"
 #include "collectors/render.h"
@@ -42,6 +43,7 @@ class LinkHealthCollector final : public Collector {
     std::erase_if(report->cables, [&](const CableHealth& c) {
       return cycle.read_port && !cycle.read_port(c.cable.a) && !cycle.read_port(c.cable.b);
     });
+    AddFec(cycle, &report->cables);
     report->events = link_health_.Events();
     report->event_counts = link_health_.EventCounts();
     LogEvents(*report, cycle);
@@ -64,6 +66,26 @@ class LinkHealthCollector final : public Collector {
   void Publish(Snapshot* parts) const override { parts->health = report_; }
 
  private:
+  // Each end's FEC ratios, where the fec collector read them.
+  static void AddFec(const Cycle& cycle, std::vector<CableHealth>* cables) {
+    const auto* fec = cycle.parts->by_collector.Get<FecReadings>(kFecCollector);
+    if (!fec || fec->ports->empty()) return;
+    std::map<topology::PortRef, const FecPort*> by_port;
+    for (const FecPort& f : *fec->ports) {
+      if (f.counted) by_port[f.port] = &f;
+    }
+    for (CableHealth& c : *cables) {
+      for (EndRates* end : {&c.a, &c.b}) {
+        const auto it = by_port.find(end->port);
+        if (it == by_port.end()) continue;
+        end->raw_bit_error_ratio = it->second->raw_ber;
+        end->effective_bit_error_ratio = it->second->effective_ber;
+        end->fec_window_seconds = it->second->window_seconds;
+        end->worst_lane = it->second->worst_lane;
+      }
+    }
+  }
+
   // Link downs that were no flap, as they are first told apart.
   void LogEvents(const HealthReport& report, const Cycle& cycle) {
     std::uint64_t events = 0;

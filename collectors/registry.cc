@@ -62,7 +62,7 @@ const std::vector<CollectorInfo>& Registry() {
        true,
        MakeLinkHealthCollector,
        RenderLinkHealth,
-       {"port_counters", "fat_tree", "adaptive_routing", "routing", "xmit_wait_tick"}},
+       {"port_counters", "fat_tree", "adaptive_routing", "routing", "xmit_wait_tick", "fec"}},
       {"subnet_managers", "SMInfo of every subnet manager: masters, standbys, sweeping, failovers.", true,
        MakeSubnetManagersCollector, RenderSubnetManagers},
   };

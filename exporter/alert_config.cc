@@ -95,7 +95,9 @@ bool ParseAlertConfig(const std::string& text, AlertConfig* config, std::string*
                          {"excessive_buffer_overrun_errors_per_second", Levels(&c.excessive_buffer_overrun_errors)},
                          {"bit_error_rate", Levels(&c.bit_error_rate, &c.bit_error_rate_min_bits, "min_bits")},
                          {"packet_drop_rate",
-                          Levels(&c.packet_drop_rate, &c.packet_drop_rate_min_packets, "min_packets")}});
+                          Levels(&c.packet_drop_rate, &c.packet_drop_rate_min_packets, "min_packets")},
+                         {"raw_bit_error_ratio", Levels(&c.raw_bit_error_ratio)},
+                         {"effective_bit_error_ratio", Levels(&c.effective_bit_error_ratio)}});
                  }},
                 {"flapping_link",
                  [&](const YAML::Node& n, const std::string& k) {

@@ -62,6 +62,14 @@ struct AlertConfig {
   double bit_error_rate_min_bits = 1e12;
   Threshold packet_drop_rate{1e-6, 1e-4};
   double packet_drop_rate_min_packets = 1e6;
+  // Forward error correction's ratios (RS-FEC links: HDR and later), per
+  // end over its FEC window. Defaults: NVIDIA's own field thresholds for
+  // NDR (Field_BER_Thresholds.csv V06 of the UFM PDR plugin,
+  // Mellanox/ufm_sdk_3.0): pre-FEC warning 5e-6 and error 1e-5 (optical
+  // links, and HDR on 16nm ASICs; copper NDR links 5e-7 and 1e-6),
+  // post-FEC warning 5e-12 and error 1e-11 (NDR; HDR 5e-14 and 1e-13).
+  Threshold raw_bit_error_ratio{5e-6, 1e-5};
+  Threshold effective_bit_error_ratio{5e-12, 1e-11};
   // Flapping: link-down events within the window.
   Threshold link_downs{2, 5};
   // Congestion, per end: fraction of the time the port had data it could not send,

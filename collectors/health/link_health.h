@@ -77,6 +77,14 @@ struct EndRates {
   std::bitset<kSignalCount> pinned;   // stopped at its maximum: the delta is a lower bound
   std::optional<double> bit_error_rate;
   std::optional<double> packet_drop_rate;
+  // Forward error correction, where the device reports it (the fec
+  // collector, filled in by link_health's collector): raw (pre-FEC) and
+  // effective (post-FEC) bit error ratios over the FEC window, and the
+  // lane that corrected the most symbols in it (-1: none).
+  std::optional<double> raw_bit_error_ratio;
+  std::optional<double> effective_bit_error_ratio;
+  double fec_window_seconds = 0;
+  int worst_lane = -1;
   std::optional<double> xmit_wait_fraction;
   double bits_received = 0;
   double packets_received = 0;

@@ -12,6 +12,8 @@
 
 #include <chrono>
 #include <cstdio>
+#include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -120,6 +122,55 @@ TEST_F(PhysicalLayerTest, RsFecCountsArriveExactPerLaneWithTheirBitErrorRate) {
       4u)
       << "the leaf's four cabled ports, once each";
   Plant("fec ib-leaf01 2");
+}
+
+// A cable going bad by its raw bit error ratio alone: corrected symbols
+// at a steady rate on one lane, no symbol error. Over NVIDIA's warning
+// level (5e-6 of a 4x NDR link's 425 Gb/s: 2.1 M symbols a second) the
+// cable is a bad_cable warning naming both ends and the worst lane; over
+// its error level (1e-5) critical; back to clean, the alert clears.
+TEST_F(PhysicalLayerTest, ARawBitErrorRatioOverItsLevelsIsABadCableNamingTheWorstLane) {
+  std::string error;
+  auto e =
+      ExporterProcess::Start(*sim_, {"--sweep.interval=250ms", "--phy.interval=1s"}, &error, {}, hw_->PreloadEnv());
+  ASSERT_NE(e, nullptr) << error;
+  const auto bad = [&](const std::string& severity) {
+    return e->WaitFor(
+        [&](const Scrape& x) {
+          return x.Find("infiniband_alert_active", {{"cause", "bad_cable"}, {"severity", severity}}).size() == 1;
+        },
+        seconds(30));
+  };
+  Plant("fec ib-leaf01 2 lanes_per_second=0,0,3000000,0");  // 7.1e-6
+  auto s = bad("warning");
+  ASSERT_TRUE(s.has_value()) << e->Log();
+  const Sample a = s->Find("infiniband_alert_active", {{"cause", "bad_cable"}}).at(0);
+  EXPECT_EQ(std::set<std::string>({a.labels.at("node"), a.labels.at("remote_node")}),
+            (std::set<std::string>{"ib-leaf01", "cn0002"}));
+  const double raw = *s->Value("infiniband_port_raw_bit_error_ratio", {{"node", "ib-leaf01"}, {"port", "2"}});
+  EXPECT_NEAR(raw, 3e6 / 425e9, 3e6 / 425e9 * 0.2) << "3 M symbols a second over 425 Gb/s, within a window's jitter";
+  EXPECT_EQ(s->Value("infiniband_switch_port_symbol_error_total", {{"switch", "ib-leaf01"}, {"port", "2"}}), 0)
+      << "the personality counts no symbol error: the FEC evidence alone raised it";
+  int status = 0;
+  const auto alerts = nlohmann::json::parse(e->Get("/api/v1/alerts", &status));
+  ASSERT_EQ(status, 200);
+  bool lane = false;
+  for (const auto& x : alerts["active"]) {
+    for (const auto& ev : x["evidence"]) {
+      if (ev.value("signal", "") == "raw_bit_error_ratio") lane = ev.value("detail", "") == "worst lane 2";
+    }
+  }
+  EXPECT_TRUE(lane) << alerts.dump();
+
+  Plant("fec ib-leaf01 2 lanes_per_second=0,0,6000000,0");  // 1.4e-5
+  ASSERT_TRUE(bad("critical").has_value()) << e->Log();
+  Plant("fec ib-leaf01 2");
+  EXPECT_TRUE(e->WaitFor(
+      [](const Scrape& x) {
+        return x.Find("infiniband_alert_active", {{"cause", "bad_cable"}}).empty();
+      },
+      seconds(30)))
+      << e->Log();
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <fnmatch.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
@@ -160,6 +161,10 @@ bool HardwareFabric::PlantFec(const std::string& node, int port, const FecPlant&
     return false;
   }
   n->fec[port] = fec;
+  // The rates count from now (the preload reads the wall clock: another process).
+  n->fec[port].since_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
   return Write(error);
 }
 
@@ -326,7 +331,7 @@ bool HardwareFabric::Command(const std::string& line, std::string* error) {
         }
         values.push_back(static_cast<std::uint32_t>(v));
       }
-      if (values.empty() || (key != "lanes" && values.size() != 1)) {
+      if (values.empty() || (key != "lanes" && key != "lanes_per_second" && values.size() != 1)) {
         *error = "fec " + node + ": '" + option + "' wants one number (lanes: a list)";
         return false;
       }
@@ -338,8 +343,13 @@ bool HardwareFabric::Command(const std::string& line, std::string* error) {
         fec.corrected_blocks = values[0];
       } else if (key == "uncorrectable_blocks") {
         fec.uncorrectable_blocks = values[0];
+      } else if (key == "lanes_per_second") {
+        fec.lanes_per_second = values;
+      } else if (key == "uncorrectable_per_second") {
+        fec.uncorrectable_per_second = values[0];
       } else {
-        *error = "fec: unknown option '" + key + "' (mode, lanes, corrected_blocks, uncorrectable_blocks)";
+        *error = "fec: unknown option '" + key +
+                 "' (mode, lanes, corrected_blocks, uncorrectable_blocks, lanes_per_second, uncorrectable_per_second)";
         return false;
       }
     }
@@ -448,6 +458,11 @@ bool HardwareFabric::Write(std::string* error) const {
                        {"corrected_blocks", f.corrected_blocks},
                        {"uncorrectable_blocks", f.uncorrectable_blocks}};
       if (f.mode) x["mode"] = *f.mode;
+      if (!f.lanes_per_second.empty() || f.uncorrectable_per_second != 0) {
+        x["lanes_per_second"] = f.lanes_per_second;
+        x["uncorrectable_per_second"] = f.uncorrectable_per_second;
+        x["since_ms"] = f.since_ms;
+      }
       fec[std::to_string(port)] = x;
     }
     if (!fec.empty()) node["fec"] = fec;

@@ -84,17 +84,22 @@ class HardwareFabric {
   // uncorrectable blocks; `mode` its PortInfoExtended.FECModeActive where
   // given (else the one its link speed runs). Only where the model claims
   // them (a Quantum switch); the counters stay until planted again.
+  // `lanes_per_second` and `uncorrectable_per_second` go on counting from
+  // the planting (a cable going bad at a steady rate).
   struct FecPlant {
     std::optional<std::uint16_t> mode;
     std::vector<std::uint32_t> lanes;
     std::uint32_t corrected_blocks = 0;
     std::uint32_t uncorrectable_blocks = 0;
+    std::vector<std::uint32_t> lanes_per_second;
+    std::uint32_t uncorrectable_per_second = 0;
+    std::int64_t since_ms = 0;  // when it was planted (wall clock), set by PlantFec
   };
   bool PlantFec(const std::string& node, int port, const FecPlant& fec, std::string* error);
   bool Clear(const std::string& node, std::string* error);
   // One console line: "fec NODE PORT [mode=N] [lanes=N,..] [corrected_blocks=N]
-  // [uncorrectable_blocks=N]", "tick NODE N", "busy NODE N [ATTR]", "redirect NODE
-  // QP", "ar NODE 1|0", "mkey NODE|all KEY", "pkeys NODE PKEY,...", "link NODE PORT [width=W]
+  // [uncorrectable_blocks=N] [lanes_per_second=N,..] [uncorrectable_per_second=N]", "tick NODE N", "busy NODE N
+  // [ATTR]", "redirect NODE QP", "ar NODE 1|0", "mkey NODE|all KEY", "pkeys NODE PKEY,...", "link NODE PORT [width=W]
   // [speed=S]", "clear NODE".
   bool Command(const std::string& line, std::string* error);
 

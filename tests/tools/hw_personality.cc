@@ -113,6 +113,11 @@ struct Node {
     std::vector<std::uint32_t> lanes;  // FECCorrectableSymbolCtrLane0..
     std::uint32_t corrected_blocks = 0;
     std::uint32_t uncorrectable_blocks = 0;
+    // Counting on from the planting (wall clock, ms): corrected symbols
+    // per second per lane, uncorrectable blocks per second.
+    std::vector<double> lanes_per_second;
+    double uncorrectable_per_second = 0;
+    std::int64_t since_ms = 0;
   };
   std::map<int, Fec> fec;
 };
@@ -155,6 +160,13 @@ struct Synthesized {
   std::uint16_t lid = 0;
   std::uint8_t mad[kMadSize];
 };
+
+// The wall clock in ms: what the test bed stamps a planting with (another process).
+std::int64_t WallMs() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1'000'000;
+}
 
 class Personalities {
  public:
@@ -267,16 +279,29 @@ class Personalities {
       data[1] = static_cast<std::uint8_t>(port);
       const auto f = n.fec.find(port);
       if (f != n.fec.end()) {
-        std::uint32_t sum = 0;
-        for (std::size_t lane = 0; lane < f->second.lanes.size() && lane < 12; ++lane) {
+        // What was planted, and what the planted rates counted since
+        // (32-bit counters stop at their maximum, IBTA 16.1.3.5).
+        const double seconds = f->second.since_ms > 0 ? static_cast<double>(WallMs() - f->second.since_ms) / 1000 : 0;
+        const auto counted = [seconds](std::uint32_t at, double per_second) {
+          return static_cast<std::uint32_t>(
+              std::min(4294967295.0, static_cast<double>(at) + std::max(0.0, per_second * seconds)));
+        };
+        std::uint64_t sum = 0;
+        const std::size_t lanes = std::max(f->second.lanes.size(), f->second.lanes_per_second.size());
+        for (std::size_t lane = 0; lane < lanes && lane < 12; ++lane) {
+          const std::uint32_t at = lane < f->second.lanes.size() ? f->second.lanes[lane] : 0;
+          const double rate = lane < f->second.lanes_per_second.size() ? f->second.lanes_per_second[lane] : 0;
+          const std::uint32_t value = counted(at, rate);
           const auto field =
               static_cast<MAD_FIELDS>(IB_PESC_RSFEC_FEC_CORR_SYMBOL_CTR_LANE0_F + static_cast<int>(lane));
-          mad_set_field(data, 0, field, f->second.lanes[lane]);
-          sum += f->second.lanes[lane];
+          mad_set_field(data, 0, field, value);
+          sum += value;
         }
         mad_set_field(data, 0, IB_PESC_PORT_FEC_CORR_BLOCK_CTR_F, f->second.corrected_blocks);
-        mad_set_field(data, 0, IB_PESC_PORT_FEC_UNCORR_BLOCK_CTR_F, f->second.uncorrectable_blocks);
-        mad_set_field(data, 0, IB_PESC_PORT_FEC_CORR_SYMBOL_CTR_F, sum);
+        mad_set_field(data, 0, IB_PESC_PORT_FEC_UNCORR_BLOCK_CTR_F,
+                      counted(f->second.uncorrectable_blocks, f->second.uncorrectable_per_second));
+        mad_set_field(data, 0, IB_PESC_PORT_FEC_CORR_SYMBOL_CTR_F,
+                      static_cast<std::uint32_t>(std::min<std::uint64_t>(sum, 0xffffffffULL)));
       }
       Answer(agent, u, 0, data);
       return true;
@@ -463,6 +488,9 @@ class Personalities {
         x.lanes = f.value("lanes", std::vector<std::uint32_t>{});
         x.corrected_blocks = f.value("corrected_blocks", 0U);
         x.uncorrectable_blocks = f.value("uncorrectable_blocks", 0U);
+        x.lanes_per_second = f.value("lanes_per_second", std::vector<double>{});
+        x.uncorrectable_per_second = f.value("uncorrectable_per_second", 0.0);
+        x.since_ms = f.value("since_ms", std::int64_t{0});
         node.fec[std::stoi(port)] = x;
       }
       index_[node.id] = static_cast<int>(nodes_.size());

@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "collectors/api/json.h"
 #include "collectors/health/link_health.h"
 #include "exporter/alert_config.h"
@@ -220,11 +222,23 @@ struct Driven {
   LinkHealth health{{milliseconds(3000)}};
   AlertEngine engine;
   const topology::ForwardingTables* tables = nullptr;  // congestion trees follow them when set
+  // What the fec collector adds to an end (link_health's collector does so).
+  std::map<PortRef, std::pair<double, int>> fec;  // port -> (raw bit error ratio, worst lane)
   explicit Driven(AlertConfig c) : engine(c) {}
   std::vector<Alert> Sweep() {
     health.Observe(b.fabric, nullptr, b.ports, b.links, b.Now(), b.Wall());
+    std::vector<CableHealth> cables = health.Cables();
+    for (CableHealth& c : cables) {
+      for (EndRates* end : {&c.a, &c.b}) {
+        if (const auto f = fec.find(end->port); f != fec.end()) {
+          end->raw_bit_error_ratio = f->second.first;
+          end->fec_window_seconds = 300;
+          end->worst_lane = f->second.second;
+        }
+      }
+    }
     engine.Evaluate(
-        health.Cables(), nullptr, b.Wall(),
+        cables, nullptr, b.Wall(),
         [](const PortRef& p) { return topology::FormatGuid(p.node_guid) + "[" + std::to_string(p.port) + "]"; },
         &b.fabric, tables);
     ++b.sweep;
@@ -276,6 +290,35 @@ TEST(AlertEngineTest, HysteresisBothWays) {
   ASSERT_EQ(d.engine.Cleared().size(), 1u);
   EXPECT_TRUE(d.engine.Cleared()[0].cleared);
   EXPECT_EQ(d.engine.Raised().at(Cause::kBadCable), 1u);
+}
+
+// A raw bit error ratio over its levels is a bad cable though no counter
+// moved; its evidence names the worst lane and the FEC window.
+TEST(AlertEngineTest, TheRawBitErrorRatioAloneIsABadCable) {
+  Driven d(Quick());
+  d.Sweep();
+  d.fec[d.b.host1] = {7e-6, 3};  // over 5e-6
+  d.Sweep();
+  auto active = d.Sweep();
+  ASSERT_EQ(active.size(), 1u);
+  EXPECT_EQ(active[0].severity, Severity::kWarning);
+  EXPECT_EQ(active[0].cable, topology::CableBetween(d.b.leaf2, d.b.host1));
+  ASSERT_FALSE(active[0].evidence.empty());
+  const Evidence& ev = active[0].evidence[0];
+  EXPECT_EQ(ev.signal, "raw_bit_error_ratio");
+  EXPECT_DOUBLE_EQ(ev.value, 7e-6);
+  EXPECT_EQ(ev.detail, "worst lane 3");
+  EXPECT_EQ(ev.window_seconds, 300);
+  EXPECT_EQ(ev.threshold, 5e-6);
+  EXPECT_NE(active[0].summary.find("raw_bit_error_ratio"), std::string::npos) << active[0].summary;
+  d.fec[d.b.host1] = {2e-5, 3};  // over 1e-5
+  d.Sweep();
+  active = d.Sweep();
+  ASSERT_EQ(active.size(), 1u);
+  EXPECT_EQ(active[0].severity, Severity::kCritical);
+  d.fec[d.b.host1] = {1e-7, 0};
+  int sweeps = 0;
+  while (!d.Sweep().empty()) ASSERT_LT(++sweeps, 5);
 }
 
 TEST(AlertEngineTest, EstimatesGoWithTheEvidenceBelowTheirThresholds) {

@@ -15,10 +15,11 @@ TEST(RegistryTest, EveryCollectorRunsAfterThoseWhosePartsItReads) {
   std::string error;
   EXPECT_TRUE(CheckRunOrder(Registry(), &error)) << error;
   // What the shipped collectors read of this cycle, as their Updates do.
-  EXPECT_EQ(
-      FindCollector("link_health")->reads,
-      (std::vector<std::string_view>{"port_counters", "fat_tree", "adaptive_routing", "routing", "xmit_wait_tick"}));
+  EXPECT_EQ(FindCollector("link_health")->reads,
+            (std::vector<std::string_view>{"port_counters", "fat_tree", "adaptive_routing", "routing", "xmit_wait_tick",
+                                           "fec"}));
   EXPECT_EQ(FindCollector("port_counters")->reads, (std::vector<std::string_view>{"capabilities"}));
+  EXPECT_EQ(FindCollector("fec")->reads, (std::vector<std::string_view>{"capabilities"}));
   EXPECT_EQ(FindCollector("routing")->reads, (std::vector<std::string_view>{"fat_tree", "adaptive_routing"}));
 }
 
