@@ -283,16 +283,22 @@ class FecCollector final : public Collector {
       // A window across a link down, or with a counter stopped at its
       // maximum (it counted less than happened), has no rate.
       f.pinned = AnyPinned(now);
-      if (bits > 0 && !st.window_broken && !f.pinned) {
-        f.raw_ber = static_cast<double>(symbols) / bits;
-        f.effective_ber = static_cast<double>(uncorrectable) / bits;
-      } else {
-        f.raw_ber.reset();
-        f.effective_ber.reset();
+      // Each ratio from its own counter: one stopped at its maximum that
+      // did not move says nothing (what it counted since is unknown); one
+      // that still moved before it stopped gives a lower bound, as
+      // symbol errors do.
+      const bool symbols_dark = now.corrected_symbols == kPinned && symbols == 0;
+      const bool blocks_dark = now.uncorrectable_blocks == kPinned && uncorrectable == 0;
+      f.raw_ber.reset();
+      f.effective_ber.reset();
+      if (bits > 0 && !st.window_broken) {
+        if (!symbols_dark) f.raw_ber = static_cast<double>(symbols) / bits;
+        if (!blocks_dark) f.effective_ber = static_cast<double>(uncorrectable) / bits;
       }
     }
     st.window_broken = false;
     f.counted = true;
+    f.read_at = r.at;
     st.last = now;
     st.last_at = r.at;
     return true;
@@ -305,6 +311,7 @@ class FecCollector final : public Collector {
     }
     auto next = std::make_shared<FecReadings>();
     next->ports = std::move(list);
+    next->interval = interval_;
     published_ = std::move(next);
   }
 

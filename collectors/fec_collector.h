@@ -30,9 +30,9 @@
 // raw = corrected symbols per bit, effective = uncorrectable blocks per
 // bit. Both are lower bounds (a corrected symbol holds at least one bit
 // error, an uncorrectable block at least one). None across a link down (the
-// next read starts the window) or while a counter is pinned at its 32-bit
-// maximum (it counts no more); a port no longer on RS-FEC keeps its
-// totals and loses its ratios.
+// next read starts the window), nor from a counter pinned at its 32-bit
+// maximum that did not move (it counts no more); a port no longer on
+// RS-FEC keeps its totals and loses its ratios.
 //
 // Part: FecReadings under "fec" (Snapshot::by_collector). Metrics:
 // infiniband_{switch,hca}_port_fec_{corrected_blocks,uncorrectable_blocks,
@@ -73,11 +73,13 @@ struct FecPort {
   std::optional<double> effective_ber;
   double window_seconds = 0;
   int worst_lane = -1;  // the lane that corrected the most symbols in the window (-1: none did)
+  std::chrono::steady_clock::time_point read_at{};  // when the last counters came
   bool operator==(const FecPort&) const = default;
 };
 
 struct FecReadings {
   std::shared_ptr<const std::vector<FecPort>> ports = std::make_shared<const std::vector<FecPort>>();  // by port
+  std::chrono::milliseconds interval{300'000};  // --phy.interval: how old a reading may get before it is stale
 };
 
 std::unique_ptr<Collector> MakeFecCollector(const CollectorOptions& options);

@@ -66,7 +66,9 @@ class LinkHealthCollector final : public Collector {
   void Publish(Snapshot* parts) const override { parts->health = report_; }
 
  private:
-  // Each end's FEC ratios, where the fec collector read them.
+  // Each end's FEC ratios, where the fec collector read them: a reading
+  // older than two intervals (its reads stopped answering, or stopped)
+  // is stale, and its end is judged neither clean nor bad.
   static void AddFec(const Cycle& cycle, std::vector<CableHealth>* cables) {
     const auto* fec = cycle.parts->by_collector.Get<FecReadings>(kFecCollector);
     if (!fec || fec->ports->empty()) return;
@@ -74,14 +76,19 @@ class LinkHealthCollector final : public Collector {
     for (const FecPort& f : *fec->ports) {
       if (f.counted) by_port[f.port] = &f;
     }
+    const auto stale_after = 2 * fec->interval + std::chrono::seconds(30);
     for (CableHealth& c : *cables) {
       for (EndRates* end : {&c.a, &c.b}) {
         const auto it = by_port.find(end->port);
         if (it == by_port.end()) continue;
-        end->raw_bit_error_ratio = it->second->raw_ber;
-        end->effective_bit_error_ratio = it->second->effective_ber;
-        end->fec_window_seconds = it->second->window_seconds;
-        end->worst_lane = it->second->worst_lane;
+        const FecPort& f = *it->second;
+        const bool stale = cycle.now - f.read_at > stale_after;
+        end->fec_unknown = stale || (!f.raw_ber && !f.effective_ber && f.pinned);
+        if (stale) continue;
+        end->raw_bit_error_ratio = f.raw_ber;
+        end->effective_bit_error_ratio = f.effective_ber;
+        end->fec_window_seconds = f.window_seconds;
+        end->worst_lane = f.worst_lane;
       }
     }
   }

@@ -13,6 +13,8 @@
 //     excessive_buffer_overrun_errors_per_second: {warning: 0.001, critical: 0.1}
 //     bit_error_rate: {warning: 1e-12, critical: 1e-10, min_bits: 1e12}
 //     packet_drop_rate: {warning: 1e-6, critical: 1e-4, min_packets: 1e6}
+//     raw_bit_error_ratio: {warning: 5e-6, critical: 1e-5}          # over the FEC window
+//     effective_bit_error_ratio: {warning: 5e-12, critical: 1e-11}  # likewise
 //   flapping_link:
 //     link_downs: {warning: 2, critical: 5}        # within the window
 //   congestion:

@@ -114,16 +114,21 @@ AlertEngine::Verdict AlertEngine::BadCable(const CableHealth& h, const Describe&
     }
     // FEC's ratios: a cable going bad shows here while symbol errors, after
     // FEC, stay 0. Over the FEC window (the physical layer's slower beat).
-    const auto fec = [&](const char* signal, const std::optional<double>& value, const Threshold& t) {
+    // Counted but not judgeable now: counts neither way (as a pinned counter).
+    if (end->fec_unknown) v.clean = false;
+    const auto fec = [&](const char* signal, const std::optional<double>& value, const Threshold& t,
+                         const std::string& detail) {
       if (!value) return;
       const auto sev = t.Judge(*value);
       if (!sev) return;
       v.severity = Worse(v.severity, sev);
-      v.evidence.push_back({signal, me, *value, "ratio", std::nullopt, end->fec_window_seconds, t.LevelOf(*sev),
-                            end->worst_lane >= 0 ? "worst lane " + std::to_string(end->worst_lane) : ""});
+      v.evidence.push_back(
+          {signal, me, *value, "ratio", std::nullopt, end->fec_window_seconds, t.LevelOf(*sev), detail});
     };
-    fec("raw_bit_error_ratio", end->raw_bit_error_ratio, config_.raw_bit_error_ratio);
-    fec("effective_bit_error_ratio", end->effective_bit_error_ratio, config_.effective_bit_error_ratio);
+    // The worst lane is the raw ratio's: uncorrectable blocks are not per lane.
+    fec("raw_bit_error_ratio", end->raw_bit_error_ratio, config_.raw_bit_error_ratio,
+        end->worst_lane >= 0 ? "worst lane " + std::to_string(end->worst_lane) : "");
+    fec("effective_bit_error_ratio", end->effective_bit_error_ratio, config_.effective_bit_error_ratio, "");
     ends_with_errors[me] = v.evidence.size() > before;
   }
   if (!v.severity) return v;

@@ -85,6 +85,10 @@ struct EndRates {
   std::optional<double> effective_bit_error_ratio;
   double fec_window_seconds = 0;
   int worst_lane = -1;
+  // The port runs RS-FEC and its counters are read, but there is no
+  // current ratio to judge (a pinned counter, a reading gone stale): the
+  // cable can be judged clean no more than dirty.
+  bool fec_unknown = false;
   std::optional<double> xmit_wait_fraction;
   double bits_received = 0;
   double packets_received = 0;

@@ -162,8 +162,25 @@ TEST_F(PhysicalLayerTest, ARawBitErrorRatioOverItsLevelsIsABadCableNamingTheWors
   }
   EXPECT_TRUE(lane) << alerts.dump();
 
+  const double since = [&] {
+    const auto listed = nlohmann::json::parse(e->Get("/api/v1/alerts"));
+    for (const auto& x : listed["active"]) {
+      if (x.value("cause", "") == "bad_cable") return x.value("since_unix", 0.0);
+    }
+    return 0.0;
+  }();
+  ASSERT_GT(since, 0);
+  // Worse: the same alert becomes critical (the counts go on from where
+  // they were: no window in between looks clean).
   Plant("fec ib-leaf01 2 lanes_per_second=0,0,6000000,0");  // 1.4e-5
   ASSERT_TRUE(bad("critical").has_value()) << e->Log();
+  const auto now = nlohmann::json::parse(e->Get("/api/v1/alerts"));
+  for (const auto& x : now["active"]) {
+    if (x.value("cause", "") == "bad_cable") {
+      EXPECT_EQ(x.value("since_unix", 0.0), since) << "raised once";
+    }
+  }
+  EXPECT_TRUE(now["recently_cleared"].empty()) << now.dump();
   Plant("fec ib-leaf01 2");
   EXPECT_TRUE(e->WaitFor(
       [](const Scrape& x) {

@@ -2,6 +2,7 @@
 
 #include <fnmatch.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -156,15 +157,34 @@ bool HardwareFabric::PlantTick(const std::string& node, std::uint8_t tick, std::
 bool HardwareFabric::PlantFec(const std::string& node, int port, const FecPlant& fec, std::string* error) {
   Node* n = Find(node, error);
   if (!n) return false;
-  if (fec.lanes.size() > 12) {
+  if (fec.lanes.size() > 12 || fec.lanes_per_second.size() > 12) {
     *error = "fec " + node + ": at most 12 lanes (PortExtendedSpeedsCounters)";
     return false;
   }
-  n->fec[port] = fec;
-  // The rates count from now (the preload reads the wall clock: another process).
-  n->fec[port].since_ms =
+  const std::int64_t now_ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
           .count();
+  FecPlant next = fec;
+  // New rates without counts of their own count on from where the old
+  // rates got to (a cable getting worse, not a counter cleared).
+  const auto was = n->fec.find(port);
+  if (was != n->fec.end() && fec.lanes.empty() && !fec.lanes_per_second.empty()) {
+    const double seconds = static_cast<double>(now_ms - was->second.since_ms) / 1000;
+    const auto counted = [seconds](std::uint32_t at, std::uint32_t per_second) {
+      return static_cast<std::uint32_t>(
+          std::min(4294967295.0, static_cast<double>(at) + static_cast<double>(per_second) * seconds));
+    };
+    const std::size_t lanes = std::max(was->second.lanes.size(), was->second.lanes_per_second.size());
+    for (std::size_t lane = 0; lane < lanes; ++lane) {
+      next.lanes.push_back(
+          counted(lane < was->second.lanes.size() ? was->second.lanes[lane] : 0,
+                  lane < was->second.lanes_per_second.size() ? was->second.lanes_per_second[lane] : 0));
+    }
+    if (fec.uncorrectable_blocks == 0)
+      next.uncorrectable_blocks = counted(was->second.uncorrectable_blocks, was->second.uncorrectable_per_second);
+  }
+  next.since_ms = now_ms;  // the rates count from now (the preload reads the wall clock: another process)
+  n->fec[port] = next;
   return Write(error);
 }
 

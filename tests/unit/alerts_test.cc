@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <set>
 
 #include "collectors/api/json.h"
 #include "collectors/health/link_health.h"
@@ -224,6 +225,7 @@ struct Driven {
   const topology::ForwardingTables* tables = nullptr;  // congestion trees follow them when set
   // What the fec collector adds to an end (link_health's collector does so).
   std::map<PortRef, std::pair<double, int>> fec;  // port -> (raw bit error ratio, worst lane)
+  std::set<PortRef> fec_unknown;                  // counted, but no ratio to judge now
   explicit Driven(AlertConfig c) : engine(c) {}
   std::vector<Alert> Sweep() {
     health.Observe(b.fabric, nullptr, b.ports, b.links, b.Now(), b.Wall());
@@ -235,6 +237,7 @@ struct Driven {
           end->fec_window_seconds = 300;
           end->worst_lane = f->second.second;
         }
+        end->fec_unknown = fec_unknown.count(end->port) > 0;
       }
     }
     engine.Evaluate(
@@ -316,9 +319,16 @@ TEST(AlertEngineTest, TheRawBitErrorRatioAloneIsABadCable) {
   active = d.Sweep();
   ASSERT_EQ(active.size(), 1u);
   EXPECT_EQ(active[0].severity, Severity::kCritical);
+  // A pinned counter or a reading gone stale: no ratio, and the alert
+  // stays (it cannot be seen clean).
+  d.fec.erase(d.b.host1);
+  d.fec_unknown.insert(d.b.host1);
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(d.Sweep().size(), 1u) << "sweep " << i;
+  d.fec_unknown.clear();
   d.fec[d.b.host1] = {1e-7, 0};
   int sweeps = 0;
   while (!d.Sweep().empty()) ASSERT_LT(++sweeps, 5);
+  EXPECT_EQ(sweeps, 1) << "clear_after 2: the second clean sweep clears";
 }
 
 TEST(AlertEngineTest, EstimatesGoWithTheEvidenceBelowTheirThresholds) {
