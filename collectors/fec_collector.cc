@@ -164,7 +164,7 @@ class FecCollector final : public Collector {
           if (!cycle.smps_blocked) first.push_back(FecReads::Ask(FecReads::Kind::kMode, ref, lid));
           continue;
         }
-        if (st.mode != FecMode::kRsFec && st.mode != FecMode::kRsFec2) continue;
+        if (!st.mode || !transport::RsFecLayout(*st.mode)) continue;  // no mode read (unsupported), or not RS-FEC
         if (st.counters_unsupported) continue;
         ++counted;
         if (!st.last) {
@@ -229,9 +229,9 @@ class FecCollector final : public Collector {
         st.mode_unsupported = true;
         return false;
       }
-      st.mode = static_cast<FecMode>(r.mode.FecModeSupported() ? r.mode.fec_mode_active : 0);
+      st.mode = r.mode.Mode();
       st.mode_gbps = topology::ActiveSignalGbps(*p);
-      const bool rs_fec = st.mode == FecMode::kRsFec || st.mode == FecMode::kRsFec2;
+      const bool rs_fec = r.mode.RsFecActive();
       const bool was = st.out.mode == *st.mode && st.out.port == r.port;
       st.out.port = r.port;
       st.out.mode = *st.mode;

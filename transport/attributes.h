@@ -152,16 +152,17 @@ inline constexpr std::uint16_t kPortCap2PortInfoExtended = 0x0002;
 enum class FecMode : std::uint16_t { kNone = 0, kFireCode = 1, kRsFec = 2, kLowLatencyRsFec = 3, kRsFec2 = 4 };
 // "none", "fire_code", "rs_fec", "low_latency_rs_fec", "rs_fec2"; "unknown" otherwise.
 const char* ToString(FecMode m);
+// Whether PortExtendedSpeedsCounters comes in its RS-FEC layout in mode
+// `m`: the two modes infiniband-diags' perfquery reads it for
+// (is_rsfec_mode_active).
+inline bool RsFecLayout(FecMode m) { return m == FecMode::kRsFec || m == FecMode::kRsFec2; }
 struct PortInfoExtended {
   std::uint32_t capability_mask = 0;
   std::uint16_t fec_mode_active = 0;  // FecMode, as read
   bool FecModeSupported() const { return (capability_mask & 0x1) != 0; }
-  // Whether PortExtendedSpeedsCounters comes in its RS-FEC layout: the two
-  // modes infiniband-diags' perfquery reads it for (is_rsfec_mode_active).
-  bool RsFecActive() const {
-    return FecModeSupported() && (fec_mode_active == static_cast<std::uint16_t>(FecMode::kRsFec) ||
-                                  fec_mode_active == static_cast<std::uint16_t>(FecMode::kRsFec2));
-  }
+  // The mode the port says it runs (none where it does not say).
+  FecMode Mode() const { return FecModeSupported() ? static_cast<FecMode>(fec_mode_active) : FecMode::kNone; }
+  bool RsFecActive() const { return RsFecLayout(Mode()); }
 };
 
 // PortExtendedSpeedsCounters (PMA 0x1F) in its RS-FEC layout (libibmad
