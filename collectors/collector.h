@@ -174,7 +174,7 @@ struct CollectorOptions {
   std::optional<topology::PartitionPlan> partition_plan;  // partitions
   AlertConfig alerts;                                     // link_health: thresholds, window, hysteresis
   SmMonitorOptions subnet_managers;                       // subnet_managers
-  int clear_threshold_percent = 0;                        // port_counters: 0 never clears
+  int clear_threshold_percent = 0;                        // port_counters, fec: 0 never clears
   PortTable restored_ports;                               // port_counters: totals from before a re-exec
   std::vector<PortWait> restored_waits;                   // xmit_wait_tick: seconds from before a re-exec
   std::chrono::milliseconds phy_interval{300'000};        // fec: each port's counters at most this often

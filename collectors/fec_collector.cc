@@ -13,6 +13,13 @@ namespace {
 using transport::ExtendedSpeedsRsFec;
 using transport::FecMode;
 
+// "Unsupported attribute", or a status saying the request itself is wrong
+// for this port (an invalid field: IBTA 13.4.7 code 7), is for good.
+bool ForGood(const transport::MadResult& m) {
+  return transport::Unsupported(m) ||
+         (m.outcome == transport::MadOutcome::kRemoteError && (m.mad_status & transport::kMadStatusCodeMask) == 0x001c);
+}
+
 // One sweep's asks: PortInfoExtended (the FEC mode) of some ports and
 // PortExtendedSpeedsCounters of others.
 class FecReads final : public BatchPart {
@@ -62,13 +69,9 @@ class FecReads final : public BatchPart {
         r.counters = transport::DecodeExtendedSpeedsRsFec(m.response);
       }
     } else {
-      // "Unsupported attribute", or a status saying the request itself is
-      // wrong for this port (an invalid field: IBTA 13.4.7 codes 3 and 7),
-      // is for good; no answer, Busy past its retries, or another status
-      // is asked again next interval.
-      const std::uint16_t code = m.mad_status & transport::kMadStatusCodeMask;
-      r.got = m.outcome == transport::MadOutcome::kRemoteError && (code == 0x000c || code == 0x001c) ? Got::kUnsupported
-                                                                                                     : Got::kFailed;
+      // Unsupported is for good; no answer, Busy past its retries, or
+      // another status is asked again next interval.
+      r.got = ForGood(m) ? Got::kUnsupported : Got::kFailed;
     }
   }
   void Finish(const std::set<std::uint16_t>& moved) override {
@@ -89,6 +92,7 @@ struct PortState {
   double mode_gbps = 0;  // the signalling rate its mode was read at
   bool mode_unsupported = false;
   bool counters_unsupported = false;
+  bool clear_unsupported = false;                    // a Set answered "unsupported": not sent again
   std::optional<ExtendedSpeedsRsFec> last;           // the raw counters last read
   std::chrono::steady_clock::time_point last_at{};   // when they came (the window's end)
   std::chrono::steady_clock::time_point asked_at{};  // the sweep that last asked them
@@ -109,6 +113,15 @@ bool AnyPinned(const ExtendedSpeedsRsFec& c) {
                      [](std::uint32_t v) { return v == kPinned; });
 }
 
+// Whether a counter reached `percent` of its 32-bit maximum (0: never).
+bool NearMax(const ExtendedSpeedsRsFec& c, int percent) {
+  if (percent <= 0) return false;
+  const std::uint64_t at = std::uint64_t{kPinned} * static_cast<std::uint64_t>(percent) / 100;
+  const auto over = [at](std::uint32_t v) { return v >= at; };
+  return over(c.corrected_blocks) || over(c.uncorrectable_blocks) || over(c.corrected_symbols) ||
+         std::any_of(c.corrected_symbols_lane.begin(), c.corrected_symbols_lane.end(), over);
+}
+
 // Reads asked at once outside the share (modes, and counters never read
 // yet) at least: a small fabric is read whole at once, a large one over
 // the interval.
@@ -120,7 +133,8 @@ std::uint64_t Delta(std::uint32_t was, std::uint32_t now) { return now >= was ? 
 
 class FecCollector final : public Collector {
  public:
-  explicit FecCollector(std::chrono::milliseconds interval) : interval_(interval) {}
+  FecCollector(std::chrono::milliseconds interval, int clear_threshold_percent)
+      : interval_(interval), clear_threshold_percent_(clear_threshold_percent) {}
 
   Schedule schedule() const override { return Schedule::kSweep; }
 
@@ -203,8 +217,16 @@ class FecCollector final : public Collector {
       it = p ? std::next(it) : ports_.erase(it);
     }
     if (part_.finished()) {
-      for (const FecReads::Read& r : part_.reads()) changed |= Note(r, *cycle.fabric, cycle.now);
+      std::vector<FecReads::Read> full;  // counters near their maximum: cleared after the read
+      for (const FecReads::Read& r : part_.reads()) {
+        changed |= Note(r, *cycle.fabric, cycle.now);
+        const auto st = ports_.find(r.port);
+        if (r.kind == FecReads::Kind::kCounters && r.got == FecReads::Got::kAnswer && st != ports_.end() &&
+            !st->second.clear_unsupported && NearMax(r.counters, clear_threshold_percent_))
+          full.push_back(r);
+      }
       part_.Ask({});
+      if (!full.empty() && cycle.engine) changed |= Clear(full, cycle);
     }
     if (changed || !published_) Rebuild();
     return out;
@@ -304,6 +326,29 @@ class FecCollector final : public Collector {
     return true;
   }
 
+  // Clears the ports' counters (--counters.clear-threshold): each one
+  // acknowledged counts on from zero. True when any was.
+  bool Clear(const std::vector<FecReads::Read>& full, const Cycle& cycle) {
+    std::vector<transport::MadRequest> sets;
+    for (const FecReads::Read& r : full) sets.push_back(transport::ExtendedSpeedsCountersClear(r.lid, r.port.port));
+    const auto results = cycle.engine->Run(sets);
+    std::size_t cleared = 0;
+    for (std::size_t i = 0; i < results.size() && i < full.size(); ++i) {
+      PortState& st = ports_[full[i].port];
+      if (results[i].outcome != transport::MadOutcome::kOk) {
+        st.clear_unsupported |= ForGood(results[i]);
+        continue;
+      }
+      st.last = ExtendedSpeedsRsFec{};
+      st.out.pinned = false;
+      ++clears_;
+      ++cleared;
+    }
+    if (cycle.log && cleared > 0)
+      cycle.log->Info("cleared FEC counters near their maximum", "ports=" + std::to_string(cleared));
+    return cleared > 0;
+  }
+
   void Rebuild() {
     auto list = std::make_shared<std::vector<FecPort>>();
     for (const auto& [ref, st] : ports_) {
@@ -312,10 +357,13 @@ class FecCollector final : public Collector {
     auto next = std::make_shared<FecReadings>();
     next->ports = std::move(list);
     next->interval = interval_;
+    next->clears = clears_;
     published_ = std::move(next);
   }
 
   std::chrono::milliseconds interval_;
+  int clear_threshold_percent_;  // 0: never
+  std::uint64_t clears_ = 0;
   std::map<topology::PortRef, PortState> ports_;
   std::chrono::steady_clock::time_point last_plan_{};
   bool broke_ = false;  // Plan dropped a rate: publish again
@@ -326,12 +374,15 @@ class FecCollector final : public Collector {
 }  // namespace
 
 std::unique_ptr<Collector> MakeFecCollector(const CollectorOptions& options) {
-  return std::make_unique<FecCollector>(options.phy_interval);
+  return std::make_unique<FecCollector>(options.phy_interval, options.clear_threshold_percent);
 }
 
 void RenderFec(const Snapshot& s, const Emit& out) {
   const auto* fec = s.by_collector.Get<FecReadings>(kFecCollector);
   if (!fec || !s.fabric) return;
+  EmitOne(out, "infiniband_exporter_fec_port_resets_total",
+          "Ports whose FEC counters (PortExtendedSpeedsCounters) the exporter cleared (--counters.clear-threshold)",
+          prometheus::MetricType::Counter, static_cast<double>(fec->clears));
   // Only what this exporter reads (its scope's ports).
   std::vector<const FecPort*> ports;
   for (const FecPort& f : *fec->ports) {

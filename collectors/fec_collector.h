@@ -24,7 +24,13 @@
 //
 // Totals start at what the device counted when first read (as the port
 // counters' do; a counter that went back was cleared: it counts on from
-// its new value). Bit error ratios are over the window between the port's
+// its new value). With --counters.clear-threshold set, a port one of
+// whose 32-bit counters reached that percent of its maximum is cleared
+// after the read (PortExtendedSpeedsCounters Set, every counter, as
+// perfquery -R -T): its totals go on from the clear (what it counted
+// between the read and the clear is lost), and a Set answered
+// "unsupported" is not sent to the port again. Unset (the default), a
+// counter at its maximum stays pinned there. Bit error ratios are over the window between the port's
 // last two reads, against the bits its link carried (the signalling rate
 // of its lanes times the seconds; idle symbols are bits on the wire too):
 // raw = corrected symbols per bit, effective = uncorrectable blocks per
@@ -39,7 +45,8 @@
 // corrected_symbols}_total, infiniband_{switch,hca}_port_lane_fec_
 // corrected_symbols_total{lane} (the lanes the link runs on),
 // infiniband_port_{raw,effective}_bit_error_ratio{guid,node,port} (after
-// two reads), infiniband_port_fec_counter_pinned, and
+// two reads), infiniband_port_fec_counter_pinned,
+// infiniband_exporter_fec_port_resets_total, and
 // infiniband_port_fec_info{guid,node,port,fec_mode,source} for each port
 // whose mode was read. Absent, not 0, where the device does not have them.
 
@@ -80,6 +87,7 @@ struct FecPort {
 struct FecReadings {
   std::shared_ptr<const std::vector<FecPort>> ports = std::make_shared<const std::vector<FecPort>>();  // by port
   std::chrono::milliseconds interval{300'000};  // --phy.interval: how old a reading may get before it is stale
+  std::uint64_t clears = 0;                     // ports whose FEC counters this exporter cleared
 };
 
 std::unique_ptr<Collector> MakeFecCollector(const CollectorOptions& options);

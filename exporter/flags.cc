@@ -272,7 +272,8 @@ const std::map<std::string, Flag>& Flags() {
           }}},
         {"counters.clear-threshold",
          {"Clear a port's counters on the fabric when one reaches this percent of its maximum "
-          "(e.g. 75; 0, the default, never clears: other tools may rely on the counters).",
+          "(PortCounters, and the FEC counters read at --phy.interval; e.g. 75; 0, the default, "
+          "never clears: other tools may rely on the counters).",
           "PERCENT", [](Config& c, const std::string& v) { return Int(&c.clear_threshold, v, 0, 100); }}},
         {"check",
          {"Check that the local port answers MADs, print one line and exit (0: it does).", nullptr,

@@ -436,6 +436,14 @@ MadRequest PortCountersClear(std::uint16_t lid, std::uint8_t port, std::uint16_t
   return r;
 }
 
+MadRequest ExtendedSpeedsCountersClear(std::uint16_t lid, std::uint8_t port) {
+  MadRequest r = Pma(lid, pma_attr::kPortExtendedSpeedsCounters, port);
+  r.method = MadMethod::kSet;
+  r.payload.resize(kPmaDataSize, 0);
+  mad_set_field64(r.payload.data(), 0, IB_PESC_COUNTER_SELECT_F, ~std::uint64_t{0});
+  return r;
+}
+
 bool IsNoticeReport(const MadBytes& mad) {
   const MadHeader h = DecodeHeader(mad);
   return h.mgmt_class == static_cast<std::uint8_t>(MgmtClass::kSubnAdm) &&

@@ -437,5 +437,9 @@ MadRequest ExtendedSpeedsCountersQuery(std::uint16_t lid, std::uint8_t port);
 // of `select` is the i-th counter of IBTA table 225: SymbolErrorCounter = 0
 // ... PortRcvPkts = 15) and CounterSelect2 (bit 0: PortXmitWait).
 MadRequest PortCountersClear(std::uint16_t lid, std::uint8_t port, std::uint16_t select, std::uint8_t select2);
+// PortExtendedSpeedsCounters Set that zeroes every counter of the port:
+// CounterSelect (bytes 8-15, libibmad IB_PESC_COUNTER_SELECT_F) all ones,
+// as infiniband-diags' perfquery -R -T sends it by default.
+MadRequest ExtendedSpeedsCountersClear(std::uint16_t lid, std::uint8_t port);
 
 }  // namespace ibfabric::transport

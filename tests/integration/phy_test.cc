@@ -190,5 +190,50 @@ TEST_F(PhysicalLayerTest, ARawBitErrorRatioOverItsLevelsIsABadCableNamingTheWors
       << e->Log();
 }
 
+// A 32-bit FEC counter near its maximum, with --counters.clear-threshold:
+// the exporter clears the port's counters on the fabric after the read
+// (perfquery -T then reads them from 0) and its totals go on from where
+// they were, the bit error ratio from the counts since the clear; the
+// counter is never seen pinned.
+TEST_F(PhysicalLayerTest, ACounterNearItsMaximumIsClearedPastTheThresholdAndCountsOn) {
+  Plant("fec ib-leaf01 1 lanes=0,4000000000,0,0 lanes_per_second=0,1000000,0,0");  // 93% of 2^32-1, rising
+  std::string error;
+  auto e =
+      ExporterProcess::Start(*sim_, {"--sweep.interval=250ms", "--phy.interval=1s", "--counters.clear-threshold=75"},
+                             &error, {}, hw_->PreloadEnv());
+  ASSERT_NE(e, nullptr) << error;
+  const Labels lane1{{"switch", "ib-leaf01"}, {"port", "1"}, {"lane", "1"}};
+  const Labels end{{"node", "ib-leaf01"}, {"port", "1"}};
+  // Cleared once, then read again: the total past what was planted.
+  auto s = e->WaitFor(
+      [&](const Scrape& x) {
+        return x.Value("infiniband_exporter_fec_port_resets_total") >= 1 &&
+               x.Value("infiniband_port_raw_bit_error_ratio", end).value_or(0) > 0;
+      },
+      seconds(30));
+  ASSERT_TRUE(s.has_value()) << e->Log();
+  EXPECT_EQ(s->Value("infiniband_exporter_fec_port_resets_total"), 1) << "once: the counts since are far from 75%";
+  const double total = *s->Value("infiniband_switch_port_lane_fec_corrected_symbols_total", lane1);
+  EXPECT_GT(total, 4.0e9) << "on from the first read, not from 0";
+  EXPECT_LT(total, 4.0e9 + 60e6) << "a minute's counting at most";
+  EXPECT_EQ(s->Value("infiniband_switch_port_fec_corrected_symbols_total", {{"switch", "ib-leaf01"}, {"port", "1"}}),
+            total)
+      << "one lane counts";
+  const double raw = *s->Value("infiniband_port_raw_bit_error_ratio", end);
+  EXPECT_GT(raw, 1e6 / 425e9 * 0.5) << "the counts since the clear over their window";
+  EXPECT_LT(raw, 1e6 / 425e9 * 1.5) << "not the 4 G before it";
+  EXPECT_TRUE(s->Find("infiniband_port_fec_counter_pinned").empty());
+  // On the fabric: the lane counts from the clear.
+  const CommandResult q = RunCommand({"perfquery", "-T", std::to_string(hw_->LidOf("ib-leaf01")), "1"},
+                                     hw_->ClientEnv(*sim_), std::chrono::milliseconds(10000));
+  const auto at = q.out.find("FECCorrectableSymbolCtrLane1:");
+  ASSERT_NE(at, std::string::npos) << q.out << q.err;
+  const std::string line = q.out.substr(at, q.out.find('\n', at) - at);
+  const double on_fabric = std::stod(line.substr(line.find_last_of('.') + 1));
+  EXPECT_LT(on_fabric, 60e6) << "cleared: " << line;
+  EXPECT_GT(on_fabric, 0) << "and counting on: " << line;
+  Plant("fec ib-leaf01 1");
+}
+
 }  // namespace
 }  // namespace ibfabric::testbed

@@ -168,7 +168,11 @@ bool HardwareFabric::PlantFec(const std::string& node, int port, const FecPlant&
   // New rates without counts of their own count on from where the old
   // rates got to (a cable getting worse, not a counter cleared).
   const auto was = n->fec.find(port);
+  next.serial = ++serial_;
+  next.lineage.clear();
   if (was != n->fec.end() && fec.lanes.empty() && !fec.lanes_per_second.empty()) {
+    next.lineage = was->second.lineage;
+    next.lineage.push_back(was->second.serial);
     const double seconds = static_cast<double>(now_ms - was->second.since_ms) / 1000;
     const auto counted = [seconds](std::uint32_t at, std::uint32_t per_second) {
       return static_cast<std::uint32_t>(
@@ -476,7 +480,9 @@ bool HardwareFabric::Write(std::string* error) const {
     for (const auto& [port, f] : n.fec) {
       nlohmann::json x{{"lanes", f.lanes},
                        {"corrected_blocks", f.corrected_blocks},
-                       {"uncorrectable_blocks", f.uncorrectable_blocks}};
+                       {"uncorrectable_blocks", f.uncorrectable_blocks},
+                       {"serial", f.serial},
+                       {"lineage", f.lineage}};
       if (f.mode) x["mode"] = *f.mode;
       if (!f.lanes_per_second.empty() || f.uncorrectable_per_second != 0) {
         x["lanes_per_second"] = f.lanes_per_second;

@@ -94,6 +94,12 @@ class HardwareFabric {
     std::vector<std::uint32_t> lanes_per_second;
     std::uint32_t uncorrectable_per_second = 0;
     std::int64_t since_ms = 0;  // when it was planted (wall clock), set by PlantFec
+    // Set by PlantFec: which planting this is, and the plantings it counts
+    // on from (new rates, no counts: a cable getting worse): a clear the
+    // exporter sent (PortExtendedSpeedsCounters Set) holds across those
+    // and is forgotten at any other.
+    std::uint64_t serial = 0;
+    std::vector<std::uint64_t> lineage;
   };
   bool PlantFec(const std::string& node, int port, const FecPlant& fec, std::string* error);
   bool Clear(const std::string& node, std::string* error);

@@ -27,7 +27,8 @@
 //   PortInfoExtended (SMP 0x33) with the FEC mode the link's speed runs
 //   (or the planted one) and PMA PortExtendedSpeedsCounters (0x1F) in its
 //   RS-FEC layout with the planted counters, where the model claims them
-//   (ibsim answers neither);
+//   (ibsim answers neither); a Set of it clears the port's counters, which
+//   count on from there;
 // - ibsim's answers to requests to a modelled node are rewritten: NodeInfo
 //   (VendorID, DeviceID), PortInfo (capability masks, the widths and
 //   speeds supported and enabled, and what the link runs at, negotiated
@@ -47,10 +48,12 @@
 
 #include <arpa/inet.h>
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <infiniband/mad.h>
 #include <infiniband/umad.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -64,6 +67,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -118,8 +122,24 @@ struct Node {
     std::vector<double> lanes_per_second;
     double uncorrectable_per_second = 0;
     std::int64_t since_ms = 0;
+    std::uint64_t serial = 0;            // which planting
+    std::vector<std::uint64_t> lineage;  // the plantings it counts on from
   };
   std::map<int, Fec> fec;
+};
+
+// A port's FEC counters as counted, before the 32-bit clamp.
+struct FecCount {
+  std::array<double, 12> lanes{};
+  double symbols = 0;
+  double corrected_blocks = 0;
+  double uncorrectable_blocks = 0;
+};
+
+// A port's FEC counters as they were cleared, for the planting then.
+struct Cleared {
+  std::uint64_t serial = 0;
+  FecCount at;
 };
 
 struct Pending {
@@ -191,6 +211,7 @@ class Personalities {
     if (p.node < 0) return false;
     Node& n = nodes_[static_cast<std::size_t>(p.node)];
     const bool get = (mad[3] & 0x7f) == 0x01;  // Get
+    const bool set = (mad[3] & 0x7f) == 0x02;  // Set
     if ((p.mgmt_class == kSmpLid || p.mgmt_class == kSmpDirected) && n.m_key != 0 &&
         mad_get_field64(const_cast<std::uint8_t*>(mad), 0, IB_MAD_MKEY_F) != n.m_key) {
       // M_Key protection (IBTA 14.2.4; opensm's m_key_protection_level 2):
@@ -264,45 +285,65 @@ class Personalities {
       Answer(agent, u, direction, data);
       return true;
     }
-    if (p.mgmt_class == kPerformance && p.attr == kExtendedSpeedsCounters && get && n.model) {
+    if (p.mgmt_class == kPerformance && p.attr == kExtendedSpeedsCounters && (get || set) && n.model) {
       // PortExtendedSpeedsCounters (PMA 0x1F) in its RS-FEC layout
       // (libibmad IB_PESC_RSFEC_*_F), which ibsim does not answer: the
       // planted counters of the port (0 where none), the port's corrected
-      // symbols the sum of its lanes'. A model whose ClassPortInfo lacks
-      // the RS-FEC bit answers "unsupported attribute".
+      // symbols the sum of its lanes'. A Set with any CounterSelect bit
+      // (bytes 8-15, IB_PESC_COUNTER_SELECT_F) clears them all: they count
+      // on from there. A model whose ClassPortInfo lacks the RS-FEC bit
+      // answers "unsupported attribute".
       if ((n.model->pma_mask & kPmaRsFec) == 0) {
         Answer(agent, u, kStatusUnsupported, nullptr);
         return true;
       }
       const int port = mad[kData + 1];  // PortSelect
-      std::uint8_t data[kMadSize - kData] = {};
-      data[1] = static_cast<std::uint8_t>(port);
+      FecCount now;
       const auto f = n.fec.find(port);
       if (f != n.fec.end()) {
-        // What was planted, and what the planted rates counted since
-        // (32-bit counters stop at their maximum, IBTA 16.1.3.5).
+        // What was planted, and what the planted rates counted since.
         const double seconds = f->second.since_ms > 0 ? static_cast<double>(WallMs() - f->second.since_ms) / 1000 : 0;
         const auto counted = [seconds](std::uint32_t at, double per_second) {
-          return static_cast<std::uint32_t>(
-              std::min(4294967295.0, static_cast<double>(at) + std::max(0.0, per_second * seconds)));
+          return static_cast<double>(at) + std::max(0.0, per_second * seconds);
         };
-        std::uint64_t sum = 0;
         const std::size_t lanes = std::max(f->second.lanes.size(), f->second.lanes_per_second.size());
-        for (std::size_t lane = 0; lane < lanes && lane < 12; ++lane) {
-          const std::uint32_t at = lane < f->second.lanes.size() ? f->second.lanes[lane] : 0;
-          const double rate = lane < f->second.lanes_per_second.size() ? f->second.lanes_per_second[lane] : 0;
-          const std::uint32_t value = counted(at, rate);
-          const auto field =
-              static_cast<MAD_FIELDS>(IB_PESC_RSFEC_FEC_CORR_SYMBOL_CTR_LANE0_F + static_cast<int>(lane));
-          mad_set_field(data, 0, field, value);
-          sum += value;
+        for (std::size_t lane = 0; lane < lanes && lane < now.lanes.size(); ++lane) {
+          now.lanes[lane] = counted(lane < f->second.lanes.size() ? f->second.lanes[lane] : 0,
+                                    lane < f->second.lanes_per_second.size() ? f->second.lanes_per_second[lane] : 0);
+          now.symbols += now.lanes[lane];
         }
-        mad_set_field(data, 0, IB_PESC_PORT_FEC_CORR_BLOCK_CTR_F, f->second.corrected_blocks);
-        mad_set_field(data, 0, IB_PESC_PORT_FEC_UNCORR_BLOCK_CTR_F,
-                      counted(f->second.uncorrectable_blocks, f->second.uncorrectable_per_second));
-        mad_set_field(data, 0, IB_PESC_PORT_FEC_CORR_SYMBOL_CTR_F,
-                      static_cast<std::uint32_t>(std::min<std::uint64_t>(sum, 0xffffffffULL)));
+        now.corrected_blocks = f->second.corrected_blocks;
+        now.uncorrectable_blocks = counted(f->second.uncorrectable_blocks, f->second.uncorrectable_per_second);
       }
+      const std::pair<std::string, int> key{n.id, port};
+      const std::uint64_t serial = f != n.fec.end() ? f->second.serial : 0;
+      if (set && std::any_of(mad + kData + 8, mad + kData + 16, [](std::uint8_t b) { return b != 0; })) {
+        NoteClear(key, {serial, now});
+      }
+      SyncClears();
+      // A clear holds for its planting and those counting on from it.
+      auto c = cleared_.find(key);
+      if (c != cleared_.end() && c->second.serial != serial &&
+          (f == n.fec.end() ||
+           std::find(f->second.lineage.begin(), f->second.lineage.end(), c->second.serial) == f->second.lineage.end()))
+        c = cleared_.end();
+      // Since the clear, if any; 32-bit counters stop at their maximum
+      // (IBTA 16.1.3.5).
+      const auto value = [&](double v, double at_clear) {
+        return static_cast<std::uint32_t>(std::clamp(v - (c != cleared_.end() ? at_clear : 0), 0.0, 4294967295.0));
+      };
+      std::uint8_t data[kMadSize - kData] = {};
+      data[1] = static_cast<std::uint8_t>(port);
+      for (std::size_t lane = 0; lane < now.lanes.size(); ++lane) {
+        const auto field = static_cast<MAD_FIELDS>(IB_PESC_RSFEC_FEC_CORR_SYMBOL_CTR_LANE0_F + static_cast<int>(lane));
+        mad_set_field(data, 0, field, value(now.lanes[lane], c != cleared_.end() ? c->second.at.lanes[lane] : 0));
+      }
+      const FecCount zero;
+      const FecCount& at = c != cleared_.end() ? c->second.at : zero;
+      mad_set_field(data, 0, IB_PESC_PORT_FEC_CORR_BLOCK_CTR_F, value(now.corrected_blocks, at.corrected_blocks));
+      mad_set_field(data, 0, IB_PESC_PORT_FEC_UNCORR_BLOCK_CTR_F,
+                    value(now.uncorrectable_blocks, at.uncorrectable_blocks));
+      mad_set_field(data, 0, IB_PESC_PORT_FEC_CORR_SYMBOL_CTR_F, value(now.symbols, at.symbols));
       Answer(agent, u, 0, data);
       return true;
     }
@@ -414,6 +455,43 @@ class Personalities {
            static_cast<std::uint32_t>(mad[14]) << 8 | mad[15];
   }
 
+  static std::string ClearsPath() {
+    const char* path = std::getenv("HW_PERSONALITY");
+    return std::string(path ? path : "") + ".fec-clears";
+  }
+  // Appends a clear: "node port serial lane0..lane11 symbols blocks
+  // uncorrectable" (one write, O_APPEND: whole lines from every process).
+  void NoteClear(const std::pair<std::string, int>& key, const Cleared& c) {
+    std::string line = key.first + " " + std::to_string(key.second) + " " + std::to_string(c.serial);
+    for (double v : c.at.lanes) line += " " + std::to_string(v);
+    line += " " + std::to_string(c.at.symbols) + " " + std::to_string(c.at.corrected_blocks) + " " +
+            std::to_string(c.at.uncorrectable_blocks) + "\n";
+    const int fd = open(ClearsPath().c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0) return;
+    const ssize_t wrote = write(fd, line.data(), line.size());
+    (void)wrote;
+    close(fd);
+  }
+  // Takes in the clears appended since the last look, this process's own
+  // included.
+  void SyncClears() {
+    std::ifstream in(ClearsPath());
+    if (!in) return;
+    in.seekg(clears_read_);
+    std::string line;
+    while (std::getline(in, line)) {
+      if (in.eof()) break;  // a line still being written
+      clears_read_ = in.tellg();
+      std::istringstream words(line);
+      std::pair<std::string, int> key;
+      Cleared c;
+      words >> key.first >> key.second >> c.serial;
+      for (double& v : c.at.lanes) words >> v;
+      words >> c.at.symbols >> c.at.corrected_blocks >> c.at.uncorrectable_blocks;
+      if (words) cleared_[key] = c;
+    }
+  }
+
   // Reads the state file again when it changed (checked at most every 50 ms).
   bool Reload() {
     const char* path = std::getenv("HW_PERSONALITY");
@@ -491,6 +569,8 @@ class Personalities {
         x.lanes_per_second = f.value("lanes_per_second", std::vector<double>{});
         x.uncorrectable_per_second = f.value("uncorrectable_per_second", 0.0);
         x.since_ms = f.value("since_ms", std::int64_t{0});
+        x.serial = f.value("serial", std::uint64_t{0});
+        x.lineage = f.value("lineage", std::vector<std::uint64_t>{});
         node.fec[std::stoi(port)] = x;
       }
       index_[node.id] = static_cast<int>(nodes_.size());
@@ -697,6 +777,12 @@ class Personalities {
   // Busy answers given per node, for the planting they belong to: a
   // reload keeps counting down the same planting.
   std::map<std::string, std::pair<std::uint64_t, int>> consumed_;
+  // FEC counters cleared, by (node, port): what they had counted then
+  // (unclamped), for the planting they belong to. Shared by every process
+  // of the fabric (the exporter clears, perfquery reads) through a file
+  // beside the state, one line a clear, appended.
+  std::map<std::pair<std::string, int>, Cleared> cleared_;
+  std::streamoff clears_read_ = 0;  // how far this process read the clears file
 };
 
 template <typename F>

@@ -1,5 +1,7 @@
 #include "tests/unit/fake_fabric.h"
 
+#include <algorithm>
+
 #include "transport/codec.h"
 #include "transport/testing/encoders.h"
 
@@ -233,6 +235,14 @@ std::optional<MadBytes> FakeFabric::Pma(const MadAddress& to, const MadBytes& re
         return EncodeResponse(req, EncodePortCountersExtended(c));
       }
       if (h.attr_id == pma_attr::kPortExtendedSpeedsCounters && n.fec_mode) {
+        if (h.method == static_cast<std::uint8_t>(MadMethod::kSet)) {
+          if (n.fec_clear_status != 0) return EncodeResponse(req, {}, n.fec_clear_status);
+          const auto data = MadData(req);
+          if (std::any_of(data.begin() + 8, data.begin() + 16, [](std::uint8_t b) { return b != 0; })) {
+            it->second.fec = transport::ExtendedSpeedsRsFec{};  // CounterSelect (bytes 8-15)
+            ++sets_;
+          }
+        }
         transport::ExtendedSpeedsRsFec c = it->second.fec;
         c.port_select = static_cast<std::uint8_t>(select);
         return EncodeResponse(req, transport::testing::EncodeExtendedSpeedsRsFec(c));

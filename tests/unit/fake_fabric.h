@@ -75,6 +75,13 @@ class FakeFabric {
   void SetFecCounters(int node, int port, const transport::ExtendedSpeedsRsFec& c) {
     nodes_.at(node).ports.at(port).fec = c;
   }
+  // A PortExtendedSpeedsCounters Set with any CounterSelect bit zeroes the
+  // port's FEC counters (and counts in sets()); with a status set here it
+  // is answered with that status instead.
+  void SetFecClearStatus(int node, std::uint16_t status) { nodes_.at(node).fec_clear_status = status; }
+  const transport::ExtendedSpeedsRsFec& FecCounters(int node, int port) const {
+    return nodes_.at(node).ports.at(port).fec;
+  }
   void SetLid(int node, std::uint16_t lid) { nodes_.at(node).lid = lid; }
   const transport::PortCounters& Counters(int node, int port) const { return nodes_.at(node).ports.at(port).counters; }
   int sets() const { return sets_; }
@@ -126,6 +133,7 @@ class FakeFabric {
     std::uint16_t mlnx_device_id = 0;  // non-zero: answers ExtendedPortInfo
     bool fdr10_links = false;
     std::optional<std::uint16_t> fec_mode = std::nullopt;
+    std::uint16_t fec_clear_status = 0;
   };
   std::optional<transport::MadBytes> Answer(int local, int local_port, const transport::MadAddress& to,
                                             const transport::MadBytes& req);

@@ -85,11 +85,12 @@ void FecShape(Bed& x) {
 }
 
 // The fec collector after the capabilities were read, with `interval`.
-std::unique_ptr<Collector> MakeFec(Bed& b, std::chrono::milliseconds interval) {
+std::unique_ptr<Collector> MakeFec(Bed& b, std::chrono::milliseconds interval, int clear_threshold = 0) {
   auto caps = b.Make("capabilities");
   b.Run(*caps);
   CollectorOptions o;
   o.phy_interval = interval;
+  o.clear_threshold_percent = clear_threshold;
   return b.Make("fec", o);
 }
 
@@ -255,6 +256,96 @@ TEST(FecCollectorTest, ReadsAreSpreadOverTheInterval) {
   const int share = (ports + 9) / 10;  // a tenth of the interval between sweeps
   for (std::size_t i = 0; i < per_sweep.size(); ++i) EXPECT_LE(per_sweep[i], share) << "sweep " << i;
   EXPECT_EQ(total[b.f.Guid(b.leaves[0])] + total[b.f.Guid(b.spines[0])], ports) << "each once in the interval";
+}
+
+// --counters.clear-threshold: a port whose 32-bit FEC counter reached the
+// percent is cleared after the read (a Set of every counter) and its
+// totals count on from the clear; unset, a counter at its maximum stays
+// pinned and has no ratio; a Set answered "unsupported" is not sent again.
+TEST(FecCollectorTest, ACounterNearItsMaximumIsClearedAndTheTotalsCountOn) {
+  constexpr auto kMs = [](int ms) { return std::chrono::milliseconds(ms); };
+  const auto plant = [](Bed& b, std::uint32_t lane2) {
+    ExtendedSpeedsRsFec c;
+    c.corrected_symbols_lane = {0, 0, lane2, 0};
+    c.corrected_symbols = lane2;
+    b.f.SetFecCounters(b.leaves[0], 1, c);
+  };
+  {
+    Bed b(FecShape);
+    auto fec = MakeFec(b, kMs(200), 75);
+    const std::uint64_t leaf0 = b.f.Guid(b.leaves[0]);
+    testbed::Labels port{{"guid", topology::FormatGuid(leaf0)}, {"port", "1"}};
+    plant(b, 3'300'000'000u);  // 76.8% of 2^32-1
+    const auto t0 = std::chrono::steady_clock::now();
+    b.SweepWith({fec.get()}, t0);            // modes
+    b.SweepWith({fec.get()}, t0 + kMs(10));  // counters, and the clear
+    EXPECT_EQ(b.f.sets(), 1) << "one port near its maximum, one Set";
+    EXPECT_EQ(b.f.FecCounters(b.leaves[0], 1).corrected_symbols, 0u) << "cleared on the fabric";
+    Scrape s = b.Render();
+    EXPECT_EQ(s.Value("infiniband_switch_port_fec_corrected_symbols_total", port), 3'300'000'000.0);
+    EXPECT_EQ(s.Value("infiniband_exporter_fec_port_resets_total"), 1);
+    plant(b, 500);  // counted since the clear
+    std::this_thread::sleep_for(kMs(250));
+    b.SweepWith({fec.get()}, t0 + kMs(300));
+    s = b.Render();
+    EXPECT_EQ(s.Value("infiniband_switch_port_fec_corrected_symbols_total", port), 3'300'000'500.0);
+    auto lane2 = port;
+    lane2["lane"] = "2";
+    EXPECT_EQ(s.Value("infiniband_switch_port_lane_fec_corrected_symbols_total", lane2), 3'300'000'500.0);
+    const double raw = s.Value("infiniband_port_raw_bit_error_ratio", port).value_or(0);
+    EXPECT_GT(raw, 0);
+    EXPECT_LE(raw, 500 / (40e9 * 0.25)) << "500 symbols since the clear, not the 3.3 G before it";
+    EXPECT_EQ(b.f.sets(), 1) << "not near its maximum now: no Set";
+    EXPECT_EQ(s.Value("infiniband_exporter_fec_port_resets_total"), 1);
+  }
+  {
+    // Unset: pinned, no Set, no ratio.
+    Bed b(FecShape);
+    auto fec = MakeFec(b, kMs(200));
+    testbed::Labels port{{"guid", topology::FormatGuid(b.f.Guid(b.leaves[0]))}, {"port", "1"}};
+    plant(b, 4'000'000'000u);
+    const auto t0 = std::chrono::steady_clock::now();
+    b.SweepWith({fec.get()}, t0);
+    b.SweepWith({fec.get()}, t0 + kMs(10));
+    plant(b, 0xffffffffu);
+    std::this_thread::sleep_for(kMs(250));
+    b.SweepWith({fec.get()}, t0 + kMs(300));
+    plant(b, 0xffffffffu);
+    std::this_thread::sleep_for(kMs(250));
+    b.SweepWith({fec.get()}, t0 + kMs(600));
+    const Scrape s = b.Render();
+    EXPECT_EQ(b.f.sets(), 0);
+    EXPECT_EQ(s.Value("infiniband_port_fec_counter_pinned", port), 1);
+    EXPECT_FALSE(s.Value("infiniband_port_raw_bit_error_ratio", port).has_value()) << "it counts no more";
+    EXPECT_EQ(s.Value("infiniband_exporter_fec_port_resets_total"), 0);
+  }
+  {
+    // The Set answered "unsupported": sent once, never again.
+    Bed b([](Bed& x) {
+      FecShape(x);
+      x.f.SetFecClearStatus(x.leaves[0], 0x000c);
+    });
+    auto fec = MakeFec(b, kMs(200), 75);
+    plant(b, 4'000'000'000u);
+    const auto t0 = std::chrono::steady_clock::now();
+    b.SweepWith({fec.get()}, t0);
+    std::size_t mark = b.port.sent_mads().size();
+    b.SweepWith({fec.get()}, t0 + kMs(10));
+    const auto sets = [&](std::size_t from) {
+      int n = 0;
+      for (std::size_t i = from; i < b.port.sent_mads().size(); ++i) {
+        const auto h = transport::DecodeHeader(b.port.sent_mads()[i]);
+        n += h.attr_id == transport::pma_attr::kPortExtendedSpeedsCounters &&
+             h.method == static_cast<std::uint8_t>(transport::MadMethod::kSet);
+      }
+      return n;
+    };
+    EXPECT_EQ(sets(mark), 1);
+    mark = b.port.sent_mads().size();
+    b.SweepWith({fec.get()}, t0 + kMs(300));
+    EXPECT_EQ(sets(mark), 0) << "unsupported: not again";
+    EXPECT_EQ(b.Render().Value("infiniband_exporter_fec_port_resets_total"), 0);
+  }
 }
 
 }  // namespace
