@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 
 #include "collectors/render.h"
@@ -86,6 +87,50 @@ class FecReads final : public BatchPart {
   bool finished_ = false;
 };
 
+// The raw ratio over the last trend period, in 24 parts: each part's
+// ratio (the corrected symbols over the bits of the windows that ended in
+// it; NaN where none did), for the lowest of them.
+inline constexpr std::size_t kTrendParts = 24;
+class RawTrend {
+ public:
+  void Add(std::chrono::steady_clock::time_point at, double symbols, double bits,
+           std::chrono::steady_clock::duration part) {
+    if (start_ == std::chrono::steady_clock::time_point{}) start_ = at;
+    if (at - start_ >= part * static_cast<int>(kTrendParts + 1)) {
+      // Away for longer than the period: nothing of it is left.
+      for (std::size_t i = 0; i < kTrendParts; ++i) Close(std::numeric_limits<float>::quiet_NaN());
+      start_ = at;
+    }
+    while (at - start_ >= part) {
+      Close(bits_ > 0 ? static_cast<float>(symbols_ / bits_) : std::numeric_limits<float>::quiet_NaN());
+      symbols_ = bits_ = 0;
+      start_ += part;
+    }
+    symbols_ += symbols;
+    bits_ += bits;
+  }
+  std::optional<double> Lowest() const {
+    std::optional<double> out;
+    for (std::size_t i = 0; i < count_; ++i) {
+      if (!std::isnan(parts_[i]) && (!out || parts_[i] < *out)) out = parts_[i];
+    }
+    return out;
+  }
+  std::size_t complete() const { return count_; }
+
+ private:
+  void Close(float ratio) {
+    parts_[next_] = ratio;
+    next_ = static_cast<std::uint8_t>((next_ + 1) % kTrendParts);
+    count_ = std::min<std::uint8_t>(static_cast<std::uint8_t>(count_ + 1), kTrendParts);
+  }
+  std::chrono::steady_clock::time_point start_{};  // the current part's
+  double symbols_ = 0, bits_ = 0;                   // the current part's windows
+  std::array<float, kTrendParts> parts_{};         // complete parts, a ring
+  std::uint8_t next_ = 0;
+  std::uint8_t count_ = 0;
+};
+
 // What is kept of one port between reads.
 struct PortState {
   std::optional<FecMode> mode;
@@ -101,6 +146,7 @@ struct PortState {
   // The link went down since the last read: the next one counts, but
   // starts the window (no rate over the time it was down).
   bool window_broken = false;
+  RawTrend trend;
   FecPort out;
 };
 
@@ -133,8 +179,11 @@ std::uint64_t Delta(std::uint32_t was, std::uint32_t now) { return now >= was ? 
 
 class FecCollector final : public Collector {
  public:
-  FecCollector(std::chrono::milliseconds interval, int clear_threshold_percent)
-      : interval_(interval), clear_threshold_percent_(clear_threshold_percent) {}
+  FecCollector(std::chrono::milliseconds interval, int clear_threshold_percent, std::chrono::milliseconds trend_period)
+      : interval_(interval),
+        clear_threshold_percent_(clear_threshold_percent),
+        trend_part_(std::max<std::chrono::steady_clock::duration>(trend_period / static_cast<int>(kTrendParts),
+                                                                  std::chrono::milliseconds(1))) {}
 
   Schedule schedule() const override { return Schedule::kSweep; }
 
@@ -317,6 +366,12 @@ class FecCollector final : public Collector {
         if (!symbols_dark) f.raw_ber = static_cast<double>(symbols) / bits;
         if (!blocks_dark) f.effective_ber = static_cast<double>(uncorrectable) / bits;
       }
+      if (f.raw_ber) {
+        st.trend.Add(r.at, static_cast<double>(symbols), bits, trend_part_);
+        f.raw_ber_baseline = st.trend.Lowest();
+        f.baseline_seconds =
+            std::chrono::duration<double>(trend_part_).count() * static_cast<double>(st.trend.complete());
+      }
     }
     st.window_broken = false;
     f.counted = true;
@@ -363,6 +418,7 @@ class FecCollector final : public Collector {
 
   std::chrono::milliseconds interval_;
   int clear_threshold_percent_;  // 0: never
+  std::chrono::steady_clock::duration trend_part_;  // a 24th of the degrading period
   std::uint64_t clears_ = 0;
   std::map<topology::PortRef, PortState> ports_;
   std::chrono::steady_clock::time_point last_plan_{};
@@ -374,7 +430,8 @@ class FecCollector final : public Collector {
 }  // namespace
 
 std::unique_ptr<Collector> MakeFecCollector(const CollectorOptions& options) {
-  return std::make_unique<FecCollector>(options.phy_interval, options.clear_threshold_percent);
+  return std::make_unique<FecCollector>(options.phy_interval, options.clear_threshold_percent,
+                                        options.alerts.degrading.period);
 }
 
 void RenderFec(const Snapshot& s, const Emit& out) {
@@ -475,6 +532,10 @@ void RenderFec(const Snapshot& s, const Emit& out) {
        "Effective (post-FEC) bit error ratio over the same window: uncorrectable FEC blocks per bit the link "
        "carried (a lower bound)",
        &FecPort::effective_ber},
+      {"infiniband_port_raw_bit_error_ratio_baseline",
+       "The lowest raw bit error ratio of the port in any 24th of the last cable_degrading period (default 24h: "
+       "its lowest hour of the day), what a cable_degrading alert compares the current one with",
+       &FecPort::raw_ber_baseline},
   };
   for (const Rate& r : kRates) {
     FamilyParts f(out, r.name, r.help, prometheus::MetricType::Gauge);

@@ -45,7 +45,8 @@
 // corrected_symbols}_total, infiniband_{switch,hca}_port_lane_fec_
 // corrected_symbols_total{lane} (the lanes the link runs on),
 // infiniband_port_{raw,effective}_bit_error_ratio{guid,node,port} (after
-// two reads), infiniband_port_fec_counter_pinned,
+// two reads), infiniband_port_raw_bit_error_ratio_baseline (after a 24th
+// of the degrading period), infiniband_port_fec_counter_pinned,
 // infiniband_exporter_fec_port_resets_total, and
 // infiniband_port_fec_info{guid,node,port,fec_mode,source} for each port
 // whose mode was read. Absent, not 0, where the device does not have them.
@@ -80,6 +81,12 @@ struct FecPort {
   std::optional<double> effective_ber;
   double window_seconds = 0;
   int worst_lane = -1;  // the lane that corrected the most symbols in the window (-1: none did)
+  // The raw ratio's history, for cable_degrading: the lowest ratio of any
+  // 24th of the last AlertConfig::degrading.period that had a window
+  // (the lowest hour of the day by default), and how much history there is
+  // (the 24ths complete so far, at most the period).
+  std::optional<double> raw_ber_baseline;
+  double baseline_seconds = 0;
   std::chrono::steady_clock::time_point read_at{};  // when the last counters came
   bool operator==(const FecPort&) const = default;
 };

@@ -89,6 +89,8 @@ class LinkHealthCollector final : public Collector {
         end->effective_bit_error_ratio = f.effective_ber;
         end->fec_window_seconds = f.window_seconds;
         end->worst_lane = f.worst_lane;
+        end->raw_bit_error_ratio_baseline = f.raw_ber_baseline;
+        end->baseline_seconds = f.baseline_seconds;
       }
     }
   }

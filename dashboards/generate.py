@@ -2,7 +2,7 @@
 """Writes the Grafana dashboards of dashboards/*.json.
 
 The JSON files are what Grafana imports; this script is where they are
-edited, so that the five dashboards share one set of variables, one panel
+edited, so that the dashboards share one set of variables, one panel
 shape and one naming of queries. `generate.py --check` exits 1 when a
 committed file differs from what the script writes (a ctest entry runs it).
 
@@ -362,12 +362,80 @@ def exporter_health():
                      "The exporters themselves: sweeps, MADs, staleness.", l)
 
 
+# The FEC counters move once per --phy.interval (default 5m): their rates
+# and shares are taken over three of those.
+FEC_RANGE = "15m"
+
+
+def fec_cables(selector):
+    """A per-port ratio on the cables of infiniband_link_up (both ends named),
+    the worse end of each: `selector` joined at the cable's a end and, renamed
+    to remote_guid/remote_port, at its b end."""
+    cable = f"(0 * infiniband_link_up{{{F}}} + 1)"
+    at_b = (f'label_replace(label_replace({selector}, "remote_guid", "$1", "guid", "(.*)"), '
+            f'"remote_port", "$1", "port", "(.*)")')
+    a = f'label_replace({selector} * on (fabric, guid, port) group_right() {cable}, "end", "a", "", "")'
+    b = f'label_replace({at_b} * on (fabric, remote_guid, remote_port) group_right() {cable}, "end", "b", "", "")'
+    return f"max by (fabric, node, port, remote_node, remote_port) ({a} or {b})"
+
+
+def physical_layer():
+    l = Layout()
+    l.row("Forward error correction and bit error ratios")
+    raw = f'infiniband_port_raw_bit_error_ratio{{{F}}}'
+    tier = f'count_values by (fabric, guid) ("tier", infiniband_switch_tier{{{SW}}})'
+    l.add(stat("Degrading cables", f'sum(infiniband_alerts{{{F},cause="cable_degrading"}})', red_above=1,
+               description="Cables whose raw (pre-FEC) bit error ratio rose tenfold over its lowest of the day while "
+                           "still under the bad-cable level (cable_degrading)."), 6, 4)
+    l.add(stat("Ports over the raw BER warning level", f'count({raw} >= 5e-6) or vector(0)', red_above=1,
+               description="Ports whose raw bit error ratio is at or over NVIDIA's NDR field warning level (5e-6; "
+                           "bad_cable.raw_bit_error_ratio, docs/alerts.md)."), 6, 4)
+    l.add(stat("Uncorrectable FEC blocks (range)",
+               f'sum(increase(infiniband_switch_port_fec_uncorrectable_blocks_total{{{SW}}}[$__range])) or vector(0)',
+               red_above=1, description="Blocks FEC could not correct on switch ports: errors that reached the link layer."),
+          6, 4)
+    l.add(stat("Ports read for FEC", f'count(infiniband_port_fec_info{{{F},source!="none"}}) or vector(0)',
+               description="RS-FEC ports whose FEC counters the exporter reads (infiniband_port_fec_info)."), 6, 4)
+    heat = panel("heatmap", "Raw bit error ratio across ports", [target(
+        ports(raw), "{{node}} port {{port}}")], description=(
+        "How the ports' raw (pre-FEC) bit error ratios spread over time, a log scale: a cable going bad leaves "
+        "the crowd upwards."))
+    heat["options"] = {"calculate": True, "calculation": {"yBuckets": {"mode": "count", "scale": {"type": "log", "log": 10}}},
+                       "yAxis": {"axisPlacement": "left"}, "color": {"mode": "scheme", "scheme": "Oranges"}}
+    l.add(heat, 12, 8)
+    l.add(timeseries("Raw bit error ratio by tier (worst port)", [target(
+        f'max by (tier) ({raw} * on (fabric, guid) group_left(tier) {tier})', "tier {{tier}}")], "short",
+        "The worst switch port's raw bit error ratio in each tier (tier 1: leaves)."), 12, 8)
+    l.add(table("Worst 20 cables by raw bit error ratio", f'topk(20, {fec_cables(raw)})',
+                "The cables whose worse end has the highest raw (pre-FEC) bit error ratio over its last FEC window, "
+                "both ends named.", hide=("Time", "job", "instance")), 12, 8)
+    l.add(timeseries("Effective bit error ratio: top $topn ports", [target(
+        f'topk($topn, {ports(f"infiniband_port_effective_bit_error_ratio{{{F}}}")})', "{{node}} port {{port}}")],
+        "short", "Uncorrectable FEC blocks per bit: errors that reached the link layer (post-FEC)."), 12, 8)
+    lanes = f'infiniband_switch_port_lane_fec_corrected_symbols_total{{{SW}}}'
+    share = (f'increase({lanes}[{FEC_RANGE}]) / on (fabric, guid, port) group_left() '
+             f'sum by (fabric, guid, port) (increase({lanes}[{FEC_RANGE}]))')
+    per_lane = (f'{share} * on (fabric, guid, port) group_left() count by (fabric, guid, port) ({lanes}) '
+                f'* on (fabric, guid, port) group_left() {raw}')
+    l.add(timeseries("Raw bit error ratio per lane: top $topn lanes", [target(
+        f'topk($topn, {per_lane})', "{{switch}} port {{port}} lane {{lane}}")], "short",
+        "A switch port's raw bit error ratio split over its lanes by their share of its corrected symbols "
+        "(the last 15 minutes): the lane that goes bad first. Filter by switch for one cable."), 12, 8)
+    l.add(timeseries("Corrected symbols per lane: top $topn lanes", [target(
+        f'topk($topn, rate({lanes}[{FEC_RANGE}]))', "{{switch}} port {{port}} lane {{lane}}")], "cps",
+        "Symbols FEC corrected per second on each lane of the switch ports (FECCorrectableSymbolCtrLane<n>)."), 12, 8)
+    return dashboard("ibfabric-physical-layer", "InfiniBand / Physical layer",
+                     "Cables going bad before they fail: FEC, raw and effective bit error ratios, per lane.", l,
+                     topn=True)
+
+
 DASHBOARDS = {
     "fabric-overview.json": overview,
     "port-errors.json": port_errors,
     "congestion.json": congestion,
     "topology-health.json": topology_health,
     "exporter-health.json": exporter_health,
+    "physical-layer.json": physical_layer,
 }
 
 

@@ -116,6 +116,31 @@ bool ParseAlertConfig(const std::string& text, AlertConfig* config, std::string*
                           }},
                          {"xmit_discards_per_second", Levels(&c.xmit_discards)}});
                  }},
+                {"cable_degrading",
+                 [&](const YAML::Node& n, const std::string& k) {
+                   Keys(n, k,
+                        {{"raw_bit_error_ratio_factor",
+                          [&](const YAML::Node& v, const std::string& kk) {
+                            if (v.IsNull()) {
+                              c.degrading.factor.reset();
+                              return;
+                            }
+                            c.degrading.factor = Number(v, kk);
+                            if (*c.degrading.factor <= 1) throw Bad{LineOf(v), kk + " must be above 1 (null: off)"};
+                          }},
+                         {"period",
+                          [&](const YAML::Node& v, const std::string& kk) {
+                            std::chrono::milliseconds d{};
+                            if (!v.IsScalar() || !ParseDuration(v.Scalar(), &d) || d < std::chrono::seconds(24) ||
+                                d > std::chrono::hours(24 * 7)) {
+                              throw Bad{LineOf(v), kk + " must be a duration from 24s to 168h, such as 24h"};
+                            }
+                            c.degrading.period = d;
+                          }},
+                         {"min_raw_bit_error_ratio", [&](const YAML::Node& v, const std::string& kk) {
+                            c.degrading.min_raw = Number(v, kk);
+                          }}});
+                 }},
                 {"degraded_link", SeverityOf(&c.degraded_severity)},
                 {"miswiring", SeverityOf(&c.miswiring_severity)}});
         }

@@ -15,6 +15,10 @@
 //     packet_drop_rate: {warning: 1e-6, critical: 1e-4, min_packets: 1e6}
 //     raw_bit_error_ratio: {warning: 5e-6, critical: 1e-5}          # over the FEC window
 //     effective_bit_error_ratio: {warning: 5e-12, critical: 1e-11}  # likewise
+//   cable_degrading:                   # a warning, under bad_cable's raw level
+//     raw_bit_error_ratio_factor: 10   # the raw ratio this many times its lowest (null: off)
+//     period: 24h                      # of the last period (in 24 parts), 24s to 168h
+//     min_raw_bit_error_ratio: 1e-9    # below it, not judged
 //   flapping_link:
 //     link_downs: {warning: 2, critical: 5}        # within the window
 //   congestion:

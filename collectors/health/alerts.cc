@@ -22,6 +22,15 @@ std::optional<Severity> Worse(std::optional<Severity> x, std::optional<Severity>
 
 std::string Seconds(double s) { return Number(s) + "s"; }
 
+// A span as written in the config: "24h", "30m", "24s", "500ms".
+std::string Span(std::chrono::milliseconds d) {
+  const auto ms = d.count();
+  if (ms % 3'600'000 == 0) return std::to_string(ms / 3'600'000) + "h";
+  if (ms % 60'000 == 0) return std::to_string(ms / 60'000) + "m";
+  if (ms % 1000 == 0) return std::to_string(ms / 1000) + "s";
+  return std::to_string(ms) + "ms";
+}
+
 // Findings about a cable that mean it is not where it should be.
 bool IsMiswiring(topology::FindingKind k) {
   using K = topology::FindingKind;
@@ -63,6 +72,7 @@ const char* ToString(Cause c) {
     case Cause::kDegradedLink: return "degraded_link";
     case Cause::kCongestion: return "congestion";
     case Cause::kMiswiring: return "miswiring";
+    case Cause::kCableDegrading: return "cable_degrading";
   }
   return "unknown";
 }
@@ -209,6 +219,47 @@ AlertEngine::Verdict AlertEngine::Degraded(const CableHealth& h, const Describe&
   v.action =
       "Reseat the cable; if it still trains below its width or speed, replace it, and check the "
       "enabled width and speed of both ports.";
+  return v;
+}
+
+AlertEngine::Verdict AlertEngine::CableDegrading(const CableHealth& h, const Describe& describe) const {
+  Verdict v;
+  const AlertConfig::Degrading& d = config_.degrading;
+  if (!d.factor) return v;
+  const double enough = std::chrono::duration<double>(d.period).count() / 4;
+  std::string first;  // the summary's end
+  int e = 0;
+  for (const EndRates* end : {&h.a, &h.b}) {
+    const int me = e++;
+    if (end->fec_unknown) {
+      v.clean = false;  // counted, but no ratio to judge now
+      continue;
+    }
+    if (!end->raw_bit_error_ratio || !end->raw_bit_error_ratio_baseline || end->baseline_seconds < enough) continue;
+    const double now = *end->raw_bit_error_ratio;
+    const double lowest = *end->raw_bit_error_ratio_baseline;
+    const auto& bad = config_.raw_bit_error_ratio.warning;
+    if (now < d.min_raw || now < *d.factor * lowest || (bad && now >= *bad)) continue;
+    v.severity = Severity::kWarning;
+    const std::string lane = end->worst_lane >= 0 ? "worst lane " + std::to_string(end->worst_lane) + ", " : "";
+    v.evidence.push_back({"raw_bit_error_ratio", me, now, "ratio", std::nullopt, end->fec_window_seconds,
+                          *d.factor * lowest, lane + "up from " + Number(lowest)});
+    v.evidence.push_back({"raw_bit_error_ratio_baseline", me, lowest, "ratio", std::nullopt, end->baseline_seconds,
+                          std::nullopt, "the lowest of the last " + Span(d.period)});
+    if (first.empty()) {
+      first = "raw_bit_error_ratio " + Number(now) + " at " + describe(me == 0 ? h.cable.a : h.cable.b) + ", " +
+              (lowest > 0 ? Number(now / lowest) + "x its lowest of the last " + Span(d.period) + " (" +
+                                Number(lowest) + ")"
+                          : "its lowest of the last " + Span(d.period) + " was 0") +
+              (bad ? ", under the bad-cable level " + Number(*bad) : "");
+    }
+  }
+  if (!v.severity) return v;
+  v.summary = "degrading cable " + describe(h.cable.a) + " - " + describe(h.cable.b) + ": " + first;
+  v.action =
+      "FEC still corrects every error, but the cable's raw error ratio is rising: reseat or replace it at the next "
+      "maintenance window, before it reaches the bad-cable level; if it keeps rising, check the module temperature "
+      "and the transceiver at the far end.";
   return v;
 }
 
@@ -420,6 +471,7 @@ void AlertEngine::Evaluate(const std::vector<CableHealth>& cables, const topolog
     verdicts[{h.cable, Cause::kBadCable}] = BadCable(h, describe);
     verdicts[{h.cable, Cause::kFlappingLink}] = Flapping(h, describe);
     verdicts[{h.cable, Cause::kDegradedLink}] = Degraded(h, describe);
+    verdicts[{h.cable, Cause::kCableDegrading}] = CableDegrading(h, describe);
     verdicts[{h.cable, Cause::kCongestion}] = Congestion(h);
   }
   congestion_.clear();

@@ -27,10 +27,10 @@
 
 namespace ibfabric::collectors {
 
-enum class Cause : std::uint8_t { kBadCable, kFlappingLink, kDegradedLink, kCongestion, kMiswiring };
-inline constexpr Cause kAllCauses[] = {Cause::kBadCable, Cause::kFlappingLink, Cause::kDegradedLink, Cause::kCongestion,
-                                       Cause::kMiswiring};
-const char* ToString(Cause c);  // "bad_cable", "flapping_link", ...
+enum class Cause : std::uint8_t { kBadCable, kFlappingLink, kDegradedLink, kCongestion, kMiswiring, kCableDegrading };
+inline constexpr Cause kAllCauses[] = {Cause::kBadCable,   Cause::kFlappingLink, Cause::kDegradedLink,
+                                       Cause::kCongestion, Cause::kMiswiring,    Cause::kCableDegrading};
+const char* ToString(Cause c);  // "bad_cable", "flapping_link", ..., "cable_degrading"
 
 enum class Severity : std::uint8_t { kWarning, kCritical };
 const char* ToString(Severity s);  // "warning", "critical"
@@ -70,6 +70,17 @@ struct AlertConfig {
   // post-FEC warning 5e-12 and error 1e-11 (NDR; HDR 5e-14 and 1e-13).
   Threshold raw_bit_error_ratio{5e-6, 1e-5};
   Threshold effective_bit_error_ratio{5e-12, 1e-11};
+  // Degrading cable (a warning): an end's raw ratio at least `factor`
+  // times the lowest of its last `period` (the ratio of each 24th of it:
+  // the lowest hour of the day by default) and at least `min_raw` (below
+  // it corrected symbols are too few to matter), while still under
+  // raw_bit_error_ratio's warning level (over it, a bad_cable). Judged
+  // once a quarter of the period is behind the port. Unset factor: off.
+  struct Degrading {
+    std::optional<double> factor = 10;
+    std::chrono::milliseconds period{86'400'000};
+    double min_raw = 1e-9;
+  } degrading;
   // Flapping: link-down events within the window.
   Threshold link_downs{2, 5};
   // Congestion, per end: fraction of the time the port had data it could not send,
@@ -185,6 +196,7 @@ class AlertEngine {
   Verdict BadCable(const CableHealth& h, const Describe& d) const;
   Verdict Flapping(const CableHealth& h, const Describe& d) const;
   Verdict Degraded(const CableHealth& h, const Describe& d) const;
+  Verdict CableDegrading(const CableHealth& h, const Describe& d) const;
   // Each end judged alone; named and explained with its tree (GroupCongestion).
   Verdict Congestion(const CableHealth& h) const;
   // Replaces the congested cables' verdicts in `verdicts` with one per

@@ -85,6 +85,10 @@ struct EndRates {
   std::optional<double> effective_bit_error_ratio;
   double fec_window_seconds = 0;
   int worst_lane = -1;
+  // The lowest raw ratio of the port over its history (each 24th of
+  // AlertConfig::degrading.period), and how long that history is.
+  std::optional<double> raw_bit_error_ratio_baseline;
+  double baseline_seconds = 0;
   // The port runs RS-FEC and its counters are read, but there is no
   // current ratio to judge (a pinned counter, a reading gone stale): the
   // cable can be judged clean no more than dirty.

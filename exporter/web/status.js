@@ -9,9 +9,10 @@
 
 const SVG = "http://www.w3.org/2000/svg";
 const RANK = { bad: 5, miswired: 4, sm: 4, degraded: 3, congested: 2, down: 1, ok: 0 };
-const CAUSE_STATE = { bad_cable: "bad", flapping_link: "bad", congestion: "congested", degraded_link: "degraded", miswiring: "miswired" };
+const CAUSE_STATE = { bad_cable: "bad", flapping_link: "bad", congestion: "congested", degraded_link: "degraded", miswiring: "miswired",
+                      cable_degrading: "degraded" };
 const CAUSE_LABEL = { bad_cable: "bad cable", flapping_link: "flapping link", congestion: "congestion", degraded_link: "degraded link",
-                      miswiring: "miswired", subnet_manager: "subnet manager" };
+                      miswiring: "miswired", subnet_manager: "subnet manager", cable_degrading: "degrading cable" };
 const SIGNAL_LABEL = {
   symbol_errors: "symbol errors", link_error_recoveries: "link error recoveries", link_downed: "link downs",
   link_downs: "link downs", rcv_errors: "receive errors", rcv_remote_physical_errors: "remote physical errors",
@@ -19,6 +20,8 @@ const SIGNAL_LABEL = {
   xmit_discards: "discards", xmit_wait: "XmitWait ticks", rcv_data: "received", rcv_packets: "packets received",
   bit_error_rate: "bit error rate", packet_drop_rate: "packet drop rate", xmit_wait_fraction: "waiting to send",
   hoq_lifetime_discards: "head-of-queue discards", victim: "victim waiting",
+  raw_bit_error_ratio: "raw (pre-FEC) bit error ratio", effective_bit_error_ratio: "effective (post-FEC) bit error ratio",
+  raw_bit_error_ratio_baseline: "its lowest raw ratio",
 };
 // below_tier_majority is left out: informational (a link at its ends' best).
 const FINDING_STATE = {

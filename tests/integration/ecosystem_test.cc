@@ -43,48 +43,12 @@ congestion:
   xmit_discards_per_second: {warning: 1, critical: 1000}
 )";
 
-// Grafana's variables as a person with "All" selected would have them; the
-// interval variables as Grafana would fill them for a short time range.
-// `sw` and `node`: what the switch and node variables expand to.
-std::string Substitute(std::string expr, const std::string& sw = ".*", const std::string& node = ".*",
-                       const std::string& topn = "10") {
-  const std::vector<std::pair<std::string, std::string>> vars{{"$__rate_interval", "10s"},
-                                                              {"$__range", "1m"},
-                                                              {"$__interval", "2s"},
-                                                              {"$fabric", "sim"},
-                                                              {"$switch", sw},
-                                                              {"$node", node},
-                                                              {"$topn", topn}};
-  for (const auto& [k, v] : vars) {
-    for (std::size_t at; (at = expr.find(k)) != std::string::npos;) expr.replace(at, k.size(), v);
-  }
-  return expr;
-}
+using Query = DashboardQuery;
 
-struct Query {
-  std::string dashboard;
-  std::string panel;
-  std::string expr;
-};
-
+// Every dashboard but the physical layer's (PhysicalLayerTest runs it on
+// the personalities, which have FEC counters).
 std::vector<Query> DashboardQueries() {
-  std::vector<Query> out;
-  for (const auto& entry : std::filesystem::directory_iterator(std::string(IBFABRIC_SOURCE_DIR) + "/dashboards")) {
-    if (entry.path().extension() != ".json") continue;
-    std::ifstream in(entry.path());
-    const json d = json::parse(in);
-    std::function<void(const json&)> walk = [&](const json& panels) {
-      for (const auto& p : panels) {
-        if (p.contains("panels")) walk(p["panels"]);
-        if (!p.contains("targets")) continue;
-        for (const auto& t : p["targets"]) {
-          out.push_back({entry.path().filename().string(), p.value("title", ""), t.value("expr", "")});
-        }
-      }
-    };
-    walk(d["panels"]);
-  }
-  return out;
+  return testbed::DashboardQueries([](const std::string& file) { return file != kPhysicalLayerDashboard; });
 }
 
 class EcosystemTest : public FabricSuite {

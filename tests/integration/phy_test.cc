@@ -18,7 +18,9 @@
 #include <thread>
 
 #include "tests/integration/hardware_suite.h"
+#include "tests/integration/promql.h"
 #include "tests/testbed/mad_tap.h"
+#include "tests/testbed/prometheus_server.h"
 
 namespace ibfabric::testbed {
 namespace {
@@ -233,6 +235,135 @@ TEST_F(PhysicalLayerTest, ACounterNearItsMaximumIsClearedPastTheThresholdAndCoun
   EXPECT_LT(on_fabric, 60e6) << "cleared: " << line;
   EXPECT_GT(on_fabric, 0) << "and counting on: " << line;
   Plant("fec ib-leaf01 1");
+}
+
+// A cable degrading by its raw bit error ratio alone: steady at 4.7e-8 on
+// lane 1, then fifteen times that (7.1e-7, still under the bad-cable
+// level 5e-6): one cable_degrading warning naming both ends and the worst
+// lane, symbol errors 0; then over the level, a bad_cable, and the
+// degrading alert gives way. The trend period is 24 s here (a day by
+// default): a part a second, judged once 6 s are behind the port.
+TEST_F(PhysicalLayerTest, ARawRatioRisingTenfoldUnderTheLevelIsOneDegradingCable) {
+  const std::string config = sim_->dir() + "/degrading.yaml";
+  ASSERT_TRUE(WriteFile(config, "cable_degrading: {period: 24s}\n"));
+  Plant("fec ib-leaf01 1 lanes_per_second=0,20000,0,0");  // 20 k symbols a second over 425 Gb/s
+  std::string error;
+  auto e = ExporterProcess::Start(
+      *sim_, {"--sweep.interval=250ms", "--phy.interval=1s", "--alerts.config=" + config}, &error, {},
+      hw_->PreloadEnv());
+  ASSERT_NE(e, nullptr) << error;
+  const Labels end{{"node", "ib-leaf01"}, {"port", "1"}};
+  auto s = e->WaitFor(
+      [&](const Scrape& x) { return x.Value("infiniband_port_raw_bit_error_ratio_baseline", end).has_value(); },
+      seconds(30));
+  ASSERT_TRUE(s.has_value()) << e->Log();
+  EXPECT_NEAR(*s->Value("infiniband_port_raw_bit_error_ratio_baseline", end), 2e4 / 425e9, 2e4 / 425e9 * 0.3);
+  EXPECT_TRUE(s->Find("infiniband_alert_active", {{"cause", "cable_degrading"}}).empty()) << "steady";
+
+  Plant("fec ib-leaf01 1 lanes_per_second=0,300000,0,0");  // 15x, counting on
+  s = e->WaitFor(
+      [&](const Scrape& x) { return !x.Find("infiniband_alert_active", {{"cause", "cable_degrading"}}).empty(); },
+      seconds(30));
+  ASSERT_TRUE(s.has_value()) << e->Log();
+  const auto raised = s->Find("infiniband_alert_active", {{"cause", "cable_degrading"}});
+  ASSERT_EQ(raised.size(), 1u);
+  EXPECT_EQ(raised[0].labels.at("severity"), "warning");
+  EXPECT_EQ(std::set<std::string>({raised[0].labels.at("node"), raised[0].labels.at("remote_node")}),
+            (std::set<std::string>{"ib-leaf01", "cn0001"}));
+  EXPECT_TRUE(s->Find("infiniband_alert_active", {{"cause", "bad_cable"}}).empty()) << "under the level";
+  EXPECT_EQ(s->Value("infiniband_switch_port_symbol_error_total", {{"switch", "ib-leaf01"}, {"port", "1"}}), 0);
+  const auto alerts = nlohmann::json::parse(e->Get("/api/v1/alerts"));
+  bool lane = false, baseline = false;
+  for (const auto& x : alerts["active"]) {
+    if (x.value("cause", "") != "cable_degrading") continue;
+    for (const auto& ev : x["evidence"]) {
+      if (ev.value("signal", "") == "raw_bit_error_ratio")
+        lane = ev.value("detail", "").rfind("worst lane 1, up from ", 0) == 0;
+      if (ev.value("signal", "") == "raw_bit_error_ratio_baseline") baseline = ev.value("value", 0.0) > 0;
+    }
+  }
+  EXPECT_TRUE(lane && baseline) << alerts.dump();
+
+  Plant("fec ib-leaf01 1 lanes_per_second=0,3000000,0,0");  // 7.1e-6: over the level
+  s = e->WaitFor(
+      [&](const Scrape& x) {
+        return !x.Find("infiniband_alert_active", {{"cause", "bad_cable"}}).empty() &&
+               x.Find("infiniband_alert_active", {{"cause", "cable_degrading"}}).empty();
+      },
+      seconds(30));
+  ASSERT_TRUE(s.has_value()) << e->Log();
+  EXPECT_EQ(s->Value("infiniband_alerts_raised_total", {{"cause", "cable_degrading"}}), 1) << "exactly one";
+  EXPECT_EQ(s->Value("infiniband_alerts_raised_total", {{"cause", "bad_cable"}}), 1);
+  EXPECT_EQ(s->Value("infiniband_switch_port_symbol_error_total", {{"switch", "ib-leaf01"}, {"port", "1"}}), 0);
+  Plant("fec ib-leaf01 1");
+}
+
+// The physical layer's dashboard through a real Prometheus scraping the
+// exporter on the personalities: every query returns data, the worst
+// cable is the planted one with both ends, and its bad lane leads the
+// per-lane ratios at the lane's own ratio (4x the port's: one lane of four
+// corrects them all).
+TEST_F(PhysicalLayerTest, ThePhysicalLayerDashboardShowsThePlantedCableAndLane) {
+  Plant("fec ib-leaf01 1 lanes_per_second=0,400000,0,0");  // 9.4e-7 over the port
+  Plant("fec ib-leaf01 2 lanes_per_second=1000,1000,1000,1000 uncorrectable_per_second=1");
+  std::string error;
+  auto e = ExporterProcess::Start(*sim_, {"--sweep.interval=250ms", "--phy.interval=1s"}, &error, {},
+                                  hw_->PreloadEnv());
+  ASSERT_NE(e, nullptr) << error;
+  const std::string config =
+      "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
+      "scrape_configs:\n"
+      "  - job_name: infiniband\n"
+      "    static_configs: [{targets: ['127.0.0.1:" +
+      std::to_string(e->port()) + "'], labels: {fabric: sim}}]\n";
+  const auto prometheus = PrometheusServer::Start(config, {}, &error);
+  ASSERT_NE(prometheus, nullptr) << error;
+  const auto deadline = std::chrono::steady_clock::now() + seconds(60);
+  bool ready = false;
+  while (!ready && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(seconds(1));
+    ready = PromQLNumber(*prometheus, "count(infiniband_port_raw_bit_error_ratio > 0)") >= 2 &&
+            PromQLNumber(*prometheus,
+                         "count(count_over_time(infiniband_switch_port_lane_fec_corrected_symbols_total[1m]) >= 4)") >=
+                8;
+  }
+  ASSERT_TRUE(ready) << e->Log() << prometheus->Log();
+  const auto queries = DashboardQueries([](const std::string& file) { return file == kPhysicalLayerDashboard; });
+  ASSERT_GE(queries.size(), 9u);
+  std::map<std::string, nlohmann::json> by_panel;
+  for (const auto& q : queries) {
+    const nlohmann::json r = RunPromQL(*prometheus, Substitute(q.expr));
+    EXPECT_FALSE(r.empty()) << q.panel << ": no data for " << Substitute(q.expr);
+    by_panel[q.panel] = r;
+  }
+  const auto value = [](const nlohmann::json& x) { return std::stod(x["value"][1].get<std::string>()); };
+  const nlohmann::json& worst = by_panel["Worst 20 cables by raw bit error ratio"];
+  ASSERT_GE(worst.size(), 2u);
+  const nlohmann::json* top = &worst[0];
+  for (const auto& x : worst) {
+    if (value(x) > value(*top)) top = &x;
+  }
+  const auto& m = (*top)["metric"];
+  EXPECT_EQ(std::set<std::string>({m.value("node", ""), m.value("remote_node", "")}),
+            (std::set<std::string>{"ib-leaf01", "cn0001"}))
+      << worst.dump();
+  EXPECT_NEAR(value(*top), 4e5 / 425e9, 4e5 / 425e9 * 0.3);
+  const nlohmann::json& lanes = by_panel["Raw bit error ratio per lane: top $topn lanes"];
+  ASSERT_FALSE(lanes.empty());
+  const nlohmann::json* lead = &lanes[0];
+  for (const auto& x : lanes) {
+    if (value(x) > value(*lead)) lead = &x;
+  }
+  EXPECT_EQ((*lead)["metric"].value("switch", ""), "ib-leaf01");
+  EXPECT_EQ((*lead)["metric"].value("port", ""), "1");
+  EXPECT_EQ((*lead)["metric"].value("lane", ""), "1");
+  EXPECT_NEAR(value(*lead), 4 * 4e5 / 425e9, 4 * 4e5 / 425e9 * 0.3) << "the lane's own ratio";
+  const nlohmann::json& tiers = by_panel["Raw bit error ratio by tier (worst port)"];
+  ASSERT_EQ(tiers.size(), 1u) << tiers.dump() << ": the leaf's tier alone counts FEC";
+  EXPECT_NEAR(value(tiers[0]), 4e5 / 425e9, 4e5 / 425e9 * 0.3);
+  EXPECT_GT(value(by_panel["Ports read for FEC"][0]), 0);
+  Plant("fec ib-leaf01 1");
+  Plant("fec ib-leaf01 2");
 }
 
 }  // namespace

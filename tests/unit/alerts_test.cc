@@ -226,6 +226,7 @@ struct Driven {
   // What the fec collector adds to an end (link_health's collector does so).
   std::map<PortRef, std::pair<double, int>> fec;  // port -> (raw bit error ratio, worst lane)
   std::set<PortRef> fec_unknown;                  // counted, but no ratio to judge now
+  std::map<PortRef, std::pair<double, double>> baseline;  // port -> (lowest raw ratio, seconds of history)
   explicit Driven(AlertConfig c) : engine(c) {}
   std::vector<Alert> Sweep() {
     health.Observe(b.fabric, nullptr, b.ports, b.links, b.Now(), b.Wall());
@@ -238,6 +239,10 @@ struct Driven {
           end->worst_lane = f->second.second;
         }
         end->fec_unknown = fec_unknown.count(end->port) > 0;
+        if (const auto l = baseline.find(end->port); l != baseline.end()) {
+          end->raw_bit_error_ratio_baseline = l->second.first;
+          end->baseline_seconds = l->second.second;
+        }
       }
     }
     engine.Evaluate(
@@ -329,6 +334,78 @@ TEST(AlertEngineTest, TheRawBitErrorRatioAloneIsABadCable) {
   int sweeps = 0;
   while (!d.Sweep().empty()) ASSERT_LT(++sweeps, 5);
   EXPECT_EQ(sweeps, 1) << "clear_after 2: the second clean sweep clears";
+}
+
+// A raw ratio ten times its lowest of the day, under the bad-cable level:
+// one cable_degrading warning, both ends' cable, the worst lane and the
+// baseline in the evidence; not before a quarter of the day is behind the
+// port, not below the minimum, and handed to bad_cable over its level.
+TEST(AlertEngineTest, ARawRatioTenTimesItsLowestIsADegradingCable) {
+  Driven d(Quick());
+  constexpr double kDay = 86400;
+  const auto degrading = [&](const std::vector<Alert>& active) {
+    return std::count_if(active.begin(), active.end(), [](const Alert& a) { return a.cause == Cause::kCableDegrading; });
+  };
+  d.Sweep();
+  d.fec[d.b.host1] = {4e-7, 2};
+  d.baseline[d.b.host1] = {3e-8, kDay / 8};  // 13x, but an eighth of the day behind it
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(degrading(d.Sweep()), 0) << "too little history";
+  d.baseline[d.b.host1] = {3e-8, kDay / 4};
+  d.Sweep();
+  auto active = d.Sweep();
+  ASSERT_EQ(active.size(), 1u);
+  const Alert& a = active[0];
+  EXPECT_EQ(a.cause, Cause::kCableDegrading);
+  EXPECT_EQ(a.severity, Severity::kWarning);
+  EXPECT_EQ(a.cable, topology::CableBetween(d.b.leaf2, d.b.host1));
+  ASSERT_EQ(a.evidence.size(), 2u);
+  EXPECT_EQ(a.evidence[0].signal, "raw_bit_error_ratio");
+  EXPECT_DOUBLE_EQ(a.evidence[0].value, 4e-7);
+  EXPECT_DOUBLE_EQ(*a.evidence[0].threshold, 3e-7) << "10x the lowest";
+  EXPECT_EQ(a.evidence[0].detail, "worst lane 2, up from 3e-08");
+  EXPECT_EQ(a.evidence[1].signal, "raw_bit_error_ratio_baseline");
+  EXPECT_DOUBLE_EQ(a.evidence[1].value, 3e-8);
+  EXPECT_EQ(a.evidence[1].detail, "the lowest of the last 24h");
+  EXPECT_NE(a.summary.find("13.3x its lowest of the last 24h (3e-08), under the bad-cable level 5e-06"),
+            std::string::npos)
+      << a.summary;
+  EXPECT_NE(a.summary.find("degrading cable"), std::string::npos) << a.summary;
+  EXPECT_FALSE(a.action.empty());
+  // Over the bad-cable level: a bad_cable, and the degrading one clears.
+  d.fec[d.b.host1] = {6e-6, 2};
+  d.Sweep();
+  d.Sweep();
+  active = d.Sweep();
+  ASSERT_EQ(active.size(), 1u);
+  EXPECT_EQ(active[0].cause, Cause::kBadCable);
+  EXPECT_EQ(d.engine.Raised().at(Cause::kCableDegrading), 1u);
+  // Below the minimum, or under ten times: nothing.
+  Driven low(Quick());
+  low.fec[low.b.host1] = {5e-10, 0};
+  low.baseline[low.b.host1] = {0, kDay};
+  Driven slow(Quick());
+  slow.fec[slow.b.host1] = {2e-7, 0};
+  slow.baseline[slow.b.host1] = {3e-8, kDay};
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_TRUE(low.Sweep().empty());
+    EXPECT_TRUE(slow.Sweep().empty());
+  }
+  // From a clean day: any ratio over the minimum.
+  Driven clean(Quick());
+  clean.fec[clean.b.host1] = {2e-9, -1};
+  clean.baseline[clean.b.host1] = {0, kDay};
+  clean.Sweep();
+  active = clean.Sweep();
+  ASSERT_EQ(active.size(), 1u);
+  EXPECT_NE(active[0].summary.find("its lowest of the last 24h was 0"), std::string::npos) << active[0].summary;
+  EXPECT_EQ(active[0].evidence[0].detail, "up from 0");
+  // Off.
+  AlertConfig off = Quick();
+  off.degrading.factor.reset();
+  Driven none(off);
+  none.fec[none.b.host1] = {4e-7, 2};
+  none.baseline[none.b.host1] = {3e-8, kDay};
+  for (int i = 0; i < 4; ++i) EXPECT_TRUE(none.Sweep().empty());
 }
 
 TEST(AlertEngineTest, EstimatesGoWithTheEvidenceBelowTheirThresholds) {
@@ -535,6 +612,7 @@ bad_cable:
 congestion:
   xmit_wait_tick_multiplier: 8
 degraded_link: {severity: critical}
+cable_degrading: {raw_bit_error_ratio_factor: 4, period: 2h, min_raw_bit_error_ratio: 1e-10}
 )",
                                          &c, &error))
       << error;
@@ -547,6 +625,14 @@ degraded_link: {severity: critical}
   EXPECT_EQ(c.bit_error_rate.warning, 1e-12) << "unset levels keep their defaults";
   EXPECT_EQ(c.xmit_wait_tick_multiplier, 8);
   EXPECT_EQ(c.degraded_severity, Severity::kCritical);
+  EXPECT_EQ(c.degrading.factor, 4);
+  EXPECT_EQ(c.degrading.period, std::chrono::hours(2));
+  EXPECT_EQ(c.degrading.min_raw, 1e-10);
+  AlertConfig defaults;
+  EXPECT_EQ(defaults.degrading.factor, 10);
+  EXPECT_EQ(defaults.degrading.period, std::chrono::hours(24));
+  ASSERT_TRUE(exporter::ParseAlertConfig("cable_degrading: {raw_bit_error_ratio_factor: null}\n", &c, &error));
+  EXPECT_FALSE(c.degrading.factor);
 
   const std::vector<std::pair<std::string, std::string>> cases{
       {"window: soon\n", "line 1: window must be a duration"},
@@ -564,6 +650,9 @@ degraded_link: {severity: critical}
       {"congestion: {xmit_wait_tick_multiplier: 0}\n",
        "line 1: congestion.xmit_wait_tick_multiplier must be from 1 to 256"},
       {"thresholds: 1\n", "line 1: unknown key 'thresholds' in the file"},
+      {"cable_degrading:\n  period: 1s\n", "line 2: cable_degrading.period must be a duration from 24s to 168h"},
+      {"cable_degrading:\n  raw_bit_error_ratio_factor: 1\n",
+       "line 2: cable_degrading.raw_bit_error_ratio_factor must be above 1"},
       {"window: [1\n", "line 2: not YAML"},
       {"- 1\n", "line 1: the file must be a map of keys"},
   };

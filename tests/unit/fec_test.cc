@@ -85,12 +85,14 @@ void FecShape(Bed& x) {
 }
 
 // The fec collector after the capabilities were read, with `interval`.
-std::unique_ptr<Collector> MakeFec(Bed& b, std::chrono::milliseconds interval, int clear_threshold = 0) {
+std::unique_ptr<Collector> MakeFec(Bed& b, std::chrono::milliseconds interval, int clear_threshold = 0,
+                                   std::chrono::milliseconds trend_period = std::chrono::hours(24)) {
   auto caps = b.Make("capabilities");
   b.Run(*caps);
   CollectorOptions o;
   o.phy_interval = interval;
   o.clear_threshold_percent = clear_threshold;
+  o.alerts.degrading.period = trend_period;
   return b.Make("fec", o);
 }
 
@@ -346,6 +348,55 @@ TEST(FecCollectorTest, ACounterNearItsMaximumIsClearedAndTheTotalsCountOn) {
     EXPECT_EQ(sets(mark), 0) << "unsupported: not again";
     EXPECT_EQ(b.Render().Value("infiniband_exporter_fec_port_resets_total"), 0);
   }
+}
+
+// The raw ratio's baseline for cable_degrading: the lowest ratio of the
+// 24ths of the period behind the port, kept while the ratio rises, with
+// how much history it has.
+TEST(FecCollectorTest, TheBaselineIsTheLowestPartOfThePeriod) {
+  Bed b(FecShape);
+  // 20 ms parts; read every sweep.
+  auto fec = MakeFec(b, std::chrono::milliseconds(1), 0, std::chrono::milliseconds(480));
+  const std::uint64_t leaf0 = b.f.Guid(b.leaves[0]);
+  const testbed::Labels at{{"guid", topology::FormatGuid(leaf0)}, {"port", "1"}};
+  const auto port = [&]() -> FecPort {
+    for (const FecPort& p : *b.parts.by_collector.Get<FecReadings>("fec")->ports) {
+      if (p.port == topology::PortRef{leaf0, 1}) return p;
+    }
+    return {};
+  };
+  ExtendedSpeedsRsFec c;
+  const auto t0 = std::chrono::steady_clock::now();
+  int ms = 0;
+  const auto sweep = [&](std::uint32_t more) {
+    c.corrected_symbols_lane[0] += more;
+    c.corrected_symbols += more;
+    b.f.SetFecCounters(b.leaves[0], 1, c);
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    ms += 30;
+    b.SweepWith({fec.get()}, t0 + std::chrono::milliseconds(ms));
+  };
+  b.SweepWith({fec.get()}, t0);  // the modes
+  sweep(0);                      // the first counters
+  sweep(1000);
+  EXPECT_TRUE(port().raw_ber.has_value());
+  EXPECT_FALSE(port().raw_ber_baseline.has_value()) << "no part complete yet";
+  for (int i = 0; i < 10; ++i) sweep(1000);
+  ASSERT_TRUE(port().raw_ber_baseline.has_value());
+  const double lowest = *port().raw_ber_baseline;
+  EXPECT_GT(lowest, 0);
+  EXPECT_LE(lowest, 1000 / (40e9 * 0.03) * 1.001) << "no part higher than a 30 ms window of 1000 symbols";
+  EXPECT_GE(port().baseline_seconds, 0.02 * 8) << "a part per 20 ms, 300 ms of reads";
+  EXPECT_LE(port().baseline_seconds, 0.48) << "at most the period";
+  // A thousand times as many: the baseline stays the lowest part.
+  for (int i = 0; i < 6; ++i) sweep(1'000'000);
+  ASSERT_TRUE(port().raw_ber.has_value());
+  EXPECT_LT(*port().raw_ber_baseline, *port().raw_ber / 10);
+  const Scrape s = b.Render();
+  EXPECT_EQ(s.Value("infiniband_port_raw_bit_error_ratio_baseline", at), *port().raw_ber_baseline);
+  // Past the period, only the high parts are left.
+  for (int i = 0; i < 24; ++i) sweep(1'000'000);
+  EXPECT_GT(*port().raw_ber_baseline, lowest * 10) << "the low parts left the period";
 }
 
 }  // namespace
