@@ -125,7 +125,7 @@ class RawTrend {
     count_ = std::min<std::uint8_t>(static_cast<std::uint8_t>(count_ + 1), kTrendParts);
   }
   std::chrono::steady_clock::time_point start_{};  // the current part's
-  double symbols_ = 0, bits_ = 0;                   // the current part's windows
+  double symbols_ = 0, bits_ = 0;                  // the current part's windows
   std::array<float, kTrendParts> parts_{};         // complete parts, a ring
   std::uint8_t next_ = 0;
   std::uint8_t count_ = 0;
@@ -341,8 +341,10 @@ class FecCollector final : public Collector {
       f.corrected_symbols += symbols;
       std::uint64_t most = 0;
       f.worst_lane = -1;
+      std::array<std::uint64_t, transport::kFecLanes> lane_delta{};
       for (std::size_t lane = 0; lane < transport::kFecLanes; ++lane) {
         const std::uint64_t d = Delta(was.corrected_symbols_lane[lane], now.corrected_symbols_lane[lane]);
+        lane_delta[lane] = d;
         f.lane_symbols[lane] += d;
         if (d > most) {
           most = d;
@@ -365,6 +367,12 @@ class FecCollector final : public Collector {
       if (bits > 0 && !st.window_broken) {
         if (!symbols_dark) f.raw_ber = static_cast<double>(symbols) / bits;
         if (!blocks_dark) f.effective_ber = static_cast<double>(uncorrectable) / bits;
+      }
+      f.lane_raw_ber = {};
+      if (f.raw_ber) {
+        const double lane_bits = bits / std::max(f.lanes, 1);
+        for (std::size_t lane = 0; lane < transport::kFecLanes; ++lane)
+          f.lane_raw_ber[lane] = static_cast<float>(static_cast<double>(lane_delta[lane]) / lane_bits);
       }
       if (f.raw_ber) {
         st.trend.Add(r.at, static_cast<double>(symbols), bits, trend_part_);
@@ -417,7 +425,7 @@ class FecCollector final : public Collector {
   }
 
   std::chrono::milliseconds interval_;
-  int clear_threshold_percent_;  // 0: never
+  int clear_threshold_percent_;                     // 0: never
   std::chrono::steady_clock::duration trend_part_;  // a 24th of the degrading period
   std::uint64_t clears_ = 0;
   std::map<topology::PortRef, PortState> ports_;

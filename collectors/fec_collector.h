@@ -81,6 +81,9 @@ struct FecPort {
   std::optional<double> effective_ber;
   double window_seconds = 0;
   int worst_lane = -1;  // the lane that corrected the most symbols in the window (-1: none did)
+  // Each lane's raw ratio over the window (its corrected symbols over the
+  // bits it carried, a lanes-th of the link's), where raw_ber is.
+  std::array<float, transport::kFecLanes> lane_raw_ber{};
   // The raw ratio's history, for cable_degrading: the lowest ratio of any
   // 24th of the last AlertConfig::degrading.period that had a window
   // (the lowest hour of the day by default), and how much history there is

@@ -137,9 +137,8 @@ bool ParseAlertConfig(const std::string& text, AlertConfig* config, std::string*
                             }
                             c.degrading.period = d;
                           }},
-                         {"min_raw_bit_error_ratio", [&](const YAML::Node& v, const std::string& kk) {
-                            c.degrading.min_raw = Number(v, kk);
-                          }}});
+                         {"min_raw_bit_error_ratio",
+                          [&](const YAML::Node& v, const std::string& kk) { c.degrading.min_raw = Number(v, kk); }}});
                  }},
                 {"degraded_link", SeverityOf(&c.degraded_severity)},
                 {"miswiring", SeverityOf(&c.miswiring_severity)}});

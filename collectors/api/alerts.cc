@@ -6,6 +6,7 @@
 
 #include "collectors/api/json.h"
 #include "collectors/common/iso8601.h"
+#include "collectors/fec_collector.h"
 #include "config/text.h"
 
 namespace ibfabric::collectors {
@@ -323,6 +324,37 @@ nlohmann::json RatesJson(const Snapshot& s, const EndRates& r) {
   return j;
 }
 
+// One port's FEC as the fec collector last read it; null where it has none.
+nlohmann::json FecJson(const Snapshot& s, const topology::PortRef& port) {
+  const auto* fec = s.by_collector.Get<FecReadings>(kFecCollector);
+  if (!fec) return nullptr;
+  const auto it =
+      std::find_if(fec->ports->begin(), fec->ports->end(), [&](const FecPort& f) { return f.port == port; });
+  if (it == fec->ports->end()) return nullptr;
+  const FecPort& f = *it;
+  const auto ratio = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+  nlohmann::json j{{"mode", transport::ToString(f.mode)}, {"source", f.counted ? "pma_extended_speeds" : "none"}};
+  if (!f.counted) return j;
+  j["pinned"] = f.pinned;
+  j["window_seconds"] = f.window_seconds;
+  j["raw_bit_error_ratio"] = ratio(f.raw_ber);
+  j["effective_bit_error_ratio"] = ratio(f.effective_ber);
+  j["raw_bit_error_ratio_baseline"] = ratio(f.raw_ber_baseline);
+  j["worst_lane"] = f.worst_lane >= 0 ? nlohmann::json(f.worst_lane) : nlohmann::json(nullptr);
+  j["corrected_blocks"] = f.corrected_blocks;
+  j["uncorrectable_blocks"] = f.uncorrectable_blocks;
+  j["corrected_symbols"] = f.corrected_symbols;
+  nlohmann::json lanes = nlohmann::json::array();
+  for (int lane = 0; lane < f.lanes; ++lane) {
+    const auto i = static_cast<std::size_t>(lane);
+    lanes.push_back({{"lane", lane},
+                     {"corrected_symbols", f.lane_symbols[i]},
+                     {"raw_bit_error_ratio", f.raw_ber ? nlohmann::json(f.lane_raw_ber[i]) : nlohmann::json(nullptr)}});
+  }
+  j["lanes"] = std::move(lanes);
+  return j;
+}
+
 // A node GUID parameter, hex with "0x" optional; nullopt with *error.
 std::optional<std::uint64_t> ParseGuid(const std::string& v, std::string* error) {
   char* stop = nullptr;
@@ -428,6 +460,9 @@ nlohmann::json PortDetailJson(const Snapshot& s, const topology::PortRef& asked)
     }
   }
   j["alerts"] = std::move(alerts);
+  // Forward error correction at both ends of its cable, each as last read.
+  const topology::PortRef far = p && p->remote ? *p->remote : topology::PortRef{};
+  j["fec"] = {{"this_end", FecJson(s, ref)}, {"far_end", p && p->remote ? FecJson(s, far) : nlohmann::json(nullptr)}};
   return j;
 }
 

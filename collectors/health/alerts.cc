@@ -248,9 +248,9 @@ AlertEngine::Verdict AlertEngine::CableDegrading(const CableHealth& h, const Des
                           std::nullopt, "the lowest of the last " + Span(d.period)});
     if (first.empty()) {
       first = "raw_bit_error_ratio " + Number(now) + " at " + describe(me == 0 ? h.cable.a : h.cable.b) + ", " +
-              (lowest > 0 ? Number(now / lowest) + "x its lowest of the last " + Span(d.period) + " (" +
-                                Number(lowest) + ")"
-                          : "its lowest of the last " + Span(d.period) + " was 0") +
+              (lowest > 0
+                   ? Number(now / lowest) + "x its lowest of the last " + Span(d.period) + " (" + Number(lowest) + ")"
+                   : "its lowest of the last " + Span(d.period) + " was 0") +
               (bad ? ", under the bad-cable level " + Number(*bad) : "");
     }
   }

@@ -884,11 +884,44 @@ async function openPort(guid, port) {
         el("td", { text: rate(x, h.this_end.per_second[x]) }), el("td", { text: rate(x, h.far_end.per_second[x]) }))))));
     if (still.length) parts.push(el("p", { class: "muted", text: "No " + still.map((x) => SIGNAL_LABEL[x] || x).join(", ") + " at either end." }));
   }
+  parts.push(...fecParts(d.fec));
   parts.push(el("details", { id: "port-counters-box" }, el("summary", { text: "Counters (totals since the exporter started)" }),
              el("table", { id: "port-counters" }, el("tbody", {}, ...Object.entries(d.counters).map(([k, v]) =>
                el("tr", { "data-counter": k }, el("td", { text: k.replace(/_/g, " ") + (d.pinned.includes(k) ? " (pinned)" : "") }),
                   el("td", { "data-value": String(v), title: String(v), text: k.endsWith("bytes") ? fmtBytes(v) : fmtNum(v) })))))));
   drill(...parts);
+}
+
+const FEC_MODE = { none: "none", fire_code: "Fire-code", rs_fec: "RS-FEC", low_latency_rs_fec: "low-latency RS-FEC", rs_fec2: "RS-FEC (2)" };
+
+// The cable's forward error correction, both ends as last read: the
+// ratios over each end's FEC window and each lane's raw ratio, the bad
+// lane first to see.
+function fecParts(fec) {
+  const counted = (x) => (x && x.source !== "none" ? x : null);
+  const here = counted(fec && fec.this_end), there = counted(fec && fec.far_end);
+  if (!here && !there) return [];
+  const both = (k) => fmtNum(here ? here[k] : null) + " here, " + fmtNum(there ? there[k] : null) + " far end";
+  const lanes = Math.max(here ? here.lanes.length : 0, there ? there.lanes.length : 0);
+  const cell = (x, i, k) => {
+    const lane = x && x.lanes[i];
+    const worst = x && x.worst_lane === i && k === "raw_bit_error_ratio";
+    return el("td", { class: worst ? "sev-warning" : "", "data-end": x === here ? "this" : "far",
+                      text: lane ? fmtNum(lane[k]) : "–" });
+  };
+  const window = (here || there).window_seconds;
+  return [el("h4", { text: "Forward error correction" + (window ? " over the last " + Math.round(window) + " s" : "") }),
+          kv([["mode", FEC_MODE[(here || there).mode] || (here || there).mode],
+              ["raw (pre-FEC) bit error ratio", both("raw_bit_error_ratio")],
+              ["effective (post-FEC) bit error ratio", both("effective_bit_error_ratio")],
+              ["lowest raw ratio of the trend period", both("raw_bit_error_ratio_baseline")],
+              ["uncorrectable blocks", both("uncorrectable_blocks")]]),
+          el("table", { id: "port-lanes" },
+            el("thead", {}, el("tr", {}, ...["lane", "raw BER here", "corrected symbols here", "raw BER far end", "corrected symbols far end"]
+              .map((h) => el("th", { text: h })))),
+            el("tbody", {}, ...Array.from({ length: lanes }, (_, i) => el("tr", { "data-lane": String(i) },
+              el("td", { text: String(i) }), cell(here, i, "raw_bit_error_ratio"), cell(here, i, "corrected_symbols"),
+              cell(there, i, "raw_bit_error_ratio"), cell(there, i, "corrected_symbols")))))];
 }
 
 // A host: its HCAs by rail (a rail-optimized fabric's; else by device),

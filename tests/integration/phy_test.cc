@@ -19,6 +19,7 @@
 
 #include "tests/integration/hardware_suite.h"
 #include "tests/integration/promql.h"
+#include "tests/testbed/browser.h"
 #include "tests/testbed/mad_tap.h"
 #include "tests/testbed/prometheus_server.h"
 
@@ -248,9 +249,8 @@ TEST_F(PhysicalLayerTest, ARawRatioRisingTenfoldUnderTheLevelIsOneDegradingCable
   ASSERT_TRUE(WriteFile(config, "cable_degrading: {period: 24s}\n"));
   Plant("fec ib-leaf01 1 lanes_per_second=0,20000,0,0");  // 20 k symbols a second over 425 Gb/s
   std::string error;
-  auto e = ExporterProcess::Start(
-      *sim_, {"--sweep.interval=250ms", "--phy.interval=1s", "--alerts.config=" + config}, &error, {},
-      hw_->PreloadEnv());
+  auto e = ExporterProcess::Start(*sim_, {"--sweep.interval=250ms", "--phy.interval=1s", "--alerts.config=" + config},
+                                  &error, {}, hw_->PreloadEnv());
   ASSERT_NE(e, nullptr) << error;
   const Labels end{{"node", "ib-leaf01"}, {"port", "1"}};
   auto s = e->WaitFor(
@@ -262,7 +262,9 @@ TEST_F(PhysicalLayerTest, ARawRatioRisingTenfoldUnderTheLevelIsOneDegradingCable
 
   Plant("fec ib-leaf01 1 lanes_per_second=0,300000,0,0");  // 15x, counting on
   s = e->WaitFor(
-      [&](const Scrape& x) { return !x.Find("infiniband_alert_active", {{"cause", "cable_degrading"}}).empty(); },
+      [&](const Scrape& x) {
+        return !x.Find("infiniband_alert_active", {{"cause", "cable_degrading"}}).empty();
+      },
       seconds(30));
   ASSERT_TRUE(s.has_value()) << e->Log();
   const auto raised = s->Find("infiniband_alert_active", {{"cause", "cable_degrading"}});
@@ -307,8 +309,8 @@ TEST_F(PhysicalLayerTest, ThePhysicalLayerDashboardShowsThePlantedCableAndLane) 
   Plant("fec ib-leaf01 1 lanes_per_second=0,400000,0,0");  // 9.4e-7 over the port
   Plant("fec ib-leaf01 2 lanes_per_second=1000,1000,1000,1000 uncorrectable_per_second=1");
   std::string error;
-  auto e = ExporterProcess::Start(*sim_, {"--sweep.interval=250ms", "--phy.interval=1s"}, &error, {},
-                                  hw_->PreloadEnv());
+  auto e =
+      ExporterProcess::Start(*sim_, {"--sweep.interval=250ms", "--phy.interval=1s"}, &error, {}, hw_->PreloadEnv());
   ASSERT_NE(e, nullptr) << error;
   const std::string config =
       "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
@@ -322,10 +324,10 @@ TEST_F(PhysicalLayerTest, ThePhysicalLayerDashboardShowsThePlantedCableAndLane) 
   bool ready = false;
   while (!ready && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(seconds(1));
-    ready = PromQLNumber(*prometheus, "count(infiniband_port_raw_bit_error_ratio > 0)") >= 2 &&
-            PromQLNumber(*prometheus,
-                         "count(count_over_time(infiniband_switch_port_lane_fec_corrected_symbols_total[1m]) >= 4)") >=
-                8;
+    ready =
+        PromQLNumber(*prometheus, "count(infiniband_port_raw_bit_error_ratio > 0)") >= 2 &&
+        PromQLNumber(*prometheus,
+                     "count(count_over_time(infiniband_switch_port_lane_fec_corrected_symbols_total[1m]) >= 4)") >= 8;
   }
   ASSERT_TRUE(ready) << e->Log() << prometheus->Log();
   const auto queries = DashboardQueries([](const std::string& file) { return file == kPhysicalLayerDashboard; });
@@ -362,6 +364,36 @@ TEST_F(PhysicalLayerTest, ThePhysicalLayerDashboardShowsThePlantedCableAndLane) 
   ASSERT_EQ(tiers.size(), 1u) << tiers.dump() << ": the leaf's tier alone counts FEC";
   EXPECT_NEAR(value(tiers[0]), 4e5 / 425e9, 4e5 / 425e9 * 0.3);
   EXPECT_GT(value(by_panel["Ports read for FEC"][0]), 0);
+
+  // The port's page: the cable's FEC, each lane's raw ratio, the bad lane marked.
+  const std::string leaf =
+      e->ScrapeMetrics().Find("infiniband_switch_info", {{"switch", "ib-leaf01"}}).at(0).labels.at("guid");
+  int status = 0;
+  const auto port = nlohmann::json::parse(e->Get("/api/v1/port?guid=" + leaf + "&port=1", &status));
+  ASSERT_EQ(status, 200);
+  const auto& here = port["fec"]["this_end"];
+  ASSERT_EQ(here["lanes"].size(), 4u) << port.dump();
+  EXPECT_EQ(here["mode"], "rs_fec");
+  EXPECT_EQ(here["worst_lane"], 1);
+  EXPECT_NEAR(here["lanes"][1]["raw_bit_error_ratio"].get<double>(), 4 * 4e5 / 425e9, 4 * 4e5 / 425e9 * 0.3);
+  EXPECT_EQ(here["lanes"][0]["raw_bit_error_ratio"].get<double>(), 0);
+  EXPECT_TRUE(port["fec"]["far_end"].is_null()) << "the ConnectX-7's PMA has no FEC counters";
+  auto browser = Browser::Start(&error);
+  ASSERT_NE(browser, nullptr) << error;
+  ASSERT_TRUE(browser->Navigate("http://127.0.0.1:" + std::to_string(e->port()) + "/#port=" + leaf + ":1", &error))
+      << error;
+  ASSERT_TRUE(browser->WaitFor("return document.querySelector('#port-lanes tr[data-lane=\"1\"]') !== null;",
+                               seconds(10), &error))
+      << error;
+  const auto cell = browser->Execute(
+      "const c = document.querySelector('#port-lanes tr[data-lane=\"1\"] td[data-end=\"this\"]');"
+      "return [c.textContent, c.className];",
+      &error);
+  ASSERT_TRUE(cell) << error;
+  EXPECT_NEAR(std::stod((*cell)[0].get<std::string>()), 4 * 4e5 / 425e9, 4 * 4e5 / 425e9 * 0.3) << cell->dump();
+  EXPECT_EQ((*cell)[1], "sev-warning") << "the worst lane stands out";
+  browser->Execute("document.getElementById('port-lanes').scrollIntoView(); return true;", &error);
+  EXPECT_TRUE(browser->Screenshot(std::string(IBFABRIC_ARTIFACT_DIR) + "/status-fec-port.png", &error)) << error;
   Plant("fec ib-leaf01 1");
   Plant("fec ib-leaf01 2");
 }

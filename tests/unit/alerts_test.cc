@@ -224,8 +224,8 @@ struct Driven {
   AlertEngine engine;
   const topology::ForwardingTables* tables = nullptr;  // congestion trees follow them when set
   // What the fec collector adds to an end (link_health's collector does so).
-  std::map<PortRef, std::pair<double, int>> fec;  // port -> (raw bit error ratio, worst lane)
-  std::set<PortRef> fec_unknown;                  // counted, but no ratio to judge now
+  std::map<PortRef, std::pair<double, int>> fec;          // port -> (raw bit error ratio, worst lane)
+  std::set<PortRef> fec_unknown;                          // counted, but no ratio to judge now
   std::map<PortRef, std::pair<double, double>> baseline;  // port -> (lowest raw ratio, seconds of history)
   explicit Driven(AlertConfig c) : engine(c) {}
   std::vector<Alert> Sweep() {
@@ -344,7 +344,8 @@ TEST(AlertEngineTest, ARawRatioTenTimesItsLowestIsADegradingCable) {
   Driven d(Quick());
   constexpr double kDay = 86400;
   const auto degrading = [&](const std::vector<Alert>& active) {
-    return std::count_if(active.begin(), active.end(), [](const Alert& a) { return a.cause == Cause::kCableDegrading; });
+    return std::count_if(active.begin(), active.end(),
+                         [](const Alert& a) { return a.cause == Cause::kCableDegrading; });
   };
   d.Sweep();
   d.fec[d.b.host1] = {4e-7, 2};
