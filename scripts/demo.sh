@@ -2,9 +2,10 @@
 # README command 1: install, build, start a simulated fat-tree fabric (ibsim
 # + opensm) with living faults, and run the exporter against it: symbol
 # errors that keep rising on one cable, a congested port, a flapping link,
-# a cable that trained one lane where both ends allow four, and a miswired
-# cable; each raises its alert
-# within about a minute (/api/v1/alerts, the status page).
+# a cable that trained one lane where both ends allow four, a miswired
+# cable, and an NDR cable whose raw (pre-FEC) bit error ratio rises step by
+# step while FEC still corrects it all; each raises its alert within about
+# a minute (/api/v1/alerts, the status page).
 #   scripts/demo.sh [--listen ADDRESS] [--leaves N] [--spines N] [--hosts-per-leaf N]
 #                   [--dir DIR] [--no-build] [--build DIR]
 # Stops everything it started on Ctrl-C. --dir: where its files go (.demo);
@@ -27,7 +28,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 
-[ "$leaves" -ge 3 ] || { echo "demo.sh: --leaves must be at least 3 (the faults use three leaves)" >&2; exit 2; }
+[ "$leaves" -ge 4 ] || { echo "demo.sh: --leaves must be at least 4 (the faults use four leaves)" >&2; exit 2; }
 if [ "$do_build" = 1 ]; then bash scripts/build.sh; fi
 [ -x "$build/exporter/ibfabric_exporter" ] || { echo "demo.sh: no exporter in $build (build it, or leave out --no-build)" >&2; exit 2; }
 
@@ -38,15 +39,11 @@ rm -rf "$dir"; mkdir -p "$dir/osm-cache"
 preload=/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so
 
 # Leaf ports: hosts, then two cables to each spine, then a spare one for
-# the miswired cable (leaf 1 to leaf 2). The first uplink of leaf 2 trained
-# one lane (1xQDR) where both its ends allow four: ibsim cannot show that
-# (its net file sets the enabled width), so the exporter reads the fabric
-# through the hardware-personality preload, which says so in that cable's
-# PortInfo (docs/testing.md).
+# the miswired cable (leaf 1 to leaf 2).
 uplink=$(( hosts + 1 ))
-"$build/tests/gen_fabric" --leaves "$leaves" --spines "$spines" --hosts-per-leaf "$hosts" \
-  --links-per-pair 2 --radix $(( hosts + spines * 2 + 1 > leaves * 2 ? hosts + spines * 2 + 1 : leaves * 2 )) \
-  --leaf-link 1,2 --trained "ib-leaf02[$uplink]=1x" --personality "$dir" > "$dir/fabric.net"
+shape=(--leaves "$leaves" --spines "$spines" --hosts-per-leaf "$hosts" --links-per-pair 2
+       --radix $(( hosts + spines * 2 + 1 > leaves * 2 ? hosts + spines * 2 + 1 : leaves * 2 )) --leaf-link 1,2)
+"$build/tests/gen_fabric" "${shape[@]}" > "$dir/fabric.net"
 
 pids=()
 # Newest first: the SMs go before ibsim (an opensm can hang when ibsim dies first).
@@ -103,14 +100,33 @@ for _ in $(seq 300); do grep -q "STANDBY" "$dir/opensm-standby.log" 2>/dev/null 
 ) >&3 &
 pids+=($!)
 
+# What ibsim cannot be, the exporter reads through the hardware-personality
+# preload (docs/testing.md), its state written just before the exporter
+# starts (the rates below count from then): the first uplink of leaf 2
+# trained one lane (1xQDR) where both its ends allow four (ibsim's net file
+# would set the enabled width instead); leaf 4 a Quantum-2 and its first
+# host a ConnectX-7, so their cable runs NDR with RS-FEC, and its lane 2
+# corrects 20 k symbols a second (a raw bit error ratio of 4.7e-8), 8 times
+# as many after 15 s and 64 times after 30 s (3e-6, still under the
+# bad-cable level 5e-6): cable_degrading, with no symbol error. The trend
+# period is 4 minutes here (a day by default), so the alert holds for about
+# four minutes and then clears: a cable that stopped getting worse.
+fec_host="cn$(printf '%04d' $(( hosts * 3 + 1 )))"
+"$build/tests/gen_fabric" "${shape[@]}" --trained "ib-leaf02[$uplink]=1x" \
+  --model ib-leaf04=quantum-2 --model "$fec_host=connectx-7" \
+  --plant "fec ib-leaf04 1 lanes_per_second=0,0,20000,0 step_factor=8 step_seconds=15 steps=2" \
+  --personality "$dir" > /dev/null
+printf 'cable_degrading: {period: 4m}\n' > "$dir/alerts.yaml"
+
 port="${listen##*:}"
 echo
 echo "demo.sh: simulated fabric: $leaves leaves, $spines spines, $(( leaves * hosts )) hosts (files in $dir)"
-echo "demo.sh: faults: symbol errors rising on ib-leaf02[3], congestion rooted at ib-leaf03[$uplink] (cn0017 waiting behind it), ib-leaf01[$uplink] flapping, ib-leaf02[$uplink] trained 1x of 4x, ib-leaf01 cabled to ib-leaf02"
+echo "demo.sh: faults: symbol errors rising on ib-leaf02[3], congestion rooted at ib-leaf03[$uplink] (cn0017 waiting behind it), ib-leaf01[$uplink] flapping, ib-leaf02[$uplink] trained 1x of 4x, ib-leaf01 cabled to ib-leaf02, the raw bit error ratio of ib-leaf04[1] - $fec_host[1] rising"
 echo "demo.sh: open http://localhost:${port}/ (status page), http://localhost:${port}/metrics and http://localhost:${port}/api/v1/alerts  (Ctrl-C stops everything)"
 echo "demo.sh: inject more faults with: echo 'PerformanceSet \"ib-leaf01\"[2] PortCounters.PortRcvErrors=7' > $dir/console"
 echo
 LD_PRELOAD="$preload $build/tests/libhw_personality.so" HW_PERSONALITY="$dir/personality.json" SIM_HOST=cn0001 \
-  "$build/exporter/ibfabric_exporter" --web.listen-address="$listen" --sweep.interval=5s --discovery.interval=1m &
+  "$build/exporter/ibfabric_exporter" --web.listen-address="$listen" --sweep.interval=5s --discovery.interval=1m \
+  --phy.interval=5s --alerts.config="$dir/alerts.yaml" &
 pids+=($!)
 wait "${pids[-1]}"

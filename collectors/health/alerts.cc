@@ -226,7 +226,8 @@ AlertEngine::Verdict AlertEngine::CableDegrading(const CableHealth& h, const Des
   Verdict v;
   const AlertConfig::Degrading& d = config_.degrading;
   if (!d.factor) return v;
-  const double enough = std::chrono::duration<double>(d.period).count() / 4;
+  // Two of its 24ths behind the port at least (two hours of a day).
+  const double enough = std::chrono::duration<double>(d.period).count() / 12;
   std::string first;  // the summary's end
   int e = 0;
   for (const EndRates* end : {&h.a, &h.b}) {

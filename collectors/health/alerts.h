@@ -75,7 +75,7 @@ struct AlertConfig {
   // the lowest hour of the day by default) and at least `min_raw` (below
   // it corrected symbols are too few to matter), while still under
   // raw_bit_error_ratio's warning level (over it, a bad_cable). Judged
-  // once a quarter of the period is behind the port. Unset factor: off.
+  // once two 24ths of the period are behind the port. Unset factor: off.
   struct Degrading {
     std::optional<double> factor = 10;
     std::chrono::milliseconds period{86'400'000};

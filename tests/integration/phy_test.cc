@@ -243,7 +243,7 @@ TEST_F(PhysicalLayerTest, ACounterNearItsMaximumIsClearedPastTheThresholdAndCoun
 // level 5e-6): one cable_degrading warning naming both ends and the worst
 // lane, symbol errors 0; then over the level, a bad_cable, and the
 // degrading alert gives way. The trend period is 24 s here (a day by
-// default): a part a second, judged once 6 s are behind the port.
+// default): a part a second, judged once 2 s are behind the port.
 TEST_F(PhysicalLayerTest, ARawRatioRisingTenfoldUnderTheLevelIsOneDegradingCable) {
   const std::string config = sim_->dir() + "/degrading.yaml";
   ASSERT_TRUE(WriteFile(config, "cable_degrading: {period: 24s}\n"));

@@ -183,4 +183,16 @@ Negotiated Negotiate(const Personality& a, std::uint8_t a_widths, const Personal
   return n;
 }
 
+double CountedSince(double at, double per_second, double seconds, double factor, double step_seconds, int steps) {
+  if (seconds <= 0 || per_second <= 0) return at;
+  if (steps <= 0 || step_seconds <= 0) return at + per_second * seconds;
+  double total = at, rate = per_second;
+  for (int k = 0; k < steps; ++k, rate *= factor) {
+    const double part = std::min(step_seconds, seconds - k * step_seconds);
+    if (part <= 0) return total;
+    total += rate * part;
+  }
+  return total + rate * std::max(0.0, seconds - steps * step_seconds);
+}
+
 }  // namespace ibfabric::model

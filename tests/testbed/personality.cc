@@ -174,9 +174,10 @@ bool HardwareFabric::PlantFec(const std::string& node, int port, const FecPlant&
     next.lineage = was->second.lineage;
     next.lineage.push_back(was->second.serial);
     const double seconds = static_cast<double>(now_ms - was->second.since_ms) / 1000;
-    const auto counted = [seconds](std::uint32_t at, std::uint32_t per_second) {
+    const FecPlant& w = was->second;
+    const auto counted = [&](std::uint32_t at, std::uint32_t per_second) {
       return static_cast<std::uint32_t>(
-          std::min(4294967295.0, static_cast<double>(at) + static_cast<double>(per_second) * seconds));
+          std::min(4294967295.0, model::CountedSince(at, per_second, seconds, w.step_factor, w.step_seconds, w.steps)));
     };
     const std::size_t lanes = std::max(was->second.lanes.size(), was->second.lanes_per_second.size());
     for (std::size_t lane = 0; lane < lanes; ++lane) {
@@ -339,7 +340,7 @@ bool HardwareFabric::Command(const std::string& line, std::string* error) {
     *error = verb + " " + node + ": a number is missing";
     return false;
   }
-  if (verb == "fec") {  // fec NODE PORT [mode=N] [lanes=A,B,..] [corrected_blocks=N] [uncorrectable_blocks=N]
+  if (verb == "fec") {  // fec NODE PORT [mode=N] [lanes=A,B,..] [corrected_blocks=N] [uncorrectable_blocks=N] ...
     FecPlant fec;
     for (std::string option; words >> option;) {
       const auto eq = option.find('=');
@@ -371,9 +372,16 @@ bool HardwareFabric::Command(const std::string& line, std::string* error) {
         fec.lanes_per_second = values;
       } else if (key == "uncorrectable_per_second") {
         fec.uncorrectable_per_second = values[0];
+      } else if (key == "step_factor") {
+        fec.step_factor = values[0];
+      } else if (key == "step_seconds") {
+        fec.step_seconds = values[0];
+      } else if (key == "steps") {
+        fec.steps = values[0];
       } else {
         *error = "fec: unknown option '" + key +
-                 "' (mode, lanes, corrected_blocks, uncorrectable_blocks, lanes_per_second, uncorrectable_per_second)";
+                 "' (mode, lanes, corrected_blocks, uncorrectable_blocks, lanes_per_second, uncorrectable_per_second, "
+                 "step_factor, step_seconds, steps)";
         return false;
       }
     }
@@ -489,6 +497,11 @@ bool HardwareFabric::Write(std::string* error) const {
         x["uncorrectable_per_second"] = f.uncorrectable_per_second;
         x["since_ms"] = f.since_ms;
       }
+      if (f.steps > 0) {
+        x["step_factor"] = f.step_factor;
+        x["step_seconds"] = f.step_seconds;
+        x["steps"] = f.steps;
+      }
       fec[std::to_string(port)] = x;
     }
     if (!fec.empty()) node["fec"] = fec;
@@ -505,8 +518,9 @@ bool HardwareFabric::Write(std::string* error) const {
 
 std::unique_ptr<HardwareFabric> PlantTrained(const std::string& net_text,
                                              const std::map<std::pair<std::string, int>, std::string>& trained,
-                                             const std::string& dir, const SimFabric* sim, std::string* error) {
-  auto hw = HardwareFabric::Make(net_text, {}, dir, error);
+                                             const std::string& dir, const SimFabric* sim, std::string* error,
+                                             const std::vector<PersonalityRule>& rules) {
+  auto hw = HardwareFabric::Make(net_text, rules, dir, error);
   if (!hw || (sim && !hw->ResolveLids(*sim, error))) return nullptr;
   static const std::regex kRate(R"((\d+x)?([A-Z]\w*)?)");
   for (const auto& [at, rate] : trained) {

@@ -93,6 +93,11 @@ class HardwareFabric {
     std::uint32_t uncorrectable_blocks = 0;
     std::vector<std::uint32_t> lanes_per_second;
     std::uint32_t uncorrectable_per_second = 0;
+    // The rates rise `step_factor` times every `step_seconds`, `steps`
+    // times, then stay (a cable going bad step by step; 0 steps: steady).
+    std::uint32_t step_factor = 1;
+    std::uint32_t step_seconds = 0;
+    std::uint32_t steps = 0;
     std::int64_t since_ms = 0;  // when it was planted (wall clock), set by PlantFec
     // Set by PlantFec: which planting this is, and the plantings it counts
     // on from (new rates, no counts: a cable getting worse): a clear the
@@ -104,7 +109,8 @@ class HardwareFabric {
   bool PlantFec(const std::string& node, int port, const FecPlant& fec, std::string* error);
   bool Clear(const std::string& node, std::string* error);
   // One console line: "fec NODE PORT [mode=N] [lanes=N,..] [corrected_blocks=N]
-  // [uncorrectable_blocks=N] [lanes_per_second=N,..] [uncorrectable_per_second=N]", "tick NODE N", "busy NODE N
+  // [uncorrectable_blocks=N] [lanes_per_second=N,..] [uncorrectable_per_second=N] [step_factor=N
+  // step_seconds=N steps=N]", "tick NODE N", "busy NODE N
   // [ATTR]", "redirect NODE QP", "ar NODE 1|0", "mkey NODE|all KEY", "pkeys NODE PKEY,...", "link NODE PORT [width=W]
   // [speed=S]", "clear NODE".
   bool Command(const std::string& line, std::string* error);
@@ -154,14 +160,16 @@ class HardwareFabric {
 // ExporterProcess::Start (its LD_PRELOAD names umad2sim: taken whole).
 Env SplitSmiEnv(const SimFabric& sim, const HardwareFabric* hw, const std::string& gsi, const std::string& smi);
 
-// A hardware fabric with no models over the fabric of `net_text`, its
-// state in `dir`, with each cable of `trained` (port -> "1x", "1xQDR",
-// "QDR") planted to run at that: what a plain simulated fabric needs for a
-// link below what both its ends allow (ibsim's note sets the enabled width
-// instead). With `sim` its LIDs are resolved; without, the preload learns
-// them from the PortInfo answers it sees.
+// A hardware fabric over the fabric of `net_text` (models by `rules`;
+// none by default), its state in `dir`, with each cable of `trained`
+// (port -> "1x", "1xQDR", "QDR") planted to run at that: what a plain
+// simulated fabric needs for a link below what both its ends allow
+// (ibsim's note sets the enabled width instead). With `sim` its LIDs are
+// resolved; without, the preload learns them from the PortInfo answers it
+// sees.
 std::unique_ptr<HardwareFabric> PlantTrained(const std::string& net_text,
                                              const std::map<std::pair<std::string, int>, std::string>& trained,
-                                             const std::string& dir, const SimFabric* sim, std::string* error);
+                                             const std::string& dir, const SimFabric* sim, std::string* error,
+                                             const std::vector<PersonalityRule>& rules = {});
 
 }  // namespace ibfabric::testbed

@@ -7,6 +7,7 @@
 //              [--move NODE[PORT]=LEAF]...
 //              [--leaf-link I,J]... [--degraded NODE[PORT]=RATE]...
 //              [--trained NODE[PORT]=RATE]... [--personality DIR]
+//              [--model PATTERN=MODEL]... [--plant LINE]...
 // --pods makes a three-tier tree: --leaves and --spines are per pod, the
 // spines are the pods' aggregation switches, --cores a multiple of --spines.
 // --units makes a rail-optimized tree (one leaf per unit and rail; servers
@@ -19,8 +20,11 @@
 // only. --trained makes the cable at NODE[PORT] run at RATE (1x, 1xQDR)
 // below what its ends allow: written with --personality to
 // DIR/personality.json, the state of the hardware-personality preload
-// (tests/tools/hw_personality.cc) that clients of the fabric load. All
-// repeat; see tests/testbed/fat_tree.h.
+// (tests/tools/hw_personality.cc) that clients of the fabric load; with it
+// --model gives the nodes PATTERN matches (a glob) a hardware model
+// (tests/model/personalities.h: quantum-2, connectx-7, ...) and --plant
+// plants a personality console line ("fec ib-leaf04 1 lanes_per_second=..",
+// docs/testing.md). All repeat; see tests/testbed/fat_tree.h.
 
 #include <algorithm>
 #include <cstdlib>
@@ -28,6 +32,7 @@
 #include <map>
 #include <regex>
 #include <string>
+#include <vector>
 
 #include "tests/testbed/fat_tree.h"
 #include "tests/testbed/personality.h"
@@ -35,6 +40,8 @@
 int main(int argc, char** argv) {
   ibfabric::testbed::FatTreeSpec spec;
   std::string personality_dir;
+  std::vector<ibfabric::testbed::PersonalityRule> models;
+  std::vector<std::string> plants;
   std::map<std::string, int*> ints{{"--leaves", &spec.leaves},
                                    {"--spines", &spec.spines},
                                    {"--hosts-per-leaf", &spec.hosts_per_leaf},
@@ -73,6 +80,19 @@ int main(int argc, char** argv) {
       (a == "--degraded" ? spec.degraded : spec.trained)[{m[1].str(), std::stoi(m[2].str())}] = m[3].str();
     } else if (a == "--personality") {
       personality_dir = v;
+    } else if (a == "--model") {
+      std::vector<ibfabric::testbed::PersonalityRule> rule;
+      std::string why;
+      const auto eq = v.find('=');
+      if (eq == std::string::npos ||
+          !ibfabric::testbed::ParsePersonalityFile(v.substr(0, eq) + " " + v.substr(eq + 1) + "\n", &rule, &why)) {
+        std::cerr << "gen_fabric: --model wants PATTERN=MODEL (e.g. ib-leaf04=quantum-2), not '" << v << "'"
+                  << (why.empty() ? "" : ": " + why) << "\n";
+        return 2;
+      }
+      models.insert(models.end(), rule.begin(), rule.end());
+    } else if (a == "--plant") {
+      plants.push_back(v);
     } else if (a == "--devices") {
       static const std::regex kDevices(R"([A-Za-z0-9_]+(,[A-Za-z0-9_]+)*)");
       if (!std::regex_match(v, kDevices)) {
@@ -105,8 +125,8 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  if (!spec.trained.empty() && personality_dir.empty()) {
-    std::cerr << "gen_fabric: --trained needs --personality DIR (where the preload's state goes)\n";
+  if ((!spec.trained.empty() || !models.empty() || !plants.empty()) && personality_dir.empty()) {
+    std::cerr << "gen_fabric: --trained, --model and --plant need --personality DIR (where the preload's state goes)\n";
     return 2;
   }
   try {
@@ -115,9 +135,16 @@ int main(int argc, char** argv) {
       std::map<std::pair<std::string, int>, std::string> trained;
       for (const auto& [e, rate] : spec.trained) trained[{e.node, e.port}] = rate;
       std::string error;
-      if (!ibfabric::testbed::PlantTrained(net, trained, personality_dir, nullptr, &error)) {
+      auto hw = ibfabric::testbed::PlantTrained(net, trained, personality_dir, nullptr, &error, models);
+      if (!hw) {
         std::cerr << "gen_fabric: " << error << "\n";
         return 2;
+      }
+      for (const std::string& line : plants) {
+        if (!hw->Command(line, &error)) {
+          std::cerr << "gen_fabric: --plant '" << line << "': " << error << "\n";
+          return 2;
+        }
       }
     }
     std::cout << net;

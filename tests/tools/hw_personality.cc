@@ -121,6 +121,9 @@ struct Node {
     // per second per lane, uncorrectable blocks per second.
     std::vector<double> lanes_per_second;
     double uncorrectable_per_second = 0;
+    double step_factor = 1;  // the rates rise so many times every step_seconds, `steps` times
+    double step_seconds = 0;
+    int steps = 0;
     std::int64_t since_ms = 0;
     std::uint64_t serial = 0;            // which planting
     std::vector<std::uint64_t> lineage;  // the plantings it counts on from
@@ -303,8 +306,10 @@ class Personalities {
       if (f != n.fec.end()) {
         // What was planted, and what the planted rates counted since.
         const double seconds = f->second.since_ms > 0 ? static_cast<double>(WallMs() - f->second.since_ms) / 1000 : 0;
-        const auto counted = [seconds](std::uint32_t at, double per_second) {
-          return static_cast<double>(at) + std::max(0.0, per_second * seconds);
+        const Node::Fec& plant = f->second;
+        const auto counted = [&](std::uint32_t at, double per_second) {
+          return ibfabric::model::CountedSince(at, per_second, seconds, plant.step_factor, plant.step_seconds,
+                                               plant.steps);
         };
         const std::size_t lanes = std::max(f->second.lanes.size(), f->second.lanes_per_second.size());
         for (std::size_t lane = 0; lane < lanes && lane < now.lanes.size(); ++lane) {
@@ -569,6 +574,9 @@ class Personalities {
         x.lanes_per_second = f.value("lanes_per_second", std::vector<double>{});
         x.uncorrectable_per_second = f.value("uncorrectable_per_second", 0.0);
         x.since_ms = f.value("since_ms", std::int64_t{0});
+        x.step_factor = f.value("step_factor", 1.0);
+        x.step_seconds = f.value("step_seconds", 0.0);
+        x.steps = f.value("steps", 0);
         x.serial = f.value("serial", std::uint64_t{0});
         x.lineage = f.value("lineage", std::vector<std::uint64_t>{});
         node.fec[std::stoi(port)] = x;

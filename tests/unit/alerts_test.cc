@@ -349,9 +349,9 @@ TEST(AlertEngineTest, ARawRatioTenTimesItsLowestIsADegradingCable) {
   };
   d.Sweep();
   d.fec[d.b.host1] = {4e-7, 2};
-  d.baseline[d.b.host1] = {3e-8, kDay / 8};  // 13x, but an eighth of the day behind it
+  d.baseline[d.b.host1] = {3e-8, kDay / 24};  // 13x, but one hour of the day behind it
   for (int i = 0; i < 4; ++i) EXPECT_EQ(degrading(d.Sweep()), 0) << "too little history";
-  d.baseline[d.b.host1] = {3e-8, kDay / 4};
+  d.baseline[d.b.host1] = {3e-8, kDay / 12};
   d.Sweep();
   auto active = d.Sweep();
   ASSERT_EQ(active.size(), 1u);

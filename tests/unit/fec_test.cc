@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "collectors/fec_collector.h"
+#include "tests/model/personalities.h"
 #include "tests/unit/collector_bed.h"
 #include "transport/attributes.h"
 #include "transport/codec.h"
@@ -397,6 +398,20 @@ TEST(FecCollectorTest, TheBaselineIsTheLowestPartOfThePeriod) {
   // Past the period, only the high parts are left.
   for (int i = 0; i < 24; ++i) sweep(1'000'000);
   EXPECT_GT(*port().raw_ber_baseline, lowest * 10) << "the low parts left the period";
+}
+
+// The personalities' planted FEC rates (what the integration tests and
+// the demo count on): steady, or rising step by step, then steady.
+TEST(FecPlantTest, ARateCountsOnSteadyOrStepByStep) {
+  using model::CountedSince;
+  EXPECT_DOUBLE_EQ(CountedSince(100, 10, 0), 100);
+  EXPECT_DOUBLE_EQ(CountedSince(100, 10, 5), 150);
+  EXPECT_DOUBLE_EQ(CountedSince(100, 10, -1), 100) << "before the planting";
+  // x2 every 10 s, twice: 10/s for 10 s, 20/s for 10 s, then 40/s.
+  EXPECT_DOUBLE_EQ(CountedSince(0, 10, 5, 2, 10, 2), 50);
+  EXPECT_DOUBLE_EQ(CountedSince(0, 10, 15, 2, 10, 2), 100 + 100);
+  EXPECT_DOUBLE_EQ(CountedSince(0, 10, 25, 2, 10, 2), 100 + 200 + 200);
+  EXPECT_DOUBLE_EQ(CountedSince(0, 10, 40, 2, 10, 2), 100 + 200 + 800) << "steady after the last step";
 }
 
 }  // namespace
