@@ -54,7 +54,7 @@ TEST(DemoTest, EveryKindOfCableProblemIsAlertedWithinAMinute) {
   const std::map<std::string, std::string> want{
       {"bad_cable", "cn0011[1] - ib-leaf02[3]"},         {"congestion", "ib-leaf03[9] - ib-spine01[5]"},
       {"flapping_link", "ib-leaf01[9] - ib-spine01[1]"}, {"degraded_link", "ib-leaf02[9] - ib-spine01[3]"},
-      {"miswiring", "ib-leaf01[17] - ib-leaf02[17]"},     {"cable_degrading", "cn0025[1] - ib-leaf04[1]"},
+      {"miswiring", "ib-leaf01[17] - ib-leaf02[17]"},    {"cable_degrading", "cn0025[1] - ib-leaf04[1]"},
   };
   std::map<std::string, std::string> got;
   std::vector<std::string> victims;  // of the congestion alert's tree
