@@ -89,46 +89,53 @@ class FecReads final : public BatchPart {
 
 // The raw ratio over the last trend period, in 24 parts: each part's
 // ratio (the corrected symbols over the bits of the windows that ended in
-// it; NaN where none did), for the lowest of them.
+// it; none where no window did), for the lowest of them.
 inline constexpr std::size_t kTrendParts = 24;
 class RawTrend {
  public:
   void Add(std::chrono::steady_clock::time_point at, double symbols, double bits,
            std::chrono::steady_clock::duration part) {
     if (start_ == std::chrono::steady_clock::time_point{}) start_ = at;
-    if (at - start_ >= part * static_cast<int>(kTrendParts + 1)) {
-      // Away for longer than the period: nothing of it is left.
-      for (std::size_t i = 0; i < kTrendParts; ++i) Close(std::numeric_limits<float>::quiet_NaN());
-      start_ = at;
-    }
-    while (at - start_ >= part) {
-      Close(bits_ > 0 ? static_cast<float>(symbols_ / bits_) : std::numeric_limits<float>::quiet_NaN());
+    const auto passed = (at - start_) / part;  // whole parts since the current one began
+    if (passed > 0) {
+      // The current part is complete, and so is every part that passed
+      // without a window (none once the whole period passed so).
+      Close(bits_ > 0 ? static_cast<float>(symbols_ / bits_) : kNone);
+      const auto empty = std::min<std::int64_t>(passed - 1, kTrendParts);
+      for (std::int64_t i = 0; i < empty; ++i) Close(kNone);
       symbols_ = bits_ = 0;
-      start_ += part;
+      start_ += part * passed;
     }
     symbols_ += symbols;
     bits_ += bits;
   }
   std::optional<double> Lowest() const {
     std::optional<double> out;
-    for (std::size_t i = 0; i < count_; ++i) {
-      if (!std::isnan(parts_[i]) && (!out || parts_[i] < *out)) out = parts_[i];
+    for (float p : parts_) {
+      if (!std::isnan(p) && (!out || p < *out)) out = p;
     }
     return out;
   }
-  std::size_t complete() const { return count_; }
+  // Complete parts within the period that hold a window.
+  int with_data() const {
+    return static_cast<int>(std::count_if(parts_.begin(), parts_.end(), [](float p) { return !std::isnan(p); }));
+  }
 
  private:
+  static constexpr float kNone = std::numeric_limits<float>::quiet_NaN();
   void Close(float ratio) {
     parts_[next_] = ratio;
     next_ = static_cast<std::uint8_t>((next_ + 1) % kTrendParts);
-    count_ = std::min<std::uint8_t>(static_cast<std::uint8_t>(count_ + 1), kTrendParts);
   }
-  std::chrono::steady_clock::time_point start_{};  // the current part's
-  double symbols_ = 0, bits_ = 0;                  // the current part's windows
-  std::array<float, kTrendParts> parts_{};         // complete parts, a ring
+  std::chrono::steady_clock::time_point start_{};   // the current part's
+  double symbols_ = 0, bits_ = 0;                   // the current part's windows
+  std::array<float, kTrendParts> parts_ = Empty();  // complete parts, a ring (NaN: no window)
   std::uint8_t next_ = 0;
-  std::uint8_t count_ = 0;
+  static std::array<float, kTrendParts> Empty() {
+    std::array<float, kTrendParts> a;
+    a.fill(kNone);
+    return a;
+  }
 };
 
 // What is kept of one port between reads.
@@ -377,8 +384,8 @@ class FecCollector final : public Collector {
       if (f.raw_ber) {
         st.trend.Add(r.at, static_cast<double>(symbols), bits, trend_part_);
         f.raw_ber_baseline = st.trend.Lowest();
-        f.baseline_seconds =
-            std::chrono::duration<double>(trend_part_).count() * static_cast<double>(st.trend.complete());
+        f.baseline_parts = st.trend.with_data();
+        f.baseline_seconds = std::chrono::duration<double>(trend_part_).count() * f.baseline_parts;
       }
     }
     st.window_broken = false;
@@ -389,8 +396,8 @@ class FecCollector final : public Collector {
     return true;
   }
 
-  // Clears the ports' counters (--counters.clear-threshold): each one
-  // acknowledged counts on from zero. True when any was.
+  // Clears the ports' counters (--counters.clear-threshold). True when
+  // any was acknowledged.
   bool Clear(const std::vector<FecReads::Read>& full, const Cycle& cycle) {
     std::vector<transport::MadRequest> sets;
     for (const FecReads::Read& r : full) sets.push_back(transport::ExtendedSpeedsCountersClear(r.lid, r.port.port));
@@ -399,10 +406,17 @@ class FecCollector final : public Collector {
     for (std::size_t i = 0; i < results.size() && i < full.size(); ++i) {
       PortState& st = ports_[full[i].port];
       if (results[i].outcome != transport::MadOutcome::kOk) {
-        st.clear_unsupported |= ForGood(results[i]);
+        // A device that takes no Set of it ("method not supported", IBTA
+        // 13.4.7 code 2) is not asked again either.
+        const bool no_set = results[i].outcome == transport::MadOutcome::kRemoteError &&
+                            (results[i].mad_status & transport::kMadStatusCodeMask) == 0x0008;
+        st.clear_unsupported |= ForGood(results[i]) || no_set;
         continue;
       }
-      st.last = ExtendedSpeedsRsFec{};
+      // The last reading stays: the next one, lower, counts from its own
+      // value (a clear), and one that did not go down (a device that
+      // acknowledged but kept counting) from the last, never the whole
+      // counter again.
       st.out.pinned = false;
       ++clears_;
       ++cleared;

@@ -27,9 +27,12 @@
 // its new value). With --counters.clear-threshold set, a port one of
 // whose 32-bit counters reached that percent of its maximum is cleared
 // after the read (PortExtendedSpeedsCounters Set, every counter, as
-// perfquery -R -T): its totals go on from the clear (what it counted
-// between the read and the clear is lost), and a Set answered
-// "unsupported" is not sent to the port again. Unset (the default), a
+// perfquery -R -T): its totals go on, each counter counting from its new
+// value when it reads lower than before and from its last otherwise (a
+// device that acknowledged but did not clear is never counted whole
+// again); what it counted between the read and the clear is lost, so
+// that window is a lower bound. A Set answered "unsupported" or "method
+// not supported" is not sent to the port again. Unset (the default), a
 // counter at its maximum stays pinned there. Bit error ratios are over the window between the port's
 // last two reads, against the bits its link carried (the signalling rate
 // of its lanes times the seconds; idle symbols are bits on the wire too):
@@ -84,11 +87,12 @@ struct FecPort {
   // Each lane's raw ratio over the window (its corrected symbols over the
   // bits it carried, a lanes-th of the link's), where raw_ber is.
   std::array<float, transport::kFecLanes> lane_raw_ber{};
-  // The raw ratio's history, for cable_degrading: the lowest ratio of any
-  // 24th of the last AlertConfig::degrading.period that had a window
-  // (the lowest hour of the day by default), and how much history there is
-  // (the 24ths complete so far, at most the period).
+  // The raw ratio's history, for cable_degrading: the lowest ratio of the
+  // complete 24ths of the last AlertConfig::degrading.period in which a
+  // window ended (the lowest hour of the day by default), how many of
+  // those 24ths there are, and the time they span.
   std::optional<double> raw_ber_baseline;
+  int baseline_parts = 0;
   double baseline_seconds = 0;
   std::chrono::steady_clock::time_point read_at{};  // when the last counters came
   bool operator==(const FecPort&) const = default;

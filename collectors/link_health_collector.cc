@@ -66,9 +66,10 @@ class LinkHealthCollector final : public Collector {
   void Publish(Snapshot* parts) const override { parts->health = report_; }
 
  private:
-  // Each end's FEC ratios, where the fec collector read them: a reading
-  // older than two intervals (its reads stopped answering, or stopped)
-  // is stale, and its end is judged neither clean nor bad.
+  // Each end's FEC ratios, where the fec collector read them: a ratio it
+  // does not have now, or a reading older than two intervals (its reads
+  // stopped answering, or stopped), is unknown: by it the end is judged
+  // neither clean nor bad.
   static void AddFec(const Cycle& cycle, std::vector<CableHealth>* cables) {
     const auto* fec = cycle.parts->by_collector.Get<FecReadings>(kFecCollector);
     if (!fec || fec->ports->empty()) return;
@@ -83,13 +84,15 @@ class LinkHealthCollector final : public Collector {
         if (it == by_port.end()) continue;
         const FecPort& f = *it->second;
         const bool stale = cycle.now - f.read_at > stale_after;
-        end->fec_unknown = stale || (!f.raw_ber && !f.effective_ber && f.pinned);
+        end->raw_unknown = stale || !f.raw_ber;
+        end->effective_unknown = stale || !f.effective_ber;
         if (stale) continue;
         end->raw_bit_error_ratio = f.raw_ber;
         end->effective_bit_error_ratio = f.effective_ber;
         end->fec_window_seconds = f.window_seconds;
         end->worst_lane = f.worst_lane;
         end->raw_bit_error_ratio_baseline = f.raw_ber_baseline;
+        end->baseline_parts = f.baseline_parts;
         end->baseline_seconds = f.baseline_seconds;
       }
     }

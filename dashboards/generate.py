@@ -383,11 +383,11 @@ def physical_layer():
     l = Layout()
     l.row("Forward error correction and bit error ratios")
     raw = f'infiniband_port_raw_bit_error_ratio{{{F}}}'
-    tier = f'count_values by (fabric, guid) ("tier", infiniband_switch_tier{{{SW}}})'
+    tier = f'group by (fabric, guid, tier) (infiniband_switch_tier{{{SW}}})'
     l.add(stat("Degrading cables", f'sum(infiniband_alerts{{{F},cause="cable_degrading"}})', red_above=1,
                description="Cables whose raw (pre-FEC) bit error ratio rose tenfold over its lowest of the day while "
                            "still under the bad-cable level (cable_degrading)."), 6, 4)
-    l.add(stat("Ports over the raw BER warning level", f'count({raw} >= 5e-6) or vector(0)', red_above=1,
+    l.add(stat("Ports over the raw BER warning level", f'count({ports(raw)} >= 5e-6) or vector(0)', red_above=1,
                description="Ports whose raw bit error ratio is at or over NVIDIA's NDR field warning level (5e-6; "
                            "bad_cable.raw_bit_error_ratio, docs/alerts.md)."), 6, 4)
     l.add(stat("Uncorrectable FEC blocks (range)",
@@ -405,8 +405,8 @@ def physical_layer():
     l.add(heat, 12, 8)
     l.add(timeseries("Raw bit error ratio by tier (worst port)", [target(
         f'max by (tier) ({raw} * on (fabric, guid) group_left(tier) {tier})', "tier {{tier}}")], "short",
-        "The worst switch port's raw bit error ratio in each tier (tier 1: leaves)."), 12, 8)
-    l.add(table("Worst 20 cables by raw bit error ratio", f'topk(20, {fec_cables(raw)})',
+        "The worst switch port's raw bit error ratio in each tier (leaf, spine, core)."), 12, 8)
+    l.add(table("Worst 20 cables by raw bit error ratio", f'topk(20, {fec_cables(ports(raw))})',
                 "The cables whose worse end has the highest raw (pre-FEC) bit error ratio over its last FEC window, "
                 "both ends named.", hide=("Time", "job", "instance")), 12, 8)
     l.add(timeseries("Effective bit error ratio: top $topn ports", [target(
@@ -415,8 +415,8 @@ def physical_layer():
     lanes = f'infiniband_switch_port_lane_fec_corrected_symbols_total{{{SW}}}'
     share = (f'increase({lanes}[{FEC_RANGE}]) / on (fabric, guid, port) group_left() '
              f'sum by (fabric, guid, port) (increase({lanes}[{FEC_RANGE}]))')
-    per_lane = (f'{share} * on (fabric, guid, port) group_left() count by (fabric, guid, port) ({lanes}) '
-                f'* on (fabric, guid, port) group_left() {raw}')
+    per_lane = (f'({share} * on (fabric, guid, port) group_left() count by (fabric, guid, port) ({lanes}) '
+                f'* on (fabric, guid, port) group_left() {raw}) > 0')
     l.add(timeseries("Raw bit error ratio per lane: top $topn lanes", [target(
         f'topk($topn, {per_lane})', "{{switch}} port {{port}} lane {{lane}}")], "short",
         "A switch port's raw bit error ratio split over its lanes by their share of its corrected symbols "

@@ -345,6 +345,17 @@ int Main(int argc, char** argv) {
     std::cerr << "ibfabric_exporter: " << error << "\n";
     return 2;
   }
+  // cable_degrading compares a port's raw ratio with the lowest of the
+  // 24 parts of its period that hold a FEC window: a period of few
+  // --phy.interval has few such parts, and none under two.
+  const auto& degrading = files.alerts.degrading;
+  if (degrading.factor && degrading.period < 4 * cfg.phy_interval) {
+    log.Warn(
+        "cable_degrading.period holds fewer than four --phy.interval: a port needs two FEC reads in two of "
+        "its 24 parts to be judged",
+        "period_ms=" + std::to_string(degrading.period.count()) +
+            " phy_interval_ms=" + std::to_string(cfg.phy_interval.count()));
+  }
 
   const sigset_t signals = BlockStopSignals();
 

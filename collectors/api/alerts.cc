@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <set>
@@ -324,13 +325,21 @@ nlohmann::json RatesJson(const Snapshot& s, const EndRates& r) {
   return j;
 }
 
+// A float's value to the digits it holds (6), not the double nearest it.
+double Significant(float v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", static_cast<double>(v));
+  return std::strtod(buf, nullptr);
+}
+
 // One port's FEC as the fec collector last read it; null where it has none.
 nlohmann::json FecJson(const Snapshot& s, const topology::PortRef& port) {
   const auto* fec = s.by_collector.Get<FecReadings>(kFecCollector);
   if (!fec) return nullptr;
-  const auto it =
-      std::find_if(fec->ports->begin(), fec->ports->end(), [&](const FecPort& f) { return f.port == port; });
-  if (it == fec->ports->end()) return nullptr;
+  // By port, as the collector publishes them.
+  const auto it = std::lower_bound(fec->ports->begin(), fec->ports->end(), port,
+                                   [](const FecPort& f, const topology::PortRef& p) { return f.port < p; });
+  if (it == fec->ports->end() || !(it->port == port)) return nullptr;
   const FecPort& f = *it;
   const auto ratio = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
   nlohmann::json j{{"mode", transport::ToString(f.mode)}, {"source", f.counted ? "pma_extended_speeds" : "none"}};
@@ -349,7 +358,8 @@ nlohmann::json FecJson(const Snapshot& s, const topology::PortRef& port) {
     const auto i = static_cast<std::size_t>(lane);
     lanes.push_back({{"lane", lane},
                      {"corrected_symbols", f.lane_symbols[i]},
-                     {"raw_bit_error_ratio", f.raw_ber ? nlohmann::json(f.lane_raw_ber[i]) : nlohmann::json(nullptr)}});
+                     {"raw_bit_error_ratio",
+                      f.raw_ber ? nlohmann::json(Significant(f.lane_raw_ber[i])) : nlohmann::json(nullptr)}});
   }
   j["lanes"] = std::move(lanes);
   return j;

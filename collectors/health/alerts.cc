@@ -125,7 +125,7 @@ AlertEngine::Verdict AlertEngine::BadCable(const CableHealth& h, const Describe&
     // FEC's ratios: a cable going bad shows here while symbol errors, after
     // FEC, stay 0. Over the FEC window (the physical layer's slower beat).
     // Counted but not judgeable now: counts neither way (as a pinned counter).
-    if (end->fec_unknown) v.clean = false;
+    if (end->raw_unknown || end->effective_unknown) v.clean = false;
     const auto fec = [&](const char* signal, const std::optional<double>& value, const Threshold& t,
                          const std::string& detail) {
       if (!value) return;
@@ -226,20 +226,24 @@ AlertEngine::Verdict AlertEngine::CableDegrading(const CableHealth& h, const Des
   Verdict v;
   const AlertConfig::Degrading& d = config_.degrading;
   if (!d.factor) return v;
-  // Two of its 24ths behind the port at least (two hours of a day).
-  const double enough = std::chrono::duration<double>(d.period).count() / 12;
+  // Down, whether it still degrades is unknown.
+  if (!h.up) v.clean = false;
+  // The bad-cable level: over it the cable is a bad_cable instead.
+  const std::optional<double> bad =
+      config_.raw_bit_error_ratio.warning ? config_.raw_bit_error_ratio.warning : config_.raw_bit_error_ratio.critical;
   std::string first;  // the summary's end
   int e = 0;
   for (const EndRates* end : {&h.a, &h.b}) {
     const int me = e++;
-    if (end->fec_unknown) {
+    if (end->raw_unknown) {
       v.clean = false;  // counted, but no ratio to judge now
       continue;
     }
-    if (!end->raw_bit_error_ratio || !end->raw_bit_error_ratio_baseline || end->baseline_seconds < enough) continue;
+    // Judged with two 24ths of the period behind the port at least (two
+    // hours of a day) that hold a FEC window.
+    if (!end->raw_bit_error_ratio || !end->raw_bit_error_ratio_baseline || end->baseline_parts < 2) continue;
     const double now = *end->raw_bit_error_ratio;
     const double lowest = *end->raw_bit_error_ratio_baseline;
-    const auto& bad = config_.raw_bit_error_ratio.warning;
     if (now < d.min_raw || now < *d.factor * lowest || (bad && now >= *bad)) continue;
     v.severity = Severity::kWarning;
     const std::string lane = end->worst_lane >= 0 ? "worst lane " + std::to_string(end->worst_lane) + ", " : "";

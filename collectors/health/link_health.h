@@ -85,14 +85,18 @@ struct EndRates {
   std::optional<double> effective_bit_error_ratio;
   double fec_window_seconds = 0;
   int worst_lane = -1;
-  // The lowest raw ratio of the port over its history (each 24th of
-  // AlertConfig::degrading.period), and how long that history is.
+  // The lowest raw ratio of the port over its history (the 24ths of
+  // AlertConfig::degrading.period that hold a FEC window), how many of
+  // those 24ths there are, and the time they span.
   std::optional<double> raw_bit_error_ratio_baseline;
+  int baseline_parts = 0;
   double baseline_seconds = 0;
   // The port runs RS-FEC and its counters are read, but there is no
-  // current ratio to judge (a pinned counter, a reading gone stale): the
-  // cable can be judged clean no more than dirty.
-  bool fec_unknown = false;
+  // current ratio to judge (not two reads yet, the link went down since,
+  // a counter pinned at its maximum, a reading gone stale): by that ratio
+  // the cable can be judged clean no more than dirty.
+  bool raw_unknown = false;
+  bool effective_unknown = false;
   std::optional<double> xmit_wait_fraction;
   double bits_received = 0;
   double packets_received = 0;

@@ -906,7 +906,7 @@ function fecParts(fec) {
   const cell = (x, i, k) => {
     const lane = x && x.lanes[i];
     const worst = x && x.worst_lane === i && k === "raw_bit_error_ratio";
-    return el("td", { class: worst ? "sev-warning" : "", "data-end": x === here ? "this" : "far",
+    return el("td", { class: worst ? "worst-lane" : "", "data-end": x === here ? "this" : "far",
                       text: lane ? fmtNum(lane[k]) : "–" });
   };
   const window = (here || there).window_seconds;

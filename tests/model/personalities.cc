@@ -183,16 +183,22 @@ Negotiated Negotiate(const Personality& a, std::uint8_t a_widths, const Personal
   return n;
 }
 
-double CountedSince(double at, double per_second, double seconds, double factor, double step_seconds, int steps) {
+double CountedSince(double at, double per_second, double seconds, double factor, double step_seconds, int steps,
+                    double first_step) {
   if (seconds <= 0 || per_second <= 0) return at;
   if (steps <= 0 || step_seconds <= 0) return at + per_second * seconds;
-  double total = at, rate = per_second;
-  for (int k = 0; k < steps; ++k, rate *= factor) {
-    const double part = std::min(step_seconds, seconds - k * step_seconds);
-    if (part <= 0) return total;
-    total += rate * part;
+  if (first_step < 0) first_step = step_seconds;
+  // The rate before the first step, then each step's, the last one on.
+  double total = at + per_second * std::min(seconds, first_step);
+  double rate = per_second;
+  for (int k = 0; k < steps; ++k) {
+    rate *= factor;
+    const double from = first_step + k * step_seconds;
+    if (seconds <= from) return total;
+    const double to = k + 1 < steps ? from + step_seconds : seconds;
+    total += rate * (std::min(seconds, to) - from);
   }
-  return total + rate * std::max(0.0, seconds - steps * step_seconds);
+  return total;
 }
 
 }  // namespace ibfabric::model

@@ -86,10 +86,11 @@ std::uint8_t WidestBit(std::uint8_t widths);
 std::optional<std::uint8_t> ParseWidth(std::string_view s);  // "1x", "2x", "4x", "8x", "12x"
 
 // A counter planted at `at` that counts on at `per_second`, `seconds`
-// after the planting, its rate rising `factor` times every `step_seconds`
-// for `steps` steps and steady after (steps 0: a steady rate): a cable
-// whose raw error ratio rises step by step. Unclamped.
+// after the planting, its rate rising `factor` times at `first_step`
+// seconds (negative: `step_seconds`) and every `step_seconds` after, for
+// `steps` steps, and steady after (steps 0: a steady rate): a cable whose
+// raw error ratio rises step by step. Unclamped.
 double CountedSince(double at, double per_second, double seconds, double factor = 1, double step_seconds = 0,
-                    int steps = 0);
+                    int steps = 0, double first_step = -1);
 
 }  // namespace ibfabric::model

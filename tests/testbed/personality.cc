@@ -177,7 +177,8 @@ bool HardwareFabric::PlantFec(const std::string& node, int port, const FecPlant&
     const FecPlant& w = was->second;
     const auto counted = [&](std::uint32_t at, std::uint32_t per_second) {
       return static_cast<std::uint32_t>(
-          std::min(4294967295.0, model::CountedSince(at, per_second, seconds, w.step_factor, w.step_seconds, w.steps)));
+          std::min(4294967295.0, model::CountedSince(at, per_second, seconds, w.step_factor, w.step_seconds, w.steps,
+                                                     w.step_after ? *w.step_after : -1.0)));
     };
     const std::size_t lanes = std::max(was->second.lanes.size(), was->second.lanes_per_second.size());
     for (std::size_t lane = 0; lane < lanes; ++lane) {
@@ -378,10 +379,12 @@ bool HardwareFabric::Command(const std::string& line, std::string* error) {
         fec.step_seconds = values[0];
       } else if (key == "steps") {
         fec.steps = values[0];
+      } else if (key == "step_after") {
+        fec.step_after = values[0];
       } else {
         *error = "fec: unknown option '" + key +
                  "' (mode, lanes, corrected_blocks, uncorrectable_blocks, lanes_per_second, uncorrectable_per_second, "
-                 "step_factor, step_seconds, steps)";
+                 "step_factor, step_seconds, steps, step_after)";
         return false;
       }
     }
@@ -501,6 +504,7 @@ bool HardwareFabric::Write(std::string* error) const {
         x["step_factor"] = f.step_factor;
         x["step_seconds"] = f.step_seconds;
         x["steps"] = f.steps;
+        if (f.step_after) x["step_after"] = *f.step_after;
       }
       fec[std::to_string(port)] = x;
     }

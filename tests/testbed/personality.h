@@ -94,10 +94,13 @@ class HardwareFabric {
     std::vector<std::uint32_t> lanes_per_second;
     std::uint32_t uncorrectable_per_second = 0;
     // The rates rise `step_factor` times every `step_seconds`, `steps`
-    // times, then stay (a cable going bad step by step; 0 steps: steady).
+    // times, then stay (a cable going bad step by step; 0 steps: steady),
+    // the first step `step_after` seconds after the planting (unset: one
+    // step_seconds).
     std::uint32_t step_factor = 1;
     std::uint32_t step_seconds = 0;
     std::uint32_t steps = 0;
+    std::optional<std::uint32_t> step_after;
     std::int64_t since_ms = 0;  // when it was planted (wall clock), set by PlantFec
     // Set by PlantFec: which planting this is, and the plantings it counts
     // on from (new rates, no counts: a cable getting worse): a clear the
@@ -110,7 +113,7 @@ class HardwareFabric {
   bool Clear(const std::string& node, std::string* error);
   // One console line: "fec NODE PORT [mode=N] [lanes=N,..] [corrected_blocks=N]
   // [uncorrectable_blocks=N] [lanes_per_second=N,..] [uncorrectable_per_second=N] [step_factor=N
-  // step_seconds=N steps=N]", "tick NODE N", "busy NODE N
+  // step_seconds=N steps=N [step_after=N]]", "tick NODE N", "busy NODE N
   // [ATTR]", "redirect NODE QP", "ar NODE 1|0", "mkey NODE|all KEY", "pkeys NODE PKEY,...", "link NODE PORT [width=W]
   // [speed=S]", "clear NODE".
   bool Command(const std::string& line, std::string* error);

@@ -124,6 +124,7 @@ struct Node {
     double step_factor = 1;  // the rates rise so many times every step_seconds, `steps` times
     double step_seconds = 0;
     int steps = 0;
+    double step_after = -1;  // the first step (negative: after step_seconds)
     std::int64_t since_ms = 0;
     std::uint64_t serial = 0;            // which planting
     std::vector<std::uint64_t> lineage;  // the plantings it counts on from
@@ -309,7 +310,7 @@ class Personalities {
         const Node::Fec& plant = f->second;
         const auto counted = [&](std::uint32_t at, double per_second) {
           return ibfabric::model::CountedSince(at, per_second, seconds, plant.step_factor, plant.step_seconds,
-                                               plant.steps);
+                                               plant.steps, plant.step_after);
         };
         const std::size_t lanes = std::max(f->second.lanes.size(), f->second.lanes_per_second.size());
         for (std::size_t lane = 0; lane < lanes && lane < now.lanes.size(); ++lane) {
@@ -577,6 +578,7 @@ class Personalities {
         x.step_factor = f.value("step_factor", 1.0);
         x.step_seconds = f.value("step_seconds", 0.0);
         x.steps = f.value("steps", 0);
+        x.step_after = f.value("step_after", -1.0);
         x.serial = f.value("serial", std::uint64_t{0});
         x.lineage = f.value("lineage", std::vector<std::uint64_t>{});
         node.fec[std::stoi(port)] = x;

@@ -224,9 +224,9 @@ struct Driven {
   AlertEngine engine;
   const topology::ForwardingTables* tables = nullptr;  // congestion trees follow them when set
   // What the fec collector adds to an end (link_health's collector does so).
-  std::map<PortRef, std::pair<double, int>> fec;          // port -> (raw bit error ratio, worst lane)
-  std::set<PortRef> fec_unknown;                          // counted, but no ratio to judge now
-  std::map<PortRef, std::pair<double, double>> baseline;  // port -> (lowest raw ratio, seconds of history)
+  std::map<PortRef, std::pair<double, int>> fec;       // port -> (raw bit error ratio, worst lane)
+  std::set<PortRef> raw_unknown;                       // counted, but no raw ratio to judge now
+  std::map<PortRef, std::pair<double, int>> baseline;  // port -> (lowest raw ratio, 24ths of history)
   explicit Driven(AlertConfig c) : engine(c) {}
   std::vector<Alert> Sweep() {
     health.Observe(b.fabric, nullptr, b.ports, b.links, b.Now(), b.Wall());
@@ -238,10 +238,11 @@ struct Driven {
           end->fec_window_seconds = 300;
           end->worst_lane = f->second.second;
         }
-        end->fec_unknown = fec_unknown.count(end->port) > 0;
+        end->raw_unknown = raw_unknown.count(end->port) > 0;
         if (const auto l = baseline.find(end->port); l != baseline.end()) {
           end->raw_bit_error_ratio_baseline = l->second.first;
-          end->baseline_seconds = l->second.second;
+          end->baseline_parts = l->second.second;
+          end->baseline_seconds = 3600.0 * l->second.second;
         }
       }
     }
@@ -327,9 +328,9 @@ TEST(AlertEngineTest, TheRawBitErrorRatioAloneIsABadCable) {
   // A pinned counter or a reading gone stale: no ratio, and the alert
   // stays (it cannot be seen clean).
   d.fec.erase(d.b.host1);
-  d.fec_unknown.insert(d.b.host1);
+  d.raw_unknown.insert(d.b.host1);
   for (int i = 0; i < 5; ++i) EXPECT_EQ(d.Sweep().size(), 1u) << "sweep " << i;
-  d.fec_unknown.clear();
+  d.raw_unknown.clear();
   d.fec[d.b.host1] = {1e-7, 0};
   int sweeps = 0;
   while (!d.Sweep().empty()) ASSERT_LT(++sweeps, 5);
@@ -342,16 +343,15 @@ TEST(AlertEngineTest, TheRawBitErrorRatioAloneIsABadCable) {
 // port, not below the minimum, and handed to bad_cable over its level.
 TEST(AlertEngineTest, ARawRatioTenTimesItsLowestIsADegradingCable) {
   Driven d(Quick());
-  constexpr double kDay = 86400;
   const auto degrading = [&](const std::vector<Alert>& active) {
     return std::count_if(active.begin(), active.end(),
                          [](const Alert& a) { return a.cause == Cause::kCableDegrading; });
   };
   d.Sweep();
   d.fec[d.b.host1] = {4e-7, 2};
-  d.baseline[d.b.host1] = {3e-8, kDay / 24};  // 13x, but one hour of the day behind it
+  d.baseline[d.b.host1] = {3e-8, 1};  // 13x, but one hour of the day behind it
   for (int i = 0; i < 4; ++i) EXPECT_EQ(degrading(d.Sweep()), 0) << "too little history";
-  d.baseline[d.b.host1] = {3e-8, kDay / 12};
+  d.baseline[d.b.host1] = {3e-8, 2};
   d.Sweep();
   auto active = d.Sweep();
   ASSERT_EQ(active.size(), 1u);
@@ -372,6 +372,11 @@ TEST(AlertEngineTest, ARawRatioTenTimesItsLowestIsADegradingCable) {
       << a.summary;
   EXPECT_NE(a.summary.find("degrading cable"), std::string::npos) << a.summary;
   EXPECT_FALSE(a.action.empty());
+  // No raw ratio now (a pinned counter, the link down since): it stays.
+  d.fec.erase(d.b.host1);
+  d.raw_unknown.insert(d.b.host1);
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(degrading(d.Sweep()), 1) << "sweep " << i;
+  d.raw_unknown.clear();
   // Over the bad-cable level: a bad_cable, and the degrading one clears.
   d.fec[d.b.host1] = {6e-6, 2};
   d.Sweep();
@@ -383,10 +388,10 @@ TEST(AlertEngineTest, ARawRatioTenTimesItsLowestIsADegradingCable) {
   // Below the minimum, or under ten times: nothing.
   Driven low(Quick());
   low.fec[low.b.host1] = {5e-10, 0};
-  low.baseline[low.b.host1] = {0, kDay};
+  low.baseline[low.b.host1] = {0, 24};
   Driven slow(Quick());
   slow.fec[slow.b.host1] = {2e-7, 0};
-  slow.baseline[slow.b.host1] = {3e-8, kDay};
+  slow.baseline[slow.b.host1] = {3e-8, 24};
   for (int i = 0; i < 4; ++i) {
     EXPECT_TRUE(low.Sweep().empty());
     EXPECT_TRUE(slow.Sweep().empty());
@@ -394,7 +399,7 @@ TEST(AlertEngineTest, ARawRatioTenTimesItsLowestIsADegradingCable) {
   // From a clean day: any ratio over the minimum.
   Driven clean(Quick());
   clean.fec[clean.b.host1] = {2e-9, -1};
-  clean.baseline[clean.b.host1] = {0, kDay};
+  clean.baseline[clean.b.host1] = {0, 24};
   clean.Sweep();
   active = clean.Sweep();
   ASSERT_EQ(active.size(), 1u);
@@ -405,7 +410,7 @@ TEST(AlertEngineTest, ARawRatioTenTimesItsLowestIsADegradingCable) {
   off.degrading.factor.reset();
   Driven none(off);
   none.fec[none.b.host1] = {4e-7, 2};
-  none.baseline[none.b.host1] = {3e-8, kDay};
+  none.baseline[none.b.host1] = {3e-8, 24};
   for (int i = 0; i < 4; ++i) EXPECT_TRUE(none.Sweep().empty());
 }
 

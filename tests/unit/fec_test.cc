@@ -412,6 +412,10 @@ TEST(FecPlantTest, ARateCountsOnSteadyOrStepByStep) {
   EXPECT_DOUBLE_EQ(CountedSince(0, 10, 15, 2, 10, 2), 100 + 100);
   EXPECT_DOUBLE_EQ(CountedSince(0, 10, 25, 2, 10, 2), 100 + 200 + 200);
   EXPECT_DOUBLE_EQ(CountedSince(0, 10, 40, 2, 10, 2), 100 + 200 + 800) << "steady after the last step";
+  // The first step later: 10/s for 30 s, x8 for 5 s, x64 after.
+  EXPECT_DOUBLE_EQ(CountedSince(0, 10, 29, 8, 5, 2, 30), 290);
+  EXPECT_DOUBLE_EQ(CountedSince(0, 10, 35, 8, 5, 2, 30), 300 + 400);
+  EXPECT_DOUBLE_EQ(CountedSince(0, 10, 40, 8, 5, 2, 30), 300 + 400 + 3200);
 }
 
 }  // namespace
