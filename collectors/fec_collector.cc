@@ -195,10 +195,7 @@ class FecCollector final : public Collector {
   Schedule schedule() const override { return Schedule::kSweep; }
 
   void Plan(const Cycle& cycle, SweepPlan* plan) override {
-    const double since = last_plan_ == std::chrono::steady_clock::time_point{}
-                             ? 0
-                             : std::chrono::duration<double>(cycle.now - last_plan_).count();
-    last_plan_ = cycle.now;
+    const double share = share_.Next(cycle.now);
     std::vector<FecReads::Read> first;  // modes to read, and counters never read
     std::vector<std::pair<std::chrono::steady_clock::time_point, FecReads::Read>> due;
     std::size_t eligible = 0;  // ports of nodes whose PMA has the counters
@@ -247,10 +244,7 @@ class FecCollector final : public Collector {
     }
     // Spread over the interval: this sweep's share of the ports (at least
     // kFirstReadsPerSweep of those never read), the longest waiting first.
-    const double share = std::min(1.0, since > 0 ? since / std::chrono::duration<double>(interval_).count() : 1.0);
-    const auto cap = [share](std::size_t of) {
-      return static_cast<std::size_t>(std::ceil(static_cast<double>(of) * share));
-    };
+    const auto cap = [share](std::size_t of) { return IntervalShare::Of(share, of); };
     std::vector<FecReads::Read> reads;
     for (std::size_t i = 0; i < first.size() && i < std::max(cap(eligible), kFirstReadsPerSweep); ++i)
       reads.push_back(first[i]);
@@ -443,7 +437,7 @@ class FecCollector final : public Collector {
   std::chrono::steady_clock::duration trend_part_;  // a 24th of the degrading period
   std::uint64_t clears_ = 0;
   std::map<topology::PortRef, PortState> ports_;
-  std::chrono::steady_clock::time_point last_plan_{};
+  IntervalShare share_{interval_};
   bool broke_ = false;  // Plan dropped a rate: publish again
   FecReads part_;
   std::shared_ptr<const FecReadings> published_;

@@ -50,7 +50,7 @@ void RenderIdentity(const Snapshot& s, std::string_view version, const Emit& out
                          "1 for each management class whose MAD agent registered on the local port, 0 for one that "
                          "could not (the exporter runs without it; its log says why)",
                          MetricType::Gauge);
-    for (const char* c : {"smp_lid", "smp_directed", "perf", "sa"}) {
+    for (const char* c : {"smp_lid", "smp_directed", "perf", "sa", "vendor"}) {
       const bool missing = std::find(l.agents_missing.begin(), l.agents_missing.end(), c) != l.agents_missing.end();
       Add(agents, {{"class", c}}, missing ? 0 : 1);
     }

@@ -12,6 +12,7 @@
 #include "collectors/port_counters_collector.h"
 #include "collectors/routing_collector.h"
 #include "collectors/subnet_managers_collector.h"
+#include "collectors/switch_environment_collector.h"
 #include "collectors/xmit_wait_tick_collector.h"
 
 namespace ibfabric::collectors {
@@ -65,6 +66,10 @@ const std::vector<CollectorInfo>& Registry() {
        {"port_counters", "fat_tree", "adaptive_routing", "routing", "xmit_wait_tick", "fec"}},
       {"subnet_managers", "SMInfo of every subnet manager: masters, standbys, sweeping, failovers.", true,
        MakeSubnetManagersCollector, RenderSubnetManagers},
+      {"switch_environment",
+       "NVIDIA switches' temperature, fans, power supplies, firmware and uptime, from their registers in band "
+       "(AccessRegister), every --phy.interval, under SckyzO's ibswinfo metric names.",
+       true, MakeSwitchEnvironmentCollector, RenderSwitchEnvironment},
   };
   return kRegistry;
 }

@@ -424,6 +424,25 @@ def physical_layer():
     l.add(timeseries("Corrected symbols per lane: top $topn lanes", [target(
         f'topk($topn, rate({lanes}[{FEC_RANGE}]))', "{{switch}} port {{port}} lane {{lane}}")], "cps",
         "Symbols FEC corrected per second on each lane of the switch ports (FECCorrectableSymbolCtrLane<n>)."), 12, 8)
+    l.row("Switch environment")
+    l.add(stat("Switches with a fan out of range",
+               f'count(infiniband_switch_fan_status_info{{{SW},status="ERROR"}}) or vector(0)', red_above=1,
+               description="Switches whose fan status (FORE) is ERROR; infiniband_switch_fan_rpm names the fan."), 6, 4)
+    l.add(stat("Failed power supplies",
+               f'count(infiniband_switch_power_supply_status_info{{{SW},status="ERROR"}}) or vector(0)', red_above=1,
+               description="Switch power supplies reporting ERROR (MSPS)."), 6, 4)
+    l.add(stat("Hottest switch ASIC", f'max(infiniband_switch_temperature_celsius{{{SW}}})', "celsius",
+               description="The highest switch ASIC temperature (MTMP sensor 0)."), 6, 4)
+    l.add(stat("Switch power drawn", f'sum(infiniband_switch_power_supply_watts{{{SW}}})', "watt",
+               description="Power drawn by the switches' supplies (MSPS)."), 6, 4)
+    l.add(timeseries("Switch ASIC temperature", [
+        target(f'infiniband_switch_temperature_celsius{{{SW}}}', "{{switch}}"),
+        target(f'max(infiniband_switch_temperature_high_threshold_celsius{{{SW}}})', "threshold", ref="B"),
+    ], "celsius", "Each switch's ASIC temperature, and the highest threshold among them."), 12, 8)
+    l.add(timeseries("Fan speeds", [target(f'infiniband_switch_fan_rpm{{{SW}}}', "{{switch}} fan {{fan}}")], "rpm",
+                     "Every fan of the switches (MFSM); a failed one drops to 0."), 12, 8)
+    l.add(table("Switch hardware", f'infiniband_switch_hardware_info{{{SW}}}',
+                "Firmware, PSID, part and serial numbers of each switch (MGIR, MSGI)."), 24, 6)
     return dashboard("ibfabric-physical-layer", "InfiniBand / Physical layer",
                      "Cables going bad before they fail: FEC, raw and effective bit error ratios, per lane.", l,
                      topn=True)

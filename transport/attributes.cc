@@ -29,23 +29,26 @@ T Narrow(std::uint32_t v) {
   return static_cast<T>(v);
 }
 
-MadRequest Smp(const MadAddress& route, std::uint16_t attr_id, std::uint32_t mod) {
+// A request with no data of its own, LID routed (GMPs to QP1).
+MadRequest Gmp(MgmtClass c, MadMethod method, std::uint16_t attr_id, std::uint32_t mod, std::uint16_t lid) {
   MadRequest r;
-  r.mgmt_class = route.dr_path.empty() && route.lid != 0 ? MgmtClass::kSubnLidRouted : MgmtClass::kSubnDirectRoute;
-  r.method = MadMethod::kGet;
+  r.mgmt_class = c;
+  r.method = method;
   r.attr_id = attr_id;
   r.attr_mod = mod;
+  r.address = MadAddress::Lid(lid);
+  return r;
+}
+
+MadRequest Smp(const MadAddress& route, std::uint16_t attr_id, std::uint32_t mod) {
+  const bool lid = route.dr_path.empty() && route.lid != 0;
+  MadRequest r = Gmp(lid ? MgmtClass::kSubnLidRouted : MgmtClass::kSubnDirectRoute, MadMethod::kGet, attr_id, mod, 0);
   r.address = route;
   return r;
 }
 
 MadRequest Pma(std::uint16_t lid, std::uint16_t attr_id, std::uint8_t port_select) {
-  MadRequest r;
-  r.mgmt_class = MgmtClass::kPerformance;
-  r.method = MadMethod::kGet;
-  r.attr_id = attr_id;
-  r.attr_mod = 0;
-  r.address = MadAddress::Lid(lid);
+  MadRequest r = Gmp(MgmtClass::kPerformance, MadMethod::kGet, attr_id, 0, lid);
   if (attr_id != pma_attr::kClassPortInfo) {
     // PortSelect is byte 1 of PortCounters and PortCountersExtended data;
     // the codec sends the rest as zeros. Only the first 32-bit word is
@@ -366,12 +369,7 @@ MadRequest LftBlockQuery(const MadAddress& route, std::uint32_t block) {
 MadRequest SmInfoQuery(std::uint16_t lid) { return Smp(MadAddress::Lid(lid), smp_attr::kSmInfo, 0); }
 
 MadRequest SmInfoRecordTableQuery(std::uint16_t sm_lid) {
-  MadRequest r;
-  r.mgmt_class = MgmtClass::kSubnAdm;
-  r.method = MadMethod::kGetTable;
-  r.attr_id = sa_attr::kSmInfoRecord;
-  r.address = MadAddress::Lid(sm_lid);
-  return r;
+  return Gmp(MgmtClass::kSubnAdm, MadMethod::kGetTable, sa_attr::kSmInfoRecord, 0, sm_lid);
 }
 
 std::vector<SmInfoRecord> DecodeSmInfoRecords(const MadBytes& response) {
@@ -442,6 +440,43 @@ MadRequest ExtendedSpeedsCountersClear(std::uint16_t lid, std::uint8_t port) {
   r.payload.resize(kPmaDataSize, 0);
   mad_set_field64(r.payload.data(), 0, IB_PESC_COUNTER_SELECT_F, ~std::uint64_t{0});
   return r;
+}
+
+MadRequest GeneralInfoQuery(std::uint16_t lid) {
+  return Gmp(MgmtClass::kVendorNvidia, MadMethod::kGet, vs_attr::kGeneralInfo, 0, lid);
+}
+
+GeneralInfo DecodeGeneralInfo(const MadBytes& mad) {
+  const auto be = [&](std::size_t at, std::size_t n) {
+    std::uint32_t v = 0;
+    for (std::size_t i = 0; i < n; ++i) v = v << 8 | mad[at + i];
+    return v;
+  };
+  GeneralInfo g;
+  g.hw_revision = static_cast<std::uint16_t>(be(32, 2));
+  g.device_id = static_cast<std::uint16_t>(be(34, 2));
+  g.uptime_seconds = be(60, 4);
+  g.fw_major = be(100, 4);
+  g.fw_minor = be(104, 4);
+  g.fw_sub_minor = be(108, 4);
+  for (std::size_t i = 80; i < 96 && mad[i] != 0; ++i) g.psid += static_cast<char>(mad[i]);
+  while (!g.psid.empty() && g.psid.back() == ' ') g.psid.pop_back();
+  g.access_register = (be(160, 4) >> 20 & 1u) != 0;
+  return g;
+}
+
+MadRequest AccessRegisterQuery(std::uint16_t lid, std::uint16_t register_id, const std::vector<std::uint8_t>& request) {
+  MadRequest r = Gmp(MgmtClass::kVendorNvidia, MadMethod::kGet, vs_attr::kAccessRegister, register_id, lid);
+  // From byte 24: VS_Key (8 bytes, 0), the config dword (block 0), the
+  // register's first bytes.
+  r.payload.assign(kAccessRegisterDataOffset - kVendorDataOffset, 0);
+  r.payload.insert(r.payload.end(), request.begin(),
+                   request.begin() + static_cast<std::ptrdiff_t>(std::min(request.size(), kAccessRegisterDataSize)));
+  return r;
+}
+
+std::span<const std::uint8_t> AccessRegisterData(const MadBytes& mad) {
+  return std::span<const std::uint8_t>(mad).subspan(kAccessRegisterDataOffset);
 }
 
 bool IsNoticeReport(const MadBytes& mad) {

@@ -6,6 +6,7 @@
 #include <array>
 #include <chrono>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -437,6 +438,34 @@ MadRequest ExtendedSpeedsCountersQuery(std::uint16_t lid, std::uint8_t port);
 // of `select` is the i-th counter of IBTA table 225: SymbolErrorCounter = 0
 // ... PortRcvPkts = 15) and CounterSelect2 (bit 0: PortXmitWait).
 MadRequest PortCountersClear(std::uint16_t lid, std::uint8_t port, std::uint16_t select, std::uint8_t select2);
+// NVIDIA vendor class GeneralInfo (class 0x0A, attribute 0x17, Get;
+// rdma-core infiniband-diags vendstat.c, mstflint mtcr_ib_ofed.c): after
+// the 8-byte VS_Key at byte 24, HWInfo (device_hw_revision bytes 32-33,
+// device_id 34-35, uptime 60-63 in seconds), FWInfo (extended major,
+// minor, sub-minor at 100, 104, 108; PSID 80-95) and the capability mask
+// from byte 160, whose bit 20 (MAD byte 161, 0x10) says AccessRegister
+// GMP is supported.
+struct GeneralInfo {
+  std::uint16_t device_id = 0;
+  std::uint16_t hw_revision = 0;
+  std::uint32_t uptime_seconds = 0;
+  std::uint32_t fw_major = 0, fw_minor = 0, fw_sub_minor = 0;
+  std::string psid;
+  bool access_register = false;
+};
+MadRequest GeneralInfoQuery(std::uint16_t lid);
+GeneralInfo DecodeGeneralInfo(const MadBytes& mad);
+// AccessRegister Get of register `register_id` (the AttributeModifier;
+// transport/registers.h): VS_Key 0 at bytes 24-31, the config dword
+// (block 0) at 32-35, then the register from byte 36, of which `request`
+// gives the first bytes (its index fields). A register larger than 220
+// bytes would take more blocks; the ones read here fit in the first.
+inline constexpr std::size_t kAccessRegisterDataOffset = 36;
+inline constexpr std::size_t kAccessRegisterDataSize = kMadSize - kAccessRegisterDataOffset;  // 220
+MadRequest AccessRegisterQuery(std::uint16_t lid, std::uint16_t register_id, const std::vector<std::uint8_t>& request);
+// The register's bytes in an AccessRegister answer.
+std::span<const std::uint8_t> AccessRegisterData(const MadBytes& mad);
+
 // PortExtendedSpeedsCounters Set that zeroes every counter of the port:
 // CounterSelect (bytes 8-15, libibmad IB_PESC_COUNTER_SELECT_F) all ones,
 // as infiniband-diags' perfquery -R -T sends it by default.

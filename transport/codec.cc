@@ -37,9 +37,18 @@ MadKind KindOf(MgmtClass c) {
     case MgmtClass::kSubnDirectRoute: return MadKind::kDirectedSmp;
     case MgmtClass::kSubnLidRouted: return MadKind::kLidSmp;
     case MgmtClass::kPerformance:
-    case MgmtClass::kSubnAdm: return MadKind::kGmp;
+    case MgmtClass::kSubnAdm:
+    case MgmtClass::kVendorNvidia: return MadKind::kGmp;
   }
   return MadKind::kGmp;
+}
+
+std::size_t DataOffset(MgmtClass c) {
+  switch (c) {
+    case MgmtClass::kSubnAdm: return kSaDataOffset;
+    case MgmtClass::kVendorNvidia: return kVendorDataOffset;
+    default: return kMadDataOffset;
+  }
 }
 
 MadBytes EncodeRequest(const MadRequest& request, std::uint64_t tid, std::uint64_t m_key) {
@@ -51,7 +60,7 @@ MadBytes EncodeRequest(const MadRequest& request, std::uint64_t tid, std::uint64
   rpc.attr.mod = request.attr_mod;
   rpc.trid = tid;
   const bool sa = request.mgmt_class == MgmtClass::kSubnAdm;
-  const std::size_t offset = sa ? kSaDataOffset : kMadDataOffset;
+  const std::size_t offset = DataOffset(request.mgmt_class);
   rpc.dataoffs = static_cast<int>(offset);
   rpc.datasz = static_cast<int>(std::min(request.payload.size(), kMadSize - offset));
 
@@ -114,8 +123,7 @@ MadBytes EncodeResponse(const MadBytes& request_mad, std::span<const std::uint8_
   const std::uint32_t cls = mad_get_field(b, 0, IB_MAD_MGMTCLASS_F);
   const bool smp = cls == static_cast<std::uint32_t>(MgmtClass::kSubnDirectRoute) ||
                    cls == static_cast<std::uint32_t>(MgmtClass::kSubnLidRouted);
-  const bool sa = cls == static_cast<std::uint32_t>(MgmtClass::kSubnAdm);
-  const std::size_t offset = sa ? kSaDataOffset : kMadDataOffset;
+  const std::size_t offset = DataOffset(static_cast<MgmtClass>(cls));
   const std::size_t area = smp ? kSmpDataSize : kMadSize - offset;
   std::memset(out.data() + offset, 0, area);
   std::memcpy(out.data() + offset, data.data(), std::min(data.size(), area));

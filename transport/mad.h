@@ -20,9 +20,13 @@ using MadBytes = std::array<std::uint8_t, kMadSize>;
 
 // Management classes used here (IBTA 13.4.4, table 110).
 enum class MgmtClass : std::uint8_t {
-  kSubnLidRouted = 0x01,    // SMP, LID routed
-  kSubnAdm = 0x03,          // SA (GS class, the SM's database, LID routed, QP1)
-  kPerformance = 0x04,      // PMA (GS class, LID routed, QP1)
+  kSubnLidRouted = 0x01,  // SMP, LID routed
+  kSubnAdm = 0x03,        // SA (GS class, the SM's database, LID routed, QP1)
+  kPerformance = 0x04,    // PMA (GS class, LID routed, QP1)
+  // NVIDIA's vendor-specific GMPs (GeneralInfo, AccessRegister): vendor
+  // range 1 (IBTA 13.4.4), so no OUI or RMPP header, data from byte 24;
+  // LID routed, QP1 (mstflint mtcr_ib_ofed.c IB_VENDOR_SPECIFIC_CLASS_0xA).
+  kVendorNvidia = 0x0A,
   kSubnDirectRoute = 0x81,  // SMP, directed route
 };
 
@@ -83,6 +87,13 @@ inline constexpr std::uint16_t kPortExtendedSpeedsCounters =
 }  // namespace pma_attr
 
 // Subnet administration attribute IDs (IBTA 15.2.5, table 196).
+// NVIDIA vendor-specific attribute IDs (class 0x0A; mstflint mtcr_ib_ofed.c
+// IB_VS_ATTR_GENERAL_INFO, IB_VS_ATTR_ACCESS_REGISTER_GMP).
+namespace vs_attr {
+inline constexpr std::uint16_t kGeneralInfo = 0x0017;
+inline constexpr std::uint16_t kAccessRegister = 0x0051;
+}  // namespace vs_attr
+
 namespace sa_attr {
 inline constexpr std::uint16_t kNotice = 0x0002;
 inline constexpr std::uint16_t kInformInfo = 0x0003;
@@ -130,6 +141,11 @@ inline constexpr std::size_t kPmaDataSize = kMadSize - kMadDataOffset;
 // SA data (IBTA 15.2.1.1) follows the RMPP and SA headers at byte 56.
 inline constexpr std::size_t kSaDataOffset = 56;
 inline constexpr std::size_t kSaDataSize = kMadSize - kSaDataOffset;
+// Vendor range 1 data follows the common header (libibmad mad.h
+// IB_VENDOR_RANGE1_DATA_OFFS).
+inline constexpr std::size_t kVendorDataOffset = 24;
+// Where a class's data begins.
+std::size_t DataOffset(MgmtClass c);
 
 // Fields of the common MAD header (IBTA 13.4.2), decoded.
 struct MadHeader {

@@ -118,6 +118,7 @@ const char* AgentName(MgmtClass c) {
     case MgmtClass::kSubnDirectRoute: return "smp_directed";
     case MgmtClass::kPerformance: return "perf";
     case MgmtClass::kSubnAdm: return "sa";
+    case MgmtClass::kVendorNvidia: return "vendor";
   }
   return "unknown";
 }
@@ -410,6 +411,10 @@ std::unique_ptr<UmadPort> UmadPort::Open(const ManagementPorts& ports, const Uma
     port->agent_sa_ = enroll(port->fd_, c, IB_SA_CLASS, 2, UMAD_RMPP_VERSION, nullptr, "SubnAdm (SA)",
                              "no trap subscription (sweeps only)");
   }
+  // NVIDIA's vendor class (GeneralInfo, AccessRegister), class version 1
+  // as mstflint sends it; no RMPP (vendor range 1).
+  port->agent_vendor_ = enroll(port->fd_, c, static_cast<std::uint8_t>(MgmtClass::kVendorNvidia), 1, 0, nullptr,
+                               "vendor-specific", "no device registers are read (AccessRegister)");
   if (port->agent_smi_ < 0 && port->agent_smi_dr_ < 0 && port->agent_perf_ < 0 && port->agent_sa_ < 0) {
     *error = port->problems_.front().line + " (and no other agent registered either)";
     return nullptr;
@@ -424,7 +429,7 @@ UmadPort::~UmadPort() {
   for (int agent : {agent_smi_, agent_smi_dr_}) {
     if (agent >= 0) umad_unregister(smi_fd_, agent);
   }
-  for (int agent : {agent_perf_, agent_sa_}) {
+  for (int agent : {agent_perf_, agent_sa_, agent_vendor_}) {
     if (agent >= 0) umad_unregister(fd_, agent);
   }
   if (smi_fd_ >= 0 && smi_fd_ != fd_) umad_close_port(smi_fd_);
@@ -437,6 +442,7 @@ int UmadPort::AgentFor(std::uint8_t mgmt_class) const {
     case MgmtClass::kSubnDirectRoute: return agent_smi_dr_;
     case MgmtClass::kPerformance: return agent_perf_;
     case MgmtClass::kSubnAdm: return agent_sa_;
+    case MgmtClass::kVendorNvidia: return agent_vendor_;
   }
   return -1;
 }
@@ -513,7 +519,8 @@ void UmadPort::RecheckPKey() {
 bool UmadPort::Send(const MadAddress& to, const MadBytes& mad) {
   const std::uint8_t cls = mad[1];  // MgmtClass, IBTA 13.4.2
   if (cls == static_cast<std::uint8_t>(MgmtClass::kPerformance) ||
-      cls == static_cast<std::uint8_t>(MgmtClass::kSubnAdm))
+      cls == static_cast<std::uint8_t>(MgmtClass::kSubnAdm) ||
+      cls == static_cast<std::uint8_t>(MgmtClass::kVendorNvidia))
     RecheckPKey();
   const int agent = AgentFor(cls);
   if (agent < 0) return false;
@@ -526,6 +533,7 @@ bool UmadPort::Send(const MadAddress& to, const MadBytes& mad) {
     case MgmtClass::kSubnLidRouted: umad_set_addr(umad, to.lid, 0, 0, 0); break;
     case MgmtClass::kPerformance:
     case MgmtClass::kSubnAdm:
+    case MgmtClass::kVendorNvidia:
       umad_set_addr(umad, to.lid, static_cast<int>(to.qp), 0, to.qkey);  // QP1 unless redirected
       break;
   }

@@ -190,6 +190,7 @@ class UmadPort final : public MadPort {
   int agent_smi_dr_ = -1;
   int agent_perf_ = -1;
   int agent_sa_ = -1;
+  int agent_vendor_ = -1;
   bool takes_reports_ = false;
   std::vector<AgentProblem> problems_;
 

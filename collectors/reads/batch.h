@@ -13,9 +13,12 @@
 // Adding a read to the sweep is a part of its own (collector.h SweepPlan):
 // nothing here changes.
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -51,6 +54,67 @@ class BatchPart {
   virtual void MovedLids(std::set<std::uint16_t>* /*out*/) const {}
   // Once every result of the batch is in; `moved`: every part's MovedLids.
   virtual void Finish(const std::set<std::uint16_t>& /*moved*/) {}
+};
+
+// A read once per interval spread over the sweeps (the slow beat of the
+// physical layer, --phy.interval): each sweep takes its share of what is
+// due, its time since the last sweep over the interval (all of it at the
+// first sweep).
+class IntervalShare {
+ public:
+  explicit IntervalShare(std::chrono::milliseconds interval) : interval_(interval) {}
+  // This sweep's share, in (0, 1]; once per sweep.
+  double Next(std::chrono::steady_clock::time_point now) {
+    const double since =
+        last_ == std::chrono::steady_clock::time_point{} ? 0 : std::chrono::duration<double>(now - last_).count();
+    last_ = now;
+    return std::min(1.0, since > 0 ? since / std::chrono::duration<double>(interval_).count() : 1.0);
+  }
+  // How many of `of` a share is, rounded up.
+  static std::size_t Of(double share, std::size_t of) {
+    return static_cast<std::size_t>(std::ceil(static_cast<double>(of) * share));
+  }
+
+ private:
+  std::chrono::milliseconds interval_;
+  std::chrono::steady_clock::time_point last_{};
+};
+
+// A part that asks what it is given and keeps each answer with the tag
+// it was asked under: for a collector's own reads. A result from a LID
+// that answered for another node is dropped (no answer).
+template <typename Tag>
+class AskPart final : public BatchPart {
+ public:
+  struct Ask {
+    Tag tag;
+    std::uint64_t node = 0;
+    std::uint16_t lid = 0;
+    transport::MadRequest request;
+    std::optional<transport::MadResult> result;  // once decided; none: dropped
+  };
+  void Set(std::vector<Ask> asks) {
+    asks_ = std::move(asks);
+    finished_ = false;
+  }
+  bool finished() const { return finished_; }
+  std::vector<Ask>& asks() { return asks_; }
+
+  void AddRequests(std::vector<transport::MadRequest>* out) override {
+    for (const Ask& a : asks_) out->push_back(a.request);
+  }
+  std::uint64_t NodeOf(std::size_t i) const override { return asks_[i].node; }
+  void Take(std::size_t i, transport::MadResult&& result) override { asks_[i].result = std::move(result); }
+  void Finish(const std::set<std::uint16_t>& moved) override {
+    for (Ask& a : asks_) {
+      if (moved.count(a.lid)) a.result.reset();  // another node answered: not this one's
+    }
+    finished_ = true;
+  }
+
+ private:
+  std::vector<Ask> asks_;
+  bool finished_ = false;
 };
 
 struct BatchTally {

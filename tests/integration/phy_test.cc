@@ -339,7 +339,7 @@ TEST_F(PhysicalLayerTest, ThePhysicalLayerDashboardShowsThePlantedCableAndLane) 
   }
   ASSERT_TRUE(ready) << e->Log() << prometheus->Log();
   const auto queries = DashboardQueries([](const std::string& file) { return file == kPhysicalLayerDashboard; });
-  ASSERT_GE(queries.size(), 9u);
+  ASSERT_GE(queries.size(), 17u);
   std::map<std::string, nlohmann::json> by_panel;
   for (const auto& q : queries) {
     const nlohmann::json r = RunPromQL(*prometheus, Substitute(q.expr));
@@ -404,6 +404,112 @@ TEST_F(PhysicalLayerTest, ThePhysicalLayerDashboardShowsThePlantedCableAndLane) 
   EXPECT_TRUE(browser->Screenshot(std::string(IBFABRIC_ARTIFACT_DIR) + "/status-fec-port.png", &error)) << error;
   Plant("fec ib-leaf01 1");
   Plant("fec ib-leaf01 2");
+}
+
+// The switch environment in band (AccessRegister) under SckyzO's names:
+// the Quantum-2 leaf's planted ASIC temperature, fan speeds, a failed fan
+// and a failed power supply arrive exact on its series, and SckyzO's
+// panel queries and alert conditions (written here in their shapes) find
+// them through a real Prometheus, on exactly that switch; the Switch-IB 2
+// spine, whose GeneralInfo says no AccessRegister, has none of the
+// families and is sent no register read, the hosts no vendor MAD at all
+// (counted at libibumad).
+TEST_F(PhysicalLayerTest, SwitchEnvironmentUnderSckyzOsNamesAndTheirPanelsAndAlerts) {
+  Plant("env ib-leaf01 temperature=85.5 fan=3:9000 failed_fans=5 psu=1:failed watts=0:310");
+  const std::string tap = sim_->dir() + "/env-tap.log";
+  std::string error;
+  auto e = ExporterProcess::Start(*sim_, {"--sweep.interval=250ms", "--phy.interval=1s"}, &error, {}, TappedEnv(tap));
+  ASSERT_NE(e, nullptr) << error;
+  const Labels leaf{{"switch", "ib-leaf01"}};
+  auto s = e->WaitFor(
+      [&](const Scrape& x) {
+        return x.Value("infiniband_switch_fan_status_info", {{"switch", "ib-leaf01"}, {"status", "ERROR"}}) == 1 &&
+               x.Find("infiniband_switch_fan_rpm", leaf).size() == 14;
+      },
+      seconds(30));
+  ASSERT_TRUE(s.has_value()) << e->Log();
+  EXPECT_EQ(s->Value("infiniband_switch_temperature_celsius", leaf), 85.5);
+  EXPECT_EQ(s->Value("infiniband_switch_temperature_high_threshold_celsius", leaf), 105);
+  EXPECT_EQ(s->Value("infiniband_switch_fan_rpm", {{"switch", "ib-leaf01"}, {"fan", "3"}}), 9000);
+  EXPECT_EQ(s->Value("infiniband_switch_fan_rpm", {{"switch", "ib-leaf01"}, {"fan", "5"}}), 0) << "the failed one";
+  EXPECT_EQ(s->Value("infiniband_switch_fan_rpm", {{"switch", "ib-leaf01"}, {"fan", "14"}}), 11000);
+  const auto psu = [&](const char* family, const char* n) {
+    for (const auto& x : s->Find(family, {{"switch", "ib-leaf01"}, {"psu", n}})) return x.labels.at("status");
+    return std::string("absent");
+  };
+  EXPECT_EQ(psu("infiniband_switch_power_supply_status_info", "0"), "OK");
+  EXPECT_EQ(psu("infiniband_switch_power_supply_dc_power_status_info", "0"), "OK");
+  EXPECT_EQ(psu("infiniband_switch_power_supply_fan_status_info", "0"), "OK");
+  EXPECT_EQ(psu("infiniband_switch_power_supply_status_info", "1"), "ERROR");
+  EXPECT_EQ(psu("infiniband_switch_power_supply_dc_power_status_info", "1"), "ERROR");
+  EXPECT_EQ(s->Value("infiniband_switch_power_supply_watts", {{"switch", "ib-leaf01"}, {"psu", "0"}}), 310);
+  EXPECT_FALSE(s->Value("infiniband_switch_power_supply_watts", {{"switch", "ib-leaf01"}, {"psu", "1"}}).has_value());
+  const auto hw = s->Find("infiniband_switch_hardware_info", leaf);
+  ASSERT_EQ(hw.size(), 1u);
+  EXPECT_EQ(hw[0].labels.at("firmware_version"), "31.2010.3118");
+  EXPECT_EQ(hw[0].labels.at("psid"), "MT_0000000063");
+  EXPECT_EQ(hw[0].labels.at("part_number"), "MQM9790-NS2F");
+  EXPECT_EQ(hw[0].labels.at("serial_number").rfind("MT2301X", 0), 0u) << hw[0].labels.at("serial_number");
+  EXPECT_GE(*s->Value("infiniband_switch_uptime_seconds", leaf), 3 * 86400);
+  for (const char* family : {"infiniband_switch_temperature_celsius", "infiniband_switch_fan_rpm",
+                             "infiniband_switch_hardware_info", "infiniband_switch_power_supply_status_info"}) {
+    EXPECT_TRUE(s->Find(family, {{"switch", "ib-spine01"}}).empty()) << family << ": the Switch-IB 2 has none";
+  }
+
+  // SckyzO's environmental panels and alerts, through Prometheus.
+  const std::string config =
+      "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
+      "scrape_configs:\n"
+      "  - job_name: infiniband\n"
+      "    static_configs: [{targets: ['127.0.0.1:" +
+      std::to_string(e->port()) + "']}]\n";
+  const auto prometheus = PrometheusServer::Start(config, {}, &error);
+  ASSERT_NE(prometheus, nullptr) << error;
+  ASSERT_TRUE(WaitUntil([&] { return PromQLNumber(*prometheus, "count(infiniband_switch_fan_rpm)") == 14; },
+                        seconds(30), std::chrono::milliseconds(500)))
+      << prometheus->Log();
+  const auto only_leaf = [&](const std::string& expr) {
+    const nlohmann::json r = RunPromQL(*prometheus, expr);
+    std::set<std::string> switches;
+    for (const auto& x : r) switches.insert(x["metric"].value("switch", ""));
+    return switches == std::set<std::string>{"ib-leaf01"};
+  };
+  EXPECT_EQ(PromQLNumber(*prometheus, "max(infiniband_switch_temperature_celsius)"), 85.5);
+  EXPECT_EQ(PromQLNumber(*prometheus, "sum(infiniband_switch_power_supply_watts)"), 310);
+  EXPECT_EQ(PromQLNumber(*prometheus, "avg(infiniband_switch_fan_rpm)"), (13 * 11000.0 - 11000 + 9000) / 14);
+  EXPECT_EQ(PromQLNumber(*prometheus,
+                         "count(group by (switch) (infiniband_switch_power_supply_status_info{status!~\"OK|ok\"}))"),
+            1);
+  EXPECT_TRUE(only_leaf("infiniband_switch_hardware_info"));
+  EXPECT_TRUE(only_leaf("infiniband_switch_temperature_celsius > 80")) << "their temperature alert";
+  EXPECT_TRUE(only_leaf("infiniband_switch_power_supply_status_info{status!~\"OK|ok\"} == 1")) << "their PSU alert";
+  EXPECT_TRUE(only_leaf("infiniband_switch_fan_status_info{status!~\"OK|ok\"} == 1")) << "their fan alert";
+
+  // Repaired: the alert conditions go silent.
+  Plant("env ib-leaf01");
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        return RunPromQL(*prometheus, "infiniband_switch_fan_status_info{status!~\"OK|ok\"} == 1").empty() &&
+               RunPromQL(*prometheus, "infiniband_switch_power_supply_status_info{status!~\"OK|ok\"} == 1").empty() &&
+               RunPromQL(*prometheus, "infiniband_switch_temperature_celsius > 80").empty();
+      },
+      seconds(30), std::chrono::milliseconds(500)));
+
+  // Counted at libibumad: registers only of the leaf; of the spine its
+  // GeneralInfo once; nothing of the class to a host.
+  using transport::MgmtClass;
+  constexpr auto kReg = transport::vs_attr::kAccessRegister;
+  constexpr auto kInfo = transport::vs_attr::kGeneralInfo;
+  EXPECT_GT(SentOfAttribute(tap, MgmtClass::kVendorNvidia, kReg, hw_->LidOf("ib-leaf01")), 0u);
+  EXPECT_EQ(SentOfAttribute(tap, MgmtClass::kVendorNvidia, kReg, hw_->LidOf("ib-spine01")), 0u);
+  EXPECT_EQ(SentOfAttribute(tap, MgmtClass::kVendorNvidia, kInfo, hw_->LidOf("ib-spine01")), 1u);
+  EXPECT_EQ(SentOfAttribute(tap, MgmtClass::kVendorNvidia, kInfo, hw_->LidOf("ib-leaf01")), 1u);
+  for (const char* host : {"cn0001", "cn0002"}) {
+    EXPECT_EQ(SentOfAttribute(tap, MgmtClass::kVendorNvidia, kReg, hw_->LidOf(host)) +
+                  SentOfAttribute(tap, MgmtClass::kVendorNvidia, kInfo, hw_->LidOf(host)),
+              0u)
+        << host;
+  }
 }
 
 }  // namespace

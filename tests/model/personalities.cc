@@ -48,16 +48,21 @@ const std::vector<Personality>& Personalities() {
   // reports 7 and counts 8 bytes of the port, Switch-IB 2 reports 31 and
   // counts 32 bytes of a lane; for HCAs no public figure (not answered).
   // ClassPortInfo of mlx5 HCAs: little more than ExtWidth, although
-  // PortXmitWait is filled (Linux drivers/infiniband/hw/mlx5).
+  // PortXmitWait is filled (Linux drivers/infiniband/hw/mlx5). The
+  // Quantum switches answer AccessRegister in band (14 fan tachometers
+  // and 2 power supplies, as a QM9790 reports them in SckyzO's ibswinfo
+  // test dumps); the Switch-IB 2 model does not (a device without it).
   static const std::vector<Personality> kAll{
       {"quantum-2", "NVIDIA Quantum-2 NDR switch (QM9700)", true, kMellanox, 0xd2f2,
        width::k1x | width::k2x | width::k4x, kBaseSpeeds, kNdrSpeeds, 0, false,
        kCap2PortInfoExt | kCap2Width2x | kCap2Hdr | kCap2Ndr,
-       kPmaAllPortSelect | kPmaExtWidth | kPmaXmitWait | kPmaRsFec, kPma2AdditionalExtended, 7, kArGroupCap},
+       kPmaAllPortSelect | kPmaExtWidth | kPmaXmitWait | kPmaRsFec, kPma2AdditionalExtended, 7, kArGroupCap, true, 14,
+       2},
       {"quantum-3", "NVIDIA Quantum-3 XDR switch (Q3400)", true, kMellanox, 0xd2f4,
        width::k1x | width::k2x | width::k4x, kBaseSpeeds, kNdrSpeeds, speed_ext2::kXdr, false,
        kCap2PortInfoExt | kCap2Width2x | kCap2Hdr | kCap2Ndr | kCap2ExtSpeeds2 | kCap2Xdr,
-       kPmaAllPortSelect | kPmaExtWidth | kPmaXmitWait | kPmaRsFec, kPma2AdditionalExtended, 7, kArGroupCap},
+       kPmaAllPortSelect | kPmaExtWidth | kPmaXmitWait | kPmaRsFec, kPma2AdditionalExtended, 7, kArGroupCap, true, 14,
+       2},
       {"switch-ib-2", "Mellanox Switch-IB 2 EDR switch (SB7800)", true, kMellanox, 0xcf08, width::k1x | width::k4x,
        kBaseSpeeds, speed_ext::kFdr | speed_ext::kEdr, 0, true, 0, kPmaAllPortSelect | kPmaExtWidth | kPmaXmitWait, 0,
        31, kArGroupCap},

@@ -61,6 +61,12 @@ struct Personality {
   // the device answers "unsupported attribute". Whether AR is on is the
   // SM's doing: off until planted (HardwareFabric::PlantAdaptiveRouting).
   std::uint16_t ar_group_cap = 0;
+  // NVIDIA vendor class GeneralInfo capability bit 20: AccessRegister GMP
+  // (the device's registers in band); a switch's fans (tachometers 1..N)
+  // and power supplies as its registers report them.
+  bool access_register = false;
+  int fans = 0;
+  int power_supplies = 0;
 };
 
 // Every model, and one by name (null when there is none).

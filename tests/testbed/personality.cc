@@ -194,6 +194,13 @@ bool HardwareFabric::PlantFec(const std::string& node, int port, const FecPlant&
   return Write(error);
 }
 
+bool HardwareFabric::PlantEnv(const std::string& node, const EnvPlant& env, std::string* error) {
+  Node* n = Find(node, error);
+  if (!n) return false;
+  n->env = env;
+  return Write(error);
+}
+
 bool HardwareFabric::PlantBusy(const std::string& node, int count, std::string* error, std::uint16_t attr) {
   Node* n = Find(node, error);
   if (!n) return false;
@@ -285,6 +292,7 @@ bool HardwareFabric::Clear(const std::string& node, std::string* error) {
   n->adaptive_routing = false;
   n->m_key = 0;
   n->pkeys.clear();
+  n->env = EnvPlant{};
   for (const auto& [port, plant] : n->plants) {
     const auto peer = n->ports.find(port);
     if (peer == n->ports.end()) continue;
@@ -307,6 +315,50 @@ bool HardwareFabric::Command(const std::string& line, std::string* error) {
   }
   int number = 0;
   if (verb == "clear") return Clear(node, error);
+  if (verb == "env") {  // env NODE [temperature=C] [fan=T:RPM].. [failed_fans=T,..] [psu=I:ok|failed].. [watts=I:W]..
+    EnvPlant env;
+    for (std::string option; words >> option;) {
+      const auto eq = option.find('=');
+      const std::string key = option.substr(0, eq), value = eq == std::string::npos ? "" : option.substr(eq + 1);
+      const auto colon = value.find(':');
+      const auto number_of = [&](const std::string& v, int* out) {
+        char* end = nullptr;
+        const long x = std::strtol(v.c_str(), &end, 10);
+        if (v.empty() || *end != '\0' || x < 0 || x > 100000) return false;
+        *out = static_cast<int>(x);
+        return true;
+      };
+      int a = 0, b = 0;
+      if (key == "temperature") {
+        char* end = nullptr;
+        env.temperature = std::strtod(value.c_str(), &end);
+        if (value.empty() || *end != '\0') {
+          *error = "env " + node + ": temperature wants degrees C, not '" + value + "'";
+          return false;
+        }
+      } else if ((key == "fan" || key == "watts") && colon != std::string::npos &&
+                 number_of(value.substr(0, colon), &a) && number_of(value.substr(colon + 1), &b)) {
+        (key == "fan" ? env.fan_rpm : env.watts)[a] = b;
+      } else if (key == "psu" && colon != std::string::npos && number_of(value.substr(0, colon), &a) &&
+                 (value.substr(colon + 1) == "ok" || value.substr(colon + 1) == "failed")) {
+        env.psus[a] = value.substr(colon + 1);
+      } else if (key == "failed_fans") {
+        std::istringstream items(value);
+        for (std::string item; std::getline(items, item, ',');) {
+          if (!number_of(item, &a)) {
+            *error = "env " + node + ": failed_fans wants tachometer numbers, not '" + item + "'";
+            return false;
+          }
+          env.failed_fans.push_back(a);
+        }
+      } else {
+        *error = "env " + node + ": '" + option +
+                 "' is not temperature=C, fan=T:RPM, failed_fans=T,.., psu=I:ok|failed or watts=I:W";
+        return false;
+      }
+    }
+    return PlantEnv(node, env, error);
+  }
   if (verb == "pkeys") {
     std::string list;
     std::istringstream again(line);
@@ -509,6 +561,13 @@ bool HardwareFabric::Write(std::string* error) const {
       fec[std::to_string(port)] = x;
     }
     if (!fec.empty()) node["fec"] = fec;
+    nlohmann::json env = nlohmann::json::object();
+    if (n.env.temperature) env["temperature"] = *n.env.temperature;
+    for (const auto& [t, rpm] : n.env.fan_rpm) env["fans"][std::to_string(t)] = rpm;
+    if (!n.env.failed_fans.empty()) env["failed_fans"] = n.env.failed_fans;
+    for (const auto& [i, state] : n.env.psus) env["psus"][std::to_string(i)] = state;
+    for (const auto& [i, w] : n.env.watts) env["watts"][std::to_string(i)] = w;
+    if (!env.empty()) node["env"] = env;
     j["nodes"].push_back(node);
   }
   // Whole or not at all: a client reading it mid-write keeps the old one.

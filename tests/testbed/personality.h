@@ -110,12 +110,26 @@ class HardwareFabric {
     std::vector<std::uint64_t> lineage;
   };
   bool PlantFec(const std::string& node, int port, const FecPlant& fec, std::string* error);
+  // A switch's environment as its registers answer it (a model that claims
+  // AccessRegister: the Quantum switches): the ASIC's temperature, a fan's
+  // speed, fans failed (under their limit, 0 RPM), a power supply "ok" or
+  // "failed" and its watts. Unplanted: 45 C, 11000 RPM, every supply OK at
+  // 290 W.
+  struct EnvPlant {
+    std::optional<double> temperature;
+    std::map<int, int> fan_rpm;
+    std::vector<int> failed_fans;
+    std::map<int, std::string> psus;
+    std::map<int, int> watts;
+  };
+  bool PlantEnv(const std::string& node, const EnvPlant& env, std::string* error);
   bool Clear(const std::string& node, std::string* error);
   // One console line: "fec NODE PORT [mode=N] [lanes=N,..] [corrected_blocks=N]
   // [uncorrectable_blocks=N] [lanes_per_second=N,..] [uncorrectable_per_second=N] [step_factor=N
   // step_seconds=N steps=N [step_after=N]]", "tick NODE N", "busy NODE N
   // [ATTR]", "redirect NODE QP", "ar NODE 1|0", "mkey NODE|all KEY", "pkeys NODE PKEY,...", "link NODE PORT [width=W]
-  // [speed=S]", "clear NODE".
+  // [speed=S]", "env NODE [temperature=C] [fan=T:RPM].. [failed_fans=T,..] [psu=I:ok|failed].. [watts=I:W]..",
+  // "clear NODE".
   bool Command(const std::string& line, std::string* error);
 
   // The node's LID (a CA's first port's) as ResolveLids found it; 0: none.
@@ -146,6 +160,7 @@ class HardwareFabric {
     std::vector<std::uint16_t> pkeys;
     std::map<int, std::pair<std::string, std::string>> plants;  // port -> (width, speed)
     std::map<int, FecPlant> fec;
+    EnvPlant env;
   };
   Node* Find(const std::string& name, std::string* error);
   bool Write(std::string* error) const;

@@ -28,7 +28,10 @@
 //   (or the planted one) and PMA PortExtendedSpeedsCounters (0x1F) in its
 //   RS-FEC layout with the planted counters, where the model claims them
 //   (ibsim answers neither); a Set of it clears the port's counters, which
-//   count on from there;
+//   count on from there; NVIDIA's vendor class 0x0A (ibsim has none):
+//   GeneralInfo with the model's AccessRegister bit, and AccessRegister of
+//   the switch environment's registers (MGIR, MSGI, MTMP, MFCR, MFSM,
+//   FORE, MSPS) with what was planted (`env`), else a healthy switch;
 // - ibsim's answers to requests to a modelled node are rewritten: NodeInfo
 //   (VendorID, DeviceID), PortInfo (capability masks, the widths and
 //   speeds supported and enabled, and what the link runs at, negotiated
@@ -81,7 +84,12 @@ using ibfabric::model::PortPlant;
 
 constexpr std::size_t kMadSize = 256;
 constexpr int kData = 64;  // SMP and PMA data offset (IBTA 13.4.3, 14.2.1)
-constexpr std::uint8_t kSmpLid = 0x01, kSmpDirected = 0x81, kPerformance = 0x04;
+constexpr std::uint8_t kSmpLid = 0x01, kSmpDirected = 0x81, kPerformance = 0x04, kVendor = 0x0A;
+// NVIDIA's vendor class (data from byte 24): GeneralInfo, AccessRegister
+// (register ID in the AttributeModifier, the register from byte 36).
+constexpr std::size_t kVendorData = 24, kRegister = 36;
+constexpr std::uint16_t kGeneralInfo = 0x0017, kAccessRegister = 0x0051;
+constexpr std::uint16_t kStatusNoRegister = 0x0014;  // MAD status 20: register not supported (mstflint)
 constexpr std::uint16_t kNodeInfo = 0x0011, kPortInfo = 0x0015, kPortInfoExtended = 0x0033, kMlnxExtPortInfo = 0xff90,
                         kArInfo = 0xff20;
 constexpr std::uint16_t kClassPortInfo = 0x0001, kPortSamplesControl = 0x0010, kPortCounters = 0x0012,
@@ -130,6 +138,15 @@ struct Node {
     std::vector<std::uint64_t> lineage;  // the plantings it counts on from
   };
   std::map<int, Fec> fec;
+  // Planted: a switch's environment as its registers report it (MTMP,
+  // MFSM, FORE, MSPS); unplanted, a healthy switch.
+  struct Env {
+    std::optional<double> temperature;  // the ASIC's, C (45 when not planted)
+    std::map<int, int> fan_rpm;         // tachometer -> RPM (11000 when not planted)
+    std::vector<int> failed_fans;       // under their limit (FORE), at 0 RPM
+    std::map<int, std::string> psus;    // supply -> "ok", "failed" (ok when not planted)
+    std::map<int, int> watts;           // supply -> W (290 when not planted)
+  } env;
 };
 
 // A port's FEC counters as counted, before the 32-bit clamp.
@@ -351,6 +368,38 @@ class Personalities {
                     value(now.uncorrectable_blocks, at.uncorrectable_blocks));
       mad_set_field(data, 0, IB_PESC_PORT_FEC_CORR_SYMBOL_CTR_F, value(now.symbols, at.symbols));
       Answer(agent, u, 0, data);
+      return true;
+    }
+    if (p.mgmt_class == kVendor && n.model && get) {
+      // GeneralInfo (mstflint mtcr_ib_ofed.c, rdma-core vendstat.c) and
+      // AccessRegister GMP, which ibsim does not answer (no class 0x0A):
+      // GeneralInfo of every NVIDIA model, its capability bit 20 the
+      // model's; registers only of a model that claims them.
+      std::uint8_t data[kMadSize - kVendorData] = {};
+      if (p.attr == kGeneralInfo) {
+        PutBe(data, 34 - kVendorData, n.model->device_id, 2);
+        PutBe(data, 60 - kVendorData, UptimeOf(n), 4);
+        PutBe(data, 100 - kVendorData, 31, 4);
+        PutBe(data, 104 - kVendorData, 2010, 4);
+        PutBe(data, 108 - kVendorData, 3118, 4);
+        std::memcpy(data + 80 - kVendorData, "MT_0000000063", 13);
+        if (n.model->access_register) data[161 - kVendorData] = 0x10;
+        Answer(agent, u, 0, data, kVendorData);
+        return true;
+      }
+      if (p.attr == kAccessRegister) {
+        if (!n.model->access_register) {
+          Answer(agent, u, kStatusUnsupported, nullptr, kVendorData);
+          return true;
+        }
+        std::uint8_t reg[kMadSize - kRegister] = {};
+        std::memcpy(reg, mad + kRegister, sizeof reg);  // the index fields come back as asked
+        const bool known = Register(n, static_cast<std::uint16_t>(p.attr_mod), reg);
+        std::memcpy(data + (kRegister - kVendorData), reg, sizeof reg);
+        Answer(agent, u, known ? 0 : kStatusNoRegister, known ? data : nullptr, kVendorData);
+        return true;
+      }
+      Answer(agent, u, kStatusUnsupported, nullptr, kVendorData);
       return true;
     }
     if (p.mgmt_class == kPerformance && p.attr == kPortSamplesControl && get && (n.model || n.tick)) {
@@ -583,6 +632,16 @@ class Personalities {
         x.lineage = f.value("lineage", std::vector<std::uint64_t>{});
         node.fec[std::stoi(port)] = x;
       }
+      const nlohmann::json env = n.value("env", nlohmann::json::object());
+      if (env.contains("temperature")) node.env.temperature = env["temperature"].get<double>();
+      // Each map held by name: items() of a temporary would outlive it.
+      const nlohmann::json fans = env.value("fans", nlohmann::json::object());
+      for (const auto& [t, rpm] : fans.items()) node.env.fan_rpm[std::stoi(t)] = rpm.get<int>();
+      node.env.failed_fans = env.value("failed_fans", std::vector<int>{});
+      const nlohmann::json psus = env.value("psus", nlohmann::json::object());
+      for (const auto& [i, state] : psus.items()) node.env.psus[std::stoi(i)] = state.get<std::string>();
+      const nlohmann::json watts = env.value("watts", nlohmann::json::object());
+      for (const auto& [i, w] : watts.items()) node.env.watts[std::stoi(i)] = w.get<int>();
       index_[node.id] = static_cast<int>(nodes_.size());
       const nlohmann::json lids = n.value("lids", nlohmann::json::array());
       for (const auto& lid : lids) {
@@ -756,7 +815,97 @@ class Personalities {
 
   // Queues the answer to request `u` for umad_recv: its header with the
   // response bit and `status`, and `data` (zeros when null).
-  void Answer(int agent, const ib_user_mad* u, std::uint16_t status, const std::uint8_t* data) {
+  static void PutBe(std::uint8_t* at, std::size_t off, std::uint64_t v, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) at[off + i] = static_cast<std::uint8_t>(v >> (8 * (n - 1 - i)));
+  }
+  // Seconds since the node's last reset: three days when this process
+  // first read the state, counting on.
+  std::uint32_t UptimeOf(const Node&) const {
+    return static_cast<std::uint32_t>(3 * 86400 + (WallMs() - started_ms_) / 1000);
+  }
+  // Fills register `id` of `n` (its index fields already in `reg`, as
+  // asked; layouts: mstflint's register_access_table.adb, MSPS as
+  // SckyzO's ibswinfo reads it); false for a register it does not have.
+  bool Register(const Node& n, std::uint16_t id, std::uint8_t* reg) const {
+    const Node::Env& env = n.env;
+    switch (id) {
+      case 0x9020: {  // MGIR
+        PutBe(reg, 0x00, n.model->device_id, 4);
+        PutBe(reg, 0x1C, UptimeOf(n), 4);
+        std::memcpy(reg + 0x30, "MT_0000000063", 13);
+        PutBe(reg, 0x44, 31, 4);
+        PutBe(reg, 0x48, 2010, 4);
+        PutBe(reg, 0x4C, 3118, 4);
+        return true;
+      }
+      case 0x9021: {  // MSGI
+        const std::string serial = "MT2301X" + std::to_string(10000 + (&n - nodes_.data()));
+        const std::string part = n.model->device_id == 0xd2f4 ? "Q3400-RA" : "MQM9790-NS2F";
+        std::memset(reg, ' ', 0x80);
+        std::memcpy(reg + 0x00, serial.data(), std::min<std::size_t>(serial.size(), 24));
+        std::memcpy(reg + 0x20, part.data(), std::min<std::size_t>(part.size(), 20));
+        std::memcpy(reg + 0x38, "A1  ", 4);
+        std::memcpy(reg + 0x40, n.model->hardware.data(), std::min<std::size_t>(n.model->hardware.size(), 64));
+        return true;
+      }
+      case 0x900A: {  // MTMP: the ASIC (sensor 0); no other sensor is modelled
+        const int sensor = (reg[2] & 0x0f) << 8 | reg[3];
+        if (sensor != 0) {
+          PutBe(reg, 0x04, 0x8001, 4);  // no sensor there
+          return true;
+        }
+        const auto raw = static_cast<std::uint16_t>(static_cast<std::int16_t>(env.temperature.value_or(45.0) * 8));
+        PutBe(reg, 0x04, raw, 4);
+        PutBe(reg, 0x08, raw, 4);
+        PutBe(reg, 0x0C, 105 * 8, 4);
+        PutBe(reg, 0x10, 95 * 8, 4);
+        std::memcpy(reg + 0x18, "asic", 4);
+        return true;
+      }
+      case 0x9001: {  // MFCR: tachometers 1..fans active
+        if (n.model->fans == 0) return false;
+        std::uint32_t active = 0;
+        for (int t = 1; t <= n.model->fans && t < 16; ++t) active |= 1u << t;
+        PutBe(reg, 0x04, (active >> 10) << 26 | (active & 0x3ff) << 16, 4);
+        return true;
+      }
+      case 0x9003: {  // MFSM
+        if (n.model->fans == 0) return false;
+        const int t = (reg[0] >> 4) << 4 | (reg[0] & 0x0f);
+        const bool failed = std::find(env.failed_fans.begin(), env.failed_fans.end(), t) != env.failed_fans.end();
+        const auto rpm = env.fan_rpm.find(t);
+        PutBe(reg, 0x04, failed ? 0 : rpm != env.fan_rpm.end() ? rpm->second : 11000, 4);
+        return true;
+      }
+      case 0x9007: {  // FORE: failed fans under their limit
+        if (n.model->fans == 0) return false;
+        std::uint32_t under = 0;
+        for (int t : env.failed_fans) under |= t > 0 && t < 16 ? 1u << t : 0;
+        PutBe(reg, 0x00, (under >> 10) << 26 | (under & 0x3ff) << 16, 4);
+        return true;
+      }
+      case 0x900D: {  // MSPS, as ibswinfo decodes it
+        if (n.model->power_supplies == 0) return false;
+        for (int i = 0; i < n.model->power_supplies && i < 2; ++i) {
+          const auto state = env.psus.find(i);
+          const bool ok = state == env.psus.end() || state->second == "ok";
+          const auto w = env.watts.find(i);
+          const std::size_t base = 0x50 * static_cast<std::size_t>(i);
+          PutBe(reg, base + 0x00, ok ? 0x50000010u : 0x40000000u, 4);
+          PutBe(reg, base + 0x04, ok ? 2 : 1, 4);
+          PutBe(reg, base + 0x08,
+                ok ? 0x80000000u | static_cast<std::uint32_t>(w != env.watts.end() ? w->second : 290) : 0, 4);
+          PutBe(reg, base + 0x0C, 1, 4);
+        }
+        return true;
+      }
+      default: return false;
+    }
+  }
+
+  // Answers with `data` from byte `at` of the MAD (SMP and PMA data at 64,
+  // the vendor class's at 24) to the end.
+  void Answer(int agent, const ib_user_mad* u, std::uint16_t status, const std::uint8_t* data, std::size_t at = kData) {
     Synthesized s;
     s.fd = sending_fd_;
     s.agent = agent;
@@ -764,8 +913,8 @@ class Personalities {
     std::memcpy(s.mad, u->data, kMadSize);
     s.mad[3] = 0x81;  // GetResp
     mad_set_field(s.mad, 0, IB_MAD_STATUS_F, status);
-    std::memset(s.mad + kData, 0, kMadSize - kData);
-    if (data) std::memcpy(s.mad + kData, data, kMadSize - kData);
+    std::memset(s.mad + at, 0, kMadSize - at);
+    if (data) std::memcpy(s.mad + at, data, kMadSize - at);
     answers_.push_back(s);
   }
 
@@ -776,6 +925,7 @@ class Personalities {
   std::map<std::pair<int, int>, std::array<std::uint64_t, std::size(kErrorCounters)>> companion_counters_;
   bool loaded_ = false;
   std::int64_t checked_ms_ = 0;
+  std::int64_t started_ms_ = WallMs();  // when this process loaded the preload
   std::int64_t stamp_ = 0;
   std::vector<Node> nodes_;
   std::map<std::string, int> index_;

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 
+#include "transport/attributes.h"
 #include "transport/codec.h"
+#include "transport/registers.h"
 #include "transport/testing/encoders.h"
 
 namespace ibfabric::testing {
@@ -106,6 +108,45 @@ std::optional<MadBytes> FakeFabric::Answer(int local, int local_port, const MadA
     return std::nullopt;
   }
   if (h.mgmt_class == static_cast<std::uint8_t>(MgmtClass::kPerformance)) return Pma(to, req);
+  if (h.mgmt_class == static_cast<std::uint8_t>(MgmtClass::kVendorNvidia)) return Vendor(to, req);
+  return std::nullopt;
+}
+
+std::optional<MadBytes> FakeFabric::Vendor(const MadAddress& to, const MadBytes& req) {
+  const MadHeader h = DecodeHeader(req);
+  for (FakeNode& n : nodes_) {
+    bool owns = n.type == NodeType::kSwitch && n.lid == to.lid;
+    for (const auto& [num, p] : n.ports) owns = owns || (n.type != NodeType::kSwitch && p.lid == to.lid);
+    if (!owns || to.lid == 0) continue;
+    if (n.silent || !n.vendor_class) return std::nullopt;
+    if (h.attr_id == transport::vs_attr::kGeneralInfo) {
+      MadBytes out = req;
+      out[3] = 0x81;
+      std::fill(out.begin() + 24, out.end(), 0);
+      out[34] = static_cast<std::uint8_t>(n.mlnx_device_id >> 8);
+      out[35] = static_cast<std::uint8_t>(n.mlnx_device_id);
+      if (n.access_register) out[161] = 0x10;  // capability bit 20
+      return out;
+    }
+    if (h.attr_id != transport::vs_attr::kAccessRegister || !n.access_register) return EncodeResponse(req, {}, 0x0c);
+    const auto reg = n.registers.find(static_cast<std::uint16_t>(h.attr_mod));
+    if (reg == n.registers.end()) return EncodeResponse(req, {}, 0x14);
+    MadBytes out = req;
+    out[3] = 0x81;
+    std::vector<std::uint8_t> bytes = reg->second;
+    if (h.attr_mod == transport::reg::kMfsm) {  // the asked tachometer's speed
+      const int t = (req[36] >> 4) << 4 | (req[36] & 0x0f);
+      const auto rpm = n.fan_rpm.find(t);
+      bytes.assign(8, 0);
+      bytes[0] = req[36];
+      bytes[6] = static_cast<std::uint8_t>((rpm == n.fan_rpm.end() ? 0 : rpm->second) >> 8);
+      bytes[7] = static_cast<std::uint8_t>(rpm == n.fan_rpm.end() ? 0 : rpm->second);
+    }
+    std::fill(out.begin() + 36, out.end(), 0);
+    std::copy(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(std::min<std::size_t>(bytes.size(), 220)),
+              out.begin() + 36);
+    return out;
+  }
   return std::nullopt;
 }
 

@@ -82,6 +82,20 @@ class FakeFabric {
   const transport::ExtendedSpeedsRsFec& FecCounters(int node, int port) const {
     return nodes_.at(node).ports.at(port).fec;
   }
+  // NVIDIA's vendor class (0x0A): GeneralInfo with the AccessRegister bit
+  // `access_register`, and AccessRegister answering register ID -> its
+  // bytes (MFSM by tachometer: `fan_rpm`); a register not given answers
+  // "register not supported" (MAD status 0x14). Without this, the class
+  // goes unanswered. The node's VendorID becomes NVIDIA's.
+  void SetVendorRegisters(int node, bool access_register, std::map<std::uint16_t, std::vector<std::uint8_t>> registers,
+                          std::map<int, int> fan_rpm = {}) {
+    FakeNode& n = nodes_.at(node);
+    n.vendor_class = true;
+    n.access_register = access_register;
+    n.registers = std::move(registers);
+    n.fan_rpm = std::move(fan_rpm);
+    if (n.mlnx_device_id == 0) n.mlnx_device_id = 0xd2f2;
+  }
   void SetLid(int node, std::uint16_t lid) { nodes_.at(node).lid = lid; }
   const transport::PortCounters& Counters(int node, int port) const { return nodes_.at(node).ports.at(port).counters; }
   int sets() const { return sets_; }
@@ -134,6 +148,10 @@ class FakeFabric {
     bool fdr10_links = false;
     std::optional<std::uint16_t> fec_mode = std::nullopt;
     std::uint16_t fec_clear_status = 0;
+    bool vendor_class = false;
+    bool access_register = false;
+    std::map<std::uint16_t, std::vector<std::uint8_t>> registers = {};
+    std::map<int, int> fan_rpm = {};
   };
   std::optional<transport::MadBytes> Answer(int local, int local_port, const transport::MadAddress& to,
                                             const transport::MadBytes& req);
@@ -141,6 +159,7 @@ class FakeFabric {
   // The SMA of `node`, reached through its port `entered` (0: a switch's own).
   std::optional<transport::MadBytes> Smp(int node, int entered, const transport::MadBytes& req);
   std::optional<transport::MadBytes> Pma(const transport::MadAddress& to, const transport::MadBytes& req);
+  std::optional<transport::MadBytes> Vendor(const transport::MadAddress& to, const transport::MadBytes& req);
 
   std::vector<FakeNode> nodes_;
   int sets_ = 0;

@@ -1,0 +1,303 @@
+#include "collectors/switch_environment_collector.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "collectors/reads/batch.h"
+#include "collectors/render.h"
+#include "topology/scope.h"
+#include "transport/attributes.h"
+
+namespace ibfabric::collectors {
+namespace {
+
+using prometheus::MetricType;
+namespace reg = transport::reg;
+
+constexpr std::uint32_t kNvidia = 0x0002c9;  // NodeInfo.VendorID
+// MAD status of a register the device does not have (mstflint's
+// translate_mad_status_to_reg_status_gmp: 20, register not supported).
+constexpr std::uint16_t kRegisterNotSupported = 0x0014;
+// Switches asked GeneralInfo at once at least (a small fabric all at once).
+constexpr std::size_t kFirstAsksPerSweep = 128;
+
+// What one ask is: GeneralInfo (reg 0), or a register (and its index: the
+// tachometer of an MFSM).
+struct What {
+  std::uint64_t guid = 0;
+  std::uint16_t reg = 0;
+  int index = 0;
+};
+using Part = AskPart<What>;
+
+struct SwitchState {
+  enum class Access : std::uint8_t { kUnknown, kYes, kNo };
+  Access access = Access::kUnknown;
+  std::chrono::steady_clock::time_point asked_at{};    // the sweep that last asked it
+  std::chrono::steady_clock::time_point not_before{};  // no answer: not again before
+  bool asked = false;
+  bool registers_asked = false;         // its registers were asked once
+  std::set<std::uint16_t> unsupported;  // registers it does not have
+  std::optional<std::vector<int>> tachos;
+  SwitchEnvironment out;
+};
+
+// "Unsupported attribute" (IBTA 13.4.7 code 3), "class not supported"
+// (code 1) or a register the device does not have: for good.
+bool ForGood(const transport::MadResult& m) {
+  if (m.outcome != transport::MadOutcome::kRemoteError) return false;
+  const std::uint16_t code = m.mad_status & transport::kMadStatusCodeMask;
+  return code == 0x000c || code == 0x0004 || code == kRegisterNotSupported;
+}
+
+class SwitchEnvironmentCollector final : public Collector {
+ public:
+  explicit SwitchEnvironmentCollector(std::chrono::milliseconds interval) : interval_(interval) {}
+
+  Schedule schedule() const override { return Schedule::kSweep; }
+
+  void Plan(const Cycle& cycle, SweepPlan* plan) override {
+    const double since = last_plan_ == std::chrono::steady_clock::time_point{}
+                             ? 0
+                             : std::chrono::duration<double>(cycle.now - last_plan_).count();
+    last_plan_ = cycle.now;
+    std::vector<Part::Ask> first;      // GeneralInfo
+    std::vector<std::uint64_t> fresh;  // registers never read
+    std::vector<std::pair<std::chrono::steady_clock::time_point, std::uint64_t>> due;
+    std::size_t eligible = 0;
+    for (const topology::Node& n : cycle.fabric->nodes()) {
+      if (n.kind != topology::NodeKind::kSwitch || n.vendor_id != kNvidia || n.lid == 0 || !cycle.in_scope(n) ||
+          !Owns(cycle.scope, n.guid))
+        continue;
+      SwitchState& st = states_[n.guid];
+      if (st.access == SwitchState::Access::kNo || cycle.now < st.not_before) continue;
+      const bool interval_passed = !st.asked || cycle.now - st.asked_at >= interval_;
+      if (st.access == SwitchState::Access::kUnknown) {
+        if (interval_passed) first.push_back(Ask(n, 0, 0, transport::GeneralInfoQuery(n.lid)));
+        continue;
+      }
+      ++eligible;
+      if (!st.registers_asked) {
+        fresh.push_back(n.guid);
+      } else if (interval_passed) {
+        due.emplace_back(st.asked_at, n.guid);
+      }
+    }
+    const double share = std::min(1.0, since > 0 ? since / std::chrono::duration<double>(interval_).count() : 1.0);
+    std::vector<Part::Ask> asks;
+    for (std::size_t i = 0; i < first.size() && i < kFirstAsksPerSweep; ++i) {
+      states_[first[i].tag.guid].asked_at = cycle.now;
+      states_[first[i].tag.guid].asked = true;
+      asks.push_back(std::move(first[i]));
+    }
+    // Spread over the interval: those never read first (at least
+    // kFirstAsksPerSweep), then this sweep's share, the longest waiting first.
+    std::sort(due.begin(), due.end());
+    const auto cap =
+        std::max<std::size_t>(static_cast<std::size_t>(std::ceil(static_cast<double>(eligible) * share)), 1);
+    std::vector<std::uint64_t> now;
+    for (std::size_t i = 0; i < fresh.size() && i < std::max(cap, kFirstAsksPerSweep); ++i) now.push_back(fresh[i]);
+    for (std::size_t i = 0; i < due.size() && i < cap; ++i) now.push_back(due[i].second);
+    for (std::uint64_t guid : now) {
+      SwitchState& st = states_[guid];
+      st.asked_at = cycle.now;
+      st.asked = true;
+      st.registers_asked = true;
+      AskRegisters(*cycle.fabric->FindNode(guid), st, &asks);
+    }
+    if (asks.empty()) return;
+    part_.Set(std::move(asks));
+    plan->parts.push_back(&part_);
+  }
+
+  Outcome Update(const Cycle& cycle) override {
+    bool changed = !published_;
+    for (auto it = states_.begin(); it != states_.end();) {
+      const bool gone = cycle.fabric->FindNode(it->first) == nullptr;
+      changed |= gone && published_ && published_->switches.count(it->first);
+      it = gone ? states_.erase(it) : std::next(it);
+    }
+    if (part_.finished()) {
+      for (Part::Ask& a : part_.asks()) changed |= Take(a, cycle.now);
+      part_.Set({});
+    }
+    if (changed) Rebuild();
+    return {};
+  }
+
+  void Publish(Snapshot* parts) const override { parts->by_collector.Set(kSwitchEnvironmentCollector, published_); }
+
+ private:
+  // The exporter that reports a switch's own facts reads them (render.h
+  // OwnsSwitch): never a local one, the shard its GUID hashes to.
+  static bool Owns(const topology::Scope& scope, std::uint64_t guid) {
+    if (scope.kind == topology::ScopeKind::kLocal) return false;
+    return scope.shards <= 1 || topology::ShardOf(guid, scope.shards) == scope.shard;
+  }
+
+  static Part::Ask Ask(const topology::Node& n, std::uint16_t reg, int index, transport::MadRequest request) {
+    Part::Ask a;
+    a.tag = {n.guid, reg, index};
+    a.node = n.guid;
+    a.lid = n.lid;
+    a.request = std::move(request);
+    return a;
+  }
+
+  // One interval's registers of a switch that has them.
+  static void AskRegisters(const topology::Node& n, const SwitchState& st, std::vector<Part::Ask>* out) {
+    const auto ask = [&](std::uint16_t id, int index, const std::vector<std::uint8_t>& request) {
+      if (!st.unsupported.count(id))
+        out->push_back(Ask(n, id, index, transport::AccessRegisterQuery(n.lid, id, request)));
+    };
+    ask(reg::kMgir, 0, {});
+    if (!st.out.system) ask(reg::kMsgi, 0, {});
+    ask(reg::kMtmp, 0, transport::MtmpRequest(transport::kMtmpAsic));
+    if (!st.tachos) {
+      ask(reg::kMfcr, 0, {});
+    } else {
+      for (int t : *st.tachos) ask(reg::kMfsm, t, transport::MfsmRequest(t));
+    }
+    ask(reg::kFore, 0, {});
+    ask(reg::kMsps, 0, {});
+  }
+
+  // Takes one answer in; true when the published part changes.
+  bool Take(const Part::Ask& a, std::chrono::steady_clock::time_point now) {
+    const auto it = states_.find(a.tag.guid);
+    if (it == states_.end()) return false;
+    SwitchState& st = it->second;
+    if (!a.result) return false;  // another node answered at its LID
+    const transport::MadResult& m = *a.result;
+    if (m.outcome != transport::MadOutcome::kOk) {
+      if (a.tag.reg == 0) {
+        if (ForGood(m)) st.access = SwitchState::Access::kNo;
+      } else if (ForGood(m)) {
+        st.unsupported.insert(a.tag.reg);
+      }
+      if (!ForGood(m)) st.not_before = now + interval_;  // no answer: the next interval
+      return false;
+    }
+    if (a.tag.reg == 0) {
+      const transport::GeneralInfo g = transport::DecodeGeneralInfo(m.response);
+      st.access = g.access_register ? SwitchState::Access::kYes : SwitchState::Access::kNo;
+      st.asked = false;  // its registers at once
+      return false;
+    }
+    SwitchEnvironment& e = st.out;
+    const SwitchEnvironment was = e;
+    e.guid = a.tag.guid;
+    const auto data = transport::AccessRegisterData(m.response);
+    switch (a.tag.reg) {
+      case reg::kMgir: e.general = transport::DecodeGeneralRegister(data); break;
+      case reg::kMsgi: e.system = transport::DecodeSystemInfo(data); break;
+      case reg::kMtmp: e.asic = transport::DecodeTemperature(data); break;
+      case reg::kMfcr: st.tachos = transport::ActiveTachometers(data); break;
+      case reg::kMfsm: e.fan_rpm[a.tag.index] = transport::DecodeFanRpm(data); break;
+      case reg::kFore: e.fan_limits = transport::DecodeFanLimits(data); break;
+      case reg::kMsps: e.power_supplies = transport::DecodePowerSupplies(data); break;
+      default: break;
+    }
+    return !(e == was);
+  }
+
+  void Rebuild() {
+    auto next = std::make_shared<SwitchEnvironments>();
+    for (const auto& [guid, st] : states_) {
+      if (st.access == SwitchState::Access::kYes && st.out.guid != 0) next->switches.emplace(guid, st.out);
+    }
+    published_ = std::move(next);
+  }
+
+  std::chrono::milliseconds interval_;
+  std::map<std::uint64_t, SwitchState> states_;
+  std::chrono::steady_clock::time_point last_plan_{};
+  Part part_;
+  std::shared_ptr<const SwitchEnvironments> published_;
+};
+
+const char* Status(bool ok) { return ok ? "OK" : "ERROR"; }
+
+}  // namespace
+
+std::unique_ptr<Collector> MakeSwitchEnvironmentCollector(const CollectorOptions& options) {
+  return std::make_unique<SwitchEnvironmentCollector>(options.phy_interval);
+}
+
+void RenderSwitchEnvironment(const Snapshot& s, const Emit& out) {
+  const auto* envs = s.by_collector.Get<SwitchEnvironments>(kSwitchEnvironmentCollector);
+  if (!envs || !s.fabric) return;
+  // SckyzO's infiniband_exporter's families (collectors/ibswinfo.go), its
+  // help texts; {guid, switch} as there.
+  auto hardware = Family("infiniband_switch_hardware_info",
+                         "Constant 1 carrying switch hardware identification labels (firmware version, PSID, "
+                         "part/serial numbers).",
+                         MetricType::Gauge);
+  auto uptime = Family("infiniband_switch_uptime_seconds", "Switch firmware uptime in seconds since last reboot.",
+                       MetricType::Gauge);
+  auto temperature =
+      Family("infiniband_switch_temperature_celsius", "Switch ASIC temperature in degrees Celsius.", MetricType::Gauge);
+  auto threshold = Family("infiniband_switch_temperature_high_threshold_celsius",
+                          "The switch ASIC's high temperature threshold (MTMP temperature_threshold_hi), in degrees "
+                          "Celsius",
+                          MetricType::Gauge);
+  auto rpm =
+      Family("infiniband_switch_fan_rpm", "Switch fan rotation speed in RPM (one series per fan).", MetricType::Gauge);
+  auto fans = Family("infiniband_switch_fan_status_info",
+                     "Constant 1 with the current overall fan status string label.", MetricType::Gauge);
+  auto psu_status =
+      Family("infiniband_switch_power_supply_status_info",
+             "Constant 1 with the current PSU status string label (1 series per PSU per state).", MetricType::Gauge);
+  auto psu_dc = Family("infiniband_switch_power_supply_dc_power_status_info",
+                       "Constant 1 with the current DC power status string label (1 series per PSU per state).",
+                       MetricType::Gauge);
+  auto psu_fan = Family("infiniband_switch_power_supply_fan_status_info",
+                        "Constant 1 with the current PSU fan status string label (1 series per PSU per state).",
+                        MetricType::Gauge);
+  auto watts = Family("infiniband_switch_power_supply_watts", "Power drawn by the PSU in watts.", MetricType::Gauge);
+  for (const auto& [guid, e] : envs->switches) {
+    if (!OwnsSwitch(s, guid)) continue;
+    const std::string g = topology::FormatGuid(guid);
+    const std::string name = topology::NodeName(*s.fabric, guid);
+    const std::vector<prometheus::ClientMetric::Label> at{{"guid", g}, {"switch", name}};
+    const auto with = [&](const char* key, const std::string& value) {
+      auto l = at;
+      l.insert(l.begin() + 1, prometheus::ClientMetric::Label{key, value});
+      return l;
+    };
+    if (e.general || e.system) {
+      Add(hardware,
+          {{"guid", g},
+           {"firmware_version", e.general ? e.general->FirmwareVersion() : ""},
+           {"psid", e.general ? e.general->psid : ""},
+           {"part_number", e.system ? e.system->part_number : ""},
+           {"serial_number", e.system ? e.system->serial_number : ""},
+           {"switch", name}},
+          1);
+    }
+    if (e.general) Add(uptime, at, e.general->uptime_seconds);
+    if (e.asic && e.asic->present) {
+      Add(temperature, at, e.asic->celsius);
+      Add(threshold, at, e.asic->threshold_high_celsius);
+    }
+    for (const auto& [tacho, r] : e.fan_rpm) Add(rpm, with("fan", std::to_string(tacho)), r);
+    if (e.fan_limits) {
+      Add(fans, with("status", Status(e.fan_limits->under == 0 && e.fan_limits->over == 0)), 1);
+    }
+    for (const transport::PowerSupply& p : e.power_supplies.value_or(std::vector<transport::PowerSupply>{})) {
+      const auto psu = [&](const char* status) {
+        return std::vector<prometheus::ClientMetric::Label>{
+            {"guid", g}, {"psu", std::to_string(p.index)}, {"status", status}, {"switch", name}};
+      };
+      Add(psu_status, psu(Status(p.ok)), 1);
+      Add(psu_dc, psu(Status(p.dc_ok)), 1);
+      if (p.fan_ok) Add(psu_fan, psu(Status(*p.fan_ok)), 1);
+      if (p.watts) Add(watts, {{"guid", g}, {"psu", std::to_string(p.index)}, {"switch", name}}, *p.watts);
+    }
+  }
+  for (auto* f : {&hardware, &uptime, &temperature, &threshold, &rpm, &fans, &psu_status, &psu_dc, &psu_fan, &watts})
+    EmitNonEmpty(out, *f);
+}
+
+}  // namespace ibfabric::collectors

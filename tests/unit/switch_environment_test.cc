@@ -1,0 +1,137 @@
+// The switch_environment collector on the fake fabric: who is asked what
+// (NVIDIA switches only, GeneralInfo once, registers where it says
+// AccessRegister), how often (--phy.interval), what "unsupported" stops
+// (a switch without AccessRegister, a register it lacks) and what no
+// answer does not, and the series under SckyzO's names.
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+
+#include "collectors/switch_environment_collector.h"
+#include "tests/unit/collector_bed.h"
+#include "transport/registers.h"
+
+namespace ibfabric::collectors {
+namespace {
+
+std::vector<std::uint8_t> Bytes(std::size_t n, std::initializer_list<std::pair<std::size_t, std::uint32_t>> dwords) {
+  std::vector<std::uint8_t> r(n, 0);
+  for (const auto& [at, v] : dwords) {
+    for (std::size_t i = 0; i < 4; ++i) r[at + i] = static_cast<std::uint8_t>(v >> (24 - 8 * i));
+  }
+  return r;
+}
+
+// leaf0: every register, 3 fans (fan 2 under its limit), two supplies
+// (the second failed); leaf1: GeneralInfo without AccessRegister; spine0:
+// no MSPS (chassis managed: "register not supported"); spine1 answers no
+// vendor MAD at all.
+void Shape(Bed& b) {
+  namespace reg = transport::reg;
+  std::vector<std::uint8_t> mgir =
+      Bytes(0xa0, {{0x00, 0x00a0d2f2}, {0x1C, 7200}, {0x44, 31}, {0x48, 2010}, {0x4C, 3118}});
+  for (std::size_t i = 0; i < 13; ++i) mgir[0x30 + i] = static_cast<std::uint8_t>("MT_0000000063"[i]);
+  std::vector<std::uint8_t> msgi(0x80, ' ');
+  for (std::size_t i = 0; i < 12; ++i) msgi[i] = static_cast<std::uint8_t>("MT2152T10239"[i]);
+  for (std::size_t i = 0; i < 12; ++i) msgi[0x20 + i] = static_cast<std::uint8_t>("MQM9790-NS2F"[i]);
+  const std::vector<std::uint8_t> mtmp = Bytes(0x20, {{0x04, 61 * 8}, {0x0C, 105 * 8}, {0x10, 95 * 8}});
+  const std::vector<std::uint8_t> mfcr = Bytes(8, {{0x04, 0x0eu << 16}});  // tachometers 1, 2, 3
+  const std::vector<std::uint8_t> fore = Bytes(0x0c, {{0x00, 1u << (16 + 2)}});
+  const std::vector<std::uint8_t> msps =
+      Bytes(0xa0, {{0x00, 0x50000010}, {0x04, 2}, {0x08, 0x80000124}, {0x50, 0x40000000}, {0x54, 1}});
+  b.f.SetVendorRegisters(b.leaves[0], true,
+                         {{reg::kMgir, mgir},
+                          {reg::kMsgi, msgi},
+                          {reg::kMtmp, mtmp},
+                          {reg::kMfcr, mfcr},
+                          {reg::kMfsm, {}},
+                          {reg::kFore, fore},
+                          {reg::kMsps, msps}},
+                         {{1, 11000}, {2, 0}, {3, 10500}});
+  b.f.SetVendorRegisters(b.leaves[1], false, {});
+  b.f.SetVendorRegisters(
+      b.spines[0], true,
+      {{reg::kMgir, mgir}, {reg::kMtmp, mtmp}, {reg::kMfcr, mfcr}, {reg::kMfsm, {}}, {reg::kFore, Bytes(0x0c, {})}},
+      {{1, 9000}, {2, 9100}, {3, 9200}});
+  b.f.SetMlnxFdr10(b.spines[1], 0xd2f2, false);  // NVIDIA, but no answer of the class
+}
+
+std::map<std::uint64_t, int> Sent(const Bed& b, std::uint16_t attr, std::size_t from) {
+  std::map<std::uint64_t, int> out;
+  for (const auto& [node, n] : b.SentTo(attr, from)) out[node] += n;
+  return out;
+}
+
+TEST(SwitchEnvironmentTest, NvidiaSwitchesWithAccessRegisterAreReadEachIntervalUnderSckyzOsNames) {
+  Bed b(Shape);
+  CollectorOptions o;
+  o.phy_interval = std::chrono::milliseconds(1000);
+  auto env = b.Make("switch_environment", o);
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto when = [t0](int ms) { return t0 + std::chrono::milliseconds(ms); };
+  using transport::vs_attr::kAccessRegister;
+  using transport::vs_attr::kGeneralInfo;
+  const std::uint64_t leaf0 = b.f.Guid(b.leaves[0]), leaf1 = b.f.Guid(b.leaves[1]), spine0 = b.f.Guid(b.spines[0]),
+                      spine1 = b.f.Guid(b.spines[1]);
+
+  std::size_t mark = b.port.sent_mads().size();
+  b.SweepWith({env.get()}, when(0));
+  EXPECT_EQ(Sent(b, kGeneralInfo, mark),
+            (std::map<std::uint64_t, int>{{leaf0, 1}, {leaf1, 1}, {spine0, 1}, {spine1, 2}}))
+      << "every NVIDIA switch once (spine1's unanswered one retried by the engine); no host";
+  EXPECT_TRUE(Sent(b, kAccessRegister, mark).empty());
+  mark = b.port.sent_mads().size();
+  b.SweepWith({env.get()}, when(10));  // registers of those that have them; MFCR names the fans
+  auto regs = Sent(b, kAccessRegister, mark);
+  EXPECT_EQ(regs.count(leaf1), 0u) << "GeneralInfo says no AccessRegister";
+  EXPECT_EQ(regs.count(spine1), 0u);
+  EXPECT_EQ(regs[leaf0], 6) << "MGIR, MSGI, MTMP, MFCR, FORE, MSPS";
+  mark = b.port.sent_mads().size();
+  b.SweepWith({env.get()}, when(20));
+  EXPECT_TRUE(Sent(b, kAccessRegister, mark).empty()) << "not again within the interval";
+  EXPECT_TRUE(Sent(b, kGeneralInfo, mark).empty()) << "spine1 waits for the next interval";
+  mark = b.port.sent_mads().size();
+  b.SweepWith({env.get()}, when(1100));
+  regs = Sent(b, kAccessRegister, mark);
+  EXPECT_EQ(regs[leaf0], 7) << "MGIR, MTMP, three MFSM, FORE, MSPS (MSGI and MFCR once)";
+  EXPECT_EQ(regs[spine0], 6) << "MGIR, MTMP, three MFSM, FORE: not MSGI or MSPS, which it does not have";
+  EXPECT_EQ(Sent(b, kGeneralInfo, mark).count(spine1), 1u) << "no answer: asked again the next interval";
+
+  const Scrape s = b.Render();
+  const testbed::Labels at{{"guid", topology::FormatGuid(leaf0)}};
+  EXPECT_EQ(s.Value("infiniband_switch_temperature_celsius", at), 61);
+  EXPECT_EQ(s.Value("infiniband_switch_temperature_high_threshold_celsius", at), 105);
+  EXPECT_EQ(s.Value("infiniband_switch_uptime_seconds", at), 7200);
+  EXPECT_EQ(s.Value("infiniband_switch_fan_rpm", {{"guid", topology::FormatGuid(leaf0)}, {"fan", "3"}}), 10500);
+  EXPECT_EQ(s.Find("infiniband_switch_fan_rpm", at).size(), 3u);
+  EXPECT_EQ(s.Value("infiniband_switch_fan_status_info", {{"guid", topology::FormatGuid(leaf0)}, {"status", "ERROR"}}),
+            1);
+  EXPECT_EQ(s.Value("infiniband_switch_fan_status_info", {{"guid", topology::FormatGuid(spine0)}, {"status", "OK"}}),
+            1);
+  EXPECT_EQ(s.Value("infiniband_switch_power_supply_status_info",
+                    {{"guid", topology::FormatGuid(leaf0)}, {"psu", "1"}, {"status", "ERROR"}}),
+            1);
+  EXPECT_EQ(s.Value("infiniband_switch_power_supply_watts", {{"guid", topology::FormatGuid(leaf0)}, {"psu", "0"}}),
+            292);
+  EXPECT_TRUE(s.Find("infiniband_switch_power_supply_status_info", {{"guid", topology::FormatGuid(spine0)}}).empty())
+      << "no MSPS: no supplies, not failed ones";
+  const auto hw = s.Find("infiniband_switch_hardware_info", at);
+  ASSERT_EQ(hw.size(), 1u);
+  EXPECT_EQ(hw[0].labels.at("firmware_version"), "31.2010.3118");
+  EXPECT_EQ(hw[0].labels.at("part_number"), "MQM9790-NS2F");
+  EXPECT_EQ(hw[0].labels.at("serial_number"), "MT2152T10239");
+  EXPECT_EQ(hw[0].labels.at("switch"), topology::NodeName(b.fabric, leaf0));
+  for (std::uint64_t none : {leaf1, spine1}) {
+    EXPECT_TRUE(s.Find("infiniband_switch_temperature_celsius", {{"guid", topology::FormatGuid(none)}}).empty());
+    EXPECT_TRUE(s.Find("infiniband_switch_hardware_info", {{"guid", topology::FormatGuid(none)}}).empty());
+  }
+  // A switch without AccessRegister is never asked again.
+  mark = b.port.sent_mads().size();
+  b.SweepWith({env.get()}, when(2200));
+  EXPECT_EQ(Sent(b, kGeneralInfo, mark).count(leaf1), 0u);
+  EXPECT_EQ(Sent(b, kAccessRegister, mark).count(leaf1), 0u);
+}
+
+}  // namespace
+}  // namespace ibfabric::collectors
