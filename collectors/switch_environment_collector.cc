@@ -19,7 +19,7 @@ constexpr std::uint32_t kNvidia = 0x0002c9;  // NodeInfo.VendorID
 // MAD status of a register the device does not have (mstflint's
 // translate_mad_status_to_reg_status_gmp: 20, register not supported).
 constexpr std::uint16_t kRegisterNotSupported = 0x0014;
-// Switches asked GeneralInfo at once at least (a small fabric all at once).
+// Switches asked at once at least (a small fabric all at once).
 constexpr std::size_t kFirstAsksPerSweep = 128;
 
 // What one ask is: GeneralInfo (reg 0), or a register (and its index: the
@@ -29,7 +29,6 @@ struct What {
   std::uint16_t reg = 0;
   int index = 0;
 };
-using Part = AskPart<What>;
 
 struct SwitchState {
   enum class Access : std::uint8_t { kUnknown, kYes, kNo };
@@ -38,8 +37,10 @@ struct SwitchState {
   std::chrono::steady_clock::time_point not_before{};  // no answer: not again before
   bool asked = false;
   bool registers_asked = false;         // its registers were asked once
+  int misses = 0;                       // rounds in a row nothing answered: the wait doubles, up to 16 intervals
   std::set<std::uint16_t> unsupported;  // registers it does not have
   std::optional<std::vector<int>> tachos;
+  std::map<std::uint16_t, std::chrono::steady_clock::time_point> fresh_at;  // register -> when it last answered
   SwitchEnvironment out;
 };
 
@@ -51,66 +52,32 @@ bool ForGood(const transport::MadResult& m) {
   return code == 0x000c || code == 0x0004 || code == kRegisterNotSupported;
 }
 
+// Forgets what register `id` said (it went stale, or is not supported).
+void Forget(SwitchEnvironment* e, std::uint16_t id) {
+  switch (id) {
+    case reg::kMgir: e->general.reset(); break;
+    case reg::kMsgi: e->system.reset(); break;
+    case reg::kMtmp: e->asic.reset(); break;
+    case reg::kMfsm: e->fan_rpm.clear(); break;
+    case reg::kFore: e->fan_limits.reset(); break;
+    case reg::kMsps: e->power_supplies.reset(); break;
+    default: break;
+  }
+}
+
+bool Empty(const SwitchEnvironment& e) {
+  return !e.general && !e.system && !e.asic && e.fan_rpm.empty() && !e.fan_limits && !e.power_supplies;
+}
+
 class SwitchEnvironmentCollector final : public Collector {
  public:
-  explicit SwitchEnvironmentCollector(std::chrono::milliseconds interval) : interval_(interval) {}
+  explicit SwitchEnvironmentCollector(std::chrono::milliseconds interval) : interval_(interval), share_(interval) {}
 
   Schedule schedule() const override { return Schedule::kSweep; }
 
-  void Plan(const Cycle& cycle, SweepPlan* plan) override {
-    const double since = last_plan_ == std::chrono::steady_clock::time_point{}
-                             ? 0
-                             : std::chrono::duration<double>(cycle.now - last_plan_).count();
-    last_plan_ = cycle.now;
-    std::vector<Part::Ask> first;      // GeneralInfo
-    std::vector<std::uint64_t> fresh;  // registers never read
-    std::vector<std::pair<std::chrono::steady_clock::time_point, std::uint64_t>> due;
-    std::size_t eligible = 0;
-    for (const topology::Node& n : cycle.fabric->nodes()) {
-      if (n.kind != topology::NodeKind::kSwitch || n.vendor_id != kNvidia || n.lid == 0 || !cycle.in_scope(n) ||
-          !Owns(cycle.scope, n.guid))
-        continue;
-      SwitchState& st = states_[n.guid];
-      if (st.access == SwitchState::Access::kNo || cycle.now < st.not_before) continue;
-      const bool interval_passed = !st.asked || cycle.now - st.asked_at >= interval_;
-      if (st.access == SwitchState::Access::kUnknown) {
-        if (interval_passed) first.push_back(Ask(n, 0, 0, transport::GeneralInfoQuery(n.lid)));
-        continue;
-      }
-      ++eligible;
-      if (!st.registers_asked) {
-        fresh.push_back(n.guid);
-      } else if (interval_passed) {
-        due.emplace_back(st.asked_at, n.guid);
-      }
-    }
-    const double share = std::min(1.0, since > 0 ? since / std::chrono::duration<double>(interval_).count() : 1.0);
-    std::vector<Part::Ask> asks;
-    for (std::size_t i = 0; i < first.size() && i < kFirstAsksPerSweep; ++i) {
-      states_[first[i].tag.guid].asked_at = cycle.now;
-      states_[first[i].tag.guid].asked = true;
-      asks.push_back(std::move(first[i]));
-    }
-    // Spread over the interval: those never read first (at least
-    // kFirstAsksPerSweep), then this sweep's share, the longest waiting first.
-    std::sort(due.begin(), due.end());
-    const auto cap =
-        std::max<std::size_t>(static_cast<std::size_t>(std::ceil(static_cast<double>(eligible) * share)), 1);
-    std::vector<std::uint64_t> now;
-    for (std::size_t i = 0; i < fresh.size() && i < std::max(cap, kFirstAsksPerSweep); ++i) now.push_back(fresh[i]);
-    for (std::size_t i = 0; i < due.size() && i < cap; ++i) now.push_back(due[i].second);
-    for (std::uint64_t guid : now) {
-      SwitchState& st = states_[guid];
-      st.asked_at = cycle.now;
-      st.asked = true;
-      st.registers_asked = true;
-      AskRegisters(*cycle.fabric->FindNode(guid), st, &asks);
-    }
-    if (asks.empty()) return;
-    part_.Set(std::move(asks));
-    plan->parts.push_back(&part_);
-  }
-
+  // Its reads run by themselves after the sweep's batch, not in it: a
+  // switch whose registers are slow or silent (firmware busy, a VS_Key it
+  // wants) then costs the sweep's reads of that LID nothing.
   Outcome Update(const Cycle& cycle) override {
     bool changed = !published_;
     for (auto it = states_.begin(); it != states_.end();) {
@@ -118,9 +85,46 @@ class SwitchEnvironmentCollector final : public Collector {
       changed |= gone && published_ && published_->switches.count(it->first);
       it = gone ? states_.erase(it) : std::next(it);
     }
-    if (part_.finished()) {
-      for (Part::Ask& a : part_.asks()) changed |= Take(a, cycle.now);
-      part_.Set({});
+    const auto& missing = cycle.parts->local.agents_missing;
+    const bool agent = std::find(missing.begin(), missing.end(), "vendor") == missing.end();
+    std::vector<std::pair<What, transport::MadRequest>> asks;
+    if (agent && cycle.engine) Asks(cycle, &asks);
+    if (!asks.empty()) {
+      std::vector<transport::MadRequest> requests;
+      for (const auto& a : asks) requests.push_back(a.second);
+      const auto results = cycle.engine->Run(requests);
+      std::set<std::uint64_t> answered, asked;
+      for (std::size_t i = 0; i < asks.size() && i < results.size(); ++i) {
+        asked.insert(asks[i].first.guid);
+        if (results[i].outcome == transport::MadOutcome::kOk || ForGood(results[i]))
+          answered.insert(asks[i].first.guid);
+        changed |= Take(asks[i].first, results[i], cycle.now);
+      }
+      for (std::uint64_t guid : asked) {
+        SwitchState& st = states_[guid];
+        if (answered.count(guid)) {
+          st.misses = 0;
+          continue;
+        }
+        // Nothing answered: again after the interval, doubled each round
+        // that stays silent.
+        st.not_before = cycle.now + interval_ * (1 << std::min(st.misses, 4));
+        ++st.misses;
+      }
+    }
+    // A reading not renewed within two intervals (and a half minute) is
+    // gone: absent rather than stale.
+    const auto stale_after = 2 * interval_ + std::chrono::seconds(30);
+    for (auto& [guid, st] : states_) {
+      for (auto it = st.fresh_at.begin(); it != st.fresh_at.end();) {
+        if (cycle.now - it->second <= stale_after) {
+          ++it;
+          continue;
+        }
+        Forget(&st.out, it->first);
+        it = st.fresh_at.erase(it);
+        changed = true;
+      }
     }
     if (changed) Rebuild();
     return {};
@@ -130,26 +134,63 @@ class SwitchEnvironmentCollector final : public Collector {
 
  private:
   // The exporter that reports a switch's own facts reads them (render.h
-  // OwnsSwitch): never a local one, the shard its GUID hashes to.
+  // OwnsSwitch): never a local one, the shard its GUID hashes to, whatever
+  // ports it reads.
   static bool Owns(const topology::Scope& scope, std::uint64_t guid) {
     if (scope.kind == topology::ScopeKind::kLocal) return false;
     return scope.shards <= 1 || topology::ShardOf(guid, scope.shards) == scope.shard;
   }
 
-  static Part::Ask Ask(const topology::Node& n, std::uint16_t reg, int index, transport::MadRequest request) {
-    Part::Ask a;
-    a.tag = {n.guid, reg, index};
-    a.node = n.guid;
-    a.lid = n.lid;
-    a.request = std::move(request);
-    return a;
+  // This sweep's asks: GeneralInfo of the switches not asked yet (at least
+  // kFirstAsksPerSweep), the registers of those never read, then this
+  // sweep's share of those due, the longest waiting first.
+  void Asks(const Cycle& cycle, std::vector<std::pair<What, transport::MadRequest>>* out) {
+    const double share = share_.Next(cycle.now);
+    std::vector<const topology::Node*> first, fresh;
+    std::vector<std::pair<std::chrono::steady_clock::time_point, const topology::Node*>> due;
+    std::size_t eligible = 0;
+    for (const topology::Node& n : cycle.fabric->nodes()) {
+      if (n.kind != topology::NodeKind::kSwitch || n.vendor_id != kNvidia || n.lid == 0 || !Owns(cycle.scope, n.guid))
+        continue;
+      SwitchState& st = states_[n.guid];
+      if (st.access == SwitchState::Access::kNo || cycle.now < st.not_before) continue;
+      const bool interval_passed = !st.asked || cycle.now - st.asked_at >= interval_;
+      if (st.access == SwitchState::Access::kUnknown) {
+        if (interval_passed) first.push_back(&n);
+        continue;
+      }
+      ++eligible;
+      if (!st.registers_asked) {
+        fresh.push_back(&n);
+      } else if (interval_passed) {
+        due.emplace_back(st.asked_at, &n);
+      }
+    }
+    const std::size_t cap = std::max<std::size_t>(IntervalShare::Of(share, eligible), 1);
+    std::sort(due.begin(), due.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (std::size_t i = 0; i < due.size() && i < cap; ++i) fresh.push_back(due[i].second);
+    first.resize(std::min(first.size(), kFirstAsksPerSweep));
+    for (const topology::Node* n : first) {
+      SwitchState& st = states_[n->guid];
+      st.asked_at = cycle.now;
+      st.asked = true;
+      out->push_back({{n->guid, 0, 0}, transport::GeneralInfoQuery(n->lid)});
+    }
+    for (std::size_t i = 0; i < fresh.size() && i < std::max(cap, kFirstAsksPerSweep); ++i) {
+      SwitchState& st = states_[fresh[i]->guid];
+      st.asked_at = cycle.now;
+      st.asked = true;
+      st.registers_asked = true;
+      AskRegisters(*fresh[i], st, out);
+    }
   }
 
   // One interval's registers of a switch that has them.
-  static void AskRegisters(const topology::Node& n, const SwitchState& st, std::vector<Part::Ask>* out) {
+  static void AskRegisters(const topology::Node& n, const SwitchState& st,
+                           std::vector<std::pair<What, transport::MadRequest>>* out) {
     const auto ask = [&](std::uint16_t id, int index, const std::vector<std::uint8_t>& request) {
       if (!st.unsupported.count(id))
-        out->push_back(Ask(n, id, index, transport::AccessRegisterQuery(n.lid, id, request)));
+        out->push_back({{n.guid, id, index}, transport::AccessRegisterQuery(n.lid, id, request)});
     };
     ask(reg::kMgir, 0, {});
     if (!st.out.system) ask(reg::kMsgi, 0, {});
@@ -164,56 +205,56 @@ class SwitchEnvironmentCollector final : public Collector {
   }
 
   // Takes one answer in; true when the published part changes.
-  bool Take(const Part::Ask& a, std::chrono::steady_clock::time_point now) {
-    const auto it = states_.find(a.tag.guid);
+  bool Take(const What& w, const transport::MadResult& m, std::chrono::steady_clock::time_point now) {
+    const auto it = states_.find(w.guid);
     if (it == states_.end()) return false;
     SwitchState& st = it->second;
-    if (!a.result) return false;  // another node answered at its LID
-    const transport::MadResult& m = *a.result;
+    SwitchEnvironment& e = st.out;
     if (m.outcome != transport::MadOutcome::kOk) {
-      if (a.tag.reg == 0) {
-        if (ForGood(m)) st.access = SwitchState::Access::kNo;
-      } else if (ForGood(m)) {
-        st.unsupported.insert(a.tag.reg);
+      if (!ForGood(m)) return false;  // no answer: the next interval
+      if (w.reg == 0) {
+        st.access = SwitchState::Access::kNo;
+        return false;
       }
-      if (!ForGood(m)) st.not_before = now + interval_;  // no answer: the next interval
-      return false;
+      st.unsupported.insert(w.reg);
+      const SwitchEnvironment was = e;
+      Forget(&e, w.reg);
+      st.fresh_at.erase(w.reg);
+      return !(e == was);
     }
-    if (a.tag.reg == 0) {
+    if (w.reg == 0) {
       const transport::GeneralInfo g = transport::DecodeGeneralInfo(m.response);
       st.access = g.access_register ? SwitchState::Access::kYes : SwitchState::Access::kNo;
-      st.asked = false;  // its registers at once
       return false;
     }
-    SwitchEnvironment& e = st.out;
     const SwitchEnvironment was = e;
-    e.guid = a.tag.guid;
+    e.guid = w.guid;
     const auto data = transport::AccessRegisterData(m.response);
-    switch (a.tag.reg) {
+    switch (w.reg) {
       case reg::kMgir: e.general = transport::DecodeGeneralRegister(data); break;
       case reg::kMsgi: e.system = transport::DecodeSystemInfo(data); break;
       case reg::kMtmp: e.asic = transport::DecodeTemperature(data); break;
       case reg::kMfcr: st.tachos = transport::ActiveTachometers(data); break;
-      case reg::kMfsm: e.fan_rpm[a.tag.index] = transport::DecodeFanRpm(data); break;
+      case reg::kMfsm: e.fan_rpm[w.index] = transport::DecodeFanRpm(data); break;
       case reg::kFore: e.fan_limits = transport::DecodeFanLimits(data); break;
       case reg::kMsps: e.power_supplies = transport::DecodePowerSupplies(data); break;
       default: break;
     }
+    st.fresh_at[w.reg] = now;
     return !(e == was);
   }
 
   void Rebuild() {
     auto next = std::make_shared<SwitchEnvironments>();
     for (const auto& [guid, st] : states_) {
-      if (st.access == SwitchState::Access::kYes && st.out.guid != 0) next->switches.emplace(guid, st.out);
+      if (st.access == SwitchState::Access::kYes && !Empty(st.out)) next->switches.emplace(guid, st.out);
     }
     published_ = std::move(next);
   }
 
   std::chrono::milliseconds interval_;
+  IntervalShare share_;
   std::map<std::uint64_t, SwitchState> states_;
-  std::chrono::steady_clock::time_point last_plan_{};
-  Part part_;
   std::shared_ptr<const SwitchEnvironments> published_;
 };
 
@@ -279,7 +320,7 @@ void RenderSwitchEnvironment(const Snapshot& s, const Emit& out) {
     if (e.general) Add(uptime, at, e.general->uptime_seconds);
     if (e.asic && e.asic->present) {
       Add(temperature, at, e.asic->celsius);
-      Add(threshold, at, e.asic->threshold_high_celsius);
+      if (e.asic->threshold_high_celsius > 0) Add(threshold, at, e.asic->threshold_high_celsius);
     }
     for (const auto& [tacho, r] : e.fan_rpm) Add(rpm, with("fan", std::to_string(tacho)), r);
     if (e.fan_limits) {

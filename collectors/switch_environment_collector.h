@@ -13,16 +13,23 @@
 // is asked registers. Every --phy.interval, spread over the sweeps like
 // the fec collector's reads: MGIR (firmware, uptime), MTMP sensor 0 (the
 // ASIC), FORE (fans out of range), MSPS (power supplies), and MFSM of
-// each fan MFCR names (MFCR and MSGI, part and serial, once). "Unsupported"
-// (GeneralInfo, a register: MAD status 0x0C, register not supported 0x14)
-// is for good; no answer is asked again the next interval. Only the
-// exporter that owns a switch (render.h OwnsSwitch) reads it.
+// each fan MFCR names (MFCR and MSGI, part and serial, once). These run
+// by themselves after the sweep's batch (a switch slow to answer costs the
+// sweep's reads of its LID nothing), and not at all without the vendor
+// MAD agent. "Unsupported" (MAD status 0x0C; class not supported 0x04;
+// register not supported 0x14) is for good: the switch, or that register
+// (its series then go). A switch that answers nothing is asked again the
+// next interval, the wait doubling each silent round up to 16 intervals.
+// A reading not renewed within two intervals and a half minute is dropped
+// (absent, not stale). Only the exporter that owns a switch (render.h
+// OwnsSwitch: the shard its GUID hashes to, never a local one) reads it.
 //
 // Part: SwitchEnvironments under "switch_environment". Metrics (absent,
 // not 0, where a switch does not have them): infiniband_switch_hardware_info
 // {guid,firmware_version,psid,part_number,serial_number,switch},
 // infiniband_switch_uptime_seconds, infiniband_switch_temperature_celsius
-// (the ASIC) and infiniband_switch_temperature_high_threshold_celsius,
+// (the ASIC) and infiniband_switch_temperature_high_threshold_celsius
+// (where the switch sets one),
 // infiniband_switch_fan_rpm{fan}, infiniband_switch_fan_status_info{status}
 // (OK, or ERROR when a fan is out of its range),
 // infiniband_switch_power_supply_{status,dc_power_status,fan_status}_info

@@ -50,7 +50,8 @@ Poller::Poller(transport::MadEngine& engine, PollerOptions options, SnapshotHold
   options_.collector.restored_ports = {};
   options_.collector.restored_waits = {};
   parts_.collectors = *options_.collectors;
-  Publish();  // so /metrics answers (with restored totals, stale) before the first sweep
+  parts_.local = options_.fabric.local;  // which MAD agents the collectors may use
+  Publish();                             // so /metrics answers (with restored totals, stale) before the first sweep
 }
 
 bool Poller::Cycle() {

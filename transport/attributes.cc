@@ -459,6 +459,11 @@ GeneralInfo DecodeGeneralInfo(const MadBytes& mad) {
   g.fw_major = be(100, 4);
   g.fw_minor = be(104, 4);
   g.fw_sub_minor = be(108, 4);
+  if (g.fw_major == 0 && g.fw_minor == 0 && g.fw_sub_minor == 0) {  // no extended version: the 8-bit one
+    g.fw_major = mad[65];
+    g.fw_minor = mad[66];
+    g.fw_sub_minor = mad[67];
+  }
   for (std::size_t i = 80; i < 96 && mad[i] != 0; ++i) g.psid += static_cast<char>(mad[i]);
   while (!g.psid.empty() && g.psid.back() == ' ') g.psid.pop_back();
   g.access_register = (be(160, 4) >> 20 & 1u) != 0;

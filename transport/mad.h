@@ -123,7 +123,8 @@ struct MadAddress {
 
 // One request, before a TID is assigned. `payload` is the attribute data
 // that follows the class header (for SMPs and PMA both start at byte 64 of
-// the MAD, see kMadDataOffset; SA data at byte 56, kSaDataOffset).
+// the MAD, see kMadDataOffset; SA data at byte 56, kSaDataOffset; the
+// vendor class's at byte 24, kVendorDataOffset: DataOffset).
 struct MadRequest {
   MgmtClass mgmt_class = MgmtClass::kPerformance;
   MadMethod method = MadMethod::kGet;

@@ -161,6 +161,14 @@ GeneralRegister DecodeGeneralRegister(std::span<const std::uint8_t> mgir) {
   g.fw_major = Dword(mgir, 0x44);
   g.fw_minor = Dword(mgir, 0x48);
   g.fw_sub_minor = Dword(mgir, 0x4C);
+  if (g.fw_major == 0 && g.fw_minor == 0 && g.fw_sub_minor == 0) {
+    // No extended version: the 8-bit one (fw_info major [23:16], minor
+    // [15:8], sub_minor [7:0] at 0x20), as vendstat falls back to it.
+    const std::uint32_t v = Dword(mgir, 0x20);
+    g.fw_major = Bits(v, 23, 16);
+    g.fw_minor = Bits(v, 15, 8);
+    g.fw_sub_minor = Bits(v, 7, 0);
+  }
   return g;
 }
 
@@ -188,8 +196,9 @@ std::vector<PowerSupply> DecodePowerSupplies(std::span<const std::uint8_t> msps)
     p.dc_ok = Bits(status, 7, 4) == 1;
     const std::uint32_t f = Bits(fan, 3, 0);
     if (f != 3) p.fan_ok = f == 2;
-    const std::uint32_t w = Bits(power, 31, 28) == 8 ? Bits(power, 27, 0) : power;
-    if (w != 0) p.watts = w;
+    // Only in the shape ibswinfo knows (the 0x8 nibble); anything else is
+    // not taken for watts.
+    if (Bits(power, 31, 28) == 8 && Bits(power, 27, 0) != 0) p.watts = Bits(power, 27, 0);
     out.push_back(p);
   }
   return out;

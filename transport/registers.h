@@ -126,7 +126,8 @@ FanLimits DecodeFanLimits(std::span<const std::uint8_t> fore);
 
 // MGIR (mgir_ext): hw_info device_hw_revision 0x00 [31:16], device_id
 // [15:0], uptime 0x1C (seconds since the last reset); fw_info psid
-// 0x30..0x3F, extended_major/minor/sub_minor 0x44/0x48/0x4C.
+// 0x30..0x3F, extended_major/minor/sub_minor 0x44/0x48/0x4C (all 0: the
+// 8-bit major/minor/sub_minor at 0x20 [23:16]/[15:8]/[7:0]).
 struct GeneralRegister {
   std::uint16_t device_id = 0;
   std::uint16_t hw_revision = 0;
@@ -152,8 +153,9 @@ SystemInfo DecodeSystemInfo(std::span<const std::uint8_t> msgi);
 // MSPS: two power supplies of 20 dwords each (psu0 at 0x00, psu1 at
 // 0x50). No public field layout: decoded as SckyzO's ibswinfo reads it
 // (dword 0 [31:28] 5: present and OK, [7:4] 1: DC OK; dword 1 [3:0] 2:
-// its fan OK, 3: none reported; dword 2 with [31:28] 8: [27:0] watts). A
-// supply whose dwords are all 0 is not reported (chassis managed).
+// its fan OK, 3: none reported; dword 2 with [31:28] 8: [27:0] watts, no
+// watts in any other shape). A supply whose dwords are all 0 is not
+// reported (chassis managed).
 inline constexpr int kPowerSupplies = 2;
 struct PowerSupply {
   int index = 0;

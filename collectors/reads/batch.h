@@ -18,7 +18,6 @@
 #include <cmath>
 #include <cstdint>
 #include <map>
-#include <optional>
 #include <set>
 #include <vector>
 
@@ -78,43 +77,6 @@ class IntervalShare {
  private:
   std::chrono::milliseconds interval_;
   std::chrono::steady_clock::time_point last_{};
-};
-
-// A part that asks what it is given and keeps each answer with the tag
-// it was asked under: for a collector's own reads. A result from a LID
-// that answered for another node is dropped (no answer).
-template <typename Tag>
-class AskPart final : public BatchPart {
- public:
-  struct Ask {
-    Tag tag;
-    std::uint64_t node = 0;
-    std::uint16_t lid = 0;
-    transport::MadRequest request;
-    std::optional<transport::MadResult> result;  // once decided; none: dropped
-  };
-  void Set(std::vector<Ask> asks) {
-    asks_ = std::move(asks);
-    finished_ = false;
-  }
-  bool finished() const { return finished_; }
-  std::vector<Ask>& asks() { return asks_; }
-
-  void AddRequests(std::vector<transport::MadRequest>* out) override {
-    for (const Ask& a : asks_) out->push_back(a.request);
-  }
-  std::uint64_t NodeOf(std::size_t i) const override { return asks_[i].node; }
-  void Take(std::size_t i, transport::MadResult&& result) override { asks_[i].result = std::move(result); }
-  void Finish(const std::set<std::uint16_t>& moved) override {
-    for (Ask& a : asks_) {
-      if (moved.count(a.lid)) a.result.reset();  // another node answered: not this one's
-    }
-    finished_ = true;
-  }
-
- private:
-  std::vector<Ask> asks_;
-  bool finished_ = false;
 };
 
 struct BatchTally {

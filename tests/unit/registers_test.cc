@@ -227,6 +227,9 @@ TEST(RegistersTest, TemperaturesFansGeneralInfoAndPowerSuppliesAsSwitchesAnswer)
   EXPECT_EQ(mgir.uptime_seconds, 86400u * 3 + 5);
   EXPECT_EQ(mgir.psid, "MT_0000000063");
   EXPECT_EQ(mgir.FirmwareVersion(), "31.2010.3118");
+  for (std::size_t at : {0x44, 0x48, 0x4C}) Put(&g, at, 0, 4);
+  Put(&g, 0x20, 0x000f0a03, 4);  // no extended version: the 8-bit major 15, minor 10, sub-minor 3
+  EXPECT_EQ(DecodeGeneralRegister(g).FirmwareVersion(), "15.0010.0003");
 
   // MSGI: part and serial numbers.
   std::vector<std::uint8_t> msgi(0x80, 0);
@@ -261,6 +264,8 @@ TEST(RegistersTest, TemperaturesFansGeneralInfoAndPowerSuppliesAsSwitchesAnswer)
   EXPECT_FALSE(psus[1].fan_ok.has_value());
   EXPECT_FALSE(psus[1].watts.has_value());
   EXPECT_TRUE(DecodePowerSupplies(std::vector<std::uint8_t>(0xa0, 0)).empty());
+  Put(&m, 0x08, 0x00000124, 4);  // not ibswinfo's shape: no watts, rather than 292 or 4 G
+  EXPECT_FALSE(DecodePowerSupplies(m)[0].watts.has_value());
 }
 
 }  // namespace

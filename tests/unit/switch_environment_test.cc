@@ -25,8 +25,8 @@ std::vector<std::uint8_t> Bytes(std::size_t n, std::initializer_list<std::pair<s
 
 // leaf0: every register, 3 fans (fan 2 under its limit), two supplies
 // (the second failed); leaf1: GeneralInfo without AccessRegister; spine0:
-// no MSPS (chassis managed: "register not supported"); spine1 answers no
-// vendor MAD at all.
+// no MSGI or MSPS ("register not supported": chassis managed); spine1 is
+// no NVIDIA switch (VendorID 0).
 void Shape(Bed& b) {
   namespace reg = transport::reg;
   std::vector<std::uint8_t> mgir =
@@ -54,7 +54,6 @@ void Shape(Bed& b) {
       b.spines[0], true,
       {{reg::kMgir, mgir}, {reg::kMtmp, mtmp}, {reg::kMfcr, mfcr}, {reg::kMfsm, {}}, {reg::kFore, Bytes(0x0c, {})}},
       {{1, 9000}, {2, 9100}, {3, 9200}});
-  b.f.SetMlnxFdr10(b.spines[1], 0xd2f2, false);  // NVIDIA, but no answer of the class
 }
 
 std::map<std::uint64_t, int> Sent(const Bed& b, std::uint16_t attr, std::size_t from) {
@@ -77,9 +76,8 @@ TEST(SwitchEnvironmentTest, NvidiaSwitchesWithAccessRegisterAreReadEachIntervalU
 
   std::size_t mark = b.port.sent_mads().size();
   b.SweepWith({env.get()}, when(0));
-  EXPECT_EQ(Sent(b, kGeneralInfo, mark),
-            (std::map<std::uint64_t, int>{{leaf0, 1}, {leaf1, 1}, {spine0, 1}, {spine1, 2}}))
-      << "every NVIDIA switch once (spine1's unanswered one retried by the engine); no host";
+  EXPECT_EQ(Sent(b, kGeneralInfo, mark), (std::map<std::uint64_t, int>{{leaf0, 1}, {leaf1, 1}, {spine0, 1}}))
+      << "every NVIDIA switch once; no other switch, no host";
   EXPECT_TRUE(Sent(b, kAccessRegister, mark).empty());
   mark = b.port.sent_mads().size();
   b.SweepWith({env.get()}, when(10));  // registers of those that have them; MFCR names the fans
@@ -87,18 +85,18 @@ TEST(SwitchEnvironmentTest, NvidiaSwitchesWithAccessRegisterAreReadEachIntervalU
   EXPECT_EQ(regs.count(leaf1), 0u) << "GeneralInfo says no AccessRegister";
   EXPECT_EQ(regs.count(spine1), 0u);
   EXPECT_EQ(regs[leaf0], 6) << "MGIR, MSGI, MTMP, MFCR, FORE, MSPS";
+  EXPECT_EQ(regs[spine0], 6);
   mark = b.port.sent_mads().size();
   b.SweepWith({env.get()}, when(20));
   EXPECT_TRUE(Sent(b, kAccessRegister, mark).empty()) << "not again within the interval";
-  EXPECT_TRUE(Sent(b, kGeneralInfo, mark).empty()) << "spine1 waits for the next interval";
+  EXPECT_TRUE(Sent(b, kGeneralInfo, mark).empty());
   mark = b.port.sent_mads().size();
   b.SweepWith({env.get()}, when(1100));
   regs = Sent(b, kAccessRegister, mark);
   EXPECT_EQ(regs[leaf0], 7) << "MGIR, MTMP, three MFSM, FORE, MSPS (MSGI and MFCR once)";
   EXPECT_EQ(regs[spine0], 6) << "MGIR, MTMP, three MFSM, FORE: not MSGI or MSPS, which it does not have";
-  EXPECT_EQ(Sent(b, kGeneralInfo, mark).count(spine1), 1u) << "no answer: asked again the next interval";
 
-  const Scrape s = b.Render();
+  Scrape s = b.Render();
   const testbed::Labels at{{"guid", topology::FormatGuid(leaf0)}};
   EXPECT_EQ(s.Value("infiniband_switch_temperature_celsius", at), 61);
   EXPECT_EQ(s.Value("infiniband_switch_temperature_high_threshold_celsius", at), 105);
@@ -126,11 +124,50 @@ TEST(SwitchEnvironmentTest, NvidiaSwitchesWithAccessRegisterAreReadEachIntervalU
     EXPECT_TRUE(s.Find("infiniband_switch_temperature_celsius", {{"guid", topology::FormatGuid(none)}}).empty());
     EXPECT_TRUE(s.Find("infiniband_switch_hardware_info", {{"guid", topology::FormatGuid(none)}}).empty());
   }
-  // A switch without AccessRegister is never asked again.
+
+  // spine0 stops answering: asked again the next interval, then after two
+  // (the wait doubles), its readings dropped once two intervals and a half
+  // minute old; leaf1 (no AccessRegister) and spine1 (no NVIDIA) never.
+  b.f.Silence(b.spines[0]);
+  const auto asked = [&](int ms) {
+    const std::size_t from = b.port.sent_mads().size();
+    b.SweepWith({env.get()}, when(ms));
+    return Sent(b, kAccessRegister, from).count(spine0) > 0;
+  };
+  EXPECT_TRUE(asked(2200));
+  EXPECT_FALSE(asked(2300)) << "no answer: not before the next interval";
+  EXPECT_TRUE(asked(3300));
+  EXPECT_FALSE(asked(4400)) << "silent twice: two intervals";
+  EXPECT_TRUE(asked(5400));
+  EXPECT_FALSE(
+      b.Render().Find("infiniband_switch_temperature_celsius", {{"guid", topology::FormatGuid(spine0)}}).empty())
+      << "its last readings stand a while";
   mark = b.port.sent_mads().size();
-  b.SweepWith({env.get()}, when(2200));
+  b.SweepWith({env.get()}, when(40000));
+  s = b.Render();
+  EXPECT_TRUE(s.Find("infiniband_switch_temperature_celsius", {{"guid", topology::FormatGuid(spine0)}}).empty())
+      << "gone stale: absent";
+  EXPECT_TRUE(s.Find("infiniband_switch_fan_rpm", {{"guid", topology::FormatGuid(spine0)}}).empty());
+  EXPECT_FALSE(s.Find("infiniband_switch_temperature_celsius", at).empty()) << "leaf0 still answers";
   EXPECT_EQ(Sent(b, kGeneralInfo, mark).count(leaf1), 0u);
   EXPECT_EQ(Sent(b, kAccessRegister, mark).count(leaf1), 0u);
+  EXPECT_EQ(b.SentTo(kGeneralInfo, 0).count(spine1), 0u) << "no NVIDIA switch: nothing of the class, ever";
+}
+
+// Without the vendor MAD agent (it could not register), nothing of the
+// class is sent: no send errors on every NVIDIA switch each interval.
+TEST(SwitchEnvironmentTest, NoVendorAgentSendsNothing) {
+  Bed b(Shape);
+  b.parts.local.agents_missing = {"vendor"};
+  CollectorOptions o;
+  o.phy_interval = std::chrono::milliseconds(1000);
+  auto env = b.Make("switch_environment", o);
+  const auto t0 = std::chrono::steady_clock::now();
+  b.SweepWith({env.get()}, t0);
+  b.SweepWith({env.get()}, t0 + std::chrono::milliseconds(1100));
+  EXPECT_TRUE(b.SentTo(transport::vs_attr::kGeneralInfo, 0).empty());
+  EXPECT_TRUE(b.SentTo(transport::vs_attr::kAccessRegister, 0).empty());
+  EXPECT_TRUE(b.Render().Find("infiniband_switch_hardware_info").empty());
 }
 
 }  // namespace
