@@ -16,10 +16,7 @@ using transport::FecMode;
 
 // "Unsupported attribute", or a status saying the request itself is wrong
 // for this port (an invalid field: IBTA 13.4.7 code 7), is for good.
-bool ForGood(const transport::MadResult& m) {
-  return transport::Unsupported(m) ||
-         (m.outcome == transport::MadOutcome::kRemoteError && (m.mad_status & transport::kMadStatusCodeMask) == 0x001c);
-}
+bool ForGood(const transport::MadResult& m) { return transport::Unsupported(m) || transport::StatusCode(m) == 0x001c; }
 
 // One sweep's asks: PortInfoExtended (the FEC mode) of some ports and
 // PortExtendedSpeedsCounters of others.
@@ -374,8 +371,6 @@ class FecCollector final : public Collector {
         const double lane_bits = bits / std::max(f.lanes, 1);
         for (std::size_t lane = 0; lane < transport::kFecLanes; ++lane)
           f.lane_raw_ber[lane] = static_cast<float>(static_cast<double>(lane_delta[lane]) / lane_bits);
-      }
-      if (f.raw_ber) {
         st.trend.Add(r.at, static_cast<double>(symbols), bits, trend_part_);
         f.raw_ber_baseline = st.trend.Lowest();
         f.baseline_parts = st.trend.with_data();
@@ -402,9 +397,7 @@ class FecCollector final : public Collector {
       if (results[i].outcome != transport::MadOutcome::kOk) {
         // A device that takes no Set of it ("method not supported", IBTA
         // 13.4.7 code 2) is not asked again either.
-        const bool no_set = results[i].outcome == transport::MadOutcome::kRemoteError &&
-                            (results[i].mad_status & transport::kMadStatusCodeMask) == 0x0008;
-        st.clear_unsupported |= ForGood(results[i]) || no_set;
+        st.clear_unsupported |= ForGood(results[i]) || transport::StatusCode(results[i]) == 0x0008;
         continue;
       }
       // The last reading stays: the next one, lower, counts from its own

@@ -4,6 +4,7 @@
 #include "collectors/fec_collector.h"
 #include "collectors/health/alerts.h"
 #include "collectors/health/link_health.h"
+#include "collectors/reads/batch.h"
 #include "collectors/render.h"
 #include "collectors/xmit_wait_tick_collector.h"
 #include "topology/adaptive_routing.h"
@@ -77,7 +78,7 @@ class LinkHealthCollector final : public Collector {
     for (const FecPort& f : *fec->ports) {
       if (f.counted) by_port[f.port] = &f;
     }
-    const auto stale_after = 2 * fec->interval + std::chrono::seconds(30);
+    const auto stale_after = IntervalShare::StaleAfter(fec->interval);
     for (CableHealth& c : *cables) {
       for (EndRates* end : {&c.a, &c.b}) {
         const auto it = by_port.find(end->port);

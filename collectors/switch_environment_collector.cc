@@ -15,7 +15,6 @@ namespace {
 using prometheus::MetricType;
 namespace reg = transport::reg;
 
-constexpr std::uint32_t kNvidia = 0x0002c9;  // NodeInfo.VendorID
 // MAD status of a register the device does not have (mstflint's
 // translate_mad_status_to_reg_status_gmp: 20, register not supported).
 constexpr std::uint16_t kRegisterNotSupported = 0x0014;
@@ -47,9 +46,8 @@ struct SwitchState {
 // "Unsupported attribute" (IBTA 13.4.7 code 3), "class not supported"
 // (code 1) or a register the device does not have: for good.
 bool ForGood(const transport::MadResult& m) {
-  if (m.outcome != transport::MadOutcome::kRemoteError) return false;
-  const std::uint16_t code = m.mad_status & transport::kMadStatusCodeMask;
-  return code == 0x000c || code == 0x0004 || code == kRegisterNotSupported;
+  const std::uint16_t code = transport::StatusCode(m);
+  return transport::Unsupported(m) || code == 0x0004 || code == kRegisterNotSupported;
 }
 
 // Forgets what register `id` said (it went stale, or is not supported).
@@ -114,7 +112,7 @@ class SwitchEnvironmentCollector final : public Collector {
     }
     // A reading not renewed within two intervals (and a half minute) is
     // gone: absent rather than stale.
-    const auto stale_after = 2 * interval_ + std::chrono::seconds(30);
+    const auto stale_after = IntervalShare::StaleAfter(interval_);
     for (auto& [guid, st] : states_) {
       for (auto it = st.fresh_at.begin(); it != st.fresh_at.end();) {
         if (cycle.now - it->second <= stale_after) {
@@ -150,8 +148,7 @@ class SwitchEnvironmentCollector final : public Collector {
     std::vector<std::pair<std::chrono::steady_clock::time_point, const topology::Node*>> due;
     std::size_t eligible = 0;
     for (const topology::Node& n : cycle.fabric->nodes()) {
-      if (n.kind != topology::NodeKind::kSwitch || n.vendor_id != kNvidia || n.lid == 0 || !Owns(cycle.scope, n.guid))
-        continue;
+      if (!topology::IsNvidiaSwitch(n) || !Owns(cycle.scope, n.guid)) continue;
       SwitchState& st = states_[n.guid];
       if (st.access == SwitchState::Access::kNo || cycle.now < st.not_before) continue;
       const bool interval_passed = !st.asked || cycle.now - st.asked_at >= interval_;

@@ -21,10 +21,7 @@ std::set<std::uint64_t> AdaptiveOn(const AdaptiveSwitches& switches) {
   return out;
 }
 
-bool AsksAdaptiveRouting(const Node& node) {
-  constexpr std::uint32_t kNvidiaOui = 0x02c9;  // Mellanox's IEEE OUI, NVIDIA's InfiniBand devices keep it
-  return node.kind == NodeKind::kSwitch && node.vendor_id == kNvidiaOui && node.lid != 0;
-}
+bool AsksAdaptiveRouting(const Node& node) { return IsNvidiaSwitch(node); }
 
 ReadAdaptiveResult ReadAdaptiveRouting(const Fabric& fabric, transport::MadEngine& engine) {
   ReadAdaptiveResult out;

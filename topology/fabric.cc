@@ -21,6 +21,10 @@ bool IsAggregationNode(const Node& n) {
 
 bool IsHca(const Node& n) { return n.kind == NodeKind::kCa && !IsAggregationNode(n); }
 
+bool IsNvidiaSwitch(const Node& n) {
+  return n.kind == NodeKind::kSwitch && n.vendor_id == kNvidiaVendorId && n.lid != 0;
+}
+
 const Port* Node::FindPort(std::uint8_t number) const {
   auto it =
       std::lower_bound(ports.begin(), ports.end(), number, [](const Port& p, std::uint8_t n) { return p.number < n; });

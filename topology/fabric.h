@@ -123,6 +123,13 @@ bool IsAggregationNode(const Node& n);
 // router's link to its switch is still a cable (judged from the switch
 // end); an Aggregation Node's is not.
 bool IsHca(const Node& n);
+// NodeInfo.VendorID of NVIDIA's InfiniBand devices: Mellanox's IEEE OUI,
+// which they keep.
+inline constexpr std::uint32_t kNvidiaVendorId = 0x02c9;
+// An NVIDIA switch with a LID: what may answer NVIDIA's vendor SMPs and
+// GMPs (AdaptiveRoutingInfo, GeneralInfo, AccessRegister). Others are
+// never asked them.
+bool IsNvidiaSwitch(const Node& n);
 
 // GUIDs print as 0x-prefixed 16-digit lower-case hex everywhere.
 std::string FormatGuid(std::uint64_t guid);

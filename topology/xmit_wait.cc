@@ -5,8 +5,6 @@
 namespace ibfabric::topology {
 namespace {
 
-constexpr std::uint32_t kMellanox = 0x02c9;
-
 bool SupportsHdrOrFaster(const Node& node) {
   for (const Port& p : node.ports) {
     if (MaxSupportedSpeed(p) >= Speed::kHdr) return true;
@@ -17,7 +15,7 @@ bool SupportsHdrOrFaster(const Node& node) {
 }  // namespace
 
 XmitWaitUnit XmitWaitUnitOf(const Node& node) {
-  if (node.kind != NodeKind::kSwitch || node.vendor_id != kMellanox) return {};
+  if (node.kind != NodeKind::kSwitch || node.vendor_id != kNvidiaVendorId) return {};
   const std::uint16_t id = node.device_id;
   if ((id >= 0xc738 && id <= 0xc73b) || id == 0xcb20 || id == 0xcf08) {
     return {"switch-ib", WaitCounting::kLane, 31};

@@ -447,26 +447,9 @@ MadRequest GeneralInfoQuery(std::uint16_t lid) {
 }
 
 GeneralInfo DecodeGeneralInfo(const MadBytes& mad) {
-  const auto be = [&](std::size_t at, std::size_t n) {
-    std::uint32_t v = 0;
-    for (std::size_t i = 0; i < n; ++i) v = v << 8 | mad[at + i];
-    return v;
-  };
   GeneralInfo g;
-  g.hw_revision = static_cast<std::uint16_t>(be(32, 2));
-  g.device_id = static_cast<std::uint16_t>(be(34, 2));
-  g.uptime_seconds = be(60, 4);
-  g.fw_major = be(100, 4);
-  g.fw_minor = be(104, 4);
-  g.fw_sub_minor = be(108, 4);
-  if (g.fw_major == 0 && g.fw_minor == 0 && g.fw_sub_minor == 0) {  // no extended version: the 8-bit one
-    g.fw_major = mad[65];
-    g.fw_minor = mad[66];
-    g.fw_sub_minor = mad[67];
-  }
-  for (std::size_t i = 80; i < 96 && mad[i] != 0; ++i) g.psid += static_cast<char>(mad[i]);
-  while (!g.psid.empty() && g.psid.back() == ' ') g.psid.pop_back();
-  g.access_register = (be(160, 4) >> 20 & 1u) != 0;
+  g.general = DecodeGeneralRegister(std::span<const std::uint8_t>(mad).subspan(32));
+  g.access_register = (mad[161] & 0x10) != 0;  // bit 20 of the big-endian dword at byte 160
   return g;
 }
 

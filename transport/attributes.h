@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "transport/mad.h"
+#include "transport/registers.h"
 
 namespace ibfabric::transport {
 
@@ -440,17 +441,14 @@ MadRequest ExtendedSpeedsCountersQuery(std::uint16_t lid, std::uint8_t port);
 MadRequest PortCountersClear(std::uint16_t lid, std::uint8_t port, std::uint16_t select, std::uint8_t select2);
 // NVIDIA vendor class GeneralInfo (class 0x0A, attribute 0x17, Get;
 // rdma-core infiniband-diags vendstat.c, mstflint mtcr_ib_ofed.c): after
-// the 8-byte VS_Key at byte 24, HWInfo (device_hw_revision bytes 32-33,
-// device_id 34-35, uptime 60-63 in seconds), FWInfo (extended major,
-// minor, sub-minor at 100, 104, 108; PSID 80-95) and the capability mask
-// from byte 160, whose bit 20 (MAD byte 161, 0x10) says AccessRegister
-// GMP is supported.
+// the 8-byte VS_Key at byte 24, HWInfo and FWInfo from byte 32 laid out as
+// MGIR's hw_info and fw_info (mstflint's mad_ifc.c unpacks them with
+// MGIR's structs: device_hw_revision bytes 32-33, device_id 34-35, uptime
+// 60-63, PSID 80-95, extended major, minor, sub-minor 100, 104, 108), and
+// the capability mask from byte 160, whose bit 20 (MAD byte 161, 0x10)
+// says AccessRegister GMP is supported.
 struct GeneralInfo {
-  std::uint16_t device_id = 0;
-  std::uint16_t hw_revision = 0;
-  std::uint32_t uptime_seconds = 0;
-  std::uint32_t fw_major = 0, fw_minor = 0, fw_sub_minor = 0;
-  std::string psid;
+  GeneralRegister general;  // as MGIR decodes it
   bool access_register = false;
 };
 MadRequest GeneralInfoQuery(std::uint16_t lid);

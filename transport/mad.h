@@ -189,11 +189,15 @@ struct MadResult {
   std::chrono::steady_clock::time_point done{};
 };
 
+// The "invalid field" code of an answer with an error status (bits 2-4,
+// kMadStatusCodeMask); 0 for anything else (no answer, or no error).
+inline std::uint16_t StatusCode(const MadResult& r) {
+  return r.outcome == MadOutcome::kRemoteError ? r.mad_status & kMadStatusCodeMask : 0;
+}
+
 // The agent answered that it does not have the attribute (status code 3,
 // 0x000C): absent for good on that node, unlike a timeout, Busy or any
 // other error status.
-inline bool Unsupported(const MadResult& r) {
-  return r.outcome == MadOutcome::kRemoteError && (r.mad_status & kMadStatusCodeMask) == kMadStatusUnsupportedAttribute;
-}
+inline bool Unsupported(const MadResult& r) { return StatusCode(r) == kMadStatusUnsupportedAttribute; }
 
 }  // namespace ibfabric::transport

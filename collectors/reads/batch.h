@@ -73,6 +73,12 @@ class IntervalShare {
   static std::size_t Of(double share, std::size_t of) {
     return static_cast<std::size_t>(std::ceil(static_cast<double>(of) * share));
   }
+  // How old a reading read on this beat may get before it is stale: two
+  // intervals (a read spread over one, and the next one late) and half a
+  // minute.
+  static std::chrono::milliseconds StaleAfter(std::chrono::milliseconds interval) {
+    return 2 * interval + std::chrono::seconds(30);
+  }
 
  private:
   std::chrono::milliseconds interval_;

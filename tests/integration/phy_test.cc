@@ -42,6 +42,17 @@ class PhysicalLayerTest : public HardwareSuite<PhysicalLayerTest> {
     env["MAD_TAP_FILE"] = tap.at("MAD_TAP_FILE");
     return env;
   }
+  // A Prometheus scraping `e` and evaluating every second, its target
+  // labelled fabric=sim as the dashboards' filter expects.
+  static std::unique_ptr<PrometheusServer> ScrapedBy(const ExporterProcess& e, std::string* error) {
+    return PrometheusServer::Start(
+        "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
+        "scrape_configs:\n"
+        "  - job_name: infiniband\n"
+        "    static_configs: [{targets: ['127.0.0.1:" +
+            std::to_string(e.port()) + "'], labels: {fabric: sim}}]\n",
+        {}, error);
+  }
   static void Plant(const std::string& line) {
     std::string error;
     ASSERT_TRUE(hw_->Command(line, &error)) << line << ": " << error;
@@ -320,13 +331,7 @@ TEST_F(PhysicalLayerTest, ThePhysicalLayerDashboardShowsThePlantedCableAndLane) 
   auto e =
       ExporterProcess::Start(*sim_, {"--sweep.interval=250ms", "--phy.interval=1s"}, &error, {}, hw_->PreloadEnv());
   ASSERT_NE(e, nullptr) << error;
-  const std::string config =
-      "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
-      "scrape_configs:\n"
-      "  - job_name: infiniband\n"
-      "    static_configs: [{targets: ['127.0.0.1:" +
-      std::to_string(e->port()) + "'], labels: {fabric: sim}}]\n";
-  const auto prometheus = PrometheusServer::Start(config, {}, &error);
+  const auto prometheus = ScrapedBy(*e, &error);
   ASSERT_NE(prometheus, nullptr) << error;
   const auto deadline = std::chrono::steady_clock::now() + seconds(60);
   bool ready = false;
@@ -457,13 +462,7 @@ TEST_F(PhysicalLayerTest, SwitchEnvironmentUnderSckyzOsNamesAndTheirPanelsAndAle
   }
 
   // SckyzO's environmental panels and alerts, through Prometheus.
-  const std::string config =
-      "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
-      "scrape_configs:\n"
-      "  - job_name: infiniband\n"
-      "    static_configs: [{targets: ['127.0.0.1:" +
-      std::to_string(e->port()) + "']}]\n";
-  const auto prometheus = PrometheusServer::Start(config, {}, &error);
+  const auto prometheus = ScrapedBy(*e, &error);
   ASSERT_NE(prometheus, nullptr) << error;
   ASSERT_TRUE(WaitUntil([&] { return PromQLNumber(*prometheus, "count(infiniband_switch_fan_rpm)") == 14; },
                         seconds(30), std::chrono::milliseconds(500)))

@@ -352,17 +352,17 @@ class Personalities {
         c = cleared_.end();
       // Since the clear, if any; 32-bit counters stop at their maximum
       // (IBTA 16.1.3.5).
-      const auto value = [&](double v, double at_clear) {
-        return static_cast<std::uint32_t>(std::clamp(v - (c != cleared_.end() ? at_clear : 0), 0.0, 4294967295.0));
+      const FecCount zero;
+      const FecCount& at = c != cleared_.end() ? c->second.at : zero;
+      const auto value = [](double v, double at_clear) {
+        return static_cast<std::uint32_t>(std::clamp(v - at_clear, 0.0, 4294967295.0));
       };
       std::uint8_t data[kMadSize - kData] = {};
       data[1] = static_cast<std::uint8_t>(port);
       for (std::size_t lane = 0; lane < now.lanes.size(); ++lane) {
         const auto field = static_cast<MAD_FIELDS>(IB_PESC_RSFEC_FEC_CORR_SYMBOL_CTR_LANE0_F + static_cast<int>(lane));
-        mad_set_field(data, 0, field, value(now.lanes[lane], c != cleared_.end() ? c->second.at.lanes[lane] : 0));
+        mad_set_field(data, 0, field, value(now.lanes[lane], at.lanes[lane]));
       }
-      const FecCount zero;
-      const FecCount& at = c != cleared_.end() ? c->second.at : zero;
       mad_set_field(data, 0, IB_PESC_PORT_FEC_CORR_BLOCK_CTR_F, value(now.corrected_blocks, at.corrected_blocks));
       mad_set_field(data, 0, IB_PESC_PORT_FEC_UNCORR_BLOCK_CTR_F,
                     value(now.uncorrectable_blocks, at.uncorrectable_blocks));
@@ -377,12 +377,8 @@ class Personalities {
       // model's; registers only of a model that claims them.
       std::uint8_t data[kMadSize - kVendorData] = {};
       if (p.attr == kGeneralInfo) {
-        PutBe(data, 34 - kVendorData, n.model->device_id, 2);
-        PutBe(data, 60 - kVendorData, UptimeOf(n), 4);
-        PutBe(data, 100 - kVendorData, 31, 4);
-        PutBe(data, 104 - kVendorData, 2010, 4);
-        PutBe(data, 108 - kVendorData, 3118, 4);
-        std::memcpy(data + 80 - kVendorData, "MT_0000000063", 13);
+        // HWInfo and FWInfo from byte 32 as MGIR's hw_info and fw_info.
+        Register(n, 0x9020, data + (32 - kVendorData));
         if (n.model->access_register) data[161 - kVendorData] = 0x10;
         Answer(agent, u, 0, data, kVendorData);
         return true;
@@ -813,8 +809,6 @@ class Personalities {
     mad_set_field(mad, kData, IB_MLNX_EXT_PORT_LINK_SPEED_ACTIVE_F, link && link->speed == LinkSpeed::kFdr10 ? 1 : 0);
   }
 
-  // Queues the answer to request `u` for umad_recv: its header with the
-  // response bit and `status`, and `data` (zeros when null).
   static void PutBe(std::uint8_t* at, std::size_t off, std::uint64_t v, std::size_t n) {
     for (std::size_t i = 0; i < n; ++i) at[off + i] = static_cast<std::uint8_t>(v >> (8 * (n - 1 - i)));
   }
@@ -871,7 +865,7 @@ class Personalities {
       }
       case 0x9003: {  // MFSM
         if (n.model->fans == 0) return false;
-        const int t = (reg[0] >> 4) << 4 | (reg[0] & 0x0f);
+        const int t = reg[0];  // tacho_hi [31:28] and tacho [27:24]: the whole first byte
         const bool failed = std::find(env.failed_fans.begin(), env.failed_fans.end(), t) != env.failed_fans.end();
         const auto rpm = env.fan_rpm.find(t);
         PutBe(reg, 0x04, failed ? 0 : rpm != env.fan_rpm.end() ? rpm->second : 11000, 4);
@@ -903,8 +897,10 @@ class Personalities {
     }
   }
 
-  // Answers with `data` from byte `at` of the MAD (SMP and PMA data at 64,
-  // the vendor class's at 24) to the end.
+  // Queues the answer to request `u` for umad_recv: its header with the
+  // response bit and `status`, and `data` (zeros when null) from byte `at`
+  // of the MAD (SMP and PMA data at 64, the vendor class's at 24) to the
+  // end.
   void Answer(int agent, const ib_user_mad* u, std::uint16_t status, const std::uint8_t* data, std::size_t at = kData) {
     Synthesized s;
     s.fd = sending_fd_;

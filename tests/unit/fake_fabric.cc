@@ -112,42 +112,44 @@ std::optional<MadBytes> FakeFabric::Answer(int local, int local_port, const MadA
   return std::nullopt;
 }
 
+FakeFabric::FakeNode* FakeFabric::NodeAt(std::uint16_t lid) {
+  if (lid == 0) return nullptr;
+  for (FakeNode& n : nodes_) {
+    if (n.type == NodeType::kSwitch ? n.lid == lid : std::any_of(n.ports.begin(), n.ports.end(), [lid](const auto& p) {
+          return p.second.lid == lid;
+        }))
+      return &n;
+  }
+  return nullptr;
+}
+
 std::optional<MadBytes> FakeFabric::Vendor(const MadAddress& to, const MadBytes& req) {
   const MadHeader h = DecodeHeader(req);
-  for (FakeNode& n : nodes_) {
-    bool owns = n.type == NodeType::kSwitch && n.lid == to.lid;
-    for (const auto& [num, p] : n.ports) owns = owns || (n.type != NodeType::kSwitch && p.lid == to.lid);
-    if (!owns || to.lid == 0) continue;
-    if (n.silent || !n.vendor_class) return std::nullopt;
-    if (h.attr_id == transport::vs_attr::kGeneralInfo) {
-      MadBytes out = req;
-      out[3] = 0x81;
-      std::fill(out.begin() + 24, out.end(), 0);
-      out[34] = static_cast<std::uint8_t>(n.mlnx_device_id >> 8);
-      out[35] = static_cast<std::uint8_t>(n.mlnx_device_id);
-      if (n.access_register) out[161] = 0x10;  // capability bit 20
-      return out;
-    }
-    if (h.attr_id != transport::vs_attr::kAccessRegister || !n.access_register) return EncodeResponse(req, {}, 0x0c);
-    const auto reg = n.registers.find(static_cast<std::uint16_t>(h.attr_mod));
-    if (reg == n.registers.end()) return EncodeResponse(req, {}, 0x14);
-    MadBytes out = req;
-    out[3] = 0x81;
-    std::vector<std::uint8_t> bytes = reg->second;
-    if (h.attr_mod == transport::reg::kMfsm) {  // the asked tachometer's speed
-      const int t = (req[36] >> 4) << 4 | (req[36] & 0x0f);
-      const auto rpm = n.fan_rpm.find(t);
-      bytes.assign(8, 0);
-      bytes[0] = req[36];
-      bytes[6] = static_cast<std::uint8_t>((rpm == n.fan_rpm.end() ? 0 : rpm->second) >> 8);
-      bytes[7] = static_cast<std::uint8_t>(rpm == n.fan_rpm.end() ? 0 : rpm->second);
-    }
-    std::fill(out.begin() + 36, out.end(), 0);
-    std::copy(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(std::min<std::size_t>(bytes.size(), 220)),
-              out.begin() + 36);
-    return out;
+  const FakeNode* found = NodeAt(to.lid);
+  if (!found || found->silent || !found->vendor_class) return std::nullopt;
+  const FakeNode& n = *found;
+  // The answer's data from byte 24 (transport::kVendorDataOffset).
+  std::vector<std::uint8_t> data(transport::kMadSize - transport::kVendorDataOffset, 0);
+  const auto at = [&](std::size_t mad_byte) -> std::uint8_t& { return data[mad_byte - transport::kVendorDataOffset]; };
+  if (h.attr_id == transport::vs_attr::kGeneralInfo) {
+    at(34) = static_cast<std::uint8_t>(n.mlnx_device_id >> 8);
+    at(35) = static_cast<std::uint8_t>(n.mlnx_device_id);
+    if (n.access_register) at(161) = 0x10;  // capability bit 20
+    return EncodeResponse(req, data);
   }
-  return std::nullopt;
+  if (h.attr_id != transport::vs_attr::kAccessRegister || !n.access_register) return EncodeResponse(req, {}, 0x0c);
+  const auto reg = n.registers.find(static_cast<std::uint16_t>(h.attr_mod));
+  if (reg == n.registers.end()) return EncodeResponse(req, {}, 0x14);
+  std::vector<std::uint8_t> bytes = reg->second;
+  if (h.attr_mod == transport::reg::kMfsm) {  // the asked tachometer's speed
+    const int t = req[36];                    // tacho_hi [31:28] and tacho [27:24]: the whole first byte
+    const auto rpm = n.fan_rpm.find(t);
+    const int value = rpm == n.fan_rpm.end() ? 0 : rpm->second;
+    bytes = {req[36], 0, 0, 0, 0, 0, static_cast<std::uint8_t>(value >> 8), static_cast<std::uint8_t>(value)};
+  }
+  std::copy(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(std::min<std::size_t>(bytes.size(), 220)),
+            &at(36));
+  return EncodeResponse(req, data);
 }
 
 std::optional<MadBytes> FakeFabric::Smp(int node, int entered, const MadBytes& req) {
@@ -226,82 +228,77 @@ std::optional<MadBytes> FakeFabric::Smp(int node, int entered, const MadBytes& r
 
 std::optional<MadBytes> FakeFabric::Pma(const MadAddress& to, const MadBytes& req) {
   const MadHeader h = DecodeHeader(req);
-  for (std::size_t i = 0; i < nodes_.size(); ++i) {
-    FakeNode& n = nodes_[i];
-    for (auto& [num, p] : n.ports) {
-      const bool owns = n.type == NodeType::kSwitch ? n.lid == to.lid : p.lid == to.lid;
-      if (!owns || to.lid == 0) continue;
-      if (n.silent) return std::nullopt;
-      if (h.attr_id == pma_attr::kClassPortInfo) {
-        if (!n.cpi_answers) return std::nullopt;
-        return EncodeResponse(req, transport::testing::EncodePerfClassPortInfo({n.cap_mask, n.cap_mask2}));
-      }
-      const int select = MadData(req)[1];  // PortSelect, IBTA 16.1.3.5
-      auto it = n.ports.find(select);
-      if (it == n.ports.end()) return EncodeResponse(req, {}, 0x1c);
-      if (const auto st = n.attr_status.find(h.attr_id); st != n.attr_status.end() && st->second != 0) {
-        return EncodeResponse(req, {}, st->second);
-      }
-      if (h.attr_id == pma_attr::kPortSamplesControl && n.sample_tick) {
-        if (n.samples_status != 0) return EncodeResponse(req, {}, n.samples_status);
-        transport::PortSamplesControl c;
-        c.port_select = static_cast<std::uint8_t>(select);
-        c.tick = *n.sample_tick;
-        c.counter_width = 4;  // 32-bit sample counters
-        return EncodeResponse(req, transport::testing::EncodePortSamplesControl(c));
-      }
-      if (h.attr_id == pma_attr::kPortCounters && n.counters_status != 0) {
-        return EncodeResponse(req, {}, n.counters_status);
-      }
-      if (h.attr_id == pma_attr::kPortCounters) {
-        PortCounters& c = it->second.counters;
-        if (h.method == static_cast<std::uint8_t>(MadMethod::kSet)) {
-          // CounterSelect (bits 0..11 of interest here) and CounterSelect2 bit 0.
-          const std::uint16_t sel = static_cast<std::uint16_t>(MadData(req)[2] << 8 | MadData(req)[3]);
-          if (sel & (1 << 0)) c.symbol_error = 0;
-          if (sel & (1 << 1)) c.link_error_recovery = 0;
-          if (sel & (1 << 2)) c.link_downed = 0;
-          if (sel & (1 << 3)) c.rcv_errors = 0;
-          if (sel & (1 << 6)) c.xmit_discards = 0;
-          if (sel & (1 << 11)) c.vl15_dropped = 0;
-          ++sets_;
-        }
-        PortCounters out = c;
-        out.port_select = static_cast<std::uint8_t>(select);
-        return EncodeResponse(req, EncodePortCounters(out));
-      }
-      if (h.attr_id == pma_attr::kPortCountersExtended && !n.no_extended) {
-        PortCountersExtended c = it->second.extended;
-        c.port_select = static_cast<std::uint8_t>(select);
-        return EncodeResponse(req, EncodePortCountersExtended(c));
-      }
-      if (h.attr_id == pma_attr::kPortExtendedSpeedsCounters && n.fec_mode) {
-        if (h.method == static_cast<std::uint8_t>(MadMethod::kSet)) {
-          if (n.fec_clear_status != 0) return EncodeResponse(req, {}, n.fec_clear_status);
-          const auto data = MadData(req);
-          if (std::any_of(data.begin() + 8, data.begin() + 16, [](std::uint8_t b) { return b != 0; })) {
-            it->second.fec = transport::ExtendedSpeedsRsFec{};  // CounterSelect (bytes 8-15)
-            ++sets_;
-          }
-        }
-        transport::ExtendedSpeedsRsFec c = it->second.fec;
-        c.port_select = static_cast<std::uint8_t>(select);
-        return EncodeResponse(req, transport::testing::EncodeExtendedSpeedsRsFec(c));
-      }
-      if (h.attr_id == pma_attr::kPortRcvErrorDetails && !n.no_details) {
-        transport::PortRcvErrorDetails d = it->second.details;
-        d.port_select = static_cast<std::uint8_t>(select);
-        return EncodeResponse(req, transport::testing::EncodePortRcvErrorDetails(d));
-      }
-      if (h.attr_id == pma_attr::kPortXmitDiscardDetails && !n.no_discard_details) {
-        transport::PortXmitDiscardDetails d = it->second.discard_details;
-        d.port_select = static_cast<std::uint8_t>(select);
-        return EncodeResponse(req, transport::testing::EncodePortXmitDiscardDetails(d));
-      }
-      return EncodeResponse(req, {}, 0x0c);
-    }
+  FakeNode* found = NodeAt(to.lid);
+  if (!found) return std::nullopt;  // no such LID: nothing answers
+  FakeNode& n = *found;
+  if (n.silent) return std::nullopt;
+  if (h.attr_id == pma_attr::kClassPortInfo) {
+    if (!n.cpi_answers) return std::nullopt;
+    return EncodeResponse(req, transport::testing::EncodePerfClassPortInfo({n.cap_mask, n.cap_mask2}));
   }
-  return std::nullopt;  // no such LID: nothing answers
+  const int select = MadData(req)[1];  // PortSelect, IBTA 16.1.3.5
+  auto it = n.ports.find(select);
+  if (it == n.ports.end()) return EncodeResponse(req, {}, 0x1c);
+  if (const auto st = n.attr_status.find(h.attr_id); st != n.attr_status.end() && st->second != 0) {
+    return EncodeResponse(req, {}, st->second);
+  }
+  if (h.attr_id == pma_attr::kPortSamplesControl && n.sample_tick) {
+    if (n.samples_status != 0) return EncodeResponse(req, {}, n.samples_status);
+    transport::PortSamplesControl c;
+    c.port_select = static_cast<std::uint8_t>(select);
+    c.tick = *n.sample_tick;
+    c.counter_width = 4;  // 32-bit sample counters
+    return EncodeResponse(req, transport::testing::EncodePortSamplesControl(c));
+  }
+  if (h.attr_id == pma_attr::kPortCounters && n.counters_status != 0) {
+    return EncodeResponse(req, {}, n.counters_status);
+  }
+  if (h.attr_id == pma_attr::kPortCounters) {
+    PortCounters& c = it->second.counters;
+    if (h.method == static_cast<std::uint8_t>(MadMethod::kSet)) {
+      // CounterSelect (bits 0..11 of interest here) and CounterSelect2 bit 0.
+      const std::uint16_t sel = static_cast<std::uint16_t>(MadData(req)[2] << 8 | MadData(req)[3]);
+      if (sel & (1 << 0)) c.symbol_error = 0;
+      if (sel & (1 << 1)) c.link_error_recovery = 0;
+      if (sel & (1 << 2)) c.link_downed = 0;
+      if (sel & (1 << 3)) c.rcv_errors = 0;
+      if (sel & (1 << 6)) c.xmit_discards = 0;
+      if (sel & (1 << 11)) c.vl15_dropped = 0;
+      ++sets_;
+    }
+    PortCounters out = c;
+    out.port_select = static_cast<std::uint8_t>(select);
+    return EncodeResponse(req, EncodePortCounters(out));
+  }
+  if (h.attr_id == pma_attr::kPortCountersExtended && !n.no_extended) {
+    PortCountersExtended c = it->second.extended;
+    c.port_select = static_cast<std::uint8_t>(select);
+    return EncodeResponse(req, EncodePortCountersExtended(c));
+  }
+  if (h.attr_id == pma_attr::kPortExtendedSpeedsCounters && n.fec_mode) {
+    if (h.method == static_cast<std::uint8_t>(MadMethod::kSet)) {
+      if (n.fec_clear_status != 0) return EncodeResponse(req, {}, n.fec_clear_status);
+      const auto data = MadData(req);
+      if (std::any_of(data.begin() + 8, data.begin() + 16, [](std::uint8_t b) { return b != 0; })) {
+        it->second.fec = transport::ExtendedSpeedsRsFec{};  // CounterSelect (bytes 8-15)
+        ++sets_;
+      }
+    }
+    transport::ExtendedSpeedsRsFec c = it->second.fec;
+    c.port_select = static_cast<std::uint8_t>(select);
+    return EncodeResponse(req, transport::testing::EncodeExtendedSpeedsRsFec(c));
+  }
+  if (h.attr_id == pma_attr::kPortRcvErrorDetails && !n.no_details) {
+    transport::PortRcvErrorDetails d = it->second.details;
+    d.port_select = static_cast<std::uint8_t>(select);
+    return EncodeResponse(req, transport::testing::EncodePortRcvErrorDetails(d));
+  }
+  if (h.attr_id == pma_attr::kPortXmitDiscardDetails && !n.no_discard_details) {
+    transport::PortXmitDiscardDetails d = it->second.discard_details;
+    d.port_select = static_cast<std::uint8_t>(select);
+    return EncodeResponse(req, transport::testing::EncodePortXmitDiscardDetails(d));
+  }
+  return EncodeResponse(req, {}, 0x0c);
 }
 
 SentSmps CountSent(const transport::testing::FakeMadPort& port) {

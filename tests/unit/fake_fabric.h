@@ -160,6 +160,8 @@ class FakeFabric {
   std::optional<transport::MadBytes> Smp(int node, int entered, const transport::MadBytes& req);
   std::optional<transport::MadBytes> Pma(const transport::MadAddress& to, const transport::MadBytes& req);
   std::optional<transport::MadBytes> Vendor(const transport::MadAddress& to, const transport::MadBytes& req);
+  // The node a LID names (a switch's, or a CA port's); null for none.
+  FakeNode* NodeAt(std::uint16_t lid);
 
   std::vector<FakeNode> nodes_;
   int sets_ = 0;

@@ -47,13 +47,13 @@ TEST(VendorMadTest, GeneralInfoSaysWhetherAccessRegisterIsSupported) {
   std::copy(m.begin(), m.end(), mad.begin());
   GeneralInfo g = DecodeGeneralInfo(mad);
   EXPECT_TRUE(g.access_register);
-  EXPECT_EQ(g.device_id, 0xd2f2);
-  EXPECT_EQ(g.hw_revision, 0x00a0);
-  EXPECT_EQ(g.uptime_seconds, 123456u);
-  EXPECT_EQ(g.fw_major, 31u);
-  EXPECT_EQ(g.fw_minor, 2010u);
-  EXPECT_EQ(g.fw_sub_minor, 3118u);
-  EXPECT_EQ(g.psid, "MT_0000000063");
+  EXPECT_EQ(g.general.device_id, 0xd2f2);
+  EXPECT_EQ(g.general.hw_revision, 0x00a0);
+  EXPECT_EQ(g.general.uptime_seconds, 123456u);
+  EXPECT_EQ(g.general.fw_major, 31u);
+  EXPECT_EQ(g.general.fw_minor, 2010u);
+  EXPECT_EQ(g.general.fw_sub_minor, 3118u);
+  EXPECT_EQ(g.general.psid, "MT_0000000063");
   mad[161] = 0x00;
   mad[160] = 0x02;  // bit 25 (port-0 reset), not AccessRegister
   EXPECT_FALSE(DecodeGeneralInfo(mad).access_register);
