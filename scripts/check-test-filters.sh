@@ -13,9 +13,10 @@ if ((${#suites[@]} == 0)); then
   echo "check-test-filters.sh: $binary lists no test suites" >&2
   exit 1
 fi
-# The positive patterns of the filters of uncommented integration_tests runs.
-mapfile -t patterns < <(grep -E '^[^#]*COMMAND integration_tests .*--gtest_filter=' "$cmakelists" |
-  sed -E 's/.*--gtest_filter=([^ )"]*).*/\1/' | sed 's/-.*$//' | tr ':' '\n' | grep -v '^$')
+# The positive patterns of the filters of uncommented integration_tests
+# runs: integration_suite(NAME FILTER SECONDS [LANE]) lines.
+mapfile -t patterns < <(grep -E '^integration_suite\(' "$cmakelists" | awk '{print $2}' |
+  sed 's/-.*$//' | tr ':' '\n' | grep -v '^$')
 missing=()
 for suite in "${suites[@]}"; do
   covered=0

@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh
 cd build
-# Two at a time: the simulator suites hold one lock (one at a time, as
-# timing-sensitive as they are), the unit tests, checks and the niced fuzz
-# targets run beside them.
-ctest --output-on-failure --timeout 900 -j2
+# Three at a time: the simulator suites run in two lanes, one suite of each
+# at a time (tests/CMakeLists.txt, integration_suite), the unit tests,
+# checks and the niced fuzz targets beside them.
+ctest --output-on-failure --timeout 900 -j3

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -99,7 +100,9 @@ TEST(DemoTest, EveryKindOfCableProblemIsAlertedWithinAMinute) {
 
   demo->Stop(std::chrono::milliseconds(10000));
   // Everything it started is gone with it: ibsim's socket is free again.
-  EXPECT_TRUE(WaitUntil([] { return ReadFile("/proc/net/unix").find("@sim:ctl@") == std::string::npos; },
+  const char* name = std::getenv("IBSIM_SOCKNAME");
+  const std::string ctl = "@" + std::string(name && *name ? name : "sim") + ":ctl@";
+  EXPECT_TRUE(WaitUntil([&] { return ReadFile("/proc/net/unix").find(ctl) == std::string::npos; },
                         std::chrono::seconds(10), std::chrono::milliseconds(100)));
   RemoveTree(dir);
 }

@@ -1,8 +1,9 @@
 #pragma once
 // A GoogleTest fixture for suites that share one simulated fat tree: the
 // suite starts it once (SetUpTestSuite calls StartFabric), every test uses
-// it, and it is torn down after the suite. Only one ibsim can run on a
-// machine, so suites run one after the other (ctest RESOURCE_LOCK ibsim).
+// it, and it is torn down after the suite. One ibsim runs per control
+// socket name: ctest runs two lanes of suites, one suite of each at a time,
+// each lane under its own IBSIM_SOCKNAME (tests/CMakeLists.txt).
 
 #include <gtest/gtest.h>
 

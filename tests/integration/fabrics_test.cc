@@ -35,7 +35,7 @@ class TwoFabricsTest : public ::testing::Test {
     ASSERT_NE(sim_a_, nullptr) << error;
     SimOptions b;
     b.attach = "cn0001";
-    b.socket_name = "simb";
+    b.socket_name = sim_a_->socket_name() + "b";
     b.sm_config = std::string("subnet_prefix ") + kPrefixB + "\n";
     sim_b_ = SimFabric::Start(kTwoSwitchNet, b, &error).release();
     ASSERT_NE(sim_b_, nullptr) << error;

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -37,6 +38,71 @@ off_t SizeOf(const std::string& path) {
   return stat(path.c_str(), &st) == 0 ? st.st_size : 0;
 }
 
+// umad2sim writes each MAD to ibsim's datagram socket while holding a
+// process-wide lock that its poll() wrapper (used by every thread of the
+// client, HTTP server included) also takes. A write blocks once ibsim's
+// socket holds net.unix.max_dgram_qlen datagrams (10 by default) or the
+// client's own socket has net.core.wmem_default bytes in flight (212992:
+// about 200 MADs), so a busy or frozen ibsim (Pause) would stall unrelated
+// threads of the exporter within seconds, its HTTP server first, which no
+// real HCA does. Both are read when a socket is created: they are raised
+// before ibsim and its clients start (as root), enough for every client of
+// a test to go on sending into a frozen simulator for minutes.
+//
+// Simulators of several test processes run at once (ctest runs two
+// suites, each with its own IBSIM_SOCKNAME), so the values are the
+// machine's, shared: the first simulator raises them and keeps what they
+// were in kSaved; the last one to stop puts them back. kMutex (flock,
+// held for moments) orders raising and restoring; every running simulator
+// holds kHolders shared, so whoever stops and can then take it alone was
+// the last. A test process killed midway leaves kSaved for the next run.
+constexpr std::pair<const char*, long> kFloors[] = {{"/proc/sys/net/unix/max_dgram_qlen", 65536},
+                                                    {"/proc/sys/net/core/wmem_default", 64L << 20}};
+constexpr char kMutex[] = "/tmp/ibfabric-sim-sysctls.lock";
+constexpr char kHolders[] = "/tmp/ibfabric-sim-sysctls.holders";
+constexpr char kSaved[] = "/tmp/ibfabric-sim-sysctls.saved";  // "PATH VALUE" lines
+
+int LockFile(const char* path, int how) {
+  const int fd = open(path, O_CREAT | O_RDWR | O_CLOEXEC, 0600);
+  if (fd >= 0 && flock(fd, how) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Raises the sysctls below their floor (saving what they were) and
+// returns the descriptor that holds kHolders shared (-1 if it cannot).
+int RaiseSysctls() {
+  const int mutex = LockFile(kMutex, LOCK_EX);
+  std::string saved = ReadFile(kSaved);
+  for (const auto& [path, floor] : kFloors) {
+    const std::string was = ReadFile(path);
+    if (was.empty() || std::atol(was.c_str()) >= floor) continue;
+    if (!WriteFile(path, std::to_string(floor) + "\n")) continue;
+    if (saved.find(std::string(path) + " ") == std::string::npos) saved += std::string(path) + " " + was;
+  }
+  if (!saved.empty()) WriteFile(kSaved, saved);
+  const int holder = LockFile(kHolders, LOCK_SH);
+  if (mutex >= 0) close(mutex);
+  return holder;
+}
+
+// Lets go of kHolders; the last simulator puts the saved values back.
+void ReleaseSysctls(int holder) {
+  if (holder < 0) return;
+  const int mutex = LockFile(kMutex, LOCK_EX);
+  close(holder);
+  const int alone = LockFile(kHolders, LOCK_EX | LOCK_NB);
+  if (alone >= 0) {
+    std::istringstream in(ReadFile(kSaved));
+    for (std::string path, value; in >> path >> value;) WriteFile(path, value + "\n");
+    unlink(kSaved);
+    close(alone);
+  }
+  if (mutex >= 0) close(mutex);
+}
+
 }  // namespace
 
 std::unique_ptr<SimFabric> SimFabric::Start(const std::string& net_file, const SimOptions& options,
@@ -44,31 +110,18 @@ std::unique_ptr<SimFabric> SimFabric::Start(const std::string& net_file, const S
   // ibsim's control socket is an abstract name (IBSIM_SOCKNAME, "sim" by
   // default), so one simulator runs per name; a second prints "ready" and
   // then dies on bind.
-  const std::string ctl = "@" + (options.socket_name.empty() ? std::string("sim") : options.socket_name) + ":ctl@";
+  std::unique_ptr<SimFabric> sim(new SimFabric());
+  sim->options_ = options;
+  if (sim->options_.socket_name.empty()) {
+    const char* env = std::getenv("IBSIM_SOCKNAME");
+    sim->options_.socket_name = env && *env ? env : "sim";
+  }
+  const std::string ctl = "@" + sim->options_.socket_name + ":ctl@";
   if (ReadFile("/proc/net/unix").find(ctl) != std::string::npos) {
     *error = "another ibsim is already running (socket " + ctl + " is in use); stop it first";
     return nullptr;
   }
-  std::unique_ptr<SimFabric> sim(new SimFabric());
-  sim->options_ = options;
-  // umad2sim writes each MAD to ibsim's datagram socket while holding a
-  // process-wide lock that its poll() wrapper (used by every thread of the
-  // client, HTTP server included) also takes. A write blocks once ibsim's
-  // socket holds net.unix.max_dgram_qlen datagrams (10 by default) or the
-  // client's own socket has net.core.wmem_default bytes in flight (212992:
-  // about 200 MADs), so a busy or frozen ibsim (Pause) would stall unrelated
-  // threads of the exporter within seconds, its HTTP server first, which no
-  // real HCA does. Both are read when a socket is created: raise them
-  // before ibsim and its clients start (as root; restored by the
-  // destructor), enough for every client of a test to go on sending into a
-  // frozen simulator for minutes.
-  for (const auto& [path, floor] : {std::pair<std::string, long>{"/proc/sys/net/unix/max_dgram_qlen", 65536},
-                                    std::pair<std::string, long>{"/proc/sys/net/core/wmem_default", 64L << 20}}) {
-    const std::string was = ReadFile(path);
-    if (!was.empty() && std::atol(was.c_str()) < floor && WriteFile(path, std::to_string(floor) + "\n")) {
-      sim->saved_sysctls_.emplace_back(path, was);
-    }
-  }
+  sim->sysctl_holder_fd_ = RaiseSysctls();
   sim->dir_ = MakeTempDir("sim");
   if (sim->dir_.empty()) {
     *error = "cannot create a temporary directory";
@@ -99,7 +152,7 @@ bool SimFabric::Launch(std::string* error) {
             "-S",         std::to_string(options_.max_switches),
             "-P",         std::to_string(options_.max_ports),
             dir_ + "/net"};
-  if (!options_.socket_name.empty()) o.env["IBSIM_SOCKNAME"] = options_.socket_name;
+  o.env["IBSIM_SOCKNAME"] = options_.socket_name;
   o.stdin_path = dir_ + "/console";
   o.stdout_path = dir_ + "/ibsim.log";
   ibsim_ = Process::Spawn(o, error);
@@ -131,7 +184,7 @@ bool SimFabric::Restart(std::string* error) {
   Kill();
   // The dead simulator's sockets go away with it; wait until its name is free.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  const std::string ctl = "@" + (options_.socket_name.empty() ? std::string("sim") : options_.socket_name) + ":ctl@";
+  const std::string ctl = "@" + options_.socket_name + ":ctl@";
   while (ReadFile("/proc/net/unix").find(ctl) != std::string::npos) {
     if (std::chrono::steady_clock::now() > deadline) {
       *error = "socket " + ctl + " still in use after ibsim was killed";
@@ -147,7 +200,7 @@ SimFabric::~SimFabric() {
     ibsim_->Signal(SIGCONT);  // a paused simulator cannot act on SIGTERM
     ibsim_->Stop();
   }
-  for (const auto& [path, was] : saved_sysctls_) WriteFile(path, was);
+  ReleaseSysctls(sysctl_holder_fd_);
   if (console_fd_ >= 0) close(console_fd_);
   if (std::getenv("IBFABRIC_KEEP_SIM") == nullptr) RemoveTree(dir_);
 }
@@ -263,7 +316,7 @@ std::unique_ptr<Process> SimFabric::StartSubnetManager(const SmOptions& options,
 Env SimFabric::ClientEnv() const {
   Env env{{"LD_PRELOAD", kUmad2SimPreload}};
   if (!options_.attach.empty()) env["SIM_HOST"] = options_.attach;
-  if (!options_.socket_name.empty()) env["IBSIM_SOCKNAME"] = options_.socket_name;
+  env["IBSIM_SOCKNAME"] = options_.socket_name;
   return env;
 }
 
@@ -272,8 +325,7 @@ CommandResult SimFabric::Tool(const std::vector<std::string>& argv, std::chrono:
 }
 
 Env MoreFabricEnv(const std::string& device, const SimFabric& other, const std::string& node) {
-  return {{"LD_PRELOAD", IBFABRIC_MORE_FABRICS_LIB},
-          {"MORE_FABRICS", device + "=" + (other.socket_name().empty() ? "sim" : other.socket_name()) + "@" + node}};
+  return {{"LD_PRELOAD", IBFABRIC_MORE_FABRICS_LIB}, {"MORE_FABRICS", device + "=" + other.socket_name() + "@" + node}};
 }
 
 }  // namespace ibfabric::testbed

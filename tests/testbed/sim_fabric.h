@@ -27,7 +27,9 @@ struct SimOptions {
   std::chrono::seconds timeout{120};  // for ibsim start and each opensm sweep
   std::string partitions;             // opensm partitions.conf contents (-P); empty: opensm's default
   // IBSIM_SOCKNAME of this ibsim and its clients: another name lets a
-  // second ibsim run beside one of the default name ("sim").
+  // second ibsim run beside one of the default name. Empty: the test
+  // process's IBSIM_SOCKNAME (ctest gives each lane of suites its own),
+  // else ibsim's default, "sim".
   std::string socket_name;
   // opensm -F file contents for every sweep, e.g. "subnet_prefix 0xfe80000000000002\n".
   std::string sm_config;
@@ -100,7 +102,7 @@ class SimFabric {
 
   SimOptions options_;
   std::string dir_;
-  std::vector<std::pair<std::string, std::string>> saved_sysctls_;  // raised by Start: path, value to restore
+  int sysctl_holder_fd_ = -1;  // holds the raised sysctls (see RaiseSysctls in the .cc)
   int console_fd_ = -1;
   std::mutex console_mutex_;
   std::unique_ptr<Process> ibsim_;
