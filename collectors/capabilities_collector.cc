@@ -25,14 +25,49 @@ class CapabilitiesCollector final : public Collector {
     }
     retry_.Note(*cycle.fabric, read, [&](const topology::Node& n) { return !caps_.count(n.guid); });
     out.again = retry_.pending();
+    if (cycle.engine && cycle.parts->local.has_agent("vendor")) AskVendor(cycle);
     return out;
   }
 
-  void Publish(Snapshot* parts) const override { parts->pma = caps_; }
+  void Publish(Snapshot* parts) const override {
+    parts->pma = caps_;
+    parts->vendor = vendor_;
+  }
 
  private:
+  // NVIDIA's GeneralInfo of the NVIDIA nodes this exporter reads ports of
+  // or states a switch's facts of, each asked once: again at the next walk
+  // where nothing answered, never where the class or attribute is not
+  // supported.
+  void AskVendor(const Cycle& cycle) {
+    DropGone(cycle, &vendor_, [](std::uint64_t g) { return g; });
+    const bool walked = cycle.trigger == Trigger::kFullWalk || cycle.trigger == Trigger::kRewalk;
+    std::vector<transport::MadRequest> asks;
+    std::vector<std::uint64_t> guids;
+    for (const topology::Node& n : cycle.fabric->nodes()) {
+      const std::uint16_t lid = topology::NvidiaAgentLid(n);
+      if (lid == 0 || vendor_.count(n.guid) || (!walked && vendor_asked_.count(n.guid))) continue;
+      const bool facts = n.kind == topology::NodeKind::kSwitch && topology::OwnsSwitchFacts(cycle.scope, n.guid);
+      if (!cycle.in_scope(n) && !facts) continue;
+      asks.push_back(transport::GeneralInfoQuery(lid));
+      guids.push_back(n.guid);
+      vendor_asked_.insert(n.guid);
+    }
+    if (asks.empty()) return;
+    const auto results = cycle.engine->Run(asks);
+    for (std::size_t i = 0; i < results.size() && i < guids.size(); ++i) {
+      if (results[i].outcome == transport::MadOutcome::kOk) {
+        vendor_[guids[i]] = transport::DecodeGeneralInfo(results[i].response);
+      } else if (transport::VendorUnsupported(results[i])) {
+        vendor_[guids[i]] = transport::GeneralInfo{};
+      }
+    }
+  }
+
   CapabilityMap caps_;
   TableRetry retry_;
+  std::map<std::uint64_t, transport::GeneralInfo> vendor_;
+  std::set<std::uint64_t> vendor_asked_;
 };
 
 }  // namespace
@@ -56,6 +91,14 @@ void RenderCapabilities(const Snapshot& s, const Emit& out) {
     Add(pma, {{"guid", topology::FormatGuid(guid)}, {"capability_mask", mask}, {"capability_mask2", mask2}}, 1);
   }
   out(std::move(pma));
+  auto access = Family("infiniband_node_access_register_supported",
+                       "1 where the NVIDIA node's vendor GeneralInfo says it answers AccessRegister in band (its "
+                       "physical-layer counters, module and environment registers are read), 0 where it does not",
+                       prometheus::MetricType::Gauge);
+  for (const auto& [guid, info] : s.vendor) {
+    if (OwnsNode(s, guid)) Add(access, {{"guid", topology::FormatGuid(guid)}}, info.access_register ? 1 : 0);
+  }
+  out(std::move(access));
 }
 
 }  // namespace ibfabric::collectors

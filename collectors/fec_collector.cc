@@ -18,11 +18,11 @@ using transport::FecMode;
 // for this port (an invalid field: IBTA 13.4.7 code 7), is for good.
 bool ForGood(const transport::MadResult& m) { return transport::Unsupported(m) || transport::StatusCode(m) == 0x001c; }
 
-// One sweep's asks: PortInfoExtended (the FEC mode) of some ports and
-// PortExtendedSpeedsCounters of others.
+// One sweep's asks: PortInfoExtended (the FEC mode) of some ports,
+// PortExtendedSpeedsCounters or PPCNT of others.
 class FecReads final : public BatchPart {
  public:
-  enum class Kind : std::uint8_t { kMode, kCounters };
+  enum class Kind : std::uint8_t { kMode, kCounters, kPpcnt };
   enum class Got : std::uint8_t { kNothing, kAnswer, kUnsupported, kFailed };
   struct Read {
     Kind kind = Kind::kMode;
@@ -31,6 +31,7 @@ class FecReads final : public BatchPart {
     Got got = Got::kNothing;
     transport::PortInfoExtended mode{};
     ExtendedSpeedsRsFec counters{};
+    transport::PhysLayerStatistics phys{};
     std::chrono::steady_clock::time_point at{};  // when the answer came
   };
   static Read Ask(Kind kind, const topology::PortRef& port, std::uint16_t lid) {
@@ -50,9 +51,17 @@ class FecReads final : public BatchPart {
 
   void AddRequests(std::vector<transport::MadRequest>* out) override {
     for (const Read& r : reads_) {
-      out->push_back(r.kind == Kind::kMode
-                         ? transport::PortInfoExtendedQuery(transport::MadAddress::Lid(r.lid), r.port.port)
-                         : transport::ExtendedSpeedsCountersQuery(r.lid, r.port.port));
+      switch (r.kind) {
+        case Kind::kMode:
+          out->push_back(transport::PortInfoExtendedQuery(transport::MadAddress::Lid(r.lid), r.port.port));
+          break;
+        case Kind::kCounters: out->push_back(transport::ExtendedSpeedsCountersQuery(r.lid, r.port.port)); break;
+        case Kind::kPpcnt:
+          out->push_back(transport::AccessRegisterQuery(
+              r.lid, transport::reg::kPpcnt,
+              transport::PpcntRequest(r.port.port, transport::kPpcntPhysLayerStatistics)));
+          break;
+      }
     }
   }
   std::uint64_t NodeOf(std::size_t i) const override { return reads_[i].port.node_guid; }
@@ -61,15 +70,20 @@ class FecReads final : public BatchPart {
     if (m.outcome == transport::MadOutcome::kOk) {
       r.got = Got::kAnswer;
       r.at = m.done;
-      if (r.kind == Kind::kMode) {
-        r.mode = transport::DecodePortInfoExtended(m.response);
-      } else {
-        r.counters = transport::DecodeExtendedSpeedsRsFec(m.response);
+      switch (r.kind) {
+        case Kind::kMode: r.mode = transport::DecodePortInfoExtended(m.response); break;
+        case Kind::kCounters: r.counters = transport::DecodeExtendedSpeedsRsFec(m.response); break;
+        case Kind::kPpcnt:
+          r.phys = transport::DecodePhysLayerStatistics(transport::AccessRegisterData(m.response));
+          // Another port's counters (or none) are no answer for this one.
+          if (r.phys.port != r.port.port) r.got = Got::kFailed;
+          break;
       }
     } else {
       // Unsupported is for good; no answer, Busy past its retries, or
       // another status is asked again next interval.
-      r.got = ForGood(m) ? Got::kUnsupported : Got::kFailed;
+      const bool for_good = r.kind == Kind::kPpcnt ? transport::VendorUnsupported(m) || ForGood(m) : ForGood(m);
+      r.got = for_good ? Got::kUnsupported : Got::kFailed;
     }
   }
   void Finish(const std::set<std::uint16_t>& moved) override {
@@ -141,10 +155,12 @@ struct PortState {
   double mode_gbps = 0;  // the signalling rate its mode was read at
   bool mode_unsupported = false;
   bool counters_unsupported = false;
-  bool clear_unsupported = false;                    // a Set answered "unsupported": not sent again
-  std::optional<ExtendedSpeedsRsFec> last;           // the raw counters last read
-  std::chrono::steady_clock::time_point last_at{};   // when they came (the window's end)
-  std::chrono::steady_clock::time_point asked_at{};  // the sweep that last asked them
+  bool ppcnt_unsupported = false;
+  bool clear_unsupported = false;                      // a Set answered "unsupported": not sent again
+  std::optional<ExtendedSpeedsRsFec> last;             // the PMA counters last read
+  std::optional<transport::PhysLayerStatistics> phys;  // PPCNT as last read
+  std::chrono::steady_clock::time_point last_at{};     // when they came (the window's end)
+  std::chrono::steady_clock::time_point asked_at{};    // the sweep that last asked them
   // No answer (or a failed one): not asked again before this.
   std::chrono::steady_clock::time_point not_before{};
   // The link went down since the last read: the next one counts, but
@@ -179,7 +195,7 @@ constexpr std::size_t kFirstReadsPerSweep = 512;
 
 // A counter read again: what it counted since, a clear (it went back)
 // counting on from its new value.
-std::uint64_t Delta(std::uint32_t was, std::uint32_t now) { return now >= was ? now - was : now; }
+std::uint64_t Delta(std::uint64_t was, std::uint64_t now) { return now >= was ? now - was : now; }
 
 class FecCollector final : public Collector {
  public:
@@ -197,12 +213,15 @@ class FecCollector final : public Collector {
     std::vector<std::pair<std::chrono::steady_clock::time_point, FecReads::Read>> due;
     std::size_t eligible = 0;  // ports of nodes whose PMA has the counters
     std::size_t counted = 0;   // ports whose counters are read at all
+    const bool vendor_agent = cycle.parts->local.has_agent("vendor");
     for (const topology::Node& n : cycle.fabric->nodes()) {
-      if (!n.port_info_extended || !cycle.in_scope(n)) continue;
+      if (!cycle.in_scope(n)) continue;
       const auto caps = cycle.parts->pma.find(n.guid);
-      if (caps == cycle.parts->pma.end() || !caps->second.known ||
-          (caps->second.mask & transport::pma_cap::kRsFecCounters) == 0)
-        continue;
+      const bool pma = n.port_info_extended && caps != cycle.parts->pma.end() && caps->second.known &&
+                       (caps->second.mask & transport::pma_cap::kRsFecCounters) != 0;
+      const auto info = cycle.parts->vendor.find(n.guid);
+      const bool ppcnt = vendor_agent && info != cycle.parts->vendor.end() && info->second.access_register;
+      if (!pma && !ppcnt) continue;
       for (const topology::Port& p : n.ports) {
         const topology::PortRef ref{n.guid, p.number};
         if (p.number == 0 || !cycle.read_port(ref)) continue;
@@ -210,7 +229,7 @@ class FecCollector final : public Collector {
           // Down: its rates say nothing now, and the next window starts
           // when it is read again.
           const auto it = ports_.find(ref);
-          if (it != ports_.end() && it->second.last) {
+          if (it != ports_.end() && (it->second.last || it->second.phys)) {
             it->second.window_broken = true;
             broke_ |= it->second.out.raw_ber.has_value();
             it->second.out.raw_ber.reset();
@@ -224,19 +243,20 @@ class FecCollector final : public Collector {
         PortState& st = ports_[ref];
         if (cycle.now < st.not_before) continue;
         const double gbps = topology::ActiveSignalGbps(p);
-        if (!st.mode_unsupported && (!st.mode || st.mode_gbps != gbps)) {
+        const bool by_ppcnt = ppcnt && !st.ppcnt_unsupported;
+        if (n.port_info_extended && !st.mode_unsupported && (!st.mode || st.mode_gbps != gbps)) {
           if (!cycle.smps_blocked) first.push_back(FecReads::Ask(FecReads::Kind::kMode, ref, lid));
-          continue;
+          if (!by_ppcnt) continue;  // the PMA's counters wait for the mode; PPCNT does not
         }
-        if (!st.mode || !transport::RsFecLayout(*st.mode)) continue;  // no mode read (unsupported), or not RS-FEC
-        if (st.counters_unsupported) continue;
+        if (!by_ppcnt && (!pma || !st.mode || !transport::RsFecLayout(*st.mode) || st.counters_unsupported))
+          continue;  // no mode read (unsupported), not RS-FEC, or no counters
+        const auto kind = by_ppcnt ? FecReads::Kind::kPpcnt : FecReads::Kind::kCounters;
         ++counted;
-        if (!st.last) {
-          first.push_back(FecReads::Ask(FecReads::Kind::kCounters, ref, lid));
+        if (by_ppcnt ? !st.phys : !st.last) {
+          first.push_back(FecReads::Ask(kind, ref, lid));
           continue;
         }
-        if (cycle.now - st.asked_at >= interval_)
-          due.emplace_back(st.asked_at, FecReads::Ask(FecReads::Kind::kCounters, ref, lid));
+        if (cycle.now - st.asked_at >= interval_) due.emplace_back(st.asked_at, FecReads::Ask(kind, ref, lid));
       }
     }
     // Spread over the interval: this sweep's share of the ports (at least
@@ -260,7 +280,7 @@ class FecCollector final : public Collector {
     broke_ = false;
     for (auto it = ports_.begin(); it != ports_.end();) {
       const topology::Port* p = cycle.fabric->FindPort(it->first);
-      changed |= !p && it->second.mode;
+      changed |= !p && (it->second.out.mode_known || it->second.out.counted);
       it = p ? std::next(it) : ports_.erase(it);
     }
     if (part_.finished()) {
@@ -301,9 +321,11 @@ class FecCollector final : public Collector {
       st.mode = r.mode.Mode();
       st.mode_gbps = topology::ActiveSignalGbps(*p);
       const bool rs_fec = r.mode.RsFecActive();
-      const bool was = st.out.mode == *st.mode && st.out.port == r.port;
+      const bool was = st.out.mode_known && st.out.mode == *st.mode && st.out.port == r.port;
       st.out.port = r.port;
       st.out.mode = *st.mode;
+      st.out.mode_known = true;
+      if (st.out.source == FecSource::kPpcnt) return !was;  // PPCNT counts whatever the mode
       if (!rs_fec && st.out.counted) {
         // No RS-FEC any more (the link retrained): its counters stay as
         // they were, its rates and source go.
@@ -315,12 +337,14 @@ class FecCollector final : public Collector {
       st.window_broken |= st.last.has_value();  // another speed: a new window
       return !was;
     }
+    if (r.kind == FecReads::Kind::kPpcnt) return NotePpcnt(r, *p, &st);
     if (r.got == Got::kUnsupported) {
       st.counters_unsupported = true;
       return false;
     }
     const ExtendedSpeedsRsFec& now = r.counters;
     FecPort& f = st.out;
+    if (f.source != FecSource::kPmaExtendedSpeeds) StartOver(FecSource::kPmaExtendedSpeeds, &st);
     f.port = r.port;
     f.lanes = std::min<int>(topology::MaxLanes(p->width_active), static_cast<int>(transport::kFecLanes));
     if (!st.last) {
@@ -371,10 +395,7 @@ class FecCollector final : public Collector {
         const double lane_bits = bits / std::max(f.lanes, 1);
         for (std::size_t lane = 0; lane < transport::kFecLanes; ++lane)
           f.lane_raw_ber[lane] = static_cast<float>(static_cast<double>(lane_delta[lane]) / lane_bits);
-        st.trend.Add(r.at, static_cast<double>(symbols), bits, trend_part_);
-        f.raw_ber_baseline = st.trend.Lowest();
-        f.baseline_parts = st.trend.with_data();
-        f.baseline_seconds = std::chrono::duration<double>(trend_part_).count() * f.baseline_parts;
+        NoteTrend(r.at, static_cast<double>(symbols), bits, &st);
       }
     }
     st.window_broken = false;
@@ -383,6 +404,96 @@ class FecCollector final : public Collector {
     st.last = now;
     st.last_at = r.at;
     return true;
+  }
+
+  // A port read from another source than before: its totals start again
+  // from that source's first read.
+  static void StartOver(FecSource source, PortState* st) {
+    FecPort& f = st->out;
+    const FecPort kept = f;
+    f = FecPort{};
+    f.port = kept.port;
+    f.mode = kept.mode;
+    f.mode_known = kept.mode_known;
+    f.source = source;
+    st->last.reset();
+    st->phys.reset();
+    st->trend = RawTrend{};
+  }
+
+  // Takes one PPCNT answer in (group 0x16): its 64-bit counters' totals
+  // and the ratios over the bits the port received in the window.
+  bool NotePpcnt(const FecReads::Read& r, const topology::Port& p, PortState* st) {
+    if (r.got == FecReads::Got::kUnsupported) {
+      // Read by the PMA from now on where it can be.
+      st->ppcnt_unsupported = true;
+      const bool had = st->out.source == FecSource::kPpcnt;
+      if (had) StartOver(FecSource::kNone, st);
+      return had;
+    }
+    const transport::PhysLayerStatistics& now = r.phys;
+    FecPort& f = st->out;
+    if (f.source != FecSource::kPpcnt) StartOver(FecSource::kPpcnt, st);
+    f.port = r.port;
+    f.lanes = std::min<int>(topology::MaxLanes(p.width_active), static_cast<int>(transport::kPhysLayerLanes));
+    if (!st->phys) {
+      // The first read: what the device counted since it was last cleared.
+      f.received_bits = now.received_bits;
+      f.corrected_bits = now.corrected_bits;
+      f.effective_errors = now.effective_errors;
+      f.symbol_errors = now.symbol_errors;
+      f.lane_raw_errors = now.raw_errors_lane;
+    } else {
+      const transport::PhysLayerStatistics& was = *st->phys;
+      const std::uint64_t bits = Delta(was.received_bits, now.received_bits);
+      const std::uint64_t corrected = Delta(was.corrected_bits, now.corrected_bits);
+      const std::uint64_t effective = Delta(was.effective_errors, now.effective_errors);
+      const std::uint64_t symbols = Delta(was.symbol_errors, now.symbol_errors);
+      f.received_bits += bits;
+      f.corrected_bits += corrected;
+      f.effective_errors += effective;
+      f.symbol_errors += symbols;
+      std::array<std::uint64_t, transport::kPhysLayerLanes> lane_delta{};
+      std::uint64_t most = 0;
+      f.worst_lane = -1;
+      for (std::size_t lane = 0; lane < transport::kPhysLayerLanes; ++lane) {
+        lane_delta[lane] = Delta(was.raw_errors_lane[lane], now.raw_errors_lane[lane]);
+        f.lane_raw_errors[lane] += lane_delta[lane];
+        if (lane_delta[lane] > most) {
+          most = lane_delta[lane];
+          f.worst_lane = static_cast<int>(lane);
+        }
+      }
+      f.window_seconds = std::chrono::duration<double>(r.at - st->last_at).count();
+      f.raw_ber.reset();
+      f.effective_ber.reset();
+      f.symbol_ber.reset();
+      f.lane_raw_ber = {};
+      if (bits > 0 && !st->window_broken) {
+        const auto b = static_cast<double>(bits);
+        f.raw_ber = static_cast<double>(corrected) / b;
+        f.effective_ber = static_cast<double>(effective) / b;
+        f.symbol_ber = static_cast<double>(symbols) / b;
+        const double lane_bits = b / std::max(f.lanes, 1);
+        for (std::size_t lane = 0; lane < transport::kPhysLayerLanes; ++lane)
+          f.lane_raw_ber[lane] = static_cast<float>(static_cast<double>(lane_delta[lane]) / lane_bits);
+        NoteTrend(r.at, static_cast<double>(corrected), b, st);
+      }
+    }
+    st->window_broken = false;
+    f.counted = true;
+    f.read_at = r.at;
+    st->phys = now;
+    st->last_at = r.at;
+    return true;
+  }
+
+  // The raw ratio's window into the trend, and its baseline out.
+  void NoteTrend(std::chrono::steady_clock::time_point at, double errors, double bits, PortState* st) const {
+    st->trend.Add(at, errors, bits, trend_part_);
+    st->out.raw_ber_baseline = st->trend.Lowest();
+    st->out.baseline_parts = st->trend.with_data();
+    st->out.baseline_seconds = std::chrono::duration<double>(trend_part_).count() * st->out.baseline_parts;
   }
 
   // Clears the ports' counters (--counters.clear-threshold). True when
@@ -416,7 +527,7 @@ class FecCollector final : public Collector {
   void Rebuild() {
     auto list = std::make_shared<std::vector<FecPort>>();
     for (const auto& [ref, st] : ports_) {
-      if (st.mode) list->push_back(st.out);
+      if (st.out.mode_known || st.out.counted) list->push_back(st.out);
     }
     auto next = std::make_shared<FecReadings>();
     next->ports = std::move(list);
@@ -437,6 +548,15 @@ class FecCollector final : public Collector {
 };
 
 }  // namespace
+
+const char* ToString(FecSource s) {
+  switch (s) {
+    case FecSource::kPmaExtendedSpeeds: return "pma_extended_speeds";
+    case FecSource::kPpcnt: return "ppcnt";
+    case FecSource::kNone: break;
+  }
+  return "none";
+}
 
 std::unique_ptr<Collector> MakeFecCollector(const CollectorOptions& options) {
   return std::make_unique<FecCollector>(options.phy_interval, options.clear_threshold_percent,
@@ -459,13 +579,14 @@ void RenderFec(const Snapshot& s, const Emit& out) {
   {
     FamilyParts info(out, "infiniband_port_fec_info",
                      "The forward error correction the port runs (PortInfoExtended.FECModeActive: none, fire_code, "
-                     "rs_fec, low_latency_rs_fec, rs_fec2) and where its FEC series come from "
-                     "(pma_extended_speeds: PortExtendedSpeedsCounters, RS-FEC layout; none: not read)",
+                     "rs_fec, low_latency_rs_fec, rs_fec2; unknown: the node has no PortInfoExtended) and where its "
+                     "FEC series come from (ppcnt: the PPCNT register's physical layer counters; "
+                     "pma_extended_speeds: PortExtendedSpeedsCounters, RS-FEC layout; none: not read)",
                      prometheus::MetricType::Gauge);
     for (const FecPort* f : ports) {
       auto labels = EndLabels(s, f->port);
-      labels.push_back({"fec_mode", transport::ToString(f->mode)});
-      labels.push_back({"source", f->counted ? "pma_extended_speeds" : "none"});
+      labels.push_back({"fec_mode", f->mode_known ? transport::ToString(f->mode) : "unknown"});
+      labels.push_back({"source", ToString(f->counted ? f->source : FecSource::kNone)});
       info.Add(std::move(labels), 1);
     }
     info.Finish();
@@ -476,7 +597,7 @@ void RenderFec(const Snapshot& s, const Emit& out) {
                        "and it has no bit error ratio until the counter is cleared",
                        prometheus::MetricType::Gauge);
     for (const FecPort* f : ports) {
-      if (f->counted && f->pinned) pinned.Add(EndLabels(s, f->port), 1);
+      if (f->counted && f->source == FecSource::kPmaExtendedSpeeds && f->pinned) pinned.Add(EndLabels(s, f->port), 1);
     }
     pinned.Finish();
   }
@@ -499,11 +620,24 @@ void RenderFec(const Snapshot& s, const Emit& out) {
        "cable going bad",
        &FecPort::corrected_symbols},
   };
+  static constexpr Total kPhysCounters[] = {
+      {"phy_received_bits_total",
+       "Bits received (PPCNT physical layer counters phy_received_bits; from what the device counted when the "
+       "exporter first read it)",
+       &FecPort::received_bits},
+      {"phy_corrected_bits_total", "Bits FEC corrected (phy_corrected_bits): the raw errors that did no harm yet",
+       &FecPort::corrected_bits},
+      {"phy_effective_errors_total", "Errors FEC left uncorrected (phy_effective_errors)", &FecPort::effective_errors},
+      {"phy_symbol_errors_total", "Symbol errors at the link layer, after FEC (phy_symbol_errors)",
+       &FecPort::symbol_errors},
+  };
   for (const bool sw : {false, true}) {
     const std::string role = sw ? "switch" : "hca";
-    const auto mine = [&](const FecPort& f) {
-      return f.counted && (LabelOf(s, f.port.node_guid).kind == topology::NodeKind::kSwitch) == sw;
+    const auto of = [&](const FecPort& f, FecSource source) {
+      return f.counted && f.source == source &&
+             (LabelOf(s, f.port.node_guid).kind == topology::NodeKind::kSwitch) == sw;
     };
+    const auto mine = [&](const FecPort& f) { return of(f, FecSource::kPmaExtendedSpeeds); };
     for (const Total& c : kCounters) {
       FamilyParts f(out, "infiniband_" + role + "_port_" + c.name, std::string("The ") + role + " port's " + c.help,
                     prometheus::MetricType::Counter);
@@ -525,6 +659,28 @@ void RenderFec(const Snapshot& s, const Emit& out) {
       }
     }
     lanes.Finish();
+    for (const Total& c : kPhysCounters) {
+      FamilyParts f(out, "infiniband_" + role + "_port_" + c.name, std::string("The ") + role + " port's " + c.help,
+                    prometheus::MetricType::Counter);
+      for (const FecPort* p : ports) {
+        if (of(*p, FecSource::kPpcnt))
+          f.Add(PortLabels(p->port, LabelOf(s, p->port.node_guid)), static_cast<double>(p->*c.field));
+      }
+      f.Finish();
+    }
+    FamilyParts raw(out, "infiniband_" + role + "_port_lane_raw_errors_total",
+                    "Raw (pre-FEC) errors on one lane of the " + role +
+                        " port (PPCNT phy_raw_errors_lane<n>), for the lanes its link runs on",
+                    prometheus::MetricType::Counter);
+    for (const FecPort* p : ports) {
+      if (!of(*p, FecSource::kPpcnt)) continue;
+      for (int lane = 0; lane < p->lanes; ++lane) {
+        auto labels = PortLabels(p->port, LabelOf(s, p->port.node_guid));
+        labels.push_back({"lane", std::to_string(lane)});
+        raw.Add(std::move(labels), static_cast<double>(p->lane_raw_errors[static_cast<std::size_t>(lane)]));
+      }
+    }
+    raw.Finish();
   }
   // The ratios per port, as the link health ratios are (infiniband_port_*_ratio).
   struct Rate {
@@ -534,13 +690,17 @@ void RenderFec(const Snapshot& s, const Emit& out) {
   };
   static constexpr Rate kRates[] = {
       {"infiniband_port_raw_bit_error_ratio",
-       "Raw (pre-FEC) bit error ratio of the port over the window between its last two FEC reads: corrected "
-       "symbols per bit its link carried (a lower bound); absent across a link down or a pinned counter",
+       "Raw (pre-FEC) bit error ratio of the port over the window between its last two FEC reads: corrected bits "
+       "per bit received (PPCNT), or corrected symbols per bit its link carried (PortExtendedSpeedsCounters, a "
+       "lower bound); absent across a link down or a pinned counter",
        &FecPort::raw_ber},
       {"infiniband_port_effective_bit_error_ratio",
-       "Effective (post-FEC) bit error ratio over the same window: uncorrectable FEC blocks per bit the link "
-       "carried (a lower bound)",
+       "Effective (post-FEC) bit error ratio over the same window: errors FEC left per bit received (PPCNT), or "
+       "uncorrectable FEC blocks per bit the link carried (a lower bound)",
        &FecPort::effective_ber},
+      {"infiniband_port_symbol_bit_error_ratio",
+       "Symbol bit error ratio over the same window: symbol errors per bit received (PPCNT only)",
+       &FecPort::symbol_ber},
       {"infiniband_port_raw_bit_error_ratio_baseline",
        "The lowest raw bit error ratio of the port in any 24th of the last cable_degrading period (default 24h: "
        "its lowest hour of the day), what a cable_degrading alert compares the current one with",

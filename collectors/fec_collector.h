@@ -1,26 +1,42 @@
 #pragma once
-// fec: forward error correction per port, from the standard source, where
-// the device has it: PMA PortExtendedSpeedsCounters (0x1F) in its RS-FEC
-// layout (transport/attributes.h ExtendedSpeedsRsFec). On HDR and later
-// links FEC corrects raw errors, so SymbolErrorCounter moves only for what
-// it could not correct: a cable going bad shows first in corrected
+// fec: forward error correction and bit error ratios per port, where the
+// device has them, from one of two sources. On HDR and later links FEC
+// corrects raw errors, so SymbolErrorCounter moves only for what it could
+// not correct: a cable going bad shows first in corrected bits and
 // symbols, for days, while symbol errors stay 0.
 //
-// Asked as infiniband-diags' perfquery asks it: of a port whose node's PMA
-// ClassPortInfo says IsPMRSFECCountersSupported (the capabilities part,
-// CapabilityMask bit 14) and whose PortInfoExtended (SMP 0x33, asked where
-// PortInfo.CapabilityMask2 says the node has it) says RS-FEC is active.
-// PortInfoExtended is asked once per port (again when its link runs at
-// another speed); the counters at most once per port every `interval`
+// - PPCNT's Physical Layer Statistical Counters (group 0x16; register
+//   0x5008 through AccessRegister, vendor GMP class 0x0A;
+//   transport/registers.h PhysLayerStatistics), on a port of an NVIDIA
+//   node whose GeneralInfo says AccessRegister (the capabilities part's
+//   `vendor`), switch or HCA, whatever its FEC mode: bits received,
+//   corrected by FEC, left uncorrected (effective errors) and in error at
+//   the link layer (symbol errors), and raw errors per lane, as 64-bit
+//   counters (never pinned, never cleared here), as NVIDIA's UFM and
+//   ibdiagnet --get_phy_info read them. Preferred where both are there: it
+//   counts the bits the port received and its symbol errors.
+// - PMA PortExtendedSpeedsCounters (0x1F) in its RS-FEC layout
+//   (transport/attributes.h ExtendedSpeedsRsFec), asked as infiniband-diags'
+//   perfquery asks it: of a port whose node's PMA ClassPortInfo says
+//   IsPMRSFECCountersSupported (the capabilities part, CapabilityMask bit
+//   14) and whose PortInfoExtended says RS-FEC is active.
+//
+// PortInfoExtended (SMP 0x33, asked where PortInfo.CapabilityMask2 says
+// the node has it) gives the FEC mode; it is asked once per port (again
+// when its link runs at another speed), before the PMA counters (which it
+// gates) or beside PPCNT (which it does not). The counters at most once
+// per port every `interval`
 // (--phy.interval, default 5 minutes, UFM's low-frequency telemetry: a
 // slower beat than the sweep's). Both are spread over the interval: each
 // sweep asks its share (its time since the last sweep over the interval)
 // of the ports, the longest waiting first, and of those never read at
-// least 512 (a small fabric is read whole at once). Both ride in the
+// least 512 (a small fabric is read whole at once). All ride in the
 // sweep's one batch. "Unsupported attribute" or an invalid-field status
-// stops asking the port for good (until its node leaves); no answer or
-// any other status waits for the next interval. No SMP is sent while the
-// fabric drops this exporter's SMPs (M_Key).
+// (to PPCNT: also "class" or "register not supported") stops asking the
+// port that for good (until its node leaves; a port whose PPCNT is not
+// supported is read by the PMA where it can be); no answer or any other
+// status waits for the next interval. No SMP is sent while the fabric
+// drops this exporter's SMPs (M_Key); PPCNT, a GMP, is still read.
 //
 // Totals start at what the device counted when first read (as the port
 // counters' do; a counter that went back was cleared: it counts on from
@@ -33,26 +49,35 @@
 // again); what it counted between the read and the clear is lost, so
 // that window is a lower bound. A Set answered "unsupported" or "method
 // not supported" is not sent to the port again. Unset (the default), a
-// counter at its maximum stays pinned there. Bit error ratios are over the window between the port's
-// last two reads, against the bits its link carried (the signalling rate
-// of its lanes times the seconds; idle symbols are bits on the wire too):
-// raw = corrected symbols per bit, effective = uncorrectable blocks per
-// bit. Both are lower bounds (a corrected symbol holds at least one bit
-// error, an uncorrectable block at least one). None across a link down (the
-// next read starts the window), nor from a counter pinned at its 32-bit
-// maximum that did not move (it counts no more); a port no longer on
-// RS-FEC keeps its totals and loses its ratios.
+// counter at its maximum stays pinned there. Bit error ratios are over the
+// window between the port's last two reads. From PPCNT, over the bits the
+// port received: raw = corrected bits, effective = effective errors,
+// symbol = symbol errors, each per bit. From the PMA, against the bits
+// its link carried (the signalling rate of its lanes times the seconds;
+// idle symbols are bits on the wire too): raw = corrected symbols per
+// bit, effective = uncorrectable blocks per bit, both lower bounds (a
+// corrected symbol holds at least one bit error, an uncorrectable block
+// at least one). None across a link down (the next read starts the
+// window), nor from a counter pinned at its 32-bit maximum that did not
+// move (it counts no more); a port no longer on RS-FEC keeps its PMA
+// totals and loses its ratios.
 //
-// Part: FecReadings under "fec" (Snapshot::by_collector). Metrics:
-// infiniband_{switch,hca}_port_fec_{corrected_blocks,uncorrectable_blocks,
-// corrected_symbols}_total, infiniband_{switch,hca}_port_lane_fec_
-// corrected_symbols_total{lane} (the lanes the link runs on),
+// Part: FecReadings under "fec" (Snapshot::by_collector). Metrics, from
+// the PMA: infiniband_{switch,hca}_port_fec_{corrected_blocks,
+// uncorrectable_blocks,corrected_symbols}_total,
+// infiniband_{switch,hca}_port_lane_fec_corrected_symbols_total{lane}
+// (the lanes the link runs on); from PPCNT: infiniband_{switch,hca}_port_
+// phy_{received_bits,corrected_bits,effective_errors,symbol_errors}_total,
+// infiniband_{switch,hca}_port_lane_raw_errors_total{lane}; from either,
 // infiniband_port_{raw,effective}_bit_error_ratio{guid,node,port} (after
-// two reads), infiniband_port_raw_bit_error_ratio_baseline (after a 24th
+// two reads), infiniband_port_symbol_bit_error_ratio (PPCNT),
+// infiniband_port_raw_bit_error_ratio_baseline (after a 24th
 // of the degrading period), infiniband_port_fec_counter_pinned,
 // infiniband_exporter_fec_port_resets_total, and
 // infiniband_port_fec_info{guid,node,port,fec_mode,source} for each port
-// whose mode was read. Absent, not 0, where the device does not have them.
+// whose mode or counters were read (fec_mode "unknown" where the node has
+// no PortInfoExtended). Absent, not 0, where the device does not have
+// them.
 
 #include <array>
 #include <chrono>
@@ -63,29 +88,50 @@
 #include <vector>
 
 #include "collectors/collector.h"
+#include "transport/registers.h"
 
 namespace ibfabric::collectors {
 
 inline constexpr std::string_view kFecCollector = "fec";
 
+// Where a port's FEC counters come from.
+enum class FecSource : std::uint8_t {
+  kNone,               // not read (yet)
+  kPmaExtendedSpeeds,  // PortExtendedSpeedsCounters, RS-FEC layout
+  kPpcnt,              // PPCNT Physical Layer Statistical Counters
+};
+const char* ToString(FecSource s);  // "none", "pma_extended_speeds", "ppcnt"
+
 // One port's FEC as last read.
 struct FecPort {
   topology::PortRef port;
   transport::FecMode mode = transport::FecMode::kNone;  // PortInfoExtended.FECModeActive
-  bool counted = false;  // PortExtendedSpeedsCounters read: the totals below mean something
+  bool mode_known = false;                              // it was read
+  bool counted = false;  // counters read (from `source`): the totals of that source mean something
+  FecSource source = FecSource::kNone;
+  // From the PMA (kPmaExtendedSpeeds).
   std::uint64_t corrected_blocks = 0;
   std::uint64_t uncorrectable_blocks = 0;
   std::uint64_t corrected_symbols = 0;
   std::array<std::uint64_t, transport::kFecLanes> lane_symbols{};
+  // From PPCNT (kPpcnt): phy_received_bits, phy_corrected_bits,
+  // phy_effective_errors, phy_symbol_errors, phy_raw_errors_lane<n>.
+  std::uint64_t received_bits = 0;
+  std::uint64_t corrected_bits = 0;
+  std::uint64_t effective_errors = 0;
+  std::uint64_t symbol_errors = 0;
+  std::array<std::uint64_t, transport::kPhysLayerLanes> lane_raw_errors{};
   int lanes = 0;        // lanes the link ran on at the last read: the lane series
-  bool pinned = false;  // a counter stopped at its maximum (32 bits): it counts no more until cleared
+  bool pinned = false;  // a PMA counter stopped at its maximum (32 bits): it counts no more until cleared
   // Over the window between the last two reads; absent before two.
   std::optional<double> raw_ber;
   std::optional<double> effective_ber;
+  std::optional<double> symbol_ber;  // PPCNT only
   double window_seconds = 0;
   int worst_lane = -1;  // the lane that corrected the most symbols in the window (-1: none did)
-  // Each lane's raw ratio over the window (its corrected symbols over the
-  // bits it carried, a lanes-th of the link's), where raw_ber is.
+  // Each lane's raw ratio over the window (its corrected symbols or raw
+  // errors over the bits it carried, a lanes-th of the link's), where
+  // raw_ber is.
   std::array<float, transport::kFecLanes> lane_raw_ber{};
   // The raw ratio's history, for cable_degrading: the lowest ratio of the
   // complete 24ths of the last AlertConfig::degrading.period in which a

@@ -8,6 +8,7 @@
 #include "collectors/fat_tree_collector.h"
 #include "collectors/fec_collector.h"
 #include "collectors/link_health_collector.h"
+#include "collectors/module_collector.h"
 #include "collectors/partitions_collector.h"
 #include "collectors/port_counters_collector.h"
 #include "collectors/routing_collector.h"
@@ -51,12 +52,21 @@ const std::vector<CollectorInfo>& Registry() {
        RenderXmitWaitTick,
        {"port_counters"}},
       {"fec",
-       "Forward error correction per port where the device runs RS-FEC (PortExtendedSpeedsCounters): corrected "
-       "and uncorrectable blocks, corrected symbols per lane, raw and effective bit error rates, every "
-       "--phy.interval.",
+       "Forward error correction and bit error ratios per port where the device has them, every --phy.interval: "
+       "PPCNT's physical layer counters through AccessRegister (bits received and corrected, effective and symbol "
+       "errors, raw errors per lane), else PortExtendedSpeedsCounters of RS-FEC ports (corrected and uncorrectable "
+       "blocks, corrected symbols per lane); raw, effective and symbol bit error ratios.",
        true,
        MakeFecCollector,
        RenderFec,
+       {"capabilities"}},
+      {"modules",
+       "The module at each end of a cable (PDDR Module Info through AccessRegister), every --phy.interval: "
+       "vendor, part and serial number, length, temperature and its alarm threshold, rx/tx power per lane, and "
+       "modules whose part differs from their level of cables'.",
+       true,
+       MakeModuleCollector,
+       RenderModules,
        {"capabilities"}},
       {"link_health",
        "Link state, flaps and error rates per cable, and the alerts they raise.",
@@ -69,7 +79,10 @@ const std::vector<CollectorInfo>& Registry() {
       {"switch_environment",
        "NVIDIA switches' temperature, fans, power supplies, firmware and uptime, from their registers in band "
        "(AccessRegister), every --phy.interval, under SckyzO's ibswinfo metric names.",
-       true, MakeSwitchEnvironmentCollector, RenderSwitchEnvironment},
+       true,
+       MakeSwitchEnvironmentCollector,
+       RenderSwitchEnvironment,
+       {"capabilities"}},
   };
   return kRegistry;
 }

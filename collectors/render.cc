@@ -78,8 +78,7 @@ std::vector<ClientMetric::Label> PortLabels(const topology::PortRef& ref, const 
 }
 
 bool OwnsSwitch(const Snapshot& s, std::uint64_t switch_guid) {
-  if (s.scope.kind == topology::ScopeKind::kLocal) return false;
-  return s.scope.shards <= 1 || topology::ShardOf(switch_guid, s.scope.shards) == s.scope.shard;
+  return topology::OwnsSwitchFacts(s.scope, switch_guid);
 }
 
 bool OwnsPort(const Snapshot& s, const topology::Node& node, const topology::Port& port) {

@@ -29,6 +29,7 @@
 #include "topology/partitions.h"
 #include "topology/routing.h"
 #include "topology/scope.h"
+#include "transport/attributes.h"
 #include "transport/mad_engine.h"
 
 namespace ibfabric::collectors {
@@ -140,6 +141,11 @@ struct LocalPortSummary {
   std::uint64_t subnet_prefix = 0;
   std::vector<std::string> agents_missing;
   int plane = 0;  // a multi-plane HCA's plane read (0: none)
+  // Whether the MAD agent of a class (transport::AgentName: "vendor", ...)
+  // was registered.
+  bool has_agent(std::string_view name) const {
+    return std::find(agents_missing.begin(), agents_missing.end(), name) == agents_missing.end();
+  }
 };
 
 struct Snapshot {
@@ -171,7 +177,11 @@ struct Snapshot {
   std::map<topology::PortRef, CollectHealth> collect;  // the last sweep, per switch and HCA port
   std::chrono::system_clock::time_point last_sweep{};  // end of the last sweep, good or not
   std::map<std::uint64_t, PmaCapabilities> pma;        // capabilities: ClassPortInfo of the nodes that answered
-  std::shared_ptr<const HealthReport> health;          // link_health: null before the first sweep
+  // capabilities: NVIDIA's vendor GeneralInfo of the NVIDIA nodes that
+  // answered it (access_register false also where the class or attribute
+  // is not supported); absent: not known (yet).
+  std::map<std::uint64_t, transport::GeneralInfo> vendor;
+  std::shared_ptr<const HealthReport> health;  // link_health: null before the first sweep
   // The collectors' parts that have no field above, by collector:
   // partitions (topology::PartitionAnalysis: null where the tables were not read).
   CollectorParts by_collector;

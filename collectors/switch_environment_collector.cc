@@ -15,14 +15,10 @@ namespace {
 using prometheus::MetricType;
 namespace reg = transport::reg;
 
-// MAD status of a register the device does not have (mstflint's
-// translate_mad_status_to_reg_status_gmp: 20, register not supported).
-constexpr std::uint16_t kRegisterNotSupported = 0x0014;
 // Switches asked at once at least (a small fabric all at once).
 constexpr std::size_t kFirstAsksPerSweep = 128;
 
-// What one ask is: GeneralInfo (reg 0), or a register (and its index: the
-// tachometer of an MFSM).
+// What one ask is: a register (and its index: the tachometer of an MFSM).
 struct What {
   std::uint64_t guid = 0;
   std::uint16_t reg = 0;
@@ -30,8 +26,6 @@ struct What {
 };
 
 struct SwitchState {
-  enum class Access : std::uint8_t { kUnknown, kYes, kNo };
-  Access access = Access::kUnknown;
   std::chrono::steady_clock::time_point asked_at{};    // the sweep that last asked it
   std::chrono::steady_clock::time_point not_before{};  // no answer: not again before
   bool asked = false;
@@ -42,13 +36,6 @@ struct SwitchState {
   std::map<std::uint16_t, std::chrono::steady_clock::time_point> fresh_at;  // register -> when it last answered
   SwitchEnvironment out;
 };
-
-// "Unsupported attribute" (IBTA 13.4.7 code 3), "class not supported"
-// (code 1) or a register the device does not have: for good.
-bool ForGood(const transport::MadResult& m) {
-  const std::uint16_t code = transport::StatusCode(m);
-  return transport::Unsupported(m) || code == 0x0004 || code == kRegisterNotSupported;
-}
 
 // Forgets what register `id` said (it went stale, or is not supported).
 void Forget(SwitchEnvironment* e, std::uint16_t id) {
@@ -83,10 +70,8 @@ class SwitchEnvironmentCollector final : public Collector {
       changed |= gone && published_ && published_->switches.count(it->first);
       it = gone ? states_.erase(it) : std::next(it);
     }
-    const auto& missing = cycle.parts->local.agents_missing;
-    const bool agent = std::find(missing.begin(), missing.end(), "vendor") == missing.end();
     std::vector<std::pair<What, transport::MadRequest>> asks;
-    if (agent && cycle.engine) Asks(cycle, &asks);
+    if (cycle.parts->local.has_agent("vendor") && cycle.engine) Asks(cycle, &asks);
     if (!asks.empty()) {
       std::vector<transport::MadRequest> requests;
       for (const auto& a : asks) requests.push_back(a.second);
@@ -94,7 +79,7 @@ class SwitchEnvironmentCollector final : public Collector {
       std::set<std::uint64_t> answered, asked;
       for (std::size_t i = 0; i < asks.size() && i < results.size(); ++i) {
         asked.insert(asks[i].first.guid);
-        if (results[i].outcome == transport::MadOutcome::kOk || ForGood(results[i]))
+        if (results[i].outcome == transport::MadOutcome::kOk || transport::VendorUnsupported(results[i]))
           answered.insert(asks[i].first.guid);
         changed |= Take(asks[i].first, results[i], cycle.now);
       }
@@ -132,30 +117,28 @@ class SwitchEnvironmentCollector final : public Collector {
 
  private:
   // The exporter that reports a switch's own facts reads them (render.h
-  // OwnsSwitch): never a local one, the shard its GUID hashes to, whatever
-  // ports it reads.
-  static bool Owns(const topology::Scope& scope, std::uint64_t guid) {
-    if (scope.kind == topology::ScopeKind::kLocal) return false;
-    return scope.shards <= 1 || topology::ShardOf(guid, scope.shards) == scope.shard;
+  // OwnsSwitch: never a local one, the shard its GUID hashes to, whatever
+  // ports it reads), and only where its GeneralInfo (the capabilities
+  // part) says AccessRegister.
+  static bool Reads(const Cycle& cycle, const topology::Node& n) {
+    if (!topology::IsNvidiaSwitch(n) || !topology::OwnsSwitchFacts(cycle.scope, n.guid)) return false;
+    const auto info = cycle.parts->vendor.find(n.guid);
+    return info != cycle.parts->vendor.end() && info->second.access_register;
   }
 
-  // This sweep's asks: GeneralInfo of the switches not asked yet (at least
-  // kFirstAsksPerSweep), the registers of those never read, then this
-  // sweep's share of those due, the longest waiting first.
+  // This sweep's asks: the registers of the switches never read (at least
+  // kFirstAsksPerSweep), then this sweep's share of those due, the longest
+  // waiting first.
   void Asks(const Cycle& cycle, std::vector<std::pair<What, transport::MadRequest>>* out) {
     const double share = share_.Next(cycle.now);
-    std::vector<const topology::Node*> first, fresh;
+    std::vector<const topology::Node*> fresh;
     std::vector<std::pair<std::chrono::steady_clock::time_point, const topology::Node*>> due;
     std::size_t eligible = 0;
     for (const topology::Node& n : cycle.fabric->nodes()) {
-      if (!topology::IsNvidiaSwitch(n) || !Owns(cycle.scope, n.guid)) continue;
+      if (!Reads(cycle, n)) continue;
       SwitchState& st = states_[n.guid];
-      if (st.access == SwitchState::Access::kNo || cycle.now < st.not_before) continue;
+      if (cycle.now < st.not_before) continue;
       const bool interval_passed = !st.asked || cycle.now - st.asked_at >= interval_;
-      if (st.access == SwitchState::Access::kUnknown) {
-        if (interval_passed) first.push_back(&n);
-        continue;
-      }
       ++eligible;
       if (!st.registers_asked) {
         fresh.push_back(&n);
@@ -166,13 +149,6 @@ class SwitchEnvironmentCollector final : public Collector {
     const std::size_t cap = std::max<std::size_t>(IntervalShare::Of(share, eligible), 1);
     std::sort(due.begin(), due.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
     for (std::size_t i = 0; i < due.size() && i < cap; ++i) fresh.push_back(due[i].second);
-    first.resize(std::min(first.size(), kFirstAsksPerSweep));
-    for (const topology::Node* n : first) {
-      SwitchState& st = states_[n->guid];
-      st.asked_at = cycle.now;
-      st.asked = true;
-      out->push_back({{n->guid, 0, 0}, transport::GeneralInfoQuery(n->lid)});
-    }
     for (std::size_t i = 0; i < fresh.size() && i < std::max(cap, kFirstAsksPerSweep); ++i) {
       SwitchState& st = states_[fresh[i]->guid];
       st.asked_at = cycle.now;
@@ -208,21 +184,12 @@ class SwitchEnvironmentCollector final : public Collector {
     SwitchState& st = it->second;
     SwitchEnvironment& e = st.out;
     if (m.outcome != transport::MadOutcome::kOk) {
-      if (!ForGood(m)) return false;  // no answer: the next interval
-      if (w.reg == 0) {
-        st.access = SwitchState::Access::kNo;
-        return false;
-      }
+      if (!transport::VendorUnsupported(m)) return false;  // no answer: the next interval
       st.unsupported.insert(w.reg);
       const SwitchEnvironment was = e;
       Forget(&e, w.reg);
       st.fresh_at.erase(w.reg);
       return !(e == was);
-    }
-    if (w.reg == 0) {
-      const transport::GeneralInfo g = transport::DecodeGeneralInfo(m.response);
-      st.access = g.access_register ? SwitchState::Access::kYes : SwitchState::Access::kNo;
-      return false;
     }
     const SwitchEnvironment was = e;
     e.guid = w.guid;
@@ -244,7 +211,7 @@ class SwitchEnvironmentCollector final : public Collector {
   void Rebuild() {
     auto next = std::make_shared<SwitchEnvironments>();
     for (const auto& [guid, st] : states_) {
-      if (st.access == SwitchState::Access::kYes && !Empty(st.out)) next->switches.emplace(guid, st.out);
+      if (!Empty(st.out)) next->switches.emplace(guid, st.out);
     }
     published_ = std::move(next);
   }

@@ -8,21 +8,17 @@
 // alerts work unchanged.
 //
 // Gated twice: only a switch whose NodeInfo.VendorID is NVIDIA's (0x02c9)
-// is asked GeneralInfo (class 0x0A attribute 0x17, once), and only one
-// whose GeneralInfo says IsAccessRegisterGMPSupported (capability bit 20)
-// is asked registers. Every --phy.interval, spread over the sweeps like
-// the fec collector's reads: MGIR (firmware, uptime), MTMP sensor 0 (the
-// ASIC), FORE (fans out of range), MSPS (power supplies), and MFSM of
-// each fan MFCR names (MFCR and MSGI, part and serial, once). These run
-// by themselves after the sweep's batch (a switch slow to answer costs the
-// sweep's reads of its LID nothing), and not at all without the vendor
-// MAD agent. "Unsupported" (MAD status 0x0C; class not supported 0x04;
-// register not supported 0x14) is for good: the switch, or that register
-// (its series then go). A switch that answers nothing is asked again the
-// next interval, the wait doubling each silent round up to 16 intervals.
-// A reading not renewed within two intervals and a half minute is dropped
-// (absent, not stale). Only the exporter that owns a switch (render.h
-// OwnsSwitch: the shard its GUID hashes to, never a local one) reads it.
+// is asked GeneralInfo (class 0x0A attribute 0x17, once, by the
+// capabilities collector), and only one whose GeneralInfo says
+// IsAccessRegisterGMPSupported (capability bit 20) is asked registers. Every --phy.interval, spread over the sweeps
+// like the fec collector's reads: MGIR (firmware, uptime), MTMP sensor 0 (the ASIC), FORE (fans out of range), MSPS
+// (power supplies), and MFSM of each fan MFCR names (MFCR and MSGI, part and serial, once). These run by themselves
+// after the sweep's batch (a switch slow to answer costs the sweep's reads of its LID nothing), and not at all without
+// the vendor MAD agent. "Unsupported" (MAD status 0x0C; class not supported 0x04; register not supported 0x14) is for
+// good: the switch, or that register (its series then go). A switch that answers nothing is asked again the next
+// interval, the wait doubling each silent round up to 16 intervals. A reading not renewed within two intervals and a
+// half minute is dropped (absent, not stale). Only the exporter that owns a switch (render.h OwnsSwitch: the shard its
+// GUID hashes to, never a local one) reads it.
 //
 // Part: SwitchEnvironments under "switch_environment". Metrics (absent,
 // not 0, where a switch does not have them): infiniband_switch_hardware_info

@@ -390,12 +390,15 @@ def physical_layer():
     l.add(stat("Ports over the raw BER warning level", f'count({ports(raw)} >= 5e-6) or vector(0)', red_above=1,
                description="Ports whose raw bit error ratio is at or over NVIDIA's NDR field warning level (5e-6; "
                            "bad_cable.raw_bit_error_ratio, docs/alerts.md)."), 6, 4)
-    l.add(stat("Uncorrectable FEC blocks (range)",
-               f'sum(increase(infiniband_switch_port_fec_uncorrectable_blocks_total{{{SW}}}[$__range])) or vector(0)',
-               red_above=1, description="Blocks FEC could not correct on switch ports: errors that reached the link layer."),
+    uncorrected = ('{__name__=~"infiniband_switch_port_fec_uncorrectable_blocks_total|'
+                   f'infiniband_switch_port_phy_effective_errors_total",{SW}}}')
+    l.add(stat("Errors FEC left uncorrected (range)", f'sum(increase({uncorrected}[$__range])) or vector(0)',
+               red_above=1, description="Blocks FEC could not correct (PortExtendedSpeedsCounters) or errors it left "
+                                        "(PPCNT effective errors) on switch ports: errors that reached the link layer."),
           6, 4)
     l.add(stat("Ports read for FEC", f'count(infiniband_port_fec_info{{{F},source!="none"}}) or vector(0)',
-               description="RS-FEC ports whose FEC counters the exporter reads (infiniband_port_fec_info)."), 6, 4)
+               description="Ports whose FEC or physical-layer counters the exporter reads (infiniband_port_fec_info: "
+                           "source ppcnt or pma_extended_speeds)."), 6, 4)
     heat = panel("heatmap", "Raw bit error ratio across ports", [target(
         ports(raw), "{{node}} port {{port}}")], description=(
         "How the ports' raw (pre-FEC) bit error ratios spread over time, a log scale: a cable going bad leaves "
@@ -409,21 +412,47 @@ def physical_layer():
     l.add(table("Worst 20 cables by raw bit error ratio", f'topk(20, {fec_cables(ports(raw))})',
                 "The cables whose worse end has the highest raw (pre-FEC) bit error ratio over its last FEC window, "
                 "both ends named.", hide=("Time", "job", "instance")), 12, 8)
-    l.add(timeseries("Effective bit error ratio: top $topn ports", [target(
-        f'topk($topn, {ports(f"infiniband_port_effective_bit_error_ratio{{{F}}}")})', "{{node}} port {{port}}")],
-        "short", "Uncorrectable FEC blocks per bit: errors that reached the link layer (post-FEC)."), 12, 8)
-    lanes = f'infiniband_switch_port_lane_fec_corrected_symbols_total{{{SW}}}'
+    l.add(timeseries("Effective and symbol bit error ratios: top $topn ports", [
+        target(f'topk($topn, {ports(f"infiniband_port_effective_bit_error_ratio{{{F}}}")})',
+               "effective {{node}} port {{port}}"),
+        target(f'topk($topn, {ports(f"infiniband_port_symbol_bit_error_ratio{{{F}}}")})',
+               "symbol {{node}} port {{port}}", ref="B"),
+    ], "short", "Errors FEC left per bit (post-FEC: uncorrectable blocks, or PPCNT's effective errors) and, where "
+                "PPCNT is read, symbol errors per bit: what reached the link layer."), 12, 8)
+    # A lane's count: FEC corrected symbols (PortExtendedSpeedsCounters) or
+    # raw errors (PPCNT), whichever the port is read by.
+    lanes = ('{__name__=~"infiniband_switch_port_lane_fec_corrected_symbols_total|'
+             f'infiniband_switch_port_lane_raw_errors_total",{SW}}}')
     share = (f'increase({lanes}[{FEC_RANGE}]) / on (fabric, guid, port) group_left() '
              f'sum by (fabric, guid, port) (increase({lanes}[{FEC_RANGE}]))')
     per_lane = (f'({share} * on (fabric, guid, port) group_left() count by (fabric, guid, port) ({lanes}) '
                 f'* on (fabric, guid, port) group_left() {raw}) > 0')
     l.add(timeseries("Raw bit error ratio per lane: top $topn lanes", [target(
         f'topk($topn, {per_lane})', "{{switch}} port {{port}} lane {{lane}}")], "short",
-        "A switch port's raw bit error ratio split over its lanes by their share of its corrected symbols "
-        "(the last 15 minutes): the lane that goes bad first. Filter by switch for one cable."), 12, 8)
-    l.add(timeseries("Corrected symbols per lane: top $topn lanes", [target(
+        "A switch port's raw bit error ratio split over its lanes by their share of its corrected symbols or raw "
+        "errors (the last 15 minutes): the lane that goes bad first. Filter by switch for one cable."), 12, 8)
+    l.add(timeseries("Raw errors per lane: top $topn lanes", [target(
         f'topk($topn, rate({lanes}[{FEC_RANGE}]))', "{{switch}} port {{port}} lane {{lane}}")], "cps",
-        "Symbols FEC corrected per second on each lane of the switch ports (FECCorrectableSymbolCtrLane<n>)."), 12, 8)
+        "Raw errors per second on each lane of the switch ports: symbols FEC corrected "
+        "(FECCorrectableSymbolCtrLane<n>) or PPCNT's phy_raw_errors_lane<n>."), 12, 8)
+    l.row("Cable modules")
+    temp = ports(f'infiniband_port_module_temperature_celsius{{{F}}}')
+    l.add(stat("Modules over their alarm temperature",
+               f'count({temp} >= on (fabric, guid, port) '
+               f'(infiniband_port_module_temperature_high_threshold_celsius{{{F}}} > 0)) or vector(0)',
+               red_above=1, description="Modules at or over their high temperature alarm threshold (PDDR; "
+                                        "InfinibandModuleHot)."), 6, 4)
+    l.add(stat("Modules of another part than their cables'",
+               f'count({ports(f"infiniband_port_module_part_differs{{{F}}}")}) or vector(0)', red_above=1,
+               description="Modules whose part number differs from the one most modules at the same end of their "
+                           "level of cables have (infiniband_port_module_part_differs names them)."), 6, 4)
+    l.add(stat("Hottest module", f'max({temp})', "celsius",
+               description="The highest module temperature among the ports read."), 6, 4)
+    l.add(stat("Modules read", f'count({ports(f"infiniband_port_module_info{{{F}}}")}) or vector(0)',
+               description="Modules whose PDDR Module Info the exporter reads (infiniband_port_module_info)."), 6, 4)
+    l.add(timeseries("Hottest modules: top $topn", [target(f'topk($topn, {temp})', "{{node}} port {{port}}")],
+                     "celsius", "The hottest modules' temperatures; their alarm thresholds are in "
+                                "infiniband_port_module_temperature_high_threshold_celsius."), 24, 8)
     l.row("Switch environment")
     l.add(stat("Switches with a fan out of range",
                f'count(infiniband_switch_fan_status_info{{{SW},status="ERROR"}}) or vector(0)', red_above=1,

@@ -188,9 +188,9 @@ const std::map<std::string, Flag>& Flags() {
           "DURATION",
           [](Config& c, const std::string& v) { return Duration(&c.discovery_interval, v, milliseconds(100)); }}},
         {"phy.interval",
-         {"Time between reads of a port's physical-layer counters (FEC: PortExtendedSpeedsCounters) and of a "
-          "switch's environment registers (temperature, fans, power supplies), where the device has them; each "
-          "read once in this time, spread over the sweeps.",
+         {"Time between reads of a port's physical-layer counters (PPCNT, else PortExtendedSpeedsCounters) and "
+          "module (PDDR), and of a switch's environment registers (temperature, fans, power supplies), where the "
+          "device has them; each read once in this time, spread over the sweeps.",
           "DURATION",
           [](Config& c, const std::string& v) { return Duration(&c.phy_interval, v, milliseconds(1000)); }}},
         {"sweep.rotation",

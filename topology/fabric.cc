@@ -25,6 +25,15 @@ bool IsNvidiaSwitch(const Node& n) {
   return n.kind == NodeKind::kSwitch && n.vendor_id == kNvidiaVendorId && n.lid != 0;
 }
 
+std::uint16_t NvidiaAgentLid(const Node& n) {
+  if (n.vendor_id != kNvidiaVendorId) return 0;
+  if (n.kind == NodeKind::kSwitch) return n.lid;
+  for (const Port& p : n.ports) {
+    if (p.lid != 0) return p.lid;
+  }
+  return 0;
+}
+
 const Port* Node::FindPort(std::uint8_t number) const {
   auto it =
       std::lower_bound(ports.begin(), ports.end(), number, [](const Port& p, std::uint8_t n) { return p.number < n; });

@@ -130,6 +130,10 @@ inline constexpr std::uint32_t kNvidiaVendorId = 0x02c9;
 // GMPs (AdaptiveRoutingInfo, GeneralInfo, AccessRegister). Others are
 // never asked them.
 bool IsNvidiaSwitch(const Node& n);
+// Any NVIDIA node (switch or channel adapter) with a LID, and the LID its
+// management agents answer at (a switch's, else its first port's with
+// one); 0 for others.
+std::uint16_t NvidiaAgentLid(const Node& n);
 
 // GUIDs print as 0x-prefixed 16-digit lower-case hex everywhere.
 std::string FormatGuid(std::uint64_t guid);

@@ -50,6 +50,11 @@ int ShardOf(std::uint64_t guid, int shards) {
   return static_cast<int>(z % static_cast<std::uint64_t>(shards));
 }
 
+bool OwnsSwitchFacts(const Scope& scope, std::uint64_t switch_guid) {
+  if (scope.kind == ScopeKind::kLocal) return false;
+  return scope.shards <= 1 || ShardOf(switch_guid, scope.shards) == scope.shard;
+}
+
 namespace {
 
 bool IsSwitch(const Fabric& fabric, std::uint64_t guid) {

@@ -45,6 +45,10 @@ bool ParseShard(const std::string& text, int* shard, int* shards);
 // The shard a switch belongs to: a mix of its GUID (consecutive GUIDs
 // spread evenly), modulo `shards`.
 int ShardOf(std::uint64_t switch_guid, int shards);
+// Whether an exporter of `scope` states a switch's own facts (its
+// environment, its hardware): never a local one, else the shard its GUID
+// falls in, whatever ports that shard reads.
+bool OwnsSwitchFacts(const Scope& scope, std::uint64_t switch_guid);
 
 // Pure. The ports of `fabric` in `scope`; `local_node` is the GUID of the
 // node the exporter's own port is on (used by local scope).

@@ -467,6 +467,11 @@ std::span<const std::uint8_t> AccessRegisterData(const MadBytes& mad) {
   return std::span<const std::uint8_t>(mad).subspan(kAccessRegisterDataOffset);
 }
 
+bool VendorUnsupported(const MadResult& m) {
+  const std::uint16_t code = StatusCode(m);
+  return Unsupported(m) || code == 0x0004 || code == 0x0014;
+}
+
 bool IsNoticeReport(const MadBytes& mad) {
   const MadHeader h = DecodeHeader(mad);
   return h.mgmt_class == static_cast<std::uint8_t>(MgmtClass::kSubnAdm) &&

@@ -463,6 +463,12 @@ inline constexpr std::size_t kAccessRegisterDataSize = kMadSize - kAccessRegiste
 MadRequest AccessRegisterQuery(std::uint16_t lid, std::uint16_t register_id, const std::vector<std::uint8_t>& request);
 // The register's bytes in an AccessRegister answer.
 std::span<const std::uint8_t> AccessRegisterData(const MadBytes& mad);
+// Whether a vendor-class answer says the device will never have it:
+// "unsupported attribute" (IBTA 13.4.7 code 3), "class not supported"
+// (code 1) or, to AccessRegister, "register not supported" (MAD status 20,
+// mstflint's translate_mad_status_to_reg_status_gmp). A timeout, Busy or
+// any other status may pass.
+bool VendorUnsupported(const MadResult& m);
 
 // PortExtendedSpeedsCounters Set that zeroes every counter of the port:
 // CounterSelect (bytes 8-15, libibmad IB_PESC_COUNTER_SELECT_F) all ones,

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <iterator>
 
 namespace ibfabric::transport {
 namespace {
@@ -107,6 +108,31 @@ ModuleInfo DecodeModuleInfo(std::span<const std::uint8_t> reg) {
   }
   m.monitors = static_cast<std::uint8_t>(Bits(at(0x9C), 15, 8));
   return m;
+}
+
+bool ModuleInfo::cmis() const {
+  return cable_identifier == 5 || cable_identifier == 6 || cable_identifier == 7 || cable_identifier == 8 ||
+         cable_identifier == 10;
+}
+
+double ModuleInfo::LengthMeters() const {
+  if (!cmis()) return cable_length;
+  static constexpr double kMultiplier[] = {0.1, 1, 10, 100};
+  return (cable_length & 0x3f) * kMultiplier[cable_length >> 6];
+}
+
+const char* CableTypeName(std::uint8_t cable_type) {
+  static constexpr const char* kNames[] = {
+      "unidentified", "active_cable", "optical_module", "passive_copper", "unplugged", "twisted_pair", "cpo",
+      "oe",           "els"};
+  return cable_type < std::size(kNames) ? kNames[cable_type] : "unknown";
+}
+
+const char* CableIdentifierName(std::uint8_t cable_identifier) {
+  static constexpr const char* kNames[] = {
+      "qsfp28", "qsfp_plus", "sfp28_or_sfp_plus", "qsa", "backplane", "sfp_dd", "qsfp_dd", "qsfp_cmis", "osfp",
+      "c2c",    "dsfp",      "qsfp_split_cable",  "cpo", "oe",        "els"};
+  return cable_identifier < std::size(kNames) ? kNames[cable_identifier] : "unknown";
 }
 
 std::vector<std::uint8_t> MtmpRequest(std::uint16_t sensor) {

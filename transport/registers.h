@@ -85,7 +85,16 @@ struct ModuleInfo {
   std::array<double, kModuleLanes> tx_power_watts{};
   std::uint8_t monitors = 0;  // monitor_cap_mask 0x9C [15:8]: 0 temperature, 1 voltage, 2 tx power, 3 rx power
   bool plugged() const { return cable_type != 4; }
+  bool cmis() const;  // cable_identifier 5, 6, 7, 8 or 10: a CMIS module
+  // cable_length in metres: whole metres, or for a CMIS module bits [5:0]
+  // times 0.1, 1, 10 or 100 by bits [7:6].
+  double LengthMeters() const;
+  bool operator==(const ModuleInfo&) const = default;
 };
+// cable_type and cable_identifier as names (pddr_module_info_ext's enums,
+// snake case: "optical_module", "osfp"; "unknown" past them).
+const char* CableTypeName(std::uint8_t cable_type);
+const char* CableIdentifierName(std::uint8_t cable_identifier);
 ModuleInfo DecodeModuleInfo(std::span<const std::uint8_t> reg);
 
 // MTMP (mtmp_ext): sensor_index 0x00 [11:0] (0: the ASIC, 64 + N: module

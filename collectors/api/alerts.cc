@@ -8,6 +8,7 @@
 #include "collectors/api/json.h"
 #include "collectors/common/iso8601.h"
 #include "collectors/fec_collector.h"
+#include "collectors/module_collector.h"
 #include "config/text.h"
 
 namespace ibfabric::collectors {
@@ -342,27 +343,59 @@ nlohmann::json FecJson(const Snapshot& s, const topology::PortRef& port) {
   if (it == fec->ports->end() || !(it->port == port)) return nullptr;
   const FecPort& f = *it;
   const auto ratio = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
-  nlohmann::json j{{"mode", transport::ToString(f.mode)}, {"source", f.counted ? "pma_extended_speeds" : "none"}};
+  nlohmann::json j{{"mode", f.mode_known ? transport::ToString(f.mode) : "unknown"},
+                   {"source", ToString(f.counted ? f.source : FecSource::kNone)}};
   if (!f.counted) return j;
+  const bool ppcnt = f.source == FecSource::kPpcnt;
   j["pinned"] = f.pinned;
   j["window_seconds"] = f.window_seconds;
   j["raw_bit_error_ratio"] = ratio(f.raw_ber);
   j["effective_bit_error_ratio"] = ratio(f.effective_ber);
+  j["symbol_bit_error_ratio"] = ratio(f.symbol_ber);
   j["raw_bit_error_ratio_baseline"] = ratio(f.raw_ber_baseline);
   j["worst_lane"] = f.worst_lane >= 0 ? nlohmann::json(f.worst_lane) : nlohmann::json(nullptr);
-  j["corrected_blocks"] = f.corrected_blocks;
-  j["uncorrectable_blocks"] = f.uncorrectable_blocks;
-  j["corrected_symbols"] = f.corrected_symbols;
+  if (ppcnt) {
+    j["received_bits"] = f.received_bits;
+    j["corrected_bits"] = f.corrected_bits;
+    j["effective_errors"] = f.effective_errors;
+    j["symbol_errors"] = f.symbol_errors;
+  } else {
+    j["corrected_blocks"] = f.corrected_blocks;
+    j["uncorrectable_blocks"] = f.uncorrectable_blocks;
+    j["corrected_symbols"] = f.corrected_symbols;
+  }
   nlohmann::json lanes = nlohmann::json::array();
   for (int lane = 0; lane < f.lanes; ++lane) {
     const auto i = static_cast<std::size_t>(lane);
     lanes.push_back({{"lane", lane},
-                     {"corrected_symbols", f.lane_symbols[i]},
+                     {ppcnt ? "raw_errors" : "corrected_symbols", ppcnt ? f.lane_raw_errors[i] : f.lane_symbols[i]},
                      {"raw_bit_error_ratio",
                       f.raw_ber ? nlohmann::json(Significant(f.lane_raw_ber[i])) : nlohmann::json(nullptr)}});
   }
   j["lanes"] = std::move(lanes);
   return j;
+}
+
+// The module at one port as the modules collector last read it; null
+// where it has none.
+nlohmann::json ModuleJson(const Snapshot& s, const topology::PortRef& port) {
+  const auto* modules = s.by_collector.Get<ModuleReadings>(kModulesCollector);
+  if (!modules) return nullptr;
+  const auto it = std::lower_bound(modules->ports->begin(), modules->ports->end(), port,
+                                   [](const ModulePort& m, const topology::PortRef& p) { return m.port < p; });
+  if (it == modules->ports->end() || !(it->port == port)) return nullptr;
+  const transport::ModuleInfo& i = it->info;
+  const auto opt = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+  return {{"vendor", i.vendor_name},
+          {"part_number", i.vendor_pn},
+          {"serial_number", i.vendor_sn},
+          {"revision", i.vendor_rev},
+          {"type", transport::CableTypeName(i.cable_type)},
+          {"identifier", transport::CableIdentifierName(i.cable_identifier)},
+          {"length_meters", i.LengthMeters()},
+          {"temperature_celsius", (i.monitors & 1) ? opt(i.temperature_celsius) : nlohmann::json(nullptr)},
+          {"temperature_high_threshold_celsius",
+           (i.monitors & 1) ? opt(i.temperature_high_celsius) : nlohmann::json(nullptr)}};
 }
 
 // A node GUID parameter, hex with "0x" optional; nullopt with *error.
@@ -473,6 +506,9 @@ nlohmann::json PortDetailJson(const Snapshot& s, const topology::PortRef& asked)
   // Forward error correction at both ends of its cable, each as last read.
   const topology::PortRef far = p && p->remote ? *p->remote : topology::PortRef{};
   j["fec"] = {{"this_end", FecJson(s, ref)}, {"far_end", p && p->remote ? FecJson(s, far) : nlohmann::json(nullptr)}};
+  // The modules at both ends, likewise.
+  j["module"] = {{"this_end", ModuleJson(s, ref)},
+                 {"far_end", p && p->remote ? ModuleJson(s, far) : nlohmann::json(nullptr)}};
   return j;
 }
 

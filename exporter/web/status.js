@@ -885,6 +885,7 @@ async function openPort(guid, port) {
     if (still.length) parts.push(el("p", { class: "muted", text: "No " + still.map((x) => SIGNAL_LABEL[x] || x).join(", ") + " at either end." }));
   }
   parts.push(...fecParts(d.fec));
+  parts.push(...moduleParts(d.module));
   parts.push(el("details", { id: "port-counters-box" }, el("summary", { text: "Counters (totals since the exporter started)" }),
              el("table", { id: "port-counters" }, el("tbody", {}, ...Object.entries(d.counters).map(([k, v]) =>
                el("tr", { "data-counter": k }, el("td", { text: k.replace(/_/g, " ") + (d.pinned.includes(k) ? " (pinned)" : "") }),
@@ -903,8 +904,9 @@ function fecParts(fec) {
   if (!here && !there) return [];
   const both = (k) => fmtNum(here ? here[k] : null) + " here, " + fmtNum(there ? there[k] : null) + " far end";
   const lanes = Math.max(here ? here.lanes.length : 0, there ? there.lanes.length : 0);
+  // A lane's count: corrected symbols (the PMA's) or raw errors (PPCNT's).
   const cell = (x, i, k) => {
-    const lane = x && x.lanes[i];
+    const lane = x && x.lanes[i] && { ...x.lanes[i], errors: x.lanes[i].corrected_symbols ?? x.lanes[i].raw_errors };
     const worst = x && x.worst_lane === i && k === "raw_bit_error_ratio";
     return el("td", { class: worst ? "worst-lane" : "", "data-end": x === here ? "this" : "far",
                       text: lane ? fmtNum(lane[k]) : "–" });
@@ -914,14 +916,30 @@ function fecParts(fec) {
           kv([["mode", FEC_MODE[(here || there).mode] || (here || there).mode],
               ["raw (pre-FEC) bit error ratio", both("raw_bit_error_ratio")],
               ["effective (post-FEC) bit error ratio", both("effective_bit_error_ratio")],
+              ["symbol bit error ratio", both("symbol_bit_error_ratio")],
               ["lowest raw ratio of the trend period", both("raw_bit_error_ratio_baseline")],
-              ["uncorrectable blocks", both("uncorrectable_blocks")]]),
+              ["uncorrectable blocks", both("uncorrectable_blocks")],
+              ["counters from", (here ? here.source : "–") + " here, " + (there ? there.source : "–") + " far end"]]),
           el("table", { id: "port-lanes" },
-            el("thead", {}, el("tr", {}, ...["lane", "raw BER here", "corrected symbols here", "raw BER far end", "corrected symbols far end"]
+            el("thead", {}, el("tr", {}, ...["lane", "raw BER here", "errors here", "raw BER far end", "errors far end"]
               .map((h) => el("th", { text: h })))),
             el("tbody", {}, ...Array.from({ length: lanes }, (_, i) => el("tr", { "data-lane": String(i) },
-              el("td", { text: String(i) }), cell(here, i, "raw_bit_error_ratio"), cell(here, i, "corrected_symbols"),
-              cell(there, i, "raw_bit_error_ratio"), cell(there, i, "corrected_symbols")))))];
+              el("td", { text: String(i) }), cell(here, i, "raw_bit_error_ratio"), cell(here, i, "errors"),
+              cell(there, i, "raw_bit_error_ratio"), cell(there, i, "errors")))))];
+}
+
+// The cable's modules, both ends as last read: what they are and how hot.
+function moduleParts(module) {
+  const here = module && module.this_end, there = module && module.far_end;
+  if (!here && !there) return [];
+  const both = (f) => (here ? f(here) : "–") + " here, " + (there ? f(there) : "–") + " far end";
+  const temp = (m) => (m.temperature_celsius === null ? "–" : m.temperature_celsius + " C") +
+    (m.temperature_high_threshold_celsius === null ? "" : " (alarm " + m.temperature_high_threshold_celsius + " C)");
+  return [el("h4", { text: "Modules" }),
+          el("div", { id: "port-modules" }, kv([["part", both((m) => m.vendor + " " + m.part_number)],
+              ["serial number", both((m) => m.serial_number)],
+              ["type", both((m) => m.type.replace(/_/g, " ") + ", " + m.identifier)],
+              ["temperature", both(temp)]]))];
 }
 
 // A host: its HCAs by rail (a rail-optimized fabric's; else by device),

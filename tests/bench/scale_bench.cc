@@ -18,6 +18,16 @@
 //   build/tests/scale_bench --sweeps 10 --scrapers 16 --seconds 20
 //   build/tests/scale_bench --fabric 16k --groups all
 //   build/tests/scale_bench --fabric 16k --shard 0/4   # one exporter of four (--shard)
+//   build/tests/scale_bench --fabric 16k --phy 60s     # the physical layer's MADs (below)
+//
+// With --phy INTERVAL the fabric's switches are Quantum-2 and its hosts
+// ConnectX-7 (the hardware personalities over ibsim: AccessRegister,
+// PPCNT, PDDR, the switch environment, RS-FEC) and the run measures what
+// the slow beat costs instead: one exporter with the fec, modules and
+// switch_environment collectors off, then one with them on at
+// --phy.interval=INTERVAL, past its first interval; each one's sweep time
+// (median) and the MADs it sends a minute by kind and by attribute,
+// counted where they cross libibumad (the MAD tap).
 //
 // Scrapes go over a plain socket (Connection: close) and are timed to the
 // last byte; a gzip scrape is not inflated here (Prometheus does that on
@@ -45,7 +55,10 @@
 #include "tests/testbed/browser.h"
 #include "tests/testbed/exporter_process.h"
 #include "tests/testbed/fat_tree.h"
+#include "tests/testbed/mad_tap.h"
+#include "tests/testbed/personality.h"
 #include "tests/testbed/sim_fabric.h"
+#include "transport/registers.h"
 
 namespace ibfabric::testbed {
 namespace {
@@ -232,8 +245,70 @@ std::string GroupOfFamily(const std::string& family) {
   return "other";
 }
 
+// The physical layer's cost (--phy): an exporter with its collectors off,
+// then one with them on, each measured over `window` once its reads are
+// steady (the on one past its first interval, which reads every port).
+int PhysicalLayerLoad(const SimFabric& sim, const HardwareFabric& hw, const std::string& interval,
+                      std::chrono::seconds first, std::chrono::seconds window) {
+  struct Pass {
+    const char* name;
+    std::vector<std::string> args;
+  };
+  const std::vector<Pass> passes{
+      {"off", {"--no-collector.fec", "--no-collector.modules", "--no-collector.switch_environment"}},
+      {"on", {"--phy.interval=" + interval}},
+  };
+  for (const Pass& pass : passes) {
+    const std::string tap = sim.dir() + "/phy-" + pass.name + ".tap";
+    Env env = hw.PreloadEnv();
+    const Env t = MadTapEnv(tap);
+    env["LD_PRELOAD"] = t.at("LD_PRELOAD") + " " + env["LD_PRELOAD"];
+    env["MAD_TAP_FILE"] = t.at("MAD_TAP_FILE");
+    std::vector<std::string> args{"--sweep.interval=5s", "--log.level=debug"};
+    args.insert(args.end(), pass.args.begin(), pass.args.end());
+    std::string error;
+    auto e = ExporterProcess::Start(sim, args, &error, {}, env);
+    if (!e || !WaitForSweeps(*e, 1, std::chrono::seconds(600))) {
+      std::fprintf(stderr, "scale_bench: %s %s\n", error.c_str(), e ? e->Log().c_str() : "");
+      return 1;
+    }
+    std::this_thread::sleep_for(std::string(pass.name) == "on" ? first : std::chrono::seconds(10));
+    const std::size_t before = ReadLog(*e).sweep_seconds.size();
+    const auto from = Clock::now();
+    std::this_thread::sleep_for(window);
+    const auto to = Clock::now();
+    const LogView v = ReadLog(*e);
+    e.reset();
+    const std::vector<double> sweeps(v.sweep_seconds.begin() + static_cast<std::ptrdiff_t>(before),
+                                     v.sweep_seconds.end());
+    const double minutes = std::chrono::duration<double>(to - from).count() / 60;
+    const auto kinds = SentBetween(tap, from, to);
+    std::printf("phy %s: sweep %.2f s median of %zu; MADs a minute:", pass.name, Percentile(sweeps, 0.5),
+                sweeps.size());
+    for (std::size_t k = 0; k < kinds.size(); ++k) {
+      std::printf(" %s %.0f", transport::ToString(static_cast<transport::MadKind>(k)), kinds[k] / minutes);
+    }
+    using transport::MgmtClass;
+    const auto per_minute = [&](std::uint64_t n) { return static_cast<double>(n) / minutes; };
+    std::printf(
+        "\n  of them: PPCNT %.0f, PDDR %.0f, other registers (switch environment) %.0f, GeneralInfo %.0f, "
+        "PortExtendedSpeedsCounters %.0f, PortInfoExtended %.0f\n",
+        per_minute(SentOfRegister(tap, transport::reg::kPpcnt, 0, from, to)),
+        per_minute(SentOfRegister(tap, transport::reg::kPddr, 0, from, to)),
+        per_minute(SentOfAttribute(tap, MgmtClass::kVendorNvidia, transport::vs_attr::kAccessRegister, 0, from, to) -
+                   SentOfRegister(tap, transport::reg::kPpcnt, 0, from, to) -
+                   SentOfRegister(tap, transport::reg::kPddr, 0, from, to)),
+        per_minute(SentOfAttribute(tap, MgmtClass::kVendorNvidia, transport::vs_attr::kGeneralInfo, 0, from, to)),
+        per_minute(SentOfAttribute(tap, MgmtClass::kPerformance, transport::pma_attr::kPortExtendedSpeedsCounters, 0,
+                                   from, to)),
+        per_minute(
+            SentOfAttribute(tap, MgmtClass::kSubnLidRouted, transport::smp_attr::kPortInfoExtended, 0, from, to)));
+  }
+  return 0;
+}
+
 int Run(const std::string& fabric, int sweeps, int scrapers, int seconds, const std::string& groups,
-        const std::string& shard) {
+        const std::string& shard, const std::string& phy) {
   const bool big = fabric == "16k";
   const FatTreeSpec spec = big ? Spec16k() : Spec1k();
   const FatTree tree = FatTree::Generate(spec);
@@ -253,6 +328,18 @@ int Run(const std::string& fabric, int sweeps, int scrapers, int seconds, const 
   const std::size_t switches = tree.leaves().size() + tree.spines().size() + tree.cores().size();
   std::printf("fabric %s: %zu switches, %zu hosts, %zu cables; ibsim + opensm -o up in %.1f s\n", fabric.c_str(),
               switches, tree.hosts().size(), tree.cables().size(), SecondsSince(t0));
+  if (!phy.empty()) {
+    std::vector<PersonalityRule> rules;
+    if (!ParsePersonalityFile("ib-*  quantum-2\ncn*  connectx-7\n", &rules, &error)) return 1;
+    auto hw = HardwareFabric::Make(tree.NetFile(), rules, sim->dir(), &error);
+    if (!hw || !hw->ResolveLids(*sim, &error)) {
+      std::fprintf(stderr, "scale_bench: %s\n", error.c_str());
+      return 1;
+    }
+    std::printf("personalities: switches Quantum-2, hosts ConnectX-7; --phy.interval=%s\n", phy.c_str());
+    const long secs = std::strtol(phy.c_str(), nullptr, 10) * (phy.back() == 'm' ? 60 : 1);
+    return PhysicalLayerLoad(*sim, *hw, phy, std::chrono::seconds(secs + 30), std::chrono::seconds(2 * secs));
+  }
 
   // The exporter at its defaults but for the sweep interval (sweeps one
   // after the other, scraped between them) and a debug log to watch them.
@@ -421,7 +508,7 @@ int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // figures appear as they are measured
   std::string fabric = "1k";
   int sweeps = 10, scrapers = 0, seconds = 20;
-  std::string groups, shard;
+  std::string groups, shard, phy;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--fabric" && i + 1 < argc && (std::string(argv[i + 1]) == "1k" || std::string(argv[i + 1]) == "16k")) {
@@ -430,6 +517,14 @@ int main(int argc, char** argv) {
       groups = argv[++i];
     } else if (a == "--shard" && i + 1 < argc) {
       shard = argv[++i];
+    } else if (a == "--phy" && i + 1 < argc) {
+      phy = argv[++i];
+      char* end = nullptr;
+      const long n = std::strtol(phy.c_str(), &end, 10);
+      if (n < 1 || (std::string(end) != "s" && std::string(end) != "m")) {
+        std::fprintf(stderr, "scale_bench: --phy wants an interval such as 60s or 5m, not '%s'\n", phy.c_str());
+        return 2;
+      }
     } else if ((a == "--sweeps" || a == "--scrapers" || a == "--seconds") && i + 1 < argc) {
       int& v = a == "--sweeps" ? sweeps : a == "--scrapers" ? scrapers : seconds;
       char* end = nullptr;
@@ -442,9 +537,9 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: scale_bench [--fabric 1k|16k] [--sweeps N] [--scrapers K] [--seconds S] [--groups LIST] "
-                   "[--shard I/N]\n");
+                   "[--shard I/N] [--phy INTERVAL]\n");
       return 2;
     }
   }
-  return ibfabric::testbed::Run(fabric, sweeps, scrapers, seconds, groups, shard);
+  return ibfabric::testbed::Run(fabric, sweeps, scrapers, seconds, groups, shard, phy);
 }

@@ -1,32 +1,66 @@
 // The physical layer through the hardware personalities: a Quantum-2 leaf
 // whose PMA has the RS-FEC counters (PortExtendedSpeedsCounters) and whose
-// host links run NDR (RS-FEC), under a Switch-IB 2 spine that has neither
-// (its links to the leaf run EDR, no FEC), and ConnectX-7 hosts whose PMAs
-// do not say they have them. Counts planted on the leaf arrive exact, per
-// lane, with the bit error rate of their window, while SymbolErrorCounter
-// stays 0; every MAD is counted where it crosses libibumad (the tap): the
-// counters are asked of the RS-FEC ports only, once per --phy.interval,
-// and nothing of the kind goes to a device that lacks it.
+// registers answer in band (PPCNT), its host links NDR (RS-FEC), under a
+// Switch-IB 2 spine that has neither (its links to the leaf run EDR, no
+// FEC), and ConnectX-7 hosts whose PMAs do not say they have the FEC
+// counters but whose registers answer. Where the registers answer, PPCNT
+// is read, on both ends of a host cable; a test that plants the leaf's
+// registers off reads it by its PMA. Counts planted on the leaf arrive
+// exact, per lane, with the bit error ratios of their window, while
+// SymbolErrorCounter stays 0; every MAD is counted where it crosses
+// libibumad (the tap): the counters are asked of the ports that have them
+// only, once per --phy.interval, and nothing of the kind goes to a device
+// that lacks it.
 
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <set>
 #include <string>
 #include <thread>
 
+#include "tests/integration/fabric_suite.h"
 #include "tests/integration/hardware_suite.h"
 #include "tests/integration/promql.h"
 #include "tests/testbed/browser.h"
 #include "tests/testbed/mad_tap.h"
 #include "tests/testbed/prometheus_server.h"
+#include "transport/registers.h"
 
 namespace ibfabric::testbed {
 namespace {
 
 using std::chrono::seconds;
+
+// The shipped alert rules with every "for: Nm" as "for: Ns".
+std::string ShippedRules() { return ForInSeconds(SourceFile("deploy/prometheus/infiniband-rules.yml")); }
+
+// A Prometheus scraping `e` and evaluating every second, its target
+// labelled fabric=sim as the dashboards' filter expects, with the
+// rules given (by default the shipped ones, minutes as seconds).
+std::unique_ptr<PrometheusServer> ScrapedBy(const ExporterProcess& e, std::string* error,
+                                            const std::string& rules = ShippedRules()) {
+  return PrometheusServer::Start(
+      "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
+      "rule_files: [infiniband-rules.yml]\n"
+      "scrape_configs:\n"
+      "  - job_name: infiniband\n"
+      "    static_configs: [{targets: ['127.0.0.1:" +
+          std::to_string(e.port()) + "'], labels: {fabric: sim}}]\n",
+      {{"infiniband-rules.yml", rules}}, error);
+}
+// Where alert `name` fires in `prometheus`: the switches (or nodes) it names.
+std::set<std::string> Firing(const PrometheusServer& prometheus, const std::string& name) {
+  std::set<std::string> where;
+  for (const auto& x : RunPromQL(prometheus, "ALERTS{alertname=\"" + name + "\",alertstate=\"firing\"}")) {
+    const auto& m = x["metric"];
+    where.insert(m.contains("switch") ? m.value("switch", "") : m.value("node", ""));
+  }
+  return where;
+}
 
 class PhysicalLayerTest : public HardwareSuite<PhysicalLayerTest> {
  protected:
@@ -42,24 +76,18 @@ class PhysicalLayerTest : public HardwareSuite<PhysicalLayerTest> {
     env["MAD_TAP_FILE"] = tap.at("MAD_TAP_FILE");
     return env;
   }
-  // A Prometheus scraping `e` and evaluating every second, its target
-  // labelled fabric=sim as the dashboards' filter expects.
-  static std::unique_ptr<PrometheusServer> ScrapedBy(const ExporterProcess& e, std::string* error) {
-    return PrometheusServer::Start(
-        "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
-        "scrape_configs:\n"
-        "  - job_name: infiniband\n"
-        "    static_configs: [{targets: ['127.0.0.1:" +
-            std::to_string(e.port()) + "'], labels: {fabric: sim}}]\n",
-        {}, error);
-  }
   static void Plant(const std::string& line) {
     std::string error;
     ASSERT_TRUE(hw_->Command(line, &error)) << line << ": " << error;
   }
+  // Each test starts with the leaf's registers as its model has them (on).
+  void SetUp() override { Plant("registers ib-leaf01 on"); }
 };
 
+// The PMA's counters: the leaf's registers off (older firmware, or a
+// VS_Key the exporter lacks), its GeneralInfo says no AccessRegister.
 TEST_F(PhysicalLayerTest, RsFecCountsArriveExactPerLaneWithTheirBitErrorRate) {
+  Plant("registers ib-leaf01 off");
   Plant("fec ib-leaf01 2 lanes=10,20,30,40 corrected_blocks=7 uncorrectable_blocks=1");
   const std::string tap = sim_->dir() + "/phy-tap.log";
   std::string error;
@@ -90,6 +118,8 @@ TEST_F(PhysicalLayerTest, RsFecCountsArriveExactPerLaneWithTheirBitErrorRate) {
       << "the EDR uplink runs no FEC: its mode is read, its counters are not";
   EXPECT_TRUE(s->Find("infiniband_port_fec_info", {{"guid", spine}}).empty());
   EXPECT_TRUE(s->Find("infiniband_hca_port_fec_corrected_symbols_total").empty()) << "no HCA PMA has them";
+  EXPECT_TRUE(s->Find("infiniband_switch_port_phy_corrected_bits_total").empty()) << "no register read of the leaf";
+  EXPECT_TRUE(s->Find("infiniband_port_module_info", {{"node", "ib-leaf01"}}).empty()) << "nor its modules";
   EXPECT_EQ(s->Sum("infiniband_switch_port_fec_corrected_symbols_total"), 100) << "only the planted port counts";
 
   // Four thousand more symbols corrected, two more blocks lost, no symbol
@@ -135,7 +165,128 @@ TEST_F(PhysicalLayerTest, RsFecCountsArriveExactPerLaneWithTheirBitErrorRate) {
       SentOfAttribute(tap, MgmtClass::kSubnLidRouted, transport::smp_attr::kPortInfoExtended, hw_->LidOf("ib-leaf01")),
       4u)
       << "the leaf's four cabled ports, once each";
+  EXPECT_EQ(
+      SentOfAttribute(tap, MgmtClass::kVendorNvidia, transport::vs_attr::kAccessRegister, hw_->LidOf("ib-leaf01")), 0u)
+      << "its GeneralInfo said no AccessRegister";
   Plant("fec ib-leaf01 2");
+}
+
+// PPCNT's physical layer counters (group 0x16) where the registers answer
+// in band: the leaf's and the ConnectX-7 host's ends of one cable, each
+// exact per lane, with the raw, effective and symbol bit error ratios of
+// the window over the bits the port received; one GMP per port per
+// interval instead of the PMA's counters, which the leaf is no longer
+// asked; nothing of the kind to the Switch-IB 2 spine (counted at
+// libibumad).
+TEST_F(PhysicalLayerTest, PpcntCountsArriveExactOnBothEndsWithTheirBitErrorRatios) {
+  Plant("fec ib-leaf01 2 lanes=10,20,30,40 uncorrectable_blocks=1");
+  Plant("fec cn0002 1 lanes=0,0,5,0");
+  const std::string tap = sim_->dir() + "/ppcnt-tap.log";
+  std::string error;
+  auto e = ExporterProcess::Start(*sim_, {"--sweep.interval=250ms", "--phy.interval=1s"}, &error, {}, TappedEnv(tap));
+  ASSERT_NE(e, nullptr) << error;
+  const Labels at{{"switch", "ib-leaf01"}, {"port", "2"}};
+  const Labels end{{"node", "ib-leaf01"}, {"port", "2"}};
+  auto s = e->WaitFor(
+      [&](const Scrape& x) {
+        return x.Value("infiniband_switch_port_phy_corrected_bits_total", at) == 100 &&
+               !x.Find("infiniband_hca_port_phy_corrected_bits_total").empty();
+      },
+      seconds(30));
+  ASSERT_TRUE(s.has_value()) << e->Log();
+  EXPECT_EQ(s->Value("infiniband_switch_port_phy_effective_errors_total", at), 1);
+  EXPECT_EQ(s->Value("infiniband_switch_port_phy_symbol_errors_total", at), 1);
+  EXPECT_GT(s->Value("infiniband_switch_port_phy_received_bits_total", at).value_or(0), 0);
+  for (int lane = 0; lane < 4; ++lane) {
+    Labels l = at;
+    l["lane"] = std::to_string(lane);
+    EXPECT_EQ(s->Value("infiniband_switch_port_lane_raw_errors_total", l), 10 * (lane + 1)) << lane;
+  }
+  EXPECT_EQ(s->Find("infiniband_switch_port_lane_raw_errors_total", at).size(), 4u) << "a 4x NDR link";
+  EXPECT_TRUE(s->Find("infiniband_switch_port_fec_corrected_symbols_total").empty()) << "not the PMA's counters";
+  const std::string leaf = s->Find("infiniband_switch_info", {{"switch", "ib-leaf01"}}).at(0).labels.at("guid");
+  const std::string spine = s->Find("infiniband_switch_info", {{"switch", "ib-spine01"}}).at(0).labels.at("guid");
+  // The HCA's port series carry its port GUID (its infiniband_hca_info's).
+  const std::string host_port = s->Find("infiniband_hca_info", {{"hca", "cn0002"}}).at(0).labels.at("guid");
+  EXPECT_EQ(s->Value("infiniband_port_fec_info",
+                     {{"guid", leaf}, {"port", "2"}, {"fec_mode", "rs_fec"}, {"source", "ppcnt"}}),
+            1);
+  EXPECT_EQ(s->Value("infiniband_port_fec_info",
+                     {{"node", "cn0002"}, {"port", "1"}, {"fec_mode", "rs_fec"}, {"source", "ppcnt"}}),
+            1)
+      << "the host's end too: its registers answer, its PMA has no FEC counters";
+  EXPECT_EQ(s->Value("infiniband_hca_port_phy_corrected_bits_total", {{"guid", host_port}, {"port", "1"}}), 5);
+  EXPECT_EQ(s->Value("infiniband_hca_port_lane_raw_errors_total", {{"guid", host_port}, {"port", "1"}, {"lane", "2"}}),
+            5);
+  EXPECT_EQ(s->Value("infiniband_port_fec_info", {{"guid", leaf}, {"port", "5"}, {"source", "ppcnt"}}), 1)
+      << "the EDR uplink without FEC: its physical layer counters all the same";
+  EXPECT_TRUE(s->Find("infiniband_port_fec_info", {{"guid", spine}}).empty()) << "no registers, no RS-FEC counters";
+  EXPECT_EQ(s->Value("infiniband_node_access_register_supported", {{"guid", leaf}}), 1);
+  EXPECT_EQ(s->Value("infiniband_node_access_register_supported", {{"guid", spine}}), 0);
+
+  // Counting on, lane 3 the most, errors left too, no symbol error at the
+  // PMA: each window's ratios are over the bits the port received in it
+  // (the counts and the bits from one answer: exact, whatever the window).
+  Plant(
+      "fec ib-leaf01 2 lanes=10,20,30,40 lanes_per_second=1000,1000,1000,100000 uncorrectable_blocks=1 "
+      "uncorrectable_per_second=100");
+  // The first window with the rates began before them; the next one is
+  // theirs alone.
+  s = e->WaitFor(
+      [&](const Scrape& x) { return x.Value("infiniband_port_symbol_bit_error_ratio", end).value_or(0) > 0; },
+      seconds(30));
+  ASSERT_TRUE(s.has_value()) << e->Log();
+  const double planted_window = *s->Value("infiniband_switch_port_phy_corrected_bits_total", at);
+  s = e->WaitFor(
+      [&](const Scrape& x) {
+        return x.Value("infiniband_switch_port_phy_corrected_bits_total", at).value_or(0) > planted_window;
+      },
+      seconds(30));
+  ASSERT_TRUE(s.has_value()) << e->Log();
+  constexpr double kBitsPerSecond = 4 * 106.25e9;
+  const double raw = *s->Value("infiniband_port_raw_bit_error_ratio", end);
+  EXPECT_NEAR(raw, 103000 / kBitsPerSecond, 103000 / kBitsPerSecond * 0.01);
+  EXPECT_NEAR(*s->Value("infiniband_port_effective_bit_error_ratio", end), 100 / kBitsPerSecond,
+              100 / kBitsPerSecond * 0.03);
+  EXPECT_NEAR(*s->Value("infiniband_port_symbol_bit_error_ratio", end), 100 / kBitsPerSecond,
+              100 / kBitsPerSecond * 0.03);
+  EXPECT_EQ(s->Value("infiniband_switch_port_symbol_error_total", at), 0) << "SymbolErrorCounter never moved";
+  int status = 0;
+  const auto port = nlohmann::json::parse(e->Get("/api/v1/port?guid=" + leaf + "&port=2", &status));
+  ASSERT_EQ(status, 200);
+  const auto& here = port["fec"]["this_end"];
+  EXPECT_EQ(here["source"], "ppcnt") << port.dump();
+  EXPECT_EQ(here["worst_lane"], 3) << port.dump();
+  EXPECT_NEAR(here["lanes"][3]["raw_bit_error_ratio"].get<double>(), 4 * 1e5 / kBitsPerSecond,
+              4 * 1e5 / kBitsPerSecond * 0.01)
+      << "a lane carries a quarter of the bits";
+  EXPECT_GT(here["lanes"][3]["raw_errors"].get<double>(), 40);
+  EXPECT_EQ(port["fec"]["far_end"]["source"], "ppcnt");
+  EXPECT_EQ(port["fec"]["far_end"]["raw_bit_error_ratio"], 0) << "nothing more on the host's end";
+
+  // Counted at libibumad over five seconds: PPCNT of the leaf's four
+  // cabled ports about once a second each, of the host's one likewise;
+  // none to the spine; the PMA's FEC counters to nobody.
+  const auto from = std::chrono::steady_clock::now();
+  std::this_thread::sleep_for(seconds(5));
+  const auto to = std::chrono::steady_clock::now();
+  using transport::MgmtClass;
+  const std::uint64_t to_leaf = SentOfRegister(tap, transport::reg::kPpcnt, hw_->LidOf("ib-leaf01"), from, to);
+  const std::uint64_t to_host = SentOfRegister(tap, transport::reg::kPpcnt, hw_->LidOf("cn0002"), from, to);
+  std::printf("PPCNT to the leaf in %.1f s: %llu, to a host: %llu\n", std::chrono::duration<double>(to - from).count(),
+              static_cast<unsigned long long>(to_leaf), static_cast<unsigned long long>(to_host));
+  EXPECT_GE(to_leaf, 12u) << "four ports, about once a second each";
+  EXPECT_LE(to_leaf, 24u) << "four ports, at most once a second each";
+  EXPECT_GE(to_host, 3u);
+  EXPECT_LE(to_host, 6u);
+  EXPECT_EQ(SentOfRegister(tap, transport::reg::kPpcnt, hw_->LidOf("ib-spine01")), 0u);
+  EXPECT_EQ(SentOfAttribute(tap, MgmtClass::kPerformance, transport::pma_attr::kPortExtendedSpeedsCounters), 0u);
+  for (const char* node : {"ib-leaf01", "ib-spine01", "cn0001", "cn0002"}) {
+    EXPECT_EQ(SentOfAttribute(tap, MgmtClass::kVendorNvidia, transport::vs_attr::kGeneralInfo, hw_->LidOf(node)), 1u)
+        << node << ": GeneralInfo once";
+  }
+  Plant("fec ib-leaf01 2");
+  Plant("fec cn0002 1");
 }
 
 // A cable going bad by its raw bit error ratio alone: corrected symbols
@@ -144,6 +295,7 @@ TEST_F(PhysicalLayerTest, RsFecCountsArriveExactPerLaneWithTheirBitErrorRate) {
 // cable is a bad_cable warning naming both ends and the worst lane; over
 // its error level (1e-5) critical; back to clean, the alert clears.
 TEST_F(PhysicalLayerTest, ARawBitErrorRatioOverItsLevelsIsABadCableNamingTheWorstLane) {
+  Plant("registers ib-leaf01 off");  // the PMA's counters
   std::string error;
   auto e =
       ExporterProcess::Start(*sim_, {"--sweep.interval=250ms", "--phy.interval=1s"}, &error, {}, hw_->PreloadEnv());
@@ -210,6 +362,7 @@ TEST_F(PhysicalLayerTest, ARawBitErrorRatioOverItsLevelsIsABadCableNamingTheWors
 // they were, the bit error ratio from the counts since the clear; the
 // counter is never seen pinned.
 TEST_F(PhysicalLayerTest, ACounterNearItsMaximumIsClearedPastTheThresholdAndCountsOn) {
+  Plant("registers ib-leaf01 off");  // the PMA's 32-bit counters (PPCNT's are 64 bits)
   Plant("fec ib-leaf01 1 lanes=0,4000000000,0,0 lanes_per_second=0,1000000,0,0");  // 93% of 2^32-1, rising
   std::string error;
   auto e =
@@ -254,8 +407,9 @@ TEST_F(PhysicalLayerTest, ACounterNearItsMaximumIsClearedPastTheThresholdAndCoun
 // level 5e-6): one cable_degrading warning naming both ends and the worst
 // lane, symbol errors 0; then over the level, a bad_cable, and the
 // degrading alert gives way (its baseline still a tenth of the ratio:
-// the level alone takes it). The trend period is 2 minutes here (a day by
-// default): a part every 5 s, judged once two are behind the port.
+// the level alone takes it). Read through PPCNT on both ends, whose
+// symbol bit error ratio stays 0. The trend period is 2 minutes here (a
+// day by default): a part every 5 s, judged once two are behind the port.
 TEST_F(PhysicalLayerTest, ARawRatioRisingTenfoldUnderTheLevelIsOneDegradingCable) {
   const std::string config = sim_->dir() + "/degrading.yaml";
   ASSERT_TRUE(WriteFile(config, "cable_degrading: {period: 2m}\n"));
@@ -290,6 +444,8 @@ TEST_F(PhysicalLayerTest, ARawRatioRisingTenfoldUnderTheLevelIsOneDegradingCable
             (std::set<std::string>{"ib-leaf01", "cn0001"}));
   EXPECT_TRUE(s->Find("infiniband_alert_active", {{"cause", "bad_cable"}}).empty()) << "under the level";
   EXPECT_EQ(s->Value("infiniband_switch_port_symbol_error_total", {{"switch", "ib-leaf01"}, {"port", "1"}}), 0);
+  EXPECT_EQ(s->Value("infiniband_port_symbol_bit_error_ratio", end), 0) << "nothing past FEC";
+  EXPECT_EQ(s->Value("infiniband_port_fec_info", {{"node", "ib-leaf01"}, {"port", "1"}, {"source", "ppcnt"}}), 1);
   const auto alerts = nlohmann::json::parse(e->Get("/api/v1/alerts"));
   bool lane = false, baseline = false;
   for (const auto& x : alerts["active"]) {
@@ -339,8 +495,7 @@ TEST_F(PhysicalLayerTest, ThePhysicalLayerDashboardShowsThePlantedCableAndLane) 
     std::this_thread::sleep_for(seconds(1));
     ready =
         PromQLNumber(*prometheus, "count(infiniband_port_raw_bit_error_ratio > 0)") >= 2 &&
-        PromQLNumber(*prometheus,
-                     "count(count_over_time(infiniband_switch_port_lane_fec_corrected_symbols_total[1m]) >= 4)") >= 8;
+        PromQLNumber(*prometheus, "count(count_over_time(infiniband_switch_port_lane_raw_errors_total[1m]) >= 4)") >= 8;
   }
   ASSERT_TRUE(ready) << e->Log() << prometheus->Log();
   const auto queries = DashboardQueries([](const std::string& file) { return file == kPhysicalLayerDashboard; });
@@ -390,7 +545,8 @@ TEST_F(PhysicalLayerTest, ThePhysicalLayerDashboardShowsThePlantedCableAndLane) 
   EXPECT_EQ(here["worst_lane"], 1);
   EXPECT_NEAR(here["lanes"][1]["raw_bit_error_ratio"].get<double>(), 4 * 4e5 / 425e9, 4 * 4e5 / 425e9 * 0.3);
   EXPECT_EQ(here["lanes"][0]["raw_bit_error_ratio"].get<double>(), 0);
-  EXPECT_TRUE(port["fec"]["far_end"].is_null()) << "the ConnectX-7's PMA has no FEC counters";
+  EXPECT_EQ(port["fec"]["far_end"]["source"], "ppcnt") << "the ConnectX-7 through its registers";
+  EXPECT_EQ(port["fec"]["far_end"]["raw_bit_error_ratio"], 0) << port.dump();
   auto browser = Browser::Start(&error);
   ASSERT_NE(browser, nullptr) << error;
   ASSERT_TRUE(browser->Navigate("http://127.0.0.1:" + std::to_string(e->port()) + "/#port=" + leaf + ":1", &error))
@@ -417,8 +573,8 @@ TEST_F(PhysicalLayerTest, ThePhysicalLayerDashboardShowsThePlantedCableAndLane) 
 // panel queries and alert conditions (written here in their shapes) find
 // them through a real Prometheus, on exactly that switch; the Switch-IB 2
 // spine, whose GeneralInfo says no AccessRegister, has none of the
-// families and is sent no register read, the hosts no vendor MAD at all
-// (counted at libibumad).
+// families and is sent no register read, the hosts no environment
+// register (their port's PPCNT and PDDR only; counted at libibumad).
 TEST_F(PhysicalLayerTest, SwitchEnvironmentUnderSckyzOsNamesAndTheirPanelsAndAlerts) {
   Plant("env ib-leaf01 temperature=85.5 fan=3:9000 failed_fans=5 psu=1:failed watts=0:310");
   const std::string tap = sim_->dir() + "/env-tap.log";
@@ -483,6 +639,16 @@ TEST_F(PhysicalLayerTest, SwitchEnvironmentUnderSckyzOsNamesAndTheirPanelsAndAle
   EXPECT_TRUE(only_leaf("infiniband_switch_temperature_celsius > 80")) << "their temperature alert";
   EXPECT_TRUE(only_leaf("infiniband_switch_power_supply_status_info{status!~\"OK|ok\"} == 1")) << "their PSU alert";
   EXPECT_TRUE(only_leaf("infiniband_switch_fan_status_info{status!~\"OK|ok\"} == 1")) << "their fan alert";
+  // And the shipped rules: the failed fan and the failed supply, on the leaf alone.
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        return !Firing(*prometheus, "InfinibandSwitchFanFailed").empty() &&
+               !Firing(*prometheus, "InfinibandSwitchPowerSupplyFailed").empty();
+      },
+      seconds(30), std::chrono::milliseconds(500)));
+  EXPECT_EQ(Firing(*prometheus, "InfinibandSwitchFanFailed"), std::set<std::string>{"ib-leaf01"});
+  EXPECT_EQ(Firing(*prometheus, "InfinibandSwitchPowerSupplyFailed"), std::set<std::string>{"ib-leaf01"});
+  EXPECT_TRUE(Firing(*prometheus, "InfinibandSwitchHot").empty()) << "85.5 C, under its 105 C";
 
   // Repaired: the alert conditions go silent.
   Plant("env ib-leaf01");
@@ -494,21 +660,136 @@ TEST_F(PhysicalLayerTest, SwitchEnvironmentUnderSckyzOsNamesAndTheirPanelsAndAle
       },
       seconds(30), std::chrono::milliseconds(500)));
 
-  // Counted at libibumad: registers only of the leaf; of the spine its
-  // GeneralInfo once; nothing of the class to a host.
+  // Counted at libibumad: environment registers only of the leaf; of the
+  // spine its GeneralInfo once and nothing else; of a host its
+  // GeneralInfo once, its port's PPCNT and module, nothing of the
+  // environment.
   using transport::MgmtClass;
   constexpr auto kReg = transport::vs_attr::kAccessRegister;
   constexpr auto kInfo = transport::vs_attr::kGeneralInfo;
-  EXPECT_GT(SentOfAttribute(tap, MgmtClass::kVendorNvidia, kReg, hw_->LidOf("ib-leaf01")), 0u);
+  namespace reg = transport::reg;
+  EXPECT_GT(SentOfRegister(tap, reg::kMtmp, hw_->LidOf("ib-leaf01")), 0u);
+  EXPECT_GT(SentOfRegister(tap, reg::kMfsm, hw_->LidOf("ib-leaf01")), 0u);
   EXPECT_EQ(SentOfAttribute(tap, MgmtClass::kVendorNvidia, kReg, hw_->LidOf("ib-spine01")), 0u);
   EXPECT_EQ(SentOfAttribute(tap, MgmtClass::kVendorNvidia, kInfo, hw_->LidOf("ib-spine01")), 1u);
   EXPECT_EQ(SentOfAttribute(tap, MgmtClass::kVendorNvidia, kInfo, hw_->LidOf("ib-leaf01")), 1u);
   for (const char* host : {"cn0001", "cn0002"}) {
-    EXPECT_EQ(SentOfAttribute(tap, MgmtClass::kVendorNvidia, kReg, hw_->LidOf(host)) +
-                  SentOfAttribute(tap, MgmtClass::kVendorNvidia, kInfo, hw_->LidOf(host)),
-              0u)
-        << host;
+    EXPECT_EQ(SentOfAttribute(tap, MgmtClass::kVendorNvidia, kInfo, hw_->LidOf(host)), 1u) << host;
+    EXPECT_EQ(SentOfAttribute(tap, MgmtClass::kVendorNvidia, kReg, hw_->LidOf(host)),
+              SentOfRegister(tap, reg::kPpcnt, hw_->LidOf(host)) + SentOfRegister(tap, reg::kPddr, hw_->LidOf(host)))
+        << host << ": its port's physical layer counters and module only";
   }
+}
+
+// A leaf with four hosts, for the cables' modules (PDDR page 3): each
+// end's module named on its port, its temperature, threshold and power
+// per lane; one host's module of another part than the other hosts'
+// (a finding), one leaf port's module over its alarm threshold; the
+// shipped rules raise exactly those two through a real Prometheus.
+constexpr const char* kFourHostNet = R"(Switch 8 "ib-leaf01"
+[1] "cn0001"[1]
+[2] "cn0002"[1]
+[3] "cn0003"[1]
+[4] "cn0004"[1]
+
+Hca 1 "cn0001"
+[1] "ib-leaf01"[1]
+
+Hca 1 "cn0002"
+[1] "ib-leaf01"[2]
+
+Hca 1 "cn0003"
+[1] "ib-leaf01"[3]
+
+Hca 1 "cn0004"
+[1] "ib-leaf01"[4]
+)";
+
+class ModulesTest : public HardwareSuite<ModulesTest> {
+ protected:
+  static void SetUpTestSuite() { StartHardware(kFourHostNet, "ib-leaf01  quantum-2\ncn*  connectx-7\n"); }
+  static void Plant(const std::string& line) {
+    std::string error;
+    ASSERT_TRUE(hw_->Command(line, &error)) << line << ": " << error;
+  }
+};
+
+TEST_F(ModulesTest, EachEndsModuleOnItsPortAHotOneAndAnotherPartRaiseTheirAlerts) {
+  Plant("module cn0004 1 vendor=Acme pn=ACM-400G-SR4 sn=AC0042 rev=B2 type=2 identifier=8");
+  Plant("module ib-leaf01 2 temperature=80 high=75");
+  std::string error;
+  auto e =
+      ExporterProcess::Start(*sim_, {"--sweep.interval=250ms", "--phy.interval=1s"}, &error, {}, hw_->PreloadEnv());
+  ASSERT_NE(e, nullptr) << error;
+  auto s = e->WaitFor([](const Scrape& x) { return x.Find("infiniband_port_module_info").size() == 8; }, seconds(30));
+  ASSERT_TRUE(s.has_value()) << e->Log();
+  const auto info = [&](const std::string& node, const std::string& port) {
+    const auto all = s->Find("infiniband_port_module_info", {{"node", node}, {"port", port}});
+    return all.size() == 1 ? all[0].labels : Labels{};
+  };
+  const Labels leaf1 = info("ib-leaf01", "1");
+  EXPECT_EQ(leaf1.at("vendor"), "NVIDIA");
+  EXPECT_EQ(leaf1.at("part_number"), "MMA4Z00-NS");
+  EXPECT_EQ(leaf1.at("type"), "optical_module");
+  EXPECT_EQ(leaf1.at("identifier"), "osfp");
+  EXPECT_EQ(leaf1.at("length_meters"), "0");
+  EXPECT_EQ(leaf1.at("serial_number").rfind("MT23", 0), 0u) << leaf1.at("serial_number");
+  const Labels odd = info("cn0004", "1");
+  EXPECT_EQ(odd.at("vendor"), "Acme");
+  EXPECT_EQ(odd.at("part_number"), "ACM-400G-SR4");
+  EXPECT_EQ(odd.at("serial_number"), "AC0042");
+  EXPECT_EQ(odd.at("revision"), "B2");
+  EXPECT_EQ(info("cn0001", "1").at("part_number"), "MMA4Z00-NS400");
+  const Labels hot{{"node", "ib-leaf01"}, {"port", "2"}};
+  EXPECT_EQ(s->Value("infiniband_port_module_temperature_celsius", hot), 80);
+  EXPECT_EQ(s->Value("infiniband_port_module_temperature_high_threshold_celsius", hot), 75);
+  EXPECT_EQ(s->Value("infiniband_port_module_temperature_celsius", {{"node", "ib-leaf01"}, {"port", "1"}}), 45);
+  EXPECT_NEAR(*s->Value("infiniband_port_module_voltage_volts", hot), 3.3, 1e-9);
+  EXPECT_EQ(s->Find("infiniband_port_module_rx_power_watts", hot).size(), 4u) << "a 4x link's lanes";
+  EXPECT_NEAR(*s->Value("infiniband_port_module_rx_power_watts", {{"node", "ib-leaf01"}, {"port", "2"}, {"lane", "3"}}),
+              0.0005, 1e-9);
+  EXPECT_NEAR(*s->Value("infiniband_port_module_tx_power_watts", {{"node", "cn0002"}, {"port", "1"}, {"lane", "0"}}),
+              0.0006, 1e-9);
+  // Three hosts' ends have one part, the fourth another: one finding, on it.
+  const auto differs = s->Find("infiniband_port_module_part_differs");
+  ASSERT_EQ(differs.size(), 1u);
+  EXPECT_EQ(differs[0].labels.at("node"), "cn0004");
+  EXPECT_EQ(differs[0].labels.at("cables"), "host-leaf");
+  EXPECT_EQ(differs[0].labels.at("end"), "hca");
+  EXPECT_EQ(differs[0].labels.at("cables_part_number"), "MMA4Z00-NS400");
+  // The port's page: both ends' modules.
+  const std::string leaf = s->Find("infiniband_switch_info", {{"switch", "ib-leaf01"}}).at(0).labels.at("guid");
+  int status = 0;
+  const auto port = nlohmann::json::parse(e->Get("/api/v1/port?guid=" + leaf + "&port=4", &status));
+  ASSERT_EQ(status, 200);
+  EXPECT_EQ(port["module"]["this_end"]["part_number"], "MMA4Z00-NS") << port["module"].dump();
+  EXPECT_EQ(port["module"]["this_end"]["temperature_celsius"], 45);
+  EXPECT_EQ(port["module"]["far_end"]["vendor"], "Acme");
+  EXPECT_EQ(port["module"]["far_end"]["serial_number"], "AC0042");
+
+  // The shipped rules (minutes as seconds, the odd part's half hour as 5 s)
+  // in a real Prometheus: the hot module and the odd part, each once, on
+  // their ports.
+  const auto prometheus = ScrapedBy(*e, &error, std::regex_replace(ShippedRules(), std::regex("for: 30s"), "for: 5s"));
+  ASSERT_NE(prometheus, nullptr) << error;
+  const auto firing = [&](const std::string& alert) {
+    std::set<std::string> where;
+    for (const auto& x : RunPromQL(*prometheus, "ALERTS{alertname=\"" + alert + "\",alertstate=\"firing\"}"))
+      where.insert(x["metric"].value("node", "") + "[" + x["metric"].value("port", "") + "]");
+    return where;
+  };
+  ASSERT_TRUE(WaitUntil(
+      [&] { return !firing("InfinibandModuleHot").empty() && !firing("InfinibandModulePartDiffers").empty(); },
+      seconds(60), std::chrono::milliseconds(500)))
+      << prometheus->Log();
+  EXPECT_EQ(firing("InfinibandModuleHot"), std::set<std::string>{"ib-leaf01[2]"});
+  EXPECT_EQ(firing("InfinibandModulePartDiffers"), std::set<std::string>{"cn0004[1]"});
+
+  // Cooled down: the alert resolves.
+  Plant("module ib-leaf01 2");
+  EXPECT_TRUE(
+      WaitUntil([&] { return firing("InfinibandModuleHot").empty(); }, seconds(30), std::chrono::milliseconds(500)));
+  Plant("module cn0004 1");
 }
 
 }  // namespace

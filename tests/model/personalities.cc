@@ -52,6 +52,9 @@ const std::vector<Personality>& Personalities() {
   // Quantum switches answer AccessRegister in band (14 fan tachometers
   // and 2 power supplies, as a QM9790 reports them in SckyzO's ibswinfo
   // test dumps); the Switch-IB 2 model does not (a device without it).
+  // The ConnectX HCAs answer AccessRegister too (their PPCNT, as UFM and
+  // ibdiagnet --get_phy_info read HCA ports: assumed for the GMP path),
+  // with no fans or supplies of their own.
   static const std::vector<Personality> kAll{
       {"quantum-2", "NVIDIA Quantum-2 NDR switch (QM9700)", true, kMellanox, 0xd2f2,
        width::k1x | width::k2x | width::k4x, kBaseSpeeds, kNdrSpeeds, 0, false,
@@ -68,11 +71,11 @@ const std::vector<Personality>& Personalities() {
        31, kArGroupCap},
       {"connectx-7", "NVIDIA ConnectX-7 NDR HCA (MT4129)", false, kMellanox, 0x1021,
        width::k1x | width::k2x | width::k4x, kBaseSpeeds, kNdrSpeeds, 0, false,
-       kCap2PortInfoExt | kCap2Width2x | kCap2Hdr | kCap2Ndr, kPmaExtWidth, 0, std::nullopt},
+       kCap2PortInfoExt | kCap2Width2x | kCap2Hdr | kCap2Ndr, kPmaExtWidth, 0, std::nullopt, 0, true},
       {"connectx-8", "NVIDIA ConnectX-8 XDR HCA (MT4131)", false, kMellanox, 0x1023,
        width::k1x | width::k2x | width::k4x, kBaseSpeeds, kNdrSpeeds, speed_ext2::kXdr, false,
        kCap2PortInfoExt | kCap2Width2x | kCap2Hdr | kCap2Ndr | kCap2ExtSpeeds2 | kCap2Xdr, kPmaExtWidth, 0,
-       std::nullopt},
+       std::nullopt, 0, true},
       // A SHARP Aggregation Node: a CA inside a Quantum-2 switch, with the
       // switch's ASIC (NodeDescription "Mellanox Technologies Aggregation
       // Node", set by the net file).
@@ -166,6 +169,22 @@ std::optional<std::uint8_t> ParseWidth(std::string_view s) {
   if (s == "8x") return width::k8x;
   if (s == "12x") return width::k12x;
   return std::nullopt;
+}
+
+double SignalGbps(const Negotiated& link) {
+  double lane = 0;
+  switch (link.speed) {
+    case LinkSpeed::kSdr: lane = 2.5; break;
+    case LinkSpeed::kDdr: lane = 5; break;
+    case LinkSpeed::kQdr: lane = 10; break;
+    case LinkSpeed::kFdr10: lane = 10.3125; break;
+    case LinkSpeed::kFdr: lane = 14.0625; break;
+    case LinkSpeed::kEdr: lane = 25.78125; break;
+    case LinkSpeed::kHdr: lane = 53.125; break;
+    case LinkSpeed::kNdr: lane = 106.25; break;
+    case LinkSpeed::kXdr: lane = 212.5; break;
+  }
+  return LanesOf(link.width) * lane;
 }
 
 Negotiated Negotiate(const Personality& a, std::uint8_t a_widths, const Personality& b, std::uint8_t b_widths,

@@ -85,6 +85,10 @@ struct PortPlant {
   std::optional<std::uint8_t> width;  // one LinkWidth bit
   std::optional<LinkSpeed> speed;
 };
+// The signalling rate of a link in Gb/s: its lanes times each lane's
+// (IBTA: 2.5, 5, 10 Gbaud to QDR, FDR10 10.3125, FDR 14.0625, EDR
+// 25.78125; PAM4 HDR 53.125, NDR 106.25, XDR 212.5 Gb/s).
+double SignalGbps(const Negotiated& link);
 Negotiated Negotiate(const Personality& a, std::uint8_t a_widths, const Personality& b, std::uint8_t b_widths,
                      const PortPlant& plant);
 // The widest lane count of a LinkWidth mask, as its bit ("4x" -> 2).

@@ -34,10 +34,11 @@ struct Sent {
   std::string route;
   bool local = false;
   unsigned attr = 0;  // AttributeID
+  unsigned mod = 0;   // AttributeModifier
 };
 Sent ReadSent(std::istream& s, const Head& h) {
   Sent x;
-  s >> x.lid >> x.route >> std::hex >> x.attr >> std::dec;
+  s >> x.lid >> x.route >> std::hex >> x.attr >> x.mod >> std::dec;
   x.local = h.kind() == static_cast<std::size_t>(transport::MadKind::kDirectedSmp) && x.route == "local";
   return x;
 }
@@ -201,6 +202,16 @@ std::uint64_t SentOfAttribute(const std::string& path, transport::MgmtClass mgmt
   SendsBetween(path, from, to, [&](const Head& h, const Sent& sent) {
     n +=
         h.cls == static_cast<unsigned>(mgmt_class) && sent.attr == attr && !sent.local && (lid == 0 || sent.lid == lid);
+  });
+  return n;
+}
+
+std::uint64_t SentOfRegister(const std::string& path, std::uint16_t register_id, std::uint16_t lid,
+                             std::chrono::steady_clock::time_point from, std::chrono::steady_clock::time_point to) {
+  std::uint64_t n = 0;
+  SendsBetween(path, from, to, [&](const Head& h, const Sent& sent) {
+    n += h.cls == static_cast<unsigned>(transport::MgmtClass::kVendorNvidia) &&
+         sent.attr == transport::vs_attr::kAccessRegister && sent.mod == register_id && (lid == 0 || sent.lid == lid);
   });
   return n;
 }

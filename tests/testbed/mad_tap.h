@@ -67,4 +67,11 @@ std::uint64_t SentOfAttribute(const std::string& path, transport::MgmtClass mgmt
                               std::uint16_t lid = 0, std::chrono::steady_clock::time_point from = {},
                               std::chrono::steady_clock::time_point to = std::chrono::steady_clock::time_point::max());
 
+// AccessRegister requests (NVIDIA's vendor class) for register
+// `register_id` (their AttributeModifier), to `lid` (0: any), as
+// SentOfAttribute.
+std::uint64_t SentOfRegister(const std::string& path, std::uint16_t register_id, std::uint16_t lid = 0,
+                             std::chrono::steady_clock::time_point from = {},
+                             std::chrono::steady_clock::time_point to = std::chrono::steady_clock::time_point::max());
+
 }  // namespace ibfabric::testbed

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <set>
 #include <sstream>
 
 #include "tests/model/personalities.h"
@@ -201,6 +202,24 @@ bool HardwareFabric::PlantEnv(const std::string& node, const EnvPlant& env, std:
   return Write(error);
 }
 
+bool HardwareFabric::PlantModule(const std::string& node, int port, const ModulePlant& module, std::string* error) {
+  Node* n = Find(node, error);
+  if (!n) return false;
+  if (module.text.empty() && module.numbers.empty()) {
+    n->modules.erase(port);
+  } else {
+    n->modules[port] = module;
+  }
+  return Write(error);
+}
+
+bool HardwareFabric::PlantRegisters(const std::string& node, bool on, std::string* error) {
+  Node* n = Find(node, error);
+  if (!n) return false;
+  n->registers_off = !on;
+  return Write(error);
+}
+
 bool HardwareFabric::PlantBusy(const std::string& node, int count, std::string* error, std::uint16_t attr) {
   Node* n = Find(node, error);
   if (!n) return false;
@@ -293,6 +312,8 @@ bool HardwareFabric::Clear(const std::string& node, std::string* error) {
   n->m_key = 0;
   n->pkeys.clear();
   n->env = EnvPlant{};
+  n->registers_off = false;
+  n->modules.clear();
   for (const auto& [port, plant] : n->plants) {
     const auto peer = n->ports.find(port);
     if (peer == n->ports.end()) continue;
@@ -359,6 +380,14 @@ bool HardwareFabric::Command(const std::string& line, std::string* error) {
     }
     return PlantEnv(node, env, error);
   }
+  if (verb == "registers") {  // registers NODE on|off
+    std::string state;
+    if (!(words >> state) || (state != "on" && state != "off")) {
+      *error = "registers " + node + ": want on or off";
+      return false;
+    }
+    return PlantRegisters(node, state == "on", error);
+  }
   if (verb == "pkeys") {
     std::string list;
     std::istringstream again(line);
@@ -392,6 +421,28 @@ bool HardwareFabric::Command(const std::string& line, std::string* error) {
   if (!(words >> number)) {
     *error = verb + " " + node + ": a number is missing";
     return false;
+  }
+  if (verb == "module") {  // module NODE PORT [KEY=VALUE]..
+    static const std::set<std::string> kText{"vendor", "pn", "sn", "rev"};
+    static const std::set<std::string> kNumbers{"temperature", "high", "type", "identifier", "length", "rx", "tx"};
+    ModulePlant m;
+    for (std::string option; words >> option;) {
+      const auto eq = option.find('=');
+      const std::string key = option.substr(0, eq), value = eq == std::string::npos ? "" : option.substr(eq + 1);
+      char* end = nullptr;
+      const double parsed = std::strtod(value.c_str(), &end);
+      if (kText.count(key) && !value.empty()) {
+        m.text[key] = value;
+      } else if (kNumbers.count(key) && !value.empty() && *end == '\0') {
+        m.numbers[key] = parsed;
+      } else {
+        *error = "module " + node + ": '" + option +
+                 "' is not vendor=S, pn=S, sn=S, rev=S, temperature=C, high=C, type=N, identifier=N, length=N, "
+                 "rx=W or tx=W";
+        return false;
+      }
+    }
+    return PlantModule(node, number, m, error);
   }
   if (verb == "fec") {  // fec NODE PORT [mode=N] [lanes=A,B,..] [corrected_blocks=N] [uncorrectable_blocks=N] ...
     FecPlant fec;
@@ -488,7 +539,8 @@ bool HardwareFabric::Command(const std::string& line, std::string* error) {
     }
     return PlantLink(node, number, width, speed, error);
   }
-  *error = "unknown command '" + verb + "' (tick, busy, redirect, ar, mkey, link, fec, clear)";
+  *error = "unknown command '" + verb +
+           "' (tick, busy, redirect, ar, mkey, pkeys, link, fec, env, registers, module, clear)";
   return false;
 }
 
@@ -531,6 +583,21 @@ bool HardwareFabric::Write(std::string* error) const {
       node["m_key"] = hex;
     }
     if (!n.pkeys.empty()) node["pkeys"] = n.pkeys;
+    if (n.registers_off) node["registers_off"] = true;
+    nlohmann::json modules = nlohmann::json::object();
+    for (const auto& [port, m] : n.modules) {
+      nlohmann::json x = nlohmann::json::object();
+      for (const auto& [k, v] : m.text) x[k] = v;
+      for (const auto& [k, v] : m.numbers) {
+        if (k == "type" || k == "identifier" || k == "length") {
+          x[k] = static_cast<int>(v);
+        } else {
+          x[k] = v;
+        }
+      }
+      modules[std::to_string(port)] = x;
+    }
+    if (!modules.empty()) node["modules"] = modules;
     nlohmann::json plants = nlohmann::json::object();
     for (const auto& [port, plant] : n.plants) {
       nlohmann::json p = nlohmann::json::object();

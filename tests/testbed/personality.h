@@ -123,13 +123,28 @@ class HardwareFabric {
     std::map<int, int> watts;
   };
   bool PlantEnv(const std::string& node, const EnvPlant& env, std::string* error);
+  // The module at a port (PDDR page 3) where not the default NVIDIA OSFP
+  // optical module at 45 C: its vendor, part and serial number, revision,
+  // temperature and alarm threshold (C), type and identifier (PDDR's
+  // codes), length (its code), rx and tx power on every lane (W). Empty:
+  // the default again.
+  struct ModulePlant {
+    std::map<std::string, std::string> text;  // vendor, pn, sn, rev
+    std::map<std::string, double> numbers;    // temperature, high, type, identifier, length, rx, tx
+  };
+  bool PlantModule(const std::string& node, int port, const ModulePlant& module, std::string* error);
+  // The node's registers in band off (its GeneralInfo says no
+  // AccessRegister, which answers "unsupported": older firmware, or a
+  // VS_Key the exporter does not hold) or on again (its model's).
+  bool PlantRegisters(const std::string& node, bool on, std::string* error);
   bool Clear(const std::string& node, std::string* error);
   // One console line: "fec NODE PORT [mode=N] [lanes=N,..] [corrected_blocks=N]
   // [uncorrectable_blocks=N] [lanes_per_second=N,..] [uncorrectable_per_second=N] [step_factor=N
   // step_seconds=N steps=N [step_after=N]]", "tick NODE N", "busy NODE N
   // [ATTR]", "redirect NODE QP", "ar NODE 1|0", "mkey NODE|all KEY", "pkeys NODE PKEY,...", "link NODE PORT [width=W]
   // [speed=S]", "env NODE [temperature=C] [fan=T:RPM].. [failed_fans=T,..] [psu=I:ok|failed].. [watts=I:W]..",
-  // "clear NODE".
+  // "registers NODE on|off", "module NODE PORT [vendor=S] [pn=S] [sn=S] [rev=S] [temperature=C] [high=C]
+  // [type=N] [identifier=N] [length=N] [rx=W] [tx=W]", "clear NODE".
   bool Command(const std::string& line, std::string* error);
 
   // The node's LID (a CA's first port's) as ResolveLids found it; 0: none.
@@ -161,6 +176,8 @@ class HardwareFabric {
     std::map<int, std::pair<std::string, std::string>> plants;  // port -> (width, speed)
     std::map<int, FecPlant> fec;
     EnvPlant env;
+    bool registers_off = false;
+    std::map<int, ModulePlant> modules;
   };
   Node* Find(const std::string& name, std::string* error);
   bool Write(std::string* error) const;

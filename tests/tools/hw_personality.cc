@@ -61,7 +61,9 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -118,6 +120,7 @@ struct Node {
   std::uint64_t m_key = 0;           // planted: SMPs with another M_Key are dropped (0: none)
   std::vector<std::uint16_t> pkeys;  // planted: its ports' P_Key table (empty: every P_Key matches)
   std::map<int, PortPlant> plants;   // port -> planted width/speed
+  bool registers_off = false;        // planted: GeneralInfo says no AccessRegister, which answers "unsupported"
   // Planted: a port's RS-FEC counters (PortExtendedSpeedsCounters), and
   // its FEC mode where not the one its link speed implies.
   struct Fec {
@@ -147,6 +150,15 @@ struct Node {
     std::map<int, std::string> psus;    // supply -> "ok", "failed" (ok when not planted)
     std::map<int, int> watts;           // supply -> W (290 when not planted)
   } env;
+  // Planted: the module at a port (PDDR page 3) where not the default (an
+  // NVIDIA OSFP optical module with its monitors, at 45 C).
+  struct Module {
+    std::string vendor, pn, sn, rev;
+    std::optional<double> temperature, high;  // C
+    std::optional<int> type, identifier, length;
+    std::optional<double> rx, tx;  // W on every lane
+  };
+  std::map<int, Module> modules;
 };
 
 // A port's FEC counters as counted, before the 32-bit clamp.
@@ -319,25 +331,8 @@ class Personalities {
         return true;
       }
       const int port = mad[kData + 1];  // PortSelect
-      FecCount now;
+      const FecCount now = Counted(n, port);
       const auto f = n.fec.find(port);
-      if (f != n.fec.end()) {
-        // What was planted, and what the planted rates counted since.
-        const double seconds = f->second.since_ms > 0 ? static_cast<double>(WallMs() - f->second.since_ms) / 1000 : 0;
-        const Node::Fec& plant = f->second;
-        const auto counted = [&](std::uint32_t at, double per_second) {
-          return ibfabric::model::CountedSince(at, per_second, seconds, plant.step_factor, plant.step_seconds,
-                                               plant.steps, plant.step_after);
-        };
-        const std::size_t lanes = std::max(f->second.lanes.size(), f->second.lanes_per_second.size());
-        for (std::size_t lane = 0; lane < lanes && lane < now.lanes.size(); ++lane) {
-          now.lanes[lane] = counted(lane < f->second.lanes.size() ? f->second.lanes[lane] : 0,
-                                    lane < f->second.lanes_per_second.size() ? f->second.lanes_per_second[lane] : 0);
-          now.symbols += now.lanes[lane];
-        }
-        now.corrected_blocks = f->second.corrected_blocks;
-        now.uncorrectable_blocks = counted(f->second.uncorrectable_blocks, f->second.uncorrectable_per_second);
-      }
       const std::pair<std::string, int> key{n.id, port};
       const std::uint64_t serial = f != n.fec.end() ? f->second.serial : 0;
       if (set && std::any_of(mad + kData + 8, mad + kData + 16, [](std::uint8_t b) { return b != 0; })) {
@@ -376,15 +371,16 @@ class Personalities {
       // GeneralInfo of every NVIDIA model, its capability bit 20 the
       // model's; registers only of a model that claims them.
       std::uint8_t data[kMadSize - kVendorData] = {};
+      const bool registers = n.model->access_register && !n.registers_off;
       if (p.attr == kGeneralInfo) {
         // HWInfo and FWInfo from byte 32 as MGIR's hw_info and fw_info.
         Register(n, 0x9020, data + (32 - kVendorData));
-        if (n.model->access_register) data[161 - kVendorData] = 0x10;
+        if (registers) data[161 - kVendorData] = 0x10;
         Answer(agent, u, 0, data, kVendorData);
         return true;
       }
       if (p.attr == kAccessRegister) {
-        if (!n.model->access_register) {
+        if (!registers) {
           Answer(agent, u, kStatusUnsupported, nullptr, kVendorData);
           return true;
         }
@@ -589,6 +585,7 @@ class Personalities {
         node.widths &= keep;
       }
       if (n.contains("tick")) node.tick = n["tick"].get<std::uint8_t>();
+      node.registers_off = n.value("registers_off", false);
       node.adaptive_routing = n.value("adaptive_routing", false);
       node.m_key = std::strtoull(n.value("m_key", std::string("0")).c_str(), nullptr, 0);
       node.pkeys = n.value("pkeys", std::vector<std::uint16_t>{});
@@ -627,6 +624,22 @@ class Personalities {
         x.serial = f.value("serial", std::uint64_t{0});
         x.lineage = f.value("lineage", std::vector<std::uint64_t>{});
         node.fec[std::stoi(port)] = x;
+      }
+      const nlohmann::json modules = n.value("modules", nlohmann::json::object());
+      for (const auto& [port, m] : modules.items()) {
+        Node::Module x;
+        x.vendor = m.value("vendor", "");
+        x.pn = m.value("pn", "");
+        x.sn = m.value("sn", "");
+        x.rev = m.value("rev", "");
+        if (m.contains("temperature")) x.temperature = m["temperature"].get<double>();
+        if (m.contains("high")) x.high = m["high"].get<double>();
+        if (m.contains("type")) x.type = m["type"].get<int>();
+        if (m.contains("identifier")) x.identifier = m["identifier"].get<int>();
+        if (m.contains("length")) x.length = m["length"].get<int>();
+        if (m.contains("rx")) x.rx = m["rx"].get<double>();
+        if (m.contains("tx")) x.tx = m["tx"].get<double>();
+        node.modules[std::stoi(port)] = x;
       }
       const nlohmann::json env = n.value("env", nlohmann::json::object());
       if (env.contains("temperature")) node.env.temperature = env["temperature"].get<double>();
@@ -809,6 +822,107 @@ class Personalities {
     mad_set_field(mad, kData, IB_MLNX_EXT_PORT_LINK_SPEED_ACTIVE_F, link && link->speed == LinkSpeed::kFdr10 ? 1 : 0);
   }
 
+  // A port's FEC counters now, before any clear: what was planted, and
+  // what the planted rates counted since (zeros where nothing was).
+  static FecCount Counted(const Node& n, int port) {
+    FecCount now;
+    const auto f = n.fec.find(port);
+    if (f == n.fec.end()) return now;
+    const Node::Fec& plant = f->second;
+    const double seconds = plant.since_ms > 0 ? static_cast<double>(WallMs() - plant.since_ms) / 1000 : 0;
+    const auto counted = [&](std::uint32_t at, double per_second) {
+      return ibfabric::model::CountedSince(at, per_second, seconds, plant.step_factor, plant.step_seconds, plant.steps,
+                                           plant.step_after);
+    };
+    const std::size_t lanes = std::max(plant.lanes.size(), plant.lanes_per_second.size());
+    for (std::size_t lane = 0; lane < lanes && lane < now.lanes.size(); ++lane) {
+      now.lanes[lane] = counted(lane < plant.lanes.size() ? plant.lanes[lane] : 0,
+                                lane < plant.lanes_per_second.size() ? plant.lanes_per_second[lane] : 0);
+      now.symbols += now.lanes[lane];
+    }
+    now.corrected_blocks = plant.corrected_blocks;
+    now.uncorrectable_blocks = counted(plant.uncorrectable_blocks, plant.uncorrectable_per_second);
+    return now;
+  }
+
+  // PPCNT group 0x16 (Physical Layer Statistical Counters, mstflint's
+  // ppcnt_reg_ext / phys_layer_stat_cntrs_ext) of `port` from the same
+  // plant as its PMA counters: a bit corrected per corrected symbol, the
+  // lanes' raw errors their corrected symbols, effective and symbol
+  // errors the uncorrectable blocks; bits received at the link's
+  // signalling rate since this process first read the state (0 where the
+  // port is on no modelled link). The counters are 64 bits and never
+  // cleared here.
+  void PhysLayerCounters(const Node& n, int port, std::uint8_t* reg) const {
+    const FecCount now = Counted(n, port);
+    const auto link = LinkOf(n, port);
+    const double ms = static_cast<double>(WallMs() - started_ms_);
+    const double bits = link ? ibfabric::model::SignalGbps(*link) * 1e6 * ms : 0;
+    PutBe(reg, 0x08, static_cast<std::uint64_t>(ms), 8);
+    PutBe(reg, 0x10, static_cast<std::uint64_t>(bits), 8);
+    PutBe(reg, 0x18, static_cast<std::uint64_t>(now.uncorrectable_blocks), 8);
+    PutBe(reg, 0x20, static_cast<std::uint64_t>(now.symbols), 8);
+    for (std::size_t lane = 0; lane < 8; ++lane)
+      PutBe(reg, 0x28 + 8 * lane, static_cast<std::uint64_t>(now.lanes[lane]), 8);
+    // The device's own ratios since the clear: coef x 10^-magnitude.
+    const auto ber = [&](std::size_t at, double errors) {
+      if (bits <= 0 || errors <= 0) return;
+      const int magnitude = static_cast<int>(std::ceil(-std::log10(errors / bits)));
+      const auto coef = static_cast<std::uint32_t>(std::lround(errors / bits * std::pow(10.0, magnitude)));
+      PutBe(reg, at, static_cast<std::uint32_t>(magnitude) << 8 | std::min<std::uint32_t>(coef, 15), 4);
+    };
+    ber(0x68, now.symbols);
+    ber(0x6C, now.uncorrectable_blocks);
+    ber(0x70, now.uncorrectable_blocks);
+    PutBe(reg, 0x84, static_cast<std::uint64_t>(now.uncorrectable_blocks), 8);
+  }
+
+  // PDDR page 3, Module Info (mstflint's pddr_module_info_ext, from
+  // register byte 0x08) of the module at `port`: planted, else an NVIDIA
+  // OSFP optical module (twin-port on a switch, single-port on an HCA)
+  // with its monitors (temperature 45 C under a 75 C alarm, 3.3 V, 0.5 mW
+  // received and 0.6 mW sent on each lane), its serial number its node's
+  // and port's. Power in uW where the request asked module_info_ext 1,
+  // else whole dBm.
+  void ModulePage(const Node& n, int port, bool microwatts, std::uint8_t* reg) const {
+    const auto planted = n.modules.find(port);
+    const Node::Module none;
+    const Node::Module& m = planted != n.modules.end() ? planted->second : none;
+    std::uint8_t* page = reg + 0x08;
+    const auto text = [&](std::size_t at, const std::string& value, std::size_t size) {
+      std::memset(page + at, ' ', size);
+      std::memcpy(page + at, value.data(), std::min(value.size(), size));
+    };
+    reg[4] = static_cast<std::uint8_t>((reg[4] & 0x9f) | (microwatts ? 0x20 : 0));
+    PutBe(page, 0x04,
+          static_cast<std::uint32_t>(m.type.value_or(2)) << 28 |
+              static_cast<std::uint32_t>(m.length.value_or(0)) << 16 |
+              static_cast<std::uint32_t>(m.identifier.value_or(8)) << 8,
+          4);
+    char sn[32];
+    std::snprintf(sn, sizeof sn, "MT23%04d%02d", static_cast<int>(&n - nodes_.data()), port);
+    text(0x14, m.vendor.empty() ? "NVIDIA" : m.vendor, 16);
+    text(0x24, !m.pn.empty() ? m.pn : n.is_switch ? "MMA4Z00-NS" : "MMA4Z00-NS400", 16);
+    text(0x34, m.rev.empty() ? "A1" : m.rev, 4);
+    text(0x3C, m.sn.empty() ? sn : m.sn, 16);
+    const auto c256 = [](double c) {
+      return static_cast<std::uint16_t>(static_cast<std::int16_t>(std::lround(c * 256)));
+    };
+    PutBe(page, 0x4C, static_cast<std::uint32_t>(c256(m.temperature.value_or(45))) << 16 | 33000, 4);
+    const auto power = [microwatts](double watts) {
+      return microwatts
+                 ? static_cast<std::uint16_t>(std::lround(watts * 1e6))
+                 : static_cast<std::uint16_t>(static_cast<std::int16_t>(std::lround(10 * std::log10(watts * 1e3))));
+    };
+    for (std::size_t lane = 0; lane < 8; lane += 2) {
+      const std::uint32_t rx = power(m.rx.value_or(0.0005)), tx = power(m.tx.value_or(0.0006));
+      PutBe(page, 0x50 + 2 * lane, rx << 16 | rx, 4);
+      PutBe(page, 0x60 + 2 * lane, tx << 16 | tx, 4);
+    }
+    PutBe(page, 0x80, static_cast<std::uint32_t>(c256(m.high.value_or(75))) << 16 | c256(-5), 4);
+    PutBe(page, 0x9C, 0x0Fu << 8, 4);  // monitor_cap_mask: temperature, voltage, tx and rx power
+  }
+
   static void PutBe(std::uint8_t* at, std::size_t off, std::uint64_t v, std::size_t n) {
     for (std::size_t i = 0; i < n; ++i) at[off + i] = static_cast<std::uint8_t>(v >> (8 * (n - 1 - i)));
   }
@@ -823,6 +937,14 @@ class Personalities {
   bool Register(const Node& n, std::uint16_t id, std::uint8_t* reg) const {
     const Node::Env& env = n.env;
     switch (id) {
+      case 0x5031: {  // PDDR: local_port 0x00 [23:16], page_select 0x04 [7:0]; page 3 only is modelled
+        if (reg[7] == 3) ModulePage(n, reg[1], (reg[4] >> 5 & 3) == 1, reg);
+        return true;
+      }
+      case 0x5008: {  // PPCNT: local_port 0x00 [23:16], grp 0x00 [5:0]; group 0x16 only is modelled
+        if ((reg[3] & 0x3f) == 0x16) PhysLayerCounters(n, reg[1], reg);
+        return true;
+      }
       case 0x9020: {  // MGIR
         PutBe(reg, 0x00, n.model->device_id, 4);
         PutBe(reg, 0x1C, UptimeOf(n), 4);

@@ -2,7 +2,7 @@
 // libibumad (umad_send, umad_recv) from outside the process under test and
 // writes one line per MAD to $MAD_TAP_FILE:
 //
-//   S <ns> <tid> <class> <lid> <route> <attr>    a request sent
+//   S <ns> <tid> <class> <lid> <route> <attr> <mod>    a request sent
 //   R <ns> <tid> <class>                  a response received
 //
 // <ns> is CLOCK_MONOTONIC in nanoseconds, <tid> the low 32 bits of the
@@ -10,7 +10,9 @@
 // high ones), <class> the MgmtClass in hex, <lid> the destination LID of the
 // address handle (0 or 0xffff for directed routes), <route> a directed-route
 // SMP's InitialPath[1..HopCount] (IBTA 14.2.2, bytes 128.. of the MAD) as
-// comma-separated ports, "-" otherwise, <attr> its AttributeID in hex.
+// comma-separated ports, "-" otherwise, <attr> its AttributeID and <mod>
+// its AttributeModifier (bytes 20-23: the register of an AccessRegister)
+// in hex.
 // tests/testbed/mad_tap.h reads it.
 //
 // Preload it after umad2sim: LD_PRELOAD="libumad2sim.so libmad_tap.so".
@@ -117,8 +119,10 @@ int umad_send(int fd, int agentid, void* umad, int length, int timeout_ms, int r
   }
   std::snprintf(line, sizeof line, "S %llu %u %x %u ", static_cast<unsigned long long>(NowNs()), TidOf(mad), mad[1],
                 ntohs(u->addr.lid));
-  char attr[16];
-  std::snprintf(attr, sizeof attr, " %x\n", static_cast<unsigned>(mad[16] << 8 | mad[17]));  // AttributeID, bytes 16-17
+  char attr[32];
+  const auto mod = static_cast<unsigned>(mad[20]) << 24 | static_cast<unsigned>(mad[21]) << 16 |
+                   static_cast<unsigned>(mad[22]) << 8 | mad[23];
+  std::snprintf(attr, sizeof attr, " %x %x\n", static_cast<unsigned>(mad[16] << 8 | mad[17]), mod);
   TheTap().Line(line + route + attr);
   return next(fd, agentid, umad, length, timeout_ms, retries);
 }

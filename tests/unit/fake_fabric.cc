@@ -123,6 +123,29 @@ FakeFabric::FakeNode* FakeFabric::NodeAt(std::uint16_t lid) {
   return nullptr;
 }
 
+namespace {
+// PPCNT with group 0x16 as mstflint's ppcnt_reg_ext and
+// phys_layer_stat_cntrs_ext lay it out (the offsets transport/registers.h
+// names), big-endian.
+std::vector<std::uint8_t> EncodePhysLayerStatistics(std::uint8_t port, const transport::PhysLayerStatistics& c) {
+  std::vector<std::uint8_t> r(transport::kAccessRegisterDataSize, 0);  // what one GMP carries of it
+  const auto put = [&](std::size_t at, std::uint64_t v, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) r[at + i] = static_cast<std::uint8_t>(v >> (8 * (n - 1 - i)));
+  };
+  r[1] = port;
+  r[2] = 0x40;  // pnat 1: an IB port number
+  r[3] = transport::kPpcntPhysLayerStatistics;
+  put(0x08, c.time_since_clear_ms, 8);
+  put(0x10, c.received_bits, 8);
+  put(0x18, c.symbol_errors, 8);
+  put(0x20, c.corrected_bits, 8);
+  for (std::size_t lane = 0; lane < transport::kPhysLayerLanes; ++lane)
+    put(0x28 + 8 * lane, c.raw_errors_lane[lane], 8);
+  put(0x84, c.effective_errors, 8);
+  return r;
+}
+}  // namespace
+
 std::optional<MadBytes> FakeFabric::Vendor(const MadAddress& to, const MadBytes& req) {
   const MadHeader h = DecodeHeader(req);
   const FakeNode* found = NodeAt(to.lid);
@@ -138,6 +161,14 @@ std::optional<MadBytes> FakeFabric::Vendor(const MadAddress& to, const MadBytes&
     return EncodeResponse(req, data);
   }
   if (h.attr_id != transport::vs_attr::kAccessRegister || !n.access_register) return EncodeResponse(req, {}, 0x0c);
+  if (h.attr_mod == transport::reg::kPpcnt) {  // local_port: register byte 1
+    const auto port = n.ports.find(req[37]);
+    if (port != n.ports.end() && port->second.phys && (req[39] & 0x3f) == transport::kPpcntPhysLayerStatistics) {
+      const std::vector<std::uint8_t> bytes = EncodePhysLayerStatistics(req[37], *port->second.phys);
+      std::copy(bytes.begin(), bytes.end(), &at(36));
+      return EncodeResponse(req, data);
+    }
+  }
   const auto reg = n.registers.find(static_cast<std::uint16_t>(h.attr_mod));
   if (reg == n.registers.end()) return EncodeResponse(req, {}, 0x14);
   std::vector<std::uint8_t> bytes = reg->second;

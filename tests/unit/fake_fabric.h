@@ -96,6 +96,13 @@ class FakeFabric {
     n.fan_rpm = std::move(fan_rpm);
     if (n.mlnx_device_id == 0) n.mlnx_device_id = 0xd2f2;
   }
+  // PPCNT group 0x16 of a port of a node given SetVendorRegisters (with
+  // AccessRegister): these counters, answered whatever its `registers`
+  // say of PPCNT; a port without them answers from `registers` (none
+  // there: "register not supported").
+  void SetPhysCounters(int node, int port, const transport::PhysLayerStatistics& c) {
+    nodes_.at(node).ports.at(port).phys = c;
+  }
   void SetLid(int node, std::uint16_t lid) { nodes_.at(node).lid = lid; }
   const transport::PortCounters& Counters(int node, int port) const { return nodes_.at(node).ports.at(port).counters; }
   int sets() const { return sets_; }
@@ -124,6 +131,7 @@ class FakeFabric {
     transport::PortRcvErrorDetails details;
     transport::PortXmitDiscardDetails discard_details;
     transport::ExtendedSpeedsRsFec fec;
+    std::optional<transport::PhysLayerStatistics> phys;
   };
   struct FakeNode {
     std::string name;

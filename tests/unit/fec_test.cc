@@ -194,6 +194,106 @@ TEST(FecCollectorTest, AsksTheModeOnceAndTheCountersOfRsFecPortsEachInterval) {
   EXPECT_EQ(b.SentTo(kPie, 0).count(b.f.Guid(b.spines[1])), 0u);
 }
 
+// PPCNT (group 0x16) where GeneralInfo says AccessRegister: leaf0, whose
+// PMA has the RS-FEC counters too, is read by PPCNT alone, its totals
+// exact per lane and its ratios over the bits it received; spine0 answers
+// AccessRegister but has no PPCNT ("register not supported"): read by its
+// PMA from then on. Without the vendor MAD agent, the PMA everywhere.
+TEST(FecCollectorTest, PpcntWhereTheRegistersAnswerThePmaWhereTheyDoNot) {
+  Bed b([](Bed& x) {
+    FecShape(x);
+    x.f.SetVendorRegisters(x.leaves[0], true, {});
+    x.f.SetVendorRegisters(x.spines[0], true, {});
+  });
+  const std::uint64_t leaf0 = b.f.Guid(b.leaves[0]), spine0 = b.f.Guid(b.spines[0]);
+  for (const auto& p : b.fabric.FindNode(leaf0)->ports) {
+    if (p.number != 0 && p.link_up()) b.f.SetPhysCounters(b.leaves[0], p.number, {});
+  }
+  transport::PhysLayerStatistics c;
+  c.received_bits = 1'000'000'000;
+  c.corrected_bits = 1000;
+  c.raw_errors_lane = {100, 200, 300, 400};
+  c.effective_errors = 2;
+  c.symbol_errors = 1;
+  b.f.SetPhysCounters(b.leaves[0], 1, c);
+  auto fec = MakeFec(b, std::chrono::milliseconds(200));
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto when = [t0](int ms) { return t0 + std::chrono::milliseconds(ms); };
+  constexpr auto kReg = transport::vs_attr::kAccessRegister;
+  constexpr auto kPesc = transport::pma_attr::kPortExtendedSpeedsCounters;
+
+  std::size_t mark = b.port.sent_mads().size();
+  b.SweepWith({fec.get()}, when(0));  // PPCNT beside the modes: it does not wait for them
+  EXPECT_EQ(b.SentTo(kReg, mark),
+            (std::map<std::uint64_t, int>{{leaf0, b.UpPorts(b.leaves[0])}, {spine0, b.UpPorts(b.spines[0])}}));
+  EXPECT_TRUE(b.SentTo(kPesc, mark).empty());
+  mark = b.port.sent_mads().size();
+  b.SweepWith({fec.get()}, when(10));
+  EXPECT_TRUE(b.SentTo(kReg, mark).empty()) << "leaf0 not again within the interval, spine0 never again";
+  EXPECT_EQ(b.SentTo(kPesc, mark), (std::map<std::uint64_t, int>{{spine0, b.UpPorts(b.spines[0])}}))
+      << "spine0 by its PMA once PPCNT was not supported; never leaf0";
+  Scrape s = b.Render();
+  const testbed::Labels at{{"guid", topology::FormatGuid(leaf0)}, {"port", "1"}};
+  EXPECT_EQ(s.Value("infiniband_switch_port_phy_received_bits_total", at), 1e9);
+  EXPECT_EQ(s.Value("infiniband_switch_port_phy_corrected_bits_total", at), 1000);
+  EXPECT_EQ(s.Value("infiniband_switch_port_phy_effective_errors_total", at), 2);
+  EXPECT_EQ(s.Value("infiniband_switch_port_phy_symbol_errors_total", at), 1);
+  for (int lane = 0; lane < 4; ++lane) {
+    auto l = at;
+    l["lane"] = std::to_string(lane);
+    EXPECT_EQ(s.Value("infiniband_switch_port_lane_raw_errors_total", l), 100 * (lane + 1)) << lane;
+  }
+  EXPECT_EQ(s.Find("infiniband_switch_port_lane_raw_errors_total", at).size(), 4u) << "a 4x link";
+  EXPECT_TRUE(
+      s.Find("infiniband_switch_port_fec_corrected_symbols_total", {{"guid", topology::FormatGuid(leaf0)}}).empty());
+  EXPECT_EQ(
+      s.Value("infiniband_port_fec_info",
+              {{"guid", topology::FormatGuid(leaf0)}, {"port", "1"}, {"fec_mode", "rs_fec"}, {"source", "ppcnt"}}),
+      1);
+  EXPECT_EQ(s.Value("infiniband_port_fec_info", {{"guid", topology::FormatGuid(spine0)},
+                                                 {"port", "1"},
+                                                 {"fec_mode", "rs_fec"},
+                                                 {"source", "pma_extended_speeds"}}),
+            1);
+  EXPECT_FALSE(s.Value("infiniband_port_raw_bit_error_ratio", at).has_value()) << "one read: no window yet";
+
+  // 4 Gb more, 4000 corrected on lane 3, one more left and one more symbol
+  // error: the window's ratios over those 4 Gb exactly.
+  c.received_bits += 4'000'000'000ULL;
+  c.corrected_bits += 4000;
+  c.raw_errors_lane[3] += 4000;
+  c.effective_errors += 1;
+  c.symbol_errors += 1;
+  b.f.SetPhysCounters(b.leaves[0], 1, c);
+  b.SweepWith({fec.get()}, when(300));
+  s = b.Render();
+  EXPECT_EQ(s.Value("infiniband_switch_port_phy_corrected_bits_total", at), 5000);
+  EXPECT_DOUBLE_EQ(*s.Value("infiniband_port_raw_bit_error_ratio", at), 4000 / 4e9);
+  EXPECT_DOUBLE_EQ(*s.Value("infiniband_port_effective_bit_error_ratio", at), 1 / 4e9);
+  EXPECT_DOUBLE_EQ(*s.Value("infiniband_port_symbol_bit_error_ratio", at), 1 / 4e9);
+  for (const FecPort& p : *b.parts.by_collector.Get<FecReadings>("fec")->ports) {
+    if (!(p.port == topology::PortRef{leaf0, 1})) continue;
+    EXPECT_EQ(p.worst_lane, 3);
+    EXPECT_FLOAT_EQ(p.lane_raw_ber[3], static_cast<float>(4000 / 1e9)) << "a lane carries a quarter of the bits";
+    EXPECT_EQ(p.lane_raw_ber[0], 0);
+  }
+  EXPECT_TRUE(s.Find("infiniband_port_symbol_bit_error_ratio", {{"guid", topology::FormatGuid(spine0)}}).empty())
+      << "the PMA has no symbol ratio";
+
+  // No vendor agent: nothing of the class, the PMA's counters.
+  Bed quiet([](Bed& x) {
+    FecShape(x);
+    x.f.SetVendorRegisters(x.leaves[0], true, {});
+  });
+  quiet.parts.local.agents_missing = {"vendor"};
+  auto pma = MakeFec(quiet, std::chrono::milliseconds(200));
+  quiet.SweepWith({pma.get()}, when(0));
+  quiet.SweepWith({pma.get()}, when(10));
+  EXPECT_TRUE(quiet.SentTo(kReg, 0).empty());
+  EXPECT_TRUE(quiet.SentTo(transport::vs_attr::kGeneralInfo, 0).empty());
+  EXPECT_EQ(quiet.SentTo(kPesc, 0)[quiet.f.Guid(quiet.leaves[0])], quiet.UpPorts(quiet.leaves[0]));
+}
+
 TEST(FecCollectorTest, UnsupportedStopsAskingATimeoutDoesNot) {
   // leaf0's PMA answers the counters "unsupported attribute" after all;
   // spine0 stops answering anything after its mode was read.

@@ -1,6 +1,7 @@
-// The switch_environment collector on the fake fabric: who is asked what
-// (NVIDIA switches only, GeneralInfo once, registers where it says
-// AccessRegister), how often (--phy.interval), what "unsupported" stops
+// The switch_environment collector on the fake fabric, after the
+// capabilities collector's walk: who is asked what (GeneralInfo once, of
+// NVIDIA nodes only, by capabilities; registers of the NVIDIA switches
+// where it says AccessRegister), how often (--phy.interval), what "unsupported" stops
 // (a switch without AccessRegister, a register it lacks) and what no
 // answer does not, and the series under SckyzO's names.
 
@@ -66,6 +67,7 @@ TEST(SwitchEnvironmentTest, NvidiaSwitchesWithAccessRegisterAreReadEachIntervalU
   Bed b(Shape);
   CollectorOptions o;
   o.phy_interval = std::chrono::milliseconds(1000);
+  auto caps = b.Make("capabilities");
   auto env = b.Make("switch_environment", o);
   const auto t0 = std::chrono::steady_clock::now();
   const auto when = [t0](int ms) { return t0 + std::chrono::milliseconds(ms); };
@@ -75,9 +77,9 @@ TEST(SwitchEnvironmentTest, NvidiaSwitchesWithAccessRegisterAreReadEachIntervalU
                       spine1 = b.f.Guid(b.spines[1]);
 
   std::size_t mark = b.port.sent_mads().size();
-  b.SweepWith({env.get()}, when(0));
+  b.Run(*caps);
   EXPECT_EQ(Sent(b, kGeneralInfo, mark), (std::map<std::uint64_t, int>{{leaf0, 1}, {leaf1, 1}, {spine0, 1}}))
-      << "every NVIDIA switch once; no other switch, no host";
+      << "every NVIDIA node once (the fake fabric's hosts are no NVIDIA's); no other switch";
   EXPECT_TRUE(Sent(b, kAccessRegister, mark).empty());
   mark = b.port.sent_mads().size();
   b.SweepWith({env.get()}, when(10));  // registers of those that have them; MFCR names the fans
@@ -161,7 +163,9 @@ TEST(SwitchEnvironmentTest, NoVendorAgentSendsNothing) {
   b.parts.local.agents_missing = {"vendor"};
   CollectorOptions o;
   o.phy_interval = std::chrono::milliseconds(1000);
+  auto caps = b.Make("capabilities");
   auto env = b.Make("switch_environment", o);
+  b.Run(*caps);
   const auto t0 = std::chrono::steady_clock::now();
   b.SweepWith({env.get()}, t0);
   b.SweepWith({env.get()}, t0 + std::chrono::milliseconds(1100));
