@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <span>
 
 #include "collectors/render.h"
 #include "topology/link_rate.h"
@@ -20,20 +21,24 @@ bool ForGood(const transport::MadResult& m) { return transport::Unsupported(m) |
 
 // One sweep's asks: PortInfoExtended (the FEC mode) of some ports,
 // PortExtendedSpeedsCounters or PPCNT of others.
-class FecReads final : public BatchPart {
- public:
+struct FecRead {
   enum class Kind : std::uint8_t { kMode, kCounters, kPpcnt };
   enum class Got : std::uint8_t { kNothing, kAnswer, kUnsupported, kFailed };
-  struct Read {
-    Kind kind = Kind::kMode;
-    topology::PortRef port;
-    std::uint16_t lid = 0;
-    Got got = Got::kNothing;
-    transport::PortInfoExtended mode{};
-    ExtendedSpeedsRsFec counters{};
-    transport::PhysLayerStatistics phys{};
-    std::chrono::steady_clock::time_point at{};  // when the answer came
-  };
+  Kind kind = Kind::kMode;
+  topology::PortRef port;
+  std::uint16_t lid = 0;
+  Got got = Got::kNothing;
+  transport::PortInfoExtended mode{};
+  ExtendedSpeedsRsFec counters{};
+  transport::PhysLayerStatistics phys{};
+  std::chrono::steady_clock::time_point at{};  // when the answer came
+};
+class FecReads final : public ReadList<FecRead> {
+ public:
+  using Read = FecRead;
+  using Kind = FecRead::Kind;
+  using Got = FecRead::Got;
+  using ReadList<FecRead>::Ask;
   static Read Ask(Kind kind, const topology::PortRef& port, std::uint16_t lid) {
     Read r;
     r.kind = kind;
@@ -41,13 +46,6 @@ class FecReads final : public BatchPart {
     r.lid = lid;
     return r;
   }
-
-  void Ask(std::vector<Read> reads) {
-    reads_ = std::move(reads);
-    finished_ = false;
-  }
-  bool finished() const { return finished_; }
-  const std::vector<Read>& reads() const { return reads_; }
 
   void AddRequests(std::vector<transport::MadRequest>* out) override {
     for (const Read& r : reads_) {
@@ -86,16 +84,6 @@ class FecReads final : public BatchPart {
       r.got = for_good ? Got::kUnsupported : Got::kFailed;
     }
   }
-  void Finish(const std::set<std::uint16_t>& moved) override {
-    for (Read& r : reads_) {
-      if (moved.count(r.lid)) r.got = Got::kNothing;  // another node answered: not this port's
-    }
-    finished_ = true;
-  }
-
- private:
-  std::vector<Read> reads_;
-  bool finished_ = false;
 };
 
 // The raw ratio over the last trend period, in 24 parts: each part's
@@ -637,50 +625,39 @@ void RenderFec(const Snapshot& s, const Emit& out) {
       return f.counted && f.source == source &&
              (LabelOf(s, f.port.node_guid).kind == topology::NodeKind::kSwitch) == sw;
     };
-    const auto mine = [&](const FecPort& f) { return of(f, FecSource::kPmaExtendedSpeeds); };
-    for (const Total& c : kCounters) {
-      FamilyParts f(out, "infiniband_" + role + "_port_" + c.name, std::string("The ") + role + " port's " + c.help,
-                    prometheus::MetricType::Counter);
-      for (const FecPort* p : ports) {
-        if (mine(*p)) f.Add(PortLabels(p->port, LabelOf(s, p->port.node_guid)), static_cast<double>(p->*c.field));
-      }
-      f.Finish();
-    }
-    FamilyParts lanes(out, "infiniband_" + role + "_port_lane_fec_corrected_symbols_total",
-                      "Symbols FEC corrected on one lane of the " + role +
-                          " port (FECCorrectableSymbolCtrLane<n>), for the lanes its link runs on",
+    const auto totals = [&](std::span<const Total> list, FecSource source) {
+      for (const Total& c : list) {
+        FamilyParts f(out, "infiniband_" + role + "_port_" + c.name, std::string("The ") + role + " port's " + c.help,
                       prometheus::MetricType::Counter);
-    for (const FecPort* p : ports) {
-      if (!mine(*p)) continue;
-      for (int lane = 0; lane < p->lanes; ++lane) {
-        auto labels = PortLabels(p->port, LabelOf(s, p->port.node_guid));
-        labels.push_back({"lane", std::to_string(lane)});
-        lanes.Add(std::move(labels), static_cast<double>(p->lane_symbols[static_cast<std::size_t>(lane)]));
+        for (const FecPort* p : ports) {
+          if (of(*p, source))
+            f.Add(PortLabels(p->port, LabelOf(s, p->port.node_guid)), static_cast<double>(p->*c.field));
+        }
+        f.Finish();
       }
-    }
-    lanes.Finish();
-    for (const Total& c : kPhysCounters) {
-      FamilyParts f(out, "infiniband_" + role + "_port_" + c.name, std::string("The ") + role + " port's " + c.help,
+    };
+    // One series per lane the link runs on (the lanes group).
+    const auto lanes = [&](const std::string& name, const std::string& help, FecSource source, auto count) {
+      if (!Has(s.port_groups, PortGroup::kLanes)) return;
+      FamilyParts f(out, "infiniband_" + role + "_port_" + name,
+                    help + " on one lane of the " + role + " port, for the lanes its link runs on",
                     prometheus::MetricType::Counter);
       for (const FecPort* p : ports) {
-        if (of(*p, FecSource::kPpcnt))
-          f.Add(PortLabels(p->port, LabelOf(s, p->port.node_guid)), static_cast<double>(p->*c.field));
+        if (!of(*p, source)) continue;
+        for (int lane = 0; lane < p->lanes; ++lane) {
+          auto labels = PortLabels(p->port, LabelOf(s, p->port.node_guid));
+          labels.push_back({"lane", std::to_string(lane)});
+          f.Add(std::move(labels), static_cast<double>(count(*p, static_cast<std::size_t>(lane))));
+        }
       }
       f.Finish();
-    }
-    FamilyParts raw(out, "infiniband_" + role + "_port_lane_raw_errors_total",
-                    "Raw (pre-FEC) errors on one lane of the " + role +
-                        " port (PPCNT phy_raw_errors_lane<n>), for the lanes its link runs on",
-                    prometheus::MetricType::Counter);
-    for (const FecPort* p : ports) {
-      if (!of(*p, FecSource::kPpcnt)) continue;
-      for (int lane = 0; lane < p->lanes; ++lane) {
-        auto labels = PortLabels(p->port, LabelOf(s, p->port.node_guid));
-        labels.push_back({"lane", std::to_string(lane)});
-        raw.Add(std::move(labels), static_cast<double>(p->lane_raw_errors[static_cast<std::size_t>(lane)]));
-      }
-    }
-    raw.Finish();
+    };
+    totals(kCounters, FecSource::kPmaExtendedSpeeds);
+    lanes("lane_fec_corrected_symbols_total", "Symbols FEC corrected (FECCorrectableSymbolCtrLane<n>)",
+          FecSource::kPmaExtendedSpeeds, [](const FecPort& p, std::size_t lane) { return p.lane_symbols[lane]; });
+    totals(kPhysCounters, FecSource::kPpcnt);
+    lanes("lane_raw_errors_total", "Raw (pre-FEC) errors (PPCNT phy_raw_errors_lane<n>)", FecSource::kPpcnt,
+          [](const FecPort& p, std::size_t lane) { return p.lane_raw_errors[lane]; });
   }
   // The ratios per port, as the link health ratios are (infiniband_port_*_ratio).
   struct Rate {

@@ -19,23 +19,18 @@ using prometheus::MetricType;
 constexpr std::size_t kFirstReadsPerSweep = 512;
 
 // One sweep's PDDR reads.
-class ModuleReads final : public BatchPart {
- public:
+struct ModuleRead {
   enum class Got : std::uint8_t { kNothing, kAnswer, kUnsupported, kFailed };
-  struct Read {
-    topology::PortRef port;
-    std::uint16_t lid = 0;
-    Got got = Got::kNothing;
-    transport::ModuleInfo info;
-    std::chrono::steady_clock::time_point at{};
-  };
-
-  void Ask(std::vector<Read> reads) {
-    reads_ = std::move(reads);
-    finished_ = false;
-  }
-  bool finished() const { return finished_; }
-  const std::vector<Read>& reads() const { return reads_; }
+  topology::PortRef port;
+  std::uint16_t lid = 0;
+  Got got = Got::kNothing;
+  transport::ModuleInfo info;
+  std::chrono::steady_clock::time_point at{};
+};
+class ModuleReads final : public ReadList<ModuleRead> {
+ public:
+  using Read = ModuleRead;
+  using Got = ModuleRead::Got;
 
   void AddRequests(std::vector<transport::MadRequest>* out) override {
     for (const Read& r : reads_) {
@@ -57,16 +52,6 @@ class ModuleReads final : public BatchPart {
       r.got = for_good ? Got::kUnsupported : Got::kFailed;
     }
   }
-  void Finish(const std::set<std::uint16_t>& moved) override {
-    for (Read& r : reads_) {
-      if (moved.count(r.lid)) r.got = Got::kNothing;  // another node answered: not this port's
-    }
-    finished_ = true;
-  }
-
- private:
-  std::vector<Read> reads_;
-  bool finished_ = false;
 };
 
 struct PortState {
@@ -288,6 +273,7 @@ void RenderModules(const Snapshot& s, const Emit& out) {
     f.Finish();
   }
   for (const bool rx : {true, false}) {
+    if (!Has(s.port_groups, PortGroup::kLanes)) break;  // left out (--counters.groups)
     FamilyParts f(out, rx ? "infiniband_port_module_rx_power_watts" : "infiniband_port_module_tx_power_watts",
                   std::string("Optical power the module ") + (rx ? "receives" : "transmits") +
                       " on a lane, in watts, for the lanes the link runs on",

@@ -9,23 +9,18 @@ namespace {
 
 // What one sweep's batch asked and got: PortSamplesControl of each node
 // chosen, through one of its ports that counted PortXmitWait.
-class TickReads final : public BatchPart {
- public:
+struct TickRead {
   enum class Got : std::uint8_t { kNothing, kTick, kUnsupported, kFailed };
-  struct Read {
-    std::uint64_t node = 0;
-    std::uint16_t lid = 0;
-    std::uint8_t port = 0;
-    Got got = Got::kNothing;
-    std::uint8_t tick = 0;
-  };
-
-  void Ask(std::vector<Read> reads) {
-    reads_ = std::move(reads);
-    finished_ = false;
-  }
-  bool finished() const { return finished_; }
-  const std::vector<Read>& reads() const { return reads_; }
+  std::uint64_t node = 0;
+  std::uint16_t lid = 0;
+  std::uint8_t port = 0;
+  Got got = Got::kNothing;
+  std::uint8_t tick = 0;
+};
+class TickReads final : public ReadList<TickRead> {
+ public:
+  using Read = TickRead;
+  using Got = TickRead::Got;
 
   void AddRequests(std::vector<transport::MadRequest>* out) override {
     for (const Read& r : reads_) out->push_back(transport::PortSamplesControlQuery(r.lid, r.port));
@@ -40,18 +35,6 @@ class TickReads final : public BatchPart {
       r.got = transport::Unsupported(m) ? Got::kUnsupported : Got::kFailed;
     }
   }
-  void Finish(const std::set<std::uint16_t>& moved) override {
-    // What a LID that answered for another node said is not this node's:
-    // asked again next time, with no penalty.
-    for (Read& r : reads_) {
-      if (moved.count(r.lid)) r.got = Got::kNothing;
-    }
-    finished_ = true;
-  }
-
- private:
-  std::vector<Read> reads_;
-  bool finished_ = false;
 };
 
 class XmitWaitTickCollector final : public Collector {

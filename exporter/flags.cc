@@ -264,7 +264,8 @@ const std::map<std::string, Flag>& Flags() {
           }}},
         {"counters.groups",
          {"Per-port series to export, by group: a comma-separated list of errors, congestion, data, "
-          "packets, details (PortRcvErrorDetails), state (port state and rate); all; or auto, the "
+          "packets, details (PortRcvErrorDetails), state (port state and rate), lanes (the physical layer's "
+          "series per lane); all; or auto, the "
           "default: all up to 20000 ports, above that errors, congestion and data (docs/scale.md).",
           "LIST",
           [](Config& c, const std::string& v) -> std::string {

@@ -55,6 +55,35 @@ class BatchPart {
   virtual void Finish(const std::set<std::uint16_t>& /*moved*/) {}
 };
 
+// A part that asks one MAD per element of a list and keeps each answer
+// in its element: the list asked of a batch, and whether that batch has
+// finished. A Read has `lid` and `got`, whose zero value means nothing
+// was got: what a LID that answered for another node said (the batch's
+// MovedLids) is not its node's, and Finish sets it back to that (asked
+// again, with no penalty).
+template <typename Read>
+class ReadList : public BatchPart {
+ public:
+  void Ask(std::vector<Read> reads) {
+    reads_ = std::move(reads);
+    finished_ = false;
+  }
+  bool finished() const { return finished_; }
+  const std::vector<Read>& reads() const { return reads_; }
+  void Finish(const std::set<std::uint16_t>& moved) override {
+    for (Read& r : reads_) {
+      if (moved.count(r.lid)) r.got = {};
+    }
+    finished_ = true;
+  }
+
+ protected:
+  std::vector<Read> reads_;
+
+ private:
+  bool finished_ = false;
+};
+
 // A read once per interval spread over the sweeps (the slow beat of the
 // physical layer, --phy.interval): each sweep takes its share of what is
 // due, its time since the last sweep over the interval (all of it at the

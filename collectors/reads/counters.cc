@@ -54,6 +54,7 @@ const char* ToString(PortGroup g) {
     case PortGroup::kPackets: return "packets";
     case PortGroup::kDetails: return "details";
     case PortGroup::kState: return "state";
+    case PortGroup::kLanes: return "lanes";
   }
   return "unknown";
 }
@@ -109,7 +110,7 @@ bool ParsePortGroups(const std::string& text, PortGroups* groups, bool* automati
     }
     if (!known) {
       *error = "'" + name.substr(0, 40) +
-               "' is not a group (errors, congestion, data, packets, details, state; or auto, all)";
+               "' is not a group (errors, congestion, data, packets, details, state, lanes; or auto, all)";
       return false;
     }
     if (comma == std::string::npos) break;

@@ -278,13 +278,38 @@ int PhysicalLayerLoad(const SimFabric& sim, const HardwareFabric& hw, const std:
     std::this_thread::sleep_for(window);
     const auto to = Clock::now();
     const LogView v = ReadLog(*e);
+    // The exposition then: its series, and those of the physical layer's
+    // families (FEC, PPCNT, modules, the switch environment).
+    const Fetch gz = Get(e->port(), "/metrics", true);
+    long series = 0, phy_series = 0;
+    {
+      const std::string text = e->Get("/metrics");
+      for (std::size_t at = 0; at < text.size();) {
+        const std::size_t end = std::min(text.find('\n', at), text.size());
+        if (text[at] != '#') {
+          ++series;
+          const std::string name = text.substr(at, text.find_first_of("{ ", at) - at);
+          for (const char* f : {"_fec_", "_phy_", "_raw_errors", "_module_", "bit_error_ratio", "infiniband_switch_fan",
+                                "infiniband_switch_power", "infiniband_switch_temperature", "infiniband_switch_uptime",
+                                "infiniband_switch_hardware", "access_register"}) {
+            if (name.find(f) != std::string::npos) {
+              ++phy_series;
+              break;
+            }
+          }
+        }
+        at = end + 1;
+      }
+    }
     e.reset();
     const std::vector<double> sweeps(v.sweep_seconds.begin() + static_cast<std::ptrdiff_t>(before),
                                      v.sweep_seconds.end());
     const double minutes = std::chrono::duration<double>(to - from).count() / 60;
     const auto kinds = SentBetween(tap, from, to);
-    std::printf("phy %s: sweep %.2f s median of %zu; MADs a minute:", pass.name, Percentile(sweeps, 0.5),
-                sweeps.size());
+    std::printf("phy %s: sweep %.2f s median of %zu in %.0f s; %ld series (%ld of the physical layer), %.1f MB gzip; "
+                "MADs a minute:",
+                pass.name, Percentile(sweeps, 0.5), sweeps.size(), minutes * 60, series, phy_series,
+                gz.body_bytes / 1e6);
     for (std::size_t k = 0; k < kinds.size(); ++k) {
       std::printf(" %s %.0f", transport::ToString(static_cast<transport::MadKind>(k)), kinds[k] / minutes);
     }
