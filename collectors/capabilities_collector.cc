@@ -36,17 +36,18 @@ class CapabilitiesCollector final : public Collector {
 
  private:
   // NVIDIA's GeneralInfo of the NVIDIA nodes this exporter reads ports of
-  // or states a switch's facts of, each asked once: again at the next walk
-  // where nothing answered, never where the class or attribute is not
-  // supported.
+  // or states a switch's facts of, each asked once: a node that did not
+  // answer is asked again at the next full walk (a re-walk asks only the
+  // nodes it found), never one whose class or attribute is not supported.
   void AskVendor(const Cycle& cycle) {
     DropGone(cycle, &vendor_, [](std::uint64_t g) { return g; });
-    const bool walked = cycle.trigger == Trigger::kFullWalk || cycle.trigger == Trigger::kRewalk;
+    std::erase_if(vendor_asked_, [&](std::uint64_t g) { return Gone(cycle, g); });
+    const bool full = cycle.trigger == Trigger::kFullWalk;
     std::vector<transport::MadRequest> asks;
     std::vector<std::uint64_t> guids;
     for (const topology::Node& n : cycle.fabric->nodes()) {
       const std::uint16_t lid = topology::NvidiaAgentLid(n);
-      if (lid == 0 || vendor_.count(n.guid) || (!walked && vendor_asked_.count(n.guid))) continue;
+      if (lid == 0 || vendor_.count(n.guid) || (!full && vendor_asked_.count(n.guid))) continue;
       const bool facts = n.kind == topology::NodeKind::kSwitch && topology::OwnsSwitchFacts(cycle.scope, n.guid);
       if (!cycle.in_scope(n) && !facts) continue;
       asks.push_back(transport::GeneralInfoQuery(lid));
@@ -93,7 +94,8 @@ void RenderCapabilities(const Snapshot& s, const Emit& out) {
   out(std::move(pma));
   auto access = Family("infiniband_node_access_register_supported",
                        "1 where the NVIDIA node's vendor GeneralInfo says it answers AccessRegister in band (its "
-                       "physical-layer counters, module and environment registers are read), 0 where it does not",
+                       "ports' physical-layer counters and modules are read, and a switch's environment), 0 where "
+                       "it does not",
                        prometheus::MetricType::Gauge);
   for (const auto& [guid, info] : s.vendor) {
     if (OwnsNode(s, guid)) Add(access, {{"guid", topology::FormatGuid(guid)}}, info.access_register ? 1 : 0);

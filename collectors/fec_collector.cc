@@ -158,6 +158,13 @@ struct PortState {
   FecPort out;
 };
 
+// A switch port cabled to nothing but the switch's own SHARP Aggregation
+// Node (its link never leaves the switch).
+bool FacesAggregationNode(const topology::Fabric& fabric, const topology::Port& p) {
+  const topology::Node* far = p.remote ? fabric.FindNode(p.remote->node_guid) : nullptr;
+  return far && topology::IsAggregationNode(*far);
+}
+
 // IBTA performance counters stop at their maximum: a 32-bit one there
 // counts no more until cleared.
 constexpr std::uint32_t kPinned = 0xffffffffu;
@@ -203,7 +210,8 @@ class FecCollector final : public Collector {
     std::size_t counted = 0;   // ports whose counters are read at all
     const bool vendor_agent = cycle.parts->local.has_agent("vendor");
     for (const topology::Node& n : cycle.fabric->nodes()) {
-      if (!cycle.in_scope(n)) continue;
+      // A SHARP Aggregation Node's link is inside its switch: no cable.
+      if (!cycle.in_scope(n) || topology::IsAggregationNode(n)) continue;
       const auto caps = cycle.parts->pma.find(n.guid);
       const bool pma = n.port_info_extended && caps != cycle.parts->pma.end() && caps->second.known &&
                        (caps->second.mask & transport::pma_cap::kRsFecCounters) != 0;
@@ -212,16 +220,18 @@ class FecCollector final : public Collector {
       if (!pma && !ppcnt) continue;
       for (const topology::Port& p : n.ports) {
         const topology::PortRef ref{n.guid, p.number};
-        if (p.number == 0 || !cycle.read_port(ref)) continue;
+        if (p.number == 0 || !cycle.read_port(ref) || FacesAggregationNode(*cycle.fabric, p)) continue;
         if (!p.link_up()) {
           // Down: its rates say nothing now, and the next window starts
           // when it is read again.
           const auto it = ports_.find(ref);
           if (it != ports_.end() && (it->second.last || it->second.phys)) {
+            FecPort& f = it->second.out;
             it->second.window_broken = true;
-            broke_ |= it->second.out.raw_ber.has_value();
-            it->second.out.raw_ber.reset();
-            it->second.out.effective_ber.reset();
+            broke_ |= f.raw_ber.has_value() || f.effective_ber.has_value() || f.symbol_ber.has_value();
+            f.raw_ber.reset();
+            f.effective_ber.reset();
+            f.symbol_ber.reset();
           }
           continue;
         }
@@ -567,7 +577,8 @@ void RenderFec(const Snapshot& s, const Emit& out) {
   {
     FamilyParts info(out, "infiniband_port_fec_info",
                      "The forward error correction the port runs (PortInfoExtended.FECModeActive: none, fire_code, "
-                     "rs_fec, low_latency_rs_fec, rs_fec2; unknown: the node has no PortInfoExtended) and where its "
+                     "rs_fec, low_latency_rs_fec, rs_fec2; unknown: not read, or the node has no PortInfoExtended) and "
+                     "where its "
                      "FEC series come from (ppcnt: the PPCNT register's physical layer counters; "
                      "pma_extended_speeds: PortExtendedSpeedsCounters, RS-FEC layout; none: not read)",
                      prometheus::MetricType::Gauge);

@@ -6,7 +6,6 @@
 
 #include "collectors/reads/batch.h"
 #include "collectors/render.h"
-#include "topology/link_rate.h"
 #include "transport/attributes.h"
 
 namespace ibfabric::collectors {
@@ -44,12 +43,14 @@ class ModuleReads final : public ReadList<ModuleRead> {
     if (m.outcome == transport::MadOutcome::kOk) {
       r.got = Got::kAnswer;
       r.at = m.done;
-      r.info = transport::DecodeModuleInfo(transport::AccessRegisterData(m.response));
+      const auto data = transport::AccessRegisterData(m.response);
+      r.info = transport::DecodeModuleInfo(data);
+      if (data.size() < 2 || data[1] != r.port.port) r.got = Got::kFailed;  // another port's page is no answer
     } else {
-      // For good: the device has no such register or field (IBTA 13.4.7
-      // code 7, invalid field: a port it has no module page for).
-      const bool for_good = transport::VendorUnsupported(m) || transport::StatusCode(m) == 0x001c;
-      r.got = for_good ? Got::kUnsupported : Got::kFailed;
+      // For good where the device has no such register; anything else (an
+      // invalid field while a module is being seated, no answer) waits
+      // for the next interval.
+      r.got = transport::VendorUnsupported(m) ? Got::kUnsupported : Got::kFailed;
     }
   }
 };
@@ -75,10 +76,15 @@ class ModuleCollector final : public Collector {
     std::size_t eligible = 0;
     for (const topology::Node& n : cycle.fabric->nodes()) {
       const auto info = cycle.parts->vendor.find(n.guid);
-      if (info == cycle.parts->vendor.end() || !info->second.access_register || !cycle.in_scope(n)) continue;
+      if (info == cycle.parts->vendor.end() || !info->second.access_register || !cycle.in_scope(n) ||
+          topology::IsAggregationNode(n))
+        continue;
       for (const topology::Port& p : n.ports) {
         const topology::PortRef ref{n.guid, p.number};
         if (p.number == 0 || !p.link_up() || !cycle.read_port(ref)) continue;
+        // A switch's SHARP Aggregation Node is inside it: no module between.
+        const topology::Node* far = p.remote ? cycle.fabric->FindNode(p.remote->node_guid) : nullptr;
+        if (far && topology::IsAggregationNode(*far)) continue;
         const std::uint16_t lid = n.kind == topology::NodeKind::kSwitch ? n.lid : p.lid;
         if (lid == 0) continue;
         PortState& st = ports_[ref];
@@ -276,11 +282,12 @@ void RenderModules(const Snapshot& s, const Emit& out) {
     if (!Has(s.port_groups, PortGroup::kLanes)) break;  // left out (--counters.groups)
     FamilyParts f(out, rx ? "infiniband_port_module_rx_power_watts" : "infiniband_port_module_tx_power_watts",
                   std::string("Optical power the module ") + (rx ? "receives" : "transmits") +
-                      " on a lane, in watts, for the lanes the link runs on",
+                      " on one of its lanes, in watts (the module's lanes, as PDDR reports them: a twin-port "
+                      "module's eight on each of its ports)",
                   MetricType::Gauge);
     for (const Mine& x : ports) {
       if (!monitors(x.m->info, rx ? 3 : 2)) continue;
-      const int lanes = std::min<int>(topology::MaxLanes(x.port->width_active), transport::kModuleLanes);
+      const int lanes = transport::ModuleLanes(x.m->info.cable_identifier);
       for (int lane = 0; lane < lanes; ++lane) {
         auto labels = EndLabels(s, x.m->port);
         labels.push_back({"lane", std::to_string(lane)});

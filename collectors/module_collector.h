@@ -12,8 +12,10 @@
 // fec collector's reads are (its share of the ports each sweep, the
 // longest waiting first, at least 512 of those never read), in the
 // sweep's one batch: one GMP per port per interval. "Unsupported" (also
-// "class" or "register not supported", or an invalid field) stops asking
-// the port for good; no answer waits for the next interval. A reading not
+// "class" or "register not supported") stops asking the port for good; no
+// answer, another port's page or any other status waits for the next
+// interval. Ports of SHARP Aggregation Nodes and those facing them (inside
+// the switch) are not read. A reading not
 // renewed within two intervals and a half minute is dropped (absent, not
 // stale); a port that goes down keeps its last reading until then.
 //
@@ -24,8 +26,10 @@
 // infiniband_port_module_temperature_celsius and its alarm threshold
 // infiniband_port_module_temperature_high_threshold_celsius (where the
 // module monitors temperature), infiniband_port_module_voltage_volts,
-// infiniband_port_module_{rx,tx}_power_watts{lane} (the lanes the link
-// runs on, where the module monitors them), and the finding
+// infiniband_port_module_{rx,tx}_power_watts{lane} (the module's lanes
+// as PDDR reports them, where it monitors them: an OSFP's eight, also on
+// each port of a twin-port module, whose port-to-lane map is PMLP's, not
+// read here), and the finding
 // infiniband_port_module_part_differs{part_number,cables,end,
 // cables_part_number}: a module whose part number differs from the one
 // most modules at the same end (hca, leaf, spine, ...) of its level of

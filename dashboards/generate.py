@@ -390,9 +390,11 @@ def physical_layer():
     l.add(stat("Ports over the raw BER warning level", f'count({ports(raw)} >= 5e-6) or vector(0)', red_above=1,
                description="Ports whose raw bit error ratio is at or over NVIDIA's NDR field warning level (5e-6; "
                            "bad_cable.raw_bit_error_ratio, docs/alerts.md)."), 6, 4)
-    uncorrected = ('{__name__=~"infiniband_switch_port_fec_uncorrectable_blocks_total|'
-                   f'infiniband_switch_port_phy_effective_errors_total",{SW}}}')
-    l.add(stat("Errors FEC left uncorrected (range)", f'sum(increase({uncorrected}[$__range])) or vector(0)',
+    # Each source's counter on its own, then the two together: a port read
+    # by one source, then the other, has both in range (`or` keeps one).
+    uncorrected = (f'increase(infiniband_switch_port_fec_uncorrectable_blocks_total{{{SW}}}[$__range]) or '
+                   f'increase(infiniband_switch_port_phy_effective_errors_total{{{SW}}}[$__range])')
+    l.add(stat("Errors FEC left uncorrected (range)", f'sum({uncorrected}) or vector(0)',
                red_above=1, description="Blocks FEC could not correct (PortExtendedSpeedsCounters) or errors it left "
                                         "(PPCNT effective errors) on switch ports: errors that reached the link layer."),
           6, 4)
@@ -420,11 +422,13 @@ def physical_layer():
     ], "short", "Errors FEC left per bit (post-FEC: uncorrectable blocks, or PPCNT's effective errors) and, where "
                 "PPCNT is read, symbol errors per bit: what reached the link layer."), 12, 8)
     # A lane's count: FEC corrected symbols (PortExtendedSpeedsCounters) or
-    # raw errors (PPCNT), whichever the port is read by.
-    lanes = ('{__name__=~"infiniband_switch_port_lane_fec_corrected_symbols_total|'
-             f'infiniband_switch_port_lane_raw_errors_total",{SW}}}')
-    share = (f'increase({lanes}[{FEC_RANGE}]) / on (fabric, guid, port) group_left() '
-             f'sum by (fabric, guid, port) (increase({lanes}[{FEC_RANGE}]))')
+    # raw errors (PPCNT), whichever the port is read by (`or`: one of them
+    # where a port was read by both in the range).
+    def lane_counts(fn):
+        return (f'({fn}(infiniband_switch_port_lane_fec_corrected_symbols_total{{{SW}}}[{FEC_RANGE}]) or '
+                f'{fn}(infiniband_switch_port_lane_raw_errors_total{{{SW}}}[{FEC_RANGE}]))')
+    lanes = lane_counts("increase")
+    share = (f'{lanes} / on (fabric, guid, port) group_left() sum by (fabric, guid, port) ({lanes})')
     per_lane = (f'({share} * on (fabric, guid, port) group_left() count by (fabric, guid, port) ({lanes}) '
                 f'* on (fabric, guid, port) group_left() {raw}) > 0')
     l.add(timeseries("Raw bit error ratio per lane: top $topn lanes", [target(
@@ -432,7 +436,7 @@ def physical_layer():
         "A switch port's raw bit error ratio split over its lanes by their share of its corrected symbols or raw "
         "errors (the last 15 minutes): the lane that goes bad first. Filter by switch for one cable."), 12, 8)
     l.add(timeseries("Raw errors per lane: top $topn lanes", [target(
-        f'topk($topn, rate({lanes}[{FEC_RANGE}]))', "{{switch}} port {{port}} lane {{lane}}")], "cps",
+        f'topk($topn, {lane_counts("rate")})', "{{switch}} port {{port}} lane {{lane}}")], "cps",
         "Raw errors per second on each lane of the switch ports: symbols FEC corrected "
         "(FECCorrectableSymbolCtrLane<n>) or PPCNT's phy_raw_errors_lane<n>."), 12, 8)
     l.row("Cable modules")

@@ -128,6 +128,19 @@ const char* CableTypeName(std::uint8_t cable_type) {
   return cable_type < std::size(kNames) ? kNames[cable_type] : "unknown";
 }
 
+int ModuleLanes(std::uint8_t cable_identifier) {
+  switch (cable_identifier) {
+    case 2: return 1;  // SFP28 or SFP+
+    case 5:            // SFP-DD
+    case 10:           // DSFP
+      return 2;
+    case 6:  // QSFP-DD
+    case 8:  // OSFP
+      return 8;
+    default: return 4;
+  }
+}
+
 const char* CableIdentifierName(std::uint8_t cable_identifier) {
   static constexpr const char* kNames[] = {
       "qsfp28", "qsfp_plus", "sfp28_or_sfp_plus", "qsa", "backplane", "sfp_dd", "qsfp_dd", "qsfp_cmis", "osfp",

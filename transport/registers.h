@@ -94,6 +94,9 @@ struct ModuleInfo {
 // cable_type and cable_identifier as names (pddr_module_info_ext's enums,
 // snake case: "optical_module", "osfp"; "unknown" past them).
 const char* CableTypeName(std::uint8_t cable_type);
+// The lanes a module of this cable_identifier has: 1 an SFP, 2 an SFP-DD
+// or DSFP, 8 a QSFP-DD or OSFP, else 4 (QSFP, QSFP28, QSFP CMIS, ...).
+int ModuleLanes(std::uint8_t cable_identifier);
 const char* CableIdentifierName(std::uint8_t cable_identifier);
 ModuleInfo DecodeModuleInfo(std::span<const std::uint8_t> reg);
 

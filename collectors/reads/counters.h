@@ -93,8 +93,9 @@ inline std::size_t Index(Counter c) { return static_cast<std::size_t>(c); }
 //   details     PortRcvErrorDetails' six breakdowns of PortRcvErrors and
 //               PortXmitDiscardDetails' four of PortXmitDiscards
 //   state       the port's state, physical state and rates (fabric collector)
-// kLanes: the physical layer's series per lane (FEC corrected symbols,
-// PPCNT raw errors, module rx/tx power), up to 16 a port.
+// kLanes: the physical layer's series per lane (FEC corrected symbols or
+// PPCNT raw errors, a lane of the link each; module rx and tx power, a
+// lane of the module each: 4 + 16 on a 4x port with an OSFP).
 enum class PortGroup : std::uint8_t { kErrors, kCongestion, kData, kPackets, kDetails, kState, kLanes };
 inline constexpr std::size_t kPortGroupCount = 7;
 using PortGroups = std::bitset<kPortGroupCount>;
