@@ -178,6 +178,7 @@ struct CollectorOptions {
   PortTable restored_ports;                               // port_counters: totals from before a re-exec
   std::vector<PortWait> restored_waits;                   // xmit_wait_tick: seconds from before a re-exec
   std::chrono::milliseconds phy_interval{300'000};        // fec: each port's counters at most this often
+  std::string host_sysfs = "/sys";                        // host: the sysfs root (--host.sysfs)
 };
 
 // Called with each metric family as soon as it is complete, or with

@@ -7,6 +7,7 @@
 #include "collectors/fabric_collector.h"
 #include "collectors/fat_tree_collector.h"
 #include "collectors/fec_collector.h"
+#include "collectors/host_collector.h"
 #include "collectors/link_health_collector.h"
 #include "collectors/module_collector.h"
 #include "collectors/partitions_collector.h"
@@ -83,6 +84,10 @@ const std::vector<CollectorInfo>& Registry() {
        MakeSwitchEnvironmentCollector,
        RenderSwitchEnvironment,
        {"capabilities"}},
+      {"host",
+       "In local scope, this host's RDMA devices as its kernel shows them (sysfs under --host.sysfs): counters and "
+       "the driver's hw_counters, firmware, link layer, the PCIe link against its maximum, NUMA node.",
+       true, MakeHostCollector, RenderHost},
   };
   return kRegistry;
 }

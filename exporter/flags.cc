@@ -1,6 +1,7 @@
 #include "exporter/flags.h"
 
 #include <charconv>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iterator>
@@ -151,6 +152,17 @@ const std::map<std::string, Flag>& Flags() {
             std::string why;
             if (!topology::ParseHostPattern(v, &p, &why)) return why;
             c.host_pattern = v;
+            return "";
+          }}},
+        {"host.sysfs",
+         {"Where this host's sysfs is (its class/infiniband and PCI devices), for the host collector in local "
+          "scope; a container mounts the host's /sys elsewhere (as node_exporter's --path.sysfs).",
+          "PATH",
+          [](Config& c, const std::string& v) -> std::string {
+            if (v.empty()) return "must not be empty";
+            std::error_code ec;
+            if (!std::filesystem::is_directory(v, ec)) return "'" + v + "' is no directory";
+            c.host_sysfs = v;
             return "";
           }}},
         {"partitions.plan",

@@ -68,6 +68,7 @@ struct Config {
   collectors::PortGroups port_groups = kPollerDefaults.port_groups;  // --counters.groups
   bool port_groups_auto = kPollerDefaults.port_groups_auto;
   std::chrono::milliseconds phy_interval = kPollerDefaults.collector.phy_interval;
+  std::string host_sysfs = kPollerDefaults.collector.host_sysfs;            // --host.sysfs
   int clear_threshold = kPollerDefaults.collector.clear_threshold_percent;  // percent of a counter's maximum; 0: never
   bool once = false;    // one discovery and sweep, metrics to stdout, exit
   bool check = false;   // does the local port answer? exit 0 or 1

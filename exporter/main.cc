@@ -135,6 +135,7 @@ PollerOptions PollerOptionsFrom(const Config& cfg, const Files& files, bool with
   o.fabric.scope = cfg.scope;
   o.collector.clear_threshold_percent = cfg.clear_threshold;
   o.collector.phy_interval = cfg.phy_interval;
+  o.collector.host_sysfs = cfg.host_sysfs;
   if (with_plans) {
     o.collector.plan = files.plan;
     o.collector.partition_plan = files.partition_plan;

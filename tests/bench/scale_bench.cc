@@ -306,10 +306,10 @@ int PhysicalLayerLoad(const SimFabric& sim, const HardwareFabric& hw, const std:
                                      v.sweep_seconds.end());
     const double minutes = std::chrono::duration<double>(to - from).count() / 60;
     const auto kinds = SentBetween(tap, from, to);
-    std::printf("phy %s: sweep %.2f s median of %zu in %.0f s; %ld series (%ld of the physical layer), %.1f MB gzip; "
-                "MADs a minute:",
-                pass.name, Percentile(sweeps, 0.5), sweeps.size(), minutes * 60, series, phy_series,
-                gz.body_bytes / 1e6);
+    std::printf(
+        "phy %s: sweep %.2f s median of %zu in %.0f s; %ld series (%ld of the physical layer), %.1f MB gzip; "
+        "MADs a minute:",
+        pass.name, Percentile(sweeps, 0.5), sweeps.size(), minutes * 60, series, phy_series, gz.body_bytes / 1e6);
     for (std::size_t k = 0; k < kinds.size(); ++k) {
       std::printf(" %s %.0f", transport::ToString(static_cast<transport::MadKind>(k)), kinds[k] / minutes);
     }

@@ -40,6 +40,7 @@ TEST(CliTest, BadValuesExit2NamingTheFlag) {
       {"--log.level=loud", "--log.level"},
       {"--web.telemetry-path=metrics", "--web.telemetry-path"},
       {"--ib.port", "--ib.port"},
+      {"--host.sysfs=/nonexistent/sys", "--host.sysfs"},
   };
   for (const auto& [arg, flag] : cases) {
     const auto r = RunExporter({arg});

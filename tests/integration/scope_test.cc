@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <map>
 #include <set>
 #include <string>
@@ -113,6 +114,39 @@ TEST_F(ScopeTest, LocalReadsExactlyTheHostsCableEndsAndSeesAPlantedCounterThere)
     EXPECT_TRUE(s.Find("infiniband_switch_info", {{"switch", tree_->Spine(1)}}).empty());
   }
   Plant(leaf_end, "PortCounters.PortRcvErrors", 0);
+}
+
+// The local exporter on a host also serves that host's RDMA devices as
+// its kernel shows them (--host.sysfs, here a tree laid out as the
+// kernel's: an HCA whose driver counts out_of_buffer, on a PCIe link
+// below its maximum), beside its cable's two ends; a fabric exporter
+// reads no host.
+TEST_F(ScopeTest, LocalServesTheHostsOwnDevicesBesideItsCable) {
+  const std::string sys = MakeTempDir("host-sysfs");
+  const auto file = [&](const std::string& path, const std::string& text) {
+    std::filesystem::create_directories(std::filesystem::path(sys + "/" + path).parent_path());
+    ASSERT_TRUE(WriteFile(sys + "/" + path, text + "\n")) << path;
+  };
+  const std::string pci = sys + "/devices/pci0000:00/0000:00:01.0/0000:01:00.0";
+  file("devices/pci0000:00/0000:00:01.0/0000:01:00.0/current_link_speed", "16.0 GT/s PCIe");
+  file("devices/pci0000:00/0000:00:01.0/0000:01:00.0/current_link_width", "8");
+  file("devices/pci0000:00/0000:00:01.0/0000:01:00.0/max_link_speed", "32.0 GT/s PCIe");
+  file("devices/pci0000:00/0000:00:01.0/0000:01:00.0/max_link_width", "16");
+  file("class/infiniband/mlx5_0/fw_ver", "28.39.1002");
+  file("class/infiniband/mlx5_0/ports/1/link_layer", "InfiniBand");
+  file("class/infiniband/mlx5_0/ports/1/hw_counters/out_of_buffer", "42");
+  std::filesystem::create_directory_symlink(pci, sys + "/class/infiniband/mlx5_0/device");
+  const int h = 3;
+  const Scrape s = Once(tree_->Host(h), {"--scope=local", "--host.sysfs=" + sys});
+  EXPECT_EQ(PortsRead(s), (PortSet{tree_->HostPort(h), tree_->LeafHostPort(h)}));
+  EXPECT_EQ(s.Value("infiniband_host_port_hw_counters_total",
+                    {{"device", "mlx5_0"}, {"port", "1"}, {"counter", "out_of_buffer"}}),
+            42);
+  EXPECT_EQ(s.Value("infiniband_host_pcie_link_degraded", {{"device", "mlx5_0"}}), 1);
+  EXPECT_EQ(s.Value("infiniband_host_device_info", {{"device", "mlx5_0"}, {"firmware_version", "28.39.1002"}}), 1);
+  EXPECT_TRUE(Once(tree_->Host(h), {"--host.sysfs=" + sys}).Find("infiniband_host_device_info").empty())
+      << "a fabric exporter reads no host";
+  RemoveTree(sys);
 }
 
 TEST_F(ScopeTest, ShardsReadEveryPortExactlyOnceAndOneReportsTopology) {

@@ -72,6 +72,7 @@ struct Bed {
     c.now = std::chrono::steady_clock::now();
     c.wall = std::chrono::system_clock::now();
     c.parts = &parts;
+    c.scope = parts.scope;
     c.reads = &reads;
     c.log = &log;
     c.in_scope = [](const topology::Node&) { return true; };

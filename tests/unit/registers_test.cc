@@ -161,6 +161,26 @@ TEST(RegistersTest, ModuleInfoNamesTheCableAndItsReadings) {
     EXPECT_NEAR(m.tx_power_watts[lane], (800 + lane) * 1e-6, 1e-12) << lane;
   }
   EXPECT_EQ(m.monitors, 0x0f);
+  // cable_length of a CMIS module (an OSFP): bits [5:0] times 0.1, 1, 10
+  // or 100 m by bits [7:6]; of another, whole metres.
+  EXPECT_TRUE(m.cmis());
+  EXPECT_DOUBLE_EQ(m.LengthMeters(), 3.0);
+  ModuleInfo other = m;
+  other.cable_length = 0x40 | 5;
+  EXPECT_DOUBLE_EQ(other.LengthMeters(), 5.0);
+  other.cable_identifier = 0;  // QSFP28
+  EXPECT_FALSE(other.cmis());
+  EXPECT_DOUBLE_EQ(other.LengthMeters(), 69.0);
+  EXPECT_STREQ(CableTypeName(m.cable_type), "optical_module");
+  EXPECT_STREQ(CableTypeName(3), "passive_copper");
+  EXPECT_STREQ(CableTypeName(15), "unknown");
+  EXPECT_STREQ(CableIdentifierName(m.cable_identifier), "osfp");
+  EXPECT_STREQ(CableIdentifierName(6), "qsfp_dd");
+  EXPECT_STREQ(CableIdentifierName(200), "unknown");
+  EXPECT_EQ(ModuleLanes(8), 8) << "OSFP";
+  EXPECT_EQ(ModuleLanes(0), 4) << "QSFP28";
+  EXPECT_EQ(ModuleLanes(2), 1) << "SFP";
+  EXPECT_EQ(ModuleLanes(5), 2) << "SFP-DD";
   // A firmware that ignores module_info_ext answers whole dBm: -3 dBm is 0.5 mW.
   r[4] = 0;
   Put(&r, page + 0x50, static_cast<std::uint16_t>(static_cast<std::int16_t>(-3)), 2);
