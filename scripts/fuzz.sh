@@ -104,7 +104,7 @@ if [ -n "$build" ]; then
   mapfile -t http_objects < <(objects_of "${http[@]}" config/text.cc)
   # Static libraries last, those that use others first.
   link http "${http_objects[@]}" "$build/exporter/libibfabric_exporter_lib.a" \
-    "$build/tests/libibfabric_fake_fabric.a" "$build/collectors/libibfabric_collectors.a" \
+    "$build/tests/libibfabric_fake_fabric.a" "$build/collectors/libibfabric_collectors.a" "$build/host/libibfabric_host.a" \
     "$build/collectors/libibfabric_health.a" "$build/collectors/libibfabric_reads.a" \
     "$build/collectors/libibfabric_common.a" \
     "$build/topology/libibfabric_topology.a" "$build/config/libibfabric_config.a" \
