@@ -158,13 +158,6 @@ struct PortState {
   FecPort out;
 };
 
-// A switch port cabled to nothing but the switch's own SHARP Aggregation
-// Node (its link never leaves the switch).
-bool FacesAggregationNode(const topology::Fabric& fabric, const topology::Port& p) {
-  const topology::Node* far = p.remote ? fabric.FindNode(p.remote->node_guid) : nullptr;
-  return far && topology::IsAggregationNode(*far);
-}
-
 // IBTA performance counters stop at their maximum: a 32-bit one there
 // counts no more until cleared.
 constexpr std::uint32_t kPinned = 0xffffffffu;
@@ -220,7 +213,7 @@ class FecCollector final : public Collector {
       if (!pma && !ppcnt) continue;
       for (const topology::Port& p : n.ports) {
         const topology::PortRef ref{n.guid, p.number};
-        if (p.number == 0 || !cycle.read_port(ref) || FacesAggregationNode(*cycle.fabric, p)) continue;
+        if (p.number == 0 || !cycle.read_port(ref) || topology::FacesAggregationNode(*cycle.fabric, p)) continue;
         if (!p.link_up()) {
           // Down: its rates say nothing now, and the next window starts
           // when it is read again.

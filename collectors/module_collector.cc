@@ -82,9 +82,7 @@ class ModuleCollector final : public Collector {
       for (const topology::Port& p : n.ports) {
         const topology::PortRef ref{n.guid, p.number};
         if (p.number == 0 || !p.link_up() || !cycle.read_port(ref)) continue;
-        // A switch's SHARP Aggregation Node is inside it: no module between.
-        const topology::Node* far = p.remote ? cycle.fabric->FindNode(p.remote->node_guid) : nullptr;
-        if (far && topology::IsAggregationNode(*far)) continue;
+        if (topology::FacesAggregationNode(*cycle.fabric, p)) continue;  // inside the switch: no module
         const std::uint16_t lid = n.kind == topology::NodeKind::kSwitch ? n.lid : p.lid;
         if (lid == 0) continue;
         PortState& st = ports_[ref];

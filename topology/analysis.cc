@@ -98,9 +98,7 @@ std::vector<Link> Links(const Fabric& fabric) {
   for (const auto& node : fabric.nodes()) {
     if (IsAggregationNode(node)) continue;
     for (const auto& port : node.ports) {
-      if (!port.remote || fabric.FindPort(*port.remote) == nullptr) continue;
-      const Node* far = fabric.FindNode(port.remote->node_guid);
-      if (far && IsAggregationNode(*far)) continue;
+      if (!port.remote || fabric.FindPort(*port.remote) == nullptr || FacesAggregationNode(fabric, port)) continue;
       out.insert(CableBetween({node.guid, port.number}, *port.remote));
     }
   }

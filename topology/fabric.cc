@@ -19,6 +19,11 @@ bool IsAggregationNode(const Node& n) {
   return n.kind == NodeKind::kCa && n.description == kAggregationNodeDescription;
 }
 
+bool FacesAggregationNode(const Fabric& fabric, const Port& p) {
+  const Node* far = p.remote ? fabric.FindNode(p.remote->node_guid) : nullptr;
+  return far && IsAggregationNode(*far);
+}
+
 bool IsHca(const Node& n) { return n.kind == NodeKind::kCa && !IsAggregationNode(n); }
 
 bool IsNvidiaSwitch(const Node& n) {

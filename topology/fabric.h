@@ -116,6 +116,9 @@ Fabric Part(const Fabric& fabric, const std::set<std::uint64_t>& guids,
 // switch is no cable.
 inline constexpr std::string_view kAggregationNodeDescription = "Mellanox Technologies Aggregation Node";
 bool IsAggregationNode(const Node& n);
+// A port cabled to an Aggregation Node: a switch's link to its own AN,
+// inside it (no cable, no module).
+bool FacesAggregationNode(const Fabric& fabric, const Port& p);
 // A host's channel adapter: a CA that is no Aggregation Node. Routers
 // (NodeType 3, to another subnet) and Aggregation Nodes are listed apart:
 // no HCA series, no host, no part of the tiers (both are still routing
