@@ -43,6 +43,12 @@ class FatTreeCollector final : public Collector {
   // its own; a planned cable at another rate is degraded for that reason.
   topology::Analysis Analyze(const topology::Fabric& fabric, const topology::Scope& scope,
                              topology::HostAnalysis* hosts) const {
+    if (scope.kind == topology::ScopeKind::kLocal) {
+      // Its own host by name (the host view, its series' `host`); rail
+      // findings need the whole fabric and are never a local exporter's.
+      *hosts = topology::AnalyzeHosts(fabric, pattern_);
+      hosts->findings.clear();
+    }
     if (!scope.reports_topology()) return {};
     topology::Analysis a = topology::Analyze(fabric);
     *hosts = topology::AnalyzeHosts(fabric, pattern_);

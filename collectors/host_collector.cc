@@ -33,7 +33,26 @@ double CounterValue(const std::string& name, std::uint64_t v) {
   return static_cast<double>(v) * (name == "port_xmit_data" || name == "port_rcv_data" ? 4 : 1);
 }
 
+// The host a device belongs to: the fabric's name for it (topology/
+// hosts.h) where the device's GUID is in a host; else the first word of
+// its node description (rdma-ndd's "%h %d"); else none.
+std::string HostName(const Snapshot& s, const host::HostDevice& d, std::uint64_t guid) {
+  if (s.hosts) {
+    for (const topology::Host& h : s.hosts->hosts) {
+      for (const topology::Hca& x : h.hcas) {
+        if (x.guid == guid) return h.name;
+      }
+    }
+  }
+  return d.node_desc.substr(0, d.node_desc.find(' '));
+}
+
 }  // namespace
+
+std::string CableId(const topology::Link& l) {
+  return topology::FormatGuid(l.a.node_guid) + "/" + std::to_string(l.a.port) + "/" +
+         topology::FormatGuid(l.b.node_guid) + "/" + std::to_string(l.b.port);
+}
 
 std::unique_ptr<Collector> MakeHostCollector(const CollectorOptions& options) {
   return std::make_unique<HostCollector>(options.host_sysfs);
@@ -49,7 +68,8 @@ void RenderHost(const Snapshot& s, const Emit& out) {
                      MetricType::Gauge);
   auto ports = Family("infiniband_host_port_info",
                       "A port of this host's RDMA device: its link layer (InfiniBand, or Ethernet for RoCE), state, "
-                      "physical state and rate as the kernel shows them",
+                      "physical state and rate as the kernel shows them; its node GUID, host and the cable it is on "
+                      "(as the cable alerts' `cable` label names it) where the fabric shows them",
                       MetricType::Gauge);
   auto counters = Family("infiniband_host_port_counters_total",
                          "The port's standard counters as the kernel keeps them (counters/, by their sysfs names; "
@@ -93,11 +113,22 @@ void RenderHost(const Snapshot& s, const Emit& out) {
       if (l.max_width > 0) Add(max_width, at, l.max_width);
       Add(degraded, at, l.degraded() ? 1 : 0);
     }
+    const std::uint64_t guid = host::ParseSysfsGuid(d.node_guid);
+    const std::string host = HostName(s, d, guid);
     for (const host::HostPort& p : d.ports) {
       const std::string port = std::to_string(p.number);
+      std::string cable;
+      if (guid && p.infiniband() && s.fabric && p.number < 256) {
+        const topology::PortRef end{guid, static_cast<std::uint8_t>(p.number)};
+        const topology::Port* fp = s.fabric->FindPort(end);
+        if (fp && fp->remote) cable = CableId(topology::CableBetween(end, *fp->remote));
+      }
       Add(ports,
           {{"device", d.name},
            {"port", port},
+           {"guid", guid ? topology::FormatGuid(guid) : ""},
+           {"host", host},
+           {"cable", cable},
            {"link_layer", p.link_layer},
            {"state", p.state},
            {"phys_state", p.phys_state},

@@ -7,9 +7,12 @@
 // Part: HostReadings under "host" (Snapshot::by_collector). Metrics, each
 // device by its name (`device`) and port: infiniband_host_device_info
 // {device,firmware_version,board_id,hca_type,node_guid,pci_address,
-// numa_node}, infiniband_host_port_info{device,port,link_layer,state,
-// phys_state,rate} (an Ethernet/RoCE port is labelled so; the exporter
-// reads no fabric through it), infiniband_host_port_counters_total{device,
+// numa_node}, infiniband_host_port_info{device,port,guid,host,cable,
+// link_layer,state,phys_state,rate} (an Ethernet/RoCE port is labelled
+// so; the exporter reads no fabric through it; `cable` as CableId names
+// the cable the fabric shows on the port, empty where it shows none; the
+// host rules join on it and Alertmanager mutes a host's transport alerts
+// under its cable's), infiniband_host_port_counters_total{device,
 // port,counter} (counters/, by their sysfs names; port_xmit_data and
 // port_rcv_data in bytes: the kernel's 4-octet words times 4),
 // infiniband_host_port_hw_counters_total{device,port,counter} (the
@@ -25,6 +28,7 @@
 
 #include "collectors/collector.h"
 #include "host/sysfs.h"
+#include "topology/analysis.h"
 
 namespace ibfabric::collectors {
 
@@ -33,6 +37,11 @@ inline constexpr std::string_view kHostCollector = "host";
 struct HostReadings {
   std::shared_ptr<const host::HostReading> reading;  // null outside local scope
 };
+
+// A cable as the host rules and the cable alerts name it (the alerts'
+// `cable` label, label_join of guid, port, remote_guid, remote_port):
+// "0x...a/1/0x...b/7", its ends in canonical order (topology/analysis.h).
+std::string CableId(const topology::Link& l);
 
 std::unique_ptr<Collector> MakeHostCollector(const CollectorOptions& options);
 void RenderHost(const Snapshot& s, const Emit& out);

@@ -159,6 +159,22 @@ double ParsePcieSpeed(const std::string& text) {
   return std::string(end).rfind("GT/s", 0) == 0 ? v : 0;
 }
 
+std::uint64_t ParseSysfsGuid(const std::string& text) {
+  if (text.size() != 19) return 0;
+  std::uint64_t guid = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (i % 5 == 4) {
+      if (c != ':') return 0;
+      continue;
+    }
+    if (!std::isxdigit(static_cast<unsigned char>(c))) return 0;
+    guid = guid << 4 | static_cast<std::uint64_t>(
+                           std::isdigit(static_cast<unsigned char>(c)) ? c - '0' : std::tolower(c) - 'a' + 10);
+  }
+  return guid;
+}
+
 HostReading ReadSysfs(const std::string& root) { return Reader(root).Read(); }
 
 }  // namespace ibfabric::host

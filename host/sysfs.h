@@ -68,4 +68,8 @@ HostReading ReadSysfs(const std::string& root);
 // "16.0 GT/s PCIe", "8 GT/s", "2.5 GT/s" -> GT/s; anything else -> 0.
 double ParsePcieSpeed(const std::string& text);
 
+// A GUID as the kernel writes node_guid: four groups of four hex digits,
+// "0002:c903:00a1:b2c4" -> 0x0002c90300a1b2c4; anything else -> 0.
+std::uint64_t ParseSysfsGuid(const std::string& text);
+
 }  // namespace ibfabric::host

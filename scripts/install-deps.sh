@@ -13,6 +13,8 @@ packages=(
   prometheus-cpp-dev libcpp-httplib-dev nlohmann-json3-dev libyaml-cpp-dev
   # gzip of the exposition
   zlib1g-dev
+  # the kubelet's pod-resources API (gRPC on its unix socket): job attribution
+  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   # TLS and bcrypt (basic auth) for the web config; openssl makes test certificates
   libssl-dev libcrypt-dev openssl
   # tests and benchmarks; clang's libFuzzer and sanitizers for the fuzz targets;

@@ -8,6 +8,7 @@
 #include "collectors/api/json.h"
 #include "collectors/common/iso8601.h"
 #include "collectors/fec_collector.h"
+#include "collectors/host_collector.h"
 #include "collectors/module_collector.h"
 #include "config/text.h"
 
@@ -597,6 +598,54 @@ bool ParseHostQuery(const std::multimap<std::string, std::string>& params, std::
   return true;
 }
 
+namespace {
+
+// The counters of the driver's hw_counters/ the host rules watch
+// (deploy/prometheus/infiniband-rules.yml, group infiniband-host), where
+// the driver has them.
+constexpr const char* kTransportCounters[] = {"req_transport_retries_exceeded", "req_rnr_retries_exceeded",
+                                              "local_ack_timeout_err", "rnr_nak_retry_err", "out_of_buffer"};
+
+// What the host's kernel says of the HCA with node GUID `guid`, or null
+// where this exporter does not read the host (not local scope, another host).
+json KernelJson(const Snapshot& s, std::uint64_t guid) {
+  const auto* readings = s.by_collector.Get<HostReadings>(kHostCollector);
+  if (!readings || !readings->reading) return nullptr;
+  for (const host::HostDevice& d : readings->reading->devices) {
+    if (host::ParseSysfsGuid(d.node_guid) != guid) continue;
+    json pcie = nullptr;
+    if (d.pcie) {
+      pcie = {{"transfers_per_second", d.pcie->speed_gts * 1e9},
+              {"width", d.pcie->width},
+              {"max_transfers_per_second", d.pcie->max_speed_gts * 1e9},
+              {"max_width", d.pcie->max_width},
+              {"degraded", d.pcie->degraded()}};
+    }
+    json ports = json::array();
+    for (const host::HostPort& p : d.ports) {
+      json counters = json::object();
+      for (const char* c : kTransportCounters) {
+        const auto it = p.hw_counters.find(c);
+        if (it != p.hw_counters.end()) counters[c] = it->second;
+      }
+      ports.push_back({{"port", p.number},
+                       {"link_layer", p.link_layer},
+                       {"state", p.state},
+                       {"transport_errors", std::move(counters)}});
+    }
+    return {{"device", d.name},
+            {"firmware_version", d.fw_ver},
+            {"board_id", d.board_id},
+            {"pci_address", d.pci_address},
+            {"numa_node", d.numa_node < 0 ? json(nullptr) : json(d.numa_node)},
+            {"pcie", std::move(pcie)},
+            {"ports", std::move(ports)}};
+  }
+  return nullptr;
+}
+
+}  // namespace
+
 nlohmann::json HostDetailJson(const Snapshot& s, const std::string& name) {
   if (!s.hosts || !s.fabric) return nullptr;
   const topology::HostAnalysis& h = *s.hosts;
@@ -625,7 +674,8 @@ nlohmann::json HostDetailJson(const Snapshot& s, const std::string& name) {
                     {"guid", FormatGuid(x.guid)},
                     {"name", n ? n->description : ""},
                     {"lid", n ? n->lid : 0},
-                    {"ports", std::move(ports)}});
+                    {"ports", std::move(ports)},
+                    {"kernel", KernelJson(s, x.guid)}});
   }
   json alerts = json::array();
   if (s.health) {

@@ -175,7 +175,11 @@ nlohmann::json NodeDetailJson(const Snapshot& snapshot, std::uint64_t guid);
 // --- GET /api/v1/host?name=H: one host (topology/hosts.h) for the status
 // page: its HCAs in rail order, each cabled port's leaf port, rail, unit,
 // state and rate, the active alerts on their cables and the findings about
-// them; null when no host has that name. False with a one-line reason.
+// them; null when no host has that name. An HCA the exporter also reads
+// from the host's own sysfs (local scope, host_collector.h) has "kernel":
+// firmware, PCI address, NUMA node, the PCIe link against its maximum
+// (`degraded`) and, per port, the transport error counters the host rules
+// watch; null elsewhere. False with a one-line reason.
 bool ParseHostQuery(const std::multimap<std::string, std::string>& params, std::string* name, std::string* error);
 nlohmann::json HostDetailJson(const Snapshot& snapshot, const std::string& name);
 

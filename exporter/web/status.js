@@ -979,7 +979,32 @@ async function openHost(name) {
                           : el("p", { class: "muted", text: "none" }),
         el("h4", { text: d.layout === "rail_optimized" ? "HCAs by rail" : "HCAs" }),
         el("table", { id: "host-hcas" }, el("thead", {}, el("tr", {}, ...["Rail", "HCA port", "Leaf port", "Unit", "State"].map((h) => el("th", { text: h })))),
-           el("tbody", {}, ...rows.map((r) => r.tr))));
+           el("tbody", {}, ...rows.map((r) => r.tr))),
+        ...hostKernel(d.hcas.filter((x) => x.kernel)));
+}
+
+// What the host's own kernel says of its HCAs (an exporter in local scope
+// on that host): firmware, the PCIe link against its maximum, NUMA node and
+// the transport errors the host rules watch.
+function hostKernel(hcas) {
+  if (!hcas.length) return [];
+  const gts = (v) => (v / 1e9).toFixed(1).replace(/\.0$/, "") + " GT/s";
+  const rows = hcas.map((x) => {
+    const k = x.kernel, p = k.pcie;
+    const errors = k.ports.flatMap((port) => Object.entries(port.transport_errors).filter(([, v]) => v > 0)
+      .map(([name, v]) => (k.ports.length > 1 ? "[" + port.port + "] " : "") + name + " " + v));
+    return el("tr", { "data-device": k.device, "data-pcie": p ? (p.degraded ? "degraded" : "ok") : "" },
+      el("td", { text: k.device }),
+      el("td", { text: k.firmware_version || "–" }),
+      el("td", p ? { class: p.degraded ? "state-degraded" : "",
+                     text: gts(p.transfers_per_second) + " x" + p.width + (p.degraded ? " of " + gts(p.max_transfers_per_second) + " x" + p.max_width : "") }
+                 : { text: "–" }),
+      el("td", { text: k.numa_node === null ? "–" : String(k.numa_node) }),
+      el("td", { class: errors.length ? "state-bad" : "", text: errors.length ? errors.join(", ") : "none" }));
+  });
+  return [el("h4", { text: "On the host" }),
+          el("table", { id: "host-kernel" }, el("thead", {}, el("tr", {}, ...["HCA", "Firmware", "PCIe", "NUMA", "Transport errors"].map((h) => el("th", { text: h })))),
+             el("tbody", {}, ...rows))];
 }
 
 // --- Search.

@@ -7,7 +7,10 @@
 // bad cable arrives as one notification with both ends, severity and
 // runbook, and resolves when the errors stop; a flapping link likewise; a
 // cable that goes down pages as down, its bad-cable alert muted; a killed
-// master SM arrives as one subnet-manager notification.
+// master SM arrives as one subnet-manager notification; a host's failing
+// connections (its HCA's retries exhausted, in a sysfs tree laid out as the
+// kernel's, read by the host's local exporter) page once for that host and
+// HCA, and are muted on a host whose own cable is bad.
 
 #include <gtest/gtest.h>
 
@@ -21,6 +24,7 @@
 
 #include "tests/integration/fabric_suite.h"
 #include "tests/testbed/alertmanager.h"
+#include "tests/testbed/host_sysfs.h"
 #include "tests/testbed/prometheus_server.h"
 
 namespace ibfabric::testbed {
@@ -51,6 +55,24 @@ class OncallTest : public FabricSuite {
                                "--sm.stall-after=5s", "--alerts.config=" + dir_ + "/alerts.yaml"})
                     .release();
     ASSERT_NE(exporter_, nullptr);
+    // The local exporters of two hosts, each with its HCA in a sysfs tree.
+    const Scrape fabric = exporter_->ScrapeMetrics();
+    std::string targets = "'127.0.0.1:" + std::to_string(exporter_->port()) + "'";
+    for (int i = 0; i < 2; ++i) {
+      const std::string host = tree_->Host(kHosts[i]);
+      sysfs_[i] = new HostSysfs();
+      sysfs_[i]->AddHca("mlx5_0", std::stoull(NodeGuid(fabric, host), nullptr, 16), host + " mlx5_0", "0000:3b:00.0");
+      sysfs_[i]->SetHwCounter("mlx5_0", 1, "req_transport_retries_exceeded", 0);
+      local_[i] =
+          ExporterProcess::Start(*sim_,
+                                 {"--scope=local", "--sweep.interval=300ms", "--mad.timeout=20ms",
+                                  "--alerts.config=" + dir_ + "/alerts.yaml", "--host.sysfs=" + sysfs_[i]->root()},
+                                 &error, {}, FabricEnv({{"SIM_HOST", host}}))
+              .release();
+      ASSERT_NE(local_[i], nullptr) << error;
+      ASSERT_TRUE(local_[i]->WaitForSweeps(1, seconds(60))) << local_[i]->Log();
+      targets += ", '127.0.0.1:" + std::to_string(local_[i]->port()) + "'";
+    }
     receiver_ = new WebhookReceiver();
     std::string am_config = Seconds(SourceFile("deploy/alertmanager/alertmanager.yml"));
     am_config = std::regex_replace(am_config, std::regex(R"(url: \S+)"), "url: " + receiver_->url());
@@ -66,8 +88,8 @@ class OncallTest : public FabricSuite {
                           "']}]}]\n"
                           "scrape_configs:\n"
                           "  - job_name: infiniband\n"
-                          "    static_configs: [{targets: ['127.0.0.1:" +
-                          std::to_string(exporter_->port()) + "'], labels: {fabric: sim}}]\n",
+                          "    static_configs: [{targets: [" +
+                          targets + "], labels: {fabric: sim}}]\n",
                       {{"rules.yml", rules}}, &error)
                       .release();
     ASSERT_NE(prometheus_, nullptr) << error;
@@ -76,6 +98,10 @@ class OncallTest : public FabricSuite {
     delete prometheus_;
     delete alertmanager_;
     delete receiver_;
+    for (int i = 0; i < 2; ++i) {
+      delete local_[i];
+      delete sysfs_[i];
+    }
     delete exporter_;
     delete sm_;
     if (!dir_.empty()) RemoveTree(dir_);
@@ -157,6 +183,10 @@ class OncallTest : public FabricSuite {
   static inline Process* sm_ = nullptr;
   static inline std::string dir_;
   static inline ExporterProcess* exporter_ = nullptr;
+  // Hosts with a local exporter: the first's cable stays clean, the second's goes bad.
+  static constexpr int kHosts[2] = {2, 4};
+  static inline HostSysfs* sysfs_[2] = {};
+  static inline ExporterProcess* local_[2] = {};
   static inline WebhookReceiver* receiver_ = nullptr;
   static inline AlertmanagerServer* alertmanager_ = nullptr;
   static inline PrometheusServer* prometheus_ = nullptr;
@@ -252,6 +282,86 @@ TEST_F(OncallTest, AKilledMasterIsOneSubnetManagerNotification) {
     EXPECT_EQ(n["commonLabels"].value("severity", ""), "critical") << n.dump();
   }
   EXPECT_EQ(with_master, 1u) << Dump();
+}
+
+// A host whose HCA gives up on connections pages once, for that host and
+// HCA, with the cable it is on; the same on a host whose own cable is bad
+// fires in Prometheus but is muted under the cable's page.
+TEST_F(OncallTest, AHostsFailedConnectionsPageForItsHcaAndNotUnderItsBadCable) {
+  const std::string clean = tree_->Host(kHosts[0]), behind_bad = tree_->Host(kHosts[1]);
+  // Prometheus has the counters at 0 from both hosts (an increase needs a sample before it).
+  std::string error;
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        const auto r = prometheus_->Query(
+            "infiniband_host_port_hw_counters_total{counter=\"req_transport_retries_exceeded\"} == 0", &error);
+        return r && r->size() == 2;
+      },
+      seconds(30)))
+      << error;
+  sysfs_[0]->SetHwCounter("mlx5_0", 1, "req_transport_retries_exceeded", 3);
+  ASSERT_TRUE(WaitUntil([] { return !For("InfinibandHostRetriesExhausted").empty(); }, seconds(60))) << Dump();
+  std::this_thread::sleep_for(seconds(5));  // time for any duplicate to arrive
+  const std::vector<json> got = For("InfinibandHostRetriesExhausted");
+  ASSERT_EQ(got.size(), 1u) << Dump();
+  ASSERT_EQ(got[0]["alerts"].size(), 1u) << got[0].dump();
+  const json& alert = got[0]["alerts"][0];
+  const json& labels = alert["labels"];
+  EXPECT_EQ(labels.value("host", ""), clean);
+  EXPECT_EQ(labels.value("device", ""), "mlx5_0");
+  EXPECT_EQ(labels.value("port", ""), "1");
+  EXPECT_EQ(labels.value("counter", ""), "req_transport_retries_exceeded");
+  EXPECT_EQ(labels.value("severity", ""), "critical");
+  EXPECT_EQ(alert["annotations"].value("summary", ""),
+            "HCA mlx5_0 port 1 on " + clean + " gave up on connections (req_transport_retries_exceeded)");
+  EXPECT_NE(alert["annotations"].value("runbook", "").find("status page"), std::string::npos);
+  // Its cable, named as the cable alerts name theirs.
+  const Endpoint leaf = tree_->LeafHostPort(kHosts[0]);
+  const std::string guid = NodeGuid(exporter_->ScrapeMetrics(), clean),
+                    leaf_guid = NodeGuid(exporter_->ScrapeMetrics(), leaf.node);
+  const std::string host_end = guid + "/1", leaf_end = leaf_guid + "/" + std::to_string(leaf.port);
+  EXPECT_EQ(labels.value("cable", ""), std::stoull(guid, nullptr, 16) < std::stoull(leaf_guid, nullptr, 16)
+                                           ? host_end + "/" + leaf_end
+                                           : leaf_end + "/" + host_end);
+
+  // The second host's cable goes bad: paged for the cable ...
+  const Endpoint bad = tree_->LeafHostPort(kHosts[1]);
+  Ramp ramp(bad, "PortCounters.SymbolErrorCounter", 10, 60000);
+  std::string cable;
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        for (const json& n : For("InfinibandBadCable")) {
+          for (const json& a : n["alerts"]) {
+            const json& l = a["labels"];
+            const std::string port = std::to_string(bad.port);
+            if (a["status"] == "firing" &&
+                ((l.value("node", "") == bad.node && l.value("port", "") == port) ||
+                 (l.value("remote_node", "") == bad.node && l.value("remote_port", "") == port)))
+              cable = l.value("cable", "");
+          }
+        }
+        return !cable.empty();
+      },
+      seconds(60)))
+      << Dump();
+  // ... then its connections fail: firing in Prometheus, on the same cable,
+  // but no notification.
+  sysfs_[1]->SetHwCounter("mlx5_0", 1, "req_transport_retries_exceeded", 5);
+  std::optional<json> firing;
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        firing = prometheus_->Query(
+            "ALERTS{alertname=\"InfinibandHostRetriesExhausted\",alertstate=\"firing\",host=\"" + behind_bad + "\"}",
+            &error);
+        return firing && !firing->empty();
+      },
+      seconds(60)))
+      << error;
+  EXPECT_EQ((*firing)[0]["metric"].value("cable", ""), cable) << firing->dump();
+  std::this_thread::sleep_for(seconds(5));  // time for a notification to arrive
+  for (const json& n : For("InfinibandHostRetriesExhausted")) {
+    for (const json& a : n["alerts"]) EXPECT_EQ(a["labels"].value("host", ""), clean) << Dump();
+  }
 }
 
 }  // namespace

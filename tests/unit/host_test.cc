@@ -8,12 +8,14 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 
 #include "collectors/host_collector.h"
 #include "host/sysfs.h"
 #include "tests/unit/collector_bed.h"
+#include "topology/hosts.h"
 
 namespace ibfabric::host {
 namespace {
@@ -142,6 +144,14 @@ TEST(HostSysfsTest, PcieSpeedsAndWhatIsDegraded) {
   EXPECT_FALSE((PcieLink{0, 16, 32, 16}).degraded()) << "an unknown speed says nothing";
 }
 
+TEST(HostSysfsTest, NodeGuidsAsTheKernelWritesThem) {
+  EXPECT_EQ(ParseSysfsGuid("0002:c903:00a1:b2c4"), 0x0002c90300a1b2c4u);
+  EXPECT_EQ(ParseSysfsGuid("E41D:2D03:0060:7B01"), 0xe41d2d0300607b01u);
+  EXPECT_EQ(ParseSysfsGuid("0002c90300a1b2c4"), 0u) << "not the kernel's form";
+  EXPECT_EQ(ParseSysfsGuid("0002:c903:00a1:b2cg"), 0u);
+  EXPECT_EQ(ParseSysfsGuid(""), 0u);
+}
+
 }  // namespace
 }  // namespace ibfabric::host
 
@@ -173,6 +183,31 @@ TEST(HostCollectorTest, LocalScopeExportsTheHostsDevicesFabricScopeNothing) {
   EXPECT_EQ(s.Value("infiniband_host_device_hw_counters_total", {{"device", "irdma0"}, {"counter", "ip4RxPkts"}}), 99);
   EXPECT_EQ(s.Value("infiniband_host_sysfs_problems"), 1);
   EXPECT_TRUE(s.Find("infiniband_host_pcie_link_degraded", {{"device", "irdma0"}}).empty()) << "absent, not 0";
+  EXPECT_EQ(s.Value("infiniband_host_port_info",
+                    {{"device", "mlx5_0"}, {"guid", "0xa088c20300abcdef"}, {"host", "gpu0001"}, {"cable", ""}}),
+            1)
+      << "a GUID the fabric does not know: the description's host, no cable";
+
+  // The device is the fabric's first host: its cable, named as the cable
+  // alerts' label_join names it, and the fabric's name for the host.
+  const std::uint64_t g = b.f.Guid(b.hosts[0]);
+  char kernel[20];
+  std::snprintf(kernel, sizeof kernel, "%04x:%04x:%04x:%04x", static_cast<unsigned>(g >> 48 & 0xffff),
+                static_cast<unsigned>(g >> 32 & 0xffff), static_cast<unsigned>(g >> 16 & 0xffff),
+                static_cast<unsigned>(g & 0xffff));
+  t.File("class/infiniband/mlx5_0/node_guid", kernel);
+  b.parts.hosts = std::make_shared<topology::HostAnalysis>(topology::AnalyzeHosts(b.fabric, {}));
+  b.Run(*c);
+  const topology::Port* hp = b.fabric.FindPort({g, 1});
+  ASSERT_TRUE(hp && hp->remote);
+  const topology::PortRef leaf = *hp->remote;
+  const std::string cable =
+      g < leaf.node_guid
+          ? topology::FormatGuid(g) + "/1/" + topology::FormatGuid(leaf.node_guid) + "/" + std::to_string(leaf.port)
+          : topology::FormatGuid(leaf.node_guid) + "/" + std::to_string(leaf.port) + "/" + topology::FormatGuid(g) +
+                "/1";
+  EXPECT_EQ(b.Render().Value("infiniband_host_port_info", {{"device", "mlx5_0"}, {"host", "cn0001"}, {"cable", cable}}),
+            1);
 
   Bed fabric;
   auto f = fabric.Make("host", o);
