@@ -28,6 +28,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -38,6 +39,7 @@
 #include "collectors/health/subnet_managers.h"
 #include "collectors/reads/sweep.h"
 #include "collectors/snapshot.h"
+#include "host/jobs.h"
 #include "topology/analysis.h"
 #include "topology/fabric.h"
 #include "topology/hosts.h"
@@ -178,7 +180,13 @@ struct CollectorOptions {
   PortTable restored_ports;                               // port_counters: totals from before a re-exec
   std::vector<PortWait> restored_waits;                   // xmit_wait_tick: seconds from before a re-exec
   std::chrono::milliseconds phy_interval{300'000};        // fec: each port's counters at most this often
-  std::string host_sysfs = "/sys";                        // host: the sysfs root (--host.sysfs)
+  std::string host_sysfs = "/sys";                        // host, jobs: the sysfs root (--host.sysfs)
+  std::string host_proc = "/proc";                        // jobs: GPUs' UUIDs under driver/nvidia (--host.proc)
+  std::string job_mapping_dir;                            // jobs: Slurm's mapping directory; empty: none
+  // jobs: the devices the kubelet gave each container (main connects it to
+  // --host.kubelet-socket); null: no kubelet. nullopt with a reason when it
+  // does not answer; nullopt with no reason where there is none to ask.
+  std::function<std::optional<std::vector<host::DeviceClaim>>(std::string* error)> pod_devices;
 };
 
 // Called with each metric family as soon as it is complete, or with

@@ -33,11 +33,11 @@ double CounterValue(const std::string& name, std::uint64_t v) {
   return static_cast<double>(v) * (name == "port_xmit_data" || name == "port_rcv_data" ? 4 : 1);
 }
 
-// The host a device belongs to: the fabric's name for it (topology/
-// hosts.h) where the device's GUID is in a host; else the first word of
-// its node description (rdma-ndd's "%h %d"); else none.
-std::string HostName(const Snapshot& s, const host::HostDevice& d, std::uint64_t guid) {
-  if (s.hosts) {
+}  // namespace
+
+std::string HostOfDevice(const Snapshot& s, const host::HostDevice& d) {
+  const std::uint64_t guid = host::ParseSysfsGuid(d.node_guid);
+  if (s.hosts && guid) {
     for (const topology::Host& h : s.hosts->hosts) {
       for (const topology::Hca& x : h.hcas) {
         if (x.guid == guid) return h.name;
@@ -46,8 +46,6 @@ std::string HostName(const Snapshot& s, const host::HostDevice& d, std::uint64_t
   }
   return d.node_desc.substr(0, d.node_desc.find(' '));
 }
-
-}  // namespace
 
 std::string CableId(const topology::Link& l) {
   return topology::FormatGuid(l.a.node_guid) + "/" + std::to_string(l.a.port) + "/" +
@@ -99,7 +97,8 @@ void RenderHost(const Snapshot& s, const Emit& out) {
          {"firmware_version", d.fw_ver},
          {"board_id", d.board_id},
          {"hca_type", d.hca_type},
-         {"node_guid", d.node_guid},
+         {"node_guid",
+          host::ParseSysfsGuid(d.node_guid) ? topology::FormatGuid(host::ParseSysfsGuid(d.node_guid)) : d.node_guid},
          {"pci_address", d.pci_address},
          {"numa_node", std::to_string(d.numa_node)}},
         1);
@@ -114,7 +113,7 @@ void RenderHost(const Snapshot& s, const Emit& out) {
       Add(degraded, at, l.degraded() ? 1 : 0);
     }
     const std::uint64_t guid = host::ParseSysfsGuid(d.node_guid);
-    const std::string host = HostName(s, d, guid);
+    const std::string host = HostOfDevice(s, d);
     for (const host::HostPort& p : d.ports) {
       const std::string port = std::to_string(p.number);
       std::string cable;
@@ -126,7 +125,7 @@ void RenderHost(const Snapshot& s, const Emit& out) {
       Add(ports,
           {{"device", d.name},
            {"port", port},
-           {"guid", guid ? topology::FormatGuid(guid) : ""},
+           {"node_guid", guid ? topology::FormatGuid(guid) : ""},
            {"host", host},
            {"cable", cable},
            {"link_layer", p.link_layer},

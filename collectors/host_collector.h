@@ -7,8 +7,9 @@
 // Part: HostReadings under "host" (Snapshot::by_collector). Metrics, each
 // device by its name (`device`) and port: infiniband_host_device_info
 // {device,firmware_version,board_id,hca_type,node_guid,pci_address,
-// numa_node}, infiniband_host_port_info{device,port,guid,host,cable,
-// link_layer,state,phys_state,rate} (an Ethernet/RoCE port is labelled
+// numa_node} (node_guid as the fabric's series write GUIDs),
+// infiniband_host_port_info{device,port,node_guid,host,cable,link_layer,
+// state,phys_state,rate} (an Ethernet/RoCE port is labelled
 // so; the exporter reads no fabric through it; `cable` as CableId names
 // the cable the fabric shows on the port, empty where it shows none; the
 // host rules join on it and Alertmanager mutes a host's transport alerts
@@ -42,6 +43,11 @@ struct HostReadings {
 // `cable` label, label_join of guid, port, remote_guid, remote_port):
 // "0x...a/1/0x...b/7", its ends in canonical order (topology/analysis.h).
 std::string CableId(const topology::Link& l);
+
+// The host a device belongs to: the fabric's name for it (topology/
+// hosts.h) where the device's GUID is in a host; else the first word of
+// its node description (rdma-ndd's "%h %d"); else empty.
+std::string HostOfDevice(const Snapshot& s, const host::HostDevice& d);
 
 std::unique_ptr<Collector> MakeHostCollector(const CollectorOptions& options);
 void RenderHost(const Snapshot& s, const Emit& out);

@@ -8,6 +8,7 @@
 #include "collectors/fat_tree_collector.h"
 #include "collectors/fec_collector.h"
 #include "collectors/host_collector.h"
+#include "collectors/jobs_collector.h"
 #include "collectors/link_health_collector.h"
 #include "collectors/module_collector.h"
 #include "collectors/partitions_collector.h"
@@ -88,6 +89,13 @@ const std::vector<CollectorInfo>& Registry() {
        "In local scope, this host's RDMA devices as its kernel shows them (sysfs under --host.sysfs): counters and "
        "the driver's hw_counters, firmware, link layer, the PCIe link against its maximum, NUMA node.",
        true, MakeHostCollector, RenderHost},
+      {"jobs",
+       "In local scope, which jobs hold this host's HCAs: Slurm's mapping directory (--host.job-mapping-dir) and "
+       "the kubelet's pod-resources API (--host.kubelet-socket), one _info series per HCA port and job.",
+       true,
+       MakeJobsCollector,
+       RenderJobs,
+       {"host"}},
   };
   return kRegistry;
 }

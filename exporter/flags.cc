@@ -68,6 +68,17 @@ std::function<std::string(Config&, const std::string&)> Path(std::string Config:
   };
 }
 
+// A flag whose value is a directory that must be there, stored in `field`.
+std::function<std::string(Config&, const std::string&)> Directory(std::string Config::*field) {
+  return [field](Config& c, const std::string& v) -> std::string {
+    if (v.empty()) return "must not be empty";
+    std::error_code ec;
+    if (!std::filesystem::is_directory(v, ec)) return "'" + v + "' is no directory";
+    c.*field = v;
+    return "";
+  };
+}
+
 // --collector.<name> and --no-collector.<name> for every collector
 // (node_exporter's convention), from the registry.
 void AddCollectorFlags(std::map<std::string, Flag>* flags) {
@@ -157,12 +168,23 @@ const std::map<std::string, Flag>& Flags() {
         {"host.sysfs",
          {"Where this host's sysfs is (its class/infiniband and PCI devices), for the host collector in local "
           "scope; a container mounts the host's /sys elsewhere (as node_exporter's --path.sysfs).",
+          "PATH", Directory(&Config::host_sysfs)}},
+        {"host.proc",
+         {"Where this host's /proc is, for the GPUs' UUIDs (driver/nvidia/gpus) that Kubernetes pods are "
+          "given, in local scope.",
+          "PATH", Directory(&Config::host_proc)}},
+        {"host.job-mapping-dir",
+         {"Slurm's job mapping directory, in local scope: one file per device a job holds (an RDMA device "
+          "such as mlx5_0, or a GPU index as dcgm-exporter's --hpc-job-mapping-dir), listing the job ids; "
+          "written by a prolog, cleaned by an epilog (deploy/slurm/). Default: none.",
+          "DIR", Directory(&Config::job_mapping_dir)}},
+        {"host.kubelet-socket",
+         {"The kubelet's pod-resources socket, in local scope: which pods hold the host's HCAs, GPUs or "
+          "their virtual functions (asked each sweep where the socket is; 'none': never).",
           "PATH",
           [](Config& c, const std::string& v) -> std::string {
-            if (v.empty()) return "must not be empty";
-            std::error_code ec;
-            if (!std::filesystem::is_directory(v, ec)) return "'" + v + "' is no directory";
-            c.host_sysfs = v;
+            if (v.empty()) return "must not be empty ('none' to never ask)";
+            c.kubelet_socket = v == "none" ? "" : v;
             return "";
           }}},
         {"partitions.plan",

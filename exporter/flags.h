@@ -12,6 +12,7 @@
 
 #include "exporter/http_server.h"
 #include "exporter/poller.h"
+#include "host/pod_resources.h"
 #include "topology/scope.h"
 #include "transport/mad_engine.h"
 
@@ -69,6 +70,9 @@ struct Config {
   bool port_groups_auto = kPollerDefaults.port_groups_auto;
   std::chrono::milliseconds phy_interval = kPollerDefaults.collector.phy_interval;
   std::string host_sysfs = kPollerDefaults.collector.host_sysfs;            // --host.sysfs
+  std::string host_proc = kPollerDefaults.collector.host_proc;              // --host.proc
+  std::string job_mapping_dir;                                              // --host.job-mapping-dir
+  std::string kubelet_socket = host::kKubeletPodResourcesSocket;            // --host.kubelet-socket ("": none)
   int clear_threshold = kPollerDefaults.collector.clear_threshold_percent;  // percent of a counter's maximum; 0: never
   bool once = false;    // one discovery and sweep, metrics to stdout, exit
   bool check = false;   // does the local port answer? exit 0 or 1

@@ -10,8 +10,11 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <functional>
 #include <iostream>
+#include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -27,6 +30,7 @@
 #include "exporter/recovery.h"
 #include "exporter/snapshot_holder.h"
 #include "exporter/web_config.h"
+#include "host/pod_resources.h"
 #include "topology/discovery.h"
 #include "topology/node_name_map.h"
 #include "topology/partitions.h"
@@ -136,6 +140,21 @@ PollerOptions PollerOptionsFrom(const Config& cfg, const Files& files, bool with
   o.collector.clear_threshold_percent = cfg.clear_threshold;
   o.collector.phy_interval = cfg.phy_interval;
   o.collector.host_sysfs = cfg.host_sysfs;
+  o.collector.host_proc = cfg.host_proc;
+  o.collector.job_mapping_dir = cfg.job_mapping_dir;
+  if (cfg.scope.kind == topology::ScopeKind::kLocal && !cfg.kubelet_socket.empty()) {
+    // The kubelet's socket: asked each sweep where it is; the default's
+    // absence is a host without Kubernetes, not a problem.
+    auto client = std::make_shared<host::PodResourcesClient>(cfg.kubelet_socket);
+    const bool quiet_when_absent = cfg.kubelet_socket == host::kKubeletPodResourcesSocket;
+    const std::string path = cfg.kubelet_socket;
+    o.collector.pod_devices = [client, quiet_when_absent,
+                               path](std::string* error) -> std::optional<std::vector<host::DeviceClaim>> {
+      std::error_code ec;
+      if (quiet_when_absent && !std::filesystem::exists(path, ec)) return std::nullopt;
+      return client->List(std::chrono::seconds(2), error);
+    };
+  }
   if (with_plans) {
     o.collector.plan = files.plan;
     o.collector.partition_plan = files.partition_plan;

@@ -93,6 +93,13 @@ class Reader {
     if (fs::exists(pci, ec)) {
       const fs::path target = fs::is_symlink(pci, ec) ? fs::read_symlink(pci, ec) : pci;
       dev.pci_address = target.filename().string();
+      std::error_code real_ec, base_ec;
+      const fs::path real = fs::canonical(pci, real_ec);
+      const fs::path base = fs::canonical(root_, base_ec);
+      if (!real_ec && !base_ec) {
+        const fs::path rel = real.lexically_relative(base);
+        if (!rel.empty() && *rel.begin() != "..") dev.pci_path = rel.string();
+      }
       Pcie(pci, &dev);
     }
     std::vector<std::pair<int, fs::path>> ports;

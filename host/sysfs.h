@@ -49,7 +49,9 @@ struct HostPort {
 struct HostDevice {
   std::string name;  // mlx5_0, irdma0, ...
   std::string fw_ver, board_id, hca_type, node_guid, node_desc;
-  std::string pci_address;                           // the `device` link's target's name: 0000:3b:00.0 (empty: none)
+  std::string pci_address;  // the `device` link's target's name: 0000:3b:00.0 (empty: none)
+  std::string
+      pci_path;  // that function's directory under the root, every link followed: devices/pci0000:3a/.../0000:3b:00.0
   std::optional<PcieLink> pcie;                      // where the device is a PCI function that says
   int numa_node = -1;                                // -1: not known (or the kernel's -1)
   std::vector<HostPort> ports;                       // by number

@@ -41,6 +41,9 @@ TEST(CliTest, BadValuesExit2NamingTheFlag) {
       {"--web.telemetry-path=metrics", "--web.telemetry-path"},
       {"--ib.port", "--ib.port"},
       {"--host.sysfs=/nonexistent/sys", "--host.sysfs"},
+      {"--host.proc=/nonexistent/proc", "--host.proc"},
+      {"--host.job-mapping-dir=/nonexistent/jobs", "--host.job-mapping-dir"},
+      {"--host.kubelet-socket=", "--host.kubelet-socket"},
   };
   for (const auto& [arg, flag] : cases) {
     const auto r = RunExporter({arg});

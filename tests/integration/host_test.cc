@@ -2,16 +2,22 @@
 // fabric reads that host's kernel (a sysfs tree laid out as the kernel's,
 // through --host.sysfs) beside its cable, and the status page's host view
 // shows what the kernel says: the PCIe link against its maximum, firmware,
-// NUMA node and the transport errors the host rules watch.
+// NUMA node and the transport errors the host rules watch. Which jobs hold
+// the host's HCA come from a fake kubelet speaking the real pod-resources
+// gRPC API and a Slurm mapping directory, one series per HCA port and job,
+// gone at the first scrape after the pod ends.
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 
 #include "tests/integration/fabric_suite.h"
 #include "tests/testbed/browser.h"
+#include "tests/testbed/fake_kubelet.h"
 #include "tests/testbed/host_sysfs.h"
 
 namespace ibfabric::testbed {
@@ -29,11 +35,13 @@ class HostSideTest : public FabricSuite {
   }
 
   // The local exporter of host h over `sysfs`, after its first sweep.
-  static std::unique_ptr<ExporterProcess> Local(int h, const HostSysfs& sysfs) {
+  static std::unique_ptr<ExporterProcess> Local(int h, const HostSysfs& sysfs,
+                                                const std::vector<std::string>& more = {}) {
     std::string error;
-    auto e = ExporterProcess::Start(
-        *sim_, {"--scope=local", "--sweep.interval=300ms", "--mad.timeout=20ms", "--host.sysfs=" + sysfs.root()},
-        &error, {}, FabricEnv({{"SIM_HOST", tree_->Host(h)}}));
+    std::vector<std::string> args{"--scope=local", "--sweep.interval=300ms", "--mad.timeout=20ms",
+                                  "--host.sysfs=" + sysfs.root(), "--host.proc=" + sysfs.proc()};
+    args.insert(args.end(), more.begin(), more.end());
+    auto e = ExporterProcess::Start(*sim_, args, &error, {}, FabricEnv({{"SIM_HOST", tree_->Host(h)}}));
     EXPECT_NE(e, nullptr) << error;
     if (e && !e->WaitForSweeps(1, seconds(60))) {
       ADD_FAILURE() << "no sweep: " << e->Log();
@@ -104,6 +112,89 @@ TEST_F(HostSideTest, TheHostViewShowsWhatItsKernelSaysBesideItsCable) {
             (json{"mlx5_0", "28.39.1002", "16 GT/s x8 of 32 GT/s x16", "0", "local_ack_timeout_err 12"}))
       << row->dump();
   EXPECT_TRUE(browser->Screenshot(std::string(IBFABRIC_ARTIFACT_DIR) + "/status-host-kernel.png", &error)) << error;
+}
+
+TEST_F(HostSideTest, JobsFromTheKubeletAndSlurmAreOneSeriesPerHcaPortAndGoWithTheirPods) {
+  const int h = 2;
+  const std::string host = tree_->Host(h).substr(0, tree_->Host(h).find(' '));
+  // The HCA behind a PCIe switch with a GPU; a virtual function of it.
+  const std::string sw = "pci0000:00/0000:00:01.0/0000:01:00.0/0000:02:00.0";
+  const std::string sw_hca = "pci0000:00/0000:00:01.0/0000:01:00.0/0000:02:01.0";
+  HostSysfs sysfs;
+  sysfs.AddHca("mlx5_0", HcaGuid(h), tree_->Host(h), "0000:04:00.0", sw_hca);
+  sysfs.AddGpu("0000:03:00.0", "GPU-5e1f0c1a-8d2b-4c3e-9f4a-000000000001", sw);
+  sysfs.AddVirtualFunction("0000:04:00.2", "0000:04:00.0", sw_hca);
+  const std::string dir = MakeTempDir("host-jobs");
+  // Slurm's prolog for job 4242 (no GPUs: every HCA of the node) and job
+  // 4343 (GPU 0: the exporter finds its HCA), the shipped scripts.
+  const auto slurm = [&](const std::string& script, const std::string& job, const std::string& gpus) {
+    Env env{{"SLURM_JOB_ID", job}, {"IBFABRIC_JOB_MAPPING_DIR", dir + "/slurm"}, {"IBFABRIC_SYSFS", sysfs.root()}};
+    if (!gpus.empty()) env["SLURM_JOB_GPUS"] = gpus;
+    const CommandResult r =
+        RunCommand({"sh", std::string(IBFABRIC_SOURCE_DIR) + "/deploy/slurm/" + script}, env, std::chrono::seconds(10));
+    EXPECT_EQ(r.exit_code, 0) << script << " " << job << ": " << r.err;
+  };
+  slurm("prolog.sh", "4242", "");
+  slurm("prolog.sh", "4343", "0");
+  std::string error;
+  auto kubelet = FakeKubelet::Start(dir + "/kubelet.sock", &error);
+  ASSERT_NE(kubelet, nullptr) << error;
+  const FakePod train{
+      "ml", "train-0", {{"trainer", {{"nvidia.com/gpu", {"GPU-5e1f0c1a-8d2b-4c3e-9f4a-000000000001"}}}}}};
+  const FakePod infer{"ml", "infer-1", {{"server", {{"nvidia.com/mlnx_sriov_rdma", {"0000:04:00.2"}}}}}};
+  const FakePod other{"default", "web", {{"nginx", {{"example.com/thing", {"thing-0"}}}}}};
+  kubelet->SetPods({train, infer, other});
+  const auto local =
+      Local(h, sysfs, {"--host.kubelet-socket=" + dir + "/kubelet.sock", "--host.job-mapping-dir=" + dir + "/slurm"});
+  ASSERT_NE(local, nullptr);
+  const auto jobs = [](const Scrape& s) {
+    std::set<std::string> out;
+    for (const auto& x : s.Find("infiniband_host_port_job_info")) {
+      EXPECT_EQ(x.value, 1);
+      EXPECT_EQ(x.labels.at("device"), "mlx5_0");
+      EXPECT_EQ(x.labels.at("port"), "1");
+      out.insert(x.labels.at("source") + " " + x.labels.at("hpc_job") + " " + x.labels.at("namespace") + "/" +
+                 x.labels.at("pod") + "/" + x.labels.at("container") + " " + x.labels.at("resource") + " " +
+                 x.labels.at("host"));
+    }
+    return out;
+  };
+  Scrape s = local->ScrapeMetrics();
+  EXPECT_EQ(jobs(s), (std::set<std::string>{"kubernetes  ml/train-0/trainer nvidia.com/gpu " + host,
+                                            "kubernetes  ml/infer-1/server nvidia.com/mlnx_sriov_rdma " + host,
+                                            "slurm 4242 //  " + host, "slurm 4343 //  " + host}));
+  EXPECT_EQ(s.Value("infiniband_host_job_unmatched_devices", {{"source", "kubernetes"}}), 1) << "thing-0";
+  EXPECT_EQ(s.Value("infiniband_host_job_source_up", {{"source", "kubernetes"}}), 1);
+  EXPECT_EQ(s.Value("infiniband_host_job_source_up", {{"source", "slurm"}}), 1);
+  EXPECT_EQ(s.Find("infiniband_host_port_job_info")[0].labels.at("node_guid"),
+            NodeGuid(local->ScrapeMetrics(), tree_->Host(h)))
+      << "joins the fabric's infiniband_hca_info on node_guid";
+
+  // train-0 ends and the Slurm job's epilog runs: neither is in the first
+  // scrape after the exporter's next sweep that followed the kubelet's word.
+  kubelet->SetPods({infer, other});
+  slurm("epilog.sh", "4242", "");
+  const int asked = kubelet->lists();
+  ASSERT_TRUE(WaitUntil([&] { return kubelet->lists() > asked; }, seconds(10), std::chrono::milliseconds(20)));
+  const double sweeps = local->ScrapeMetrics().Value("infiniband_exporter_sweeps_total").value_or(0);
+  ASSERT_TRUE(local->WaitForSweeps(sweeps + 1, seconds(10)));
+  EXPECT_EQ(jobs(local->ScrapeMetrics()),
+            (std::set<std::string>{"kubernetes  ml/infer-1/server nvidia.com/mlnx_sriov_rdma " + host,
+                                   "slurm 4343 //  " + host}));
+  slurm("epilog.sh", "4343", "");
+  EXPECT_FALSE(std::filesystem::exists(dir + "/slurm/0")) << "a device no job holds loses its file";
+  EXPECT_FALSE(std::filesystem::exists(dir + "/slurm/mlx5_0"));
+
+  // The kubelet goes away: its source is down and says so, no pod is guessed.
+  kubelet.reset();
+  ASSERT_TRUE(local->WaitFor(
+      [](const Scrape& x) {
+        return x.Value("infiniband_host_job_source_up", {{"source", "kubernetes"}}) == 0;
+      },
+      seconds(15)))
+      << local->Log();
+  EXPECT_TRUE(local->ScrapeMetrics().Find("infiniband_host_port_job_info").empty());
+  RemoveTree(dir);
 }
 
 }  // namespace

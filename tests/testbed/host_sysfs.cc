@@ -10,35 +10,45 @@ namespace ibfabric::testbed {
 
 namespace fs = std::filesystem;
 
-HostSysfs::HostSysfs() : root_(MakeTempDir("host-sysfs")) {}
-HostSysfs::~HostSysfs() { RemoveTree(root_); }
+HostSysfs::HostSysfs() : base_(MakeTempDir("host-sysfs")), root_(base_ + "/sys"), proc_(base_ + "/proc") {
+  fs::create_directories(root_);
+  fs::create_directories(proc_);
+}
+HostSysfs::~HostSysfs() { RemoveTree(base_); }
 
 void HostSysfs::Write(const std::string& path, const std::string& text) {
   const fs::path p = fs::path(root_) / path;
   fs::create_directories(p.parent_path());
-  // Whole files replaced at once, as a reader must never see half of one.
+  // Whole files replaced at once: a reader never sees half of one.
   const fs::path tmp = p.string() + ".tmp";
   std::ofstream(tmp) << text << "\n";
   fs::rename(tmp, p);
 }
 
-namespace {
-std::string PciPath(const std::string& address) { return "devices/pci0000:00/0000:00:01.0/" + address; }
-}  // namespace
+std::string HostSysfs::PciFunction(const std::string& address, const std::string& bridges, const std::string& vendor,
+                                   const std::string& cls, int numa_node) {
+  const std::string dir = "devices/" + bridges + "/" + address;
+  Write(dir + "/vendor", vendor);
+  Write(dir + "/class", cls);
+  Write(dir + "/numa_node", std::to_string(numa_node));
+  fs::create_directories(fs::path(root_) / "bus/pci/devices");
+  fs::create_directory_symlink(fs::path(root_) / dir, fs::path(root_) / "bus/pci/devices" / address);
+  return dir;
+}
 
-void HostSysfs::SetPcieLink(const std::string& pci_address, const std::string& speed, int width) {
-  Write(PciPath(pci_address) + "/current_link_speed", speed);
-  Write(PciPath(pci_address) + "/current_link_width", std::to_string(width));
+void HostSysfs::SetPcieLink(const std::string& pci_address, const std::string& speed, int width,
+                            const std::string& bridges) {
+  const std::string dir = "devices/" + bridges + "/" + pci_address;
+  Write(dir + "/current_link_speed", speed);
+  Write(dir + "/current_link_width", std::to_string(width));
 }
 
 void HostSysfs::AddHca(const std::string& device, std::uint64_t node_guid, const std::string& node_desc,
-                       const std::string& pci_address) {
-  const std::string pci = PciPath(pci_address);
-  Write(pci + "/current_link_speed", "32.0 GT/s PCIe");
-  Write(pci + "/current_link_width", "16");
+                       const std::string& pci_address, const std::string& bridges, int numa_node) {
+  const std::string pci = PciFunction(pci_address, bridges, "0x15b3", "0x020700", numa_node);  // Mellanox, InfiniBand
   Write(pci + "/max_link_speed", "32.0 GT/s PCIe");
   Write(pci + "/max_link_width", "16");
-  Write(pci + "/numa_node", "0");
+  SetPcieLink(pci_address, "32.0 GT/s PCIe", 16, bridges);
   const std::string d = "class/infiniband/" + device;
   Write(d + "/node_guid", KernelGuid(node_guid));
   Write(d + "/node_desc", node_desc);
@@ -49,6 +59,21 @@ void HostSysfs::AddHca(const std::string& device, std::uint64_t node_guid, const
   Write(d + "/ports/1/link_layer", "InfiniBand");
   Write(d + "/ports/1/rate", "400 Gb/sec (4X NDR)");
   SetPortActive(device, 1, true);
+}
+
+void HostSysfs::AddVirtualFunction(const std::string& vf_address, const std::string& pf_address,
+                                   const std::string& bridges) {
+  const std::string vf = PciFunction(vf_address, bridges, "0x15b3", "0x020700", 0);
+  fs::create_directory_symlink(fs::path(root_) / "devices" / bridges / pf_address, fs::path(root_) / vf / "physfn");
+}
+
+void HostSysfs::AddGpu(const std::string& pci_address, const std::string& uuid, const std::string& bridges,
+                       int numa_node) {
+  PciFunction(pci_address, bridges, "0x10de", "0x030200", numa_node);  // NVIDIA, 3D controller
+  const fs::path info = fs::path(proc_) / "driver/nvidia/gpus" / pci_address / "information";
+  fs::create_directories(info.parent_path());
+  std::ofstream(info) << "Model: \t\t NVIDIA H100 80GB HBM3\nIRQ:   \t\t 0\nGPU UUID: \t " << uuid
+                      << "\nVideo BIOS: \t 96.00.99.00.01\nBus Location: \t " << pci_address << "\n";
 }
 
 void HostSysfs::SetPortActive(const std::string& device, int port, bool active) {

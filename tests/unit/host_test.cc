@@ -184,7 +184,7 @@ TEST(HostCollectorTest, LocalScopeExportsTheHostsDevicesFabricScopeNothing) {
   EXPECT_EQ(s.Value("infiniband_host_sysfs_problems"), 1);
   EXPECT_TRUE(s.Find("infiniband_host_pcie_link_degraded", {{"device", "irdma0"}}).empty()) << "absent, not 0";
   EXPECT_EQ(s.Value("infiniband_host_port_info",
-                    {{"device", "mlx5_0"}, {"guid", "0xa088c20300abcdef"}, {"host", "gpu0001"}, {"cable", ""}}),
+                    {{"device", "mlx5_0"}, {"node_guid", "0xa088c20300abcdef"}, {"host", "gpu0001"}, {"cable", ""}}),
             1)
       << "a GUID the fabric does not know: the description's host, no cable";
 

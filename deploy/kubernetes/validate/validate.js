@@ -67,7 +67,20 @@ for (const { where, obj } of workloads) {
     fail(where, "no Service selects its pods");
   }
   if (spec.hostNetwork || spec.hostPID || spec.hostIPC) fail(where, "must not share the host's namespaces");
-  for (const v of spec.volumes || []) if (v.hostPath) fail(where, "hostPath volume " + v.name + ": use the RDMA device plugin");
+  // One hostPath at most: the kubelet's pod-resources socket, read-only,
+  // on the per-host exporter (job attribution); devices come from the
+  // RDMA device plugin.
+  for (const v of spec.volumes || []) {
+    if (!v.hostPath) continue;
+    if (obj.kind !== "DaemonSet" || v.hostPath.path !== "/var/lib/kubelet/pod-resources") {
+      fail(where, "hostPath volume " + v.name + ": only the DaemonSet's /var/lib/kubelet/pod-resources; use the RDMA device plugin");
+    }
+    for (const c of spec.containers) {
+      for (const m of c.volumeMounts || []) {
+        if (m.name === v.name && m.readOnly !== true) fail(where + " container " + c.name, "mounts " + v.name + " writable");
+      }
+    }
+  }
   for (const c of spec.containers) {
     const w = where + " container " + c.name;
     const sc = c.securityContext || {};

@@ -1,0 +1,124 @@
+#include "collectors/jobs_collector.h"
+
+#include "collectors/host_collector.h"
+#include "collectors/render.h"
+
+namespace ibfabric::collectors {
+namespace {
+
+using prometheus::MetricType;
+
+class JobsCollector final : public Collector {
+ public:
+  explicit JobsCollector(const CollectorOptions& o)
+      : sysfs_(o.host_sysfs), proc_(o.host_proc), mapping_dir_(o.job_mapping_dir), pod_devices_(o.pod_devices) {}
+
+  Schedule schedule() const override { return Schedule::kSweep; }
+
+  Outcome Update(const Cycle& cycle) override {
+    if (cycle.scope.kind != topology::ScopeKind::kLocal) return {};
+    const auto* readings = cycle.parts->by_collector.Get<HostReadings>(kHostCollector);
+    if (!readings || !readings->reading) return {};
+    const host::HostReading& reading = *readings->reading;
+    auto next = std::make_shared<JobReadings>();
+    std::vector<host::DeviceClaim> claims;
+    if (!mapping_dir_.empty()) {
+      std::vector<std::string> problems;
+      auto slurm = host::ReadJobMappingDir(mapping_dir_, &problems);
+      next->source_up["slurm"] = problems.empty() || !slurm.empty();
+      for (const auto& p : problems) Note(cycle, p);
+      claims.insert(claims.end(), slurm.begin(), slurm.end());
+    }
+    if (pod_devices_) {
+      std::string error;
+      if (auto pods = pod_devices_(&error)) {
+        next->source_up["kubernetes"] = true;
+        claims.insert(claims.end(), pods->begin(), pods->end());
+      } else if (!error.empty()) {
+        next->source_up["kubernetes"] = false;
+        Note(cycle, error);
+      }
+    }
+    const std::vector<host::Gpu> gpus = claims.empty() ? std::vector<host::Gpu>{} : host::ReadGpus(sysfs_, proc_);
+    for (const host::DeviceClaim& c : claims) {
+      const auto hca = host::HcaFor(c.device_id, reading, gpus, sysfs_);
+      if (!hca) {
+        ++next->unmatched_devices[c.holder.source];
+        continue;
+      }
+      for (const host::HostDevice& d : reading.devices) {
+        if (d.name != *hca) continue;
+        for (const host::HostPort& p : d.ports) next->ports.insert({d.name, p.number, c.holder});
+      }
+    }
+    published_ = std::move(next);
+    return {};
+  }
+
+  void Publish(Snapshot* parts) const override { parts->by_collector.Set(kJobsCollector, published_); }
+
+ private:
+  // A source's trouble, logged when it changes (not every sweep).
+  void Note(const Cycle& cycle, const std::string& what) {
+    if (what == last_note_) return;
+    last_note_ = what;
+    cycle.log->Warn("job attribution", "problem=\"" + what + "\"");
+  }
+
+  std::string sysfs_, proc_, mapping_dir_;
+  std::function<std::optional<std::vector<host::DeviceClaim>>(std::string*)> pod_devices_;
+  std::string last_note_;
+  std::shared_ptr<const JobReadings> published_;
+};
+
+}  // namespace
+
+std::unique_ptr<Collector> MakeJobsCollector(const CollectorOptions& options) {
+  return std::make_unique<JobsCollector>(options);
+}
+
+void RenderJobs(const Snapshot& s, const Emit& out) {
+  const auto* jobs = s.by_collector.Get<JobReadings>(kJobsCollector);
+  const auto* readings = s.by_collector.Get<HostReadings>(kHostCollector);
+  if (!jobs || !readings || !readings->reading) return;
+  std::map<std::string, const host::HostDevice*> devices;
+  for (const host::HostDevice& d : readings->reading->devices) devices[d.name] = &d;
+  auto info = Family("infiniband_host_port_job_info",
+                     "1 for each job holding an HCA port of this host: a Slurm job (hpc_job) from the mapping "
+                     "directory, or a Kubernetes container (namespace, pod, container) given a device that is, "
+                     "or sits nearest to, the HCA",
+                     MetricType::Gauge);
+  for (const JobPort& j : jobs->ports) {
+    const auto d = devices.find(j.device);
+    const std::uint64_t guid = d == devices.end() ? 0 : host::ParseSysfsGuid(d->second->node_guid);
+    Add(info,
+        {{"device", j.device},
+         {"port", std::to_string(j.port)},
+         {"node_guid", guid ? topology::FormatGuid(guid) : ""},
+         {"host", d == devices.end() ? "" : HostOfDevice(s, *d->second)},
+         {"source", j.holder.source},
+         {"hpc_job", j.holder.hpc_job},
+         {"namespace", j.holder.pod_namespace},
+         {"pod", j.holder.pod},
+         {"container", j.holder.container},
+         {"resource", j.holder.resource}},
+        1);
+  }
+  EmitNonEmpty(out, info);
+  auto up = Family("infiniband_host_job_source_up",
+                   "1 where the source of job attribution answered this sweep (slurm: the mapping directory; "
+                   "kubernetes: the kubelet's pod-resources API)",
+                   MetricType::Gauge);
+  for (const auto& [source, ok] : jobs->source_up) Add(up, {{"source", source}}, ok ? 1 : 0);
+  EmitNonEmpty(out, up);
+  auto unmatched =
+      Family("infiniband_host_job_unmatched_devices",
+             "Device ids held by jobs that name no HCA of this host nor a GPU near one", MetricType::Gauge);
+  for (const auto& [source, ok] : jobs->source_up) {
+    const auto it = jobs->unmatched_devices.find(source);
+    Add(unmatched, {{"source", source}}, it == jobs->unmatched_devices.end() ? 0 : it->second);
+  }
+  EmitNonEmpty(out, unmatched);
+}
+
+}  // namespace ibfabric::collectors
