@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "collectors/adaptive_routing_collector.h"
+#include "collectors/blast_radius_collector.h"
 #include "collectors/capabilities_collector.h"
 #include "collectors/fabric_collector.h"
 #include "collectors/fat_tree_collector.h"
@@ -76,6 +77,13 @@ const std::vector<CollectorInfo>& Registry() {
        MakeLinkHealthCollector,
        RenderLinkHealth,
        {"port_counters", "fat_tree", "adaptive_routing", "routing", "xmit_wait_tick", "fec"}},
+      {"blast_radius",
+       "For each bad or flapping cable and congestion root alerted on, the routes between host ports that cross it "
+       "(from the forwarding tables) and the host ports they join.",
+       true,
+       MakeBlastRadiusCollector,
+       RenderBlastRadius,
+       {"link_health"}},
       {"subnet_managers", "SMInfo of every subnet manager: masters, standbys, sweeping, failovers.", true,
        MakeSubnetManagersCollector, RenderSubnetManagers},
       {"switch_environment",

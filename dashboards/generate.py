@@ -481,6 +481,101 @@ def physical_layer():
                      topn=True)
 
 
+H = F + ',host=~"$host"'
+# A host series' host, from infiniband_host_port_info (the host collector's,
+# one per HCA port): joined on the exporter (instance) and the device.
+HOST_OF = f'max by (fabric, instance, device, host) (infiniband_host_port_info{{{H}}})'
+TRANSPORT = ("req_transport_retries_exceeded|req_rnr_retries_exceeded|local_ack_timeout_err|rnr_nak_retry_err|"
+             "out_of_buffer|packet_seq_err|out_of_sequence|implied_nak_seq_err|duplicate_request")
+# The jobs a fault hurts: the rule InfinibandFaultHurtsJob's expression.
+HURT_JOBS = (f'count by (faults, source, hpc_job, namespace, pod) (infiniband_host_port_job_info{{{F}}} '
+             f'* on (node_guid, port) group_left (faults) '
+             f'max by (node_guid, port, faults) (infiniband_blast_radius_port_faults{{{F}}}))')
+
+
+def host_cable_end(which):
+    """One end of each filtered host port's cable (`cable` is a/port/b/port
+    on infiniband_host_port_info), as guid and port labels."""
+    group = "1" if which == "a" else "3"
+    port = "2" if which == "a" else "4"
+    info = f'max by (fabric, cable) (infiniband_host_port_info{{{H},cable!=""}})'
+    rx = "^([^/]+)/([^/]+)/([^/]+)/([^/]+)$"
+    return (f'label_replace(label_replace({info}, "guid", "${group}", "cable", "{rx}"), '
+            f'"port", "${port}", "cable", "{rx}")')
+
+
+def hosts():
+    l = Layout()
+    l.row("Its HCAs")
+    l.add(stat("HCA ports seen", f'count(infiniband_host_port_info{{{H}}}) or vector(0)',
+               description="HCA ports of the selected hosts, as their kernels show them (the local exporters' host "
+                           "collector)."), 6, 4)
+    l.add(stat("PCIe links below their maximum",
+               f'sum(infiniband_host_pcie_link_degraded{{{F}}} * on (fabric, instance, device) group_left (host) '
+               f'{HOST_OF}) or vector(0)', red_above=1,
+               description="HCAs whose PCIe link trained narrower or slower than it can (InfinibandHostPcieDegraded)."),
+          6, 4)
+    l.add(stat("Transport alerts firing",
+               f'count(ALERTS{{{H},alertstate="firing",alertname=~"InfinibandHost.*"}}) or vector(0)', red_above=1,
+               description="The host rules firing for the selected hosts: retries exhausted, ack timeouts, "
+                           "out_of_buffer, PCIe."), 6, 4)
+    l.add(stat("Jobs on them", f'count(count by (source, hpc_job, namespace, pod) '
+                               f'(infiniband_host_port_job_info{{{H}}})) or vector(0)',
+               description="Slurm jobs and Kubernetes pods holding the selected hosts' HCA ports."), 6, 4)
+    l.add(table("HCAs and their PCIe links",
+                f'infiniband_host_pcie_link_width{{{F}}} * on (fabric, instance, device) group_left (host) {HOST_OF}',
+                "Each HCA's PCIe link width now (Value) with its host; the speed and the maxima are "
+                "infiniband_host_pcie_link_transfers_per_second and the _max_ twins.",
+                hide=("Time", "__name__", "job")), 12, 8)
+    l.add(table("HCA ports", f'infiniband_host_port_info{{{H}}}',
+                "Each HCA port: link layer, state, rate, node GUID and the cable it is on.",
+                hide=("Time", "__name__", "job", "Value")), 12, 8)
+    l.row("Transport errors")
+    l.add(timeseries("Transport errors per second", [target(
+        f'rate(infiniband_host_port_hw_counters_total{{{F},counter=~"{TRANSPORT}"}}[$__rate_interval]) '
+        f'* on (fabric, instance, device) group_left (host) {HOST_OF}', "{{host}} {{device}}[{{port}}] {{counter}}")],
+        "cps", "The driver's counters of lost work and retries (hw_counters): retries exhausted, ack timeouts, RNR "
+               "NAKs, sequence errors, drops for lack of receive buffers."), 12, 8)
+    l.add(timeseries("Congestion notifications per second", [target(
+        f'rate(infiniband_host_port_hw_counters_total{{{F},counter=~"np_cnp_sent|rp_cnp_handled|np_ecn_marked_roce_packets"}}[$__rate_interval]) '
+        f'* on (fabric, instance, device) group_left (host) {HOST_OF}', "{{host}} {{device}}[{{port}}] {{counter}}")],
+        "cps", "Congestion control on the HCA: notifications sent as the receiver (np_cnp_sent) and handled as the "
+               "sender (rp_cnp_handled)."), 12, 8)
+    l.row("Its cable, both ends")
+    l.add(timeseries("Bit error ratio at both ends of its cable", [
+        target(f'infiniband_port_bit_error_ratio{{{F}}} and on (fabric, guid, port) ({host_cable_end("a")})',
+               "{{node}}[{{port}}]"),
+        target(f'infiniband_port_bit_error_ratio{{{F}}} and on (fabric, guid, port) ({host_cable_end("b")})',
+               "{{node}}[{{port}}]", ref="B")],
+        "short", "Symbol errors per bit received at the host's end and at the leaf's end of each of its cables."),
+        12, 8)
+    l.add(timeseries("Its cables up", [target(
+        f'label_join(infiniband_link_up{{{F}}}, "cable", "/", "guid", "port", "remote_guid", "remote_port") '
+        f'and on (fabric, cable) infiniband_host_port_info{{{H}}}', "{{node}}[{{port}}] - {{remote_node}}[{{remote_port}}]")],
+        "short", "1 while each of the host's cables is up (both ends named)."), 12, 8)
+    l.row("Its jobs and what hurts them")
+    l.add(table("Jobs on these hosts", f'infiniband_host_port_job_info{{{H}}}',
+                "Each job holding an HCA port: a Slurm job (hpc_job) or a Kubernetes pod (namespace, pod, "
+                "container, resource).", hide=("Time", "__name__", "job", "instance", "Value")), 12, 8)
+    l.add(table("Jobs a fault hurts", HURT_JOBS,
+                "Every job on a host port whose routes cross a bad or flapping cable or a congestion root (the "
+                "fabric exporter's blast radius), with the faults named; Value: its ports there. What the rule "
+                "InfinibandFaultHurtsJob alerts on.", hide=("Time",)), 12, 8)
+    l.add(table("Faults and their blast radius", f'infiniband_alert_blast_radius_ports{{{F}}}',
+                "Host ports whose routes cross each fault (Value); infiniband_alert_blast_radius_routes counts the "
+                "routes.", hide=("Time", "__name__", "job", "instance")), 24, 8)
+    d = dashboard("ibfabric-hosts", "InfiniBand: hosts",
+                  "A host's own RDMA stack (its HCAs' transport errors, PCIe links, firmware), its cables at both "
+                  "ends, its jobs, and the jobs each fault hurts.", l)
+    d["templating"]["list"].append({
+        "name": "host", "label": "Host", "type": "query", "datasource": DS,
+        "definition": 'label_values(infiniband_host_port_info{fabric=~"$fabric"}, host)',
+        "query": {"query": 'label_values(infiniband_host_port_info{fabric=~"$fabric"}, host)', "refId": "host"},
+        "includeAll": True, "multi": True, "allValue": ".*", "refresh": 2, "sort": 1,
+        "current": {"selected": True, "text": ["All"], "value": ["$__all"]}})
+    return d
+
+
 DASHBOARDS = {
     "fabric-overview.json": overview,
     "port-errors.json": port_errors,
@@ -488,6 +583,7 @@ DASHBOARDS = {
     "topology-health.json": topology_health,
     "exporter-health.json": exporter_health,
     "physical-layer.json": physical_layer,
+    "hosts.json": hosts,
 }
 
 

@@ -386,6 +386,22 @@ void HttpRoutes::InstallApi(httplib::Server& server) {
     if (j.is_null()) return JsonError(res, 404, "no such port in the fabric");
     Json(res, j);
   });
+  server.Get("/api/v1/route", [this](const httplib::Request& req, httplib::Response& res) {
+    auto snap = Snap(req, res);
+    if (!snap) return;
+    collectors::RouteQuery query;
+    if (!ParseQuery(req, res, collectors::ParseRouteQuery, &query)) return;
+    if (!snap->forwarding || snap->forwarding->empty()) {
+      return JsonError(res, snap->scope.reports_topology() ? 503 : 404,
+                       snap->scope.reports_topology()
+                           ? "no forwarding tables read yet"
+                           : "this exporter reads no forwarding tables (scope " +
+                                 std::string(topology::ToString(snap->scope.kind)) + " or a shard other than 0)");
+    }
+    const nlohmann::json j = collectors::RouteJson(*snap, query);
+    if (j.is_null()) return JsonError(res, 404, "from must be a CA port of the fabric and to a port with a LID");
+    Json(res, j);
+  });
   server.Get("/api/v1/subnet_managers", [this](const httplib::Request& req, httplib::Response& res) {
     auto snap = Snap(req, res);
     if (!snap) return;

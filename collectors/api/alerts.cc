@@ -6,11 +6,13 @@
 #include <set>
 
 #include "collectors/api/json.h"
+#include "collectors/blast_radius_collector.h"
 #include "collectors/common/iso8601.h"
 #include "collectors/fec_collector.h"
 #include "collectors/host_collector.h"
 #include "collectors/module_collector.h"
 #include "config/text.h"
+#include "topology/blast_radius.h"
 
 namespace ibfabric::collectors {
 namespace {
@@ -83,6 +85,36 @@ json SmConditionToJson(const Snapshot& s, const SmConditionState& c) {
       {"evidence", json::array({{{"signal", ToString(c.condition)}, {"end", "fabric"}, {"detail", c.summary}}})}};
 }
 
+// The host ports a fault's routes join (blast_radius_collector.h), most
+// routes first, at most kBlastRadiusListed of them; null where this
+// exporter does not trace routes or the alert is of no such cause.
+constexpr std::size_t kBlastRadiusListed = 500;
+json BlastRadiusJson(const Snapshot& s, const Alert& a) {
+  const auto* report = s.by_collector.Get<BlastReport>(kBlastRadiusCollector);
+  const BlastEntry* e = report ? report->Find(a.cause, a.cable) : nullptr;
+  if (!e) return nullptr;
+  std::vector<std::pair<topology::PortRef, topology::PortRoutes>> ports(e->radius.ports.begin(), e->radius.ports.end());
+  std::stable_sort(ports.begin(), ports.end(), [](const auto& x, const auto& y) {
+    return x.second.sends + x.second.receives > y.second.sends + y.second.receives;
+  });
+  if (ports.size() > kBlastRadiusListed) ports.resize(kBlastRadiusListed);
+  json list = json::array();
+  for (const auto& [p, r] : ports) {
+    json end = End(s, p);
+    if (s.hosts) {
+      const auto h = s.hosts->of_ca.find(p.node_guid);
+      end["host"] = h == s.hosts->of_ca.end() ? json(nullptr) : json(s.hosts->hosts[h->second].name);
+    }
+    end["sends"] = r.sends;
+    end["receives"] = r.receives;
+    list.push_back(std::move(end));
+  }
+  return {{"routes", e->radius.routes},
+          {"ports", e->radius.ports.size()},
+          {"routing", e->adaptive ? "adaptive" : "static"},
+          {"listed", std::move(list)}};
+}
+
 json AlertToJson(const Snapshot& s, const Alert& a) {
   const std::string id = std::string(ToString(a.cause)) + ":" + FormatGuid(a.cable.a.node_guid) + ":" +
                          std::to_string(a.cable.a.port) + "-" + FormatGuid(a.cable.b.node_guid) + ":" +
@@ -133,6 +165,7 @@ json AlertToJson(const Snapshot& s, const Alert& a) {
                         {"mad_trouble_ratio", h->second.MadTroubleRatio()}});
   }
   j["confidence"] = {{"reduced", !troubled.empty()}, {"failing_mads", std::move(troubled)}};
+  j["blast_radius"] = BlastRadiusJson(s, a);
   return j;
 }
 
@@ -453,6 +486,80 @@ bool ParsePortQuery(const std::multimap<std::string, std::string>& params, topol
   }
   *port = {*guid, static_cast<std::uint8_t>(*number)};
   return true;
+}
+
+bool ParseRouteQuery(const std::multimap<std::string, std::string>& params, RouteQuery* query, std::string* error) {
+  // "GUID:PORT"
+  const auto end = [error](const std::string& name, const std::string& v, topology::PortRef* out) {
+    const auto colon = v.rfind(':');
+    if (colon == std::string::npos) {
+      *error = name + " must be GUID:PORT";
+      return false;
+    }
+    const auto guid = ParseGuid(v.substr(0, colon), error);
+    if (!guid) return false;
+    char* stop = nullptr;
+    const std::string n = v.substr(colon + 1);
+    const long number = std::strtol(n.c_str(), &stop, 10);
+    if (n.empty() || *stop != '\0' || number < 1 || number > 254) {
+      *error = name + "'s port must be a port number from 1 to 254";
+      return false;
+    }
+    *out = {*guid, static_cast<std::uint8_t>(number)};
+    return true;
+  };
+  bool from = false, to = false;
+  for (const auto& [k, v] : params) {
+    if (k == "from" && !from) {
+      if (!end("from", v, &query->from)) return false;
+      from = true;
+    } else if (k == "to" && !to) {
+      if (!end("to", v, &query->to)) return false;
+      to = true;
+    } else {
+      *error = "unexpected parameter '" + config::Excerpt(k, 40) + "' (use from and to, once each)";
+      return false;
+    }
+  }
+  if (!from || !to) {
+    *error = "from and to are both required (GUID:PORT of two host ports)";
+    return false;
+  }
+  return true;
+}
+
+nlohmann::json RouteJson(const Snapshot& s, const RouteQuery& q) {
+  if (!s.fabric || !s.forwarding || s.forwarding->empty()) return nullptr;
+  const topology::PortRef from{NodeOf(s, q.from.node_guid), q.from.port};
+  const topology::PortRef to{NodeOf(s, q.to.node_guid), q.to.port};
+  const topology::Port* src = s.fabric->FindPort(from);
+  const topology::Port* dst = s.fabric->FindPort(to);
+  const topology::Node* src_node = s.fabric->FindNode(from.node_guid);
+  if (!src || !dst || !src_node || src_node->kind == topology::NodeKind::kSwitch || dst->lid == 0) return nullptr;
+  const topology::Route r = topology::TraceRoute(*s.fabric, *s.forwarding, from, dst->lid);
+  json hops = json::array();
+  std::set<topology::PortRef> left_by;
+  for (const topology::PortRef& e : r.egress) {
+    json hop = End(s, e);
+    const topology::Port* p = s.fabric->FindPort(e);
+    hop["to"] = p && p->remote ? End(s, *p->remote) : json(nullptr);
+    hops.push_back(std::move(hop));
+    left_by.insert(e);
+  }
+  // The active alerts the route leaves by: a cable's either end, a root.
+  json crossed = json::array();
+  if (s.health) {
+    for (const Alert& a : s.health->active) {
+      const bool crosses =
+          a.root ? left_by.count(*a.root) > 0 : left_by.count(a.cable.a) > 0 || left_by.count(a.cable.b) > 0;
+      if (crosses) crossed.push_back(AlertToJson(s, a)["id"]);
+    }
+  }
+  return {{"from", End(s, from)},
+          {"to", End(s, to)},
+          {"arrives", r.arrives},
+          {"hops", std::move(hops)},
+          {"alerts", std::move(crossed)}};
 }
 
 nlohmann::json PortDetailJson(const Snapshot& s, const topology::PortRef& asked) {

@@ -157,6 +157,20 @@ nlohmann::json AlertsJson(const Snapshot& snapshot, const AlertFilter& filter);
 // the alert rules' `guid` label carries it). False
 // with a one-line reason naming the parameter.
 bool ParsePortQuery(const std::multimap<std::string, std::string>& params, topology::PortRef* port, std::string* error);
+
+// --- GET /api/v1/route?from=GUID:PORT&to=GUID:PORT: the route between two
+// host ports as the switches' forwarding tables give it (topology/
+// blast_radius.h TraceRoute; ibtracert's answer from what the exporter
+// read, without a MAD): "hops", each port it leaves by with the port it
+// reaches ("to"), whether it "arrives", and the ids of the active alerts
+// whose cable or congestion root it leaves by. An HCA's GUID may be its
+// node's or its port's. Null where the tables are not read here (not
+// fabric scope or shard 0) or `from` is no CA port or `to` has no LID.
+struct RouteQuery {
+  topology::PortRef from, to;
+};
+bool ParseRouteQuery(const std::multimap<std::string, std::string>& params, RouteQuery* query, std::string* error);
+nlohmann::json RouteJson(const Snapshot& snapshot, const RouteQuery& query);
 // The port's state and rate, its counter totals (pinned ones named),
 // its link's health over the window (this end and the far one), and the
 // alerts on its cable; null when the snapshot knows no such port.

@@ -320,11 +320,31 @@ function evidenceBox(p) {
       box.append(el("p", { class: "muted", text: "Reduced confidence: MADs to " +
         a.confidence.failing_mads.map((m) => m.node + " (" + fmtPercent(m.mad_trouble_ratio) + " needed retries)").join(", ") }));
     }
+    if (a.blast_radius) box.append(blastRadius(a.blast_radius));
     box.append(el("p", { class: "action", text: "What to do: " + a.action }));
   }
   const extra = p.findings.filter((f) => !p.alerts.some((a) => (a.evidence || []).some((e) => e.detail === f.detail)));
   for (const f of extra) box.append(el("p", { class: "muted", text: f.kind.replace(/_/g, " ") + ": " + f.detail }));
   return box;
+}
+
+// What the fault hurts: the routes between host ports that cross it and
+// the hosts they join, most routes first (the forwarding tables' static
+// routes where adaptive routing is on).
+function blastRadius(b) {
+  // The host where the port's own name does not start with it.
+  const who = (x) => (x.host && !x.node.startsWith(x.host + " ") ? x.host + " " : "") + x.node + "[" + x.port + "]";
+  const head = el("p", { class: "blast", "data-routes": String(b.routes), "data-ports": String(b.ports),
+                         text: "Hurts " + b.routes + " route" + (b.routes === 1 ? "" : "s") + " between " + b.ports +
+                               " host port" + (b.ports === 1 ? "" : "s") +
+                               (b.routing === "adaptive" ? " (the tables' static routes: adaptive routing is on)" : "") +
+                               (b.listed.length ? ":" : "") });
+  if (!b.listed.length) return head;
+  const shown = b.listed.slice(0, 20);
+  return el("div", {}, head,
+    el("ul", { class: "blast-list" }, ...shown.map((x) => el("li", { "data-port": endKey(x.guid, x.port),
+      text: who(x) + ": sends " + x.sends + ", receives " + x.receives }))),
+    b.ports > shown.length ? el("p", { class: "muted", text: "and " + (b.ports - shown.length) + " more (GET api/v1/alerts)" }) : "");
 }
 
 function toggle(key) {

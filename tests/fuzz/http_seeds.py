@@ -21,6 +21,7 @@ ROUTES = {
     "/api/v1/node": ["guid"],
     "/api/v1/host": ["name"],
     "/api/v1/port": ["guid", "port"],
+    "/api/v1/route": ["from", "to"],
     "/api/v1/structure": [],
     "/api/v1/subnet_managers": [],
 }

@@ -46,9 +46,11 @@ congestion:
 using Query = DashboardQuery;
 
 // Every dashboard but the physical layer's (PhysicalLayerTest runs it on
-// the personalities, which have FEC counters).
+// the personalities, which have FEC counters) and the hosts' (HostSideTest
+// runs it with the hosts' local exporters).
 std::vector<Query> DashboardQueries() {
-  return testbed::DashboardQueries([](const std::string& file) { return file != kPhysicalLayerDashboard; });
+  return testbed::DashboardQueries(
+      [](const std::string& file) { return file != kPhysicalLayerDashboard && file != kHostsDashboard; });
 }
 
 class EcosystemTest : public FabricSuite {

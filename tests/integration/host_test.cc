@@ -9,16 +9,23 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <iostream>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 #include <string>
+#include <thread>
 
 #include "tests/integration/fabric_suite.h"
+#include "tests/integration/promql.h"
 #include "tests/testbed/browser.h"
 #include "tests/testbed/fake_kubelet.h"
 #include "tests/testbed/host_sysfs.h"
+#include "tests/testbed/prometheus_server.h"
 
 namespace ibfabric::testbed {
 namespace {
@@ -29,10 +36,22 @@ using std::chrono::seconds;
 class HostSideTest : public FabricSuite {
  protected:
   static void SetUpTestSuite() {
-    FatTreeSpec spec = Spec(2, 2, 2, 1, 8);
+    // Four leaves of four hosts, two spines: 16 host ports, 240 routes
+    // between them, routed by opensm.
+    FatTreeSpec spec = Spec(4, 2, 4, 1, 8);
     spec.hcas_per_host = 1;  // "cn0001 mlx5_0", as rdma-ndd names them: hosts
     StartFabric(spec);
+    if (!sim_) return;
+    std::string error;
+    sm_ = sim_->StartSubnetManager(&error).release();
+    ASSERT_NE(sm_, nullptr) << error;
   }
+  static void TearDownTestSuite() {
+    delete sm_;
+    sm_ = nullptr;
+    StopFabric();
+  }
+  static inline Process* sm_ = nullptr;
 
   // The local exporter of host h over `sysfs`, after its first sweep.
   static std::unique_ptr<ExporterProcess> Local(int h, const HostSysfs& sysfs,
@@ -194,6 +213,227 @@ TEST_F(HostSideTest, JobsFromTheKubeletAndSlurmAreOneSeriesPerHcaPortAndGoWithTh
       seconds(15)))
       << local->Log();
   EXPECT_TRUE(local->ScrapeMetrics().Find("infiniband_host_port_job_info").empty());
+  RemoveTree(dir);
+}
+
+// The hops of `ibtracert SRC_LID DST_LID` as cables: each "[out] -> ...
+// port {guid}[in] lid ... \"name\"" line leaves the previous node by `out`
+// and reaches `name` by `in`. Names and ports, "name[port]".
+std::vector<std::pair<std::string, std::string>> Traced(const std::string& out) {
+  std::vector<std::pair<std::string, std::string>> hops;
+  std::string from;
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);) {
+    const auto q1 = line.find('"'), q2 = line.rfind('"');
+    if (q1 == std::string::npos || q2 <= q1) continue;
+    const std::string name = line.substr(q1 + 1, q2 - q1 - 1);
+    if (line.rfind("From ", 0) == 0) {
+      from = name;
+    } else if (line[0] == '[') {
+      const std::string out_port = line.substr(1, line.find(']') - 1);
+      const auto b = line.find("}[");
+      const std::string in_port = line.substr(b + 2, line.find(']', b + 2) - b - 2);
+      hops.emplace_back(from + "[" + out_port + "]", name + "[" + in_port + "]");
+      from = name;
+    }
+  }
+  return hops;
+}
+
+TEST_F(HostSideTest, ABadSpineCableHurtsExactlyTheRoutesIbtracertSendsThroughIt) {
+  const std::string dir = MakeTempDir("blast");
+  ASSERT_TRUE(WriteFile(dir + "/alerts.yaml", kPagingAlerts));
+  auto fabric = StartExporter({"--sweep.interval=300ms", "--alerts.config=" + dir + "/alerts.yaml"});
+  ASSERT_NE(fabric, nullptr);
+  const Endpoint leaf = tree_->LeafUplink(2, 1);
+  const Endpoint spine = *tree_->Peer(leaf);
+  const auto name = [](const Endpoint& e) { return e.node + "[" + std::to_string(e.port) + "]"; };
+  const std::set<std::string> bad{name(leaf), name(spine)};
+  Ramp ramp(leaf, "PortCounters.SymbolErrorCounter", 10, 60000);
+  json alert;
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        const json a = json::parse(fabric->Get("/api/v1/alerts?state=active"), nullptr, false);
+        for (const json& x : a.is_discarded() ? json::array() : a["active"]) {
+          if (x["cause"] != "bad_cable" || x["blast_radius"].is_null()) continue;
+          std::set<std::string> ends;
+          for (const json& e : x["ends"])
+            ends.insert(e["node"].get<std::string>() + "[" + std::to_string(e["port"].get<int>()) + "]");
+          if (ends == bad) alert = x;
+        }
+        return !alert.is_null();
+      },
+      seconds(60), std::chrono::milliseconds(250)))
+      << fabric->Get("/api/v1/alerts?state=active");
+
+  // Every ordered pair of the 16 host ports: ibtracert between their LIDs
+  // against the exporter's route and its counts.
+  const Scrape s = fabric->ScrapeMetrics();
+  struct HostPort {
+    std::string name, guid, lid;
+  };
+  std::vector<HostPort> hosts;
+  for (const auto& x : s.Find("infiniband_hca_info")) {
+    hosts.push_back({x.labels.at("hca"), x.labels.at("node_guid"), x.labels.at("lid")});
+  }
+  ASSERT_EQ(hosts.size(), 16u);
+  std::size_t crossing = 0, pairs = 0;
+  std::map<std::string, std::pair<int, int>> per_port;  // name -> sends, receives
+  for (const HostPort& a : hosts) {
+    for (const HostPort& b : hosts) {
+      if (a.name == b.name) continue;
+      ++pairs;
+      const CommandResult t = sim_->Tool({"ibtracert", a.lid, b.lid}, std::chrono::milliseconds(20000));
+      ASSERT_EQ(t.exit_code, 0) << a.name << " -> " << b.name << ": " << t.err;
+      bool through = false;
+      for (const auto& [x, y] : Traced(t.out)) through = through || (bad.count(x) && bad.count(y));
+      int status = 0;
+      const json r =
+          json::parse(fabric->Get("/api/v1/route?from=" + a.guid + ":1&to=" + b.guid + ":1", &status), nullptr, false);
+      ASSERT_EQ(status, 200) << r.dump();
+      EXPECT_TRUE(r["arrives"].get<bool>()) << r.dump();
+      ASSERT_EQ(r["hops"].size(), Traced(t.out).size()) << a.name << " -> " << b.name << "\n" << t.out << r.dump();
+      const bool counted = std::find(r["alerts"].begin(), r["alerts"].end(), alert["id"]) != r["alerts"].end();
+      EXPECT_EQ(counted, through) << a.name << " -> " << b.name << "\n" << t.out << r.dump();
+      if (through) {
+        ++crossing;
+        ++per_port[a.name].first;
+        ++per_port[b.name].second;
+      }
+    }
+  }
+  EXPECT_EQ(pairs, 240u);
+  EXPECT_GT(crossing, 0u);
+  const json& radius = alert["blast_radius"];
+  EXPECT_EQ(radius["routes"], crossing);
+  EXPECT_EQ(radius["ports"], per_port.size());
+  EXPECT_EQ(radius["routing"], "static");
+  for (const json& x : radius["listed"]) {
+    const auto it = per_port.find(x["node"].get<std::string>());
+    ASSERT_NE(it, per_port.end()) << x.dump();
+    EXPECT_EQ(x["sends"], it->second.first) << x.dump();
+    EXPECT_EQ(x["receives"], it->second.second) << x.dump();
+  }
+  EXPECT_EQ(s.Value("infiniband_alert_blast_radius_routes", {{"cause", "bad_cable"}, {"node", leaf.node}}),
+            static_cast<double>(crossing));
+  std::cout << "[ figures  ] " << crossing << " of " << pairs << " routes between " << per_port.size()
+            << " host ports cross " << name(leaf) << " - " << name(spine) << "\n";
+
+  // The status page: the bad cable's evidence says what it hurts.
+  std::string error;
+  auto browser = Browser::Start(&error);
+  ASSERT_NE(browser, nullptr) << error;
+  ASSERT_TRUE(browser->Navigate("http://127.0.0.1:" + std::to_string(fabric->port()) + "/", &error)) << error;
+  ASSERT_TRUE(browser->WaitFor(
+      "return document.querySelector(\"#problems tr.problem[data-causes~='bad_cable'] td.what\") !== null;",
+      seconds(30), &error))
+      << error;
+  ASSERT_TRUE(browser->Click("#problems tr.problem[data-causes~='bad_cable'] td.what", &error)) << error;
+  ASSERT_TRUE(
+      browser->WaitFor("return document.querySelector('#problems tr.evidence .blast') !== null;", seconds(10), &error))
+      << error;
+  const auto blast = browser->Execute(R"(
+      const b = document.querySelector('#problems tr.evidence .blast');
+      return {routes: b.dataset.routes, ports: b.dataset.ports, text: b.textContent,
+              listed: document.querySelectorAll('#problems tr.evidence .blast-list li').length};)",
+                                      &error);
+  ASSERT_TRUE(blast) << error;
+  EXPECT_EQ((*blast)["routes"], std::to_string(crossing));
+  EXPECT_EQ((*blast)["ports"], std::to_string(per_port.size()));
+  EXPECT_EQ((*blast)["listed"], std::min<std::size_t>(per_port.size(), 20));
+  EXPECT_EQ((*blast)["text"], "Hurts " + std::to_string(crossing) + " routes between " +
+                                  std::to_string(per_port.size()) + " host ports:");
+  EXPECT_TRUE(browser->Screenshot(std::string(IBFABRIC_ARTIFACT_DIR) + "/status-blast-radius.png", &error)) << error;
+  RemoveTree(dir);
+}
+
+// The shipped rule, in Prometheus, over the fabric exporter's blast radius
+// and three hosts' local exporters with their Slurm jobs: job 4242 on
+// cn0005 and cn0009, job 5151 on cn0009 and cn0013. A bad cable at
+// cn0005's own port hurts job 4242 alone; a bad spine cable both.
+TEST_F(HostSideTest, TheShippedRuleNamesTheJobsOnTheHostsAFaultHurts) {
+  const std::string dir = MakeTempDir("hurt-jobs");
+  ASSERT_TRUE(WriteFile(dir + "/alerts.yaml", kPagingAlerts));
+  auto fabric = StartExporter({"--sweep.interval=300ms", "--alerts.config=" + dir + "/alerts.yaml"});
+  ASSERT_NE(fabric, nullptr);
+  const Scrape f = fabric->ScrapeMetrics();
+  const int hosts[3] = {5, 9, 13};
+  const std::vector<std::string> jobs[3] = {{"4242"}, {"4242", "5151"}, {"5151"}};
+  std::vector<std::unique_ptr<HostSysfs>> sysfs;
+  std::vector<std::unique_ptr<ExporterProcess>> local;
+  std::string targets = "'127.0.0.1:" + std::to_string(fabric->port()) + "'";
+  for (int i = 0; i < 3; ++i) {
+    const std::string host = tree_->Host(hosts[i]);
+    sysfs.push_back(std::make_unique<HostSysfs>());
+    sysfs.back()->AddHca("mlx5_0", std::stoull(NodeGuid(f, host), nullptr, 16), host, "0000:3b:00.0");
+    sysfs.back()->SetHwCounter("mlx5_0", 1, "local_ack_timeout_err", 3);
+    sysfs.back()->SetHwCounter("mlx5_0", 1, "np_cnp_sent", 40);
+    const std::string map = dir + "/jobs" + std::to_string(i);
+    std::filesystem::create_directories(map);
+    std::string ids;
+    for (const std::string& j : jobs[i]) ids += j + "\n";
+    ASSERT_TRUE(WriteFile(map + "/mlx5_0", ids));
+    local.push_back(Local(hosts[i], *sysfs.back(), {"--host.job-mapping-dir=" + map}));
+    ASSERT_NE(local.back(), nullptr);
+    targets += ", '127.0.0.1:" + std::to_string(local.back()->port()) + "'";
+  }
+  std::string error;
+  auto prometheus = PrometheusServer::Start(
+      "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
+      "rule_files: [rules.yml]\n"
+      "scrape_configs:\n"
+      "  - job_name: infiniband\n"
+      "    static_configs: [{targets: [" +
+          targets + "], labels: {fabric: sim}}]\n",
+      {{"rules.yml", ForInSeconds(SourceFile("deploy/prometheus/infiniband-rules.yml"))}}, &error);
+  ASSERT_NE(prometheus, nullptr) << error;
+  // The jobs the rule names as hurt, with the faults it names.
+  const auto hurt = [&](std::set<std::string>* faults) {
+    std::set<std::string> out;
+    const auto r = prometheus->Query("ALERTS{alertname=\"InfinibandFaultHurtsJob\",alertstate=\"firing\"}", &error);
+    for (const json& x : r ? *r : json::array()) {
+      out.insert(x["metric"].value("hpc_job", ""));
+      if (faults) faults->insert(x["metric"].value("faults", ""));
+    }
+    return out;
+  };
+  EXPECT_TRUE(hurt(nullptr).empty());
+
+  // cn0005's own cable: its job alone.
+  const Endpoint own = tree_->LeafHostPort(hosts[0]);
+  {
+    Ramp ramp(own, "PortCounters.SymbolErrorCounter", 10, 60000);
+    ASSERT_TRUE(WaitUntil([&] { return !hurt(nullptr).empty(); }, seconds(60), std::chrono::milliseconds(250)))
+        << prometheus->Log();
+    std::this_thread::sleep_for(seconds(3));  // the other job would be there by now
+    std::set<std::string> faults;
+    EXPECT_EQ(hurt(&faults), (std::set<std::string>{"4242"}));
+    EXPECT_EQ(faults, (std::set<std::string>{"bad_cable " + tree_->Peer(own)->node + "[1] - " + own.node + "[" +
+                                             std::to_string(own.port) + "]"}))
+        << "the cable named by its ends in GUID order (the generator's hosts' are lower)";
+  }
+  ASSERT_TRUE(WaitUntil([&] { return hurt(nullptr).empty(); }, seconds(60), std::chrono::milliseconds(250)))
+      << "cleared with the cable";
+
+  // A spine cable: every host's routes cross it, both jobs.
+  const Endpoint uplink = tree_->LeafUplink(2, 1);
+  Ramp ramp(uplink, "PortCounters.SymbolErrorCounter", 10, 60000);
+  ASSERT_TRUE(WaitUntil([&] { return hurt(nullptr).size() == 2; }, seconds(60), std::chrono::milliseconds(250)))
+      << prometheus->Log();
+  EXPECT_EQ(hurt(nullptr), (std::set<std::string>{"4242", "5151"}));
+
+  // The hosts dashboard, on this Prometheus: every query has data, and its
+  // table of hurt jobs names the two.
+  const auto queries = DashboardQueries([](const std::string& file) { return file == kHostsDashboard; });
+  EXPECT_GE(queries.size(), 12u);
+  for (const auto& q : queries) {
+    const json r = RunPromQL(*prometheus, Substitute(q.expr));
+    EXPECT_FALSE(r.empty()) << q.panel << ": no data for " << Substitute(q.expr);
+    if (q.panel != "Jobs a fault hurts") continue;
+    std::set<std::string> named;
+    for (const json& x : r) named.insert(x["metric"].value("hpc_job", ""));
+    EXPECT_EQ(named, (std::set<std::string>{"4242", "5151"})) << r.dump();
+  }
   RemoveTree(dir);
 }
 

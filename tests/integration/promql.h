@@ -44,7 +44,8 @@ inline std::string Substitute(std::string expr, const std::string& sw = ".*", co
                                                               {"$fabric", "sim"},
                                                               {"$switch", sw},
                                                               {"$node", node},
-                                                              {"$topn", topn}};
+                                                              {"$topn", topn},
+                                                              {"$host", ".*"}};
   for (const auto& [k, v] : vars) {
     for (std::size_t at; (at = expr.find(k)) != std::string::npos;) expr.replace(at, k.size(), v);
   }
@@ -81,5 +82,7 @@ inline std::vector<DashboardQuery> DashboardQueries(const std::function<bool(con
 // The physical layer's dashboard wants a fabric of hardware personalities
 // (FEC counters): PhysicalLayerTest runs it, the ecosystem suite the rest.
 inline constexpr const char* kPhysicalLayerDashboard = "physical-layer.json";
+// Its queries need the hosts' local exporters: HostSideTest runs them.
+inline constexpr const char* kHostsDashboard = "hosts.json";
 
 }  // namespace ibfabric::testbed

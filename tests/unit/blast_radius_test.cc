@@ -1,0 +1,115 @@
+// Blast radius on hand-built forwarding tables (tests/unit/routed_tree.h):
+// routes traced hop by hop as ibtracert traces them, and for every cable
+// of the tree the routes RoutesThrough counts are exactly the pairs whose
+// traced route crosses it.
+
+#include "topology/blast_radius.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/unit/routed_tree.h"
+#include "topology/analysis.h"
+
+namespace ibfabric::topology {
+namespace {
+
+struct Tree : testing::RoutedTree {
+  PortRef P(int node, int port) const { return {b.Guid(node), static_cast<std::uint8_t>(port)}; }
+  PortRef Up(int l, int s) const { return P(leaf[l], 3 + s); }     // leaf l's cable to spine s
+  PortRef Down(int s, int l) const { return P(spine[s], 1 + l); }  // spine s's cable to leaf l
+  PortRef ToHost(int h) const { return P(leaf[h / 2], h % 2 + 1); }
+  PortRef Host(int h) const { return P(host[h], 1); }
+};
+
+// Every (source, destination) host pair whose traced route leaves by one
+// of `egress`, counted the slow way.
+BlastRadius BruteForce(const Tree& t, const std::set<PortRef>& egress) {
+  BlastRadius out;
+  for (const PortRef& s : HostPorts(t.fabric)) {
+    for (const PortRef& d : HostPorts(t.fabric)) {
+      if (s == d) continue;
+      const Route r = TraceRoute(t.fabric, t.tables, s, t.fabric.FindPort(d)->lid);
+      bool crosses = false;
+      for (const PortRef& e : r.egress) crosses = crosses || egress.count(e) > 0;
+      if (!crosses) continue;
+      ++out.routes;
+      ++out.ports[s].sends;
+      ++out.ports[d].receives;
+    }
+  }
+  return out;
+}
+
+void ExpectSame(const BlastRadius& got, const BlastRadius& want, const std::string& what) {
+  EXPECT_EQ(got.routes, want.routes) << what;
+  ASSERT_EQ(got.ports.size(), want.ports.size()) << what;
+  for (const auto& [p, r] : want.ports) {
+    ASSERT_TRUE(got.ports.count(p)) << what;
+    EXPECT_EQ(got.ports.at(p).sends, r.sends) << what;
+    EXPECT_EQ(got.ports.at(p).receives, r.receives) << what;
+  }
+}
+
+TEST(BlastRadiusTest, ARouteIsTracedHopByHopToItsDestination) {
+  Tree t;
+  // cn3 (leaf2) to cn1 (leaf1, reached through spine1).
+  const Route r = TraceRoute(t.fabric, t.tables, t.Host(2), t.Lid(t.host[0]));
+  EXPECT_TRUE(r.arrives);
+  EXPECT_EQ(r.egress, (std::vector<PortRef>{t.Host(2), t.Up(1, 0), t.Down(0, 0), t.ToHost(0)}));
+  // A hole in spine1's table: the route stops there.
+  Tree holed;
+  holed.Route(holed.spine[0], holed.Lid(holed.host[0]), transport::kLftNoPort);
+  const Route broken = TraceRoute(holed.fabric, holed.tables, holed.Host(2), holed.Lid(holed.host[0]));
+  EXPECT_FALSE(broken.arrives);
+  EXPECT_EQ(broken.egress, (std::vector<PortRef>{holed.Host(2), holed.Up(1, 0)}));
+}
+
+TEST(BlastRadiusTest, ASpineCableCarriesTheRoutesTheTablesSendThroughItBothWays) {
+  Tree t;
+  // leaf1 - spine1: down, the routes to cn1 from the other leaves (cn3-cn6);
+  // up, leaf1's hosts' routes to cn3 and cn5.
+  const BlastRadius r = RoutesThrough(t.fabric, t.tables, {t.Up(0, 0), t.Down(0, 0)});
+  EXPECT_EQ(r.routes, 8u);
+  EXPECT_EQ(r.ports.at(t.Host(0)).receives, 4u);
+  EXPECT_EQ(r.ports.at(t.Host(0)).sends, 2u);
+  EXPECT_EQ(r.ports.at(t.Host(1)).sends, 2u);
+  EXPECT_EQ(r.ports.at(t.Host(1)).receives, 0u);
+  EXPECT_EQ(r.ports.at(t.Host(2)).receives, 2u) << "from cn1 and cn2, up through spine1";
+  EXPECT_EQ(r.ports.at(t.Host(2)).sends, 1u) << "to cn1, down from spine1";
+  EXPECT_EQ(r.ports.at(t.Host(3)).receives, 0u) << "cn4 is reached through spine2";
+  EXPECT_EQ(r.ports.size(), 6u);
+}
+
+TEST(BlastRadiusTest, AHostsCableCarriesEveryRouteToAndFromIt) {
+  Tree t;
+  const BlastRadius r = RoutesThrough(t.fabric, t.tables, {t.Host(0), t.ToHost(0)});
+  EXPECT_EQ(r.routes, 10u);
+  EXPECT_EQ(r.ports.at(t.Host(0)).sends, 5u);
+  EXPECT_EQ(r.ports.at(t.Host(0)).receives, 5u);
+  EXPECT_EQ(r.ports.at(t.Host(5)).sends, 1u);
+  // A congestion root at the host's leaf port: only the routes to it.
+  const BlastRadius root = RoutesThrough(t.fabric, t.tables, {t.ToHost(0)});
+  EXPECT_EQ(root.routes, 5u);
+  EXPECT_EQ(root.ports.at(t.Host(0)).sends, 0u);
+}
+
+TEST(BlastRadiusTest, EveryCableCountsExactlyThePairsWhoseTracedRouteCrossesIt) {
+  Tree t;
+  for (const Link& l : Links(t.fabric)) {
+    const std::string what = t.fabric.FindNode(l.a.node_guid)->description + "[" + std::to_string(l.a.port) + "] - " +
+                             t.fabric.FindNode(l.b.node_guid)->description + "[" + std::to_string(l.b.port) + "]";
+    ExpectSame(RoutesThrough(t.fabric, t.tables, {l.a, l.b}), BruteForce(t, {l.a, l.b}), what);
+    ExpectSame(RoutesThrough(t.fabric, t.tables, {l.a}), BruteForce(t, {l.a}), what + " one way");
+  }
+  // With a loop between the spines' tables and a hole, still exact.
+  Tree odd;
+  odd.Route(odd.spine[0], odd.Lid(odd.host[4]), 2);  // spine1 sends cn5 to leaf2, which sends it back up
+  odd.Route(odd.leaf[1], odd.Lid(odd.host[4]), 3);
+  odd.Route(odd.spine[1], odd.Lid(odd.host[1]), transport::kLftNoPort);
+  for (const Link& l : Links(odd.fabric)) {
+    ExpectSame(RoutesThrough(odd.fabric, odd.tables, {l.a, l.b}), BruteForce(odd, {l.a, l.b}), "odd tables");
+  }
+}
+
+}  // namespace
+}  // namespace ibfabric::topology

@@ -1,0 +1,151 @@
+#include "topology/blast_radius.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+namespace ibfabric::topology {
+namespace {
+
+constexpr int kMaxHops = 64;
+constexpr std::uint8_t kNoPort = 0xFF;
+
+// The egress port of switch `guid` toward `lid`; kNoPort where its table
+// is not read or has none.
+std::uint8_t Egress(const ForwardingTables& tables, std::uint64_t guid, std::uint16_t lid) {
+  const auto t = tables.find(guid);
+  if (t == tables.end() || lid >= t->second.size()) return kNoPort;
+  return t->second[lid];
+}
+
+// Per destination LID: whether the route from each switch crosses the
+// egress set, memoized over the switches a walk passes.
+class Crossing {
+ public:
+  Crossing(const Fabric& f, const ForwardingTables& t, const std::set<PortRef>& e, std::uint16_t lid)
+      : fabric_(f), tables_(t), egress_(e), lid_(lid) {}
+
+  bool From(std::uint64_t sw) {
+    std::vector<std::uint64_t> walk;
+    bool result = false;
+    std::uint64_t at = sw;
+    for (int hop = 0;; ++hop) {
+      const auto m = memo_.find(at);
+      if (m != memo_.end()) {
+        result = m->second == 1;
+        break;
+      }
+      if (hop >= kMaxHops) break;
+      memo_[at] = 0;  // a loop back here ends the route: no crossing beyond it
+      walk.push_back(at);
+      const std::uint8_t out = Egress(tables_, at, lid_);
+      if (out == kNoPort) break;
+      if (egress_.count({at, out})) {
+        result = true;
+        break;
+      }
+      const Port* p = fabric_.FindPort({at, out});
+      if (!p || !p->remote) break;
+      const Node* next = fabric_.FindNode(p->remote->node_guid);
+      if (!next || next->kind != NodeKind::kSwitch) break;  // arrived (or left the switches)
+      at = next->guid;
+    }
+    for (std::uint64_t g : walk) memo_[g] = result ? 1 : 0;
+    return result;
+  }
+
+ private:
+  const Fabric& fabric_;
+  const ForwardingTables& tables_;
+  const std::set<PortRef>& egress_;
+  std::uint16_t lid_;
+  std::unordered_map<std::uint64_t, int> memo_;
+};
+
+}  // namespace
+
+std::vector<PortRef> HostPorts(const Fabric& fabric) {
+  std::vector<PortRef> out;
+  for (const Node& n : fabric.nodes()) {
+    if (n.kind == NodeKind::kSwitch || IsAggregationNode(n)) continue;
+    for (const Port& p : n.ports) {
+      if (p.lid != 0) out.push_back({n.guid, p.number});
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+Route TraceRoute(const Fabric& fabric, const ForwardingTables& tables, const PortRef& from, std::uint16_t to_lid) {
+  Route r;
+  r.egress.push_back(from);
+  const Port* p = fabric.FindPort(from);
+  for (int hop = 0; hop < kMaxHops; ++hop) {
+    if (!p || !p->remote) return r;
+    const Node* n = fabric.FindNode(p->remote->node_guid);
+    if (!n) return r;
+    if (n->kind != NodeKind::kSwitch) {
+      const Port* end = n->FindPort(p->remote->port);
+      r.arrives = end && end->lid == to_lid;
+      return r;
+    }
+    if (n->lid == to_lid) {  // the switch itself
+      r.arrives = true;
+      return r;
+    }
+    const std::uint8_t out = Egress(tables, n->guid, to_lid);
+    if (out == kNoPort) return r;
+    r.egress.push_back({n->guid, out});
+    p = n->FindPort(out);
+  }
+  return r;  // a loop
+}
+
+BlastRadius RoutesThrough(const Fabric& fabric, const ForwardingTables& tables, const std::set<PortRef>& egress) {
+  BlastRadius out;
+  const std::vector<PortRef> hosts = HostPorts(fabric);
+  // Each host port's LID and the switch it is cabled to (0: none).
+  std::vector<std::uint16_t> lid(hosts.size());
+  std::vector<std::uint64_t> first_switch(hosts.size(), 0);
+  for (std::size_t i = 0; i < hosts.size(); ++i) {
+    const Port* p = fabric.FindPort(hosts[i]);
+    lid[i] = p->lid;
+    if (p->remote) {
+      const Node* n = fabric.FindNode(p->remote->node_guid);
+      if (n && n->kind == NodeKind::kSwitch) first_switch[i] = n->guid;
+    }
+  }
+  std::vector<std::size_t> ca_egress;  // host ports in the set: every route from them crosses
+  std::vector<PortRef> switch_egress;
+  for (std::size_t i = 0; i < hosts.size(); ++i) {
+    if (egress.count(hosts[i])) ca_egress.push_back(i);
+  }
+  for (const PortRef& e : egress) {
+    const Node* n = fabric.FindNode(e.node_guid);
+    if (n && n->kind == NodeKind::kSwitch) switch_egress.push_back(e);
+  }
+  const auto count = [&](std::size_t s, std::size_t d) {
+    ++out.routes;
+    ++out.ports[hosts[s]].sends;
+    ++out.ports[hosts[d]].receives;
+  };
+  for (std::size_t d = 0; d < hosts.size(); ++d) {
+    // A route to d crosses a switch's egress only where that switch sends d
+    // out of it.
+    bool candidate = false;
+    for (const PortRef& e : switch_egress) candidate = candidate || Egress(tables, e.node_guid, lid[d]) == e.port;
+    if (!candidate) {
+      for (std::size_t s : ca_egress) {
+        if (s != d) count(s, d);
+      }
+      continue;
+    }
+    Crossing crossing(fabric, tables, egress, lid[d]);
+    for (std::size_t s = 0; s < hosts.size(); ++s) {
+      if (s == d) continue;
+      if (egress.count(hosts[s]) || (first_switch[s] && crossing.From(first_switch[s]))) count(s, d);
+    }
+  }
+  return out;
+}
+
+}  // namespace ibfabric::topology

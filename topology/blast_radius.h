@@ -1,0 +1,53 @@
+#pragma once
+// Which routes a fault lies on: routes between CA ports (host ports),
+// traced hop by hop through the switches' LinearForwardingTables (IBTA
+// 14.2.5.10), as ibtracert traces them. A bad or flapping cable hurts the
+// routes that leave a switch or CA through either of its ends; a
+// congestion root the routes that leave through the root port. The blast
+// radius of a fault is those routes: how many (source port, destination
+// port) pairs, and for each CA port how many it sends and receives. Where
+// adaptive routing is on, the tables are the static fallback and so are
+// these routes. Pure: no MADs.
+//
+// SHARP Aggregation Nodes (fabric.h IsAggregationNode) and switch ports
+// are neither sources nor destinations: routes between hosts only.
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <set>
+#include <vector>
+
+#include "topology/fabric.h"
+#include "topology/routing.h"
+
+namespace ibfabric::topology {
+
+// A route from a CA port to a LID: the port each hop leaves by, from the
+// source CA port itself to the last switch's port toward the destination.
+struct Route {
+  std::vector<PortRef> egress;
+  // The destination answered at the end of it; false where a table is not
+  // read, has no entry (0xFF) or names a port with nothing behind it, or
+  // the route loops (more than 64 hops).
+  bool arrives = false;
+};
+Route TraceRoute(const Fabric& fabric, const ForwardingTables& tables, const PortRef& from, std::uint16_t to_lid);
+
+struct PortRoutes {
+  std::size_t sends = 0;     // routes from this port that cross
+  std::size_t receives = 0;  // routes to this port that cross
+};
+struct BlastRadius {
+  std::size_t routes = 0;               // (source, destination) CA port pairs whose route crosses
+  std::map<PortRef, PortRoutes> ports;  // every CA port that sends or receives one of them
+};
+// The routes between CA ports that leave through any of `egress` (switch
+// or CA ports).
+BlastRadius RoutesThrough(const Fabric& fabric, const ForwardingTables& tables, const std::set<PortRef>& egress);
+
+// The CA ports that are hosts' (neither switch ports nor SHARP
+// Aggregation Nodes'), with a LID, ascending.
+std::vector<PortRef> HostPorts(const Fabric& fabric);
+
+}  // namespace ibfabric::topology
