@@ -487,10 +487,10 @@ H = F + ',host=~"$host"'
 HOST_OF = f'max by (fabric, instance, device, host) (infiniband_host_port_info{{{H}}})'
 TRANSPORT = ("req_transport_retries_exceeded|req_rnr_retries_exceeded|local_ack_timeout_err|rnr_nak_retry_err|"
              "out_of_buffer|packet_seq_err|out_of_sequence|implied_nak_seq_err|duplicate_request")
-# The jobs a fault hurts: the rule InfinibandFaultHurtsJob's expression.
+# The jobs a fault hurts: the rule InfinibandFaultHurtsJob's expression, over
+# the recording rule of the host ports each fault hurts.
 HURT_JOBS = (f'count by (faults, source, hpc_job, namespace, pod) (infiniband_host_port_job_info{{{F}}} '
-             f'* on (node_guid, port) group_left (faults) '
-             f'max by (node_guid, port, faults) (infiniband_blast_radius_port_faults{{{F}}}))')
+             f'* on (node_guid, port) group_left (faults) infiniband:host_port_faults)')
 
 
 def host_cable_end(which):

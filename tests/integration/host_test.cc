@@ -373,7 +373,9 @@ TEST_F(HostSideTest, TheShippedRuleNamesTheJobsOnTheHostsAFaultHurts) {
     std::string ids;
     for (const std::string& j : jobs[i]) ids += j + "\n";
     ASSERT_TRUE(WriteFile(map + "/mlx5_0", ids));
-    local.push_back(Local(hosts[i], *sysfs.back(), {"--host.job-mapping-dir=" + map}));
+    // Judging its own cable as the fabric exporter does (the same window).
+    local.push_back(
+        Local(hosts[i], *sysfs.back(), {"--host.job-mapping-dir=" + map, "--alerts.config=" + dir + "/alerts.yaml"}));
     ASSERT_NE(local.back(), nullptr);
     targets += ", '127.0.0.1:" + std::to_string(local.back()->port()) + "'";
   }

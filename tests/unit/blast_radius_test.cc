@@ -7,7 +7,12 @@
 
 #include <gtest/gtest.h>
 
+#include "collectors/blast_radius_collector.h"
+#include "collectors/metrics.h"
+#include "collectors/registry.h"
+#include "tests/testbed/prom_text.h"
 #include "tests/unit/routed_tree.h"
+#include "topology/adaptive_routing.h"
 #include "topology/analysis.h"
 
 namespace ibfabric::topology {
@@ -113,3 +118,88 @@ TEST(BlastRadiusTest, EveryCableCountsExactlyThePairsWhoseTracedRouteCrossesIt) 
 
 }  // namespace
 }  // namespace ibfabric::topology
+
+namespace ibfabric::collectors {
+namespace {
+
+// The collector over a hand-built snapshot: the routed tree's tables, one
+// bad spine cable and one flapping host cable alerted on, adaptive routing
+// on at one spine.
+struct Snap {
+  testing::RoutedTree t;
+  Snapshot parts;
+  Logger log{LogLevel::kError};
+  Snap() {
+    parts.fabric = std::make_shared<topology::Fabric>(t.fabric);
+    parts.forwarding = std::make_shared<topology::ForwardingTables>(t.tables);
+    for (const auto& n : t.fabric.nodes()) parts.nodes[n.guid].name = n.description;
+  }
+  topology::PortRef P(int node, int port) const { return {t.b.Guid(node), static_cast<std::uint8_t>(port)}; }
+  void Alerts(const std::vector<Alert>& active) {
+    auto h = std::make_shared<HealthReport>();
+    h->active = active;
+    parts.health = h;
+  }
+  Cycle MakeCycle() {
+    Cycle c;
+    c.fabric = &t.fabric;
+    c.parts = &parts;
+    c.log = &log;
+    return c;
+  }
+};
+
+Alert On(Cause cause, const topology::PortRef& x, const topology::PortRef& y) {
+  Alert a;
+  a.cause = cause;
+  a.cable = topology::CableBetween(x, y);
+  return a;
+}
+
+TEST(BlastRadiusCollectorTest, EachFaultItsRoutesAndTheHostPortsItHurts) {
+  Snap s;
+  const topology::PortRef up = s.P(s.t.leaf[0], 3), down = s.P(s.t.spine[0], 1);
+  const topology::PortRef host = s.P(s.t.host[5], 1), leaf_port = s.P(s.t.leaf[2], 2);
+  s.Alerts({On(Cause::kBadCable, up, down), On(Cause::kFlappingLink, host, leaf_port),
+            On(Cause::kDegradedLink, s.P(s.t.leaf[1], 4), s.P(s.t.spine[1], 2))});
+  topology::AdaptiveSwitches ar;
+  ar[s.t.b.Guid(s.t.spine[0])] = topology::AdaptiveRouting::kOn;
+  s.parts.by_collector.Set("adaptive_routing", std::make_shared<const topology::AdaptiveSwitches>(ar));
+  auto c = FindCollector("blast_radius")->make({});
+  c->Update(s.MakeCycle());
+  c->Publish(&s.parts);
+  const auto* report = s.parts.by_collector.Get<BlastReport>(kBlastRadiusCollector);
+  ASSERT_NE(report, nullptr);
+  ASSERT_EQ(report->entries.size(), 2u) << "a degraded link hurts no route";
+  const BlastEntry* spine = report->Find(Cause::kBadCable, topology::CableBetween(up, down));
+  ASSERT_NE(spine, nullptr);
+  EXPECT_EQ(spine->radius.routes, 8u);
+  EXPECT_TRUE(spine->adaptive) << "spine1 routes adaptively: the tables' routes are its fallback";
+  EXPECT_EQ(HurtPorts(s.t.fabric, *spine).size(), 6u) << "between switches: every port of the radius";
+  const BlastEntry* own = report->Find(Cause::kFlappingLink, topology::CableBetween(host, leaf_port));
+  ASSERT_NE(own, nullptr);
+  EXPECT_FALSE(own->adaptive);
+  EXPECT_EQ(own->radius.routes, 10u);
+  EXPECT_EQ(HurtPorts(s.t.fabric, *own), std::vector<topology::PortRef>{host}) << "a host's own cable: that host";
+
+  s.parts.collectors = {"blast_radius"};
+  testbed::Scrape m = testbed::Scrape::Parse(RenderExposition(s.parts, "test"));
+  EXPECT_EQ(m.Value("infiniband_alert_blast_radius_routes", {{"cause", "bad_cable"}, {"routing", "adaptive"}}), 8);
+  EXPECT_EQ(m.Value("infiniband_alert_blast_radius_ports", {{"cause", "flapping_link"}, {"routing", "static"}}), 6);
+  EXPECT_EQ(m.Value("infiniband_blast_radius_port_faults",
+                    {{"node_guid", topology::FormatGuid(host.node_guid)},
+                     {"faults", "bad_cable leaf1[3] - spine1[1]; flapping_link leaf3[2] - cn6[1]"}}),
+            2);
+  EXPECT_EQ(m.Find("infiniband_blast_radius_port_faults").size(), 6u);
+
+  // Outside fabric scope (or shard 0) nothing is traced.
+  s.parts.scope.kind = topology::ScopeKind::kLocal;
+  Cycle local = s.MakeCycle();
+  local.scope = s.parts.scope;
+  c->Update(local);
+  c->Publish(&s.parts);
+  EXPECT_EQ(s.parts.by_collector.Get<BlastReport>(kBlastRadiusCollector), nullptr);
+}
+
+}  // namespace
+}  // namespace ibfabric::collectors
