@@ -10,6 +10,7 @@
 #include "collectors/common/iso8601.h"
 #include "collectors/fec_collector.h"
 #include "collectors/host_collector.h"
+#include "collectors/jobs_collector.h"
 #include "collectors/module_collector.h"
 #include "config/text.h"
 #include "topology/blast_radius.h"
@@ -735,10 +736,22 @@ json KernelJson(const Snapshot& s, std::uint64_t guid) {
         const auto it = p.hw_counters.find(c);
         if (it != p.hw_counters.end()) counters[c] = it->second;
       }
+      json jobs = json::array();
+      if (const auto* held = s.by_collector.Get<JobReadings>(kJobsCollector)) {
+        for (const JobPort& j : held->ports) {
+          if (j.device != d.name || j.port != p.number) continue;
+          jobs.push_back({{"source", j.holder.source},
+                          {"hpc_job", j.holder.hpc_job},
+                          {"namespace", j.holder.pod_namespace},
+                          {"pod", j.holder.pod},
+                          {"container", j.holder.container}});
+        }
+      }
       ports.push_back({{"port", p.number},
                        {"link_layer", p.link_layer},
                        {"state", p.state},
-                       {"transport_errors", std::move(counters)}});
+                       {"transport_errors", std::move(counters)},
+                       {"jobs", std::move(jobs)}});
     }
     return {{"device", d.name},
             {"firmware_version", d.fw_ver},

@@ -1004,8 +1004,8 @@ async function openHost(name) {
 }
 
 // What the host's own kernel says of its HCAs (an exporter in local scope
-// on that host): firmware, the PCIe link against its maximum, NUMA node and
-// the transport errors the host rules watch.
+// on that host): firmware, the PCIe link against its maximum, NUMA node,
+// the transport errors the host rules watch and the jobs holding them.
 function hostKernel(hcas) {
   if (!hcas.length) return [];
   const gts = (v) => (v / 1e9).toFixed(1).replace(/\.0$/, "") + " GT/s";
@@ -1013,6 +1013,8 @@ function hostKernel(hcas) {
     const k = x.kernel, p = k.pcie;
     const errors = k.ports.flatMap((port) => Object.entries(port.transport_errors).filter(([, v]) => v > 0)
       .map(([name, v]) => (k.ports.length > 1 ? "[" + port.port + "] " : "") + name + " " + v));
+    const jobs = [...new Set(k.ports.flatMap((port) => port.jobs.map((j) =>
+      j.source === "slurm" ? "job " + j.hpc_job : j.namespace + "/" + j.pod)))];
     return el("tr", { "data-device": k.device, "data-pcie": p ? (p.degraded ? "degraded" : "ok") : "" },
       el("td", { text: k.device }),
       el("td", { text: k.firmware_version || "–" }),
@@ -1020,10 +1022,11 @@ function hostKernel(hcas) {
                      text: gts(p.transfers_per_second) + " x" + p.width + (p.degraded ? " of " + gts(p.max_transfers_per_second) + " x" + p.max_width : "") }
                  : { text: "–" }),
       el("td", { text: k.numa_node === null ? "–" : String(k.numa_node) }),
-      el("td", { class: errors.length ? "state-bad" : "", text: errors.length ? errors.join(", ") : "none" }));
+      el("td", { class: errors.length ? "state-bad" : "", text: errors.length ? errors.join(", ") : "none" }),
+      el("td", { text: jobs.length ? jobs.join(", ") : "–" }));
   });
   return [el("h4", { text: "On the host" }),
-          el("table", { id: "host-kernel" }, el("thead", {}, el("tr", {}, ...["HCA", "Firmware", "PCIe", "NUMA", "Transport errors"].map((h) => el("th", { text: h })))),
+          el("table", { id: "host-kernel" }, el("thead", {}, el("tr", {}, ...["HCA", "Firmware", "PCIe", "NUMA", "Transport errors", "Jobs"].map((h) => el("th", { text: h })))),
              el("tbody", {}, ...rows))];
 }
 

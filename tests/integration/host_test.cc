@@ -84,7 +84,9 @@ TEST_F(HostSideTest, TheHostViewShowsWhatItsKernelSaysBesideItsCable) {
   sysfs.SetPcieLink("0000:3b:00.0", "16.0 GT/s PCIe", 8);
   sysfs.SetHwCounter("mlx5_0", 1, "local_ack_timeout_err", 12);
   sysfs.SetHwCounter("mlx5_0", 1, "out_of_buffer", 0);
-  const auto local = Local(h, sysfs);
+  const std::string jobs = MakeTempDir("host-view-jobs");
+  ASSERT_TRUE(WriteFile(jobs + "/mlx5_0", "777\n"));
+  const auto local = Local(h, sysfs, {"--host.job-mapping-dir=" + jobs});
   ASSERT_NE(local, nullptr);
 
   int status = 0;
@@ -103,6 +105,9 @@ TEST_F(HostSideTest, TheHostViewShowsWhatItsKernelSaysBesideItsCable) {
                              {"max_width", 16},
                              {"degraded", true}}));
   EXPECT_EQ(k["ports"][0]["transport_errors"], (json{{"local_ack_timeout_err", 12}, {"out_of_buffer", 0}}));
+  EXPECT_EQ(
+      k["ports"][0]["jobs"],
+      (json::array({{{"source", "slurm"}, {"hpc_job", "777"}, {"namespace", ""}, {"pod", ""}, {"container", ""}}})));
   // A fabric exporter does not read the host: no kernel view.
   {
     auto fabric = StartExporter({"--sweep.interval=1s"});
@@ -128,9 +133,10 @@ TEST_F(HostSideTest, TheHostViewShowsWhatItsKernelSaysBesideItsCable) {
   EXPECT_EQ((*row)["device"], "mlx5_0");
   EXPECT_EQ((*row)["pcie"], "degraded");
   EXPECT_EQ((*row)["cells"],
-            (json{"mlx5_0", "28.39.1002", "16 GT/s x8 of 32 GT/s x16", "0", "local_ack_timeout_err 12"}))
+            (json{"mlx5_0", "28.39.1002", "16 GT/s x8 of 32 GT/s x16", "0", "local_ack_timeout_err 12", "job 777"}))
       << row->dump();
   EXPECT_TRUE(browser->Screenshot(std::string(IBFABRIC_ARTIFACT_DIR) + "/status-host-kernel.png", &error)) << error;
+  RemoveTree(jobs);
 }
 
 TEST_F(HostSideTest, JobsFromTheKubeletAndSlurmAreOneSeriesPerHcaPortAndGoWithTheirPods) {
