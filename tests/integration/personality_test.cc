@@ -541,7 +541,7 @@ TEST_F(PersonalityTest, AdaptiveRoutingIsReportedAndLabelsWhatFollowsTheTables) 
     }
   });
   nlohmann::json last;
-  std::map<std::string, nlohmann::json> trees;
+  std::map<std::string, nlohmann::json> trees, radius;
   const auto both = [&] {
     int status = 0;
     last = nlohmann::json::parse(e->Get("/api/v1/alerts", &status), nullptr, false);
@@ -550,7 +550,15 @@ TEST_F(PersonalityTest, AdaptiveRoutingIsReportedAndLabelsWhatFollowsTheTables) 
     for (const auto& t : last["congestion_trees"]) {
       trees[t["root"]["node"].get<std::string>() + "[" + std::to_string(t["root"]["port"].get<int>()) + "]"] = t;
     }
-    return trees.count("ib-leaf01[1]") && trees.count("ib-leaf03[1]");
+    // Each root's alert with its blast radius (the routes to the host behind it).
+    radius.clear();
+    for (const auto& a : last["active"]) {
+      if (a["cause"] != "congestion" || !a.contains("congestion") || a["blast_radius"].is_null()) continue;
+      const auto& root = a["congestion"]["root"];
+      radius[root["node"].get<std::string>() + "[" + std::to_string(root["port"].get<int>()) + "]"] = a["blast_radius"];
+    }
+    return trees.count("ib-leaf01[1]") && trees.count("ib-leaf03[1]") && radius.count("ib-leaf01[1]") &&
+           radius.count("ib-leaf03[1]");
   };
   const bool found = WaitUntil(both, seconds(30), std::chrono::milliseconds(200));
   stop = true;
@@ -573,6 +581,13 @@ TEST_F(PersonalityTest, AdaptiveRoutingIsReportedAndLabelsWhatFollowsTheTables) 
   EXPECT_EQ(trees["ib-leaf01[1]"]["adaptive_routing_switches"], nlohmann::json::array({"ib-leaf01"}));
   EXPECT_EQ(trees["ib-leaf03[1]"]["paths"], "forwarding_tables");
   EXPECT_TRUE(trees["ib-leaf03[1]"]["adaptive_routing_switches"].empty());
+  // What each root hurts: every other host's route to the host behind it,
+  // the tables' static routes where the root's switch routes adaptively.
+  EXPECT_EQ(radius["ib-leaf01[1]"]["routing"], "adaptive") << radius["ib-leaf01[1]"].dump();
+  EXPECT_EQ(radius["ib-leaf03[1]"]["routing"], "static") << radius["ib-leaf03[1]"].dump();
+  const int hosts = static_cast<int>(s->Find("infiniband_hca_info").size());  // one HCA port each
+  EXPECT_EQ(radius["ib-leaf03[1]"]["routes"], hosts - 1) << radius["ib-leaf03[1]"].dump();
+  EXPECT_EQ(radius["ib-leaf03[1]"]["ports"], hosts) << radius["ib-leaf03[1]"].dump();
   ASSERT_TRUE(hw_->Clear("ib-leaf01", &error)) << error;
   ASSERT_TRUE(hw_->Clear("ib-spine01", &error)) << error;
   RemoveTree(dir);
