@@ -31,34 +31,35 @@ class BlastRadiusCollector final : public Collector {
       cache_.clear();
       return {};
     }
-    // New tables or a new graph (the tracker's, replaced at each walk while
-    // the one before is still held: never the same address): every route may differ.
-    if (s.forwarding != tables_ || cycle.fabric != fabric_) {
-      cache_.clear();
-      tables_ = s.forwarding;
-      fabric_ = cycle.fabric;
-    }
     std::set<std::uint64_t> adaptive;
     if (const auto* ar = s.by_collector.Get<topology::AdaptiveSwitches>(kAdaptiveRoutingCollector)) {
       adaptive = topology::AdaptiveOn(*ar);
     }
+    // New tables, a new graph or adaptive routing turned on or off somewhere:
+    // every route (or what it is called) may differ.
+    if (s.forwarding != tables_ || cycle.fabric_generation != generation_ || adaptive != adaptive_) {
+      cache_.clear();
+      tables_ = s.forwarding;
+      generation_ = cycle.fabric_generation;
+      adaptive_ = adaptive;
+    }
     auto next = std::make_shared<BlastReport>();
-    std::map<Key, BlastEntry> kept;
+    std::map<Key, std::shared_ptr<const BlastEntry>> kept;
     for (const Alert& a : s.health->active) {
       if (!Hurts(a.cause)) continue;
       const Key key{a.cause, a.cable, a.root};
       auto it = cache_.find(key);
       if (it == cache_.end()) {
-        BlastEntry e;
-        e.cause = a.cause;
-        e.cable = a.cable;
-        e.root = a.root;
+        auto e = std::make_shared<BlastEntry>();
+        e->cause = a.cause;
+        e->cable = a.cable;
+        e->root = a.root;
         const std::set<topology::PortRef> egress =
             a.root ? std::set<topology::PortRef>{*a.root} : std::set<topology::PortRef>{a.cable.a, a.cable.b};
-        e.radius = topology::RoutesThrough(*cycle.fabric, *s.forwarding, egress);
+        e->radius = topology::RoutesThrough(*cycle.fabric, *s.forwarding, egress);
         // Static routes where the switches they leave by route adaptively
         // (the tables are then the fallback).
-        for (const auto& p : egress) e.adaptive = e.adaptive || adaptive.count(p.node_guid) > 0;
+        for (const auto& p : egress) e->adaptive = e->adaptive || adaptive.count(p.node_guid) > 0;
         it = cache_.emplace(key, std::move(e)).first;
       }
       next->entries.push_back(it->second);
@@ -73,8 +74,9 @@ class BlastRadiusCollector final : public Collector {
 
  private:
   std::shared_ptr<const topology::ForwardingTables> tables_;
-  const topology::Fabric* fabric_ = nullptr;
-  std::map<Key, BlastEntry> cache_;
+  std::uint64_t generation_ = 0;
+  std::set<std::uint64_t> adaptive_;
+  std::map<Key, std::shared_ptr<const BlastEntry>> cache_;
   std::shared_ptr<const BlastReport> published_;
 };
 
@@ -111,8 +113,8 @@ std::vector<topology::PortRef> HurtPorts(const topology::Fabric& fabric, const B
 }
 
 const BlastEntry* BlastReport::Find(Cause cause, const topology::Link& cable) const {
-  for (const BlastEntry& e : entries) {
-    if (e.cause == cause && e.cable == cable) return &e;
+  for (const auto& e : entries) {
+    if (e->cause == cause && e->cable == cable) return e.get();
   }
   return nullptr;
 }
@@ -132,7 +134,8 @@ void RenderBlastRadius(const Snapshot& s, const Emit& out) {
                       "Host ports that send or receive a route crossing the alert's cable or congestion root",
                       MetricType::Gauge);
   std::map<topology::PortRef, std::vector<std::string>> faults_of;
-  for (const BlastEntry& e : report->entries) {
+  for (const auto& entry : report->entries) {
+    const BlastEntry& e = *entry;
     auto labels = CableLabels(s, e.cable);
     labels.insert(labels.begin(), {"cause", ToString(e.cause)});
     labels.push_back({"cable", CableId(e.cable)});

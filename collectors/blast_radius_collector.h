@@ -6,8 +6,11 @@
 // forwarding tables the routing collector read, so only where this
 // exporter reads them (fabric scope, or shard 0: topology/scope.h
 // reports_topology). Where adaptive routing is on at a switch, those are
-// the tables' static routes, and said so. Recomputed when the faults or
-// the tables change, at the sweep after link_health. No MADs.
+// the tables' static routes, and said so. Each fault traced once, again
+// when the tables, the graph (Cycle::fabric_generation) or the switches
+// routing adaptively change; at the sweep, after link_health. No MADs.
+// A trace costs about (destinations routed out of the fault's ports) x
+// (host ports) steps (topology/blast_radius.h).
 //
 // Part: BlastReport under "blast_radius". Metrics, for each fault (its
 // cable's labels as on infiniband_alert_active, `cause`, `cable` as the
@@ -40,7 +43,7 @@ struct BlastEntry {
   bool adaptive = false;  // adaptive routing on at a switch the routes leave by: static routes
 };
 struct BlastReport {
-  std::vector<BlastEntry> entries;  // in the order of the active alerts
+  std::vector<std::shared_ptr<const BlastEntry>> entries;  // in the order of the active alerts (shared with the cache)
   // The entry of an alert (cause and cable), or null.
   const BlastEntry* Find(Cause cause, const topology::Link& cable) const;
 };

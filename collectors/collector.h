@@ -89,6 +89,10 @@ struct Cycle {
   Trigger trigger = Trigger::kSweep;
   transport::MadEngine* engine = nullptr;
   const topology::Fabric* fabric = nullptr;  // as of now, never null
+  // Counts the graphs the tracker adopted: a collector that keeps what it
+  // derived from `fabric` compares it (never the pointer, whose address a
+  // later graph may take again).
+  std::uint64_t fabric_generation = 0;
   topology::Scope scope;
   // kFullWalk: every node; kRewalk: the nodes a re-walk brought, and those
   // it found gone.

@@ -47,11 +47,6 @@ std::string HostOfDevice(const Snapshot& s, const host::HostDevice& d) {
   return d.node_desc.substr(0, d.node_desc.find(' '));
 }
 
-std::string CableId(const topology::Link& l) {
-  return topology::FormatGuid(l.a.node_guid) + "/" + std::to_string(l.a.port) + "/" +
-         topology::FormatGuid(l.b.node_guid) + "/" + std::to_string(l.b.port);
-}
-
 std::unique_ptr<Collector> MakeHostCollector(const CollectorOptions& options) {
   return std::make_unique<HostCollector>(options.host_sysfs);
 }

@@ -39,11 +39,6 @@ struct HostReadings {
   std::shared_ptr<const host::HostReading> reading;  // null outside local scope
 };
 
-// A cable as the host rules and the cable alerts name it (the alerts'
-// `cable` label, label_join of guid, port, remote_guid, remote_port):
-// "0x...a/1/0x...b/7", its ends in canonical order (topology/analysis.h).
-std::string CableId(const topology::Link& l);
-
 // The host a device belongs to: the fabric's name for it (topology/
 // hosts.h) where the device's GUID is in a host; else the first word of
 // its node description (rdma-ndd's "%h %d"); else empty.

@@ -1,5 +1,8 @@
 #include "collectors/jobs_collector.h"
 
+#include <algorithm>
+#include <deque>
+
 #include "collectors/host_collector.h"
 #include "collectors/render.h"
 
@@ -25,6 +28,8 @@ class JobsCollector final : public Collector {
     if (!mapping_dir_.empty()) {
       std::vector<std::string> problems;
       auto slurm = host::ReadJobMappingDir(mapping_dir_, &problems);
+      // Up where the directory reads whole (a bad line or file is a
+      // problem of its own, named in the log, not the source's).
       next->source_up["slurm"] = problems.empty() || !slurm.empty();
       for (const auto& p : problems) Note(cycle, p);
       claims.insert(claims.end(), slurm.begin(), slurm.end());
@@ -58,16 +63,18 @@ class JobsCollector final : public Collector {
   void Publish(Snapshot* parts) const override { parts->by_collector.Set(kJobsCollector, published_); }
 
  private:
-  // A source's trouble, logged when it changes (not every sweep).
+  // A source's trouble, logged the first time it is seen (the last 64
+  // kept: not every sweep).
   void Note(const Cycle& cycle, const std::string& what) {
-    if (what == last_note_) return;
-    last_note_ = what;
+    if (std::find(noted_.begin(), noted_.end(), what) != noted_.end()) return;
+    noted_.push_back(what);
+    if (noted_.size() > 64) noted_.pop_front();
     cycle.log->Warn("job attribution", "problem=\"" + what + "\"");
   }
 
   std::string sysfs_, proc_, mapping_dir_;
   std::function<std::optional<std::vector<host::DeviceClaim>>(std::string*)> pod_devices_;
-  std::string last_note_;
+  std::deque<std::string> noted_;
   std::shared_ptr<const JobReadings> published_;
 };
 

@@ -83,7 +83,7 @@ const std::vector<CollectorInfo>& Registry() {
        true,
        MakeBlastRadiusCollector,
        RenderBlastRadius,
-       {"link_health"}},
+       {"adaptive_routing", "routing", "link_health"}},
       {"subnet_managers", "SMInfo of every subnet manager: masters, standbys, sweeping, failovers.", true,
        MakeSubnetManagersCollector, RenderSubnetManagers},
       {"switch_environment",

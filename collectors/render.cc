@@ -116,4 +116,9 @@ std::vector<ClientMetric::Label> CableLabels(const Snapshot& s, const topology::
   return labels;
 }
 
+std::string CableId(const topology::Link& l) {
+  return FormatGuid(l.a.node_guid) + "/" + std::to_string(l.a.port) + "/" + FormatGuid(l.b.node_guid) + "/" +
+         std::to_string(l.b.port);
+}
+
 }  // namespace ibfabric::collectors

@@ -78,5 +78,10 @@ std::vector<prometheus::ClientMetric::Label> EndLabels(const Snapshot& s, const 
 // A cable: both ends by GUID (unique) and name (readable); the second end's
 // labels are remote_guid, remote_node and remote_port.
 std::vector<prometheus::ClientMetric::Label> CableLabels(const Snapshot& s, const topology::Link& l);
+// A cable as one label value, as the rules' label_join of a cable alert's
+// guid, port, remote_guid and remote_port writes it (the `cable` label of
+// infiniband_host_port_info and the blast radius): "0x...a/1/0x...b/7",
+// its ends in canonical order (topology/analysis.h CableBetween).
+std::string CableId(const topology::Link& l);
 
 }  // namespace ibfabric::collectors

@@ -140,6 +140,7 @@ topology::Fabric FabricTracker::Named(const topology::Fabric& walked, const topo
 
 void FabricTracker::Adopt(const topology::Fabric& walked, const topology::Unanswered* unanswered) {
   fabric_ = std::make_shared<topology::Fabric>(topology::WithNames(Named(walked, unanswered), options_.names));
+  ++fabric_generation_;
   trap_counted_.clear();  // the walk took the changes in
   const bool everything = options_.scope.everything();
   if (!everything) in_scope_ = topology::PortsInScope(*fabric_, options_.scope, local_guid_);

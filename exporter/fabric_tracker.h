@@ -165,6 +165,8 @@ class FabricTracker {
 
   // What the collectors are handed (collectors::Cycle).
   const std::shared_ptr<const topology::Fabric>& fabric() const { return fabric_; }
+  // How many graphs it has adopted (Cycle::fabric_generation).
+  std::uint64_t fabric_generation() const { return fabric_generation_; }
   const topology::Scope& scope() const { return options_.scope; }
   // Whether any port of `node` is read (always, when the scope is everything).
   bool InScope(const topology::Node& node) const;
@@ -261,6 +263,7 @@ class FabricTracker {
   std::size_t unanswered_ = 0;  // what the last full walk asked and got no answer to
   std::uint64_t incomplete_walks_ = 0;
   std::uint64_t walks_ = 0;
+  std::uint64_t fabric_generation_ = 0;  // graphs adopted
   std::uint64_t rewalks_ = 0;
 
   // Sweeps: their number, the changed ports watched (sweeps left), LID checks.

@@ -176,8 +176,17 @@ const std::map<std::string, Flag>& Flags() {
         {"host.job-mapping-dir",
          {"Slurm's job mapping directory, in local scope: one file per device a job holds (an RDMA device "
           "such as mlx5_0, or a GPU index as dcgm-exporter's --hpc-job-mapping-dir), listing the job ids; "
-          "written by a prolog, cleaned by an epilog (deploy/slurm/). Default: none.",
-          "DIR", Directory(&Config::job_mapping_dir)}},
+          "written by a prolog, cleaned by an epilog (deploy/slurm/); it may not be there until the first "
+          "job. Default: none.",
+          "DIR",
+          [](Config& c, const std::string& v) -> std::string {
+            if (v.empty()) return "must not be empty";
+            std::error_code ec;
+            if (std::filesystem::exists(v, ec) && !std::filesystem::is_directory(v, ec))
+              return "'" + v + "' is not a directory";
+            c.job_mapping_dir = v;
+            return "";
+          }}},
         {"host.kubelet-socket",
          {"The kubelet's pod-resources socket, in local scope: which pods hold the host's HCAs, GPUs or "
           "their virtual functions (asked each sweep where the socket is; 'none': never).",

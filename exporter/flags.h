@@ -12,7 +12,7 @@
 
 #include "exporter/http_server.h"
 #include "exporter/poller.h"
-#include "host/pod_resources.h"
+#include "host/jobs.h"
 #include "topology/scope.h"
 #include "transport/mad_engine.h"
 

@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <cstdint>
@@ -150,9 +151,12 @@ PollerOptions PollerOptionsFrom(const Config& cfg, const Files& files, bool with
     const std::string path = cfg.kubelet_socket;
     o.collector.pod_devices = [client, quiet_when_absent,
                                path](std::string* error) -> std::optional<std::vector<host::DeviceClaim>> {
+      // Asked even when the socket is gone, so that the client drops its
+      // connection and a kubelet that comes back is reached at once.
+      auto pods = client->List(std::chrono::seconds(2), error);
       std::error_code ec;
-      if (quiet_when_absent && !std::filesystem::exists(path, ec)) return std::nullopt;
-      return client->List(std::chrono::seconds(2), error);
+      if (!pods && quiet_when_absent && !std::filesystem::exists(path, ec)) error->clear();
+      return pods;
     };
   }
   if (with_plans) {
@@ -477,6 +481,10 @@ int Main(int argc, char** argv) {
       std::cerr << "ibfabric_exporter: " << error << "\n";
       return 1;
     }
+    // The host's own devices and jobs are the host's, not a fabric's: read
+    // once, by the first pipeline (its series then carry its labels).
+    if (i != 0)
+      std::erase_if(*poller_options.collectors, [](const std::string& c) { return c == "host" || c == "jobs"; });
     // Without a directed-route agent no walk answers however often the
     // port is re-opened: nothing to recover (its line above says why).
     // With several fabrics a re-exec would lose the others' totals: none.

@@ -174,6 +174,7 @@ collectors::Cycle Poller::MakeCycle(collectors::Trigger trigger) {
   c.trigger = trigger;
   c.engine = &engine_;
   c.fabric = tracker_.fabric().get();
+  c.fabric_generation = tracker_.fabric_generation();
   c.scope = tracker_.scope();
   c.master_sm_lid = tracker_.master_sm_lid();
   c.reaches_fabric = tracker_.reaches_fabric();

@@ -12,6 +12,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
+constexpr std::size_t kMaxMappingFiles = 4096;          // devices of a host, many times over
+constexpr std::uintmax_t kMaxMappingFileBytes = 65536;  // thousands of job ids
+constexpr std::size_t kMaxMappingProblems = 16;
+
 bool IsJobId(const std::string& s) {
   if (s.empty() || s.size() > 128) return false;
   return std::all_of(s.begin(), s.end(), [](char c) {
@@ -45,17 +49,6 @@ std::size_t Shared(const std::vector<std::string>& a, const std::vector<std::str
   return n;
 }
 
-// The PCI function's directory under the root, every link followed.
-std::string PciPathUnder(const fs::path& root, const fs::path& link) {
-  std::error_code ec;
-  const fs::path real = fs::canonical(link, ec);
-  if (ec) return "";
-  const fs::path base = fs::canonical(root, ec);
-  if (ec) return "";
-  const fs::path rel = real.lexically_relative(base);
-  return rel.empty() || *rel.begin() == ".." ? "" : rel.string();
-}
-
 const HostDevice* ByPciAddress(const HostReading& r, const std::string& address) {
   for (const HostDevice& d : r.devices) {
     if (!address.empty() && d.pci_address == address) return &d;
@@ -63,27 +56,44 @@ const HostDevice* ByPciAddress(const HostReading& r, const std::string& address)
   return nullptr;
 }
 
-// The HCA nearest a GPU: most shared path components (a PCIe switch
-// shared beats a root port shared beats a root complex shared), at least
-// the root complex; else the only HCA on its NUMA node's first by name.
+// An HCA a GPU's traffic can be pinned to: a physical function with an
+// InfiniBand port (no RoCE device, no SR-IOV virtual function).
+bool InfiniBandFunction(const HostDevice& d) {
+  return !d.virtual_function &&
+         std::any_of(d.ports.begin(), d.ports.end(), [](const HostPort& p) { return p.infiniband(); });
+}
+
+// The HCA nearest a GPU on PCIe: the one sharing the most of its path from
+// the root complex (a PCIe switch shared beats a root port shared beats the
+// root complex alone), at least the root complex; on a tie, or where none
+// shares one, the only such HCA on the GPU's NUMA node; else none (counted
+// by the caller as unmatched, never guessed).
 const HostDevice* Nearest(const Gpu& gpu, const HostReading& r) {
   const auto g = Components(gpu.pci_path);
   const HostDevice* best = nullptr;
   std::size_t best_shared = 0;
+  bool tie = false;
   for (const HostDevice& d : r.devices) {
-    if (d.pci_path.empty() || g.empty()) continue;
+    if (!InfiniBandFunction(d) || d.pci_path.empty() || g.empty()) continue;
     const std::size_t n = Shared(g, Components(d.pci_path));
-    if (n >= 2 && n > best_shared) {  // "devices", "pci0000:3a": the same root complex at least
+    if (n < 2) continue;  // "devices", "pci0000:3a": the same root complex at least
+    if (n > best_shared) {
       best = &d;
       best_shared = n;
+      tie = false;
+    } else if (n == best_shared) {
+      tie = true;
     }
   }
-  if (best) return best;
+  if (best && !tie) return best;
   if (gpu.numa_node < 0) return nullptr;
+  const HostDevice* only = nullptr;
   for (const HostDevice& d : r.devices) {
-    if (d.numa_node == gpu.numa_node) return &d;
+    if (!InfiniBandFunction(d) || d.numa_node != gpu.numa_node) continue;
+    if (only) return nullptr;  // several on its node: which one is not known
+    only = &d;
   }
-  return nullptr;
+  return only;
 }
 
 }  // namespace
@@ -91,20 +101,33 @@ const HostDevice* Nearest(const Gpu& gpu, const HostReading& r) {
 std::vector<DeviceClaim> ReadJobMappingDir(const std::string& dir, std::vector<std::string>* problems) {
   std::vector<DeviceClaim> out;
   std::error_code ec;
+  if (!fs::exists(dir, ec)) return out;  // no job has started since boot (the prolog makes it)
   if (!fs::is_directory(dir, ec)) {
-    problems->push_back(dir + ": no such directory");
+    problems->push_back(dir + ": not a directory");
     return out;
   }
+  const auto problem = [problems](const std::string& what) {
+    if (problems->size() < kMaxMappingProblems) problems->push_back(what);
+  };
   std::vector<fs::path> files;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     // A dot file is a lock or a list being rewritten (deploy/slurm/epilog.sh).
     if (e.is_regular_file(ec) && e.path().filename().string()[0] != '.') files.push_back(e.path());
   }
   std::sort(files.begin(), files.end());
+  if (files.size() > kMaxMappingFiles) {
+    problem(dir + ": " + std::to_string(files.size()) + " files, only the first " + std::to_string(kMaxMappingFiles) +
+            " read");
+    files.resize(kMaxMappingFiles);
+  }
   for (const fs::path& f : files) {
     std::ifstream in(f);
     if (!in) {
-      problems->push_back(f.string() + ": cannot be read");
+      problem(f.string() + ": cannot be read");
+      continue;
+    }
+    if (fs::file_size(f, ec) > kMaxMappingFileBytes) {
+      problem(f.string() + ": over " + std::to_string(kMaxMappingFileBytes) + " bytes, not read");
       continue;
     }
     std::string line;
@@ -112,7 +135,7 @@ std::vector<DeviceClaim> ReadJobMappingDir(const std::string& dir, std::vector<s
       const std::string id = Trim(line);
       if (id.empty()) continue;
       if (!IsJobId(id)) {
-        problems->push_back(f.string() + ": '" + id.substr(0, 40) + "' is not a job id");
+        problem(f.string() + ": '" + id.substr(0, 40) + "' is not a job id");
         continue;
       }
       DeviceClaim c;
@@ -137,7 +160,7 @@ std::vector<Gpu> ReadGpus(const std::string& sysfs_root, const std::string& proc
     Gpu g;
     g.index = static_cast<int>(out.size());
     g.pci_address = f.filename().string();
-    g.pci_path = PciPathUnder(sysfs_root, f);
+    g.pci_path = PathUnderRoot(sysfs_root, f.string());
     const std::string numa = FirstLine(f / "numa_node");
     g.numa_node = numa.empty() ? -1 : std::atoi(numa.c_str());
     std::ifstream info(fs::path(proc_root) / "driver" / "nvidia" / "gpus" / g.pci_address / "information");

@@ -12,10 +12,11 @@
 // into the HCAs of this host (HcaFor): an RDMA device's name (mlx5_0), a
 // PCI address of an HCA or of a virtual function of one (SR-IOV: its
 // physfn), or a GPU, by its index in PCI order (nvidia-smi's, CUDA's
-// PCI_BUS_ID order), its UUID or its PCI address, as the HCA nearest it on
-// PCIe: the one sharing the most bridges on the way to the root complex
-// (same PCIe switch first, then the same root port, as NCCL pairs GPUs and
-// NICs), then on the same NUMA node. Pure reads of files.
+// PCI_BUS_ID order), its UUID or its PCI address, as the InfiniBand HCA
+// (a physical function) nearest it on PCIe: the one sharing the most
+// bridges on the way to the root complex (same PCIe switch first, then the
+// same root port, as NCCL pairs GPUs and NICs), else the only one on its
+// NUMA node; else none. Pure reads of files.
 
 #include <map>
 #include <optional>
@@ -25,6 +26,9 @@
 #include "host/sysfs.h"
 
 namespace ibfabric::host {
+
+// Where the kubelet serves its pod-resources API (pod_resources.h).
+inline constexpr const char* kKubeletPodResourcesSocket = "/var/lib/kubelet/pod-resources/kubelet.sock";
 
 // Who holds a device: a Slurm job (hpc_job), or a Kubernetes container.
 struct JobHolder {
@@ -43,9 +47,11 @@ struct DeviceClaim {
 
 // Every regular file of `dir` but dot files (locks, lists being
 // rewritten): its name the device, each non-empty line a job id
-// (surrounding blanks dropped). A file that cannot be read, or a
-// line that is not a job id (letters, digits, '_', '-', '.', '+'), is a
-// problem, named, and left out. No directory: no claim, one problem.
+// (surrounding blanks dropped). A file that cannot be read or is over 64
+// KiB, or a line that is not a job id (letters, digits, '_', '-', '.',
+// '+'), is a problem, named (16 at most), and left out; past 4096 files
+// the rest are not read. No directory yet (no job since boot): no claim,
+// no problem; something else there: one problem.
 std::vector<DeviceClaim> ReadJobMappingDir(const std::string& dir, std::vector<std::string>* problems);
 
 // A GPU of the host: an NVIDIA display or 3D controller (PCI vendor 0x10de,

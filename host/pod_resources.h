@@ -19,8 +19,6 @@ class ListPodResourcesResponse;
 
 namespace ibfabric::host {
 
-inline constexpr const char* kKubeletPodResourcesSocket = "/var/lib/kubelet/pod-resources/kubelet.sock";
-
 // Each device id of each container (holder.source "kubernetes", with its
 // namespace, pod, container and resource name), in the reply's order.
 std::vector<DeviceClaim> ClaimsOf(const v1::ListPodResourcesResponse& reply);

@@ -93,13 +93,8 @@ class Reader {
     if (fs::exists(pci, ec)) {
       const fs::path target = fs::is_symlink(pci, ec) ? fs::read_symlink(pci, ec) : pci;
       dev.pci_address = target.filename().string();
-      std::error_code real_ec, base_ec;
-      const fs::path real = fs::canonical(pci, real_ec);
-      const fs::path base = fs::canonical(root_, base_ec);
-      if (!real_ec && !base_ec) {
-        const fs::path rel = real.lexically_relative(base);
-        if (!rel.empty() && *rel.begin() != "..") dev.pci_path = rel.string();
-      }
+      dev.pci_path = PathUnderRoot(root_.string(), pci.string());
+      dev.virtual_function = fs::exists(pci / "physfn", ec);
       Pcie(pci, &dev);
     }
     std::vector<std::pair<int, fs::path>> ports;
@@ -156,6 +151,15 @@ bool PcieLink::degraded() const {
   const bool slow = speed_gts > 0 && max_speed_gts > 0 && speed_gts < max_speed_gts;
   const bool narrow = width > 0 && max_width > 0 && width < max_width;
   return slow || narrow;
+}
+
+std::string PathUnderRoot(const std::string& root, const std::string& path) {
+  std::error_code real_ec, base_ec;
+  const fs::path real = fs::canonical(path, real_ec);
+  const fs::path base = fs::canonical(root, base_ec);
+  if (real_ec || base_ec) return "";
+  const fs::path rel = real.lexically_relative(base);
+  return rel.empty() || *rel.begin() == ".." ? "" : rel.string();
 }
 
 double ParsePcieSpeed(const std::string& text) {

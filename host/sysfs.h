@@ -50,8 +50,10 @@ struct HostDevice {
   std::string name;  // mlx5_0, irdma0, ...
   std::string fw_ver, board_id, hca_type, node_guid, node_desc;
   std::string pci_address;  // the `device` link's target's name: 0000:3b:00.0 (empty: none)
-  std::string
-      pci_path;  // that function's directory under the root, every link followed: devices/pci0000:3a/.../0000:3b:00.0
+  // That function's directory under the root, every link followed:
+  // devices/pci0000:3a/0000:3a:00.0/0000:3b:00.0.
+  std::string pci_path;
+  bool virtual_function = false;                     // an SR-IOV virtual function (its PCI function has a physfn)
   std::optional<PcieLink> pcie;                      // where the device is a PCI function that says
   int numa_node = -1;                                // -1: not known (or the kernel's -1)
   std::vector<HostPort> ports;                       // by number
@@ -66,6 +68,11 @@ struct HostReading {
 // Reads every device under ROOT/class/infiniband (no such directory: no
 // device, no problem).
 HostReading ReadSysfs(const std::string& root);
+
+// `path` with every link followed, relative to `root` with its links
+// followed ("devices/pci0000:3a/0000:3a:00.0/0000:3b:00.0"); empty where it
+// does not resolve or lies outside the root.
+std::string PathUnderRoot(const std::string& root, const std::string& path);
 
 // "16.0 GT/s PCIe", "8 GT/s", "2.5 GT/s" -> GT/s; anything else -> 0.
 double ParsePcieSpeed(const std::string& text);

@@ -115,9 +115,13 @@ BlastRadius RoutesThrough(const Fabric& fabric, const ForwardingTables& tables, 
     }
   }
   std::vector<std::size_t> ca_egress;  // host ports in the set: every route from them crosses
+  std::vector<bool> is_egress(hosts.size(), false);
   std::vector<PortRef> switch_egress;
   for (std::size_t i = 0; i < hosts.size(); ++i) {
-    if (egress.count(hosts[i])) ca_egress.push_back(i);
+    if (egress.count(hosts[i])) {
+      ca_egress.push_back(i);
+      is_egress[i] = true;
+    }
   }
   for (const PortRef& e : egress) {
     const Node* n = fabric.FindNode(e.node_guid);
@@ -142,7 +146,7 @@ BlastRadius RoutesThrough(const Fabric& fabric, const ForwardingTables& tables, 
     Crossing crossing(fabric, tables, egress, lid[d]);
     for (std::size_t s = 0; s < hosts.size(); ++s) {
       if (s == d) continue;
-      if (egress.count(hosts[s]) || (first_switch[s] && crossing.From(first_switch[s]))) count(s, d);
+      if (is_egress[s] || (first_switch[s] && crossing.From(first_switch[s]))) count(s, d);
     }
   }
   return out;

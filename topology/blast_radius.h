@@ -43,7 +43,9 @@ struct BlastRadius {
   std::map<PortRef, PortRoutes> ports;  // every CA port that sends or receives one of them
 };
 // The routes between CA ports that leave through any of `egress` (switch
-// or CA ports).
+// or CA ports). Cost: for each destination some switch of `egress` routes
+// out of it, one pass over the host ports (each switch's way onward
+// followed once); for the others, only the CA ports in `egress`.
 BlastRadius RoutesThrough(const Fabric& fabric, const ForwardingTables& tables, const std::set<PortRef>& egress);
 
 // The CA ports that are hosts' (neither switch ports nor SHARP

@@ -94,11 +94,16 @@ json BlastRadiusJson(const Snapshot& s, const Alert& a) {
   const auto* report = s.by_collector.Get<BlastReport>(kBlastRadiusCollector);
   const BlastEntry* e = report ? report->Find(a.cause, a.cable) : nullptr;
   if (!e) return nullptr;
+  // Most routes first, then by port: only the first kBlastRadiusListed sorted.
   std::vector<std::pair<topology::PortRef, topology::PortRoutes>> ports(e->radius.ports.begin(), e->radius.ports.end());
-  std::stable_sort(ports.begin(), ports.end(), [](const auto& x, const auto& y) {
-    return x.second.sends + x.second.receives > y.second.sends + y.second.receives;
-  });
-  if (ports.size() > kBlastRadiusListed) ports.resize(kBlastRadiusListed);
+  const std::size_t listed = std::min(ports.size(), kBlastRadiusListed);
+  std::partial_sort(ports.begin(), ports.begin() + static_cast<std::ptrdiff_t>(listed), ports.end(),
+                    [](const auto& x, const auto& y) {
+                      const std::size_t nx = x.second.sends + x.second.receives;
+                      const std::size_t ny = y.second.sends + y.second.receives;
+                      return nx != ny ? nx > ny : x.first < y.first;
+                    });
+  ports.resize(listed);
   json list = json::array();
   for (const auto& [p, r] : ports) {
     json end = End(s, p);
@@ -116,10 +121,14 @@ json BlastRadiusJson(const Snapshot& s, const Alert& a) {
           {"listed", std::move(list)}};
 }
 
+// "bad_cable:0x...:3-0x...:2": the alert's id in the API.
+std::string AlertId(const Alert& a) {
+  return std::string(ToString(a.cause)) + ":" + FormatGuid(a.cable.a.node_guid) + ":" + std::to_string(a.cable.a.port) +
+         "-" + FormatGuid(a.cable.b.node_guid) + ":" + std::to_string(a.cable.b.port);
+}
+
 json AlertToJson(const Snapshot& s, const Alert& a) {
-  const std::string id = std::string(ToString(a.cause)) + ":" + FormatGuid(a.cable.a.node_guid) + ":" +
-                         std::to_string(a.cable.a.port) + "-" + FormatGuid(a.cable.b.node_guid) + ":" +
-                         std::to_string(a.cable.b.port);
+  const std::string id = AlertId(a);
   json evidence = json::array();
   for (const Evidence& e : a.evidence) {
     json x{{"signal", e.signal}};
@@ -553,7 +562,7 @@ nlohmann::json RouteJson(const Snapshot& s, const RouteQuery& q) {
     for (const Alert& a : s.health->active) {
       const bool crosses =
           a.root ? left_by.count(*a.root) > 0 : left_by.count(a.cable.a) > 0 || left_by.count(a.cable.b) > 0;
-      if (crosses) crossed.push_back(AlertToJson(s, a)["id"]);
+      if (crosses) crossed.push_back(AlertId(a));
     }
   }
   return {{"from", End(s, from)},

@@ -5,11 +5,15 @@
 # file per device listing the job ids that hold it, as dcgm-exporter's
 # --hpc-job-mapping-dir does for GPUs. The exporter turns a GPU index into
 # the HCA nearest that GPU on PCIe; a job without GPUs holds every HCA of
-# the node. deploy/slurm/epilog.sh takes the job out again.
+# the node. deploy/slurm/epilog.sh takes the job out again. It never fails
+# the job: whatever goes wrong here (a full disk, a read-only /run), it
+# exits 0, since Slurm drains a node whose prolog fails.
 #
 #   IBFABRIC_JOB_MAPPING_DIR  the directory (default /run/ibfabric/jobs)
 #   IBFABRIC_SYSFS            where sysfs is (default /sys)
 # Slurm sets SLURM_JOB_ID and, for jobs given GPUs (gres/gpu), SLURM_JOB_GPUS.
+PATH=/usr/sbin:/usr/bin:/sbin:/bin
+trap 'exit 0' EXIT
 set -eu
 dir=${IBFABRIC_JOB_MAPPING_DIR:-/run/ibfabric/jobs}
 sysfs=${IBFABRIC_SYSFS:-/sys}
@@ -25,4 +29,3 @@ else
     [ -e "$d" ] && add "$(basename "$d")"
   done
 fi
-exit 0

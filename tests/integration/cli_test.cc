@@ -42,7 +42,7 @@ TEST(CliTest, BadValuesExit2NamingTheFlag) {
       {"--ib.port", "--ib.port"},
       {"--host.sysfs=/nonexistent/sys", "--host.sysfs"},
       {"--host.proc=/nonexistent/proc", "--host.proc"},
-      {"--host.job-mapping-dir=/nonexistent/jobs", "--host.job-mapping-dir"},
+      {"--host.job-mapping-dir=/etc/passwd", "--host.job-mapping-dir"},
       {"--host.kubelet-socket=", "--host.kubelet-socket"},
   };
   for (const auto& [arg, flag] : cases) {

@@ -14,6 +14,7 @@
 
 #include "tests/integration/hardware_suite.h"
 #include "tests/testbed/browser.h"
+#include "tests/testbed/host_sysfs.h"
 #include "tests/testbed/process.h"
 
 namespace ibfabric::testbed {
@@ -209,6 +210,35 @@ TEST_F(TwoFabricsTest, TheExporterReadsBothAsTwoFabricsNeverOne) {
 
   sim_a_->Console("PerformanceSet \"cn0002\"[1] PortCounters.SymbolErrorCounter=0", nullptr);
   sim_b_->Console("PerformanceSet \"cn0002\"[1] PortCounters.SymbolErrorCounter=0", nullptr);
+}
+
+// A host on two fabrics in local scope: its own devices and jobs are the
+// host's, stated once (by the first fabric's pipeline), whatever the number
+// of fabrics, so that the host rules' joins find one series a port.
+TEST_F(TwoFabricsTest, AHostsOwnDevicesAreStatedOnceWhateverItsFabrics) {
+  HostSysfs sysfs;
+  sysfs.AddHca("mlx5_0", 0x100001, "cn0001 mlx5_0", "0000:3b:00.0");
+  sysfs.AddHca("mlx5_1", 0x100002, "cn0001 mlx5_1", "0000:86:00.0");
+  const std::string jobs = MakeTempDir("two-fabrics-jobs");
+  ASSERT_TRUE(WriteFile(jobs + "/mlx5_1", "31337\n"));
+  std::string error;
+  auto e = ExporterProcess::Start(
+      *sim_a_,
+      {"--sweep.interval=250ms", "--scope=local", "--host.sysfs=" + sysfs.root(), "--host.job-mapping-dir=" + jobs},
+      &error, {}, MoreFabricEnv("mlx5_1", *sim_b_, "cn0001"));
+  ASSERT_NE(e, nullptr) << error;
+  const auto s = e->WaitFor(
+      [](const Scrape& x) {
+        return x.Value("infiniband_exporter_sweeps_total", {{"subnet_prefix", kPrefixA}}).value_or(0) >= 2 &&
+               x.Value("infiniband_exporter_sweeps_total", {{"subnet_prefix", kPrefixB}}).value_or(0) >= 2;
+      },
+      seconds(60));
+  ASSERT_TRUE(s.has_value()) << e->Log();
+  EXPECT_EQ(s->Find("infiniband_host_device_info").size(), 2u);
+  EXPECT_EQ(s->Find("infiniband_host_port_info", {{"device", "mlx5_1"}, {"port", "1"}}).size(), 1u);
+  EXPECT_EQ(s->Find("infiniband_host_port_job_info", {{"hpc_job", "31337"}}).size(), 1u);
+  EXPECT_EQ(s->Find("infiniband_host_device_info", {{"subnet_prefix", kPrefixA}}).size(), 2u);
+  RemoveTree(jobs);
 }
 
 }  // namespace

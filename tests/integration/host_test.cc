@@ -405,6 +405,11 @@ TEST_F(HostSideTest, TheShippedRuleNamesTheJobsOnTheHostsAFaultHurts) {
     }
     return out;
   };
+  // Before any fault, once Prometheus has every host's jobs and evaluated
+  // the rules over them: nobody is hurt.
+  ASSERT_TRUE(WaitUntil([&] { return RunPromQL(*prometheus, "infiniband_host_port_job_info").size() == 4; },
+                        seconds(30), std::chrono::milliseconds(250)));
+  std::this_thread::sleep_for(seconds(3));
   EXPECT_TRUE(hurt(nullptr).empty());
 
   // cn0005's own cable: its job alone.

@@ -91,10 +91,39 @@ TEST(JobsTest, TheMappingDirectoryListsJobsPerDeviceAndNamesWhatItCannotRead) {
             (std::vector<std::pair<std::string, std::string>>{{"3", "99"}, {"mlx5_0", "1234"}, {"mlx5_0", "5678"}}));
   ASSERT_EQ(problems.size(), 1u);
   EXPECT_NE(problems[0].find("mlx5_1: '41; rm -rf /' is not a job id"), std::string::npos) << problems[0];
+  // A file past the size limit is named and left out, the others read.
+  std::ofstream(dir + "/mlx5_2") << std::string(70000, '7') << "\n";
+  problems.clear();
+  EXPECT_EQ(ReadJobMappingDir(dir, &problems).size(), 3u);
+  ASSERT_EQ(problems.size(), 2u);
+  EXPECT_NE(problems[1].find("mlx5_2: over 65536 bytes"), std::string::npos) << problems[1];
   testbed::RemoveTree(dir);
   problems.clear();
   EXPECT_TRUE(ReadJobMappingDir(dir, &problems).empty());
-  EXPECT_EQ(problems.size(), 1u) << "the directory gone is a problem";
+  EXPECT_TRUE(problems.empty()) << "no directory yet: no job since boot";
+  problems.clear();
+  EXPECT_TRUE(ReadJobMappingDir("/etc/passwd", &problems).empty());
+  EXPECT_EQ(problems.size(), 1u) << "a file where the directory should be";
+}
+
+TEST(JobsTest, AGpuWithNoHcaOnItsPathTakesTheOnlyOneOnItsNumaNodeElseNone) {
+  HostSysfs s;
+  // Two HCAs on root complex 0 (NUMA 0), one on root complex 1 (NUMA 1)
+  // beside a RoCE device; GPUs on root complexes of their own.
+  s.AddHca("mlx5_0", 1, "h mlx5_0", "0000:10:00.0", "pci0000:10/0000:10:01.0", 0);
+  s.AddHca("mlx5_1", 2, "h mlx5_1", "0000:11:00.0", "pci0000:10/0000:10:02.0", 0);
+  s.AddHca("mlx5_2", 3, "h mlx5_2", "0000:90:00.0", "pci0000:90/0000:90:01.0", 1);
+  s.AddHca("mlx5_3", 4, "h mlx5_3", "0000:91:00.0", "pci0000:90/0000:90:02.0", 1);
+  s.Write("class/infiniband/mlx5_3/ports/1/link_layer", "Ethernet");
+  s.AddGpu("0000:20:00.0", "GPU-numa0", "pci0000:20/0000:20:01.0", 0);
+  s.AddGpu("0000:a0:00.0", "GPU-numa1", "pci0000:a0/0000:a0:01.0", 1);
+  s.AddGpu("0000:12:00.0", "GPU-tie", "pci0000:10/0000:10:03.0", 0);
+  const HostReading r = ReadSysfs(s.root());
+  const std::vector<Gpu> gpus = ReadGpus(s.root(), s.proc());
+  const auto hca = [&](const std::string& id) { return HcaFor(id, r, gpus, s.root()).value_or("(none)"); };
+  EXPECT_EQ(hca("GPU-numa0"), "(none)") << "two InfiniBand HCAs on its node: not guessed";
+  EXPECT_EQ(hca("GPU-numa1"), "mlx5_2") << "the only InfiniBand one on its node (mlx5_3 is RoCE)";
+  EXPECT_EQ(hca("GPU-tie"), "(none)") << "two HCAs share as much of its path: not guessed";
 }
 
 TEST(JobsTest, TheKubeletsReplyIsOneClaimPerContainerDevice) {
@@ -144,7 +173,12 @@ TEST(JobsCollectorTest, EachHcaPortHoldsItsJobsAndAPodThatEndsIsGone) {
   o.host_sysfs = s.root();
   o.host_proc = s.proc();
   o.job_mapping_dir = dir;
-  o.pod_devices = [&pods](std::string*) { return std::optional<std::vector<host::DeviceClaim>>(pods); };
+  bool answering = true;
+  o.pod_devices = [&pods, &answering](std::string* error) {
+    if (answering) return std::optional<std::vector<host::DeviceClaim>>(pods);
+    *error = "the kubelet's pod-resources List failed: Deadline Exceeded";
+    return std::optional<std::vector<host::DeviceClaim>>();
+  };
   Bed b;
   b.parts.scope.kind = topology::ScopeKind::kLocal;
   auto host = b.Make("host", o);
@@ -179,17 +213,8 @@ TEST(JobsCollectorTest, EachHcaPortHoldsItsJobsAndAPodThatEndsIsGone) {
   EXPECT_EQ(job("mlx5_1", "train-1"), 1u);
 
   // The kubelet stops answering: its source down, its pods gone.
-  o.pod_devices = nullptr;
-  pods.clear();
-  auto failing = b.Make("jobs", [&] {
-    CollectorOptions f = o;
-    f.pod_devices = [](std::string* error) {
-      *error = "the kubelet's pod-resources List failed: Deadline Exceeded";
-      return std::optional<std::vector<host::DeviceClaim>>();
-    };
-    return f;
-  }());
-  b.SweepWith({host.get(), failing.get()});
+  answering = false;
+  b.SweepWith({host.get(), jobs.get()});
   m = b.Render();
   EXPECT_EQ(m.Value("infiniband_host_job_source_up", {{"source", "kubernetes"}}), 0);
   EXPECT_TRUE(m.Find("infiniband_host_port_job_info").empty());
