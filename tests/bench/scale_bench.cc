@@ -19,6 +19,7 @@
 //   build/tests/scale_bench --fabric 16k --groups all
 //   build/tests/scale_bench --fabric 16k --shard 0/4   # one exporter of four (--shard)
 //   build/tests/scale_bench --fabric 16k --phy 60s     # the physical layer's MADs (below)
+//   build/tests/scale_bench --fabric 16k --blast       # what tracing a fault's routes costs
 //
 // With --phy INTERVAL the fabric's switches are Quantum-2 and its hosts
 // ConnectX-7 (the hardware personalities over ibsim: AccessRegister,
@@ -46,6 +47,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -57,6 +59,8 @@
 #include "tests/testbed/fat_tree.h"
 #include "tests/testbed/mad_tap.h"
 #include "tests/testbed/personality.h"
+#include "tests/testbed/process.h"
+#include "tests/testbed/prom_text.h"
 #include "tests/testbed/sim_fabric.h"
 #include "transport/registers.h"
 
@@ -332,8 +336,95 @@ int PhysicalLayerLoad(const SimFabric& sim, const HardwareFabric& hw, const std:
   return 0;
 }
 
+// What a fault's blast radius costs (--blast): one exporter with a short
+// alert window; a bad cable planted in turn between an aggregation switch
+// and a core (where there are pods), between a leaf and an aggregation
+// switch, and at a host, each left in place; for each, once its alert
+// carries its blast radius: the routes and host ports it hurts, the
+// blast_radius collector's time for it (its seconds_total over the sweeps
+// until then: the trace, once, then cached), the per-port series, and
+// /api/v1/alerts's size and time.
+int BlastRadiusCost(SimFabric& sim, const FatTree& tree) {
+  const std::string alerts = sim.dir() + "/blast-alerts.yaml";
+  WriteFile(alerts,
+            "window: 10s\nraise_after: 1\nclear_after: 1\nbad_cable:\n"
+            "  symbol_errors_per_second: {warning: 1, critical: 20}\n");
+  std::string error;
+  // opensm's routes in the switches' tables, as the exporter reads them.
+  const auto t0 = Clock::now();
+  auto sm = sim.StartSubnetManager(&error);
+  if (!sm) {
+    std::fprintf(stderr, "scale_bench: %s\n", error.c_str());
+    return 1;
+  }
+  std::printf("opensm resident and routing in %.1f s\n", SecondsSince(t0));
+  auto e = ExporterProcess::Start(sim, {"--sweep.interval=5s", "--alerts.config=" + alerts}, &error);
+  if (!e || !e->WaitForSweeps(2, std::chrono::seconds(600))) {
+    std::fprintf(stderr, "scale_bench: %s %s\n", error.c_str(), e ? e->Log().c_str() : "");
+    return 1;
+  }
+  const auto collector_seconds = [&] {
+    return Scrape::Parse(e->Get("/metrics"))
+        .Value("infiniband_exporter_collector_seconds_total", {{"collector", "blast_radius"}})
+        .value_or(0);
+  };
+  struct Fault {
+    const char* what;
+    Endpoint at;
+  };
+  std::vector<Fault> faults;
+  if (tree.pods() > 0) faults.push_back({"aggregation-core cable", tree.SpineUplink(1, 1)});
+  faults.push_back({"leaf-aggregation cable", tree.LeafUplink(1, 1)});
+  faults.push_back({"host cable", tree.LeafHostPort(1)});
+  for (const Fault& f : faults) {
+    const double before = collector_seconds();
+    std::atomic<bool> stop{false};
+    std::thread ramp([&] {
+      for (unsigned long long v = 1000; !stop; v += 1000) {
+        bool ok = false;
+        const std::string said = sim.Console("PerformanceSet \"" + f.at.node + "\"[" + std::to_string(f.at.port) +
+                                                 "] PortCounters.SymbolErrorCounter=" + std::to_string(v % 60000),
+                                             &ok);
+        if (!ok && v == 1000) std::fprintf(stderr, "scale_bench: ibsim said: %s\n", said.c_str());
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      }
+    });
+    nlohmann::json radius;
+    const auto start = Clock::now();
+    while (radius.is_null() && SecondsSince(start) < 300) {
+      const auto a = nlohmann::json::parse(e->Get("/api/v1/alerts?state=active"), nullptr, false);
+      for (const auto& x : a.is_discarded() ? nlohmann::json::array() : a["active"]) {
+        if (x["cause"] != "bad_cable" || x["blast_radius"].is_null()) continue;
+        for (const auto& end : x["ends"]) {
+          if (end["node"] == f.at.node && end["port"] == f.at.port) radius = x["blast_radius"];
+        }
+      }
+      if (radius.is_null()) std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    }
+    stop = true;
+    ramp.join();
+    if (radius.is_null()) {
+      std::fprintf(stderr, "scale_bench: no blast radius for the %s at %s[%d]\n", f.what, f.at.node.c_str(), f.at.port);
+      return 1;
+    }
+    const double traced = collector_seconds() - before;
+    const Fetch api = Get(e->port(), "/api/v1/alerts", false);
+    const std::string text = e->Get("/metrics");
+    long per_port = 0;
+    for (std::size_t at = text.find("\ninfiniband_blast_radius_port_faults{"); at != std::string::npos;
+         at = text.find("\ninfiniband_blast_radius_port_faults{", at + 1))
+      ++per_port;
+    std::printf(
+        "blast radius of the %s at %s[%d]: %lld routes between %lld host ports; traced in %.3f s (the collector's "
+        "seconds over its sweeps); %ld per-port fault series in all; /api/v1/alerts %.1f KiB in %.3f s\n",
+        f.what, f.at.node.c_str(), f.at.port, radius["routes"].get<long long>(), radius["ports"].get<long long>(),
+        traced, per_port, static_cast<double>(api.body_bytes) / 1024, api.seconds);
+  }
+  return 0;
+}
+
 int Run(const std::string& fabric, int sweeps, int scrapers, int seconds, const std::string& groups,
-        const std::string& shard, const std::string& phy) {
+        const std::string& shard, const std::string& phy, bool blast) {
   const bool big = fabric == "16k";
   const FatTreeSpec spec = big ? Spec16k() : Spec1k();
   const FatTree tree = FatTree::Generate(spec);
@@ -365,6 +456,8 @@ int Run(const std::string& fabric, int sweeps, int scrapers, int seconds, const 
     const long secs = std::strtol(phy.c_str(), nullptr, 10) * (phy.back() == 'm' ? 60 : 1);
     return PhysicalLayerLoad(*sim, *hw, phy, std::chrono::seconds(secs + 30), std::chrono::seconds(2 * secs));
   }
+
+  if (blast) return BlastRadiusCost(*sim, tree);
 
   // The exporter at its defaults but for the sweep interval (sweeps one
   // after the other, scraped between them) and a debug log to watch them.
@@ -534,6 +627,7 @@ int main(int argc, char** argv) {
   std::string fabric = "1k";
   int sweeps = 10, scrapers = 0, seconds = 20;
   std::string groups, shard, phy;
+  bool blast = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--fabric" && i + 1 < argc && (std::string(argv[i + 1]) == "1k" || std::string(argv[i + 1]) == "16k")) {
@@ -542,6 +636,8 @@ int main(int argc, char** argv) {
       groups = argv[++i];
     } else if (a == "--shard" && i + 1 < argc) {
       shard = argv[++i];
+    } else if (a == "--blast") {
+      blast = true;
     } else if (a == "--phy" && i + 1 < argc) {
       phy = argv[++i];
       char* end = nullptr;
@@ -562,9 +658,9 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: scale_bench [--fabric 1k|16k] [--sweeps N] [--scrapers K] [--seconds S] [--groups LIST] "
-                   "[--shard I/N] [--phy INTERVAL]\n");
+                   "[--shard I/N] [--phy INTERVAL] [--blast]\n");
       return 2;
     }
   }
-  return ibfabric::testbed::Run(fabric, sweeps, scrapers, seconds, groups, shard, phy);
+  return ibfabric::testbed::Run(fabric, sweeps, scrapers, seconds, groups, shard, phy, blast);
 }
