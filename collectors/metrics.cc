@@ -46,6 +46,18 @@ void RenderIdentity(const Snapshot& s, std::string_view version, const Emit& out
          {"subnet_prefix", FormatGuid(l.subnet_prefix)}},
         1);
     out(std::move(local));
+    if (s.scope.kind == topology::ScopeKind::kLocal) {
+      auto unread = Family("infiniband_exporter_local_ports_unread",
+                           "1 for each other Active port of this host on the fabric whose cable this exporter does "
+                           "not read (local scope reads the cable of its own port only: run one per port, "
+                           "--ib.ca/--ib.port; docs/deployment.md)",
+                           MetricType::Gauge);
+      for (const std::string& p : l.unread_ports) {
+        const auto slash = p.rfind('/');
+        Add(unread, {{"ca", p.substr(0, slash)}, {"port", p.substr(slash + 1)}}, 1);
+      }
+      EmitNonEmpty(out, unread);
+    }
     auto agents = Family("infiniband_exporter_mad_agent_registered",
                          "1 for each management class whose MAD agent registered on the local port, 0 for one that "
                          "could not (the exporter runs without it; its log says why)",

@@ -141,6 +141,9 @@ struct LocalPortSummary {
   std::uint64_t subnet_prefix = 0;
   std::vector<std::string> agents_missing;
   int plane = 0;  // a multi-plane HCA's plane read (0: none)
+  // In local scope, the host's other Active ports on this fabric, whose
+  // cables no pipeline reads ("ca/port"; transport::PortsNotRead).
+  std::vector<std::string> unread_ports;
   // Whether the MAD agent of a class (transport::AgentName: "vendor", ...)
   // was registered.
   bool has_agent(std::string_view name) const {

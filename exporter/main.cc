@@ -467,9 +467,23 @@ int Main(int argc, char** argv) {
     poller_options.fabric.local_lid = local.lid;
     poller_options.fabric.sm_lid = local.sm_lid;
     poller_options.fabric.local = {local.ca_name,       local.port, local.smi_ca_name, local.smi_port,
-                                   local.subnet_prefix, {},         local.plane};
+                                   local.subnet_prefix, {},         local.plane,       {}};
     for (const transport::AgentProblem& problem : p.port->problems())
       poller_options.fabric.local.agents_missing.push_back(transport::AgentName(problem.mgmt_class));
+    // Local scope reads its own port's cable: the host's other ports on
+    // this fabric are said to be unread (a metric), never silently.
+    if (cfg.scope.kind == topology::ScopeKind::kLocal) {
+      std::vector<std::string> read;
+      for (const Pipeline& q : pipelines) {
+        read.push_back(q.port->local().ca_name + "/" + std::to_string(q.port->local().port));
+        read.push_back(q.port->local().smi_ca_name + "/" + std::to_string(q.port->local().smi_port));
+      }
+      std::string list_error;
+      poller_options.fabric.local.unread_ports =
+          transport::PortsNotRead(transport::UmadPort::List(&list_error), read, local.subnet_prefix);
+      for (const std::string& u : poller_options.fabric.local.unread_ports)
+        log.Warn("in local scope the cable of " + u + " is not read: run an exporter for it (--ib.ca, --ib.port)", "");
+    }
     // A plane's series name it even when it is the only one read, so that
     // they keep their identity when the others come.
     if (several) poller_options.fabric_labels = {{"subnet_prefix", views[i].subnet_prefix}};

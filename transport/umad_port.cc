@@ -8,11 +8,14 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
+#include <set>
+#include <string>
 #include <vector>
 
 namespace ibfabric::transport {
@@ -160,6 +163,22 @@ std::vector<ManagementPorts> EachPlane(const ManagementPorts& pair, std::vector<
     one.smi = p;
     one.plane = p.port;
     out.push_back(one);
+  }
+  return out;
+}
+
+std::vector<std::string> PortsNotRead(const std::vector<UmadDevicePort>& all, const std::vector<std::string>& read,
+                                      std::uint64_t subnet_prefix) {
+  const auto name = [](const UmadDevicePort& p) { return p.ca + "/" + std::to_string(p.port); };
+  std::set<std::uint64_t> read_guids;
+  for (const UmadDevicePort& p : all) {
+    if (std::find(read.begin(), read.end(), name(p)) != read.end() && p.port_guid != 0) read_guids.insert(p.port_guid);
+  }
+  std::vector<std::string> out;
+  for (const UmadDevicePort& p : all) {
+    if (p.state != 4 || !p.infiniband || p.subnet_prefix != subnet_prefix) continue;
+    if (std::find(read.begin(), read.end(), name(p)) != read.end() || read_guids.count(p.port_guid)) continue;
+    out.push_back(name(p));
   }
   return out;
 }

@@ -113,6 +113,15 @@ std::vector<ManagementPorts> EachPlane(const ManagementPorts& pair, std::vector<
 // LID are taken for one. `notes` gets one line per port left out, saying why. Empty: none Active.
 std::vector<ManagementPorts> ChooseFabrics(const std::vector<UmadDevicePort>& all, std::vector<std::string>* notes);
 
+// The Active InfiniBand ports of `all` on the subnet of `subnet_prefix`
+// that are none of `read` (each "ca/port" a pipeline reads from, SMI or
+// GSI) nor share a port GUID with one (an SMI sub-device's ports share
+// their parent's): on a host with several ports on one fabric, those
+// ChooseFabrics left to another (in local scope their cables go unread).
+// "ca/port", in `all`'s order. Pure.
+std::vector<std::string> PortsNotRead(const std::vector<UmadDevicePort>& all, const std::vector<std::string>& read,
+                                      std::uint64_t subnet_prefix);
+
 // An agent that could not register: its class ("smp_lid", "smp_directed",
 // "perf", "sa" as AgentName says) and one line naming the device, the
 // port, the class, the reason and what goes without it.

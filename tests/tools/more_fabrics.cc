@@ -3,9 +3,12 @@
 // each attached to another ibsim: a host with ports on several fabrics.
 //
 //   LD_PRELOAD="libumad2sim.so libmore_fabrics.so" MORE_FABRICS="mlx5_1=simb@cn0001"
+//   MORE_FABRICS="mlx5_1=sim@cn0002"   # a second port on umad2sim's own fabric
 //
 // Each entry is DEVICE=SOCKNAME@NODE: the device's one port attaches to
-// NODE of the ibsim started with IBSIM_SOCKNAME=SOCKNAME, over ibsim's own
+// NODE of the ibsim started with IBSIM_SOCKNAME=SOCKNAME (umad2sim's own
+// too: its client id is the pid with the device's number above bit 22, so
+// the names differ), over ibsim's own
 // client protocol (include/ibsim.h: a control socket, then one datagram
 // socket for MADs), as umad2sim does for its device. Where MADs cross
 // libibumad, for those devices only (everything else passes on):
@@ -104,7 +107,13 @@ struct Device {
 
   bool Connect() {
     if (ctl >= 0) return true;
-    const std::string pid = std::to_string(getpid());
+    // Names of its own beside umad2sim's (which use the bare pid) and the
+    // other devices', so that two devices may attach to one ibsim (a host
+    // with two ports on one fabric): the pid with the device's number
+    // above the 22 bits a pid takes.
+    static int attached = 0;
+    const std::uint32_t id = static_cast<std::uint32_t>(getpid()) | (static_cast<std::uint32_t>(++attached) << 22);
+    const std::string pid = std::to_string(id);
     sockaddr_un a{};
     ctl = socket(AF_UNIX, SOCK_DGRAM, 0);
     const int in = socket(AF_UNIX, SOCK_DGRAM, 0);
@@ -113,7 +122,7 @@ struct Device {
     ok = ok && connect(ctl, reinterpret_cast<sockaddr*>(&a), Address(sock + ":ctl", &a)) == 0;
     ok = ok && bind(in, reinterpret_cast<sockaddr*>(&a), Address(sock + ":in" + pid, &a)) == 0;
     SimClientInfo info{};
-    info.id = static_cast<std::uint32_t>(getpid());
+    info.id = id;
     std::strncpy(info.nodeid, node.c_str(), sizeof info.nodeid - 1);
     ok = ok && Ctl(kCtlConnect, &info, sizeof info);
     if (ok) client = info.id;

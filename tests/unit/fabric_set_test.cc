@@ -39,6 +39,23 @@ TEST(ChooseFabricsTest, OneActivePortPerFabric) {
             "with --ib.ca=mlx5_2 --ib.port=1");
 }
 
+TEST(ChooseFabricsTest, TheOtherPortsOfAFabricAreTheOnesNotRead) {
+  // mlx5_0..2 on fabric A, mlx5_1's SMI sub-device beside it (its port GUID),
+  // mlx5_3 down, mlx5_4 RoCE, mlx5_5 on B.
+  std::vector<UmadDevicePort> all{{"mlx5_0", 1, 4, 0x10, false, kA, 1}, {"mlx5_1", 1, 4, 0x20, true, kA, 1},
+                                  {"smi_1", 1, 4, 0x20, false, kA, 1},  {"mlx5_2", 1, 4, 0x30, false, kA, 1},
+                                  {"mlx5_3", 1, 1, 0x40, false, kA, 1}, {"mlx5_4", 1, 4, 0x50, false, kA, 0},
+                                  {"mlx5_5", 1, 4, 0x60, false, kB, 1}};
+  all[5].infiniband = false;
+  EXPECT_EQ(transport::PortsNotRead(all, {"mlx5_0/1", "mlx5_0/1"}, kA),
+            (std::vector<std::string>{"mlx5_1/1", "smi_1/1", "mlx5_2/1"}));
+  EXPECT_EQ(transport::PortsNotRead(all, {"mlx5_1/1", "smi_1/1"}, kA),
+            (std::vector<std::string>{"mlx5_0/1", "mlx5_2/1"}));
+  EXPECT_EQ(transport::PortsNotRead(all, {"mlx5_0/1", "smi_1/1", "mlx5_2/1"}, kA), std::vector<std::string>{})
+      << "a sub-device read reads its parent's port";
+  EXPECT_EQ(transport::PortsNotRead(all, {"mlx5_5/1"}, kB), std::vector<std::string>{});
+}
+
 TEST(ChooseFabricsTest, AnotherSmWithTheSamePrefixIsLeftOutAndSaysWhy) {
   const std::vector<UmadDevicePort> all{{"mlx5_0", 1, 4, 0x10, false, kA, 1}, {"mlx5_1", 1, 4, 0x20, false, kA, 9}};
   std::vector<std::string> notes;
