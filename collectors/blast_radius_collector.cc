@@ -95,7 +95,7 @@ std::vector<topology::PortRef> HurtPorts(const topology::Fabric& fabric, const B
   std::vector<topology::PortRef> hosts;
   const auto ca = [&fabric](const topology::PortRef& p) {
     const topology::Node* n = fabric.FindNode(p.node_guid);
-    return n && n->kind != topology::NodeKind::kSwitch && !topology::IsAggregationNode(*n);
+    return n && topology::IsHca(*n);
   };
   const std::vector<topology::PortRef> ends =
       e.root ? std::vector<topology::PortRef>{*e.root} : std::vector<topology::PortRef>{e.cable.a, e.cable.b};
@@ -154,15 +154,10 @@ void RenderBlastRadius(const Snapshot& s, const Emit& out) {
   for (const auto& [p, names] : faults_of) {
     std::string joined;
     for (const std::string& n : names) joined += (joined.empty() ? "" : "; ") + n;
-    std::string host;
-    if (s.hosts) {
-      const auto h = s.hosts->of_ca.find(p.node_guid);
-      if (h != s.hosts->of_ca.end()) host = s.hosts->hosts[h->second].name;
-    }
     Add(per_port,
         {{"node_guid", topology::FormatGuid(p.node_guid)},
          {"port", std::to_string(p.port)},
-         {"host", host},
+         {"host", HostOf(s, p.node_guid)},
          {"faults", joined}},
         static_cast<double>(names.size()));
   }

@@ -37,14 +37,8 @@ double CounterValue(const std::string& name, std::uint64_t v) {
 
 std::string HostOfDevice(const Snapshot& s, const host::HostDevice& d) {
   const std::uint64_t guid = host::ParseSysfsGuid(d.node_guid);
-  if (s.hosts && guid) {
-    for (const topology::Host& h : s.hosts->hosts) {
-      for (const topology::Hca& x : h.hcas) {
-        if (x.guid == guid) return h.name;
-      }
-    }
-  }
-  return d.node_desc.substr(0, d.node_desc.find(' '));
+  std::string host = guid ? HostOf(s, guid) : "";
+  return host.empty() ? d.node_desc.substr(0, d.node_desc.find(' ')) : host;
 }
 
 std::unique_ptr<Collector> MakeHostCollector(const CollectorOptions& options) {

@@ -116,6 +116,12 @@ std::vector<ClientMetric::Label> CableLabels(const Snapshot& s, const topology::
   return labels;
 }
 
+std::string HostOf(const Snapshot& s, std::uint64_t ca_guid) {
+  if (!s.hosts) return "";
+  const auto h = s.hosts->of_ca.find(ca_guid);
+  return h == s.hosts->of_ca.end() ? "" : s.hosts->hosts[h->second].name;
+}
+
 std::string CableId(const topology::Link& l) {
   return FormatGuid(l.a.node_guid) + "/" + std::to_string(l.a.port) + "/" + FormatGuid(l.b.node_guid) + "/" +
          std::to_string(l.b.port);

@@ -49,6 +49,9 @@ double Seconds(std::chrono::system_clock::time_point t);
 const char* Role(topology::NodeKind k);
 // The node's label as last seen (kind unknown, no name when never seen).
 const NodeLabel& LabelOf(const Snapshot& s, std::uint64_t guid);
+// The host a CA belongs to (Snapshot::hosts, topology/hosts.h); empty
+// where the CAs are not grouped into hosts or it is in none.
+std::string HostOf(const Snapshot& s, std::uint64_t ca_guid);
 // The `guid` of a port's series: a switch's node GUID, an HCA port's port
 // GUID (treydock/infiniband_exporter's choice; the node GUID when the port
 // GUID was never seen).

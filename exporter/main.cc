@@ -460,6 +460,18 @@ int Main(int argc, char** argv) {
   }
   HttpStats http_stats;
   std::vector<Poller*> pollers;
+  // Local scope: the host's ports and those the pipelines read, listed once
+  // for every pipeline's transport::PortsNotRead.
+  std::vector<transport::UmadDevicePort> host_ports;
+  std::vector<std::string> read_ports;
+  if (cfg.scope.kind == topology::ScopeKind::kLocal) {
+    std::string list_error;
+    host_ports = transport::UmadPort::List(&list_error);
+    for (const Pipeline& q : pipelines) {
+      read_ports.push_back(q.port->local().ca_name + "/" + std::to_string(q.port->local().port));
+      read_ports.push_back(q.port->local().smi_ca_name + "/" + std::to_string(q.port->local().smi_port));
+    }
+  }
   for (std::size_t i = 0; i < pipelines.size(); ++i) {
     Pipeline& p = pipelines[i];
     const auto& local = p.port->local();
@@ -473,14 +485,7 @@ int Main(int argc, char** argv) {
     // Local scope reads its own port's cable: the host's other ports on
     // this fabric are said to be unread (a metric), never silently.
     if (cfg.scope.kind == topology::ScopeKind::kLocal) {
-      std::vector<std::string> read;
-      for (const Pipeline& q : pipelines) {
-        read.push_back(q.port->local().ca_name + "/" + std::to_string(q.port->local().port));
-        read.push_back(q.port->local().smi_ca_name + "/" + std::to_string(q.port->local().smi_port));
-      }
-      std::string list_error;
-      poller_options.fabric.local.unread_ports =
-          transport::PortsNotRead(transport::UmadPort::List(&list_error), read, local.subnet_prefix);
+      poller_options.fabric.local.unread_ports = transport::PortsNotRead(host_ports, read_ports, local.subnet_prefix);
       for (const std::string& u : poller_options.fabric.local.unread_ports)
         log.Warn("in local scope the cable of " + u + " is not read: run an exporter for it (--ib.ca, --ib.port)", "");
     }

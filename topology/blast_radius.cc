@@ -66,7 +66,7 @@ class Crossing {
 std::vector<PortRef> HostPorts(const Fabric& fabric) {
   std::vector<PortRef> out;
   for (const Node& n : fabric.nodes()) {
-    if (n.kind == NodeKind::kSwitch || IsAggregationNode(n)) continue;
+    if (!IsHca(n)) continue;
     for (const Port& p : n.ports) {
       if (p.lid != 0) out.push_back({n.guid, p.number});
     }

@@ -9,8 +9,8 @@
 // adaptive routing is on, the tables are the static fallback and so are
 // these routes. Pure: no MADs.
 //
-// SHARP Aggregation Nodes (fabric.h IsAggregationNode) and switch ports
-// are neither sources nor destinations: routes between hosts only.
+// Only HCAs (fabric.h IsHca) are sources and destinations: no switch port,
+// SHARP Aggregation Node or router; routes between hosts only.
 
 #include <cstddef>
 #include <cstdint>
@@ -48,8 +48,7 @@ struct BlastRadius {
 // followed once); for the others, only the CA ports in `egress`.
 BlastRadius RoutesThrough(const Fabric& fabric, const ForwardingTables& tables, const std::set<PortRef>& egress);
 
-// The CA ports that are hosts' (neither switch ports nor SHARP
-// Aggregation Nodes'), with a LID, ascending.
+// The ports of the HCAs (fabric.h IsHca) with a LID, ascending.
 std::vector<PortRef> HostPorts(const Fabric& fabric);
 
 }  // namespace ibfabric::topology

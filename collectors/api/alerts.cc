@@ -12,6 +12,7 @@
 #include "collectors/host_collector.h"
 #include "collectors/jobs_collector.h"
 #include "collectors/module_collector.h"
+#include "collectors/render.h"
 #include "config/text.h"
 #include "topology/blast_radius.h"
 
@@ -108,8 +109,8 @@ json BlastRadiusJson(const Snapshot& s, const Alert& a) {
   for (const auto& [p, r] : ports) {
     json end = End(s, p);
     if (s.hosts) {
-      const auto h = s.hosts->of_ca.find(p.node_guid);
-      end["host"] = h == s.hosts->of_ca.end() ? json(nullptr) : json(s.hosts->hosts[h->second].name);
+      const std::string host = HostOf(s, p.node_guid);
+      end["host"] = host.empty() ? json(nullptr) : json(host);
     }
     end["sends"] = r.sends;
     end["receives"] = r.receives;
@@ -202,9 +203,9 @@ json TreeToJson(const Snapshot& s, const CongestionReport& c) {
   root["behind"] = p && p->remote ? End(s, *p->remote) : json(nullptr);
   // An HCA behind the root: the host that is not draining, where the CAs
   // are grouped into hosts (topology/hosts.h).
-  if (p && p->remote && s.hosts) {
-    auto h = s.hosts->of_ca.find(p->remote->node_guid);
-    if (h != s.hosts->of_ca.end()) root["behind"]["host"] = s.hosts->hosts[h->second].name;
+  if (p && p->remote) {
+    const std::string host = HostOf(s, p->remote->node_guid);
+    if (!host.empty()) root["behind"]["host"] = host;
   }
   json victims = json::array();
   for (const topology::PortRef& v : t.victims) {
