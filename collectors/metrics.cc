@@ -48,9 +48,9 @@ void RenderIdentity(const Snapshot& s, std::string_view version, const Emit& out
     out(std::move(local));
     if (s.scope.kind == topology::ScopeKind::kLocal) {
       auto unread = Family("infiniband_exporter_local_ports_unread",
-                           "1 for each other Active port of this host on the fabric whose cable this exporter does "
-                           "not read (local scope reads the cable of its own port only: run one per port, "
-                           "--ib.ca/--ib.port; docs/deployment.md)",
+                           "1 for each other Active port of this host on the fabric whose cable the last walk "
+                           "could not read (local scope reads them by LID, their far ends named by the SA; the "
+                           "log says why not)",
                            MetricType::Gauge);
       for (const std::string& p : l.unread_ports) {
         const auto slash = p.rfind('/');

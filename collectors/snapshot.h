@@ -141,8 +141,9 @@ struct LocalPortSummary {
   std::uint64_t subnet_prefix = 0;
   std::vector<std::string> agents_missing;
   int plane = 0;  // a multi-plane HCA's plane read (0: none)
-  // In local scope, the host's other Active ports on this fabric, whose
-  // cables no pipeline reads ("ca/port"; transport::PortsNotRead).
+  // In local scope, the host's other Active ports on this fabric whose
+  // cables the last walk could not read ("ca/port": no SA to name their
+  // far ends, no answer by LID; topology::DiscoverOptions::host_ports).
   std::vector<std::string> unread_ports;
   // Whether the MAD agent of a class (transport::AgentName: "vendor", ...)
   // was registered.

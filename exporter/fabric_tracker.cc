@@ -46,7 +46,11 @@ bool FabricTracker::WalkDue(std::chrono::steady_clock::time_point now) const {
 
 FabricTracker::Walked FabricTracker::Walk(std::chrono::steady_clock::time_point now) {
   topology::DiscoverOptions discover_options;
-  if (options_.scope.kind == topology::ScopeKind::kLocal) discover_options.max_hops = 1;
+  if (options_.scope.kind == topology::ScopeKind::kLocal) {
+    discover_options.max_hops = 1;
+    if (options_.host_ports) discover_options.host_ports = HostPortsNow();
+    discover_options.sa_lid = sa_lid_ != 0 ? sa_lid_ : options_.sm_lid;
+  }
   topology::DiscoveryResult r = topology::Discover(engine_, discover_options);
   // The SM's bound on packet lifetimes caps how long any answer can take.
   if (r.ok) engine_.SetSubnetTimeout(transport::ExpectedTime(r.subnet_timeout));
@@ -65,6 +69,9 @@ FabricTracker::Walked FabricTracker::Walk(std::chrono::steady_clock::time_point 
   local_guid_ = r.local_node_guid;
   local_port_ = r.local_port;
   unanswered_ = r.unanswered.size();
+  host_port_guids_ = r.host_port_guids;
+  host_far_ends_ = r.host_far_ends;
+  host_ports_unread_ = r.host_ports_unread;
   // While LIDs are seen dropping SMPs and answering GMPs (suspected or
   // diagnosed M_Key), a node the walk missed is kept however many walks
   // miss it: what drops SMPs is still there.
@@ -143,7 +150,13 @@ void FabricTracker::Adopt(const topology::Fabric& walked, const topology::Unansw
   ++fabric_generation_;
   trap_counted_.clear();  // the walk took the changes in
   const bool everything = options_.scope.everything();
-  if (!everything) in_scope_ = topology::PortsInScope(*fabric_, options_.scope, local_guid_);
+  if (!everything) {
+    in_scope_ = topology::PortsInScope(*fabric_, options_.scope, local_guid_, host_port_guids_);
+    for (const topology::PortRef& far : host_far_ends_) {
+      if (fabric_->FindPort(far)) in_scope_.insert(far);
+    }
+    RememberHostFarEnds();
+  }
   for (const auto& node : fabric_->nodes()) {
     collectors::NodeLabel& label = nodes_[node.guid];
     label.kind = node.kind;
@@ -165,6 +178,34 @@ void FabricTracker::Adopt(const topology::Fabric& walked, const topology::Unansw
   std::erase_if(read_links_, [this](const auto& t) { return !ReadsPort(t.port); });
   owners_ = collectors::SweepTargets(*fabric_, remembered_, {});
   std::erase_if(owners_, [this](const auto& t) { return !ReadsPort(t.port); });
+}
+
+std::vector<topology::HostPort> FabricTracker::HostPortsNow() const {
+  std::vector<topology::HostPort> out;
+  for (topology::HostPort& h : options_.host_ports()) {
+    if (!h.active) {
+      // Down: read where its cable led, if known; else it is a port this
+      // exporter never saw cabled (a spare), not a cable to report.
+      auto it = host_far_.find(h.port_guid);
+      if (it == host_far_.end()) continue;
+      h.last_far = it->second.first;
+      h.last_far_lid = it->second.second;
+    }
+    out.push_back(std::move(h));
+  }
+  return out;
+}
+
+void FabricTracker::RememberHostFarEnds() {
+  for (const auto& node : fabric_->nodes()) {
+    for (const auto& port : node.ports) {
+      if (!host_port_guids_.count(port.guid) || !port.remote) continue;
+      const topology::Node* sw = fabric_->FindNode(port.remote->node_guid);
+      if (sw != nullptr && sw->kind == topology::NodeKind::kSwitch && sw->lid != 0)
+        host_far_[port.guid] = {*port.remote, sw->lid};
+    }
+  }
+  std::erase_if(host_far_, [this](const auto& e) { return !host_port_guids_.count(e.first); });
 }
 
 void FabricTracker::Retry(const std::vector<topology::PortChange>& changes,
@@ -303,6 +344,7 @@ FabricTracker::News FabricTracker::Observe(const collectors::PortTable& before, 
   if (auto it = sweep->links.find({local_guid_, local_port_}); it != sweep->links.end()) {
     // Its own LID names no SM this exporter could ask (it is none).
     master_sm_lid_ = it->second.sm_lid == it->second.lid ? 0 : it->second.sm_lid;
+    sa_lid_ = it->second.sm_lid;
     // Back up: the SM may have dropped the subscription with the link.
     if (!local_link_up_ && it->second.link_up()) traps_.Lost();
     local_link_up_ = it->second.link_up();
@@ -571,6 +613,7 @@ void FabricTracker::Publish(collectors::Snapshot* s) const {
   s->smp_blocked_lids = smp_watch_.diagnosed() ? smp_watch_.blocked().size() : 0;
   s->m_key_given = engine_.options().m_key != 0;
   s->local = options_.local;
+  s->local.unread_ports = host_ports_unread_;
 }
 
 }  // namespace ibfabric::exporter

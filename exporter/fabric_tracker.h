@@ -45,6 +45,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -80,7 +81,11 @@ struct TrackerOptions {
   // (sysfs): whom to probe when not even the local node answers an SMP.
   std::uint16_t local_lid = 0;
   std::uint16_t sm_lid = 0;
-  collectors::LocalPortSummary local;  // published as it is
+  collectors::LocalPortSummary local;  // published as it is (unread_ports: from the walks)
+  // Local scope: the host's other Active ports on this fabric, asked at
+  // each walk (their LIDs may have changed); each is read with the far end
+  // of its cable (topology::DiscoverOptions::host_ports). Empty: none.
+  std::function<std::vector<topology::HostPort>()> host_ports;
 };
 
 // Ownership: borrows engine and log; they outlive the tracker.
@@ -218,6 +223,11 @@ class FabricTracker {
   std::optional<topology::PortRef> SwitchEnd(const topology::PortRef& port) const;
   // The local port's LID: the fabric's, else as the kernel said at start.
   std::uint16_t LocalLid() const;
+  // Local scope: the host's other ports now, a down one with where its
+  // cable led (host_far_), a down one never seen cabled left out.
+  std::vector<topology::HostPort> HostPortsNow() const;
+  // host_far_ from the fabric just adopted.
+  void RememberHostFarEnds();
   // One SMP and one GMP to each of `lids`, judged by the SmpWatch.
   void ProbeAccess(const std::vector<std::uint16_t>& lids);
   // Takes in evidence (marked sure where the local port's LID or the master
@@ -253,6 +263,13 @@ class FabricTracker {
   std::uint64_t local_guid_ = 0;
   std::uint8_t local_port_ = 0;
   std::uint16_t master_sm_lid_ = 0;
+  std::set<std::uint64_t> host_port_guids_;     // local scope: the host's other ports given to the last walk
+  std::set<topology::PortRef> host_far_ends_;   // the switch ports at their far ends it read
+  std::vector<std::string> host_ports_unread_;  // and those it could not read
+  // Where each host port's cable led when last read (port GUID -> the
+  // switch port and its LID): a port gone down is read down there.
+  std::map<std::uint64_t, std::pair<topology::PortRef, std::uint16_t>> host_far_;
+  std::uint16_t sa_lid_ = 0;   // the SM LID the local port last gave (its own where this host is the master)
   bool local_link_up_ = true;  // as the local port's PortInfo last said
   bool reaches_fabric_ = true;
 

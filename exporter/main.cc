@@ -115,6 +115,29 @@ transport::EngineOptions EngineOptionsFrom(const Config& cfg, const Files& files
   return o;
 }
 
+// The host's other InfiniBand ports on the fabric of `subnet_prefix` and
+// `sm_lid` (transport::OtherPortsOnFabric; `read`: the ports pipelines read
+// from), as the kernel lists them when called: a local-scope walk reads
+// their cables by LID.
+std::function<std::vector<topology::HostPort>()> HostPortsOn(std::vector<std::string> read, std::uint64_t subnet_prefix,
+                                                             std::uint16_t sm_lid) {
+  return [read = std::move(read), subnet_prefix, sm_lid] {
+    std::string error;
+    std::vector<topology::HostPort> out;
+    for (const auto& p :
+         transport::OtherPortsOnFabric(transport::UmadPort::List(&error), read, subnet_prefix, sm_lid)) {
+      topology::HostPort h;
+      h.name = p.ca + "/" + std::to_string(p.port);
+      h.lid = p.lid;
+      h.port = static_cast<std::uint8_t>(p.port);
+      h.port_guid = p.port_guid;
+      h.active = p.state == 4;
+      out.push_back(std::move(h));
+    }
+    return out;
+  };
+}
+
 // --check: whether the local port answers NodeInfo; the exit status.
 int Check(transport::MadEngine& engine, const transport::LocalPortInfo& local) {
   const std::vector<transport::MadRequest> req{transport::NodeInfoQuery(transport::MadAddress::Directed({}))};
@@ -460,13 +483,9 @@ int Main(int argc, char** argv) {
   }
   HttpStats http_stats;
   std::vector<Poller*> pollers;
-  // Local scope: the host's ports and those the pipelines read, listed once
-  // for every pipeline's transport::PortsNotRead.
-  std::vector<transport::UmadDevicePort> host_ports;
+  // Local scope: the ports the pipelines read from.
   std::vector<std::string> read_ports;
   if (cfg.scope.kind == topology::ScopeKind::kLocal) {
-    std::string list_error;
-    host_ports = transport::UmadPort::List(&list_error);
     for (const Pipeline& q : pipelines) {
       read_ports.push_back(q.port->local().ca_name + "/" + std::to_string(q.port->local().port));
       read_ports.push_back(q.port->local().smi_ca_name + "/" + std::to_string(q.port->local().smi_port));
@@ -482,13 +501,11 @@ int Main(int argc, char** argv) {
                                    local.subnet_prefix, {},         local.plane,       {}};
     for (const transport::AgentProblem& problem : p.port->problems())
       poller_options.fabric.local.agents_missing.push_back(transport::AgentName(problem.mgmt_class));
-    // Local scope reads its own port's cable: the host's other ports on
-    // this fabric are said to be unread (a metric), never silently.
-    if (cfg.scope.kind == topology::ScopeKind::kLocal) {
-      poller_options.fabric.local.unread_ports = transport::PortsNotRead(host_ports, read_ports, local.subnet_prefix);
-      for (const std::string& u : poller_options.fabric.local.unread_ports)
-        log.Warn("in local scope the cable of " + u + " is not read: run an exporter for it (--ib.ca, --ib.port)", "");
-    }
+    // Local scope reads the cables of the host's other ports on this
+    // fabric too (an 8-rail host's other seven), by LID, as they are at
+    // each walk.
+    if (cfg.scope.kind == topology::ScopeKind::kLocal)
+      poller_options.fabric.host_ports = HostPortsOn(read_ports, local.subnet_prefix, local.sm_lid);
     // A plane's series name it even when it is the only one read, so that
     // they keep their identity when the others come.
     if (several) poller_options.fabric_labels = {{"subnet_prefix", views[i].subnet_prefix}};

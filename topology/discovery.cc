@@ -43,6 +43,7 @@ struct Building {
   std::map<std::uint8_t, Port> ports;
   bool lid_active = false;  // node.lid is on an Active port
   bool reached = true;      // an incremental walk reaches it from the local node
+  bool lid_only = false;    // read by LID only (a host port of DiscoverOptions::host_ports, its switch): no route
 };
 
 constexpr std::uint8_t kPhysStatePolling = 2;  // IBTA PortPhysicalState: no link, trying
@@ -95,6 +96,7 @@ class Discoverer {
       fresh = Admit(reached);
       LinkBack();
     }
+    ReadHostPorts(&out);
     ReadMlnxSpeeds();
     Finish(&out);
     return out;
@@ -249,7 +251,7 @@ class Discoverer {
       const Building& f = building_[a.guid];
       (f.node.kind == NodeKind::kSwitch && LidUsable(f) ? by_lid : directed).push_back(a);
     }
-    std::vector<Ask> unanswered = AskAll(by_lid, /*lid_routed=*/true);
+    std::vector<Ask> unanswered = AskByLid(by_lid);
     directed.insert(directed.end(), unanswered.begin(), unanswered.end());
     AskAll(directed, /*lid_routed=*/false);
   }
@@ -277,6 +279,209 @@ class Discoverer {
     }
   }
 
+  // A switch port to read at the far end of a host port's cable.
+  struct FarEnd {
+    const HostPort* hp = nullptr;
+    std::uint64_t host_node = 0;  // the host port's node; 0: the host port is down (not read)
+    std::uint16_t lid = 0;        // the switch's LID and port
+    std::uint8_t port = 0;
+    std::uint64_t expected = 0;  // the switch's GUID where known (a down port's last far end)
+  };
+
+  // A host port not read, and why; `lost`: for want of an answer (or for
+  // an answer from another node), not for how things are set up.
+  void Unread(DiscoveryResult* out, const HostPort& hp, const std::string& why, bool lost) {
+    out->host_ports_unread.push_back(hp.name);
+    if (lost) unanswered_.host_ports.insert(hp.port_guid);
+    problems_.push_back("this host's port " + hp.name + " (LID " + std::to_string(hp.lid) + ") not read: " + why);
+  }
+
+  // The host's other ports on the fabric (DiscoverOptions::host_ports) and
+  // the switch ports their cables lead to, by LID: an Active port's far end
+  // as the SA names it, a port no longer Active's where it led when last
+  // read (read down there). What cannot be read is named in `out`; what
+  // did not answer (or answered as another node) is in unanswered_ too,
+  // so that the merge keeps what the last walk read there.
+  void ReadHostPorts(DiscoveryResult* out) {
+    const auto unread = [&](const HostPort& hp, const std::string& why, bool lost) { Unread(out, hp, why, lost); };
+    std::vector<FarEnd> fars;
+    std::vector<const HostPort*> asked;
+    for (const HostPort& hp : options_.host_ports) {
+      out->host_port_guids.insert(hp.port_guid);
+      if (!local_active_) {
+        unread(hp, "the local port is not Active, no LID route leaves it", false);
+      } else if (!hp.active) {
+        if (hp.last_far && hp.last_far_lid != 0) {
+          fars.push_back({&hp, 0, hp.last_far_lid, hp.last_far->port, hp.last_far->node_guid});
+        } else {
+          unread(hp, "not Active, and where its cable leads is not known", false);
+        }
+      } else if (hp.lid == 0 || hp.lid > 0xBFFF) {
+        unread(hp, "it has no unicast LID", false);
+      } else if (options_.sa_lid == 0) {
+        unread(hp, "no SA known to name the far end of its cable", false);
+      } else {
+        asked.push_back(&hp);
+      }
+    }
+    // Each Active port: NodeInfo (its identity), NodeDescription, PortInfo,
+    // in that order to its LID, and its LinkRecord from the SA.
+    std::vector<MadRequest> reqs;
+    for (const HostPort* hp : asked) {
+      const MadAddress at = MadAddress::Lid(hp->lid);
+      reqs.push_back(transport::NodeInfoQuery(at));
+      reqs.push_back(transport::NodeDescriptionQuery(at));
+      reqs.push_back(transport::PortInfoQuery(at, hp->port));
+      reqs.push_back(transport::LinkRecordQuery(options_.sa_lid, hp->lid));
+    }
+    const std::vector<MadResult> r = reqs.empty() ? std::vector<MadResult>{} : RunBatch(reqs);
+    for (std::size_t i = 0; i < asked.size(); ++i) {
+      const HostPort& hp = *asked[i];
+      const MadResult* a = &r[4 * i];
+      if (a[0].outcome != MadOutcome::kOk) {
+        unread(hp, std::string("no NodeInfo answer by LID: ") + transport::ToString(a[0].outcome), true);
+        continue;
+      }
+      const transport::NodeInfo ni = transport::DecodeNodeInfo(a[0].response);
+      if (ni.port_guid != hp.port_guid) {
+        unread(hp, "its LID answered as port " + FormatGuid(ni.port_guid) + ", not its own " + FormatGuid(hp.port_guid),
+               true);
+        continue;
+      }
+      if (a[2].outcome != MadOutcome::kOk) {
+        unread(hp, std::string("no PortInfo answer by LID: ") + transport::ToString(a[2].outcome), true);
+        continue;
+      }
+      const std::optional<transport::LinkRecord> link =
+          a[3].outcome == MadOutcome::kOk ? transport::DecodeLinkRecord(a[3].response) : std::nullopt;
+      if (!link || link->from_lid != hp.lid || link->from_port != hp.port || link->to_lid == 0) {
+        // Not evidence either: the SA may not have swept the port yet.
+        unread(hp,
+               "the SA at LID " + std::to_string(options_.sa_lid) + " gave no LinkRecord for it (" +
+                   (a[3].outcome == MadOutcome::kOk ? std::string("none") : transport::ToString(a[3].outcome)) + ")",
+               true);
+        continue;
+      }
+      auto [it, inserted] = building_.try_emplace(ni.node_guid);
+      Building& b = it->second;
+      if (inserted) {
+        b.node.guid = ni.node_guid;
+        b.node.kind = KindOf(ni.node_type);
+        b.node.num_ports = ni.num_ports;
+        b.node.partition_cap = ni.partition_cap;
+        b.node.vendor_id = ni.vendor_id;
+        b.node.device_id = ni.device_id;
+        b.lid_only = true;
+      }
+      Port& p = b.ports[hp.port];
+      p.number = hp.port;
+      p.guid = ni.port_guid;
+      Record({ni.node_guid, hp.port}, a[2], b);
+      if (a[1].outcome == MadOutcome::kOk) {
+        Record({ni.node_guid, kDescription}, a[1], b);
+      } else if (b.lid_only) {
+        unanswered_.descriptions.insert(ni.node_guid);
+      }
+      fars.push_back({&hp, ni.node_guid, link->to_lid, link->to_port, 0});
+    }
+    ReadFarEnds(fars, out);
+  }
+
+  // The switch ports at the far ends of host ports, by LID: NodeInfo,
+  // NodeDescription and PortInfo port 0 (its LID, its capabilities) of each
+  // switch once, then each far port's PortInfo; a switch whose GUID is not
+  // known (an Active host port's: the SA's LinkRecord named only its LID)
+  // is taken only if the SA's NodeRecord for that LID names the GUID that
+  // answers. A failure leaves the host port's far end as the last walk had
+  // it (unanswered_.behind).
+  void ReadFarEnds(const std::vector<FarEnd>& fars, DiscoveryResult* out) {
+    std::map<std::uint16_t, std::vector<std::size_t>> by_lid;  // switch LID -> its fars
+    for (std::size_t i = 0; i < fars.size(); ++i) by_lid[fars[i].lid].push_back(i);
+    std::vector<MadRequest> reqs;
+    for (const auto& [lid, which] : by_lid) {
+      const MadAddress at = MadAddress::Lid(lid);
+      reqs.push_back(transport::NodeRecordQuery(options_.sa_lid, lid));
+      reqs.push_back(transport::NodeInfoQuery(at));
+      reqs.push_back(transport::NodeDescriptionQuery(at));
+      reqs.push_back(transport::PortInfoQuery(at, 0));
+      for (std::size_t i : which) reqs.push_back(transport::PortInfoQuery(at, fars[i].port));
+    }
+    if (reqs.empty()) return;
+    const std::vector<MadResult> s = RunBatch(reqs);
+    std::size_t k = 0;
+    for (const auto& [lid, which] : by_lid) {
+      const MadResult* a = &s[k];
+      k += 4 + which.size();
+      const auto lost = [&, lid = lid](std::size_t i, const std::string& why) {
+        const auto& f = fars[i];
+        if (f.host_node != 0) unanswered_.behind.insert({f.host_node, f.hp->port});
+        Unread(out, *f.hp, "the switch at LID " + std::to_string(lid) + ": " + why, true);
+      };
+      const auto all_lost = [&](const std::string& why) {
+        for (std::size_t i : which) lost(i, why);
+      };
+      if (a[1].outcome != MadOutcome::kOk || a[3].outcome != MadOutcome::kOk) {
+        all_lost(std::string("no NodeInfo or PortInfo answer by LID: ") +
+                 transport::ToString(a[1].outcome != MadOutcome::kOk ? a[1].outcome : a[3].outcome));
+        continue;
+      }
+      const transport::NodeInfo ni = transport::DecodeNodeInfo(a[1].response);
+      std::uint64_t expected = fars[which.front()].expected;
+      if (expected == 0) {
+        const std::optional<std::uint64_t> record =
+            a[0].outcome == MadOutcome::kOk ? transport::DecodeNodeRecordGuid(a[0].response) : std::nullopt;
+        if (!record) {
+          all_lost("the SA gave no NodeRecord for it to check what answers there");
+          continue;
+        }
+        expected = *record;
+      }
+      if (ni.node_type != transport::NodeType::kSwitch || ni.node_guid != expected) {
+        all_lost("it answered as " + FormatGuid(ni.node_guid) + ", not " + FormatGuid(expected));
+        continue;
+      }
+      auto [it, inserted] = building_.try_emplace(ni.node_guid);
+      Building& sw = it->second;
+      if (inserted) {
+        sw.node.guid = ni.node_guid;
+        sw.node.kind = NodeKind::kSwitch;
+        sw.node.num_ports = ni.num_ports;
+        sw.node.partition_cap = ni.partition_cap;
+        sw.node.vendor_id = ni.vendor_id;
+        sw.node.device_id = ni.device_id;
+        sw.lid_only = true;
+      }
+      if (sw.lid_only) {
+        Record({ni.node_guid, 0}, a[3], sw);
+        if (a[2].outcome == MadOutcome::kOk) {
+          Record({ni.node_guid, kDescription}, a[2], sw);
+        } else {
+          unanswered_.descriptions.insert(ni.node_guid);
+        }
+      }
+      for (std::size_t j = 0; j < which.size(); ++j) {
+        const auto& f = fars[which[j]];
+        const MadResult& pr = a[4 + j];
+        if (pr.outcome != MadOutcome::kOk) {
+          lost(which[j], "port " + std::to_string(f.port) + ": no PortInfo answer: " + transport::ToString(pr.outcome));
+          continue;
+        }
+        Port& sp = sw.ports[f.port];
+        sp.number = f.port;
+        sp.guid = ni.port_guid;
+        Record({ni.node_guid, f.port}, pr, sw);
+        out->host_far_ends.insert({ni.node_guid, f.port});
+        if (f.host_node == 0) continue;  // the host port is down: so is its cable
+        Port& host_end = building_[f.host_node].ports[f.hp->port];
+        if (sp.link_up() && host_end.link_up()) {
+          sp.remote = PortRef{f.host_node, f.hp->port};
+          host_end.remote = PortRef{ni.node_guid, f.port};
+        }
+      }
+      if (inserted && sw.ports.empty()) building_.erase(it);  // nothing of it read: the last walk's stays
+    }
+  }
+
   // Mellanox ExtendedPortInfo of every port that runs QDR on a device that
   // has it and was not asked since its PortInfo was read: FDR10 looks like
   // QDR anywhere else. LID-routed where the node's LID is usable, else
@@ -285,7 +490,7 @@ class Discoverer {
     std::vector<std::pair<std::uint64_t, std::uint8_t>> asks;
     std::vector<MadRequest> reqs;
     for (auto& [guid, b] : building_) {
-      if (!HasMlnxExtPortInfo(b.node)) continue;
+      if (!HasMlnxExtPortInfo(b.node) || (b.lid_only && !LidUsable(b))) continue;
       for (auto& [num, p] : b.ports) {
         if (p.mlnx.read || !RunsQdr(p)) continue;
         const MadAddress route = LidUsable(b) ? MadAddress::Lid(b.node.lid) : MadAddress::Directed(b.path);
@@ -498,7 +703,7 @@ class Discoverer {
     std::vector<Ask> by_lid;
     std::vector<Ask> directed;
     for (const Ask& a : rest) (LidUsable(building_[a.guid]) ? by_lid : directed).push_back(a);
-    std::vector<Ask> unanswered = AskAll(by_lid, /*lid_routed=*/true);
+    std::vector<Ask> unanswered = AskByLid(by_lid);
     directed.insert(directed.end(), unanswered.begin(), unanswered.end());
     AskAll(directed, /*lid_routed=*/false);
     return fresh;
@@ -540,19 +745,76 @@ class Discoverer {
     return local_active_ && b.lid_active && b.node.lid >= 1 && b.node.lid <= 0xBFFF;
   }
 
+  MadRequest Query(const Ask& a, bool lid_routed) {
+    const Building& b = building_[a.guid];
+    const MadAddress route = lid_routed ? MadAddress::Lid(b.node.lid) : MadAddress::Directed(b.path);
+    return a.port == kDescription ? transport::NodeDescriptionQuery(route) : transport::PortInfoQuery(route, a.port);
+  }
+
   // Runs `asks` and records the answers. LID-routed: returns the ones that
   // timed out, for the caller to ask directed; directed: records a problem
   // for each that did not answer.
   std::vector<Ask> AskAll(const std::vector<Ask>& asks, bool lid_routed) {
     std::vector<MadRequest> reqs;
     reqs.reserve(asks.size());
+    for (const Ask& a : asks) reqs.push_back(Query(a, lid_routed));
+    return RecordAll(asks, RunBatch(reqs), lid_routed);
+  }
+
+  // `asks` LID-routed, each node's behind a NodeInfo to the same LID (the
+  // engine sends one node's requests in order): an SMP routed by LID reaches
+  // whoever answers for that LID when it arrives, which need not be the
+  // node the LID was read from: a LID the SM has just moved to another
+  // node (a new master SM reassigning them), or, on ibsim, a packet a
+  // routing loop drops at whatever switch its hop limit runs out. A node
+  // whose NodeInfo does not answer with its own GUID has none of its
+  // answers taken: they are returned, with those that timed out, for the
+  // caller to ask directed. One SMP a node more, none a port.
+  std::vector<Ask> AskByLid(const std::vector<Ask>& asks) {
+    std::vector<std::uint64_t> nodes;
+    std::map<std::uint64_t, std::size_t> index;  // guid -> its NodeInfo's place in the batch
     for (const Ask& a : asks) {
-      const Building& b = building_[a.guid];
-      const MadAddress route = lid_routed ? MadAddress::Lid(b.node.lid) : MadAddress::Directed(b.path);
-      reqs.push_back(a.port == kDescription ? transport::NodeDescriptionQuery(route)
-                                            : transport::PortInfoQuery(route, a.port));
+      if (index.emplace(a.guid, nodes.size()).second) nodes.push_back(a.guid);
     }
-    const auto results = RunBatch(reqs);
+    std::vector<MadRequest> reqs;
+    reqs.reserve(nodes.size() + asks.size());
+    for (std::uint64_t g : nodes) reqs.push_back(transport::NodeInfoQuery(MadAddress::Lid(building_[g].node.lid)));
+    for (const Ask& a : asks) reqs.push_back(Query(a, /*lid_routed=*/true));
+    std::vector<MadResult> results = RunBatch(reqs);
+    std::set<std::uint64_t> unverified;
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+      const MadResult& r = results[i];
+      if (r.outcome != MadOutcome::kOk) {
+        unverified.insert(nodes[i]);
+        continue;
+      }
+      const std::uint64_t answered = transport::DecodeNodeInfo(r.response).node_guid;
+      if (answered == nodes[i]) continue;
+      unverified.insert(nodes[i]);
+      const Building& b = building_[nodes[i]];
+      auto other = building_.find(answered);
+      problems_.push_back("LID " + std::to_string(b.node.lid) + " of " + Named(b) + " answered as " +
+                          (other == building_.end() ? FormatGuid(answered) : Named(other->second)) +
+                          ": its answers by LID not taken, asked over its directed route");
+    }
+    std::vector<Ask> verified;
+    std::vector<MadResult> answers;
+    std::vector<Ask> redo;
+    for (std::size_t i = 0; i < asks.size(); ++i) {
+      if (unverified.count(asks[i].guid)) {
+        redo.push_back(asks[i]);
+      } else {
+        verified.push_back(asks[i]);
+        answers.push_back(std::move(results[nodes.size() + i]));
+      }
+    }
+    std::vector<Ask> unanswered = RecordAll(verified, answers, /*lid_routed=*/true);
+    redo.insert(redo.end(), unanswered.begin(), unanswered.end());
+    return redo;
+  }
+
+  // Records the answers to `asks` (as AskAll).
+  std::vector<Ask> RecordAll(const std::vector<Ask>& asks, const std::vector<MadResult>& results, bool lid_routed) {
     std::vector<Ask> unanswered;
     for (std::size_t i = 0; i < results.size(); ++i) {
       Building& b = building_[asks[i].guid];
@@ -591,7 +853,7 @@ class Discoverer {
       b.node.ext_speeds2 = transport::HasExtendedSpeeds2(pi);
       b.node.port_info_extended = transport::HasPortInfoExtended(pi);
       for (auto& [num, port] : b.ports) port.lid = pi.lid;
-      if (b.path.empty()) local_active_ = b.lid_active;  // the exporter runs on this switch
+      if (b.path.empty() && !b.lid_only) local_active_ = b.lid_active;  // the exporter runs on this switch
       return;
     }
     Port& p = b.ports[ask.port];
@@ -617,7 +879,7 @@ class Discoverer {
       }
       break;
     }
-    if (b.path.empty() && ask.port == local_port_) {
+    if (b.path.empty() && !b.lid_only && ask.port == local_port_) {
       subnet_timeout_ = pi.subnet_timeout;
       local_active_ = pi.port_state == transport::kPortStateActive && pi.lid != 0;
     }

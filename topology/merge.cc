@@ -27,19 +27,31 @@ void RestorePort(const Port& was, Port* p) {
   p->remote = remote;
 }
 
-// Nodes reachable from `local` over links both ends of which name each
-// other (out of a CA only through `local_port`).
-std::set<std::uint64_t> Reachable(std::map<std::uint64_t, Node>& nodes, std::uint64_t local, std::uint8_t local_port) {
+// Nodes reachable over links both ends of which name each other from the
+// local port and from the host's other ports the walk was given (out of a
+// CA only through one of those).
+std::set<std::uint64_t> Reachable(std::map<std::uint64_t, Node>& nodes, const DiscoveryResult& walk) {
+  const auto own = [&](const Node& n, const Port& p) {
+    return (n.guid == walk.local_node_guid && p.number == walk.local_port) || walk.host_port_guids.count(p.guid) > 0;
+  };
   std::set<std::uint64_t> seen;
-  if (!nodes.count(local)) return seen;
-  std::vector<std::uint64_t> order{local};
-  seen.insert(local);
+  std::vector<std::uint64_t> order;
+  std::size_t roots = 0;
+  for (const auto& [guid, n] : nodes) {
+    const bool root = guid == walk.local_node_guid ||
+                      std::any_of(n.ports.begin(), n.ports.end(), [&](const Port& p) { return own(n, p); });
+    if (root && n.kind != NodeKind::kSwitch && seen.insert(guid).second) order.push_back(guid);
+  }
+  if (nodes.count(walk.local_node_guid) && seen.insert(walk.local_node_guid).second) {
+    order.push_back(walk.local_node_guid);  // the exporter runs on a switch
+  }
+  roots = order.size();
   for (std::size_t i = 0; i < order.size(); ++i) {
     const Node& n = nodes[order[i]];
-    if (n.kind != NodeKind::kSwitch && i != 0) continue;
+    if (n.kind != NodeKind::kSwitch && i >= roots) continue;
     for (const Port& p : n.ports) {
       if (!p.link_up() || !p.remote) continue;
-      if (n.kind != NodeKind::kSwitch && p.number != local_port) continue;
+      if (n.kind != NodeKind::kSwitch && !own(n, p)) continue;
       if (seen.insert(p.remote->node_guid).second) order.push_back(p.remote->node_guid);
     }
   }
@@ -130,7 +142,7 @@ void KeepStandingLinks(const std::set<PortRef>& added, std::map<std::uint64_t, N
 // nodes that went.
 void DropUnreachable(const DiscoveryResult& walk, std::map<std::uint64_t, Node>* nodes,
                      std::set<std::uint64_t>* kept_nodes, std::map<std::uint64_t, int>* misses) {
-  const std::set<std::uint64_t> reach = Reachable(*nodes, walk.local_node_guid, walk.local_port);
+  const std::set<std::uint64_t> reach = Reachable(*nodes, walk);
   for (auto it = nodes->begin(); it != nodes->end();) {
     if (reach.count(it->first) || walk.fabric.FindNode(it->first)) {
       ++it;

@@ -77,7 +77,8 @@ int CableShard(const PortRef& a, const PortRef& b, int shards) { return ShardOf(
 
 }  // namespace
 
-std::set<PortRef> PortsInScope(const Fabric& fabric, const Scope& scope, std::uint64_t local_node) {
+std::set<PortRef> PortsInScope(const Fabric& fabric, const Scope& scope, std::uint64_t local_node,
+                               const std::set<std::uint64_t>& host_ports) {
   std::set<PortRef> out;
   for (const auto& node : fabric.nodes()) {
     const bool is_switch = node.kind == NodeKind::kSwitch;
@@ -97,8 +98,8 @@ std::set<PortRef> PortsInScope(const Fabric& fabric, const Scope& scope, std::ui
         break;
       }
       case ScopeKind::kLocal:
-        if (node.guid != local_node) break;
         for (const auto& p : node.ports) {
+          if (node.guid != local_node && (is_switch || !host_ports.count(p.guid))) continue;
           out.insert({node.guid, p.number});
           if (p.remote) out.insert(*p.remote);
         }

@@ -7,9 +7,11 @@
 //   those switches; but a switch-to-switch cable goes whole (both ends) to
 //   the shard of the switch at its first end (lower GUID), so that one
 //   exporter judges each cable. n shards read every port exactly once.
-// - local: the ports of the node this exporter runs on and the port at the
-//   other end of each of its cables (the DaemonSet on every host). Only
-//   those nodes are discovered.
+// - local: the ports of the node this exporter runs on, of the host's other
+//   ports on the fabric (another HCA, the other port of a dual-port one:
+//   topology::DiscoverOptions::host_ports), and the port at the other end
+//   of each of their cables (the DaemonSet on every host). Only those
+//   nodes are discovered.
 // - inter-switch: both ends of every switch-to-switch cable whose first end
 //   (lower GUID) is on the shard's switches. With local scope on every
 //   host, every cabled port is read exactly once.
@@ -51,8 +53,11 @@ int ShardOf(std::uint64_t switch_guid, int shards);
 bool OwnsSwitchFacts(const Scope& scope, std::uint64_t switch_guid);
 
 // Pure. The ports of `fabric` in `scope`; `local_node` is the GUID of the
-// node the exporter's own port is on (used by local scope).
-std::set<PortRef> PortsInScope(const Fabric& fabric, const Scope& scope, std::uint64_t local_node);
+// node the exporter's own port is on, and `host_ports` the port GUIDs of
+// the host's other ports on the fabric (local scope reads them too, and
+// the far end of each: DiscoverOptions::host_ports).
+std::set<PortRef> PortsInScope(const Fabric& fabric, const Scope& scope, std::uint64_t local_node,
+                               const std::set<std::uint64_t>& host_ports = {});
 
 // Pure. The shard of a fabric or inter-switch deployment that states
 // whether switch `sw` answers (its node health): the one that reads its

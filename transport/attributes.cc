@@ -372,6 +372,54 @@ MadRequest SmInfoRecordTableQuery(std::uint16_t sm_lid) {
   return Gmp(MgmtClass::kSubnAdm, MadMethod::kGetTable, sa_attr::kSmInfoRecord, 0, sm_lid);
 }
 
+MadRequest LinkRecordQuery(std::uint16_t sa_lid, std::uint16_t from_lid) {
+  MadRequest r = Gmp(MgmtClass::kSubnAdm, MadMethod::kGet, sa_attr::kLinkRecord, 0, sa_lid);
+  // LinkRecord: FromLID (16 bits), FromPort, ToPort (8 each), ToLID (16),
+  // 16 reserved; ComponentMask bit 0 is FromLID. libibmad has no fields.
+  r.payload = {static_cast<std::uint8_t>(from_lid >> 8), static_cast<std::uint8_t>(from_lid), 0, 0, 0, 0, 0, 0};
+  r.component_mask = 1;
+  return r;
+}
+
+std::optional<LinkRecord> DecodeLinkRecord(const MadBytes& response) {
+  const MadHeader h = DecodeHeader(response);
+  if (h.mgmt_class != static_cast<std::uint8_t>(MgmtClass::kSubnAdm) ||
+      h.method != static_cast<std::uint8_t>(MadMethod::kGetResponse) || h.attr_id != sa_attr::kLinkRecord ||
+      h.status != 0) {
+    return std::nullopt;
+  }
+  const std::uint8_t* rec = response.data() + kSaDataOffset;
+  LinkRecord r;
+  r.from_lid = Narrow<std::uint16_t>(static_cast<std::uint32_t>(rec[0] << 8 | rec[1]));
+  r.from_port = rec[2];
+  r.to_port = rec[3];
+  r.to_lid = Narrow<std::uint16_t>(static_cast<std::uint32_t>(rec[4] << 8 | rec[5]));
+  return r;
+}
+
+MadRequest NodeRecordQuery(std::uint16_t sa_lid, std::uint16_t lid) {
+  MadRequest r = Gmp(MgmtClass::kSubnAdm, MadMethod::kGet, sa_attr::kNodeRecord, 0, sa_lid);
+  // NodeRecord: LID (16 bits), 16 reserved, NodeInfo, NodeDescription;
+  // ComponentMask bit 0 is LID.
+  r.payload = {static_cast<std::uint8_t>(lid >> 8), static_cast<std::uint8_t>(lid), 0, 0};
+  r.component_mask = 1;
+  return r;
+}
+
+std::optional<std::uint64_t> DecodeNodeRecordGuid(const MadBytes& response) {
+  const MadHeader h = DecodeHeader(response);
+  if (h.mgmt_class != static_cast<std::uint8_t>(MgmtClass::kSubnAdm) ||
+      h.method != static_cast<std::uint8_t>(MadMethod::kGetResponse) || h.attr_id != sa_attr::kNodeRecord ||
+      h.status != 0) {
+    return std::nullopt;
+  }
+  // NodeInfo (IBTA 14.2.5.3) from byte 4 of the record; its NodeGUID at
+  // byte 12 of it.
+  std::uint64_t guid = 0;
+  for (int i = 0; i < 8; ++i) guid = guid << 8 | response[kSaDataOffset + 4 + 12 + i];
+  return guid;
+}
+
 std::vector<SmInfoRecord> DecodeSmInfoRecords(const MadBytes& response) {
   const MadHeader h = DecodeHeader(response);
   if (h.mgmt_class != static_cast<std::uint8_t>(MgmtClass::kSubnAdm) ||

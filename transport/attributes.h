@@ -6,6 +6,7 @@
 #include <array>
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -389,6 +390,28 @@ MadRequest SmInfoRecordTableQuery(std::uint16_t sm_lid);
 // a record, or a response that is not a GetTableResponse of
 // SMInfoRecords, gives none.
 std::vector<SmInfoRecord> DecodeSmInfoRecords(const MadBytes& response);
+
+// LinkRecord (IBTA 15.2.5.13): one direction of a cable as the SA knows
+// it, each end a port's LID (a switch's: its port 0's) and number.
+struct LinkRecord {
+  std::uint16_t from_lid = 0;
+  std::uint8_t from_port = 0;
+  std::uint8_t to_port = 0;
+  std::uint16_t to_lid = 0;
+};
+// SubnAdmGet(LinkRecord) to the SA at `sa_lid`, ComponentMask FromLID: the
+// cable of the CA port `from_lid` (one record; a switch's LID would match
+// every port, and a Get more than one record is an error).
+MadRequest LinkRecordQuery(std::uint16_t sa_lid, std::uint16_t from_lid);
+// The record of a GetResponse of LinkRecord; nullopt for anything else.
+std::optional<LinkRecord> DecodeLinkRecord(const MadBytes& response);
+// SubnAdmGet(NodeRecord) (IBTA 15.2.5.2) to the SA at `sa_lid`,
+// ComponentMask LID: the node the SA knows at `lid` (a switch's port 0
+// LID, a CA port's base LID).
+MadRequest NodeRecordQuery(std::uint16_t sa_lid, std::uint16_t lid);
+// The NodeGUID of a GetResponse of NodeRecord (its NodeInfo after the
+// LID and 16 reserved bits); nullopt for anything else.
+std::optional<std::uint64_t> DecodeNodeRecordGuid(const MadBytes& response);
 
 NodeInfo DecodeNodeInfo(const MadBytes& mad);
 // NodeDescription (IBTA 14.2.5.2): up to 64 bytes, NUL padded; trailing

@@ -59,6 +59,7 @@ MadBytes EncodeRequest(const MadRequest& request, std::uint64_t tid, std::uint64
   rpc.attr.id = request.attr_id;
   rpc.attr.mod = request.attr_mod;
   rpc.trid = tid;
+  rpc.mask = request.component_mask;
   const bool sa = request.mgmt_class == MgmtClass::kSubnAdm;
   const std::size_t offset = DataOffset(request.mgmt_class);
   rpc.dataoffs = static_cast<int>(offset);
@@ -81,7 +82,10 @@ MadBytes EncodeRequest(const MadRequest& request, std::uint64_t tid, std::uint64
   const bool smp = directed || request.mgmt_class == MgmtClass::kSubnLidRouted;
   if (smp) mad_set_field64(out.data(), 0, IB_MAD_MKEY_F, m_key);
   // The SA speaks class version 2 (IBTA 15.2.1.1); libibmad writes 1.
-  if (sa) mad_set_field(out.data(), 0, IB_MAD_CLASSVER_F, 2);
+  if (sa) {
+    mad_set_field(out.data(), 0, IB_MAD_CLASSVER_F, 2);
+    mad_set_field64(out.data(), 0, IB_SA_COMPMASK_F, request.component_mask);
+  }
   return out;
 }
 

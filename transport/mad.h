@@ -97,7 +97,9 @@ inline constexpr std::uint16_t kAccessRegister = 0x0051;
 namespace sa_attr {
 inline constexpr std::uint16_t kNotice = 0x0002;
 inline constexpr std::uint16_t kInformInfo = 0x0003;
+inline constexpr std::uint16_t kNodeRecord = 0x0011;
 inline constexpr std::uint16_t kSmInfoRecord = 0x0018;
+inline constexpr std::uint16_t kLinkRecord = 0x0020;
 }  // namespace sa_attr
 
 // Where a MAD goes. A directed route is the list of egress port numbers,
@@ -132,6 +134,7 @@ struct MadRequest {
   std::uint32_t attr_mod = 0;
   MadAddress address;
   std::vector<std::uint8_t> payload;  // at most kMadSize - kMadDataOffset bytes
+  std::uint64_t component_mask = 0;   // an SA query's ComponentMask (IBTA 15.2.1.1): the record fields to match
 };
 
 // SMP data (IBTA 14.2.1.1) and PMA data (IBTA 16.1.1, after the 40 reserved

@@ -35,7 +35,8 @@ std::vector<UmadDevicePort> PortsOf(const std::string& ca) {
     out.push_back({ca, port->portnum, port->state, be64toh(port->port_guid),
                    (be32toh(port->capmask) & kIsSmDisabled) != 0, be64toh(port->gid_prefix),
                    static_cast<std::uint16_t>(port->sm_lid),
-                   std::strcmp(port->link_layer, "Ethernet") != 0});  // sysfs link_layer; "IB" where absent
+                   std::strcmp(port->link_layer, "Ethernet") != 0,  // sysfs link_layer; "IB" where absent
+                   static_cast<std::uint16_t>(port->base_lid)});
   }
   umad_release_ca(&info);
   return out;
@@ -167,18 +168,24 @@ std::vector<ManagementPorts> EachPlane(const ManagementPorts& pair, std::vector<
   return out;
 }
 
-std::vector<std::string> PortsNotRead(const std::vector<UmadDevicePort>& all, const std::vector<std::string>& read,
-                                      std::uint64_t subnet_prefix) {
+std::vector<UmadDevicePort> OtherPortsOnFabric(const std::vector<UmadDevicePort>& all,
+                                               const std::vector<std::string>& read, std::uint64_t subnet_prefix,
+                                               std::uint16_t sm_lid) {
   const auto name = [](const UmadDevicePort& p) { return p.ca + "/" + std::to_string(p.port); };
-  std::set<std::uint64_t> read_guids;
+  std::set<std::uint64_t> taken;  // port GUIDs read, or listed already
   for (const UmadDevicePort& p : all) {
-    if (std::find(read.begin(), read.end(), name(p)) != read.end() && p.port_guid != 0) read_guids.insert(p.port_guid);
+    if (std::find(read.begin(), read.end(), name(p)) != read.end() && p.port_guid != 0) taken.insert(p.port_guid);
   }
-  std::vector<std::string> out;
+  std::vector<UmadDevicePort> out;
   for (const UmadDevicePort& p : all) {
-    if (p.state != 4 || !p.infiniband || p.subnet_prefix != subnet_prefix) continue;
-    if (std::find(read.begin(), read.end(), name(p)) != read.end() || read_guids.count(p.port_guid)) continue;
-    out.push_back(name(p));
+    if (!p.infiniband || p.subnet_prefix != subnet_prefix) continue;
+    if (p.state == kActive && p.sm_lid != sm_lid) continue;
+    if (std::find(read.begin(), read.end(), name(p)) != read.end() || taken.count(p.port_guid)) continue;
+    const ManagementPorts pair = PairManagementPorts(all, p);
+    if (!pair.planes.empty()) continue;
+    const UmadDevicePort& named = pair.gsi;  // the parent of an SMI sub-device
+    if (named.port_guid != 0) taken.insert(named.port_guid);
+    out.push_back(named);
   }
   return out;
 }

@@ -71,6 +71,7 @@ struct UmadDevicePort {
   std::uint64_t subnet_prefix = 0;  // of its GID 0 (host order)
   std::uint16_t sm_lid = 0;
   bool infiniband = true;  // false: link layer Ethernet (a RoCE port: no subnet to read)
+  std::uint16_t lid = 0;   // its base LID as the SM set it; 0: none
 };
 
 // Where SMPs (QP0) and GMPs (QP1) leave for the local port `chosen`. A
@@ -113,14 +114,17 @@ std::vector<ManagementPorts> EachPlane(const ManagementPorts& pair, std::vector<
 // LID are taken for one. `notes` gets one line per port left out, saying why. Empty: none Active.
 std::vector<ManagementPorts> ChooseFabrics(const std::vector<UmadDevicePort>& all, std::vector<std::string>* notes);
 
-// The Active InfiniBand ports of `all` on the subnet of `subnet_prefix`
-// that are none of `read` (each "ca/port" a pipeline reads from, SMI or
-// GSI) nor share a port GUID with one (an SMI sub-device's ports share
-// their parent's): on a host with several ports on one fabric, those
-// ChooseFabrics left to another (in local scope their cables go unread).
-// "ca/port", in `all`'s order. Pure.
-std::vector<std::string> PortsNotRead(const std::vector<UmadDevicePort>& all, const std::vector<std::string>& read,
-                                      std::uint64_t subnet_prefix);
+// The host's other InfiniBand ports on the fabric of `subnet_prefix` and
+// `sm_lid`, which ChooseFabrics left to the port read from (local scope
+// reads their cables too): none of `read` ("ca/port" a pipeline reads
+// from, SMI or GSI) nor sharing a port GUID with one; each physical port
+// once (an SMI sub-device's port shares its parent's GUID: the parent is
+// named); none of a multi-plane HCA (each plane a fabric of its own);
+// Active or not (a port that went down is still the host's), an Active
+// one only with that SM LID. In `all`'s order. Pure.
+std::vector<UmadDevicePort> OtherPortsOnFabric(const std::vector<UmadDevicePort>& all,
+                                               const std::vector<std::string>& read, std::uint64_t subnet_prefix,
+                                               std::uint16_t sm_lid);
 
 // An agent that could not register: its class ("smp_lid", "smp_directed",
 // "perf", "sa" as AgentName says) and one line naming the device, the

@@ -185,6 +185,54 @@ TEST(RoutingBalanceTest, APlantedDownAndUpRouteIsFoundAndIbtracertAgrees) {
             tree.spec().hosts_per_leaf + 1);
 }
 
+// A routing loop for one host's LID (its leaf sends it up to spine 1,
+// spine 1 back down): ibsim hands a packet that loops to whatever switch
+// it is at when its hop limit (16) runs out, so SMPs to that LID are
+// answered by a switch, as a LID the SM just gave to another node would be
+// on hardware. The host keeps its own name and its cable; the log says
+// its LID answered as another node; nothing else is named after it.
+TEST(RoutingBalanceTest, AnswersByLidFromAnotherNodeAreNotTaken) {
+  const FatTree tree = FatTree::Generate(Spec(4, 2, 4, 1, 8));
+  auto sim = Start(tree);
+  ASSERT_NE(sim, nullptr);
+  Scrape s = Once(*sim);
+  const auto lid = [&s](const std::string& metric, const std::string& label, const std::string& node) {
+    return s.Find(metric, {{label, node}}).at(0).labels.at("lid");
+  };
+  const std::string host = tree.Host(5);  // on leaf 2
+  const std::string dest = lid("infiniband_hca_info", "hca", host);
+  const std::string guid = s.Find("infiniband_hca_info", {{"hca", host}}).at(0).labels.at("guid");
+  const auto set = [&](const std::string& sw, const Endpoint& out) {
+    const CommandResult r = sim->Tool(
+        {IBFABRIC_SMP_SET_BIN, "lft", lid("infiniband_switch_info", "switch", sw), dest, std::to_string(out.port)});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  };
+  set(tree.Leaf(2), tree.LeafUplink(2, 1));
+  set(tree.Spine(1), tree.SpineDownlink(1, 2));
+  // What answers at that LID now: a switch.
+  const CommandResult who = sim->Tool({"smpquery", "nodedesc", dest});
+  ASSERT_EQ(who.exit_code, 0) << who.err;
+  ASSERT_EQ(who.out.find(host), std::string::npos) << who.out;
+
+  const CommandResult r =
+      sim->Tool({ExporterBinary(), "--once", "--log.level=warn", "--no-collector.routing"}, milliseconds(120000));
+  s = Scrape::Parse(r.out);
+  const auto named = s.Find("infiniband_hca_info", {{"guid", guid}});
+  ASSERT_EQ(named.size(), 1u) << r.err;
+  EXPECT_EQ(named[0].labels.at("hca"), host);
+  std::map<std::string, int> names;
+  for (const auto& x : s.Find("infiniband_switch_info")) ++names[x.labels.at("switch")];
+  for (const auto& x : s.Find("infiniband_hca_info")) ++names[x.labels.at("hca")];
+  for (const auto& [name, n] : names) EXPECT_EQ(n, 1) << name;
+  EXPECT_EQ(names.size(), tree.leaves().size() + tree.spines().size() + tree.hosts().size());
+  EXPECT_EQ(s.Value("infiniband_link_up", {{"node", host}})
+                .value_or(s.Value("infiniband_link_up", {{"remote_node", host}}).value_or(-1)),
+            1);
+  const std::regex said("LID " + dest + " of 0x[0-9a-f]+ answered as " + tree.Leaf(2) +
+                        ": its answers by LID not taken");
+  EXPECT_TRUE(std::regex_search(r.err, said)) << r.err;
+}
+
 // The routing and partitions collectors turned off on the same fabric: none
 // of their families, no run of theirs timed, and discovery's LID-routed
 // SMPs short of at least a SwitchInfo and an LFT block per switch and a

@@ -149,6 +149,99 @@ TEST_F(ScopeTest, LocalServesTheHostsOwnDevicesBesideItsCable) {
   RemoveTree(sys);
 }
 
+// A host of two HCAs on one fabric (a GPU server's rails: here cn0002 and
+// cn0007's, on leaves 1 and 2, one host as the exporter sees it: mlx5_1
+// is cn0007's port): its local exporter reads both cables, both ends, the
+// second by LID with its far end from the SA (a resident opensm), counters
+// planted there exact on exactly those series. Without an SA that cable is
+// said unread, never guessed.
+TEST_F(ScopeTest, LocalReadsEveryCableOfAHostOfSeveralHcas) {
+  const int own = 1, other = 6;
+  const Endpoint far = tree_->LeafHostPort(other), near = tree_->HostPort(other);
+  Plant(far, "PortCounters.PortRcvErrors", 23);
+  Plant(near, "PortCounters.SymbolErrorCounter", 31);
+  const auto run = [&]() {
+    Env env = sim_->ClientEnv();
+    env["SIM_HOST"] = tree_->Host(own);
+    const Env more = MoreFabricEnv("mlx5_1", *sim_, tree_->Host(other));
+    env["LD_PRELOAD"] += " " + more.at("LD_PRELOAD");
+    env["MORE_FABRICS"] = more.at("MORE_FABRICS");
+    const CommandResult r = RunCommand({ExporterBinary(), "--once", "--log.level=warn", "--scope=local"}, env,
+                                       std::chrono::milliseconds(60000));
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return std::make_pair(Scrape::Parse(r.out), r.err);
+  };
+  StartTrapSm(tree_->Host(15));
+  const auto [s, log] = run();
+  StopTrapSm();
+  EXPECT_EQ(PortsRead(s), (PortSet{tree_->HostPort(own), tree_->LeafHostPort(own), near, far}))
+      << Show(PortsRead(s)) << log;
+  EXPECT_EQ(s.Value("infiniband_switch_port_receive_errors_total",
+                    {{"switch", far.node}, {"port", std::to_string(far.port)}}),
+            23);
+  EXPECT_EQ(s.Value("infiniband_hca_port_symbol_error_total", {{"hca", near.node}, {"port", "1"}}), 31);
+  EXPECT_EQ(s.Find("infiniband_switch_port_receive_errors_total", {{"switch", far.node}}).size(), 1u)
+      << "no other port of that leaf";
+  EXPECT_EQ(s.Value("infiniband_link_up", {{"node", far.node}, {"port", std::to_string(far.port)}})
+                .value_or(s.Value("infiniband_link_up",
+                                  {{"remote_node", far.node}, {"remote_port", std::to_string(far.port)}})
+                              .value_or(-1)),
+            1);
+  EXPECT_TRUE(s.Find("infiniband_exporter_local_ports_unread").empty());
+  EXPECT_EQ(s.Value("infiniband_exporter_sweep_ports", {{"result", "ok"}}), 4);
+
+  const auto [without, why] = run();
+  EXPECT_EQ(PortsRead(without), (PortSet{tree_->HostPort(own), tree_->LeafHostPort(own)})) << Show(PortsRead(without));
+  EXPECT_EQ(without.Value("infiniband_exporter_local_ports_unread", {{"ca", "mlx5_1"}, {"port", "1"}}), 1);
+  EXPECT_NE(why.find("this host's port mlx5_1/1 (LID "), std::string::npos) << why;
+  EXPECT_NE(why.find("gave no LinkRecord for it"), std::string::npos) << why;
+  Plant(far, "PortCounters.PortRcvErrors", 0);
+  Plant(near, "PortCounters.SymbolErrorCounter", 0);
+}
+
+// The same host's second rail pulled and put back while its local
+// exporter runs: the leaf's end of that cable reads down (a series at 0,
+// not a series gone), then up again once the SM brings the port back.
+TEST_F(ScopeTest, LocalShowsAnotherHcasCableDownAndBackUp) {
+  const int own = 2, other = 9;
+  const Endpoint far = tree_->LeafHostPort(other);
+  StartTrapSm(tree_->Host(15));
+  Env env;
+  env["SIM_HOST"] = tree_->Host(own);
+  const Env more = MoreFabricEnv("mlx5_1", *sim_, tree_->Host(other));
+  env["LD_PRELOAD"] = more.at("LD_PRELOAD");
+  env["MORE_FABRICS"] = more.at("MORE_FABRICS");
+  auto e = SpawnExporter({"--scope=local", "--sweep.interval=500ms", "--discovery.interval=1h"}, false, env);
+  ASSERT_TRUE(e);
+  const auto far_up = [&](const Scrape& s) {
+    return s.Value("infiniband_link_up", {{"node", far.node}, {"port", std::to_string(far.port)}})
+        .value_or(s.Value("infiniband_link_up", {{"remote_node", far.node}, {"remote_port", std::to_string(far.port)}})
+                      .value_or(-1));
+  };
+  auto s = e->WaitFor([&](const Scrape& x) { return far_up(x) == 1; }, seconds(60));
+  ASSERT_TRUE(s) << e->Log();
+  const auto walks = [](const Scrape& x) {
+    return x.Value("infiniband_exporter_discoveries_total", {{"mode", "full"}}).value_or(0);
+  };
+  const double walked = walks(*s);
+  Console("Unlink " + At(far));
+  // The change forces a walk (local scope walks rather than re-walks);
+  // after it, and a sweep more, the end is still there, down.
+  s = e->WaitFor([&](const Scrape& x) { return far_up(x) == 0 && walks(x) > walked; }, seconds(60));
+  ASSERT_TRUE(s) << "no walk, or the end stayed up: " << far_up(e->ScrapeMetrics()) << "\n" << e->Log();
+  s = e->WaitForSweeps(s->Value("infiniband_exporter_sweeps_total").value_or(0) + 2, seconds(30));
+  ASSERT_TRUE(s);
+  EXPECT_EQ(far_up(*s), 0) << "the cable's end vanished with the walk: " << e->Log();
+  // Still read (not a stale series): its counters, and the own cable's ends.
+  EXPECT_EQ(s->Value("infiniband_exporter_sweep_ports", {{"result", "ok"}}), 3) << e->Log();
+  EXPECT_TRUE(s->Find("infiniband_exporter_local_ports_unread").empty());
+  Console("ReLink " + At(far));
+  s = e->WaitFor([&](const Scrape& x) { return far_up(x) == 1; }, seconds(90));
+  EXPECT_TRUE(s) << e->Log();
+  e.reset();
+  StopTrapSm();
+}
+
 TEST_F(ScopeTest, ShardsReadEveryPortExactlyOnceAndOneReportsTopology) {
   const PortSet all = PortsRead(Once(tree_->Host(1), {}));
   ASSERT_EQ(all, Cabled()) << Show(all);

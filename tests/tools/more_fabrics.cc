@@ -162,7 +162,12 @@ struct Device {
     port->phys_state = mad_get_field(port_info, 0, IB_PORT_PHYS_STATE_F);
     port->capmask = htobe32(mad_get_field(port_info, 0, IB_PORT_CAPMASK_F));
     port->gid_prefix = htobe64(mad_get_field64(port_info, 0, IB_PORT_GID_PREFIX_F));
-    port->port_guid = htobe64(mad_get_field64(node_info, 0, IB_NODE_PORT_GUID_F));
+    // The NodeInfo ibsim holds says PortGUID as it was made (the node's
+    // GUID); a CA's port 1 is the node's GUID + 1 (sim_net.c), which a
+    // NodeInfo SMP to it answers and sysfs would show.
+    const std::uint64_t node_guid = mad_get_field64(node_info, 0, IB_NODE_GUID_F);
+    const bool ca = mad_get_field(node_info, 0, IB_NODE_TYPE_F) == 1;
+    port->port_guid = htobe64(ca ? node_guid + 1 : mad_get_field64(node_info, 0, IB_NODE_PORT_GUID_F));
     port->pkeys_size = 32;
     port->pkeys = static_cast<std::uint16_t*>(std::calloc(32, sizeof(std::uint16_t)));
     for (int i = 0; i < 32; ++i) {  // ibsim keeps them as on the wire; sysfs (and libibumad) says host order

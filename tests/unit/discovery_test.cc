@@ -13,6 +13,8 @@
 #include "tests/unit/fake_fabric.h"
 #include "topology/analysis.h"
 #include "topology/link_rate.h"
+#include "topology/merge.h"
+#include "topology/scope.h"
 #include "transport/codec.h"
 #include "transport/mad_engine.h"
 
@@ -234,8 +236,9 @@ TEST(DiscoveryTest, DirectedRoutesOnlyWhereTheLidIsNotKnown) {
   // PortInfo: port 0 of 3 switches, host0 port 1, host1 ports 1 and 2.
   const int port_info = 3 + 3;
   EXPECT_EQ(c.directed, node_info + port_info);
-  // NodeDescription of 5 nodes, PortInfo of 3 x 8 switch ports.
-  EXPECT_EQ(c.lid_routed, 5 + 3 * 8);
+  // NodeDescription of 5 nodes, PortInfo of 3 x 8 switch ports, and the
+  // NodeInfo that checks each node's LID reaches it.
+  EXPECT_EQ(c.lid_routed, 5 + 3 * 8 + 5);
   EXPECT_EQ(s.f.lid_routed_smps(), c.lid_routed);
   EXPECT_EQ(c.result.fabric.FindNode(s.f.Guid(s.spine))->description, "spine0");
   EXPECT_EQ(c.result.fabric.FindNode(s.f.Guid(s.leaf1))->FindPort(5)->remote, (PortRef{s.f.Guid(s.spine), 3}));
@@ -263,6 +266,208 @@ TEST(DiscoveryTest, LidRoutesThatDoNotAnswerAreAskedDirected) {
       EXPECT_EQ(m->ports[i].remote, n.ports[i].remote) << n.description << " port " << i;
     }
   }
+}
+
+// A LID-routed SMP is answered by whoever holds the LID when it arrives:
+// here host1's LID and leaf0's reach leaf1's agent (the SM moved them, or a
+// routing loop left the packets there). Nothing leaf1 says is taken for
+// theirs: the two are asked over their directed routes, and the walk
+// says so.
+TEST(DiscoveryTest, AnswersFromAnotherNodeAtALidAreNotTaken) {
+  Small routed;
+  const auto expected = DiscoverCounting(routed.f, routed.host0, 1);
+  Small s;
+  s.f.MisrouteLid(2, s.leaf1);  // host1's ports
+  s.f.MisrouteLid(3, s.leaf1);
+  s.f.MisrouteLid(10, s.leaf1);  // leaf0
+  const auto c = DiscoverCounting(s.f, s.host0, 1);
+  ASSERT_TRUE(c.result.ok);
+  ASSERT_EQ(c.result.problems.size(), 2u);
+  std::set<std::string> problems(c.result.problems.begin(), c.result.problems.end());
+  EXPECT_TRUE(
+      problems.count("LID 10 of 0x0000000000001000 answered as 0x0000000000001001: its answers by LID not "
+                     "taken, asked over its directed route"))
+      << c.result.problems.front();
+  for (const auto& n : expected.result.fabric.nodes()) {
+    const auto* m = c.result.fabric.FindNode(n.guid);
+    ASSERT_NE(m, nullptr);
+    EXPECT_EQ(m->description, n.description);
+    ASSERT_EQ(m->ports.size(), n.ports.size()) << n.description;
+    for (std::size_t i = 0; i < n.ports.size(); ++i) {
+      EXPECT_EQ(m->ports[i].state, n.ports[i].state) << n.description << " port " << i;
+      EXPECT_EQ(m->ports[i].remote, n.ports[i].remote) << n.description << " port " << i;
+    }
+  }
+  // leaf0's 8 ports and description, host1's description: directed.
+  EXPECT_EQ(c.directed, expected.directed + 9 + 1);
+}
+
+topology::HostPort Port(const std::string& name, std::uint16_t lid, std::uint8_t port, std::uint64_t guid) {
+  topology::HostPort h;
+  h.name = name;
+  h.lid = lid;
+  h.port = port;
+  h.port_guid = guid;
+  return h;
+}
+
+// A host of two rails: its HCAs a (LID 21) and b (LID 22) on leaves 0 and
+// 1 under one spine, another host on leaf 1. The SA answers at LID 100.
+struct Rails {
+  testing::FakeFabric f;
+  int leaf0, leaf1, spine, a, b, other;
+  Rails() {
+    leaf0 = f.AddSwitch("leaf0", 8, 10);
+    leaf1 = f.AddSwitch("leaf1", 8, 11);
+    spine = f.AddSwitch("spine0", 8, 12);
+    a = f.AddCa("gpu01 mlx5_0", 1);
+    b = f.AddCa("gpu01 mlx5_1", 1);
+    other = f.AddCa("gpu02 mlx5_1", 1);
+    f.SetCaLid(a, 1, 21);
+    f.SetCaLid(b, 1, 22);
+    f.SetCaLid(other, 1, 23);
+    f.Connect(a, 1, leaf0, 1);
+    f.Connect(b, 1, leaf1, 3);
+    f.Connect(other, 1, leaf1, 4);
+    f.Connect(leaf0, 8, spine, 1);
+    f.Connect(leaf1, 8, spine, 2);
+    f.ServeSa(100);
+  }
+  topology::HostPort B() const { return Port("mlx5_1/1", 22, 1, f.Guid(b) << 8 | 1); }
+};
+
+Counted DiscoverLocal(testing::FakeFabric& f, int local, const std::vector<topology::HostPort>& host_ports,
+                      std::uint16_t sa_lid) {
+  transport::testing::FakeMadPort mad(f.Responder(local, 1));
+  transport::MadEngine engine(mad, {16, milliseconds(5), 1});
+  topology::DiscoverOptions o;
+  o.max_hops = 1;
+  o.host_ports = host_ports;
+  o.sa_lid = sa_lid;
+  Counted c{topology::Discover(engine, o)};
+  const testing::SentSmps sent = testing::CountSent(mad);
+  c.directed = sent.directed;
+  c.lid_routed = sent.lid_routed;
+  return c;
+}
+
+// Local scope on a host of several HCAs on one fabric reads every one's
+// cable: its own by directed route, the other's by LID, the far end named
+// by the SA's LinkRecord. Nothing more is directed than without it, and
+// the scope holds both cables, both ends, and nothing of the other host.
+TEST(DiscoveryTest, LocalScopeReadsTheHostsOtherPortsByLidTheirFarEndsFromTheSa) {
+  Rails r;
+  const auto alone = DiscoverLocal(r.f, r.a, {}, 100);
+  const auto c = DiscoverLocal(r.f, r.a, {r.B()}, 100);
+  ASSERT_TRUE(c.result.ok);
+  EXPECT_TRUE(c.result.problems.empty()) << c.result.problems.front();
+  EXPECT_TRUE(c.result.unanswered.empty());
+  EXPECT_TRUE(c.result.host_ports_unread.empty());
+  EXPECT_EQ(c.directed, alone.directed);
+  EXPECT_EQ(r.f.sa_queries(), 2) << "b's LinkRecord, and the NodeRecord of its leaf's LID";
+  // NodeInfo, NodeDescription, PortInfo of b; of leaf1 the same and port 0.
+  EXPECT_EQ(c.lid_routed - alone.lid_routed, 3 + 4);
+  const topology::Fabric& fabric = c.result.fabric;
+  EXPECT_EQ(fabric.FindNode(r.f.Guid(r.b))->description, "gpu01 mlx5_1");
+  EXPECT_EQ(fabric.FindNode(r.f.Guid(r.leaf1))->description, "leaf1");
+  EXPECT_EQ(fabric.FindNode(r.f.Guid(r.leaf1))->lid, 11);
+  EXPECT_EQ(fabric.FindPort({r.f.Guid(r.b), 1})->remote, (PortRef{r.f.Guid(r.leaf1), 3}));
+  EXPECT_EQ(fabric.FindPort({r.f.Guid(r.leaf1), 3})->remote, (PortRef{r.f.Guid(r.b), 1}));
+  EXPECT_EQ(fabric.FindPort({r.f.Guid(r.b), 1})->lid, 22);
+  EXPECT_EQ(fabric.FindNode(r.f.Guid(r.other)), nullptr);
+  EXPECT_EQ(fabric.FindPort({r.f.Guid(r.leaf1), 4}), nullptr) << "only the cable's port of b's leaf";
+  const std::set<PortRef> scope =
+      topology::PortsInScope(fabric, {topology::ScopeKind::kLocal}, r.f.Guid(r.a), c.result.host_port_guids);
+  EXPECT_EQ(scope, (std::set<PortRef>{
+                       {r.f.Guid(r.a), 1}, {r.f.Guid(r.leaf0), 1}, {r.f.Guid(r.b), 1}, {r.f.Guid(r.leaf1), 3}}));
+}
+
+// The other port of a dual-port HCA is the same node's.
+TEST(DiscoveryTest, TheOtherPortOfTheLocalHcaIsReadToo) {
+  Small s;
+  s.f.ServeSa(100);
+  const auto c = DiscoverLocal(s.f, s.host1, {Port("mlx5_0/2", 3, 2, s.f.Guid(s.host1) << 8 | 2)}, 100);
+  ASSERT_TRUE(c.result.ok);
+  EXPECT_TRUE(c.result.problems.empty()) << c.result.problems.front();
+  const topology::Node* h = c.result.fabric.FindNode(s.f.Guid(s.host1));
+  ASSERT_NE(h, nullptr);
+  ASSERT_EQ(h->ports.size(), 2u);
+  EXPECT_EQ(h->FindPort(1)->remote, (PortRef{s.f.Guid(s.leaf1), 1}));
+  EXPECT_EQ(h->FindPort(2)->remote, (PortRef{s.f.Guid(s.leaf0), 2}));
+  EXPECT_EQ(c.result.fabric.FindPort({s.f.Guid(s.leaf0), 2})->remote, (PortRef{s.f.Guid(s.host1), 2}));
+}
+
+// What cannot be read is said, never guessed: no SA, a LID that answers
+// as another port, an SA that does not answer. A walk that missed it for
+// want of an answer keeps what the last one read there (lost MADs are no
+// evidence); one without an SA is complete without it.
+TEST(DiscoveryTest, AHostPortNotReadIsSaidAndKeptFromTheLastWalk) {
+  Rails r;
+  const auto none = DiscoverLocal(r.f, r.a, {r.B()}, 0);
+  ASSERT_TRUE(none.result.ok);
+  EXPECT_EQ(none.result.host_ports_unread, std::vector<std::string>{"mlx5_1/1"});
+  EXPECT_EQ(none.result.problems.front(),
+            "this host's port mlx5_1/1 (LID 22) not read: no SA known to name the far end of its cable");
+  EXPECT_TRUE(none.result.unanswered.empty()) << "how it is set up, not a lost answer: the walk is complete";
+
+  const auto wrong = DiscoverLocal(r.f, r.a, {Port("mlx5_1/1", 23, 1, r.B().port_guid)}, 100);  // the other host's LID
+  EXPECT_EQ(wrong.result.host_ports_unread, std::vector<std::string>{"mlx5_1/1"});
+  EXPECT_EQ(wrong.result.fabric.FindNode(r.f.Guid(r.other)), nullptr) << "nothing of what answered taken";
+  EXPECT_EQ(wrong.result.unanswered.host_ports.count(r.B().port_guid), 1u) << "no evidence: kept from the last walk";
+  EXPECT_NE(wrong.result.problems.front().find("its LID answered as port 0x0000000000100501, not its own"),
+            std::string::npos)
+      << wrong.result.problems.front();
+
+  const auto full = DiscoverLocal(r.f, r.a, {r.B()}, 100);
+  ASSERT_TRUE(full.result.host_ports_unread.empty());
+  r.f.ServeSa(101);  // the SA moved: the record does not come
+  const auto missed = DiscoverLocal(r.f, r.a, {r.B()}, 100);
+  EXPECT_EQ(missed.result.host_ports_unread, std::vector<std::string>{"mlx5_1/1"});
+  std::map<std::uint64_t, int> misses;
+  const topology::MergeResult merged = topology::MergeWalk(full.result.fabric, missed.result, &misses);
+  EXPECT_EQ(merged.fabric.FindPort({r.f.Guid(r.b), 1})->remote, (PortRef{r.f.Guid(r.leaf1), 3}))
+      << "kept from the last walk";
+  EXPECT_NE(merged.fabric.FindNode(r.f.Guid(r.leaf1)), nullptr);
+}
+
+// A rail that goes down is read down where its cable led (the tracker
+// remembers where: HostPort::last_far), not dropped; a far switch that
+// does not answer leaves the cable as the last walk had it.
+TEST(DiscoveryTest, AHostPortDownIsReadDownAtItsLastFarEndAndAFarEndLostIsKept) {
+  Rails r;
+  const auto full = DiscoverLocal(r.f, r.a, {r.B()}, 100);
+  ASSERT_TRUE(full.result.host_ports_unread.empty());
+  EXPECT_EQ(full.result.host_far_ends, (std::set<PortRef>{{r.f.Guid(r.leaf1), 3}}));
+
+  r.f.SetLinkDown(r.b, 1);
+  topology::HostPort down = r.B();
+  down.active = false;
+  down.last_far = PortRef{r.f.Guid(r.leaf1), 3};
+  down.last_far_lid = 11;
+  const auto c = DiscoverLocal(r.f, r.a, {down}, 100);
+  EXPECT_TRUE(c.result.problems.empty()) << c.result.problems.front();
+  EXPECT_TRUE(c.result.unanswered.empty());
+  EXPECT_TRUE(c.result.host_ports_unread.empty());
+  const topology::Port* far = c.result.fabric.FindPort({r.f.Guid(r.leaf1), 3});
+  ASSERT_NE(far, nullptr);
+  EXPECT_FALSE(far->link_up());
+  EXPECT_EQ(c.result.host_far_ends, (std::set<PortRef>{{r.f.Guid(r.leaf1), 3}}));
+  const std::set<PortRef> scope =
+      topology::PortsInScope(c.result.fabric, {topology::ScopeKind::kLocal}, r.f.Guid(r.a), c.result.host_port_guids);
+  EXPECT_EQ(scope.count({r.f.Guid(r.leaf1), 3}), 0u) << "the tracker adds the far ends read";
+
+  // Back up, but leaf1 silent: the cable as the last walk read it.
+  r.f.Connect(r.b, 1, r.leaf1, 3);
+  r.f.Silence(r.leaf1);
+  const auto lost = DiscoverLocal(r.f, r.a, {r.B()}, 100);
+  EXPECT_EQ(lost.result.host_ports_unread, std::vector<std::string>{"mlx5_1/1"});
+  EXPECT_EQ(lost.result.unanswered.behind.count({r.f.Guid(r.b), 1}), 1u);
+  EXPECT_EQ(lost.result.fabric.FindNode(r.f.Guid(r.leaf1)), nullptr) << "nothing of it read, nothing of it made up";
+  std::map<std::uint64_t, int> misses;
+  const topology::MergeResult merged = topology::MergeWalk(full.result.fabric, lost.result, &misses);
+  EXPECT_EQ(merged.fabric.FindPort({r.f.Guid(r.b), 1})->remote, (PortRef{r.f.Guid(r.leaf1), 3}));
+  ASSERT_NE(merged.fabric.FindNode(r.f.Guid(r.leaf1)), nullptr);
+  EXPECT_EQ(merged.fabric.FindPort({r.f.Guid(r.leaf1), 3})->remote, (PortRef{r.f.Guid(r.b), 1}));
 }
 
 // Before the SM has run there are no LIDs: everything goes directed.
@@ -409,9 +614,10 @@ TEST(IncrementalDiscoveryTest, HostCableDownAndUpIsAFewSmpsNotAWalk) {
   ASSERT_TRUE(up.result.trusted);
   EXPECT_EQ(up.result.new_nodes, std::vector<std::uint64_t>{t.f.Guid(t.host2)});
   // NodeInfo through the cable and the CA port's PortInfo (its LID) go
-  // directed; its description LID-routed.
+  // directed; its description LID-routed, behind the NodeInfo that checks
+  // the LID reaches it.
   EXPECT_EQ(up.directed, 2);
-  EXPECT_LE(up.total, 3);
+  EXPECT_LE(up.total, 4);
   const topology::Fabric& again = up.result.discovery.fabric;
   const topology::Node* h2 = again.FindNode(t.f.Guid(t.host2));
   ASSERT_NE(h2, nullptr);

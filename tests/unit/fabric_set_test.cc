@@ -47,13 +47,24 @@ TEST(ChooseFabricsTest, TheOtherPortsOfAFabricAreTheOnesNotRead) {
                                   {"mlx5_3", 1, 1, 0x40, false, kA, 1}, {"mlx5_4", 1, 4, 0x50, false, kA, 0},
                                   {"mlx5_5", 1, 4, 0x60, false, kB, 1}};
   all[5].infiniband = false;
-  EXPECT_EQ(transport::PortsNotRead(all, {"mlx5_0/1", "mlx5_0/1"}, kA),
-            (std::vector<std::string>{"mlx5_1/1", "smi_1/1", "mlx5_2/1"}));
-  EXPECT_EQ(transport::PortsNotRead(all, {"mlx5_1/1", "smi_1/1"}, kA),
-            (std::vector<std::string>{"mlx5_0/1", "mlx5_2/1"}));
-  EXPECT_EQ(transport::PortsNotRead(all, {"mlx5_0/1", "smi_1/1", "mlx5_2/1"}, kA), std::vector<std::string>{})
+  // mlx5_6 on A's prefix behind another SM; mlx5_7 and smi_7 planes of a
+  // multi-plane HCA (its SMI sub-device has a port per plane).
+  all.push_back({"mlx5_6", 1, 4, 0x70, false, kA, 9});
+  all.push_back({"mlx5_7", 1, 4, 0x80, true, kA, 1});
+  all.push_back({"smi_7", 1, 4, 0x80, false, kA, 1});
+  all.push_back({"smi_7", 2, 4, 0x80, false, kA, 1});
+  const auto names = [&](const std::vector<std::string>& read, std::uint64_t prefix) {
+    std::vector<std::string> out;
+    for (const auto& p : transport::OtherPortsOnFabric(all, read, prefix, 1))
+      out.push_back(p.ca + "/" + std::to_string(p.port));
+    return out;
+  };
+  EXPECT_EQ(names({"mlx5_0/1", "mlx5_0/1"}, kA), (std::vector<std::string>{"mlx5_1/1", "mlx5_2/1", "mlx5_3/1"}))
+      << "each port once, the parent named; a port down too";
+  EXPECT_EQ(names({"mlx5_1/1", "smi_1/1"}, kA), (std::vector<std::string>{"mlx5_0/1", "mlx5_2/1", "mlx5_3/1"}));
+  EXPECT_EQ(names({"mlx5_0/1", "smi_1/1", "mlx5_2/1", "mlx5_3/1"}, kA), std::vector<std::string>{})
       << "a sub-device read reads its parent's port";
-  EXPECT_EQ(transport::PortsNotRead(all, {"mlx5_5/1"}, kB), std::vector<std::string>{});
+  EXPECT_EQ(names({"mlx5_5/1"}, kB), std::vector<std::string>{});
 }
 
 TEST(ChooseFabricsTest, AnotherSmWithTheSamePrefixIsLeftOutAndSaysWhy) {

@@ -1,5 +1,7 @@
 #include "tests/unit/fake_fabric.h"
 
+#include <infiniband/mad.h>
+
 #include <algorithm>
 
 #include "transport/attributes.h"
@@ -95,6 +97,10 @@ std::optional<MadBytes> FakeFabric::Answer(int local, int local_port, const MadA
   if (h.mgmt_class == static_cast<std::uint8_t>(MgmtClass::kSubnLidRouted)) {
     ++lid_routed_smps_;
     if (!lid_routing_ || to.lid == 0) return std::nullopt;
+    if (auto m = misrouted_.find(to.lid); m != misrouted_.end()) {
+      const FakeNode& n = nodes_.at(m->second);
+      return Smp(m->second, n.type == NodeType::kSwitch ? 0 : n.ports.begin()->first, req);
+    }
     for (std::size_t i = 0; i < nodes_.size(); ++i) {
       const FakeNode& n = nodes_[i];
       if (n.type == NodeType::kSwitch) {
@@ -109,7 +115,54 @@ std::optional<MadBytes> FakeFabric::Answer(int local, int local_port, const MadA
   }
   if (h.mgmt_class == static_cast<std::uint8_t>(MgmtClass::kPerformance)) return Pma(to, req);
   if (h.mgmt_class == static_cast<std::uint8_t>(MgmtClass::kVendorNvidia)) return Vendor(to, req);
+  if (h.mgmt_class == static_cast<std::uint8_t>(MgmtClass::kSubnAdm) && sa_lid_ != 0 && to.lid == sa_lid_) {
+    return Sa(req);
+  }
   return std::nullopt;
+}
+
+std::optional<MadBytes> FakeFabric::Sa(const MadBytes& req) {
+  ++sa_queries_;
+  const MadHeader h = DecodeHeader(req);
+  // Get by the record's first field (LID, FromLID): ComponentMask bit 0.
+  void* m = const_cast<std::uint8_t*>(req.data());
+  if (h.method != static_cast<std::uint8_t>(transport::MadMethod::kGet) ||
+      mad_get_field64(m, 0, IB_SA_COMPMASK_F) != 1) {
+    return EncodeResponse(req, {}, 0x0200);  // ERR_REQ_INVALID
+  }
+  const std::uint8_t* rec = req.data() + transport::kSaDataOffset;
+  const std::uint16_t from = static_cast<std::uint16_t>(rec[0] << 8 | rec[1]);
+  if (h.attr_id == transport::sa_attr::kNodeRecord) {
+    for (std::size_t i = 0; i < nodes_.size(); ++i) {
+      if (&nodes_[i] != NodeAt(from)) continue;
+      std::vector<std::uint8_t> data(4 + 40, 0);
+      data[0] = rec[0];
+      data[1] = rec[1];
+      const std::uint64_t guid = Guid(static_cast<int>(i));
+      for (int b = 0; b < 8; ++b) data[4 + 12 + b] = static_cast<std::uint8_t>(guid >> (56 - 8 * b));
+      return EncodeResponse(req, data);
+    }
+    return EncodeResponse(req, {}, 0x0300);
+  }
+  if (h.attr_id != transport::sa_attr::kLinkRecord) return std::nullopt;
+  for (const FakeNode& n : nodes_) {
+    if (n.type == NodeType::kSwitch) continue;
+    for (const auto& [num, p] : n.ports) {
+      if (p.lid != from || !p.up || p.peer < 0) continue;
+      const FakeNode& sw = nodes_.at(p.peer);
+      const std::uint16_t to = sw.lid;
+      const std::vector<std::uint8_t> data{rec[0],
+                                           rec[1],
+                                           static_cast<std::uint8_t>(num),
+                                           static_cast<std::uint8_t>(p.peer_port),
+                                           static_cast<std::uint8_t>(to >> 8),
+                                           static_cast<std::uint8_t>(to),
+                                           0,
+                                           0};
+      return EncodeResponse(req, data);
+    }
+  }
+  return EncodeResponse(req, {}, 0x0300);
 }
 
 FakeFabric::FakeNode* FakeFabric::NodeAt(std::uint16_t lid) {

@@ -112,6 +112,15 @@ class FakeFabric {
   // false: LID-routed SMPs go unanswered, as when the forwarding tables do
   // not lead there yet; directed routes still work.
   void SetLidRouting(bool on) { lid_routing_ = on; }
+  // An SA at `lid` answers SubnAdmGet(LinkRecord) by FromLID, as opensm:
+  // the cable of the CA port with that LID, or status 0x0300 (no records).
+  // 0: no SA (SA queries time out).
+  void ServeSa(std::uint16_t lid) { sa_lid_ = lid; }
+  int sa_queries() const { return sa_queries_; }
+  // LID-routed SMPs to `lid` are answered by `node`'s agent instead of the
+  // LID's owner: a LID the SM just gave to another node, or ibsim's packet
+  // that a routing loop leaves wherever its hop limit runs out.
+  void MisrouteLid(std::uint16_t lid, int node) { misrouted_[lid] = node; }
   int lid_routed_smps() const { return lid_routed_smps_; }  // received, answered or not
 
   std::uint64_t Guid(int node) const { return 0x1000 + static_cast<std::uint64_t>(node); }
@@ -168,12 +177,16 @@ class FakeFabric {
   std::optional<transport::MadBytes> Smp(int node, int entered, const transport::MadBytes& req);
   std::optional<transport::MadBytes> Pma(const transport::MadAddress& to, const transport::MadBytes& req);
   std::optional<transport::MadBytes> Vendor(const transport::MadAddress& to, const transport::MadBytes& req);
+  std::optional<transport::MadBytes> Sa(const transport::MadBytes& req);
   // The node a LID names (a switch's, or a CA port's); null for none.
   FakeNode* NodeAt(std::uint16_t lid);
 
   std::vector<FakeNode> nodes_;
   int sets_ = 0;
   bool lid_routing_ = true;
+  std::map<std::uint16_t, int> misrouted_;  // LID -> the node that answers for it
+  std::uint16_t sa_lid_ = 0;
+  int sa_queries_ = 0;
   int lid_routed_smps_ = 0;
   int mlnx_smps_ = 0;
 };
