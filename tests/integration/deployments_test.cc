@@ -10,7 +10,15 @@
 //   deploy/prometheus/scrape-kubernetes.yml says (its DNS names replaced
 //   by the pods' addresses);
 // - systemd: the unit's --scope=local on every host and --scope=inter-switch
-//   on one (deploy/systemd/ibfabric_exporter.default), scrape-systemd.yml.
+//   on one (deploy/systemd/ibfabric_exporter.default), scrape-systemd.yml;
+// - sharded: the Kubernetes exporters scraped by two Prometheus shards
+//   (deploy/prometheus/prometheus-shard.yml: hashmod over the targets,
+//   infiniband-rules.yml) that send what the jobs rules join by remote
+//   write to a global server (prometheus-global.yml,
+//   infiniband-jobs-rules.yml); its alerts are those of all three.
+// Host 1 runs a Slurm job (its local exporter's mapping directory and
+// sysfs) whose cable is bad: the jobs rule names it once wherever local
+// exporters are scraped.
 // ibsim takes 10 clients, so the DaemonSet and the systemd unit share the
 // per-host exporters (the same binary with the same flags on each host).
 // The rules file is used as shipped but for its `for:` durations and the
@@ -36,6 +44,7 @@
 #include <thread>
 
 #include "tests/integration/fabric_suite.h"
+#include "tests/testbed/host_sysfs.h"
 #include "tests/testbed/prometheus_server.h"
 
 namespace ibfabric::testbed {
@@ -50,6 +59,8 @@ std::string FastRules() {
   return std::regex_replace(ForInSeconds(SourceFile("deploy/prometheus/infiniband-rules.yml")),
                             std::regex(R"(_timestamp_seconds > 300)"), "_timestamp_seconds > 5");
 }
+
+std::string FastJobsRules() { return ForInSeconds(SourceFile("deploy/prometheus/infiniband-jobs-rules.yml")); }
 
 // The `- --flag=value` arguments of a shipped manifest that say what an
 // exporter reads (--scope, --shard, --topology.plan).
@@ -67,7 +78,8 @@ std::vector<std::string> ScopeArgs(const std::string& text) {
 struct Deployment {
   std::string name;
   std::vector<std::pair<std::string, ExporterProcess*>> exporters;  // role -> exporter
-  std::unique_ptr<PrometheusServer> prometheus;
+  std::unique_ptr<PrometheusServer> prometheus;                     // sharded: the global server
+  std::vector<std::unique_ptr<PrometheusServer>> shards;
 
   std::string Targets() const {
     std::string out;
@@ -79,10 +91,14 @@ struct Deployment {
   // alertname -> the label sets of its firing alerts.
   std::map<std::string, std::vector<json>> Firing() const {
     std::map<std::string, std::vector<json>> out;
-    std::string error;
-    const auto r = prometheus->Query("ALERTS{alertstate=\"firing\"}", &error);
-    if (!r) return out;
-    for (const json& x : *r) out[x["metric"].value("alertname", "")].push_back(x["metric"]);
+    std::vector<const PrometheusServer*> servers{prometheus.get()};
+    for (const auto& s : shards) servers.push_back(s.get());
+    for (const PrometheusServer* p : servers) {
+      std::string error;
+      const auto r = p->Query("ALERTS{alertstate=\"firing\"}", &error);
+      if (!r) continue;
+      for (const json& x : *r) out[x["metric"].value("alertname", "")].push_back(x["metric"]);
+    }
     return out;
   }
 };
@@ -94,14 +110,14 @@ std::string Cable(const Endpoint& a, const Endpoint& b) {
   return Cable(a.node + "[" + std::to_string(a.port) + "]", b.node + "[" + std::to_string(b.port) + "]");
 }
 // What a firing alert names: its cable; else its condition (SMs), kind
-// (topology), node GUID (unreachable), instance (the exporter's own
-// alerts) or nothing (a failover).
+// (topology), node GUID (unreachable), job (a fault hurts it), instance
+// (the exporter's own alerts) or nothing (a failover).
 std::string Subject(const json& a) {
   if (a.contains("remote_node")) {
     return Cable(a.value("node", "") + "[" + a.value("port", "") + "]",
                  a.value("remote_node", "") + "[" + a.value("remote_port", "") + "]");
   }
-  for (const char* k : {"condition", "kind", "guid"}) {
+  for (const char* k : {"condition", "kind", "guid", "hpc_job"}) {
     if (a.contains(k)) return a.value(k, "");
   }
   return a.value("alertname", "").rfind("InfinibandExporter", 0) == 0 ? a.value("instance", "") : "";
@@ -160,6 +176,8 @@ class DeploymentsTest : public FabricSuite {
     exporters_.clear();
     delete standby_;
     standby_ = nullptr;
+    delete sysfs_;
+    sysfs_ = nullptr;
     delete sm_;
     sm_ = nullptr;
     if (!dir_.empty()) RemoveTree(dir_);
@@ -197,8 +215,20 @@ class DeploymentsTest : public FabricSuite {
     k8s->name = "kubernetes";
     auto unit = std::make_unique<Deployment>();
     unit->name = "systemd";
+    const Scrape walked = fabric->exporters.front().second->ScrapeMetrics();
     for (const auto& host : tree_->hosts()) {
-      ExporterProcess* local = Exporter(host, daemonset);
+      std::vector<std::string> args = daemonset;
+      if (host == tree_->Host(1)) {
+        // Slurm job 4242 on its HCA (the prolog's mapping file).
+        sysfs_ = new HostSysfs();
+        sysfs_->AddHca("mlx5_0", std::stoull(FabricSuite::NodeGuid(walked, host), nullptr, 16), host + " mlx5_0",
+                       "0000:3b:00.0");
+        std::filesystem::create_directories(dir_ + "/jobs");
+        WriteFile(dir_ + "/jobs/mlx5_0", "4242\n");
+        args.insert(args.end(), {"--host.sysfs=" + sysfs_->root(), "--host.proc=" + sysfs_->proc(),
+                                 "--host.job-mapping-dir=" + dir_ + "/jobs"});
+      }
+      ExporterProcess* local = Exporter(host, args);
       k8s->exporters.emplace_back("local " + host, local);
       unit->exporters.emplace_back("local " + host, local);
     }
@@ -213,6 +243,8 @@ class DeploymentsTest : public FabricSuite {
     for (const auto& e : exporters_) ASSERT_NE(e, nullptr);
 
     const std::string rules = FastRules();
+    const std::map<std::string, std::string> both{{"infiniband-rules.yml", rules},
+                                                  {"infiniband-jobs-rules.yml", FastJobsRules()}};
     auto fast = [](std::string c) {
       c = std::regex_replace(c, std::regex(R"((scrape|evaluation)_interval: 30s)"), "$1_interval: 1s");
       return std::regex_replace(c, std::regex(R"(scrape_timeout: 25s)"), "scrape_timeout: 1s");
@@ -223,7 +255,7 @@ class DeploymentsTest : public FabricSuite {
       const std::string c = std::regex_replace(systemd_config, std::regex(R"(- targets:\n(\s+- \S+\n)+)"),
                                                "- targets: [" + d->Targets() + "]\n");
       ASSERT_NE(c, systemd_config) << "no targets list in scrape-systemd.yml";
-      d->prometheus = PrometheusServer::Start(c, {{"infiniband-rules.yml", rules}}, &error);
+      d->prometheus = PrometheusServer::Start(c, both, &error);
       ASSERT_NE(d->prometheus, nullptr) << error << "\n" << c;
     }
     const std::string k8s_config = fast(SourceFile("deploy/prometheus/scrape-kubernetes.yml"));
@@ -231,11 +263,55 @@ class DeploymentsTest : public FabricSuite {
         std::regex_replace(k8s_config, std::regex(R"(dns_sd_configs:[\s\S]*?refresh_interval: \S+\n)"),
                            "static_configs:\n      - targets: [" + k8s->Targets() + "]\n");
     ASSERT_NE(kc, k8s_config) << "no dns_sd_configs in scrape-kubernetes.yml";
-    k8s->prometheus = PrometheusServer::Start(kc, {{"infiniband-rules.yml", rules}}, &error);
+    k8s->prometheus = PrometheusServer::Start(kc, both, &error);
     ASSERT_NE(k8s->prometheus, nullptr) << error << "\n" << kc;
+
+    // The same exporters, scraped by two shards and joined on a global server.
+    auto sharded = std::make_unique<Deployment>();
+    sharded->name = "sharded";
+    sharded->exporters = k8s->exporters;
+    const auto no_alerting = [](const std::string& c) {
+      return std::regex_replace(c, std::regex(R"(alerting:\n(\s+\S.*\n)+)"), "");
+    };
+    const std::string global_config = no_alerting(fast(SourceFile("deploy/prometheus/prometheus-global.yml")));
+    sharded->prometheus = PrometheusServer::Start(global_config, {{"infiniband-jobs-rules.yml", FastJobsRules()}},
+                                                  &error, {"--web.enable-remote-write-receiver"});
+    ASSERT_NE(sharded->prometheus, nullptr) << error << "\n" << global_config;
+    const std::string shard_config = no_alerting(fast(SourceFile("deploy/prometheus/prometheus-shard.yml")));
+    for (int i = 0; i < 2; ++i) {
+      std::string c = std::regex_replace(shard_config, std::regex(R"(file_sd_configs:\n\s+- files:\n\s+- \S+\n)"),
+                                         "static_configs:\n      - targets: [" + k8s->Targets() + "]\n");
+      c = std::regex_replace(c, std::regex(R"(regex: '0')"), "regex: '" + std::to_string(i) + "'");
+      c = std::regex_replace(c, std::regex(R"(url: http://\S+/api/v1/write)"),
+                             "url: http://127.0.0.1:" + std::to_string(sharded->prometheus->port()) +
+                                 "/api/v1/write\n    queue_config: {batch_send_deadline: 1s}");
+      sharded->shards.push_back(PrometheusServer::Start(c, {{"infiniband-rules.yml", rules}}, &error));
+      ASSERT_NE(sharded->shards.back(), nullptr) << error << "\n" << c;
+    }
+    // Each exporter scraped by exactly one shard (once both have taken in
+    // their targets: discovery hands them over within seconds).
+    std::multiset<std::string> scraped;
+    std::string split;
+    WaitUntil(
+        [&] {
+          scraped.clear();
+          split.clear();
+          for (const auto& s : sharded->shards) {
+            const auto targets = s->Api("/api/v1/targets?state=active", &error);
+            if (!targets) return false;
+            split += (split.empty() ? "" : " + ") + std::to_string((*targets)["activeTargets"].size());
+            for (const json& t : (*targets)["activeTargets"]) scraped.insert(t["labels"].value("instance", ""));
+          }
+          return scraped.size() >= k8s->exporters.size();
+        },
+        seconds(30), std::chrono::milliseconds(250));
+    std::printf("sharded: %s of %zu targets\n", split.c_str(), k8s->exporters.size());
+    ASSERT_EQ(scraped.size(), k8s->exporters.size()) << split;
+    ASSERT_EQ(std::set<std::string>(scraped.begin(), scraped.end()).size(), scraped.size()) << split;
     deployments_.push_back(std::move(fabric));
     deployments_.push_back(std::move(k8s));
     deployments_.push_back(std::move(unit));
+    deployments_.push_back(std::move(sharded));
   }
 
   // Waits until every deployment fires exactly `want` (topology findings
@@ -284,25 +360,35 @@ class DeploymentsTest : public FabricSuite {
           << (matches(*d, &why), why);
     }
     // Findings raise their alert after a while (`for:`), not at the same
-    // sweep in every deployment: the same kinds everywhere, eventually.
+    // sweep in every deployment, and those from the forwarding tables are
+    // of the tables each exporter last read (opensm reprograms them, a
+    // switch at a time, as links change): the same kinds everywhere,
+    // eventually.
     auto kinds_of = [](const Deployment& d) { return Reduce(d.Firing())["InfinibandTopologyFinding"]; };
-    EXPECT_TRUE(WaitUntil(
-        [&] {
-          for (const auto& d : deployments_) {
-            if (kinds_of(*d) != kinds_of(*deployments_.front())) return false;
-          }
-          return true;
-        },
-        seconds(60), std::chrono::milliseconds(500)));
+    const auto same_kinds = [&](std::string* why) {
+      for (const auto& d : deployments_) {
+        if (kinds_of(*d) == kinds_of(*deployments_.front())) continue;
+        if (why) {
+          *why = d->name + " finds other topology kinds than " + deployments_.front()->name + ":";
+          for (const auto& k : kinds_of(*d)) *why += " " + k;
+          *why += " against";
+          for (const auto& k : kinds_of(*deployments_.front())) *why += " " + k;
+        }
+        return false;
+      }
+      return true;
+    };
+    std::string why_kinds;
+    EXPECT_TRUE(WaitUntil([&] { return same_kinds(nullptr); }, seconds(60), std::chrono::milliseconds(500)))
+        << (same_kinds(&why_kinds), why_kinds);
+    // A few evaluations later: still exactly `want`, nothing late.
     std::this_thread::sleep_for(seconds(3));
-    std::multiset<std::string> first_kinds;
     for (const auto& d : deployments_) {
       std::string why;
       EXPECT_TRUE(matches(*d, &why)) << why;
-      const auto k = kinds_of(*d);
-      if (d == deployments_.front()) first_kinds = k;
-      EXPECT_EQ(k, first_kinds) << d->name << " finds other topology kinds than " << deployments_.front()->name;
     }
+    EXPECT_TRUE(WaitUntil([&] { return same_kinds(nullptr); }, seconds(60), std::chrono::milliseconds(500)))
+        << (same_kinds(&why_kinds), why_kinds);
   }
 
   static Fired CableFaults() {
@@ -330,6 +416,7 @@ class DeploymentsTest : public FabricSuite {
   static inline std::map<const ExporterProcess*, std::string> host_of_;  // the host each runs on
   static inline std::vector<Ramp*> ramps_;
   static inline Process* standby_ = nullptr;
+  static inline HostSysfs* sysfs_ = nullptr;  // host 1's
   static inline std::string dir_;
   // What fires everywhere as the tests go on, and what in one deployment only.
   static inline Fired want_;
@@ -338,9 +425,12 @@ class DeploymentsTest : public FabricSuite {
 };
 
 // treydock-style joins on (guid, port) and (guid): one series per port in
-// every deployment (no many-to-many, nothing lost).
+// every deployment (no many-to-many, nothing lost). The sharded one's global
+// server holds only what the jobs rules join; its shards scrape the
+// Kubernetes exporters, each whole, as the Kubernetes deployment does.
 TEST_F(DeploymentsTest, JoinsFindOneSeriesPerPort) {
   for (const auto& d : deployments_) {
+    if (!d->shards.empty()) continue;
     auto count = [&](const std::string& expr) {
       std::string error;
       const auto r = d->prometheus->Query("count(" + expr + ")", &error);
@@ -375,7 +465,9 @@ TEST_F(DeploymentsTest, JoinsFindOneSeriesPerPort) {
 TEST_F(DeploymentsTest, EachCableFaultFiresOnceEverywhere) {
   want_ = CableFaults();
   want_["InfinibandNoStandbySM"] = {"no_standby"};
-  ExpectEverywhere(want_, kKinds);
+  // Host 1's job, hurt by its bad cable, where local exporters are read.
+  for (const char* d : {"kubernetes", "systemd", "sharded"}) only_[d]["InfinibandFaultHurtsJob"] = {"4242"};
+  ExpectEverywhere(want_, kKinds, only_);
   const std::string host4 = NodeGuid(tree_->Host(4));
   ASSERT_FALSE(host4.empty());
   Console("Unlink " + At(tree_->HostPort(4)));
@@ -493,7 +585,7 @@ TEST_F(DeploymentsTest, AHostThatAnswersNothingIsUnreachableOnceAndItsExportersS
       ++attached;
     }
   }
-  ASSERT_EQ(attached, 3);  // the local exporter in two deployments, one shard
+  ASSERT_EQ(attached, 5);  // the local exporter in three deployments, one shard in two
   Console("Error " + At(tree_->HostPort(2)) + " 100");
   ExpectEverywhere(want_, kKinds, only);
   Console("Error " + At(tree_->HostPort(2)) + " 0");
@@ -523,6 +615,7 @@ TEST_F(DeploymentsTest, AnExporterThatStopsIsDownOnce) {
   local->process().Signal(SIGKILL);
   only_["kubernetes"]["InfinibandExporterDown"] = {instance};
   only_["systemd"]["InfinibandExporterDown"] = {instance};
+  only_["sharded"]["InfinibandExporterDown"] = {instance};
   ExpectEverywhere(want_, kKinds, only_);
   // The fabric deployment's only exporter: down, and nothing else is known.
   ExporterProcess* fabric = exporters_.at(0).get();

@@ -388,12 +388,14 @@ TEST_F(HostSideTest, TheShippedRuleNamesTheJobsOnTheHostsAFaultHurts) {
   std::string error;
   auto prometheus = PrometheusServer::Start(
       "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
-      "rule_files: [rules.yml]\n"
+      "rule_files: [rules.yml, jobs-rules.yml]\n"
       "scrape_configs:\n"
       "  - job_name: infiniband\n"
       "    static_configs: [{targets: [" +
           targets + "], labels: {fabric: sim}}]\n",
-      {{"rules.yml", ForInSeconds(SourceFile("deploy/prometheus/infiniband-rules.yml"))}}, &error);
+      {{"rules.yml", ForInSeconds(SourceFile("deploy/prometheus/infiniband-rules.yml"))},
+       {"jobs-rules.yml", ForInSeconds(SourceFile("deploy/prometheus/infiniband-jobs-rules.yml"))}},
+      &error);
   ASSERT_NE(prometheus, nullptr) << error;
   // The jobs the rule names as hurt, with the faults it names.
   const auto hurt = [&](std::set<std::string>* faults) {

@@ -10,7 +10,7 @@ namespace ibfabric::testbed {
 
 std::unique_ptr<PrometheusServer> PrometheusServer::Start(const std::string& config,
                                                           const std::map<std::string, std::string>& files,
-                                                          std::string* error) {
+                                                          std::string* error, const std::vector<std::string>& flags) {
   std::unique_ptr<PrometheusServer> p(new PrometheusServer());
   p->dir_ = MakeTempDir("prometheus");
   p->port_ = FreeLocalPort();
@@ -19,6 +19,7 @@ std::unique_ptr<PrometheusServer> PrometheusServer::Start(const std::string& con
   SpawnOptions o;
   o.argv = {"prometheus", "--config.file=" + p->dir_ + "/prometheus.yml", "--storage.tsdb.path=" + p->dir_ + "/data",
             "--web.listen-address=127.0.0.1:" + std::to_string(p->port_), "--log.level=warn"};
+  o.argv.insert(o.argv.end(), flags.begin(), flags.end());
   o.stdout_path = p->dir_ + "/prometheus.log";
   p->process_ = Process::Spawn(o, error);
   if (!p->process_) return nullptr;

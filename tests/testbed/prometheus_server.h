@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "tests/testbed/process.h"
 
@@ -16,9 +17,11 @@ class PrometheusServer {
  public:
   // Writes `config` (prometheus.yml text; relative rule file paths resolve
   // against dir()) and starts the server; waits until /-/ready answers.
-  // `files` are written into dir() first (name -> content).
+  // `files` are written into dir() first (name -> content); `flags` are
+  // added to its command line (e.g. --web.enable-remote-write-receiver).
   static std::unique_ptr<PrometheusServer> Start(const std::string& config,
-                                                 const std::map<std::string, std::string>& files, std::string* error);
+                                                 const std::map<std::string, std::string>& files, std::string* error,
+                                                 const std::vector<std::string>& flags = {});
   ~PrometheusServer();
 
   // An instant query; data.result, or nullopt with *error naming what failed.
