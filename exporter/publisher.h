@@ -25,7 +25,8 @@ class Publisher {
       : holder_(holder), log_(log), version_(std::move(version)), fabric_labels_(std::move(fabric_labels)) {}
 
   // Fills `s`'s exposition (exposition_gz, exposition_bytes) from the rest
-  // of it and publishes it; `s` is shared read-only from then on.
+  // of it and publishes it; `s` is shared read-only from then on. Then
+  // hands the heap's free pages back to the kernel (malloc_trim).
   void Publish(std::shared_ptr<collectors::Snapshot> s);
 
  private:

@@ -175,6 +175,7 @@ struct LogView {
   // After the last publication ("published ... heap_in_use_bytes=N
   // heap_free_bytes=M"): what malloc hands out and holds free.
   double heap_in_use = -1, heap_free = -1;
+  std::vector<double> trim_seconds;  // each publication's malloc_trim
   double heap_after_discovery = -1;
   std::size_t published_sweeps = 0;  // sweeps whose publication ("published", after "sweep done") is logged
   // The first full walk's graph (what ibnetdiscover reads) and tables apart.
@@ -198,6 +199,7 @@ LogView ReadLog(const ExporterProcess& e) {
       v.published_sweeps = v.sweep_seconds.size();
       v.heap_in_use = value(" heap_in_use_bytes=");
       v.heap_free = value(" heap_free_bytes=");
+      if (const double t = value(" trim_seconds="); t >= 0) v.trim_seconds.push_back(t);
     } else if (line.find("msg=\"discovery done\" mode=full") != std::string::npos && v.discovery_seconds < 0) {
       v.discovery_seconds = value(" seconds=");
       v.heap_after_discovery = value(" heap_in_use_bytes=");
@@ -535,6 +537,10 @@ int Run(const std::string& fabric, int sweeps, int scrapers, int seconds, const 
               rss * 1048576 / ports, peak);
   std::printf("heap after the last publication: %.1f MiB in use (%.0f bytes per port), %.1f MiB free in malloc\n",
               v.heap_in_use / 1048576, v.heap_in_use / ports, v.heap_free / 1048576);
+  if (!v.trim_seconds.empty()) {
+    std::printf("malloc_trim after each publication: %.3f s median, %.3f s max (of %zu)\n",
+                Percentile(v.trim_seconds, 0.5), Percentile(v.trim_seconds, 1), v.trim_seconds.size());
+  }
   std::printf("RSS by mapping then: %s\n", rss_by_mapping.c_str());
   const Fetch topo = Get(e->port(), "/api/v1/topology", false);
   std::printf("/api/v1/topology: %.1f MB in %.3f s\n", topo.body_bytes / 1e6, topo.seconds);
