@@ -26,6 +26,7 @@
 #include "exporter/fabric_set.h"
 #include "exporter/flags.h"
 #include "exporter/gzip.h"
+#include "exporter/heap_trim.h"
 #include "exporter/http_server.h"
 #include "exporter/poller.h"
 #include "exporter/recovery.h"
@@ -482,6 +483,9 @@ int Main(int argc, char** argv) {
     restored = {};
   }
   HttpStats http_stats;
+  // At most once a sweep interval, when malloc holds 16 MiB free or more:
+  // a burst of trap re-reads is one trim, and so are several pipelines.
+  HeapTrimmer trimmer(cfg.sweep_interval, 16u << 20);
   std::vector<Poller*> pollers;
   // Local scope: the ports the pipelines read from.
   std::vector<std::string> read_ports;
@@ -527,6 +531,7 @@ int Main(int argc, char** argv) {
     if (!several && p.port->Has(transport::MgmtClass::kSubnDirectRoute))
       poller_options.on_transport_down = ReexecOncePortAnswers(cfg, log, pthread_self());
     poller_options.http = i == 0 ? &http_stats : nullptr;  // the endpoint's errors once
+    poller_options.heap_trimmer = &trimmer;
     collectors::Logger* pipeline_log = &log;
     if (several) {
       p.log = std::make_unique<collectors::Logger>(

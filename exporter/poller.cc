@@ -31,7 +31,7 @@ Poller::Poller(transport::MadEngine& engine, PollerOptions options, SnapshotHold
     : engine_(engine),
       options_(std::move(options)),
       log_(log),
-      publisher_(holder, log, options_.version, options_.fabric_labels),
+      publisher_(holder, log, options_.version, options_.fabric_labels, options_.heap_trimmer),
       tracker_(engine, options_.fabric, log, std::move(restored.nodes), std::move(restored.remembered)),
       reads_(engine) {
   if (!options_.collectors) {

@@ -50,6 +50,9 @@ struct PollerOptions {
   bool port_groups_auto = true;
   // The HTTP endpoint's error replies, copied into each Snapshot (null: none).
   const HttpStats* http = nullptr;
+  // Gives the heap's free pages back after publications (null: never);
+  // one for the process, shared by the pipelines.
+  HeapTrimmer* heap_trimmer = nullptr;
 };
 
 // Ownership: borrows engine, holder and logger; they outlive the poller.

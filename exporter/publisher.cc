@@ -2,7 +2,6 @@
 
 #include <malloc.h>
 
-#include <chrono>
 #include <ostream>
 
 #include "collectors/metrics.h"
@@ -24,22 +23,18 @@ void Publisher::Publish(std::shared_ptr<collectors::Snapshot> s) {
   }
   const std::size_t text_bytes = s->exposition_bytes;
   holder_.Publish(std::move(s));
-  // What the sweep and the rendering freed, back to the kernel (glibc's
-  // malloc_trim gives back every free page in the heap, not only its top):
-  // malloc otherwise keeps it for the next sweep, 40-70 MiB at 16k hosts,
-  // and the RSS between sweeps would be that much above what is held.
-  // Once a sweep; it walks the heap's free chunks (docs/benchmarks.md).
-  const auto trim_start = std::chrono::steady_clock::now();
-  malloc_trim(0);
-  const double trim_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - trim_start).count();
+  // What the sweep and the rendering freed, back to the kernel, once the
+  // snapshot before is let go (exporter/heap_trim.h).
+  const double trim_seconds = trimmer_ != nullptr ? trimmer_->MaybeTrim() : -1;
   // What the heap holds once the snapshot before is let go (unless a
   // scrape still reads it), next to what the process has from malloc.
   if (!log_.Enabled(collectors::LogLevel::kDebug)) return;
   const struct mallinfo2 heap = mallinfo2();
-  log_.Debug("published",
-             "exposition_bytes=" + std::to_string(text_bytes) + " gzip_bytes=" + std::to_string(last_gz_bytes_) +
-                 " heap_in_use_bytes=" + std::to_string(heap.uordblks + heap.hblkhd) +
-                 " heap_free_bytes=" + std::to_string(heap.fordblks) + " trim_seconds=" + std::to_string(trim_seconds));
+  log_.Debug("published", "exposition_bytes=" + std::to_string(text_bytes) +
+                              " gzip_bytes=" + std::to_string(last_gz_bytes_) +
+                              " heap_in_use_bytes=" + std::to_string(heap.uordblks + heap.hblkhd) +
+                              " heap_free_bytes=" + std::to_string(heap.fordblks) +
+                              (trim_seconds >= 0 ? " trim_seconds=" + std::to_string(trim_seconds) : std::string()));
 }
 
 }  // namespace ibfabric::exporter

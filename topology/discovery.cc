@@ -67,6 +67,17 @@ bool HasMlnxExtPortInfo(const Node& n) {
   return false;
 }
 
+// What a node's NodeInfo says of it: what a walk knows of a node before
+// asking more.
+void FromNodeInfo(const transport::NodeInfo& ni, Node* n) {
+  n->guid = ni.node_guid;
+  n->kind = KindOf(ni.node_type);
+  n->num_ports = ni.num_ports;
+  n->partition_cap = ni.partition_cap;
+  n->vendor_id = ni.vendor_id;
+  n->device_id = ni.device_id;
+}
+
 // A port whose PortInfo shows QDR, which may be FDR10 (or, at QDR, could be).
 bool RunsQdr(const Port& p) {
   return p.link_up() && p.speed_active == 4 && p.speed_ext_active == 0 && p.speed_ext2_active == 0;
@@ -365,12 +376,7 @@ class Discoverer {
       auto [it, inserted] = building_.try_emplace(ni.node_guid);
       Building& b = it->second;
       if (inserted) {
-        b.node.guid = ni.node_guid;
-        b.node.kind = KindOf(ni.node_type);
-        b.node.num_ports = ni.num_ports;
-        b.node.partition_cap = ni.partition_cap;
-        b.node.vendor_id = ni.vendor_id;
-        b.node.device_id = ni.device_id;
+        FromNodeInfo(ni, &b.node);
         b.lid_only = true;
       }
       Port& p = b.ports[hp.port];
@@ -443,12 +449,7 @@ class Discoverer {
       auto [it, inserted] = building_.try_emplace(ni.node_guid);
       Building& sw = it->second;
       if (inserted) {
-        sw.node.guid = ni.node_guid;
-        sw.node.kind = NodeKind::kSwitch;
-        sw.node.num_ports = ni.num_ports;
-        sw.node.partition_cap = ni.partition_cap;
-        sw.node.vendor_id = ni.vendor_id;
-        sw.node.device_id = ni.device_id;
+        FromNodeInfo(ni, &sw.node);
         sw.lid_only = true;
       }
       if (sw.lid_only) {
@@ -669,12 +670,7 @@ class Discoverer {
       auto [it, inserted] = building_.try_emplace(ni.node_guid);
       Building& b = it->second;
       if (inserted) {
-        b.node.guid = ni.node_guid;
-        b.node.kind = KindOf(ni.node_type);
-        b.node.num_ports = ni.num_ports;
-        b.node.partition_cap = ni.partition_cap;
-        b.node.vendor_id = ni.vendor_id;
-        b.node.device_id = ni.device_id;
+        FromNodeInfo(ni, &b.node);
         b.path = v.path;
         rest.push_back({ni.node_guid, kDescription});
         if (b.node.kind == NodeKind::kSwitch) {

@@ -274,8 +274,9 @@ class DeploymentsTest : public FabricSuite {
       return std::regex_replace(c, std::regex(R"(alerting:\n(\s+\S.*\n)+)"), "");
     };
     const std::string global_config = no_alerting(fast(SourceFile("deploy/prometheus/prometheus-global.yml")));
-    sharded->prometheus = PrometheusServer::Start(global_config, {{"infiniband-jobs-rules.yml", FastJobsRules()}},
-                                                  &error, {"--web.enable-remote-write-receiver"});
+    // Every server finds both rule files beside its configuration, as in
+    // /etc/prometheus: a configuration that named the wrong one would load it.
+    sharded->prometheus = PrometheusServer::Start(global_config, both, &error, {"--web.enable-remote-write-receiver"});
     ASSERT_NE(sharded->prometheus, nullptr) << error << "\n" << global_config;
     const std::string shard_config = no_alerting(fast(SourceFile("deploy/prometheus/prometheus-shard.yml")));
     for (int i = 0; i < 2; ++i) {
@@ -285,7 +286,7 @@ class DeploymentsTest : public FabricSuite {
       c = std::regex_replace(c, std::regex(R"(url: http://\S+/api/v1/write)"),
                              "url: http://127.0.0.1:" + std::to_string(sharded->prometheus->port()) +
                                  "/api/v1/write\n    queue_config: {batch_send_deadline: 1s}");
-      sharded->shards.push_back(PrometheusServer::Start(c, {{"infiniband-rules.yml", rules}}, &error));
+      sharded->shards.push_back(PrometheusServer::Start(c, both, &error));
       ASSERT_NE(sharded->shards.back(), nullptr) << error << "\n" << c;
     }
     // Each exporter scraped by exactly one shard (once both have taken in

@@ -1,5 +1,7 @@
 // The publisher (exporter/publisher.h): a Snapshot's exposition rendered
 // once into gzip, its size kept, and the Snapshot handed to the holder.
+// The heap trimmer (exporter/heap_trim.h): once an interval, only with
+// enough free, one thread at a time.
 
 #include "exporter/publisher.h"
 
@@ -7,6 +9,7 @@
 
 #include "collectors/metrics.h"
 #include "exporter/gzip.h"
+#include "exporter/heap_trim.h"
 #include "tests/testbed/prom_text.h"
 
 namespace ibfabric::exporter {
@@ -46,6 +49,19 @@ TEST(PublisherTest, TheExpositionIsRenderedOnceIntoGzipAndTheSnapshotHandedOver)
   publisher.Publish(Swept(4));
   EXPECT_EQ(testbed::Scrape::Parse(Gunzip(holder.Get()->exposition_gz)).Value("infiniband_exporter_sweeps_total"), 4.0);
   EXPECT_EQ(first->sweeps, 3u) << "what was published before is left as it was";
+}
+
+TEST(HeapTrimmerTest, TrimsOnceAnIntervalAndOnlyWithEnoughFree) {
+  HeapTrimmer never(std::chrono::hours(1), std::size_t{1} << 40);
+  EXPECT_LT(never.MaybeTrim(), 0) << "less free than asked for (a TiB)";
+
+  HeapTrimmer trimmer(std::chrono::hours(1), 0);
+  EXPECT_GE(trimmer.MaybeTrim(), 0) << "the first: due";
+  EXPECT_LT(trimmer.MaybeTrim(), 0) << "again within the interval: a burst is one trim";
+
+  HeapTrimmer often(std::chrono::milliseconds(0), 0);
+  EXPECT_GE(often.MaybeTrim(), 0);
+  EXPECT_GE(often.MaybeTrim(), 0) << "the interval over";
 }
 
 }  // namespace
