@@ -403,10 +403,18 @@ class Discoverer {
   void ReadFarEnds(const std::vector<FarEnd>& fars, DiscoveryResult* out) {
     std::map<std::uint16_t, std::vector<std::size_t>> by_lid;  // switch LID -> its fars
     for (std::size_t i = 0; i < fars.size(); ++i) by_lid[fars[i].lid].push_back(i);
+    // The switch's GUID where a far end of it says (a down port's last), or
+    // 0: the SA's NodeRecord is asked for it.
+    std::map<std::uint16_t, std::uint64_t> known;
+    for (const auto& [lid, which] : by_lid) {
+      for (std::size_t i : which) {
+        if (fars[i].expected != 0) known[lid] = fars[i].expected;
+      }
+    }
     std::vector<MadRequest> reqs;
     for (const auto& [lid, which] : by_lid) {
       const MadAddress at = MadAddress::Lid(lid);
-      reqs.push_back(transport::NodeRecordQuery(options_.sa_lid, lid));
+      if (!known.count(lid)) reqs.push_back(transport::NodeRecordQuery(options_.sa_lid, lid));
       reqs.push_back(transport::NodeInfoQuery(at));
       reqs.push_back(transport::NodeDescriptionQuery(at));
       reqs.push_back(transport::PortInfoQuery(at, 0));
@@ -416,8 +424,13 @@ class Discoverer {
     const std::vector<MadResult> s = RunBatch(reqs);
     std::size_t k = 0;
     for (const auto& [lid, which] : by_lid) {
-      const MadResult* a = &s[k];
-      k += 4 + which.size();
+      // The NodeRecord (none asked where the GUID is known), then a[0]
+      // NodeInfo, a[1] NodeDescription, a[2] PortInfo 0, a[3 + j] the far
+      // ports.
+      const bool asked_record = !known.count(lid);
+      const MadResult* node_record = asked_record ? &s[k] : nullptr;
+      const MadResult* a = &s[k + (asked_record ? 1 : 0)];
+      k += (asked_record ? 4 : 3) + which.size();
       const auto lost = [&, lid = lid](std::size_t i, const std::string& why) {
         const auto& f = fars[i];
         if (f.host_node != 0) unanswered_.behind.insert({f.host_node, f.hp->port});
@@ -426,16 +439,17 @@ class Discoverer {
       const auto all_lost = [&](const std::string& why) {
         for (std::size_t i : which) lost(i, why);
       };
-      if (a[1].outcome != MadOutcome::kOk || a[3].outcome != MadOutcome::kOk) {
+      if (a[0].outcome != MadOutcome::kOk || a[2].outcome != MadOutcome::kOk) {
         all_lost(std::string("no NodeInfo or PortInfo answer by LID: ") +
-                 transport::ToString(a[1].outcome != MadOutcome::kOk ? a[1].outcome : a[3].outcome));
+                 transport::ToString(a[0].outcome != MadOutcome::kOk ? a[0].outcome : a[2].outcome));
         continue;
       }
-      const transport::NodeInfo ni = transport::DecodeNodeInfo(a[1].response);
-      std::uint64_t expected = fars[which.front()].expected;
-      if (expected == 0) {
-        const std::optional<std::uint64_t> record =
-            a[0].outcome == MadOutcome::kOk ? transport::DecodeNodeRecordGuid(a[0].response) : std::nullopt;
+      const transport::NodeInfo ni = transport::DecodeNodeInfo(a[0].response);
+      std::uint64_t expected = asked_record ? 0 : known[lid];
+      if (asked_record) {
+        const std::optional<std::uint64_t> record = node_record->outcome == MadOutcome::kOk
+                                                        ? transport::DecodeNodeRecordGuid(node_record->response)
+                                                        : std::nullopt;
         if (!record) {
           all_lost("the SA gave no NodeRecord for it to check what answers there");
           continue;
@@ -453,16 +467,16 @@ class Discoverer {
         sw.lid_only = true;
       }
       if (sw.lid_only) {
-        Record({ni.node_guid, 0}, a[3], sw);
-        if (a[2].outcome == MadOutcome::kOk) {
-          Record({ni.node_guid, kDescription}, a[2], sw);
+        Record({ni.node_guid, 0}, a[2], sw);
+        if (a[1].outcome == MadOutcome::kOk) {
+          Record({ni.node_guid, kDescription}, a[1], sw);
         } else {
           unanswered_.descriptions.insert(ni.node_guid);
         }
       }
       for (std::size_t j = 0; j < which.size(); ++j) {
         const auto& f = fars[which[j]];
-        const MadResult& pr = a[4 + j];
+        const MadResult& pr = a[3 + j];
         if (pr.outcome != MadOutcome::kOk) {
           lost(which[j], "port " + std::to_string(f.port) + ": no PortInfo answer: " + transport::ToString(pr.outcome));
           continue;

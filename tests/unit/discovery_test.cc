@@ -444,7 +444,9 @@ TEST(DiscoveryTest, AHostPortDownIsReadDownAtItsLastFarEndAndAFarEndLostIsKept) 
   down.active = false;
   down.last_far = PortRef{r.f.Guid(r.leaf1), 3};
   down.last_far_lid = 11;
+  const int sa_before = r.f.sa_queries();
   const auto c = DiscoverLocal(r.f, r.a, {down}, 100);
+  EXPECT_EQ(r.f.sa_queries(), sa_before) << "where the cable led is known: nothing to ask the SA";
   EXPECT_TRUE(c.result.problems.empty()) << c.result.problems.front();
   EXPECT_TRUE(c.result.unanswered.empty());
   EXPECT_TRUE(c.result.host_ports_unread.empty());
