@@ -37,6 +37,7 @@
 #include "topology/node_name_map.h"
 #include "topology/partitions.h"
 #include "topology/plan.h"
+#include "transport/attributes.h"
 #include "transport/mad_engine.h"
 #include "transport/umad_port.h"
 
@@ -132,7 +133,7 @@ std::function<std::vector<topology::HostPort>()> HostPortsOn(std::vector<std::st
       h.lid = p.lid;
       h.port = static_cast<std::uint8_t>(p.port);
       h.port_guid = p.port_guid;
-      h.active = p.state == 4;
+      h.active = p.state == transport::kPortStateActive;
       out.push_back(std::move(h));
     }
     return out;

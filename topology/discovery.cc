@@ -299,6 +299,17 @@ class Discoverer {
     std::uint64_t expected = 0;  // the switch's GUID where known (a down port's last far end)
   };
 
+  // The node of `ni`, admitted as read by LID only (no directed route to
+  // it) when the walk did not know it; whether it was new.
+  std::pair<Building&, bool> LidOnly(const transport::NodeInfo& ni) {
+    auto [it, inserted] = building_.try_emplace(ni.node_guid);
+    if (inserted) {
+      FromNodeInfo(ni, &it->second.node);
+      it->second.lid_only = true;
+    }
+    return {it->second, inserted};
+  }
+
   // A host port not read, and why; `lost`: for want of an answer (or for
   // an answer from another node), not for how things are set up.
   void Unread(DiscoveryResult* out, const HostPort& hp, const std::string& why, bool lost) {
@@ -373,12 +384,7 @@ class Discoverer {
                true);
         continue;
       }
-      auto [it, inserted] = building_.try_emplace(ni.node_guid);
-      Building& b = it->second;
-      if (inserted) {
-        FromNodeInfo(ni, &b.node);
-        b.lid_only = true;
-      }
+      Building& b = LidOnly(ni).first;
       Port& p = b.ports[hp.port];
       p.number = hp.port;
       p.guid = ni.port_guid;
@@ -460,12 +466,7 @@ class Discoverer {
         all_lost("it answered as " + FormatGuid(ni.node_guid) + ", not " + FormatGuid(expected));
         continue;
       }
-      auto [it, inserted] = building_.try_emplace(ni.node_guid);
-      Building& sw = it->second;
-      if (inserted) {
-        FromNodeInfo(ni, &sw.node);
-        sw.lid_only = true;
-      }
+      auto [sw, inserted] = LidOnly(ni);
       if (sw.lid_only) {
         Record({ni.node_guid, 0}, a[2], sw);
         if (a[1].outcome == MadOutcome::kOk) {
@@ -493,7 +494,7 @@ class Discoverer {
           host_end.remote = PortRef{ni.node_guid, f.port};
         }
       }
-      if (inserted && sw.ports.empty()) building_.erase(it);  // nothing of it read: the last walk's stays
+      if (inserted && sw.ports.empty()) building_.erase(ni.node_guid);  // nothing of it read: the last walk's stays
     }
   }
 

@@ -192,25 +192,24 @@ TEST(BlastRadiusCollectorTest, EachFaultItsRoutesAndTheHostPortsItHurts) {
             2);
   EXPECT_EQ(m.Find("infiniband_blast_radius_port_faults").size(), 6u);
 
+  // The routes the published report says cross the bad cable.
+  const auto routes = [&] {
+    return s.parts.by_collector.Get<BlastReport>(kBlastRadiusCollector)
+        ->Find(Cause::kBadCable, topology::CableBetween(up, down))
+        ->radius.routes;
+  };
   // Cached while nothing changes; traced again for new tables (cn1 now
   // reached through spine2 from the other leaves: the spine1 cable carries
   // only leaf1's way up) and for a new graph with the same tables.
   c->Update(s.MakeCycle());
   c->Publish(&s.parts);
-  EXPECT_EQ(s.parts.by_collector.Get<BlastReport>(kBlastRadiusCollector)
-                ->Find(Cause::kBadCable, topology::CableBetween(up, down))
-                ->radius.routes,
-            8u);
+  EXPECT_EQ(routes(), 8u);
   auto tables = s.t.tables;
   for (int l : {1, 2}) tables[s.t.b.Guid(s.t.leaf[l])][s.t.Lid(s.t.host[0])] = 4;  // up to spine2
   s.parts.forwarding = std::make_shared<topology::ForwardingTables>(tables);
   c->Update(s.MakeCycle());
   c->Publish(&s.parts);
-  EXPECT_EQ(s.parts.by_collector.Get<BlastReport>(kBlastRadiusCollector)
-                ->Find(Cause::kBadCable, topology::CableBetween(up, down))
-                ->radius.routes,
-            4u)
-      << "new tables: traced again";
+  EXPECT_EQ(routes(), 4u) << "new tables: traced again";
   // A walk adopts a graph without cn2: its routes up through spine1 are gone.
   std::set<std::uint64_t> kept;
   for (const auto& n : s.t.fabric.nodes()) {
@@ -221,19 +220,11 @@ TEST(BlastRadiusCollectorTest, EachFaultItsRoutesAndTheHostPortsItHurts) {
   later.fabric = &without;
   c->Update(later);
   c->Publish(&s.parts);
-  EXPECT_EQ(s.parts.by_collector.Get<BlastReport>(kBlastRadiusCollector)
-                ->Find(Cause::kBadCable, topology::CableBetween(up, down))
-                ->radius.routes,
-            4u)
-      << "the same generation: the cached trace";
+  EXPECT_EQ(routes(), 4u) << "the same generation: the cached trace";
   later.fabric_generation = 1;
   c->Update(later);
   c->Publish(&s.parts);
-  EXPECT_EQ(s.parts.by_collector.Get<BlastReport>(kBlastRadiusCollector)
-                ->Find(Cause::kBadCable, topology::CableBetween(up, down))
-                ->radius.routes,
-            2u)
-      << "a new graph: traced again";
+  EXPECT_EQ(routes(), 2u) << "a new graph: traced again";
 
   // Outside fabric scope (or shard 0) nothing is traced.
   s.parts.scope.kind = topology::ScopeKind::kLocal;
