@@ -104,6 +104,9 @@ struct Cycle {
   // The local port's PortInfo.MasterSMLID as of this sweep (0: unknown): a
   // master SM that started after the last walk is seen here first.
   std::uint16_t master_sm_lid = 0;
+  // The SA's LID: the local port's SM LID, this host's own LID where its SM
+  // is the master (0: unknown).
+  std::uint16_t sa_lid = 0;
   // Whether this sweep reached the fabric (true before one ran): false when
   // the local port's link was read down or nothing answered at all. Cut
   // off, what does not answer says nothing about the fabric.
@@ -184,6 +187,7 @@ struct CollectorOptions {
   PortTable restored_ports;                               // port_counters: totals from before a re-exec
   std::vector<PortWait> restored_waits;                   // xmit_wait_tick: seconds from before a re-exec
   std::chrono::milliseconds phy_interval{300'000};        // fec: each port's counters at most this often
+  bool tables_from_sa = true;                             // routing: LFTs from the SA's records where it has them
   std::string host_sysfs = "/sys";                        // host, jobs: the sysfs root (--host.sysfs)
   std::string host_proc = "/proc";                        // jobs: GPUs' UUIDs under driver/nvidia (--host.proc)
   std::string job_mapping_dir;                            // jobs: Slurm's mapping directory; empty: none

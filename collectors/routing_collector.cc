@@ -1,6 +1,7 @@
 #include "collectors/routing_collector.h"
 
 #include <algorithm>
+#include <chrono>
 #include <optional>
 
 #include "collectors/adaptive_routing_collector.h"
@@ -18,6 +19,7 @@ using topology::FormatGuid;
 
 class RoutingCollector final : public Collector {
  public:
+  explicit RoutingCollector(bool from_sa) : from_sa_(from_sa) {}
   Schedule schedule() const override { return Schedule::kDiscovery; }
 
   Outcome Update(const Cycle& cycle) override {
@@ -26,7 +28,10 @@ class RoutingCollector final : public Collector {
     // Copied (Mutable) only when a switch is gone: a snapshot shares them.
     if (std::any_of(tables_->begin(), tables_->end(), [&](const auto& e) { return Gone(cycle, e.first); })) {
       DropGone(cycle, &Mutable(), [](std::uint64_t g) { return g; });
+      std::erase_if(sa_switches_, [&](std::uint64_t g) { return Gone(cycle, g); });
     }
+    // An SA that did not answer is asked again at the next full walk.
+    if (cycle.trigger == Trigger::kFullWalk) sa_silent_ = false;
     std::set<std::uint64_t> read;
     bool read_any = false;
     for (std::uint64_t g : NodesToRead(cycle, &retry_)) {
@@ -37,8 +42,32 @@ class RoutingCollector final : public Collector {
       // The forwarding tables of these switches (all at a full walk); a
       // re-walk keeps the others'.
       const auto& info = cycle.reads->SwitchInfo(*cycle.fabric, &read, &out.problems);
-      auto lft = topology::ReadForwardingTables(topology::Part(*cycle.fabric, read), info, *cycle.engine);
+      const auto read_start = std::chrono::steady_clock::now();
+      topology::TableSource source;
+      if (from_sa_ && !sa_silent_) source.sa_lid = cycle.sa_lid;
+      auto lft = topology::ReadForwardingTables(topology::Part(*cycle.fabric, read), info, *cycle.engine, source);
       out.problems.insert(out.problems.end(), lft.problems.begin(), lft.problems.end());
+      if (lft.sa_queries > 0 && !lft.sa_answered) {
+        sa_silent_ = true;
+        // Said once while it stays so (each full walk asks again).
+        const std::string why = "the SA at LID " + std::to_string(source.sa_lid) +
+                                " gave no LinearForwardingTableRecords: every table read from its switch until the "
+                                "next full walk";
+        if (!sa_said_silent_) out.problems.push_back(why);
+        if (sa_said_silent_) cycle.log->Debug("routing tables", "why=\"" + why + "\"");
+        sa_said_silent_ = true;
+      } else if (lft.sa_answered) {
+        sa_said_silent_ = false;
+      }
+      // Where each table held now came from (a switch that gave none keeps
+      // its old table and its old source).
+      for (std::uint64_t g : read) {
+        if (lft.from_sa.count(g)) {
+          sa_switches_.insert(g);
+        } else if (lft.tables.count(g)) {
+          sa_switches_.erase(g);
+        }
+      }
       read_any = !lft.tables.empty();
       if (read_any) {
         // The tables just read, and the others as they were: a new map, so
@@ -48,6 +77,11 @@ class RoutingCollector final : public Collector {
         tables_ = std::move(tables);
       }
       retry_.Note(*cycle.fabric, read, [&](const topology::Node& n) { return !tables_->count(n.guid); });
+      cycle.log->Debug(
+          "routing tables read",
+          "switches=" + std::to_string(read.size()) + " from_sa=" + std::to_string(lft.from_sa.size()) +
+              " sa_queries=" + std::to_string(lft.sa_queries) + " smps=" + std::to_string(lft.smps) + " seconds=" +
+              std::to_string(std::chrono::duration<double>(std::chrono::steady_clock::now() - read_start).count()));
     }
     // Switches that route adaptively: their tables are fallbacks. One that
     // answered after the walk changes the analysis too (the scheduler runs
@@ -60,8 +94,13 @@ class RoutingCollector final : public Collector {
       std::optional<topology::Analysis> own;
       const topology::Analysis& tree =
           cycle.parts->topology ? *cycle.parts->topology : own.emplace(topology::Analyze(*cycle.fabric));
+      const auto analysis_start = std::chrono::steady_clock::now();
       analysis_ = std::make_shared<topology::RoutingAnalysis>(
           topology::AnalyzeRouting(*cycle.fabric, *tables_, tree, adaptive));
+      cycle.log->Debug(
+          "routing analyzed",
+          "routes=" + std::to_string(analysis_->routes_traced) + " seconds=" +
+              std::to_string(std::chrono::duration<double>(std::chrono::steady_clock::now() - analysis_start).count()));
       adaptive_ = std::move(adaptive);
       if (cycle.trigger == Trigger::kFullWalk) LogFindings(*cycle.log, analysis_->findings);
     }
@@ -73,6 +112,9 @@ class RoutingCollector final : public Collector {
   void Publish(Snapshot* parts) const override {
     parts->routing = analysis_;
     parts->forwarding = tables_;
+    auto sources = std::make_shared<TableSources>();
+    for (const auto& [guid, table] : *tables_) ++(sa_switches_.count(guid) ? sources->sa : sources->switches);
+    parts->by_collector.Set<TableSources>(kRoutingCollector, std::move(sources));
   }
 
  private:
@@ -83,6 +125,10 @@ class RoutingCollector final : public Collector {
     return *tables_;
   }
 
+  const bool from_sa_;                   // --routing.tables=sa
+  bool sa_silent_ = false;               // the SA gave no records this walk
+  bool sa_said_silent_ = false;          // and that was logged
+  std::set<std::uint64_t> sa_switches_;  // the switches whose table came from the SA
   std::shared_ptr<topology::ForwardingTables> tables_ = std::make_shared<topology::ForwardingTables>();
   TableRetry retry_;
   TablePhaseHealth health_;
@@ -93,8 +139,8 @@ class RoutingCollector final : public Collector {
 
 }  // namespace
 
-std::unique_ptr<Collector> MakeRoutingCollector(const CollectorOptions&) {
-  return std::make_unique<RoutingCollector>();
+std::unique_ptr<Collector> MakeRoutingCollector(const CollectorOptions& options) {
+  return std::make_unique<RoutingCollector>(options.tables_from_sa);
 }
 
 void RenderRouting(const Snapshot& s, const Emit& out) {
@@ -146,6 +192,15 @@ void RenderRouting(const Snapshot& s, const Emit& out) {
             "Switches whose balance is withheld: adaptive routing is on there, their forwarding table is only its "
             "fallback (infiniband_switch_adaptive_routing_enabled)",
             MetricType::Gauge, adaptive);
+  }
+  if (const auto* sources = s.by_collector.Get<TableSources>(kRoutingCollector)) {
+    auto from = Family("infiniband_routing_tables",
+                       "Switches whose forwarding table is held, by where it was read: sa (the SA's "
+                       "LinearForwardingTableRecords, the SM's copy) or switch (its own blocks)",
+                       MetricType::Gauge);
+    Add(from, {{"source", "sa"}}, static_cast<double>(sources->sa));
+    Add(from, {{"source", "switch"}}, static_cast<double>(sources->switches));
+    out(std::move(from));
   }
   EmitOne(out, "infiniband_routing_down_up_routes",
           "Leaf-to-CA routes that go down a tier and up again, or never arrive", MetricType::Gauge, a.down_up_routes);

@@ -5,11 +5,22 @@
 // switch cannot reach, routes that go down and up again. Only where this
 // exporter reports topology (topology/scope.h). Metrics: infiniband_routing_*.
 
+#include <cstddef>
 #include <memory>
+#include <string_view>
 
 #include "collectors/collector.h"
 
 namespace ibfabric::collectors {
+
+inline constexpr std::string_view kRoutingCollector = "routing";
+
+// Where the tables it holds were read (its part of the Snapshot under
+// kRoutingCollector).
+struct TableSources {
+  std::size_t sa = 0;        // the SA's LinearForwardingTableRecords
+  std::size_t switches = 0;  // the switch's own blocks
+};
 
 std::unique_ptr<Collector> MakeRoutingCollector(const CollectorOptions& options);
 void RenderRouting(const Snapshot& s, const Emit& out);

@@ -181,6 +181,8 @@ class FabricTracker {
   // The local port's PortInfo.MasterSMLID as of the last sweep (every sweep
   // reads it); 0 before one answered.
   std::uint16_t master_sm_lid() const { return master_sm_lid_; }
+  // The SA's LID (the local port's SM LID, else --sm.lid; 0: unknown).
+  std::uint16_t sa_lid() const { return sa_lid_ != 0 ? sa_lid_ : options_.sm_lid; }
   // Whether the last sweep reached the fabric (true before one ran): false
   // when the local port's link was read down, or when nothing at all
   // answered (a hung fabric, or the exporter's own HCA or port dropping

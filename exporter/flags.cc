@@ -236,6 +236,17 @@ const std::map<std::string, Flag>& Flags() {
           "device has them; each read once in this time, spread over the sweeps.",
           "DURATION",
           [](Config& c, const std::string& v) { return Duration(&c.phy_interval, v, milliseconds(1000)); }}},
+        {"routing.tables",
+         {"Where the switches' forwarding tables are read: sa (each switch's LinearForwardingTableRecords from "
+          "the SA, the subnet manager's copy of what it programmed, one query a switch; a switch the SA has no "
+          "whole table of is read itself) or switches (every block from each switch: what the switch holds, "
+          "even where it is not what the SM set).",
+          "SOURCE",
+          [](Config& c, const std::string& v) -> std::string {
+            if (v != "sa" && v != "switches") return "'" + v + "' is not one of sa, switches";
+            c.tables_from_sa = v == "sa";
+            return "";
+          }}},
         {"sweep.rotation",
          {"Every switch port's PortInfo and every LID's owner (NodeInfo) are read again at least once in "
           "this time; ports with news (a moved LinkDownedCounter, a trap, a degraded or recently changed "
@@ -282,6 +293,9 @@ const std::map<std::string, Flag>& Flags() {
          {"MADs outstanding at a switch that a directed-route SMP of ours would pass through (its firmware "
           "forwards it, beside the subnet manager's).",
           "N", [](Config& c, const std::string& v) { return Int(&c.mad_dr_per_switch, v, 1, 64); }}},
+        {"mad.sa-per-destination",
+         {"SA queries outstanding to the SA at once (table transfers of many RMPP segments each).", "N",
+          [](Config& c, const std::string& v) { return Int(&c.mad_sa_per_destination, v, 1, 64); }}},
         {"mad.rate-limit",
          {"MADs per second at most, over all kinds (0: no limit).", "N",
           [](Config& c, const std::string& v) -> std::string {

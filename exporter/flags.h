@@ -64,11 +64,13 @@ struct Config {
   int mad_gmp_window = kEngineDefaults.kind_window[static_cast<int>(transport::MadKind::kGmp)];
   int mad_per_destination = kEngineDefaults.per_destination;
   int mad_dr_per_switch = kEngineDefaults.dr_per_switch;
+  int mad_sa_per_destination = kEngineDefaults.sa_per_destination;
   double mad_rate_limit = kEngineDefaults.rate_limit;                // MADs per second; 0: none
   std::string log_level = "info";                                    // debug, info, warn, error
   collectors::PortGroups port_groups = kPollerDefaults.port_groups;  // --counters.groups
   bool port_groups_auto = kPollerDefaults.port_groups_auto;
   std::chrono::milliseconds phy_interval = kPollerDefaults.collector.phy_interval;
+  bool tables_from_sa = kPollerDefaults.collector.tables_from_sa;           // --routing.tables: sa or switches
   std::string host_sysfs = kPollerDefaults.collector.host_sysfs;            // --host.sysfs
   std::string host_proc = kPollerDefaults.collector.host_proc;              // --host.proc
   std::string job_mapping_dir;                                              // --host.job-mapping-dir

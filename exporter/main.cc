@@ -113,6 +113,7 @@ transport::EngineOptions EngineOptionsFrom(const Config& cfg, const Files& files
   o.kind_window = {cfg.mad_dr_window, cfg.mad_lid_window, cfg.mad_gmp_window};
   o.per_destination = cfg.mad_per_destination;
   o.dr_per_switch = cfg.mad_dr_per_switch;
+  o.sa_per_destination = cfg.mad_sa_per_destination;
   o.rate_limit = cfg.mad_rate_limit;
   return o;
 }
@@ -165,6 +166,7 @@ PollerOptions PollerOptionsFrom(const Config& cfg, const Files& files, bool with
   o.fabric.scope = cfg.scope;
   o.collector.clear_threshold_percent = cfg.clear_threshold;
   o.collector.phy_interval = cfg.phy_interval;
+  o.collector.tables_from_sa = cfg.tables_from_sa;
   o.collector.host_sysfs = cfg.host_sysfs;
   o.collector.host_proc = cfg.host_proc;
   o.collector.job_mapping_dir = cfg.job_mapping_dir;

@@ -177,6 +177,7 @@ collectors::Cycle Poller::MakeCycle(collectors::Trigger trigger) {
   c.fabric_generation = tracker_.fabric_generation();
   c.scope = tracker_.scope();
   c.master_sm_lid = tracker_.master_sm_lid();
+  c.sa_lid = tracker_.sa_lid();
   c.reaches_fabric = tracker_.reaches_fabric();
   c.smps_blocked = tracker_.smps_blocked();
   c.now = std::chrono::steady_clock::now();

@@ -30,13 +30,15 @@ done
 
 [ "$leaves" -ge 4 ] || { echo "demo.sh: --leaves must be at least 4 (the faults use four leaves)" >&2; exit 2; }
 if [ "$do_build" = 1 ]; then bash scripts/build.sh; fi
-[ -x "$build/exporter/ibfabric_exporter" ] || { echo "demo.sh: no exporter in $build (build it, or leave out --no-build)" >&2; exit 2; }
+[ -x "$build/exporter/ibfabric_exporter" ] && [ -e "$build/tests/librmpp.so" ] || { echo "demo.sh: no exporter (or test bed) in $build (build it, or leave out --no-build)" >&2; exit 2; }
 
 if [ -n "$(ls -A "$dir" 2>/dev/null)" ] && [ ! -e "$dir/fabric.net" ] && [ ! -e "$dir/osm-cache" ]; then
   echo "demo.sh: --dir $dir holds files that are not a demo's; not removing them" >&2; exit 2
 fi
 rm -rf "$dir"; mkdir -p "$dir/osm-cache"
-preload=/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so
+# umad2sim, and the kernel's RMPP for the SA's long answers (the tables the
+# exporter asks the SA for; docs/testing.md): opensm and the exporter alike.
+preload="/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so $(cd "$build" && pwd)/tests/librmpp.so"
 
 # Leaf ports: hosts, then two cables to each spine, then a spare one for
 # the miswired cable (leaf 1 to leaf 2).

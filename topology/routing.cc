@@ -1,8 +1,10 @@
 #include "topology/routing.h"
 
 #include <algorithm>
+#include <array>
 #include <optional>
 #include <set>
+#include <unordered_map>
 
 #include "transport/attributes.h"
 
@@ -30,25 +32,80 @@ ReadSwitchInfoResult ReadSwitchInfo(const Fabric& fabric, transport::MadEngine& 
   return out;
 }
 
+namespace {
+
+// The highest LID a switch's table holds: LinearFDBTop, the highest LID
+// the SM programmed (IBTA 14.2.5.4); unicast LIDs stop at 0xBFFF.
+std::uint32_t TopOf(const transport::SwitchInfo& si) { return std::min<std::uint32_t>(si.linear_fdb_top, 0xBFFF); }
+
+// The table of the switch at `lid` from the SA's records, when they cover
+// it whole (every block up to `top`'s); nullopt otherwise.
+std::optional<std::vector<std::uint8_t>> FromRecords(const std::vector<transport::LftRecord>& records,
+                                                     std::uint16_t lid, std::uint32_t top) {
+  std::vector<std::uint8_t> table(top + 1, transport::kLftNoPort);
+  const std::size_t blocks = top / transport::kLftBlockSize + 1;
+  std::vector<bool> have(blocks, false);
+  for (const auto& r : records) {
+    if (r.lid != lid || r.block >= blocks) continue;
+    have[r.block] = true;
+    const std::size_t first = r.block * transport::kLftBlockSize;
+    for (std::size_t j = 0; j < r.ports.size() && first + j < table.size(); ++j) table[first + j] = r.ports[j];
+  }
+  if (std::find(have.begin(), have.end(), false) != have.end()) return std::nullopt;
+  return table;
+}
+
+}  // namespace
+
 ReadTablesResult ReadForwardingTables(const Fabric& fabric,
                                       const std::map<std::uint64_t, transport::SwitchInfo>& switch_info,
-                                      transport::MadEngine& engine) {
+                                      transport::MadEngine& engine, TableSource source) {
   ReadTablesResult out;
-  std::vector<const Node*> switches;
-  std::vector<transport::MadRequest> blocks;
-  std::vector<std::pair<std::size_t, std::uint32_t>> which;  // (switch index, block)
+  std::vector<std::pair<const Node*, std::uint32_t>> switches;  // with their top LID
   for (const auto& n : fabric.nodes()) {
     if (n.kind != NodeKind::kSwitch || n.lid == 0) continue;
     const auto si = switch_info.find(n.guid);
     if (si == switch_info.end()) continue;  // its SwitchInfo did not answer
-    switches.push_back(&n);
-    const std::size_t i = switches.size() - 1;
-    // LinearFDBTop is the highest LID the SM programmed (IBTA 14.2.5.4);
-    // unicast LIDs stop at 0xBFFF.
-    const std::uint32_t top = std::min<std::uint32_t>(si->second.linear_fdb_top, 0xBFFF);
-    out.tables[n.guid].assign(top + 1, transport::kLftNoPort);
+    switches.push_back({&n, TopOf(si->second)});
+  }
+  // From the SA: one switch first, so that a fabric without one (or an SA
+  // without these records) costs one query, not one per switch.
+  std::vector<bool> have(switches.size(), false);
+  if (source.sa_lid != 0 && !switches.empty()) {
+    const auto take = [&](std::size_t i, const transport::MadResult& r) {
+      const auto records = transport::DecodeLftRecords(r);
+      if (!records) return;
+      auto table = FromRecords(*records, switches[i].first->lid, switches[i].second);
+      if (!table) return;
+      out.tables[switches[i].first->guid] = std::move(*table);
+      have[i] = true;
+      out.from_sa.insert(switches[i].first->guid);
+    };
+    std::vector<transport::MadRequest> first{transport::LftRecordTableQuery(source.sa_lid, switches[0].first->lid)};
+    const auto probe = engine.Run(first);
+    out.sa_queries = 1;
+    // An error status to the first query (no such attribute, an invalid
+    // request): this SA keeps no such records for us.
+    out.sa_answered = probe[0].outcome == transport::MadOutcome::kOk;
+    take(0, probe[0]);
+    if (out.sa_answered && switches.size() > 1) {
+      std::vector<transport::MadRequest> rest;
+      for (std::size_t i = 1; i < switches.size(); ++i) {
+        rest.push_back(transport::LftRecordTableQuery(source.sa_lid, switches[i].first->lid));
+      }
+      out.sa_queries += rest.size();
+      engine.Run(rest, [&](std::size_t k, transport::MadResult&& r) { take(k + 1, r); });
+    }
+  }
+  // The others from the switches themselves.
+  std::vector<transport::MadRequest> blocks;
+  std::vector<std::pair<std::size_t, std::uint32_t>> which;  // (switch index, block)
+  for (std::size_t i = 0; i < switches.size(); ++i) {
+    if (have[i]) continue;
+    const auto [n, top] = switches[i];
+    out.tables[n->guid].assign(top + 1, transport::kLftNoPort);
     for (std::uint32_t b = 0; b <= top / transport::kLftBlockSize; ++b) {
-      blocks.push_back(transport::LftBlockQuery(transport::MadAddress::Lid(n.lid), b));
+      blocks.push_back(transport::LftBlockQuery(transport::MadAddress::Lid(n->lid), b));
       which.push_back({i, b});
     }
   }
@@ -56,7 +113,7 @@ ReadTablesResult ReadForwardingTables(const Fabric& fabric,
   const auto got = engine.Run(blocks);
   std::set<std::uint64_t> partial;
   for (std::size_t k = 0; k < got.size(); ++k) {
-    const Node& sw = *switches[which[k].first];
+    const Node& sw = *switches[which[k].first].first;
     auto& table = out.tables[sw.guid];
     if (got[k].outcome != transport::MadOutcome::kOk) {
       out.problems.push_back("no LFT block " + std::to_string(which[k].second) + " from " + sw.description + ": " +
@@ -87,12 +144,6 @@ int TierOf(const Analysis& a, std::uint64_t guid) {
   return it == a.switches.end() ? -1 : it->second.tier;
 }
 
-// The port `port` of `sw` leads somewhere usable: it is up and cabled.
-const Port* Usable(const Fabric& f, std::uint64_t sw, std::uint8_t port) {
-  const Port* p = f.FindPort({sw, port});
-  return p && p->link_up() && p->remote ? p : nullptr;
-}
-
 // The CA ports with a LID and a cable: what forwarding tables must route,
 // each with the leaf it hangs from (0 where its peer is no switch).
 std::vector<Destination> Destinations(const Fabric& fabric) {
@@ -108,12 +159,54 @@ std::vector<Destination> Destinations(const Fabric& fabric) {
   return dests;
 }
 
-// The port switch `sw`'s table sends `lid` out of (kLftNoPort: none, or no table).
-std::uint8_t Egress(const ForwardingTables& tables, std::uint64_t sw, std::uint16_t lid) {
-  auto it = tables.find(sw);
-  if (it == tables.end() || lid >= it->second.size()) return transport::kLftNoPort;
-  return it->second[lid];
-}
+// The switches as dense indices, for the millions of lookups of tracing
+// every leaf-to-CA route (8M at 16k hosts): each one's table and tier
+// and, per port, where a usable cable (up, with a far end) leads.
+struct Dense {
+  struct Link {
+    bool usable = false;
+    std::uint64_t remote = 0;  // the far end's node GUID
+    int next = -1;             // the far end's switch index; -1: not a switch
+  };
+  std::unordered_map<std::uint64_t, int> index;
+  std::vector<const std::vector<std::uint8_t>*> table;  // nullptr: no table
+  std::vector<int> tier;                                // -1: unranked
+  std::vector<std::vector<Link>> ports;                 // by port number
+
+  Dense(const Fabric& fabric, const ForwardingTables& tables, const Analysis& a) {
+    for (const auto& n : fabric.nodes()) {
+      if (n.kind != NodeKind::kSwitch) continue;
+      index[n.guid] = static_cast<int>(table.size());
+      auto t = tables.find(n.guid);
+      table.push_back(t == tables.end() ? nullptr : &t->second);
+      tier.push_back(TierOf(a, n.guid));
+    }
+    ports.resize(table.size());
+    for (const auto& n : fabric.nodes()) {
+      if (n.kind != NodeKind::kSwitch) continue;
+      auto& links = ports[static_cast<std::size_t>(index.at(n.guid))];
+      for (const auto& p : n.ports) {
+        if (p.number >= links.size()) links.resize(p.number + 1u);
+        Link& l = links[p.number];
+        l.usable = p.link_up() && p.remote.has_value();
+        if (!l.usable) continue;
+        l.remote = p.remote->node_guid;
+        auto it = index.find(l.remote);
+        l.next = it == index.end() ? -1 : it->second;
+      }
+    }
+  }
+  // The port switch `i`'s table sends `lid` out of (kLftNoPort: none, or no table).
+  std::uint8_t Egress(int i, std::uint16_t lid) const {
+    const auto* t = table[static_cast<std::size_t>(i)];
+    return t && lid < t->size() ? (*t)[lid] : transport::kLftNoPort;
+  }
+  // Where port `port` of switch `i` leads; nullptr where it is not usable.
+  const Link* Usable(int i, std::uint8_t port) const {
+    const auto& links = ports[static_cast<std::size_t>(i)];
+    return port < links.size() && links[port].usable ? &links[port] : nullptr;
+  }
+};
 
 // The ports of the switch's direction (up from a leaf, down above it),
 // each counted even when it carries nothing. Only the neighbouring tier: a
@@ -162,16 +255,18 @@ void JudgeBalance(const Fabric& fabric, std::uint64_t guid, int tier, SwitchRout
 
 // One switch's table: what each port of its direction carries, the
 // destinations it cannot reach, its balance.
-SwitchRouting RouteSwitch(const Fabric& fabric, const ForwardingTables& tables, const Analysis& a,
+SwitchRouting RouteSwitch(const Fabric& fabric, const Dense& dense, const Analysis& a,
                           const std::vector<Destination>& dests, std::uint64_t guid, RoutingAnalysis* out) {
   const int tier = TierOf(a, guid);
+  const int i = dense.index.at(guid);
   SwitchRouting r;
   r.direction = tier == 0 ? "up" : "down";
   DirectionPorts(fabric, a, guid, tier, &r);
+  std::array<int, 256> carried{};
   std::vector<std::string> unrouted_examples;
   for (const Destination& d : dests) {
-    const std::uint8_t port = Egress(tables, guid, d.lid);
-    if (port == transport::kLftNoPort || port == 0 || !Usable(fabric, guid, port)) {
+    const std::uint8_t port = dense.Egress(i, d.lid);
+    if (port == transport::kLftNoPort || port == 0 || !dense.Usable(i, port)) {
       ++r.unrouted;
       if (unrouted_examples.size() < 3) {
         unrouted_examples.push_back(NodeName(fabric, d.ca.node_guid) + " (LID " + std::to_string(d.lid) + ")");
@@ -179,8 +274,9 @@ SwitchRouting RouteSwitch(const Fabric& fabric, const ForwardingTables& tables, 
       continue;
     }
     if (tier == 0 && d.leaf == guid) continue;  // local to the leaf
-    if (auto it = r.destinations.find(port); it != r.destinations.end()) ++it->second;
+    ++carried[port];
   }
+  for (auto& [port, n] : r.destinations) n = carried[port];
   JudgeBalance(fabric, guid, tier, &r, out);
   if (r.unrouted > 0) {
     std::string examples;
@@ -196,45 +292,47 @@ SwitchRouting RouteSwitch(const Fabric& fabric, const ForwardingTables& tables, 
 // Follows the route from `leaf` to `d` hop by hop: whether it goes down
 // and up again, or never arrives (a loop or a dead end that still routes).
 // A fat tree's routes go up, then down, never down and up again.
-std::optional<std::string> BrokenRoute(const Fabric& fabric, const ForwardingTables& tables, const Analysis& a,
-                                       std::uint64_t leaf, const Destination& d, int max_hops) {
-  std::uint64_t at = leaf;
+std::optional<std::string> BrokenRoute(const Dense& dense, int leaf, const Destination& d, int max_hops) {
+  int at = leaf;
   bool went_down = false;
   bool arrived = false;
   bool down_up = false;
   for (int hop = 0; hop < max_hops; ++hop) {
-    const std::uint8_t port = Egress(tables, at, d.lid);
-    const Port* p = port == transport::kLftNoPort ? nullptr : Usable(fabric, at, port);
+    const std::uint8_t port = dense.Egress(at, d.lid);
+    const Dense::Link* p = port == transport::kLftNoPort ? nullptr : dense.Usable(at, port);
     if (!p) break;  // counted as unrouted at `at`
-    if (p->remote->node_guid == d.ca.node_guid) {
+    if (p->remote == d.ca.node_guid) {
       arrived = true;
       break;
     }
-    const int from_tier = TierOf(a, at);
-    const int to_tier = TierOf(a, p->remote->node_guid);
+    const int from_tier = dense.tier[static_cast<std::size_t>(at)];
+    const int to_tier = p->next < 0 ? -1 : dense.tier[static_cast<std::size_t>(p->next)];
     if (to_tier < 0) break;  // into a CA that is not the destination, or an unranked switch
     if (to_tier < from_tier) went_down = true;
     if (to_tier > from_tier && went_down) down_up = true;
-    at = p->remote->node_guid;
+    at = p->next;
   }
-  const bool looped = !arrived && tables.count(at) && Egress(tables, at, d.lid) != transport::kLftNoPort;
+  const bool looped =
+      !arrived && dense.table[static_cast<std::size_t>(at)] && dense.Egress(at, d.lid) != transport::kLftNoPort;
   if (!down_up && !looped) return std::nullopt;
   return looped ? "never arrives" : "goes down and up again";
 }
 
 // Traces every leaf-to-CA route; a finding per leaf whose routes break
 // up/down order.
-void TraceLeafRoutes(const Fabric& fabric, const ForwardingTables& tables, const Analysis& a,
+void TraceLeafRoutes(const Fabric& fabric, const ForwardingTables& tables, const Dense& dense, const Analysis& a,
                      const std::vector<Destination>& dests, RoutingAnalysis* out) {
   const int max_hops = 2 * std::max(a.tiers, 1) + 2;
   for (const auto& [leaf, summary] : a.switches) {
-    if (summary.tier != 0 || !tables.count(leaf)) continue;
+    const auto found = dense.index.find(leaf);
+    if (summary.tier != 0 || !tables.count(leaf) || found == dense.index.end()) continue;
+    const int at = found->second;
     int bad = 0;
     std::string example;
     for (const Destination& d : dests) {
       if (d.leaf == leaf) continue;
       ++out->routes_traced;
-      const auto broken = BrokenRoute(fabric, tables, a, leaf, d, max_hops);
+      const auto broken = BrokenRoute(dense, at, d, max_hops);
       if (!broken) continue;
       ++bad;
       if (example.empty()) {
@@ -257,8 +355,13 @@ RoutingAnalysis AnalyzeRouting(const Fabric& fabric, const ForwardingTables& tab
                                const std::set<std::uint64_t>& adaptive) {
   RoutingAnalysis out;
   const std::vector<Destination> dests = Destinations(fabric);
-  for (const auto& [guid, table] : tables) out.switches[guid] = RouteSwitch(fabric, tables, tree, dests, guid, &out);
-  if (tree.is_tree) TraceLeafRoutes(fabric, tables, tree, dests, &out);
+  const Dense dense(fabric, tables, tree);
+  // A table of a switch the fabric no longer has (held from an older walk)
+  // says nothing about it.
+  for (const auto& [guid, table] : tables) {
+    if (dense.index.count(guid)) out.switches[guid] = RouteSwitch(fabric, dense, tree, dests, guid, &out);
+  }
+  if (tree.is_tree) TraceLeafRoutes(fabric, tables, dense, tree, dests, &out);
   for (std::uint64_t guid : adaptive) {
     auto it = out.switches.find(guid);
     if (it != out.switches.end()) it->second.adaptive = true;

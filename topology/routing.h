@@ -38,14 +38,31 @@ struct ReadTablesResult {
   ForwardingTables tables;
   std::vector<std::string> problems;  // one line per block that did not answer
   std::size_t smps = 0;
+  // From the SA: the GetTable queries sent, the switches whose table came
+  // whole from their records, and whether the SA answered at all (false:
+  // it stayed silent, or said it keeps no such records).
+  std::size_t sa_queries = 0;
+  std::set<std::uint64_t> from_sa;
+  bool sa_answered = false;
+};
+// Where the tables come from.
+struct TableSource {
+  // The SA's LID (0: none). Each switch's table is asked of it first, as
+  // its LinearForwardingTableRecords (one SubnAdmGetTable, the SM's copy of
+  // what it programmed); a switch whose records do not cover its table
+  // (none, a block missing, an error, no answer) is read from the switch.
+  std::uint16_t sa_lid = 0;
 };
 // Every LFT block up to LinearFDBTop of every switch with a LID and a
-// SwitchInfo in `switch_info`, LID routed and pipelined. A switch with a
-// block missing has no table (it would show routes that are not there).
-// Thread-safety: uses the engine exclusively for its duration.
+// SwitchInfo in `switch_info`, from the SA where `source` names one and
+// it answers, else LID routed from the switch, pipelined. One query goes
+// to the SA first: where it is not answered, or answered with an error
+// status, no other is sent and every switch is read itself. A
+// switch with a block missing has no table (it would show routes that are
+// not there). Thread-safety: uses the engine exclusively for its duration.
 ReadTablesResult ReadForwardingTables(const Fabric& fabric,
                                       const std::map<std::uint64_t, transport::SwitchInfo>& switch_info,
-                                      transport::MadEngine& engine);
+                                      transport::MadEngine& engine, TableSource source = {});
 
 // How one switch's LinearForwardingTable spreads the CA destinations.
 struct SwitchRouting {

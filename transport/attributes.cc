@@ -420,30 +420,74 @@ std::optional<std::uint64_t> DecodeNodeRecordGuid(const MadBytes& response) {
   return guid;
 }
 
-std::vector<SmInfoRecord> DecodeSmInfoRecords(const MadBytes& response) {
-  const MadHeader h = DecodeHeader(response);
+std::optional<SaTable> DecodeSaTable(const MadResult& result, std::uint16_t attr_id, std::size_t record_bytes) {
+  const MadBytes& first = result.response;
+  const MadHeader h = DecodeHeader(first);
   if (h.mgmt_class != static_cast<std::uint8_t>(MgmtClass::kSubnAdm) ||
-      h.method != static_cast<std::uint8_t>(MadMethod::kGetTableResponse) || h.attr_id != sa_attr::kSmInfoRecord) {
-    return {};
+      h.method != static_cast<std::uint8_t>(MadMethod::kGetTableResponse) || h.attr_id != attr_id || h.status != 0) {
+    return std::nullopt;
   }
-  void* m = const_cast<std::uint8_t*>(response.data());
+  void* m = const_cast<std::uint8_t*>(first.data());
+  SaTable t;
+  t.stride = 8 * static_cast<std::size_t>(mad_get_field(m, 0, IB_SA_ATTROFFS_F));
+  // How many record bytes the transfer holds.
+  std::size_t bytes = kSaDataSize;
+  if (!result.tail.empty() || result.length < kMadSize) {
+    bytes = result.length > kSaDataOffset ? result.length - kSaDataOffset : 0;
+  } else {
+    // RMPP (IBTA 13.6.2.1): RMPPFlags bit 0 Active, bit 1 First, bit 2
+    // Last; a lone segment's PayloadLength counts the SA header (20
+    // bytes) and its records.
+    constexpr std::size_t kSaHeaderBytes = 20;
+    const std::uint32_t flags = mad_get_field(m, 0, IB_SA_RMPP_FLAGS_F);
+    if ((flags & 0x7) == 0x7) {
+      const std::size_t payload = mad_get_field(m, 0, IB_SA_RMPP_D2_F);
+      bytes = std::min(bytes, payload > kSaHeaderBytes ? payload - kSaHeaderBytes : 0);
+    }
+  }
+  if (t.stride == 0) {
+    if (bytes == 0 || result.length == kSaDataOffset) return t;  // no records (opensm: AttributeOffset 0)
+    return std::nullopt;
+  }
+  if (t.stride < record_bytes) return std::nullopt;
+  const std::size_t in_first = std::min(bytes, kSaDataSize);
+  t.bytes.assign(first.begin() + kSaDataOffset, first.begin() + static_cast<std::ptrdiff_t>(kSaDataOffset + in_first));
+  const std::size_t in_tail = std::min(bytes - in_first, result.tail.size());
+  t.bytes.insert(t.bytes.end(), result.tail.begin(), result.tail.begin() + static_cast<std::ptrdiff_t>(in_tail));
+  t.count = t.bytes.size() >= record_bytes ? (t.bytes.size() - record_bytes) / t.stride + 1 : 0;
+  return t;
+}
+
+MadRequest LftRecordTableQuery(std::uint16_t sa_lid, std::uint16_t switch_lid) {
+  MadRequest r = Gmp(MgmtClass::kSubnAdm, MadMethod::kGetTable, sa_attr::kLftRecord, 0, sa_lid);
+  // LinearForwardingTableRecord: LID (16 bits), BlockNum (16), 32
+  // reserved, the block's 64 ports; ComponentMask bit 0 is LID.
+  r.payload = {static_cast<std::uint8_t>(switch_lid >> 8), static_cast<std::uint8_t>(switch_lid), 0, 0, 0, 0, 0, 0};
+  r.component_mask = 1;
+  return r;
+}
+
+std::optional<std::vector<LftRecord>> DecodeLftRecords(const MadResult& result) {
+  constexpr std::size_t kRecordBytes = 8 + kLftBlockSize;
+  const std::optional<SaTable> t = DecodeSaTable(result, sa_attr::kLftRecord, kRecordBytes);
+  if (!t) return std::nullopt;
+  std::vector<LftRecord> out(t->count);
+  for (std::size_t i = 0; i < t->count; ++i) {
+    const std::uint8_t* rec = t->record(i);
+    out[i].lid = Narrow<std::uint16_t>(static_cast<std::uint32_t>(rec[0] << 8 | rec[1]));
+    out[i].block = Narrow<std::uint16_t>(static_cast<std::uint32_t>(rec[2] << 8 | rec[3]));
+    std::copy(rec + 8, rec + kRecordBytes, out[i].ports.begin());
+  }
+  return out;
+}
+
+std::vector<SmInfoRecord> DecodeSmInfoRecords(const MadResult& result) {
   // SMInfoRecord: LID (16 bits), 16 reserved, then SMInfo's 21 bytes.
-  constexpr std::size_t kRecordBytes = 4 + 21;
-  const std::size_t stride = 8 * static_cast<std::size_t>(mad_get_field(m, 0, IB_SA_ATTROFFS_F));
-  if (stride < kRecordBytes) return {};
-  std::size_t count = (kSaDataSize - kRecordBytes) / stride + 1;
-  // RMPP (IBTA 13.6.2.1): RMPPFlags bit 0 Active, bit 1 First; the first
-  // DATA segment's PayloadLength counts the SA header (20 bytes) and
-  // every record of the transfer.
-  constexpr std::size_t kSaHeaderBytes = 20;
-  const std::uint32_t flags = mad_get_field(m, 0, IB_SA_RMPP_FLAGS_F);
-  if ((flags & 0x3) == 0x3) {
-    const std::size_t payload = mad_get_field(m, 0, IB_SA_RMPP_D2_F);
-    count = std::min(count, payload > kSaHeaderBytes ? (payload - kSaHeaderBytes) / stride : 0);
-  }
+  const std::optional<SaTable> t = DecodeSaTable(result, sa_attr::kSmInfoRecord, 4 + 21);
   std::vector<SmInfoRecord> out;
-  for (std::size_t i = 0; i < count; ++i) {
-    const std::uint8_t* rec = response.data() + kSaDataOffset + i * stride;
+  if (!t) return out;
+  for (std::size_t i = 0; i < t->count; ++i) {
+    const std::uint8_t* rec = t->record(i);
     SmInfoRecord r;
     r.lid = Narrow<std::uint16_t>(static_cast<std::uint32_t>(rec[0] << 8 | rec[1]));
     if (r.lid == 0) continue;
@@ -451,6 +495,12 @@ std::vector<SmInfoRecord> DecodeSmInfoRecords(const MadBytes& response) {
     out.push_back(r);
   }
   return out;
+}
+
+std::vector<SmInfoRecord> DecodeSmInfoRecords(const MadBytes& response) {
+  MadResult r;
+  r.response = response;
+  return DecodeSmInfoRecords(r);
 }
 
 MadRequest PerfClassPortInfoQuery(std::uint16_t lid) { return Pma(lid, pma_attr::kClassPortInfo, 0); }

@@ -382,6 +382,37 @@ struct SmInfoRecord {
 // SubnAdmGetTable(SMInfoRecord) to the SA at `sm_lid`, ComponentMask 0:
 // every record.
 MadRequest SmInfoRecordTableQuery(std::uint16_t sm_lid);
+// The records of a SubnAdmGetTableResponse of `attr_id` with status 0
+// (IBTA 15.2.2), the whole transfer: from byte 56 of its first MAD
+// through MadResult::tail, MadResult::length bytes in all; where the
+// length is only one MAD's 256 (no RMPP below to say more), the first
+// segment's PayloadLength less the SA header (20 bytes) when RMPP says
+// First and Last (IBTA 13.6.2.3). Records are AttributeOffset 8-byte words
+// apart (15.2.1.1); a last one shorter than `record_bytes` is left out.
+// nullopt for any other answer, or a stride shorter than `record_bytes`.
+struct SaTable {
+  std::size_t stride = 0;
+  std::vector<std::uint8_t> bytes;
+  std::size_t count = 0;
+  const std::uint8_t* record(std::size_t i) const { return bytes.data() + i * stride; }
+};
+std::optional<SaTable> DecodeSaTable(const MadResult& result, std::uint16_t attr_id, std::size_t record_bytes);
+
+// LinearForwardingTableRecord (IBTA 15.2.5.6): one LFT block of the switch
+// whose port 0 has `lid`, as the SM programmed it.
+struct LftRecord {
+  std::uint16_t lid = 0;
+  std::uint16_t block = 0;
+  LftBlock ports{};
+};
+// SubnAdmGetTable(LinearForwardingTableRecord) to the SA at `sa_lid`,
+// ComponentMask LID: every block of the switch at `switch_lid` (opensm:
+// block 0 up to the highest in use).
+MadRequest LftRecordTableQuery(std::uint16_t sa_lid, std::uint16_t switch_lid);
+// The records of its answer; nullopt for anything but a GetTableResponse
+// of LinearForwardingTableRecords with status 0.
+std::optional<std::vector<LftRecord>> DecodeLftRecords(const MadResult& result);
+
 // The records of a GetTableResponse, as far as one MAD holds them: the
 // first RMPP segment (IBTA 13.6.2), whose 200 data bytes hold six
 // records at the usual stride (SA AttributeOffset, 8-byte words, 32 bytes
@@ -390,6 +421,8 @@ MadRequest SmInfoRecordTableQuery(std::uint16_t sm_lid);
 // a record, or a response that is not a GetTableResponse of
 // SMInfoRecords, gives none.
 std::vector<SmInfoRecord> DecodeSmInfoRecords(const MadBytes& response);
+// Every record of the transfer (DecodeSaTable).
+std::vector<SmInfoRecord> DecodeSmInfoRecords(const MadResult& result);
 
 // LinkRecord (IBTA 15.2.5.13): one direction of a cable as the SA knows
 // it, each end a port's LID (a switch's: its port 0's) and number.

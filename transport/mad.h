@@ -100,6 +100,7 @@ inline constexpr std::uint16_t kInformInfo = 0x0003;
 inline constexpr std::uint16_t kNodeRecord = 0x0011;
 inline constexpr std::uint16_t kSmInfoRecord = 0x0018;
 inline constexpr std::uint16_t kLinkRecord = 0x0020;
+inline constexpr std::uint16_t kLftRecord = 0x0015;  // LinearForwardingTableRecord (IBTA 15.2.5.6)
 }  // namespace sa_attr
 
 // Where a MAD goes. A directed route is the list of egress port numbers,
@@ -185,7 +186,12 @@ struct MadResult {
   MadOutcome outcome = MadOutcome::kTimeout;
   std::uint16_t mad_status = 0;  // valid for kOk / kRemoteError
   MadBytes response{};           // the whole response MAD, valid for kOk / kRemoteError
-  std::uint8_t retries = 0;      // attempts re-sent (timed out or Busy) before this outcome
+  // An RMPP transfer longer than one MAD (an SA table): `response` is its
+  // first segment, `tail` the later segments' data, `length` the whole
+  // (transport/mad_port.h InboundMad).
+  std::vector<std::uint8_t> tail;
+  std::uint32_t length = kMadSize;
+  std::uint8_t retries = 0;  // attempts re-sent (timed out or Busy) before this outcome
   // When it was first sent and when its outcome was decided, on the
   // engine's clock (both the epoch when it was never sent).
   std::chrono::steady_clock::time_point first_sent{};

@@ -27,6 +27,7 @@ class Steady final : public Clock {
 // (a hash of its egress ports; FNV-1a). The tags keep the two apart.
 constexpr std::uint64_t kLidTag = 1ULL << 62;
 constexpr std::uint64_t kRouteTag = 1ULL << 61;
+constexpr std::uint64_t kSaTag = 1ULL << 60;  // an SA: SubnAdm queries to its LID
 constexpr std::uint64_t kRouteMask = (1ULL << 56) - 1;
 constexpr std::uint64_t kFnvOffset = 0xcbf29ce484222325ULL;
 constexpr std::uint64_t kFnvPrime = 0x100000001b3ULL;
@@ -36,6 +37,10 @@ constexpr std::uint64_t kFnvPrime = 0x100000001b3ULL;
 // the local node for the empty route.
 void NodesOf(const MadRequest& r, std::vector<std::uint64_t>* out) {
   out->clear();
+  if (r.mgmt_class == MgmtClass::kSubnAdm) {
+    out->push_back(kSaTag | r.address.lid);
+    return;
+  }
   if (r.mgmt_class != MgmtClass::kSubnDirectRoute) {
     out->push_back(kLidTag | r.address.lid);
     return;
@@ -327,7 +332,8 @@ class MadEngine::Batch {
         first_sent_(requests.size()),
         per_dest_(o_.per_destination),
         per_switch_(o_.dr_per_switch > 0 ? o_.dr_per_switch : per_dest_),
-        max_cwnd_(std::max(per_dest_, per_switch_)),
+        per_sa_(o_.sa_per_destination > 0 ? o_.sa_per_destination : per_dest_),
+        max_cwnd_(std::max({per_dest_, per_switch_, per_sa_})),
         rate_(o_.rate_limit),
         burst_(rate_ > 0 ? std::max(1.0, rate_ * 0.01) : 0),
         tokens_(burst_),
@@ -395,13 +401,15 @@ class MadEngine::Batch {
   }
 
   // Hands the outcome to the sink; `answer`: the response, for kOk and kRemoteError.
-  void Finish(std::size_t index, MadOutcome outcome, const MadBytes* answer = nullptr, std::uint16_t status = 0,
+  void Finish(std::size_t index, MadOutcome outcome, const InboundMad* answer = nullptr, std::uint16_t status = 0,
               int retries = 0) {
     MadResult r;
     r.outcome = outcome;
     if (answer) {
       r.mad_status = status;
-      r.response = *answer;
+      r.response = answer->mad;
+      r.length = answer->length;
+      r.tail = answer->tail;
       r.retries = static_cast<std::uint8_t>(std::min(255, retries));
     }
     r.first_sent = first_sent_[index];
@@ -433,7 +441,7 @@ class MadEngine::Batch {
     for (std::size_t i = 0; i < nodes_.size(); ++i) {
       Dest& d = DestOf(nodes_[i]);
       const bool is_target = i + 1 == nodes_.size();
-      const int limit = is_target ? per_dest_ : per_switch_;
+      const int limit = !is_target ? per_switch_ : (nodes_[i] & kSaTag) != 0 ? per_sa_ : per_dest_;
       if (d.outstanding < std::min(limit, d.cwnd)) continue;  // cwnd >= 1 here
       if (is_target) {
         // Its own node is full: wait for one of its answers.
@@ -646,10 +654,10 @@ class MadEngine::Batch {
     }
     in_flight_.erase(it);
     Settle(f.job.index, kind);
-    Answered(f, kind, h, in.mad);
+    Answered(f, kind, h, in);
   }
   // The answer to an attempt: a sample, a Busy to back off from, or the outcome.
-  void Answered(const InFlight& f, MadKind kind, const MadHeader& h, const MadBytes& mad) {
+  void Answered(const InFlight& f, MadKind kind, const MadHeader& h, const InboundMad& in) {
     silent_attempts_ = 0;
     KindStats& ks = e_.stats_.kinds[Slot(kind)];
     ++ks.responses;
@@ -669,7 +677,7 @@ class MadEngine::Batch {
       }
     }
     t.failures = 0;
-    if ((h.status & kMadStatusRedirect) != 0 && Follow(f, kind, mad)) {
+    if ((h.status & kMadStatusRedirect) != 0 && Follow(f, kind, in.mad)) {
       ++ks.redirected;
       return;
     }
@@ -679,7 +687,7 @@ class MadEngine::Batch {
     } else if (per_dest_ > 0) {
       t.cwnd = std::min(max_cwnd_, t.cwnd + 1);
     }
-    Finish(f.job.index, h.status != 0 ? MadOutcome::kRemoteError : MadOutcome::kOk, &mad, h.status,
+    Finish(f.job.index, h.status != 0 ? MadOutcome::kRemoteError : MadOutcome::kOk, &in, h.status,
            f.job.attempt + f.job.busy);
   }
 
@@ -711,6 +719,7 @@ class MadEngine::Batch {
   std::vector<TimePoint> first_sent_;
   const int per_dest_;
   const int per_switch_;
+  const int per_sa_;
   const int max_cwnd_;
   std::unordered_map<std::uint64_t, Dest> dests_;
   std::unordered_map<std::uint64_t, Unit> units_;

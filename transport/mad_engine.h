@@ -17,7 +17,8 @@
 //   directed-route SMP against every node on its route (each switch's
 //   firmware forwards it, IBTA 14.2.2): its target within
 //   `per_destination`, each switch it passes through within
-//   `dr_per_switch` (everything outstanding there counted). A node is
+//   `dr_per_switch` (everything outstanding there counted); an SA query
+//   against its SA, within `sa_per_destination`. A node is
 //   known by its address here: a LID, or the directed route the request
 //   uses to it (callers use one route per node);
 // - a total `window` over all kinds, and optionally a rate in MADs/s.
@@ -82,6 +83,11 @@ struct EngineOptions {
   // Outstanding MADs at a switch that a directed-route SMP passes through
   // (not its target); 0: the same as per_destination.
   int dr_per_switch = 1;
+  // SubnAdm queries outstanding to one SA at once (its own agent: the SM's
+  // process, which answers every node's queries, not the node's management
+  // processor); 0: the same as per_destination. A few table transfers
+  // (RMPP, many segments each) overlap their round trips.
+  int sa_per_destination = 4;
   std::chrono::microseconds timeout_max{1'000'000};  // ceiling of the backoff
   int busy_retries = 3;                              // re-sends after a Busy status
   int dead_after = 3;      // requests in a row that failed every attempt: give up on that destination

@@ -19,6 +19,13 @@ struct InboundMad {
   // The LID it came from (0 when unknown): where a reply to an unsolicited
   // MAD, such as an SA Report, goes.
   std::uint16_t source_lid = 0;
+  // A reassembled RMPP transfer (an SA table, IBTA 13.6) longer than one
+  // MAD: `mad` is its first segment, `tail` the rest as the kernel hands
+  // it over (each later segment's data, back to back), `length` the whole
+  // (the kernel's: 56 header bytes and the data). One MAD: `tail` empty,
+  // `length` 256, or less where the kernel says (a one-segment transfer).
+  std::vector<std::uint8_t> tail{};
+  std::uint32_t length = kMadSize;
 };
 
 // Contract: not thread-safe; one thread drives a port. Send never blocks on

@@ -589,8 +589,8 @@ std::optional<InboundMad> UmadPort::Receive(std::chrono::microseconds timeout) {
   std::unique_ptr<std::uint8_t[]> reassembled;
   if (rc == -ENOSPC && length > static_cast<int>(kMadSize)) {
     // A reassembled RMPP transfer (an SA table) longer than one MAD: the
-    // kernel keeps it queued until it is read whole. Its first 256 bytes
-    // are the first segment, which is what a MadBytes holds.
+    // kernel keeps it queued until it is read whole: its first segment,
+    // then each later one's data (InboundMad::tail).
     reassembled.reset(new std::uint8_t[umad_size() + static_cast<std::size_t>(length)]());
     umad = reassembled.get();
     rc = umad_recv(fd, umad, &length, 0);
@@ -600,6 +600,12 @@ std::optional<InboundMad> UmadPort::Receive(std::chrono::microseconds timeout) {
   in.status = umad_status(umad);
   if (const ib_mad_addr_t* from = umad_get_mad_addr(umad)) in.source_lid = be16toh(from->lid);
   std::memcpy(in.mad.data(), umad_get_mad(umad), kMadSize);
+  if (length > 0 && length < static_cast<int>(kMadSize)) in.length = static_cast<std::uint32_t>(length);
+  if (reassembled && length > static_cast<int>(kMadSize)) {
+    const auto* bytes = static_cast<const std::uint8_t*>(umad_get_mad(umad));
+    in.tail.assign(bytes + kMadSize, bytes + length);
+    in.length = static_cast<std::uint32_t>(length);
+  }
   return in;
 }
 

@@ -54,7 +54,7 @@ SmRound ReadSubnetManagers(const std::vector<SmTarget>& targets, std::uint16_t s
   }
   if (sa_lid != 0 && results.back().outcome == transport::MadOutcome::kOk) {
     out.listed.emplace();
-    for (const auto& record : transport::DecodeSmInfoRecords(results.back().response)) out.listed->insert(record.lid);
+    for (const auto& record : transport::DecodeSmInfoRecords(results.back())) out.listed->insert(record.lid);
   }
   return out;
 }

@@ -20,6 +20,8 @@
 //   build/tests/scale_bench --fabric 16k --shard 0/4   # one exporter of four (--shard)
 //   build/tests/scale_bench --fabric 16k --phy 60s     # the physical layer's MADs (below)
 //   build/tests/scale_bench --fabric 16k --blast       # what tracing a fault's routes costs
+//   build/tests/scale_bench --fabric 16k --tables switches  # --routing.tables (default: sa)
+//   build/tests/scale_bench --fabric 16k --exporter-arg --mad.sa-per-destination=8   # any flag
 //
 // With --phy INTERVAL the fabric's switches are Quantum-2 and its hosts
 // ConnectX-7 (the hardware personalities over ibsim: AccessRegister,
@@ -425,8 +427,20 @@ int BlastRadiusCost(SimFabric& sim, const FatTree& tree) {
   return 0;
 }
 
+// User and system CPU seconds of process `pid` so far (/proc/PID/stat).
+double CpuSeconds(pid_t pid) {
+  std::istringstream in(ReadFile("/proc/" + std::to_string(pid) + "/stat"));
+  std::string field;
+  double ticks = 0;
+  for (int i = 1; i <= 15 && in >> field; ++i) {
+    if (i == 14 || i == 15) ticks += std::strtod(field.c_str(), nullptr);  // utime, stime
+  }
+  return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
 int Run(const std::string& fabric, int sweeps, int scrapers, int seconds, const std::string& groups,
-        const std::string& shard, const std::string& phy, bool blast) {
+        const std::string& shard, const std::string& phy, bool blast, const std::string& tables,
+        const std::vector<std::string>& extra) {
   const bool big = fabric == "16k";
   const FatTreeSpec spec = big ? Spec16k() : Spec1k();
   const FatTree tree = FatTree::Generate(spec);
@@ -461,12 +475,26 @@ int Run(const std::string& fabric, int sweeps, int scrapers, int seconds, const 
 
   if (blast) return BlastRadiusCost(*sim, tree);
 
+  // A resident SM and SA, as on a production fabric: the exporter reads
+  // the forwarding tables from the SA, ibqueryerrors its nodes.
+  t0 = Clock::now();
+  auto sm = sim->StartSubnetManager(&error);
+  if (!sm) {
+    std::fprintf(stderr, "scale_bench: %s\n", error.c_str());
+    return 1;
+  }
+  std::printf("opensm resident (SM and SA) in %.1f s\n", SecondsSince(t0));
+
   // The exporter at its defaults but for the sweep interval (sweeps one
   // after the other, scraped between them) and a debug log to watch them.
   std::vector<std::string> args{"--sweep.interval=" + std::string(big ? "5s" : "1s"), "--log.level=debug"};
   if (!groups.empty()) args.push_back("--counters.groups=" + groups);
   if (!shard.empty()) args.push_back("--shard=" + shard);
-  auto e = ExporterProcess::Start(*sim, args, &error);
+  if (!tables.empty()) args.push_back("--routing.tables=" + tables);
+  args.insert(args.end(), extra.begin(), extra.end());
+  const std::string rmpp_stats = sim->dir() + "/exporter-rmpp.txt";
+  const double sm_cpu0 = CpuSeconds(sm->pid()), sim_cpu0 = CpuSeconds(sim->ibsim_pid());
+  auto e = ExporterProcess::Start(*sim, args, &error, {}, {{"RMPP_STATS", rmpp_stats}});
   if (!e) {
     std::fprintf(stderr, "scale_bench: %s\n", error.c_str());
     return 1;
@@ -477,6 +505,8 @@ int Run(const std::string& fabric, int sweeps, int scrapers, int seconds, const 
     return 1;
   }
   LogView v = ReadLog(*e);
+  std::printf("CPU over the exporter's discovery and first sweep: opensm %.2f s, ibsim %.2f s, exporter %.2f s\n",
+              CpuSeconds(sm->pid()) - sm_cpu0, CpuSeconds(sim->ibsim_pid()) - sim_cpu0, CpuSeconds(pid));
   const double ports = v.ports;
   std::printf("exporter: discovery %.2f s (heap then %.1f MiB), first sweep %.2f s over %.0f ports; RSS %.1f MiB\n",
               v.discovery_seconds, v.heap_after_discovery / 1048576, v.sweep_seconds.front(), ports,
@@ -604,16 +634,32 @@ int Run(const std::string& fabric, int sweeps, int scrapers, int seconds, const 
         scrapers, seconds, swept, lat.size(), failed.load(), Percentile(lat, 0.5) * 1e3, Percentile(lat, 0.99) * 1e3,
         Percentile(lat, 1) * 1e3, StatusMiB(pid, "VmHWM:"));
   }
+  const std::string last = e->Get("/metrics");
   e.reset();
+  {
+    const Scrape s = Scrape::Parse(last);
+    const auto sent = [&s](const char* kind) {
+      return s
+          .Value("infiniband_exporter_last_run_mads", {{"phase", "discovery"}, {"class", kind}, {"outcome", "sent"}})
+          .value_or(-1);
+    };
+    std::printf(
+        "last full walk's MADs: %.0f DR SMPs, %.0f LID SMPs, %.0f GMPs; tables from the SA %.0f, from switches %.0f; "
+        "RMPP at the exporter (whole run): %s",
+        sent("dr_smp"), sent("lid_smp"), sent("gmp"),
+        s.Value("infiniband_routing_tables", {{"source", "sa"}}).value_or(-1),
+        s.Value("infiniband_routing_tables", {{"source", "switch"}}).value_or(-1), ReadFile(rmpp_stats).c_str());
+    std::printf("discovery collectors' time (seconds since start):");
+    for (const char* c : {"capabilities", "adaptive_routing", "routing", "partitions", "fat_tree", "fabric"}) {
+      std::printf(" %s %.2f", c,
+                  s.Value("infiniband_exporter_collector_seconds_total", {{"collector", c}}).value_or(-1));
+    }
+    std::printf("\n");
+  }
 
   // The tools, in the same run: ibnetdiscover reads the graph only;
-  // ibqueryerrors asks the SA for the nodes, so a resident SM runs.
+  // ibqueryerrors asks the SA for the nodes (the resident SM).
   const double ind = TimeTool(*sim, {"ibnetdiscover"}, "Switch");
-  auto sm = sim->StartSubnetManager(&error);
-  if (!sm) {
-    std::fprintf(stderr, "scale_bench: %s\n", error.c_str());
-    return 1;
-  }
   const double iqe = TimeTool(*sim, {"ibqueryerrors", "--data"}, "Summary");
   std::printf("ibnetdiscover %.2f s; ibqueryerrors --data %.2f s; sweep / ibqueryerrors %.2f\n", ind, iqe,
               iqe > 0 ? Percentile(sweep_s, 0.5) / iqe : 0);
@@ -632,7 +678,8 @@ int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // figures appear as they are measured
   std::string fabric = "1k";
   int sweeps = 10, scrapers = 0, seconds = 20;
-  std::string groups, shard, phy;
+  std::string groups, shard, phy, tables;
+  std::vector<std::string> extra;
   bool blast = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -642,6 +689,10 @@ int main(int argc, char** argv) {
       groups = argv[++i];
     } else if (a == "--shard" && i + 1 < argc) {
       shard = argv[++i];
+    } else if (a == "--exporter-arg" && i + 1 < argc) {
+      extra.push_back(argv[++i]);
+    } else if (a == "--tables" && i + 1 < argc) {
+      tables = argv[++i];
     } else if (a == "--blast") {
       blast = true;
     } else if (a == "--phy" && i + 1 < argc) {
@@ -664,9 +715,9 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: scale_bench [--fabric 1k|16k] [--sweeps N] [--scrapers K] [--seconds S] [--groups LIST] "
-                   "[--shard I/N] [--phy INTERVAL] [--blast]\n");
+                   "[--shard I/N] [--tables sa|switches] [--exporter-arg FLAG]... [--phy INTERVAL] [--blast]\n");
       return 2;
     }
   }
-  return ibfabric::testbed::Run(fabric, sweeps, scrapers, seconds, groups, shard, phy, blast);
+  return ibfabric::testbed::Run(fabric, sweeps, scrapers, seconds, groups, shard, phy, blast, tables, extra);
 }

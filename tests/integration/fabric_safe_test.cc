@@ -18,8 +18,21 @@ using std::chrono::seconds;
 
 class FabricSafeTest : public FabricSuite {
  protected:
-  // 8 leaves of 8 hosts, 4 spines: 12 switches, 64 CA ports, 96 cables.
-  static void SetUpTestSuite() { StartFabric(Spec(8, 4, 8, 1, 16)); }
+  // 8 leaves of 8 hosts, 4 spines: 12 switches, 64 CA ports, 96 cables;
+  // a resident SM and SA, as on a production fabric (the tables come from
+  // the SA).
+  static void SetUpTestSuite() {
+    StartFabric(Spec(8, 4, 8, 1, 16));
+    std::string error;
+    sm_ = sim_->StartSubnetManager(&error).release();
+    ASSERT_NE(sm_, nullptr) << error;
+  }
+  static void TearDownTestSuite() {
+    delete sm_;
+    sm_ = nullptr;
+    StopFabric();
+  }
+  static inline Process* sm_ = nullptr;
 
   // Runs the exporter with the tap through its discovery and three sweeps,
   // stops it, and reads what the tap saw.
@@ -59,6 +72,10 @@ TEST_F(FabricSafeTest, AtTheDefaultsOneMadPerNodeAndOneThroughEachSwitch) {
   EXPECT_EQ(r.peak_kind[0], 1);
   EXPECT_EQ(r.peak_target, 1) << r.peak_target_node;
   EXPECT_EQ(r.peak_transit, 1) << r.peak_transit_node;
+  // The SA (the SM's process) gets its own few: the trap subscriptions,
+  // the forwarding tables (one query a switch).
+  EXPECT_LE(r.peak_sa, 4);
+  EXPECT_GE(r.peak_sa, 2);
   EXPECT_LE(r.peak_kind[1], 16);
   EXPECT_LE(r.peak_kind[2], 128);
   EXPECT_GT(r.peak_kind[2], 16) << "GMPs still go out many at a time, to many nodes";

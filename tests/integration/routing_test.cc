@@ -185,6 +185,102 @@ TEST(RoutingBalanceTest, APlantedDownAndUpRouteIsFoundAndIbtracertAgrees) {
             tree.spec().hosts_per_leaf + 1);
 }
 
+// The tables from the SA (--routing.tables=sa, the default) where a
+// resident SM answers: every switch's from its LinearForwardingTableRecords
+// (one SubnAdmGetTable a switch; three blocks here, two RMPP segments),
+// equal to what each switch holds and to ibroute, and none of the LFT
+// SMPs sent. What the SA holds is the SM's copy: an entry planted in one
+// switch behind its back shows only where the switches are read. The SA
+// gone, every table comes from its switch again, and the log says why.
+TEST(RoutingBalanceTest, TablesFromTheSaAreTheSwitchesOwnWithoutTheirSmps) {
+  const FatTree tree = FatTree::Generate(Spec(4, 2, 32, 1, 40));
+  auto sim = Start(tree);
+  ASSERT_NE(sim, nullptr);
+  std::string error;
+  SimFabric::SmOptions quiet;
+  quiet.sweep_seconds = 0;  // nothing reprograms a switch meanwhile
+  auto sm = sim->StartSubnetManager(quiet, &error);
+  ASSERT_NE(sm, nullptr) << error;
+  const std::string stats = sim->dir() + "/rmpp.txt";
+  const auto run = [&](const std::string& tables, std::string* log = nullptr) {
+    Env env = sim->ClientEnv();
+    env["RMPP_STATS"] = stats;
+    const CommandResult r = RunCommand({ExporterBinary(), "--once", "--log.level=warn", "--routing.tables=" + tables},
+                                       env, milliseconds(120000));
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    if (log) *log = r.err;
+    return Scrape::Parse(r.out);
+  };
+  const auto tables = [](const Scrape& s, const char* source) {
+    return s.Value("infiniband_routing_tables", {{"source", source}}).value_or(-1);
+  };
+  const auto routes = [](const Scrape& s) {
+    std::map<std::string, double> out;
+    for (const char* family : {"infiniband_routing_port_destinations", "infiniband_routing_unrouted_destinations"}) {
+      for (const auto& x : s.Find(family)) {
+        const std::string port = x.labels.count("port") ? x.labels.at("port") : "";
+        out[std::string(family) + " " + x.labels.at("switch") + " " + port] += x.value;
+      }
+    }
+    return out;
+  };
+  // Requests of the last discovery by kind: each sent once (a retry is no new request).
+  const auto sent = [](const Scrape& s, const char* kind) {
+    const auto of = [&](const char* outcome) {
+      return s
+          .Value("infiniband_exporter_last_run_mads", {{"phase", "discovery"}, {"class", kind}, {"outcome", outcome}})
+          .value_or(-1);
+    };
+    return of("sent") - of("retried");
+  };
+  const double switches = static_cast<double>(tree.leaves().size() + tree.spines().size());
+  const Scrape sa = run("sa");
+  const std::string crossed = ReadFile(stats);
+  const Scrape own = run("switches");
+  EXPECT_EQ(tables(sa, "sa"), switches);
+  EXPECT_EQ(tables(sa, "switch"), 0);
+  EXPECT_EQ(tables(own, "sa"), 0);
+  EXPECT_EQ(tables(own, "switch"), switches);
+  ASSERT_FALSE(routes(sa).empty());
+  EXPECT_EQ(routes(sa), routes(own));
+  EXPECT_EQ(RoutingFindings(sa)["unrouted_destination"], 0);
+  // ibroute agrees on every uplink of leaf 1.
+  const std::string leaf_lid = sa.Find("infiniband_switch_info", {{"switch", tree.Leaf(1)}}).at(0).labels.at("lid");
+  const std::map<int, int> ib = IbrouteCaCounts(*sim, leaf_lid);
+  const auto uplinks = sa.Find("infiniband_routing_port_destinations", {{"switch", tree.Leaf(1)}});
+  ASSERT_EQ(uplinks.size(), 2u);
+  for (const auto& x : uplinks) {
+    const int port = std::stoi(x.labels.at("port"));
+    EXPECT_EQ(x.value, ib.count(port) ? ib.at(port) : 0) << "port " << port;
+  }
+  // MADs: one SA query a switch instead of its three LFT blocks; each
+  // table two RMPP segments (crossed: what the exporter's RMPP took in).
+  EXPECT_EQ(sent(own, "lid_smp") - sent(sa, "lid_smp"), 3 * switches);
+  EXPECT_EQ(sent(sa, "gmp") - sent(own, "gmp"), switches);
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(crossed, m, std::regex(R"(segments_received (\d+) .*transfers_received (\d+))")))
+      << crossed;
+  EXPECT_GE(std::stod(m[1]), 2 * switches) << crossed;
+  EXPECT_GE(std::stod(m[2]), switches) << crossed;
+
+  // A destination of leaf 1 sent out of a port with no cable, behind the
+  // SM's back: unrouted in the switch's own table, not in the SM's copy.
+  const std::string dest = sa.Find("infiniband_hca_info", {{"hca", tree.Host(5)}}).at(0).labels.at("lid");  // on leaf 2
+  const CommandResult planted = sim->Tool({IBFABRIC_SMP_SET_BIN, "lft", leaf_lid, dest, "40"});
+  ASSERT_EQ(planted.exit_code, 0) << planted.err;
+  EXPECT_EQ(run("switches").Value("infiniband_routing_unrouted_destinations", {{"switch", tree.Leaf(1)}}), 1);
+  EXPECT_EQ(run("sa").Value("infiniband_routing_unrouted_destinations", {{"switch", tree.Leaf(1)}}), 0);
+
+  // No SA any more: one query, no answer, every table from its switch.
+  sm.reset();
+  std::string log;
+  const Scrape gone = run("sa", &log);
+  EXPECT_EQ(tables(gone, "sa"), 0);
+  EXPECT_EQ(tables(gone, "switch"), switches);
+  EXPECT_NE(log.find("gave no LinearForwardingTableRecords"), std::string::npos) << log;
+  EXPECT_EQ(gone.Value("infiniband_routing_unrouted_destinations", {{"switch", tree.Leaf(1)}}), 1);
+}
+
 // A routing loop for one host's LID (its leaf sends it up to spine 1,
 // spine 1 back down): ibsim hands a packet that loops to whatever switch
 // it is at when its hop limit (16) runs out, so SMPs to that LID are

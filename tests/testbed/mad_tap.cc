@@ -1,11 +1,14 @@
 #include "tests/testbed/mad_tap.h"
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <queue>
 #include <sstream>
 #include <unordered_map>
 #include <vector>
+
+#include "tests/testbed/sim_fabric.h"
 
 namespace ibfabric::testbed {
 namespace {
@@ -50,7 +53,13 @@ struct Pending {
 
 }  // namespace
 
-Env MadTapEnv(const std::string& file) { return {{"LD_PRELOAD", IBFABRIC_MAD_TAP_LIB}, {"MAD_TAP_FILE", file}}; }
+Env MadTapEnv(const std::string& file) {
+  // The whole list: the tap between the client and the RMPP layer (the
+  // kernel's part), so it sees what the client sends and the SA's tables
+  // whole, as on hardware, not their segments and acknowledgements.
+  return {{"LD_PRELOAD", std::string(kUmad2SimPreload) + " " + IBFABRIC_MAD_TAP_LIB + " " + IBFABRIC_RMPP_LIB},
+          {"MAD_TAP_FILE", file}};
+}
 
 std::string Describe(const MadTapReport& r) {
   std::string out = "sent";
@@ -65,7 +74,7 @@ std::string Describe(const MadTapReport& r) {
   }
   out += ", all " + std::to_string(r.peak_total) + "; to one node " + std::to_string(r.peak_target) + " (" +
          r.peak_target_node + "); at one switch on a route " + std::to_string(r.peak_transit) + " (" +
-         r.peak_transit_node + ")";
+         r.peak_transit_node + "); to the SA " + std::to_string(r.peak_sa);
   return out;
 }
 
@@ -130,6 +139,8 @@ MadTapReport ReadMadTap(const std::string& path, std::chrono::milliseconds expir
         p.nodes.push_back("route local");
         ++r.local_smps;
       }
+    } else if (h.cls == static_cast<unsigned>(transport::MgmtClass::kSubnAdm)) {
+      p.nodes.push_back("sa at lid " + std::to_string(sent.lid));  // the SM's process, not the node's agent
     } else {
       p.nodes.push_back("lid " + std::to_string(sent.lid));
     }
@@ -142,7 +153,10 @@ MadTapReport ReadMadTap(const std::string& path, std::chrono::milliseconds expir
         r.peak_transit_node = p.nodes[i];
       }
     }
-    if (const int t = ++targeted[p.nodes.back()]; t > r.peak_target) {
+    const int t = ++targeted[p.nodes.back()];
+    if (p.nodes.back().rfind("sa ", 0) == 0) {
+      r.peak_sa = std::max(r.peak_sa, t);
+    } else if (t > r.peak_target) {
       r.peak_target = t;
       r.peak_target_node = p.nodes.back();
     }

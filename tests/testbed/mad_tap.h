@@ -17,7 +17,9 @@
 namespace ibfabric::testbed {
 
 // The environment that preloads the tap (built next to the tests) and has
-// it write to `file`; for ExporterProcess::Start.
+// it write to `file`; for ExporterProcess::Start. Its LD_PRELOAD is a whole
+// list: umad2sim, the tap, then the RMPP layer (tests/tools/rmpp.cc), which
+// plays the kernel's part and so sits below where MADs cross libibumad.
 Env MadTapEnv(const std::string& file);
 
 struct MadTapReport {
@@ -36,6 +38,9 @@ struct MadTapReport {
   int peak_total = 0;
   int peak_target = 0;
   std::string peak_target_node;  // "lid 12" or "route 1,3"
+  // SA queries (SubnAdm) outstanding at once to one SA: its own agent (the
+  // SM's process), kept apart from peak_target as the engine keeps it.
+  int peak_sa = 0;
   int peak_transit = 0;
   std::string peak_transit_node;
 };

@@ -546,7 +546,7 @@ bool HardwareFabric::Command(const std::string& line, std::string* error) {
 
 Env HardwareFabric::ClientEnv(const SimFabric& sim) const {
   Env env = sim.ClientEnv();
-  env["LD_PRELOAD"] = std::string(kUmad2SimPreload) + " " + IBFABRIC_HW_PERSONALITY_LIB;
+  env["LD_PRELOAD"] = SimPreload() + " " + IBFABRIC_HW_PERSONALITY_LIB;
   env["HW_PERSONALITY"] = path_;
   return env;
 }

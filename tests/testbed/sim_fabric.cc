@@ -314,8 +314,10 @@ std::unique_ptr<Process> SimFabric::StartSubnetManager(const SmOptions& options,
   return sm;
 }
 
+std::string SimPreload() { return std::string(kUmad2SimPreload) + " " + IBFABRIC_RMPP_LIB; }
+
 Env SimFabric::ClientEnv() const {
-  Env env{{"LD_PRELOAD", kUmad2SimPreload}};
+  Env env{{"LD_PRELOAD", SimPreload()}};
   if (!options_.attach.empty()) env["SIM_HOST"] = options_.attach;
   env["IBSIM_SOCKNAME"] = options_.socket_name;
   return env;

@@ -18,6 +18,9 @@
 namespace ibfabric::testbed {
 
 inline constexpr const char* kUmad2SimPreload = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so";
+// What every client of the simulated fabric preloads, opensm too: umad2sim
+// and the kernel's RMPP of the SA's long answers (tests/tools/rmpp.cc).
+std::string SimPreload();
 
 struct SimOptions {
   std::string attach;                 // SIM_HOST for clients (a node name)
@@ -95,6 +98,7 @@ class SimFabric {
   const std::string& dir() const { return dir_; }
   const std::string& socket_name() const { return options_.socket_name; }
   bool Alive() { return ibsim_ && ibsim_->Running(); }
+  pid_t ibsim_pid() const { return ibsim_ ? ibsim_->pid() : 0; }
 
  private:
   SimFabric() = default;

@@ -12,6 +12,7 @@
 
 #include "transport/attributes.h"
 #include "transport/mad_engine.h"
+#include "transport/testing/encoders.h"
 #include "transport/testing/fake_mad_port.h"
 
 namespace ibfabric::transport {
@@ -482,6 +483,68 @@ TEST(CodecTest, DecodesTheSasSmInfoRecords) {
   EXPECT_EQ(wire[2], 2);     // class version 2
   EXPECT_EQ(wire[3], 0x12);  // GetTable
   EXPECT_EQ(DecodeHeader(wire).attr_id, 0x0018);
+}
+
+// LinearForwardingTableRecords of one switch as the kernel hands a long
+// RMPP transfer over: the first segment's 200 data bytes, the rest in the
+// tail, the length of the whole.
+TEST(CodecTest, DecodesAWholeTableOfLftRecords) {
+  const MadRequest q = LftRecordTableQuery(1, 0x1234);
+  EXPECT_EQ(q.method, MadMethod::kGetTable);
+  EXPECT_EQ(q.attr_id, sa_attr::kLftRecord);
+  EXPECT_EQ(q.component_mask, 1u);
+  ASSERT_GE(q.payload.size(), 2u);
+  EXPECT_EQ(q.payload[0], 0x12);
+  EXPECT_EQ(q.payload[1], 0x34);
+  const MadBytes request = EncodeRequest(q, 42);
+  std::vector<std::uint8_t> records;
+  for (int b = 0; b < 5; ++b) {  // 5 x 72 = 360 bytes: two segments
+    const std::uint8_t head[8] = {0x12, 0x34, 0, static_cast<std::uint8_t>(b), 0, 0, 0, 0};
+    records.insert(records.end(), head, head + 8);
+    for (int p = 0; p < 64; ++p) records.push_back(static_cast<std::uint8_t>(b * 10 + p % 7));
+  }
+  MadResult r;
+  const InboundMad whole = testing::EncodeSaTableTransfer(request, 72, records);
+  r.response = whole.mad;
+  r.tail = whole.tail;
+  r.length = whole.length;
+  EXPECT_EQ(r.tail.size(), 360u - 200u);
+  auto got = DecodeLftRecords(r);
+  ASSERT_TRUE(got.has_value());
+  ASSERT_EQ(got->size(), 5u);
+  for (int b = 0; b < 5; ++b) {
+    EXPECT_EQ((*got)[b].lid, 0x1234);
+    EXPECT_EQ((*got)[b].block, b);
+    EXPECT_EQ((*got)[b].ports[0], b * 10);
+    EXPECT_EQ((*got)[b].ports[63], b * 10 + 63 % 7);
+  }
+  // Without its tail (what a MAD holds): the two records whole in it.
+  MadResult first;
+  first.response = whole.mad;
+  EXPECT_EQ(DecodeLftRecords(first)->size(), 2u);
+  // One segment, the kernel's length: one record; no records at all.
+  const InboundMad one =
+      testing::EncodeSaTableTransfer(request, 72, std::vector<std::uint8_t>(records.begin(), records.begin() + 72));
+  MadResult single;
+  single.response = one.mad;
+  single.length = one.length;
+  EXPECT_EQ(DecodeLftRecords(single)->size(), 1u);
+  single.length = kMadSize;  // no length below: the PayloadLength says it
+  EXPECT_EQ(DecodeLftRecords(single)->size(), 1u);
+  MadResult empty;
+  empty.response = testing::EncodeSaTableTransfer(request, 72, {}).mad;
+  empty.length = kSaDataOffset;
+  EXPECT_TRUE(DecodeLftRecords(empty)->empty());
+  // Not records: an error status, another attribute, a stride too short.
+  MadResult error = r;
+  error.response = testing::EncodeSaTableTransfer(request, 72, records, 0x0300).mad;
+  EXPECT_FALSE(DecodeLftRecords(error).has_value());
+  MadResult other = r;
+  other.response[17] = 0x20;
+  EXPECT_FALSE(DecodeLftRecords(other).has_value());
+  MadResult short_stride = r;
+  short_stride.response[45] = 8;  // 64 bytes < 72
+  EXPECT_FALSE(DecodeLftRecords(short_stride).has_value());
 }
 
 }  // namespace

@@ -25,7 +25,9 @@ using std::chrono::microseconds;
 using std::chrono::milliseconds;
 
 // The nodes a MAD loads: its LID, or the node after every hop of its route.
+// An SA query loads the SA (the SM's process), apart from the node's agent.
 std::vector<std::string> NodesOf(const MadAddress& to, const MadBytes& mad) {
+  if (mad[1] == static_cast<std::uint8_t>(MgmtClass::kSubnAdm)) return {"sa" + std::to_string(to.lid)};
   if (mad[1] != static_cast<std::uint8_t>(MgmtClass::kSubnDirectRoute)) return {"lid" + std::to_string(to.lid)};
   std::vector<std::string> out;
   std::string route = "route";
@@ -194,6 +196,28 @@ TEST(MadLimitsTest, NoNodeOrKindEverExceedsItsLimitUnderLossBusyAndSilence) {
       EXPECT_EQ(res[i].outcome, silent ? MadOutcome::kTimeout : MadOutcome::kOk) << i;
     }
     EXPECT_GT(engine.stats().of(MadKind::kGmp).busy, 0u);
+  }
+}
+
+// The SA at a LID takes up to sa_per_destination queries at once (4 by
+// default), while that node's own agent still gets one MAD at a time.
+TEST(MadLimitsTest, TheSaTakesItsOwnFewWhileItsNodeGetsOne) {
+  std::vector<MadRequest> reqs;
+  for (std::uint16_t sw = 2; sw < 30; ++sw) {
+    reqs.push_back(LftRecordTableQuery(1, sw));
+    reqs.push_back(PortCountersQuery(1, static_cast<std::uint8_t>(sw)));
+  }
+  for (int sa : {4, 2}) {
+    VirtualPort port([](const MadAddress&, const MadBytes&) { return Fate::kAnswer; }, microseconds(500),
+                     microseconds(2000));
+    EngineOptions o;
+    o.clock = &port;
+    o.sa_per_destination = sa;
+    MadEngine engine(port, o);
+    const auto got = engine.Run(reqs);
+    for (const auto& r : got) EXPECT_EQ(r.outcome, MadOutcome::kOk);
+    EXPECT_EQ(port.peak_node("sa1"), sa);
+    EXPECT_EQ(port.peak_node("lid1"), 1);
   }
 }
 

@@ -9,6 +9,9 @@
 #include "collectors/api/json.h"
 #include "tests/unit/routed_tree.h"
 #include "transport/attributes.h"
+#include "transport/codec.h"
+#include "transport/testing/encoders.h"
+#include "transport/testing/fake_mad_port.h"
 
 namespace ibfabric::topology {
 namespace {
@@ -122,6 +125,127 @@ TEST(RoutingTest, DownAndUpAgainAndLoopsAreFound) {
     if (f.kind == FindingKind::kDownUpRoute && f.node == t.b.Guid(t.leaf[0])) named = true;
   }
   EXPECT_TRUE(named);
+}
+
+// The tree's tables served two ways, four blocks each (LIDs 0-255): LFT
+// blocks by LID-routed SMP, and the SA's LinearForwardingTableRecords of
+// a switch's LID as one reassembled RMPP transfer (what UmadPort hands
+// over: 288 bytes of records, 200 in the first MAD, the rest its tail). Switches can be missing a block at the SA, or
+// have no records.
+struct TableServer {
+  Tree t;
+  std::map<std::uint16_t, std::vector<std::uint8_t>> by_lid;  // switch LID -> its table
+  std::map<std::uint64_t, transport::SwitchInfo> info;
+  std::set<std::uint16_t> sa_one_block, sa_none;
+  enum class Sa { kAnswers, kSilent, kUnsupported } sa = Sa::kAnswers;
+  int sa_queries = 0, lft_smps = 0;
+
+  TableServer() {
+    for (auto& [guid, table] : t.tables) {
+      table.resize(256, transport::kLftNoPort);
+      table[100] = 1;  // something in the later blocks too
+      table[250] = 2;
+      const Node* n = t.fabric.FindNode(guid);
+      by_lid[n->lid] = table;
+      info[guid].linear_fdb_top = 255;
+    }
+  }
+  transport::testing::FakeMadPort Port() {
+    transport::testing::FakeMadPort port([this](const transport::MadAddress& to, const transport::MadBytes& req) {
+      const transport::MadHeader h = transport::DecodeHeader(req);
+      std::optional<transport::MadBytes> none;
+      if (h.mgmt_class != static_cast<std::uint8_t>(transport::MgmtClass::kSubnLidRouted) ||
+          h.attr_id != transport::smp_attr::kLinearForwardingTable || !by_lid.count(to.lid)) {
+        return none;
+      }
+      ++lft_smps;
+      const auto& table = by_lid.at(to.lid);
+      std::vector<std::uint8_t> block(table.begin() + h.attr_mod * 64, table.begin() + (h.attr_mod + 1) * 64);
+      return std::optional<transport::MadBytes>(transport::EncodeResponse(req, block));
+    });
+    port.set_transfers([this](const transport::MadAddress&, const transport::MadBytes& req) {
+      std::optional<transport::InboundMad> none;
+      const transport::MadHeader h = transport::DecodeHeader(req);
+      if (h.mgmt_class != static_cast<std::uint8_t>(transport::MgmtClass::kSubnAdm)) return none;
+      ++sa_queries;
+      if (sa == Sa::kSilent) return none;
+      if (sa == Sa::kUnsupported) {
+        return std::optional(transport::testing::EncodeSaTableTransfer(req, 72, {}, 0x000c));
+      }
+      const std::uint16_t lid = static_cast<std::uint16_t>(req[56] << 8 | req[57]);  // the record's LID
+      std::vector<std::uint8_t> records;
+      if (by_lid.count(lid) && !sa_none.count(lid)) {
+        for (std::uint16_t b = 0; b < (sa_one_block.count(lid) ? 1 : 4); ++b) {
+          const std::uint8_t head[8] = {static_cast<std::uint8_t>(lid >> 8),
+                                        static_cast<std::uint8_t>(lid),
+                                        0,
+                                        static_cast<std::uint8_t>(b),
+                                        0,
+                                        0,
+                                        0,
+                                        0};
+          records.insert(records.end(), head, head + 8);
+          const auto& table = by_lid.at(lid);
+          records.insert(records.end(), table.begin() + b * 64, table.begin() + (b + 1) * 64);
+        }
+      }
+      return std::optional(transport::testing::EncodeSaTableTransfer(req, 72, records));
+    });
+    return port;
+  }
+  ReadTablesResult Read() {
+    auto port = Port();
+    transport::MadEngine engine(port, {16, std::chrono::milliseconds(50), 1});
+    return ReadForwardingTables(t.fabric, info, engine, TableSource{7});
+  }
+};
+
+TEST(RoutingTablesTest, FromTheSaWhereItHasThemWholeElseFromTheSwitch) {
+  TableServer s;
+  const std::uint16_t partial = s.t.Lid(s.t.leaf[1]), none = s.t.Lid(s.t.spine[0]);
+  s.sa_one_block = {partial};
+  s.sa_none = {none};
+  const ReadTablesResult r = s.Read();
+  EXPECT_TRUE(r.sa_answered);
+  EXPECT_EQ(r.sa_queries, 5u);
+  EXPECT_EQ(s.sa_queries, 5);
+  // Every table whole and as the switch holds it, whichever way it came.
+  ASSERT_EQ(r.tables.size(), 5u);
+  for (const auto& [guid, table] : r.tables) {
+    EXPECT_EQ(table, s.by_lid.at(s.t.fabric.FindNode(guid)->lid)) << guid;
+  }
+  // Three from their records (a transfer longer than a MAD each), the
+  // other two read from the switch: their four blocks, nobody else's.
+  EXPECT_EQ(r.from_sa.size(), 3u);
+  EXPECT_FALSE(r.from_sa.count(s.t.b.Guid(s.t.leaf[1])));
+  EXPECT_FALSE(r.from_sa.count(s.t.b.Guid(s.t.spine[0])));
+  EXPECT_EQ(r.smps, 8u);
+  EXPECT_EQ(s.lft_smps, 8);
+}
+
+TEST(RoutingTablesTest, AnSaThatIsSilentOrHasNoSuchRecordsIsAskedOnce) {
+  for (const auto mode : {TableServer::Sa::kSilent, TableServer::Sa::kUnsupported}) {
+    TableServer s;
+    s.sa = mode;
+    const ReadTablesResult r = s.Read();
+    EXPECT_FALSE(r.sa_answered);
+    EXPECT_EQ(s.sa_queries, mode == TableServer::Sa::kSilent ? 2 : 1);  // one query (and its retry)
+    EXPECT_EQ(r.sa_queries, 1u);
+    EXPECT_TRUE(r.from_sa.empty());
+    ASSERT_EQ(r.tables.size(), 5u);
+    for (const auto& [guid, table] : r.tables) EXPECT_EQ(table, s.by_lid.at(s.t.fabric.FindNode(guid)->lid));
+    EXPECT_EQ(s.lft_smps, 20);
+  }
+}
+
+TEST(RoutingTablesTest, NoSaNoQuery) {
+  TableServer s;
+  auto port = s.Port();
+  transport::MadEngine engine(port, {16, std::chrono::milliseconds(50), 1});
+  const ReadTablesResult r = ReadForwardingTables(s.t.fabric, s.info, engine);
+  EXPECT_EQ(s.sa_queries, 0);
+  EXPECT_EQ(r.tables.size(), 5u);
+  EXPECT_EQ(s.lft_smps, 20);
 }
 
 }  // namespace

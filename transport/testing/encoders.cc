@@ -238,6 +238,26 @@ MadBytes EncodeNoticeReport(const Notice& n, std::uint64_t tid) {
   return m;
 }
 
+InboundMad EncodeSaTableTransfer(const MadBytes& request, std::size_t stride, const std::vector<std::uint8_t>& records,
+                                 std::uint16_t status) {
+  const std::vector<std::uint8_t> none;
+  const std::vector<std::uint8_t>& data = status != 0 ? none : records;
+  const std::size_t first = std::min(data.size(), kSaDataSize);
+  InboundMad in;
+  in.mad = EncodeResponse(request, std::span<const std::uint8_t>(data.data(), first), status);
+  in.tail.assign(data.begin() + static_cast<std::ptrdiff_t>(first), data.end());
+  in.length = static_cast<std::uint32_t>(kSaDataOffset + data.size());
+  void* b = in.mad.data();
+  mad_set_field(b, 0, IB_SA_RMPP_VERS_F, 1);
+  mad_set_field(b, 0, IB_SA_RMPP_TYPE_F, 1);  // DATA
+  mad_set_field(b, 0, IB_SA_RMPP_FLAGS_F, in.tail.empty() ? 0x7 : 0x3);
+  mad_set_field(b, 0, IB_SA_RMPP_D1_F, 1);
+  const std::size_t segments = std::max<std::size_t>(1, (data.size() + kSaDataSize - 1) / kSaDataSize);
+  mad_set_field(b, 0, IB_SA_RMPP_D2_F, static_cast<std::uint32_t>(20 * segments + data.size()));
+  mad_set_field(b, 0, IB_SA_ATTROFFS_F, data.empty() ? 0 : static_cast<std::uint32_t>(stride / 8));
+  return in;
+}
+
 MadBytes EncodeSmInfoRecordsResponse(const MadBytes& request, const std::vector<SmInfoRecord>& records) {
   constexpr std::size_t kStride = 32;
   const std::size_t n = std::min(records.size(), kSaDataSize / kStride);

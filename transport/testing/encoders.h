@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "transport/attributes.h"
+#include "transport/mad_port.h"
 
 namespace ibfabric::transport::testing {
 
@@ -35,5 +36,13 @@ MadBytes EncodeNoticeReport(const Notice& n, std::uint64_t tid);
 // records), RMPP Active|First|Last with the PayloadLength; as many records
 // as one MAD holds.
 MadBytes EncodeSmInfoRecordsResponse(const MadBytes& request, const std::vector<SmInfoRecord>& records);
+// The SA's whole GetTableResponse to `request` as UmadPort hands over what
+// the kernel reassembled (IBTA 13.6): `records` (each `stride` bytes,
+// back to back) from byte 56 of the first segment on, the rest in
+// InboundMad::tail, length 56 + their size; AttributeOffset stride / 8
+// (0 with no records); RMPP Active|First, and Last where one MAD holds it.
+// A non-zero `status` gives that status and no records.
+InboundMad EncodeSaTableTransfer(const MadBytes& request, std::size_t stride, const std::vector<std::uint8_t>& records,
+                                 std::uint16_t status = 0);
 
 }  // namespace ibfabric::transport::testing

@@ -15,7 +15,8 @@ bool FakeMadPort::Send(const MadAddress& to, const MadBytes& mad) {
     sent_.push_back(mad);
     sent_to_.push_back(to);
   }
-  std::optional<MadBytes> response = responder_(to, mad);
+  std::optional<InboundMad> transfer = transfer_ ? transfer_(to, mad) : std::nullopt;
+  std::optional<MadBytes> response = transfer ? std::optional<MadBytes>(transfer->mad) : responder_(to, mad);
   if (!response) return true;  // a request nobody answers: the engine must time out
   std::uniform_real_distribution<double> u(0, 1);
   if (u(rng_) < faults_.drop_rate) return true;
@@ -23,8 +24,17 @@ bool FakeMadPort::Send(const MadAddress& to, const MadBytes& mad) {
     (*response)[16] ^= 0x5a;  // AttributeID, IBTA 13.4.2 byte 16
   }
   const auto due = std::chrono::steady_clock::now() + faults_.latency;
-  queue_.push(Pending{due, seq_++, *response, true});
-  if (u(rng_) < faults_.duplicate_rate) queue_.push(Pending{due, seq_++, *response, false});
+  Pending p{due, seq_++, *response, true, 0, {}, kMadSize};
+  if (transfer) {
+    p.tail = std::move(transfer->tail);
+    p.length = transfer->length;
+  }
+  queue_.push(p);
+  if (u(rng_) < faults_.duplicate_rate) {
+    p.seq = seq_++;
+    p.answers = false;
+    queue_.push(p);
+  }
   ++outstanding_;
   if (outstanding_ > max_outstanding_) max_outstanding_ = outstanding_;
   return true;
@@ -41,11 +51,14 @@ std::optional<InboundMad> FakeMadPort::Receive(std::chrono::microseconds timeout
   queue_.pop();
   if (p.answers) --outstanding_;
   ++delivered_;
-  return InboundMad{p.mad, 0, p.source_lid};
+  InboundMad in{p.mad, 0, p.source_lid, {}, kMadSize};
+  in.tail = std::move(p.tail);
+  in.length = p.length;
+  return in;
 }
 
 void FakeMadPort::Inject(const MadBytes& mad, std::uint16_t source_lid) {
-  queue_.push(Pending{std::chrono::steady_clock::now(), seq_++, mad, false, source_lid});
+  queue_.push(Pending{std::chrono::steady_clock::now(), seq_++, mad, false, source_lid, {}, kMadSize});
 }
 
 }  // namespace ibfabric::transport::testing

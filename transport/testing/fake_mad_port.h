@@ -33,6 +33,12 @@ class FakeMadPort final : public MadPort {
   bool Send(const MadAddress& to, const MadBytes& mad) override;
   std::optional<InboundMad> Receive(std::chrono::microseconds timeout) override;
 
+  // A longer answer where one is given: `transfer` turns a request into a
+  // whole RMPP transfer (InboundMad::tail and length, as UmadPort hands
+  // over what the kernel reassembled) before the responder is asked.
+  using TransferResponder = std::function<std::optional<InboundMad>(const MadAddress&, const MadBytes&)>;
+  void set_transfers(TransferResponder transfer) { transfer_ = std::move(transfer); }
+
   // Queues an unsolicited MAD (an SA Report, say) for the next Receive, as
   // if `source_lid` had sent it.
   void Inject(const MadBytes& mad, std::uint16_t source_lid);
@@ -58,10 +64,13 @@ class FakeMadPort final : public MadPort {
     MadBytes mad;
     bool answers;  // false for the second copy of a duplicate and for injected MADs
     std::uint16_t source_lid = 0;
+    std::vector<std::uint8_t> tail;  // a long transfer's (InboundMad)
+    std::uint32_t length = kMadSize;
     bool operator>(const Pending& o) const { return due != o.due ? due > o.due : seq > o.seq; }
   };
 
   Responder responder_;
+  TransferResponder transfer_;
   FakeFaults faults_;
   std::mt19937 rng_;
   std::priority_queue<Pending, std::vector<Pending>, std::greater<>> queue_;
