@@ -23,16 +23,8 @@ class FabricSafeTest : public FabricSuite {
   // the SA).
   static void SetUpTestSuite() {
     StartFabric(Spec(8, 4, 8, 1, 16));
-    std::string error;
-    sm_ = sim_->StartSubnetManager(&error).release();
-    ASSERT_NE(sm_, nullptr) << error;
+    StartResidentSm();
   }
-  static void TearDownTestSuite() {
-    delete sm_;
-    sm_ = nullptr;
-    StopFabric();
-  }
-  static inline Process* sm_ = nullptr;
 
   // Runs the exporter with the tap through its discovery and three sweeps,
   // stops it, and reads what the tap saw.

@@ -71,7 +71,16 @@ class FabricSuite : public ::testing::Test {
     }
     return env;
   }
+  // A resident opensm (SM and SA) on the fabric, as production runs one;
+  // StopFabric stops it first.
+  static void StartResidentSm() {
+    std::string error;
+    resident_sm_ = sim_->StartSubnetManager(&error).release();
+    ASSERT_NE(resident_sm_, nullptr) << error;
+  }
   static void StopFabric() {
+    delete resident_sm_;
+    resident_sm_ = nullptr;
     delete hw_;
     hw_ = nullptr;
     delete sim_;
@@ -193,8 +202,9 @@ class FabricSuite : public ::testing::Test {
 
   static inline FatTree* tree_ = nullptr;
   static inline SimFabric* sim_ = nullptr;
-  static inline HardwareFabric* hw_ = nullptr;  // spec.trained's plants, when any
-  static inline Process* sm_ = nullptr;         // StartTrapSm's
+  static inline HardwareFabric* hw_ = nullptr;    // spec.trained's plants, when any
+  static inline Process* resident_sm_ = nullptr;  // StartResidentSm's
+  static inline Process* sm_ = nullptr;           // StartTrapSm's
 };
 
 }  // namespace ibfabric::testbed

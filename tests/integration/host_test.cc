@@ -42,16 +42,8 @@ class HostSideTest : public FabricSuite {
     spec.hcas_per_host = 1;  // "cn0001 mlx5_0", as rdma-ndd names them: hosts
     StartFabric(spec);
     if (!sim_) return;
-    std::string error;
-    sm_ = sim_->StartSubnetManager(&error).release();
-    ASSERT_NE(sm_, nullptr) << error;
+    StartResidentSm();
   }
-  static void TearDownTestSuite() {
-    delete sm_;
-    sm_ = nullptr;
-    StopFabric();
-  }
-  static inline Process* sm_ = nullptr;
 
   // The local exporter of host h over `sysfs`, after its first sweep.
   static std::unique_ptr<ExporterProcess> Local(int h, const HostSysfs& sysfs,
