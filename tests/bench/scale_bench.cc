@@ -15,6 +15,7 @@
 //
 //   build/tests/scale_bench                       # 1024 hosts, 4096 ports
 //   build/tests/scale_bench --fabric 16k          # 16384 hosts, 81920 ports
+//   build/tests/scale_bench --fabric 32k          # 32,768 rail-optimized HCAs, 196,608 ports (rail faults planted)
 //   build/tests/scale_bench --sweeps 10 --scrapers 16 --seconds 20
 //   build/tests/scale_bench --fabric 16k --groups all
 //   build/tests/scale_bench --fabric 16k --shard 0/4   # one exporter of four (--shard)
@@ -50,6 +51,7 @@
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -441,15 +443,29 @@ double CpuSeconds(pid_t pid) {
 int Run(const std::string& fabric, int sweeps, int scrapers, int seconds, const std::string& groups,
         const std::string& shard, const std::string& phy, bool blast, const std::string& tables,
         const std::vector<std::string>& extra) {
-  const bool big = fabric == "16k";
-  const FatTreeSpec spec = big ? Spec16k() : Spec1k();
+  const bool rails = fabric == "32k";
+  const bool big = fabric == "16k" || rails;
+  FatTreeSpec spec = rails ? Spec32kRails() : big ? Spec16k() : Spec1k();
+  // At 32k, rail faults as the rails issue plants them: a swapped pair
+  // (gpu0005's mlx5_1 and mlx5_2) and two HCAs of two servers swapped
+  // across rails (gpu0039's mlx5_3 and gpu0040's mlx5_4), each on the
+  // other's leaf: wrong-rail HCAs (the leaves have no spare port to move
+  // one to).
+  if (rails) {
+    const FatTree plain = FatTree::Generate(spec);
+    spec.swaps = {{plain.RailHca(1, 5, 2), plain.RailHca(1, 5, 3)}, {plain.RailHca(2, 7, 4), plain.RailHca(2, 8, 5)}};
+  }
   const FatTree tree = FatTree::Generate(spec);
   SimOptions o;
   o.attach = tree.Host(1);
-  o.max_nodes = 20000;
-  o.max_switches = 2000;
-  o.max_ports = 200000;
+  o.max_nodes = rails ? 40000 : 20000;
+  o.max_switches = rails ? 3000 : 2000;
+  o.max_ports = rails ? 250000 : 200000;
+  o.linear_cap = rails ? 49152 : 0;  // 35,328 LIDs: above ibsim's 30,720
   o.timeout = std::chrono::seconds(900);
+  // The resident SM below brings the subnet up (the main run); the other
+  // runs sweep once at start.
+  o.sweep_once = !phy.empty() || blast;
   std::string error;
   auto t0 = Clock::now();
   auto sim = SimFabric::Start(tree.NetFile(), o, &error);
@@ -458,8 +474,8 @@ int Run(const std::string& fabric, int sweeps, int scrapers, int seconds, const 
     return 1;
   }
   const std::size_t switches = tree.leaves().size() + tree.spines().size() + tree.cores().size();
-  std::printf("fabric %s: %zu switches, %zu hosts, %zu cables; ibsim + opensm -o up in %.1f s\n", fabric.c_str(),
-              switches, tree.hosts().size(), tree.cables().size(), SecondsSince(t0));
+  std::printf("fabric %s: %zu switches, %zu hosts, %zu cables; ibsim%s up in %.1f s\n", fabric.c_str(), switches,
+              tree.hosts().size(), tree.cables().size(), o.sweep_once ? " + opensm -o" : "", SecondsSince(t0));
   if (!phy.empty()) {
     std::vector<PersonalityRule> rules;
     if (!ParsePersonalityFile("ib-*  quantum-2\ncn*  connectx-7\n", &rules, &error)) return 1;
@@ -508,6 +524,36 @@ int Run(const std::string& fabric, int sweeps, int scrapers, int seconds, const 
   std::printf("CPU over the exporter's discovery and first sweep: opensm %.2f s, ibsim %.2f s, exporter %.2f s\n",
               CpuSeconds(sm->pid()) - sm_cpu0, CpuSeconds(sim->ibsim_pid()) - sim_cpu0, CpuSeconds(pid));
   const double ports = v.ports;
+  if (rails) {
+    // The rail findings: exactly the planted ones, each with both ends.
+    std::map<std::string, std::set<std::string>> found, want;
+    const auto str = [](const Endpoint& end) { return end.node + "[" + std::to_string(end.port) + "]"; };
+    for (const auto& [a, b] : spec.swaps) {
+      const char* kind =
+          a.node.substr(0, a.node.find(' ')) == b.node.substr(0, b.node.find(' ')) ? "rail_swapped" : "rail_wrong_leaf";
+      for (const Endpoint& end : {a, b}) want[kind].insert(str(end) + " - " + str(*tree.Peer(end)));
+    }
+    const auto t0f = Clock::now();
+    const auto t = nlohmann::json::parse(e->Get("/api/v1/topology?view=findings"), nullptr, false);
+    const double took = SecondsSince(t0f);
+    std::size_t all = 0;
+    for (const auto& f : t.is_discarded() ? nlohmann::json::array() : t["findings"]) {
+      ++all;
+      const std::string kind = f["kind"];
+      if (kind.rfind("rail_", 0) != 0) continue;
+      found[kind].insert(f["a"]["name"].get<std::string>() + "[" + std::to_string(f["a"]["port"].get<int>()) + "] - " +
+                         f["b"]["name"].get<std::string>() + "[" + std::to_string(f["b"]["port"].get<int>()) + "]");
+    }
+    std::printf("rail findings: %s (%zu findings in all; layout %s, %d hosts; findings view %.2f s)\n",
+                found == want ? "exactly the planted swapped pair and wrong-rail HCAs" : "NOT the planted ones", all,
+                t.is_discarded() ? "?" : t["hosts"]["layout"].get<std::string>().c_str(),
+                t.is_discarded() ? -1 : t["hosts"]["hosts"].get<int>(), took);
+    if (found != want) {
+      for (const auto& [k, cables] : found) {
+        for (const auto& x : cables) std::printf("  found %s %s\n", k.c_str(), x.c_str());
+      }
+    }
+  }
   std::printf("exporter: discovery %.2f s (heap then %.1f MiB), first sweep %.2f s over %.0f ports; RSS %.1f MiB\n",
               v.discovery_seconds, v.heap_after_discovery / 1048576, v.sweep_seconds.front(), ports,
               StatusMiB(pid, "VmRSS:"));
@@ -683,7 +729,8 @@ int main(int argc, char** argv) {
   bool blast = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--fabric" && i + 1 < argc && (std::string(argv[i + 1]) == "1k" || std::string(argv[i + 1]) == "16k")) {
+    if (a == "--fabric" && i + 1 < argc &&
+        (std::string(argv[i + 1]) == "1k" || std::string(argv[i + 1]) == "16k" || std::string(argv[i + 1]) == "32k")) {
       fabric = argv[++i];
     } else if (a == "--groups" && i + 1 < argc) {
       groups = argv[++i];
@@ -714,7 +761,7 @@ int main(int argc, char** argv) {
       v = static_cast<int>(n);
     } else {
       std::fprintf(stderr,
-                   "usage: scale_bench [--fabric 1k|16k] [--sweeps N] [--scrapers K] [--seconds S] [--groups LIST] "
+                   "usage: scale_bench [--fabric 1k|16k|32k] [--sweeps N] [--scrapers K] [--seconds S] [--groups LIST] "
                    "[--shard I/N] [--tables sa|switches] [--exporter-arg FLAG]... [--phy INTERVAL] [--blast]\n");
       return 2;
     }

@@ -108,6 +108,55 @@ TEST_F(RailsTest, ACleanRailOptimizedFabricHasItsRailsAndUnitsAndNoFinding) {
   EXPECT_EQ(node["nodes"][0]["device"], "mlx5_7");
 }
 
+// Rails in pods (the 32k-GPU shape, small): 2 pods of 2 units of 4
+// servers, each pod's aggregation switches its rail spines (2 a rail),
+// every leaf cabled to its own rail's only, cores above. A swapped pair
+// and HCAs of two servers swapped across rails are each found with both
+// ends, and nothing else (scale_bench --fabric 32k plants the same at
+// 32,768 HCAs).
+TEST_F(RailsTest, RailsInPodsUnderRailSpinesAndCores) {
+  FatTreeSpec spec;
+  spec.rails.units = 4;
+  spec.rails.servers = 4;
+  spec.rails.devices = kDevices;
+  spec.pods = 2;
+  spec.spines = 16;  // a pod's: 2 rail spines a rail
+  spec.cores = 4;    // 2 groups of 2: the first and second rail spines of every rail and pod
+  spec.radix = 16;   // a leaf: 4 servers, 2 uplinks; an aggregation switch: 2 leaves, 2 cores; a core: 16
+  const FatTree plain = FatTree::Generate(spec);
+  // Each leaf reaches only its rail's spines; a rail-3 leaf of pod 2's.
+  const std::string leaf = plain.RailLeaf(3, 3);  // unit 3 is pod 2's first
+  std::set<std::string> up;
+  for (int port : plain.CabledPorts(leaf)) {
+    if (port > 4) up.insert(plain.Peer({leaf, port})->node);
+  }
+  EXPECT_EQ(up, (std::set<std::string>{"ib-p02-agg05", "ib-p02-agg06"}));
+  EXPECT_EQ(leaf, "ib-su03-leaf03");
+  EXPECT_EQ(plain.cables().size(), 128u + 32u * 2u + 32u * 2u);
+  // A core joins every rail of every pod: 2 pods x 8 rails.
+  std::set<std::string> under;
+  for (int port : plain.CabledPorts(plain.Core(1))) under.insert(plain.Peer({plain.Core(1), port})->node);
+  EXPECT_EQ(under.size(), 16u);
+  EXPECT_TRUE(under.count("ib-p01-agg01") && under.count("ib-p01-agg15") && under.count("ib-p02-agg03"));
+
+  const Endpoint pair_a = plain.RailHca(1, 2, 5), pair_b = plain.RailHca(1, 2, 6);    // gpu0002's
+  const Endpoint cross_a = plain.RailHca(4, 3, 1), cross_b = plain.RailHca(4, 4, 2);  // gpu0015's and gpu0016's
+  spec.swaps = {{pair_a, pair_b}, {cross_a, cross_b}};
+  const json t = Start(spec);
+  ASSERT_FALSE(t.is_null());
+  EXPECT_EQ(t["hosts"]["layout"], "rail_optimized") << t["hosts"].dump();
+  EXPECT_EQ(t["hosts"]["hosts"], 16);
+  const FatTree& tree = *tree_;
+  std::map<std::string, std::set<std::string>> found;  // kind -> "a - b"
+  for (const auto& f : t["findings"]) found[f["kind"]].insert(End(f["a"]) + " - " + End(f["b"]));
+  const auto cable = [&](const Endpoint& e) { return Str(e) + " - " + Str(*tree.Peer(e)); };
+  EXPECT_EQ(found, (std::map<std::string, std::set<std::string>>{
+                       {"rail_swapped", {cable(pair_a), cable(pair_b)}},
+                       {"rail_wrong_leaf", {cable(cross_a), cable(cross_b)}},
+                   }))
+      << t["findings"].dump(1);
+}
+
 TEST_F(RailsTest, AWrongRailASwappedPairAndAnotherUnitAreEachFoundWithBothEnds) {
   FatTreeSpec spec = RailFabric();
   const FatTree plain = FatTree::Generate(spec);

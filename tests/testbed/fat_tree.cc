@@ -24,47 +24,57 @@ FatTree FatTree::Generate(const FatTreeSpec& spec) {
     if (s.rails.devices.empty()) {
       for (int k = 0; k < 8; ++k) s.rails.devices.push_back(Name("mlx5_%d", k));
     }
-    if (s.rails.servers < 1 || s.pods > 0 || s.hcas_per_host > 0) {
-      throw std::invalid_argument("rails need servers, and neither pods nor hcas_per_host");
+    if (s.rails.servers < 1 || s.hcas_per_host > 0) {
+      throw std::invalid_argument("rails need servers, and no hcas_per_host");
     }
     if (s.rails.ports_per_hca < 1 || s.rails.ports_per_hca > 2) throw std::invalid_argument("HCAs have 1 or 2 ports");
-    s.leaves = s.rails.units * static_cast<int>(s.rails.devices.size()) * s.rails.ports_per_hca;
+    const int rails = static_cast<int>(s.rails.devices.size()) * s.rails.ports_per_hca;
+    if (s.pods > 0 && (s.rails.units % s.pods != 0 || s.spines % rails != 0)) {
+      throw std::invalid_argument("rails in pods need units divisible by pods and spines by rails");
+    }
+    s.leaves = s.rails.units / std::max(s.pods, 1) * rails;  // a pod's
     s.hosts_per_leaf = s.rails.servers;
   }
+  FatTree t;
+  t.spec_ = s;
+  const int leaf_up = t.SpinesOfLeaf(), spine_down = t.LeavesOfSpine();
   if (s.leaves < 1 || s.spines < 0 || s.hosts_per_leaf < 0 || s.links_per_pair < 1) {
     throw std::invalid_argument("fat tree needs at least one leaf and one link per pair");
   }
-  if (s.pods < 0 || (s.pods > 0 && (s.spines < 1 || s.cores % s.spines != 0))) {
-    throw std::invalid_argument("pods need aggregation switches and a number of cores divisible by them");
+  if (s.pods < 0 || (s.pods > 0 && (s.spines < 1 || s.cores % (t.RailPods() ? leaf_up : s.spines) != 0))) {
+    throw std::invalid_argument(
+        "pods need aggregation switches and a number of cores divisible by them (with rails: by a rail's)");
   }
   // Cores each aggregation switch is cabled to, and core ports used.
-  const int core_group = s.pods > 0 ? s.cores / s.spines : s.cores;
-  const int core_down = (s.pods > 0 ? s.pods : s.spines) * s.core_links;
-  if (s.hosts_per_leaf + s.spines * s.links_per_pair > s.radix) {
-    throw std::invalid_argument("leaf needs " + std::to_string(s.hosts_per_leaf + s.spines * s.links_per_pair) +
+  const int core_group = t.CoreGroup();
+  const int core_down = (t.RailPods() ? s.pods * t.Rails() : s.pods > 0 ? s.pods : s.spines) * s.core_links;
+  if (s.hosts_per_leaf + leaf_up * s.links_per_pair > s.radix) {
+    throw std::invalid_argument("leaf needs " + std::to_string(s.hosts_per_leaf + leaf_up * s.links_per_pair) +
                                 " ports, radix is " + std::to_string(s.radix));
   }
-  if (s.leaves * s.links_per_pair + core_group * s.core_links > s.radix) {
+  if (spine_down * s.links_per_pair + core_group * s.core_links > s.radix) {
     throw std::invalid_argument("spine needs " +
-                                std::to_string(s.leaves * s.links_per_pair + core_group * s.core_links) +
+                                std::to_string(spine_down * s.links_per_pair + core_group * s.core_links) +
                                 " ports, radix is " + std::to_string(s.radix));
   }
   if (core_down > s.radix) {
     throw std::invalid_argument("core needs " + std::to_string(core_down) + " ports, radix is " +
                                 std::to_string(s.radix));
   }
-  FatTree t;
-  t.spec_ = s;
   const int pods = std::max(s.pods, 1);
   for (int p = 1; p <= pods; ++p) {
     const std::string pod = s.pods > 0 ? Name("ib-p%02d-", p) : "ib-";
-    const int rails = static_cast<int>(s.rails.devices.size()) * s.rails.ports_per_hca;
+    const int rails = t.Rails();
+    const int units_before = (p - 1) * (s.leaves / std::max(rails, 1));  // rails: the units of earlier pods
     for (int l = 1; l <= s.leaves; ++l) {
-      t.leaves_.push_back(s.rails.units > 0
-                              ? Name("ib-su%02d-", (l - 1) / rails + 1) + Name("leaf%02d", (l - 1) % rails + 1)
-                              : pod + Name("leaf%02d", l));
+      t.leaves_.push_back(s.rails.units > 0 ? Name(s.rails.units > 99 ? "ib-su%03d-" : "ib-su%02d-",
+                                                   units_before + (l - 1) / rails + 1) +
+                                                  Name("leaf%02d", (l - 1) % rails + 1)
+                                            : pod + Name("leaf%02d", l));
     }
-    for (int sp = 1; sp <= s.spines; ++sp) t.spines_.push_back(pod + Name(s.pods > 0 ? "agg%02d" : "spine%02d", sp));
+    for (int sp = 1; sp <= s.spines; ++sp) {
+      t.spines_.push_back(pod + Name(s.pods > 0 ? (s.spines > 99 ? "agg%03d" : "agg%02d") : "spine%02d", sp));
+    }
   }
   for (int c = 1; c <= s.cores; ++c) t.cores_.push_back(Name(s.pods > 0 ? "ib-core%03d" : "ib-core%02d", c));
   const int hosts = pods * s.leaves * s.hosts_per_leaf;
@@ -97,6 +107,8 @@ FatTree FatTree::Generate(const FatTreeSpec& spec) {
   for (int p = 0; p < pods; ++p) {
     for (int l = p * s.leaves + 1; l <= (p + 1) * s.leaves; ++l) {
       for (int sp = 1; sp <= s.spines; ++sp) {
+        // Rails in pods: only the leaf's own rail spines.
+        if (t.RailPods() && (sp - 1) / leaf_up != (l - 1) % t.Rails()) continue;
         for (int k = 0; k < s.links_per_pair; ++k) {
           t.cables_.push_back({t.LeafUplink(l, sp, k), t.SpineDownlink(p * s.spines + sp, l, k), s.rate});
         }
@@ -106,7 +118,7 @@ FatTree FatTree::Generate(const FatTreeSpec& spec) {
 
   for (int sp = 1; sp <= static_cast<int>(t.spines_.size()); ++sp) {
     // Without pods every spine reaches every core; with pods, its group.
-    const int first = s.pods > 0 ? ((sp - 1) % s.spines) * core_group + 1 : 1;
+    const int first = s.pods > 0 ? t.GroupOfSpine(sp) * core_group + 1 : 1;
     for (int c = first; c < first + core_group; ++c) {
       for (int k = 0; k < s.core_links; ++k)
         t.cables_.push_back({t.SpineUplink(sp, c, k), t.CoreDownlink(c, sp, k), s.rate});
@@ -140,8 +152,8 @@ FatTree FatTree::Generate(const FatTreeSpec& spec) {
     if (p > s.radix) throw std::invalid_argument(std::string(what) + ": " + n + " has no spare port");
     return Endpoint{n, p++};
   };
-  const int leaf_spare = s.hosts_per_leaf + s.spines * s.links_per_pair + 1;
-  const int spine_spare = s.leaves * s.links_per_pair + core_group * s.core_links + 1;
+  const int leaf_spare = s.hosts_per_leaf + leaf_up * s.links_per_pair + 1;
+  const int spine_spare = spine_down * s.links_per_pair + core_group * s.core_links + 1;
   const int core_spare = core_down + 1;
   for (const auto& [i, j] : s.leaf_links) {
     if (i < 1 || j < 1 || i > static_cast<int>(t.leaves_.size()) || j > static_cast<int>(t.leaves_.size()) || i == j) {
@@ -192,22 +204,29 @@ Endpoint FatTree::LeafHostPort(int h) const {
 }
 
 Endpoint FatTree::LeafUplink(int l, int s, int k) const {
-  return {Leaf(l), spec_.hosts_per_leaf + (s - 1) * spec_.links_per_pair + k + 1};
+  // Rails in pods: the j-th of its rail's spines.
+  const int local = spec_.pods > 0 ? (s - 1) % spec_.spines + 1 : s;
+  const int j = RailPods() ? (local - 1) % SpinesOfLeaf() + 1 : local;
+  return {Leaf(l), spec_.hosts_per_leaf + (j - 1) * spec_.links_per_pair + k + 1};
 }
 
 Endpoint FatTree::SpineDownlink(int s, int l, int k) const {
   const int local = spec_.pods > 0 ? (l - 1) % spec_.leaves + 1 : l;
-  return {Spine(s), (local - 1) * spec_.links_per_pair + k + 1};
+  // Rails in pods: the leaf of the pod's u-th unit on the spine's rail.
+  const int slot = RailPods() ? (local - 1) / Rails() + 1 : local;
+  return {Spine(s), (slot - 1) * spec_.links_per_pair + k + 1};
 }
 
 Endpoint FatTree::SpineUplink(int s, int c, int k) const {
   // With pods, the j-th core of the spine's group.
-  const int j = spec_.pods > 0 ? (c - 1) % (spec_.cores / spec_.spines) + 1 : c;
-  return {Spine(s), spec_.leaves * spec_.links_per_pair + (j - 1) * spec_.core_links + k + 1};
+  const int j = spec_.pods > 0 ? (c - 1) % CoreGroup() + 1 : c;
+  return {Spine(s), LeavesOfSpine() * spec_.links_per_pair + (j - 1) * spec_.core_links + k + 1};
 }
 
 Endpoint FatTree::CoreDownlink(int c, int s, int k) const {
-  const int slot = spec_.pods > 0 ? PodOfSpine(s) : s;
+  // Rails in pods: a slot per pod and rail.
+  const int rail = ((s - 1) % spec_.spines) / std::max(SpinesOfLeaf(), 1);
+  const int slot = RailPods() ? (PodOfSpine(s) - 1) * Rails() + rail + 1 : spec_.pods > 0 ? PodOfSpine(s) : s;
   return {Core(c), (slot - 1) * spec_.core_links + k + 1};
 }
 

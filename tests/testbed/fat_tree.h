@@ -17,7 +17,17 @@
 // is a rail of its own (HCA k's port p: rail 2k + p). `leaves` and
 // `hosts_per_leaf` follow from the rails; hosts() lists the HCAs server by
 // server, and RailHca/RailLeaf name them (HostPort and LeafHostPort do not
-// apply).
+// apply). With pods too (a rail-optimized three-tier fabric): `units`
+// counts every pod's, numbered pod by pod (units / pods a pod); the
+// aggregation switches of a pod are its rail spines, `spines` / rails of
+// them per rail (agg01.. for rail 1, then rail 2's, ...), and each leaf is
+// cabled to its own rail's, `links_per_pair` cables to each; an
+// aggregation switch's downlink port (u-1)*K + k + 1 goes to the leaf of
+// the pod's u-th unit on its rail. The cores form (rail spines a rail)
+// groups, the j-th rail spine of every rail of every pod cabled to each
+// core of group j (so every group joins every rail), core port
+// ((pod-1)*rails + rail-1)*KC + k + 1. Names: ib-su001-leaf01 (units > 99),
+// ib-p01-agg001 (more than 99 a pod).
 // With pods (a three-tier fat tree): `leaves` and `spines` are per pod
 // (spines are the pods' aggregation switches), numbered fabric-wide pod by
 // pod (leaf l is in pod (l-1)/leaves + 1); the cores form `spines` groups
@@ -106,6 +116,21 @@ inline FatTreeSpec Spec324() { return Spec(18, 9, 18, 2, 36); }
 inline FatTreeSpec Spec1k() { return Spec(32, 16, 32, 2, 64); }
 // The benchmarks' 16k-host three-tier fabric: 16 pods x 32 leaves x 32
 // aggregation switches, 512 cores, 16384 hosts.
+// The 32k-GPU rail-optimized fabric: 4,096 servers of 8 HCAs (one per
+// rail) in 128 scalable units of 32 servers, 8 pods of 16 units; each pod's
+// 128 aggregation switches are 16 rail spines per rail, each leaf cabled
+// twice to each of its rail's; 512 cores in 16 groups of 32, the j-th rail
+// spine of every rail and pod cabled once to each core of group j. 2,560
+// switches of 64 ports, 32,768 HCAs,
+// 196,608 ports, 35,328 LIDs.
+inline FatTreeSpec Spec32kRails() {
+  FatTreeSpec s = Spec(0, 128, 32, 2, 64);
+  s.rails.units = 128;
+  s.rails.servers = 32;
+  s.pods = 8;
+  s.cores = 512;  // 16 groups of 32: each aggregation switch's 32 uplinks, one to each of its group
+  return s;
+}
 inline FatTreeSpec Spec16k() {
   FatTreeSpec s = Spec(32, 32, 32, 1, 64);
   s.pods = 16;
@@ -138,6 +163,7 @@ class FatTree {
   std::string Host(int h) const { return hosts_.at(h - 1); }
   Endpoint HostPort(int h) const;      // the host's own port 1
   Endpoint LeafHostPort(int h) const;  // the leaf port cabled to host h
+  // Rails with pods: `s` must be one of leaf l's rail spines.
   Endpoint LeafUplink(int l, int s, int k = 0) const;
   Endpoint SpineDownlink(int s, int l, int k = 0) const;
   // With pods, `l` and `s` are fabric-wide, `c` must be in spine s's group.
@@ -160,6 +186,24 @@ class FatTree {
   const Endpoint* Peer(const Endpoint& e) const;
 
  private:
+  // Rail-optimized with pods: each leaf reaches only its rail's spines.
+  bool RailPods() const { return spec_.rails.units > 0 && spec_.pods > 0; }
+  int Rails() const { return static_cast<int>(spec_.rails.devices.size()) * spec_.rails.ports_per_hca; }
+  // Spines a leaf is cabled to, and leaves a spine is cabled to.
+  int SpinesOfLeaf() const { return RailPods() ? spec_.spines / Rails() : spec_.spines; }
+  int LeavesOfSpine() const { return RailPods() ? spec_.leaves / Rails() : spec_.leaves; }
+  // With pods, the cores a spine is cabled to (its group), and which group
+  // (0-based) a spine's is: its index in the pod; with rails, its index
+  // among its rail's spines, so that every group joins every rail.
+  int CoreGroup() const {
+    const int groups = RailPods() ? SpinesOfLeaf() : spec_.pods > 0 ? spec_.spines : 1;
+    return groups > 0 ? spec_.cores / groups : spec_.cores;
+  }
+  int GroupOfSpine(int s) const {
+    const int local = (s - 1) % spec_.spines;
+    return RailPods() ? local % SpinesOfLeaf() : local;
+  }
+
   FatTreeSpec spec_;
   std::vector<std::string> leaves_, spines_, cores_, hosts_;
   std::vector<Cable> cables_;

@@ -137,7 +137,7 @@ std::unique_ptr<SimFabric> SimFabric::Start(const std::string& net_file, const S
   // seeing end of file on its console.
   sim->console_fd_ = open(fifo.c_str(), O_RDWR);
   if (!sim->Launch(error)) return nullptr;
-  if (!sim->SweepSubnet(error)) return nullptr;
+  if (options.sweep_once && !sim->SweepSubnet(error)) return nullptr;
   if (!sim->ibsim_->Running()) {
     *error = "ibsim died after start: " + Tail(ReadFile(sim->dir_ + "/ibsim.log"));
     return nullptr;
@@ -152,6 +152,7 @@ bool SimFabric::Launch(std::string* error) {
             "-S",         std::to_string(options_.max_switches),
             "-P",         std::to_string(options_.max_ports),
             dir_ + "/net"};
+  if (options_.linear_cap > 0) o.argv.insert(o.argv.end() - 1, {"-L", std::to_string(options_.linear_cap)});
   o.env["IBSIM_SOCKNAME"] = options_.socket_name;
   o.stdin_path = dir_ + "/console";
   o.stdout_path = dir_ + "/ibsim.log";

@@ -27,6 +27,8 @@ struct SimOptions {
   int max_nodes = 4096;               // ibsim -N
   int max_switches = 512;             // ibsim -S
   int max_ports = 32768;              // ibsim -P
+  int linear_cap = 0;                 // ibsim -L (its LFT's LIDs); 0: ibsim's default (30,720)
+  bool sweep_once = true;             // opensm -o at start; false: the caller starts a resident SM
   std::chrono::seconds timeout{120};  // for ibsim start and each opensm sweep
   std::string partitions;             // opensm partitions.conf contents (-P); empty: opensm's default
   // IBSIM_SOCKNAME of this ibsim and its clients: another name lets a
@@ -40,7 +42,7 @@ struct SimOptions {
 
 class SimFabric {
  public:
-  // Starts ibsim and sweeps once with opensm. nullptr and a reason on failure
+  // Starts ibsim and sweeps once with opensm (unless !sweep_once). nullptr and a reason on failure
   // (the reason carries the tail of the failing process's log).
   static std::unique_ptr<SimFabric> Start(const std::string& net_file, const SimOptions& options, std::string* error);
   ~SimFabric();
