@@ -53,8 +53,11 @@ class RoutingCollector final : public Collector {
         const std::string why = "the SA at LID " + std::to_string(source.sa_lid) +
                                 " gave no LinearForwardingTableRecords: every table read from its switch until the "
                                 "next full walk";
-        if (!sa_said_silent_) out.problems.push_back(why);
-        if (sa_said_silent_) cycle.log->Debug("routing tables", "why=\"" + why + "\"");
+        if (sa_said_silent_) {
+          cycle.log->Debug("routing tables", "why=\"" + why + "\"");
+        } else {
+          out.problems.push_back(why);
+        }
         sa_said_silent_ = true;
       } else if (lft.sa_answered) {
         sa_said_silent_ = false;

@@ -225,8 +225,8 @@ Endpoint FatTree::SpineUplink(int s, int c, int k) const {
 
 Endpoint FatTree::CoreDownlink(int c, int s, int k) const {
   // Rails in pods: a slot per pod and rail.
-  const int rail = ((s - 1) % spec_.spines) / std::max(SpinesOfLeaf(), 1);
-  const int slot = RailPods() ? (PodOfSpine(s) - 1) * Rails() + rail + 1 : spec_.pods > 0 ? PodOfSpine(s) : s;
+  int slot = spec_.pods > 0 ? PodOfSpine(s) : s;
+  if (RailPods()) slot = (PodOfSpine(s) - 1) * Rails() + ((s - 1) % spec_.spines) / SpinesOfLeaf() + 1;
   return {Core(c), (slot - 1) * spec_.core_links + k + 1};
 }
 

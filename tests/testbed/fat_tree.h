@@ -21,9 +21,11 @@
 // counts every pod's, numbered pod by pod (units / pods a pod); the
 // aggregation switches of a pod are its rail spines, `spines` / rails of
 // them per rail (agg01.. for rail 1, then rail 2's, ...), and each leaf is
-// cabled to its own rail's, `links_per_pair` cables to each; an
-// aggregation switch's downlink port (u-1)*K + k + 1 goes to the leaf of
-// the pod's u-th unit on its rail. The cores form (rail spines a rail)
+// cabled to its own rail's, `links_per_pair` cables to each: leaf port
+// H + (j-1)*K + k + 1 to its rail's j-th spine, whose port (u-1)*K + k + 1
+// goes to the leaf of the pod's u-th unit on that rail, and whose uplink k
+// to the i-th core of its group is port U*K + (i-1)*KC + k + 1 (U units a
+// pod). The cores form (rail spines a rail)
 // groups, the j-th rail spine of every rail of every pod cabled to each
 // core of group j (so every group joins every rail), core port
 // ((pod-1)*rails + rail-1)*KC + k + 1. Names: ib-su001-leaf01 (units > 99),
@@ -114,8 +116,6 @@ inline FatTreeSpec Spec324() { return Spec(18, 9, 18, 2, 36); }
 // The benchmarks' 1024-host fabric: 32 leaves of 32 hosts, 16 spines, 2 links
 // per pair, 64-port switches (1072 nodes, 4096 ports).
 inline FatTreeSpec Spec1k() { return Spec(32, 16, 32, 2, 64); }
-// The benchmarks' 16k-host three-tier fabric: 16 pods x 32 leaves x 32
-// aggregation switches, 512 cores, 16384 hosts.
 // The 32k-GPU rail-optimized fabric: 4,096 servers of 8 HCAs (one per
 // rail) in 128 scalable units of 32 servers, 8 pods of 16 units; each pod's
 // 128 aggregation switches are 16 rail spines per rail, each leaf cabled
@@ -131,6 +131,8 @@ inline FatTreeSpec Spec32kRails() {
   s.cores = 512;  // 16 groups of 32: each aggregation switch's 32 uplinks, one to each of its group
   return s;
 }
+// The benchmarks' 16k-host three-tier fabric: 16 pods x 32 leaves x 32
+// aggregation switches, 512 cores, 16384 hosts.
 inline FatTreeSpec Spec16k() {
   FatTreeSpec s = Spec(32, 32, 32, 1, 64);
   s.pods = 16;

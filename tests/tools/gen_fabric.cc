@@ -11,7 +11,10 @@
 // --pods makes a three-tier tree: --leaves and --spines are per pod, the
 // spines are the pods' aggregation switches, --cores a multiple of --spines.
 // --units makes a rail-optimized tree (one leaf per unit and rail; servers
-// with one HCA per device, "gpu0001 mlx5_0"); --hcas-per-host names hosts
+// with one HCA per device, "gpu0001 mlx5_0"); with --pods too, --units
+// counts every pod's, a pod's --spines are its rail spines (a multiple of
+// the rails, each leaf cabled to its own rail's) and --cores a multiple of
+// the rail spines a rail (tests/testbed/fat_tree.h); --hcas-per-host names hosts
 // so on a plain tree; --move recables the cable at NODE[PORT] to a spare
 // port of LEAF (a wrong rail, another unit).
 // --leaf-link cables leaf I to leaf J on spare ports (a miswired cable);
