@@ -86,6 +86,11 @@ class RoutingCollector final : public Collector {
               " sa_queries=" + std::to_string(lft.sa_queries) + " smps=" + std::to_string(lft.smps) + " seconds=" +
               std::to_string(std::chrono::duration<double>(std::chrono::steady_clock::now() - read_start).count()));
     }
+    // Where the tables held now came from (after the gone were dropped and
+    // the new read).
+    auto sources = std::make_shared<TableSources>();
+    for (const auto& [guid, table] : *tables_) ++(sa_switches_.count(guid) ? sources->sa : sources->switches);
+    sources_ = std::move(sources);
     // Switches that route adaptively: their tables are fallbacks. One that
     // answered after the walk changes the analysis too (the scheduler runs
     // this again whenever adaptive_routing ran again).
@@ -115,9 +120,7 @@ class RoutingCollector final : public Collector {
   void Publish(Snapshot* parts) const override {
     parts->routing = analysis_;
     parts->forwarding = tables_;
-    auto sources = std::make_shared<TableSources>();
-    for (const auto& [guid, table] : *tables_) ++(sa_switches_.count(guid) ? sources->sa : sources->switches);
-    parts->by_collector.Set<TableSources>(kRoutingCollector, std::move(sources));
+    parts->by_collector.Set<TableSources>(kRoutingCollector, sources_);
   }
 
  private:
@@ -132,6 +135,7 @@ class RoutingCollector final : public Collector {
   bool sa_silent_ = false;               // the SA gave no records this walk
   bool sa_said_silent_ = false;          // and that was logged
   std::set<std::uint64_t> sa_switches_;  // the switches whose table came from the SA
+  std::shared_ptr<const TableSources> sources_ = std::make_shared<TableSources>();  // of tables_, as last read
   std::shared_ptr<topology::ForwardingTables> tables_ = std::make_shared<topology::ForwardingTables>();
   TableRetry retry_;
   TablePhaseHealth health_;

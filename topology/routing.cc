@@ -38,6 +38,12 @@ namespace {
 // the SM programmed (IBTA 14.2.5.4); unicast LIDs stop at 0xBFFF.
 std::uint32_t TopOf(const transport::SwitchInfo& si) { return std::min<std::uint32_t>(si.linear_fdb_top, 0xBFFF); }
 
+// Block `block` of a table (64 LIDs from block * 64), as far as the table goes.
+void PutBlock(std::size_t block, const transport::LftBlock& ports, std::vector<std::uint8_t>* table) {
+  const std::size_t first = block * transport::kLftBlockSize;
+  for (std::size_t j = 0; j < ports.size() && first + j < table->size(); ++j) (*table)[first + j] = ports[j];
+}
+
 // The table of the switch at `lid` from the SA's records, when they cover
 // it whole (every block up to `top`'s); nullopt otherwise.
 std::optional<std::vector<std::uint8_t>> FromRecords(const std::vector<transport::LftRecord>& records,
@@ -48,8 +54,7 @@ std::optional<std::vector<std::uint8_t>> FromRecords(const std::vector<transport
   for (const auto& r : records) {
     if (r.lid != lid || r.block >= blocks) continue;
     have[r.block] = true;
-    const std::size_t first = r.block * transport::kLftBlockSize;
-    for (std::size_t j = 0; j < r.ports.size() && first + j < table.size(); ++j) table[first + j] = r.ports[j];
+    PutBlock(r.block, r.ports, &table);
   }
   if (std::find(have.begin(), have.end(), false) != have.end()) return std::nullopt;
   return table;
@@ -70,7 +75,6 @@ ReadTablesResult ReadForwardingTables(const Fabric& fabric,
   }
   // From the SA: one switch first, so that a fabric without one (or an SA
   // without these records) costs one query, not one per switch.
-  std::vector<bool> have(switches.size(), false);
   if (source.sa_lid != 0 && !switches.empty()) {
     const auto take = [&](std::size_t i, const transport::MadResult& r) {
       const auto records = transport::DecodeLftRecords(r);
@@ -78,7 +82,6 @@ ReadTablesResult ReadForwardingTables(const Fabric& fabric,
       auto table = FromRecords(*records, switches[i].first->lid, switches[i].second);
       if (!table) return;
       out.tables[switches[i].first->guid] = std::move(*table);
-      have[i] = true;
       out.from_sa.insert(switches[i].first->guid);
     };
     std::vector<transport::MadRequest> first{transport::LftRecordTableQuery(source.sa_lid, switches[0].first->lid)};
@@ -101,8 +104,8 @@ ReadTablesResult ReadForwardingTables(const Fabric& fabric,
   std::vector<transport::MadRequest> blocks;
   std::vector<std::pair<std::size_t, std::uint32_t>> which;  // (switch index, block)
   for (std::size_t i = 0; i < switches.size(); ++i) {
-    if (have[i]) continue;
     const auto [n, top] = switches[i];
+    if (out.from_sa.count(n->guid)) continue;
     out.tables[n->guid].assign(top + 1, transport::kLftNoPort);
     for (std::uint32_t b = 0; b <= top / transport::kLftBlockSize; ++b) {
       blocks.push_back(transport::LftBlockQuery(transport::MadAddress::Lid(n->lid), b));
@@ -121,9 +124,7 @@ ReadTablesResult ReadForwardingTables(const Fabric& fabric,
       partial.insert(sw.guid);
       continue;
     }
-    const auto block = transport::DecodeLftBlock(got[k].response);
-    const std::size_t first = which[k].second * transport::kLftBlockSize;
-    for (std::size_t j = 0; j < block.size() && first + j < table.size(); ++j) table[first + j] = block[j];
+    PutBlock(which[k].second, transport::DecodeLftBlock(got[k].response), &table);
   }
   // A table with a block missing would show routes that are not there: a
   // lost MAD is no evidence, so the switch has no table this time.
@@ -320,12 +321,14 @@ std::optional<std::string> BrokenRoute(const Dense& dense, int leaf, const Desti
 
 // Traces every leaf-to-CA route; a finding per leaf whose routes break
 // up/down order.
-void TraceLeafRoutes(const Fabric& fabric, const ForwardingTables& tables, const Dense& dense, const Analysis& a,
-                     const std::vector<Destination>& dests, RoutingAnalysis* out) {
+void TraceLeafRoutes(const Fabric& fabric, const Dense& dense, const Analysis& a, const std::vector<Destination>& dests,
+                     RoutingAnalysis* out) {
   const int max_hops = 2 * std::max(a.tiers, 1) + 2;
   for (const auto& [leaf, summary] : a.switches) {
     const auto found = dense.index.find(leaf);
-    if (summary.tier != 0 || !tables.count(leaf) || found == dense.index.end()) continue;
+    if (summary.tier != 0 || found == dense.index.end() || !dense.table[static_cast<std::size_t>(found->second)]) {
+      continue;
+    }
     const int at = found->second;
     int bad = 0;
     std::string example;
@@ -361,7 +364,7 @@ RoutingAnalysis AnalyzeRouting(const Fabric& fabric, const ForwardingTables& tab
   for (const auto& [guid, table] : tables) {
     if (dense.index.count(guid)) out.switches[guid] = RouteSwitch(fabric, dense, tree, dests, guid, &out);
   }
-  if (tree.is_tree) TraceLeafRoutes(fabric, tables, dense, tree, dests, &out);
+  if (tree.is_tree) TraceLeafRoutes(fabric, dense, tree, dests, &out);
   for (std::uint64_t guid : adaptive) {
     auto it = out.switches.find(guid);
     if (it != out.switches.end()) it->second.adaptive = true;

@@ -446,7 +446,7 @@ std::optional<SaTable> DecodeSaTable(const MadResult& result, std::uint16_t attr
     }
   }
   if (t.stride == 0) {
-    if (bytes == 0 || result.length == kSaDataOffset) return t;  // no records (opensm: AttributeOffset 0)
+    if (bytes == 0) return t;  // no records (opensm: AttributeOffset 0)
     return std::nullopt;
   }
   if (t.stride < record_bytes) return std::nullopt;

@@ -75,6 +75,17 @@ class RailsTest : public FabricSuite {
     return e["name"].get<std::string>() + "[" + std::to_string(e["port"].get<int>()) + "]";
   }
   static std::string Str(const Endpoint& e) { return e.node + "[" + std::to_string(e.port) + "]"; }
+  // kind -> "a - b" of each finding.
+  static std::map<std::string, std::set<std::string>> ByKind(const std::vector<json>& findings) {
+    std::map<std::string, std::set<std::string>> out;
+    for (const auto& f : findings) out[f["kind"]].insert(End(f["a"]) + " - " + End(f["b"]));
+    return out;
+  }
+  static std::map<std::string, std::set<std::string>> ByKind(const json& topology) {
+    return ByKind(std::vector<json>(topology["findings"].begin(), topology["findings"].end()));
+  }
+  // The cable at `e` of the running fabric, as ByKind writes it.
+  static std::string Cable(const Endpoint& e) { return Str(e) + " - " + Str(*tree_->Peer(e)); }
 
   std::unique_ptr<ExporterProcess> exporter_;
 };
@@ -146,14 +157,10 @@ TEST_F(RailsTest, RailsInPodsUnderRailSpinesAndCores) {
   ASSERT_FALSE(t.is_null());
   EXPECT_EQ(t["hosts"]["layout"], "rail_optimized") << t["hosts"].dump();
   EXPECT_EQ(t["hosts"]["hosts"], 16);
-  const FatTree& tree = *tree_;
-  std::map<std::string, std::set<std::string>> found;  // kind -> "a - b"
-  for (const auto& f : t["findings"]) found[f["kind"]].insert(End(f["a"]) + " - " + End(f["b"]));
-  const auto cable = [&](const Endpoint& e) { return Str(e) + " - " + Str(*tree.Peer(e)); };
-  EXPECT_EQ(found, (std::map<std::string, std::set<std::string>>{
-                       {"rail_swapped", {cable(pair_a), cable(pair_b)}},
-                       {"rail_wrong_leaf", {cable(cross_a), cable(cross_b)}},
-                   }))
+  EXPECT_EQ(ByKind(t), (std::map<std::string, std::set<std::string>>{
+                           {"rail_swapped", {Cable(pair_a), Cable(pair_b)}},
+                           {"rail_wrong_leaf", {Cable(cross_a), Cable(cross_b)}},
+                       }))
       << t["findings"].dump(1);
 }
 
@@ -173,16 +180,11 @@ TEST_F(RailsTest, AWrongRailASwappedPairAndAnotherUnitAreEachFoundWithBothEnds) 
   ASSERT_FALSE(t.is_null());
   EXPECT_EQ(t["hosts"]["layout"], "rail_optimized");
   const FatTree& tree = *tree_;
-  std::map<std::string, std::set<std::string>> found;  // kind -> "a - b"
-  for (const auto& f : t["findings"]) {
-    found[f["kind"]].insert(End(f["a"]) + " - " + End(f["b"]));
-  }
-  const auto cable = [&](const Endpoint& e) { return Str(e) + " - " + Str(*tree.Peer(e)); };
-  EXPECT_EQ(found, (std::map<std::string, std::set<std::string>>{
-                       {"rail_wrong_leaf", {cable(wrong)}},
-                       {"rail_swapped", {cable(swap_a), cable(swap_b)}},
-                       {"rail_cross_unit", {cable(cross)}},
-                   }))
+  EXPECT_EQ(ByKind(t), (std::map<std::string, std::set<std::string>>{
+                           {"rail_wrong_leaf", {Cable(wrong)}},
+                           {"rail_swapped", {Cable(swap_a), Cable(swap_b)}},
+                           {"rail_cross_unit", {Cable(cross)}},
+                       }))
       << t["findings"].dump(1);
   // The far ends are the leaves the plants put them on, and the details
   // name the host, the HCA and where it belongs.
@@ -276,15 +278,12 @@ TEST_F(RailsTest, AgainstAPlanNamingHostsAndHcasAWrongRailIsSaidSo) {
   spec.swaps = {{swap_a, swap_b}};
   const json t = Start(spec, {"--topology.plan=" + plan});
   ASSERT_FALSE(t.is_null());
-  std::map<std::string, std::set<std::string>> found;
-  for (const auto& f : OfKind(t, "plan_")) found[f["kind"]].insert(End(f["a"]) + " - " + End(f["b"]));
-  const auto cable = [&](const Endpoint& e) { return Str(e) + " - " + Str(*tree_->Peer(e)); };
   // The cable to another unit reaches the right rail: a wrong node (the
   // planned cable, from its leaf end), not a wrong rail.
-  EXPECT_EQ(found, (std::map<std::string, std::set<std::string>>{
-                       {"plan_wrong_rail", {cable(wrong), cable(swap_a), cable(swap_b)}},
-                       {"plan_wrong_remote_node", {plain.RailLeaf(4, 7) + "[16] - " + Str(cross)}},
-                   }))
+  EXPECT_EQ(ByKind(OfKind(t, "plan_")), (std::map<std::string, std::set<std::string>>{
+                                            {"plan_wrong_rail", {Cable(wrong), Cable(swap_a), Cable(swap_b)}},
+                                            {"plan_wrong_remote_node", {plain.RailLeaf(4, 7) + "[16] - " + Str(cross)}},
+                                        }))
       << t["findings"].dump(1);
 }
 

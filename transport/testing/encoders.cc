@@ -249,9 +249,10 @@ InboundMad EncodeSaTableTransfer(const MadBytes& request, std::size_t stride, co
   in.length = static_cast<std::uint32_t>(kSaDataOffset + data.size());
   void* b = in.mad.data();
   mad_set_field(b, 0, IB_SA_RMPP_VERS_F, 1);
-  mad_set_field(b, 0, IB_SA_RMPP_TYPE_F, 1);  // DATA
-  mad_set_field(b, 0, IB_SA_RMPP_FLAGS_F, in.tail.empty() ? 0x7 : 0x3);
-  mad_set_field(b, 0, IB_SA_RMPP_D1_F, 1);
+  mad_set_field(b, 0, IB_SA_RMPP_TYPE_F, 1);                             // DATA
+  mad_set_field(b, 0, IB_SA_RMPP_FLAGS_F, in.tail.empty() ? 0x7 : 0x3);  // Active, First (, Last)
+  mad_set_field(b, 0, IB_SA_RMPP_D1_F, 1);                               // SegmentNumber
+  // PayloadLength: every segment's SA header (20 bytes) and the records.
   const std::size_t segments = std::max<std::size_t>(1, (data.size() + kSaDataSize - 1) / kSaDataSize);
   mad_set_field(b, 0, IB_SA_RMPP_D2_F, static_cast<std::uint32_t>(20 * segments + data.size()));
   mad_set_field(b, 0, IB_SA_ATTROFFS_F, data.empty() ? 0 : static_cast<std::uint32_t>(stride / 8));
@@ -269,15 +270,7 @@ MadBytes EncodeSmInfoRecordsResponse(const MadBytes& request, const std::vector<
     const std::vector<std::uint8_t> info = EncodeSmInfo(records[i].info);
     std::copy(info.begin(), info.begin() + 21, rec + 4);
   }
-  MadBytes m = EncodeResponse(request, data);
-  void* b = m.data();
-  mad_set_field(b, 0, IB_SA_RMPP_VERS_F, 1);
-  mad_set_field(b, 0, IB_SA_RMPP_TYPE_F, 1);                                           // DATA
-  mad_set_field(b, 0, IB_SA_RMPP_FLAGS_F, 0x7);                                        // Active, First, Last
-  mad_set_field(b, 0, IB_SA_RMPP_D1_F, 1);                                             // SegmentNumber
-  mad_set_field(b, 0, IB_SA_RMPP_D2_F, static_cast<std::uint32_t>(20 + data.size()));  // SA header + records
-  mad_set_field(b, 0, IB_SA_ATTROFFS_F, kStride / 8);
-  return m;
+  return EncodeSaTableTransfer(request, kStride, data).mad;  // one MAD: First and Last
 }
 
 }  // namespace ibfabric::transport::testing

@@ -33,8 +33,8 @@ std::vector<std::uint8_t> EncodeSmInfo(const SmInfo& s);
 MadBytes EncodeNoticeReport(const Notice& n, std::uint64_t tid);
 // The SA's GetTableResponse to `request` (a SubnAdmGetTable of
 // SMInfoRecords) as a kernel delivers it: AttributeOffset 4 (32-byte
-// records), RMPP Active|First|Last with the PayloadLength; as many records
-// as one MAD holds.
+// records; 0 with none, as opensm), RMPP Active|First|Last with the
+// PayloadLength; as many records as one MAD holds (EncodeSaTableTransfer).
 MadBytes EncodeSmInfoRecordsResponse(const MadBytes& request, const std::vector<SmInfoRecord>& records);
 // The SA's whole GetTableResponse to `request` as UmadPort hands over what
 // the kernel reassembled (IBTA 13.6): `records` (each `stride` bytes,
