@@ -37,23 +37,37 @@ class LinkHealthCollector final : public Collector {
     link_health_.Observe(*cycle.fabric, cycle.parts->topology.get(), *cycle.parts->ports, sweep.links, cycle.now,
                          cycle.wall, /*counters_read=*/!sweep.readings.empty(), wait_count);
     auto report = std::make_shared<HealthReport>();
-    // The cables this exporter reads an end of: in a sharded or local
-    // deployment each cable is judged (and its link_up stated) once, by
-    // the exporter that reads it, not by every exporter whose walk saw it.
-    report->cables = link_health_.Cables();
-    std::erase_if(report->cables, [&](const CableHealth& c) {
-      return cycle.read_port && !cycle.read_port(c.cable.a) && !cycle.read_port(c.cable.b);
-    });
-    AddFec(cycle, &report->cables);
     report->events = link_health_.Events();
     report->event_counts = link_health_.EventCounts();
     LogEvents(*report, cycle);
+    // The cables this exporter reads an end of: in a sharded or local
+    // deployment each cable is judged (and its link_up stated) once, by
+    // the exporter that reads it, not by every exporter whose walk saw it.
+    // Judged a part at a time, each cable whole only while its part is
+    // (at 32k GPUs all at once were 68 MiB); the report keeps less of each.
+    const FecEnds fec(cycle);
+    std::vector<CableHealth> part;
+    const auto judge = [&] {
+      fec.Add(cycle.now, &part);
+      alerts_.Judge(part, cycle.describe);
+      for (const CableHealth& c : part) report->cables.emplace_back(c);
+      part.clear();
+    };
+    report->cables.reserve(link_health_.cables());
+    alerts_.Begin();
+    link_health_.ForEachCable([&](CableHealth&& c) {
+      if (cycle.read_port && !cycle.read_port(c.cable.a) && !cycle.read_port(c.cable.b)) return;
+      part.push_back(std::move(c));
+      if (part.size() == kCablesAPart) judge();
+    });
+    judge();
+    report->cables.shrink_to_fit();  // a shard keeps its share
     // Congestion trees follow the forwarding tables; where adaptive routing
     // is on they say the tables are static.
     const auto* ar = cycle.parts->by_collector.Get<topology::AdaptiveSwitches>(kAdaptiveRoutingCollector);
     const std::set<std::uint64_t> adaptive = ar ? topology::AdaptiveOn(*ar) : std::set<std::uint64_t>{};
-    alerts_.Evaluate(report->cables, cycle.parts->topology.get(), cycle.wall, cycle.describe, cycle.fabric,
-                     cycle.parts->forwarding.get(), &adaptive);
+    alerts_.Finish(cycle.parts->topology.get(), cycle.wall, cycle.describe, cycle.fabric, cycle.parts->forwarding.get(),
+                   &adaptive);
     report->congestion = alerts_.Congestion();
     report->active = alerts_.Active();
     report->cleared.assign(alerts_.Cleared().begin(), alerts_.Cleared().end());
@@ -67,37 +81,50 @@ class LinkHealthCollector final : public Collector {
   void Publish(Snapshot* parts) const override { parts->health = report_; }
 
  private:
+  static constexpr std::size_t kCablesAPart = 4096;
+
   // Each end's FEC ratios, where the fec collector read them: a ratio it
   // does not have now, or a reading older than two intervals (its reads
   // stopped answering, or stopped), is unknown: by it the end is judged
   // neither clean nor bad.
-  static void AddFec(const Cycle& cycle, std::vector<CableHealth>* cables) {
-    const auto* fec = cycle.parts->by_collector.Get<FecReadings>(kFecCollector);
-    if (!fec || fec->ports->empty()) return;
-    std::map<topology::PortRef, const FecPort*> by_port;
-    for (const FecPort& f : *fec->ports) {
-      if (f.counted) by_port[f.port] = &f;
+  class FecEnds {
+   public:
+    explicit FecEnds(const Cycle& cycle) {
+      const auto* fec = cycle.parts->by_collector.Get<FecReadings>(kFecCollector);
+      if (!fec) return;
+      for (const FecPort& f : *fec->ports) {
+        if (f.counted) by_port_[f.port] = &f;
+      }
+      stale_after_ = IntervalShare::StaleAfter(fec->interval);
     }
-    const auto stale_after = IntervalShare::StaleAfter(fec->interval);
-    for (CableHealth& c : *cables) {
-      for (EndRates* end : {&c.a, &c.b}) {
-        const auto it = by_port.find(end->port);
-        if (it == by_port.end()) continue;
-        const FecPort& f = *it->second;
-        const bool stale = cycle.now - f.read_at > stale_after;
-        end->raw_unknown = stale || !f.raw_ber;
-        end->effective_unknown = stale || !f.effective_ber;
-        if (stale) continue;
-        end->raw_bit_error_ratio = f.raw_ber;
-        end->effective_bit_error_ratio = f.effective_ber;
-        end->fec_window_seconds = f.window_seconds;
-        end->worst_lane = f.worst_lane;
-        end->raw_bit_error_ratio_baseline = f.raw_ber_baseline;
-        end->baseline_parts = f.baseline_parts;
-        end->baseline_seconds = f.baseline_seconds;
+    void Add(std::chrono::steady_clock::time_point now, std::vector<CableHealth>* cables) const {
+      if (by_port_.empty()) return;
+      for (CableHealth& c : *cables) {
+        for (EndRates* end : {&c.a, &c.b}) Add(now, end);
       }
     }
-  }
+
+   private:
+    void Add(std::chrono::steady_clock::time_point now, EndRates* end) const {
+      const auto it = by_port_.find(end->port);
+      if (it == by_port_.end()) return;
+      const FecPort& f = *it->second;
+      const bool stale = now - f.read_at > stale_after_;
+      end->raw_unknown = stale || !f.raw_ber;
+      end->effective_unknown = stale || !f.effective_ber;
+      if (stale) return;
+      end->raw_bit_error_ratio = f.raw_ber;
+      end->effective_bit_error_ratio = f.effective_ber;
+      end->fec_window_seconds = f.window_seconds;
+      end->worst_lane = f.worst_lane;
+      end->raw_bit_error_ratio_baseline = f.raw_ber_baseline;
+      end->baseline_parts = f.baseline_parts;
+      end->baseline_seconds = f.baseline_seconds;
+    }
+
+    std::map<topology::PortRef, const FecPort*> by_port_;
+    std::chrono::milliseconds stale_after_{};
+  };
 
   // Link downs that were no flap, as they are first told apart.
   void LogEvents(const HealthReport& report, const Cycle& cycle) {
@@ -202,7 +229,7 @@ void RenderLinkHealth(const Snapshot& s, const Emit& out) {
   {
     FamilyParts up(out, "infiniband_link_up",
                    "1 while the cable's link is up; 0 for a cable seen up before that is down now", MetricType::Gauge);
-    for (const CableHealth& c : h.cables) {
+    for (const CableSummary& c : h.cables) {
       up.Add(CableLabels(s, c.cable), c.up ? 1 : 0);
       unreachable += c.reachable ? 0 : 1;
     }
@@ -212,7 +239,7 @@ void RenderLinkHealth(const Snapshot& s, const Emit& out) {
                     "Times the cable went down (flaps, host resets, switch reboots, ports disabled): "
                     "LinkDownedCounter increments and Down states PortInfo read, each event once",
                     MetricType::Counter);
-  for (const CableHealth& c : h.cables) downs.Add(CableLabels(s, c.cable), static_cast<double>(c.downs_total));
+  for (const CableSummary& c : h.cables) downs.Add(CableLabels(s, c.cable), static_cast<double>(c.downs_total));
   downs.Finish();
   EmitOne(out, "infiniband_exporter_unreachable_links",
           "Cables neither end of which can be read or is known to discovery (state unknown, not down)",
@@ -229,12 +256,11 @@ void RenderLinkHealth(const Snapshot& s, const Emit& out) {
 
   // Per end of each cable, over the link-health window: what dashboards
   // and rules need without knowing each link's symbol time.
-  const auto per_end = [&](const char* name, const char* help, const std::optional<double> EndRates::*value) {
+  const auto per_end = [&](const char* name, const char* help, std::optional<double> (EndSummary::*value)() const) {
     FamilyParts f(out, name, help, MetricType::Gauge);
-    for (const CableHealth& c : h.cables) {
-      for (const EndRates* end : {&c.a, &c.b}) {
-        if (!(end->*value)) continue;
-        f.Add(EndLabels(s, end->port), *(end->*value));
+    for (const CableSummary& c : h.cables) {
+      for (const auto& [port, end] : {std::pair{c.cable.a, &c.a}, std::pair{c.cable.b, &c.b}}) {
+        if (const std::optional<double> v = (end->*value)()) f.Add(EndLabels(s, port), *v);
       }
     }
     f.Finish();
@@ -242,10 +268,10 @@ void RenderLinkHealth(const Snapshot& s, const Emit& out) {
   per_end("infiniband_port_transmit_wait_ratio",
           "Fraction of the window the port had data to send but no credits (PortXmitWait counts times how long "
           "one lasts on that device at the link's speed)",
-          &EndRates::xmit_wait_fraction);
+          &EndSummary::xmit_wait_fraction);
   per_end("infiniband_port_bit_error_ratio",
           "Estimated bit error ratio of what the port received over the window (symbol errors over bits received)",
-          &EndRates::bit_error_rate);
+          &EndSummary::bit_error_rate);
 
   RenderCongestion(s, out);
 

@@ -1,5 +1,8 @@
 #include "collectors/port_counters_collector.h"
 
+#include <algorithm>
+#include <vector>
+
 #include "collectors/health/counter_store.h"
 #include "collectors/render.h"
 
@@ -87,10 +90,12 @@ class PortCountersCollector final : public Collector {
       mad_half_start_ = cycle.now;
     }
     for (const auto& [guid, t] : sweep.mads) health_[guid].mads_now += t;
-    std::map<std::uint64_t, bool> node_ok;  // node -> any of its ports answered
-    std::set<topology::PortRef> targeted;
+    std::map<std::uint64_t, bool> node_ok;    // node -> any of its ports answered
+    std::vector<topology::PortRef> targeted;  // sorted below
+    targeted.reserve(sweep.readings.size());
+    store_.Expect(sweep.readings.size());
     for (const auto& r : sweep.readings) {
-      targeted.insert(r.target.port);
+      targeted.push_back(r.target.port);
       bool& ok = node_ok[r.target.port.node_guid];
       if (!r.sample) {
         store_.MarkStale(r.target.port);
@@ -130,8 +135,9 @@ class PortCountersCollector final : public Collector {
     }
     // Ports and nodes read before that are no target now (they vanished).
     std::vector<topology::PortRef> vanished;  // marked after the walk: marking may copy the table
+    if (!std::is_sorted(targeted.begin(), targeted.end())) std::sort(targeted.begin(), targeted.end());
     for (const auto& [ref, totals] : store_.ports()) {
-      if (!targeted.count(ref) && !totals.stale) vanished.push_back(ref);
+      if (!totals.stale && !std::binary_search(targeted.begin(), targeted.end(), ref)) vanished.push_back(ref);
     }
     for (const auto& ref : vanished) store_.MarkStale(ref);
     for (auto& [guid, h] : health_) {

@@ -62,8 +62,8 @@ const char* Role(topology::NodeKind k) { return k == topology::NodeKind::kSwitch
 
 const NodeLabel& LabelOf(const Snapshot& s, std::uint64_t guid) {
   static const NodeLabel kUnknown{};
-  auto it = s.nodes.find(guid);
-  return it == s.nodes.end() ? kUnknown : it->second;
+  auto it = s.nodes->find(guid);
+  return it == s.nodes->end() ? kUnknown : it->second;
 }
 
 std::uint64_t SeriesGuid(const topology::PortRef& ref, const NodeLabel& label) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <optional>
+#include <vector>
 
 #include "collectors/adaptive_routing_collector.h"
 #include "collectors/render.h"
@@ -26,8 +27,11 @@ class RoutingCollector final : public Collector {
     Outcome out;
     if (!cycle.scope.reports_topology()) return out;
     // Copied (Mutable) only when a switch is gone: a snapshot shares them.
-    if (std::any_of(tables_->begin(), tables_->end(), [&](const auto& e) { return Gone(cycle, e.first); })) {
-      DropGone(cycle, &Mutable(), [](std::uint64_t g) { return g; });
+    std::vector<std::uint64_t> gone = tables_->Switches();
+    std::erase_if(gone, [&](std::uint64_t g) { return !Gone(cycle, g); });
+    if (!gone.empty()) {
+      topology::ForwardingTables& tables = Mutable();
+      for (std::uint64_t g : gone) tables.Erase(g);
       std::erase_if(sa_switches_, [&](std::uint64_t g) { return Gone(cycle, g); });
     }
     // An SA that did not answer is asked again at the next full walk.
@@ -67,29 +71,32 @@ class RoutingCollector final : public Collector {
       for (std::uint64_t g : read) {
         if (lft.from_sa.count(g)) {
           sa_switches_.insert(g);
-        } else if (lft.tables.count(g)) {
+        } else if (lft.tables.Has(g)) {
           sa_switches_.erase(g);
         }
       }
       read_any = !lft.tables.empty();
       if (read_any) {
-        // The tables just read, and the others as they were: a new map, so
-        // that a full walk copies none of the old ones a snapshot holds.
+        // The tables just read, and the others as they were: new tables,
+        // so that a full walk copies none of the old ones a snapshot holds.
         auto tables = std::make_shared<topology::ForwardingTables>(std::move(lft.tables));
-        tables->insert(tables_->begin(), tables_->end());  // keeps the new ones
+        tables->Merge(*tables_);  // keeps the new ones
+        tables->Compact();
         tables_ = std::move(tables);
       }
-      retry_.Note(*cycle.fabric, read, [&](const topology::Node& n) { return !tables_->count(n.guid); });
+      retry_.Note(*cycle.fabric, read, [&](const topology::Node& n) { return !tables_->Has(n.guid); });
       cycle.log->Debug(
           "routing tables read",
           "switches=" + std::to_string(read.size()) + " from_sa=" + std::to_string(lft.from_sa.size()) +
-              " sa_queries=" + std::to_string(lft.sa_queries) + " smps=" + std::to_string(lft.smps) + " seconds=" +
+              " sa_queries=" + std::to_string(lft.sa_queries) + " smps=" + std::to_string(lft.smps) +
+              " distinct_blocks=" + std::to_string(tables_->distinct_blocks()) +
+              " table_bytes=" + std::to_string(tables_->bytes()) + " seconds=" +
               std::to_string(std::chrono::duration<double>(std::chrono::steady_clock::now() - read_start).count()));
     }
     // Where the tables held now came from (after the gone were dropped and
     // the new read).
     auto sources = std::make_shared<TableSources>();
-    for (const auto& [guid, table] : *tables_) ++(sa_switches_.count(guid) ? sources->sa : sources->switches);
+    for (std::uint64_t guid : tables_->Switches()) ++(sa_switches_.count(guid) ? sources->sa : sources->switches);
     sources_ = std::move(sources);
     // Switches that route adaptively: their tables are fallbacks. One that
     // answered after the walk changes the analysis too (the scheduler runs

@@ -43,6 +43,13 @@ struct NodeLabel {
   // (treydock/infiniband_exporter names an HCA port by its port GUID).
   std::map<std::uint8_t, std::uint64_t> port_guids;
 };
+using NodeLabels = std::map<std::uint64_t, NodeLabel>;  // by node GUID
+// Each node's kind and description (a hand-made snapshot's labels).
+inline std::shared_ptr<const NodeLabels> LabelsOf(const topology::Fabric& fabric) {
+  auto labels = std::make_shared<NodeLabels>();
+  for (const auto& n : fabric.nodes()) (*labels)[n.guid] = {n.kind, n.description, {}};
+  return labels;
+}
 
 // One device's last collection, in treydock/infiniband_exporter's shape:
 // a switch (port 0 of its PortRef), or one HCA port.
@@ -81,8 +88,8 @@ struct PhaseHealth {
 
 // Link health and alerts as of one sweep.
 struct HealthReport {
-  std::vector<CableHealth> cables;
-  std::deque<FabricEvent> events;  // link downs that were no flap, oldest first
+  std::vector<CableSummary> cables;  // the cables this exporter reads an end of
+  std::deque<FabricEvent> events;    // link downs that were no flap, oldest first
   std::map<DownKind, std::uint64_t> event_counts;
   std::vector<Alert> active;   // by severity, cause, cable
   std::vector<Alert> cleared;  // newest first
@@ -154,7 +161,9 @@ struct LocalPortSummary {
 
 struct Snapshot {
   std::shared_ptr<const topology::Fabric> fabric;  // never null once published
-  std::map<std::uint64_t, NodeLabel> nodes;
+  // Every node ever seen; shared with the tracker, which makes a new map
+  // when a walk changes it.
+  std::shared_ptr<const NodeLabels> nodes = std::make_shared<const NodeLabels>();
   // fat_tree: the tree analysis of `fabric` with the plan diff; null before a discovery.
   std::shared_ptr<const topology::Analysis> topology;
   // fat_tree: hosts grouped from the CAs' descriptions and, on a

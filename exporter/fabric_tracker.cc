@@ -23,7 +23,7 @@ FabricTracker::FabricTracker(transport::MadEngine& engine, TrackerOptions option
       options_(std::move(options)),
       log_(log),
       fabric_(std::make_shared<topology::Fabric>()),
-      nodes_(std::move(nodes)),
+      nodes_(std::make_shared<const collectors::NodeLabels>(std::move(nodes))),
       remembered_(std::move(remembered)),
       schedule_(options_.discovery_interval, options_.sweep_interval, options_.sweep_rotation),
       traps_(engine, log, options_.sweep_rotation, SweepsPerRotation(options_.sweep_interval, options_.sweep_rotation)),
@@ -139,8 +139,8 @@ topology::Fabric FabricTracker::Named(const topology::Fabric& walked, const topo
   std::vector<topology::Node> nodes = walked.nodes();
   for (auto& n : nodes) {
     if (!n.description.empty() || !unanswered->descriptions.count(n.guid)) continue;
-    auto it = nodes_.find(n.guid);
-    if (it != nodes_.end()) n.description = it->second.name;
+    auto it = nodes_->find(n.guid);
+    if (it != nodes_->end()) n.description = it->second.name;
   }
   return topology::Fabric(std::move(nodes));
 }
@@ -157,8 +157,9 @@ void FabricTracker::Adopt(const topology::Fabric& walked, const topology::Unansw
     }
     RememberHostFarEnds();
   }
+  auto nodes = std::make_shared<collectors::NodeLabels>(*nodes_);
   for (const auto& node : fabric_->nodes()) {
-    collectors::NodeLabel& label = nodes_[node.guid];
+    collectors::NodeLabel& label = (*nodes)[node.guid];
     label.kind = node.kind;
     label.name = node.description;
     if (node.kind != topology::NodeKind::kSwitch) {
@@ -172,6 +173,7 @@ void FabricTracker::Adopt(const topology::Fabric& walked, const topology::Unansw
       if (port.link_up() && (everything || in_scope_.count(ref))) remembered_.insert(ref);
     }
   }
+  nodes_ = std::move(nodes);
   UpdateReadPorts();
   links_ = collectors::LinkTargets(*fabric_);
   read_links_ = links_;
@@ -587,8 +589,8 @@ bool FabricTracker::InScope(const topology::Node& node) const {
 }
 
 std::string FabricTracker::NameOf(std::uint64_t guid) const {
-  auto it = nodes_.find(guid);
-  return it == nodes_.end() || it->second.name.empty() ? topology::FormatGuid(guid) : it->second.name;
+  auto it = nodes_->find(guid);
+  return it == nodes_->end() || it->second.name.empty() ? topology::FormatGuid(guid) : it->second.name;
 }
 
 std::string FabricTracker::Describe(const topology::PortRef& port) const {

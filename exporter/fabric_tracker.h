@@ -199,7 +199,7 @@ class FabricTracker {
   bool ProbeDue() const;
   void ProbeSmps();
   bool smps_dropped() const { return !smp_watch_.blocked().empty(); }
-  const std::map<std::uint64_t, collectors::NodeLabel>& nodes() const { return nodes_; }
+  const collectors::NodeLabels& nodes() const { return *nodes_; }
   // A node's name as last seen, else its GUID; a port as "name[port]".
   std::string NameOf(std::uint64_t guid) const;
   std::string Describe(const topology::PortRef& port) const;
@@ -251,9 +251,10 @@ class FabricTracker {
   collectors::Logger& log_;
 
   std::shared_ptr<const topology::Fabric> fabric_;
-  std::map<std::uint64_t, collectors::NodeLabel> nodes_;  // every node ever seen
-  std::set<topology::PortRef> remembered_;                // switch ports once up (in scope)
-  std::set<topology::PortRef> in_scope_;                  // of the last walk; unused when scope is everything
+  // Every node ever seen; a new map when a walk changes it (snapshots share it).
+  std::shared_ptr<const collectors::NodeLabels> nodes_;
+  std::set<topology::PortRef> remembered_;  // switch ports once up (in scope)
+  std::set<topology::PortRef> in_scope_;    // of the last walk; unused when scope is everything
   // The ports read: in_scope_ and remembered_ (both change only when a
   // walk is adopted); null when the scope is everything. Published as is.
   std::shared_ptr<const std::set<topology::PortRef>> read_ports_;

@@ -78,6 +78,9 @@ class Poller {
     bool in_batch = false;  // kSweep: put reads in this sweep's batch (its time is theirs)
   };
 
+  // The sweep (one batch), the kSweep collectors over it, the re-walks and
+  // put-off analyses it calls for. Returns whether it read any port.
+  bool SweepOnce();
   // A full walk, then the kDiscovery collectors.
   void Discover(std::chrono::steady_clock::time_point now);
   // Re-walks what is behind `changes`, then the kDiscovery collectors.

@@ -7,15 +7,7 @@ namespace ibfabric::topology {
 namespace {
 
 constexpr int kMaxHops = 64;
-constexpr std::uint8_t kNoPort = 0xFF;
-
-// The egress port of switch `guid` toward `lid`; kNoPort where its table
-// is not read or has none.
-std::uint8_t Egress(const ForwardingTables& tables, std::uint64_t guid, std::uint16_t lid) {
-  const auto t = tables.find(guid);
-  if (t == tables.end() || lid >= t->second.size()) return kNoPort;
-  return t->second[lid];
-}
+constexpr std::uint8_t kNoPort = 0xFF;  // ForwardingTables::Egress where a table is not read or has none
 
 // Per destination LID: whether the route from each switch crosses the
 // egress set, memoized over the switches a walk passes.
@@ -37,7 +29,7 @@ class Crossing {
       if (hop >= kMaxHops) break;
       memo_[at] = 0;  // a loop back here ends the route: no crossing beyond it
       walk.push_back(at);
-      const std::uint8_t out = Egress(tables_, at, lid_);
+      const std::uint8_t out = tables_.Egress(at, lid_);
       if (out == kNoPort) break;
       if (egress_.count({at, out})) {
         result = true;
@@ -92,7 +84,7 @@ Route TraceRoute(const Fabric& fabric, const ForwardingTables& tables, const Por
       r.arrives = true;
       return r;
     }
-    const std::uint8_t out = Egress(tables, n->guid, to_lid);
+    const std::uint8_t out = tables.Egress(n->guid, to_lid);
     if (out == kNoPort) return r;
     r.egress.push_back({n->guid, out});
     p = n->FindPort(out);
@@ -136,7 +128,7 @@ BlastRadius RoutesThrough(const Fabric& fabric, const ForwardingTables& tables, 
     // A route to d crosses a switch's egress only where that switch sends d
     // out of it.
     bool candidate = false;
-    for (const PortRef& e : switch_egress) candidate = candidate || Egress(tables, e.node_guid, lid[d]) == e.port;
+    for (const PortRef& e : switch_egress) candidate = candidate || tables.Egress(e.node_guid, lid[d]) == e.port;
     if (!candidate) {
       for (std::size_t s : ca_egress) {
         if (s != d) count(s, d);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <optional>
 
 #include "transport/attributes.h"
 
@@ -20,15 +21,10 @@ std::vector<std::uint16_t> CaLids(const Fabric& f) {
   return lids;
 }
 
-const std::vector<std::uint8_t>* TableOf(const Fabric& f, const ForwardingTables& tables, std::uint64_t guid) {
+std::optional<ForwardingTables::Table> TableOf(const Fabric& f, const ForwardingTables& tables, std::uint64_t guid) {
   const Node* n = f.FindNode(guid);
-  if (!n || n->kind != NodeKind::kSwitch) return nullptr;
-  auto it = tables.find(guid);
-  return it == tables.end() ? nullptr : &it->second;
-}
-
-std::uint8_t Entry(const std::vector<std::uint8_t>& table, std::uint16_t lid) {
-  return lid < table.size() ? table[lid] : transport::kLftNoPort;
+  if (!n || n->kind != NodeKind::kSwitch) return std::nullopt;
+  return tables.Find(guid);
 }
 
 std::set<PortRef> NextHopsOf(const Fabric& f, const ForwardingTables& tables, const std::vector<std::uint16_t>& lids,
@@ -36,12 +32,12 @@ std::set<PortRef> NextHopsOf(const Fabric& f, const ForwardingTables& tables, co
   std::set<PortRef> out;
   const Port* p = f.FindPort(from);
   if (!p || !p->remote) return out;
-  const std::vector<std::uint8_t>* far = TableOf(f, tables, p->remote->node_guid);
+  const auto far = TableOf(f, tables, p->remote->node_guid);
   if (!far) return out;
-  const std::vector<std::uint8_t>* near = TableOf(f, tables, from.node_guid);
+  const auto near = TableOf(f, tables, from.node_guid);
   for (std::uint16_t lid : lids) {
-    if (near && Entry(*near, lid) != from.port) continue;  // not carried by this port
-    const std::uint8_t egress = Entry(*far, lid);
+    if (near && near->At(lid) != from.port) continue;  // not carried by this port
+    const std::uint8_t egress = far->At(lid);
     // 0 is the switch's own management port: traffic ends there.
     if (egress == transport::kLftNoPort || egress == 0 || egress == p->remote->port) continue;
     out.insert({p->remote->node_guid, egress});

@@ -81,7 +81,7 @@ ReadTablesResult ReadForwardingTables(const Fabric& fabric,
       if (!records) return;
       auto table = FromRecords(*records, switches[i].first->lid, switches[i].second);
       if (!table) return;
-      out.tables[switches[i].first->guid] = std::move(*table);
+      out.tables.Put(switches[i].first->guid, *table);
       out.from_sa.insert(switches[i].first->guid);
     };
     std::vector<transport::MadRequest> first{transport::LftRecordTableQuery(source.sa_lid, switches[0].first->lid)};
@@ -100,35 +100,49 @@ ReadTablesResult ReadForwardingTables(const Fabric& fabric,
       engine.Run(rest, [&](std::size_t k, transport::MadResult&& r) { take(k + 1, r); });
     }
   }
-  // The others from the switches themselves.
+  // The others from the switches themselves, each block held once as it
+  // comes (the switches answer in turn: all their tables are being read at
+  // once) and each table put together from its blocks when all are in.
   std::vector<transport::MadRequest> blocks;
   std::vector<std::pair<std::size_t, std::uint32_t>> which;  // (switch index, block)
   for (std::size_t i = 0; i < switches.size(); ++i) {
     const auto [n, top] = switches[i];
     if (out.from_sa.count(n->guid)) continue;
-    out.tables[n->guid].assign(top + 1, transport::kLftNoPort);
     for (std::uint32_t b = 0; b <= top / transport::kLftBlockSize; ++b) {
       blocks.push_back(transport::LftBlockQuery(transport::MadAddress::Lid(n->lid), b));
       which.push_back({i, b});
     }
   }
   out.smps += blocks.size();
-  const auto got = engine.Run(blocks);
-  std::set<std::uint64_t> partial;
-  for (std::size_t k = 0; k < got.size(); ++k) {
-    const Node& sw = *switches[which[k].first].first;
-    auto& table = out.tables[sw.guid];
-    if (got[k].outcome != transport::MadOutcome::kOk) {
-      out.problems.push_back("no LFT block " + std::to_string(which[k].second) + " from " + sw.description + ": " +
-                             transport::ToString(got[k].outcome));
-      partial.insert(sw.guid);
-      continue;
+  struct Assembly {
+    std::vector<std::uint32_t> blocks;  // each block's index in out.tables
+    std::size_t missing = 0;            // blocks not in yet
+    bool partial = false;               // a block did not answer
+  };
+  std::map<std::size_t, Assembly> assembling;
+  for (const auto& [i, b] : which) ++assembling[i].missing;
+  engine.Run(blocks, [&](std::size_t k, transport::MadResult&& r) {
+    const auto [i, b] = which[k];
+    const Node& sw = *switches[i].first;
+    const std::size_t size = switches[i].second + 1;
+    Assembly& a = assembling[i];
+    if (r.outcome != transport::MadOutcome::kOk) {
+      out.problems.push_back("no LFT block " + std::to_string(b) + " from " + sw.description + ": " +
+                             transport::ToString(r.outcome));
+      a.partial = true;
+    } else if (!a.partial) {
+      if (a.blocks.empty()) a.blocks.resize((size + transport::kLftBlockSize - 1) / transport::kLftBlockSize);
+      const transport::LftBlock ports = transport::DecodeLftBlock(r.response);
+      const std::size_t first = std::size_t{b} * transport::kLftBlockSize;
+      a.blocks[b] = out.tables.Block(std::span<const std::uint8_t>(ports.data(), std::min(ports.size(), size - first)));
     }
-    PutBlock(which[k].second, transport::DecodeLftBlock(got[k].response), &table);
-  }
-  // A table with a block missing would show routes that are not there: a
-  // lost MAD is no evidence, so the switch has no table this time.
-  for (std::uint64_t g : partial) out.tables.erase(g);
+    if (--a.missing > 0) return;
+    // A table with a block missing would show routes that are not there: a
+    // lost MAD is no evidence, so the switch has no table this time.
+    if (!a.partial) out.tables.PutBlocks(sw.guid, size, std::move(a.blocks));
+    assembling.erase(i);
+  });
+  out.tables.Compact();
   return out;
 }
 
@@ -170,16 +184,15 @@ struct Dense {
     int next = -1;             // the far end's switch index; -1: not a switch
   };
   std::unordered_map<std::uint64_t, int> index;
-  std::vector<const std::vector<std::uint8_t>*> table;  // nullptr: no table
-  std::vector<int> tier;                                // -1: unranked
-  std::vector<std::vector<Link>> ports;                 // by port number
+  std::vector<std::optional<ForwardingTables::Table>> table;  // none: no table
+  std::vector<int> tier;                                      // -1: unranked
+  std::vector<std::vector<Link>> ports;                       // by port number
 
   Dense(const Fabric& fabric, const ForwardingTables& tables, const Analysis& a) {
     for (const auto& n : fabric.nodes()) {
       if (n.kind != NodeKind::kSwitch) continue;
       index[n.guid] = static_cast<int>(table.size());
-      auto t = tables.find(n.guid);
-      table.push_back(t == tables.end() ? nullptr : &t->second);
+      table.push_back(tables.Find(n.guid));
       tier.push_back(TierOf(a, n.guid));
     }
     ports.resize(table.size());
@@ -199,8 +212,8 @@ struct Dense {
   }
   // The port switch `i`'s table sends `lid` out of (kLftNoPort: none, or no table).
   std::uint8_t Egress(int i, std::uint16_t lid) const {
-    const auto* t = table[static_cast<std::size_t>(i)];
-    return t && lid < t->size() ? (*t)[lid] : transport::kLftNoPort;
+    const auto& t = table[static_cast<std::size_t>(i)];
+    return t ? t->At(lid) : transport::kLftNoPort;
   }
   // Where port `port` of switch `i` leads; nullptr where it is not usable.
   const Link* Usable(int i, std::uint8_t port) const {
@@ -361,7 +374,7 @@ RoutingAnalysis AnalyzeRouting(const Fabric& fabric, const ForwardingTables& tab
   const Dense dense(fabric, tables, tree);
   // A table of a switch the fabric no longer has (held from an older walk)
   // says nothing about it.
-  for (const auto& [guid, table] : tables) {
+  for (std::uint64_t guid : tables.Switches()) {
     if (dense.index.count(guid)) out.switches[guid] = RouteSwitch(fabric, dense, tree, dests, guid, &out);
   }
   if (tree.is_tree) TraceLeafRoutes(fabric, dense, tree, dests, &out);

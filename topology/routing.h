@@ -15,14 +15,11 @@
 
 #include "topology/analysis.h"
 #include "topology/fabric.h"
+#include "topology/forwarding_tables.h"
 #include "transport/attributes.h"
 #include "transport/mad_engine.h"
 
 namespace ibfabric::topology {
-
-// switch GUID -> egress port by LID (index = LID; 0xFF: none). Switches
-// whose tables did not answer, whole, are absent.
-using ForwardingTables = std::map<std::uint64_t, std::vector<std::uint8_t>>;
 
 struct ReadSwitchInfoResult {
   std::map<std::uint64_t, transport::SwitchInfo> switch_info;  // switch GUID -> its SwitchInfo, when it answered
@@ -35,7 +32,7 @@ struct ReadSwitchInfoResult {
 ReadSwitchInfoResult ReadSwitchInfo(const Fabric& fabric, transport::MadEngine& engine);
 
 struct ReadTablesResult {
-  ForwardingTables tables;
+  ForwardingTables tables;            // switches whose tables did not answer, whole, are absent
   std::vector<std::string> problems;  // one line per block that did not answer
   std::size_t smps = 0;
   // From the SA: the GetTable queries sent, the switches whose table came

@@ -27,8 +27,8 @@ double Unix(std::chrono::system_clock::time_point t) {
 }
 
 std::string NameOf(const Snapshot& s, std::uint64_t guid) {
-  auto it = s.nodes.find(guid);
-  return it == s.nodes.end() ? "" : it->second.name;
+  auto it = s.nodes->find(guid);
+  return it == s.nodes->end() ? "" : it->second.name;
 }
 
 // Where a congestion tree's paths come from: the forwarding tables, which
@@ -45,8 +45,8 @@ json Names(const Snapshot& s, const std::vector<std::uint64_t>& guids) {
 
 json End(const Snapshot& s, const topology::PortRef& ref) {
   json e{{"node", NameOf(s, ref.node_guid)}, {"guid", FormatGuid(ref.node_guid)}, {"port", ref.port}};
-  auto it = s.nodes.find(ref.node_guid);
-  e["kind"] = it == s.nodes.end() ? "unknown" : it->second.kind == topology::NodeKind::kSwitch ? "switch" : "hca";
+  auto it = s.nodes->find(ref.node_guid);
+  e["kind"] = it == s.nodes->end() ? "unknown" : it->second.kind == topology::NodeKind::kSwitch ? "switch" : "hca";
   const topology::Port* p = s.fabric ? s.fabric->FindPort(ref) : nullptr;
   e["lid"] = p ? json(p->lid) : json(nullptr);
   return e;
@@ -358,16 +358,17 @@ json AlertsJson(const Snapshot& s, const AlertFilter& filter) {
 namespace ibfabric::collectors {
 namespace {
 
-nlohmann::json RatesJson(const Snapshot& s, const EndRates& r) {
+nlohmann::json RatesJson(const Snapshot& s, const topology::PortRef& port, const EndSummary& r) {
   nlohmann::json per_second = nlohmann::json::object();
   for (std::size_t i = 0; i < kSignalCount; ++i) {
     const auto sig = static_cast<Signal>(i);
     if (r.Known(sig)) per_second[ToString(sig)] = r.PerSecond(sig);
   }
-  nlohmann::json j{{"port", End(s, r.port)}, {"window_seconds", r.window_seconds}, {"per_second", per_second}};
-  j["xmit_wait_fraction"] = r.xmit_wait_fraction ? nlohmann::json(*r.xmit_wait_fraction) : nlohmann::json(nullptr);
-  j["bit_error_rate"] = r.bit_error_rate ? nlohmann::json(*r.bit_error_rate) : nlohmann::json(nullptr);
-  j["packet_drop_rate"] = r.packet_drop_rate ? nlohmann::json(*r.packet_drop_rate) : nlohmann::json(nullptr);
+  const auto value = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+  nlohmann::json j{{"port", End(s, port)}, {"window_seconds", r.window_seconds}, {"per_second", per_second}};
+  j["xmit_wait_fraction"] = value(r.xmit_wait_fraction());
+  j["bit_error_rate"] = value(r.bit_error_rate());
+  j["packet_drop_rate"] = value(r.packet_drop_rate());
   return j;
 }
 
@@ -460,7 +461,7 @@ std::optional<std::uint64_t> ParseGuid(const std::string& v, std::string* error)
 // and so the alert rules' links carry it); itself when neither.
 std::uint64_t NodeOf(const Snapshot& s, std::uint64_t guid) {
   if (!s.fabric || s.fabric->FindNode(guid)) return guid;
-  for (const auto& [node, label] : s.nodes) {
+  for (const auto& [node, label] : *s.nodes) {
     for (const auto& [port, g] : label.port_guids) {
       if (g == guid) return node;
     }
@@ -596,10 +597,11 @@ nlohmann::json PortDetailJson(const Snapshot& s, const topology::PortRef& asked)
   j["pinned"] = std::move(pinned);
   j["health"] = nullptr;
   if (s.health) {
-    for (const CableHealth& c : s.health->cables) {
+    for (const CableSummary& c : s.health->cables) {
       if (!(c.cable.a == ref || c.cable.b == ref)) continue;
-      const EndRates& here = c.a.port == ref ? c.a : c.b;
-      const EndRates& there = c.a.port == ref ? c.b : c.a;
+      const bool at_a = c.cable.a == ref;
+      const EndSummary& here = at_a ? c.a : c.b;
+      const EndSummary& there = at_a ? c.b : c.a;
       j["health"] = {{"up", c.up},
                      {"active", c.active},
                      {"disabled", c.disabled},
@@ -610,8 +612,8 @@ nlohmann::json PortDetailJson(const Snapshot& s, const topology::PortRef& asked)
                      {"dropped", c.dropped},
                      {"downs_in_window", c.downs_in_window},
                      {"downs_total", c.downs_total},
-                     {"this_end", RatesJson(s, here)},
-                     {"far_end", RatesJson(s, there)}};
+                     {"this_end", RatesJson(s, ref, here)},
+                     {"far_end", RatesJson(s, at_a ? c.cable.b : c.cable.a, there)}};
       break;
     }
   }

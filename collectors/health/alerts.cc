@@ -297,15 +297,6 @@ AlertEngine::Verdict AlertEngine::Congestion(const CableHealth& h) const {
 
 namespace {
 
-// A congested end: its cable's verdict's evidence of it, and its rates.
-struct CongestedEnd {
-  topology::Link cable;
-  const EndRates* rates = nullptr;
-  std::vector<Evidence> evidence;
-  std::optional<Severity> severity;
-};
-using CongestedEnds = std::map<topology::PortRef, CongestedEnd>;
-
 // The tree's worst severity and each port's wait fraction and head-of-queue
 // discards into `report`; the discards as evidence (at the root its end
 // says where, elsewhere in the tree the detail).
@@ -318,13 +309,13 @@ std::vector<Evidence> MeasureTree(const topology::CongestionTree& tree, const Co
   for (const topology::PortRef& p : members) {
     const CongestedEnd& end = ends.at(p);
     worst = Worse(worst, end.severity);
-    if (end.rates->xmit_wait_fraction) report->xmit_wait_fraction[p] = *end.rates->xmit_wait_fraction;
-    if (end.rates->Known(Signal::kXmitHoqDiscards) && end.rates->Delta(Signal::kXmitHoqDiscards) > 0) {
-      const std::uint64_t n = end.rates->Delta(Signal::kXmitHoqDiscards);
+    if (end.rates.xmit_wait_fraction) report->xmit_wait_fraction[p] = *end.rates.xmit_wait_fraction;
+    if (end.rates.Known(Signal::kXmitHoqDiscards) && end.rates.Delta(Signal::kXmitHoqDiscards) > 0) {
+      const std::uint64_t n = end.rates.Delta(Signal::kXmitHoqDiscards);
       report->hoq_discards[p] = n;
       const bool at_root = p == tree.root;
       hoq.push_back({"hoq_lifetime_discards", at_root ? (p == end.cable.a ? 0 : 1) : -1,
-                     end.rates->PerSecond(Signal::kXmitHoqDiscards), "per_second", n, end.rates->window_seconds,
+                     end.rates.PerSecond(Signal::kXmitHoqDiscards), "per_second", n, end.rates.window_seconds,
                      std::nullopt, at_root ? "" : "at " + describe(p)});
     }
   }
@@ -342,7 +333,7 @@ void ExplainTree(const topology::CongestionTree& tree, const CongestedEnd& root,
     auto f = report.xmit_wait_fraction.find(victim);
     const int hops = tree.hops.at(victim);
     evidence->push_back({"victim", -1, f == report.xmit_wait_fraction.end() ? 0 : f->second, "fraction", std::nullopt,
-                         ends.at(victim).rates->window_seconds, std::nullopt,
+                         ends.at(victim).rates.window_seconds, std::nullopt,
                          describe(victim) + " waits behind the root, " + std::to_string(hops) +
                              (hops == 1 ? " hop" : " hops") + " away"});
   }
@@ -383,32 +374,16 @@ std::vector<std::uint64_t> AdaptiveOnTree(const topology::CongestionTree& tree,
 
 }  // namespace
 
-void AlertEngine::GroupCongestion(const std::vector<CableHealth>& cables, const topology::Fabric& fabric,
-                                  const topology::ForwardingTables& tables, const Describe& describe,
-                                  const std::set<std::uint64_t>& adaptive,
-                                  std::map<std::pair<topology::Link, Cause>, Verdict>* verdicts) {
-  // Each congested end, taken out of its cable's verdict: judged with its tree below.
-  CongestedEnds ends;
-  for (const CableHealth& h : cables) {
-    auto it = verdicts->find({h.cable, Cause::kCongestion});
-    if (it == verdicts->end() || !it->second.severity) continue;
-    for (const Evidence& e : it->second.evidence) {
-      CongestedEnd& end = ends[e.end == 0 ? h.cable.a : h.cable.b];
-      end.cable = h.cable;
-      end.rates = e.end == 0 ? &h.a : &h.b;
-      end.evidence.push_back(e);
-      const Threshold& t = e.signal == "xmit_wait_fraction" ? config_.xmit_wait_fraction : config_.xmit_discards;
-      end.severity = Worse(end.severity, t.Judge(e.value));
-    }
-    it->second = Verdict{};
-  }
+void AlertEngine::GroupCongestion(const topology::Fabric& fabric, const topology::ForwardingTables& tables,
+                                  const Describe& describe, const std::set<std::uint64_t>& adaptive) {
+  const CongestedEnds& ends = congested_;
   std::set<topology::PortRef> congested;
   for (const auto& [port, end] : ends) congested.insert(port);
   for (topology::CongestionTree& tree : topology::FindCongestionTrees(fabric, tables, congested)) {
     CongestionReport report;
     const std::vector<Evidence> hoq = MeasureTree(tree, ends, describe, &report);
     const CongestedEnd& root = ends.at(tree.root);
-    Verdict& v = (*verdicts)[{root.cable, Cause::kCongestion}];
+    Verdict& v = verdicts_[{root.cable, Cause::kCongestion}];
     v.severity = Worse(v.severity, report.severity);
     v.evidence.insert(v.evidence.end(), root.evidence.begin(), root.evidence.end());
     v.evidence.insert(v.evidence.end(), hoq.begin(), hoq.end());
@@ -471,25 +446,65 @@ void AlertEngine::Evaluate(const std::vector<CableHealth>& cables, const topolog
                            std::chrono::system_clock::time_point now, const Describe& describe,
                            const topology::Fabric* fabric, const topology::ForwardingTables* tables,
                            const std::set<std::uint64_t>* adaptive) {
-  std::map<std::pair<topology::Link, Cause>, Verdict> verdicts;
-  for (const CableHealth& h : cables) {
-    verdicts[{h.cable, Cause::kBadCable}] = BadCable(h, describe);
-    verdicts[{h.cable, Cause::kFlappingLink}] = Flapping(h, describe);
-    verdicts[{h.cable, Cause::kDegradedLink}] = Degraded(h, describe);
-    verdicts[{h.cable, Cause::kCableDegrading}] = CableDegrading(h, describe);
-    verdicts[{h.cable, Cause::kCongestion}] = Congestion(h);
+  Begin();
+  Judge(cables, describe);
+  Finish(analysis, now, describe, fabric, tables, adaptive);
+}
+
+void AlertEngine::Begin() {
+  verdicts_.clear();
+  congested_.clear();
+}
+
+void AlertEngine::Keep(const topology::Link& cable, Cause cause, Verdict v) {
+  std::pair<topology::Link, Cause> key{cable, cause};
+  if (v.severity || tracks_.count(key)) {
+    verdicts_.insert_or_assign(std::move(key), std::move(v));
+  } else {
+    verdicts_.erase(key);  // a cable judged again: its last verdict stands
   }
+}
+
+void AlertEngine::Judge(const std::vector<CableHealth>& cables, const Describe& describe) {
+  // Only the verdicts that change something are kept: a whole fabric's
+  // clean ones, five a cable, were the most a sweep held at 32k GPUs.
+  for (const CableHealth& h : cables) {
+    Keep(h.cable, Cause::kBadCable, BadCable(h, describe));
+    Keep(h.cable, Cause::kFlappingLink, Flapping(h, describe));
+    Keep(h.cable, Cause::kDegradedLink, Degraded(h, describe));
+    Keep(h.cable, Cause::kCableDegrading, CableDegrading(h, describe));
+    // Each congested end is taken out of its cable's verdict, with a copy
+    // of its rates: judged with its tree at Finish.
+    Verdict congestion = Congestion(h);
+    if (congestion.severity) {
+      for (const Evidence& e : congestion.evidence) {
+        CongestedEnd& end = congested_[e.end == 0 ? h.cable.a : h.cable.b];
+        end.cable = h.cable;
+        end.rates = e.end == 0 ? h.a : h.b;
+        end.evidence.push_back(e);
+        const Threshold& t = e.signal == "xmit_wait_fraction" ? config_.xmit_wait_fraction : config_.xmit_discards;
+        end.severity = Worse(end.severity, t.Judge(e.value));
+      }
+      congestion = Verdict{};
+    }
+    Keep(h.cable, Cause::kCongestion, std::move(congestion));
+  }
+}
+
+void AlertEngine::Finish(const topology::Analysis* analysis, std::chrono::system_clock::time_point now,
+                         const Describe& describe, const topology::Fabric* fabric,
+                         const topology::ForwardingTables* tables, const std::set<std::uint64_t>* adaptive) {
   congestion_.clear();
   static const topology::ForwardingTables kNoTables;
   static const topology::Fabric kNoFabric;
   static const std::set<std::uint64_t> kNone;
-  GroupCongestion(cables, fabric ? *fabric : kNoFabric, fabric && tables ? *tables : kNoTables, describe,
-                  adaptive ? *adaptive : kNone, &verdicts);
+  GroupCongestion(fabric ? *fabric : kNoFabric, fabric && tables ? *tables : kNoTables, describe,
+                  adaptive ? *adaptive : kNone);
   if (analysis) {
     for (const auto& f : analysis->findings) {
       if (!f.a || !f.b || !IsMiswiring(f.kind)) continue;
       const topology::Link cable = topology::CableBetween(*f.a, *f.b);
-      Verdict& v = verdicts[{cable, Cause::kMiswiring}];
+      Verdict& v = verdicts_[{cable, Cause::kMiswiring}];
       v.severity = config_.miswiring_severity;
       v.evidence.push_back({topology::ToString(f.kind), -1, 0, "", std::nullopt, 0, std::nullopt, f.detail});
       if (v.summary.empty()) v.summary = std::string("miswired: ") + f.detail;
@@ -500,10 +515,12 @@ void AlertEngine::Evaluate(const std::vector<CableHealth>& cables, const topolog
   // except miswiring before the first analysis.
   std::vector<std::pair<topology::Link, Cause>> stale;
   for (const auto& [key, t] : tracks_) {
-    if (!verdicts.count(key) && (analysis || key.second != Cause::kMiswiring)) stale.push_back(key);
+    if (!verdicts_.count(key) && (analysis || key.second != Cause::kMiswiring)) stale.push_back(key);
   }
   for (const auto& key : stale) Apply(key, Verdict{}, now);
-  for (const auto& [key, v] : verdicts) Apply(key, v, now);
+  for (const auto& [key, v] : verdicts_) Apply(key, v, now);
+  verdicts_.clear();
+  congested_.clear();
 }
 
 std::vector<Alert> AlertEngine::Active() const {

@@ -142,6 +142,16 @@ struct CongestionReport {
   std::vector<std::uint64_t> adaptive_switches;  // as Alert::adaptive_switches
 };
 
+// An end judged congested in an evaluation: its cable, its rates, the
+// evidence its cable's verdict gave of it (grouped into trees at Finish).
+struct CongestedEnd {
+  topology::Link cable;
+  EndRates rates;
+  std::vector<Evidence> evidence;
+  std::optional<Severity> severity;
+};
+using CongestedEnds = std::map<topology::PortRef, CongestedEnd>;
+
 // Thread-safety: none; the sweeping thread owns it.
 class AlertEngine {
  public:
@@ -162,6 +172,15 @@ class AlertEngine {
                 std::chrono::system_clock::time_point now, const Describe& describe,
                 const topology::Fabric* fabric = nullptr, const topology::ForwardingTables* tables = nullptr,
                 const std::set<std::uint64_t>* adaptive = nullptr);
+  // Evaluate in parts, for many cables (98k at 32k GPUs, judged a few
+  // thousand at a time and none held all at once): Begin, Judge every
+  // cable once (in as many calls as it takes), then Finish with the rest
+  // of Evaluate's arguments.
+  void Begin();
+  void Judge(const std::vector<CableHealth>& cables, const Describe& describe);
+  void Finish(const topology::Analysis* analysis, std::chrono::system_clock::time_point now, const Describe& describe,
+              const topology::Fabric* fabric = nullptr, const topology::ForwardingTables* tables = nullptr,
+              const std::set<std::uint64_t>* adaptive = nullptr);
 
   std::vector<Alert> Active() const;                             // by severity, then cause, then cable
   const std::deque<Alert>& Cleared() const { return cleared_; }  // newest first
@@ -199,18 +218,22 @@ class AlertEngine {
   Verdict CableDegrading(const CableHealth& h, const Describe& d) const;
   // Each end judged alone; named and explained with its tree (GroupCongestion).
   Verdict Congestion(const CableHealth& h) const;
-  // Replaces the congested cables' verdicts in `verdicts` with one per
-  // tree, on its root's cable; fills congestion_.
-  void GroupCongestion(const std::vector<CableHealth>& cables, const topology::Fabric& fabric,
-                       const topology::ForwardingTables& tables, const Describe& describe,
-                       const std::set<std::uint64_t>& adaptive,
-                       std::map<std::pair<topology::Link, Cause>, Verdict>* verdicts);
+  // Keeps `v` for this evaluation when it changes something: it fires, or
+  // the cable and cause have a streak or an alert (any other would make a
+  // track and drop it).
+  void Keep(const topology::Link& cable, Cause cause, Verdict v);
+  // One verdict a tree of the congested ends, on its root's cable; fills congestion_.
+  void GroupCongestion(const topology::Fabric& fabric, const topology::ForwardingTables& tables,
+                       const Describe& describe, const std::set<std::uint64_t>& adaptive);
 
   AlertConfig config_;
   std::map<std::pair<topology::Link, Cause>, Track> tracks_;
   std::deque<Alert> cleared_;
   std::map<Cause, std::uint64_t> raised_;
   std::vector<CongestionReport> congestion_;
+  // The evaluation under way (Begin to Finish).
+  std::map<std::pair<topology::Link, Cause>, Verdict> verdicts_;
+  CongestedEnds congested_;
 };
 
 }  // namespace ibfabric::collectors

@@ -59,13 +59,23 @@ PortTotals& PortTable::operator[](const topology::PortRef& port) {
 }
 
 void PortTable::Merge(std::vector<value_type> fresh) {
-  std::sort(fresh.begin(), fresh.end(), ByEntry);
-  // Ports it holds already keep their totals; a port given twice counts once.
-  fresh.erase(std::unique(fresh.begin(), fresh.end(),
-                          [](const value_type& a, const value_type& b) { return a.first == b.first; }),
-              fresh.end());
+  if (!std::is_sorted(fresh.begin(), fresh.end(), ByEntry)) std::stable_sort(fresh.begin(), fresh.end(), ByEntry);
+  // Ports it holds already keep their totals; a port given twice counts
+  // once, as given last.
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < fresh.size(); ++i) {
+    if (i + 1 < fresh.size() && fresh[i + 1].first == fresh[i].first) continue;
+    if (kept != i) fresh[kept] = std::move(fresh[i]);
+    ++kept;
+  }
+  fresh.resize(kept);
   std::erase_if(fresh, [this](const value_type& v) { return find(v.first) != end(); });
   if (fresh.empty()) return;
+  if (items_.empty()) {  // the first sweep: every port at once, taken whole
+    items_ = std::move(fresh);
+    if (items_.capacity() > items_.size() + items_.size() / 8) items_.shrink_to_fit();
+    return;
+  }
   std::vector<value_type> merged;
   merged.reserve(items_.size() + fresh.size());
   std::merge(std::make_move_iterator(items_.begin()), std::make_move_iterator(items_.end()),
@@ -85,7 +95,7 @@ std::uint64_t Increase(const PortTotals& before, const PortSample& sample, std::
 
 const PortTotals& CounterStore::Update(const topology::PortRef& port, const PortSample& sample,
                                        std::chrono::system_clock::time_point now) {
-  PortTotals& t = ports_->count(port) ? Mutable().find(port)->second : fresh_[port];
+  PortTotals& t = ports_->count(port) ? Mutable().find(port)->second : Fresh(port);
   bool restarted = false;
   for (std::size_t i = 0; i < kCounterCount; ++i) {
     if (!sample.present.test(i)) continue;
@@ -110,12 +120,16 @@ const PortTotals& CounterStore::Update(const topology::PortRef& port, const Port
   return t;
 }
 
+PortTotals& CounterStore::Fresh(const topology::PortRef& port) {
+  if (!fresh_.empty() && fresh_.back().first == port) return fresh_.back().second;
+  if (fresh_.empty()) fresh_.reserve(expected_);
+  return fresh_.emplace_back(port, PortTotals{}).second;
+}
+
 void CounterStore::Commit() {
   if (fresh_.empty()) return;
-  std::vector<PortTable::value_type> fresh(std::make_move_iterator(fresh_.begin()),
-                                           std::make_move_iterator(fresh_.end()));
-  fresh_.clear();
-  Mutable().Merge(std::move(fresh));
+  Mutable().Merge(std::move(fresh_));
+  fresh_ = {};
 }
 
 void CounterStore::NoteCleared(const topology::PortRef& port, const std::bitset<kCounterCount>& counters) {

@@ -100,26 +100,27 @@ const char* ToString(DownKind k) {
 
 void LinkHealth::Track(const topology::Fabric& fabric) {
   for (const auto& n : fabric.nodes()) kinds_[n.guid] = n.kind;
+  std::map<topology::PortRef, topology::Link> cable_of;  // made when a port turns out cabled elsewhere
   for (const topology::Link& l : topology::Links(fabric)) {
     if (cables_.count(l)) continue;
     // A port cabled elsewhere now: its old cable is gone for good.
     for (const auto& end : {l.a, l.b}) {
       auto it = history_.find(end);
       if (it == history_.end() || !it->second.on_cable) continue;
-      const topology::Link old = it->second.cable;
-      for (const auto& old_end : {old.a, old.b}) {
+      if (cable_of.empty()) {  // the cables by end, once for all the moves of this fabric
+        for (const auto& [cable, state] : cables_) cable_of[cable.a] = cable_of[cable.b] = cable;
+      }
+      const auto old = cable_of.find(end);
+      if (old == cable_of.end()) continue;
+      for (const auto& old_end : {old->second.a, old->second.b}) {
         if (auto h = history_.find(old_end); h != history_.end()) h->second.on_cable = false;
       }
-      cables_.erase(old);
+      cables_.erase(old->second);
     }
     CableState& c = cables_[l];
     c.health.cable = l;
     c.health.up = true;
-    for (const auto& end : {l.a, l.b}) {
-      History& h = history_[end];
-      h.cable = l;
-      h.on_cable = true;
-    }
+    for (const auto& end : {l.a, l.b}) history_[end].on_cable = true;
   }
   // Histories only for ports on a cable.
   std::erase_if(history_, [](const auto& e) { return !e.second.on_cable; });
@@ -129,8 +130,9 @@ LinkHealth::Points LinkHealth::Unpack(const History& h) {
   Points v;
   v.size = h.count;
   if (v.size == 0) return v;
-  v.back() = h.newest;
-  const std::uint8_t* in = h.older.data();
+  const std::uint8_t* in = h.points.data();
+  v.back().t = FromTicks(GetVarint(&in));
+  for (std::size_t s = 0; s < kSignalCount; ++s) v.back().total[s] = GetVarint(&in);
   for (std::size_t i = v.size - 1; i-- > 0;) {
     const Point& newer = v.at[i + 1];
     Point& p = v.at[i];
@@ -143,12 +145,14 @@ LinkHealth::Points LinkHealth::Unpack(const History& h) {
 void LinkHealth::Pack(const Points& v, History* h) {
   h->count = static_cast<std::uint8_t>(v.size);
   if (v.size == 0) {
-    h->older = {};
+    h->points = {};
     return;
   }
-  h->newest = v.at[v.size - 1];
-  std::array<std::uint8_t, (kKeptPoints - 1) * (1 + kSignalCount) * kMaxVarint> buffer;
+  std::array<std::uint8_t, kKeptPoints*(1 + kSignalCount) * kMaxVarint> buffer;
   std::uint8_t* out = buffer.data();
+  const Point& newest = v.at[v.size - 1];
+  out = PutVarint(Ticks(newest.t), out);
+  for (std::size_t s = 0; s < kSignalCount; ++s) out = PutVarint(newest.total[s], out);
   for (std::size_t i = v.size - 1; i-- > 0;) {
     const Point& newer = v.at[i + 1];
     const Point& p = v.at[i];
@@ -158,10 +162,10 @@ void LinkHealth::Pack(const Points& v, History* h) {
   const auto bytes = static_cast<std::size_t>(out - buffer.data());
   // Written over in place while it fits and wastes little (a sweep
   // reallocating 80k small blocks would scatter the heap).
-  if (h->older.capacity() < bytes || h->older.capacity() > bytes + 32) {
-    h->older = std::vector<std::uint8_t>(buffer.data(), out);
+  if (h->points.capacity() < bytes || h->points.capacity() > bytes + 32) {
+    h->points = std::vector<std::uint8_t>(buffer.data(), out);
   } else {
-    h->older.assign(buffer.data(), out);
+    h->points.assign(buffer.data(), out);
   }
 }
 
@@ -223,13 +227,20 @@ void LinkHealth::Emit(FabricEvent e) {
   while (events_.size() > kMaxEvents) events_.pop_front();
 }
 
+EndSummary::EndSummary(const EndRates& r)
+    : EndWindow(r),
+      bit_error_rate_(r.bit_error_rate.value_or(std::nan(""))),
+      packet_drop_rate_(r.packet_drop_rate.value_or(std::nan(""))),
+      xmit_wait_fraction_(r.xmit_wait_fraction.value_or(std::nan(""))) {}
+
 EndRates LinkHealth::RatesOf(const topology::PortRef& port, double wait_count_seconds) const {
   EndRates r;
   r.port = port;
   auto it = history_.find(port);
   if (it == history_.end() || it->second.count == 0) return r;
-  const Point& last = it->second.newest;
-  const Point base = Unpack(it->second).front();
+  const Points points = Unpack(it->second);
+  const Point& last = points.at[points.size - 1];
+  const Point& base = points.at[0];
   r.window_seconds = std::chrono::duration<double>(last.t - base.t).count();
   for (std::size_t s = 0; s < kSignalCount; ++s) {
     r.delta[s] = last.total[s] >= base.total[s] ? last.total[s] - base.total[s] : 0;
@@ -501,8 +512,13 @@ void LinkHealth::FindReboots(std::chrono::steady_clock::time_point now, std::chr
 std::vector<CableHealth> LinkHealth::Cables() const {
   std::vector<CableHealth> out;
   out.reserve(cables_.size());
+  ForEachCable([&](CableHealth&& h) { out.push_back(std::move(h)); });
+  return out;
+}
+
+void LinkHealth::ForEachCable(const std::function<void(CableHealth&&)>& take) const {
   for (const auto& [link, c] : cables_) {
-    CableHealth& h = out.emplace_back();
+    CableHealth h;
     static_cast<CableStatus&>(h) = c.health;
     const topology::PortRef ends[2] = {link.a, link.b};
     EndRates* rates[2] = {&h.a, &h.b};
@@ -511,8 +527,8 @@ std::vector<CableHealth> LinkHealth::Cables() const {
       rates[k]->present = c.present[k];
       rates[k]->pinned = c.pinned[k];
     }
+    take(std::move(h));
   }
-  return out;
 }
 
 }  // namespace ibfabric::collectors

@@ -32,6 +32,7 @@
 #include <array>
 #include <bitset>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -68,13 +69,21 @@ inline constexpr std::size_t kSignalCount = 12;
 Counter CounterOf(Signal s);
 const char* ToString(Signal s);  // "symbol_errors", ...
 
-// One end of a cable over the window.
-struct EndRates {
-  topology::PortRef port;
+// What one end's counters did over the window.
+struct EndWindow {
   double window_seconds = 0;  // span covered; 0: not two readings yet
   std::array<std::uint64_t, kSignalCount> delta{};
   std::bitset<kSignalCount> present;  // the port reports this counter
-  std::bitset<kSignalCount> pinned;   // stopped at its maximum: the delta is a lower bound
+
+  bool Known(Signal s) const { return window_seconds > 0 && present.test(static_cast<std::size_t>(s)); }
+  std::uint64_t Delta(Signal s) const { return delta[static_cast<std::size_t>(s)]; }
+  double PerSecond(Signal s) const { return window_seconds > 0 ? static_cast<double>(Delta(s)) / window_seconds : 0; }
+};
+
+// One end of a cable over the window, with all the alert engine judges.
+struct EndRates : EndWindow {
+  topology::PortRef port;
+  std::bitset<kSignalCount> pinned;  // stopped at its maximum: the delta is a lower bound
   std::optional<double> bit_error_rate;
   std::optional<double> packet_drop_rate;
   // Forward error correction, where the device reports it (the fec
@@ -100,10 +109,6 @@ struct EndRates {
   std::optional<double> xmit_wait_fraction;
   double bits_received = 0;
   double packets_received = 0;
-
-  bool Known(Signal s) const { return window_seconds > 0 && present.test(static_cast<std::size_t>(s)); }
-  std::uint64_t Delta(Signal s) const { return delta[static_cast<std::size_t>(s)]; }
-  double PerSecond(Signal s) const { return window_seconds > 0 ? static_cast<double>(Delta(s)) / window_seconds : 0; }
 };
 
 // Why a link went down.
@@ -144,6 +149,32 @@ struct CableHealth : CableStatus {
   EndRates a, b;
 };
 
+// What the published report keeps of an end (the metrics and the port
+// view show it): its window and the ratios worked out over it, without
+// what only the alert engine judges (FEC, pinned counters). Under half of
+// EndRates: at 32k GPUs the report holds 98k cables, and a second one
+// while the next is made.
+struct EndSummary : EndWindow {
+  EndSummary() = default;
+  explicit EndSummary(const EndRates& r);
+  std::optional<double> bit_error_rate() const { return Maybe(bit_error_rate_); }
+  std::optional<double> packet_drop_rate() const { return Maybe(packet_drop_rate_); }
+  std::optional<double> xmit_wait_fraction() const { return Maybe(xmit_wait_fraction_); }
+
+ private:
+  static std::optional<double> Maybe(double v) { return std::isnan(v) ? std::nullopt : std::optional<double>(v); }
+  double bit_error_rate_ = std::nan("");  // NaN: none
+  double packet_drop_rate_ = std::nan("");
+  double xmit_wait_fraction_ = std::nan("");
+};
+
+// A cable as the report publishes it: its ends are cable.a and cable.b.
+struct CableSummary : CableStatus {
+  CableSummary() = default;
+  explicit CableSummary(const CableHealth& h) : CableStatus(h), a(h.a), b(h.b) {}
+  EndSummary a, b;
+};
+
 struct LinkHealthOptions {
   std::chrono::milliseconds window{300'000};
 };
@@ -171,6 +202,9 @@ class LinkHealth {
                const WaitCountSeconds& wait_count = {});
 
   std::vector<CableHealth> Cables() const;
+  // Each cable's in turn, made as it is handed over (Cables holds them all).
+  void ForEachCable(const std::function<void(CableHealth&&)>& take) const;
+  std::size_t cables() const { return cables_.size(); }
   // Events that explain link downs other than flaps, oldest first (the last
   // 256), and how many of each kind since the start.
   const std::deque<FabricEvent>& Events() const { return events_; }
@@ -194,18 +228,16 @@ class LinkHealth {
   };
   struct History {
     // Oldest first: points thinned to one per window/5, the first older
-    // than the window, then the newest reading. The newest is held as is;
-    // each older one, newest first, as varints of how much earlier it was
-    // and how much lower each total than the next newer one: about 25
-    // bytes where a Point takes 96, and this is most of link health's
-    // memory (a 16k-host fabric: 80k ports).
-    Point newest;
-    std::vector<std::uint8_t> older;
+    // than the window, then the newest reading. Held newest first as
+    // varints: the newest's time and totals, then each older one as how
+    // much earlier it was and how much lower each total than the next
+    // newer one (about 25 bytes where a Point takes 104). This is most of
+    // link health's memory: 197k ports at 32k GPUs.
+    std::vector<std::uint8_t> points;
     std::uint8_t count = 0;    // points, the newest included
     bool last_kept = false;    // the newest is one of the thinned points
-    bool on_cable = false;     // `cable` is the port's; a port on none has no history
+    bool on_cable = false;     // the port is on a cable; a port on none has no history
     std::uint32_t resets = 0;  // PortTotals::resets as last seen
-    topology::Link cable;      // the cable the port is on
   };
   static Points Unpack(const History& h);
   static void Pack(const Points& points, History* h);

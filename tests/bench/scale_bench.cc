@@ -182,6 +182,7 @@ struct LogView {
   std::vector<double> trim_seconds;  // each publication's malloc_trim
   double heap_after_discovery = -1;
   std::size_t published_sweeps = 0;  // sweeps whose publication ("published", after "sweep done") is logged
+  std::size_t started_sweeps = 0;    // "cycle started": a cycle is a sweep (and a walk when one is due)
   // The first full walk's graph (what ibnetdiscover reads) and tables apart.
   double graph_seconds = -1, graph_mads = -1, tables_seconds = -1,
          tables_mads = -1;  // "discovery done ... heap_in_use_bytes=N", the first full walk's
@@ -196,7 +197,9 @@ LogView ReadLog(const ExporterProcess& e) {
       const auto k = line.find(key);
       return k == std::string::npos ? -1.0 : std::atof(line.c_str() + k + std::strlen(key));
     };
-    if (line.find("msg=\"sweep done\"") != std::string::npos) {
+    if (line.find("msg=\"cycle started\"") != std::string::npos) {
+      ++v.started_sweeps;
+    } else if (line.find("msg=\"sweep done\"") != std::string::npos) {
       v.sweep_seconds.push_back(value(" seconds="));
       v.ports = value(" ports=");
     } else if (line.find("msg=\"published\"") != std::string::npos) {
@@ -503,7 +506,11 @@ int Run(const std::string& fabric, int sweeps, int scrapers, int seconds, const 
 
   // The exporter at its defaults but for the sweep interval (sweeps one
   // after the other, scraped between them) and a debug log to watch them.
-  std::vector<std::string> args{"--sweep.interval=" + std::string(big ? "5s" : "1s"), "--log.level=debug"};
+  // At 32k GPUs a cycle (the sweep, the collectors, rendering 4.7 million
+  // series) takes 8-9 s on 2 cores: 15 s leaves time between sweeps, where
+  // the RSS is read.
+  const char* interval = rails ? "15s" : big ? "5s" : "1s";
+  std::vector<std::string> args{"--sweep.interval=" + std::string(interval), "--log.level=debug"};
   if (!groups.empty()) args.push_back("--counters.groups=" + groups);
   if (!shard.empty()) args.push_back("--shard=" + shard);
   if (!tables.empty()) args.push_back("--routing.tables=" + tables);
@@ -563,6 +570,12 @@ int Run(const std::string& fabric, int sweeps, int scrapers, int seconds, const 
   std::vector<double> plain_s, gzip_s;
   std::size_t plain_bytes = 0, gzip_bytes = 0;
   bool compressed = true;
+  // The RSS once each sweep is published and scraped, kept when no sweep
+  // had started by then (a cycle as long as the interval leaves no time
+  // between sweeps).
+  double rss = -1;
+  std::string rss_by_mapping;
+  int between = 0;
   for (int i = 2; i <= sweeps + 1; ++i) {
     if (!WaitForSweeps(*e, static_cast<std::size_t>(i), std::chrono::seconds(300))) {
       std::fprintf(stderr, "scale_bench: sweep %d did not come: %s\n", i, e->Log().c_str());
@@ -579,9 +592,14 @@ int Run(const std::string& fabric, int sweeps, int scrapers, int seconds, const 
     plain_bytes = p.body_bytes;
     gzip_bytes = g.body_bytes;
     compressed = compressed && g.gzip;
+    const double now = StatusMiB(pid, "VmRSS:");
+    const std::string mapping = RssByMapping(pid);
+    if (ReadLog(*e).started_sweeps == static_cast<std::size_t>(i)) {  // no cycle under way
+      rss = now;
+      rss_by_mapping = mapping;
+      ++between;
+    }
   }
-  const double rss = StatusMiB(pid, "VmRSS:");
-  const std::string rss_by_mapping = RssByMapping(pid);
   const double peak = StatusMiB(pid, "VmHWM:");
   v = ReadLog(*e);
   const std::vector<double> sweep_s(v.sweep_seconds.begin() + 1, v.sweep_seconds.end());
@@ -611,8 +629,11 @@ int Run(const std::string& fabric, int sweeps, int scrapers, int seconds, const 
   std::printf("scrape: plain %.3f s median, %.3f s max; gzip %.3f s median, %.3f s max (of %zu each)\n",
               Percentile(plain_s, 0.5), Percentile(plain_s, 1), Percentile(gzip_s, 0.5), Percentile(gzip_s, 1),
               plain_s.size());
-  std::printf("RSS after %d sweeps with scrapes: %.1f MiB (%.0f bytes per port); peak %.1f MiB\n", sweeps, rss,
-              rss * 1048576 / ports, peak);
+  std::printf(
+      "RSS after %d sweeps with scrapes: %.1f MiB (%.0f bytes per port; the last of %d read between sweeps%s); "
+      "peak %.1f MiB\n",
+      sweeps, rss, rss * 1048576 / ports, between, between == 0 ? ": NONE, the next sweep had always started" : "",
+      peak);
   std::printf("heap after the last publication: %.1f MiB in use (%.0f bytes per port), %.1f MiB free in malloc\n",
               v.heap_in_use / 1048576, v.heap_in_use / ports, v.heap_free / 1048576);
   if (!v.trim_seconds.empty()) {
@@ -683,6 +704,9 @@ int Run(const std::string& fabric, int sweeps, int scrapers, int seconds, const 
         Percentile(lat, 1) * 1e3, StatusMiB(pid, "VmHWM:"));
   }
   const std::string last = e->Get("/metrics");
+  // Time to end the cycle under way (9 s at 32k GPUs) and exit: librmpp
+  // writes its counts at exit.
+  e->process().Stop(std::chrono::seconds(30));
   e.reset();
   {
     const Scrape s = Scrape::Parse(last);

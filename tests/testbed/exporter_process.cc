@@ -50,6 +50,12 @@ std::unique_ptr<ExporterProcess> ExporterProcess::Start(const SimFabric& sim, co
     const bool whole = value.find(kUmad2SimPreload) != std::string::npos;
     to = name == "LD_PRELOAD" && !to.empty() && !whole ? to + " " + value : value;
   }
+  // One more preload for the exporter alone, after the rest: a heap
+  // profiler's, say (docs/benchmarks.md, "Memory at 32k").
+  if (const char* extra = std::getenv("IBFABRIC_EXPORTER_PRELOAD"); extra != nullptr && *extra != '\0') {
+    std::string& to = o.env["LD_PRELOAD"];
+    to = to.empty() ? extra : to + " " + extra;
+  }
   o.stdout_path = e->dir_ + "/exporter.log";
   e->process_ = Process::Spawn(o, error);
   if (!e->process_) return nullptr;

@@ -227,6 +227,7 @@ struct Driven {
   std::map<PortRef, std::pair<double, int>> fec;       // port -> (raw bit error ratio, worst lane)
   std::set<PortRef> raw_unknown;                       // counted, but no raw ratio to judge now
   std::map<PortRef, std::pair<double, int>> baseline;  // port -> (lowest raw ratio, 24ths of history)
+  bool in_parts = false;  // judged a cable at a time (Begin, Judge, Finish), as link_health's collector does
   explicit Driven(AlertConfig c) : engine(c) {}
   std::vector<Alert> Sweep() {
     health.Observe(b.fabric, nullptr, b.ports, b.links, b.Now(), b.Wall());
@@ -246,10 +247,16 @@ struct Driven {
         }
       }
     }
-    engine.Evaluate(
-        cables, nullptr, b.Wall(),
-        [](const PortRef& p) { return topology::FormatGuid(p.node_guid) + "[" + std::to_string(p.port) + "]"; },
-        &b.fabric, tables);
+    const AlertEngine::Describe describe = [](const PortRef& p) {
+      return topology::FormatGuid(p.node_guid) + "[" + std::to_string(p.port) + "]";
+    };
+    if (in_parts) {
+      engine.Begin();
+      for (const CableHealth& c : cables) engine.Judge({c}, describe);
+      engine.Finish(nullptr, b.Wall(), describe, &b.fabric, tables);
+    } else {
+      engine.Evaluate(cables, nullptr, b.Wall(), describe, &b.fabric, tables);
+    }
     ++b.sweep;
     return engine.Active();
   }
@@ -272,33 +279,37 @@ AlertConfig QuickFlapping() {
 }
 
 TEST(AlertEngineTest, HysteresisBothWays) {
-  Driven d(Quick());
-  EXPECT_TRUE(d.Sweep().empty());
-  d.b.Add(d.b.host1, Counter::kSymbolError, 4);  // 4/s: a warning, once
-  EXPECT_TRUE(d.Sweep().empty()) << "one sweep is not enough";
-  d.b.Add(d.b.host1, Counter::kSymbolError, 40);
-  auto active = d.Sweep();
-  ASSERT_EQ(active.size(), 1u);
-  EXPECT_EQ(active[0].cause, Cause::kBadCable);
-  EXPECT_EQ(active[0].severity, Severity::kCritical);  // 44 over 2 s
-  EXPECT_EQ(active[0].cable, topology::CableBetween(d.b.leaf2, d.b.host1));
-  EXPECT_EQ(active[0].since, d.b.w0 + std::chrono::seconds(1)) << "since the first sweep of the streak";
-  ASSERT_FALSE(active[0].evidence.empty());
-  EXPECT_EQ(active[0].evidence[0].signal, "symbol_errors");
-  EXPECT_EQ(*active[0].evidence[0].delta, 44u);
-  EXPECT_NE(active[0].action.find("Errors are received at"), std::string::npos);
-  // No data counted at host1: no bit-error-rate estimate to give.
-  for (const auto& ev : active[0].evidence) EXPECT_NE(ev.signal, "bit_error_rate");
-  // Quiet: the increments stay in the 3 s window for a while, then two
-  // clean sweeps clear it.
-  int sweeps = 0;
-  while (!d.Sweep().empty()) ASSERT_LT(++sweeps, 10);
-  // t=3 and t=4 still have the t=2 increments in their 3 s window; t=5 is
-  // the first clean sweep, t=6 the second, which clears (clear_after=2).
-  EXPECT_EQ(sweeps, 3);
-  ASSERT_EQ(d.engine.Cleared().size(), 1u);
-  EXPECT_TRUE(d.engine.Cleared()[0].cleared);
-  EXPECT_EQ(d.engine.Raised().at(Cause::kBadCable), 1u);
+  for (const bool in_parts : {false, true}) {  // judged whole, or a cable at a time: alike
+    SCOPED_TRACE(in_parts ? "in parts" : "whole");
+    Driven d(Quick());
+    d.in_parts = in_parts;
+    EXPECT_TRUE(d.Sweep().empty());
+    d.b.Add(d.b.host1, Counter::kSymbolError, 4);  // 4/s: a warning, once
+    EXPECT_TRUE(d.Sweep().empty()) << "one sweep is not enough";
+    d.b.Add(d.b.host1, Counter::kSymbolError, 40);
+    auto active = d.Sweep();
+    ASSERT_EQ(active.size(), 1u);
+    EXPECT_EQ(active[0].cause, Cause::kBadCable);
+    EXPECT_EQ(active[0].severity, Severity::kCritical);  // 44 over 2 s
+    EXPECT_EQ(active[0].cable, topology::CableBetween(d.b.leaf2, d.b.host1));
+    EXPECT_EQ(active[0].since, d.b.w0 + std::chrono::seconds(1)) << "since the first sweep of the streak";
+    ASSERT_FALSE(active[0].evidence.empty());
+    EXPECT_EQ(active[0].evidence[0].signal, "symbol_errors");
+    EXPECT_EQ(*active[0].evidence[0].delta, 44u);
+    EXPECT_NE(active[0].action.find("Errors are received at"), std::string::npos);
+    // No data counted at host1: no bit-error-rate estimate to give.
+    for (const auto& ev : active[0].evidence) EXPECT_NE(ev.signal, "bit_error_rate");
+    // Quiet: the increments stay in the 3 s window for a while, then two
+    // clean sweeps clear it.
+    int sweeps = 0;
+    while (!d.Sweep().empty()) ASSERT_LT(++sweeps, 10);
+    // t=3 and t=4 still have the t=2 increments in their 3 s window; t=5 is
+    // the first clean sweep, t=6 the second, which clears (clear_after=2).
+    EXPECT_EQ(sweeps, 3);
+    ASSERT_EQ(d.engine.Cleared().size(), 1u);
+    EXPECT_TRUE(d.engine.Cleared()[0].cleared);
+    EXPECT_EQ(d.engine.Raised().at(Cause::kBadCable), 1u);
+  }
 }
 
 // A raw bit error ratio over its levels is a bad cable though no counter
@@ -454,9 +465,15 @@ TEST(AlertEngineTest, RemotePhysicalErrorsAndCongestionAreNotACable) {
 TEST(AlertEngineTest, OneCongestionAlertPerTreeOnItsRootsCable) {
   // host0 waits to send into leaf0, whose port to host1 waits: host1 does
   // not drain. leaf0's table: host0 (LID 2) on port 1, host1 (LID 3) on 2.
-  topology::ForwardingTables tables{{0x100, {transport::kLftNoPort, 0, 1, 2}}};  // 0x100: leaf0, the first node built
-  for (const bool with_tables : {true, false}) {
+  const topology::ForwardingTables tables(std::map<std::uint64_t, std::vector<std::uint8_t>>{
+      {0x100, {transport::kLftNoPort, 0, 1, 2}}});  // 0x100: leaf0, the first node built
+  // Judged whole or a cable at a time: the root and its victim are on two
+  // cables, the tree the same.
+  for (const auto& [with_tables, in_parts] :
+       std::vector<std::pair<bool, bool>>{{true, false}, {false, false}, {true, true}, {false, true}}) {
+    SCOPED_TRACE(std::string(with_tables ? "with" : "without") + " tables, " + (in_parts ? "in parts" : "whole"));
     Driven d(Quick());
+    d.in_parts = in_parts;
     if (with_tables) d.tables = &tables;
     d.Sweep();
     for (int i = 0; i < 4; ++i) {

@@ -198,7 +198,7 @@ TEST(NodeDetailTest, PortsCablesFindingsAndPod) {
   ThreeTier t(true);
   Snapshot s;
   s.fabric = std::make_shared<topology::Fabric>(t.fabric);
-  for (const auto& n : t.fabric.nodes()) s.nodes[n.guid] = {n.kind, n.description, {}};
+  s.nodes = LabelsOf(t.fabric);
   s.topology = std::make_shared<topology::Analysis>(t.analysis);
   const std::uint64_t leaf = t.b.Guid(t.leaves[3]);  // ib-p01-leaf01: the 1x cable to ib-p01-agg01
   const json d = NodeDetailJson(s, leaf);
@@ -227,7 +227,9 @@ TEST(NodeDetailTest, PortsCablesFindingsAndPod) {
   EXPECT_TRUE(NodeDetailJson(s, 0x1234).is_null());
   // An HCA's port GUID (the metrics' and the alert rules' `guid`) names its node and port too.
   const std::uint64_t host = t.b.Guid(t.hosts[0]);
-  s.nodes[host].port_guids[1] = 0xabc0001;
+  auto labels = std::make_shared<NodeLabels>(*s.nodes);
+  (*labels)[host].port_guids[1] = 0xabc0001;
+  s.nodes = std::move(labels);
   EXPECT_EQ(NodeDetailJson(s, 0xabc0001)["node"]["name"], "cn01 HCA-1");
   const json port = PortDetailJson(s, {0xabc0001, 1});
   ASSERT_FALSE(port.is_null());
@@ -263,7 +265,7 @@ struct TwoServers {
     }
     const topology::Fabric f = b.Build();
     s.fabric = std::make_shared<topology::Fabric>(f);
-    for (const auto& n : f.nodes()) s.nodes[n.guid] = {n.kind, n.description, {}};
+    s.nodes = LabelsOf(f);
     s.topology = std::make_shared<topology::Analysis>(topology::Analyze(f));
     s.hosts = std::make_shared<topology::HostAnalysis>(topology::AnalyzeHosts(f, topology::HostPattern{}));
   }

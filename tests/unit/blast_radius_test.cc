@@ -132,7 +132,9 @@ struct Snap {
   Snap() {
     parts.fabric = std::make_shared<topology::Fabric>(t.fabric);
     parts.forwarding = std::make_shared<topology::ForwardingTables>(t.tables);
-    for (const auto& n : t.fabric.nodes()) parts.nodes[n.guid].name = n.description;
+    auto labels = std::make_shared<NodeLabels>();
+    for (const auto& n : t.fabric.nodes()) (*labels)[n.guid].name = n.description;
+    parts.nodes = std::move(labels);
   }
   topology::PortRef P(int node, int port) const { return {t.b.Guid(node), static_cast<std::uint8_t>(port)}; }
   void Alerts(const std::vector<Alert>& active) {

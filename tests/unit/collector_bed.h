@@ -46,14 +46,16 @@ struct Bed {
     fabric = topology::Discover(engine).fabric;
     parts.fabric = std::make_shared<topology::Fabric>(fabric);
     // How the tracker labels each node (the series' names and kinds).
+    auto nodes = std::make_shared<NodeLabels>();
     for (const auto& n : fabric.nodes()) {
-      NodeLabel& label = parts.nodes[n.guid];
+      NodeLabel& label = (*nodes)[n.guid];
       label.kind = n.kind;
       label.name = n.description;
       for (const auto& p : n.ports) {
         if (n.kind != topology::NodeKind::kSwitch && p.guid != 0) label.port_guids[p.number] = p.guid;
       }
     }
+    parts.nodes = std::move(nodes);
   }
   transport::testing::FakeMadPort::Responder Build(const std::function<void(Bed&)>& shape) {
     const testing::SmallTree t =

@@ -40,7 +40,7 @@ TEST(CongestionTest, NextHopsFollowTheDestinationsThePortCarries) {
   EXPECT_EQ(NextHops(t.fabric, t.tables, t.P(t.host[2], 1)), (std::set<PortRef>{t.Up(1, 0), t.Up(1, 1), t.ToHost(3)}));
   // Without the far switch's table nothing is known.
   ForwardingTables partial = t.tables;
-  partial.erase(t.b.Guid(t.spine[0]));
+  partial.Erase(t.b.Guid(t.spine[0]));
   EXPECT_TRUE(NextHops(t.fabric, partial, t.Up(1, 0)).empty());
 }
 

@@ -41,9 +41,11 @@ collectors::Snapshot Build() {
 
   collectors::Snapshot s;
   s.fabric = std::make_shared<topology::Fabric>(std::vector<topology::Node>{sw, ca});
-  s.nodes[0xa1] = {NodeKind::kSwitch, "ib-leaf01", {}};
-  s.nodes[0xc1] = {NodeKind::kCa, "cn0001", {}};
-  s.nodes[0xd1] = {NodeKind::kCa, "cn0099", {}};  // vanished from the fabric
+  s.nodes = std::make_shared<const collectors::NodeLabels>(collectors::NodeLabels{
+      {0xa1, {NodeKind::kSwitch, "ib-leaf01", {}}},
+      {0xc1, {NodeKind::kCa, "cn0001", {}}},
+      {0xd1, {NodeKind::kCa, "cn0099", {}}},  // vanished from the fabric
+  });
   collectors::PortTotals t;
   t.total[Index(Counter::kRcvErrors)] = 17;
   t.present.set(Index(Counter::kRcvErrors));
@@ -174,6 +176,7 @@ TEST(MetricsTest, AFamilyWrittenInPartsIsOneFamily) {
   collectors::Snapshot s;
   std::vector<topology::Node> nodes;
   collectors::PortTable ports;
+  collectors::NodeLabels labels;
   constexpr int kSwitches = 100, kPorts = 36;  // 3600 series: four parts
   for (int n = 0; n < kSwitches; ++n) {
     topology::Node sw;
@@ -181,7 +184,7 @@ TEST(MetricsTest, AFamilyWrittenInPartsIsOneFamily) {
     sw.kind = NodeKind::kSwitch;
     sw.description = "sw" + std::to_string(n);
     nodes.push_back(sw);
-    s.nodes[sw.guid] = {NodeKind::kSwitch, sw.description, {}};
+    labels[sw.guid] = {NodeKind::kSwitch, sw.description, {}};
     for (int p = 1; p <= kPorts; ++p) {
       collectors::PortTotals t;
       t.total[Index(Counter::kRcvErrors)] = static_cast<std::uint64_t>(n * 1000 + p);
@@ -190,6 +193,7 @@ TEST(MetricsTest, AFamilyWrittenInPartsIsOneFamily) {
     }
   }
   s.fabric = std::make_shared<topology::Fabric>(nodes);
+  s.nodes = std::make_shared<const collectors::NodeLabels>(std::move(labels));
   s.ports = std::make_shared<const collectors::PortTable>(std::move(ports));
   s.collectors = {"port_counters"};
   const std::string text = collectors::RenderExposition(s, "x");

@@ -8,7 +8,10 @@
 // (0-5) is on leaf h / 2, port h % 2 + 1; the other leaves reach it through
 // spine h % 2, the spines send it down to its leaf.
 
+#include <cstdint>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "tests/unit/fabric_builder.h"
 #include "topology/routing.h"
@@ -16,11 +19,20 @@
 
 namespace ibfabric::testing {
 
+// Tables as the tests write them (switch GUID -> egress port by LID), handed
+// to the code under test as ForwardingTables.
+struct PlainTables : std::map<std::uint64_t, std::vector<std::uint8_t>> {
+  using Plain = std::map<std::uint64_t, std::vector<std::uint8_t>>;
+  operator topology::ForwardingTables() const {  // implicit on purpose: the tests pass these where tables go
+    return topology::ForwardingTables(static_cast<const Plain&>(*this));
+  }
+};
+
 struct RoutedTree {
   FabricBuilder b;
   int leaf[3], spine[2], host[6];
   topology::Fabric fabric;
-  topology::ForwardingTables tables;
+  PlainTables tables;
 
   RoutedTree() {
     for (int i = 0; i < 3; ++i) leaf[i] = b.Switch("leaf" + std::to_string(i + 1), 8);

@@ -211,8 +211,8 @@ TEST(RoutingTablesTest, FromTheSaWhereItHasThemWholeElseFromTheSwitch) {
   EXPECT_EQ(s.sa_queries, 5);
   // Every table whole and as the switch holds it, whichever way it came.
   ASSERT_EQ(r.tables.size(), 5u);
-  for (const auto& [guid, table] : r.tables) {
-    EXPECT_EQ(table, s.by_lid.at(s.t.fabric.FindNode(guid)->lid)) << guid;
+  for (std::uint64_t guid : r.tables.Switches()) {
+    EXPECT_EQ(r.tables.Find(guid)->Entries(), s.by_lid.at(s.t.fabric.FindNode(guid)->lid)) << guid;
   }
   // Three from their records (a transfer longer than a MAD each), the
   // other two read from the switch: their four blocks, nobody else's.
@@ -233,7 +233,9 @@ TEST(RoutingTablesTest, AnSaThatIsSilentOrHasNoSuchRecordsIsAskedOnce) {
     EXPECT_EQ(r.sa_queries, 1u);
     EXPECT_TRUE(r.from_sa.empty());
     ASSERT_EQ(r.tables.size(), 5u);
-    for (const auto& [guid, table] : r.tables) EXPECT_EQ(table, s.by_lid.at(s.t.fabric.FindNode(guid)->lid));
+    for (std::uint64_t guid : r.tables.Switches()) {
+      EXPECT_EQ(r.tables.Find(guid)->Entries(), s.by_lid.at(s.t.fabric.FindNode(guid)->lid));
+    }
     EXPECT_EQ(s.lft_smps, 20);
   }
 }

@@ -194,7 +194,7 @@ TEST(SubnetManagersTest, ConditionsAreAlertsInTheAlertsJson) {
   m.Update({Answer(0x100, 10, SmState::kMaster, 5), Answer(0x200, 10, SmState::kMaster, 5)}, fabric, t0, w0);
   Snapshot s;
   s.fabric = std::make_shared<topology::Fabric>(fabric);
-  for (const auto& n : fabric.nodes()) s.nodes[n.guid] = {n.kind, n.description, {}};
+  s.nodes = LabelsOf(fabric);
   s.subnet_managers = std::make_shared<SmReport>(m.Report());
   s.published = w0;
   json j = AlertsJson(s, {});

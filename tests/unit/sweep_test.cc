@@ -354,7 +354,8 @@ TEST(PinnedTest, PinnedCountersAreExposed) {
 
   collectors::Snapshot s;
   s.fabric = std::make_shared<topology::Fabric>();
-  s.nodes[0x9] = {topology::NodeKind::kSwitch, "sw", {}};
+  s.nodes = std::make_shared<const collectors::NodeLabels>(
+      collectors::NodeLabels{{0x9, {topology::NodeKind::kSwitch, "sw", {}}}});
   s.ports = std::make_shared<const collectors::PortTable>(
       collectors::PortTable{{{0x9, 4}, t}, {{0x9, 5}, collectors::PortTotals{}}});
   s.collectors = {"port_counters"};
