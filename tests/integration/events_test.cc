@@ -191,7 +191,8 @@ TEST_F(EventsTest, PinnedLinkDownedCounterKeepsItsPortWatched) {
 }
 
 TEST_F(EventsTest, HostFlapsCostAFewDirectedSmpsEachAndAreAllReported) {
-  const std::string tap = MakeTempDir("events") + "/tap";
+  const TempDir tmp("events");
+  const std::string tap = tmp.path() + "/tap";
   auto e = Start({"--sweep.interval=1s", "--discovery.interval=1h"}, /*traps=*/true, tap);
   ASSERT_TRUE(e);
   auto s = e->WaitFor(

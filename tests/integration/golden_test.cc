@@ -82,7 +82,8 @@ TEST(GoldenTest, ExpositionOfASmallFabric) {
   const std::string want = ReadFile(path);
   ASSERT_FALSE(want.empty()) << path << " is missing; run with IBFABRIC_UPDATE_GOLDEN=1";
   if (got != want) {
-    const std::string dir = MakeTempDir("golden");
+    const TempDir tmp("golden");
+    const std::string& dir = tmp.path();
     WriteFile(dir + "/got.prom", got);
     const auto diff = RunCommand({"diff", "-u", path, dir + "/got.prom"}, {}, std::chrono::seconds(10));
     ADD_FAILURE() << "the exposition differs from " << path << ":\n" << diff.out;

@@ -269,7 +269,8 @@ TEST_F(RailsTest, AWrongRailASwappedPairAndAnotherUnitAreEachFoundWithBothEnds) 
 TEST_F(RailsTest, AgainstAPlanNamingHostsAndHcasAWrongRailIsSaidSo) {
   FatTreeSpec spec = RailFabric();
   const FatTree plain = FatTree::Generate(spec);
-  const std::string plan = MakeTempDir("rails") + "/plan.yaml";
+  const TempDir tmp("rails");
+  const std::string plan = tmp.path() + "/plan.yaml";
   ASSERT_TRUE(WriteFile(plan, plain.YamlPlan(true)));
   ASSERT_NE(plain.YamlPlan(true).find("{host: \"gpu0005\", hca: \"mlx5_3\", port: 1}"), std::string::npos);
   const Endpoint wrong = plain.RailHca(1, 5, 4), swap_a = plain.RailHca(2, 9, 2), swap_b = plain.RailHca(2, 9, 3),

@@ -267,7 +267,8 @@ class StatusPageTest : public FabricSuite {
     return b;
   }
 
-  std::string dir_ = MakeTempDir("status_page");
+  TempDir tmp_{"status_page"};
+  std::string dir_ = tmp_.path();
   std::unique_ptr<ExporterProcess> exporter_;
   std::unique_ptr<Ramp> symbols_, flaps_;
 };

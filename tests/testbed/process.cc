@@ -187,6 +187,10 @@ void RemoveTree(const std::string& path) {
   if (!path.empty()) std::filesystem::remove_all(path, ec);
 }
 
+TempDir::~TempDir() {
+  if (std::getenv("IBFABRIC_KEEP_SIM") == nullptr) RemoveTree(path_);
+}
+
 CommandResult PromtoolCheckMetrics(const std::string& exposition) {
   const std::string dir = MakeTempDir("promtool");
   WriteFile(dir + "/metrics.txt", exposition);

@@ -78,4 +78,19 @@ bool WaitUntilServing(const std::function<bool()>& done, Process& process, std::
                       std::chrono::milliseconds step = std::chrono::milliseconds(50));
 void RemoveTree(const std::string& path);
 
+// A fresh directory (MakeTempDir) removed with what it holds when this
+// goes, however the test ends; kept with IBFABRIC_KEEP_SIM=1, as the
+// simulator's are.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& prefix) : path_(MakeTempDir(prefix)) {}
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
 }  // namespace ibfabric::testbed
