@@ -3,11 +3,12 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "transport/attributes.h"
+
 namespace ibfabric::topology {
 namespace {
 
 constexpr int kMaxHops = 64;
-constexpr std::uint8_t kNoPort = 0xFF;  // ForwardingTables::Egress where a table is not read or has none
 
 // Per destination LID: whether the route from each switch crosses the
 // egress set, memoized over the switches a walk passes.
@@ -30,7 +31,7 @@ class Crossing {
       memo_[at] = 0;  // a loop back here ends the route: no crossing beyond it
       walk.push_back(at);
       const std::uint8_t out = tables_.Egress(at, lid_);
-      if (out == kNoPort) break;
+      if (out == transport::kLftNoPort) break;
       if (egress_.count({at, out})) {
         result = true;
         break;
@@ -85,7 +86,7 @@ Route TraceRoute(const Fabric& fabric, const ForwardingTables& tables, const Por
       return r;
     }
     const std::uint8_t out = tables.Egress(n->guid, to_lid);
-    if (out == kNoPort) return r;
+    if (out == transport::kLftNoPort) return r;
     r.egress.push_back({n->guid, out});
     p = n->FindPort(out);
   }

@@ -38,26 +38,30 @@ namespace {
 // the SM programmed (IBTA 14.2.5.4); unicast LIDs stop at 0xBFFF.
 std::uint32_t TopOf(const transport::SwitchInfo& si) { return std::min<std::uint32_t>(si.linear_fdb_top, 0xBFFF); }
 
-// Block `block` of a table (64 LIDs from block * 64), as far as the table goes.
-void PutBlock(std::size_t block, const transport::LftBlock& ports, std::vector<std::uint8_t>* table) {
+// Blocks in a table of `size` entries.
+std::size_t BlocksOf(std::size_t size) { return (size + transport::kLftBlockSize - 1) / transport::kLftBlockSize; }
+
+// Block `block` of a table of `size` entries (64 LIDs from block * 64, as
+// far as the table goes), held in `tables`: its index there.
+std::uint32_t HoldBlock(std::size_t block, const transport::LftBlock& ports, std::size_t size,
+                        ForwardingTables* tables) {
   const std::size_t first = block * transport::kLftBlockSize;
-  for (std::size_t j = 0; j < ports.size() && first + j < table->size(); ++j) (*table)[first + j] = ports[j];
+  return tables->Block(std::span<const std::uint8_t>(ports.data(), std::min(ports.size(), size - first)));
 }
 
-// The table of the switch at `lid` from the SA's records, when they cover
-// it whole (every block up to `top`'s); nullopt otherwise.
-std::optional<std::vector<std::uint8_t>> FromRecords(const std::vector<transport::LftRecord>& records,
-                                                     std::uint16_t lid, std::uint32_t top) {
-  std::vector<std::uint8_t> table(top + 1, transport::kLftNoPort);
-  const std::size_t blocks = top / transport::kLftBlockSize + 1;
-  std::vector<bool> have(blocks, false);
+// The blocks of the table of `size` entries of the switch at `lid` from the
+// SA's records, held in `tables`, when the records cover it whole; nullopt
+// otherwise.
+std::optional<std::vector<std::uint32_t>> FromRecords(const std::vector<transport::LftRecord>& records,
+                                                      std::uint16_t lid, std::size_t size, ForwardingTables* tables) {
+  std::vector<const transport::LftBlock*> found(BlocksOf(size), nullptr);
   for (const auto& r : records) {
-    if (r.lid != lid || r.block >= blocks) continue;
-    have[r.block] = true;
-    PutBlock(r.block, r.ports, &table);
+    if (r.lid == lid && r.block < found.size()) found[r.block] = &r.ports;
   }
-  if (std::find(have.begin(), have.end(), false) != have.end()) return std::nullopt;
-  return table;
+  if (std::find(found.begin(), found.end(), nullptr) != found.end()) return std::nullopt;
+  std::vector<std::uint32_t> blocks(found.size());
+  for (std::size_t b = 0; b < found.size(); ++b) blocks[b] = HoldBlock(b, *found[b], size, tables);
+  return blocks;
 }
 
 }  // namespace
@@ -66,12 +70,12 @@ ReadTablesResult ReadForwardingTables(const Fabric& fabric,
                                       const std::map<std::uint64_t, transport::SwitchInfo>& switch_info,
                                       transport::MadEngine& engine, TableSource source) {
   ReadTablesResult out;
-  std::vector<std::pair<const Node*, std::uint32_t>> switches;  // with their top LID
+  std::vector<std::pair<const Node*, std::size_t>> switches;  // with their table's size: entries up to the top LID
   for (const auto& n : fabric.nodes()) {
     if (n.kind != NodeKind::kSwitch || n.lid == 0) continue;
     const auto si = switch_info.find(n.guid);
     if (si == switch_info.end()) continue;  // its SwitchInfo did not answer
-    switches.push_back({&n, TopOf(si->second)});
+    switches.push_back({&n, std::size_t{TopOf(si->second)} + 1});
   }
   // From the SA: one switch first, so that a fabric without one (or an SA
   // without these records) costs one query, not one per switch.
@@ -79,9 +83,9 @@ ReadTablesResult ReadForwardingTables(const Fabric& fabric,
     const auto take = [&](std::size_t i, const transport::MadResult& r) {
       const auto records = transport::DecodeLftRecords(r);
       if (!records) return;
-      auto table = FromRecords(*records, switches[i].first->lid, switches[i].second);
-      if (!table) return;
-      out.tables.Put(switches[i].first->guid, *table);
+      auto blocks = FromRecords(*records, switches[i].first->lid, switches[i].second, &out.tables);
+      if (!blocks) return;
+      out.tables.PutBlocks(switches[i].first->guid, switches[i].second, std::move(*blocks));
       out.from_sa.insert(switches[i].first->guid);
     };
     std::vector<transport::MadRequest> first{transport::LftRecordTableQuery(source.sa_lid, switches[0].first->lid)};
@@ -106,9 +110,9 @@ ReadTablesResult ReadForwardingTables(const Fabric& fabric,
   std::vector<transport::MadRequest> blocks;
   std::vector<std::pair<std::size_t, std::uint32_t>> which;  // (switch index, block)
   for (std::size_t i = 0; i < switches.size(); ++i) {
-    const auto [n, top] = switches[i];
+    const auto [n, size] = switches[i];
     if (out.from_sa.count(n->guid)) continue;
-    for (std::uint32_t b = 0; b <= top / transport::kLftBlockSize; ++b) {
+    for (std::uint32_t b = 0; b < BlocksOf(size); ++b) {
       blocks.push_back(transport::LftBlockQuery(transport::MadAddress::Lid(n->lid), b));
       which.push_back({i, b});
     }
@@ -124,17 +128,15 @@ ReadTablesResult ReadForwardingTables(const Fabric& fabric,
   engine.Run(blocks, [&](std::size_t k, transport::MadResult&& r) {
     const auto [i, b] = which[k];
     const Node& sw = *switches[i].first;
-    const std::size_t size = switches[i].second + 1;
+    const std::size_t size = switches[i].second;
     Assembly& a = assembling[i];
     if (r.outcome != transport::MadOutcome::kOk) {
       out.problems.push_back("no LFT block " + std::to_string(b) + " from " + sw.description + ": " +
                              transport::ToString(r.outcome));
       a.partial = true;
     } else if (!a.partial) {
-      if (a.blocks.empty()) a.blocks.resize((size + transport::kLftBlockSize - 1) / transport::kLftBlockSize);
-      const transport::LftBlock ports = transport::DecodeLftBlock(r.response);
-      const std::size_t first = std::size_t{b} * transport::kLftBlockSize;
-      a.blocks[b] = out.tables.Block(std::span<const std::uint8_t>(ports.data(), std::min(ports.size(), size - first)));
+      if (a.blocks.empty()) a.blocks.resize(BlocksOf(size));
+      a.blocks[b] = HoldBlock(b, transport::DecodeLftBlock(r.response), size, &out.tables);
     }
     if (--a.missing > 0) return;
     // A table with a block missing would show routes that are not there: a

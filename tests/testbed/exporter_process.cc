@@ -71,7 +71,7 @@ std::unique_ptr<ExporterProcess> ExporterProcess::Start(const SimFabric& sim, co
 
 ExporterProcess::~ExporterProcess() {
   if (process_) process_->Stop();
-  if (std::getenv("IBFABRIC_KEEP_SIM") == nullptr) RemoveTree(dir_);
+  RemoveTestDir(dir_);
 }
 
 std::string ExporterProcess::Get(const std::string& path, int* status) const {

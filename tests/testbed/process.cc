@@ -187,9 +187,11 @@ void RemoveTree(const std::string& path) {
   if (!path.empty()) std::filesystem::remove_all(path, ec);
 }
 
-TempDir::~TempDir() {
-  if (std::getenv("IBFABRIC_KEEP_SIM") == nullptr) RemoveTree(path_);
+void RemoveTestDir(const std::string& path) {
+  if (std::getenv("IBFABRIC_KEEP_SIM") == nullptr) RemoveTree(path);
 }
+
+TempDir::~TempDir() { RemoveTestDir(path_); }
 
 CommandResult PromtoolCheckMetrics(const std::string& exposition) {
   const std::string dir = MakeTempDir("promtool");

@@ -77,6 +77,9 @@ bool WaitUntil(const std::function<bool()>& done, std::chrono::milliseconds time
 bool WaitUntilServing(const std::function<bool()>& done, Process& process, std::chrono::milliseconds timeout,
                       std::chrono::milliseconds step = std::chrono::milliseconds(50));
 void RemoveTree(const std::string& path);
+// Removes a test's directory (its own, the simulator's, an exporter's)
+// unless IBFABRIC_KEEP_SIM is set, which keeps them all to look at.
+void RemoveTestDir(const std::string& path);
 
 // A fresh directory (MakeTempDir) removed with what it holds when this
 // goes, however the test ends; kept with IBFABRIC_KEEP_SIM=1, as the

@@ -203,7 +203,7 @@ SimFabric::~SimFabric() {
   }
   ReleaseSysctls(sysctl_holder_fd_);
   if (console_fd_ >= 0) close(console_fd_);
-  if (std::getenv("IBFABRIC_KEEP_SIM") == nullptr) RemoveTree(dir_);
+  RemoveTestDir(dir_);
 }
 
 int SimFabric::DisconnectDeadClients() {
