@@ -30,8 +30,8 @@ class CapabilitiesCollector final : public Collector {
   }
 
   void Publish(Snapshot* parts) const override {
-    parts->pma = caps_;
-    parts->vendor = vendor_;
+    parts->pma = std::make_shared<const std::map<std::uint64_t, PmaCapabilities>>(caps_);
+    parts->vendor = std::make_shared<const std::map<std::uint64_t, transport::GeneralInfo>>(vendor_);
   }
 
  private:
@@ -84,7 +84,7 @@ void RenderCapabilities(const Snapshot& s, const Emit& out) {
   auto pma =
       Family("infiniband_node_pma_capabilities_info",
              "PMA ClassPortInfo CapabilityMask and CapabilityMask2 of the node (hex)", prometheus::MetricType::Gauge);
-  for (const auto& [guid, caps] : s.pma) {
+  for (const auto& [guid, caps] : *s.pma) {
     if (!OwnsNode(s, guid)) continue;
     char mask[8], mask2[12];
     std::snprintf(mask, sizeof mask, "0x%04x", caps.mask);
@@ -97,7 +97,7 @@ void RenderCapabilities(const Snapshot& s, const Emit& out) {
                        "ports' physical-layer counters and modules are read, and a switch's environment), 0 where "
                        "it does not",
                        prometheus::MetricType::Gauge);
-  for (const auto& [guid, info] : s.vendor) {
+  for (const auto& [guid, info] : *s.vendor) {
     if (OwnsNode(s, guid)) Add(access, {{"guid", topology::FormatGuid(guid)}}, info.access_register ? 1 : 0);
   }
   out(std::move(access));

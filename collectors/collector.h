@@ -99,7 +99,10 @@ struct Cycle {
   std::set<std::uint64_t> fresh;
   std::set<std::uint64_t> gone;
   // kSweep: what the sweep's batch read (counters, PortInfo, LID checks);
-  // kTrap: the PortInfo of the ports a trap named, read again.
+  // kTrap: the PortInfo of the ports a trap named, read again. Its samples
+  // (SampleOf) are there only for the collectors registered as reading
+  // them (CollectorInfo::reads_samples) and those before: after the last
+  // of them they are let go.
   const SweepResult* sweep = nullptr;
   // The local port's PortInfo.MasterSMLID as of this sweep (0: unknown): a
   // master SM that started after the last walk is seen here first.
@@ -188,6 +191,7 @@ struct CollectorOptions {
   std::vector<PortWait> restored_waits;                   // xmit_wait_tick: seconds from before a re-exec
   std::chrono::milliseconds phy_interval{300'000};        // fec: each port's counters at most this often
   bool tables_from_sa = true;                             // routing: LFTs from the SA's records where it has them
+  bool pkeys_from_sa = true;                              // partitions: P_Key tables from the SA's records likewise
   std::string host_sysfs = "/sys";                        // host, jobs: the sysfs root (--host.sysfs)
   std::string host_proc = "/proc";                        // jobs: GPUs' UUIDs under driver/nvidia (--host.proc)
   std::string job_mapping_dir;                            // jobs: Slurm's mapping directory; empty: none

@@ -205,11 +205,11 @@ class FecCollector final : public Collector {
     for (const topology::Node& n : cycle.fabric->nodes()) {
       // A SHARP Aggregation Node's link is inside its switch: no cable.
       if (!cycle.in_scope(n) || topology::IsAggregationNode(n)) continue;
-      const auto caps = cycle.parts->pma.find(n.guid);
-      const bool pma = n.port_info_extended && caps != cycle.parts->pma.end() && caps->second.known &&
+      const auto caps = cycle.parts->pma->find(n.guid);
+      const bool pma = n.port_info_extended && caps != cycle.parts->pma->end() && caps->second.known &&
                        (caps->second.mask & transport::pma_cap::kRsFecCounters) != 0;
-      const auto info = cycle.parts->vendor.find(n.guid);
-      const bool ppcnt = vendor_agent && info != cycle.parts->vendor.end() && info->second.access_register;
+      const auto info = cycle.parts->vendor->find(n.guid);
+      const bool ppcnt = vendor_agent && info != cycle.parts->vendor->end() && info->second.access_register;
       if (!pma && !ppcnt) continue;
       for (const topology::Port& p : n.ports) {
         const topology::PortRef ref{n.guid, p.number};

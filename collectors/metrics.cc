@@ -219,7 +219,7 @@ void RenderNodes(const Snapshot& s, const Emit& out) {
   // One family after the other (FamilyParts), over the nodes whose health
   // this exporter states.
   std::vector<std::pair<std::string, const NodeHealth*>> stated;  // GUID, health
-  for (const auto& [guid, h] : s.node_health) {
+  for (const auto& [guid, h] : *s.node_health) {
     if (h.counted && OwnsNodeHealth(s, guid)) stated.emplace_back(FormatGuid(guid), &h);  // one exporter states it
   }
   const auto per_node = [&](const char* name, const char* help, MetricType type, double (*value)(const NodeHealth&)) {

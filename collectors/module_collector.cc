@@ -75,8 +75,8 @@ class ModuleCollector final : public Collector {
     std::vector<std::pair<std::chrono::steady_clock::time_point, ModuleReads::Read>> due;
     std::size_t eligible = 0;
     for (const topology::Node& n : cycle.fabric->nodes()) {
-      const auto info = cycle.parts->vendor.find(n.guid);
-      if (info == cycle.parts->vendor.end() || !info->second.access_register || !cycle.in_scope(n) ||
+      const auto info = cycle.parts->vendor->find(n.guid);
+      if (info == cycle.parts->vendor->end() || !info->second.access_register || !cycle.in_scope(n) ||
           topology::IsAggregationNode(n))
         continue;
       for (const topology::Port& p : n.ports) {

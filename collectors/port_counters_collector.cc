@@ -48,7 +48,7 @@ class PortCountersCollector final : public Collector {
 
   void Plan(const Cycle& cycle, SweepPlan* plan) override {
     // What each PMA supports decides what is asked (capabilities' part).
-    auto targets = SweepTargets(*cycle.fabric, *cycle.remembered, cycle.parts->pma);
+    auto targets = SweepTargets(*cycle.fabric, *cycle.remembered, *cycle.parts->pma);
     std::erase_if(targets, [&](const SweepTarget& t) { return !cycle.read_port(t.port); });
     // The ports of the congestion trees link_health found last sweep.
     std::set<topology::PortRef> congested;
@@ -97,22 +97,23 @@ class PortCountersCollector final : public Collector {
     for (const auto& r : sweep.readings) {
       targeted.push_back(r.target.port);
       bool& ok = node_ok[r.target.port.node_guid];
-      if (!r.sample) {
+      const std::optional<PortSample> sample = sweep.SampleOf(r);
+      if (!sample) {
         store_.MarkStale(r.target.port);
         continue;
       }
       ok = true;
-      if (!r.target.caps.XmitWait() && r.sample->present.test(Index(Counter::kXmitWait))) {
+      if (!r.target.caps.XmitWait() && sample->present.test(Index(Counter::kXmitWait))) {
         waits_by_value_.insert(r.target.port.node_guid);  // counted though its PMA does not say so
       }
       const auto before = store_.ports().find(r.target.port);
       const bool known = before != store_.ports().end();
-      const auto total = [&](Counter c) { return known ? before->second.total[Index(c)] : 0; };
+      const auto total = [&](Counter c) { return known ? before->second.Total(Index(c)) : 0; };
       const std::uint64_t rcv_errors = total(Counter::kRcvErrors), discards = total(Counter::kXmitDiscards);
-      const PortTotals& now = store_.Update(r.target.port, *r.sample, cycle.wall);
+      const PortTotals& now = store_.Update(r.target.port, *sample, cycle.wall);
       // Whether a counter moved since the last reading (or sits pinned,
       // where its moves cannot be seen).
-      auto moved = [&](Counter c, std::uint64_t was) { return now.total[Index(c)] != was || now.Pinned(Index(c)); };
+      auto moved = [&](Counter c, std::uint64_t was) { return now.Total(Index(c)) != was || now.Pinned(Index(c)); };
       rcv_details_.Note(r.target.port, r.details, moved(Counter::kRcvErrors, rcv_errors));
       discard_details_.Note(r.target.port, r.discard_details, moved(Counter::kXmitDiscards, discards));
       vl_wait_.Note(r.target.port, r.vl_wait, false);
@@ -154,11 +155,11 @@ class PortCountersCollector final : public Collector {
 
   void Publish(Snapshot* parts) const override {
     parts->ports = store_.Share();
-    parts->node_health = health_;
+    parts->node_health = std::make_shared<const std::map<std::uint64_t, NodeHealth>>(health_);
     parts->targets = targets_;
     parts->failed_ports = failed_ports_;
     parts->counter_clears = clears_;
-    parts->collect = collect_;
+    parts->collect = std::make_shared<const std::map<topology::PortRef, CollectHealth>>(collect_);
     parts->last_sweep = last_sweep_;
     parts->vl_xmit_wait = vl_wait_totals_;
   }
@@ -177,7 +178,7 @@ class PortCountersCollector final : public Collector {
       const bool sw = n != nullptr && n->kind == NodeKind::kSwitch;
       const topology::PortRef key = sw ? topology::PortRef{r.target.port.node_guid, 0} : r.target.port;
       CollectHealth& c = collect_[key];
-      c.up |= r.sample.has_value();
+      c.up |= r.answered();
       c.error |= r.error;
       c.timeout |= r.timeout;
       spans[key].Add(r.span.first, r.span.last);
@@ -195,8 +196,9 @@ class PortCountersCollector final : public Collector {
   void Clear(const SweepResult& sweep, const Cycle& cycle) {
     std::vector<ClearRequest> reqs;
     for (const auto& r : sweep.readings) {
-      if (!r.sample) continue;
-      if (auto c = ClearNeeded(r.target, *r.sample, clear_threshold_percent_)) reqs.push_back(*c);
+      const std::optional<PortSample> sample = sweep.SampleOf(r);
+      if (!sample) continue;
+      if (auto c = ClearNeeded(r.target, *sample, clear_threshold_percent_)) reqs.push_back(*c);
     }
     if (reqs.empty()) return;
     const auto ok = ClearCounters(reqs, *cycle.engine);
@@ -249,7 +251,7 @@ void RenderCollectHealth(const Snapshot& s, const Emit& out) {
       const CollectHealth* health;
     };
     std::vector<Device> devices;
-    for (const auto& [key, c] : s.collect) {
+    for (const auto& [key, c] : *s.collect) {
       const NodeLabel& label = LabelOf(s, key.node_guid);
       if ((label.kind == NodeKind::kSwitch) != sw) continue;
       if (sw && !OwnsSwitch(s, key.node_guid)) continue;  // its owner reports it
@@ -311,7 +313,7 @@ void RenderPortCounters(const Snapshot& s, const Emit& out) {
       for (const auto& [ref, totals] : *s.ports) {
         if (!mine(ref.node_guid) || !totals.present.test(i)) continue;  // never read: absent, not 0
         f.Add(PortLabels(ref, LabelOf(s, ref.node_guid)),
-              static_cast<double>(totals.total[i]) * static_cast<double>(specs[i].scale));
+              static_cast<double>(totals.Total(i)) * static_cast<double>(specs[i].scale));
       }
       f.Finish();
     }

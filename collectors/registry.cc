@@ -46,7 +46,8 @@ const std::vector<CollectorInfo>& Registry() {
        true,
        MakePortCountersCollector,
        RenderPortCounters,
-       {"capabilities"}},
+       {"capabilities"},
+       /*reads_samples=*/true},
       {"xmit_wait_tick",
        "PMA PortSamplesControl.Tick of each node once a port of it counted PortXmitWait, and each port's "
        "PortXmitWait in seconds by its device's Tick and generation.",

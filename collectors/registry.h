@@ -32,6 +32,9 @@ struct CollectorInfo {
   // when that collector is off; one of the previous cycle (port_counters
   // asks the ports of last sweep's congestion trees) is not listed.
   std::vector<std::string_view> reads = {};
+  // Its Update reads the sweep's counter samples (SweepResult::SampleOf):
+  // they are let go once the last collector that does has run.
+  bool reads_samples = false;
 };
 
 // Every collector, in run order.

@@ -122,8 +122,8 @@ class SwitchEnvironmentCollector final : public Collector {
   // part) says AccessRegister.
   static bool Reads(const Cycle& cycle, const topology::Node& n) {
     if (!topology::IsNvidiaSwitch(n) || !topology::OwnsSwitchFacts(cycle.scope, n.guid)) return false;
-    const auto info = cycle.parts->vendor.find(n.guid);
-    return info != cycle.parts->vendor.end() && info->second.access_register;
+    const auto info = cycle.parts->vendor->find(n.guid);
+    return info != cycle.parts->vendor->end() && info->second.access_register;
   }
 
   // This sweep's asks: the registers of the switches never read (at least

@@ -56,7 +56,7 @@ class XmitWaitTickCollector final : public Collector {
     // Last sweep's totals (port_counters' part); ports in node order.
     for (const auto& [ref, totals] : *cycle.parts->ports) {
       const std::size_t wait = Index(Counter::kXmitWait);
-      if (ref.node_guid == last || !totals.present.test(wait) || totals.total[wait] == 0) continue;
+      if (ref.node_guid == last || !totals.present.test(wait) || totals.Total(wait) == 0) continue;
       if (!Due(ref.node_guid)) continue;
       const topology::Node* n = cycle.fabric->FindNode(ref.node_guid);
       const topology::Port* p = cycle.fabric->FindPort(ref);
@@ -144,7 +144,7 @@ class XmitWaitTickCollector final : public Collector {
     for (const auto& [ref, totals] : ports) {
       if (!totals.present.test(wait)) continue;
       while (old != was.end() && old->port < ref) ++old;
-      const std::uint64_t total = totals.total[wait];
+      const std::uint64_t total = totals.Total(wait);
       // First read: counts from here on.
       PortWait w = old != was.end() && old->port == ref ? *old : PortWait{ref, 0, total};
       if (total < w.counted) w.counted = total;  // the totals started again: counts from here

@@ -360,7 +360,7 @@ FabricTracker::News FabricTracker::Observe(const collectors::PortTable& before, 
   const bool answered =
       std::any_of(sweep->links.begin(), sweep->links.end(), [&](const auto& l) { return other(l.first); }) ||
       std::any_of(sweep->readings.begin(), sweep->readings.end(),
-                  [&](const collectors::PortReading& r) { return r.sample && other(r.target.port); });
+                  [&](const collectors::PortReading& r) { return r.answered() && other(r.target.port); });
   reaches_fabric_ = local_link_up_ && answered;
   // SMPs timed out where the PMA of the same LID answered.
   std::set<std::uint16_t> gmps;
@@ -379,7 +379,7 @@ FabricTracker::News FabricTracker::Observe(const collectors::PortTable& before, 
   News news;
   const std::size_t ld = collectors::Index(collectors::Counter::kLinkDowned);
   for (const auto& r : sweep->readings) {
-    if (!r.sample) {
+    if (!r.answered()) {
       if (known_failing_.insert(r.target.port).second) news.newly_failing.insert(r.target.port);
       if (auto end = SwitchEnd(r.target.port); end && holds_.SilenceDue(*end, sweeps_))
         news.silent.insert(r.target.port);
@@ -389,7 +389,9 @@ FabricTracker::News FabricTracker::Observe(const collectors::PortTable& before, 
     // Whether LinkDownedCounter moved is the counter store's rule, the
     // one link_health's totals come from.
     auto it = before.find(r.target.port);
-    if (it != before.end() && collectors::Increase(it->second, *r.sample, ld) > 0) news.flapped.insert(r.target.port);
+    if (it == before.end()) continue;
+    const std::optional<collectors::PortSample> sample = sweep->SampleOf(r);
+    if (sample && collectors::Increase(it->second, *sample, ld) > 0) news.flapped.insert(r.target.port);
   }
   // The switch ends of links that flapped or stopped answering, where the
   // batch did not read them.
@@ -460,7 +462,7 @@ std::vector<topology::PortChange> FabricTracker::ChangesOf(const collectors::Swe
   // LID: its port 0 is read over its directed route.
   const auto answered = [&](std::uint64_t g) {
     return std::any_of(sweep.readings.begin(), sweep.readings.end(),
-                       [&](const auto& r) { return r.sample && r.target.port.node_guid == g; }) ||
+                       [&](const auto& r) { return r.answered() && r.target.port.node_guid == g; }) ||
            std::any_of(sweep.links.begin(), sweep.links.end(), [&](const auto& l) { return l.first.node_guid == g; });
   };
   for (std::uint64_t g : silent_switches) {

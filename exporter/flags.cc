@@ -68,6 +68,17 @@ std::function<std::string(Config&, const std::string&)> Path(std::string Config:
   };
 }
 
+// A flag whose value is a 64-bit key (M_Key, the SA's), stored in `field`;
+// the reason never quotes the value.
+std::function<std::string(Config&, const std::string&)> Key(std::optional<std::uint64_t> Config::*field) {
+  return [field](Config& c, const std::string& v) -> std::string {
+    std::uint64_t key = 0;
+    if (!ParseKey(v, &key)) return "not one 64-bit number (0x-prefixed hex or decimal)";
+    c.*field = key;
+    return "";
+  };
+}
+
 // A flag whose value is a directory that must be there, stored in `field`.
 std::function<std::string(Config&, const std::string&)> Directory(std::string Config::*field) {
   return [field](Config& c, const std::string& v) -> std::string {
@@ -134,17 +145,18 @@ const std::map<std::string, Flag>& Flags() {
         {"ib.m-key",
          {"M_Key to put in every SMP where the subnet manager protects ports with one (infiniband-diags' "
           "-y); prefer --ib.m-key-file, which keeps it out of process listings.",
-          "KEY",
-          [](Config& c, const std::string& v) -> std::string {
-            std::uint64_t key = 0;
-            if (!ParseMKey(v, &key)) return "not one 64-bit number (0x-prefixed hex or decimal)";
-            c.m_key = key;
-            return "";
-          }}},
+          "KEY", Key(&Config::m_key)}},
         {"ib.m-key-file",
          {"File holding the M_Key (one 64-bit number, 0x-hex or decimal), e.g. mounted from a Kubernetes "
           "Secret.",
           "FILE", Path(&Config::m_key_file)}},
+        {"ib.sa-key",
+         {"The SA's key (opensm's sa_key), sent as the SM_Key of the SA requests for P_KeyTableRecords, which "
+          "the SA gives trusted requests alone (--partitions.tables=sa); prefer --ib.sa-key-file. Without it the "
+          "P_Key tables are read from the ports.",
+          "KEY", Key(&Config::sa_key)}},
+        {"ib.sa-key-file",
+         {"File holding the SA's key (one 64-bit number, 0x-hex or decimal).", "FILE", Path(&Config::sa_key_file)}},
         {"ib.node-name-map",
          {"Node name map file (infiniband-diags format: GUID \"name\" per line) naming nodes in "
           "metrics and findings.",
@@ -247,6 +259,17 @@ const std::map<std::string, Flag>& Flags() {
             c.tables_from_sa = v == "sa";
             return "";
           }}},
+        {"partitions.tables",
+         {"Where the P_Key tables of the CA ports and the switch ports facing them are read: sa (their "
+          "P_KeyTableRecords from the SA, the subnet manager's copy of what it set, one query a CA port or switch; "
+          "the SA answers only with --ib.sa-key; a port it has no record of is read itself) or switches (each "
+          "port's own table: what it holds, even where it is not what the SM set).",
+          "SOURCE",
+          [](Config& c, const std::string& v) -> std::string {
+            if (v != "sa" && v != "switches") return "'" + v + "' is not one of sa, switches";
+            c.pkeys_from_sa = v == "sa";
+            return "";
+          }}},
         {"sweep.rotation",
          {"Every switch port's PortInfo and every LID's owner (NodeInfo) are read again at least once in "
           "this time; ports with news (a moved LinkDownedCounter, a trap, a degraded or recently changed "
@@ -297,7 +320,9 @@ const std::map<std::string, Flag>& Flags() {
          {"SA queries outstanding to the SA at once (table transfers of many RMPP segments each).", "N",
           [](Config& c, const std::string& v) { return Int(&c.mad_sa_per_destination, v, 1, 64); }}},
         {"mad.rate-limit",
-         {"MADs per second at most, over all kinds (0: no limit).", "N",
+         {"MADs per second at most, over all kinds (default 100000, about 40 a second a switch on a 2,500-switch "
+          "fabric; 0: no limit).",
+          "N",
           [](Config& c, const std::string& v) -> std::string {
             int n = 0;
             if (std::string e = Int(&n, v, 0, 10'000'000); !e.empty()) return e;
@@ -364,7 +389,7 @@ const std::map<std::string, Flag>& Flags() {
 
 }  // namespace
 
-bool ParseMKey(const std::string& text, std::uint64_t* key) {
+bool ParseKey(const std::string& text, std::uint64_t* key) {
   const auto first = text.find_first_not_of(" \t\r\n");
   if (first == std::string::npos) return false;
   const std::string t = text.substr(first, text.find_last_not_of(" \t\r\n") - first + 1);
@@ -378,15 +403,15 @@ bool ParseMKey(const std::string& text, std::uint64_t* key) {
   return true;
 }
 
-bool LoadMKey(const std::string& path, std::uint64_t* key, std::string* why) {
+bool LoadKey(const std::string& path, std::uint64_t* key, std::string* why) {
   std::ifstream in(path);
   if (!in) {
     *why = path + ": cannot be read";
     return false;
   }
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (text.size() > 256 || !ParseMKey(text, key)) {
-    *why = path + ": does not hold one 64-bit M_Key (0x-prefixed hex or decimal)";
+  if (text.size() > 256 || !ParseKey(text, key)) {
+    *why = path + ": does not hold one 64-bit key (0x-prefixed hex or decimal)";
     return false;
   }
   return true;
@@ -483,6 +508,11 @@ ParsedFlags ParseFlags(const std::vector<std::string>& args) {
   if (r.config.m_key && !r.config.m_key_file.empty()) {
     r.action = ParsedFlags::Action::kError;
     r.error = "give --ib.m-key or --ib.m-key-file, not both";
+    return r;
+  }
+  if (r.config.sa_key && !r.config.sa_key_file.empty()) {
+    r.action = ParsedFlags::Action::kError;
+    r.error = "give --ib.sa-key or --ib.sa-key-file, not both";
     return r;
   }
   if (r.config.scope.kind == topology::ScopeKind::kLocal && r.config.scope.shards > 1) {

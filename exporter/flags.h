@@ -35,6 +35,10 @@ struct Config {
   // Secret: never logged, exported or echoed in an error.
   std::optional<std::uint64_t> m_key;
   std::string m_key_file;
+  // The SA's key (SM_Key of trusted SA requests: P_KeyTableRecords), or
+  // its file; secret likewise.
+  std::optional<std::uint64_t> sa_key;
+  std::string sa_key_file;
   int ca_port = 0;             // 0: first active port
   int pkey_index = -1;         // -1: the full-member default P_Key's (transport/umad_port.h)
   std::string node_name_map;   // infiniband-diags node-name map file; empty: none
@@ -65,12 +69,15 @@ struct Config {
   int mad_per_destination = kEngineDefaults.per_destination;
   int mad_dr_per_switch = kEngineDefaults.dr_per_switch;
   int mad_sa_per_destination = kEngineDefaults.sa_per_destination;
-  double mad_rate_limit = kEngineDefaults.rate_limit;                // MADs per second; 0: none
+  // MADs per second at most, over all kinds (0: none): the exporter's
+  // default, not the engine's (docs/mad-limits.md says what it rests on).
+  double mad_rate_limit = 100'000;
   std::string log_level = "info";                                    // debug, info, warn, error
   collectors::PortGroups port_groups = kPollerDefaults.port_groups;  // --counters.groups
   bool port_groups_auto = kPollerDefaults.port_groups_auto;
   std::chrono::milliseconds phy_interval = kPollerDefaults.collector.phy_interval;
   bool tables_from_sa = kPollerDefaults.collector.tables_from_sa;           // --routing.tables: sa or switches
+  bool pkeys_from_sa = kPollerDefaults.collector.pkeys_from_sa;             // --partitions.tables: sa or switches
   std::string host_sysfs = kPollerDefaults.collector.host_sysfs;            // --host.sysfs
   std::string host_proc = kPollerDefaults.collector.host_proc;              // --host.proc
   std::string job_mapping_dir;                                              // --host.job-mapping-dir
@@ -93,12 +100,12 @@ struct ParsedFlags {
 ParsedFlags ParseFlags(const std::vector<std::string>& args);
 std::string HelpText(const std::string& program);
 
-// An M_Key as the flag or its file gives it: one 64-bit number, 0x-hex or
+// A key (M_Key, the SA's) as a flag or its file gives it: one 64-bit number, 0x-hex or
 // decimal, surrounding white space ignored; false otherwise.
-bool ParseMKey(const std::string& text, std::uint64_t* key);
+bool ParseKey(const std::string& text, std::uint64_t* key);
 // The key in `path`; false with a one-line reason that never quotes the
 // file's contents.
-bool LoadMKey(const std::string& path, std::uint64_t* key, std::string* why);
+bool LoadKey(const std::string& path, std::uint64_t* key, std::string* why);
 
 // Parses "10s", "500ms", "2m", "1h" into milliseconds; false when malformed.
 bool ParseDuration(const std::string& text, std::chrono::milliseconds* out);

@@ -349,7 +349,7 @@ void HttpRoutes::InstallApi(httplib::Server& server) {
     if (!snap) return;
     if (!req.params.empty()) return JsonError(res, 400, "/api/v1/structure takes no parameters");
     if (!snap->topology) return JsonError(res, 503, "no discovery has completed yet");
-    Json(res, collectors::StructureJson(*snap->fabric, *snap->topology));
+    Json(res, collectors::StructureJson(*snap->fabric, *snap->topology, snap->hosts.get()));
   });
   server.Get("/api/v1/search", [this](const httplib::Request& req, httplib::Response& res) {
     auto snap = Snap(req, res);

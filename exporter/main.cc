@@ -56,13 +56,15 @@ struct Files {
   WebConfig web;
   std::optional<topology::CablingPlan> plan;
   std::optional<topology::HostPattern> host_pattern;
-  std::uint64_t m_key = 0;  // --ib.m-key or its file; 0: none
+  std::uint64_t m_key = 0;   // --ib.m-key or its file; 0: none
+  std::uint64_t sa_key = 0;  // --ib.sa-key or its file; 0: none
 };
 
 // False with "invalid --FLAG: FILE:LINE: reason" for the first bad file;
-// `m_key_source` names where the M_Key file came from (its flag, or the
-// credentials directory).
-bool LoadFiles(const Config& cfg, const std::string& m_key_source, Files* files, std::string* error) {
+// `m_key_source` and `sa_key_source` name where the keys' files came from
+// (their flags, or the credentials directory).
+bool LoadFiles(const Config& cfg, const std::string& m_key_source, const std::string& sa_key_source, Files* files,
+               std::string* error) {
   std::string bad_flag;
   std::string why;
   const auto load = [&](const std::string& path, const char* flag, auto&& loader, auto* out) {
@@ -72,7 +74,9 @@ bool LoadFiles(const Config& cfg, const std::string& m_key_source, Files* files,
   topology::PartitionPlan partitions;
   topology::CablingPlan cabling;
   files->m_key = cfg.m_key.value_or(0);
-  load(cfg.m_key_file, m_key_source.c_str(), LoadMKey, &files->m_key);
+  load(cfg.m_key_file, m_key_source.c_str(), LoadKey, &files->m_key);
+  files->sa_key = cfg.sa_key.value_or(0);
+  load(cfg.sa_key_file, sa_key_source.c_str(), LoadKey, &files->sa_key);
   load(cfg.node_name_map, "--ib.node-name-map", topology::LoadNodeNameMap, &files->names);
   load(cfg.alerts_config, "--alerts.config", LoadAlertConfig, &files->alerts);
   load(cfg.partition_plan, "--partitions.plan", topology::LoadPartitionPlan, &partitions);
@@ -91,21 +95,24 @@ bool LoadFiles(const Config& cfg, const std::string& m_key_source, Files* files,
   return true;
 }
 
-// Where no flag gives an M_Key: the file `m_key` in $CREDENTIALS_DIRECTORY
-// when there is one (systemd's LoadCredential=m_key:FILE; the DaemonSet
-// mounts its optional Secret there). None there: no key. Returns where
-// the M_Key file comes from, for errors about it.
-std::string MKeyFromCredentials(Config* cfg) {
+// Where no flag gives a key: the file `name` (m_key, sa_key) in
+// $CREDENTIALS_DIRECTORY when there is one (systemd's
+// LoadCredential=m_key:FILE; the DaemonSet mounts its optional Secret
+// there). None there: no key. Returns where the key's file comes from, for
+// errors about it.
+std::string KeyFromCredentials(const std::optional<std::uint64_t>& key, std::string* file, const std::string& name,
+                               const std::string& flag) {
   const char* dir = std::getenv("CREDENTIALS_DIRECTORY");
-  if (cfg->m_key || !cfg->m_key_file.empty() || dir == nullptr || *dir == '\0') return "--ib.m-key-file";
-  const std::string path = std::string(dir) + "/m_key";
-  if (access(path.c_str(), F_OK) == 0) cfg->m_key_file = path;
-  return "M_Key credential ($CREDENTIALS_DIRECTORY/m_key)";
+  if (key || !file->empty() || dir == nullptr || *dir == '\0') return flag;
+  const std::string path = std::string(dir) + "/" + name;
+  if (access(path.c_str(), F_OK) == 0) *file = path;
+  return name + " credential ($CREDENTIALS_DIRECTORY/" + name + ")";
 }
 
 transport::EngineOptions EngineOptionsFrom(const Config& cfg, const Files& files) {
   transport::EngineOptions o;
   o.m_key = files.m_key;
+  o.sa_key = files.sa_key;
   o.window = cfg.mad_window;
   o.timeout = cfg.mad_timeout;
   o.timeout_max = cfg.mad_timeout_max;
@@ -167,6 +174,7 @@ PollerOptions PollerOptionsFrom(const Config& cfg, const Files& files, bool with
   o.collector.clear_threshold_percent = cfg.clear_threshold;
   o.collector.phy_interval = cfg.phy_interval;
   o.collector.tables_from_sa = cfg.tables_from_sa;
+  o.collector.pkeys_from_sa = cfg.pkeys_from_sa;
   o.collector.host_sysfs = cfg.host_sysfs;
   o.collector.host_proc = cfg.host_proc;
   o.collector.job_mapping_dir = cfg.job_mapping_dir;
@@ -386,13 +394,14 @@ int Main(int argc, char** argv) {
     case ParsedFlags::Action::kRun: break;
   }
   Config cfg = flags.config;
-  const std::string m_key_source = MKeyFromCredentials(&cfg);
+  const std::string m_key_source = KeyFromCredentials(cfg.m_key, &cfg.m_key_file, "m_key", "--ib.m-key-file");
+  const std::string sa_key_source = KeyFromCredentials(cfg.sa_key, &cfg.sa_key_file, "sa_key", "--ib.sa-key-file");
   collectors::Logger log(collectors::Logger::LevelFrom(cfg.log_level));
   // Every configuration file is read before anything starts: a bad one is
   // one line naming the flag, the file and the line, and exit status 2.
   Files files;
   std::string error;
-  if (!LoadFiles(cfg, m_key_source, &files, &error)) {
+  if (!LoadFiles(cfg, m_key_source, sa_key_source, &files, &error)) {
     std::cerr << "ibfabric_exporter: " << error << "\n";
     return 2;
   }
@@ -428,6 +437,7 @@ int Main(int argc, char** argv) {
     const bool first_fabric =
         pipelines.empty() || (l.plane != 0 && l.ca_name == pipelines.front().port->local().ca_name &&
                               l.subnet_prefix == pipelines.front().port->local().subnet_prefix);
+    if (!first_fabric) engine_options.sa_key = 0;  // likewise the SA's key, silently: its records are optional
     if (!first_fabric && engine_options.m_key != 0) {
       engine_options.m_key = 0;
       log.Warn(

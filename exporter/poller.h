@@ -101,8 +101,9 @@ class Poller {
   // one that ran (collectors/registry.h `reads`); their MADs count as
   // re-walks'.
   void RunPending();
-  // The kSweep collectors over `sweep`.
-  void RunSweepCollectors(collectors::Trigger trigger, const collectors::SweepResult& sweep, double batch_seconds);
+  // The kSweep collectors over `sweep`; its samples are let go after the
+  // last collector that reads them (CollectorInfo::reads_samples).
+  void RunSweepCollectors(collectors::Trigger trigger, collectors::SweepResult& sweep, double batch_seconds);
   // MADs sent since `before`, added to `phase`; returns them.
   transport::KindCounts CountMads(const std::string& phase, const transport::KindCounts& before);
   void Publish();

@@ -18,7 +18,7 @@ std::string SaveState(const PersistedState& state) {
     json counters = json::object();
     for (std::size_t i = 0; i < kCounterCount; ++i) {
       if (!t.present.test(i)) continue;
-      counters[specs[i].metric] = {{"total", t.total[i]}, {"raw", t.LastRaw(i)}, {"bits", t.last_bits[i]}};
+      counters[specs[i].metric] = {{"total", t.Total(i)}, {"raw", t.LastRaw(i)}, {"bits", t.LastBits(i)}};
     }
     ports.push_back({{"guid", ref.node_guid}, {"port", ref.port}, {"stale", t.stale}, {"counters", counters}});
   }
@@ -56,9 +56,16 @@ bool LoadState(const std::string& text, PersistedState* state, std::string* erro
       for (const auto& [name, c] : p.at("counters").items()) {
         auto it = by_name.find(name);
         if (it == by_name.end()) continue;  // a counter this build does not know
-        t.total[it->second] = c.at("total").get<std::uint64_t>();
+        t.SetTotal(it->second, c.at("total").get<std::uint64_t>());
         t.SetLastRaw(it->second, c.at("raw").get<std::uint64_t>());
-        t.last_bits[it->second] = c.at("bits").get<std::uint8_t>();
+        // A counter's field is its own or PortCountersExtended's 64-bit one.
+        const auto bits = c.at("bits").get<unsigned>();
+        if (bits != 64 && bits != CounterSpecs()[it->second].bits) {
+          *error = "state: counter " + name + " from a " + std::to_string(bits) + "-bit field (it has " +
+                   std::to_string(CounterSpecs()[it->second].bits) + " or 64)";
+          return false;
+        }
+        t.last_wide.set(it->second, bits == 64);
         t.present.set(it->second);
       }
       out.ports[{p.at("guid").get<std::uint64_t>(), p.at("port").get<std::uint8_t>()}] = t;

@@ -505,7 +505,7 @@ Analysis Analyze(const Fabric& f) {
   return out;
 }
 
-Pods FindPods(const Fabric& f, const Analysis& a) {
+Pods FindPods(const Fabric& f, const Analysis& a, const std::map<std::uint64_t, int>* leaf_unit) {
   Pods out;
   if (a.tiers < 3) return out;
   const int top = a.tiers - 1;
@@ -526,6 +526,14 @@ Pods FindPods(const Fabric& f, const Analysis& a) {
     const int ta = tier(l.a.node_guid), tb = tier(l.b.node_guid);
     if (ta < 0 || tb < 0 || ta >= top || tb >= top || std::abs(ta - tb) != 1) continue;
     parent[root(l.a.node_guid)] = root(l.b.node_guid);
+  }
+  if (leaf_unit) {
+    std::map<int, std::uint64_t> first;  // unit -> its first leaf
+    for (const auto& [leaf, unit] : *leaf_unit) {
+      if (!parent.count(leaf)) continue;
+      const auto [it, fresh] = first.emplace(unit, leaf);
+      if (!fresh) parent[root(leaf)] = root(it->second);
+    }
   }
   std::map<std::uint64_t, std::vector<std::string>> members;  // root -> names
   for (const auto& [guid, p] : parent) members[root(guid)].push_back(NodeName(f, guid));

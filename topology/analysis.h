@@ -153,10 +153,14 @@ Analysis Analyze(const Fabric& fabric);
 // named by what their switches' names share ("ib-p01" for ib-p01-leaf01
 // and ib-p01-agg01) or else "pod N" (1-based). Top-tier and unranked
 // switches are in no pod; with fewer than three tiers there are none.
+// `leaf_unit` (topology/hosts.h HostAnalysis::leaf_unit; may be null):
+// on a rail-optimized fabric each rail's leaves go to that rail's spines of
+// the pod and only the cores join the rails, so the leaves of one scalable
+// unit (one a rail, the same servers) are joined into one pod too.
 struct Pods {
   std::map<std::uint64_t, int> of;  // switch GUID -> pod
   std::vector<std::string> names;   // by pod
 };
-Pods FindPods(const Fabric& fabric, const Analysis& analysis);
+Pods FindPods(const Fabric& fabric, const Analysis& analysis, const std::map<std::uint64_t, int>* leaf_unit = nullptr);
 
 }  // namespace ibfabric::topology

@@ -10,37 +10,90 @@ namespace ibfabric::topology {
 
 ReadPartitionsResult ReadPartitions(const Fabric& fabric,
                                     const std::map<std::uint64_t, transport::SwitchInfo>& switch_info,
-                                    transport::MadEngine& engine) {
+                                    transport::MadEngine& engine, PartitionSource source) {
   ReadPartitionsResult out;
-  std::vector<transport::MadRequest> reqs;
-  std::vector<PortRef> whose;
-  // Every block of a table of `entries` P_Keys (at least one block, at most 32).
-  const auto ask = [&](const PortRef& ref, std::uint16_t lid, std::size_t entries) {
-    out.tables[ref];
-    const auto blocks = static_cast<std::uint16_t>(std::clamp<std::size_t>((entries + 31) / 32, 1, 32));
-    for (std::uint16_t b = 0; b < blocks; ++b) {
-      reqs.push_back(transport::PKeyBlockQuery(transport::MadAddress::Lid(lid), ref.port, b));
-      whose.push_back(ref);
-    }
+  // The ports to read, with the LID to ask and the entries their table holds.
+  struct Wanted {
+    PortRef port;
+    std::uint16_t lid = 0;
+    std::size_t entries = 0;
   };
+  std::vector<Wanted> wanted;
   for (const auto& n : fabric.nodes()) {
     if (n.kind == NodeKind::kSwitch) {
       const auto info = switch_info.find(n.guid);
       if (n.lid == 0 || info == switch_info.end() || info->second.partition_enforcement_cap == 0) continue;
       for (const auto& p : n.ports) {
         const Node* peer = p.remote ? fabric.FindNode(p.remote->node_guid) : nullptr;
-        if (peer && peer->kind != NodeKind::kSwitch)
-          ask({n.guid, p.number}, n.lid, info->second.partition_enforcement_cap);
+        if (peer && peer->kind != NodeKind::kSwitch) {
+          wanted.push_back({{n.guid, p.number}, n.lid, info->second.partition_enforcement_cap});
+        }
       }
       continue;
     }
     for (const auto& p : n.ports) {
-      if (p.lid != 0) ask({n.guid, p.number}, p.lid, n.partition_cap);
+      if (p.lid != 0) wanted.push_back({{n.guid, p.number}, p.lid, n.partition_cap});
+    }
+  }
+  std::map<PortRef, std::map<std::uint16_t, std::uint16_t>> keys;  // partition -> P_Key with the best membership
+  const auto fold = [&](const PortRef& port, const transport::PKeyBlock& block) {
+    for (std::uint16_t k : block) {
+      if ((k & 0x7fff) == 0) continue;  // 0x0000 and 0x8000 are empty entries
+      std::uint16_t& best = keys[port][k & 0x7fff];
+      best = std::max(best, k);  // full (bit 15) over limited
+    }
+  };
+  for (const Wanted& w : wanted) out.tables[w.port];
+  if (source.sa_lid != 0 && !wanted.empty()) {
+    // One query a LID: a CA port's, or a switch's for all its ports. The
+    // records name their port by LID and number.
+    std::vector<std::uint16_t> lids;
+    std::map<std::pair<std::uint16_t, std::uint8_t>, PortRef> by_lid;
+    for (const Wanted& w : wanted) {
+      if (lids.empty() || lids.back() != w.lid) lids.push_back(w.lid);  // a switch's ports come together
+      by_lid[{w.lid, w.port.port}] = w.port;
+    }
+    const auto take = [&](const transport::MadResult& r) {
+      const auto records = transport::DecodePKeyRecords(r);
+      if (!records) return;
+      for (const auto& rec : *records) {
+        const auto it = by_lid.find({rec.lid, rec.port});
+        if (it == by_lid.end()) continue;  // a port not asked for (a switch's uplinks)
+        fold(it->second, rec.keys);
+        out.from_sa.insert(it->second);
+      }
+    };
+    std::vector<transport::MadRequest> first{transport::PKeyRecordTableQuery(source.sa_lid, lids[0])};
+    const auto probe = engine.Run(first);
+    out.sa_queries = 1;
+    // An error status to the first query (an untrusted request, no such
+    // attribute): this SA gives no such records to us.
+    out.sa_answered = probe[0].outcome == transport::MadOutcome::kOk;
+    out.sa_refused = probe[0].outcome == transport::MadOutcome::kRemoteError;
+    take(probe[0]);
+    if (out.sa_answered && lids.size() > 1) {
+      std::vector<transport::MadRequest> rest;
+      for (std::size_t i = 1; i < lids.size(); ++i) {
+        rest.push_back(transport::PKeyRecordTableQuery(source.sa_lid, lids[i]));
+      }
+      out.sa_queries += rest.size();
+      engine.Run(rest, [&](std::size_t, transport::MadResult&& r) { take(r); });
+    }
+  }
+  // The others from their ports: every block of a table of `entries`
+  // P_Keys (at least one block, at most 32).
+  std::vector<transport::MadRequest> reqs;
+  std::vector<PortRef> whose;
+  for (const Wanted& w : wanted) {
+    if (out.from_sa.count(w.port)) continue;
+    const auto count = static_cast<std::uint16_t>(std::clamp<std::size_t>((w.entries + 31) / 32, 1, 32));
+    for (std::uint16_t b = 0; b < count; ++b) {
+      reqs.push_back(transport::PKeyBlockQuery(transport::MadAddress::Lid(w.lid), w.port.port, b));
+      whose.push_back(w.port);
     }
   }
   out.smps = reqs.size();
   const auto got = engine.Run(reqs);
-  std::map<PortRef, std::map<std::uint16_t, std::uint16_t>> keys;  // partition -> P_Key with the best membership
   for (std::size_t i = 0; i < got.size(); ++i) {
     if (got[i].outcome != transport::MadOutcome::kOk) {
       out.problems.push_back("no P_KeyTable from " + NodeName(fabric, whose[i].node_guid) + "[" +
@@ -48,11 +101,7 @@ ReadPartitionsResult ReadPartitions(const Fabric& fabric,
       out.tables.erase(whose[i]);
       continue;
     }
-    for (std::uint16_t k : transport::DecodePKeyBlock(got[i].response)) {
-      if ((k & 0x7fff) == 0) continue;  // 0x0000 and 0x8000 are empty entries
-      std::uint16_t& best = keys[whose[i]][k & 0x7fff];
-      best = std::max(best, k);  // full (bit 15) over limited
-    }
+    fold(whose[i], transport::DecodePKeyBlock(got[i].response));
   }
   for (auto& [port, list] : out.tables) {
     for (const auto& [partition, k] : keys[port]) list.push_back(k);

@@ -29,15 +29,34 @@ struct ReadPartitionsResult {
   PartitionTables tables;
   std::vector<std::string> problems;
   std::size_t smps = 0;
+  // From the SA: the GetTable queries sent, the ports whose table came
+  // from their records, and whether the SA answered at all (false: it
+  // stayed silent, or refused: these records are for trusted requests).
+  std::size_t sa_queries = 0;
+  std::set<PortRef> from_sa;
+  bool sa_answered = false;
+  bool sa_refused = false;  // it answered the first query with an error status (a request it does not trust)
+};
+// Where the tables come from.
+struct PartitionSource {
+  // The SA's LID (0: none; it answers only trusted requests: give it only
+  // with the engine's SA key). Each CA port's table and each switch's are asked of it first, as their
+  // P_KeyTableRecords (one SubnAdmGetTable a CA port, one a switch for all
+  // its ports: the SM's copy of what it set); a port it has no record of
+  // is read itself.
+  std::uint16_t sa_lid = 0;
 };
 // Every block up to NodeInfo.PartitionCap (at most 32 blocks) of every CA
 // port with a LID, and up to SwitchInfo.PartitionEnforcementCap of every
 // switch port cabled to a CA port (switches absent from `switch_info`, or
-// with no enforcement capability, have no such table), LID routed and
-// pipelined. Thread-safety: uses the engine exclusively for its duration.
+// with no enforcement capability, have no such table): from the SA where
+// `source` names one and it answers (one query first: not answered, or
+// answered with an error status, no other is sent), else LID routed from
+// the ports, pipelined. Thread-safety: uses the engine exclusively for its
+// duration.
 ReadPartitionsResult ReadPartitions(const Fabric& fabric,
                                     const std::map<std::uint64_t, transport::SwitchInfo>& switch_info,
-                                    transport::MadEngine& engine);
+                                    transport::MadEngine& engine, PartitionSource source = {});
 
 // "0x7fff": the partition of a P_Key (its low 15 bits).
 std::string PartitionOf(std::uint16_t pkey);
@@ -77,6 +96,9 @@ struct PartitionAnalysis {
   // included), as read.
   PartitionTables ports;
   std::vector<Finding> findings;
+  // Of `ports`, those whose table came from the SA's P_KeyTableRecords
+  // (the others from the ports themselves): the reader's to fill in.
+  std::size_t from_sa = 0;
 };
 // Pure. kPartitionMismatch for a CA port whose P_Keys differ from those of
 // a strict majority of the CA ports on its leaf (leaves with 3 or more);

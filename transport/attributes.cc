@@ -458,13 +458,21 @@ std::optional<SaTable> DecodeSaTable(const MadResult& result, std::uint16_t attr
   return t;
 }
 
-MadRequest LftRecordTableQuery(std::uint16_t sa_lid, std::uint16_t switch_lid) {
-  MadRequest r = Gmp(MgmtClass::kSubnAdm, MadMethod::kGetTable, sa_attr::kLftRecord, 0, sa_lid);
-  // LinearForwardingTableRecord: LID (16 bits), BlockNum (16), 32
-  // reserved, the block's 64 ports; ComponentMask bit 0 is LID.
-  r.payload = {static_cast<std::uint8_t>(switch_lid >> 8), static_cast<std::uint8_t>(switch_lid), 0, 0, 0, 0, 0, 0};
+namespace {
+// SubnAdmGetTable of `attr_id` records whose first field, a LID (16 bits;
+// ComponentMask bit 0), is `lid`.
+MadRequest SaTableByLid(std::uint16_t attr_id, std::uint16_t sa_lid, std::uint16_t lid) {
+  MadRequest r = Gmp(MgmtClass::kSubnAdm, MadMethod::kGetTable, attr_id, 0, sa_lid);
+  r.payload = {static_cast<std::uint8_t>(lid >> 8), static_cast<std::uint8_t>(lid), 0, 0, 0, 0, 0, 0};
   r.component_mask = 1;
   return r;
+}
+}  // namespace
+
+// LinearForwardingTableRecord: LID (16 bits), BlockNum (16), 32 reserved,
+// the block's 64 ports.
+MadRequest LftRecordTableQuery(std::uint16_t sa_lid, std::uint16_t switch_lid) {
+  return SaTableByLid(sa_attr::kLftRecord, sa_lid, switch_lid);
 }
 
 std::optional<std::vector<LftRecord>> DecodeLftRecords(const MadResult& result) {
@@ -477,6 +485,29 @@ std::optional<std::vector<LftRecord>> DecodeLftRecords(const MadResult& result) 
     out[i].lid = Narrow<std::uint16_t>(static_cast<std::uint32_t>(rec[0] << 8 | rec[1]));
     out[i].block = Narrow<std::uint16_t>(static_cast<std::uint32_t>(rec[2] << 8 | rec[3]));
     std::copy(rec + 8, rec + kRecordBytes, out[i].ports.begin());
+  }
+  return out;
+}
+
+// P_KeyTableRecord: LID (16 bits), BlockNum (16), PortNum (8), 24
+// reserved, the block's 32 P_Keys.
+MadRequest PKeyRecordTableQuery(std::uint16_t sa_lid, std::uint16_t lid) {
+  return SaTableByLid(sa_attr::kPKeyTableRecord, sa_lid, lid);
+}
+
+std::optional<std::vector<PKeyTableRecord>> DecodePKeyRecords(const MadResult& result) {
+  constexpr std::size_t kRecordBytes = 8 + 2 * kPKeyBlockSize;
+  const std::optional<SaTable> t = DecodeSaTable(result, sa_attr::kPKeyTableRecord, kRecordBytes);
+  if (!t) return std::nullopt;
+  std::vector<PKeyTableRecord> out(t->count);
+  for (std::size_t i = 0; i < t->count; ++i) {
+    const std::uint8_t* rec = t->record(i);
+    out[i].lid = Narrow<std::uint16_t>(static_cast<std::uint32_t>(rec[0] << 8 | rec[1]));
+    out[i].block = Narrow<std::uint16_t>(static_cast<std::uint32_t>(rec[2] << 8 | rec[3]));
+    out[i].port = rec[4];
+    for (std::size_t k = 0; k < kPKeyBlockSize; ++k) {
+      out[i].keys[k] = Narrow<std::uint16_t>(static_cast<std::uint32_t>(rec[8 + 2 * k] << 8 | rec[9 + 2 * k]));
+    }
   }
   return out;
 }

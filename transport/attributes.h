@@ -413,6 +413,25 @@ MadRequest LftRecordTableQuery(std::uint16_t sa_lid, std::uint16_t switch_lid);
 // of LinearForwardingTableRecords with status 0.
 std::optional<std::vector<LftRecord>> DecodeLftRecords(const MadResult& result);
 
+// P_KeyTableRecord (IBTA 15.2.5.11): one P_KeyTable block of a port as the
+// SM set it. `lid` is the port's (a switch's: its port 0's).
+struct PKeyTableRecord {
+  std::uint16_t lid = 0;
+  std::uint16_t block = 0;
+  std::uint8_t port = 0;
+  PKeyBlock keys{};
+};
+// SubnAdmGetTable(P_KeyTableRecord) to the SA at `sa_lid`, ComponentMask
+// LID: every block of the port with `lid`, or of every port of the switch
+// whose LID it is. The SA gives these records to trusted requests only
+// (IBTA 1.2.1 p. 922, as opensm cites it; opensm answers others with
+// status "invalid request"; with a wrong key it discards the request):
+// the engine's SA key makes it one (EngineOptions::sa_key).
+MadRequest PKeyRecordTableQuery(std::uint16_t sa_lid, std::uint16_t lid);
+// The records of its answer; nullopt for anything but a GetTableResponse
+// of P_KeyTableRecords with status 0.
+std::optional<std::vector<PKeyTableRecord>> DecodePKeyRecords(const MadResult& result);
+
 // The records of a GetTableResponse, as far as one MAD holds them: the
 // first RMPP segment (IBTA 13.6.2), whose 200 data bytes hold six
 // records at the usual stride (SA AttributeOffset, 8-byte words, 32 bytes

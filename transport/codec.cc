@@ -51,7 +51,9 @@ std::size_t DataOffset(MgmtClass c) {
   }
 }
 
-MadBytes EncodeRequest(const MadRequest& request, std::uint64_t tid, std::uint64_t m_key) {
+bool TrustedOnly(std::uint16_t sa_attr_id) { return sa_attr_id == sa_attr::kPKeyTableRecord; }
+
+MadBytes EncodeRequest(const MadRequest& request, std::uint64_t tid, std::uint64_t m_key, std::uint64_t sa_key) {
   MadBytes out{};
   ib_rpc_t rpc{};
   rpc.mgtclass = static_cast<int>(request.mgmt_class);
@@ -85,6 +87,7 @@ MadBytes EncodeRequest(const MadRequest& request, std::uint64_t tid, std::uint64
   if (sa) {
     mad_set_field(out.data(), 0, IB_MAD_CLASSVER_F, 2);
     mad_set_field64(out.data(), 0, IB_SA_COMPMASK_F, request.component_mask);
+    if (TrustedOnly(request.attr_id)) mad_set_field64(out.data(), 0, IB_SA_MKEY_F, sa_key);
   }
   return out;
 }

@@ -17,7 +17,14 @@ namespace ibfabric::transport {
 // fields for DR SMPs (hop count, InitialPath, permissive DrSLID/DrDLID) and
 // the payload at byte 64. `tid` is written as is; `m_key` goes in an SMP's
 // M_Key (IBTA 14.2.1.1, bytes 24-31; GMPs have none).
-MadBytes EncodeRequest(const MadRequest& request, std::uint64_t tid, std::uint64_t m_key = 0);
+// `m_key` goes in every SMP; `sa_key` only in the SA queries for records
+// the SA gives trusted requests alone (TrustedOnly): an SA discards a
+// request whose non-zero SM_Key is not its key (IBTA C15-0.1.5), so a
+// wrong key costs those records only, not every SA query.
+MadBytes EncodeRequest(const MadRequest& request, std::uint64_t tid, std::uint64_t m_key = 0, std::uint64_t sa_key = 0);
+// SA attributes whose records the SA gives trusted requests alone:
+// P_KeyTableRecord (IBTA 1.2.1 p. 922, as opensm cites it).
+bool TrustedOnly(std::uint16_t sa_attr_id);
 
 // Decodes the common MAD header (IBTA 13.4.2). For directed-route SMPs the
 // status is the 15-bit field that excludes the direction bit (IBTA 14.2.1.2).

@@ -100,7 +100,8 @@ inline constexpr std::uint16_t kInformInfo = 0x0003;
 inline constexpr std::uint16_t kNodeRecord = 0x0011;
 inline constexpr std::uint16_t kSmInfoRecord = 0x0018;
 inline constexpr std::uint16_t kLinkRecord = 0x0020;
-inline constexpr std::uint16_t kLftRecord = 0x0015;  // LinearForwardingTableRecord (IBTA 15.2.5.6)
+inline constexpr std::uint16_t kLftRecord = 0x0015;        // LinearForwardingTableRecord (IBTA 15.2.5.6)
+inline constexpr std::uint16_t kPKeyTableRecord = 0x0033;  // P_KeyTableRecord (IBTA 15.2.5.11)
 }  // namespace sa_attr
 
 // Where a MAD goes. A directed route is the list of egress port numbers,

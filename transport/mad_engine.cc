@@ -335,9 +335,7 @@ class MadEngine::Batch {
         per_sa_(o_.sa_per_destination > 0 ? o_.sa_per_destination : per_dest_),
         max_cwnd_(std::max({per_dest_, per_switch_, per_sa_})),
         rate_(o_.rate_limit),
-        burst_(rate_ > 0 ? std::max(1.0, rate_ * 0.01) : 0),
-        tokens_(burst_),
-        refilled_(e_.clock_->Now()) {
+        burst_(rate_ > 0 ? std::max(1.0, rate_ * 0.01) : 0) {
     in_flight_.reserve(static_cast<std::size_t>(o_.window) * 2);
     nodes_.reserve(64);
     for (std::size_t i = 0; i < requests_.size(); ++i) {
@@ -480,8 +478,8 @@ class MadEngine::Batch {
     u.jobs.pop_front();
     const std::uint32_t tid = e_.NextTid();
     ++e_.stats_.kinds[Slot(kind)].sent;
-    if (rate_ > 0) tokens_ -= 1;
-    if (!e_.port_.Send(e_.AddressFor(req), EncodeRequest(req, tid, o_.m_key))) {
+    if (rate_ > 0) e_.bucket_.tokens -= 1;
+    if (!e_.port_.Send(e_.AddressFor(req), EncodeRequest(req, tid, o_.m_key, o_.sa_key))) {
       ++e_.stats_.kinds[Slot(kind)].send_errors;
       Finish(job.index, MadOutcome::kSendError);
       Enqueue(unit_id);
@@ -515,11 +513,20 @@ class MadEngine::Batch {
   bool Token() {
     if (rate_ <= 0) return true;
     const TimePoint now = e_.clock_->Now();
-    tokens_ = std::min(burst_, tokens_ + std::chrono::duration<double>(now - refilled_).count() * rate_);
-    refilled_ = now;
-    if (tokens_ >= 1) return true;
-    token_due_ = now + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                           std::chrono::duration<double>((1 - tokens_) / rate_));
+    // The bucket is the engine's: Runs one after the other (a walk's many
+    // small ones) share one rate, each does not start with a burst.
+    MadEngine::Bucket& b = e_.bucket_;
+    b.tokens = b.filled ? std::min(burst_, b.tokens + std::chrono::duration<double>(now - b.refilled).count() * rate_)
+                        : burst_;
+    b.filled = true;
+    b.refilled = now;
+    if (b.tokens >= 1) return true;
+    // Sleeps until a few have come, not one (10 µs at 100,000 a second:
+    // waking that often is a spinning thread that takes the CPU from the
+    // agents it waits for): at most 1 ms, or a tenth of the burst's worth.
+    const double wait = std::max((1 - b.tokens) / rate_, std::min(1e-3, burst_ / rate_ / 10));
+    token_due_ =
+        now + std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(wait));
     return false;
   }
 
@@ -739,8 +746,6 @@ class MadEngine::Batch {
   // Rate limit: a token bucket holding at most 10 ms worth of MADs.
   const double rate_;
   const double burst_;
-  double tokens_;
-  TimePoint refilled_;
   TimePoint token_due_{};
 };
 

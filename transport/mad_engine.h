@@ -102,6 +102,10 @@ struct EngineOptions {
   // M_Key protection, a Get with the wrong key is dropped unanswered.
   // Secret: never logged or exported.
   std::uint64_t m_key = 0;
+  // The SA's key (IBTA 15.2.1.1 SM_Key; 0: none), in the SA queries for
+  // records it gives trusted requests alone (codec.h TrustedOnly:
+  // P_KeyTableRecords). Secret likewise.
+  std::uint64_t sa_key = 0;
   const Clock* clock = nullptr;  // nullptr: SteadyClock()
 
   // What this engine did before fabric-safe limits: one window of `window`
@@ -226,6 +230,13 @@ class MadEngine {
   std::chrono::microseconds subnet_lifetime_{0};
   std::vector<MadBytes> reports_;
   std::deque<std::uint64_t> recent_reports_;  // TID and sender of the last Reports, to drop repeats
+  // The rate limit's token bucket, across Runs (EngineOptions::rate_limit).
+  struct Bucket {
+    double tokens = 0;
+    std::chrono::steady_clock::time_point refilled{};
+    bool filled = false;  // the first send finds it full
+  };
+  Bucket bucket_;
 };
 
 }  // namespace ibfabric::transport

@@ -169,8 +169,8 @@ json AlertToJson(const Snapshot& s, const Alert& a) {
   // retries or went unanswered over the window.
   json troubled = json::array();
   for (const auto& end : {a.cable.a, a.cable.b}) {
-    auto h = s.node_health.find(end.node_guid);
-    if (h == s.node_health.end() || h->second.MadTroubleRatio() <= 0) continue;
+    auto h = s.node_health->find(end.node_guid);
+    if (h == s.node_health->end() || h->second.MadTroubleRatio() <= 0) continue;
     troubled.push_back({{"node", NameOf(s, end.node_guid)},
                         {"guid", FormatGuid(end.node_guid)},
                         {"mad_trouble_ratio", h->second.MadTroubleRatio()}});
@@ -587,7 +587,7 @@ nlohmann::json PortDetailJson(const Snapshot& s, const topology::PortRef& asked)
     const auto& specs = CounterSpecs();
     for (std::size_t i = 0; i < kCounterCount; ++i) {
       if (!totals->second.present.test(i)) continue;
-      counters[specs[i].metric] = totals->second.total[i];
+      counters[specs[i].metric] = totals->second.Total(i);
       if (totals->second.Pinned(i)) pinned.push_back(specs[i].metric);
     }
     j["stale"] = totals->second.stale;
@@ -659,7 +659,7 @@ nlohmann::json NodeDetailJson(const Snapshot& s, std::uint64_t asked) {
   const topology::Analysis& analysis = s.topology ? *s.topology : empty;
   json node = NodeJson(*s.fabric, analysis, *n);
   node.erase("ports");
-  const topology::Pods pods = topology::FindPods(*s.fabric, analysis);
+  const topology::Pods pods = topology::FindPods(*s.fabric, analysis, s.hosts ? &s.hosts->leaf_unit : nullptr);
   if (auto p = pods.of.find(guid); p != pods.of.end()) node["pod"] = pods.names[static_cast<std::size_t>(p->second)];
   json ports = json::array();
   for (const topology::Port& p : n->ports) {

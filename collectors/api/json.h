@@ -203,7 +203,10 @@ nlohmann::json HostDetailJson(const Snapshot& snapshot, const std::string& name)
 // tier, pod (topology::FindPods) and CA links; "links" as
 // [i, j, cables, degraded cables] between switches i < j of that list.
 // About 0.6 MB for 16k hosts in 1,536 switches.
-nlohmann::json StructureJson(const topology::Fabric& fabric, const topology::Analysis& analysis);
+// `hosts` (may be null): a rail-optimized fabric's units, which its pods
+// join (topology::FindPods).
+nlohmann::json StructureJson(const topology::Fabric& fabric, const topology::Analysis& analysis,
+                             const topology::HostAnalysis* hosts = nullptr);
 
 // --- GET /api/v1/search?q=TEXT[&limit=N]: nodes by name (case-blind,
 // anywhere in it; the host name is its first word), LID (a port's, in

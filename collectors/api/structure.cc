@@ -79,8 +79,8 @@ int Score(const Node& n, const std::string& q, const char** how) {
 
 }  // namespace
 
-json StructureJson(const Fabric& f, const Analysis& a) {
-  const topology::Pods pods = topology::FindPods(f, a);
+json StructureJson(const Fabric& f, const Analysis& a, const topology::HostAnalysis* hosts) {
+  const topology::Pods pods = topology::FindPods(f, a, hosts ? &hosts->leaf_unit : nullptr);
   struct Sw {
     const Node* node;
     int tier;
@@ -221,7 +221,7 @@ json SearchJson(const Fabric& f, const Analysis* a, const SearchQuery& query, co
   const std::size_t keep = std::min(hits.size(), static_cast<std::size_t>(query.limit));
   std::partial_sort(hits.begin(), hits.begin() + static_cast<std::ptrdiff_t>(keep), hits.end(), less);
   hits.resize(keep);
-  const topology::Pods pods = a ? topology::FindPods(f, *a) : topology::Pods{};
+  const topology::Pods pods = a ? topology::FindPods(f, *a, hosts ? &hosts->leaf_unit : nullptr) : topology::Pods{};
   json results = json::array();
   std::stable_sort(host_hits.begin(), host_hits.end(),
                    [](const HostHit& x, const HostHit& y) { return x.score < y.score; });

@@ -1,13 +1,32 @@
 #include "collectors/health/counter_store.h"
 
 #include <algorithm>
+#include <atomic>
 #include <iterator>
 #include <stdexcept>
 
 namespace ibfabric::collectors {
 
+void PortTotals::SetTotal(std::size_t i, std::uint64_t v) {
+  if (i < kMainCounterCount) {
+    main_[i] = v;
+    return;
+  }
+  if (!details_) {
+    if (v == 0) return;
+    details_ = std::make_shared<std::array<std::uint64_t, kCounterCount - kMainCounterCount>>();
+  } else if (details_.use_count() > 1) {
+    details_ = std::make_shared<std::array<std::uint64_t, kCounterCount - kMainCounterCount>>(*details_);
+  } else {
+    // The last other holder (a snapshot an HTTP thread read) let go: its
+    // reads happen before this write.
+    std::atomic_thread_fence(std::memory_order_acquire);
+  }
+  (*details_)[i - kMainCounterCount] = v;
+}
+
 void PortTotals::SetLastRaw(std::size_t i, std::uint64_t raw) {
-  const std::uint64_t below = total[i] - raw;
+  const std::uint64_t below = Total(i) - raw;
   if (below == (below_ ? (*below_)[i] : 0)) return;
   std::array<std::uint64_t, kCounterCount> next{};
   if (below_) next = *below_;
@@ -22,7 +41,11 @@ void PortTotals::SetLastRaw(std::size_t i, std::uint64_t raw) {
 PortTable& CounterStore::Mutable() {
   // Only this store hands the table out, so a count of 1 stays 1; a holder
   // letting go meanwhile costs at most a copy that was not needed.
-  if (ports_.use_count() > 1) ports_ = std::make_shared<PortTable>(*ports_);
+  if (ports_.use_count() > 1) {
+    ports_ = std::make_shared<PortTable>(*ports_);
+  } else {
+    std::atomic_thread_fence(std::memory_order_acquire);  // as in SetTotal
+  }
   return *ports_;
 }
 
@@ -87,7 +110,7 @@ void PortTable::Merge(std::vector<value_type> fresh) {
 std::uint64_t Increase(const PortTotals& before, const PortSample& sample, std::size_t i) {
   if (!sample.present.test(i) || !before.present.test(i)) return 0;
   // Another field now feeds this counter: re-based, nothing added.
-  if (before.last_bits[i] != sample.bits[i]) return 0;
+  if (before.last_wide.test(i) != sample.wide.test(i)) return 0;
   const std::uint64_t raw = sample.value[i];
   const std::uint64_t last = before.LastRaw(i);
   return raw >= last ? raw - last : raw;  // below: cleared since, all of it is new
@@ -101,17 +124,17 @@ const PortTotals& CounterStore::Update(const topology::PortRef& port, const Port
     if (!sample.present.test(i)) continue;
     const std::uint64_t raw = sample.value[i];
     if (!t.present.test(i)) {
-      t.total[i] = raw;
+      t.SetTotal(i, raw);
     } else {
-      t.total[i] += Increase(t, sample, i);
-      if (t.last_bits[i] == sample.bits[i] && raw < t.LastRaw(i)) {
+      t.SetTotal(i, t.Total(i) + Increase(t, sample, i));
+      if (t.last_wide.test(i) == sample.wide.test(i) && raw < t.LastRaw(i)) {
         const auto c = static_cast<Counter>(i);  // cleared since the last reading
         restarted = restarted || c == Counter::kXmitData || c == Counter::kRcvData || c == Counter::kXmitPkts ||
                     c == Counter::kRcvPkts;
       }
     }
     t.SetLastRaw(i, raw);
-    t.last_bits[i] = sample.bits[i];
+    t.last_wide.set(i, sample.wide.test(i));
     t.present.set(i);
   }
   if (restarted) ++t.resets;

@@ -22,10 +22,21 @@
 
 namespace ibfabric::collectors {
 
+// The counters of PortCounters and PortCountersExtended (every port's),
+// before the details' (PortRcvErrorDetails, PortXmitDiscardDetails: read
+// only where their counter moved).
+inline constexpr std::size_t kMainCounterCount = static_cast<std::size_t>(Counter::kLocalPhysicalErrors);
+
 struct PortTotals {
-  std::array<std::uint64_t, kCounterCount> total{};
+  // Counter i's total (0 where never read).
+  std::uint64_t Total(std::size_t i) const {
+    return i < kMainCounterCount ? main_[i] : details_ ? (*details_)[i - kMainCounterCount] : 0;
+  }
+  void SetTotal(std::size_t i, std::uint64_t v);
   std::bitset<kCounterCount> present;
-  std::array<std::uint8_t, kCounterCount> last_bits{};
+  // The last reading of counter i came from a 64-bit field (its width:
+  // LastBits).
+  std::bitset<kCounterCount> last_wide;
   std::chrono::system_clock::time_point last_update{};
   bool stale = false;  // the last sweep got no reading for this port
   // Readings in which the data or packet counters went backwards without
@@ -38,15 +49,21 @@ struct PortTotals {
   // (the first reading is the total), so most ports hold no copy of their
   // readings (at 80k ports, 17 MB, and again while a sweep runs). Set it
   // after the total it belongs with.
-  std::uint64_t LastRaw(std::size_t i) const { return total[i] - (below_ ? (*below_)[i] : 0); }
+  std::uint64_t LastRaw(std::size_t i) const { return Total(i) - (below_ ? (*below_)[i] : 0); }
   void SetLastRaw(std::size_t i, std::uint64_t raw);
 
   // The last raw reading of counter i sat at its field's maximum: a sticky
   // counter that stopped, so the total is a lower bound until it is cleared.
-  bool Pinned(std::size_t i) const { return present.test(i) && last_bits[i] < 64 && LastRaw(i) == MaxOf(last_bits[i]); }
+  bool Pinned(std::size_t i) const { return present.test(i) && LastBits(i) < 64 && LastRaw(i) == MaxOf(LastBits(i)); }
+  std::uint8_t LastBits(std::size_t i) const { return FieldBits(i, last_wide.test(i)); }
 
  private:
-  // total - last raw reading, per counter; null while all are 0. Shared by
+  std::array<std::uint64_t, kMainCounterCount> main_{};
+  // The details' totals; null while none was read (most ports: at 32k GPUs
+  // 80 bytes a port, in each copy of the table). Shared by copies, changed
+  // in place only where no copy shares it.
+  std::shared_ptr<std::array<std::uint64_t, kCounterCount - kMainCounterCount>> details_;
+  // Total - last raw reading, per counter; null while all are 0. Shared by
   // copies (the published table) and never changed in place.
   std::shared_ptr<const std::array<std::uint64_t, kCounterCount>> below_;
 };

@@ -175,7 +175,7 @@ LinkHealth::Reading LinkHealth::Record(const topology::PortRef& port, const Port
   Point p{now, {}};
   for (std::size_t s = 0; s < kSignalCount; ++s) {
     const std::size_t c = Index(CounterOf(static_cast<Signal>(s)));
-    if (totals.present.test(c)) p.total[s] = totals.total[c];
+    if (totals.present.test(c)) p.total[s] = totals.Total(c);
   }
   Points v = Unpack(h);
   Reading r;

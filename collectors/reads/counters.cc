@@ -4,47 +4,50 @@ namespace ibfabric::collectors {
 
 const std::array<CounterSpec, kCounterCount>& CounterSpecs() {
   static const std::array<CounterSpec, kCounterCount> kSpecs{{
-      {Counter::kSymbolError, "symbol_error", "SymbolErrorCounter", 1, 0},
-      {Counter::kLinkErrorRecovery, "link_error_recovery", "LinkErrorRecoveryCounter", 1, 1},
-      {Counter::kLinkDowned, "link_downed", "LinkDownedCounter", 1, 2},
-      {Counter::kRcvErrors, "receive_errors", "PortRcvErrors", 1, 3},
-      {Counter::kRcvRemotePhysicalErrors, "receive_remote_physical_errors", "PortRcvRemotePhysicalErrors", 1, 4},
-      {Counter::kRcvSwitchRelayErrors, "receive_switch_relay_errors", "PortRcvSwitchRelayErrors", 1, 5},
-      {Counter::kXmitDiscards, "transmit_discards", "PortXmitDiscards", 1, 6},
-      {Counter::kXmitConstraintErrors, "transmit_constraint_errors", "PortXmitConstraintErrors", 1, 7},
-      {Counter::kRcvConstraintErrors, "receive_constraint_errors", "PortRcvConstraintErrors", 1, 8},
-      {Counter::kLocalLinkIntegrityErrors, "local_link_integrity_errors", "LocalLinkIntegrityErrors", 1, 9},
-      {Counter::kExcessiveBufferOverrunErrors, "excessive_buffer_overrun_errors", "ExcessiveBufferOverrunErrors", 1,
-       10},
-      {Counter::kVl15Dropped, "vl15_dropped", "VL15Dropped", 1, 11},
-      {Counter::kQp1Dropped, "qp1_dropped", "QP1Dropped", 1, -1},
-      {Counter::kXmitWait, "transmit_wait", "PortXmitWait", 1, 16},
+      {Counter::kSymbolError, "symbol_error", "SymbolErrorCounter", 1, 0, 16},
+      {Counter::kLinkErrorRecovery, "link_error_recovery", "LinkErrorRecoveryCounter", 1, 1, 8},
+      {Counter::kLinkDowned, "link_downed", "LinkDownedCounter", 1, 2, 8},
+      {Counter::kRcvErrors, "receive_errors", "PortRcvErrors", 1, 3, 16},
+      {Counter::kRcvRemotePhysicalErrors, "receive_remote_physical_errors", "PortRcvRemotePhysicalErrors", 1, 4, 16},
+      {Counter::kRcvSwitchRelayErrors, "receive_switch_relay_errors", "PortRcvSwitchRelayErrors", 1, 5, 16},
+      {Counter::kXmitDiscards, "transmit_discards", "PortXmitDiscards", 1, 6, 16},
+      {Counter::kXmitConstraintErrors, "transmit_constraint_errors", "PortXmitConstraintErrors", 1, 7, 8},
+      {Counter::kRcvConstraintErrors, "receive_constraint_errors", "PortRcvConstraintErrors", 1, 8, 8},
+      {Counter::kLocalLinkIntegrityErrors, "local_link_integrity_errors", "LocalLinkIntegrityErrors", 1, 9, 4},
+      {Counter::kExcessiveBufferOverrunErrors, "excessive_buffer_overrun_errors", "ExcessiveBufferOverrunErrors", 1, 10,
+       4},
+      {Counter::kVl15Dropped, "vl15_dropped", "VL15Dropped", 1, 11, 16},
+      {Counter::kQp1Dropped, "qp1_dropped", "QP1Dropped", 1, -1, 16},
+      {Counter::kXmitWait, "transmit_wait", "PortXmitWait", 1, 16, 32},
       // PortXmitData/PortRcvData count 32-bit words (IBTA 16.1.3.5 table 225 note).
-      {Counter::kXmitData, "transmit_data_bytes", "PortXmitData", 4, 12},
-      {Counter::kRcvData, "receive_data_bytes", "PortRcvData", 4, 13},
-      {Counter::kXmitPkts, "transmit_packets", "PortXmitPkts", 1, 14},
-      {Counter::kRcvPkts, "receive_packets", "PortRcvPkts", 1, 15},
-      {Counter::kUnicastXmitPkts, "unicast_transmit_packets", "PortUnicastXmitPkts", 1, -1},
-      {Counter::kUnicastRcvPkts, "unicast_receive_packets", "PortUnicastRcvPkts", 1, -1},
-      {Counter::kMulticastXmitPkts, "multicast_transmit_packets", "PortMulticastXmitPkts", 1, -1},
-      {Counter::kMulticastRcvPkts, "multicast_receive_packets", "PortMulticastRcvPkts", 1, -1},
+      {Counter::kXmitData, "transmit_data_bytes", "PortXmitData", 4, 12, 32},
+      {Counter::kRcvData, "receive_data_bytes", "PortRcvData", 4, 13, 32},
+      {Counter::kXmitPkts, "transmit_packets", "PortXmitPkts", 1, 14, 32},
+      {Counter::kRcvPkts, "receive_packets", "PortRcvPkts", 1, 15, 32},
+      {Counter::kUnicastXmitPkts, "unicast_transmit_packets", "PortUnicastXmitPkts", 1, -1, 64},
+      {Counter::kUnicastRcvPkts, "unicast_receive_packets", "PortUnicastRcvPkts", 1, -1, 64},
+      {Counter::kMulticastXmitPkts, "multicast_transmit_packets", "PortMulticastXmitPkts", 1, -1, 64},
+      {Counter::kMulticastRcvPkts, "multicast_receive_packets", "PortMulticastRcvPkts", 1, -1, 64},
       // PortRcvErrorDetails has a CounterSelect of its own; these are not cleared.
-      {Counter::kLocalPhysicalErrors, "local_physical_errors", "PortLocalPhysicalErrors", 1, -1},
-      {Counter::kMalformedPacketErrors, "malformed_packet_errors", "PortMalformedPktErrors", 1, -1},
-      {Counter::kBufferOverrunErrors, "buffer_overrun_errors", "PortBufferOverrunErrors", 1, -1},
+      {Counter::kLocalPhysicalErrors, "local_physical_errors", "PortLocalPhysicalErrors", 1, -1, 16},
+      {Counter::kMalformedPacketErrors, "malformed_packet_errors", "PortMalformedPktErrors", 1, -1, 16},
+      {Counter::kBufferOverrunErrors, "buffer_overrun_errors", "PortBufferOverrunErrors", 1, -1, 16},
       // treydock/infiniband_exporter's name (sic: "dli"), kept for its users.
-      {Counter::kDlidMappingErrors, "dli_mapping_errors", "PortDLIDMappingErrors", 1, -1},
-      {Counter::kVlMappingErrors, "vl_mapping_errors", "PortVLMappingErrors", 1, -1},
-      {Counter::kLoopingErrors, "looping_errors", "PortLoopingErrors", 1, -1},
+      {Counter::kDlidMappingErrors, "dli_mapping_errors", "PortDLIDMappingErrors", 1, -1, 16},
+      {Counter::kVlMappingErrors, "vl_mapping_errors", "PortVLMappingErrors", 1, -1, 16},
+      {Counter::kLoopingErrors, "looping_errors", "PortLoopingErrors", 1, -1, 16},
       // PortXmitDiscardDetails likewise has a CounterSelect of its own.
-      {Counter::kInactiveDiscards, "inactive_discards", "PortInactiveDiscards", 1, -1},
-      {Counter::kNeighborMtuDiscards, "neighbor_mtu_discards", "PortNeighborMTUDiscards", 1, -1},
-      {Counter::kSwitchLifetimeLimitDiscards, "switch_lifetime_limit_discards", "PortSwLifetimeLimitDiscards", 1, -1},
+      {Counter::kInactiveDiscards, "inactive_discards", "PortInactiveDiscards", 1, -1, 16},
+      {Counter::kNeighborMtuDiscards, "neighbor_mtu_discards", "PortNeighborMTUDiscards", 1, -1, 16},
+      {Counter::kSwitchLifetimeLimitDiscards, "switch_lifetime_limit_discards", "PortSwLifetimeLimitDiscards", 1, -1,
+       16},
       {Counter::kSwitchHoqLifetimeLimitDiscards, "switch_hoq_lifetime_limit_discards", "PortSwHOQLifetimeLimitDiscards",
-       1, -1},
+       1, -1, 16},
   }};
   return kSpecs;
 }
+
+std::uint8_t FieldBits(std::size_t i, bool wide) { return wide ? 64 : CounterSpecs()[i].bits; }
 
 const char* ToString(PortGroup g) {
   switch (g) {
@@ -124,72 +127,66 @@ bool ParsePortGroups(const std::string& text, PortGroups* groups, bool* automati
 PortSample SampleFrom(const transport::PortCounters& pc, const transport::PortCountersExtended* ext,
                       const PmaCapabilities& caps) {
   PortSample s;
-  auto set = [&s](Counter c, std::uint64_t v, std::uint8_t bits) {
-    s.value[Index(c)] = v;
-    s.bits[Index(c)] = bits;
-    s.present.set(Index(c));
-  };
+  // From PortCountersExtended's 64-bit field, or the counter's own.
+  auto wide = [&s](Counter c, std::uint64_t v) { s.Set(c, v, true); };
+  auto own = [&s](Counter c, std::uint64_t v) { s.Set(c, v, false); };
   if (ext != nullptr && caps.AdditionalExtended()) {
     // 64-bit copies of the error counters in PortCountersExtended: never sticky.
-    set(Counter::kSymbolError, ext->symbol_error, 64);
-    set(Counter::kLinkErrorRecovery, ext->link_error_recovery, 64);
-    set(Counter::kLinkDowned, ext->link_downed, 64);
-    set(Counter::kRcvErrors, ext->rcv_errors, 64);
-    set(Counter::kRcvRemotePhysicalErrors, ext->rcv_remote_physical_errors, 64);
-    set(Counter::kRcvSwitchRelayErrors, ext->rcv_switch_relay_errors, 64);
-    set(Counter::kXmitDiscards, ext->xmit_discards, 64);
-    set(Counter::kXmitConstraintErrors, ext->xmit_constraint_errors, 64);
-    set(Counter::kRcvConstraintErrors, ext->rcv_constraint_errors, 64);
-    set(Counter::kLocalLinkIntegrityErrors, ext->local_link_integrity_errors, 64);
-    set(Counter::kExcessiveBufferOverrunErrors, ext->excessive_buffer_overrun_errors, 64);
-    set(Counter::kVl15Dropped, ext->vl15_dropped, 64);
-    if (caps.XmitWait() || ext->xmit_wait != 0) set(Counter::kXmitWait, ext->xmit_wait, 64);
-    if (caps.Qp1Dropped()) set(Counter::kQp1Dropped, ext->qp1_dropped, 64);
+    wide(Counter::kSymbolError, ext->symbol_error);
+    wide(Counter::kLinkErrorRecovery, ext->link_error_recovery);
+    wide(Counter::kLinkDowned, ext->link_downed);
+    wide(Counter::kRcvErrors, ext->rcv_errors);
+    wide(Counter::kRcvRemotePhysicalErrors, ext->rcv_remote_physical_errors);
+    wide(Counter::kRcvSwitchRelayErrors, ext->rcv_switch_relay_errors);
+    wide(Counter::kXmitDiscards, ext->xmit_discards);
+    wide(Counter::kXmitConstraintErrors, ext->xmit_constraint_errors);
+    wide(Counter::kRcvConstraintErrors, ext->rcv_constraint_errors);
+    wide(Counter::kLocalLinkIntegrityErrors, ext->local_link_integrity_errors);
+    wide(Counter::kExcessiveBufferOverrunErrors, ext->excessive_buffer_overrun_errors);
+    wide(Counter::kVl15Dropped, ext->vl15_dropped);
+    if (caps.XmitWait() || ext->xmit_wait != 0) wide(Counter::kXmitWait, ext->xmit_wait);
+    if (caps.Qp1Dropped()) wide(Counter::kQp1Dropped, ext->qp1_dropped);
   } else {
-    // Widths from IBTA 16.1.3.5, table 225.
-    set(Counter::kSymbolError, pc.symbol_error, 16);
-    set(Counter::kLinkErrorRecovery, pc.link_error_recovery, 8);
-    set(Counter::kLinkDowned, pc.link_downed, 8);
-    set(Counter::kRcvErrors, pc.rcv_errors, 16);
-    set(Counter::kRcvRemotePhysicalErrors, pc.rcv_remote_physical_errors, 16);
-    set(Counter::kRcvSwitchRelayErrors, pc.rcv_switch_relay_errors, 16);
-    set(Counter::kXmitDiscards, pc.xmit_discards, 16);
-    set(Counter::kXmitConstraintErrors, pc.xmit_constraint_errors, 8);
-    set(Counter::kRcvConstraintErrors, pc.rcv_constraint_errors, 8);
-    set(Counter::kLocalLinkIntegrityErrors, pc.local_link_integrity_errors, 4);
-    set(Counter::kExcessiveBufferOverrunErrors, pc.excessive_buffer_overrun_errors, 4);
-    set(Counter::kVl15Dropped, pc.vl15_dropped, 16);
-    if (caps.XmitWait() || pc.xmit_wait != 0) set(Counter::kXmitWait, pc.xmit_wait, 32);
-    if (caps.Qp1Dropped()) set(Counter::kQp1Dropped, pc.qp1_dropped, 16);
+    // Their own widths (IBTA 16.1.3.5, table 225: CounterSpec::bits).
+    own(Counter::kSymbolError, pc.symbol_error);
+    own(Counter::kLinkErrorRecovery, pc.link_error_recovery);
+    own(Counter::kLinkDowned, pc.link_downed);
+    own(Counter::kRcvErrors, pc.rcv_errors);
+    own(Counter::kRcvRemotePhysicalErrors, pc.rcv_remote_physical_errors);
+    own(Counter::kRcvSwitchRelayErrors, pc.rcv_switch_relay_errors);
+    own(Counter::kXmitDiscards, pc.xmit_discards);
+    own(Counter::kXmitConstraintErrors, pc.xmit_constraint_errors);
+    own(Counter::kRcvConstraintErrors, pc.rcv_constraint_errors);
+    own(Counter::kLocalLinkIntegrityErrors, pc.local_link_integrity_errors);
+    own(Counter::kExcessiveBufferOverrunErrors, pc.excessive_buffer_overrun_errors);
+    own(Counter::kVl15Dropped, pc.vl15_dropped);
+    if (caps.XmitWait() || pc.xmit_wait != 0) own(Counter::kXmitWait, pc.xmit_wait);
+    if (caps.Qp1Dropped()) own(Counter::kQp1Dropped, pc.qp1_dropped);
   }
   if (ext != nullptr) {
-    set(Counter::kXmitData, ext->xmit_data, 64);
-    set(Counter::kRcvData, ext->rcv_data, 64);
-    set(Counter::kXmitPkts, ext->xmit_pkts, 64);
-    set(Counter::kRcvPkts, ext->rcv_pkts, 64);
+    wide(Counter::kXmitData, ext->xmit_data);
+    wide(Counter::kRcvData, ext->rcv_data);
+    wide(Counter::kXmitPkts, ext->xmit_pkts);
+    wide(Counter::kRcvPkts, ext->rcv_pkts);
     if (caps.ExtendedUnicastMulticast()) {
-      set(Counter::kUnicastXmitPkts, ext->unicast_xmit_pkts, 64);
-      set(Counter::kUnicastRcvPkts, ext->unicast_rcv_pkts, 64);
-      set(Counter::kMulticastXmitPkts, ext->multicast_xmit_pkts, 64);
-      set(Counter::kMulticastRcvPkts, ext->multicast_rcv_pkts, 64);
+      wide(Counter::kUnicastXmitPkts, ext->unicast_xmit_pkts);
+      wide(Counter::kUnicastRcvPkts, ext->unicast_rcv_pkts);
+      wide(Counter::kMulticastXmitPkts, ext->multicast_xmit_pkts);
+      wide(Counter::kMulticastRcvPkts, ext->multicast_rcv_pkts);
     }
   } else {
     // Without PortCountersExtended only the 32-bit data and packet counters exist.
-    set(Counter::kXmitData, pc.xmit_data, 32);
-    set(Counter::kRcvData, pc.rcv_data, 32);
-    set(Counter::kXmitPkts, pc.xmit_pkts, 32);
-    set(Counter::kRcvPkts, pc.rcv_pkts, 32);
+    own(Counter::kXmitData, pc.xmit_data);
+    own(Counter::kRcvData, pc.rcv_data);
+    own(Counter::kXmitPkts, pc.xmit_pkts);
+    own(Counter::kRcvPkts, pc.rcv_pkts);
   }
   return s;
 }
 
 namespace {
 // A 16-bit details counter into the sample.
-void SetDetail(PortSample* s, Counter c, std::uint16_t v) {
-  s->value[Index(c)] = v;
-  s->bits[Index(c)] = 16;
-  s->present.set(Index(c));
-}
+void SetDetail(PortSample* s, Counter c, std::uint16_t v) { s->Set(c, v, false); }
 }  // namespace
 
 void AddRcvErrorDetails(const transport::PortRcvErrorDetails& d, PortSample* s) {

@@ -58,6 +58,10 @@ struct CounterSpec {
   // Bit in PortCounters' CounterSelect (0..15) or, as 16 + n, bit n of
   // CounterSelect2 (IBTA table 225); -1 when a Set cannot clear it.
   int select_bit;
+  // The width of its own field: PortCounters' (IBTA 16.1.3.5, table 225)
+  // or its details attribute's (16); 64 for the counters that only
+  // PortCountersExtended has. Read from PortCountersExtended, any is 64.
+  std::uint8_t bits;
 };
 
 // What a node's PMA says it supports (ClassPortInfo, IBTA 16.1.2). When
@@ -113,13 +117,23 @@ PortGroups AutoPortGroups(std::size_t fabric_ports);
 // one-line reason naming the bad entry. `automatic` tells "auto" apart.
 bool ParsePortGroups(const std::string& text, PortGroups* groups, bool* automatic, std::string* error);
 
-// Raw readings of one port in one sweep. `bits` is the width of the field
-// the reading came from (a counter read from a 32-bit field in one sweep and
-// a 64-bit field in the next is a different series of values).
+// The width of the field counter `i` came from: 64 when `wide` (read from
+// PortCountersExtended), else its own (CounterSpec::bits).
+std::uint8_t FieldBits(std::size_t i, bool wide);
+
+// Raw readings of one port in one sweep. Where a counter came from tells
+// its width (a counter read from a 32-bit field in one sweep and a 64-bit
+// field in the next is a different series of values).
 struct PortSample {
   std::array<std::uint64_t, kCounterCount> value{};
-  std::array<std::uint8_t, kCounterCount> bits{};
   std::bitset<kCounterCount> present;
+  std::bitset<kCounterCount> wide;  // read from a 64-bit field
+  std::uint8_t Bits(std::size_t i) const { return FieldBits(i, wide.test(i)); }
+  void Set(Counter c, std::uint64_t v, bool from_wide) {
+    value[Index(c)] = v;
+    present.set(Index(c));
+    wide.set(Index(c), from_wide);
+  }
 };
 
 // Builds a sample from PortCounters and, when the port answered it,

@@ -144,15 +144,16 @@ class CounterReads final : public BatchPart {
     for (PortReading& r : readings_) {
       if (r.outcome == MadOutcome::kOk && moved.count(r.target.lid)) {
         r.outcome = MadOutcome::kRemoteError;  // someone else's counters
-        r.sample.reset();
+        r.sample = PackedSamples::kNone;
         r.details = r.discard_details = r.vl_wait = DetailsRead::kNotAsked;
         vl_xmit_wait_.erase(r.target.port);
       }
-      if (!r.sample) ++failed_ports_;
+      if (!r.answered()) ++failed_ports_;
     }
   }
 
   std::vector<PortReading> readings_;  // in target order
+  PackedSamples samples_;              // theirs, as they came
   std::map<topology::PortRef, std::array<std::uint16_t, transport::kVlCount>> vl_xmit_wait_;
   std::size_t failed_ports_ = 0;
 
@@ -183,7 +184,7 @@ class CounterReads final : public BatchPart {
     const auto& t = targets_[i];
     const transport::MadResult* ext = m[kExt];
     const transport::MadResult& first = m[kBasic] ? *m[kBasic] : *ext;
-    PortReading r{t, std::nullopt, first.outcome};
+    PortReading r{t, PackedSamples::kNone, first.outcome};
     for (const transport::MadResult* x : m) {
       if (!x) continue;
       const bool expected = x == &first || (x == ext && t.caps.known);
@@ -217,7 +218,7 @@ class CounterReads final : public BatchPart {
       const transport::PortCountersExtended any{};
       const PortSample full = SampleFrom(pc, &any, t.caps);
       for (std::size_t c = 0; c < kCounterCount; ++c) {
-        if (!full.present.test(c) || full.bits[c] != s.bits[c]) s.present.reset(c);
+        if (!full.present.test(c) || full.wide.test(c) != s.wide.test(c)) s.present.reset(c);
       }
     }
     r.details = DetailsOf(m[kRcvDetails], t.port.port, transport::DecodePortRcvErrorDetails,
@@ -226,7 +227,7 @@ class CounterReads final : public BatchPart {
                                   [&](const auto& d) { AddXmitDiscardDetails(d, &s); });
     r.vl_wait = DetailsOf(m[kVlWait], t.port.port, transport::DecodePortVlXmitWait,
                           [&](const auto& d) { vl_xmit_wait_[t.port] = d.wait; });
-    r.sample = s;
+    r.sample = samples_.Add(s);
     return r;
   }
 
@@ -314,6 +315,7 @@ SweepResult Sweep(const std::vector<SweepTarget>& targets, const std::vector<Lin
   BatchTally tally = RunBatch(parts, engine);
   SweepResult out;
   out.readings = std::move(counters.readings_);
+  out.samples = std::move(counters.samples_);
   out.vl_xmit_wait = std::move(counters.vl_xmit_wait_);
   out.failed_ports = counters.failed_ports_;
   out.moved_nodes = std::move(lid_checks.moved_nodes_);
@@ -372,10 +374,10 @@ std::optional<ClearRequest> ClearNeeded(const SweepTarget& target, const PortSam
   ClearRequest req{target, 0, 0, {}};
   const auto& specs = CounterSpecs();
   for (std::size_t i = 0; i < kCounterCount; ++i) {
-    if (!sample.present.test(i) || sample.bits[i] >= 64 || specs[i].select_bit < 0) continue;
+    if (!sample.present.test(i) || sample.Bits(i) >= 64 || specs[i].select_bit < 0) continue;
     // Only fields of PortCounters are cleared; 32-bit data counters too,
     // when they are what this port has.
-    const std::uint64_t threshold = MaxOf(sample.bits[i]) * static_cast<std::uint64_t>(percent) / 100;
+    const std::uint64_t threshold = MaxOf(sample.Bits(i)) * static_cast<std::uint64_t>(percent) / 100;
     if (sample.value[i] < threshold) continue;
     const int bit = specs[i].select_bit;
     if (bit < 16) {

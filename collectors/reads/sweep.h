@@ -15,6 +15,7 @@
 
 #include "collectors/reads/batch.h"
 #include "collectors/reads/counters.h"
+#include "collectors/reads/packed_samples.h"
 #include "topology/fabric.h"
 #include "transport/mad_engine.h"
 
@@ -109,7 +110,10 @@ enum class DetailsRead : std::uint8_t {
 
 struct PortReading {
   SweepTarget target;
-  std::optional<PortSample> sample;  // nullopt: no trustworthy reading this sweep
+  // Where its counters are in SweepResult::samples; kNone: no trustworthy
+  // reading this sweep.
+  PackedSamples::Handle sample = PackedSamples::kNone;
+  bool answered() const { return sample != PackedSamples::kNone; }
   transport::MadOutcome outcome = transport::MadOutcome::kOk;
   DetailsRead details = DetailsRead::kNotAsked;  // PortRcvErrorDetails
   DetailsRead discard_details = DetailsRead::kNotAsked;
@@ -129,7 +133,16 @@ enum class SmpOutcome : std::uint8_t { kTimedOut, kRefused, kAnswered };
 void NoteSmp(std::map<std::uint16_t, SmpOutcome>* smps, std::uint16_t lid, transport::MadOutcome outcome);
 
 struct SweepResult {
-  std::vector<PortReading> readings;       // in target order
+  std::vector<PortReading> readings;  // in target order
+  // The counters of the readings that answered, packed. They go once the
+  // collectors that read them have (ReleaseSamples), while the rest of the
+  // sweep is still judged: with two port tables and two cable reports held
+  // then, that is the exporter's peak.
+  PackedSamples samples;
+  // The counters of a reading that answered; nullopt where it did not, and
+  // once they were let go.
+  std::optional<PortSample> SampleOf(const PortReading& r) const { return samples.Get(r.sample); }
+  void ReleaseSamples() { samples.Clear(); }
   std::map<std::uint64_t, MadTally> mads;  // per node: every request of this sweep to it
   std::size_t failed_ports = 0;
   // Nodes whose LID answered NodeInfo with another GUID: the LIDs moved (an

@@ -21,7 +21,7 @@
 //   build/tests/scale_bench --fabric 16k --shard 0/4   # one exporter of four (--shard)
 //   build/tests/scale_bench --fabric 16k --phy 60s     # the physical layer's MADs (below)
 //   build/tests/scale_bench --fabric 16k --blast       # what tracing a fault's routes costs
-//   build/tests/scale_bench --fabric 16k --tables switches  # --routing.tables (default: sa)
+//   build/tests/scale_bench --fabric 16k --tables switches  # --routing.tables and --partitions.tables (default: sa)
 //   build/tests/scale_bench --fabric 16k --exporter-arg --mad.sa-per-destination=8   # any flag
 //
 // With --phy INTERVAL the fabric's switches are Quantum-2 and its hosts
@@ -513,7 +513,13 @@ int Run(const std::string& fabric, int sweeps, int scrapers, int seconds, const 
   std::vector<std::string> args{"--sweep.interval=" + std::string(interval), "--log.level=debug"};
   if (!groups.empty()) args.push_back("--counters.groups=" + groups);
   if (!shard.empty()) args.push_back("--shard=" + shard);
-  if (!tables.empty()) args.push_back("--routing.tables=" + tables);
+  // The tables from the SA (the default), P_Key tables too: with its key
+  // (opensm's default sa_key, 1), as a site reading them from the SM gives.
+  if (!tables.empty()) {
+    args.push_back("--routing.tables=" + tables);
+    args.push_back("--partitions.tables=" + tables);
+  }
+  if (tables != "switches") args.push_back("--ib.sa-key=1");
   args.insert(args.end(), extra.begin(), extra.end());
   const std::string rmpp_stats = sim->dir() + "/exporter-rmpp.txt";
   const double sm_cpu0 = CpuSeconds(sm->pid()), sim_cpu0 = CpuSeconds(sim->ibsim_pid());
@@ -716,11 +722,13 @@ int Run(const std::string& fabric, int sweeps, int scrapers, int seconds, const 
           .value_or(-1);
     };
     std::printf(
-        "last full walk's MADs: %.0f DR SMPs, %.0f LID SMPs, %.0f GMPs; tables from the SA %.0f, from switches %.0f; "
-        "RMPP at the exporter (whole run): %s",
+        "last full walk's MADs: %.0f DR SMPs, %.0f LID SMPs, %.0f GMPs; forwarding tables from the SA %.0f, from "
+        "switches %.0f; P_Key tables from the SA %.0f, from ports %.0f; RMPP at the exporter (whole run): %s",
         sent("dr_smp"), sent("lid_smp"), sent("gmp"),
         s.Value("infiniband_routing_tables", {{"source", "sa"}}).value_or(-1),
-        s.Value("infiniband_routing_tables", {{"source", "switch"}}).value_or(-1), ReadFile(rmpp_stats).c_str());
+        s.Value("infiniband_routing_tables", {{"source", "switch"}}).value_or(-1),
+        s.Value("infiniband_partition_tables", {{"source", "sa"}}).value_or(-1),
+        s.Value("infiniband_partition_tables", {{"source", "port"}}).value_or(-1), ReadFile(rmpp_stats).c_str());
     std::printf("discovery collectors' time (seconds since start):");
     for (const char* c : {"capabilities", "adaptive_routing", "routing", "partitions", "fat_tree", "fabric"}) {
       std::printf(" %s %.2f", c,

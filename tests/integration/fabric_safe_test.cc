@@ -73,6 +73,21 @@ TEST_F(FabricSafeTest, AtTheDefaultsOneMadPerNodeAndOneThroughEachSwitch) {
   EXPECT_GT(r.peak_kind[2], 16) << "GMPs still go out many at a time, to many nodes";
 }
 
+// The rate limit (--mad.rate-limit; 100,000 a second by default, which
+// ibsim never reaches): at 2,000 a second, no 100 ms holds more than 200
+// sends and the burst allowance (1% of a second's: 20), and the limit is
+// what sets the pace (a walk and three sweeps of this fabric are thousands
+// of MADs). The tap stamps a send when it reaches libibumad, a little after
+// the engine took its token: 10 more are scheduling, not the limit (a
+// bucket a Run, as before, let a walk's many small Runs through at once).
+TEST_F(FabricSafeTest, TheRateLimitHoldsOnTheWire) {
+  const MadTapReport r = Watch({"--mad.rate-limit=2000"});
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_LE(r.peak_per_100ms, 200u + 20u + 10u);
+  EXPECT_GE(r.peak_per_100ms, 150u) << "the limit is reached";
+  EXPECT_GT(r.sent[0] + r.sent[1] + r.sent[2], 1000u);
+}
+
 TEST_F(FabricSafeTest, RaisedLimitsAreReachedAndNeverExceeded) {
   const MadTapReport r = Watch({"--mad.per-destination=2", "--mad.dr-per-switch=3", "--mad.window.gmp=32"});
   ASSERT_TRUE(r.ok) << r.error;

@@ -164,5 +164,122 @@ TEST_F(PartitionTest, MembershipMatchesSmpqueryAndOddPortsOnALeafAreFlagged) {
   ASSERT_TRUE(sim_->SweepSubnet(&error)) << error;
 }
 
+// The tables from the SA (--partitions.tables=sa, the default) where a
+// resident SM answers and the exporter has its key (opensm's sa_key, 1 by
+// default): every CA port's and facing switch port's from its
+// P_KeyTableRecords (one SubnAdmGetTable a CA port or switch), equal to
+// smpquery's, and no P_KeyTable SMP sent. Without the key the SA is not
+// asked (these records are for trusted requests) and the ports are read
+// themselves; with a wrong one the SA discards that query (and only that:
+// the forwarding tables still come from it), the log says so, and the
+// ports are read. What the SA holds is the SM's copy: a P_Key taken out of
+// a leaf port behind its back shows only where the ports are read.
+TEST_F(PartitionTest, TablesFromTheSaWithItsKeyElseFromThePorts) {
+  const Scrape before = Once();
+  std::string members;
+  for (int h : {1, 2}) members += PortGuid(Lid(before, tree_->Host(h))) + "=full, ";
+  members += PortGuid(Lid(before, tree_->Host(6))) + "=limited";
+  sim_->SetPartitions("Default=0x7fff, ipoib : ALL=full ;\nTenantB=0x8002 : " + members + " ;\n");
+  std::string error;
+  SimFabric::SmOptions quiet;
+  quiet.sweep_seconds = 0;  // nothing reprograms a port meanwhile
+  auto sm = sim_->StartSubnetManager(quiet, &error);
+  ASSERT_NE(sm, nullptr) << error;
+  // The CA ports (one each) and the leaf ports facing them.
+  const int hosts = tree_->spec().leaves * tree_->spec().hosts_per_leaf;
+  const auto run = [&](const std::vector<std::string>& flags, std::string* log, const std::string& credentials = "") {
+    std::vector<std::string> argv{ExporterBinary(), "--once", "--log.level=debug"};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    Env env = sim_->ClientEnv();
+    if (!credentials.empty()) env["CREDENTIALS_DIRECTORY"] = credentials;
+    const CommandResult r = RunCommand(argv, env, milliseconds(60000));
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    *log = r.err;
+    return Scrape::Parse(r.out);
+  };
+  const auto tables = [](const Scrape& s, const char* source) {
+    return s.Value("infiniband_partition_tables", {{"source", source}}).value_or(-1);
+  };
+  // "partition tables read ports=N from_sa=N sa_queries=N smps=N", the last of the log.
+  const auto read_line = [](const std::string& log) {
+    const std::size_t at = log.rfind("partition tables read");
+    return at == std::string::npos ? std::string() : log.substr(at, log.find('\n', at) - at);
+  };
+  const Endpoint leaf1 = tree_->LeafHostPort(1);
+  const std::string kSwitchPort = "infiniband_switch_port_partition_info";
+
+  std::string log;
+  const Scrape sa = run({"--ib.sa-key=1"}, &log);
+  EXPECT_EQ(tables(sa, "sa"), 2 * hosts) << log;
+  EXPECT_EQ(tables(sa, "port"), 0);
+  // One query a CA port and a leaf: not one P_KeyTable SMP.
+  const std::string line = read_line(log);
+  EXPECT_NE(line.find("from_sa=" + std::to_string(2 * hosts)), std::string::npos) << line;
+  EXPECT_NE(line.find("sa_queries=" + std::to_string(hosts + tree_->spec().leaves)), std::string::npos) << line;
+  EXPECT_NE(line.find(" smps=0"), std::string::npos) << line;
+  for (int h : {1, 3, 6}) {
+    EXPECT_EQ(Ours(sa, tree_->Host(h)), ToolPKeys(Lid(sa, tree_->Host(h)))) << tree_->Host(h);
+    const Endpoint leaf = tree_->LeafHostPort(h);
+    EXPECT_EQ(Ours(sa, leaf.node, std::to_string(leaf.port), kSwitchPort),
+              ToolPKeys(SwitchLid(sa, leaf.node), std::to_string(leaf.port)));
+  }
+  EXPECT_EQ(Ours(sa, tree_->Host(6)), (std::set<std::string>{"0x7fff full", "0x0002 limited"}));
+
+  // Without the key: the SA not asked, every table from its port.
+  const Scrape keyless = run({}, &log);
+  EXPECT_EQ(tables(keyless, "sa"), 0);
+  EXPECT_EQ(tables(keyless, "port"), 2 * hosts);
+  EXPECT_NE(read_line(log).find("sa_queries=0 "), std::string::npos) << read_line(log);
+  EXPECT_EQ(log.find("P_KeyTableRecords"), std::string::npos) << log;
+  for (int h : {1, 6}) EXPECT_EQ(Ours(keyless, tree_->Host(h)), Ours(sa, tree_->Host(h)));
+  // A wrong key: the first query discarded, said, every table from its
+  // port; the other SA queries carry no key and are answered.
+  const Scrape untrusted = run({"--ib.sa-key=2"}, &log);
+  EXPECT_EQ(tables(untrusted, "sa"), 0);
+  EXPECT_EQ(tables(untrusted, "port"), 2 * hosts);
+  EXPECT_NE(log.find("gave no P_KeyTableRecords (an SA discards a request whose SM_Key is not its key: is "
+                     "--ib.sa-key its sa_key?)"),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(untrusted.Value("infiniband_routing_tables", {{"source", "sa"}}),
+            sa.Value("infiniband_routing_tables", {{"source", "sa"}}));
+  EXPECT_GT(untrusted.Value("infiniband_routing_tables", {{"source", "sa"}}).value_or(0), 0);
+  EXPECT_NE(read_line(log).find("sa_queries=1 "), std::string::npos) << read_line(log);
+  for (int h : {1, 6}) EXPECT_EQ(Ours(untrusted, tree_->Host(h)), Ours(sa, tree_->Host(h)));
+
+  // Host 1's leaf port loses the tenant behind the SM's back.
+  const CommandResult set =
+      sim_->Tool({IBFABRIC_SMP_SET_BIN, "pkeys", SwitchLid(sa, leaf1.node), std::to_string(leaf1.port), "0xffff"});
+  ASSERT_EQ(set.exit_code, 0) << set.err;
+  const std::string port1 = std::to_string(leaf1.port);
+  // The key from the credentials directory this time (systemd's
+  // LoadCredential=sa_key, the Kubernetes Secret).
+  const std::string credentials = MakeTempDir("sa-key");
+  WriteFile(credentials + "/sa_key", "0x1\n");
+  const Scrape copy = run({}, &log, credentials);
+  EXPECT_EQ(tables(copy, "sa"), 2 * hosts);
+  EXPECT_EQ(Ours(copy, leaf1.node, port1, kSwitchPort), (std::set<std::string>{"0x7fff full", "0x0002 full"}))
+      << "the SM's copy";
+  WriteFile(credentials + "/sa_key", "not a key\n");
+  Env bad_env = sim_->ClientEnv();
+  bad_env["CREDENTIALS_DIRECTORY"] = credentials;
+  const CommandResult bad = RunCommand({ExporterBinary(), "--once"}, bad_env, milliseconds(10000));
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("invalid sa_key credential ($CREDENTIALS_DIRECTORY/sa_key): " + credentials +
+                         "/sa_key: does not hold one 64-bit key"),
+            std::string::npos)
+      << bad.err;
+  EXPECT_EQ(bad.err.find("not a key"), std::string::npos) << "a key file's contents are never echoed";
+  RemoveTree(credentials);
+  const Scrape own = run({"--ib.sa-key=1", "--partitions.tables=switches"}, &log);
+  EXPECT_EQ(Ours(own, leaf1.node, port1, kSwitchPort), (std::set<std::string>{"0x7fff full"}));
+  EXPECT_EQ(tables(own, "port"), 2 * hosts);
+  EXPECT_EQ(own.Find("infiniband_topology_finding", {{"kind", "partition_enforcement_mismatch"}}).size(), 1u);
+
+  sm.reset();
+  sim_->SetPartitions("");
+  ASSERT_TRUE(sim_->SweepSubnet(&error)) << error;
+}
+
 }  // namespace
 }  // namespace ibfabric::testbed

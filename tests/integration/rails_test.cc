@@ -162,6 +162,23 @@ TEST_F(RailsTest, RailsInPodsUnderRailSpinesAndCores) {
                            {"rail_wrong_leaf", {Cable(cross_a), Cable(cross_b)}},
                        }))
       << t["findings"].dump(1);
+  // The status page's pods: the 2 pods, each leaf and rail spine in its
+  // own (not 16: a pod's 8 rails meet only at the cores).
+  int status = 0;
+  const json structure = json::parse(exporter_->Get("/api/v1/structure", &status), nullptr, false);
+  ASSERT_EQ(status, 200);
+  std::map<std::string, std::set<std::string>> pods;  // pod -> its switches
+  for (const auto& sw : structure["switches"]) {
+    if (sw["pod"].is_null()) continue;
+    pods[structure["pods"][sw["pod"].get<std::size_t>()]["name"].get<std::string>()].insert(
+        sw["name"].get<std::string>());
+  }
+  ASSERT_EQ(pods.size(), 2u) << structure["pods"].dump();
+  ASSERT_EQ(structure["pods"].size(), 2u);
+  for (const auto& [name, switches] : pods) EXPECT_EQ(switches.size(), 2u * 8u + 16u) << name;  // 2 units of 8 rails
+  EXPECT_EQ(structure["pods"][0]["switches"], 32);
+  const auto& first = pods.begin()->second;
+  EXPECT_TRUE(first.count("ib-su01-leaf08") && first.count("ib-su02-leaf01") && first.count("ib-p01-agg16"));
 }
 
 TEST_F(RailsTest, AWrongRailASwappedPairAndAnotherUnitAreEachFoundWithBothEnds) {

@@ -1,6 +1,7 @@
 #include "tests/testbed/mad_tap.h"
 
 #include <algorithm>
+#include <deque>
 #include <fstream>
 #include <map>
 #include <queue>
@@ -67,7 +68,8 @@ std::string Describe(const MadTapReport& r) {
     out += std::string(k ? ", " : " ") + std::to_string(r.sent[k]) + " " +
            transport::ToString(static_cast<transport::MadKind>(k));
   }
-  out += " (" + std::to_string(r.local_smps) + " of no hop); most in flight";
+  out += " (" + std::to_string(r.local_smps) + " of no hop; at most " + std::to_string(r.peak_per_100ms) +
+         " in 100 ms); most in flight";
   for (std::size_t k = 0; k < transport::kMadKinds; ++k) {
     out += std::string(k ? ", " : " ") + transport::ToString(static_cast<transport::MadKind>(k)) + " " +
            std::to_string(r.peak_kind[k]);
@@ -93,6 +95,7 @@ MadTapReport ReadMadTap(const std::string& path, std::chrono::milliseconds expir
   std::map<std::string, int> at_node, targeted;
   std::array<int, transport::kMadKinds> kind_out{};
   int total = 0;
+  std::deque<std::uint64_t> last_100ms;  // send times (ns) of the 100 ms before each send
 
   auto settle = [&](std::uint32_t tid) {
     auto it = pending.find(tid);
@@ -146,6 +149,9 @@ MadTapReport ReadMadTap(const std::string& path, std::chrono::milliseconds expir
     }
     settle(h.tid);  // a TID reused after it expired
     ++r.sent[kind];
+    last_100ms.push_back(h.ns);
+    while (last_100ms.front() + 100'000'000ULL <= h.ns) last_100ms.pop_front();
+    r.peak_per_100ms = std::max<std::uint64_t>(r.peak_per_100ms, last_100ms.size());
     for (std::size_t i = 0; i < p.nodes.size(); ++i) {
       const int n = ++at_node[p.nodes[i]];
       if (i + 1 < p.nodes.size() && n > r.peak_transit) {

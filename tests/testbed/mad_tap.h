@@ -43,6 +43,9 @@ struct MadTapReport {
   int peak_sa = 0;
   int peak_transit = 0;
   std::string peak_transit_node;
+  // The most requests sent (retries too) in any 100 ms: what a rate limit
+  // bounds.
+  std::uint64_t peak_per_100ms = 0;
 };
 
 // One line: what was sent by kind, and the peaks with where they were.

@@ -297,6 +297,10 @@ std::unique_ptr<Process> SimFabric::StartSubnetManager(const SmOptions& options,
     WriteFile(dir_ + "/" + name + ".conf", options_.sm_config + options.config);
     o.argv.insert(o.argv.end(), {"-F", dir_ + "/" + name + ".conf"});
   }
+  if (!options_.partitions.empty()) {
+    WriteFile(dir_ + "/partitions.conf", options_.partitions);
+    o.argv.insert(o.argv.end(), {"-P", dir_ + "/partitions.conf"});
+  }
   o.env = ClientEnv();
   if (!options.attach.empty()) o.env["SIM_HOST"] = options.attach;
   o.env["OSM_CACHE_DIR"] = cache;

@@ -63,7 +63,8 @@ class SimFabric {
   // `forget_lids`, opensm starts without its guid2lid cache, so LIDs a
   // Baselid changed stay changed (as after an SM restart). False on failure.
   bool SweepSubnet(std::string* error, bool forget_lids = false);
-  // The partitions.conf later sweeps program (opensm -P); empty: opensm's default.
+  // The partitions.conf later sweeps and resident SMs program (opensm -P);
+  // empty: opensm's default.
   void SetPartitions(const std::string& conf) { options_.partitions = conf; }
 
   // Starts opensm as a resident SM/SA (tools such as ibqueryerrors ask the

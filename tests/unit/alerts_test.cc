@@ -47,12 +47,12 @@ struct Bench {
       PortTotals& t = ports[p];
       for (std::size_t i = 0; i < kCounterCount; ++i) {
         t.present.set(i);
-        t.last_bits[i] = 64;
+        t.last_wide.set(i);
       }
     }
     for (const PortRef& p : {leaf1, leaf2}) links[p] = *fabric.FindPort(p);
   }
-  void Add(const PortRef& p, Counter c, std::uint64_t n) { ports[p].total[Index(c)] += n; }
+  void Add(const PortRef& p, Counter c, std::uint64_t n) { ports[p].SetTotal(Index(c), ports[p].Total(Index(c)) + n); }
   std::chrono::steady_clock::time_point Now() const { return t0 + std::chrono::seconds(sweep); }
   std::chrono::system_clock::time_point Wall() const { return w0 + std::chrono::seconds(sweep); }
   void Observe(LinkHealth& h) {
@@ -119,8 +119,8 @@ TEST(LinkHealthTest, TheWindowCarriesAnyTotalsExactly) {
   b.Observe(h);                                  // t=0
   b.Add(b.host0, Counter::kRcvData, 0xFFFFull);  // to 2^64 - 1
   b.Add(b.host0, Counter::kRcvPkts, 5'000'000'000'000ull);
-  b.Observe(h);                                           // t=1
-  b.ports[b.host0].total[Index(Counter::kXmitWait)] = 3;  // below t=0's 7
+  b.Observe(h);                                             // t=1
+  b.ports[b.host0].SetTotal(Index(Counter::kXmitWait), 3);  // below t=0's 7
   b.Add(b.host0, Counter::kSymbolError, 1);
   b.Observe(h);  // t=2
   b.Add(b.host0, Counter::kSymbolError, 0x1'0000'0001ull);
@@ -586,7 +586,7 @@ TEST(AlertEngineTest, APinnedCounterCannotClearAnAlert) {
   Driven d(Quick());
   ASSERT_NO_FATAL_FAILURE(RaiseOnHost0(d));
   PortTotals& t = d.b.ports[d.b.host0];
-  t.last_bits[Index(Counter::kSymbolError)] = 16;
+  t.last_wide.reset(Index(Counter::kSymbolError));
   t.SetLastRaw(Index(Counter::kSymbolError), 0xffff);  // stopped at its maximum
   for (int i = 0; i < 8; ++i) EXPECT_EQ(d.Sweep().size(), 1u);
 }

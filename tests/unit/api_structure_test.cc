@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -81,6 +82,59 @@ TEST(PodsTest, NamesThatSayNothingNumberThePods) {
   const topology::Pods pods = topology::FindPods(t.fabric, t.analysis);
   EXPECT_EQ(pods.names, (std::vector<std::string>{"pod 1", "pod 2"}));
   EXPECT_EQ(pods.of.at(t.b.Guid(t.leaves[3])), 0);  // leaf1, the first in natural order
+}
+
+// Rail-optimized, three tiers: 2 pods of 2 scalable units of 2 servers
+// with an HCA a rail (2 rails); each rail's leaves go to that rail's spine
+// of the pod, and the cores join the rails. Below the cores the rails of a
+// pod are apart; the servers join them: 2 pods, not 4.
+TEST(PodsTest, ARailOptimizedFabricsPodsAreItsUnitsNotItsRails) {
+  FabricBuilder b;
+  std::vector<int> leaves, spines;
+  const int core = b.Switch("ib-core01");
+  for (int p = 0; p < 2; ++p) {
+    for (int r = 0; r < 2; ++r) {
+      spines.push_back(b.Switch("ib-p0" + std::to_string(p + 1) + "-agg0" + std::to_string(r + 1)));
+      b.Connect(spines.back(), core);
+    }
+    for (int u = 0; u < 2; ++u) {
+      const std::string unit = "ib-su" + std::to_string(2 * p + u + 1);
+      std::vector<int> unit_leaves;
+      for (int r = 0; r < 2; ++r) {
+        unit_leaves.push_back(b.Switch(unit + "-leaf" + std::to_string(r + 1)));
+        b.Connect(unit_leaves.back(), spines[static_cast<std::size_t>(2 * p + r)]);
+      }
+      for (int s = 0; s < 2; ++s) {
+        for (int r = 0; r < 2; ++r) {
+          const int hca =
+              b.Ca("gpu" + std::to_string(2 * p + u + 1) + std::to_string(s + 1) + " mlx5_" + std::to_string(r));
+          b.Connect(hca, unit_leaves[static_cast<std::size_t>(r)]);
+        }
+      }
+      leaves.insert(leaves.end(), unit_leaves.begin(), unit_leaves.end());
+    }
+  }
+  const topology::Fabric f = b.Build();
+  const topology::Analysis a = topology::Analyze(f);
+  ASSERT_EQ(a.tiers, 3);
+  const topology::HostAnalysis hosts = topology::AnalyzeHosts(f, topology::HostPattern{});
+  ASSERT_EQ(hosts.layout, topology::HostLayout::kRailOptimized);
+  EXPECT_EQ(topology::FindPods(f, a).names.size(), 4u) << "a pod's rails, apart below the cores";
+  const topology::Pods pods = topology::FindPods(f, a, &hosts.leaf_unit);
+  EXPECT_EQ(pods.names.size(), 2u);
+  for (int k = 0; k < 4; ++k) {
+    EXPECT_EQ(pods.of.at(b.Guid(leaves[static_cast<std::size_t>(k)])), 0) << k;
+    EXPECT_EQ(pods.of.at(b.Guid(leaves[static_cast<std::size_t>(k + 4)])), 1) << k;
+  }
+  EXPECT_EQ(pods.of.at(b.Guid(spines[1])), 0);
+  EXPECT_EQ(pods.of.at(b.Guid(spines[2])), 1);
+  EXPECT_EQ(pods.of.count(b.Guid(core)), 0u);
+  const json s = StructureJson(f, a, &hosts);
+  std::set<int> in_pods;
+  for (const auto& sw : s["switches"]) {
+    if (!sw["pod"].is_null()) in_pods.insert(sw["pod"].get<int>());
+  }
+  EXPECT_EQ(in_pods, (std::set<int>{0, 1})) << s["switches"].dump();
 }
 
 TEST(PodsTest, TwoTiersHaveNone) {

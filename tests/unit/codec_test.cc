@@ -547,5 +547,56 @@ TEST(CodecTest, DecodesAWholeTableOfLftRecords) {
   EXPECT_FALSE(DecodeLftRecords(short_stride).has_value());
 }
 
+// P_KeyTableRecords of a switch's ports (IBTA 15.2.5.11): LID, BlockNum,
+// PortNum, then the block's 32 P_Keys; asked with the SA's key as SM_Key
+// (bytes 36-43), which makes the request a trusted one.
+TEST(CodecTest, DecodesPKeyTableRecordsAndSendsTheSaKey) {
+  const MadRequest q = PKeyRecordTableQuery(1, 0x1234);
+  EXPECT_EQ(q.method, MadMethod::kGetTable);
+  EXPECT_EQ(q.attr_id, sa_attr::kPKeyTableRecord);
+  EXPECT_EQ(q.component_mask, 1u);
+  const MadBytes request = EncodeRequest(q, 42, 0, 0x0102030405060708ULL);
+  EXPECT_EQ(request[56], 0x12);
+  EXPECT_EQ(request[57], 0x34);
+  for (int b = 0; b < 8; ++b) EXPECT_EQ(request[36 + b], b + 1) << "SM_Key byte " << b;
+  EXPECT_EQ(EncodeRequest(q, 43)[43], 0) << "untrusted: SM_Key 0";
+  EXPECT_EQ(EncodeRequest(PortCountersQuery(1, 1), 44, 0, 0x0102030405060708ULL)[43], 0) << "an SA query's only";
+  EXPECT_EQ(EncodeRequest(LftRecordTableQuery(1, 0x1234), 45, 0, 0x0102030405060708ULL)[43], 0)
+      << "and only where the SA trusts no other: a wrong key would cost every SA query";
+  std::vector<std::uint8_t> records;
+  for (int port = 0; port < 3; ++port) {  // 3 x 72 = 216 bytes: two segments
+    const std::uint8_t head[8] = {0x12, 0x34, 0, 0, static_cast<std::uint8_t>(port), 0, 0, 0};
+    records.insert(records.end(), head, head + 8);
+    for (int k = 0; k < 32; ++k) {
+      const std::uint16_t key = k == 0 ? 0xffff : k == 1 ? static_cast<std::uint16_t>(0x8000 | port) : 0;
+      records.push_back(static_cast<std::uint8_t>(key >> 8));
+      records.push_back(static_cast<std::uint8_t>(key));
+    }
+  }
+  const InboundMad whole = testing::EncodeSaTableTransfer(request, 72, records);
+  MadResult r;
+  r.response = whole.mad;
+  r.tail = whole.tail;
+  r.length = whole.length;
+  const auto got = DecodePKeyRecords(r);
+  ASSERT_TRUE(got.has_value());
+  ASSERT_EQ(got->size(), 3u);
+  for (int port = 0; port < 3; ++port) {
+    EXPECT_EQ((*got)[port].lid, 0x1234);
+    EXPECT_EQ((*got)[port].block, 0);
+    EXPECT_EQ((*got)[port].port, port);
+    EXPECT_EQ((*got)[port].keys[0], 0xffff);
+    EXPECT_EQ((*got)[port].keys[1], 0x8000 | port);
+    EXPECT_EQ((*got)[port].keys[31], 0);
+  }
+  // Refused (opensm to an untrusted request: "invalid request", 0x0200).
+  MadResult refused = r;
+  refused.response = testing::EncodeSaTableTransfer(request, 72, {}, 0x0200).mad;
+  EXPECT_FALSE(DecodePKeyRecords(refused).has_value());
+  MadResult lft = r;
+  lft.response[17] = 0x15;  // LinearForwardingTableRecords are no P_Key records
+  EXPECT_FALSE(DecodePKeyRecords(lft).has_value());
+}
+
 }  // namespace
 }  // namespace ibfabric::transport

@@ -55,8 +55,8 @@ TEST(CollectorsTest, CapabilitiesAsksEachNodeOnceAndAgainOnlyWhatDidNotAnswer) {
   const auto sent = b.Sent();
   EXPECT_EQ(sent.at({kPma, transport::pma_attr::kClassPortInfo}), 8 + 1) << "8 nodes, the mute one twice";
   EXPECT_TRUE(first.again) << "the mute node is asked again at the next sweep";
-  EXPECT_EQ(b.parts.pma.size(), 7u);
-  EXPECT_EQ(b.parts.pma.count(b.f.Guid(mute)), 0u);
+  EXPECT_EQ(b.parts.pma->size(), 7u);
+  EXPECT_EQ(b.parts.pma->count(b.f.Guid(mute)), 0u);
   const Scrape s = b.Render();
   EXPECT_EQ(s.Find("infiniband_node_pma_capabilities_info").size(), 7u);
   EXPECT_EQ(s.Find("infiniband_node_pma_capabilities_info", {{"guid", topology::FormatGuid(b.f.Guid(b.hosts[2]))}})[0]

@@ -7,15 +7,14 @@ namespace {
 
 PortSample One(Counter c, std::uint64_t v, std::uint8_t bits = 16) {
   PortSample s;
-  s.value[Index(c)] = v;
-  s.bits[Index(c)] = bits;
-  s.present.set(Index(c));
+  s.Set(c, v, bits == 64);
+  EXPECT_EQ(s.Bits(Index(c)), bits) << "a field the counter does not have";
   return s;
 }
 
 const topology::PortRef kPort{0x42, 7};
 
-std::uint64_t Total(const CounterStore& st, Counter c) { return st.ports().at(kPort).total[Index(c)]; }
+std::uint64_t Total(const CounterStore& st, Counter c) { return st.ports().at(kPort).Total(Index(c)); }
 
 // A reading as a sweep folds it in: a port read for the first time joins
 // the table at the Commit after the sweep's readings.
@@ -53,7 +52,7 @@ TEST(CounterStoreTest, IncreaseIsWhatTheFoldAdds) {
     EXPECT_EQ(Total(st, Counter::kLinkDowned), total) << "the fold adds exactly that";
   }
   const PortTotals before = st.ports().at(kPort);
-  EXPECT_EQ(Increase(before, One(Counter::kLinkDowned, 9, 32), ld), 0u) << "another field: re-based";
+  EXPECT_EQ(Increase(before, One(Counter::kLinkDowned, 9, 64), ld), 0u) << "another field: re-based";
   EXPECT_EQ(Increase(before, One(Counter::kRcvErrors, 9), ld), 0u) << "not in the sample";
 }
 
@@ -72,9 +71,7 @@ TEST(CounterStoreTest, AClearNeverMakesTheTotalGoBack) {
 TEST(CounterStoreTest, TheLastReadingIsKeptPerCounterAcrossClears) {
   CounterStore st;
   PortSample both = One(Counter::kRcvErrors, 65535);
-  both.value[Index(Counter::kSymbolError)] = 40;
-  both.bits[Index(Counter::kSymbolError)] = 16;
-  both.present.set(Index(Counter::kSymbolError));
+  both.Set(Counter::kSymbolError, 40, false);
   Read(st, kPort, both);
   const auto before = st.Share();
   both.value[Index(Counter::kRcvErrors)] = 5;  // cleared out of band, 5 new
@@ -83,13 +80,13 @@ TEST(CounterStoreTest, TheLastReadingIsKeptPerCounterAcrossClears) {
   const PortTotals& t = st.ports().at(kPort);
   EXPECT_EQ(t.LastRaw(Index(Counter::kRcvErrors)), 5u);
   EXPECT_EQ(t.LastRaw(Index(Counter::kSymbolError)), 41u);
-  EXPECT_EQ(t.total[Index(Counter::kRcvErrors)], 65540u);
+  EXPECT_EQ(t.Total(Index(Counter::kRcvErrors)), 65540u);
   EXPECT_FALSE(t.Pinned(Index(Counter::kRcvErrors)));
   EXPECT_EQ(before->at(kPort).LastRaw(Index(Counter::kRcvErrors)), 65535u);
   EXPECT_TRUE(before->at(kPort).Pinned(Index(Counter::kRcvErrors)));
   both.value[Index(Counter::kRcvErrors)] = 9;
   Read(st, kPort, both);
-  EXPECT_EQ(st.ports().at(kPort).total[Index(Counter::kRcvErrors)], 65544u);
+  EXPECT_EQ(st.ports().at(kPort).Total(Index(Counter::kRcvErrors)), 65544u);
   EXPECT_EQ(st.ports().at(kPort).LastRaw(Index(Counter::kRcvErrors)), 9u);
   EXPECT_EQ(st.ports().at(kPort).LastRaw(Index(Counter::kSymbolError)), 41u);
 }
@@ -136,7 +133,7 @@ TEST(CounterStoreTest, PortsReadForTheFirstTimeJoinAtCommitInOrder) {
   std::uint64_t n = 0;
   for (const auto& p : ports) {
     const PortTotals& t = st.Update(p, One(Counter::kRcvErrors, ++n), {});
-    EXPECT_EQ(t.total[Index(Counter::kRcvErrors)], n);  // the totals after the reading, before Commit
+    EXPECT_EQ(t.Total(Index(Counter::kRcvErrors)), n);  // the totals after the reading, before Commit
   }
   EXPECT_TRUE(st.ports().empty());
   st.Commit();
@@ -144,13 +141,13 @@ TEST(CounterStoreTest, PortsReadForTheFirstTimeJoinAtCommitInOrder) {
   std::vector<topology::PortRef> order;
   for (const auto& [ref, t] : st.ports()) order.push_back(ref);
   EXPECT_EQ(order, (std::vector<topology::PortRef>{{0x10, 7}, {0x50, 1}, {0x50, 2}, {0x60, 1}, {0x90, 1}}));
-  EXPECT_EQ(st.ports().at({0x90, 1}).total[Index(Counter::kRcvErrors)], 3u);
+  EXPECT_EQ(st.ports().at({0x90, 1}).Total(Index(Counter::kRcvErrors)), 3u);
   // One more, between two: in its place; the others keep their totals.
   st.Update({0x55, 1}, One(Counter::kRcvErrors, 40), {});
   st.Update({0x50, 1}, One(Counter::kRcvErrors, 12), {});
   st.Commit();
   EXPECT_EQ(std::next(st.ports().begin(), 3)->first, (topology::PortRef{0x55, 1}));
-  EXPECT_EQ(st.ports().at({0x50, 1}).total[Index(Counter::kRcvErrors)], 12u);
+  EXPECT_EQ(st.ports().at({0x50, 1}).Total(Index(Counter::kRcvErrors)), 12u);
   EXPECT_EQ(st.ports().count({0x51, 1}), 0u);
   EXPECT_THROW(st.ports().at({0x51, 1}), std::out_of_range);
 }
@@ -164,7 +161,7 @@ TEST(CounterStoreTest, WhatWasSharedNeverChangesAndIsCopiedOnlyOnce) {
   st.MarkStale(kPort);
   st.NoteCleared(kPort, std::bitset<kCounterCount>().set(Index(Counter::kRcvErrors)));
   // The published table is as it was; the store moved on.
-  EXPECT_EQ(published->at(kPort).total[Index(Counter::kRcvErrors)], 3u);
+  EXPECT_EQ(published->at(kPort).Total(Index(Counter::kRcvErrors)), 3u);
   EXPECT_FALSE(published->at(kPort).stale);
   EXPECT_EQ(published->at(kPort).LastRaw(Index(Counter::kRcvErrors)), 3u);
   EXPECT_EQ(Total(st, Counter::kRcvErrors), 10u);
@@ -179,6 +176,32 @@ TEST(CounterStoreTest, WhatWasSharedNeverChangesAndIsCopiedOnlyOnce) {
 
 // PortVLXmitWaitCounters totals: the first reading is the total, then the
 // differences; a lower reading (cleared elsewhere) is all new counts.
+// The details' totals (PortRcvErrorDetails, PortXmitDiscardDetails) are
+// held apart, only by ports that read them, and a copy that shares them
+// keeps its own when the original changes.
+TEST(CounterStoreTest, DetailsHeldOnlyWhereReadAndCopiedBeforeAChange) {
+  PortTotals t;
+  t.SetTotal(Index(Counter::kLoopingErrors), 0);
+  EXPECT_EQ(t.Total(Index(Counter::kLoopingErrors)), 0u);
+  t.SetTotal(Index(Counter::kLoopingErrors), 7);
+  t.SetTotal(Index(Counter::kSwitchHoqLifetimeLimitDiscards), 9);
+  t.SetTotal(Index(Counter::kMulticastRcvPkts), 11);  // the last of the main counters
+  const PortTotals copy = t;
+  t.SetTotal(Index(Counter::kLoopingErrors), 8);
+  EXPECT_EQ(t.Total(Index(Counter::kLoopingErrors)), 8u);
+  EXPECT_EQ(copy.Total(Index(Counter::kLoopingErrors)), 7u) << "the copy keeps its own";
+  EXPECT_EQ(copy.Total(Index(Counter::kSwitchHoqLifetimeLimitDiscards)), 9u);
+  EXPECT_EQ(t.Total(Index(Counter::kMulticastRcvPkts)), 11u);
+  EXPECT_LT(sizeof(PortTotals), 256u) << "the 32 totals are not all held in place";
+
+  CounterStore st;
+  Read(st, kPort, One(Counter::kDlidMappingErrors, 3));
+  const auto published = st.Share();
+  Read(st, kPort, One(Counter::kDlidMappingErrors, 5));
+  EXPECT_EQ(published->at(kPort).Total(Index(Counter::kDlidMappingErrors)), 3u);
+  EXPECT_EQ(Total(st, Counter::kDlidMappingErrors), 5u);
+}
+
 TEST(VlWaitTotalsTest, FirstReadingThenDifferencesAndClears) {
   VlWaitTotals t;
   std::array<std::uint16_t, transport::kVlCount> raw{};

@@ -507,8 +507,9 @@ TEST(SweepTest, CountersLandOnTheirPorts) {
   const auto sweep = collectors::Sweep(targets, engine);
   EXPECT_EQ(sweep.failed_ports, 0u);
   for (const auto& r : sweep.readings) {
-    ASSERT_TRUE(r.sample);
-    const auto& v = r.sample->value;
+    const auto sample = sweep.SampleOf(r);
+    ASSERT_TRUE(sample);
+    const auto& v = sample->value;
     using collectors::Counter;
     using collectors::Index;
     const bool spine2 = r.target.port == PortRef{s.f.Guid(s.spine), 2};
@@ -518,8 +519,8 @@ TEST(SweepTest, CountersLandOnTheirPorts) {
     const bool leaf1 = r.target.port.node_guid == s.f.Guid(s.leaf1);
     // Without PortCountersExtended the 32-bit fields feed the data counters
     // and the unicast/multicast counters are absent.
-    EXPECT_EQ(r.sample->bits[Index(Counter::kXmitData)], leaf1 ? 32 : 64);
-    EXPECT_EQ(r.sample->present.test(Index(Counter::kUnicastXmitPkts)), !leaf1);
+    EXPECT_EQ(sample->Bits(Index(Counter::kXmitData)), leaf1 ? 32 : 64);
+    EXPECT_EQ(sample->present.test(Index(Counter::kUnicastXmitPkts)), !leaf1);
   }
 }
 

@@ -20,6 +20,9 @@ TEST(FlagsTest, Defaults) {
   EXPECT_EQ(r.config.discovery_interval, std::chrono::hours(1)) << "full walks; changes re-walked in between";
   EXPECT_EQ(r.config.sweep_rotation, std::chrono::minutes(5));
   EXPECT_TRUE(r.config.sm_traps);
+  EXPECT_EQ(r.config.mad_rate_limit, 100'000) << "docs/mad-limits.md: the rate limit";
+  EXPECT_TRUE(r.config.pkeys_from_sa);
+  EXPECT_FALSE(r.config.sa_key.has_value());
 }
 
 TEST(FlagsTest, RotationAndTraps) {
@@ -90,7 +93,7 @@ TEST(FlagsTest, MKeyByFlagOrFileNeverEchoed) {
   EXPECT_EQ(r.error, "give --ib.m-key or --ib.m-key-file, not both");
 
   std::uint64_t key = 0;
-  EXPECT_TRUE(ParseMKey("  0xAbC\n", &key));
+  EXPECT_TRUE(ParseKey("  0xAbC\n", &key));
   EXPECT_EQ(key, 0xabcULL);
   const std::string dir = ::testing::TempDir();
   const std::string good = dir + "/m_key_good", bad = dir + "/m_key_bad";
@@ -99,11 +102,11 @@ TEST(FlagsTest, MKeyByFlagOrFileNeverEchoed) {
     std::ofstream(bad) << "secret-key-with-a-typo\n";
   }
   std::string why;
-  EXPECT_TRUE(LoadMKey(good, &key, &why)) << why;
+  EXPECT_TRUE(LoadKey(good, &key, &why)) << why;
   EXPECT_EQ(key, 0x5eed0000c0ffee01ULL);
-  EXPECT_FALSE(LoadMKey(bad, &key, &why));
-  EXPECT_EQ(why, bad + ": does not hold one 64-bit M_Key (0x-prefixed hex or decimal)");
-  EXPECT_FALSE(LoadMKey(dir + "/none", &key, &why));
+  EXPECT_FALSE(LoadKey(bad, &key, &why));
+  EXPECT_EQ(why, bad + ": does not hold one 64-bit key (0x-prefixed hex or decimal)");
+  EXPECT_FALSE(LoadKey(dir + "/none", &key, &why));
   EXPECT_EQ(why, dir + "/none: cannot be read");
 }
 

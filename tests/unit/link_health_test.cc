@@ -56,12 +56,14 @@ struct Sweeps {
     if (fresh) {
       for (std::size_t i = 0; i < collectors::kCounterCount; ++i) {
         t.present.set(i);
-        t.last_bits[i] = 64;
+        t.last_wide.set(i);
       }
     }
     return t;
   }
-  void Add(const PortRef& p, collectors::Counter c, std::uint64_t n) { Totals(p).total[collectors::Index(c)] += n; }
+  void Add(const PortRef& p, collectors::Counter c, std::uint64_t n) {
+    Totals(p).SetTotal(collectors::Index(c), Totals(p).Total(collectors::Index(c)) + n);
+  }
   // One sweep: each end read with probability `read` (else stale), the
   // switch ends' PortInfo likewise; `down` switch ports read Down.
   void Observe(collectors::LinkHealth& h, double read, const std::set<PortRef>& down = {},

@@ -343,5 +343,28 @@ TEST(MadLimitsTest, TheRateLimitSpacesSends) {
   EXPECT_GE(t.back() - t.front(), milliseconds(39));
 }
 
+// The rate holds across Runs: a walk is many small batches, and each must
+// not start with a burst of its own.
+TEST(MadLimitsTest, TheRateHoldsAcrossRuns) {
+  VirtualPort port([](const MadAddress&, const MadBytes&) { return Fate::kAnswer; }, microseconds(50),
+                   microseconds(50));
+  EngineOptions o;
+  o.clock = &port;
+  o.rate_limit = 10'000;  // a burst of 100
+  MadEngine engine(port, o);
+  for (int run = 0; run < 50; ++run) {
+    for (const auto& r : engine.Run(PortCountersOf(1, 10, 1))) ASSERT_EQ(r.outcome, MadOutcome::kOk);
+  }
+  const auto& t = port.send_times();
+  ASSERT_EQ(t.size(), 500u);
+  // 400 sends past the first burst at 10,000 a second: 40 ms at least
+  // (a bucket a Run: 50 bursts, a few ms in all). The waits between Runs
+  // refill it, up to a burst: no 10 ms holds more than 100 + 100 sends.
+  EXPECT_GE(t.back() - t.front(), milliseconds(39));
+  for (std::size_t i = 0; i + 200 < t.size(); i += 10) {
+    EXPECT_GT(t[i + 200] - t[i], milliseconds(10)) << i;
+  }
+}
+
 }  // namespace
 }  // namespace ibfabric::transport

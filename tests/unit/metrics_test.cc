@@ -47,9 +47,9 @@ collectors::Snapshot Build() {
       {0xd1, {NodeKind::kCa, "cn0099", {}}},  // vanished from the fabric
   });
   collectors::PortTotals t;
-  t.total[Index(Counter::kRcvErrors)] = 17;
+  t.SetTotal(Index(Counter::kRcvErrors), 17);
   t.present.set(Index(Counter::kRcvErrors));
-  t.total[Index(Counter::kXmitData)] = 1000;  // 4-octet words
+  t.SetTotal(Index(Counter::kXmitData), 1000);  // 4-octet words
   t.present.set(Index(Counter::kXmitData));
   collectors::PortTable ports;
   ports[{0xa1, 3}] = t;
@@ -187,7 +187,7 @@ TEST(MetricsTest, AFamilyWrittenInPartsIsOneFamily) {
     labels[sw.guid] = {NodeKind::kSwitch, sw.description, {}};
     for (int p = 1; p <= kPorts; ++p) {
       collectors::PortTotals t;
-      t.total[Index(Counter::kRcvErrors)] = static_cast<std::uint64_t>(n * 1000 + p);
+      t.SetTotal(Index(Counter::kRcvErrors), static_cast<std::uint64_t>(n * 1000 + p));
       t.present.set(Index(Counter::kRcvErrors));
       ports[{sw.guid, static_cast<std::uint8_t>(p)}] = t;
     }

@@ -86,7 +86,7 @@ TEST(PollerTest, APortNewlyNotAnsweringIsRewalked) {
   auto s = b.Cycle();
   EXPECT_EQ(s->rewalks, 1u);
   EXPECT_EQ(s->discoveries, 1u);  // a re-walk of its leaf port, not a full walk
-  EXPECT_TRUE(s->node_health.at(b.f.Guid(b.hosts[3])).stale);
+  EXPECT_TRUE(s->node_health->at(b.f.Guid(b.hosts[3])).stale);
   // Still silent: asked again 1, 2, 4 sweeps later, not every sweep.
   for (int i = 0; i < 6; ++i) s = b.Cycle();
   EXPECT_GE(s->rewalks, 2u);
@@ -103,7 +103,7 @@ TEST(PollerTest, ALinkDownedCounterThatMovedIsRewalked) {
   EXPECT_EQ(s->rewalks, 1u);
   EXPECT_EQ(s->discoveries, 1u);
   const auto ld = collectors::Index(collectors::Counter::kLinkDowned);
-  EXPECT_EQ(s->ports->at({b.f.Guid(b.hosts[2]), 1}).total[ld], 1u);
+  EXPECT_EQ(s->ports->at({b.f.Guid(b.hosts[2]), 1}).Total(ld), 1u);
   s = b.Cycle();  // counted once, re-walked once
   EXPECT_EQ(s->rewalks, 1u);
 }
@@ -119,17 +119,17 @@ TEST(PollerTest, ALinkDownedCounterClearedElsewhereIsNoFlapUnlessItCountsAgain) 
   Settle(b);
   const auto ld = collectors::Index(collectors::Counter::kLinkDowned);
   const topology::PortRef port{b.f.Guid(b.hosts[2]), 1};
-  ASSERT_EQ(b.Cycle()->ports->at(port).total[ld], 3u);
+  ASSERT_EQ(b.Cycle()->ports->at(port).Total(ld), 3u);
   c.link_downed = 0;  // perfquery -R on the host
   b.f.SetCounters(b.hosts[2], 1, c);
   auto s = b.Cycle();
   EXPECT_EQ(s->rewalks, 0u);
-  EXPECT_EQ(s->ports->at(port).total[ld], 3u);
+  EXPECT_EQ(s->ports->at(port).Total(ld), 3u);
   c.link_downed = 1;
   b.f.SetCounters(b.hosts[2], 1, c);
   s = b.Cycle();
   EXPECT_EQ(s->rewalks, 1u);
-  EXPECT_EQ(s->ports->at(port).total[ld], 4u);
+  EXPECT_EQ(s->ports->at(port).Total(ld), 4u);
 }
 
 TEST(PollerTest, ALidAnsweringWithAnotherGuidWalksEverything) {
@@ -158,16 +158,16 @@ TEST(PollerTest, AnExporterNothingAnswersCallsNoNodeStale) {
   Settle(b);
   for (int n = 0; n < b.f.node_count(); ++n) b.f.SetSilent(n, n != b.hosts[0]);
   auto s = b.Cycle();
-  for (const auto& [guid, h] : s->node_health) EXPECT_FALSE(h.stale) << "hung: " << std::hex << guid;
+  for (const auto& [guid, h] : *s->node_health) EXPECT_FALSE(h.stale) << "hung: " << std::hex << guid;
   const auto success = s->last_success;
   b.f.SetSilent(b.hosts[0], true);
   s = b.Cycle();
-  for (const auto& [guid, h] : s->node_health) EXPECT_FALSE(h.stale) << "all silent: " << std::hex << guid;
+  for (const auto& [guid, h] : *s->node_health) EXPECT_FALSE(h.stale) << "all silent: " << std::hex << guid;
   EXPECT_EQ(s->last_success, success);  // no counter answered
   // The fabric answers again, but for one host: that one is stale.
   for (int n = 0; n < b.f.node_count(); ++n) b.f.SetSilent(n, n == b.hosts[3]);
   s = b.Cycle();
-  for (const auto& [guid, h] : s->node_health) {
+  for (const auto& [guid, h] : *s->node_health) {
     EXPECT_EQ(h.stale, guid == b.f.Guid(b.hosts[3])) << std::hex << guid;
   }
   EXPECT_GT(s->last_success, success);

@@ -16,9 +16,12 @@ TEST(StateTest, RoundTripAndRejects) {
   collectors::PersistedState st;
   collectors::PortTotals t;
   t.present.set(Index(Counter::kXmitData));
-  t.total[Index(Counter::kXmitData)] = ~0ULL - 5;  // 64-bit values survive JSON exactly
+  t.SetTotal(Index(Counter::kXmitData), ~0ULL - 5);  // 64-bit values survive JSON exactly
   t.SetLastRaw(Index(Counter::kXmitData), 17);
-  t.last_bits[Index(Counter::kXmitData)] = 64;
+  t.last_wide.set(Index(Counter::kXmitData));
+  t.present.set(Index(Counter::kLinkDowned));
+  t.SetTotal(Index(Counter::kLinkDowned), 255);
+  t.SetLastRaw(Index(Counter::kLinkDowned), 255);  // its own 8-bit field
   t.stale = true;
   st.ports[{0xabc, 3}] = t;
   st.nodes[0xabc] = {topology::NodeKind::kCa, "cn0001 \"quoted\"", {{1, 0xabd}, {2, 0xabe}}};
@@ -28,9 +31,11 @@ TEST(StateTest, RoundTripAndRejects) {
   std::string error;
   ASSERT_TRUE(collectors::LoadState(collectors::SaveState(st), &back, &error)) << error;
   const auto& bt = back.ports.at({0xabc, 3});
-  EXPECT_EQ(bt.total[Index(Counter::kXmitData)], ~0ULL - 5);
+  EXPECT_EQ(bt.Total(Index(Counter::kXmitData)), ~0ULL - 5);
   EXPECT_EQ(bt.LastRaw(Index(Counter::kXmitData)), 17u);
-  EXPECT_EQ(bt.last_bits[Index(Counter::kXmitData)], 64);
+  EXPECT_EQ(bt.LastBits(Index(Counter::kXmitData)), 64);
+  EXPECT_EQ(bt.LastBits(Index(Counter::kLinkDowned)), 8);
+  EXPECT_TRUE(bt.Pinned(Index(Counter::kLinkDowned))) << "sticky at its 8-bit maximum";
   EXPECT_TRUE(bt.stale);
   EXPECT_EQ(bt.present, t.present);
   EXPECT_EQ(back.nodes.at(0xabc).name, "cn0001 \"quoted\"");
@@ -46,6 +51,13 @@ TEST(StateTest, RoundTripAndRejects) {
   EXPECT_NE(error.find("malformed state"), std::string::npos);
   EXPECT_FALSE(collectors::LoadState(R"({"version": 99, "ports": [], "nodes": [], "remembered": []})", &back, &error));
   EXPECT_NE(error.find("version"), std::string::npos);
+  // A counter from a field it does not have (LinkDownedCounter is 8 bits
+  // in PortCounters, 64 in PortCountersExtended).
+  EXPECT_FALSE(
+      collectors::LoadState(R"({"version": 1, "ports": [{"guid": 1, "port": 1, "stale": false, "counters": )"
+                            R"({"link_downed": {"total": 3, "raw": 3, "bits": 16}}}], "nodes": [], "remembered": []})",
+                            &back, &error));
+  EXPECT_EQ(error, "state: counter link_downed from a 16-bit field (it has 8 or 64)");
 }
 
 }  // namespace

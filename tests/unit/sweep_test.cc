@@ -87,33 +87,33 @@ TEST(CapabilitiesTest, WhatIsAskedAndWhatIsExported) {
 
   std::map<std::uint64_t, collectors::PortSample> s;
   for (const auto& r : sweep.readings) {
-    ASSERT_TRUE(r.sample);
-    if (r.target.port.node_guid != t.f.Guid(t.sw)) s[r.target.port.node_guid] = *r.sample;
+    ASSERT_TRUE(sweep.SampleOf(r));
+    if (r.target.port.node_guid != t.f.Guid(t.sw)) s[r.target.port.node_guid] = *sweep.SampleOf(r);
   }
   const auto& plain = s.at(t.f.Guid(t.plain));
   EXPECT_TRUE(plain.present.test(Index(Counter::kXmitWait)));
   EXPECT_TRUE(plain.present.test(Index(Counter::kUnicastXmitPkts)));
   EXPECT_FALSE(plain.present.test(Index(Counter::kQp1Dropped)));
-  EXPECT_EQ(plain.bits[Index(Counter::kXmitData)], 64);
+  EXPECT_EQ(plain.Bits(Index(Counter::kXmitData)), 64);
   EXPECT_EQ(plain.value[Index(Counter::kSymbolError)], 7u);
 
   const auto& noietf = s.at(t.f.Guid(t.noietf));
-  EXPECT_EQ(noietf.bits[Index(Counter::kXmitData)], 64);
+  EXPECT_EQ(noietf.Bits(Index(Counter::kXmitData)), 64);
   EXPECT_FALSE(noietf.present.test(Index(Counter::kUnicastXmitPkts)));
   // Not claimed, but filled (as mlx5 HCAs do): read by its value.
   EXPECT_TRUE(noietf.present.test(Index(Counter::kXmitWait)));
   EXPECT_EQ(noietf.value[Index(Counter::kXmitWait)], 13u);
 
   const auto& old_ca = s.at(t.f.Guid(t.old_ca));
-  EXPECT_EQ(old_ca.bits[Index(Counter::kXmitData)], 32);
+  EXPECT_EQ(old_ca.Bits(Index(Counter::kXmitData)), 32);
   EXPECT_EQ(old_ca.value[Index(Counter::kXmitData)], 11u);
   EXPECT_FALSE(old_ca.present.test(Index(Counter::kXmitWait))) << "not claimed and 0: not known to be there";
   EXPECT_FALSE(old_ca.present.test(Index(Counter::kUnicastXmitPkts)));
 
   const auto& fancy = s.at(t.f.Guid(t.fancy));
-  EXPECT_EQ(fancy.bits[Index(Counter::kXmitData)], 64);
+  EXPECT_EQ(fancy.Bits(Index(Counter::kXmitData)), 64);
   EXPECT_EQ(fancy.value[Index(Counter::kXmitData)], 5u);
-  EXPECT_EQ(fancy.bits[Index(Counter::kSymbolError)], 64);
+  EXPECT_EQ(fancy.Bits(Index(Counter::kSymbolError)), 64);
   EXPECT_EQ(fancy.value[Index(Counter::kSymbolError)], 1ULL << 40);
   EXPECT_TRUE(fancy.present.test(Index(Counter::kQp1Dropped)));
 
@@ -121,7 +121,7 @@ TEST(CapabilitiesTest, WhatIsAskedAndWhatIsExported) {
   const auto& mute = s.at(t.f.Guid(t.mute));
   EXPECT_TRUE(mute.present.test(Index(Counter::kXmitWait)));
   EXPECT_EQ(mute.value[Index(Counter::kXmitWait)], 13u);
-  EXPECT_EQ(mute.bits[Index(Counter::kXmitData)], 64);
+  EXPECT_EQ(mute.Bits(Index(Counter::kXmitData)), 64);
 }
 
 TEST(CapabilitiesTest, LostExtendedReplyDropsOnlyWhatItFeeds) {
@@ -143,15 +143,17 @@ TEST(CapabilitiesTest, LostExtendedReplyDropsOnlyWhatItFeeds) {
   for (const auto& r : sweep.readings) {
     const auto guid = r.target.port.node_guid;
     if (guid == t.f.Guid(t.plain)) {  // LID 1: errors from PortCounters either way
-      ASSERT_TRUE(r.sample);
-      EXPECT_FALSE(r.sample->present.test(Index(Counter::kXmitData))) << "not switched to 32 bits";
-      EXPECT_FALSE(r.sample->present.test(Index(Counter::kUnicastXmitPkts)));
-      EXPECT_EQ(r.sample->value[Index(Counter::kSymbolError)], 7u);
-      EXPECT_EQ(r.sample->value[Index(Counter::kXmitWait)], 13u);
+      const auto sample = sweep.SampleOf(r);
+      ASSERT_TRUE(sample);
+      EXPECT_FALSE(sample->present.test(Index(Counter::kXmitData))) << "not switched to 32 bits";
+      EXPECT_FALSE(sample->present.test(Index(Counter::kUnicastXmitPkts)));
+      EXPECT_EQ(sample->value[Index(Counter::kSymbolError)], 7u);
+      EXPECT_EQ(sample->value[Index(Counter::kXmitWait)], 13u);
       ++checked;
     }
     if (guid == t.f.Guid(t.fancy)) {  // LID 4: its one read (PortCountersExtended) was lost
-      EXPECT_FALSE(r.sample.has_value());
+      EXPECT_FALSE(r.answered());
+      EXPECT_FALSE(sweep.SampleOf(r));
       EXPECT_TRUE(r.timeout);
       ++checked;
     }
@@ -192,7 +194,8 @@ TEST(LidMoveTest, ALidAnsweringForAnotherNodeIsCaught) {
   EXPECT_EQ(sweep.moved_nodes, (std::set<std::uint64_t>{f.Guid(a), f.Guid(b)}));
   for (const auto& r : sweep.readings) {
     if (r.target.port.node_guid == f.Guid(a)) {
-      EXPECT_FALSE(r.sample) << "b's 55 errors must not land on a";
+      EXPECT_FALSE(r.answered()) << "b's 55 errors must not land on a";
+      EXPECT_FALSE(sweep.SampleOf(r));
     }
   }
 }
@@ -220,7 +223,7 @@ TEST(SweepTest, ADetailsReadAnsweredBusyIsLostNotUnsupported) {
       EXPECT_EQ(reading.details, collectors::DetailsRead::kUnsupported);
       ++seen;
     }
-    EXPECT_TRUE(reading.sample.has_value()) << "the counters themselves answered";
+    EXPECT_TRUE(reading.answered()) << "the counters themselves answered";
   }
   EXPECT_EQ(seen, 2);
 }
@@ -275,7 +278,7 @@ TEST(BatchTest, ACollectorsOwnPartRunsInTheSweepsBatchAndDropsWhatMovedLidsSaid)
   EXPECT_EQ(with.mads.at(f.Guid(a)).asked, plain.mads.at(f.Guid(a)).asked + 1);
   EXPECT_EQ(with.mads.at(f.Guid(b)).asked, plain.mads.at(f.Guid(b)).asked + 1);
   EXPECT_EQ(with.readings.size(), plain.readings.size());
-  for (const auto& r : with.readings) EXPECT_TRUE(r.sample) << "the counters are read as without the part";
+  for (const auto& r : with.readings) EXPECT_TRUE(r.answered()) << "the counters are read as without the part";
 
   f.SetCaLid(a, 1, 2);  // the LIDs given out the other way round
   f.SetCaLid(b, 1, 1);
@@ -288,9 +291,8 @@ TEST(BatchTest, ACollectorsOwnPartRunsInTheSweepsBatchAndDropsWhatMovedLidsSaid)
 TEST(ClearTest, ThresholdMasksAndContinuity) {
   collectors::PortSample s;
   auto set = [&s](Counter c, std::uint64_t v, std::uint8_t bits) {
-    s.value[Index(c)] = v;
-    s.bits[Index(c)] = bits;
-    s.present.set(Index(c));
+    s.Set(c, v, bits == 64);
+    EXPECT_EQ(s.Bits(Index(c)), bits) << "a field the counter does not have";
   };
   set(Counter::kRcvErrors, 49150, 16);      // just below 75% of 65535 (49151)
   set(Counter::kXmitData, 1ULL << 50, 64);  // 64-bit: never cleared
@@ -313,7 +315,7 @@ TEST(ClearTest, ThresholdMasksAndContinuity) {
   st.NoteCleared({0x5, 1}, req->counters);
   set(Counter::kRcvErrors, 4, 16);
   st.Update({0x5, 1}, s, {});
-  EXPECT_EQ(st.ports().at({0x5, 1}).total[Index(Counter::kRcvErrors)], 49155u);
+  EXPECT_EQ(st.ports().at({0x5, 1}).Total(Index(Counter::kRcvErrors)), 49155u);
 }
 
 TEST(ClearTest, SetReachesThePortOnTheWire) {
@@ -332,7 +334,7 @@ TEST(ClearTest, SetReachesThePortOnTheWire) {
   const auto sweep = collectors::Sweep(collectors::SweepTargets(d.fabric, {}, {}), engine);
   std::vector<collectors::ClearRequest> reqs;
   for (const auto& r : sweep.readings) {
-    if (auto q = collectors::ClearNeeded(r.target, *r.sample, 75)) reqs.push_back(*q);
+    if (auto q = collectors::ClearNeeded(r.target, *sweep.SampleOf(r), 75)) reqs.push_back(*q);
   }
   ASSERT_EQ(reqs.size(), 1u);
   EXPECT_EQ(collectors::ClearCounters(reqs, engine), std::vector<bool>{true});
@@ -344,13 +346,13 @@ TEST(ClearTest, SetReachesThePortOnTheWire) {
 TEST(PinnedTest, PinnedCountersAreExposed) {
   collectors::PortTotals t;
   t.present.set(Index(Counter::kRcvErrors));
-  t.last_bits[Index(Counter::kRcvErrors)] = 16;
-  t.total[Index(Counter::kRcvErrors)] = 65535;
+  t.last_wide.reset(Index(Counter::kRcvErrors));
+  t.SetTotal(Index(Counter::kRcvErrors), 65535);
   t.SetLastRaw(Index(Counter::kRcvErrors), 65535);
   EXPECT_TRUE(t.Pinned(Index(Counter::kRcvErrors)));
-  t.last_bits[Index(Counter::kRcvErrors)] = 64;
+  t.last_wide.set(Index(Counter::kRcvErrors));
   EXPECT_FALSE(t.Pinned(Index(Counter::kRcvErrors)));
-  t.last_bits[Index(Counter::kRcvErrors)] = 16;
+  t.last_wide.reset(Index(Counter::kRcvErrors));
 
   collectors::Snapshot s;
   s.fabric = std::make_shared<topology::Fabric>();
