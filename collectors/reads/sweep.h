@@ -135,9 +135,9 @@ void NoteSmp(std::map<std::uint16_t, SmpOutcome>* smps, std::uint16_t lid, trans
 struct SweepResult {
   std::vector<PortReading> readings;  // in target order
   // The counters of the readings that answered, packed. They go once the
-  // collectors that read them have (ReleaseSamples), while the rest of the
-  // sweep is still judged: with two port tables and two cable reports held
-  // then, that is the exporter's peak.
+  // collectors that read them have (ReleaseSamples), before the others
+  // judge the sweep: link health makes its report while the published one
+  // and two port tables are held.
   PackedSamples samples;
   // The counters of a reading that answered; nullopt where it did not, and
   // once they were let go.
