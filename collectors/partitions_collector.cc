@@ -73,9 +73,7 @@ class PartitionsCollector final : public Collector {
     if (analysis_due_.Due(cycle, !read.empty())) {
       auto analysis = std::make_shared<topology::PartitionAnalysis>(
           topology::AnalyzePartitions(*cycle.fabric, tables_, plan_ ? &*plan_ : nullptr));
-      for (const auto& [ref, keys] : tables_) {
-        analysis->from_sa += std::binary_search(sa_ports_.begin(), sa_ports_.end(), ref) ? 1 : 0;
-      }
+      analysis->from_sa = sa_ports_.size();  // each a port of tables_
       analysis_ = std::move(analysis);
       if (cycle.trigger == Trigger::kFullWalk) LogFindings(*cycle.log, analysis_->findings);
     }
@@ -125,10 +123,11 @@ class PartitionsCollector final : public Collector {
   };
 
   std::optional<topology::PartitionPlan> plan_;
-  const bool from_sa_;                       // --partitions.tables=sa
-  bool sa_silent_ = false;                   // the SA gave no records this walk
-  bool sa_said_silent_ = false;              // and that was logged
-  std::vector<topology::PortRef> sa_ports_;  // the ports whose table came from the SA, ascending
+  const bool from_sa_;           // --partitions.tables=sa
+  bool sa_silent_ = false;       // the SA gave no records this walk
+  bool sa_said_silent_ = false;  // and that was logged
+  // The ports of tables_ whose table came from the SA, ascending.
+  std::vector<topology::PortRef> sa_ports_;
   topology::PartitionTables tables_;
   TableRetry retry_;
   TablePhaseHealth health_;

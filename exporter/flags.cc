@@ -68,6 +68,16 @@ std::function<std::string(Config&, const std::string&)> Path(std::string Config:
   };
 }
 
+// A flag saying where tables are read: "sa" (true in `field`) or
+// "switches".
+std::function<std::string(Config&, const std::string&)> FromSa(bool Config::*field) {
+  return [field](Config& c, const std::string& v) -> std::string {
+    if (v != "sa" && v != "switches") return "'" + v + "' is not one of sa, switches";
+    c.*field = v == "sa";
+    return "";
+  };
+}
+
 // A flag whose value is a 64-bit key (M_Key, the SA's), stored in `field`;
 // the reason never quotes the value.
 std::function<std::string(Config&, const std::string&)> Key(std::optional<std::uint64_t> Config::*field) {
@@ -253,23 +263,13 @@ const std::map<std::string, Flag>& Flags() {
           "the SA, the subnet manager's copy of what it programmed, one query a switch; a switch the SA has no "
           "whole table of is read itself) or switches (every block from each switch: what the switch holds, "
           "even where it is not what the SM set).",
-          "SOURCE",
-          [](Config& c, const std::string& v) -> std::string {
-            if (v != "sa" && v != "switches") return "'" + v + "' is not one of sa, switches";
-            c.tables_from_sa = v == "sa";
-            return "";
-          }}},
+          "SOURCE", FromSa(&Config::tables_from_sa)}},
         {"partitions.tables",
          {"Where the P_Key tables of the CA ports and the switch ports facing them are read: sa (their "
           "P_KeyTableRecords from the SA, the subnet manager's copy of what it set, one query a CA port or switch; "
           "the SA answers only with --ib.sa-key; a port it has no record of is read itself) or switches (each "
           "port's own table: what it holds, even where it is not what the SM set).",
-          "SOURCE",
-          [](Config& c, const std::string& v) -> std::string {
-            if (v != "sa" && v != "switches") return "'" + v + "' is not one of sa, switches";
-            c.pkeys_from_sa = v == "sa";
-            return "";
-          }}},
+          "SOURCE", FromSa(&Config::pkeys_from_sa)}},
         {"sweep.rotation",
          {"Every switch port's PortInfo and every LID's owner (NodeInfo) are read again at least once in "
           "this time; ports with news (a moved LinkDownedCounter, a trap, a degraded or recently changed "

@@ -63,22 +63,14 @@ ReadPartitionsResult ReadPartitions(const Fabric& fabric,
         out.from_sa.insert(it->second);
       }
     };
-    std::vector<transport::MadRequest> first{transport::PKeyRecordTableQuery(source.sa_lid, lids[0])};
-    const auto probe = engine.Run(first);
-    out.sa_queries = 1;
+    std::vector<transport::MadRequest> queries;
+    for (std::uint16_t lid : lids) queries.push_back(transport::PKeyRecordTableQuery(source.sa_lid, lid));
     // An error status to the first query (an untrusted request, no such
     // attribute): this SA gives no such records to us.
-    out.sa_answered = probe[0].outcome == transport::MadOutcome::kOk;
-    out.sa_refused = probe[0].outcome == transport::MadOutcome::kRemoteError;
-    take(probe[0]);
-    if (out.sa_answered && lids.size() > 1) {
-      std::vector<transport::MadRequest> rest;
-      for (std::size_t i = 1; i < lids.size(); ++i) {
-        rest.push_back(transport::PKeyRecordTableQuery(source.sa_lid, lids[i]));
-      }
-      out.sa_queries += rest.size();
-      engine.Run(rest, [&](std::size_t, transport::MadResult&& r) { take(r); });
-    }
+    const auto probed = engine.RunProbed(queries, [&](std::size_t, transport::MadResult&& r) { take(r); });
+    out.sa_queries = probed.sent;
+    out.sa_answered = probed.first == transport::MadOutcome::kOk;
+    out.sa_refused = probed.first == transport::MadOutcome::kRemoteError;
   }
   // The others from their ports: every block of a table of `entries`
   // P_Keys (at least one block, at most 32).

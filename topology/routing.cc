@@ -88,21 +88,13 @@ ReadTablesResult ReadForwardingTables(const Fabric& fabric,
       out.tables.PutBlocks(switches[i].first->guid, switches[i].second, std::move(*blocks));
       out.from_sa.insert(switches[i].first->guid);
     };
-    std::vector<transport::MadRequest> first{transport::LftRecordTableQuery(source.sa_lid, switches[0].first->lid)};
-    const auto probe = engine.Run(first);
-    out.sa_queries = 1;
+    std::vector<transport::MadRequest> queries;
+    for (const auto& [n, size] : switches) queries.push_back(transport::LftRecordTableQuery(source.sa_lid, n->lid));
     // An error status to the first query (no such attribute, an invalid
     // request): this SA keeps no such records for us.
-    out.sa_answered = probe[0].outcome == transport::MadOutcome::kOk;
-    take(0, probe[0]);
-    if (out.sa_answered && switches.size() > 1) {
-      std::vector<transport::MadRequest> rest;
-      for (std::size_t i = 1; i < switches.size(); ++i) {
-        rest.push_back(transport::LftRecordTableQuery(source.sa_lid, switches[i].first->lid));
-      }
-      out.sa_queries += rest.size();
-      engine.Run(rest, [&](std::size_t k, transport::MadResult&& r) { take(k + 1, r); });
-    }
+    const auto probed = engine.RunProbed(queries, [&](std::size_t i, transport::MadResult&& r) { take(i, r); });
+    out.sa_queries = probed.sent;
+    out.sa_answered = probed.first == transport::MadOutcome::kOk;
   }
   // The others from the switches themselves, each block held once as it
   // comes (the switches answer in turn: all their tables are being read at

@@ -29,6 +29,18 @@ T Narrow(std::uint32_t v) {
   return static_cast<T>(v);
 }
 
+// A 16-bit field at `p`, big-endian on the wire.
+std::uint16_t Be16(const std::uint8_t* p) {
+  return Narrow<std::uint16_t>(static_cast<std::uint32_t>(p[0] << 8 | p[1]));
+}
+
+// A P_KeyTable block (32 P_Keys) at `p`: an SMP's data, a P_KeyTableRecord's.
+PKeyBlock PKeysAt(const std::uint8_t* p) {
+  PKeyBlock b{};
+  for (std::size_t i = 0; i < b.size(); ++i) b[i] = Be16(p + 2 * i);
+  return b;
+}
+
 // A request with no data of its own, LID routed (GMPs to QP1).
 MadRequest Gmp(MgmtClass c, MadMethod method, std::uint16_t attr_id, std::uint32_t mod, std::uint16_t lid) {
   MadRequest r;
@@ -348,14 +360,7 @@ LftBlock DecodeLftBlock(const MadBytes& mad) {
   return b;
 }
 
-PKeyBlock DecodePKeyBlock(const MadBytes& mad) {
-  PKeyBlock b{};
-  for (std::size_t i = 0; i < b.size(); ++i) {
-    const std::size_t at = kMadDataOffset + 2 * i;
-    b[i] = static_cast<std::uint16_t>(mad[at] << 8 | mad[at + 1]);  // big-endian on the wire
-  }
-  return b;
-}
+PKeyBlock DecodePKeyBlock(const MadBytes& mad) { return PKeysAt(mad.data() + kMadDataOffset); }
 
 MadRequest PKeyBlockQuery(const MadAddress& route, std::uint8_t port, std::uint16_t block) {
   return Smp(route, smp_attr::kPKeyTable, static_cast<std::uint32_t>(port) << 16 | block);
@@ -390,10 +395,10 @@ std::optional<LinkRecord> DecodeLinkRecord(const MadBytes& response) {
   }
   const std::uint8_t* rec = response.data() + kSaDataOffset;
   LinkRecord r;
-  r.from_lid = Narrow<std::uint16_t>(static_cast<std::uint32_t>(rec[0] << 8 | rec[1]));
+  r.from_lid = Be16(rec);
   r.from_port = rec[2];
   r.to_port = rec[3];
-  r.to_lid = Narrow<std::uint16_t>(static_cast<std::uint32_t>(rec[4] << 8 | rec[5]));
+  r.to_lid = Be16(rec + 4);
   return r;
 }
 
@@ -475,18 +480,28 @@ MadRequest LftRecordTableQuery(std::uint16_t sa_lid, std::uint16_t switch_lid) {
   return SaTableByLid(sa_attr::kLftRecord, sa_lid, switch_lid);
 }
 
-std::optional<std::vector<LftRecord>> DecodeLftRecords(const MadResult& result) {
-  constexpr std::size_t kRecordBytes = 8 + kLftBlockSize;
-  const std::optional<SaTable> t = DecodeSaTable(result, sa_attr::kLftRecord, kRecordBytes);
+namespace {
+// Every record of a GetTableResponse of `attr_id` (DecodeSaTable), each
+// `record_bytes` long, by `decode`; nullopt where it is no such answer.
+template <typename Record, typename Decode>
+std::optional<std::vector<Record>> RecordsOf(const MadResult& result, std::uint16_t attr_id, std::size_t record_bytes,
+                                             Decode decode) {
+  const std::optional<SaTable> t = DecodeSaTable(result, attr_id, record_bytes);
   if (!t) return std::nullopt;
-  std::vector<LftRecord> out(t->count);
-  for (std::size_t i = 0; i < t->count; ++i) {
-    const std::uint8_t* rec = t->record(i);
-    out[i].lid = Narrow<std::uint16_t>(static_cast<std::uint32_t>(rec[0] << 8 | rec[1]));
-    out[i].block = Narrow<std::uint16_t>(static_cast<std::uint32_t>(rec[2] << 8 | rec[3]));
-    std::copy(rec + 8, rec + kRecordBytes, out[i].ports.begin());
-  }
+  std::vector<Record> out(t->count);
+  for (std::size_t i = 0; i < t->count; ++i) out[i] = decode(t->record(i));
   return out;
+}
+}  // namespace
+
+std::optional<std::vector<LftRecord>> DecodeLftRecords(const MadResult& result) {
+  return RecordsOf<LftRecord>(result, sa_attr::kLftRecord, 8 + kLftBlockSize, [](const std::uint8_t* rec) {
+    LftRecord r;
+    r.lid = Be16(rec);
+    r.block = Be16(rec + 2);
+    std::copy_n(rec + 8, kLftBlockSize, r.ports.begin());
+    return r;
+  });
 }
 
 // P_KeyTableRecord: LID (16 bits), BlockNum (16), PortNum (8), 24
@@ -496,20 +511,15 @@ MadRequest PKeyRecordTableQuery(std::uint16_t sa_lid, std::uint16_t lid) {
 }
 
 std::optional<std::vector<PKeyTableRecord>> DecodePKeyRecords(const MadResult& result) {
-  constexpr std::size_t kRecordBytes = 8 + 2 * kPKeyBlockSize;
-  const std::optional<SaTable> t = DecodeSaTable(result, sa_attr::kPKeyTableRecord, kRecordBytes);
-  if (!t) return std::nullopt;
-  std::vector<PKeyTableRecord> out(t->count);
-  for (std::size_t i = 0; i < t->count; ++i) {
-    const std::uint8_t* rec = t->record(i);
-    out[i].lid = Narrow<std::uint16_t>(static_cast<std::uint32_t>(rec[0] << 8 | rec[1]));
-    out[i].block = Narrow<std::uint16_t>(static_cast<std::uint32_t>(rec[2] << 8 | rec[3]));
-    out[i].port = rec[4];
-    for (std::size_t k = 0; k < kPKeyBlockSize; ++k) {
-      out[i].keys[k] = Narrow<std::uint16_t>(static_cast<std::uint32_t>(rec[8 + 2 * k] << 8 | rec[9 + 2 * k]));
-    }
-  }
-  return out;
+  return RecordsOf<PKeyTableRecord>(result, sa_attr::kPKeyTableRecord, 8 + 2 * kPKeyBlockSize,
+                                    [](const std::uint8_t* rec) {
+                                      PKeyTableRecord r;
+                                      r.lid = Be16(rec);
+                                      r.block = Be16(rec + 2);
+                                      r.port = rec[4];
+                                      r.keys = PKeysAt(rec + 8);
+                                      return r;
+                                    });
 }
 
 std::vector<SmInfoRecord> DecodeSmInfoRecords(const MadResult& result) {
@@ -520,7 +530,7 @@ std::vector<SmInfoRecord> DecodeSmInfoRecords(const MadResult& result) {
   for (std::size_t i = 0; i < t->count; ++i) {
     const std::uint8_t* rec = t->record(i);
     SmInfoRecord r;
-    r.lid = Narrow<std::uint16_t>(static_cast<std::uint32_t>(rec[0] << 8 | rec[1]));
+    r.lid = Be16(rec);
     if (r.lid == 0) continue;
     r.info = SmInfoAt(rec + 4);
     out.push_back(r);

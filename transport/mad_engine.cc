@@ -749,6 +749,19 @@ class MadEngine::Batch {
   TimePoint token_due_{};
 };
 
+MadEngine::Probed MadEngine::RunProbed(std::span<const MadRequest> requests, const ResultSink& sink) {
+  Probed out;
+  if (requests.empty()) return out;
+  std::vector<MadResult> first = Run(requests.first(1));
+  out.first = first[0].outcome;
+  out.sent = 1;
+  sink(0, std::move(first[0]));
+  if (out.first != MadOutcome::kOk || requests.size() == 1) return out;
+  Run(requests.subspan(1), [&sink](std::size_t i, MadResult&& r) { sink(i + 1, std::move(r)); });
+  out.sent = requests.size();
+  return out;
+}
+
 void MadEngine::Run(std::span<const MadRequest> requests, const ResultSink& sink) {
   stats_.requests += requests.size();
   if (requests.empty()) return;

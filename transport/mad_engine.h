@@ -175,6 +175,16 @@ class MadEngine {
   // must not use the engine.
   using ResultSink = std::function<void(std::size_t index, MadResult&& result)>;
   void Run(std::span<const MadRequest> requests, const ResultSink& sink);
+  // requests[0] alone first and, only where it was answered (kOk), the
+  // rest, pipelined; each result to `sink` as with Run. For a service that
+  // keeps such records or does not (the SA's tables): one query learns
+  // which, not a timeout or refusal a request. Returns the first one's
+  // outcome and how many were sent (1, or all).
+  struct Probed {
+    MadOutcome first = MadOutcome::kOk;
+    std::size_t sent = 0;
+  };
+  Probed RunProbed(std::span<const MadRequest> requests, const ResultSink& sink);
 
   // The time the agent at `lid` declared it may take to answer (ClassPortInfo
   // or PortInfo RespTimeValue): timeouts for it are at least this, within

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "collectors/common/varint.h"
 #include "topology/link_rate.h"
 #include "topology/xmit_wait.h"
 #include "transport/attributes.h"
@@ -28,20 +29,6 @@ std::uint64_t ZigZag(std::uint64_t newer, std::uint64_t older) {
   return (static_cast<std::uint64_t>(d) << 1) ^ static_cast<std::uint64_t>(d >> 63);
 }
 std::uint64_t Older(std::uint64_t newer, std::uint64_t zigzag) { return newer - ((zigzag >> 1) ^ (~(zigzag & 1) + 1)); }
-std::uint8_t* PutVarint(std::uint64_t v, std::uint8_t* out) {
-  for (; v >= 0x80; v >>= 7) *out++ = static_cast<std::uint8_t>(v | 0x80);
-  *out++ = static_cast<std::uint8_t>(v);
-  return out;
-}
-std::uint64_t GetVarint(const std::uint8_t** in) {
-  std::uint64_t v = 0;
-  for (int shift = 0;; shift += 7) {
-    const std::uint8_t b = *(*in)++;
-    v |= static_cast<std::uint64_t>(b & 0x7f) << shift;
-    if ((b & 0x80) == 0) return v;
-  }
-}
-constexpr std::size_t kMaxVarint = 10;
 std::uint64_t Ticks(std::chrono::steady_clock::time_point t) {
   return static_cast<std::uint64_t>(t.time_since_epoch().count());
 }

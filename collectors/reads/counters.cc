@@ -184,13 +184,8 @@ PortSample SampleFrom(const transport::PortCounters& pc, const transport::PortCo
   return s;
 }
 
-namespace {
-// A 16-bit details counter into the sample.
-void SetDetail(PortSample* s, Counter c, std::uint16_t v) { s->Set(c, v, false); }
-}  // namespace
-
 void AddRcvErrorDetails(const transport::PortRcvErrorDetails& d, PortSample* s) {
-  const auto set = [s](Counter c, std::uint16_t v) { SetDetail(s, c, v); };
+  const auto set = [s](Counter c, std::uint16_t v) { s->Set(c, v, false); };  // their own 16-bit fields
   set(Counter::kLocalPhysicalErrors, d.local_physical_errors);
   set(Counter::kMalformedPacketErrors, d.malformed_packet_errors);
   set(Counter::kBufferOverrunErrors, d.buffer_overrun_errors);
@@ -200,10 +195,11 @@ void AddRcvErrorDetails(const transport::PortRcvErrorDetails& d, PortSample* s) 
 }
 
 void AddXmitDiscardDetails(const transport::PortXmitDiscardDetails& d, PortSample* s) {
-  SetDetail(s, Counter::kInactiveDiscards, d.inactive_discards);
-  SetDetail(s, Counter::kNeighborMtuDiscards, d.neighbor_mtu_discards);
-  SetDetail(s, Counter::kSwitchLifetimeLimitDiscards, d.sw_lifetime_limit_discards);
-  SetDetail(s, Counter::kSwitchHoqLifetimeLimitDiscards, d.sw_hoq_lifetime_limit_discards);
+  const auto set = [s](Counter c, std::uint16_t v) { s->Set(c, v, false); };  // their own 16-bit fields
+  set(Counter::kInactiveDiscards, d.inactive_discards);
+  set(Counter::kNeighborMtuDiscards, d.neighbor_mtu_discards);
+  set(Counter::kSwitchLifetimeLimitDiscards, d.sw_lifetime_limit_discards);
+  set(Counter::kSwitchHoqLifetimeLimitDiscards, d.sw_hoq_lifetime_limit_discards);
 }
 
 }  // namespace ibfabric::collectors

@@ -3,6 +3,8 @@
 #include <limits>
 #include <stdexcept>
 
+#include "collectors/common/varint.h"
+
 namespace ibfabric::collectors {
 namespace {
 
@@ -15,24 +17,6 @@ const std::uint8_t* GetMask(const std::uint8_t* at, std::uint32_t* mask) {
   *mask = 0;
   for (int b = 0; b < 4; ++b) *mask |= static_cast<std::uint32_t>(*at++) << (8 * b);
   return at;
-}
-
-std::uint8_t* PutVarint(std::uint8_t* at, std::uint64_t v) {
-  while (v >= 0x80) {
-    *at++ = static_cast<std::uint8_t>(v | 0x80);
-    v >>= 7;
-  }
-  *at++ = static_cast<std::uint8_t>(v);
-  return at;
-}
-
-const std::uint8_t* GetVarint(const std::uint8_t* at, std::uint64_t* v) {
-  *v = 0;
-  for (int shift = 0;; shift += 7) {
-    const std::uint8_t byte = *at++;
-    *v |= static_cast<std::uint64_t>(byte & 0x7F) << shift;
-    if (!(byte & 0x80)) return at;
-  }
 }
 
 }  // namespace
@@ -50,7 +34,7 @@ PackedSamples::Handle PackedSamples::Add(const PortSample& s) {
   std::uint8_t* at = PutMask(begin, static_cast<std::uint32_t>(s.present.to_ulong()));
   at = PutMask(at, static_cast<std::uint32_t>((s.wide & s.present).to_ulong()));
   for (std::size_t i = 0; i < kCounterCount; ++i) {
-    if (s.present.test(i)) at = PutVarint(at, s.value[i]);
+    if (s.present.test(i)) at = PutVarint(s.value[i], at);
   }
   used_ += static_cast<std::size_t>(at - begin);
   return h;
@@ -66,7 +50,7 @@ std::optional<PortSample> PackedSamples::Get(Handle h) const {
   s.present = present;
   s.wide = wide;
   for (std::size_t i = 0; i < kCounterCount; ++i) {
-    if (s.present.test(i)) at = GetVarint(at, &s.value[i]);
+    if (s.present.test(i)) s.value[i] = GetVarint(&at);
   }
   return s;
 }

@@ -18,6 +18,7 @@
 #include <optional>
 #include <vector>
 
+#include "collectors/common/varint.h"
 #include "collectors/reads/counters.h"
 
 namespace ibfabric::collectors {
@@ -41,7 +42,7 @@ class PackedSamples {
  private:
   static constexpr std::size_t kChunk = std::size_t{1} << 18;  // 256 KiB
   // The most one sample takes: the masks and 32 values of 10 bytes.
-  static constexpr std::size_t kMaxSample = 8 + kCounterCount * 10;
+  static constexpr std::size_t kMaxSample = 8 + kCounterCount * kMaxVarint;
   static_assert(kCounterCount <= 32, "the masks are 32 bits");
 
   std::vector<std::unique_ptr<std::uint8_t[]>> chunks_;
