@@ -1,11 +1,20 @@
 #!/usr/bin/env bash
 # README command 2: install, build and run the whole test suite (unit tests
 # and the simulated-fabric integration tests). .ci/run calls exactly this.
+# Its last line says where the time went: install, build, tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+start=$(date +%s)
+phases=""
+phase() { phases="$phases, $1 $(($(date +%s) - start)) s"; start=$(date +%s); }
+trap 'echo "test.sh: ${phases#, }"' EXIT
+bash scripts/install-deps.sh
+phase install
 bash scripts/build.sh
+phase build
 cd build
 # Three at a time: the simulator suites run in two lanes, one suite of each
 # at a time (tests/CMakeLists.txt, integration_suite), the unit tests,
 # checks and the niced fuzz targets beside them.
 ctest --output-on-failure --timeout 900 -j3
+phase tests

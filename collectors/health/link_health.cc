@@ -173,11 +173,17 @@ LinkHealth::Reading LinkHealth::Record(const topology::PortRef& port, const Port
     r.reset = totals.resets > h.resets;
   }
   h.resets = totals.resets;
-  // After a gap longer than the window (the port, or the exporter, out of
-  // reach meanwhile) the window starts afresh: a rate over the gap cannot
-  // say when it happened, and would dilute into "clean" a fault that went
-  // on throughout. What the counters moved in the gap stays in the totals.
-  if (v.size > 0 && now - v.back().t > options_.window) v.size = 0;
+  // After a gap longer than the window (the port, or the exporter's port,
+  // out of reach for a sweep or more) the window starts afresh: a rate over
+  // the gap cannot say when it happened, and would dilute into "clean" a
+  // fault that went on throughout. What the counters moved in the gap stays
+  // in the totals. A port read in the sweep before this one has no gap,
+  // however long the sweep took: where sweeps come further apart than the
+  // window (a loaded host, a window as short as the interval), its rates
+  // are over its last two readings, the shortest span the exporter sees,
+  // not never judged.
+  const bool missed_a_sweep = v.size > 0 && (!last_sweep_ || v.back().t < *last_sweep_);
+  if (missed_a_sweep && now - v.back().t > options_.window) v.size = 0;
   // The newest reading is always the last point; it stays as a kept one
   // when it came window/5 after the kept one before it, else the next
   // reading takes its place.
@@ -195,6 +201,11 @@ LinkHealth::Reading LinkHealth::Record(const topology::PortRef& port, const Port
   v.size -= old;
   Pack(v, &h);
   return r;
+}
+
+std::chrono::steady_clock::time_point LinkHealth::WindowStart(std::chrono::steady_clock::time_point now) const {
+  const auto start = now - options_.window;
+  return last_sweep_ && *last_sweep_ < start ? *last_sweep_ : start;
 }
 
 int LinkHealth::Reclassify(CableState* c, std::chrono::steady_clock::time_point since, DownKind kind) {
@@ -268,7 +279,7 @@ void LinkHealth::Observe(const topology::Fabric& fabric, const topology::Analysi
       h.last_down_kind = kind;
     }
     h.downs_total += events;
-    std::erase_if(c.downs, [&](const Down& d) { return d.t <= now - options_.window; });
+    std::erase_if(c.downs, [&](const Down& d) { return d.t < WindowStart(now); });
     h.up = read.up;
     NoteRates(link, &c, read, analysis, fabric, links, wait_count);
     for (int k = 0; k < 2; ++k) {
@@ -277,6 +288,7 @@ void LinkHealth::Observe(const topology::Fabric& fabric, const topology::Analysi
     }
   }
   FindReboots(now, wall);
+  if (counters_read) last_sweep_ = now;
   for (auto& [link, c] : cables_) {
     c.health.downs_in_window = static_cast<int>(
         std::count_if(c.downs.begin(), c.downs.end(), [](const Down& d) { return d.kind == DownKind::kFlap; }));
@@ -477,7 +489,7 @@ void LinkHealth::FindReboots(std::chrono::steady_clock::time_point now, std::chr
     auto& [total, downs] = counts;
     if (downs.size() < 2 || static_cast<double>(downs.size()) < kRebootShare * total) continue;
     int links = 0;
-    for (CableState* c : downs) links += Reclassify(c, now - options_.window, DownKind::kSwitchReboot);
+    for (CableState* c : downs) links += Reclassify(c, WindowStart(now), DownKind::kSwitchReboot);
     if (links == 0) continue;  // this reboot was already reported, with every cable in it
     // One event per reboot: cables that join it later add to it.
     FabricEvent* last = nullptr;

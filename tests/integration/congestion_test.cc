@@ -29,7 +29,7 @@ using nlohmann::json;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-constexpr const char* kConfig = R"(window: 2s
+constexpr const char* kCongestionConfig = R"(window: 2s
 raise_after: 2
 clear_after: 2
 congestion:
@@ -43,7 +43,7 @@ class CongestionTest : public FabricSuite {
     spec.hcas_per_host = 1;  // HCAs named as rdma-ndd names them: "cn0001 mlx5_0", host cn0001
     StartFabric(spec);
     dir_ = MakeTempDir("congestion");
-    WriteFile(dir_ + "/alerts.yaml", kConfig);
+    WriteFile(dir_ + "/alerts.yaml", kCongestionConfig);
   }
   static void TearDownTestSuite() {
     RemoveTree(dir_);

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <map>
 #include <regex>
@@ -119,19 +120,30 @@ class FabricSuite : public ::testing::Test {
     return e;
   }
 
-  // Adds `step` to a counter of one port every 100 ms until stopped; past
-  // `wrap_at` it starts again from `step` (as a counter cleared by another
-  // tool would), so that a ramp never pins ibsim's counter at its limit.
+  // Raises a counter of one port by `step` for every 100 ms since the ramp
+  // began, until stopped; past `wrap_at` it starts again from `step` (as a
+  // counter cleared by another tool would), so that a ramp never pins
+  // ibsim's counter at its limit. The value follows the clock, not the
+  // commands: on a loaded machine a console command can take longer than
+  // 100 ms (the ramps share the console, ibsim is busy answering MADs), and
+  // a ramp that added a step a command would rise slower than the rate a
+  // test asserts. A late command sets the value the clock says, so the
+  // rate over any span longer than a late command is `step` per 100 ms.
   class Ramp {
    public:
     Ramp(const Endpoint& at, std::string field, unsigned long long step, unsigned long long wrap_at = ~0ULL) {
       thread_ = std::thread([=, this] {
-        unsigned long long v = 0;
-        while (!stop_) {
-          v = v + step > wrap_at ? step : v + step;
+        const auto start = std::chrono::steady_clock::now();
+        const unsigned long long steps_to_wrap = std::max(1ULL, wrap_at / step);
+        for (unsigned long long n = 1; !stop_;) {
+          const unsigned long long v = ((n - 1) % steps_to_wrap + 1) * step;
           bool ok = false;
           sim_->Console("PerformanceSet " + At(at) + " " + field + "=" + std::to_string(v), &ok);
-          std::this_thread::sleep_for(std::chrono::milliseconds(100));
+          const auto next = start + std::chrono::milliseconds(100) * n;
+          std::this_thread::sleep_until(next);
+          n = static_cast<unsigned long long>((std::chrono::steady_clock::now() - start) /
+                                              std::chrono::milliseconds(100)) +
+              1;
         }
       });
     }

@@ -79,30 +79,46 @@ class StatusPageTest : public FabricSuite {
     }
     symbols_ = std::make_unique<Ramp>(bad, "PortCounters.SymbolErrorCounter", 10, 60000);
     flaps_ = std::make_unique<Ramp>(flap, "PortCounters.LinkDownedCounter", 1, 250);
-    // Every planted alert on its cable.
-    const auto deadline = std::chrono::steady_clock::now() + seconds(90);
+    // Every planted alert on its cable: a few sweeps' work (each rate-based
+    // one two judged sweeps in a row). The bound is for a loaded machine,
+    // where a sweep of the 4096-host fabric and its publication take
+    // several seconds; what was missing and how far the exporter got are
+    // said when it runs out.
+    const double sweeps_before = exporter_->ScrapeMetrics().Value("infiniband_exporter_sweeps_total").value_or(0);
+    const auto deadline = std::chrono::steady_clock::now() + seconds(240);
     std::string body;
+    std::vector<std::string> missing;
     while (std::chrono::steady_clock::now() < deadline) {
       body = exporter_->Get("/api/v1/alerts?state=active");
       const json j = json::parse(body, nullptr, false);
-      std::size_t found = 0;
+      missing.clear();
       for (const Planted& p : planted) {
+        bool found = false;
         for (const auto& a : j.is_discarded() ? json::array() : j["active"]) {
           if (a["cause"] != p.cause || a["ends"].size() != 2) continue;
           std::set<std::string> ends{
               a["ends"][0]["node"].get<std::string>() + "[" + std::to_string(a["ends"][0]["port"].get<int>()) + "]",
               a["ends"][1]["node"].get<std::string>() + "[" + std::to_string(a["ends"][1]["port"].get<int>()) + "]"};
-          if (ends.count(p.a.node + "[" + std::to_string(p.a.port) + "]") &&
-              ends.count(p.b.node + "[" + std::to_string(p.b.port) + "]")) {
-            ++found;
-            break;
-          }
+          found = ends.count(p.a.node + "[" + std::to_string(p.a.port) + "]") &&
+                  ends.count(p.b.node + "[" + std::to_string(p.b.port) + "]");
+          if (found) break;
         }
+        if (!found) missing.push_back(p.cause + " " + p.a.node + "[" + std::to_string(p.a.port) + "]");
       }
-      if (found == planted.size()) return planted;
+      if (missing.empty()) return planted;
       std::this_thread::sleep_for(seconds(1));
     }
-    ADD_FAILURE() << "the planted alerts did not all come: " << body;
+    const Scrape s = exporter_->ScrapeMetrics();
+    std::string not_come;
+    for (const auto& m : missing) not_come += " " + m;
+    ADD_FAILURE() << "the planted alerts did not all come in 240 s; missing:" << not_come << "; sweeps since the ramps "
+                  << s.Value("infiniband_exporter_sweeps_total").value_or(0) - sweeps_before << ", the last sweep took "
+                  << s.Value("infiniband_exporter_sweep_duration_seconds").value_or(-1)
+                  << " s; symbol errors at the bad port "
+                  << s.Value("infiniband_switch_port_symbol_error_total",
+                             {{"switch", bad.node}, {"port", std::to_string(bad.port)}})
+                         .value_or(-1)
+                  << "; alerts: " << body;
     return {};
   }
 

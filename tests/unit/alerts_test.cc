@@ -21,7 +21,8 @@ namespace {
 using std::chrono::milliseconds;
 using topology::PortRef;
 
-// leaf0[1] - host0[1], leaf0[2] - host1[1]; a clock that sweeps every 1 s.
+// leaf0[1] - host0[1], leaf0[2] - host1[1]; a clock that sweeps every
+// `spacing` seconds (1 unless a test says otherwise).
 struct Bench {
   topology::Fabric fabric;
   PortTable ports;
@@ -30,6 +31,7 @@ struct Bench {
   std::chrono::system_clock::time_point w0 = std::chrono::system_clock::now();
   PortRef leaf1, leaf2, host0, host1;
   int sweep = 0;
+  int spacing = 1;
 
   Bench() {
     testing::FabricBuilder b;
@@ -53,8 +55,8 @@ struct Bench {
     for (const PortRef& p : {leaf1, leaf2}) links[p] = *fabric.FindPort(p);
   }
   void Add(const PortRef& p, Counter c, std::uint64_t n) { ports[p].SetTotal(Index(c), ports[p].Total(Index(c)) + n); }
-  std::chrono::steady_clock::time_point Now() const { return t0 + std::chrono::seconds(sweep); }
-  std::chrono::system_clock::time_point Wall() const { return w0 + std::chrono::seconds(sweep); }
+  std::chrono::steady_clock::time_point Now() const { return t0 + std::chrono::seconds(sweep * spacing); }
+  std::chrono::system_clock::time_point Wall() const { return w0 + std::chrono::seconds(sweep * spacing); }
   void Observe(LinkHealth& h) {
     h.Observe(fabric, nullptr, ports, links, Now(), Wall());
     ++sweep;
@@ -310,6 +312,63 @@ TEST(AlertEngineTest, HysteresisBothWays) {
     EXPECT_TRUE(d.engine.Cleared()[0].cleared);
     EXPECT_EQ(d.engine.Raised().at(Cause::kBadCable), 1u);
   }
+}
+
+// Sweeps further apart than the window (a loaded host's slow cycles, or a
+// window as short as the sweep interval): a port read in every sweep is
+// judged over its last two readings, and the downs of the sweep before
+// still count, so a bad cable and a flapping link are raised as with
+// sweeps inside the window. A port that missed a sweep starts its window
+// afresh (no rate over the gap) and counts neither way until read twice.
+TEST(AlertEngineTest, SweepsFurtherApartThanTheWindowAreStillJudged) {
+  AlertConfig c = Quick();
+  c.window = milliseconds(2000);
+  c.link_downs = {2, std::nullopt};
+  Driven d(c);
+  d.health = LinkHealth({milliseconds(2000)});
+  d.b.spacing = 5;
+  EXPECT_TRUE(d.Sweep().empty());  // t=0: the base
+  auto step = [&] {
+    d.b.Add(d.b.host1, Counter::kSymbolError, 50);  // 10/s over 5 s: critical
+    d.b.Add(d.b.leaf1, Counter::kLinkDowned, 1);    // one flap a sweep, counted at both ends
+    d.b.Add(d.b.host0, Counter::kLinkDowned, 1);
+    return d.Sweep();
+  };
+  EXPECT_TRUE(step().empty()) << "t=5: one sweep of symbol errors, one down in the window";
+  auto active = step();  // t=10: symbol errors a second sweep in a row; two downs in the window
+  ASSERT_EQ(active.size(), 1u);
+  const Alert bad = active[0];
+  EXPECT_EQ(bad.cause, Cause::kBadCable);
+  EXPECT_EQ(bad.cable, topology::CableBetween(d.b.leaf2, d.b.host1));
+  EXPECT_EQ(bad.severity, Severity::kCritical);
+  ASSERT_FALSE(bad.evidence.empty());
+  EXPECT_EQ(bad.evidence[0].signal, "symbol_errors");
+  EXPECT_DOUBLE_EQ(bad.evidence[0].value, 10);
+  EXPECT_DOUBLE_EQ(bad.evidence[0].window_seconds, 5);
+  EXPECT_EQ(Of(d.health.Cables(), d.b.leaf1).downs_in_window, 2) << "this sweep's and the one before";
+  active = step();  // t=15: two downs in the window a second sweep in a row
+  ASSERT_EQ(active.size(), 2u);
+  EXPECT_EQ(active[1].cause, Cause::kFlappingLink);
+  EXPECT_EQ(active[1].cable, topology::CableBetween(d.b.leaf1, d.b.host0));
+
+  // host1 misses a sweep: the next reading is 10 s after its last, a gap
+  // the window does not reach across; it is not judged until read twice.
+  d.b.ports[d.b.host1].stale = true;
+  d.b.Add(d.b.host1, Counter::kSymbolError, 50);
+  d.Sweep();  // t=20: host1 unread
+  d.b.ports[d.b.host1].stale = false;
+  d.b.Add(d.b.host1, Counter::kSymbolError, 50);
+  d.Sweep();  // t=25: read again, its window afresh
+  const CableHealth after = Of(d.health.Cables(), d.b.leaf2);
+  const EndRates& host1 = after.a.port == d.b.host1 ? after.a : after.b;
+  EXPECT_EQ(host1.window_seconds, 0) << "no rate over the 10 s gap";
+  bool still = false;
+  for (const Alert& a : d.engine.Active()) still = still || a.cause == Cause::kBadCable;
+  EXPECT_TRUE(still) << "not judged: counts neither way";
+  d.b.Add(d.b.host1, Counter::kSymbolError, 50);
+  d.Sweep();  // t=30: two readings 5 s apart
+  const CableHealth judged = Of(d.health.Cables(), d.b.leaf2);
+  EXPECT_DOUBLE_EQ((judged.a.port == d.b.host1 ? judged.a : judged.b).window_seconds, 5);
 }
 
 // A raw bit error ratio over its levels is a bad cable though no counter

@@ -18,7 +18,7 @@
 namespace ibfabric::topology {
 namespace {
 
-struct Tree : testing::RoutedTree {
+struct BlastTree : testing::RoutedTree {
   PortRef P(int node, int port) const { return {b.Guid(node), static_cast<std::uint8_t>(port)}; }
   PortRef Up(int l, int s) const { return P(leaf[l], 3 + s); }     // leaf l's cable to spine s
   PortRef Down(int s, int l) const { return P(spine[s], 1 + l); }  // spine s's cable to leaf l
@@ -28,7 +28,7 @@ struct Tree : testing::RoutedTree {
 
 // Every (source, destination) host pair whose traced route leaves by one
 // of `egress`, counted the slow way.
-BlastRadius BruteForce(const Tree& t, const std::set<PortRef>& egress) {
+BlastRadius BruteForce(const BlastTree& t, const std::set<PortRef>& egress) {
   BlastRadius out;
   for (const PortRef& s : HostPorts(t.fabric)) {
     for (const PortRef& d : HostPorts(t.fabric)) {
@@ -56,13 +56,13 @@ void ExpectSame(const BlastRadius& got, const BlastRadius& want, const std::stri
 }
 
 TEST(BlastRadiusTest, ARouteIsTracedHopByHopToItsDestination) {
-  Tree t;
+  BlastTree t;
   // cn3 (leaf2) to cn1 (leaf1, reached through spine1).
   const Route r = TraceRoute(t.fabric, t.tables, t.Host(2), t.Lid(t.host[0]));
   EXPECT_TRUE(r.arrives);
   EXPECT_EQ(r.egress, (std::vector<PortRef>{t.Host(2), t.Up(1, 0), t.Down(0, 0), t.ToHost(0)}));
   // A hole in spine1's table: the route stops there.
-  Tree holed;
+  BlastTree holed;
   holed.Route(holed.spine[0], holed.Lid(holed.host[0]), transport::kLftNoPort);
   const Route broken = TraceRoute(holed.fabric, holed.tables, holed.Host(2), holed.Lid(holed.host[0]));
   EXPECT_FALSE(broken.arrives);
@@ -70,7 +70,7 @@ TEST(BlastRadiusTest, ARouteIsTracedHopByHopToItsDestination) {
 }
 
 TEST(BlastRadiusTest, ASpineCableCarriesTheRoutesTheTablesSendThroughItBothWays) {
-  Tree t;
+  BlastTree t;
   // leaf1 - spine1: down, the routes to cn1 from the other leaves (cn3-cn6);
   // up, leaf1's hosts' routes to cn3 and cn5.
   const BlastRadius r = RoutesThrough(t.fabric, t.tables, {t.Up(0, 0), t.Down(0, 0)});
@@ -86,7 +86,7 @@ TEST(BlastRadiusTest, ASpineCableCarriesTheRoutesTheTablesSendThroughItBothWays)
 }
 
 TEST(BlastRadiusTest, AHostsCableCarriesEveryRouteToAndFromIt) {
-  Tree t;
+  BlastTree t;
   const BlastRadius r = RoutesThrough(t.fabric, t.tables, {t.Host(0), t.ToHost(0)});
   EXPECT_EQ(r.routes, 10u);
   EXPECT_EQ(r.ports.at(t.Host(0)).sends, 5u);
@@ -99,7 +99,7 @@ TEST(BlastRadiusTest, AHostsCableCarriesEveryRouteToAndFromIt) {
 }
 
 TEST(BlastRadiusTest, EveryCableCountsExactlyThePairsWhoseTracedRouteCrossesIt) {
-  Tree t;
+  BlastTree t;
   for (const Link& l : Links(t.fabric)) {
     const std::string what = t.fabric.FindNode(l.a.node_guid)->description + "[" + std::to_string(l.a.port) + "] - " +
                              t.fabric.FindNode(l.b.node_guid)->description + "[" + std::to_string(l.b.port) + "]";
@@ -107,7 +107,7 @@ TEST(BlastRadiusTest, EveryCableCountsExactlyThePairsWhoseTracedRouteCrossesIt) 
     ExpectSame(RoutesThrough(t.fabric, t.tables, {l.a}), BruteForce(t, {l.a}), what + " one way");
   }
   // With a loop between the spines' tables and a hole, still exact.
-  Tree odd;
+  BlastTree odd;
   odd.Route(odd.spine[0], odd.Lid(odd.host[4]), 2);  // spine1 sends cn5 to leaf2, which sends it back up
   odd.Route(odd.leaf[1], odd.Lid(odd.host[4]), 3);
   odd.Route(odd.spine[1], odd.Lid(odd.host[1]), transport::kLftNoPort);

@@ -15,7 +15,7 @@ namespace {
 // The shared small tree (tests/unit/routed_tree.h): leaves 0-2, spines
 // 3-4, hosts 5-10; host h on leaf h / 2, the other leaves reaching it
 // through spine h % 2.
-struct Tree : testing::RoutedTree {
+struct CongestedTree : testing::RoutedTree {
   // Switch `sw` forwards host h's LID out of `port`.
   void RouteHost(int sw, int h, int port) { Route(sw, Lid(host[h]), port); }
   PortRef P(int node, int port) const { return {b.Guid(node), static_cast<std::uint8_t>(port)}; }
@@ -28,7 +28,7 @@ struct Tree : testing::RoutedTree {
 };
 
 TEST(CongestionTest, NextHopsFollowTheDestinationsThePortCarries) {
-  Tree t;
+  CongestedTree t;
   // leaf2's cable to spine1 carries the hosts of other leaves routed
   // through spine1 (cn1 and cn5); spine1 sends them down to leaf1 and leaf3.
   EXPECT_EQ(NextHops(t.fabric, t.tables, t.Up(1, 0)), (std::set<PortRef>{t.Down(0, 0), t.Down(0, 2)}));
@@ -45,7 +45,7 @@ TEST(CongestionTest, NextHopsFollowTheDestinationsThePortCarries) {
 }
 
 TEST(CongestionTest, AnIncastIsOneTreeRootedAtTheHostsLeafPort) {
-  Tree t;
+  CongestedTree t;
   // cn1 does not drain: leaf1's port to it waits, spine1's port to leaf1
   // behind it, and leaf2's and leaf3's uplinks to spine1 behind that.
   const auto trees = t.Trees({t.ToHost(0), t.Down(0, 0), t.Up(1, 0), t.Up(2, 0)});
@@ -59,7 +59,7 @@ TEST(CongestionTest, AnIncastIsOneTreeRootedAtTheHostsLeafPort) {
 }
 
 TEST(CongestionTest, TwoIndependentIncastsAreTwoTrees) {
-  Tree t;
+  CongestedTree t;
   // cn1 behind spine1, cn6 (leaf3 port 2) behind spine2.
   const auto trees = t.Trees({t.ToHost(0), t.Down(0, 0), t.ToHost(5), t.Down(1, 2), t.Up(1, 1)});
   ASSERT_EQ(trees.size(), 2u);
@@ -71,7 +71,7 @@ TEST(CongestionTest, TwoIndependentIncastsAreTwoTrees) {
 }
 
 TEST(CongestionTest, ACongestedPortWithNoCongestedNextHopIsItsOwnRoot) {
-  Tree t;
+  CongestedTree t;
   auto trees = t.Trees({t.Up(1, 0)});
   ASSERT_EQ(trees.size(), 1u);
   EXPECT_EQ(trees[0].root, t.Up(1, 0));
@@ -87,7 +87,7 @@ TEST(CongestionTest, ACongestedPortWithNoCongestedNextHopIsItsOwnRoot) {
 }
 
 TEST(CongestionTest, TheForwardingTableNotTheCablingDecidesTheNextHop) {
-  Tree t;
+  CongestedTree t;
   // Balanced tables: leaf2's uplink to spine1 carries cn1 and cn5, so it
   // waits behind spine1's congested port to leaf3 (cn5's way).
   auto trees = t.Trees({t.Up(1, 0), t.Down(0, 2)});
@@ -108,7 +108,7 @@ TEST(CongestionTest, TheForwardingTableNotTheCablingDecidesTheNextHop) {
 }
 
 TEST(CongestionTest, AnHcaWaitingToSendIsAVictimOfItsLeafsCongestedUplink) {
-  Tree t;
+  CongestedTree t;
   const auto trees = t.Trees({t.P(t.host[2], 1), t.Up(1, 0)});
   ASSERT_EQ(trees.size(), 1u);
   EXPECT_EQ(trees[0].root, t.Up(1, 0));
@@ -116,7 +116,7 @@ TEST(CongestionTest, AnHcaWaitingToSendIsAVictimOfItsLeafsCongestedUplink) {
 }
 
 TEST(CongestionTest, PortsThatWaitOnEachOtherAreOneLoopTree) {
-  Tree t;
+  CongestedTree t;
   // cn5 routed round leaf1 -> spine1 -> leaf2 -> spine2 -> leaf1 -> ...
   t.RouteHost(t.spine[0], 4, 2);
   t.RouteHost(t.leaf[1], 4, 4);

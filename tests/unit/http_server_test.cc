@@ -422,7 +422,7 @@ TEST(HttpServerTest, AnUnexpectedExceptionIsAGeneric500LoggedOnceAndCounted) {
   std::thread serving([&server] { server.listen_after_bind(); });
   while (!server.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   httplib::Client c("127.0.0.1", port);
-  testing::internal::CaptureStderr();
+  ::testing::internal::CaptureStderr();
   for (int i = 0; i < 3; ++i) {
     auto r = c.Get("/boom");
     ASSERT_TRUE(r);
@@ -436,7 +436,7 @@ TEST(HttpServerTest, AnUnexpectedExceptionIsAGeneric500LoggedOnceAndCounted) {
   }
   server.stop();
   serving.join();
-  const std::string logged = testing::internal::GetCapturedStderr();
+  const std::string logged = ::testing::internal::GetCapturedStderr();
   std::size_t lines = 0;
   for (std::size_t at = 0; (at = logged.find("secret internals", at)) != std::string::npos; ++at) ++lines;
   EXPECT_EQ(lines, 1u) << logged;
