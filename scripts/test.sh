@@ -5,16 +5,20 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
-phases=""
-phase() { phases="$phases, $1 $(($(date +%s) - start)) s"; start=$(date +%s); }
-trap 'echo "test.sh: ${phases#, }"' EXIT
+phases="" current=install
+# Ends a phase and names the next ("" after the last).
+phase() {
+  phases="$phases, $current $(($(date +%s) - start)) s"
+  current="$1" start=$(date +%s)
+}
+trap 'rc=$?; echo "test.sh: ${phases#, }${current:+${phases:+, }$current $(($(date +%s) - start)) s (failed, exit $rc)}"' EXIT
 bash scripts/install-deps.sh
-phase install
-bash scripts/build.sh
 phase build
+bash scripts/build.sh
+phase tests
 cd build
 # Three at a time: the simulator suites run in two lanes, one suite of each
 # at a time (tests/CMakeLists.txt, integration_suite), the unit tests,
 # checks and the niced fuzz targets beside them.
 ctest --output-on-failure --timeout 900 -j3
-phase tests
+phase ""

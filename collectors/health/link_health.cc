@@ -182,7 +182,7 @@ LinkHealth::Reading LinkHealth::Record(const topology::PortRef& port, const Port
   // window (a loaded host, a window as short as the interval), its rates
   // are over its last two readings, the shortest span the exporter sees,
   // not never judged.
-  const bool missed_a_sweep = v.size > 0 && (!last_sweep_ || v.back().t < *last_sweep_);
+  const bool missed_a_sweep = v.size > 0 && (!sweeps_[0] || v.back().t < *sweeps_[0]);
   if (missed_a_sweep && now - v.back().t > options_.window) v.size = 0;
   // The newest reading is always the last point; it stays as a kept one
   // when it came window/5 after the kept one before it, else the next
@@ -203,9 +203,11 @@ LinkHealth::Reading LinkHealth::Record(const topology::PortRef& port, const Port
   return r;
 }
 
-std::chrono::steady_clock::time_point LinkHealth::WindowStart(std::chrono::steady_clock::time_point now) const {
+std::chrono::steady_clock::time_point LinkHealth::WindowStart(std::chrono::steady_clock::time_point now,
+                                                              bool counters_read) const {
   const auto start = now - options_.window;
-  return last_sweep_ && *last_sweep_ < start ? *last_sweep_ : start;
+  const auto& before = sweeps_[counters_read ? 0 : 1];
+  return before && *before <= start ? *before : start + std::chrono::steady_clock::duration(1);
 }
 
 int LinkHealth::Reclassify(CableState* c, std::chrono::steady_clock::time_point since, DownKind kind) {
@@ -263,6 +265,7 @@ void LinkHealth::Observe(const topology::Fabric& fabric, const topology::Analysi
                          bool counters_read, const WaitCountSeconds& wait_count) {
   Track(fabric);
   ++observation_;
+  const auto window_start = WindowStart(now, counters_read);
   for (auto& [link, c] : cables_) {
     const Ends ends = ReadEnds(link, ports, counters_read, now);
     const LinkRead read = ReadLink(link, c.health, fabric, links);
@@ -279,7 +282,7 @@ void LinkHealth::Observe(const topology::Fabric& fabric, const topology::Analysi
       h.last_down_kind = kind;
     }
     h.downs_total += events;
-    std::erase_if(c.downs, [&](const Down& d) { return d.t < WindowStart(now); });
+    std::erase_if(c.downs, [&](const Down& d) { return d.t < window_start; });
     h.up = read.up;
     NoteRates(link, &c, read, analysis, fabric, links, wait_count);
     for (int k = 0; k < 2; ++k) {
@@ -287,8 +290,8 @@ void LinkHealth::Observe(const topology::Fabric& fabric, const topology::Analysi
       c.pinned[k] = ends.pinned[k];
     }
   }
-  FindReboots(now, wall);
-  if (counters_read) last_sweep_ = now;
+  FindReboots(now, wall, window_start);
+  if (counters_read) sweeps_ = {now, sweeps_[0]};
   for (auto& [link, c] : cables_) {
     c.health.downs_in_window = static_cast<int>(
         std::count_if(c.downs.begin(), c.downs.end(), [](const Down& d) { return d.kind == DownKind::kFlap; }));
@@ -469,7 +472,8 @@ void LinkHealth::NoteRates(const topology::Link& link, CableState* c, const Link
   }
 }
 
-void LinkHealth::FindReboots(std::chrono::steady_clock::time_point now, std::chrono::system_clock::time_point wall) {
+void LinkHealth::FindReboots(std::chrono::steady_clock::time_point now, std::chrono::system_clock::time_point wall,
+                             std::chrono::steady_clock::time_point window_start) {
   // Per switch: its cables, and those with a down in the window that is a
   // flap or already this reboot.
   std::map<std::uint64_t, std::pair<int, std::vector<CableState*>>> of;
@@ -489,7 +493,7 @@ void LinkHealth::FindReboots(std::chrono::steady_clock::time_point now, std::chr
     auto& [total, downs] = counts;
     if (downs.size() < 2 || static_cast<double>(downs.size()) < kRebootShare * total) continue;
     int links = 0;
-    for (CableState* c : downs) links += Reclassify(c, WindowStart(now), DownKind::kSwitchReboot);
+    for (CableState* c : downs) links += Reclassify(c, window_start, DownKind::kSwitchReboot);
     if (links == 0) continue;  // this reboot was already reported, with every cable in it
     // One event per reboot: cables that join it later add to it.
     FabricEvent* last = nullptr;
@@ -499,7 +503,8 @@ void LinkHealth::FindReboots(std::chrono::steady_clock::time_point now, std::chr
         break;
       }
     }
-    const auto window = std::chrono::duration_cast<std::chrono::system_clock::duration>(options_.window);
+    // Joined within the window of downs (reaching the sweep before, as they do).
+    const auto window = std::chrono::duration_cast<std::chrono::system_clock::duration>(now - window_start);
     if (last && last->when >= wall - window) {
       last->links += links;
     } else {

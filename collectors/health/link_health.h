@@ -304,14 +304,18 @@ class LinkHealth {
   // `wait_count_seconds`: how long one PortXmitWait count of the port
   // lasts, 0 when unknown (no wait fraction then).
   EndRates RatesOf(const topology::PortRef& port, double wait_count_seconds) const;
-  // Where the window of downs that `now` closes starts: `window` before it,
-  // or at the sweep before if that was longer ago (a window is never
-  // shorter than the exporter's own cycle: see Record).
-  std::chrono::steady_clock::time_point WindowStart(std::chrono::steady_clock::time_point now) const;
+  // The earliest time in the window of downs that an observation at `now`
+  // closes: just after `window` before it, or the sweep before if that was
+  // longer ago (a
+  // window is never shorter than the exporter's own cycle: see Record). An
+  // observation between sweeps (a trap) keeps what the last sweep counted.
+  std::chrono::steady_clock::time_point WindowStart(std::chrono::steady_clock::time_point now,
+                                                    bool counters_read) const;
   // Downs of the cable from `since` on, of kind flap, become `kind`; returns how many.
   static int Reclassify(CableState* c, std::chrono::steady_clock::time_point since, DownKind kind);
   // Nearly every cable of one switch down within the window: one reboot.
-  void FindReboots(std::chrono::steady_clock::time_point now, std::chrono::system_clock::time_point wall);
+  void FindReboots(std::chrono::steady_clock::time_point now, std::chrono::system_clock::time_point wall,
+                   std::chrono::steady_clock::time_point window_start);
   void Emit(FabricEvent e);
 
   LinkHealthOptions options_;
@@ -319,10 +323,11 @@ class LinkHealth {
   std::map<topology::PortRef, History> history_;       // every port on a cable
   std::map<std::uint64_t, topology::NodeKind> kinds_;  // every node seen in a fabric
   std::uint64_t observation_ = 0;
-  // When the last sweep's counters were read (Observe with counters_read):
-  // a port read then has no gap before this sweep, however long the sweep
-  // took (Record, Observe).
-  std::optional<std::chrono::steady_clock::time_point> last_sweep_;
+  // When the last two sweeps' counters were read (Observe with
+  // counters_read), the latest first: a port read in the sweep before has
+  // no gap, however long the sweep took (Record), and the window of downs
+  // reaches back to the sweep before (WindowStart).
+  std::array<std::optional<std::chrono::steady_clock::time_point>, 2> sweeps_;
   std::deque<FabricEvent> events_;
   std::map<DownKind, std::uint64_t> event_counts_;
 };

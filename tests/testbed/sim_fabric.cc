@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -230,8 +231,15 @@ std::string SimFabric::Console(const std::string& command, bool* ok) {
   const std::string line = command + "\n";
   bool answered = write(console_fd_, line.data(), line.size()) == static_cast<ssize_t>(line.size());
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  // ibsim prompts after each line it took.
+  const auto commands = static_cast<std::size_t>(std::count(line.begin(), line.end(), '\n'));
+  const auto prompts = [](const std::string& text) {
+    std::size_t n = 0;
+    for (auto at = text.find("sim> "); at != std::string::npos; at = text.find("sim> ", at + 1)) ++n;
+    return n;
+  };
   std::string out;
-  while (answered && (out = ReadFrom(path, before)).find("sim> ") == std::string::npos) {
+  while (answered && prompts(out = ReadFrom(path, before)) < commands) {
     if (std::chrono::steady_clock::now() > deadline || !ibsim_->Running()) {
       answered = false;
       break;
@@ -242,7 +250,7 @@ std::string SimFabric::Console(const std::string& command, bool* ok) {
     if (ok) *ok = false;
     return "";
   }
-  out = out.substr(0, out.find("sim> "));
+  out = out.substr(0, out.rfind("sim> "));
   // ibsim says nothing on success and one of these on a rejected command.
   // Its packet warnings ("ibwarn: ... routing failed") about MADs in
   // flight meanwhile may land in between: they say nothing of the command.

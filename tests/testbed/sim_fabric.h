@@ -49,10 +49,11 @@ class SimFabric {
   SimFabric(const SimFabric&) = delete;
   SimFabric& operator=(const SimFabric&) = delete;
 
-  // Sends one console command (PerformanceSet, Unlink, ReLink, Link, Error,
-  // Baselid, ...) and waits for ibsim's next prompt. Returns what ibsim
-  // printed for it. *ok is false when ibsim did not answer in time or
-  // rejected the command (unknown command, node not found, ...).
+  // Sends console commands (PerformanceSet, Unlink, ReLink, Link, Error,
+  // Baselid, ...; several are one a line, taken in one write) and waits for
+  // ibsim's prompt after each. Returns what ibsim printed for them. *ok is
+  // false when ibsim did not answer in time or rejected one (unknown
+  // command, node not found, ...).
   std::string Console(const std::string& command, bool* ok = nullptr);
   // Disconnects the clients ibsim still lists whose process is gone (one
   // killed before umad2sim said goodbye keeps its slot, and as an SM client

@@ -350,6 +350,10 @@ TEST(AlertEngineTest, SweepsFurtherApartThanTheWindowAreStillJudged) {
   ASSERT_EQ(active.size(), 2u);
   EXPECT_EQ(active[1].cause, Cause::kFlappingLink);
   EXPECT_EQ(active[1].cable, topology::CableBetween(d.b.leaf1, d.b.host0));
+  // A trap's PortInfo read between sweeps (t=16) keeps what the sweep counted.
+  d.health.Observe(d.b.fabric, nullptr, d.b.ports, d.b.links, d.b.t0 + std::chrono::seconds(16),
+                   d.b.w0 + std::chrono::seconds(16), /*counters_read=*/false);
+  EXPECT_EQ(Of(d.health.Cables(), d.b.leaf1).downs_in_window, 2) << "the downs of t=10 and t=15";
 
   // host1 misses a sweep: the next reading is 10 s after its last, a gap
   // the window does not reach across; it is not judged until read twice.
