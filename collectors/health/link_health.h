@@ -306,9 +306,9 @@ class LinkHealth {
   EndRates RatesOf(const topology::PortRef& port, double wait_count_seconds) const;
   // The earliest time in the window of downs that an observation at `now`
   // closes: just after `window` before it, or the sweep before if that was
-  // longer ago (a
-  // window is never shorter than the exporter's own cycle: see Record). An
-  // observation between sweeps (a trap) keeps what the last sweep counted.
+  // longer ago (a window is never shorter than the exporter's own cycle:
+  // see Record). An observation between sweeps (a trap) keeps what the last
+  // sweep counted.
   std::chrono::steady_clock::time_point WindowStart(std::chrono::steady_clock::time_point now,
                                                     bool counters_read) const;
   // Downs of the cable from `since` on, of kind flap, become `kind`; returns how many.
