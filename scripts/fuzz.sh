@@ -2,8 +2,10 @@
 # Builds the fuzz targets with clang's libFuzzer (plus ASan and UBSan) and
 # runs each for SECONDS (default 20) from its seed corpus, as many at once as
 # there are cores (each target runs on one). Exits non-zero on
-# any crash, leak or sanitizer report. Run by ctest.
-#   scripts/fuzz.sh [SECONDS] [OUT_DIR] [BUILD_DIR]
+# any crash, leak or sanitizer report. Run by ctest; scripts/build.sh runs
+# it with --build-only (compile and link, as many at once as there are
+# cores, nothing run), so that the test phase only runs them.
+#   scripts/fuzz.sh [--build-only] [SECONDS] [OUT_DIR] [BUILD_DIR]
 # The parser targets need nothing built. The HTTP target (tests/fuzz/
 # http_fuzz.cc) is built when BUILD_DIR, a CMake build of the project, is
 # given: the HTTP layer and the JSON API are compiled instrumented, the rest
@@ -12,6 +14,11 @@
 # corpus (tests/fuzz/corpus/TARGET/regression-*), so every run replays it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+build_only=0
+if [ "${1:-}" = "--build-only" ]; then
+  build_only=1
+  shift
+fi
 seconds="${1:-20}"
 out="${2:-build/fuzz}"
 build="${3:-}"
@@ -20,7 +27,8 @@ cxx=$(command -v clang++ || command -v clang++-14)
 common=(-std=c++20 -O1 -g1 -fno-sanitize-recover=undefined -I.)
 # Compiles each source once into $out/obj (instrumented for the fuzzer, not
 # linked with its main), again only when it or a header changed; in the
-# background, collected by wait_objects. objects_of names the objects.
+# background, as many at once as there are cores, collected by
+# wait_objects. objects_of names the objects.
 pids=()
 compile() {  # compile SRC [extra flags...]
   local src="$1"
@@ -29,6 +37,10 @@ compile() {  # compile SRC [extra flags...]
   obj="$out/obj/$(echo "$src" | tr / _).o"
   if [ ! -f "$obj" ] || [ -n "$(find "$src" topology/*.h config/*.h collectors/*.h collectors/*/*.h exporter/*.h transport/*.h -newer "$obj" 2>/dev/null)" ]; then
     rm -f "$obj"
+    if [ ${#pids[@]} -ge "$(nproc)" ]; then
+      wait "${pids[0]}" || { echo "fuzz: compiling failed"; exit 1; }
+      pids=("${pids[@]:1}")
+    fi
     "$cxx" "${common[@]}" "$@" -fsanitize=fuzzer-no-link,address,undefined -c "$src" -o "$obj" &
     pids+=($!)
   fi
@@ -83,6 +95,7 @@ wait_objects
 # Runs in the background, at most one a core; wait_runs fails if any did.
 runs=()
 start() {
+  [ "$build_only" = 0 ] || return 0
   run "$@" &
   runs+=($!)
   if [ ${#runs[@]} -ge "$(nproc)" ]; then wait_runs; fi
@@ -113,4 +126,8 @@ if [ -n "$build" ]; then
   start http -max_len=16384 -dict=tests/fuzz/http.dict
 fi
 wait_runs
-echo "fuzz: all targets ran without a crash"
+if [ "$build_only" = 1 ]; then
+  echo "fuzz: targets built in $out"
+else
+  echo "fuzz: all targets ran without a crash"
+fi

@@ -15,6 +15,9 @@ trap 'rc=$?; echo "test.sh: ${phases#, }${current:+${phases:+, }$current $(($(da
 bash scripts/install-deps.sh
 phase build
 bash scripts/build.sh
+# The fuzz targets too (clang, instrumented): building is the build's work,
+# so that the test phase only runs them (ctest's fuzz.targets).
+bash scripts/fuzz.sh --build-only 0 "$PWD/build/fuzz" "$PWD/build"
 phase tests
 cd build
 # Three at a time: the simulator suites run in two lanes, one suite of each

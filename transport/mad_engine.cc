@@ -479,18 +479,20 @@ class MadEngine::Batch {
     const std::uint32_t tid = e_.NextTid();
     ++e_.stats_.kinds[Slot(kind)].sent;
     if (rate_ > 0) e_.bucket_.tokens -= 1;
+    // The round trip starts before the send: a thread descheduled between
+    // the send and reading the clock would take a reply for faster than it was.
+    const TimePoint sent_at = e_.clock_->Now();
     if (!e_.port_.Send(e_.AddressFor(req), EncodeRequest(req, tid, o_.m_key, o_.sa_key))) {
       ++e_.stats_.kinds[Slot(kind)].send_errors;
       Finish(job.index, MadOutcome::kSendError);
       Enqueue(unit_id);
       return true;
     }
-    Sent(job, unit_id, tid, kind);
+    Sent(job, unit_id, tid, kind, sent_at);
     return true;
   }
-  // Books a request just sent: in flight, its deadline, the windows and their peaks.
-  void Sent(const Job& job, std::uint64_t unit_id, std::uint32_t tid, MadKind kind) {
-    const TimePoint now = e_.clock_->Now();
+  // Books a request sent at `now`: in flight, its deadline, the windows and their peaks.
+  void Sent(const Job& job, std::uint64_t unit_id, std::uint32_t tid, MadKind kind, TimePoint now) {
     if (first_sent_[job.index] == TimePoint{}) first_sent_[job.index] = now;
     in_flight_.emplace(tid, InFlight{job, now, unit_id});
     deadlines_.emplace(now + e_.TimeoutFor(kind, LidOf(job.index), job.attempt), tid);

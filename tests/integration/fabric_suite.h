@@ -8,14 +8,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <atomic>
 #include <map>
-#include <mutex>
 #include <regex>
-#include <set>
 #include <string>
-#include <thread>
 
+#include "tests/integration/counter_ramp.h"
 #include "tests/testbed/exporter_process.h"
 #include "tests/testbed/fat_tree.h"
 #include "tests/testbed/personality.h"
@@ -122,80 +119,11 @@ class FabricSuite : public ::testing::Test {
     return e;
   }
 
-  // Raises a counter of one port by `step` for every 100 ms since the ramp
-  // began, until stopped; past `wrap_at` it starts again from `step` (as a
-  // counter cleared by another tool would), so that a ramp never pins
-  // ibsim's counter at its limit. The value follows the clock, not the
-  // commands that got through, and every ramp of the process is set in one
-  // console transaction a tick (Driver): on a loaded machine a console
-  // command can take longer than 100 ms, and seven ramps each waiting for
-  // its own prompt were set a second apart, their rates over a 2 s window
-  // off by half. Once Stop returns, nothing of the ramp reaches ibsim.
-  class Ramp {
+  // A CounterRamp (counter_ramp.h) on a port of the suite's fabric.
+  class Ramp : public CounterRamp {
    public:
     Ramp(const Endpoint& at, const std::string& field, unsigned long long step, unsigned long long wrap_at = ~0ULL)
-        : prefix_("PerformanceSet " + At(at) + " " + field + "="),
-          step_(std::max(1ULL, step)),
-          steps_to_wrap_(std::max(1ULL, wrap_at / step_)),
-          start_(std::chrono::steady_clock::now()) {
-      Ramps().Add(this);
-    }
-    ~Ramp() { Stop(); }
-    Ramp(const Ramp&) = delete;
-    Ramp& operator=(const Ramp&) = delete;
-    void Stop() { Ramps().Remove(this); }
-
-   private:
-    // The command that sets the ramp's value for `now`.
-    std::string Command(std::chrono::steady_clock::time_point now) const {
-      const auto n = static_cast<unsigned long long>((now - start_) / std::chrono::milliseconds(100)) + 1;
-      return prefix_ + std::to_string(((n - 1) % steps_to_wrap_ + 1) * step_);
-    }
-    // Sets every live ramp every 100 ms, one console write for all. Its
-    // thread starts with the first ramp and ends with the process.
-    class Driver {
-     public:
-      ~Driver() {
-        stop_ = true;
-        if (thread_.joinable()) thread_.join();
-      }
-      void Add(Ramp* r) {
-        std::lock_guard<std::mutex> lock(tick_);
-        ramps_.insert(r);
-        if (!thread_.joinable()) thread_ = std::thread([this] { Run(); });
-      }
-      // Waits out a tick in flight, so none of `r`'s lands after.
-      void Remove(Ramp* r) {
-        std::lock_guard<std::mutex> lock(tick_);
-        ramps_.erase(r);
-      }
-
-     private:
-      void Run() {
-        for (auto next = std::chrono::steady_clock::now(); !stop_; std::this_thread::sleep_until(next)) {
-          next += std::chrono::milliseconds(100);
-          std::lock_guard<std::mutex> lock(tick_);
-          std::string commands;
-          const auto now = std::chrono::steady_clock::now();
-          for (const Ramp* r : ramps_) commands += (commands.empty() ? "" : "\n") + r->Command(now);
-          if (!commands.empty() && sim_) sim_->Console(commands);
-          // Late (a slow console): the next tick after a breath, not a burst to catch up.
-          next = std::max(next, std::chrono::steady_clock::now() + std::chrono::milliseconds(10));
-        }
-      }
-      std::mutex tick_;
-      std::set<const Ramp*> ramps_;
-      std::atomic<bool> stop_{false};
-      std::thread thread_;
-    };
-    static Driver& Ramps() {
-      static Driver driver;
-      return driver;
-    }
-
-    std::string prefix_;
-    unsigned long long step_, steps_to_wrap_;
-    std::chrono::steady_clock::time_point start_;
+        : CounterRamp(*sim_, At(at), field, step, wrap_at) {}
   };
 
   // node name -> the value of `label` (guid, lid) in the info metrics.

@@ -10,7 +10,6 @@
 
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -18,8 +17,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
-#include <thread>
 
+#include "tests/integration/counter_ramp.h"
 #include "tests/integration/hardware_suite.h"
 #include "tests/testbed/exporter_process.h"
 #include "tests/testbed/mad_tap.h"
@@ -271,16 +270,7 @@ TEST_F(PersonalityTest, AConnectX7sWaitsAreReadAndATreeIsRootedAtIt) {
       hw_->PreloadEnv());
   ASSERT_NE(e, nullptr) << error;
   ASSERT_TRUE(e->WaitForSweeps(2, seconds(60)).has_value());
-  std::atomic<bool> stop{false};
-  std::thread ramp([&] {
-    unsigned long long v = 0;
-    while (!stop) {
-      v = v + 40'000'000 > 4'000'000'000ULL ? 40'000'000 : v + 40'000'000;
-      bool ok = false;
-      sim_->Console("PerformanceSet \"cn0004\"[1] PortCounters.PortXmitWait=" + std::to_string(v), &ok);
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-  });
+  CounterRamp ramp(*sim_, "\"cn0004\"[1]", "PortCounters.PortXmitWait", 40'000'000, 4'000'000'000ULL);
   nlohmann::json last;
   const auto rooted = [&] {
     int status = 0;
@@ -291,9 +281,8 @@ TEST_F(PersonalityTest, AConnectX7sWaitsAreReadAndATreeIsRootedAtIt) {
     }
     return false;
   };
-  const bool found = WaitUntil(rooted, seconds(30), std::chrono::milliseconds(200));
-  stop = true;
-  ramp.join();
+  const bool found = WaitUntil(rooted, seconds(90), std::chrono::milliseconds(200));
+  ramp.Stop();
   EXPECT_TRUE(found) << last.dump(2) << e->Log();
   const Scrape s = e->ScrapeMetrics();
   EXPECT_GT(s.Value("infiniband_hca_port_transmit_wait_total", {{"hca", "cn0004"}, {"port", "1"}}).value_or(0), 0);
@@ -528,18 +517,8 @@ TEST_F(PersonalityTest, AdaptiveRoutingIsReportedAndLabelsWhatFollowsTheTables) 
   EXPECT_TRUE(s->Value("infiniband_routing_unrouted_destinations", {{"switch", "ib-leaf01"}}).has_value());
 
   // Congestion at ib-leaf01[1] (towards cn0001) and ib-leaf03[1] (cn0004, Switch-IB 2 with AR off).
-  std::atomic<bool> stop{false};
-  std::thread ramp([&] {
-    unsigned long long v = 0;
-    while (!stop) {
-      v = v + 40'000'000 > 4'000'000'000ULL ? 40'000'000 : v + 40'000'000;
-      for (const char* at : {"\"ib-leaf01\"[1]", "\"ib-leaf03\"[1]"}) {
-        bool ok = false;
-        sim_->Console(std::string("PerformanceSet ") + at + " PortCounters.PortXmitWait=" + std::to_string(v), &ok);
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-  });
+  CounterRamp leaf01(*sim_, "\"ib-leaf01\"[1]", "PortCounters.PortXmitWait", 40'000'000, 4'000'000'000ULL);
+  CounterRamp leaf03(*sim_, "\"ib-leaf03\"[1]", "PortCounters.PortXmitWait", 40'000'000, 4'000'000'000ULL);
   nlohmann::json last;
   std::map<std::string, nlohmann::json> trees, radius;
   const auto both = [&] {
@@ -560,9 +539,9 @@ TEST_F(PersonalityTest, AdaptiveRoutingIsReportedAndLabelsWhatFollowsTheTables) 
     return trees.count("ib-leaf01[1]") && trees.count("ib-leaf03[1]") && radius.count("ib-leaf01[1]") &&
            radius.count("ib-leaf03[1]");
   };
-  const bool found = WaitUntil(both, seconds(30), std::chrono::milliseconds(200));
-  stop = true;
-  ramp.join();
+  const bool found = WaitUntil(both, seconds(90), std::chrono::milliseconds(200));
+  leaf01.Stop();
+  leaf03.Stop();
   for (const char* at : {"\"ib-leaf01\"[1]", "\"ib-leaf03\"[1]"}) {
     sim_->Console(std::string("PerformanceSet ") + at + " PortCounters.PortXmitWait=0", nullptr);
   }

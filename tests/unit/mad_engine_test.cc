@@ -134,7 +134,12 @@ TEST(MadEngineTest, BackoffOutwaitsSlowReplies) {
   ExpectAllMatch(reqs, engine.Run(reqs));
   EXPECT_EQ(engine.stats().total().retries, 1u);
   EXPECT_EQ(engine.stats().ignored, 1u);
-  EXPECT_NEAR(engine.stats().srtt_seconds[static_cast<int>(MadKind::kGmp)], 0.015, 0.005);
+  // The measured round trip: never under the agent's 15 ms (the clock is read
+  // before the send), over it only by what a busy machine adds to reading the
+  // reply.
+  const double srtt = engine.stats().srtt_seconds[static_cast<int>(MadKind::kGmp)];
+  EXPECT_GE(srtt, 0.015);
+  EXPECT_LT(srtt, 0.1);
 }
 
 TEST(MadEngineTest, DuplicatesAndCorruptRepliesAreIgnored) {
