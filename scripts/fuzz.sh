@@ -2,10 +2,12 @@
 # Builds the fuzz targets with clang's libFuzzer (plus ASan and UBSan) and
 # runs each for SECONDS (default 20) from its seed corpus, as many at once as
 # there are cores (each target runs on one). Exits non-zero on
-# any crash, leak or sanitizer report. Run by ctest; scripts/build.sh runs
-# it with --build-only (compile and link, as many at once as there are
-# cores, nothing run), so that the test phase only runs them.
-#   scripts/fuzz.sh [--build-only] [SECONDS] [OUT_DIR] [BUILD_DIR]
+# any crash, leak or sanitizer report. Run by ctest. scripts/test.sh builds
+# them in its build phase: --compile-only (the objects, as many at once as
+# there are cores, beside the CMake build: they need nothing of it), then
+# --build-only (the links too, after it), so that the test phase only runs
+# them.
+#   scripts/fuzz.sh [--compile-only|--build-only] [SECONDS] [OUT_DIR] [BUILD_DIR]
 # The parser targets need nothing built. The HTTP target (tests/fuzz/
 # http_fuzz.cc) is built when BUILD_DIR, a CMake build of the project, is
 # given: the HTTP layer and the JSON API are compiled instrumented, the rest
@@ -14,11 +16,11 @@
 # corpus (tests/fuzz/corpus/TARGET/regression-*), so every run replays it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-build_only=0
-if [ "${1:-}" = "--build-only" ]; then
-  build_only=1
-  shift
-fi
+build_only=0 compile_only=0
+case "${1:-}" in
+  --build-only) build_only=1; shift ;;
+  --compile-only) build_only=1 compile_only=1; shift ;;
+esac
 seconds="${1:-20}"
 out="${2:-build/fuzz}"
 build="${3:-}"
@@ -91,6 +93,10 @@ if [ -n "$build" ]; then
   for src in "${http[@]}"; do compile "$src" "${httplib_flags[@]}"; done
 fi
 wait_objects
+if [ "$compile_only" = 1 ]; then
+  echo "fuzz: objects compiled in $out/obj"
+  exit 0
+fi
 
 # Runs in the background, at most one a core; wait_runs fails if any did.
 runs=()

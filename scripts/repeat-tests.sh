@@ -41,12 +41,12 @@ if [ "$purge" = 1 ]; then
   # What a new machine of this kind already has (the env's machine notes):
   # the toolchain, cmake, GoogleTest and Benchmark, clang, Node.js, the
   # base system. Everything else install-deps.sh lists goes.
-  keep=" build-essential cmake pkg-config libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev
-    clang-format systemd python3 curl procps nodejs npm zlib1g-dev libssl-dev libcrypt-dev openssl "
+  keep=(build-essential cmake pkg-config libgtest-dev libgmock-dev libbenchmark-dev clang
+    clang-format systemd python3 curl procps nodejs npm zlib1g-dev libssl-dev libcrypt-dev openssl)
   mapfile -t listed < <(bash "$repo/scripts/install-deps.sh" --list)
   gone=()
   for p in "${listed[@]}"; do
-    [[ "$keep" == *" $p "* ]] && continue
+    [[ " ${keep[*]} " == *" $p "* ]] && continue
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' && gone+=("$p")
   done
   echo "repeat-tests.sh: removing ${gone[*]:-nothing}"
