@@ -21,6 +21,14 @@ using collectors::Counter;
 using collectors::Index;
 using std::chrono::milliseconds;
 using topology::PortRef;
+
+// The fake port answers at once, in real time: a timeout short enough to
+// expire while a loaded machine has the test descheduled (10 ms did, once
+// in three loaded runs) loses an answer the test counts on. Where nothing
+// is meant to be lost, the engine waits this long; where a reply is lost or
+// held back (Busy) on purpose, kLossTimeout.
+const transport::EngineOptions kPatient{16, milliseconds(2000), 0};
+constexpr milliseconds kLossTimeout{100};
 namespace cap = transport::pma_cap;
 
 // One switch with five CAs, each CA with other PMA capabilities.
@@ -62,7 +70,7 @@ struct Caps {
 TEST(CapabilitiesTest, WhatIsAskedAndWhatIsExported) {
   Caps t;
   transport::testing::FakeMadPort mad(t.f.Responder(t.plain, 1));
-  transport::MadEngine engine(mad, {16, milliseconds(10), 0});
+  transport::MadEngine engine(mad, {16, kLossTimeout, 0});
   const auto d = topology::Discover(engine);
   ASSERT_TRUE(d.ok);
   const auto caps = collectors::ReadCapabilities(d.fabric, engine);
@@ -135,7 +143,7 @@ TEST(CapabilitiesTest, LostExtendedReplyDropsOnlyWhatItFeeds) {
     }
     return inner(to, req);
   });
-  transport::MadEngine engine(mad, {16, milliseconds(5), 0});
+  transport::MadEngine engine(mad, {16, kLossTimeout, 0});
   const auto d = topology::Discover(engine);
   const auto caps = collectors::ReadCapabilities(d.fabric, engine);
   const auto sweep = collectors::Sweep(collectors::SweepTargets(d.fabric, {}, caps), engine);
@@ -183,7 +191,7 @@ TEST(LidMoveTest, ALidAnsweringForAnotherNodeIsCaught) {
   c.rcv_errors = 55;
   f.SetCounters(b, 1, c);
   transport::testing::FakeMadPort mad(f.Responder(a, 1));
-  transport::MadEngine engine(mad, {16, milliseconds(10), 0});
+  transport::MadEngine engine(mad, kPatient);
   const auto d = topology::Discover(engine);
   const auto targets = collectors::SweepTargets(d.fabric, {}, {});
   EXPECT_TRUE(collectors::Sweep(targets, engine).moved_nodes.empty());
@@ -208,7 +216,7 @@ TEST(SweepTest, ADetailsReadAnsweredBusyIsLostNotUnsupported) {
   t.f.SetAttributeStatus(t.a, transport::pma_attr::kPortRcvErrorDetails, transport::kMadStatusBusy);
   t.f.SetAttributeStatus(t.b, transport::pma_attr::kPortRcvErrorDetails, transport::kMadStatusUnsupportedAttribute);
   transport::testing::FakeMadPort mad(t.f.Responder(t.a, 1));
-  transport::MadEngine engine(mad, {16, milliseconds(10), 0});
+  transport::MadEngine engine(mad, {16, kLossTimeout, 0});
   const auto d = topology::Discover(engine);
   auto targets = collectors::SweepTargets(d.fabric, {}, {});
   for (auto& target : targets) target.rcv_error_details = true;
@@ -261,7 +269,7 @@ TEST(BatchTest, ACollectorsOwnPartRunsInTheSweepsBatchAndDropsWhatMovedLidsSaid)
   testing::FakeFabric& f = t.f;
   const int sw = t.sw, a = t.a, b = t.b;
   transport::testing::FakeMadPort mad(f.Responder(a, 1));
-  transport::MadEngine engine(mad, {16, milliseconds(10), 0});
+  transport::MadEngine engine(mad, kPatient);
   const auto d = topology::Discover(engine);
   const auto targets = collectors::SweepTargets(d.fabric, {}, {});
   const auto checks = collectors::LidChecks(targets, {});
@@ -329,7 +337,7 @@ TEST(ClearTest, SetReachesThePortOnTheWire) {
   c.symbol_error = 12;
   f.SetCounters(sw, 1, c);
   transport::testing::FakeMadPort mad(f.Responder(a, 1));
-  transport::MadEngine engine(mad, {16, milliseconds(10), 0});
+  transport::MadEngine engine(mad, kPatient);
   const auto d = topology::Discover(engine);
   const auto sweep = collectors::Sweep(collectors::SweepTargets(d.fabric, {}, {}), engine);
   std::vector<collectors::ClearRequest> reqs;
