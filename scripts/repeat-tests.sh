@@ -70,8 +70,10 @@ for i in $(seq 1 "$runs"); do
   failing=$(sed -n '/The following tests FAILED:/,$p' "$log" | grep -E '^\s+[0-9]+ - ' | sed -E 's/^\s+[0-9]+ - //' || true)
   echo "== run $i: exit $rc, ${total} s (${split:-no split: see $log})"
   echo "   slowest:"
+  # awk reads to the end: a `head` closing the pipe early killed sort with
+  # SIGPIPE, and pipefail ended the whole script after a failed run.
   { grep -E 'Test +#[0-9]+: ' "$log" || true; } | sed -E 's/.*Test +#[0-9]+: ([^ ]+) .* ([0-9.]+) sec$/\2 \1/' |
-    sort -rn | head -10 | awk '{printf "     %8.1f s  %s\n", $1, $2}'
+    sort -rn | awk 'NR <= 10 {printf "     %8.1f s  %s\n", $1, $2}'
   if [ "$rc" != 0 ]; then
     failed_runs=$((failed_runs + 1))
     echo "   failing:"
