@@ -398,8 +398,13 @@ SentSmps CountSent(const transport::testing::FakeMadPort& port) {
 
 EngineOptions QuickEngine() {
   EngineOptions o;
-  o.timeout = std::chrono::milliseconds(2);
-  o.timeout_max = std::chrono::milliseconds(4);
+  // The fake port answers at once, but in real time: on a loaded machine a
+  // test descheduled for a few milliseconds saw 2 ms expire on answers it
+  // counted on (a retry more in PollerTest's MAD counts, once in two loaded
+  // runs). 100 ms is far above any such pause and costs only the tests
+  // whose nodes are silent on purpose.
+  o.timeout = std::chrono::milliseconds(100);
+  o.timeout_max = std::chrono::milliseconds(200);
   o.retries = 1;
   o.adaptive_timeout = false;
   return o;

@@ -199,8 +199,8 @@ struct SentSmps {
 };
 SentSmps CountSent(const transport::testing::FakeMadPort& port);
 
-// Engine options for the in-memory fabric: 2-4 ms timeouts, one retry, no
-// adaptation (it answers at once or never).
+// Engine options for the in-memory fabric: 100-200 ms timeouts, one retry,
+// no adaptation (it answers at once or never; fake_fabric.cc says why so long).
 transport::EngineOptions QuickEngine();
 
 // Two spines and two leaves of 8 ports, two CAs on each leaf (ports 1
