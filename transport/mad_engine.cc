@@ -192,7 +192,9 @@ EngineOptions EngineOptions::Legacy(int window, microseconds timeout, int retrie
 MadEngine::MadEngine(MadPort& port, EngineOptions options)
     : port_(port),
       options_(options),
-      clock_(options.clock ? options.clock : &SteadyClock()),
+      clock_(options.clock  ? options.clock
+             : port.clock() ? port.clock()
+                            : &SteadyClock()),
       tid_(std::random_device{}()) {
   options_.window = std::max(options_.window, 1);
   options_.retries = std::max(options_.retries, 0);

@@ -106,7 +106,7 @@ struct EngineOptions {
   // records it gives trusted requests alone (codec.h TrustedOnly:
   // P_KeyTableRecords). Secret likewise.
   std::uint64_t sa_key = 0;
-  const Clock* clock = nullptr;  // nullptr: SteadyClock()
+  const Clock* clock = nullptr;  // nullptr: the port's (MadPort::clock), else SteadyClock()
 
   // What this engine did before fabric-safe limits: one window of `window`
   // for every kind, no per-destination limit, requests in order, a fixed

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <optional>
 
+#include "transport/clock.h"
 #include "transport/mad.h"
 
 namespace ibfabric::transport {
@@ -40,6 +41,13 @@ class MadPort {
 
   // The next inbound MAD, or nullopt when none arrived within `timeout`.
   virtual std::optional<InboundMad> Receive(std::chrono::microseconds timeout) = 0;
+
+  // The time this port's answers run on, for a port that plays time out
+  // (a simulation moves it forward inside Receive instead of sleeping);
+  // nullptr for a port on the wall clock. An engine reads it unless its
+  // options name a clock: timeouts on any other clock would expire while
+  // an answer waits in the queue, or spin while simulated time stands.
+  virtual const Clock* clock() const { return nullptr; }
 };
 
 }  // namespace ibfabric::transport

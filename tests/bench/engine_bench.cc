@@ -69,7 +69,8 @@ void BM_Sweep(benchmark::State& state) {
   transport::testing::FakeFaults faults;
   faults.latency = std::chrono::microseconds(state.range(1));
   faults.drop_rate = static_cast<double>(state.range(2)) / 1000.0;
-  transport::testing::FakeMadPort port(Responder(), faults, 42);
+  transport::testing::FakeMadPort port(Responder(), faults, 42,
+                                       transport::testing::FakeMadPort::Time::kReal);  // real latency
   port.set_record_sent(false);
   transport::MadEngine engine(port, {window, std::chrono::milliseconds(5), 5});
   const auto targets = Targets();

@@ -111,6 +111,7 @@ class HardwareModel final : public transport::MadPort, public transport::Clock {
   // MadPort
   bool Send(const transport::MadAddress& to, const transport::MadBytes& mad) override;
   std::optional<transport::InboundMad> Receive(std::chrono::microseconds timeout) override;
+  const transport::Clock* clock() const override { return this; }  // simulated time
   // Clock
   TimePoint Now() const override { return now_; }
 

@@ -398,11 +398,9 @@ SentSmps CountSent(const transport::testing::FakeMadPort& port) {
 
 EngineOptions QuickEngine() {
   EngineOptions o;
-  // The fake port answers at once, but in real time: on a loaded machine a
-  // test descheduled for a few milliseconds saw 2 ms expire on answers it
-  // counted on (a retry more in PollerTest's MAD counts, once in two loaded
-  // runs). 100 ms is far above any such pause and costs only the tests
-  // whose nodes are silent on purpose.
+  // The fake port answers at once in its own simulated time (it is the
+  // engine's clock), so no pause of a loaded machine expires these; a
+  // silent node's wait costs no wall time either.
   o.timeout = std::chrono::milliseconds(100);
   o.timeout_max = std::chrono::milliseconds(200);
   o.retries = 1;

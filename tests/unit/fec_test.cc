@@ -8,7 +8,6 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <thread>
 
 #include "collectors/fec_collector.h"
 #include "tests/model/personalities.h"
@@ -102,7 +101,7 @@ TEST(FecCollectorTest, AsksTheModeOnceAndTheCountersOfRsFecPortsEachInterval) {
   auto fec = MakeFec(b, std::chrono::milliseconds(200));
   std::size_t mark = 0;
   // The scheduler's clock is the test's; the answers' times (the windows)
-  // are real.
+  // are the fake port's, which the test moves on.
   const auto t0 = std::chrono::steady_clock::now();
   const auto when = [t0](int ms) { return t0 + std::chrono::milliseconds(ms); };
   constexpr auto kPie = transport::smp_attr::kPortInfoExtended;
@@ -131,7 +130,7 @@ TEST(FecCollectorTest, AsksTheModeOnceAndTheCountersOfRsFecPortsEachInterval) {
   c.corrected_blocks = 40;
   c.uncorrectable_blocks = 2;
   b.f.SetFecCounters(b.leaves[0], 1, c);
-  std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  b.port.Advance(std::chrono::milliseconds(250));
   mark = b.port.sent_mads().size();
   b.SweepWith({fec.get()}, when(300));
   EXPECT_EQ(b.SentTo(kPesc, mark)[leaf0], b.UpPorts(b.leaves[0])) << "every port once the interval passed";
@@ -176,7 +175,7 @@ TEST(FecCollectorTest, AsksTheModeOnceAndTheCountersOfRsFecPortsEachInterval) {
   c.corrected_blocks = 5;
   c.uncorrectable_blocks = 3;
   b.f.SetFecCounters(b.leaves[0], 1, c);
-  std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  b.port.Advance(std::chrono::milliseconds(250));
   b.SweepWith({fec.get()}, when(600));
   s = b.Render();
   EXPECT_EQ(s.Value("infiniband_switch_port_fec_corrected_symbols_total", at), 5000);
@@ -388,7 +387,7 @@ TEST(FecCollectorTest, ACounterNearItsMaximumIsClearedAndTheTotalsCountOn) {
     EXPECT_EQ(s.Value("infiniband_switch_port_fec_corrected_symbols_total", port), 3'300'000'000.0);
     EXPECT_EQ(s.Value("infiniband_exporter_fec_port_resets_total"), 1);
     plant(b, 500);  // counted since the clear
-    std::this_thread::sleep_for(kMs(250));
+    b.port.Advance(kMs(250));
     b.SweepWith({fec.get()}, t0 + kMs(300));
     s = b.Render();
     EXPECT_EQ(s.Value("infiniband_switch_port_fec_corrected_symbols_total", port), 3'300'000'500.0);
@@ -411,10 +410,10 @@ TEST(FecCollectorTest, ACounterNearItsMaximumIsClearedAndTheTotalsCountOn) {
     b.SweepWith({fec.get()}, t0);
     b.SweepWith({fec.get()}, t0 + kMs(10));
     plant(b, 0xffffffffu);
-    std::this_thread::sleep_for(kMs(250));
+    b.port.Advance(kMs(250));
     b.SweepWith({fec.get()}, t0 + kMs(300));
     plant(b, 0xffffffffu);
-    std::this_thread::sleep_for(kMs(250));
+    b.port.Advance(kMs(250));
     b.SweepWith({fec.get()}, t0 + kMs(600));
     const Scrape s = b.Render();
     EXPECT_EQ(b.f.sets(), 0);
@@ -473,7 +472,7 @@ TEST(FecCollectorTest, TheBaselineIsTheLowestPartOfThePeriod) {
     c.corrected_symbols_lane[0] += more;
     c.corrected_symbols += more;
     b.f.SetFecCounters(b.leaves[0], 1, c);
-    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    b.port.Advance(std::chrono::milliseconds(30));
     ms += 30;
     b.SweepWith({fec.get()}, t0 + std::chrono::milliseconds(ms));
   };

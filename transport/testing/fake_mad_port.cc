@@ -6,8 +6,24 @@
 
 namespace ibfabric::transport::testing {
 
-FakeMadPort::FakeMadPort(Responder responder, FakeFaults faults, std::uint32_t seed)
-    : responder_(std::move(responder)), faults_(faults), rng_(seed) {}
+FakeMadPort::FakeMadPort(Responder responder, FakeFaults faults, std::uint32_t seed, Time time)
+    : responder_(std::move(responder)),
+      time_(time),
+      now_(std::chrono::steady_clock::now()),
+      faults_(faults),
+      rng_(seed) {}
+
+Clock::TimePoint FakeMadPort::Now() const {
+  return time_ == Time::kSimulated ? now_ : std::chrono::steady_clock::now();
+}
+
+void FakeMadPort::WaitUntil(TimePoint t) {
+  if (time_ == Time::kReal) {
+    std::this_thread::sleep_until(t);
+  } else if (t > now_) {
+    now_ = t;
+  }
+}
 
 bool FakeMadPort::Send(const MadAddress& to, const MadBytes& mad) {
   ++sends_;
@@ -23,7 +39,7 @@ bool FakeMadPort::Send(const MadAddress& to, const MadBytes& mad) {
   if (u(rng_) < faults_.corrupt_rate) {
     (*response)[16] ^= 0x5a;  // AttributeID, IBTA 13.4.2 byte 16
   }
-  const auto due = std::chrono::steady_clock::now() + faults_.latency;
+  const auto due = Now() + faults_.latency;
   Pending p{due, seq_++, *response, true, 0, {}, kMadSize};
   if (transfer) {
     p.tail = std::move(transfer->tail);
@@ -41,12 +57,12 @@ bool FakeMadPort::Send(const MadAddress& to, const MadBytes& mad) {
 }
 
 std::optional<InboundMad> FakeMadPort::Receive(std::chrono::microseconds timeout) {
-  const auto limit = std::chrono::steady_clock::now() + timeout;
+  const auto limit = Now() + timeout;
   if (queue_.empty() || queue_.top().due > limit) {
-    std::this_thread::sleep_until(limit);
+    WaitUntil(limit);
     return std::nullopt;
   }
-  std::this_thread::sleep_until(queue_.top().due);
+  WaitUntil(queue_.top().due);
   Pending p = queue_.top();
   queue_.pop();
   if (p.answers) --outstanding_;
@@ -58,7 +74,7 @@ std::optional<InboundMad> FakeMadPort::Receive(std::chrono::microseconds timeout
 }
 
 void FakeMadPort::Inject(const MadBytes& mad, std::uint16_t source_lid) {
-  queue_.push(Pending{std::chrono::steady_clock::now(), seq_++, mad, false, source_lid, {}, kMadSize});
+  queue_.push(Pending{Now(), seq_++, mad, false, source_lid, {}, kMadSize});
 }
 
 }  // namespace ibfabric::transport::testing

@@ -1,7 +1,15 @@
 #pragma once
 // An in-memory MadPort for tests and benchmarks. A responder turns each
 // request into a response (or none); faults delay, drop, duplicate or
-// corrupt what comes back. Time is real (steady_clock).
+// corrupt what comes back.
+//
+// Time is simulated by default: the port is its engine's clock
+// (MadPort::clock), and Receive moves that clock to the next answer's due
+// time, or by the whole timeout when none is due, without sleeping. An
+// answer queued at once is therefore never late, however long the test's
+// thread is descheduled, and a silent node's timeouts cost no wall time.
+// Benchmarks that measure the engine against real latency ask for
+// Time::kReal (steady_clock, sleeping in Receive).
 
 #include <chrono>
 #include <cstdint>
@@ -22,22 +30,34 @@ struct FakeFaults {
   double corrupt_rate = 0;               // probability the attribute ID is garbled
 };
 
-// Thread-safety: none, like every MadPort.
-class FakeMadPort final : public MadPort {
+// Thread-safety: none, like every MadPort; the simulated clock is read by
+// the one thread that drives the port.
+class FakeMadPort final : public MadPort, public Clock {
  public:
+  enum class Time { kSimulated, kReal };
+
   // Returns the response MAD for a request, or nullopt for no response.
   using Responder = std::function<std::optional<MadBytes>(const MadAddress&, const MadBytes&)>;
 
-  FakeMadPort(Responder responder, FakeFaults faults = {}, std::uint32_t seed = 1);
+  FakeMadPort(Responder responder, FakeFaults faults = {}, std::uint32_t seed = 1, Time time = Time::kSimulated);
 
   bool Send(const MadAddress& to, const MadBytes& mad) override;
   std::optional<InboundMad> Receive(std::chrono::microseconds timeout) override;
+  const Clock* clock() const override { return time_ == Time::kSimulated ? this : nullptr; }
+
+  // Clock: the simulated time (starts at the wall clock's when the port is
+  // made), or steady_clock's with Time::kReal.
+  TimePoint Now() const override;
 
   // A longer answer where one is given: `transfer` turns a request into a
   // whole RMPP transfer (InboundMad::tail and length, as UmadPort hands
   // over what the kernel reassembled) before the responder is asked.
   using TransferResponder = std::function<std::optional<InboundMad>(const MadAddress&, const MadBytes&)>;
   void set_transfers(TransferResponder transfer) { transfer_ = std::move(transfer); }
+
+  // Lets `d` pass with no MAD (between two sweeps, say): moves the
+  // simulated clock, or sleeps with Time::kReal.
+  void Advance(std::chrono::microseconds d) { WaitUntil(Now() + d); }
 
   // Queues an unsolicited MAD (an SA Report, say) for the next Receive, as
   // if `source_lid` had sent it.
@@ -59,7 +79,7 @@ class FakeMadPort final : public MadPort {
 
  private:
   struct Pending {
-    std::chrono::steady_clock::time_point due;
+    TimePoint due;
     std::uint64_t seq;
     MadBytes mad;
     bool answers;  // false for the second copy of a duplicate and for injected MADs
@@ -69,8 +89,13 @@ class FakeMadPort final : public MadPort {
     bool operator>(const Pending& o) const { return due != o.due ? due > o.due : seq > o.seq; }
   };
 
+  // Simulated: moves the clock to `t` (never back). Real: sleeps until `t`.
+  void WaitUntil(TimePoint t);
+
   Responder responder_;
   TransferResponder transfer_;
+  Time time_;
+  TimePoint now_;  // simulated time
   FakeFaults faults_;
   std::mt19937 rng_;
   std::priority_queue<Pending, std::vector<Pending>, std::greater<>> queue_;
