@@ -2,7 +2,6 @@
 
 #include "collectors/render.h"
 #include "topology/findings.h"
-#include "topology/plan.h"
 
 namespace ibfabric::collectors {
 namespace {
@@ -39,8 +38,7 @@ class FatTreeCollector final : public Collector {
   }
 
  private:
-  // The tree analysis, then the hosts' rail findings and the plan's after
-  // its own; a planned cable at another rate is degraded for that reason.
+  // topology::AnalyzeWiring: what the offline analysis prints too.
   topology::Analysis Analyze(const topology::Fabric& fabric, const topology::Scope& scope,
                              topology::HostAnalysis* hosts) const {
     if (scope.kind == topology::ScopeKind::kLocal) {
@@ -50,15 +48,7 @@ class FatTreeCollector final : public Collector {
       hosts->findings.clear();
     }
     if (!scope.reports_topology()) return {};
-    topology::Analysis a = topology::Analyze(fabric);
-    *hosts = topology::AnalyzeHosts(fabric, pattern_);
-    a.findings.insert(a.findings.end(), hosts->findings.begin(), hosts->findings.end());
-    if (!plan_) return a;
-    topology::PlanDiff diff = topology::DiffAgainstPlan(fabric, *plan_, a, hosts);
-    a.findings.insert(a.findings.end(), std::make_move_iterator(diff.findings.begin()),
-                      std::make_move_iterator(diff.findings.end()));
-    for (const auto& [link, why] : diff.degraded) a.degraded[link] = why;
-    return a;
+    return topology::AnalyzeWiring(fabric, pattern_, plan_ ? &*plan_ : nullptr, hosts);
   }
 
   std::optional<topology::CablingPlan> plan_;

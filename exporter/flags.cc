@@ -374,6 +374,19 @@ const std::map<std::string, Flag>& Flags() {
             c.doctor = true;
             return "";
           }}},
+        {"analyze",
+         {"Judge the wiring of a saved fabric instead of a live one: read FILE (ibnetdiscover output, as "
+          "saved or published), print its tiers, hosts and findings, with --ib.node-name-map, "
+          "--topology.plan and --topology.host-pattern as for a fabric, and exit: 0 nothing alerts, 1 a "
+          "finding would alert, 2 the file is bad. No InfiniBand port is opened.",
+          "FILE", Path(&Config::analyze)}},
+        {"analyze.format",
+         {"What --analyze prints: text (default) or json (the findings view of /api/v1/topology).", "FORMAT",
+          [](Config& c, const std::string& v) -> std::string {
+            if (v != "text" && v != "json") return "'" + v + "' is not one of text, json";
+            c.analyze_json = v == "json";
+            return "";
+          }}},
         {"once",
          {"Discover and sweep once, print the metrics to standard output and exit.", nullptr,
           [](Config& c, const std::string&) -> std::string {

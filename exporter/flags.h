@@ -83,9 +83,11 @@ struct Config {
   std::string job_mapping_dir;                                              // --host.job-mapping-dir
   std::string kubelet_socket = host::kKubeletPodResourcesSocket;            // --host.kubelet-socket ("": none)
   int clear_threshold = kPollerDefaults.collector.clear_threshold_percent;  // percent of a counter's maximum; 0: never
-  bool once = false;    // one discovery and sweep, metrics to stdout, exit
-  bool check = false;   // does the local port answer? exit 0 or 1
-  bool doctor = false;  // the preflight (exporter/doctor.h): exit 0 pass, 3 degraded, 1 fail
+  bool once = false;          // one discovery and sweep, metrics to stdout, exit
+  bool check = false;         // does the local port answer? exit 0 or 1
+  bool doctor = false;        // the preflight (exporter/doctor.h): exit 0 pass, 3 degraded, 1 fail
+  std::string analyze;        // --analyze: an ibnetdiscover file to judge offline (exporter/offline.h)
+  bool analyze_json = false;  // --analyze.format=json
   // --collector.NAME / --no-collector.NAME: name -> on (collectors/registry.h).
   std::map<std::string, bool> collectors;
 };

@@ -28,6 +28,7 @@
 #include "exporter/gzip.h"
 #include "exporter/heap_trim.h"
 #include "exporter/http_server.h"
+#include "exporter/offline.h"
 #include "exporter/poller.h"
 #include "exporter/recovery.h"
 #include "exporter/snapshot_holder.h"
@@ -404,6 +405,11 @@ int Main(int argc, char** argv) {
   if (!LoadFiles(cfg, m_key_source, sa_key_source, &files, &error)) {
     std::cerr << "ibfabric_exporter: " << error << "\n";
     return 2;
+  }
+  if (!cfg.analyze.empty()) {
+    return AnalyzeOffline({cfg.analyze, cfg.analyze_json, &files.names,
+                           files.host_pattern ? &*files.host_pattern : nullptr, files.plan ? &*files.plan : nullptr},
+                          std::cout, std::cerr);
   }
   // cable_degrading compares a port's raw ratio with the lowest of the
   // 24 parts of its period that hold a FEC window: a period of few

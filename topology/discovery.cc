@@ -76,6 +76,7 @@ void FromNodeInfo(const transport::NodeInfo& ni, Node* n) {
   n->partition_cap = ni.partition_cap;
   n->vendor_id = ni.vendor_id;
   n->device_id = ni.device_id;
+  n->system_image_guid = ni.system_image_guid;
 }
 
 // A port whose PortInfo shows QDR, which may be FDR10 (or, at QDR, could be).

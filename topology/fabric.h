@@ -82,6 +82,10 @@ struct Node {
   std::uint16_t partition_cap = 0;  // NodeInfo.PartitionCap: P_Key entries per CA port
   std::uint32_t vendor_id = 0;      // NodeInfo.VendorID (IEEE OUI; 0x02c9 Mellanox/NVIDIA)
   std::uint16_t device_id = 0;      // NodeInfo.DeviceID: the ASIC (xmit_wait.h reads it)
+  // NodeInfo.SystemImageGUID: shared by the nodes of one system (a
+  // director chassis' line and fabric ASICs, a host's HCAs on some
+  // platforms); 0 when unknown.
+  std::uint64_t system_image_guid = 0;
 
   const Port* FindPort(std::uint8_t number) const;
 };

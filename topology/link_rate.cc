@@ -139,4 +139,45 @@ std::string RateString(const Port& p) {
   return std::to_string(Lanes(p.width_active)) + "x" + ToString(ActiveSpeed(p));
 }
 
+bool SetRate(std::string_view rate, Port* p) {
+  const std::size_t x = rate.find('x');
+  if (x == std::string_view::npos || x == 0 || x > 2) return false;
+  std::uint8_t width = 0;
+  for (const std::uint8_t bit : {1, 2, 4, 8, 16}) {
+    if (std::to_string(Lanes(bit)) == rate.substr(0, x)) width = bit;
+  }
+  const std::string_view name = rate.substr(x + 1);
+  Speed speed = Speed::kUnknown;
+  for (int s = static_cast<int>(Speed::kSdr); s <= static_cast<int>(Speed::kXdr); ++s) {
+    if (name == ToString(static_cast<Speed>(s))) speed = static_cast<Speed>(s);
+  }
+  if (width == 0 || speed == Speed::kUnknown) return false;
+  Port q = *p;
+  q.width_active = q.width_enabled = q.width_supported = width;
+  q.speed_active = q.speed_ext_active = q.speed_ext2_active = 0;
+  q.mlnx = {};
+  switch (speed) {
+    case Speed::kSdr: q.speed_active = 1; break;
+    case Speed::kDdr: q.speed_active = 2; break;
+    case Speed::kQdr: q.speed_active = 4; break;
+    case Speed::kFdr10:
+      q.speed_active = 4;  // PortInfo shows QDR; ExtendedPortInfo says FDR10
+      q.mlnx = {true, transport::kMlnxSpeedFdr10, transport::kMlnxSpeedFdr10, transport::kMlnxSpeedFdr10};
+      break;
+    case Speed::kFdr: q.speed_ext_active = 1; break;
+    case Speed::kEdr: q.speed_ext_active = 2; break;
+    case Speed::kHdr: q.speed_ext_active = 4; break;
+    case Speed::kNdr: q.speed_ext_active = 8; break;
+    case Speed::kXdr: q.speed_ext2_active = 1; break;
+    case Speed::kUnknown: return false;
+  }
+  if (q.speed_ext_active != 0 || q.speed_ext2_active != 0)
+    q.speed_active = 4;  // the fastest base speed, as ports report
+  q.speed_enabled = q.speed_supported = q.speed_active;
+  q.speed_ext_enabled = q.speed_ext_supported = q.speed_ext_active;
+  q.speed_ext2_enabled = q.speed_ext2_supported = q.speed_ext2_active;
+  *p = q;
+  return true;
+}
+
 }  // namespace ibfabric::topology

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "topology/fabric.h"
 
@@ -41,5 +42,10 @@ double ActiveGbps(const Port& p);
 double ActiveSignalGbps(const Port& p);
 // "4xQDR", as ibnetdiscover prints it; "" when not up.
 std::string RateString(const Port& p);
+// The inverse: sets the port's active width and speed fields from a rate
+// RateString prints ("1x".."12x", SDR..XDR, FDR10 as Mellanox's
+// ExtendedPortInfo says it), and its enabled and supported masks to the
+// same (all a rate tells). False, the port untouched, for anything else.
+bool SetRate(std::string_view rate, Port* p);
 
 }  // namespace ibfabric::topology

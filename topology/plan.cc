@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "config/config_file.h"
+#include "topology/ibnetdiscover.h"
 #include "topology/link_rate.h"
 
 namespace ibfabric::topology {
@@ -33,21 +34,6 @@ std::vector<std::string_view> Lines(std::string_view text) {
     start = end + 1;
   }
   return out;
-}
-
-std::optional<std::uint64_t> GuidOfId(const std::string& id) {
-  static const std::regex kId("^[SHR]-([0-9a-fA-F]{16})$");
-  std::smatch m;
-  if (!std::regex_match(id, m, kId)) return std::nullopt;
-  return std::strtoull(m[1].str().c_str(), nullptr, 16);
-}
-
-// The last whitespace-separated token of a comment if it reads like 4xQDR
-// (or 4xFDR10).
-std::string RateIn(const std::string& comment) {
-  static const std::regex kRate("(\\d+x[A-Z]+(10)?)\\s*$");
-  std::smatch m;
-  return std::regex_search(comment, m, kRate) ? m[1].str() : "";
 }
 
 class Builder {
@@ -92,14 +78,6 @@ class Builder {
   std::map<std::string, std::size_t> index_;
   std::map<std::pair<std::size_t, int>, std::size_t> seen_;
 };
-
-bool PortNumber(const std::string& s, int* port) {
-  char* end = nullptr;
-  const long v = std::strtol(s.c_str(), &end, 10);
-  if (s.empty() || *end != '\0' || v < 0 || v > 254) return false;
-  *port = static_cast<int>(v);
-  return true;
-}
 
 // Offsets at which the elements of the top-level "links" array start, for
 // line numbers in messages about a JSON plan's links.
@@ -147,65 +125,28 @@ int LineAt(std::string_view text, std::size_t offset) {
 }  // namespace
 
 bool ParseIbnetdiscoverPlan(std::string_view text, CablingPlan* plan, std::string* error) {
-  static const std::regex kNode(R"re(^(Switch|Ca|Hca|Rt)\s+(\d+)\s+"([^"]+)"\s*(#.*)?$)re");
-  static const std::regex kPort(
-      R"re(^\[(\d+)\](\([0-9a-fA-F]+\))?\s+"([^"]+)"\[(\d+)\](\([0-9a-fA-F]+\))?\s*(#.*)?$)re");
-  static const std::regex kDescription(R"re(^#\s*"([^"]*)")re");
-  static const std::regex kIgnored(R"re(^(vendid|devid|sysimgguid|switchguid|caguid|rtguid)=)re");
-  CablingPlan out;
-  Builder b(&out);
-  std::optional<std::size_t> current;
-  std::map<std::string, std::size_t> by_id;  // a file's ids name nodes defined anywhere in it
-  struct Pending {
-    std::size_t node;
-    int port;
-    std::string peer_id;
-    int peer_port;
-    std::string rate;
-    int line;
-  };
-  std::vector<Pending> pending;
-  int n = 0;
-  for (std::string_view raw : Lines(text)) {
-    ++n;
-    std::string line(raw);
-    const auto first = line.find_first_not_of(" \t");
-    if (first == std::string::npos || line[first] == '#') continue;
-    line = line.substr(first);
-    std::smatch m;
-    if (std::regex_search(line, m, kIgnored)) continue;  // vendid=, switchguid=, ...
-    if (std::regex_match(line, m, kNode)) {
-      const std::string id = m[3];
-      std::string name = id;
-      std::smatch d;
-      const std::string comment = m[4];
-      if (std::regex_search(comment, d, kDescription)) name = d[1];
-      const auto guid = GuidOfId(id);
-      current = b.Node(guid ? name : id, guid);
-      by_id[id] = *current;
-      continue;
-    }
-    if (std::regex_match(line, m, kPort)) {
-      if (!current) {
-        *error = "line " + std::to_string(n) + ": a port line before any node line";
-        return false;
-      }
-      int port = 0, peer_port = 0;
-      if (!PortNumber(m[1], &port) || !PortNumber(m[4], &peer_port)) {
-        *error = "line " + std::to_string(n) + ": port numbers must be 0..254";
-        return false;
-      }
-      pending.push_back({*current, port, m[3], peer_port, RateIn(m[6]), n});
-      continue;
-    }
-    *error = "line " + std::to_string(n) + ": neither a node nor a port line: '" + line.substr(0, 60) + "'";
+  NetFile file;
+  if (!ParseNetFile(text, &file, error)) return false;
+  if (!file.skipped.empty()) {  // a plan is written or kept on purpose: nothing in it is noise
+    *error = file.skipped.front();
     return false;
   }
-  for (const Pending& p : pending) {
-    auto it = by_id.find(p.peer_id);
-    const std::size_t peer =
-        it != by_id.end() ? it->second : b.Node(GuidOfId(p.peer_id) ? "" : p.peer_id, GuidOfId(p.peer_id));
-    if (!b.Link({p.node, p.port}, {peer, p.peer_port}, p.rate, p.line, error)) return false;
+  CablingPlan out;
+  Builder b(&out);
+  std::map<std::string, std::size_t> by_id;  // a file's ids name nodes defined anywhere in it
+  std::vector<std::size_t> index;
+  for (const NetNode& n : file.nodes) {
+    const auto guid = GuidOfNetId(n.id);  // keyed by GUID; else by name (ibsim's net files)
+    index.push_back(b.Node(guid ? (n.description.empty() ? n.id : n.description) : n.id, guid));
+    by_id[n.id] = index.back();
+  }
+  for (std::size_t i = 0; i < file.nodes.size(); ++i) {
+    for (const NetPort& p : file.nodes[i].links) {
+      auto it = by_id.find(p.peer_id);
+      const auto guid = GuidOfNetId(p.peer_id);
+      const std::size_t peer = it != by_id.end() ? it->second : b.Node(guid ? "" : p.peer_id, guid);
+      if (!b.Link({index[i], p.port}, {peer, p.peer_port}, p.rate, p.line, error)) return false;
+    }
   }
   *plan = std::move(out);
   return true;

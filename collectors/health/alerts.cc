@@ -5,6 +5,8 @@
 #include <set>
 #include <tuple>
 
+#include "topology/findings.h"
+
 namespace ibfabric::collectors {
 namespace {
 
@@ -29,27 +31,6 @@ std::string Span(std::chrono::milliseconds d) {
   if (ms % 60'000 == 0) return std::to_string(ms / 60'000) + "m";
   if (ms % 1000 == 0) return std::to_string(ms / 1000) + "s";
   return std::to_string(ms) + "ms";
-}
-
-// Findings about a cable that mean it is not where it should be.
-bool IsMiswiring(topology::FindingKind k) {
-  using K = topology::FindingKind;
-  switch (k) {
-    case K::kSameTierLink:
-    case K::kSkipTierLink:
-    case K::kCaOnNonLeaf:
-    case K::kCaToCa:
-    case K::kPlanMissingLink:
-    case K::kPlanExtraLink:
-    case K::kPlanWrongRemoteNode:
-    case K::kPlanWrongRemotePort:
-    case K::kPlanWrongRail:
-    case K::kRailWrongLeaf:
-    case K::kRailSwapped:
-    case K::kRailSharedLeaf:
-    case K::kRailCrossUnit: return true;
-    default: return false;
-  }
 }
 
 // Whether an end can be judged this sweep: it answered, and twice so far.
@@ -502,7 +483,7 @@ void AlertEngine::Finish(const topology::Analysis* analysis, std::chrono::system
                   adaptive ? *adaptive : kNone);
   if (analysis) {
     for (const auto& f : analysis->findings) {
-      if (!f.a || !f.b || !IsMiswiring(f.kind)) continue;
+      if (!f.a || !f.b || !topology::RaisesMiswiringAlert(f.kind)) continue;
       const topology::Link cable = topology::CableBetween(*f.a, *f.b);
       Verdict& v = verdicts_[{cable, Cause::kMiswiring}];
       v.severity = config_.miswiring_severity;

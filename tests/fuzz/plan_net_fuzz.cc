@@ -1,9 +1,12 @@
 // libFuzzer target: the ibnetdiscover/net-file plan parser, and the diff of
-// whatever it accepts against a small fabric.
+// whatever it accepts against a small fabric; the same text read as a
+// saved fabric (--analyze) and whatever it builds judged.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
 
+#include "topology/findings.h"
+#include "topology/ibnetdiscover.h"
 #include "topology/plan.h"
 
 namespace {
@@ -41,6 +44,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (ParseIbnetdiscoverPlan(std::string_view(reinterpret_cast<const char*>(data), size), &plan, &error)) {
     const Fabric& f = SmallFabric();
     DiffAgainstPlan(f, plan, Analyze(f));
+  }
+  NetFile file;
+  Fabric saved;
+  std::vector<std::string> notes;
+  if (ParseNetFile(std::string_view(reinterpret_cast<const char*>(data), size), &file, &error) &&
+      FabricFromNetFile(file, &saved, &notes, &error)) {
+    HostAnalysis hosts;
+    AnalyzeWiring(saved, HostPattern{}, &plan, &hosts);
   }
   return 0;
 }

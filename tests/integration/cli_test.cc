@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "tests/testbed/exporter_process.h"
 #include "tests/testbed/process.h"
 
@@ -117,6 +119,59 @@ TEST(CliTest, MissingDeviceIsAClearError) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(Lines(r.err), 1) << r.err;
   EXPECT_NE(r.err.find("no_such_hca0"), std::string::npos) << r.err;
+}
+
+// --analyze judges a saved fabric with no InfiniBand port (none is here
+// without the simulator's preload): what it prints, its exit codes, and a
+// bad file's one line.
+TEST(CliTest, AnalyzeJudgesASavedFabricWithoutAPort) {
+  const std::string captures = std::string(IBFABRIC_SOURCE_DIR) + "/tests/real-fabrics/";
+  const auto small = RunExporter({"--analyze=" + captures + "ufm-small-topo.net"});
+  EXPECT_EQ(small.exit_code, 0) << small.err;
+  EXPECT_EQ(small.err, "");
+  EXPECT_EQ(small.out.rfind("fabric: 2 switches, 12 HCAs (12 cabled ports), 1 Aggregation Nodes and routers\n", 0), 0u)
+      << small.out;
+  EXPECT_NE(small.out.find("hosts: 5, layout host_per_leaf\n"), std::string::npos) << small.out;
+
+  // The PuTTY log: its banner and its closing prompt are skipped, each said.
+  const std::string director = captures + "ufm-ndt-director-putty.net";
+  const auto d = RunExporter({"--analyze=" + director});
+  EXPECT_EQ(d.err.find(director + ":2: neither a node nor a port line: '=~=~="), 0u) << d.err;
+  EXPECT_NE(d.err.find(director + ":33822: neither a node nor a port line: 'sat11-0101-0902-02ufm"), std::string::npos)
+      << d.err;
+  EXPECT_EQ(Lines(d.err), 2) << d.err;
+  EXPECT_EQ(d.out.rfind("fabric: 400 switches, 2328 HCAs (2328 cabled ports)", 0), 0u) << d.out;
+
+  const auto as_json = RunExporter({"--analyze=" + captures + "ufm-small-topo.net", "--analyze.format=json"});
+  EXPECT_EQ(as_json.exit_code, 0);
+  const nlohmann::json j = nlohmann::json::parse(as_json.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << as_json.out;
+  ASSERT_TRUE(j.contains("findings")) << as_json.out;
+  ASSERT_FALSE(j["findings"].empty());
+  EXPECT_EQ(j["findings"][0]["kind"], "not_a_tree");
+
+  // Two HCAs cabled to each other: a finding that alerts, exit 1.
+  const std::string dir = MakeTempDir("cli");
+  WriteFile(dir + "/b2b.net",
+            "Ca 1 \"H-0000000000000001\" # \"a mlx5_0\"\n[1](1) \"H-0000000000000002\"[1](2) # lid 1 lmc 0 \"b "
+            "mlx5_0\" lid 2 4xHDR\n"
+            "Ca 1 \"H-0000000000000002\" # \"b mlx5_0\"\n[1](2) \"H-0000000000000001\"[1](1) # lid 2 lmc 0 \"a "
+            "mlx5_0\" lid 1 4xHDR\n");
+  const auto b2b = RunExporter({"--analyze=" + dir + "/b2b.net"});
+  EXPECT_EQ(b2b.exit_code, 1) << b2b.out << b2b.err;
+  EXPECT_NE(b2b.out.find("  alert ca_to_ca: "), std::string::npos) << b2b.out;
+
+  WriteFile(dir + "/bad.net", "Switch 8 \"a\"\n[300] \"b\"[1]\n");
+  const auto bad = RunExporter({"--analyze=" + dir + "/bad.net"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_EQ(bad.err, "ibfabric_exporter: invalid --analyze: " + dir + "/bad.net:2: port numbers must be 0..254\n");
+  const auto missing = RunExporter({"--analyze=" + dir + "/absent.net"});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find(dir + "/absent.net: cannot read"), std::string::npos) << missing.err;
+  const auto format = RunExporter({"--analyze=" + dir + "/b2b.net", "--analyze.format=xml"});
+  EXPECT_EQ(format.exit_code, 2);
+  EXPECT_NE(format.err.find("--analyze.format"), std::string::npos) << format.err;
+  RemoveTree(dir);
 }
 
 }  // namespace

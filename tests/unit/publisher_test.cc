@@ -32,9 +32,9 @@ TEST(PublisherTest, TheExpositionIsRenderedOnceIntoGzipAndTheSnapshotHandedOver)
   Publisher publisher(holder, log, "9.8.7");
   const auto first = Swept(3);
   const std::string text = collectors::RenderExposition(*first, "9.8.7");
-  testing::internal::CaptureStderr();
+  ::testing::internal::CaptureStderr();
   publisher.Publish(first);
-  const std::string logged = testing::internal::GetCapturedStderr();
+  const std::string logged = ::testing::internal::GetCapturedStderr();
   const auto got = holder.Get();
   ASSERT_EQ(got, first) << "the very Snapshot, shared";
   EXPECT_EQ(Gunzip(got->exposition_gz), text);

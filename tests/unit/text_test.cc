@@ -31,7 +31,7 @@ TEST(TextTest, FirstInvalidByteOfEachIllFormedKind) {
       {"\xF4\x90\x80\x80", 0},  // above U+10FFFF
       {"\xF5\x80\x80\x80", 0},
   };
-  for (const auto& [text, at] : bad) EXPECT_EQ(FirstInvalidUtf8(text), at) << testing::PrintToString(text);
+  for (const auto& [text, at] : bad) EXPECT_EQ(FirstInvalidUtf8(text), at) << ::testing::PrintToString(text);
 }
 
 TEST(TextTest, EachMaximalIllFormedSubpartBecomesOneReplacementCharacter) {
