@@ -127,7 +127,7 @@ void RenderFabric(const Snapshot& s, const Emit& out) {
     for (const auto& port : node.ports) {
       if (!OwnsPort(s, node, port)) continue;
       hca_info.Add({{"guid", FormatGuid(SeriesGuid({node.guid, port.number}, label_of(node)))},
-                    {"hca", node.description},
+                    {"hca", label_of(node).name},
                     {"lid", std::to_string(port.lid)},
                     {"node_guid", FormatGuid(node.guid)},
                     {"port", std::to_string(port.number)}},
@@ -142,7 +142,12 @@ void RenderFabric(const Snapshot& s, const Emit& out) {
       FamilyParts sw_info(out, "infiniband_switch_info", "InfiniBand switch information", MetricType::Gauge);
       for (const auto& node : fabric.nodes()) {
         if (node.kind != NodeKind::kSwitch || !OwnsSwitch(s, node.guid)) continue;
-        sw_info.Add({{"guid", FormatGuid(node.guid)}, {"lid", std::to_string(node.lid)}, {"switch", node.description}},
+        // `switch` as operators say it (topology::NodeName), the whole
+        // NodeDescription beside it.
+        sw_info.Add({{"description", node.description},
+                     {"guid", FormatGuid(node.guid)},
+                     {"lid", std::to_string(node.lid)},
+                     {"switch", label_of(node).name}},
                     1);
       }
       sw_info.Finish();
@@ -160,8 +165,8 @@ void RenderFabric(const Snapshot& s, const Emit& out) {
         const topology::Port* far_port = fabric.FindPort(*port.remote);
         up.Add({{"guid", FormatGuid(SeriesGuid({node.guid, port.number}, label))},
                 {"port", std::to_string(port.number)},
-                {Role(node.kind), node.description},
-                {"uplink", far ? far->description : ""},
+                {Role(node.kind), label.name},
+                {"uplink", far ? label_of(*far).name : ""},
                 {"uplink_guid", FormatGuid(far ? SeriesGuid(*port.remote, label_of(*far)) : port.remote->node_guid)},
                 {"uplink_lid", std::to_string(far_port ? far_port->lid : 0)},
                 {"uplink_port", std::to_string(port.remote->port)},

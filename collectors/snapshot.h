@@ -38,16 +38,16 @@ namespace ibfabric::collectors {
 // node vanished keeps its series under the same labels.
 struct NodeLabel {
   topology::NodeKind kind = topology::NodeKind::kUnknown;
-  std::string name;
+  std::string name;  // topology::NodeName: as operators say it, a shared one with its GUID
   // A CA's port GUIDs as last seen, by port number: its series' `guid`
   // (treydock/infiniband_exporter names an HCA port by its port GUID).
   std::map<std::uint8_t, std::uint64_t> port_guids;
 };
 using NodeLabels = std::map<std::uint64_t, NodeLabel>;  // by node GUID
-// Each node's kind and description (a hand-made snapshot's labels).
+// Each node's kind and name (topology::NodeName; a hand-made snapshot's labels).
 inline std::shared_ptr<const NodeLabels> LabelsOf(const topology::Fabric& fabric) {
   auto labels = std::make_shared<NodeLabels>();
-  for (const auto& n : fabric.nodes()) (*labels)[n.guid] = {n.kind, n.description, {}};
+  for (const auto& n : fabric.nodes()) (*labels)[n.guid] = {n.kind, topology::NodeName(fabric, n.guid), {}};
   return labels;
 }
 

@@ -161,7 +161,7 @@ void FabricTracker::Adopt(const topology::Fabric& walked, const topology::Unansw
   for (const auto& node : fabric_->nodes()) {
     collectors::NodeLabel& label = (*nodes)[node.guid];
     label.kind = node.kind;
-    label.name = node.description;
+    label.name = topology::NodeName(*fabric_, node.guid);  // shared names carry their GUID
     if (node.kind != topology::NodeKind::kSwitch) {
       for (const auto& port : node.ports) {
         if (port.guid != 0) label.port_guids[port.number] = port.guid;

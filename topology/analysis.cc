@@ -62,6 +62,7 @@ const char* ToString(FindingKind k) {
     case FindingKind::kPlanRateMismatch: return "plan_rate_mismatch";
     case FindingKind::kPlanExtraLink: return "plan_extra_link";
     case FindingKind::kPlanTierMismatch: return "plan_tier_mismatch";
+    case FindingKind::kDuplicateName: return "duplicate_name";
     case FindingKind::kRoutingImbalance: return "routing_imbalance";
     case FindingKind::kUnroutedDestination: return "unrouted_destination";
     case FindingKind::kDownUpRoute: return "down_up_route";
@@ -73,6 +74,7 @@ const char* ToString(FindingKind k) {
     case FindingKind::kRailSharedLeaf: return "rail_shared_leaf";
     case FindingKind::kRailCrossUnit: return "rail_cross_unit";
     case FindingKind::kRailLeafDeparts: return "rail_leaf_departs";
+    case FindingKind::kRailDeviceOrder: return "rail_device_order";
     case FindingKind::kPlanWrongRail: return "plan_wrong_rail";
   }
   return "unknown";
@@ -184,6 +186,44 @@ void RankTiers(Wiring* w, Analysis* out) {
                        std::all_of(nb.begin(), nb.end(), [&](std::uint64_t x) { return candidates.count(x) > 0; });
     (above ? w->stray : w->leaves).insert(g);
   }
+  // A switch with no CA cabled like the leaves is a leaf whose hosts are
+  // not cabled (or not up): the leaves of a group cable to the same
+  // switches above them, while a switch above cables to those of several
+  // groups, which no leaf reaches (by distance alone it would rank above
+  // its spines, and they would look asymmetric). "Like": more than half
+  // of its and the leaf's neighbours together are shared. And the
+  // exception: fewer than half as many as the leaves with hosts it is
+  // like; so many switches cabled alike with no host at all are a tier of
+  // their own (a single group's core).
+  const auto distinct = [&](std::uint64_t g) {
+    const auto& nb = w->neighbours[g];
+    return std::set<std::uint64_t>(nb.begin(), nb.end());
+  };
+  const auto alike = [](const std::set<std::uint64_t>& x, const std::set<std::uint64_t>& y) {
+    std::size_t shared = 0;
+    for (std::uint64_t v : x) shared += y.count(v);
+    return shared >= 2 && shared * 2 > x.size() + y.size() - shared;
+  };
+  std::vector<std::set<std::uint64_t>> leaf_sets;
+  for (std::uint64_t g : w->leaves) leaf_sets.push_back(distinct(g));
+  std::map<std::uint64_t, std::set<std::uint64_t>> bare;  // no CA, cabled like some leaf
+  for (const auto& [g, nb] : w->neighbours) {
+    if (w->ca_links[g] > 0 || w->stray.count(g)) continue;
+    std::set<std::uint64_t> mine = distinct(g);
+    if (std::any_of(leaf_sets.begin(), leaf_sets.end(), [&](const auto& l) { return alike(mine, l); })) {
+      bare.emplace(g, std::move(mine));
+    }
+  }
+  std::vector<std::uint64_t> hostless;
+  for (const auto& entry : bare) {
+    const std::set<std::uint64_t>& mine = entry.second;  // a named set: clang 14 captures no binding
+    const auto leaves_alike =
+        std::count_if(leaf_sets.begin(), leaf_sets.end(), [&](const auto& l) { return alike(mine, l); });
+    const auto bare_alike =
+        std::count_if(bare.begin(), bare.end(), [&](const auto& b) { return alike(mine, b.second); });
+    if (bare_alike * 2 < leaves_alike) hostless.push_back(entry.first);
+  }
+  w->leaves.insert(hostless.begin(), hostless.end());
 
   // Tiers: distance in switch hops from the nearest leaf.
   std::map<std::uint64_t, int> tier;
@@ -493,8 +533,36 @@ void EstimateBisection(Analysis* out) {
 
 }  // namespace
 
+namespace {
+
+// Nodes that share a name (Aggregation Nodes aside: each is named by its
+// switch), one finding per name, as UFM's fabric validation reports
+// duplicate node descriptions. Information: nothing is miswired, but an
+// operator cannot tell their series, findings and alerts apart by name
+// (NodeName adds the GUID to each).
+void FindDuplicateNames(const Fabric& f, Analysis* out) {
+  std::map<std::string, std::vector<std::uint64_t>> by_name;
+  for (const Node& n : f.nodes()) {
+    if (n.description.empty() || IsAggregationNode(n)) continue;
+    const std::string name = ShortName(n.description);
+    if (f.NameShared(name)) by_name[name].push_back(n.guid);
+  }
+  for (const auto& [name, guids] : by_name) {
+    std::string which;
+    for (std::size_t i = 0; i < guids.size() && i < 8; ++i) which += (i ? ", " : "") + FormatGuid(guids[i]);
+    if (guids.size() > 8) which += ", ...";
+    out->findings.push_back({FindingKind::kDuplicateName,
+                             std::to_string(guids.size()) + " nodes are named \"" + name + "\" (" + which +
+                                 "): give each its own (the switch's node description, or --ib.node-name-map)",
+                             guids.front(), std::nullopt, std::nullopt});
+  }
+}
+
+}  // namespace
+
 Analysis Analyze(const Fabric& f) {
   Analysis out;
+  FindDuplicateNames(f, &out);
   Wiring w = Neighbours(f, &out);
   RankTiers(&w, &out);
   CheckTree(f, w, &out);

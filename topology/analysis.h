@@ -6,11 +6,12 @@
 //
 // Ranking: leaves are switches with CAs, except a switch whose switch
 // neighbours are all leaves and that has more switch links than CAs (an
-// upper switch with a stray CA, reported as kCaOnNonLeaf). Every other
-// switch's tier is its distance in switch hops from the nearest leaf.
-// A fabric is called a tree when every switch is ranked and at most a
-// quarter of the switch-to-switch links join switches of one tier; when it
-// is not, the reason is given and the tier-based findings are not guessed.
+// upper switch with a stray CA, reported as kCaOnNonLeaf), and switches
+// with no CA cabled to the same switches as a leaf (hosts not cabled yet;
+// fewer than half as many as the leaves they are like) are leaves too. Every other switch's tier is its distance in
+// switch hops from the nearest leaf. A fabric is called a tree when every switch is ranked and at most a quarter of the
+// switch-to-switch links join switches of one tier; when it is not, the reason is given and the tier-based findings are
+// not guessed.
 
 #include <cstdint>
 #include <map>
@@ -45,6 +46,7 @@ enum class FindingKind : std::uint8_t {
   kUnevenParallelLinks,  // a switch's groups of parallel links differ in size
   kBelowEnabled,         // a link narrower or slower than both ends are enabled and support
   kBelowTierMajority,    // a link narrower or slower than most links of its tier (informational)
+  kDuplicateName,        // several nodes share one name: their series and findings cannot be told apart
   // Against a cabling plan (plan.h):
   kPlanUnknownNode,      // a planned node is not in the fabric
   kPlanMissingLink,      // a planned cable is not there, neither end connected
@@ -67,6 +69,7 @@ enum class FindingKind : std::uint8_t {
   kRailSharedLeaf,   // two HCA ports of one host on one leaf, no rail telling which is wrong
   kRailCrossUnit,    // an HCA port on a leaf of another scalable unit than its host's
   kRailLeafDeparts,  // a leaf unlike the pattern: no rail of its own, or a rail its unit has twice
+  kRailDeviceOrder,  // a host on each rail leaf once, its devices in another order than the rails (information)
   kPlanWrongRail,    // against the plan: an HCA port on a leaf the plan gives another rail
 };
 inline constexpr FindingKind kAllFindingKinds[] = {FindingKind::kNotATree,
@@ -79,6 +82,7 @@ inline constexpr FindingKind kAllFindingKinds[] = {FindingKind::kNotATree,
                                                    FindingKind::kUnevenParallelLinks,
                                                    FindingKind::kBelowEnabled,
                                                    FindingKind::kBelowTierMajority,
+                                                   FindingKind::kDuplicateName,
                                                    FindingKind::kPlanUnknownNode,
                                                    FindingKind::kPlanMissingLink,
                                                    FindingKind::kPlanWrongRemoteNode,
@@ -97,6 +101,7 @@ inline constexpr FindingKind kAllFindingKinds[] = {FindingKind::kNotATree,
                                                    FindingKind::kRailSharedLeaf,
                                                    FindingKind::kRailCrossUnit,
                                                    FindingKind::kRailLeafDeparts,
+                                                   FindingKind::kRailDeviceOrder,
                                                    FindingKind::kPlanWrongRail};
 // snake_case name, stable: used as a metric label and in JSON.
 const char* ToString(FindingKind k);

@@ -54,6 +54,12 @@ Fabric::Fabric(std::vector<Node> nodes) : nodes_(std::move(nodes)) {
     return as != bs ? as : a.guid < b.guid;
   });
   for (std::size_t i = 0; i < nodes_.size(); ++i) index_[nodes_[i].guid] = i;
+  std::set<std::string, std::less<>> seen;
+  for (const Node& n : nodes_) {
+    if (n.description.empty() || IsAggregationNode(n)) continue;
+    std::string name = ShortName(n.description);
+    if (!seen.insert(name).second) shared_names_.insert(std::move(name));
+  }
 }
 
 const Node* Fabric::FindNode(std::uint64_t guid) const {
@@ -82,9 +88,27 @@ std::string FormatGuid(std::uint64_t guid) {
   return buf;
 }
 
+std::string ShortName(std::string_view description) {
+  constexpr std::string_view kSystem = "MF0;";
+  if (description.substr(0, kSystem.size()) != kSystem) return std::string(description);
+  const std::string_view rest = description.substr(kSystem.size());
+  const std::size_t colon = rest.find(':');
+  if (colon == 0 || colon == std::string_view::npos) return std::string(description);
+  const std::string_view system = rest.substr(0, colon);
+  const std::string_view model_and_location = rest.substr(colon + 1);
+  const std::size_t slash = model_and_location.find('/');
+  if (slash == std::string_view::npos) return std::string(system);
+  const std::string_view location = model_and_location.substr(slash + 1);
+  if (location.empty() || location == "U1") return std::string(system);
+  return std::string(system) + "/" + std::string(location);
+}
+
 std::string NodeName(const Fabric& fabric, std::uint64_t guid) {
   const Node* n = fabric.FindNode(guid);
-  return n != nullptr && !n->description.empty() ? n->description : FormatGuid(guid);
+  if (n == nullptr || n->description.empty()) return FormatGuid(guid);
+  std::string name = ShortName(n->description);
+  if (fabric.NameShared(name) && !IsAggregationNode(*n)) name += " (" + FormatGuid(guid) + ")";
+  return name;
 }
 
 bool NaturalLess(std::string_view x, std::string_view y) {

@@ -101,10 +101,14 @@ class Fabric {
   const Port* FindPort(const PortRef& ref) const;
   std::size_t switch_count() const;
   std::size_t ca_count() const;
+  // Whether more than one node (Aggregation Nodes aside) goes by `name`
+  // (ShortName of its description).
+  bool NameShared(std::string_view name) const { return shared_names_.count(name) > 0; }
 
  private:
   std::vector<Node> nodes_;                     // switches first, then by GUID
   std::map<std::uint64_t, std::size_t> index_;  // GUID -> position in nodes_
+  std::set<std::string, std::less<>> shared_names_;
 };
 
 // The nodes of `fabric` in `guids`, each with only the ports `keep`
@@ -144,7 +148,16 @@ std::uint16_t NvidiaAgentLid(const Node& n);
 
 // GUIDs print as 0x-prefixed 16-digit lower-case hex everywhere.
 std::string FormatGuid(std::uint64_t guid);
-// How findings and logs name a node: its description, else its GUID.
+// A node description as operators say it. NVIDIA switch systems describe
+// each ASIC "MF0;<system name>:<model>/<location>" (MQM8700/U1 for a
+// one-ASIC switch; MCS8500/L16/U2 for a line card's ASIC in a director):
+// the system's name, and the location where the system has several
+// ("LG03-06", "sat11-ib1-A/L16/U2"). Other descriptions as they are.
+std::string ShortName(std::string_view description);
+// How findings, logs and series name a node: ShortName of its description
+// (else its GUID), with " (<GUID>)" after it where several nodes share it
+// (switches left at their default description, "Quantum-2 Mellanox
+// Technologies", hosts without rdma-ndd).
 std::string NodeName(const Fabric& fabric, std::uint64_t guid);
 // Natural order of names, as a person sorts them: runs of digits compare
 // by value (leaf2 before leaf10), the rest byte by byte; of names equal so

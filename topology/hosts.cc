@@ -307,6 +307,39 @@ class HostChecks {
               "'s other HCAs are in " + names_.Unit(h_.unit) + ", where " + names_.Belongs(h_.unit, w.port->rail));
     }
   }
+  // A host whose ports sit one on each of its unit's rail leaves is
+  // cabled as the design has it, whatever its devices are called: device
+  // names follow the host's PCIe enumeration (and its BIOS), not the
+  // cables, so a host may name its HCAs otherwise than the hosts that made
+  // the rails (HCA-7 where they have HCA-11), or in another order. One
+  // finding for the host, information: nothing is cabled outside the
+  // rails. Two ports each on the other's rail on a host whose other names
+  // agree is a crossed pair of cables, left to Swapped.
+  void DeviceOrder() {
+    std::set<std::uint64_t> leaves;
+    std::set<int> rails;
+    std::vector<Where*> off;  // ports not on their own rail's leaf
+    for (Where& w : at_) {
+      if (w.flagged || w.leaf_rail < 0 || a_.leaf_unit.at(w.port->leaf.node_guid) != h_.unit) return;
+      if (!leaves.insert(w.port->leaf.node_guid).second || !rails.insert(w.leaf_rail).second) return;
+      if (w.port->rail != w.leaf_rail) off.push_back(&w);
+    }
+    if (off.empty() || at_.size() < 2) return;
+    if (off.size() == 2 && off[0]->port->rail == off[1]->leaf_rail && off[1]->port->rail == off[0]->leaf_rail) return;
+    std::string which;
+    for (const Where* w : off) {
+      which += (which.empty() ? "" : ", ") + w->hca->device + "[" + std::to_string(w->port->port) + "] on " +
+               PortName(f_, w->port->leaf) + " (rail " + names_.Rail(w->leaf_rail) + ")";
+    }
+    for (Where& w : at_) w.flagged = true;
+    out_->findings.push_back({FindingKind::kRailDeviceOrder,
+                              h_.name + " has one port on each of " + std::to_string(at_.size()) + " rail leaves of " +
+                                  names_.Unit(h_.unit) + ", but " + std::to_string(off.size()) +
+                                  " of its devices are not on their rails' leaves: " + which +
+                                  "; it names its HCAs otherwise than the other hosts (or its cables are in "
+                                  "another order)",
+                              off.front()->hca->guid, std::nullopt, std::nullopt});
+  }
   // Two ports each on the other's rail: a swapped pair, said of both cables.
   void Swapped() {
     for (Where& w : at_) {
@@ -399,6 +432,7 @@ HostAnalysis AnalyzeHosts(const Fabric& f, const HostPattern& pattern) {
   for (const Host& h : out.hosts) {
     HostChecks checks(f, names, out, h, &out);
     checks.CrossUnit();
+    checks.DeviceOrder();
     checks.Swapped();
     checks.WrongLeaf();
     checks.SharedLeaf();

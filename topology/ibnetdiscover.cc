@@ -39,25 +39,20 @@ class Cursor {
     return true;
   }
   // The text between double quotes (no escapes: ibnetdiscover prints none).
-  bool Quoted(std::string* out) {
-    if (!Take('"')) return false;
-    const std::size_t end = s_.find('"');
-    if (end == std::string_view::npos) return false;
-    *out = std::string(s_.substr(0, end));
-    s_.remove_prefix(end + 1);
-    return true;
-  }
+  bool Quoted(std::string* out) { return Between('"', '"', out); }
   // The text between parentheses.
-  bool Parenthesized(std::string* out) {
-    if (!Take('(')) return false;
-    const std::size_t end = s_.find(')');
+  bool Parenthesized(std::string* out) { return Between('(', ')', out); }
+
+ private:
+  bool Between(char open, char close, std::string* out) {
+    if (!Take(open)) return false;
+    const std::size_t end = s_.find(close);
     if (end == std::string_view::npos) return false;
     *out = std::string(s_.substr(0, end));
     s_.remove_prefix(end + 1);
     return true;
   }
 
- private:
   std::string_view s_;
 };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
 #include <optional>
 #include <set>
 #include <unordered_map>
@@ -146,6 +147,10 @@ struct Destination {
   std::uint16_t lid;
   PortRef ca;
   std::uint64_t leaf = 0;  // the switch the CA port is cabled to
+  // A host's or a router's: what carries jobs' traffic. An Aggregation
+  // Node's LID is routed too (SHARP's trees need it: unrouted counts it)
+  // but carries no job's data by itself: no balance, no up/down trace.
+  bool host_traffic = true;
 };
 
 int TierOf(const Analysis& a, std::uint64_t guid) {
@@ -162,7 +167,8 @@ std::vector<Destination> Destinations(const Fabric& fabric) {
     for (const auto& p : n.ports) {
       if (p.lid == 0 || !p.remote) continue;
       const Node* peer = fabric.FindNode(p.remote->node_guid);
-      dests.push_back({p.lid, {n.guid, p.number}, peer && peer->kind == NodeKind::kSwitch ? peer->guid : 0});
+      dests.push_back(
+          {p.lid, {n.guid, p.number}, peer && peer->kind == NodeKind::kSwitch ? peer->guid : 0, !IsAggregationNode(n)});
     }
   }
   return dests;
@@ -230,12 +236,28 @@ void DirectionPorts(const Fabric& fabric, const Analysis& a, std::uint64_t guid,
   }
 }
 
+// A tenth: a port carrying that much more than its peers is a tenth
+// slower for the jobs whose traffic it takes. Below that an uneven count
+// costs less than the noise of the jobs themselves.
+constexpr double kImbalanceRatio = 1.1;
+
 // The spread between the switch's most and least used ports that should
-// carry alike, and a finding where it is 2 or more. A leaf may send any
+// carry alike, and a finding where it means something. A leaf may send any
 // destination up any uplink: all of them should carry alike. Above, a
 // destination can only go down the links to its own leaf: the parallel
-// links to one neighbour should carry alike.
-void JudgeBalance(const Fabric& fabric, std::uint64_t guid, int tier, SwitchRouting* r, RoutingAnalysis* out) {
+// links to one neighbour should carry alike. A finding needs three things:
+// 2 or more host destinations apart (1 is what an uneven count leaves); a
+// tenth or more apart (kImbalanceRatio); and more apart than the other
+// LIDs routed there (`all` less the hosts': switches', Aggregation Nodes')
+// can account for. opensm's updn and minhop engines choose each LID's
+// port as the one with the fewest paths so far (osm_switch.c
+// osm_switch_recommend_path, least_paths) and count a path for every LID
+// routed (osm_ucast_mgr.c add_path; switches' unless
+// port_profile_switch_nodes), many of those with one shortest port only:
+// the hosts' counts of a table they balanced differ by at most 1 plus the
+// other LIDs on a port.
+void JudgeBalance(const Fabric& fabric, std::uint64_t guid, int tier, const std::array<int, 256>& all, SwitchRouting* r,
+                  RoutingAnalysis* out) {
   std::map<std::uint64_t, std::map<std::uint8_t, int>> groups;
   for (const auto& [port, n] : r->destinations) {
     const std::uint64_t group = tier == 0 ? 0 : fabric.FindPort({guid, port})->remote->node_guid;
@@ -248,12 +270,17 @@ void JudgeBalance(const Fabric& fabric, std::uint64_t guid, int tier, SwitchRout
     r->spread = hi->second - lo->second;
     r->max_min_ratio.reset();
     if (lo->second > 0) r->max_min_ratio = static_cast<double>(hi->second) / lo->second;
-    if (ports.size() > 1 && r->spread >= 2) {
-      std::string finding = NodeName(fabric, guid) + " routes " + std::to_string(hi->second) +
-                            " destinations through port " + std::to_string(hi->first) + " and " +
-                            std::to_string(lo->second) + " through port " + std::to_string(lo->first) + " (" +
-                            r->direction + "links" +
-                            (tier == 0 ? std::string(")") : " to " + NodeName(fabric, group) + ")");
+    int others = 0;  // the most LIDs other than hosts' on one port of the group
+    for (const auto& [port, n] : ports) others = std::max(others, all[port] - n);
+    const bool relative = !r->max_min_ratio || *r->max_min_ratio >= kImbalanceRatio;
+    if (ports.size() > 1 && r->spread >= 2 && relative && r->spread > 1 + others) {
+      const int percent = lo->second > 0 ? static_cast<int>((*r->max_min_ratio - 1) * 100 + 0.5) : 100;
+      std::string finding =
+          NodeName(fabric, guid) + " routes " + std::to_string(hi->second) + " destinations through port " +
+          std::to_string(hi->first) + " and " + std::to_string(lo->second) + " through port " +
+          std::to_string(lo->first) + " (" + r->direction + "links" +
+          (tier == 0 ? std::string(")") : " to " + NodeName(fabric, group) + ")") + ": " + std::to_string(percent) +
+          "% more, where balanced routing leaves at most " + std::to_string(1 + others);
       std::erase_if(out->findings,
                     [&](const Finding& f) { return f.kind == FindingKind::kRoutingImbalance && f.node == guid; });
       out->findings.push_back({FindingKind::kRoutingImbalance, finding, guid, std::nullopt, std::nullopt});
@@ -264,14 +291,20 @@ void JudgeBalance(const Fabric& fabric, std::uint64_t guid, int tier, SwitchRout
 // One switch's table: what each port of its direction carries, the
 // destinations it cannot reach, its balance.
 SwitchRouting RouteSwitch(const Fabric& fabric, const Dense& dense, const Analysis& a,
-                          const std::vector<Destination>& dests, std::uint64_t guid, RoutingAnalysis* out) {
+                          const std::vector<Destination>& dests, const std::vector<std::uint16_t>& lids,
+                          std::uint64_t guid, RoutingAnalysis* out) {
   const int tier = TierOf(a, guid);
   const int i = dense.index.at(guid);
   SwitchRouting r;
   r.direction = tier == 0 ? "up" : "down";
   DirectionPorts(fabric, a, guid, tier, &r);
-  std::array<int, 256> carried{};
+  std::array<int, 256> carried{};  // host traffic
+  std::array<int, 256> all{};      // every LID
   std::vector<std::string> unrouted_examples;
+  for (const std::uint16_t lid : lids) {
+    const std::uint8_t port = dense.Egress(i, lid);
+    if (port != transport::kLftNoPort) ++all[port];
+  }
   for (const Destination& d : dests) {
     const std::uint8_t port = dense.Egress(i, d.lid);
     if (port == transport::kLftNoPort || port == 0 || !dense.Usable(i, port)) {
@@ -281,11 +314,11 @@ SwitchRouting RouteSwitch(const Fabric& fabric, const Dense& dense, const Analys
       }
       continue;
     }
-    if (tier == 0 && d.leaf == guid) continue;  // local to the leaf
+    if ((tier == 0 && d.leaf == guid) || !d.host_traffic) continue;  // local to the leaf; no job's traffic
     ++carried[port];
   }
   for (auto& [port, n] : r.destinations) n = carried[port];
-  JudgeBalance(fabric, guid, tier, &r, out);
+  JudgeBalance(fabric, guid, tier, all, &r, out);
   if (r.unrouted > 0) {
     std::string examples;
     for (const auto& e : unrouted_examples) examples += (examples.empty() ? "" : ", ") + e;
@@ -340,7 +373,7 @@ void TraceLeafRoutes(const Fabric& fabric, const Dense& dense, const Analysis& a
     int bad = 0;
     std::string example;
     for (const Destination& d : dests) {
-      if (d.leaf == leaf) continue;
+      if (d.leaf == leaf || !d.host_traffic) continue;
       ++out->routes_traced;
       const auto broken = BrokenRoute(dense, at, d, max_hops);
       if (!broken) continue;
@@ -365,11 +398,17 @@ RoutingAnalysis AnalyzeRouting(const Fabric& fabric, const ForwardingTables& tab
                                const std::set<std::uint64_t>& adaptive) {
   RoutingAnalysis out;
   const std::vector<Destination> dests = Destinations(fabric);
+  // Every LID a table routes: the CA ports' and each switch's (port 0).
+  std::vector<std::uint16_t> lids;
+  for (const Destination& d : dests) lids.push_back(d.lid);
+  for (const Node& n : fabric.nodes()) {
+    if (n.kind == NodeKind::kSwitch && n.lid != 0) lids.push_back(n.lid);
+  }
   const Dense dense(fabric, tables, tree);
   // A table of a switch the fabric no longer has (held from an older walk)
   // says nothing about it.
   for (std::uint64_t guid : tables.Switches()) {
-    if (dense.index.count(guid)) out.switches[guid] = RouteSwitch(fabric, dense, tree, dests, guid, &out);
+    if (dense.index.count(guid)) out.switches[guid] = RouteSwitch(fabric, dense, tree, dests, lids, guid, &out);
   }
   if (tree.is_tree) TraceLeafRoutes(fabric, dense, tree, dests, &out);
   for (std::uint64_t guid : adaptive) {

@@ -80,9 +80,13 @@ struct RoutingAnalysis {
   int down_up_routes = 0;                           // leaf-to-CA routes that go down and up again (or never arrive)
   int routes_traced = 0;
   // kRoutingImbalance (a leaf whose uplinks to the tier above, or an upper
-  // switch whose parallel links to one switch of the tier below, differ by 2
-  // or more destinations: 1 is what an uneven count leaves),
-  // kUnroutedDestination and kDownUpRoute.
+  // switch whose parallel links to one switch of the tier below, carry
+  // host destinations 2 or more and a tenth or more apart, and more than
+  // 1 plus the other LIDs on a port: opensm balances over every LID,
+  // switches' and Aggregation Nodes' included, so those alone leave the
+  // hosts' counts uneven by that much), kUnroutedDestination (every
+  // CA LID, Aggregation Nodes' too) and kDownUpRoute (routes to hosts and
+  // routers; an Aggregation Node's LID carries no job's traffic).
   std::vector<Finding> findings;
 };
 // Pure. Needs the tree analysis' tiers; does nothing of the tier-based

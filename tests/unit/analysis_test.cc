@@ -78,6 +78,65 @@ TEST(AnalysisTest, CleanTwoTierTree) {
   EXPECT_EQ(TierName(spine.tier), "spine");
 }
 
+// A leaf whose hosts are not cabled (a published director fabric has six
+// among 160 leaves) is cabled to the same spines as the others: a leaf,
+// not a tier above its spines, and nothing about it or them is asymmetric.
+// Switches with no host as many as half the leaves they are cabled like
+// are a tier of their own (here a single group's cores).
+TEST(AnalysisTest, ALeafWithoutHostsIsALeaf) {
+  Tree t(4, 4, 2, 2);
+  const int empty = t.b.Switch("leaf-empty");
+  for (int sp : t.spines) {
+    t.b.Connect(empty, sp);
+    t.b.Connect(empty, sp);
+  }
+  const Analysis a = Analyze(t.b.Build());
+  EXPECT_TRUE(a.is_tree) << a.not_tree_reason;
+  EXPECT_EQ(a.tiers, 2);
+  EXPECT_EQ(a.switches.at(t.b.Guid(empty)).tier, 0);
+  EXPECT_TRUE(a.findings.empty()) << Kinds(a);
+
+  Tree c(4, 4, 2, 1, 2);
+  const Analysis three = Analyze(c.b.Build());
+  EXPECT_EQ(three.switches.at(c.b.Guid(c.cores[0])).tier, 2);
+  EXPECT_EQ(three.switches.at(c.b.Guid(c.cores[1])).tier, 2);
+}
+
+// Names as operators say them, and names several nodes share: each with its
+// GUID wherever a name is shown, and one finding per shared name.
+TEST(AnalysisTest, SharedNamesAreOneFindingEachAndCarryTheirGuids) {
+  EXPECT_EQ(ShortName("MF0;LG03-06:MQM8700/U1"), "LG03-06");
+  EXPECT_EQ(ShortName("MF0;sat11-0101-0903-01ib1-A:MCS8500/L16/U2"), "sat11-0101-0903-01ib1-A/L16/U2");
+  EXPECT_EQ(ShortName("MF0;r-ufm-sw95:MQM8700"), "r-ufm-sw95");
+  EXPECT_EQ(ShortName("MF0;:MQM8700/U1"), "MF0;:MQM8700/U1") << "no system name: as it is";
+  EXPECT_EQ(ShortName("Quantum-2 Mellanox Technologies"), "Quantum-2 Mellanox Technologies");
+  EXPECT_EQ(ShortName("gpu01 mlx5_0"), "gpu01 mlx5_0");
+
+  Tree t(2, 2, 2, 1);
+  FabricBuilder& b = t.b;
+  const Fabric plain = b.Build();
+  EXPECT_EQ(NodeName(plain, b.Guid(t.leaves[0])), "leaf0");
+  std::vector<Node> nodes = plain.nodes();
+  for (Node& n : nodes) {
+    if (n.guid == b.Guid(t.leaves[0]) || n.guid == b.Guid(t.leaves[1]))
+      n.description = "Quantum-2 Mellanox Technologies";
+    if (n.guid == b.Guid(t.spines[0])) n.description = "MF0;LG03-06:MQM8700/U1";
+  }
+  const Fabric f(nodes);
+  EXPECT_EQ(NodeName(f, b.Guid(t.leaves[1])),
+            "Quantum-2 Mellanox Technologies (" + FormatGuid(b.Guid(t.leaves[1])) + ")");
+  EXPECT_EQ(NodeName(f, b.Guid(t.spines[0])), "LG03-06");
+  const Analysis a = Analyze(f);
+  const auto dup = Of(a, FindingKind::kDuplicateName);
+  ASSERT_EQ(dup.size(), 1u) << Kinds(a);
+  EXPECT_EQ(dup[0].detail, "2 nodes are named \"Quantum-2 Mellanox Technologies\" (" + FormatGuid(b.Guid(t.leaves[0])) +
+                               ", " + FormatGuid(b.Guid(t.leaves[1])) +
+                               "): give each its own (the switch's node description, or --ib.node-name-map)");
+  EXPECT_EQ(dup[0].node, b.Guid(t.leaves[0]));
+  EXPECT_FALSE(dup[0].a);
+  EXPECT_EQ(a.findings.size(), 1u) << Kinds(a);
+}
+
 // A SHARP Aggregation Node in every switch (a CA with its own LID, cabled
 // to a switch port inside the switch): no cable, no host, no stray tier and
 // no CA above the leaves; the tiers rank as without them.

@@ -139,6 +139,37 @@ TEST(HostsTest, TwoHcasOnEachOthersRailAreASwappedPair) {
       << a.findings[0].detail;
 }
 
+// A host on each rail leaf once is cabled as designed whatever its devices
+// are called (a published NDR cluster has hosts naming HCA-7 what the others
+// call HCA-11): one finding for the host, information, no cable blamed. A
+// cycle of three crossed cables on one host reads the same: its ports are
+// still one per rail leaf.
+TEST(HostsTest, AHostOnEachRailLeafOnceIsOneInformationFindingWhateverItsNames) {
+  RailFabric renamed(2, 4, kDevices, {}, 1, [](int u, int s, int h) {
+    const std::string host = "gpu" + std::to_string(u + 1) + std::to_string(s + 1);
+    if (u == 0 && s == 1 && h < 2) return host + " mlx5_" + std::to_string(7 + h);
+    return host + " " + kDevices[static_cast<std::size_t>(h)];
+  });
+  const HostAnalysis a = Hosts(renamed.fabric);
+  ASSERT_EQ(Kinds(a), std::vector<std::string>{"rail_device_order"});
+  const Finding& f = a.findings[0];
+  EXPECT_FALSE(f.a || f.b) << "about the host, no cable";
+  EXPECT_EQ(f.node, renamed.b.Guid(renamed.hca.at({0, 1, 0})));
+  EXPECT_EQ(f.detail,
+            "gpu12 has one port on each of 4 rail leaves of su1, but 2 of its devices are not on their rails' "
+            "leaves: mlx5_7[1] on su1-leaf1[4] (rail mlx5_0), mlx5_8[1] on su1-leaf2[4] (rail mlx5_1); it names its "
+            "HCAs otherwise than the other hosts (or its cables are in another order)");
+
+  RailFabric cycled(2, 4, kDevices, [](int u, int s, int r) {
+    return u == 1 && s == 0 && r < 3 ? Target{1, (r + 1) % 3} : Target{u, r};
+  });
+  const HostAnalysis c = Hosts(cycled.fabric);
+  ASSERT_EQ(Kinds(c), std::vector<std::string>{"rail_device_order"});
+  EXPECT_NE(c.findings[0].detail.find("gpu21 has one port on each of 4 rail leaves of su2, but 3 of its devices"),
+            std::string::npos)
+      << c.findings[0].detail;
+}
+
 TEST(HostsTest, AnHcaInAnotherUnitIsACrossUnitFinding) {
   RailFabric t(2, 4, kDevices, [](int u, int s, int r) {
     return u == 0 && s == 0 && r == 3 ? Target{1, 3} : Target{u, r};

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "topology/findings.h"
 #include "topology/link_rate.h"
 
 namespace ibfabric::topology {
@@ -232,6 +233,12 @@ TEST(IbnetdiscoverTest, RealCapturesAreReadWhole) {
       {"jabl-ibtopotool-2-ibm-pcm.net", 1, 2, 2, {}},
       {"jabl-ibtopotool-3-nvidia-ibdiagpath-howto.net", 2, 6, 10, {2}},
       {"jabl-ibtopotool-4-oracle-sun-dcs36.net", 1, 1, 1, {}},
+      {"ufm-selene-compute.net", 666, 4341, 12852, {}},
+      {"ufm-selene-storage.net", 160, 1247, 3286, {}},
+      {"mlunacek-janus-is5600-director.net", 214, 1356, 4168, {}},
+      {"loginoff-sx6036-stage.net", 8, 144, 192, {}},
+      {"ltaulell-psmn-x5-voltaire4036.net", 11, 89, 159, {}},
+      {"gary-ibdiagnet2-quantum2-20250331.net", 9, 263, 271, {}},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.file);
@@ -254,6 +261,78 @@ TEST(IbnetdiscoverTest, RealCapturesAreReadWhole) {
       for (const Port& p : n.ports) ends += p.remote.has_value();
     }
     EXPECT_EQ(ends, 2 * c.cables);
+  }
+}
+
+}  // namespace
+}  // namespace ibfabric::topology
+
+namespace ibfabric::topology {
+namespace {
+
+// What the analysis says of each real capture, finding by finding, each
+// kind with the reason an expert would give. Findings that are not yet
+// one verdict per deviation say so.
+TEST(RealFabricsTest, EachCaptureIsJudgedAsAnExpertWould) {
+  struct Case {
+    std::string file;
+    std::string tiers;                 // "leaf 160, spine 160, core 80"; "" when not a tree
+    std::map<std::string, int> kinds;  // finding kind -> count
+    std::vector<std::string> why;      // one line per kind
+  };
+  const std::vector<Case> cases{
+      {"ufm-ndt-director-putty.net",
+       "leaf 160, spine 160, core 80",
+       {{"duplicate_name", 1}, {"fewer_uplinks", 5}, {"asymmetric_switch", 10}, {"below_tier_majority", 4}},
+       {"103 HCAs keep their model's name (no rdma-ndd): told apart by GUID",
+        "five leaves have 19 of the 20 uplinks the others have: five cables missing",
+        "the same five missing cables seen at both ends (leaf and line ASIC): to become one verdict each",
+        "the UFM hosts' EDR HCAs in an HDR fabric run at their best"}},
+      {"gary-ibdiagnet2-ndr-b.net",
+       "leaf 8, spine 1",
+       {{"duplicate_name", 1}, {"rail_device_order", 3}},
+       {"eight switches keep the default name Quantum-2 Mellanox Technologies",
+        "three hosts of 32 name their HCAs otherwise than the rest, one port on each rail leaf all the same"}},
+      {"ufm-small-topo.net",
+       "",
+       {{"not_a_tree", 1}, {"below_tier_majority", 1}},
+       {"two switches with hosts joined to each other (and one cabled to itself): no tiers to judge",
+        "an FDR10 loop cable where the others run FDR"}},
+      {"jabl-ibtopotool-1-man-ibnetdiscover.net",
+       "",
+       {{"not_a_tree", 1}, {"duplicate_name", 1}, {"below_tier_majority", 2}},
+       {"two switches with hosts cabled to each other", "four HCAs named by their model",
+        "two 1x links where the rest run 4x"}},
+      {"jabl-ibtopotool-2-ibm-pcm.net", "leaf 1", {}, {}},
+      {"jabl-ibtopotool-3-nvidia-ibdiagpath-howto.net",
+       "",
+       {{"not_a_tree", 1}, {"below_tier_majority", 4}},
+       {"two switches with hosts (and loops on one)", "QDR, SDR and FDR devices in an EDR/FDR lab"}},
+      {"jabl-ibtopotool-4-oracle-sun-dcs36.net", "leaf 1", {}, {}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.file);
+    Fabric f;
+    std::vector<std::string> notes;
+    std::string error;
+    ASSERT_TRUE(LoadNetFile(std::string(IBFABRIC_REAL_FABRICS_DIR) + "/" + c.file, &f, &notes, &error)) << error;
+    HostAnalysis hosts;
+    const Analysis a = AnalyzeWiring(f, HostPattern{}, nullptr, &hosts);
+    std::map<int, int> per_tier;
+    for (const auto& [guid, s] : a.switches) ++per_tier[s.tier];
+    std::string tiers;
+    for (const auto& [tier, n] : per_tier)
+      tiers += (tiers.empty() ? "" : ", ") + TierName(tier) + " " + std::to_string(n);
+    EXPECT_EQ(a.is_tree ? tiers : "", c.tiers) << a.not_tree_reason;
+    std::map<std::string, int> kinds;
+    std::string all;
+    for (const Finding& x : a.findings) {
+      ++kinds[ToString(x.kind)];
+      all += std::string(ToString(x.kind)) + ": " + x.detail + "\n";
+      EXPECT_FALSE(x.a && x.b && RaisesMiswiringAlert(x.kind)) << "an alert: " << x.detail;
+    }
+    EXPECT_EQ(kinds, c.kinds) << all;
+    EXPECT_EQ(c.why.size(), c.kinds.size()) << "a reason for each kind";
   }
 }
 
