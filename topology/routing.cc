@@ -247,17 +247,16 @@ constexpr double kImbalanceRatio = 1.1;
 // destination can only go down the links to its own leaf: the parallel
 // links to one neighbour should carry alike. A finding needs three things:
 // 2 or more host destinations apart (1 is what an uneven count leaves); a
-// tenth or more apart (kImbalanceRatio); and more apart than the other
-// LIDs routed there (`all` less the hosts': switches', Aggregation Nodes')
-// can account for. opensm's updn and minhop engines choose each LID's
-// port as the one with the fewest paths so far (osm_switch.c
+// tenth or more apart (kImbalanceRatio); and the two ports 2 or more apart
+// both counting every CA LID (`cas`: Aggregation Nodes' too) and every LID
+// (`all`: switches' too). opensm's updn and minhop engines choose each
+// LID's port as the one with the fewest paths so far (osm_switch.c
 // osm_switch_recommend_path, least_paths) and count a path for every LID
 // routed (osm_ucast_mgr.c add_path; switches' unless
-// port_profile_switch_nodes), many of those with one shortest port only:
-// the hosts' counts of a table they balanced differ by at most 1 plus the
-// other LIDs on a port.
-void JudgeBalance(const Fabric& fabric, std::uint64_t guid, int tier, const std::array<int, 256>& all, SwitchRouting* r,
-                  RoutingAnalysis* out) {
+// port_profile_switch_nodes): a table they balanced is at most 1 apart on
+// one of those counts, however uneven the hosts' share alone looks.
+void JudgeBalance(const Fabric& fabric, std::uint64_t guid, int tier, const std::array<int, 256>& cas,
+                  const std::array<int, 256>& all, SwitchRouting* r, RoutingAnalysis* out) {
   std::map<std::uint64_t, std::map<std::uint8_t, int>> groups;
   for (const auto& [port, n] : r->destinations) {
     const std::uint64_t group = tier == 0 ? 0 : fabric.FindPort({guid, port})->remote->node_guid;
@@ -270,17 +269,18 @@ void JudgeBalance(const Fabric& fabric, std::uint64_t guid, int tier, const std:
     r->spread = hi->second - lo->second;
     r->max_min_ratio.reset();
     if (lo->second > 0) r->max_min_ratio = static_cast<double>(hi->second) / lo->second;
-    int others = 0;  // the most LIDs other than hosts' on one port of the group
-    for (const auto& [port, n] : ports) others = std::max(others, all[port] - n);
+    const int all_apart = all[hi->first] - all[lo->first];
     const bool relative = !r->max_min_ratio || *r->max_min_ratio >= kImbalanceRatio;
-    if (ports.size() > 1 && r->spread >= 2 && relative && r->spread > 1 + others) {
+    const bool unbalanced = cas[hi->first] - cas[lo->first] >= 2 && all_apart >= 2;
+    if (ports.size() > 1 && r->spread >= 2 && relative && unbalanced) {
       const int percent = lo->second > 0 ? static_cast<int>((*r->max_min_ratio - 1) * 100 + 0.5) : 100;
-      std::string finding =
-          NodeName(fabric, guid) + " routes " + std::to_string(hi->second) + " destinations through port " +
-          std::to_string(hi->first) + " and " + std::to_string(lo->second) + " through port " +
-          std::to_string(lo->first) + " (" + r->direction + "links" +
-          (tier == 0 ? std::string(")") : " to " + NodeName(fabric, group) + ")") + ": " + std::to_string(percent) +
-          "% more, where balanced routing leaves at most " + std::to_string(1 + others);
+      std::string finding = NodeName(fabric, guid) + " routes " + std::to_string(hi->second) +
+                            " destinations through port " + std::to_string(hi->first) + " and " +
+                            std::to_string(lo->second) + " through port " + std::to_string(lo->first) + " (" +
+                            r->direction + "links" +
+                            (tier == 0 ? std::string(")") : " to " + NodeName(fabric, group) + ")") + ": " +
+                            std::to_string(percent) + "% more, and " + std::to_string(all_apart) +
+                            " more LIDs of every kind, where balanced routing leaves 1 at most";
       std::erase_if(out->findings,
                     [&](const Finding& f) { return f.kind == FindingKind::kRoutingImbalance && f.node == guid; });
       out->findings.push_back({FindingKind::kRoutingImbalance, finding, guid, std::nullopt, std::nullopt});
@@ -299,6 +299,7 @@ SwitchRouting RouteSwitch(const Fabric& fabric, const Dense& dense, const Analys
   r.direction = tier == 0 ? "up" : "down";
   DirectionPorts(fabric, a, guid, tier, &r);
   std::array<int, 256> carried{};  // host traffic
+  std::array<int, 256> cas{};      // every CA LID
   std::array<int, 256> all{};      // every LID
   std::vector<std::string> unrouted_examples;
   for (const std::uint16_t lid : lids) {
@@ -314,11 +315,12 @@ SwitchRouting RouteSwitch(const Fabric& fabric, const Dense& dense, const Analys
       }
       continue;
     }
-    if ((tier == 0 && d.leaf == guid) || !d.host_traffic) continue;  // local to the leaf; no job's traffic
-    ++carried[port];
+    if (tier == 0 && d.leaf == guid) continue;  // local to the leaf
+    ++cas[port];
+    if (d.host_traffic) ++carried[port];
   }
   for (auto& [port, n] : r.destinations) n = carried[port];
-  JudgeBalance(fabric, guid, tier, all, &r, out);
+  JudgeBalance(fabric, guid, tier, cas, all, &r, out);
   if (r.unrouted > 0) {
     std::string examples;
     for (const auto& e : unrouted_examples) examples += (examples.empty() ? "" : ", ") + e;

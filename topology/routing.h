@@ -81,10 +81,10 @@ struct RoutingAnalysis {
   int routes_traced = 0;
   // kRoutingImbalance (a leaf whose uplinks to the tier above, or an upper
   // switch whose parallel links to one switch of the tier below, carry
-  // host destinations 2 or more and a tenth or more apart, and more than
-  // 1 plus the other LIDs on a port: opensm balances over every LID,
-  // switches' and Aggregation Nodes' included, so those alone leave the
-  // hosts' counts uneven by that much), kUnroutedDestination (every
+  // host destinations 2 or more and a tenth or more apart, the two ports
+  // 2 or more apart over every CA LID and over every LID too: opensm
+  // balances over those, switches' and Aggregation Nodes' included, which
+  // alone may leave the hosts' counts uneven), kUnroutedDestination (every
   // CA LID, Aggregation Nodes' too) and kDownUpRoute (routes to hosts and
   // routers; an Aggregation Node's LID carries no job's traffic).
   std::vector<Finding> findings;

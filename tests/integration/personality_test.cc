@@ -137,7 +137,12 @@ TEST_F(PersonalityTest, EachPortReportsTheRateItsTwoDevicesRun) {
   EXPECT_TRUE(s->Find("infiniband_link_degraded").empty());
   for (const auto& f : s->Find("infiniband_topology_findings")) {
     if (f.labels.at("kind") != "below_tier_majority") {
-      EXPECT_EQ(f.value, 0) << f.labels.at("kind");
+      std::string which;
+      for (const auto& x : s->Find("infiniband_topology_finding", {{"kind", f.labels.at("kind")}})) {
+        for (const auto& [k, v] : x.labels) which += k + "=" + v + " ";
+        which += "\n";
+      }
+      EXPECT_EQ(f.value, 0) << f.labels.at("kind") << ": " << which;
     }
   }
   int status = 0;

@@ -74,6 +74,29 @@ TEST(RoutingTest, AnUplinkCarryingNothingIsAnImbalance) {
 // With adaptive routing on at a leaf, its table is a fallback: the same
 // skewed table is no imbalance there, is left out of the fabric-wide
 // spread, and its unrouted destinations say the table is static.
+// Hosts 3 to 1 over two uplinks, but the switches' LIDs all on the one
+// with fewer: over every LID the table is balanced as opensm balances it,
+// so the hosts' share alone is no finding (the spread is still reported).
+// The same hosts' share with nothing else on the ports is one.
+TEST(RoutingTest, HostsUnevenWhereOtherLidsEvenThePortsOutAreNoImbalance) {
+  Tree t;
+  t.Route(t.leaf[0], t.Lid(t.host[3]), 3);  // cn4 via spine1 too: 3 and 1
+  for (int sw : {t.leaf[1], t.leaf[2], t.spine[0], t.spine[1]}) t.Route(t.leaf[0], t.Lid(sw), 4);
+  EXPECT_TRUE(t.Run().empty()) << t.routing.findings[0].detail;
+  const SwitchRouting& l1 = t.routing.switches.at(t.b.Guid(t.leaf[0]));
+  EXPECT_EQ(l1.destinations, (std::map<std::uint8_t, int>{{3, 3}, {4, 1}}));
+  EXPECT_EQ(l1.spread, 2);
+
+  Tree bare;
+  bare.Route(bare.leaf[0], bare.Lid(bare.host[3]), 3);
+  EXPECT_EQ(bare.Run(), (std::map<FindingKind, int>{{FindingKind::kRoutingImbalance, 1}}));
+  EXPECT_NE(bare.routing.findings[0].detail.find(
+                "leaf1 routes 3 destinations through port 3 and 1 through port 4 (uplinks): 200% more, and 2 more "
+                "LIDs of every kind"),
+            std::string::npos)
+      << bare.routing.findings[0].detail;
+}
+
 TEST(RoutingTest, AnAdaptiveSwitchsStaticTableIsNoImbalance) {
   Tree t;
   for (int h = 2; h < 6; ++h) t.Route(t.leaf[0], t.Lid(t.host[h]), 3);
