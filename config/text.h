@@ -9,8 +9,16 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace ibfabric::config {
+
+// `text` split at '\n', a '\r' before it dropped (files saved on Windows or
+// through a terminal): line N of a file is element N-1. No element after a
+// final newline.
+std::vector<std::string_view> Lines(std::string_view text);
+// `s` without the spaces, tabs and carriage returns at either end.
+std::string_view Trim(std::string_view s);
 
 // The offset of the first byte that does not begin a well-formed UTF-8
 // sequence (or begins one that is cut short); nullopt when `text` is valid.

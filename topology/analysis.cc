@@ -206,22 +206,23 @@ void RankTiers(Wiring* w, Analysis* out) {
   };
   std::vector<std::set<std::uint64_t>> leaf_sets;
   for (std::uint64_t g : w->leaves) leaf_sets.push_back(distinct(g));
-  std::map<std::uint64_t, std::set<std::uint64_t>> bare;  // no CA, cabled like some leaf
+  struct Bare {
+    std::set<std::uint64_t> neighbours;
+    std::ptrdiff_t leaves_alike = 0;
+  };
+  std::map<std::uint64_t, Bare> bare;  // no CA, cabled like some leaf
   for (const auto& [g, nb] : w->neighbours) {
     if (w->ca_links[g] > 0 || w->stray.count(g)) continue;
-    std::set<std::uint64_t> mine = distinct(g);
-    if (std::any_of(leaf_sets.begin(), leaf_sets.end(), [&](const auto& l) { return alike(mine, l); })) {
-      bare.emplace(g, std::move(mine));
-    }
+    Bare b{distinct(g), 0};
+    b.leaves_alike =
+        std::count_if(leaf_sets.begin(), leaf_sets.end(), [&](const auto& l) { return alike(b.neighbours, l); });
+    if (b.leaves_alike > 0) bare.emplace(g, std::move(b));
   }
   std::vector<std::uint64_t> hostless;
-  for (const auto& entry : bare) {
-    const std::set<std::uint64_t>& mine = entry.second;  // a named set: clang 14 captures no binding
-    const auto leaves_alike =
-        std::count_if(leaf_sets.begin(), leaf_sets.end(), [&](const auto& l) { return alike(mine, l); });
-    const auto bare_alike =
-        std::count_if(bare.begin(), bare.end(), [&](const auto& b) { return alike(mine, b.second); });
-    if (bare_alike * 2 < leaves_alike) hostless.push_back(entry.first);
+  for (const auto& [g, b] : bare) {
+    std::ptrdiff_t bare_alike = 0;
+    for (const auto& other : bare) bare_alike += alike(b.neighbours, other.second.neighbours);
+    if (bare_alike * 2 < b.leaves_alike) hostless.push_back(g);
   }
   w->leaves.insert(hostless.begin(), hostless.end());
 

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "config/config_file.h"
+#include "config/text.h"
 #include "topology/link_rate.h"
 
 namespace ibfabric::topology {
@@ -203,12 +204,13 @@ bool ReadPort(std::string_view line, NodeKind kind, NetPort* p, std::string* bad
   return true;
 }
 
+// A skipped line as messages quote it: control characters as spaces.
 std::string Quote(std::string_view line) {
-  std::string s(line.substr(0, 60));
+  std::string s(line);
   for (char& ch : s) {
     if (static_cast<unsigned char>(ch) < 0x20) ch = ' ';
   }
-  return "'" + s + (line.size() > 60 ? "...'" : "'");
+  return "'" + config::Excerpt(s, 60) + "'";
 }
 
 std::string At(int line) { return "line " + std::to_string(line) + ": "; }
@@ -224,17 +226,9 @@ bool ParseNetFile(std::string_view text, NetFile* out, std::string* error) {
   NetFile file;
   Pending pending;
   int n = 0;
-  std::size_t start = 0;
-  while (start < text.size()) {
-    std::size_t end = text.find('\n', start);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view line = text.substr(start, end - start);
-    start = end + 1;
+  for (const std::string_view raw : config::Lines(text)) {
     ++n;
-    while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t')) line.remove_suffix(1);
-    while (!line.empty() && (line.front() == '\r' || line.front() == ' ' || line.front() == '\t')) {
-      line.remove_prefix(1);
-    }
+    const std::string_view line = config::Trim(raw);
     if (line.empty() || line.front() == '#') continue;
     if (ReadKey(line, &pending)) continue;
     if (line == "Non-Chassis Nodes" || line.substr(0, 8) == "Chassis ") continue;  // ibnetdiscover -g

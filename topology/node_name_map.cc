@@ -7,34 +7,18 @@
 #include <sstream>
 
 #include "config/config_file.h"
+#include "config/text.h"
 
 namespace ibfabric::topology {
-namespace {
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
-  return s;
-}
-
-}  // namespace
 
 bool ParseNodeNameMap(std::string_view text, NodeNameMap* map, std::string* error) {
   NodeNameMap out;
   std::map<std::uint64_t, int> defined_on;
   int line_no = 0;
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    std::size_t end = text.find('\n', start);
-    if (end == std::string_view::npos) end = text.size();
-    const std::string_view raw = text.substr(start, end - start);
-    start = end + 1;
+  for (const std::string_view raw : config::Lines(text)) {
     ++line_no;
-    std::string_view line = Trim(raw);
-    if (line.empty() || line.front() == '#') {
-      if (end == text.size()) break;
-      continue;
-    }
+    std::string_view line = config::Trim(raw);
+    if (line.empty() || line.front() == '#') continue;
     auto fail = [&](const std::string& why) {
       *error = "line " + std::to_string(line_no) + ": " + why;
       return false;
@@ -47,14 +31,15 @@ bool ParseNodeNameMap(std::string_view text, NodeNameMap* map, std::string* erro
     if (guid_text.empty() || *after != '\0' || errno == ERANGE || guid_text.front() == '-') {
       return fail("'" + guid_text + "' is not a GUID");
     }
-    std::string_view rest = guid_end == std::string_view::npos ? std::string_view{} : Trim(line.substr(guid_end));
+    std::string_view rest =
+        guid_end == std::string_view::npos ? std::string_view{} : config::Trim(line.substr(guid_end));
     std::string name;
     if (!rest.empty() && rest.front() == '"') {
       const std::size_t close = rest.find('"', 1);
       if (close == std::string_view::npos) return fail("unterminated quote in the name");
       name = std::string(rest.substr(1, close - 1));
     } else {
-      name = std::string(Trim(rest.substr(0, rest.find('#'))));
+      name = std::string(config::Trim(rest.substr(0, rest.find('#'))));
     }
     if (name.empty()) return fail("no name after GUID " + guid_text);
     if (auto it = defined_on.find(guid); it != defined_on.end()) {
@@ -62,7 +47,6 @@ bool ParseNodeNameMap(std::string_view text, NodeNameMap* map, std::string* erro
     }
     defined_on[guid] = line_no;
     out[guid] = name;
-    if (end == text.size()) break;
   }
   *map = std::move(out);
   return true;

@@ -15,26 +15,12 @@
 #include <sstream>
 
 #include "config/config_file.h"
+#include "config/text.h"
 #include "topology/ibnetdiscover.h"
 #include "topology/link_rate.h"
 
 namespace ibfabric::topology {
 namespace {
-
-// Splits into lines, keeping 1-based numbers.
-std::vector<std::string_view> Lines(std::string_view text) {
-  std::vector<std::string_view> out;
-  std::size_t start = 0;
-  while (start < text.size()) {
-    std::size_t end = text.find('\n', start);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view l = text.substr(start, end - start);
-    if (!l.empty() && l.back() == '\r') l.remove_suffix(1);
-    out.push_back(l);
-    start = end + 1;
-  }
-  return out;
-}
 
 class Builder {
  public:
@@ -328,7 +314,7 @@ PlanFormat PlanFormatOf(std::string_view path, std::string_view text) {
   };
   if (ends_with(".yaml") || ends_with(".yml")) return PlanFormat::kYaml;
   if (ends_with(".json")) return PlanFormat::kJson;
-  for (std::string_view line : Lines(text)) {
+  for (std::string_view line : config::Lines(text)) {
     const auto first = line.find_first_not_of(" \t");
     if (first == std::string_view::npos || line[first] == '#') continue;
     line.remove_prefix(first);

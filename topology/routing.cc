@@ -291,7 +291,7 @@ void JudgeBalance(const Fabric& fabric, std::uint64_t guid, int tier, const std:
 // One switch's table: what each port of its direction carries, the
 // destinations it cannot reach, its balance.
 SwitchRouting RouteSwitch(const Fabric& fabric, const Dense& dense, const Analysis& a,
-                          const std::vector<Destination>& dests, const std::vector<std::uint16_t>& lids,
+                          const std::vector<Destination>& dests, const std::vector<std::uint16_t>& switch_lids,
                           std::uint64_t guid, RoutingAnalysis* out) {
   const int tier = TierOf(a, guid);
   const int i = dense.index.at(guid);
@@ -302,12 +302,13 @@ SwitchRouting RouteSwitch(const Fabric& fabric, const Dense& dense, const Analys
   std::array<int, 256> cas{};      // every CA LID
   std::array<int, 256> all{};      // every LID
   std::vector<std::string> unrouted_examples;
-  for (const std::uint16_t lid : lids) {
+  for (const std::uint16_t lid : switch_lids) {
     const std::uint8_t port = dense.Egress(i, lid);
     if (port != transport::kLftNoPort) ++all[port];
   }
   for (const Destination& d : dests) {
     const std::uint8_t port = dense.Egress(i, d.lid);
+    if (port != transport::kLftNoPort) ++all[port];
     if (port == transport::kLftNoPort || port == 0 || !dense.Usable(i, port)) {
       ++r.unrouted;
       if (unrouted_examples.size() < 3) {
@@ -400,17 +401,16 @@ RoutingAnalysis AnalyzeRouting(const Fabric& fabric, const ForwardingTables& tab
                                const std::set<std::uint64_t>& adaptive) {
   RoutingAnalysis out;
   const std::vector<Destination> dests = Destinations(fabric);
-  // Every LID a table routes: the CA ports' and each switch's (port 0).
-  std::vector<std::uint16_t> lids;
-  for (const Destination& d : dests) lids.push_back(d.lid);
+  // The LIDs a table routes besides the CA ports': each switch's (port 0).
+  std::vector<std::uint16_t> switch_lids;
   for (const Node& n : fabric.nodes()) {
-    if (n.kind == NodeKind::kSwitch && n.lid != 0) lids.push_back(n.lid);
+    if (n.kind == NodeKind::kSwitch && n.lid != 0) switch_lids.push_back(n.lid);
   }
   const Dense dense(fabric, tables, tree);
   // A table of a switch the fabric no longer has (held from an older walk)
   // says nothing about it.
   for (std::uint64_t guid : tables.Switches()) {
-    if (dense.index.count(guid)) out.switches[guid] = RouteSwitch(fabric, dense, tree, dests, lids, guid, &out);
+    if (dense.index.count(guid)) out.switches[guid] = RouteSwitch(fabric, dense, tree, dests, switch_lids, guid, &out);
   }
   if (tree.is_tree) TraceLeafRoutes(fabric, dense, tree, dests, &out);
   for (std::uint64_t guid : adaptive) {
