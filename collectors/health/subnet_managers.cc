@@ -72,9 +72,12 @@ const char* ToString(SmCondition c) {
 
 namespace {
 
-// SMPs other than ours that an idle SM may answer between two rounds
-// (standbys polling it, an operator's sminfo).
-constexpr std::uint32_t kForeignSmpsPerRound = 2;
+// The least rise that counts as a sweep, whatever the switch count: a
+// standby's poll and an operator's sminfo in one round are not one.
+constexpr std::uint32_t kLeastSweepSmps = 3;
+// Rounds kept per SM at most (a 100 ms sweep interval under a minute's
+// stall_after would keep 600).
+constexpr std::size_t kMaxRises = 256;
 
 std::string Where(const SmStatus& s) {
   return (s.node.empty() ? topology::FormatGuid(s.port.node_guid) : s.node) + "[" + std::to_string(s.port.port) +
@@ -94,6 +97,32 @@ int Rank(const SmStatus& s) {
 
 }  // namespace
 
+std::optional<std::chrono::steady_clock::time_point> SmMonitor::LastActivity(const std::deque<Rise>& rises,
+                                                                             std::uint32_t sweep_smps) {
+  if (rises.empty()) return std::nullopt;
+  // The readers' rate: the median round's, so that neither the rounds that
+  // carried a sweep (fewer than half, or the next test holds) nor a short
+  // round that missed a reader's poll set it.
+  std::vector<double> rates;
+  std::vector<std::uint32_t> counts;
+  for (const Rise& r : rises) {
+    if (r.seconds > 0) rates.push_back(r.foreign / r.seconds);
+    counts.push_back(r.foreign);
+  }
+  // Most rounds carried a sweep's worth (the lower median): an SM sweeping
+  // as often as we read.
+  const std::size_t lower = (counts.size() - 1) / 2;
+  std::nth_element(counts.begin(), counts.begin() + static_cast<long>(lower), counts.end());
+  if (counts[lower] >= sweep_smps) return rises.back().at;
+  if (rates.empty()) return std::nullopt;
+  std::nth_element(rates.begin(), rates.begin() + static_cast<long>(rates.size() / 2), rates.end());
+  const double readers = rates[rates.size() / 2];
+  for (auto it = rises.rbegin(); it != rises.rend(); ++it) {
+    if (it->foreign >= readers * it->seconds + sweep_smps) return it->at;
+  }
+  return std::nullopt;
+}
+
 void SmMonitor::Update(const std::vector<SmReading>& readings, const topology::Fabric& fabric,
                        std::chrono::steady_clock::time_point now, std::chrono::system_clock::time_point wall) {
   TakeReadings(readings, fabric, now, wall);
@@ -104,6 +133,7 @@ void SmMonitor::Update(const std::vector<SmReading>& readings, const topology::F
 
 void SmMonitor::TakeReadings(const std::vector<SmReading>& readings, const topology::Fabric& fabric,
                              std::chrono::steady_clock::time_point now, std::chrono::system_clock::time_point wall) {
+  const auto sweep_smps = std::max<std::uint32_t>(kLeastSweepSmps, static_cast<std::uint32_t>(fabric.switch_count()));
   std::map<topology::PortRef, std::uint64_t> by_port;
   for (const auto& [guid, t] : sms_) by_port[t.status.port] = guid;
   std::map<std::uint64_t, bool> seen;
@@ -126,21 +156,33 @@ void SmMonitor::TakeReadings(const std::vector<SmReading>& readings, const topol
     s.node = node ? node->description : "";
     s.lid = r.target.lid;
     s.answering = r.info.has_value();
+    ++t.asked;
     if (r.info) {
-      // opensm's ActCount counts the SMPs it sends, replies included: our
-      // own SMInfo Get moves it by one each round, a standby's poll by one
-      // more. Only more than that is the SM's own activity (a light sweep
-      // sends at least one SMP per switch).
-      const std::uint32_t delta = r.info->act_count - s.act_count;  // wraps like the 32-bit field
-      const bool active = delta > 1 + kForeignSmpsPerRound;
-      if (fresh || active || s.state != r.info->state) {
+      // opensm's ActCount counts the SMPs it sends, replies included: each
+      // of our SMInfo Gets that arrived moved it by one, other readers'
+      // by theirs (see SmMonitorOptions::stall_after).
+      if (!fresh) {
+        const std::uint32_t delta = r.info->act_count - s.act_count;  // wraps like the 32-bit field
+        const std::chrono::duration<double> dt = now - t.last_answer_steady;
+        t.rises.push_back({now, delta > t.asked ? delta - t.asked : 0, dt.count()});
+      }
+      while (!t.rises.empty() && (now - t.rises.front().at >= options_.stall_after || t.rises.size() > kMaxRises)) {
+        t.rises.pop_front();
+      }
+      const auto active = LastActivity(t.rises, sweep_smps);
+      if (fresh || s.state != r.info->state) {
         t.last_act_change_steady = now;
         s.last_act_change = wall;
+      } else if (active && *active > t.last_act_change_steady) {
+        t.last_act_change_steady = *active;
+        s.last_act_change = wall - std::chrono::duration_cast<std::chrono::system_clock::duration>(now - *active);
       }
       s.state = r.info->state;
       s.priority = r.info->priority;
       s.act_count = r.info->act_count;
       s.last_answer = wall;
+      t.last_answer_steady = now;
+      t.asked = 0;
     } else if (fresh) {
       t.last_act_change_steady = now;
     }

@@ -55,9 +55,16 @@ SmRound ReadSubnetManagers(const std::vector<SmTarget>& targets, std::uint16_t s
 struct SmMonitorOptions {
   // The master's ActCount may show no activity of its own this long before
   // it counts as not sweeping (opensm light-sweeps every 10 s by default).
-  // ActCount counts every SMP the SM sends, the replies to this exporter's
-  // SMInfo Gets included, so a round counts as activity only when ActCount
-  // moved by more than those replies and a couple of standby polls.
+  // ActCount counts every SMP the SM sends, the replies to SMInfo Gets
+  // included: this exporter's, and other readers' (other exporters, a
+  // standby's polls, sminfo), which rise it steadily. A light sweep sends
+  // at least one SMP to every switch (opensm osm_state_mgr.c: SwitchInfo
+  // Get to each, state_mgr_get_sw_info), so activity of its own is a rise,
+  // beyond our Gets, of at least a sweep's worth (the switch count, 3 at
+  // least) over what the readers rise it by: above the median rate of the
+  // rounds in this window, or in every round of it (an SM that sweeps as
+  // often as we read). Readers that alone rise it by a sweep's worth each
+  // round (more readers than switches) are indistinguishable from a sweep.
   std::chrono::milliseconds stall_after{60'000};
   // A failover stays a condition this long after it happened.
   std::chrono::milliseconds failover_hold{1'800'000};
@@ -120,10 +127,24 @@ class SmMonitor {
   SmReport Report() const;
 
  private:
+  // One answered round of an SM: how far its ActCount rose beyond our own
+  // Gets since the last answer, over how long.
+  struct Rise {
+    std::chrono::steady_clock::time_point at{};
+    std::uint32_t foreign = 0;
+    double seconds = 0;
+  };
   struct Tracked {
     SmStatus status;
     std::chrono::steady_clock::time_point last_act_change_steady{};
+    std::chrono::steady_clock::time_point last_answer_steady{};
+    std::uint32_t asked = 0;  // our Gets since the last answer (each moves ActCount once if it arrived)
+    std::deque<Rise> rises;   // the answered rounds within stall_after, oldest first
   };
+  // The latest round of `rises` that shows the SM's own activity (see
+  // SmMonitorOptions::stall_after), if any.
+  static std::optional<std::chrono::steady_clock::time_point> LastActivity(const std::deque<Rise>& rises,
+                                                                           std::uint32_t sweep_smps);
   // The steps of Update: each SM's reading taken in (and those gone
   // forgotten after a while); the master followed (a change is a
   // failover), the answering masters returned and the standbys counted;

@@ -15,8 +15,17 @@ using nlohmann::json;
 using std::chrono::seconds;
 using transport::SmState;
 
-topology::Fabric TwoHosts() {
+// Two SM hosts and `switches` switches.
+topology::Fabric TwoHosts(int switches = 0) {
   std::vector<topology::Node> nodes;
+  for (int i = 1; i <= switches; ++i) {
+    topology::Node sw;
+    sw.guid = 0x9000 + static_cast<std::uint64_t>(i);
+    sw.kind = topology::NodeKind::kSwitch;
+    sw.lid = static_cast<std::uint16_t>(100 + i);
+    sw.num_ports = 8;
+    nodes.push_back(sw);
+  }
   for (std::uint64_t i = 1; i <= 2; ++i) {
     topology::Node n;
     n.guid = 0x100 * i;
@@ -158,6 +167,49 @@ TEST(SubnetManagersTest, OurOwnQueriesAloneDoNotCountAsSweeping) {
            w0 + seconds(41));
   EXPECT_TRUE(m.Report().master_sweeping);
   EXPECT_TRUE(Conditions(m.Report()).empty());
+}
+
+// Other readers (two more exporters at our interval, a standby's polls)
+// rise a quiet master's ActCount every round, unevenly: a round a reader's
+// poll slipped out of, one that caught two of them, a round the loaded
+// machine stretched to 2.5 s. In a fabric of 4 switches none of that is a
+// sweep; a sweep of 4 SMPs in some rounds is, and so is one in every round
+// (an SM sweeping as often as we read, the rise never back at the readers').
+TEST(SubnetManagersTest, OtherReadersAreNotSweepsAndSweepsAreSeenAmongThem) {
+  const auto fabric = TwoHosts(4);
+  const auto t0 = std::chrono::steady_clock::time_point{} + seconds(1000);
+  const auto w0 = std::chrono::system_clock::time_point{} + seconds(1'700'000'000);
+  using std::chrono::milliseconds;
+  // Each round: how long it took, and the SMPs beyond ours in it.
+  const std::vector<std::pair<int, std::uint32_t>> readers = {{1000, 2}, {1000, 4}, {1000, 0}, {1000, 2}, {2500, 5},
+                                                              {1000, 2}, {1000, 3}, {1000, 4}, {1000, 2}, {1000, 1}};
+  auto run = [&](SmMonitor& m, std::uint32_t sweep, int every, int rounds) {
+    std::uint32_t act = 50;
+    auto t = t0;
+    for (int i = 0; i < rounds; ++i) {
+      const auto& [ms, foreign] = readers[static_cast<std::size_t>(i) % readers.size()];
+      t += milliseconds(ms);
+      act += 1 + foreign + (every > 0 && i % every == 0 ? sweep : 0);
+      m.Update({Answer(0x100, act, SmState::kMaster, 3), Answer(0x200, 1, SmState::kStandby, 1)}, fabric, t,
+               w0 + (t - t0));
+    }
+    return m.Report();
+  };
+  {
+    SmMonitor quiet({seconds(10), seconds(600), 10});
+    const SmReport r = run(quiet, 0, 0, 60);
+    EXPECT_FALSE(r.master_sweeping);
+    EXPECT_EQ(Conditions(r), (std::set<std::string>{"master_not_sweeping"}));
+  }
+  for (int every : {1, 3, 7}) {
+    SmMonitor sweeping({seconds(10), seconds(600), 10});
+    const SmReport r = run(sweeping, 4, every, 60);
+    EXPECT_TRUE(r.master_sweeping) << "a sweep every " << every << " rounds";
+    EXPECT_TRUE(Conditions(r).empty()) << "a sweep every " << every << " rounds";
+  }
+  // One SMP short of a sweep in some rounds is still the readers.
+  SmMonitor short_of({seconds(10), seconds(600), 10});
+  EXPECT_FALSE(run(short_of, 1, 3, 60).master_sweeping);
 }
 
 TEST(SubnetManagersTest, TwoMastersAndTheJson) {
