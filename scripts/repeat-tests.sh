@@ -3,7 +3,7 @@
 # fresh clone of this checkout's HEAD, and reports each run's time split
 # (install, build, tests), its ten slowest tests and every failing test:
 # "green every time" measured, not hoped.
-#   scripts/repeat-tests.sh [-n N] [--load] [--purge] [--out DIR]
+#   scripts/repeat-tests.sh [-n N] [--load] [--purge] [--rev REV] [--out DIR]
 #   -n N      runs (default 3)
 #   --load    one core kept busy by a CPU hog for the whole time, as a CI
 #             machine or an operator's host may be
@@ -11,23 +11,29 @@
 #             installs that a new machine of this kind does not have (its
 #             compilers, cmake, GoogleTest, clang and the base system stay),
 #             so that the first run pays for apt-get as a new machine does
+#   --rev REV every run at this commit (default: HEAD when the script starts),
+#             so that work may go on in the checkout meanwhile
 #   --out DIR where the clones and logs go (default /tmp/repeat-tests)
 # Exits non-zero if any run failed. Needs root for --purge and for the
 # suite's own installs.
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
-runs=3 load=0 purge=0 out=/tmp/repeat-tests
+runs=3 load=0 purge=0 out=/tmp/repeat-tests rev=HEAD
 while [ $# -gt 0 ]; do
   case "$1" in
     -n) runs="${2:?-n needs a number}"; shift 2 ;;
     --load) load=1; shift ;;
     --purge) purge=1; shift ;;
+    --rev) rev="${2:?--rev needs a commit}"; shift 2 ;;
     --out) out="${2:?--out needs a folder}"; shift 2 ;;
     *) echo "repeat-tests.sh: unknown argument '$1' (see the header of $0)" >&2; exit 2 ;;
   esac
 done
 [[ "$runs" =~ ^[1-9][0-9]*$ ]] || { echo "repeat-tests.sh: -n wants a positive number, not '$runs'" >&2; exit 2; }
+commit=$(git -C "$repo" rev-parse --verify --quiet "$rev^{commit}") ||
+  { echo "repeat-tests.sh: '$rev' names no commit of $repo" >&2; exit 2; }
 mkdir -p "$out"
+echo "repeat-tests.sh: every run at $commit"
 
 hog=""
 cleanup() { [ -n "$hog" ] && kill "$hog" 2>/dev/null || true; }
@@ -61,6 +67,7 @@ for i in $(seq 1 "$runs"); do
   dir="$out/run$i"
   rm -rf "$dir"
   git clone -q "$repo" "$dir"
+  git -C "$dir" checkout -q "$commit"
   log="$out/run$i.log"
   t0=$(date +%s)
   rc=0
