@@ -122,11 +122,15 @@ void RenderFatTree(const Snapshot& s, const Emit& out) {
   // Every pass's findings: the tree's, the plan's, routing's, partitions'.
   const std::vector<topology::Finding> findings =
       topology::AllFindings(a, s.routing.get(), s.by_collector.Get<topology::PartitionAnalysis>("partitions"));
-  auto by_kind =
-      Family("infiniband_topology_findings", "Topology findings of the last discovery, by kind", MetricType::Gauge);
+  auto by_kind = Family("infiniband_topology_findings",
+                        "Topology findings of the last discovery, by kind; level: information (no fault), warning, "
+                        "miswiring or missing_cable (a cable alert too)",
+                        MetricType::Gauge);
   std::map<topology::FindingKind, int> count;
   for (const auto& x : findings) ++count[x.kind];
-  for (topology::FindingKind k : topology::kAllFindingKinds) Add(by_kind, {{"kind", topology::ToString(k)}}, count[k]);
+  for (topology::FindingKind k : topology::kAllFindingKinds) {
+    Add(by_kind, {{"kind", topology::ToString(k)}, {"level", topology::ToString(topology::LevelOf(k))}}, count[k]);
+  }
   out(std::move(by_kind));
   // One series per finding, named by node and port, for alerts that say where.
   auto each = Family("infiniband_topology_finding", "1 for each topology finding, where it is", MetricType::Gauge);

@@ -54,7 +54,7 @@ class LinkHealthCollector final : public Collector {
       part.clear();
     };
     report->cables.reserve(link_health_.cables());
-    alerts_.Begin();
+    alerts_.Begin(cycle.wall);
     link_health_.ForEachCable([&](CableHealth&& c) {
       if (cycle.read_port && !cycle.read_port(c.cable.a) && !cycle.read_port(c.cable.b)) return;
       part.push_back(std::move(c));

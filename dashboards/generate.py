@@ -152,7 +152,8 @@ def overview():
     l.add(stat("Critical alerts", f'sum(infiniband_alerts{{{F},severity="critical"}})', red_above=1), 4, 4)
     l.add(stat("Links down", f'count(infiniband_link_up{{{F}}} == 0) or vector(0)', red_above=1,
                description="Cables seen up before that are down now."), 4, 4)
-    l.add(stat("Topology findings", f'sum(infiniband_topology_findings{{{F}}})', red_above=1), 4, 4)
+    l.add(stat("Topology findings", f'sum(infiniband_topology_findings{{{F},level!="information"}})', red_above=1,
+               description="Findings that are faults (information kinds left out: docs/api.md, Finding kinds)."), 4, 4)
     l.add(stat("Switches", f'sum(infiniband_exporter_fabric_nodes{{{F},type="switch"}})'), 4, 4)
     l.add(stat("HCAs", f'sum(infiniband_exporter_fabric_nodes{{{F},type="hca"}})'), 4, 4)
     l.add(table("Active alerts by cable", cables(f'infiniband_alert_active{{{F}}} == 1'),
@@ -276,7 +277,7 @@ def topology_health():
     l.add(stat("Fat tree", f'infiniband_topology_is_tree{{{F}}}'), 4, 4)
     l.add(stat("Degraded links", f'count(infiniband_link_degraded{{{F}}}) or vector(0)', red_above=1,
                description="Links running below the width or speed both their ends allow, or the cabling plan gives."), 4, 4)
-    l.add(stat("Miswired cables", f'sum(infiniband_alerts{{{F},cause="miswiring"}})',
+    l.add(stat("Miswired or missing cables", f'sum(infiniband_alerts{{{F},cause=~"miswiring|missing_cable"}})',
                red_above=1), 4, 4)
     l.add(stat("Bisection ratio", f'infiniband_topology_bisection_ratio{{{F}}}', "percentunit"), 8, 4)
     l.add(panel("bargauge", "Findings by kind", [target(f'infiniband_topology_findings{{{F}}}', "{{kind}}", instant=True)],

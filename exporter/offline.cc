@@ -48,11 +48,13 @@ void PrintText(const topology::Fabric& fabric, const topology::Analysis& a, cons
   if (!hosts.rails.empty()) out << ", " << hosts.rails.size() << " rails in " << hosts.units.size() << " units";
   out << "\n";
   std::size_t alerting = 0;
-  for (const topology::Finding& f : a.findings) alerting += f.a && f.b && topology::RaisesMiswiringAlert(f.kind);
+  for (const topology::Finding& f : a.findings) alerting += topology::RaisesCableAlert(f);
   out << "findings: " << a.findings.size() << " (" << alerting << " would alert)\n";
   for (const topology::Finding& f : a.findings) {
-    const bool alerts = f.a && f.b && topology::RaisesMiswiringAlert(f.kind);
-    out << (alerts ? "  alert " : "  info  ") << topology::ToString(f.kind) << ": " << f.detail << "\n";
+    const char* level = topology::RaisesCableAlert(f)                                       ? "  alert "
+                        : topology::LevelOf(f.kind) == topology::FindingLevel::kInformation ? "  info  "
+                                                                                            : "  warn  ";
+    out << level << topology::ToString(f.kind) << ": " << f.detail << "\n";
   }
 }
 
@@ -83,7 +85,7 @@ int AnalyzeOffline(const OfflineOptions& options, std::ostream& out, std::ostrea
     PrintText(fabric, a, hosts, out);
   }
   for (const topology::Finding& f : a.findings) {
-    if (f.a && f.b && topology::RaisesMiswiringAlert(f.kind)) return 1;
+    if (topology::RaisesCableAlert(f)) return 1;
   }
   return 0;
 }

@@ -25,7 +25,8 @@ struct OfflineOptions {
 
 // Prints to `out` the fabric's size, its tiers (or why it is not a tree),
 // its hosts' layout and every finding, each marked "alert" where it would
-// raise one (topology::RaisesMiswiringAlert) and "info" where not; as JSON,
+// raise a cable alert (topology::RaisesCableAlert), "warn" where it is a
+// warning only and "info" where information (topology::LevelOf); as JSON,
 // the findings view of /api/v1/topology. Each line of the file passed over
 // and each cable it names only half of goes to `err` ("FILE:N: why").
 // Returns 0 when nothing would alert, 1 when something would, 2 (with one

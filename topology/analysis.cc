@@ -50,6 +50,7 @@ const char* ToString(FindingKind k) {
     case FindingKind::kSkipTierLink: return "skip_tier_link";
     case FindingKind::kCaOnNonLeaf: return "ca_on_non_leaf";
     case FindingKind::kCaToCa: return "ca_to_ca";
+    case FindingKind::kMissingCable: return "missing_cable";
     case FindingKind::kFewerUplinks: return "fewer_uplinks";
     case FindingKind::kAsymmetricSwitch: return "asymmetric_switch";
     case FindingKind::kUnevenParallelLinks: return "uneven_parallel_links";
@@ -224,6 +225,19 @@ void RankTiers(Wiring* w, Analysis* out) {
     for (const auto& other : bare) bare_alike += alike(b.neighbours, other.second.neighbours);
     if (bare_alike * 2 < b.leaves_alike) hostless.push_back(g);
   }
+  // And a switch with no CA cabled to one switch only, which has none
+  // either and joins others, is a leaf whose hosts are not cabled: a switch above the
+  // leaves joins several switches (the leaves of its group and the tier
+  // above); one hanging off a single spine, as a management island's leaf
+  // under its own spine, would otherwise rank above its spine and its
+  // spine above the cores.
+  for (const auto& [g, nb] : w->neighbours) {
+    if (w->ca_links[g] > 0 || w->stray.count(g) || w->leaves.count(g)) continue;
+    const std::set<std::uint64_t> only = distinct(g);
+    if (only.size() == 1 && w->ca_links[*only.begin()] == 0 && distinct(*only.begin()).size() >= 2) {
+      hostless.push_back(g);
+    }
+  }
   w->leaves.insert(hostless.begin(), hostless.end());
 
   // Tiers: distance in switch hops from the nearest leaf.
@@ -274,6 +288,31 @@ void RankTiers(Wiring* w, Analysis* out) {
     }
   }
   w->settled = settled;
+  // Switches cabled alike sit in one tier: a switch with no CA whose
+  // switch neighbours are all below it, and that is cabled like switches
+  // of a lower tier above the leaves (sharing more than half of their
+  // neighbours, two at least), is in their tier. A director's line ASIC
+  // with nothing cabled outside its chassis joins every fabric ASIC as the
+  // other line ASICs do; by distance it would rank a tier above the fabric
+  // ASICs. (Whether a switch is a leaf without hosts is the rules' above:
+  // a small tree's cores are cabled as its leaves are.)
+  std::map<std::uint64_t, int> lowered;
+  for (const auto& [g, nb] : w->neighbours) {
+    if (w->ca_links[g] > 0 || w->leaves.count(g) || !tier.count(g) || nb.empty()) continue;
+    const std::set<std::uint64_t> mine = distinct(g);
+    const int own = tier[g];
+    if (!std::all_of(mine.begin(), mine.end(), [&](std::uint64_t n) { return tier.count(n) && tier[n] < own; })) {
+      continue;
+    }
+    std::set<std::uint64_t> seen;
+    for (std::uint64_t n : mine) {
+      for (std::uint64_t h : w->neighbours[n]) {
+        if (h == g || !seen.insert(h).second || !tier.count(h) || tier[h] < 1 || tier[h] >= tier[g]) continue;
+        if (alike(mine, distinct(h)) && (!lowered.count(g) || tier[h] < lowered[g])) lowered[g] = tier[h];
+      }
+    }
+  }
+  for (const auto& [g, t] : lowered) tier[g] = t;
   for (const auto& [g, nb] : w->neighbours) {
     SwitchSummary& s = out->switches[g];
     s.tier = tier.count(g) ? tier[g] : -1;
@@ -379,21 +418,29 @@ void FindMiswiredCables(const Fabric& f, const Wiring& w, Analysis* out) {
 // take more cables per switch up than down (two to each core, one from
 // each leaf), so each direction is apart; links within a tier are findings
 // of their own (kSameTierLink) and not counted here.
+using Groups = std::map<std::uint64_t, int>;  // neighbour -> links
 struct TierShape {
-  std::map<std::uint64_t, std::array<std::map<std::uint64_t, int>, 2>> updown;  // switch -> [dir] -> neighbour -> links
-  std::map<int, std::vector<int>> up_groups, down_groups, up_links;             // tier -> each switch's
-  std::map<std::pair<int, int>, std::vector<int>> group_sizes;                  // (tier, direction) -> sizes
+  std::map<std::uint64_t, std::array<Groups, 2>> updown;             // switch -> [dir] -> groups
+  std::map<int, std::vector<int>> up_groups, down_groups, up_links;  // tier -> each switch's
+  std::map<std::pair<int, int>, std::vector<int>> group_sizes;       // (tier, direction) -> sizes
 };
 
-TierShape ShapeOfTiers(const Wiring& w, Analysis* out) {
-  TierShape t;
+std::map<std::uint64_t, std::array<Groups, 2>> UpDown(const Wiring& w, const Analysis& a) {
+  std::map<std::uint64_t, std::array<Groups, 2>> out;
   for (const auto& [g, nb] : w.groups) {
     for (const auto& [n, c] : nb) {
-      const int d = out->switches[n].tier - out->switches[g].tier;
-      if (std::abs(d) == 1) t.updown[g][d > 0 ? 1 : 0][n] = c;
+      const int d = a.switches.at(n).tier - a.switches.at(g).tier;
+      if (std::abs(d) == 1) out[g][d > 0 ? 1 : 0][n] = c;
     }
   }
-  for (const auto& [g, s] : out->switches) {
+  return out;
+}
+
+TierShape ShapeOfTiers(std::map<std::uint64_t, std::array<Groups, 2>> updown,
+                       const std::map<std::uint64_t, SwitchSummary>& switches) {
+  TierShape t;
+  t.updown = std::move(updown);
+  for (const auto& [g, s] : switches) {
     t.up_groups[s.tier].push_back(s.up_groups);
     t.down_groups[s.tier].push_back(s.down_groups);
     t.up_links[s.tier].push_back(s.up_links);
@@ -404,21 +451,232 @@ TierShape ShapeOfTiers(const Wiring& w, Analysis* out) {
   return t;
 }
 
+int UsualSize(const Groups& groups) {
+  std::vector<int> sizes;
+  for (const auto& [n, c] : groups) sizes.push_back(c);
+  return sizes.empty() ? 0 : Mode(sizes);
+}
+
+// A switch pair one tier apart short of cables: `lower` has `have` to
+// `upper` where the pattern gives `want`.
+struct Shortfall {
+  std::uint64_t lower = 0, upper = 0;
+  int have = 0, want = 0;
+  std::size_t peers = 0,
+              peers_with = 0;  // whole group missing: the switches cabled like it, and how many reach `upper`
+};
+
+// The missing cables (analysis.h): of a switch with fewer cables up than
+// its tier mostly has, groups smaller than both ends mostly have (a
+// switch with one group that way is judged by its tier), and groups that
+// most of its peers have and it lacks.
+std::vector<Shortfall> FindShortfalls(const Analysis& a, const std::map<std::uint64_t, std::array<Groups, 2>>& updown) {
+  std::vector<Shortfall> out;
+  std::map<std::pair<int, int>, std::vector<int>> sizes;  // (tier, dir) -> group sizes
+  std::map<int, std::vector<std::uint64_t>> by_tier;
+  for (const auto& [g, s] : a.switches) {
+    by_tier[s.tier].push_back(g);
+    const auto it = updown.find(g);
+    if (it == updown.end()) continue;
+    for (int dir = 0; dir < 2; ++dir) {
+      for (const auto& [n, c] : it->second[static_cast<std::size_t>(dir)]) sizes[{s.tier, dir}].push_back(c);
+    }
+  }
+  static const std::array<Groups, 2> kNone;
+  const auto groups = [&](std::uint64_t g, int dir) -> const Groups& {
+    const auto it = updown.find(g);
+    return (it == updown.end() ? kNone : it->second)[static_cast<std::size_t>(dir)];
+  };
+  const auto usual = [&](std::uint64_t g, int dir) {
+    const Groups& own = groups(g, dir);
+    if (own.size() >= 2) return UsualSize(own);
+    const auto& tier = sizes[{a.switches.at(g).tier, dir}];
+    return tier.empty() ? 0 : Mode(tier);
+  };
+  // A switch with as many cables up as its tier mostly has is missing
+  // none: a group short of the pattern is made up elsewhere (a cable on
+  // another neighbour than the pattern's: uneven groups, a warning).
+  std::map<int, std::vector<int>> totals;  // tier -> each switch's cables up
+  const auto total = [&](std::uint64_t g) {
+    int n = 0;
+    for (const auto& [x, c] : groups(g, 1)) n += c;
+    return n;
+  };
+  for (const auto& [tier, members] : by_tier) {
+    for (std::uint64_t g : members) totals[tier].push_back(total(g));
+  }
+  for (const auto& [tier, members] : by_tier) {
+    if (tier < 0) continue;
+    const int usual_total = Mode(totals[tier]);
+    for (std::uint64_t g : members) {
+      const Groups& up = groups(g, 1);
+      if (up.empty() || total(g) >= usual_total) continue;
+      // Groups short of what both ends mostly have.
+      for (const auto& [n, c] : up) {
+        const int want = std::min(usual(g, 1), usual(n, 0));
+        if (c < want) out.push_back({g, n, c, want, 0, 0});
+      }
+      // Groups its peers mostly have: the switches of its tier that share
+      // at least half of their neighbours above with it.
+      std::map<std::uint64_t, std::vector<int>> reached;  // neighbour above -> the peers' group sizes
+      std::size_t peers = 0;
+      for (std::uint64_t h : members) {
+        if (h == g) continue;
+        const Groups& other = groups(h, 1);
+        std::size_t shared = 0;
+        for (const auto& [n, c] : other) shared += up.count(n);
+        if (shared == 0 || shared * 2 < up.size() + other.size() - shared) continue;
+        ++peers;
+        for (const auto& [n, c] : other) reached[n].push_back(c);
+      }
+      for (const auto& [n, their] : reached) {
+        if (up.count(n) || their.size() * 2 <= peers) continue;
+        out.push_back({g, n, 0, Mode(their), peers, their.size()});
+      }
+    }
+  }
+  return out;
+}
+
+// x's ports cabled to y.
+std::vector<std::uint8_t> PortsTo(const Fabric& f, std::uint64_t x, std::uint64_t y) {
+  std::vector<std::uint8_t> out;
+  if (const Node* n = f.FindNode(x)) {
+    for (const Port& p : n->ports) {
+      if (p.remote && p.remote->node_guid == y) out.push_back(p.number);
+    }
+  }
+  return out;
+}
+
+// The ports of `x` where `need` cables to `y` likely belong: free ports
+// (nothing cabled) that `voters` (switches in x's place) use for y, most
+// used first, then free ports among those x already uses for y.
+std::vector<std::uint8_t> LikelyPorts(const Fabric& f, std::uint64_t x, std::uint64_t y,
+                                      const std::vector<std::pair<std::uint64_t, std::uint64_t>>& voters, int need) {
+  const Node* node = f.FindNode(x);
+  if (!node || need <= 0) return {};
+  std::set<std::uint8_t> free;
+  for (int p = 1; p <= node->num_ports; ++p) {
+    const Port* port = node->FindPort(static_cast<std::uint8_t>(p));
+    if (!port || !port->remote) free.insert(static_cast<std::uint8_t>(p));
+  }
+  std::map<std::uint8_t, int> votes;
+  for (const auto& [voter, to] : voters) {
+    for (std::uint8_t p : PortsTo(f, voter, to)) {
+      if (free.count(p)) ++votes[p];
+    }
+  }
+  std::vector<std::pair<int, std::uint8_t>> ranked;
+  for (const auto& [p, v] : votes) ranked.emplace_back(-v, p);
+  std::sort(ranked.begin(), ranked.end());
+  std::vector<std::uint8_t> out;
+  for (const auto& [v, p] : ranked) {
+    if (static_cast<int>(out.size()) < need) out.push_back(p);
+  }
+  const auto own = PortsTo(f, x, y);
+  if (!own.empty()) {
+    for (std::uint8_t p : free) {
+      if (static_cast<int>(out.size()) >= need) break;
+      if (p > own.front() && p < own.back() && std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
+    }
+  }
+  return out;
+}
+
+// Each shortfall as one finding: the pair, the ports the pattern says, the
+// bandwidth lost.
+void ReportShortfalls(const Fabric& f, const std::vector<Shortfall>& shortfalls,
+                      const std::map<std::uint64_t, std::array<Groups, 2>>& updown, Analysis* out) {
+  static const std::array<Groups, 2> kNone;
+  const auto groups = [&](std::uint64_t g, int dir) -> const Groups& {
+    const auto it = updown.find(g);
+    return (it == updown.end() ? kNone : it->second)[static_cast<std::size_t>(dir)];
+  };
+  for (const Shortfall& m : shortfalls) {
+    const int need = m.want - m.have;
+    // Voters for the lower end: the other switches below `upper`; for the
+    // upper end: the other switches above `lower`, each for the cables to it.
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> below, above;
+    for (const auto& [n, c] : groups(m.upper, 0)) {
+      if (n != m.lower) below.emplace_back(n, m.upper);
+    }
+    for (const auto& [n, c] : groups(m.lower, 1)) {
+      if (n != m.upper) above.emplace_back(n, m.lower);
+    }
+    const auto lo = LikelyPorts(f, m.lower, m.upper, below, need);
+    const auto hi = LikelyPorts(f, m.upper, m.lower, above, need);
+    std::vector<double> rates;
+    for (const auto& [n, c] : groups(m.lower, 1)) {
+      for (std::uint8_t p : PortsTo(f, m.lower, n)) rates.push_back(ActiveGbps(*f.FindPort({m.lower, p})));
+    }
+    const double gbps = rates.empty() ? 0 : Mode(rates);
+    const auto names = [&](std::uint64_t g, const std::vector<std::uint8_t>& ports) {
+      std::string s;
+      for (std::uint8_t p : ports) s += (s.empty() ? "" : ", ") + PortName(f, {g, p});
+      return s.empty() ? NodeName(f, g) + " (no free port the pattern names)" : s;
+    };
+    std::string detail = NodeName(f, m.lower) + " - " + NodeName(f, m.upper) + ": " + std::to_string(need) + " of " +
+                         std::to_string(m.want) + (m.want == 1 ? " cable" : " cables") + " missing (";
+    detail += m.have > 0 ? std::to_string(m.have) + " cabled where both switches mostly have " + std::to_string(m.want)
+                         : "none cabled where " + std::to_string(m.peers_with) + " of the " + std::to_string(m.peers) +
+                               " switches cabled like " + NodeName(f, m.lower) + " have " + std::to_string(m.want);
+    detail += "); likely ports " + names(m.lower, lo) + " - " + names(m.upper, hi);
+    if (gbps > 0) {
+      const auto gb = [](double x) {
+        std::string s = std::to_string(static_cast<long long>(x + 0.5));
+        return s + " Gb/s";
+      };
+      detail += "; " + gb(gbps * need) + " lost of " + gb(gbps * m.want);
+    }
+    out->findings.push_back({FindingKind::kMissingCable, detail, m.lower,
+                             PortRef{m.lower, lo.empty() ? std::uint8_t{0} : lo.front()},
+                             PortRef{m.upper, hi.empty() ? std::uint8_t{0} : hi.front()}});
+  }
+}
+
+// Each switch's peers: the other switches of its tier that share at least
+// half of their neighbours on the side that defines them (above for a
+// leaf: the spines of its group; below for the others: the leaves or
+// spines they serve).
+std::map<std::uint64_t, std::vector<std::uint64_t>> PeersOf(const TierShape& shape,
+                                                            const std::map<std::uint64_t, SwitchSummary>& switches) {
+  std::map<int, std::vector<std::pair<std::uint64_t, std::set<std::uint64_t>>>> by_tier;
+  for (const auto& [g, s] : switches) {
+    std::set<std::uint64_t> side;
+    if (const auto it = shape.updown.find(g); it != shape.updown.end()) {
+      for (const auto& [n, c] : it->second[s.tier == 0 ? 1U : 0U]) side.insert(n);
+    }
+    by_tier[s.tier].emplace_back(g, std::move(side));
+  }
+  std::map<std::uint64_t, std::vector<std::uint64_t>> out;
+  for (const auto& [tier, members] : by_tier) {
+    for (const auto& [g, mine] : members) {
+      std::vector<std::uint64_t>& peers = out[g];
+      for (const auto& [h, theirs] : members) {
+        if (h == g) continue;
+        std::size_t shared = 0;
+        for (std::uint64_t n : theirs) shared += mine.count(n);
+        if (shared > 0 && shared * 2 >= mine.size() + theirs.size() - shared) peers.push_back(h);
+      }
+    }
+  }
+  return out;
+}
+
 // Switch `g`'s groups of links in direction `dir`: of unequal sizes, or
 // all of a size its tier does not mostly have.
 void CheckParallelLinks(const Fabric& f, std::uint64_t g, int tier, int dir, const TierShape& shape, Analysis* out) {
   const auto at = shape.updown.find(g);
   if (at == shape.updown.end()) return;
-  const std::map<std::uint64_t, int>& groups = at->second[static_cast<std::size_t>(dir)];
+  const Groups& groups = at->second[static_cast<std::size_t>(dir)];
   const std::string name = NodeName(f, g);
   const char* where = dir == 1 ? "above" : "below";
   std::set<int> sizes;
   for (const auto& [n, c] : groups) sizes.insert(c);
   if (sizes.size() > 1) {
     // Name the groups that differ from this switch's most common size.
-    std::vector<int> all;
-    for (const auto& [n, c] : groups) all.push_back(c);
-    const int usual = Mode(all);
+    const int usual = UsualSize(groups);
     std::string odd;
     for (const auto& [n, c] : groups) {
       if (c != usual) odd += (odd.empty() ? "" : ", ") + std::to_string(c) + " to " + NodeName(f, n);
@@ -443,28 +701,60 @@ void CheckParallelLinks(const Fabric& f, std::uint64_t g, int tier, int dir, con
   }
 }
 
-// Switches unlike their tier's majority: parallel links, uplinks of a
-// leaf, neighbours up and down. Only for a tree.
+// Missing cables, then switches unlike their tier's majority once those
+// cables are counted as there: parallel links, uplinks of a leaf,
+// neighbours up and down. Only for a tree.
 void FindAsymmetry(const Fabric& f, const Wiring& w, Analysis* out) {
-  TierShape shape = ShapeOfTiers(w, out);
-  for (const auto& [g, s] : out->switches) {
+  auto updown = UpDown(w, *out);
+  const std::vector<Shortfall> shortfalls = FindShortfalls(*out, updown);
+  ReportShortfalls(f, shortfalls, updown, out);
+  std::map<std::uint64_t, SwitchSummary> repaired = out->switches;
+  for (const Shortfall& m : shortfalls) {
+    const int need = m.want - m.have;
+    repaired[m.lower].up_links += need;
+    repaired[m.upper].down_links += need;
+    if (m.have == 0) {
+      ++repaired[m.lower].up_groups;
+      ++repaired[m.upper].down_groups;
+    }
+    updown[m.lower][1][m.upper] = m.want;
+    updown[m.upper][0][m.lower] = m.want;
+  }
+  const TierShape shape = ShapeOfTiers(std::move(updown), repaired);
+  const std::map<std::uint64_t, std::vector<std::uint64_t>> peers = PeersOf(shape, repaired);
+  for (const auto& [g, s] : repaired) {
     const std::string name = NodeName(f, g);
     const int t = s.tier;
+    // Neighbours up and down are judged against the switches cabled like
+    // it (a smaller scalable unit's spines serve fewer leaves than a
+    // bigger one's); one cabled like no other, against its tier.
+    int usual_up = Mode(shape.up_groups.at(t)), usual_down = Mode(shape.down_groups.at(t));
+    if (const auto& mine = peers.at(g); !mine.empty()) {
+      std::vector<int> up{s.up_groups}, down{s.down_groups};
+      for (std::uint64_t p : mine) {
+        up.push_back(repaired.at(p).up_groups);
+        down.push_back(repaired.at(p).down_groups);
+      }
+      usual_up = Mode(up);
+      usual_down = Mode(down);
+    }
     for (int dir = 0; dir < 2; ++dir) CheckParallelLinks(f, g, t, dir, shape, out);
-    if (t == 0 && s.up_links < Mode(shape.up_links[t])) {
+    if (t == 0 && s.up_links < Mode(shape.up_links.at(t))) {
       out->findings.push_back({FindingKind::kFewerUplinks,
                                name + " has " + std::to_string(s.up_links) + " uplinks, most leaves have " +
-                                   std::to_string(Mode(shape.up_links[t])),
+                                   std::to_string(Mode(shape.up_links.at(t))),
                                g,
                                {},
                                {}});
     }
-    if (s.up_groups != Mode(shape.up_groups[t]) || s.down_groups != Mode(shape.down_groups[t])) {
+    if (s.up_groups != usual_up || s.down_groups != usual_down) {
+      const std::string whose = peers.at(g).empty()
+                                    ? "its tier (" + TierName(t) + ")"
+                                    : "the " + std::to_string(peers.at(g).size()) + " switches cabled like it";
       out->findings.push_back({FindingKind::kAsymmetricSwitch,
                                name + " connects to " + std::to_string(s.up_groups) + " switches up and " +
-                                   std::to_string(s.down_groups) + " down, its tier (" + TierName(t) + ") mostly " +
-                                   std::to_string(Mode(shape.up_groups[t])) + " and " +
-                                   std::to_string(Mode(shape.down_groups[t])),
+                                   std::to_string(s.down_groups) + " down, " + whose + " mostly " +
+                                   std::to_string(usual_up) + " and " + std::to_string(usual_down),
                                g,
                                {},
                                {}});

@@ -4,6 +4,18 @@
 // tier's majority, degraded links, blocking factors and a bisection
 // estimate. Pure functions over a Fabric; nothing here sends a MAD.
 //
+// Missing cables: in a tree, a switch with fewer cables up than its tier
+// mostly has (else its cables are there, on other neighbours: uneven
+// groups), and one of its groups short of the
+// parallel cables both switches mostly have to their neighbours that way
+// (a leaf with 3 cables to one spine and 4 to the others, the spine 3 to
+// that leaf and 4 to the others), or with none where most of the switches
+// cabled like it (sharing at least half their neighbours above) have a
+// group to that neighbour. Each pair is one finding naming the ports the
+// pattern says (those its peers use for that neighbour and that are free
+// here) and the bandwidth lost; the asymmetry it explains (fewer uplinks,
+// uneven groups, fewer neighbours) is not reported again.
+//
 // Ranking: leaves are switches with CAs, except a switch whose switch
 // neighbours are all leaves and that has more switch links than CAs (an
 // upper switch with a stray CA, reported as kCaOnNonLeaf), and switches
@@ -41,7 +53,8 @@ enum class FindingKind : std::uint8_t {
   kSkipTierLink,         // switches more than one tier apart cabled together
   kCaOnNonLeaf,          // a CA on a switch above the leaves
   kCaToCa,               // two CAs cabled to each other
-  kFewerUplinks,         // a leaf with fewer uplinks than most leaves
+  kMissingCable,         // a switch pair short of the cables the pattern gives it (the ends: the likely ports)
+  kFewerUplinks,         // a leaf with fewer uplinks than most leaves, no missing cable explaining it
   kAsymmetricSwitch,     // neighbour groups or links per group unlike its tier's majority
   kUnevenParallelLinks,  // a switch's groups of parallel links differ in size
   kBelowEnabled,         // a link narrower or slower than both ends are enabled and support
@@ -77,6 +90,7 @@ inline constexpr FindingKind kAllFindingKinds[] = {FindingKind::kNotATree,
                                                    FindingKind::kSkipTierLink,
                                                    FindingKind::kCaOnNonLeaf,
                                                    FindingKind::kCaToCa,
+                                                   FindingKind::kMissingCable,
                                                    FindingKind::kFewerUplinks,
                                                    FindingKind::kAsymmetricSwitch,
                                                    FindingKind::kUnevenParallelLinks,

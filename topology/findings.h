@@ -30,9 +30,22 @@ inline std::vector<Finding> AllFindings(const Analysis& tree, const RoutingAnaly
 // reason. Pure.
 Analysis AnalyzeWiring(const Fabric& fabric, const HostPattern& pattern, const CablingPlan* plan, HostAnalysis* hosts);
 
-// Whether a finding of this kind about a cable (both ends set) raises a
-// miswiring alert on it: the cable is not where it should be. The others
-// are information on /api/v1/topology and the findings metric.
-bool RaisesMiswiringAlert(FindingKind kind);
+// What a finding of each kind asks of on-call, in one place (docs/api.md,
+// "Finding kinds", says why for each):
+enum class FindingLevel : std::uint8_t {
+  kInformation,   // no fault: a design or a name to know about; nothing pages
+  kWarning,       // a deviation worth a look (InfinibandTopologyFinding)
+  kMiswiring,     // as a warning, and a cable alert on the cable it names (both ends set):
+                  // the cable is where it should not be
+  kMissingCable,  // as a warning, and a cable alert on the switch pair it names: a cable the
+                  // pattern or the plan has is not there
+};
+FindingLevel LevelOf(FindingKind kind);
+// "information", "warning", "miswiring", "missing_cable": the level label
+// of infiniband_topology_findings.
+const char* ToString(FindingLevel level);
+// Whether `f` raises a cable alert (miswiring or missing cable): its level
+// says so and both its ends are set.
+bool RaisesCableAlert(const Finding& f);
 
 }  // namespace ibfabric::topology

@@ -130,9 +130,11 @@ struct LeafCounts {
   bool multiport = false;  // some HCA has more than one port cabled
 };
 
-LeafCounts CountLeaves(const HostAnalysis& a) {
+// The ports of the hosts `judged` (by index).
+LeafCounts CountLeaves(const HostAnalysis& a, const std::vector<bool>& judged) {
   LeafCounts c;
   for (std::size_t i = 0; i < a.hosts.size(); ++i) {
+    if (!judged[i]) continue;
     for (const Hca& x : a.hosts[i].hcas) {
       c.multiport = c.multiport || x.ports.size() > 1;
       for (const HcaPort& p : x.ports) {
@@ -185,7 +187,7 @@ void LearnRails(const LeafCounts& c, HostAnalysis* out) {
 // Scalable units: leaves that share more than half the hosts of the
 // smaller of the two (a cable to another unit's leaf shares one host),
 // named by NameGroups.
-void FindUnits(const Fabric& f, const LeafCounts& c, HostAnalysis* out) {
+void FindUnits(const Fabric& f, const LeafCounts& c, const std::vector<bool>& judged, HostAnalysis* out) {
   std::vector<std::uint64_t> leaves;
   std::map<std::uint64_t, std::size_t> index;
   for (const auto& [leaf, hs] : c.hosts_on) {
@@ -193,10 +195,11 @@ void FindUnits(const Fabric& f, const LeafCounts& c, HostAnalysis* out) {
     leaves.push_back(leaf);
   }
   std::map<std::pair<std::size_t, std::size_t>, std::size_t> shared;
-  for (const Host& h : out->hosts) {
+  for (std::size_t i = 0; i < out->hosts.size(); ++i) {
+    if (!judged[i]) continue;
     std::set<std::size_t> mine;
-    for (const Hca& x : h.hcas) {
-      for (const HcaPort& p : x.ports) mine.insert(index[p.leaf.node_guid]);
+    for (const Hca& x : out->hosts[i].hcas) {
+      for (const HcaPort& p : x.ports) mine.insert(index.at(p.leaf.node_guid));
     }
     for (auto a = mine.begin(); a != mine.end(); ++a) {
       for (auto b = std::next(a); b != mine.end(); ++b) ++shared[{*a, *b}];
@@ -399,11 +402,13 @@ class HostChecks {
   std::vector<Where> at_;
 };
 
-// A host's unit: the one most of its ports are in.
+// A host's unit: the one most of its ports are in (leaves of a unit only).
 int UnitOf(const Host& h, const HostAnalysis& a) {
   std::map<int, int> ports_in;  // unit -> ports
   for (const Hca& x : h.hcas) {
-    for (const HcaPort& p : x.ports) ++ports_in[a.leaf_unit.at(p.leaf.node_guid)];
+    for (const HcaPort& p : x.ports) {
+      if (const auto u = a.leaf_unit.find(p.leaf.node_guid); u != a.leaf_unit.end()) ++ports_in[u->second];
+    }
   }
   int best = 0, unit = -1;
   for (const auto& [u, n] : ports_in) {
@@ -415,6 +420,36 @@ int UnitOf(const Host& h, const HostAnalysis& a) {
   return unit;
 }
 
+// Which hosts are on rails: those of a class (the same name stem and as
+// many cabled ports) whose hosts mostly spread their ports over distinct
+// leaves. Hosts of one design are cabled alike, and a class that puts its
+// ports on one leaf is built so (a storage appliance's two HCAs, an HPC
+// node's): its hosts are no rail hosts, and their ports teach no rail.
+std::vector<bool> OnRails(const HostAnalysis& a) {
+  std::map<std::pair<std::string, std::size_t>, std::vector<std::size_t>> classes;
+  for (std::size_t i = 0; i < a.hosts.size(); ++i) {
+    std::string stem;
+    for (char c : a.hosts[i].name) {
+      if (c < '0' || c > '9') {
+        stem += c;
+      } else if (stem.empty() || stem.back() != '#') {
+        stem += '#';
+      }
+    }
+    std::size_t ports = 0;
+    for (const Hca& x : a.hosts[i].hcas) ports += x.ports.size();
+    classes[{stem, ports}].push_back(i);
+  }
+  std::vector<bool> out(a.hosts.size(), false);
+  for (const auto& [key, members] : classes) {
+    std::vector<Host> hosts;
+    for (std::size_t i : members) hosts.push_back(a.hosts[i]);
+    if (LayoutOf(hosts) != HostLayout::kRailOptimized) continue;
+    for (std::size_t i : members) out[i] = true;
+  }
+  return out;
+}
+
 }  // namespace
 
 HostAnalysis AnalyzeHosts(const Fabric& f, const HostPattern& pattern) {
@@ -422,14 +457,17 @@ HostAnalysis AnalyzeHosts(const Fabric& f, const HostPattern& pattern) {
   Group(f, pattern, &out);
   out.layout = LayoutOf(out.hosts);
   if (out.layout != HostLayout::kRailOptimized) return out;
-  const LeafCounts counts = CountLeaves(out);
+  const std::vector<bool> judged = OnRails(out);
+  const LeafCounts counts = CountLeaves(out, judged);
   LearnRails(counts, &out);
-  FindUnits(f, counts, &out);
+  FindUnits(f, counts, judged, &out);
   const RailNames names(f, out);
   FindDepartingLeaves(f, counts, names, &out);
   // Per host: its unit, then each port that is not where its rail and unit put it.
   for (Host& h : out.hosts) h.unit = UnitOf(h, out);
-  for (const Host& h : out.hosts) {
+  for (std::size_t i = 0; i < out.hosts.size(); ++i) {
+    if (!judged[i]) continue;
+    const Host& h = out.hosts[i];
     HostChecks checks(f, names, out, h, &out);
     checks.CrossUnit();
     checks.DeviceOrder();

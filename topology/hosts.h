@@ -12,7 +12,13 @@
 // Layouts: hosts with two or more cabled HCA ports mostly spread over
 // distinct leaves make a rail-optimized fabric; mostly on one leaf, a
 // host-per-leaf one; hosts with one cabled port, single-HCA. Rail findings
-// come from rail-optimized fabrics only.
+// come from rail-optimized fabrics only, and there only for the hosts of a
+// rail class: hosts of one design (one name stem, digits aside, and as
+// many cabled ports) are cabled alike, so a class whose hosts mostly
+// spread their ports over distinct leaves is on the rails, and one whose
+// hosts put them on one leaf (storage appliances, HPC nodes with two
+// HCAs) or have one port is not: its hosts are not judged and teach no
+// rail.
 
 #include <cstdint>
 #include <map>

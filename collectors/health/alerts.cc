@@ -54,6 +54,7 @@ const char* ToString(Cause c) {
     case Cause::kCongestion: return "congestion";
     case Cause::kMiswiring: return "miswiring";
     case Cause::kCableDegrading: return "cable_degrading";
+    case Cause::kMissingCable: return "missing_cable";
   }
   return "unknown";
 }
@@ -251,9 +252,11 @@ AlertEngine::Verdict AlertEngine::CableDegrading(const CableHealth& h, const Des
 
 AlertEngine::Verdict AlertEngine::Congestion(const CableHealth& h) const {
   Verdict v;
-  if (!h.active) {
+  if (!h.active || (h.last_down && now_ - *h.last_down < config_.window)) {
     // Discards on a link that is not Active come from its state (packets
-    // routed to a port still in Init), not from congestion.
+    // routed to a port still in Init), not from congestion; over a window
+    // that holds a link-down, from the port being down (a host's reboot)
+    // as much as from congestion.
     v.clean = false;
     return v;
   }
@@ -427,12 +430,13 @@ void AlertEngine::Evaluate(const std::vector<CableHealth>& cables, const topolog
                            std::chrono::system_clock::time_point now, const Describe& describe,
                            const topology::Fabric* fabric, const topology::ForwardingTables* tables,
                            const std::set<std::uint64_t>* adaptive) {
-  Begin();
+  Begin(now);
   Judge(cables, describe);
   Finish(analysis, now, describe, fabric, tables, adaptive);
 }
 
-void AlertEngine::Begin() {
+void AlertEngine::Begin(std::chrono::system_clock::time_point now) {
+  now_ = now;
   verdicts_.clear();
   congested_.clear();
 }
@@ -483,20 +487,24 @@ void AlertEngine::Finish(const topology::Analysis* analysis, std::chrono::system
                   adaptive ? *adaptive : kNone);
   if (analysis) {
     for (const auto& f : analysis->findings) {
-      if (!f.a || !f.b || !topology::RaisesMiswiringAlert(f.kind)) continue;
+      if (!topology::RaisesCableAlert(f)) continue;
+      const bool missing = topology::LevelOf(f.kind) == topology::FindingLevel::kMissingCable;
       const topology::Link cable = topology::CableBetween(*f.a, *f.b);
-      Verdict& v = verdicts_[{cable, Cause::kMiswiring}];
+      Verdict& v = verdicts_[{cable, missing ? Cause::kMissingCable : Cause::kMiswiring}];
       v.severity = config_.miswiring_severity;
       v.evidence.push_back({topology::ToString(f.kind), -1, 0, "", std::nullopt, 0, std::nullopt, f.detail});
-      if (v.summary.empty()) v.summary = std::string("miswired: ") + f.detail;
-      v.action = "Recable as the plan or the fat-tree layout says; the evidence names both ends.";
+      if (v.summary.empty()) v.summary = std::string(missing ? "missing cable: " : "miswired: ") + f.detail;
+      v.action = missing ? "Cable the ports the evidence names (where the pattern or the plan puts the cable), "
+                           "or check that the cable there is seated and its ports enabled."
+                         : "Recable as the plan or the fat-tree layout says; the evidence names both ends.";
     }
   }
   // Alerts and streaks of cables and findings that are gone: judged clean,
-  // except miswiring before the first analysis.
+  // except the topology's before the first analysis.
   std::vector<std::pair<topology::Link, Cause>> stale;
   for (const auto& [key, t] : tracks_) {
-    if (!verdicts_.count(key) && (analysis || key.second != Cause::kMiswiring)) stale.push_back(key);
+    const bool topological = key.second == Cause::kMiswiring || key.second == Cause::kMissingCable;
+    if (!verdicts_.count(key) && (analysis || !topological)) stale.push_back(key);
   }
   for (const auto& key : stale) Apply(key, Verdict{}, now);
   for (const auto& [key, v] : verdicts_) Apply(key, v, now);

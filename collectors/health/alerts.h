@@ -27,10 +27,21 @@
 
 namespace ibfabric::collectors {
 
-enum class Cause : std::uint8_t { kBadCable, kFlappingLink, kDegradedLink, kCongestion, kMiswiring, kCableDegrading };
-inline constexpr Cause kAllCauses[] = {Cause::kBadCable,   Cause::kFlappingLink, Cause::kDegradedLink,
-                                       Cause::kCongestion, Cause::kMiswiring,    Cause::kCableDegrading};
-const char* ToString(Cause c);  // "bad_cable", "flapping_link", ..., "cable_degrading"
+// kMiswiring and kMissingCable come from topology findings
+// (topology/findings.h LevelOf), the others from the counters.
+enum class Cause : std::uint8_t {
+  kBadCable,
+  kFlappingLink,
+  kDegradedLink,
+  kCongestion,
+  kMiswiring,
+  kCableDegrading,
+  kMissingCable,
+};
+inline constexpr Cause kAllCauses[] = {Cause::kBadCable,    Cause::kFlappingLink, Cause::kDegradedLink,
+                                       Cause::kCongestion,  Cause::kMiswiring,    Cause::kCableDegrading,
+                                       Cause::kMissingCable};
+const char* ToString(Cause c);  // "bad_cable", "flapping_link", ..., "cable_degrading", "missing_cable""
 
 enum class Severity : std::uint8_t { kWarning, kCritical };
 const char* ToString(Severity s);  // "warning", "critical"
@@ -92,7 +103,7 @@ struct AlertConfig {
   Threshold xmit_discards{1, 100};
   // Discrete conditions.
   Severity degraded_severity = Severity::kWarning;
-  Severity miswiring_severity = Severity::kWarning;
+  Severity miswiring_severity = Severity::kWarning;  // and missing cables'
 };
 
 // What raised an alert: one signal at one end (`end` 0: cable.a, 1:
@@ -175,8 +186,8 @@ class AlertEngine {
   // Evaluate in parts, for many cables (98k at 32k GPUs, judged a few
   // thousand at a time and none held all at once): Begin, Judge every
   // cable once (in as many calls as it takes), then Finish with the rest
-  // of Evaluate's arguments.
-  void Begin();
+  // of Evaluate's arguments. `now`: the time of the cables' readings.
+  void Begin(std::chrono::system_clock::time_point now);
   void Judge(const std::vector<CableHealth>& cables, const Describe& describe);
   void Finish(const topology::Analysis* analysis, std::chrono::system_clock::time_point now, const Describe& describe,
               const topology::Fabric* fabric = nullptr, const topology::ForwardingTables* tables = nullptr,
@@ -217,6 +228,9 @@ class AlertEngine {
   Verdict Degraded(const CableHealth& h, const Describe& d) const;
   Verdict CableDegrading(const CableHealth& h, const Describe& d) const;
   // Each end judged alone; named and explained with its tree (GroupCongestion).
+  // Not on a cable that went down within the window: PortXmitDiscards
+  // counts the packets a port drops because it is down or congested
+  // (IBTA PortCounters), which that window cannot tell apart.
   Verdict Congestion(const CableHealth& h) const;
   // Keeps `v` for this evaluation when it changes something: it fires, or
   // the cable and cause have a streak or an alert (any other would make a
@@ -227,6 +241,7 @@ class AlertEngine {
                        const Describe& describe, const std::set<std::uint64_t>& adaptive);
 
   AlertConfig config_;
+  std::chrono::system_clock::time_point now_{};  // of the evaluation under way (Begin)
   std::map<std::pair<topology::Link, Cause>, Track> tracks_;
   std::deque<Alert> cleared_;
   std::map<Cause, std::uint64_t> raised_;

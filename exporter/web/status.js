@@ -10,9 +10,10 @@
 const SVG = "http://www.w3.org/2000/svg";
 const RANK = { bad: 5, miswired: 4, sm: 4, degraded: 3, congested: 2, down: 1, ok: 0 };
 const CAUSE_STATE = { bad_cable: "bad", flapping_link: "bad", congestion: "congested", degraded_link: "degraded", miswiring: "miswired",
-                      cable_degrading: "degraded" };
+                      cable_degrading: "degraded", missing_cable: "down" };
 const CAUSE_LABEL = { bad_cable: "bad cable", flapping_link: "flapping link", congestion: "congestion", degraded_link: "degraded link",
-                      miswiring: "miswired", subnet_manager: "subnet manager", cable_degrading: "degrading cable" };
+                      miswiring: "miswired", subnet_manager: "subnet manager", cable_degrading: "degrading cable",
+                      missing_cable: "missing cable" };
 const SIGNAL_LABEL = {
   symbol_errors: "symbol errors", link_error_recoveries: "link error recoveries", link_downed: "link downs",
   link_downs: "link downs", rcv_errors: "receive errors", rcv_remote_physical_errors: "remote physical errors",
@@ -23,12 +24,13 @@ const SIGNAL_LABEL = {
   raw_bit_error_ratio: "raw (pre-FEC) bit error ratio", effective_bit_error_ratio: "effective (post-FEC) bit error ratio",
   raw_bit_error_ratio_baseline: "its lowest raw ratio",
 };
-// below_tier_majority is left out: informational (a link at its ends' best).
+// Information kinds (below_tier_majority, ca_on_non_leaf, ...) are left
+// out: no fault to colour.
 const FINDING_STATE = {
-  same_tier_link: "miswired", skip_tier_link: "miswired", ca_on_non_leaf: "miswired", ca_to_ca: "miswired",
+  same_tier_link: "miswired", skip_tier_link: "miswired", ca_to_ca: "miswired",
   plan_wrong_remote_node: "miswired", plan_wrong_remote_port: "miswired", plan_extra_link: "miswired",
   plan_unknown_node: "miswired", below_enabled: "degraded",
-  plan_rate_mismatch: "degraded", plan_missing_link: "down",
+  plan_rate_mismatch: "degraded", plan_missing_link: "down", missing_cable: "down",
 };
 // A fabric this small is drawn (every switch and HCA); a bigger one is
 // shown as matrices.

@@ -132,7 +132,7 @@ TEST_F(AlertsTest, CleanFabricRaisesNothingOverManySweeps) {
   EXPECT_EQ(raw["active_counts"]["critical"], 1);
   EXPECT_TRUE(s->Find("infiniband_alert_active").empty());
   for (const auto& x : s->Find("infiniband_alerts_raised_total")) EXPECT_EQ(x.value, 0) << x.labels.at("cause");
-  EXPECT_EQ(s->Find("infiniband_alerts").size(), 12u) << "every cause and severity, at 0";
+  EXPECT_EQ(s->Find("infiniband_alerts").size(), 14u) << "every cause and severity, at 0";
   // Every cable is tracked and up: 16 host cables and 8 leaf-spine cables.
   const auto up = s->Find("infiniband_link_up");
   EXPECT_EQ(up.size(), 24u);

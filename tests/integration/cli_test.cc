@@ -141,6 +141,12 @@ TEST(CliTest, AnalyzeJudgesASavedFabricWithoutAPort) {
       << d.err;
   EXPECT_EQ(Lines(d.err), 2) << d.err;
   EXPECT_EQ(d.out.rfind("fabric: 400 switches, 2328 HCAs (2328 cabled ports)", 0), 0u) << d.out;
+  // Its five missing cables would alert (exit 1), each once; a shared name
+  // is information.
+  EXPECT_EQ(d.exit_code, 1) << d.out;
+  EXPECT_NE(d.out.find("findings: 10 (5 would alert)\n"), std::string::npos) << d.out;
+  EXPECT_NE(d.out.find("  alert missing_cable: "), std::string::npos) << d.out;
+  EXPECT_NE(d.out.find("  info  duplicate_name: "), std::string::npos) << d.out;
 
   const auto as_json = RunExporter({"--analyze=" + captures + "ufm-small-topo.net", "--analyze.format=json"});
   EXPECT_EQ(as_json.exit_code, 0);

@@ -58,6 +58,34 @@ std::unique_ptr<SimFabric> Start(const FatTree& tree) {
   return sim;
 }
 
+// A SHARP Aggregation Node in every switch of a clean fat tree: opensm
+// routes their LIDs too, so a leaf's uplinks carry the hosts and the ANs
+// unevenly; the hosts' traffic is what the balance is judged on, and the
+// ANs are no hosts, no leaves and no cables: not one finding of any kind.
+TEST(RoutingBalanceTest, ASharpFabricHasNoFindings) {
+  for (FatTreeSpec spec : {Spec(4, 2, 4, 2, 12), Spec(8, 4, 6, 2, 24)}) {
+    spec.aggregation_nodes = true;
+    const FatTree tree = FatTree::Generate(spec);
+    auto sim = Start(tree);
+    ASSERT_NE(sim, nullptr);
+    const Scrape s = Once(*sim);
+    const std::string where = std::to_string(spec.leaves) + " leaves x " + std::to_string(spec.spines) + " spines";
+    EXPECT_EQ(s.Find("infiniband_aggregation_node_info").size(), static_cast<std::size_t>(spec.leaves + spec.spines))
+        << where;
+    EXPECT_EQ(s.Value("infiniband_topology_is_tree"), 1) << where;
+    EXPECT_EQ(s.Find("infiniband_switch_tier", {{"tier", "leaf"}}).size(), static_cast<std::size_t>(spec.leaves))
+        << where;
+    for (const auto& x : s.Find("infiniband_topology_findings")) {
+      std::string which;
+      for (const auto& f : s.Find("infiniband_topology_finding", {{"kind", x.labels.at("kind")}})) {
+        which += "\n  " + f.labels.at("node") + " " + f.labels.at("remote_node");
+      }
+      EXPECT_EQ(x.value, 0) << where << ": " << x.labels.at("kind") << which;
+    }
+    EXPECT_FALSE(s.Find("infiniband_routing_spread").empty()) << where << ": the tables were read";
+  }
+}
+
 TEST(RoutingBalanceTest, OpensmRoutesOnCleanFatTreesAreBalancedAndMatchIbroute) {
   FatTreeSpec three = Spec(4, 2, 4, 3, 14);
   for (const FatTreeSpec& spec : {Spec(4, 2, 4, 2, 12), three, Spec324()}) {

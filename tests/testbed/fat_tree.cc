@@ -180,6 +180,20 @@ FatTree FatTree::Generate(const FatTreeSpec& spec) {
     t.hosts_.push_back(ca);
     t.cables_.push_back({port, {ca, 1}, s.rate});
   }
+  if (s.aggregation_nodes) {
+    std::vector<std::pair<const std::vector<std::string>*, int>> tiers{
+        {&t.leaves_, leaf_spare}, {&t.spines_, spine_spare}, {&t.cores_, core_spare}};
+    for (const auto& [switches, first] : tiers) {
+      for (const std::string& sw : *switches) {
+        const Endpoint port = spare(sw, first, "aggregation node");
+        char id[32];
+        std::snprintf(id, sizeof id, "H-%016llx",
+                      0xa9900000000000ULL + static_cast<unsigned long long>(t.aggregation_nodes_.size()));
+        t.aggregation_nodes_.push_back(id);
+        t.cables_.push_back({port, {id, 1}, s.rate});
+      }
+    }
+  }
   for (const auto& [e, to] : s.moves) {
     Cable* c = find(e);
     if (!c) throw std::invalid_argument("move: no cable at " + Str(e));
@@ -263,6 +277,7 @@ std::string FatTree::NetFile() const {
   // Every cable is written from both ends; ibsim needs both ends' notes to agree.
   std::map<std::string, std::vector<std::pair<int, std::string>>> lines;
   std::set<std::string> is_host(hosts_.begin(), hosts_.end());
+  is_host.insert(aggregation_nodes_.begin(), aggregation_nodes_.end());
   for (const auto& c : cables_) {
     for (int side = 0; side < 2; ++side) {
       const Endpoint& me = side ? c.b : c.a;
@@ -289,6 +304,11 @@ std::string FatTree::NetFile() const {
   for (const auto& n : spines_) emit("Switch " + std::to_string(spec_.radix), n);
   for (const auto& n : cores_) emit("Switch " + std::to_string(spec_.radix), n);
   for (const auto& n : hosts_) emit("Hca " + std::to_string(spec_.rails.units > 0 ? spec_.rails.ports_per_hca : 1), n);
+  for (const auto& n : aggregation_nodes_) {
+    out << "Hca 1 \"" << n << "\"  # \"Mellanox Technologies Aggregation Node\"\n";
+    for (const auto& [port, line] : lines[n]) out << line << "\n";
+    out << "\n";
+  }
   return out.str();
 }
 

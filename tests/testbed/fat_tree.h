@@ -81,6 +81,11 @@ struct FatTreeSpec {
   // > 0: hosts named as rdma-ndd names them, this many HCAs per server on
   // consecutive ports of one leaf ("cn0001 mlx5_0", "cn0001 mlx5_1", ...).
   int hcas_per_host = 0;
+  // A SHARP Aggregation Node in every switch (NVIDIA Quantum and later), on
+  // the switch's next spare port: a CA with the ID "H-<guid>" and the
+  // NodeDescription "Mellanox Technologies Aggregation Node" (the net
+  // file's ID-plus-description form), not a host.
+  bool aggregation_nodes = false;
 
   // Planted faults, applied in this order.
   std::vector<std::pair<Endpoint, Endpoint>> swaps;  // exchange the far ends of the cables at these two ports
@@ -208,6 +213,7 @@ class FatTree {
 
   FatTreeSpec spec_;
   std::vector<std::string> leaves_, spines_, cores_, hosts_;
+  std::vector<std::string> aggregation_nodes_;  // their IDs ("H-..."), switch by switch
   std::vector<Cable> cables_;
 };
 

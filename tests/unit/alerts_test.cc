@@ -253,7 +253,7 @@ struct Driven {
       return topology::FormatGuid(p.node_guid) + "[" + std::to_string(p.port) + "]";
     };
     if (in_parts) {
-      engine.Begin();
+      engine.Begin(b.Wall());
       for (const CableHealth& c : cables) engine.Judge({c}, describe);
       engine.Finish(nullptr, b.Wall(), describe, &b.fabric, tables);
     } else {
