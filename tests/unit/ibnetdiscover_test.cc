@@ -309,6 +309,33 @@ TEST(RealFabricsTest, EachCaptureIsJudgedAsAnExpertWould) {
        {{"not_a_tree", 1}, {"below_tier_majority", 4}},
        {"two switches with hosts (and loops on one)", "QDR, SDR and FDR devices in an EDR/FDR lab"}},
       {"jabl-ibtopotool-4-oracle-sun-dcs36.net", "leaf 1", {}, {}},
+      {"loginoff-sx6036-stage.net",
+       "leaf 6, spine 2",
+       {{"missing_cable", 1}, {"ca_on_non_leaf", 3}},
+       {"leaf ib1 has 3 of the 4 cables to spine ib8 that every other leaf-spine pair has: one alert, at the ports "
+        "the other leaves use",
+        "two storage hosts' three ports (tank1, tank2) on spine ib7: a small cluster's design, information"},
+       1},
+      {"gary-ibdiagnet2-quantum2-20250331.net",
+       "leaf 8, spine 1",
+       {{"duplicate_name", 1}},
+       {"the eight leaves still at the default name; the hosts, renamed since ndr-b, are on their rails"}},
+      {"ufm-selene-storage.net",
+       "leaf 64, spine 64, core 32",
+       {{"missing_cable", 9}, {"below_tier_majority", 320}},
+       {"six leaf-spine and three spine-core cables missing (a leaf with 15 of its 16 spines, a spine with 31 of "
+        "its 32 cores), each at the ports its peers use; the AI400X appliances' two HCAs on one leaf are their "
+        "design, not a rail fault",
+        "the appliances' EDR ports in an HDR fabric run at their best"},
+       9},
+      {"ufm-selene-compute.net",
+       "leaf 204, spine 322, core 140",
+       {{"missing_cable", 29}, {"asymmetric_switch", 14}, {"fewer_uplinks", 4}, {"uneven_parallel_links", 14}},
+       {"13 leaves with one of their two cables to a spine missing, 16 spine-core cables missing",
+        "the management island (MLG01-04/05 under MSPINE3/4-01, MLG01-01/02 hanging off CSPINE1-40/80) is "
+        "another design: still warned, to become information",
+        "MLG01-01/02/04/05: the management leaves, as above", "the cores joining MSPINE3/4-01 by two cables"},
+       29},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.file);
