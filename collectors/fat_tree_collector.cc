@@ -132,6 +132,15 @@ void RenderFatTree(const Snapshot& s, const Emit& out) {
     Add(by_kind, {{"kind", topology::ToString(k)}, {"level", topology::ToString(topology::LevelOf(k))}}, count[k]);
   }
   out(std::move(by_kind));
+  // With a plan: what it has as its design (topology::AnalyzeWiring).
+  auto accepted = Family("infiniband_topology_findings_accepted",
+                         "Findings of the fat tree's or the rails' pattern that the cabling plan has as its design, "
+                         "by kind: they raise nothing",
+                         MetricType::Gauge);
+  std::map<topology::FindingKind, int> accepted_count;
+  for (const auto& x : a.accepted) ++accepted_count[x.kind];
+  for (const auto& [k, n] : accepted_count) Add(accepted, {{"kind", topology::ToString(k)}}, n);
+  EmitNonEmpty(out, accepted);
   // One series per finding, named by node and port, for alerts that say where.
   auto each = Family("infiniband_topology_finding", "1 for each topology finding, where it is", MetricType::Gauge);
   for (const auto& x : findings) {

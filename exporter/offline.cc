@@ -56,6 +56,10 @@ void PrintText(const topology::Fabric& fabric, const topology::Analysis& a, cons
                                                                                             : "  warn  ";
     out << level << topology::ToString(f.kind) << ": " << f.detail << "\n";
   }
+  if (a.accepted.empty()) return;
+  out << "accepted by the plan: " << a.accepted.size() << "\n";
+  for (const topology::Finding& f : a.accepted)
+    out << "  plan  " << topology::ToString(f.kind) << ": " << f.detail << "\n";
 }
 
 }  // namespace

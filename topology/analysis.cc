@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <deque>
 #include <set>
+#include <tuple>
 
 #include "topology/group_names.h"
 #include "topology/link_rate.h"
@@ -77,6 +78,7 @@ const char* ToString(FindingKind k) {
     case FindingKind::kRailLeafDeparts: return "rail_leaf_departs";
     case FindingKind::kRailDeviceOrder: return "rail_device_order";
     case FindingKind::kPlanWrongRail: return "plan_wrong_rail";
+    case FindingKind::kServiceIsland: return "service_island";
   }
   return "unknown";
 }
@@ -195,7 +197,11 @@ void RankTiers(Wiring* w, Analysis* out) {
   // of its and the leaf's neighbours together are shared. And the
   // exception: fewer than half as many as the leaves with hosts it is
   // like; so many switches cabled alike with no host at all are a tier of
-  // their own (a single group's core).
+  // their own (a single group's core). A switch whose neighbours are some
+  // of a leaf's (two at least) is like it too: a leaf cabled to part of
+  // its group's spines, as one being built or spared is (ranked by
+  // distance it would be a core over half the spines, the other half with
+  // nothing above them).
   const auto distinct = [&](std::uint64_t g) {
     const auto& nb = w->neighbours[g];
     return std::set<std::uint64_t>(nb.begin(), nb.end());
@@ -215,8 +221,10 @@ void RankTiers(Wiring* w, Analysis* out) {
   for (const auto& [g, nb] : w->neighbours) {
     if (w->ca_links[g] > 0 || w->stray.count(g)) continue;
     Bare b{distinct(g), 0};
-    b.leaves_alike =
-        std::count_if(leaf_sets.begin(), leaf_sets.end(), [&](const auto& l) { return alike(b.neighbours, l); });
+    b.leaves_alike = std::count_if(leaf_sets.begin(), leaf_sets.end(), [&](const auto& l) {
+      return alike(b.neighbours, l) ||
+             (b.neighbours.size() >= 2 && std::includes(l.begin(), l.end(), b.neighbours.begin(), b.neighbours.end()));
+    });
     if (b.leaves_alike > 0) bare.emplace(g, std::move(b));
   }
   std::vector<std::uint64_t> hostless;
@@ -464,13 +472,61 @@ struct Shortfall {
   int have = 0, want = 0;
   std::size_t peers = 0,
               peers_with = 0;  // whole group missing: the switches cabled like it, and how many reach `upper`
+  std::string chassis;         // `upper` is an ASIC of this director chassis: the cables to it counted together
+  int need = 0;                // cables missing: want - have, or fewer where the switch lacks fewer in all
 };
+
+// Director chassis (IS5600, CS7500, CS8500, CS9500): their ASICs share one
+// SystemImageGUID (NodeInfo; `ibnetdiscover -g` groups them by it), and to
+// a switch cabled to one the chassis is one switch: which line ASIC a cable
+// lands on is which front-panel port the installer chose (CU Boulder's
+// Janus: edge switches with 6 cables to each of three IS5600s, spread
+// 3, 2 and 1 over their line ASICs). So a switch's cables to a chassis it
+// is not part of are one group, judged by their total; the cables inside
+// a chassis are judged as cables. Three switch ASICs sharing an image at
+// least (a single switch system has one; its Aggregation Node, a CA, is
+// not counted).
+struct Chassis {
+  std::map<std::uint64_t, std::uint64_t> of;  // ASIC -> chassis key (a number no node has)
+  std::map<std::uint64_t, std::string> name;  // chassis key -> what its ASICs' names share before '/'
+  bool Outside(std::uint64_t lower, std::uint64_t upper) const {
+    const auto u = of.find(upper);
+    if (u == of.end()) return false;
+    const auto l = of.find(lower);
+    return l == of.end() || l->second != u->second;
+  }
+};
+
+Chassis FindChassis(const Fabric& f) {
+  std::map<std::uint64_t, std::vector<std::uint64_t>> by_image;
+  for (const Node& n : f.nodes()) {
+    if (n.kind == NodeKind::kSwitch && n.system_image_guid != 0) by_image[n.system_image_guid].push_back(n.guid);
+  }
+  Chassis c;
+  for (const auto& [image, asics] : by_image) {
+    if (asics.size() < 3) continue;
+    std::uint64_t key = image;
+    while (f.FindNode(key) || c.name.count(key)) ++key;
+    std::string shared = NodeName(f, asics.front());
+    shared = shared.substr(0, shared.find('/'));
+    for (std::uint64_t a : asics) {
+      const std::string n = NodeName(f, a);
+      if (n.size() <= shared.size() || n.compare(0, shared.size(), shared) != 0 || n[shared.size()] != '/') {
+        shared.clear();
+      }
+      c.of[a] = key;
+    }
+    c.name[key] = shared.empty() ? "chassis " + FormatGuid(image) : shared;
+  }
+  return c;
+}
 
 // The missing cables (analysis.h): of a switch with fewer cables up than
 // its tier mostly has, groups smaller than both ends mostly have (a
 // switch with one group that way is judged by its tier), and groups that
 // most of its peers have and it lacks.
-std::vector<Shortfall> FindShortfalls(const Analysis& a, const std::map<std::uint64_t, std::array<Groups, 2>>& updown) {
+std::vector<Shortfall> FindShortfalls(const Analysis& a, const std::map<std::uint64_t, std::array<Groups, 2>>& updown,
+                                      const Chassis& chassis) {
   std::vector<Shortfall> out;
   std::map<std::pair<int, int>, std::vector<int>> sizes;  // (tier, dir) -> group sizes
   std::map<int, std::vector<std::uint64_t>> by_tier;
@@ -505,16 +561,65 @@ std::vector<Shortfall> FindShortfalls(const Analysis& a, const std::map<std::uin
   for (const auto& [tier, members] : by_tier) {
     for (std::uint64_t g : members) totals[tier].push_back(total(g));
   }
+  // A switch's cables up to each chassis it is outside of, together; and
+  // what the switches of each tier have to each chassis.
+  const auto to_chassis = [&](std::uint64_t g) {
+    std::map<std::uint64_t, int> cables;  // chassis key -> cables
+    for (const auto& [n, c] : groups(g, 1)) {
+      if (chassis.Outside(g, n)) cables[chassis.of.at(n)] += c;
+    }
+    return cables;
+  };
+  std::map<std::pair<int, std::uint64_t>, std::vector<int>> chassis_totals;  // (tier, chassis) -> cables
+  for (const auto& [tier, members] : by_tier) {
+    for (std::uint64_t g : members) {
+      for (const auto& [key, c] : to_chassis(g)) chassis_totals[{tier, key}].push_back(c);
+    }
+  }
   for (const auto& [tier, members] : by_tier) {
     if (tier < 0) continue;
     const int usual_total = Mode(totals[tier]);
     for (std::uint64_t g : members) {
       const Groups& up = groups(g, 1);
       if (up.empty() || total(g) >= usual_total) continue;
+      // A leaf with no host carries no traffic of its own: what it lacks
+      // costs no host any bandwidth (a leaf being built, or spared), so it
+      // is its fewer uplinks, a warning, not a missing cable that pages.
+      if (tier == 0 && a.switches.at(g).ca_links == 0) continue;
       // Groups short of what both ends mostly have.
       for (const auto& [n, c] : up) {
         const int want = std::min(usual(g, 1), usual(n, 0));
-        if (c < want) out.push_back({g, n, c, want, 0, 0});
+        if (c < want && !chassis.Outside(g, n)) out.push_back({g, n, c, want, 0, 0, "", want - c});
+      }
+      // Its cables to each chassis: short of the fewer of its largest such
+      // group and what its tier mostly has to that chassis, and in all of
+      // them at most as many as it has fewer cables up than its tier.
+      {
+        const std::map<std::uint64_t, int> mine = to_chassis(g);
+        int largest = 0;
+        for (const auto& [key, c] : mine) largest = std::max(largest, c);
+        std::vector<std::tuple<int, std::uint64_t, int, int>> short_of;  // (-lacking, chassis, have, want)
+        for (const auto& [key, c] : mine) {
+          const int want = std::min(largest, Mode(chassis_totals[{tier, key}]));
+          if (c < want) short_of.emplace_back(c - want, key, c, want);
+        }
+        std::sort(short_of.begin(), short_of.end());
+        int spare = usual_total - total(g);
+        for (const auto& [lacking, key, have, want] : short_of) {
+          const int need = std::min(want - have, spare);
+          if (need <= 0) break;
+          spare -= need;
+          // Named at the ASIC of the chassis it has the fewest cables to.
+          std::uint64_t asic = 0;
+          int fewest = 0;
+          for (const auto& [n, c] : up) {
+            if (chassis.Outside(g, n) && chassis.of.at(n) == key && (asic == 0 || c < fewest)) {
+              asic = n;
+              fewest = c;
+            }
+          }
+          out.push_back({g, asic, have, want, 0, 0, chassis.name.at(key), need});
+        }
       }
       // Groups its peers mostly have: the switches of its tier that share
       // at least half of their neighbours above with it.
@@ -530,8 +635,8 @@ std::vector<Shortfall> FindShortfalls(const Analysis& a, const std::map<std::uin
         for (const auto& [n, c] : other) reached[n].push_back(c);
       }
       for (const auto& [n, their] : reached) {
-        if (up.count(n) || their.size() * 2 <= peers) continue;
-        out.push_back({g, n, 0, Mode(their), peers, their.size()});
+        if (up.count(n) || their.size() * 2 <= peers || chassis.Outside(g, n)) continue;
+        out.push_back({g, n, 0, Mode(their), peers, their.size(), "", Mode(their)});
       }
     }
   }
@@ -587,25 +692,33 @@ std::vector<std::uint8_t> LikelyPorts(const Fabric& f, std::uint64_t x, std::uin
 // Each shortfall as one finding: the pair, the ports the pattern says, the
 // bandwidth lost.
 void ReportShortfalls(const Fabric& f, const std::vector<Shortfall>& shortfalls,
-                      const std::map<std::uint64_t, std::array<Groups, 2>>& updown, Analysis* out) {
+                      const std::map<std::uint64_t, std::array<Groups, 2>>& updown, const Chassis& chassis,
+                      Analysis* out) {
   static const std::array<Groups, 2> kNone;
   const auto groups = [&](std::uint64_t g, int dir) -> const Groups& {
     const auto it = updown.find(g);
     return (it == updown.end() ? kNone : it->second)[static_cast<std::size_t>(dir)];
   };
   for (const Shortfall& m : shortfalls) {
-    const int need = m.want - m.have;
-    // Voters for the lower end: the other switches below `upper`; for the
-    // upper end: the other switches above `lower`, each for the cables to it.
+    const int need = m.need;
+    // Voters for the lower end: the other switches below `upper` (below
+    // any ASIC of its chassis, for the cables to it); for the upper end:
+    // the other switches above `lower`, each for the cables to it.
     std::vector<std::pair<std::uint64_t, std::uint64_t>> below, above;
+    for (const auto& [asic, key] : chassis.of) {
+      if (m.chassis.empty() || key != chassis.of.at(m.upper)) continue;
+      for (const auto& [n, c] : groups(asic, 0)) {
+        if (n != m.lower && chassis.Outside(n, asic)) below.emplace_back(n, asic);
+      }
+    }
     for (const auto& [n, c] : groups(m.upper, 0)) {
-      if (n != m.lower) below.emplace_back(n, m.upper);
+      if (n != m.lower && m.chassis.empty()) below.emplace_back(n, m.upper);
     }
     for (const auto& [n, c] : groups(m.lower, 1)) {
       if (n != m.upper) above.emplace_back(n, m.lower);
     }
     const auto lo = LikelyPorts(f, m.lower, m.upper, below, need);
-    const auto hi = LikelyPorts(f, m.upper, m.lower, above, need);
+    const auto hi = m.chassis.empty() ? LikelyPorts(f, m.upper, m.lower, above, need) : std::vector<std::uint8_t>{};
     std::vector<double> rates;
     for (const auto& [n, c] : groups(m.lower, 1)) {
       for (std::uint8_t p : PortsTo(f, m.lower, n)) rates.push_back(ActiveGbps(*f.FindPort({m.lower, p})));
@@ -616,12 +729,23 @@ void ReportShortfalls(const Fabric& f, const std::vector<Shortfall>& shortfalls,
       for (std::uint8_t p : ports) s += (s.empty() ? "" : ", ") + PortName(f, {g, p});
       return s.empty() ? NodeName(f, g) + " (no free port the pattern names)" : s;
     };
-    std::string detail = NodeName(f, m.lower) + " - " + NodeName(f, m.upper) + ": " + std::to_string(need) + " of " +
+    const std::string upper = m.chassis.empty() ? NodeName(f, m.upper) : m.chassis;
+    std::string detail = NodeName(f, m.lower) + " - " + upper + ": " + std::to_string(need) + " of " +
                          std::to_string(m.want) + (m.want == 1 ? " cable" : " cables") + " missing (";
-    detail += m.have > 0 ? std::to_string(m.have) + " cabled where both switches mostly have " + std::to_string(m.want)
-                         : "none cabled where " + std::to_string(m.peers_with) + " of the " + std::to_string(m.peers) +
-                               " switches cabled like " + NodeName(f, m.lower) + " have " + std::to_string(m.want);
-    detail += "); likely ports " + names(m.lower, lo) + " - " + names(m.upper, hi);
+    if (!m.chassis.empty()) {
+      detail += std::to_string(m.have) + " cabled to the director's ASICs where the switches of its tier mostly have " +
+                std::to_string(m.want) +
+                (need < m.want - m.have
+                     ? ", and it lacks " + std::to_string(need) + (need == 1 ? " cable" : " cables") + " up in all"
+                     : "");
+    } else if (m.have > 0) {
+      detail += std::to_string(m.have) + " cabled where both switches mostly have " + std::to_string(m.want);
+    } else {
+      detail += "none cabled where " + std::to_string(m.peers_with) + " of the " + std::to_string(m.peers) +
+                " switches cabled like " + NodeName(f, m.lower) + " have " + std::to_string(m.want);
+    }
+    detail += "); likely ports " + names(m.lower, lo) + " - " +
+              (m.chassis.empty() ? names(m.upper, hi) : "a free port of " + m.chassis);
     if (gbps > 0) {
       const auto gb = [](double x) {
         std::string s = std::to_string(static_cast<long long>(x + 0.5));
@@ -666,7 +790,8 @@ std::map<std::uint64_t, std::vector<std::uint64_t>> PeersOf(const TierShape& sha
 
 // Switch `g`'s groups of links in direction `dir`: of unequal sizes, or
 // all of a size its tier does not mostly have.
-void CheckParallelLinks(const Fabric& f, std::uint64_t g, int tier, int dir, const TierShape& shape, Analysis* out) {
+void CheckParallelLinks(const Fabric& f, std::uint64_t g, int tier, int dir, const TierShape& shape,
+                        const Chassis& chassis, Analysis* out) {
   const auto at = shape.updown.find(g);
   if (at == shape.updown.end()) return;
   const Groups& groups = at->second[static_cast<std::size_t>(dir)];
@@ -679,7 +804,11 @@ void CheckParallelLinks(const Fabric& f, std::uint64_t g, int tier, int dir, con
     const int usual = UsualSize(groups);
     std::string odd;
     for (const auto& [n, c] : groups) {
-      if (c != usual) odd += (odd.empty() ? "" : ", ") + std::to_string(c) + " to " + NodeName(f, n);
+      const auto director = chassis.name.find(n);
+      if (c != usual) {
+        odd += (odd.empty() ? "" : ", ") + std::to_string(c) + " to " +
+               (director == chassis.name.end() ? NodeName(f, n) : director->second);
+      }
     }
     out->findings.push_back(
         {FindingKind::kUnevenParallelLinks,
@@ -701,24 +830,139 @@ void CheckParallelLinks(const Fabric& f, std::uint64_t g, int tier, int dir, con
   }
 }
 
+// Service islands. A group's leaves reach every spine of their group, so
+// where most leaves reach two switches or more, a leaf that reaches one
+// switch only, with fewer than half the hosts of a typical leaf (a
+// group's leaf cut off from all but one spine keeps its hosts, and is
+// judged), is no group's leaf: it is hung off the fabric for management,
+// storage gateways or UFM (Selene's MLG01 leaves, with up to five
+// management hosts, each under its own spine or a compute spine); and so
+// is a switch above with no host whose only switches below are such (the
+// island's own spine). Nothing of an island is judged against the tiers,
+// and it is not counted in its neighbours' groups: one information
+// finding names each, and where it joins the tree. Returns the islands'
+// switches.
+std::set<std::uint64_t> FindIslands(const Fabric& f, const Wiring& w, const Analysis& a,
+                                    const std::map<std::uint64_t, std::array<Groups, 2>>& updown, Analysis* out) {
+  std::set<std::uint64_t> island;
+  std::vector<int> reach, hosts;  // each hosted leaf's switch neighbours and CA links
+  for (const auto& [g, s] : a.switches) {
+    if (s.tier == 0 && s.ca_links > 0) {
+      const auto& nb = w.neighbours.at(g);
+      reach.push_back(static_cast<int>(std::set<std::uint64_t>(nb.begin(), nb.end()).size()));
+      hosts.push_back(s.ca_links);
+    }
+  }
+  if (reach.empty() || Mode(reach) < 2) return {};
+  std::sort(hosts.begin(), hosts.end());
+  const int typical = hosts[hosts.size() / 2];
+  for (const auto& [g, s] : a.switches) {
+    const auto it = w.neighbours.find(g);
+    if (s.tier != 0 || it == w.neighbours.end() || s.ca_links * 2 >= typical) continue;
+    if (std::set<std::uint64_t>(it->second.begin(), it->second.end()).size() == 1) island.insert(g);
+  }
+  if (island.empty()) return {};
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (const auto& [g, s] : a.switches) {
+      const auto it = updown.find(g);
+      if (s.tier < 1 || s.ca_links > 0 || island.count(g) || it == updown.end() || it->second[0].empty()) continue;
+      const Groups& below = it->second[0];
+      if (std::all_of(below.begin(), below.end(), [&](const auto& x) { return island.count(x.first) > 0; })) {
+        island.insert(g);
+        grew = true;
+      }
+    }
+  }
+  // Each island (its switches joined by cables) and where it joins.
+  std::set<std::uint64_t> seen;
+  for (std::uint64_t start : island) {
+    if (!seen.insert(start).second) continue;
+    std::vector<std::uint64_t> members{start};
+    std::set<std::uint64_t> joins;
+    for (std::size_t i = 0; i < members.size(); ++i) {
+      for (std::uint64_t n : w.neighbours.at(members[i])) {
+        if (!island.count(n)) {
+          joins.insert(n);
+        } else if (seen.insert(n).second) {
+          members.push_back(n);
+        }
+      }
+    }
+    const auto names = [&f](const auto& guids) {
+      std::vector<std::string> v;
+      for (std::uint64_t g : guids) v.push_back(NodeName(f, g));
+      std::sort(v.begin(), v.end(), NaturalLess);
+      std::string text;
+      for (std::size_t i = 0; i < v.size() && i < 8; ++i) text += (i ? ", " : "") + v[i];
+      return v.size() > 8 ? text + " and " + std::to_string(v.size() - 8) + " more" : text;
+    };
+    out->findings.push_back({FindingKind::kServiceIsland,
+                             names(members) + ": hung off the tree through " + names(joins) +
+                                 " (a service island, not a group of the tree: not judged against its tiers)",
+                             *std::min_element(members.begin(), members.end()),
+                             {},
+                             {}});
+  }
+  return island;
+}
+
 // Missing cables, then switches unlike their tier's majority once those
 // cables are counted as there: parallel links, uplinks of a leaf,
-// neighbours up and down. Only for a tree.
+// neighbours up and down. Only for a tree; service islands apart.
 void FindAsymmetry(const Fabric& f, const Wiring& w, Analysis* out) {
   auto updown = UpDown(w, *out);
-  const std::vector<Shortfall> shortfalls = FindShortfalls(*out, updown);
-  ReportShortfalls(f, shortfalls, updown, out);
-  std::map<std::uint64_t, SwitchSummary> repaired = out->switches;
+  const std::set<std::uint64_t> island = FindIslands(f, w, *out, updown, out);
+  Analysis judged;  // the tree without its islands, their cables uncounted
+  for (const auto& [g, s] : out->switches) {
+    if (!island.count(g)) judged.switches[g] = s;
+  }
+  for (auto it = updown.begin(); it != updown.end();) {
+    if (island.count(it->first)) {
+      it = updown.erase(it);
+      continue;
+    }
+    SwitchSummary& j = judged.switches[it->first];
+    for (int dir = 0; dir < 2; ++dir) {
+      std::erase_if(it->second[static_cast<std::size_t>(dir)], [&](const auto& x) {
+        if (!island.count(x.first)) return false;
+        (dir == 1 ? j.up_links : j.down_links) -= x.second;
+        --(dir == 1 ? j.up_groups : j.down_groups);
+        return true;
+      });
+    }
+    ++it;
+  }
+  const Chassis chassis = FindChassis(f);
+  const std::vector<Shortfall> shortfalls = FindShortfalls(judged, updown, chassis);
+  ReportShortfalls(f, shortfalls, updown, chassis, out);
+  std::map<std::uint64_t, SwitchSummary> repaired = judged.switches;
   for (const Shortfall& m : shortfalls) {
-    const int need = m.want - m.have;
-    repaired[m.lower].up_links += need;
-    repaired[m.upper].down_links += need;
-    if (m.have == 0) {
+    repaired[m.lower].up_links += m.need;
+    repaired[m.upper].down_links += m.need;
+    if (!updown[m.lower][1].count(m.upper)) {
       ++repaired[m.lower].up_groups;
       ++repaired[m.upper].down_groups;
     }
-    updown[m.lower][1][m.upper] = m.want;
-    updown[m.upper][0][m.lower] = m.want;
+    updown[m.lower][1][m.upper] += m.need;
+    updown[m.upper][0][m.lower] += m.need;
+  }
+  // A switch's cables to a chassis are one group (FindChassis); the
+  // chassis' ASICs are judged by their cables inside it.
+  for (auto& [g, dirs] : updown) {
+    Groups merged;
+    for (const auto& [n, c] : dirs[1]) merged[chassis.Outside(g, n) ? chassis.of.at(n) : n] += c;
+    if (repaired.count(g)) repaired[g].up_groups -= static_cast<int>(dirs[1].size() - merged.size());
+    dirs[1] = std::move(merged);
+    const std::uint64_t asic = g;
+    std::erase_if(dirs[0], [&](const auto& x) {
+      if (!chassis.Outside(x.first, asic)) return false;
+      if (repaired.count(asic)) {
+        repaired[asic].down_links -= x.second;
+        --repaired[asic].down_groups;
+      }
+      return true;
+    });
   }
   const TierShape shape = ShapeOfTiers(std::move(updown), repaired);
   const std::map<std::uint64_t, std::vector<std::uint64_t>> peers = PeersOf(shape, repaired);
@@ -738,7 +982,7 @@ void FindAsymmetry(const Fabric& f, const Wiring& w, Analysis* out) {
       usual_up = Mode(up);
       usual_down = Mode(down);
     }
-    for (int dir = 0; dir < 2; ++dir) CheckParallelLinks(f, g, t, dir, shape, out);
+    for (int dir = 0; dir < 2; ++dir) CheckParallelLinks(f, g, t, dir, shape, chassis, out);
     if (t == 0 && s.up_links < Mode(shape.up_links.at(t))) {
       out->findings.push_back({FindingKind::kFewerUplinks,
                                name + " has " + std::to_string(s.up_links) + " uplinks, most leaves have " +

@@ -84,6 +84,7 @@ enum class FindingKind : std::uint8_t {
   kRailLeafDeparts,  // a leaf unlike the pattern: no rail of its own, or a rail its unit has twice
   kRailDeviceOrder,  // a host on each rail leaf once, its devices in another order than the rails (information)
   kPlanWrongRail,    // against the plan: an HCA port on a leaf the plan gives another rail
+  kServiceIsland,    // hostless switches hung off the tree by one switch, not a group of it (information)
 };
 inline constexpr FindingKind kAllFindingKinds[] = {FindingKind::kNotATree,
                                                    FindingKind::kSameTierLink,
@@ -116,7 +117,8 @@ inline constexpr FindingKind kAllFindingKinds[] = {FindingKind::kNotATree,
                                                    FindingKind::kRailCrossUnit,
                                                    FindingKind::kRailLeafDeparts,
                                                    FindingKind::kRailDeviceOrder,
-                                                   FindingKind::kPlanWrongRail};
+                                                   FindingKind::kPlanWrongRail,
+                                                   FindingKind::kServiceIsland};
 // snake_case name, stable: used as a metric label and in JSON.
 const char* ToString(FindingKind k);
 
@@ -148,6 +150,9 @@ struct Analysis {
   int tiers = 0;  // number of switch tiers found
   std::map<std::uint64_t, SwitchSummary> switches;
   std::vector<Finding> findings;
+  // With a cabling plan: the pattern's findings that the plan has as its
+  // design, kept apart and raising nothing (findings.h AnalyzeWiring).
+  std::vector<Finding> accepted;
   // Degraded links and why (kBelowEnabled: below what both ends allow). A
   // link below its tier's majority is a finding, not degraded.
   std::map<Link, FindingKind> degraded;

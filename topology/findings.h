@@ -27,7 +27,11 @@ inline std::vector<Finding> AllFindings(const Analysis& tree, const RoutingAnaly
 // analysis prints it: the tree analysis, then the hosts' rail findings
 // (`hosts` gets the host analysis), then the plan's diff where there is a
 // plan (null: none), a planned cable at another rate degraded for that
-// reason. Pure.
+// reason. With a plan, the plan is the design: a finding of the tree or
+// rail passes (not information) whose nodes the plan all has and finds
+// nothing amiss at is how the fabric was built, and moves to
+// Analysis::accepted (an ibnetdiscover capture of today's fabric as the
+// plan: only what changes from it is found). Pure.
 Analysis AnalyzeWiring(const Fabric& fabric, const HostPattern& pattern, const CablingPlan* plan, HostAnalysis* hosts);
 
 // What a finding of each kind asks of on-call, in one place (docs/api.md,

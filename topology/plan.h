@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -85,6 +86,7 @@ bool LoadPlan(const std::string& path, CablingPlan* plan, std::string* error);
 struct PlanDiff {
   std::vector<Finding> findings;
   std::map<Link, FindingKind> degraded;
+  std::set<std::uint64_t> planned;  // the fabric's nodes the plan has (resolved)
 };
 // `hosts` (may be null) resolves ends named by host and HCA, and gives the
 // plan's rails: a planned leaf's rail is the device most of the HCAs the

@@ -147,6 +147,9 @@ PlanDiff DiffAgainstPlan(const Fabric& fabric, const CablingPlan& plan, const An
   std::vector<Finding>& out = diff.findings;
   PlanView v{fabric, {}, {}, {}, {}};
   Resolve(plan, hosts, &v, &out);
+  for (const auto& node : v.resolved) {
+    if (node) diff.planned.insert(*node);
+  }
   PlanRails(plan, &v);
   std::set<PortRef> planned_ports;
   for (const PlanLink& l : plan.links) {

@@ -266,6 +266,8 @@ json TopologyWriter::Head() const {
   const Analysis& a = *parts_.analysis;
   std::map<std::string, int> by_type{{"switch", 0}, {"ca", 0}, {"router", 0}};
   std::map<std::string, int> by_tier;
+  std::map<std::string, int> accepted_by_kind;
+  for (const topology::Finding& x : a.accepted) ++accepted_by_kind[topology::ToString(x.kind)];
   std::size_t ports = 0;
   for (const Node& n : f.nodes()) {
     ++by_type[NodeTypeName(n)];
@@ -286,7 +288,8 @@ json TopologyWriter::Head() const {
               {"links", link_count_},
               {"degraded_links", degraded_links_},
               {"groups", group_count_},
-              {"findings", findings_by_kind_}}}};
+              {"findings", findings_by_kind_},
+              {"accepted_by_plan", accepted_by_kind}}}};
   if (parts_.scope) {
     head["scope"] = {{"kind", topology::ToString(parts_.scope->kind)},
                      {"shard", parts_.scope->shard},

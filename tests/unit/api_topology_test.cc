@@ -89,7 +89,7 @@ TEST(ApiTopologyTest, PiecesOfAnySizeMakeOneDocument) {
   EXPECT_EQ(j["findings"][0]["kind"], "below_enabled");
   EXPECT_EQ(j.at("counts"), json::parse(R"({"nodes": {"switch": 5, "ca": 6, "router": 0},
       "switches_by_tier": {"leaf": 3, "spine": 2}, "ports": 24, "links": 12, "degraded_links": 1,
-      "groups": 6, "findings": {"below_enabled": 1}})"));
+      "groups": 6, "findings": {"below_enabled": 1}, "accepted_by_plan": {}})"));
 }
 
 TEST(ApiTopologyTest, ANodeByNameOrGuidBringsItsCablesAndFindings) {
