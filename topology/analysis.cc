@@ -705,14 +705,18 @@ void ReportShortfalls(const Fabric& f, const std::vector<Shortfall>& shortfalls,
     // any ASIC of its chassis, for the cables to it); for the upper end:
     // the other switches above `lower`, each for the cables to it.
     std::vector<std::pair<std::uint64_t, std::uint64_t>> below, above;
-    for (const auto& [asic, key] : chassis.of) {
-      if (m.chassis.empty() || key != chassis.of.at(m.upper)) continue;
-      for (const auto& [n, c] : groups(asic, 0)) {
-        if (n != m.lower && chassis.Outside(n, asic)) below.emplace_back(n, asic);
+    if (m.chassis.empty()) {
+      for (const auto& [n, c] : groups(m.upper, 0)) {
+        if (n != m.lower) below.emplace_back(n, m.upper);
       }
-    }
-    for (const auto& [n, c] : groups(m.upper, 0)) {
-      if (n != m.lower && m.chassis.empty()) below.emplace_back(n, m.upper);
+    } else {
+      const std::uint64_t key = chassis.of.at(m.upper);
+      for (const auto& [asic, k] : chassis.of) {
+        if (k != key) continue;
+        for (const auto& [n, c] : groups(asic, 0)) {
+          if (n != m.lower && chassis.Outside(n, asic)) below.emplace_back(n, asic);
+        }
+      }
     }
     for (const auto& [n, c] : groups(m.lower, 1)) {
       if (n != m.upper) above.emplace_back(n, m.lower);

@@ -96,7 +96,8 @@ FindingLevel LevelOf(FindingKind kind) {
     // A link at both its ends' best (2x NDR200 HCAs, HDR devices in an NDR
     // fabric); names told apart by GUID; a host on each rail leaf once,
     // its devices named otherwise; a service island hung off the tree; a
-    // service or storage host on a spine, a common design (a plan that says otherwise makes it plan_extra_link).
+    // service or storage host on a spine, a common design (a plan that
+    // says otherwise makes it plan_extra_link).
     case K::kBelowTierMajority:
     case K::kDuplicateName:
     case K::kRailDeviceOrder:
