@@ -116,6 +116,7 @@ class LinkHealthCollector final : public Collector {
       end->raw_bit_error_ratio = f.raw_ber;
       end->effective_bit_error_ratio = f.effective_ber;
       end->fec_window_seconds = f.window_seconds;
+      end->fec_mode = f.mode_known ? std::optional(f.mode) : std::nullopt;
       end->worst_lane = f.worst_lane;
       end->raw_bit_error_ratio_baseline = f.raw_ber_baseline;
       end->baseline_parts = f.baseline_parts;

@@ -187,7 +187,8 @@ void RenderMads(const Snapshot& s, const Emit& out) {
     Add(sent, {{"class", kind}}, static_cast<double>(m.sent));
     Add(failed, {{"class", kind}, {"reason", "timeout"}}, static_cast<double>(m.timeouts));
     Add(failed, {{"class", kind}, {"reason", "remote_error"}}, static_cast<double>(m.remote_errors - m.redirects));
-    Add(failed, {{"class", kind}, {"reason", "redirect"}}, static_cast<double>(m.redirects));
+    Add(failed, {{"class", kind}, {"reason", "redirect"}}, static_cast<double>(m.redirects - m.redirects_unsupported));
+    Add(failed, {{"class", kind}, {"reason", "redirect_unsupported"}}, static_cast<double>(m.redirects_unsupported));
     Add(failed, {{"class", kind}, {"reason", "send_error"}}, static_cast<double>(m.send_errors));
     Add(retried, {{"class", kind}}, static_cast<double>(m.retries));
     Add(busy, {{"class", kind}}, static_cast<double>(m.busy));

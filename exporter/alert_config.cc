@@ -2,10 +2,12 @@
 
 #include <functional>
 #include <map>
+#include <vector>
 
 #include "config/config_file.h"
 #include "config/yaml.h"
 #include "exporter/flags.h"
+#include "topology/link_rate.h"
 
 namespace ibfabric::exporter {
 
@@ -42,6 +44,53 @@ std::function<void(const YAML::Node&, const std::string&)> Levels(Threshold* t, 
       throw Bad{LineOf(n), where + ": warning must not be above critical"};
     }
   };
+}
+
+// bad_cable.ber_levels: a list of rows, each {speed, fec, asic, raw,
+// effective}, which replaces NVIDIA's table (ber_levels.h) whole.
+void BerLevels(const YAML::Node& n, const std::string& where, std::vector<collectors::BerRow>* rows) {
+  if (!n.IsSequence()) throw Bad{LineOf(n), where + " must be a list of {speed, fec, asic, raw, effective}"};
+  rows->clear();
+  for (std::size_t i = 0; i < n.size(); ++i) {
+    const YAML::Node r = n[i];
+    const std::string at = where + "[" + std::to_string(i) + "]";
+    collectors::BerRow row;
+    bool has_speed = false;
+    Keys(r, at,
+         {{"speed",
+           [&](const YAML::Node& v, const std::string& k) {
+             const std::string s = v.IsScalar() ? v.Scalar() : "";
+             for (int x = static_cast<int>(topology::Speed::kSdr); x <= static_cast<int>(topology::Speed::kXdr); ++x) {
+               if (s == topology::ToString(static_cast<topology::Speed>(x))) {
+                 row.speed = static_cast<topology::Speed>(x);
+                 has_speed = true;
+               }
+             }
+             if (!has_speed)
+               throw Bad{LineOf(v), k + " must be a speed: SDR, DDR, QDR, FDR10, FDR, EDR, HDR, NDR, XDR"};
+           }},
+          {"fec",
+           [&](const YAML::Node& v, const std::string& k) {
+             const auto c = collectors::ParseFecClass(v.IsScalar() ? v.Scalar() : "");
+             if (!c) throw Bad{LineOf(v), k + " must be any, none, rs or plr"};
+             row.fec = *c;
+           }},
+          {"asic",
+           [&](const YAML::Node& v, const std::string& k) {
+             const std::string s = v.IsScalar() ? v.Scalar() : "";
+             if (s == "7nm") {
+               row.asic = collectors::AsicProcess::k7nm;
+             } else if (s == "16nm") {
+               row.asic = collectors::AsicProcess::k16nm;
+             } else if (s != "any") {
+               throw Bad{LineOf(v), k + " must be 7nm, 16nm or any"};
+             }
+           }},
+          {"raw", Levels(&row.raw)},
+          {"effective", Levels(&row.effective)}});
+    if (!has_speed) throw Bad{LineOf(r), at + ": speed is required"};
+    rows->push_back(row);
+  }
 }
 
 std::function<void(const YAML::Node&, const std::string&)> SeverityOf(Severity* s) {
@@ -97,7 +146,9 @@ bool ParseAlertConfig(const std::string& text, AlertConfig* config, std::string*
                          {"packet_drop_rate",
                           Levels(&c.packet_drop_rate, &c.packet_drop_rate_min_packets, "min_packets")},
                          {"raw_bit_error_ratio", Levels(&c.raw_bit_error_ratio)},
-                         {"effective_bit_error_ratio", Levels(&c.effective_bit_error_ratio)}});
+                         {"effective_bit_error_ratio", Levels(&c.effective_bit_error_ratio)},
+                         {"ber_levels",
+                          [&](const YAML::Node& v, const std::string& kk) { BerLevels(v, kk, &c.ber_levels); }}});
                  }},
                 {"flapping_link",
                  [&](const YAML::Node& n, const std::string& k) {

@@ -13,8 +13,12 @@
 //     excessive_buffer_overrun_errors_per_second: {warning: 0.001, critical: 0.1}
 //     bit_error_rate: {warning: 1e-12, critical: 1e-10, min_bits: 1e12}
 //     packet_drop_rate: {warning: 1e-6, critical: 1e-4, min_packets: 1e6}
-//     raw_bit_error_ratio: {warning: 5e-6, critical: 1e-5}          # over the FEC window
-//     effective_bit_error_ratio: {warning: 5e-12, critical: 1e-11}  # likewise
+//     raw_bit_error_ratio: {warning: 5e-6, critical: 1e-5}          # over the FEC window, where
+//     effective_bit_error_ratio: {warning: 5e-12, critical: 1e-11}  # no row of ber_levels is for the port
+//     ber_levels:       # by speed, FEC mode and ASIC; the first row that fits. Unset: NVIDIA's
+//       - {speed: HDR, fec: any, asic: 7nm, raw: {warning: 5e-8, critical: 1e-7},   # (collectors/
+//          effective: {warning: 5e-14, critical: 1e-13}}                            # health/ber_levels.h);
+//       # fec: any, none, rs, plr; asic: any, 7nm, 16nm; [] to use the two levels above everywhere
 //   cable_degrading:                   # a warning, under bad_cable's raw level
 //     raw_bit_error_ratio_factor: 10   # the raw ratio this many times its lowest (null: off)
 //     period: 24h                      # of the last period (in 24 parts), 24s to 168h

@@ -293,8 +293,11 @@ std::optional<collectors::LinkTarget> FabricTracker::LocalTarget() const {
   const topology::Port* local = fabric_ ? fabric_->FindPort({local_guid_, local_port_}) : nullptr;
   if (local == nullptr || local->lid == 0 || !smp_watch_.Sends(local->lid)) return std::nullopt;
   const topology::Node* node = fabric_->FindNode(local_guid_);
-  return collectors::LinkTarget{
-      {local_guid_, local_port_}, local->lid, node && node->ext_speeds2, local->mlnx, /*local=*/true};
+  return collectors::LinkTarget{{local_guid_, local_port_},
+                                local->lid,
+                                node ? topology::ExtSpeedsOf(*node) : topology::ExtSpeeds{},
+                                local->mlnx,
+                                /*local=*/true};
 }
 
 FabricTracker::SweepReads FabricTracker::PlanSweep(const collectors::Snapshot& parts) {

@@ -62,6 +62,10 @@ class Reader {
     if (!fs::is_directory(dir, ec)) return out;
     for (const auto& e : fs::directory_iterator(dir, ec)) {
       if (!e.is_regular_file(ec)) continue;
+      // hw_counters/lifespan is no counter: how long (ms) the driver keeps
+      // the counters it read before reading them again, a setting (Linux
+      // drivers/infiniband/core/sysfs.c, show_stats_lifespan).
+      if (e.path().filename() == "lifespan") continue;
       const auto text = host::Read(e.path());
       if (!text) {
         Problem(e.path(), "cannot be read");

@@ -4,7 +4,7 @@
 // --path.sysfs): every device under ROOT/class/infiniband, its ports'
 // standard counters (ports/N/counters/) and the driver's (ports/N/
 // hw_counters/, and the device's own hw_counters/ where the driver has
-// them), its firmware and board id, each port's link layer, state and
+// them; not hw_counters/lifespan, a setting in ms), its firmware and board id, each port's link layer, state and
 // rate, and its PCI function's link (device/current_link_speed and
 // _width against max_link_speed and _width) and NUMA node. Pure reads of
 // files: nothing goes onto the fabric, nothing is written.

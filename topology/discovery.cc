@@ -862,6 +862,7 @@ class Discoverer {
     if (is_switch && ask.port == 0) {
       b.node.lid = pi.lid;
       b.lid_active = pi.port_state == transport::kPortStateActive;
+      b.node.ext_speeds = transport::HasExtendedSpeeds(pi);
       b.node.ext_speeds2 = transport::HasExtendedSpeeds2(pi);
       b.node.port_info_extended = transport::HasPortInfoExtended(pi);
       for (auto& [num, port] : b.ports) port.lid = pi.lid;
@@ -872,10 +873,11 @@ class Discoverer {
     // A switch's capability masks live on port 0, answered before its
     // other ports (asked in an earlier batch).
     if (!is_switch) {
+      b.node.ext_speeds = transport::HasExtendedSpeeds(pi);
       b.node.ext_speeds2 = transport::HasExtendedSpeeds2(pi);
       b.node.port_info_extended = transport::HasPortInfoExtended(pi);
     }
-    ApplyPortInfo(pi, b.node.ext_speeds2, &p);
+    ApplyPortInfo(pi, ExtSpeedsOf(b.node), &p);
     p.mlnx = {};  // read again after the walk
     if (is_switch) {
       p.lid = b.node.lid;
@@ -980,7 +982,7 @@ class Discoverer {
 
 }  // namespace
 
-void ApplyPortInfo(const transport::PortInfo& pi, bool ext_speeds2, Port* p) {
+void ApplyPortInfo(const transport::PortInfo& pi, ExtSpeeds speeds, Port* p) {
   p->is_sm = (pi.capability_mask & transport::kPortCapIsSm) != 0;
   p->sm_lid = pi.sm_lid;
   p->partition_enforcement_inbound = pi.partition_enforcement_inbound;
@@ -993,14 +995,15 @@ void ApplyPortInfo(const transport::PortInfo& pi, bool ext_speeds2, Port* p) {
   p->speed_active = pi.link_speed_active;
   p->speed_enabled = pi.link_speed_enabled;
   p->speed_supported = pi.link_speed_supported;
-  p->speed_ext_active = pi.link_speed_ext_active;
+  p->speed_ext_active = speeds.ext ? pi.link_speed_ext_active : 0;
   // LinkSpeedExtEnabled 30 is "extended speeds disabled" (IBTA 14.2.5.6),
   // not a set of speeds: none enabled (libibnetdisc reads it so too).
-  p->speed_ext_enabled = pi.link_speed_ext_enabled == transport::kLinkSpeedExtDisabled ? 0 : pi.link_speed_ext_enabled;
-  p->speed_ext_supported = pi.link_speed_ext_supported;
-  p->speed_ext2_active = ext_speeds2 ? pi.link_speed_ext2_active : 0;
-  p->speed_ext2_enabled = ext_speeds2 ? pi.link_speed_ext2_enabled : 0;
-  p->speed_ext2_supported = ext_speeds2 ? pi.link_speed_ext2_supported : 0;
+  p->speed_ext_enabled =
+      !speeds.ext || pi.link_speed_ext_enabled == transport::kLinkSpeedExtDisabled ? 0 : pi.link_speed_ext_enabled;
+  p->speed_ext_supported = speeds.ext ? pi.link_speed_ext_supported : 0;
+  p->speed_ext2_active = speeds.ext2 ? pi.link_speed_ext2_active : 0;
+  p->speed_ext2_enabled = speeds.ext2 ? pi.link_speed_ext2_enabled : 0;
+  p->speed_ext2_supported = speeds.ext2 ? pi.link_speed_ext2_supported : 0;
 }
 
 void KeepMlnxSpeeds(const MlnxSpeeds& walked, Port* now) { now->mlnx = RunsQdr(*now) ? walked : MlnxSpeeds{}; }

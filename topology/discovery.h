@@ -142,9 +142,10 @@ struct IncrementalResult {
 IncrementalResult Rediscover(transport::MadEngine& engine, const Fabric& base, std::uint64_t local_node_guid,
                              std::uint8_t local_port, const std::vector<PortChange>& changes);
 
-// Copies a port's state, width and speed fields from its PortInfo; the XDR
-// fields only when `ext_speeds2` (the node's capability masks allow them).
-void ApplyPortInfo(const transport::PortInfo& pi, bool ext_speeds2, Port* port);
+// Copies a port's state, width and speed fields from its PortInfo; the
+// extended speed fields only where `speeds` says they are valid (0
+// otherwise: a port that does not say so runs its LinkSpeedActive).
+void ApplyPortInfo(const transport::PortInfo& pi, ExtSpeeds speeds, Port* port);
 
 // Mellanox ExtendedPortInfo (FDR10) is read by walks only, of ports that
 // run QDR on devices that have it (libibnetdisc's device list). A PortInfo

@@ -73,9 +73,14 @@ struct Node {
   NodeKind kind = NodeKind::kUnknown;
   std::string description;  // NodeDescription as the node reports it
   std::uint8_t num_ports = 0;
-  std::uint16_t lid = 0;     // switch: port 0 LID; CA: LID of its first port with one
-  std::vector<Port> ports;   // the ports discovery learnt, ascending by number
-  bool ext_speeds2 = false;  // PortInfo capability masks say LinkSpeedExt*2 are valid
+  std::uint16_t lid = 0;    // switch: port 0 LID; CA: LID of its first port with one
+  std::vector<Port> ports;  // the ports discovery learnt, ascending by number
+  // PortInfo.CapabilityMask (port 0 of a switch, the port of a CA) says
+  // IsExtendedSpeedsSupported (bit 14): LinkSpeedExt* are valid, as
+  // libibnetdisc's ibnd_get_agg_linkspeedext reads them; and the masks say
+  // LinkSpeedExt*2 are valid too.
+  bool ext_speeds = false;
+  bool ext_speeds2 = false;
   // PortInfo.CapabilityMask2 IsPortInfoExtendedSupported (port 0 of a
   // switch, the port of a CA): its ports answer PortInfoExtended (FEC mode).
   bool port_info_extended = false;
@@ -89,6 +94,14 @@ struct Node {
 
   const Port* FindPort(std::uint8_t number) const;
 };
+
+// Which extended speed fields of a node's PortInfo are valid (Node's
+// ext_speeds and ext_speeds2, from its capability masks).
+struct ExtSpeeds {
+  bool ext = false;   // LinkSpeedExt* (FDR to NDR)
+  bool ext2 = false;  // LinkSpeedExt*2 (XDR)
+};
+inline ExtSpeeds ExtSpeedsOf(const Node& n) { return {n.ext_speeds, n.ext_speeds2}; }
 
 // Immutable after construction; copyable value.
 class Fabric {

@@ -71,6 +71,7 @@ void KeepWhatDidNotAnswer(const Node& was, const Unanswered& u, Node* node, std:
   }
   if (n.kind == NodeKind::kSwitch && u.ports.count({guid, 0}) && n.lid == 0) {
     n.lid = was.lid;
+    n.ext_speeds = was.ext_speeds;
     n.ext_speeds2 = was.ext_speeds2;
     n.port_info_extended = was.port_info_extended;
     for (Port& p : n.ports) p.lid = was.lid;

@@ -150,8 +150,33 @@ const char* ToString(FecMode m) {
     case FecMode::kRsFec: return "rs_fec";
     case FecMode::kLowLatencyRsFec: return "low_latency_rs_fec";
     case FecMode::kRsFec2: return "rs_fec2";
+    case FecMode::kMlnxStrongRsFec: return "mlnx_strong_rs_fec";
+    case FecMode::kMlnxLowLatencyRsFec: return "mlnx_low_latency_rs_fec";
+    case FecMode::kMlnxAdaptiveRsFec: return "mlnx_adaptive_rs_fec";
+    case FecMode::kMlnxCodFec: return "mlnx_cod_fec";
+    case FecMode::kMlnxZeroLatencyFec: return "mlnx_zero_latency_fec";
+    case FecMode::kMlnxRsFec544Plr: return "mlnx_rs_fec_544_514_plr";
+    case FecMode::kMlnxLowLatencyPlr: return "mlnx_rs_fec_271_257_plr";
   }
   return "unknown";
+}
+
+bool RsFecLayout(FecMode m) {
+  switch (m) {
+    case FecMode::kRsFec:
+    case FecMode::kLowLatencyRsFec:
+    case FecMode::kRsFec2:
+    case FecMode::kMlnxStrongRsFec:
+    case FecMode::kMlnxLowLatencyRsFec:
+    case FecMode::kMlnxAdaptiveRsFec:
+    case FecMode::kMlnxCodFec:
+    case FecMode::kMlnxRsFec544Plr:
+    case FecMode::kMlnxLowLatencyPlr: return true;
+    case FecMode::kNone:
+    case FecMode::kFireCode:
+    case FecMode::kMlnxZeroLatencyFec: return false;
+  }
+  return false;
 }
 
 PortInfoExtended DecodePortInfoExtended(const MadBytes& mad) {
@@ -192,6 +217,8 @@ AdaptiveRoutingInfo DecodeAdaptiveRoutingInfo(const MadBytes& mad) {
   return a;
 }
 
+bool HasExtendedSpeeds(const PortInfo& caps) { return (caps.capability_mask & kPortCapHasExtSpeeds) != 0; }
+
 bool HasExtendedSpeeds2(const PortInfo& caps) {
   return (caps.capability_mask & kPortCapHasExtSpeeds) && (caps.capability_mask & kPortCapHasCapMask2) &&
          (caps.capability_mask2 & kPortCap2ExtSpeeds2);
@@ -213,10 +240,11 @@ PerfClassPortInfo DecodePerfClassPortInfo(const MadBytes& mad) {
 }
 
 ClassRedirect DecodeClassRedirect(const MadBytes& mad) {
-  const bool sa = mad[1] == static_cast<std::uint8_t>(MgmtClass::kSubnAdm);  // MgmtClass, IBTA 13.4.2
-  void* data = const_cast<std::uint8_t*>(mad.data() + (sa ? kSaDataOffset : kMadDataOffset));
+  const auto cls = static_cast<MgmtClass>(mad[1]);  // MgmtClass, IBTA 13.4.2
+  void* data = const_cast<std::uint8_t*>(mad.data() + DataOffset(cls));
   ClassRedirect r;
   r.lid = Narrow<std::uint16_t>(mad_get_field(data, 0, IB_CPI_REDIRECT_LID_F));
+  r.sl = Narrow<std::uint8_t>(mad_get_field(data, 0, IB_CPI_REDIRECT_SL_F));
   r.qp = mad_get_field(data, 0, IB_CPI_REDIRECT_QP_F);
   r.qkey = mad_get_field(data, 0, IB_CPI_REDIRECT_QKEY_F);
   return r;
@@ -242,7 +270,10 @@ PortCounters DecodePortCounters(const MadBytes& mad) {
   c.rcv_constraint_errors = Narrow<std::uint8_t>(Get(mad, IB_PC_ERR_RCVCONSTR_F));
   c.local_link_integrity_errors = Narrow<std::uint8_t>(Get(mad, IB_PC_ERR_LOCALINTEG_F));
   c.excessive_buffer_overrun_errors = Narrow<std::uint8_t>(Get(mad, IB_PC_ERR_EXCESS_OVR_F));
-  c.qp1_dropped = Narrow<std::uint16_t>(Get(mad, IB_PC_QP1_DROP_F));
+  // QP1Dropped is data bytes 20-21 (IBTA 16.1.3.5 table 225; opensm
+  // ib_types.h ib_port_counters_t.qp1_dropped; NVIDIA ibis PM_PortCounters).
+  // libibmad 44's IB_PC_QP1_DROP_F reads bytes 22-23, VL15Dropped's.
+  c.qp1_dropped = Be16(mad.data() + kMadDataOffset + kPortCountersQp1DroppedByte);
   c.vl15_dropped = Narrow<std::uint16_t>(Get(mad, IB_PC_VL15_DROPPED_F));
   c.xmit_data = Get(mad, IB_PC_XMT_BYTES_F);
   c.rcv_data = Get(mad, IB_PC_RCV_BYTES_F);

@@ -113,6 +113,10 @@ inline constexpr std::uint32_t kPortCapHasExtSpeeds = 0x00004000;
 inline constexpr std::uint32_t kPortCapHasCapMask2 = 0x00008000;
 inline constexpr std::uint16_t kPortCap2ExtSpeeds2 = 0x0800;
 // True when `caps` (PortInfo of a CA port, or of port 0 of a switch) says
+// IsExtendedSpeedsSupported: LinkSpeedExt* mean something (libibnetdisc
+// ibnetdisc.c ibnd_get_agg_linkspeedext reads them only then).
+bool HasExtendedSpeeds(const PortInfo& caps);
+// True when `caps` (PortInfo of a CA port, or of port 0 of a switch) says
 // the LinkSpeedExt*2 fields are valid.
 bool HasExtendedSpeeds2(const PortInfo& caps);
 // True when `caps` (likewise) says the port answers PortInfoExtended
@@ -151,14 +155,39 @@ struct AdaptiveRoutingInfo {
 // FECModeActive means something where its CapabilityMask says
 // IsFECModeSupported (bit 0, IB_PORT_EXT_CAP_IS_FEC_MODE_SUPPORTED).
 inline constexpr std::uint16_t kPortCap2PortInfoExtended = 0x0002;
-// FECModeActive values (iba_types.h IB_PORT_EXT_*_FEC_MODE_ACTIVE).
-enum class FecMode : std::uint16_t { kNone = 0, kFireCode = 1, kRsFec = 2, kLowLatencyRsFec = 3, kRsFec2 = 4 };
-// "none", "fire_code", "rs_fec", "low_latency_rs_fec", "rs_fec2"; "unknown" otherwise.
+// FECModeActive values: 0-4 the IBTA's (rdma-core iba_types.h
+// IB_PORT_EXT_*_FEC_MODE_ACTIVE: RS-FEC is RS(528,514), low latency
+// RS(271,257), RS-FEC2 RS(544,514)), 8-14 NVIDIA's, as its tools read
+// them (ibutils2 ibdm Fabric.h enum IBFECMode; a real NDR fabric runs 4
+// and 14). Not PPCNT's or PPLM's fec_mode_active, which number modes
+// otherwise (mstflint reg_access_gpu_layouts.h).
+enum class FecMode : std::uint16_t {
+  kNone = 0,
+  kFireCode = 1,
+  kRsFec = 2,
+  kLowLatencyRsFec = 3,
+  kRsFec2 = 4,
+  kMlnxStrongRsFec = 8,
+  kMlnxLowLatencyRsFec = 9,
+  kMlnxAdaptiveRsFec = 10,
+  kMlnxCodFec = 11,          // correct on demand
+  kMlnxZeroLatencyFec = 12,  // not Reed-Solomon
+  kMlnxRsFec544Plr = 13,     // RS(544,514) with physical layer retransmission
+  kMlnxLowLatencyPlr = 14,   // RS(271,257) with physical layer retransmission
+};
+// "none", "fire_code", "rs_fec", "low_latency_rs_fec", "rs_fec2",
+// "mlnx_strong_rs_fec", "mlnx_low_latency_rs_fec", "mlnx_adaptive_rs_fec",
+// "mlnx_cod_fec", "mlnx_zero_latency_fec", "mlnx_rs_fec_544_514_plr",
+// "mlnx_rs_fec_271_257_plr"; "unknown" otherwise.
 const char* ToString(FecMode m);
-// Whether PortExtendedSpeedsCounters comes in its RS-FEC layout in mode
-// `m`: the two modes infiniband-diags' perfquery reads it for
-// (is_rsfec_mode_active).
-inline bool RsFecLayout(FecMode m) { return m == FecMode::kRsFec || m == FecMode::kRsFec2; }
+// Whether the mode is Reed-Solomon FEC, so that PortExtendedSpeedsCounters
+// comes in its RS-FEC layout: the modes ibdm's isRSFEC() counts (2, 3, 4,
+// 8-11, 13, 14), not only perfquery's two (is_rsfec_mode_active: 2, 4),
+// which would leave a real NDR fabric's PLR host cables unread.
+bool RsFecLayout(FecMode m);
+// Whether the mode retransmits at the physical layer (ibdm IBPort::IsPLR:
+// 13, 14): its effective errors are retried, and NVIDIA's BER levels differ.
+inline bool Plr(FecMode m) { return m == FecMode::kMlnxRsFec544Plr || m == FecMode::kMlnxLowLatencyPlr; }
 struct PortInfoExtended {
   std::uint32_t capability_mask = 0;
   std::uint16_t fec_mode_active = 0;  // FecMode, as read
@@ -209,11 +238,16 @@ struct PerfClassPortInfo {
 
 // Where a GS agent's Redirect answer sends the requester: the
 // ClassPortInfo (IBTA 13.4.8.1, the same layout in every GS class) in the
-// data of a reply with the Redirect status, at byte 64, or 56 for the SA
-// (kSaDataOffset). RedirectGID, TC, SL, FL and P_Key are not decoded: the
-// engine follows by LID, QP and Q_Key only.
+// data of a reply with the Redirect status, at the class's DataOffset: 64,
+// 56 for the SA, 24 for a vendor class of range 1 (IBTA 13.4.5; rdma-core
+// mad.h IB_VENDOR_RANGE1_DATA_OFFS). RedirectGID, TC, FL and P_Key are not
+// decoded: the engine follows by LID, QP, Q_Key and SL.
 struct ClassRedirect {
-  std::uint16_t lid = 0;  // 0: the same LID
+  // 0: the agent is reached by its RedirectGID, through a GRH (IBTA
+  // 13.5.3.3), which the engine does not do (nor libibmad's rpc.c): such
+  // a redirect is not followed.
+  std::uint16_t lid = 0;
+  std::uint8_t sl = 0;  // RedirectSL (data byte 25, bits 7-4)
   std::uint32_t qp = 0;
   std::uint32_t qkey = 0;
 };
@@ -236,6 +270,11 @@ inline constexpr std::uint16_t kQp1Dropped = 1 << 15;      // PortCounters.QP1Dr
 // counters (IBTA 1.3 16.1.4.11, "additional" extended counters).
 inline constexpr std::uint32_t kAdditionalExtended = 1u << 1;
 }  // namespace pma_cap
+
+// Where PortCounters.QP1Dropped starts in the attribute data (IBTA
+// 16.1.3.5 table 225: after CounterSelect2 and the 4+4-bit counters of
+// byte 19, before VL15Dropped at 22).
+inline constexpr std::size_t kPortCountersQp1DroppedByte = 20;
 
 // PortCounters (IBTA 16.1.3.5, table 225). Widths in bits are those of the
 // spec; every error counter is sticky at its maximum.

@@ -120,6 +120,7 @@ struct MadAddress {
   // unless the agent redirected its class elsewhere (IBTA 13.5.3.3).
   std::uint32_t qp = 1;
   std::uint32_t qkey = kDefaultQp1Qkey;
+  std::uint8_t sl = 0;  // GMPs: the service level (an agent's RedirectSL; 0 otherwise)
 
   static MadAddress Lid(std::uint16_t l) { return MadAddress{l, {}}; }
   static MadAddress Directed(std::vector<std::uint8_t> path) { return MadAddress{0, std::move(path)}; }

@@ -140,6 +140,7 @@ KindStats& KindStats::operator+=(const KindStats& o) {
   timeouts += o.timeouts;
   busy += o.busy;
   redirects += o.redirects;
+  redirects_unsupported += o.redirects_unsupported;
   redirected += o.redirected;
   remote_errors += o.remote_errors;
   send_errors += o.send_errors;
@@ -155,6 +156,7 @@ KindStats operator-(const KindStats& a, const KindStats& b) {
   d.timeouts = a.timeouts - b.timeouts;
   d.busy = a.busy - b.busy;
   d.redirects = a.redirects - b.redirects;
+  d.redirects_unsupported = a.redirects_unsupported - b.redirects_unsupported;
   d.redirected = a.redirected - b.redirected;
   d.remote_errors = a.remote_errors - b.remote_errors;
   d.send_errors = a.send_errors - b.send_errors;
@@ -688,7 +690,7 @@ class MadEngine::Batch {
       }
     }
     t.failures = 0;
-    if ((h.status & kMadStatusRedirect) != 0 && Follow(f, kind, in.mad)) {
+    if ((h.status & kMadStatusRedirect) != 0 && Follow(f, kind, in.mad, &ks)) {
       ++ks.redirected;
       return;
     }
@@ -705,15 +707,22 @@ class MadEngine::Batch {
   // A Redirect (IBTA 13.5.3.3): the answer's data is the agent's
   // ClassPortInfo; the request goes again, at once, where it names, and
   // so do later ones of its class to its LID. False when it cannot be
-  // followed: not a GMP, redirected once already, or no QP named.
-  bool Follow(const InFlight& f, MadKind kind, const MadBytes& mad) {
+  // followed: not a GMP, redirected once already, no QP named, or to a
+  // GID (RedirectLID 0: a GRH-routed agent, which this engine cannot
+  // reach; libibmad's rpc.c refuses it too), counted apart.
+  bool Follow(const InFlight& f, MadKind kind, const MadBytes& mad, KindStats* ks) {
     if (kind != MadKind::kGmp || f.job.redirected) return false;
     const MadRequest& req = requests_[f.job.index];
     const ClassRedirect where = DecodeClassRedirect(mad);
+    if (where.lid == 0) {
+      ++ks->redirects_unsupported;
+      return false;
+    }
     if (where.qp == 0) return false;
-    MadAddress to = MadAddress::Lid(where.lid != 0 ? where.lid : req.address.lid);
+    MadAddress to = MadAddress::Lid(where.lid);
     to.qp = where.qp;
     to.qkey = where.qkey;
+    to.sl = where.sl;
     e_.redirects_[RedirectKey(req)] = to;
     units_[f.unit].jobs.push_front(Job{f.job.index, f.job.attempt, f.job.busy, true});
     Enqueue(f.unit);

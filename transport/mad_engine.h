@@ -42,13 +42,15 @@
 // has gone quiet: the rest of the Run fails at once the same way. A Busy status (IBTA 13.4.7) is retried after the same
 // backoff, at most `busy_retries` times. A GMP answered with the Redirect
 // status is sent again at once where the ClassPortInfo in that answer
-// says (RedirectLID, 0: the same LID; RedirectQP; RedirectQ_Key; IBTA
+// says (RedirectLID, RedirectQP, RedirectQ_Key, RedirectSL; IBTA
 // 13.5.3.3), and later requests of that class to that LID go there too,
 // in this Run and the next ones, until an attempt to that LID and class
 // times out (the next goes to QP1 again, and may be redirected again). A
-// request redirected a second time without such a timeout between, or a
-// Redirect that names no QP, ends as a remote error. RedirectGID, SL and
-// P_Key are not used.
+// request redirected a second time without such a timeout between, a
+// Redirect that names no QP, or one to LID 0 (the agent is at its
+// RedirectGID, reached only with a GRH: not supported, as in libibmad's
+// rpc.c; KindStats::redirects_unsupported) ends as a remote error.
+// RedirectGID, TC, FL and P_Key are not used.
 //
 // Unsolicited MADs: an SA Report (a trap the exporter subscribed to) that
 // arrives during a Run or a WaitForReports is acknowledged at once with a
@@ -116,16 +118,17 @@ struct EngineOptions {
 
 // Counts of one kind of MAD since the engine was made.
 struct KindStats {
-  std::uint64_t sent = 0;           // attempts put on the port
-  std::uint64_t responses = 0;      // matched responses
-  std::uint64_t retries = 0;        // re-sends after a timed-out attempt or a Busy status
-  std::uint64_t timeouts = 0;       // requests that failed after every retry
-  std::uint64_t busy = 0;           // responses with the Busy status
-  std::uint64_t redirects = 0;      // requests ended by a Redirect that could not be followed
-  std::uint64_t redirected = 0;     // Redirect replies followed
-  std::uint64_t remote_errors = 0;  // requests ended by a non-zero MAD status
-  std::uint64_t send_errors = 0;    // attempts the port refused
-  std::uint64_t abandoned = 0;      // not sent: their destination was dead (counted in timeouts too)
+  std::uint64_t sent = 0;                   // attempts put on the port
+  std::uint64_t responses = 0;              // matched responses
+  std::uint64_t retries = 0;                // re-sends after a timed-out attempt or a Busy status
+  std::uint64_t timeouts = 0;               // requests that failed after every retry
+  std::uint64_t busy = 0;                   // responses with the Busy status
+  std::uint64_t redirects = 0;              // requests ended by a Redirect that could not be followed
+  std::uint64_t redirects_unsupported = 0;  // of those, Redirects to a GID (RedirectLID 0)
+  std::uint64_t redirected = 0;             // Redirect replies followed
+  std::uint64_t remote_errors = 0;          // requests ended by a non-zero MAD status
+  std::uint64_t send_errors = 0;            // attempts the port refused
+  std::uint64_t abandoned = 0;              // not sent: their destination was dead (counted in timeouts too)
   KindStats& operator+=(const KindStats& o);
 };
 KindStats operator-(const KindStats& a, const KindStats& b);

@@ -171,7 +171,7 @@ std::vector<int> ActiveTachometers(std::span<const std::uint8_t> mfcr) {
   const std::uint32_t d = Dword(mfcr, 0x04);
   const std::uint32_t active = Bits(d, 31, 26) << 10 | Bits(d, 25, 16);
   std::vector<int> out;
-  for (int t = 1; t < 16; ++t) {
+  for (int t = 0; t < 16; ++t) {  // bit 0 is tachometer 0 (Linux mlxsw core_hwmon.c mlxsw_hwmon_fans_init)
     if (active >> t & 1u) out.push_back(t);
   }
   return out;

@@ -122,9 +122,9 @@ struct Temperature {
 Temperature DecodeTemperature(std::span<const std::uint8_t> reg);
 
 // Fans. MFCR: tacho_active 0x04 [25:16], tacho_active_msb [31:26] (bit t:
-// tachometer t; t from 1). MFSM: tacho 0x00 [27:24] (tacho_hi [31:28]),
-// rpm 0x04 [15:0]. FORE: fan_under_limit 0x00 [25:16] (msb [31:26]),
-// fan_over_limit 0x04 [25:16] (msb [31:26]).
+// tachometer t, t from 0, as the Linux mlxsw driver numbers them for MFSM). MFSM: tacho 0x00 [27:24] (tacho_hi
+// [31:28]), rpm 0x04 [15:0]. FORE: fan_under_limit 0x00 [25:16] (msb [31:26]), fan_over_limit 0x04 [25:16] (msb
+// [31:26]).
 std::vector<int> ActiveTachometers(std::span<const std::uint8_t> mfcr);
 std::vector<std::uint8_t> MfsmRequest(int tacho);
 int DecodeFanRpm(std::span<const std::uint8_t> mfsm);

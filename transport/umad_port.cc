@@ -560,7 +560,7 @@ bool UmadPort::Send(const MadAddress& to, const MadBytes& mad) {
     case MgmtClass::kPerformance:
     case MgmtClass::kSubnAdm:
     case MgmtClass::kVendorNvidia:
-      umad_set_addr(umad, to.lid, static_cast<int>(to.qp), 0, to.qkey);  // QP1 unless redirected
+      umad_set_addr(umad, to.lid, static_cast<int>(to.qp), to.sl, to.qkey);  // QP1 unless redirected
       break;
   }
   umad_set_grh(umad, nullptr);

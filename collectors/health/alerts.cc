@@ -59,14 +59,6 @@ const char* ToString(Cause c) {
   return "unknown";
 }
 
-const char* ToString(Severity s) { return s == Severity::kCritical ? "critical" : "warning"; }
-
-std::optional<Severity> Threshold::Judge(double value) const {
-  if (critical && value >= *critical) return Severity::kCritical;
-  if (warning && value >= *warning) return Severity::kWarning;
-  return std::nullopt;
-}
-
 AlertEngine::Verdict AlertEngine::BadCable(const CableHealth& h, const Describe& describe) const {
   struct Rule {
     Signal signal;
@@ -96,7 +88,7 @@ AlertEngine::Verdict AlertEngine::BadCable(const CableHealth& h, const Describe&
       JudgeEnd(&v, me, *end, ToString(r.signal), end->PerSecond(r.signal), *r.threshold, "per_second",
                end->Delta(r.signal));
     }
-    if (end->bit_error_rate && end->bits_received >= config_.bit_error_rate_min_bits) {
+    if (end->bit_error_rate && end->bits_carried >= config_.bit_error_rate_min_bits) {
       JudgeEnd(&v, me, *end, "bit_error_rate", *end->bit_error_rate, config_.bit_error_rate, "ratio",
                end->Delta(Signal::kSymbolErrors));
     }
@@ -117,10 +109,15 @@ AlertEngine::Verdict AlertEngine::BadCable(const CableHealth& h, const Describe&
       v.evidence.push_back(
           {signal, me, *value, "ratio", std::nullopt, end->fec_window_seconds, t.LevelOf(*sev), detail});
     };
-    // The worst lane is the raw ratio's: uncorrectable blocks are not per lane.
-    fec("raw_bit_error_ratio", end->raw_bit_error_ratio, config_.raw_bit_error_ratio,
-        end->worst_lane >= 0 ? "worst lane " + std::to_string(end->worst_lane) : "");
-    fec("effective_bit_error_ratio", end->effective_bit_error_ratio, config_.effective_bit_error_ratio, "");
+    // The levels of the end's speed, FEC mode and ASIC (ber_levels.h); the
+    // worst lane is the raw ratio's: uncorrectable blocks are not per lane.
+    const BerRow* row = MatchBerRow(config_.ber_levels, end->speed, end->fec_mode, end->asic);
+    const std::string levels = row ? "levels " + row->Describe() : "";
+    const std::string lane = end->worst_lane >= 0 ? "worst lane " + std::to_string(end->worst_lane) : "";
+    fec("raw_bit_error_ratio", end->raw_bit_error_ratio, row ? row->raw : config_.raw_bit_error_ratio,
+        lane + (!lane.empty() && !levels.empty() ? ", " : "") + levels);
+    fec("effective_bit_error_ratio", end->effective_bit_error_ratio,
+        row ? row->effective : config_.effective_bit_error_ratio, levels);
     ends_with_errors[me] = v.evidence.size() > before;
   }
   if (!v.severity) return v;
@@ -210,13 +207,14 @@ AlertEngine::Verdict AlertEngine::CableDegrading(const CableHealth& h, const Des
   if (!d.factor) return v;
   // Down, whether it still degrades is unknown.
   if (!h.up) v.clean = false;
-  // The bad-cable level: over it the cable is a bad_cable instead.
-  const std::optional<double> bad =
-      config_.raw_bit_error_ratio.warning ? config_.raw_bit_error_ratio.warning : config_.raw_bit_error_ratio.critical;
   std::string first;  // the summary's end
   int e = 0;
   for (const EndRates* end : {&h.a, &h.b}) {
     const int me = e++;
+    // The end's bad-cable level: over it the cable is a bad_cable instead.
+    const BerRow* row = MatchBerRow(config_.ber_levels, end->speed, end->fec_mode, end->asic);
+    const Threshold& raw = row ? row->raw : config_.raw_bit_error_ratio;
+    const std::optional<double> bad = raw.warning ? raw.warning : raw.critical;
     if (end->raw_unknown) {
       v.clean = false;  // counted, but no ratio to judge now
       continue;

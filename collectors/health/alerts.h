@@ -20,7 +20,9 @@
 #include <string>
 #include <vector>
 
+#include "collectors/health/ber_levels.h"
 #include "collectors/health/link_health.h"
+#include "collectors/health/threshold.h"
 #include "topology/analysis.h"
 #include "topology/congestion.h"
 #include "topology/routing.h"
@@ -43,19 +45,6 @@ inline constexpr Cause kAllCauses[] = {Cause::kBadCable,    Cause::kFlappingLink
                                        Cause::kMissingCable};
 const char* ToString(Cause c);  // "bad_cable", "flapping_link", ..., "cable_degrading", "missing_cable""
 
-enum class Severity : std::uint8_t { kWarning, kCritical };
-const char* ToString(Severity s);  // "warning", "critical"
-
-// A value at or above `critical` is critical, else at or above `warning` a
-// warning; an unset level never fires.
-struct Threshold {
-  std::optional<double> warning;
-  std::optional<double> critical;
-  std::optional<Severity> Judge(double value) const;
-  // The level that stands for `s`.
-  std::optional<double> LevelOf(Severity s) const { return s == Severity::kCritical ? critical : warning; }
-};
-
 struct AlertConfig {
   std::chrono::milliseconds window{300'000};  // rates are taken over this span
   int raise_after = 2;                        // sweeps in a row with the condition
@@ -74,11 +63,11 @@ struct AlertConfig {
   Threshold packet_drop_rate{1e-6, 1e-4};
   double packet_drop_rate_min_packets = 1e6;
   // Forward error correction's ratios (RS-FEC links: HDR and later), per
-  // end over its FEC window. Defaults: NVIDIA's own field thresholds for
-  // NDR (Field_BER_Thresholds.csv V06 of the UFM PDR plugin,
-  // Mellanox/ufm_sdk_3.0): pre-FEC warning 5e-6 and error 1e-5 (optical
-  // links, and HDR on 16nm ASICs; copper NDR links 5e-7 and 1e-6),
-  // post-FEC warning 5e-12 and error 1e-11 (NDR; HDR 5e-14 and 1e-13).
+  // end over its FEC window, at the levels of the first row of
+  // `ber_levels` for the end's speed, FEC mode and ASIC (NVIDIA's field
+  // thresholds: ber_levels.h), else at these (FDR and older, a speed or
+  // mode no row names; NDR's optical levels).
+  std::vector<BerRow> ber_levels = DefaultBerLevels();
   Threshold raw_bit_error_ratio{5e-6, 1e-5};
   Threshold effective_bit_error_ratio{5e-12, 1e-11};
   // Degrading cable (a warning): an end's raw ratio at least `factor`

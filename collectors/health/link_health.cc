@@ -233,7 +233,7 @@ EndSummary::EndSummary(const EndRates& r)
       packet_drop_rate_(r.packet_drop_rate.value_or(std::nan(""))),
       xmit_wait_fraction_(r.xmit_wait_fraction.value_or(std::nan(""))) {}
 
-EndRates LinkHealth::RatesOf(const topology::PortRef& port, double wait_count_seconds) const {
+EndRates LinkHealth::RatesOf(const topology::PortRef& port, double wait_count_seconds, double signal_gbps) const {
   EndRates r;
   r.port = port;
   auto it = history_.find(port);
@@ -246,9 +246,9 @@ EndRates LinkHealth::RatesOf(const topology::PortRef& port, double wait_count_se
     r.delta[s] = last.total[s] >= base.total[s] ? last.total[s] - base.total[s] : 0;
   }
   if (r.window_seconds <= 0) return r;
-  r.bits_received = static_cast<double>(r.Delta(Signal::kRcvData)) * 32;  // 4-octet words
+  r.bits_carried = signal_gbps * 1e9 * r.window_seconds;
   r.packets_received = static_cast<double>(r.Delta(Signal::kRcvPkts));
-  if (r.bits_received > 0) r.bit_error_rate = static_cast<double>(r.Delta(Signal::kSymbolErrors)) / r.bits_received;
+  if (r.bits_carried > 0) r.bit_error_rate = static_cast<double>(r.Delta(Signal::kSymbolErrors)) / r.bits_carried;
   if (r.packets_received > 0) {
     r.packet_drop_rate = static_cast<double>(r.Delta(Signal::kRcvErrors)) / r.packets_received;
   }
@@ -462,6 +462,9 @@ void LinkHealth::NoteRates(const topology::Link& link, CableState* c, const Link
     const topology::Port* p = it != links.end() ? &it->second : fabric.FindPort(ends[k]);
     if (!p || !p->link_up()) p = read.state;
     const topology::Node* n = fabric.FindNode(ends[k].node_guid);
+    c->signal_gbps[k] = p && p->link_up() ? topology::ActiveSignalGbps(*p) : 0;
+    c->speed[k] = p && p->link_up() ? topology::ActiveSpeed(*p) : topology::Speed::kUnknown;
+    c->asic[k] = n ? AsicProcessOf(n->vendor_id, n->device_id) : AsicProcess::kUnknown;
     if (!p || !p->link_up() || !n) {
       c->wait_count_seconds[k] = 0;
     } else {
@@ -527,7 +530,9 @@ void LinkHealth::ForEachCable(const std::function<void(CableHealth&&)>& take) co
     const topology::PortRef ends[2] = {link.a, link.b};
     EndRates* rates[2] = {&h.a, &h.b};
     for (int k = 0; k < 2; ++k) {
-      *rates[k] = RatesOf(ends[k], c.wait_count_seconds[k]);
+      *rates[k] = RatesOf(ends[k], c.wait_count_seconds[k], c.signal_gbps[k]);
+      rates[k]->speed = c.speed[k];
+      rates[k]->asic = c.asic[k];
       rates[k]->present = c.present[k];
       rates[k]->pinned = c.pinned[k];
     }

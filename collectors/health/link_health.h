@@ -41,6 +41,7 @@
 #include <string>
 #include <vector>
 
+#include "collectors/health/ber_levels.h"
 #include "collectors/health/counter_store.h"
 #include "collectors/reads/counters.h"
 #include "topology/analysis.h"
@@ -93,6 +94,12 @@ struct EndRates : EndWindow {
   std::optional<double> raw_bit_error_ratio;
   std::optional<double> effective_bit_error_ratio;
   double fec_window_seconds = 0;
+  // What those ratios' levels depend on (AlertConfig::ber_levels): the
+  // speed the link runs now, the port's FEC mode where it was read, the
+  // process of the end's ASIC.
+  topology::Speed speed = topology::Speed::kUnknown;
+  std::optional<transport::FecMode> fec_mode;
+  AsicProcess asic = AsicProcess::kUnknown;
   int worst_lane = -1;
   // The lowest raw ratio of the port over its history (the 24ths of
   // AlertConfig::degrading.period that hold a FEC window), how many of
@@ -107,7 +114,12 @@ struct EndRates : EndWindow {
   bool raw_unknown = false;
   bool effective_unknown = false;
   std::optional<double> xmit_wait_fraction;
-  double bits_received = 0;
+  // The bits the link carried to this end in the window: its signalling
+  // rate (lanes x lane rate, topology::ActiveSignalGbps) times the window,
+  // idle symbols included, as NVIDIA's BER is over the bits received at
+  // the PHY (PPCNT phy_received_bits), not PortRcvData's packet bytes
+  // (which would inflate the ratio by 1/utilisation on a quiet link).
+  double bits_carried = 0;
   double packets_received = 0;
 };
 
@@ -256,6 +268,9 @@ class LinkHealth {
     // Each end's as of the last observation: how long one PortXmitWait
     // count lasts (RatesOf), the counters it reports and those pinned.
     std::array<double, 2> wait_count_seconds{};
+    std::array<double, 2> signal_gbps{};  // the link's signalling rate at each end (0: not up)
+    std::array<topology::Speed, 2> speed{};
+    std::array<AsicProcess, 2> asic{};
     std::array<std::bitset<kSignalCount>, 2> present, pinned;
     double best_gbps = 0;
     std::vector<Down> downs;  // within the window, oldest first
@@ -302,8 +317,9 @@ class LinkHealth {
   // Adds the port's reading to its history.
   Reading Record(const topology::PortRef& port, const PortTotals& totals, std::chrono::steady_clock::time_point now);
   // `wait_count_seconds`: how long one PortXmitWait count of the port
-  // lasts, 0 when unknown (no wait fraction then).
-  EndRates RatesOf(const topology::PortRef& port, double wait_count_seconds) const;
+  // lasts, 0 when unknown (no wait fraction then); `signal_gbps`: the
+  // signalling rate of its link, 0 when unknown (no bit error rate then).
+  EndRates RatesOf(const topology::PortRef& port, double wait_count_seconds, double signal_gbps) const;
   // The earliest time in the window of downs that an observation at `now`
   // closes: just after `window` before it, or the sweep before if that was
   // longer ago (a window is never shorter than the exporter's own cycle:

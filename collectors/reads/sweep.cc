@@ -60,7 +60,7 @@ std::vector<LinkTarget> LinkTargets(const topology::Fabric& fabric) {
   for (const auto& node : fabric.nodes()) {
     if (node.kind != topology::NodeKind::kSwitch || node.lid == 0) continue;
     for (const auto& port : node.ports) {
-      out.push_back({{node.guid, port.number}, node.lid, node.ext_speeds2, port.mlnx});
+      out.push_back({{node.guid, port.number}, node.lid, topology::ExtSpeedsOf(node), port.mlnx});
     }
   }
   return out;
@@ -282,7 +282,7 @@ class LinkReads final : public BatchPart {
     topology::Port p;
     p.number = l.port.port;
     p.lid = l.lid;
-    topology::ApplyPortInfo(transport::DecodePortInfo(m.response), l.ext_speeds2, &p);
+    topology::ApplyPortInfo(transport::DecodePortInfo(m.response), l.speeds, &p);
     topology::KeepMlnxSpeeds(l.mlnx, &p);
     links_read_.emplace(l.port, p);
   }

@@ -54,8 +54,8 @@ CapabilityMap ReadCapabilities(const topology::Fabric& fabric, transport::MadEng
 struct LinkTarget {
   topology::PortRef port;
   std::uint16_t lid = 0;
-  bool ext_speeds2 = false;   // the switch's capability masks allow the XDR fields
-  topology::MlnxSpeeds mlnx;  // what the last walk's ExtendedPortInfo said (FDR10), kept while it runs QDR
+  topology::ExtSpeeds speeds;  // which extended speed fields the switch's capability masks allow
+  topology::MlnxSpeeds mlnx;   // what the last walk's ExtendedPortInfo said (FDR10), kept while it runs QDR
   // The exporter's own port: read with a directed-route SMP of no hop, which
   // its own HCA's SMA answers whatever the link does (on hardware a
   // LID-routed SMP to its own LID needs the port Active), so that its own

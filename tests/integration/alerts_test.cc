@@ -186,6 +186,50 @@ TEST_F(AlertsTest, SymbolErrorsOnOneEndRaiseABadCableAlertNamingBothEndsThenClea
   EXPECT_EQ(e->ScrapeMetrics().Value("infiniband_alerts_raised_total", {{"cause", "bad_cable"}}), 1);
 }
 
+// The symbol bit error rate is over the bits the link carried (4xQDR: 40
+// Gb/s on the wire), not over the packet data received. A lightly loaded
+// host cable with 10 symbol errors a second, judged by the bit error rate
+// alone (its per-second levels off here): 40 errors over the 4 s window's
+// 1.6e11 bits is 2.5e-10, under the 1e-9 warning; over its 2e10 bits of
+// data (5 Gb/s) it would be 2e-9, a false bad_cable. At 1000 errors a
+// second (2.5e-8) it is one, its evidence the bit error rate.
+TEST_F(AlertsTest, ABitErrorRateIsOverTheBitsTheLinkCarriedNotThePacketsData) {
+  WriteFile(dir_ + "/alerts-ber.yaml", R"(window: 4s
+raise_after: 2
+clear_after: 2
+bad_cable:
+  symbol_errors_per_second: {warning: null, critical: null}
+  bit_error_rate: {warning: 1e-9, critical: null, min_bits: 1e10}
+)");
+  const Endpoint host = tree_->HostPort(5);
+  auto e = Start("alerts-ber.yaml");
+  ASSERT_TRUE(e);
+  ASSERT_TRUE(e->WaitForSweeps(2, seconds(60)));
+  std::optional<json> raised;
+  {
+    Ramp data(host, "PortCountersExtended.PortRcvData", 15'625'000);  // 5e9 bits a second in 4-octet words
+    Ramp errors(host, "PortCounters.SymbolErrorCounter", 1);          // 10 a second
+    const auto start = std::chrono::steady_clock::now();
+    while (std::chrono::steady_clock::now() - start < seconds(8)) {
+      EXPECT_FALSE(HasActive(Alerts(*e), "bad_cable")) << Alerts(*e).dump(2);
+      std::this_thread::sleep_for(milliseconds(200));
+    }
+    const json j = Alerts(*e);
+    EXPECT_FALSE(HasActive(j, "bad_cable")) << j.dump(2);
+  }
+  sim_->Console("PerformanceSet " + At(host) + " PortCounters.SymbolErrorCounter=0", nullptr);
+  {
+    Ramp errors(host, "PortCounters.SymbolErrorCounter", 100);  // 1000 a second
+    raised = WaitAlerts(*e, [](const json& j) { return HasActive(j, "bad_cable"); });
+  }
+  ASSERT_TRUE(raised) << e->Log();
+  const json& a = (*raised)["active"][0];
+  EXPECT_EQ(a["evidence"][0]["signal"], "bit_error_rate") << a.dump(2);
+  EXPECT_GT(a["evidence"][0]["value"].get<double>(), 1e-9);
+  EXPECT_LT(a["evidence"][0]["value"].get<double>(), 1e-7) << "about 2.5e-8: 1000 errors a second over 40 Gb/s";
+  sim_->Console("PerformanceSet " + At(host) + " PortCounters.SymbolErrorCounter=0", nullptr);
+}
+
 TEST_F(AlertsTest, RcvErrorsOnAHostPortRaiseABadCableAlert) {
   const Endpoint host = tree_->HostPort(7);
   const Endpoint leaf = tree_->LeafHostPort(7);

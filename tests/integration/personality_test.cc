@@ -189,16 +189,16 @@ TEST_F(PersonalityTest, EachDevicesTickIsReadWhereItWaitedAndIsItsModels) {
   std::string error;
   bool ok = false;
   // PortXmitWait on an uplink of the Quantum-2 leaf, of the Switch-IB 2
-  // leaf, and of a ConnectX-7 (whose PMA has no PortSamplesControl here).
+  // leaf, and of a ConnectX-7 (Tick 7, as a real one reports it).
   for (const char* at : {"\"ib-leaf01\"[5]", "\"ib-leaf03\"[5]", "\"cn0004\"[1]"}) {
     sim_->Console(std::string("PerformanceSet ") + at + " PortCounters.PortXmitWait=5000", &ok);
     ASSERT_TRUE(ok) << at;
   }
   const auto s = exporter_->WaitFor(
-      [](const Scrape& x) { return x.Find("infiniband_node_pma_samples_tick").size() >= 2; }, seconds(60));
+      [](const Scrape& x) { return x.Find("infiniband_node_pma_samples_tick").size() >= 3; }, seconds(60));
   ASSERT_TRUE(s.has_value()) << exporter_->Log();
   const auto ticks = s->Find("infiniband_node_pma_samples_tick");
-  ASSERT_EQ(ticks.size(), 2u);
+  ASSERT_EQ(ticks.size(), 3u) << "the three nodes that waited, no other";
   const auto label_of = [&](const std::string& name, const std::string& label) {
     const auto info = s->Find("infiniband_switch_info", {{"switch", name}});
     return info.empty() ? std::string() : info[0].labels.at(label);
@@ -206,6 +206,9 @@ TEST_F(PersonalityTest, EachDevicesTickIsReadWhereItWaitedAndIsItsModels) {
   const auto guid_of = [&](const std::string& name) { return label_of(name, "guid"); };
   EXPECT_EQ(s->Value("infiniband_node_pma_samples_tick", {{"guid", guid_of("ib-leaf01")}}), 7);
   EXPECT_EQ(s->Value("infiniband_node_pma_samples_tick", {{"guid", guid_of("ib-leaf03")}}), 31);
+  std::multiset<double> values;
+  for (const Sample& t : ticks) values.insert(t.value);
+  EXPECT_EQ(values, (std::multiset<double>{7, 7, 31})) << "the ConnectX-7's 7";
   // The same Tick through perfquery, preloaded alike.
   const CommandResult pq = RunCommand({"perfquery", "-c", label_of("ib-leaf03", "lid"), "1"}, hw_->ClientEnv(*sim_),
                                       std::chrono::milliseconds(10000));
@@ -263,9 +266,9 @@ TEST_F(PersonalityTest, WaitSecondsAreEachDevicesTickAndGenerationsUnit) {
 // A ConnectX-7, whose PMA claims no PortXmitWait (ClassPortInfo: ExtWidth
 // only, as mlx5's) but fills it: its waits are read by their value, and
 // an incast at the host (its port waiting, nothing behind it) is a
-// congestion tree rooted at its port. It has no PortSamplesControl: a
-// count is one symbol time of its EDR lane (0.32 ns); 40 M counts each
-// ~100 ms is ~13 % of the time, over the 5 % warning.
+// congestion tree rooted at its port. Its Tick is 7 and it counts lanes
+// (the IBTA reading): a count is 8 symbol times of its EDR lane (2.6 ns);
+// 40 M counts each ~100 ms is the whole time, over the 5 % warning.
 TEST_F(PersonalityTest, AConnectX7sWaitsAreReadAndATreeIsRootedAtIt) {
   std::string error;
   const std::string dir = MakeTempDir("personality-congestion");
@@ -606,6 +609,78 @@ TEST_F(PersonalityTest, ARedirectedPmaIsFollowedAndItsCountersRead) {
       << "every port of it is read";
   EXPECT_TRUE(later->Value("infiniband_switch_port_transmit_data_bytes_total", {{"switch", "ib-leaf02"}, {"port", "5"}})
                   .has_value());
+  ASSERT_TRUE(hw_->PlantRedirect("ib-leaf02", 0, &error)) << error;
+  sim_->Console("PerformanceSet \"ib-leaf02\"[5] PortCounters.SymbolErrorCounter=0", nullptr);
+}
+
+// QP1Dropped and VL15Dropped are neighbours in PortCounters (data bytes
+// 20-21 and 22-23, IBTA 16.1.3.5): each planted value arrives on its own
+// series, on the Switch-IB 2 leaf (no CapabilityMask2 bit 1: the 16-bit
+// PortCounters) and on the Quantum-2 leaf (the 64-bit PortCountersExtended).
+TEST_F(PersonalityTest, Qp1DroppedAndVl15DroppedArriveEachOnItsOwnSeries) {
+  std::string error;
+  ASSERT_TRUE(hw_->PlantQp1Dropped("ib-leaf03", 5, 321, &error)) << error;
+  ASSERT_TRUE(hw_->PlantQp1Dropped("ib-leaf01", 6, 70000, &error)) << error;
+  EXPECT_FALSE(hw_->PlantQp1Dropped("nowhere", 1, 1, &error));
+  bool ok = false;
+  sim_->Console("PerformanceSet \"ib-leaf03\"[5] PortCounters.VL15Dropped=654", &ok);
+  ASSERT_TRUE(ok);
+  sim_->Console("PerformanceSet \"ib-leaf01\"[6] PortCounters.VL15Dropped=12", &ok);
+  ASSERT_TRUE(ok);
+  auto e = ExporterProcess::Start(*sim_, {"--sweep.interval=500ms"}, &error, {}, hw_->PreloadEnv());
+  ASSERT_NE(e, nullptr) << error;
+  const Labels sib2{{"switch", "ib-leaf03"}, {"port", "5"}};
+  const Labels q2{{"switch", "ib-leaf01"}, {"port", "6"}};
+  const auto s = e->WaitFor(
+      [&](const Scrape& x) {
+        return x.Value("infiniband_switch_port_qp1_dropped_total", sib2) == 321 &&
+               x.Value("infiniband_switch_port_qp1_dropped_total", q2) == 70000;
+      },
+      seconds(60));
+  ASSERT_TRUE(s.has_value()) << e->Log();
+  EXPECT_EQ(s->Value("infiniband_switch_port_vl15_dropped_total", sib2), 654);
+  EXPECT_EQ(s->Value("infiniband_switch_port_vl15_dropped_total", q2), 12);
+  EXPECT_EQ(s->Value("infiniband_switch_port_qp1_dropped_total", {{"switch", "ib-leaf03"}, {"port", "6"}}), 0)
+      << "the node's other port: counted, nothing planted";
+  EXPECT_TRUE(s->Find("infiniband_switch_port_qp1_dropped_total", {{"switch", "ib-leaf02"}}).empty())
+      << "a PMA that does not say IsQP1DropSupported has no such series";
+  for (const auto& [sw, port] : {std::pair{"ib-leaf03", 5}, std::pair{"ib-leaf01", 6}}) {
+    ASSERT_TRUE(hw_->PlantQp1Dropped(sw, port, 0, &error)) << error;
+    sim_->Console("PerformanceSet \"" + std::string(sw) + "\"[" + std::to_string(port) + "] PortCounters.VL15Dropped=0",
+                  nullptr);
+  }
+}
+
+// A PMA redirected to a GID (RedirectLID 0, IBTA 13.5.3.3: reached only
+// through a GRH) is reported as unsupported and not followed: not taken
+// for "the same LID", so its counters are not read at a QP it never named
+// at that LID.
+TEST_F(PersonalityTest, ARedirectToLidZeroIsReportedUnsupportedNotFollowed) {
+  std::string error;
+  ASSERT_TRUE(hw_->PlantRedirect("cn0004", 0x21, &error, true)) << error;
+  auto e = ExporterProcess::Start(*sim_, {"--sweep.interval=500ms"}, &error, {}, hw_->PreloadEnv());
+  ASSERT_NE(e, nullptr) << error;
+  const auto s = e->WaitFor(
+      [](const Scrape& x) {
+        return x.Value("infiniband_exporter_mad_failures_total", {{"class", "gmp"}, {"reason", "redirect_unsupported"}})
+                       .value_or(0) > 0 &&
+               x.Value("infiniband_hca_port_symbol_error_total", {{"hca", "cn0003"}}).has_value();
+      },
+      seconds(60));
+  ASSERT_TRUE(s.has_value()) << e->Log();
+  const auto later = e->WaitForSweeps(3, seconds(60));
+  ASSERT_TRUE(later.has_value());
+  EXPECT_FALSE(later->Value("infiniband_hca_port_symbol_error_total", {{"hca", "cn0004"}}).has_value())
+      << "its PMA is at a GID: not read";
+  EXPECT_TRUE(later->Value("infiniband_hca_port_symbol_error_total", {{"hca", "cn0003"}}).has_value());
+  EXPECT_EQ(later->Value("infiniband_exporter_mad_redirects_total", {{"class", "gmp"}}), 0) << "none followed";
+  EXPECT_GT(
+      later->Value("infiniband_exporter_mad_failures_total", {{"class", "gmp"}, {"reason", "redirect_unsupported"}})
+          .value_or(0),
+      s->Value("infiniband_exporter_mad_failures_total", {{"class", "gmp"}, {"reason", "redirect_unsupported"}})
+          .value_or(0))
+      << "asked again each sweep, refused each time";
+  ASSERT_TRUE(hw_->PlantRedirect("cn0004", 0, &error)) << error;
 }
 
 // FDR10 (Mellanox's 10.3125 Gbaud with 64b/66b, 40 Gb/s of data on 4x):

@@ -142,9 +142,11 @@ TEST_F(PhysicalLayerTest, RsFecCountsArriveExactPerLaneWithTheirBitErrorRate) {
   EXPECT_EQ(s->Find("infiniband_switch_port_lane_fec_corrected_symbols_total", at).size(), 4u) << "a 4x NDR link";
   const std::string leaf = s->Find("infiniband_switch_info", {{"switch", "ib-leaf01"}}).at(0).labels.at("guid");
   const std::string spine = s->Find("infiniband_switch_info", {{"switch", "ib-spine01"}}).at(0).labels.at("guid");
-  EXPECT_EQ(s->Value("infiniband_port_fec_info",
-                     {{"guid", leaf}, {"port", "2"}, {"fec_mode", "rs_fec"}, {"source", "pma_extended_speeds"}}),
-            1);
+  EXPECT_EQ(
+      s->Value(
+          "infiniband_port_fec_info",
+          {{"guid", leaf}, {"port", "2"}, {"fec_mode", "mlnx_rs_fec_271_257_plr"}, {"source", "pma_extended_speeds"}}),
+      1);
   EXPECT_EQ(
       s->Value("infiniband_port_fec_info", {{"guid", leaf}, {"port", "5"}, {"fec_mode", "none"}, {"source", "none"}}),
       1)
@@ -241,10 +243,10 @@ TEST_F(PhysicalLayerTest, PpcntCountsArriveExactOnBothEndsWithTheirBitErrorRatio
   // The HCA's port series carry its port GUID (its infiniband_hca_info's).
   const std::string host_port = s->Find("infiniband_hca_info", {{"hca", "cn0002"}}).at(0).labels.at("guid");
   EXPECT_EQ(s->Value("infiniband_port_fec_info",
-                     {{"guid", leaf}, {"port", "2"}, {"fec_mode", "rs_fec"}, {"source", "ppcnt"}}),
+                     {{"guid", leaf}, {"port", "2"}, {"fec_mode", "mlnx_rs_fec_271_257_plr"}, {"source", "ppcnt"}}),
             1);
   EXPECT_EQ(s->Value("infiniband_port_fec_info",
-                     {{"node", "cn0002"}, {"port", "1"}, {"fec_mode", "rs_fec"}, {"source", "ppcnt"}}),
+                     {{"node", "cn0002"}, {"port", "1"}, {"fec_mode", "mlnx_rs_fec_271_257_plr"}, {"source", "ppcnt"}}),
             1)
       << "the host's end too: its registers answer, its PMA has no FEC counters";
   EXPECT_EQ(s->Value("infiniband_hca_port_phy_corrected_bits_total", {{"guid", host_port}, {"port", "1"}}), 5);
@@ -354,10 +356,19 @@ TEST_F(PhysicalLayerTest, ARawBitErrorRatioOverItsLevelsIsABadCableNamingTheWors
   bool lane = false;
   for (const auto& x : alerts["active"]) {
     for (const auto& ev : x["evidence"]) {
-      if (ev.value("signal", "") == "raw_bit_error_ratio") lane = ev.value("detail", "") == "worst lane 2";
+      // The levels of a 4xNDR link with PLR (the personality's host cable
+      // runs FEC mode 14): NVIDIA's, by its speed and mode.
+      if (ev.value("signal", "") == "raw_bit_error_ratio")
+        lane = ev.value("detail", "") == "worst lane 2, levels NDR plr";
     }
   }
   EXPECT_TRUE(lane) << alerts.dump();
+  EXPECT_EQ(s->Value("infiniband_port_fec_info", {{"node", "ib-leaf01"},
+                                                  {"port", "2"},
+                                                  {"fec_mode", "mlnx_rs_fec_271_257_plr"},
+                                                  {"source", "pma_extended_speeds"}}),
+            1)
+      << "FEC mode 14 is RS-FEC (ibdm isRSFEC): without PPCNT its PMA counters are read";
 
   const double since = [&] {
     const auto listed = nlohmann::json::parse(e->Get("/api/v1/alerts"));
@@ -394,7 +405,9 @@ TEST_F(PhysicalLayerTest, ARawBitErrorRatioOverItsLevelsIsABadCableNamingTheWors
 // counter is never seen pinned.
 TEST_F(PhysicalLayerTest, ACounterNearItsMaximumIsClearedPastTheThresholdAndCountsOn) {
   Plant("registers ib-leaf01 off");  // the PMA's 32-bit counters (PPCNT's are 64 bits)
-  Plant("fec ib-leaf01 1 lanes=0,4000000000,0,0 lanes_per_second=0,1000000,0,0");  // 93% of 2^32-1, rising
+  // 93% of 2^32-1, rising; FEC mode 4 (RS 544/514), in which perfquery,
+  // below, reads the RS-FEC layout (it does so only in modes 2 and 4).
+  Plant("fec ib-leaf01 1 mode=4 lanes=0,4000000000,0,0 lanes_per_second=0,1000000,0,0");
   std::string error;
   auto e =
       ExporterProcess::Start(*sim_, {"--sweep.interval=250ms", "--phy.interval=1s", "--counters.clear-threshold=75"},
@@ -438,10 +451,14 @@ TEST_F(PhysicalLayerTest, ACounterNearItsMaximumIsClearedPastTheThresholdAndCoun
 // level 5e-6): one cable_degrading warning naming both ends and the worst
 // lane, symbol errors 0; then over the level, a bad_cable, and the
 // degrading alert gives way (its baseline still a tenth of the ratio:
-// the level alone takes it). Read through PPCNT on both ends, whose
-// symbol bit error ratio stays 0. The trend period is 2 minutes here (a
-// day by default): a part every 5 s, judged once two are behind the port.
+// the level alone takes it). The leaf's end read by its PMA (registers
+// off, no PPCNT) at FEC mode 14, RS(271,257) with PLR, the mode a real
+// NDR host cable runs (perfquery reads the RS-FEC layout only at 2 and 4:
+// a reader that did so would see nothing here); the host's through PPCNT.
+// The trend period is 2 minutes here (a day by default): a part every
+// 5 s, judged once two are behind the port.
 TEST_F(PhysicalLayerTest, ARawRatioRisingTenfoldUnderTheLevelIsOneDegradingCable) {
+  Plant("registers ib-leaf01 off");
   const std::string config = sim_->dir() + "/degrading.yaml";
   ASSERT_TRUE(WriteFile(config, "cable_degrading: {period: 2m}\n"));
   Plant("fec ib-leaf01 1 lanes_per_second=0,20000,0,0");  // 20 k symbols a second over 425 Gb/s
@@ -475,8 +492,14 @@ TEST_F(PhysicalLayerTest, ARawRatioRisingTenfoldUnderTheLevelIsOneDegradingCable
             (std::set<std::string>{"ib-leaf01", "cn0001"}));
   EXPECT_TRUE(s->Find("infiniband_alert_active", {{"cause", "bad_cable"}}).empty()) << "under the level";
   EXPECT_EQ(s->Value("infiniband_switch_port_symbol_error_total", {{"switch", "ib-leaf01"}, {"port", "1"}}), 0);
-  EXPECT_EQ(s->Value("infiniband_port_symbol_bit_error_ratio", end), 0) << "nothing past FEC";
-  EXPECT_EQ(s->Value("infiniband_port_fec_info", {{"node", "ib-leaf01"}, {"port", "1"}, {"source", "ppcnt"}}), 1);
+  EXPECT_EQ(s->Value("infiniband_switch_port_fec_uncorrectable_blocks_total", {{"switch", "ib-leaf01"}, {"port", "1"}}),
+            0)
+      << "nothing past FEC";
+  EXPECT_EQ(s->Value("infiniband_port_fec_info", {{"node", "ib-leaf01"},
+                                                  {"port", "1"},
+                                                  {"fec_mode", "mlnx_rs_fec_271_257_plr"},
+                                                  {"source", "pma_extended_speeds"}}),
+            1);
   const auto alerts = nlohmann::json::parse(e->Get("/api/v1/alerts"));
   bool lane = false, baseline = false;
   for (const auto& x : alerts["active"]) {
@@ -504,6 +527,56 @@ TEST_F(PhysicalLayerTest, ARawRatioRisingTenfoldUnderTheLevelIsOneDegradingCable
   EXPECT_EQ(s->Value("infiniband_alerts_raised_total", {{"cause", "bad_cable"}}), 1);
   EXPECT_EQ(s->Value("infiniband_switch_port_symbol_error_total", {{"switch", "ib-leaf01"}, {"port", "1"}}), 0);
   Plant("fec ib-leaf01 1");
+}
+
+// NVIDIA's levels by speed, FEC mode and ASIC (UFM's Field_BER_Thresholds
+// V05): the same raw ratio, 1e-6, on two host cables of the Quantum-2
+// leaf (a 7nm ASIC), one at NDR (its warning level 5e-6: nothing) and
+// one planted to train HDR (its levels 5e-8 and 1e-7: critical). Read by
+// the PMA (the leaf's registers off).
+TEST_F(PhysicalLayerTest, AnHdrLinkOverItsLevelIsABadCableWhereAnNdrOneIsNot) {
+  Plant("registers ib-leaf01 off");
+  Plant("link ib-leaf01 2 speed=HDR");
+  std::string error;
+  auto e =
+      ExporterProcess::Start(*sim_, {"--sweep.interval=250ms", "--phy.interval=1s"}, &error, {}, hw_->PreloadEnv());
+  ASSERT_NE(e, nullptr) << error;
+  Plant("fec ib-leaf01 1 lanes_per_second=425000,0,0,0");  // 1e-6 of 4x106.25 Gb/s
+  Plant("fec ib-leaf01 2 lanes_per_second=212500,0,0,0");  // 1e-6 of 4x53.125 Gb/s
+  const Labels ndr{{"node", "ib-leaf01"}, {"port", "1"}}, hdr{{"node", "ib-leaf01"}, {"port", "2"}};
+  const auto s = e->WaitFor(
+      [&](const Scrape& x) {
+        return x.Value("infiniband_port_raw_bit_error_ratio", ndr).has_value() &&
+               x.Find("infiniband_alert_active", {{"cause", "bad_cable"}}).size() == 1;
+      },
+      seconds(30));
+  ASSERT_TRUE(s.has_value()) << e->Log();
+  EXPECT_NEAR(*s->Value("infiniband_port_raw_bit_error_ratio", ndr), 1e-6, 2e-7);
+  EXPECT_NEAR(*s->Value("infiniband_port_raw_bit_error_ratio", hdr), 1e-6, 2e-7);
+  const Sample a = s->Find("infiniband_alert_active", {{"cause", "bad_cable"}}).at(0);
+  EXPECT_EQ(a.labels.at("severity"), "critical");
+  EXPECT_EQ(std::set<std::string>({a.labels.at("node"), a.labels.at("remote_node")}),
+            (std::set<std::string>{"ib-leaf01", "cn0002"}))
+      << "the HDR cable, not the NDR one";
+  EXPECT_EQ(
+      s->Value("infiniband_port_fec_info",
+               {{"node", "ib-leaf01"}, {"port", "2"}, {"fec_mode", "rs_fec2"}, {"source", "pma_extended_speeds"}}),
+      1);
+  const auto alerts = nlohmann::json::parse(e->Get("/api/v1/alerts"));
+  std::string detail;
+  for (const auto& x : alerts["active"]) {
+    for (const auto& ev : x["evidence"]) {
+      if (ev.value("signal", "") == "raw_bit_error_ratio") detail = ev.value("detail", "");
+    }
+  }
+  EXPECT_EQ(detail, "worst lane 0, levels HDR 7nm") << alerts.dump();
+  // A few seconds more: the NDR cable stays clean at its level.
+  std::this_thread::sleep_for(seconds(3));
+  EXPECT_EQ(e->ScrapeMetrics().Find("infiniband_alert_active", {{"cause", "bad_cable"}}).size(), 1u);
+  e.reset();
+  Plant("fec ib-leaf01 1");
+  Plant("fec ib-leaf01 2");
+  Plant("link ib-leaf01 2");
 }
 
 // The physical layer's dashboard through a real Prometheus scraping the
@@ -572,7 +645,7 @@ TEST_F(PhysicalLayerTest, ThePhysicalLayerDashboardShowsThePlantedCableAndLane) 
   ASSERT_EQ(status, 200);
   const auto& here = port["fec"]["this_end"];
   ASSERT_EQ(here["lanes"].size(), 4u) << port.dump();
-  EXPECT_EQ(here["mode"], "rs_fec");
+  EXPECT_EQ(here["mode"], "mlnx_rs_fec_271_257_plr") << "a host cable at NDR, as a real one runs";
   EXPECT_EQ(here["worst_lane"], 1);
   EXPECT_NEAR(here["lanes"][1]["raw_bit_error_ratio"].get<double>(), 4 * 4e5 / 425e9, 4 * 4e5 / 425e9 * 0.3);
   EXPECT_EQ(here["lanes"][0]["raw_bit_error_ratio"].get<double>(), 0);

@@ -135,6 +135,7 @@ TEST_F(ScopeTest, LocalServesTheHostsOwnDevicesBesideItsCable) {
   file("class/infiniband/mlx5_0/fw_ver", "28.39.1002");
   file("class/infiniband/mlx5_0/ports/1/link_layer", "InfiniBand");
   file("class/infiniband/mlx5_0/ports/1/hw_counters/out_of_buffer", "42");
+  file("class/infiniband/mlx5_0/ports/1/hw_counters/lifespan", "10");  // the kernel's: a setting in ms
   std::filesystem::create_directory_symlink(pci, sys + "/class/infiniband/mlx5_0/device");
   const int h = 3;
   const Scrape s = Once(tree_->Host(h), {"--scope=local", "--host.sysfs=" + sys});
@@ -142,6 +143,8 @@ TEST_F(ScopeTest, LocalServesTheHostsOwnDevicesBesideItsCable) {
   EXPECT_EQ(s.Value("infiniband_host_port_hw_counters_total",
                     {{"device", "mlx5_0"}, {"port", "1"}, {"counter", "out_of_buffer"}}),
             42);
+  EXPECT_EQ(s.Find("infiniband_host_port_hw_counters_total", {{"device", "mlx5_0"}}).size(), 1u)
+      << "hw_counters/lifespan is no counter";
   EXPECT_EQ(s.Value("infiniband_host_pcie_link_degraded", {{"device", "mlx5_0"}}), 1);
   EXPECT_EQ(s.Value("infiniband_host_device_info", {{"device", "mlx5_0"}, {"firmware_version", "28.39.1002"}}), 1);
   EXPECT_TRUE(Once(tree_->Host(h), {"--host.sysfs=" + sys}).Find("infiniband_host_device_info").empty())

@@ -11,7 +11,9 @@ namespace {
 constexpr std::uint32_t kMellanox = 0x0002c9;
 
 // PortInfo.CapabilityMask2 bits (rdma-core iba_types.h IB_PORT_CAP2_*).
+constexpr std::uint16_t kCap2SetNodeDesc = 0x0001;
 constexpr std::uint16_t kCap2PortInfoExt = 0x0002;  // PortInfoExtended (FEC mode)
+constexpr std::uint16_t kCap2SwitchPortStateTable = 0x0008;
 constexpr std::uint16_t kCap2Width2x = 0x0010;
 constexpr std::uint16_t kCap2Hdr = 0x0020;
 constexpr std::uint16_t kCap2Ndr = 0x0400;
@@ -46,7 +48,14 @@ const std::vector<Personality>& Personalities() {
   // ConnectX-7, MT4131 ConnectX-8). Ticks: NVIDIA's ibdiagnet manual
   // ("Congestion Assessment on InfiniBand Links"): the Quantum family
   // reports 7 and counts 8 bytes of the port, Switch-IB 2 reports 31 and
-  // counts 32 bytes of a lane; for HCAs no public figure (not answered).
+  // counts 32 bytes of a lane. A real NDR fabric's ibdiagnet 2.10 capture
+  // (gary-minghuili/infiniband-exporter data/ibdiagnet2/ibdiagnet2.db_csv,
+  // START_PM_PORT_SAMPLES_CONTROL) shows Tick 7 and CounterWidth 4 on
+  // its Quantum-2 ports, its ConnectX-7 ports and its Aggregation Nodes
+  // alike; its START_PORTS, CapabilityMask2 0x43b at a Quantum-2's port 0
+  // and 0x432 at a ConnectX-7's (and CapabilityMask 0 on a switch's
+  // external ports, which this model's preload answers too). ConnectX-8:
+  // no figure (no PortSamplesControl).
   // ClassPortInfo of mlx5 HCAs: little more than ExtWidth, although
   // PortXmitWait is filled (Linux drivers/infiniband/hw/mlx5). The
   // Quantum switches answer AccessRegister in band (14 fan tachometers
@@ -58,12 +67,13 @@ const std::vector<Personality>& Personalities() {
   static const std::vector<Personality> kAll{
       {"quantum-2", "NVIDIA Quantum-2 NDR switch (QM9700)", true, kMellanox, 0xd2f2,
        width::k1x | width::k2x | width::k4x, kBaseSpeeds, kNdrSpeeds, 0, false,
-       kCap2PortInfoExt | kCap2Width2x | kCap2Hdr | kCap2Ndr,
+       kCap2SetNodeDesc | kCap2PortInfoExt | kCap2SwitchPortStateTable | kCap2Width2x | kCap2Hdr | kCap2Ndr,
        kPmaAllPortSelect | kPmaExtWidth | kPmaXmitWait | kPmaRsFec, kPma2AdditionalExtended, 7, kArGroupCap, true, 14,
        2},
       {"quantum-3", "NVIDIA Quantum-3 XDR switch (Q3400)", true, kMellanox, 0xd2f4,
        width::k1x | width::k2x | width::k4x, kBaseSpeeds, kNdrSpeeds, speed_ext2::kXdr, false,
-       kCap2PortInfoExt | kCap2Width2x | kCap2Hdr | kCap2Ndr | kCap2ExtSpeeds2 | kCap2Xdr,
+       kCap2SetNodeDesc | kCap2PortInfoExt | kCap2SwitchPortStateTable | kCap2Width2x | kCap2Hdr | kCap2Ndr |
+           kCap2ExtSpeeds2 | kCap2Xdr,
        kPmaAllPortSelect | kPmaExtWidth | kPmaXmitWait | kPmaRsFec, kPma2AdditionalExtended, 7, kArGroupCap, true, 14,
        2},
       {"switch-ib-2", "Mellanox Switch-IB 2 EDR switch (SB7800)", true, kMellanox, 0xcf08, width::k1x | width::k4x,
@@ -71,7 +81,7 @@ const std::vector<Personality>& Personalities() {
        31, kArGroupCap},
       {"connectx-7", "NVIDIA ConnectX-7 NDR HCA (MT4129)", false, kMellanox, 0x1021,
        width::k1x | width::k2x | width::k4x, kBaseSpeeds, kNdrSpeeds, 0, false,
-       kCap2PortInfoExt | kCap2Width2x | kCap2Hdr | kCap2Ndr, kPmaExtWidth, 0, std::nullopt, 0, true},
+       kCap2PortInfoExt | kCap2Width2x | kCap2Hdr | kCap2Ndr, kPmaExtWidth, 0, 7, 0, true},
       {"connectx-8", "NVIDIA ConnectX-8 XDR HCA (MT4131)", false, kMellanox, 0x1023,
        width::k1x | width::k2x | width::k4x, kBaseSpeeds, kNdrSpeeds, speed_ext2::kXdr, false,
        kCap2PortInfoExt | kCap2Width2x | kCap2Hdr | kCap2Ndr | kCap2ExtSpeeds2 | kCap2Xdr, kPmaExtWidth, 0,

@@ -229,7 +229,7 @@ bool HardwareFabric::PlantBusy(const std::string& node, int count, std::string* 
   return Write(error);
 }
 
-bool HardwareFabric::PlantRedirect(const std::string& node, std::uint32_t qp, std::string* error) {
+bool HardwareFabric::PlantRedirect(const std::string& node, std::uint32_t qp, std::string* error, bool to_gid) {
   Node* n = Find(node, error);
   if (!n) return false;
   if (qp == 1 || qp > 0xffffff) {
@@ -237,6 +237,22 @@ bool HardwareFabric::PlantRedirect(const std::string& node, std::uint32_t qp, st
     return false;
   }
   n->redirect_qp = qp;
+  n->redirect_to_gid = to_gid;
+  return Write(error);
+}
+
+bool HardwareFabric::PlantQp1Dropped(const std::string& node, int port, std::uint64_t value, std::string* error) {
+  Node* n = Find(node, error);
+  if (!n) return false;
+  if (!model::FindPersonality(n->model)) {
+    *error = "qp1 " + node + ": a node without a model keeps ibsim's ClassPortInfo (no QP1Dropped)";
+    return false;
+  }
+  if (port < 0 || port > 254) {
+    *error = "qp1 " + node + ": a port is 0..254";
+    return false;
+  }
+  n->qp1_dropped[port] = value;
   return Write(error);
 }
 
@@ -308,6 +324,8 @@ bool HardwareFabric::Clear(const std::string& node, std::string* error) {
   n->tick.reset();
   n->busy = 0;
   n->redirect_qp = 0;
+  n->redirect_to_gid = false;
+  n->qp1_dropped.clear();
   n->adaptive_routing = false;
   n->m_key = 0;
   n->pkeys.clear();
@@ -518,12 +536,22 @@ bool HardwareFabric::Command(const std::string& line, std::string* error) {
     }
     return PlantAdaptiveRouting(node, number == 1, error);
   }
-  if (verb == "redirect") {
-    if (number < 0) {
-      *error = "redirect " + node + ": a QP is 2..0xffffff (0: none)";
+  if (verb == "redirect") {  // redirect NODE QP [gid]
+    std::string how;
+    words >> how;
+    if (number < 0 || (!how.empty() && how != "gid")) {
+      *error = "redirect " + node + ": a QP is 2..0xffffff (0: none), then 'gid' for RedirectLID 0";
       return false;
     }
-    return PlantRedirect(node, static_cast<std::uint32_t>(number), error);
+    return PlantRedirect(node, static_cast<std::uint32_t>(number), error, how == "gid");
+  }
+  if (verb == "qp1") {  // qp1 NODE PORT N
+    std::uint64_t value = 0;
+    if (!(words >> value)) {
+      *error = "qp1 " + node + ": the port, then its QP1Dropped";
+      return false;
+    }
+    return PlantQp1Dropped(node, number, value, error);
   }
   if (verb == "link") {
     std::string option, width, speed;
@@ -540,7 +568,7 @@ bool HardwareFabric::Command(const std::string& line, std::string* error) {
     return PlantLink(node, number, width, speed, error);
   }
   *error = "unknown command '" + verb +
-           "' (tick, busy, redirect, ar, mkey, pkeys, link, fec, env, registers, module, clear)";
+           "' (tick, busy, redirect, qp1, ar, mkey, pkeys, link, fec, env, registers, module, clear)";
   return false;
 }
 
@@ -575,7 +603,12 @@ bool HardwareFabric::Write(std::string* error) const {
     node["ports"] = ports;
     if (n.tick) node["tick"] = *n.tick;
     if (n.busy > 0) node["busy"] = {{"count", n.busy}, {"serial", n.busy_serial}, {"attr", n.busy_attr}};
-    if (n.redirect_qp != 0) node["redirect"] = {{"qp", n.redirect_qp}, {"qkey", kRedirectQkey}};
+    if (n.redirect_qp != 0) {
+      node["redirect"] = {{"qp", n.redirect_qp}, {"qkey", kRedirectQkey}, {"to_gid", n.redirect_to_gid}};
+    }
+    nlohmann::json qp1 = nlohmann::json::object();
+    for (const auto& [port, v] : n.qp1_dropped) qp1[std::to_string(port)] = v;
+    if (!qp1.empty()) node["qp1_dropped"] = qp1;
     if (n.adaptive_routing) node["adaptive_routing"] = true;
     if (n.m_key != 0) {
       char hex[19];

@@ -57,8 +57,14 @@ class HardwareFabric {
   // The node's PMA moves to queue pair `qp` (0: back to QP1): a request
   // to its QP1 is answered with the Redirect status and a ClassPortInfo
   // naming its LID, `qp` and the Q_Key kRedirectQkey (IBTA 13.5.3.3); one
-  // to `qp` with that Q_Key is answered as QP1 would be.
-  bool PlantRedirect(const std::string& node, std::uint32_t qp, std::string* error);
+  // to `qp` with that Q_Key is answered as QP1 would be. `to_gid`: the
+  // ClassPortInfo names RedirectLID 0 and a RedirectGID instead (an agent
+  // reached through a GRH).
+  bool PlantRedirect(const std::string& node, std::uint32_t qp, std::string* error, bool to_gid = false);
+  // The port's QP1Dropped (which ibsim does not keep), in PortCounters and
+  // PortCountersExtended, and the node's PMA ClassPortInfo then says
+  // IsQP1DropSupported (CapabilityMask bit 15). A modelled node only.
+  bool PlantQp1Dropped(const std::string& node, int port, std::uint64_t value, std::string* error);
   static constexpr std::uint32_t kRedirectQkey = 0x00c0ffee;
   // Adaptive routing on or off at a switch whose model has it, as an SM
   // (UFM, opensm's AR engines) would set it: what AdaptiveRoutingInfo says.
@@ -141,10 +147,10 @@ class HardwareFabric {
   // One console line: "fec NODE PORT [mode=N] [lanes=N,..] [corrected_blocks=N]
   // [uncorrectable_blocks=N] [lanes_per_second=N,..] [uncorrectable_per_second=N] [step_factor=N
   // step_seconds=N steps=N [step_after=N]]", "tick NODE N", "busy NODE N
-  // [ATTR]", "redirect NODE QP", "ar NODE 1|0", "mkey NODE|all KEY", "pkeys NODE PKEY,...", "link NODE PORT [width=W]
-  // [speed=S]", "env NODE [temperature=C] [fan=T:RPM].. [failed_fans=T,..] [psu=I:ok|failed].. [watts=I:W]..",
-  // "registers NODE on|off", "module NODE PORT [vendor=S] [pn=S] [sn=S] [rev=S] [temperature=C] [high=C]
-  // [type=N] [identifier=N] [length=N] [rx=W] [tx=W]", "clear NODE".
+  // [ATTR]", "redirect NODE QP [gid]", "qp1 NODE PORT N", "ar NODE 1|0", "mkey NODE|all KEY", "pkeys NODE PKEY,...",
+  // "link NODE PORT [width=W] [speed=S]", "env NODE [temperature=C] [fan=T:RPM].. [failed_fans=T,..]
+  // [psu=I:ok|failed].. [watts=I:W]..", "registers NODE on|off", "module NODE PORT [vendor=S] [pn=S] [sn=S] [rev=S]
+  // [temperature=C] [high=C] [type=N] [identifier=N] [length=N] [rx=W] [tx=W]", "clear NODE".
   bool Command(const std::string& line, std::string* error);
 
   // The node's LID (a CA's first port's) as ResolveLids found it; 0: none.
@@ -170,6 +176,8 @@ class HardwareFabric {
     std::uint16_t busy_attr = 0;
     std::uint64_t busy_serial = 0;
     std::uint32_t redirect_qp = 0;
+    bool redirect_to_gid = false;
+    std::map<int, std::uint64_t> qp1_dropped;
     bool adaptive_routing = false;
     std::uint64_t m_key = 0;
     std::vector<std::uint16_t> pkeys;

@@ -23,7 +23,9 @@
 //   P_Key (the attached node's planted table at its P_Key index) matches
 //   no entry of the target's planted table is dropped (IBTA 10.9.3); one
 //   to QP1 of a node planted `redirect` with the Redirect status and
-//   a ClassPortInfo naming the QP (and one to that QP goes on as to QP1);
+//   a ClassPortInfo naming the QP at its LID, or at LID 0 and a GID (a
+//   GRH-routed agent) where so planted (and one to that QP goes on as to
+//   QP1);
 //   PortInfoExtended (SMP 0x33) with the FEC mode the link's speed runs
 //   (or the planted one) and PMA PortExtendedSpeedsCounters (0x1F) in its
 //   RS-FEC layout with the planted counters, where the model claims them
@@ -40,7 +42,10 @@
 //   ExtendedPortInfo (FDR10), PMA ClassPortInfo (the capability bits) and
 //   PortCountersExtended of a model that claims its error counters
 //   (CapabilityMask2 bit 1), filled from a PortCounters request of the
-//   same port sent ahead of it (ibsim fills only the first eight).
+//   same port sent ahead of it (ibsim fills only the first eight), and
+//   the QP1Dropped planted on a port (ibsim keeps none) in PortCounters
+//   (data bytes 20-21) and PortCountersExtended, with ClassPortInfo's
+//   IsQP1DropSupported on the node that has one planted.
 // A node with no model passes as it is, but for a width or speed planted
 // on one of its cables: its PortInfo then says the link runs at that
 // (ibsim's enabled and supported widths and speeds stay, so a cable of a
@@ -116,11 +121,13 @@ struct Node {
   std::uint64_t busy_serial = 0;             // which planting `busy` is
   std::uint32_t redirect_qp = 0;             // planted: its PMA lives on this QP (0: QP1)
   std::uint32_t redirect_qkey = 0;
-  bool adaptive_routing = false;     // planted: AR on (the model must have it)
-  std::uint64_t m_key = 0;           // planted: SMPs with another M_Key are dropped (0: none)
-  std::vector<std::uint16_t> pkeys;  // planted: its ports' P_Key table (empty: every P_Key matches)
-  std::map<int, PortPlant> plants;   // port -> planted width/speed
-  bool registers_off = false;        // planted: GeneralInfo says no AccessRegister, which answers "unsupported"
+  bool redirect_to_gid = false;              // planted: the Redirect names RedirectLID 0 and a RedirectGID
+  std::map<int, std::uint64_t> qp1_dropped;  // planted: port -> QP1Dropped (ibsim keeps none)
+  bool adaptive_routing = false;             // planted: AR on (the model must have it)
+  std::uint64_t m_key = 0;                   // planted: SMPs with another M_Key are dropped (0: none)
+  std::vector<std::uint16_t> pkeys;          // planted: its ports' P_Key table (empty: every P_Key matches)
+  std::map<int, PortPlant> plants;           // port -> planted width/speed
+  bool registers_off = false;                // planted: GeneralInfo says no AccessRegister, which answers "unsupported"
   // Planted: a port's RS-FEC counters (PortExtendedSpeedsCounters), and
   // its FEC mode where not the one its link speed implies.
   struct Fec {
@@ -203,8 +210,14 @@ constexpr std::pair<MAD_FIELDS, MAD_FIELDS> kErrorCounters[] = {
     {IB_PC_ERR_EXCESS_OVR_F, IB_PC_EXT_ERR_EXCESS_OVR_F},
     {IB_PC_VL15_DROPPED_F, IB_PC_EXT_VL15_DROPPED_F},
     {IB_PC_XMT_WAIT_F, IB_PC_EXT_XMT_WAIT_F},
-    {IB_PC_QP1_DROP_F, IB_PC_EXT_QP1_DROP_F},
 };
+// PortCounters.QP1Dropped: data bytes 20-21 (IBTA 16.1.3.5 table 225;
+// opensm ib_types.h ib_port_counters_t.qp1_dropped). Not libibmad 44's
+// IB_PC_QP1_DROP_F, which names VL15Dropped's bytes 22-23. ibsim keeps no
+// QP1Dropped: a planted one is written here, and the 64-bit one of
+// PortCountersExtended (IB_PC_EXT_QP1_DROP_F, data bytes 176-183).
+constexpr int kQp1DroppedByte = 20;
+constexpr std::uint16_t kPmaQp1Dropped = 1 << 15;           // ClassPortInfo.CapabilityMask IsQP1DropSupported
 constexpr std::uint32_t kPma2AdditionalExtended = 1u << 1;  // ClassPortInfo.CapabilityMask2 bit 1
 
 struct Synthesized {
@@ -266,7 +279,14 @@ class Personalities {
         std::uint8_t data[kMadSize - kData] = {};
         mad_set_field(data, 0, IB_CPI_BASEVER_F, 1);
         mad_set_field(data, 0, IB_CPI_CLASSVER_F, 1);
-        mad_set_field(data, 0, IB_CPI_REDIRECT_LID_F, ntohs(u->addr.lid));
+        // RedirectLID 0 with a RedirectGID (the node's, on the default
+        // subnet prefix): the agent is reached by GID, through a GRH.
+        mad_set_field(data, 0, IB_CPI_REDIRECT_LID_F, n.redirect_to_gid ? 0 : ntohs(u->addr.lid));
+        if (n.redirect_to_gid) {
+          data[8] = 0xfe;  // RedirectGID (bytes 8-23): fe80::<node index>
+          data[9] = 0x80;
+          data[23] = static_cast<std::uint8_t>(p.node + 1);
+        }
         mad_set_field(data, 0, IB_CPI_REDIRECT_QP_F, n.redirect_qp);
         mad_set_field(data, 0, IB_CPI_REDIRECT_QKEY_F, n.redirect_qkey);
         Answer(agent, u, kStatusRedirect, data);
@@ -473,7 +493,15 @@ class Personalities {
         }
         companion_counters_.erase(c);
       }
+      const auto q = n.qp1_dropped.find(mad[kData + 1]);
+      mad_set_field64(mad, kData, IB_PC_EXT_QP1_DROP_F, q != n.qp1_dropped.end() ? q->second : 0);
       return false;
+    }
+    if (p.mgmt_class == kPerformance && p.attr == kPortCounters) {
+      const auto q = n.qp1_dropped.find(mad[kData + 1]);
+      const std::uint64_t v = q != n.qp1_dropped.end() ? std::min<std::uint64_t>(q->second, 0xffff) : 0;
+      mad[kData + kQp1DroppedByte] = static_cast<std::uint8_t>(v >> 8);
+      mad[kData + kQp1DroppedByte + 1] = static_cast<std::uint8_t>(v);
     }
     const bool smp = p.mgmt_class == kSmpLid || p.mgmt_class == kSmpDirected;
     if (smp && p.attr == kPortInfo) Learn(p.node, mad);
@@ -489,7 +517,7 @@ class Personalities {
     } else if (smp && p.attr == kMlnxExtPortInfo) {
       RewriteExtPortInfo(p, n, mad);
     } else if (p.mgmt_class == kPerformance && p.attr == kClassPortInfo) {
-      mad_set_field(mad, kData, IB_CPI_CAPMASK_F, n.model->pma_mask);
+      mad_set_field(mad, kData, IB_CPI_CAPMASK_F, n.model->pma_mask | (n.qp1_dropped.empty() ? 0 : kPmaQp1Dropped));
       mad_set_field(mad, kData, IB_CPI_CAPMASK2_F, n.model->pma_mask2);
     }
     return false;
@@ -592,6 +620,7 @@ class Personalities {
       if (n.contains("redirect")) {
         node.redirect_qp = n["redirect"].value("qp", 0U);
         node.redirect_qkey = n["redirect"].value("qkey", 0U);
+        node.redirect_to_gid = n["redirect"].value("to_gid", false);
       }
       if (n.contains("busy")) {
         node.busy_serial = n["busy"].value("serial", 0ULL);
@@ -600,6 +629,8 @@ class Personalities {
         const auto used = consumed_.find(node.id);
         if (used != consumed_.end() && used->second.first == node.busy_serial) node.busy -= used->second.second;
       }
+      const nlohmann::json qp1 = n.value("qp1_dropped", nlohmann::json::object());
+      for (const auto& [port, v] : qp1.items()) node.qp1_dropped[std::stoi(port)] = v.get<std::uint64_t>();
       const nlohmann::json plants = n.value("plant", nlohmann::json::object());
       for (const auto& [port, plant] : plants.items()) {
         PortPlant pp;
@@ -768,8 +799,12 @@ class Personalities {
   void RewritePortInfo(const Pending& p, const Node& n, std::uint8_t* mad) const {
     const Personality& m = *n.model;
     const std::uint32_t caps = mad_get_field(mad, kData, IB_PORT_CAPMASK_F);
-    mad_set_field(mad, kData, IB_PORT_CAPMASK_F, caps | kCapExtSpeeds | kCapCapMask2);
-    mad_set_field(mad, kData, IB_PORT_CAPMASK2_F, m.capability_mask2);
+    // A switch's capability masks are its port 0's: its external ports
+    // answer 0 (as the Quantum-2 ports of a real NDR fabric's ibdiagnet
+    // capture do, START_PORTS CapMsk).
+    const bool external = n.is_switch && PortOf(p, n, mad) != 0;
+    mad_set_field(mad, kData, IB_PORT_CAPMASK_F, external ? 0 : caps | kCapExtSpeeds | kCapCapMask2);
+    mad_set_field(mad, kData, IB_PORT_CAPMASK2_F, external ? 0 : m.capability_mask2);
     mad_set_field(mad, kData, IB_PORT_LINK_WIDTH_SUPPORTED_F, n.widths);
     mad_set_field(mad, kData, IB_PORT_LINK_WIDTH_ENABLED_F, n.widths);
     mad_set_field(mad, kData, IB_PORT_LINK_SPEED_SUPPORTED_F, m.speeds);
@@ -802,12 +837,27 @@ class Personalities {
 
   // The FECModeActive of `port`: planted, else by the speed its link runs
   // at (none where the link is down or its peer has no model).
+  // PortInfoExtended.FECModeActive (ibdm Fabric.h IBFECMode, the values
+  // NVIDIA's tools read): the planted mode, else the one a real fabric
+  // shows at the link's speed. NDR, as gary-minghuili/infiniband-exporter's
+  // ibdiagnet 2.10 capture (FEC_MODE section, FECActv) reports it: 4
+  // (RS-FEC 544/514) between switches, 14 (MLNX_RS_271_257_PLR) on 104 of
+  // its 256 host cables (4 on the others): a host cable here runs 14, the
+  // mode of the PLR levels. XDR like NDR, HDR 4 (IBTA's HDR FEC, RS
+  // 544/514), FDR Firecode: assumed.
   std::uint16_t FecModeOf(const Node& n, int port) const {
     const auto f = n.fec.find(port);
     if (f != n.fec.end() && f->second.mode) return *f->second.mode;
     const auto link = LinkOf(n, port);
     if (!link) return 0;
-    if (link->speed >= LinkSpeed::kHdr) return 2;  // RS-FEC
+    const auto peer = n.ports.find(port);
+    const Node* far = peer != n.ports.end() ? &nodes_[static_cast<std::size_t>(peer->second.first)] : nullptr;
+    // A switch's port to its own Aggregation Node is no cable: no FEC
+    // (the capture's FECActv 255, N/A, on those 7 ports).
+    if (far && far->model && far->model->name == "aggregation-node") return 0;
+    const bool host_cable = !n.is_switch || (far && !far->is_switch);
+    if (link->speed >= LinkSpeed::kNdr) return host_cable ? 14 : 4;
+    if (link->speed == LinkSpeed::kHdr) return 4;
     if (link->speed == LinkSpeed::kFdr) return 1;  // Firecode
     return 0;
   }
@@ -996,7 +1046,7 @@ class Personalities {
       case 0x9007: {  // FORE: failed fans under their limit
         if (n.model->fans == 0) return false;
         std::uint32_t under = 0;
-        for (int t : env.failed_fans) under |= t > 0 && t < 16 ? 1u << t : 0;
+        for (int t : env.failed_fans) under |= t >= 0 && t < 16 ? 1u << t : 0;
         PutBe(reg, 0x00, (under >> 10) << 26 | (under & 0x3ff) << 16, 4);
         return true;
       }

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -94,7 +95,10 @@ TEST(LinkHealthTest, RatesOverTheWindowAndEstimates) {
   EXPECT_EQ(host.Delta(Signal::kSymbolErrors), 15u);
   EXPECT_DOUBLE_EQ(host.PerSecond(Signal::kSymbolErrors), 5);
   ASSERT_TRUE(host.bit_error_rate);
-  EXPECT_DOUBLE_EQ(*host.bit_error_rate, 15.0 / 96e6);
+  // Over the bits the 4xQDR link carried (4 lanes at 10 Gbaud, 3 s), not
+  // the 96e6 bits of packet data received.
+  EXPECT_DOUBLE_EQ(host.bits_carried, 40e9 * 3);
+  EXPECT_DOUBLE_EQ(*host.bit_error_rate, 15.0 / 1.2e11);
   ASSERT_TRUE(host.packet_drop_rate);
   EXPECT_DOUBLE_EQ(*host.packet_drop_rate, 6.0 / 3000);
   ASSERT_TRUE(leaf.xmit_wait_fraction);
@@ -229,7 +233,13 @@ struct Driven {
   std::map<PortRef, std::pair<double, int>> fec;       // port -> (raw bit error ratio, worst lane)
   std::set<PortRef> raw_unknown;                       // counted, but no raw ratio to judge now
   std::map<PortRef, std::pair<double, int>> baseline;  // port -> (lowest raw ratio, 24ths of history)
-  bool in_parts = false;  // judged a cable at a time (Begin, Judge, Finish), as link_health's collector does
+  struct Kind {
+    topology::Speed speed;
+    std::optional<transport::FecMode> mode;
+    AsicProcess asic;
+  };
+  std::map<PortRef, Kind> kind;  // what the end's BER levels depend on, where not the bench's
+  bool in_parts = false;         // judged a cable at a time (Begin, Judge, Finish), as link_health's collector does
   explicit Driven(AlertConfig c) : engine(c) {}
   std::vector<Alert> Sweep() {
     health.Observe(b.fabric, nullptr, b.ports, b.links, b.Now(), b.Wall());
@@ -242,6 +252,11 @@ struct Driven {
           end->worst_lane = f->second.second;
         }
         end->raw_unknown = raw_unknown.count(end->port) > 0;
+        if (const auto k = kind.find(end->port); k != kind.end()) {
+          end->speed = k->second.speed;
+          end->fec_mode = k->second.mode;
+          end->asic = k->second.asic;
+        }
         if (const auto l = baseline.find(end->port); l != baseline.end()) {
           end->raw_bit_error_ratio_baseline = l->second.first;
           end->baseline_parts = l->second.second;
@@ -299,8 +314,12 @@ TEST(AlertEngineTest, HysteresisBothWays) {
     EXPECT_EQ(active[0].evidence[0].signal, "symbol_errors");
     EXPECT_EQ(*active[0].evidence[0].delta, 44u);
     EXPECT_NE(active[0].action.find("Errors are received at"), std::string::npos);
-    // No data counted at host1: no bit-error-rate estimate to give.
-    for (const auto& ev : active[0].evidence) EXPECT_NE(ev.signal, "bit_error_rate");
+    // The link is up: the estimate goes with the evidence, informational
+    // (the 3 s window holds fewer bits than min_bits).
+    const auto ber = std::find_if(active[0].evidence.begin(), active[0].evidence.end(),
+                                  [](const Evidence& ev) { return ev.signal == "bit_error_rate"; });
+    ASSERT_NE(ber, active[0].evidence.end());
+    EXPECT_FALSE(ber->threshold);
     // Quiet: the increments stay in the 3 s window for a while, then two
     // clean sweeps clear it.
     int sweeps = 0;
@@ -493,7 +512,7 @@ TEST(AlertEngineTest, EstimatesGoWithTheEvidenceBelowTheirThresholds) {
   d.Sweep();
   for (int i = 0; i < 2; ++i) {
     d.b.Add(d.b.host1, Counter::kSymbolError, 20);
-    d.b.Add(d.b.host1, Counter::kRcvData, 1'000'000'000);  // 3.2e10 bits a sweep: below min_bits
+    d.b.Add(d.b.host1, Counter::kRcvData, 1'000'000'000);  // data does not matter: the link's rate does
     d.b.Add(d.b.host1, Counter::kRcvPkts, 1'000'000);
     d.Sweep();
   }
@@ -504,9 +523,35 @@ TEST(AlertEngineTest, EstimatesGoWithTheEvidenceBelowTheirThresholds) {
     if (ev.signal == "bit_error_rate") ber = &ev;
   }
   ASSERT_NE(ber, nullptr);
-  EXPECT_DOUBLE_EQ(ber->value, 40.0 / 6.4e10);
+  EXPECT_DOUBLE_EQ(ber->value, 40.0 / (40e9 * 2));  // 4xQDR over the 2 s window: below min_bits
   EXPECT_FALSE(ber->threshold) << "informational: below min_bits";
   EXPECT_EQ(active[0].cable.a == d.b.host1 ? 0 : 1, ber->end);
+}
+
+// A quiet link with a few symbol errors: 2 in the default 5-minute window
+// while it received 1e12 bits of packets (3.3 Gb/s of its 40). Over the
+// packet bits that is 2e-12, over the 1e-12 warning: a false bad_cable;
+// over the 1.2e13 bits the link carried, 1.7e-13: none (NVIDIA's BER is
+// over the bits received at the PHY, PPCNT phy_received_bits).
+TEST(AlertEngineTest, AQuietLinkWithAFewSymbolErrorsIsNoBadCable) {
+  Bench b;
+  b.spacing = 60;
+  LinkHealth health{{std::chrono::minutes(5)}};
+  AlertEngine engine{AlertConfig{}};
+  for (int i = 0; i < 12; ++i) {
+    if (i == 3 || i == 7) b.Add(b.host0, Counter::kSymbolError, 1);
+    b.Add(b.host0, Counter::kRcvData, 1'000'000'000'000ULL / 32 / 5);  // 2e11 bits a minute
+    health.Observe(b.fabric, nullptr, b.ports, b.links, b.Now(), b.Wall());
+    engine.Evaluate(
+        health.Cables(), nullptr, b.Wall(), [](const PortRef&) { return std::string("x"); }, &b.fabric, nullptr);
+    ++b.sweep;
+    EXPECT_TRUE(engine.Active().empty()) << "sweep " << i;
+  }
+  const CableHealth c = Of(health.Cables(), b.leaf1);
+  const EndRates& host = c.a.port == b.host0 ? c.a : c.b;
+  ASSERT_TRUE(host.bit_error_rate);
+  EXPECT_GE(host.bits_carried, AlertConfig{}.bit_error_rate_min_bits) << "judged, not skipped for want of bits";
+  EXPECT_LT(*host.bit_error_rate, 1e-12);
 }
 
 TEST(AlertEngineTest, RemotePhysicalErrorsAndCongestionAreNotACable) {
@@ -719,6 +764,22 @@ cable_degrading: {raw_bit_error_ratio_factor: 4, period: 2h, min_raw_bit_error_r
   EXPECT_EQ(defaults.degrading.period, std::chrono::hours(24));
   ASSERT_TRUE(exporter::ParseAlertConfig("cable_degrading: {raw_bit_error_ratio_factor: null}\n", &c, &error));
   EXPECT_FALSE(c.degrading.factor);
+  EXPECT_EQ(defaults.ber_levels.size(), DefaultBerLevels().size());
+  ASSERT_TRUE(exporter::ParseAlertConfig(R"(bad_cable:
+  ber_levels:
+    - {speed: NDR, fec: plr, raw: {warning: 5e-7, critical: 1e-6}, effective: {warning: 5e-12, critical: 1e-11}}
+    - {speed: HDR, asic: 7nm, raw: {warning: 5e-8, critical: 1e-7}}
+)",
+                                         &c, &error))
+      << error;
+  ASSERT_EQ(c.ber_levels.size(), 2u) << "the file's rows replace NVIDIA's";
+  EXPECT_EQ(c.ber_levels[0].speed, topology::Speed::kNdr);
+  EXPECT_EQ(c.ber_levels[0].fec, FecClass::kPlr);
+  EXPECT_EQ(c.ber_levels[0].raw.warning, 5e-7);
+  EXPECT_EQ(c.ber_levels[1].asic, AsicProcess::k7nm);
+  EXPECT_FALSE(c.ber_levels[1].effective.warning) << "a level not given is off";
+  ASSERT_TRUE(exporter::ParseAlertConfig("bad_cable: {ber_levels: []}\n", &c, &error)) << error;
+  EXPECT_TRUE(c.ber_levels.empty());
 
   const std::vector<std::pair<std::string, std::string>> cases{
       {"window: soon\n", "line 1: window must be a duration"},
@@ -739,6 +800,13 @@ cable_degrading: {raw_bit_error_ratio_factor: 4, period: 2h, min_raw_bit_error_r
       {"cable_degrading:\n  period: 1s\n", "line 2: cable_degrading.period must be a duration from 24s to 168h"},
       {"cable_degrading:\n  raw_bit_error_ratio_factor: 1\n",
        "line 2: cable_degrading.raw_bit_error_ratio_factor must be above 1"},
+      {"bad_cable:\n  ber_levels: {speed: NDR}\n", "line 2: bad_cable.ber_levels must be a list"},
+      {"bad_cable:\n  ber_levels:\n    - {speed: PDR}\n", "line 3: bad_cable.ber_levels[0].speed must be a speed"},
+      {"bad_cable:\n  ber_levels:\n    - {fec: plr}\n", "line 3: bad_cable.ber_levels[0]: speed is required"},
+      {"bad_cable:\n  ber_levels:\n    - {speed: NDR, fec: kp4}\n",
+       "line 3: bad_cable.ber_levels[0].fec must be any, none, rs or plr"},
+      {"bad_cable:\n  ber_levels:\n    - {speed: NDR, asic: 5nm}\n",
+       "line 3: bad_cable.ber_levels[0].asic must be 7nm, 16nm or any"},
       {"window: [1\n", "line 2: not YAML"},
       {"- 1\n", "line 1: the file must be a map of keys"},
   };
@@ -747,6 +815,83 @@ cable_degrading: {raw_bit_error_ratio_factor: 4, period: 2h, min_raw_bit_error_r
     EXPECT_FALSE(exporter::ParseAlertConfig(text, &x, &error)) << text;
     EXPECT_EQ(error.substr(0, want.size()), want) << text << " -> " << error;
   }
+}
+
+// NVIDIA's levels, each row held against UFM's Field_BER_Thresholds.csv
+// V05 (Mellanox/ufm_sdk_3.0 plugins/pdr_deterministic_plugin/build/config,
+// at e04f549a^): Pre-FEC and Post-FEC Warning / Error of the row named.
+TEST(BerLevelsTest, EachSpeedModeAndAsicHasUfmsLevels) {
+  using topology::Speed;
+  using transport::FecMode;
+  const std::vector<BerRow> rows = DefaultBerLevels();
+  struct Case {
+    Speed speed;
+    std::optional<FecMode> mode;
+    AsicProcess asic;
+    double raw_warning, raw_error, effective_warning, effective_error;
+    const char* row;  // the CSV's row it stands for
+  };
+  const Case cases[] = {
+      {Speed::kNdr, FecMode::kMlnxLowLatencyPlr, AsicProcess::k7nm, 5e-6, 1e-5, 5e-12, 1e-11,
+       "7nm NDR ETH Consortium LL 50G RS FEC PLR (14), Active"},
+      {Speed::kNdr, FecMode::kMlnxRsFec544Plr, AsicProcess::k7nm, 5e-6, 1e-5, 5e-12, 1e-11,
+       "7nm NDR KP4 RS-FEC_PLR (12), Active"},
+      {Speed::kNdr, FecMode::kRsFec2, AsicProcess::k7nm, 5e-6, 1e-5, 5e-14, 1e-13,
+       "7nm NDR KP4 Standard RS-FEC (7), Active"},
+      {Speed::kHdr, FecMode::kRsFec2, AsicProcess::k7nm, 5e-8, 1e-7, 5e-14, 1e-13, "7nm HDR KP4 RS-FEC (7)"},
+      {Speed::kHdr, FecMode::kMlnxLowLatencyPlr, AsicProcess::k7nm, 5e-8, 1e-7, 5e-14, 1e-13,
+       "7nm HDR LL-FEC (271,257)+PLR (13)"},
+      {Speed::kHdr, FecMode::kRsFec2, AsicProcess::k16nm, 5e-6, 1e-5, 5e-14, 1e-13, "16nm HDR KP4 RS-FEC (7)"},
+      {Speed::kHdr, FecMode::kRsFec2, AsicProcess::kUnknown, 5e-6, 1e-5, 5e-14, 1e-13, "an unknown ASIC: the 16nm row"},
+      {Speed::kEdr, FecMode::kRsFec, AsicProcess::k7nm, 5e-13, 1e-12, 5e-14, 1e-13, "7nm EDR STD_RS (2)"},
+      {Speed::kEdr, FecMode::kRsFec, AsicProcess::k16nm, 5e-10, 1e-9, 5e-14, 1e-13, "16nm EDR STD_RS (2)"},
+      {Speed::kEdr, FecMode::kNone, AsicProcess::k16nm, 5e-14, 1e-13, 5e-14, 1e-13, "16nm EDR NO_FEC (0)"},
+  };
+  for (const Case& c : cases) {
+    const BerRow* r = MatchBerRow(rows, c.speed, c.mode, c.asic);
+    ASSERT_NE(r, nullptr) << c.row;
+    EXPECT_EQ(r->raw.warning, c.raw_warning) << c.row;
+    EXPECT_EQ(r->raw.critical, c.raw_error) << c.row;
+    EXPECT_EQ(r->effective.warning, c.effective_warning) << c.row;
+    EXPECT_EQ(r->effective.critical, c.effective_error) << c.row;
+  }
+  EXPECT_EQ(MatchBerRow(rows, Speed::kNdr, std::nullopt, AsicProcess::kUnknown)->effective.warning, 5e-12)
+      << "a mode not read: the PLR levels (the higher)";
+  EXPECT_EQ(MatchBerRow(rows, Speed::kFdr, FecMode::kFireCode, AsicProcess::kUnknown), nullptr)
+      << "no row: the plain levels";
+  EXPECT_EQ(AsicProcessOf(0x02c9, 0xd2f2), AsicProcess::k7nm);
+  EXPECT_EQ(AsicProcessOf(0x02c9, 0xd2f0), AsicProcess::k16nm);
+  EXPECT_EQ(AsicProcessOf(0x02c9, 0xcf08), AsicProcess::kUnknown);
+  EXPECT_EQ(AsicProcessOf(0x001175, 0xd2f2), AsicProcess::kUnknown) << "another vendor's ID";
+}
+
+// The same raw ratio, 1e-6, at an end of each kind: over HDR's level on a
+// 7nm ASIC (1e-7: critical), under NDR's (5e-6: nothing).
+TEST(AlertEngineTest, RawLevelsAreTheEndsSpeedModeAndAsics) {
+  for (const auto speed : {topology::Speed::kHdr, topology::Speed::kNdr}) {
+    SCOPED_TRACE(topology::ToString(speed));
+    Driven d(Quick());
+    d.fec[d.b.host1] = {1e-6, 2};
+    d.kind[d.b.host1] = {speed, transport::FecMode::kRsFec2, AsicProcess::k7nm};
+    d.Sweep();
+    d.Sweep();
+    const auto active = d.Sweep();
+    if (speed == topology::Speed::kNdr) {
+      EXPECT_TRUE(active.empty());
+      continue;
+    }
+    ASSERT_EQ(active.size(), 1u);
+    EXPECT_EQ(active[0].cause, Cause::kBadCable);
+    EXPECT_EQ(active[0].severity, Severity::kCritical);
+    EXPECT_EQ(active[0].evidence[0].threshold, 1e-7);
+    EXPECT_EQ(active[0].evidence[0].detail, "worst lane 2, levels HDR 7nm");
+  }
+  AlertConfig none = Quick();
+  none.ber_levels.clear();  // the plain levels everywhere (5e-6)
+  Driven d(none);
+  d.fec[d.b.host1] = {1e-6, 2};
+  d.kind[d.b.host1] = {topology::Speed::kHdr, transport::FecMode::kRsFec2, AsicProcess::k7nm};
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(d.Sweep().empty());
 }
 
 TEST(AlertFilterTest, ParsesAndRejects) {

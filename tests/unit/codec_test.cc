@@ -88,6 +88,7 @@ TEST(CodecTest, DecodesCapturedPortCountersThroughTheEngine) {
   EXPECT_EQ(c.local_link_integrity_errors, 9);
   EXPECT_EQ(c.excessive_buffer_overrun_errors, 10);
   EXPECT_EQ(c.vl15_dropped, 2748);
+  EXPECT_EQ(c.qp1_dropped, 0) << "ibsim keeps no QP1Dropped: data bytes 20-21 of the capture are 0";
   EXPECT_EQ(c.xmit_data, 0xffffffffu);
   EXPECT_EQ(c.rcv_data, 0x12345678u);
   EXPECT_EQ(c.xmit_pkts, 0x87654321u);
@@ -104,6 +105,34 @@ TEST(CodecTest, DecodesCapturedPortCountersThroughTheEngine) {
   EXPECT_EQ(x.unicast_rcv_pkts, 12u);
   EXPECT_EQ(x.multicast_xmit_pkts, 13u);
   EXPECT_EQ(x.multicast_rcv_pkts, 0u);
+}
+
+// QP1Dropped and VL15Dropped are two 16-bit counters side by side: data
+// bytes 20-21 and 22-23 (IBTA 16.1.3.5 table 225; opensm ib_types.h
+// ib_port_counters_t qp1_dropped, vl15_dropped). libibmad 44's
+// IB_PC_QP1_DROP_F names bytes 22-23, so neither the decoder nor the test
+// bed's encoder may use it.
+TEST(CodecTest, Qp1DroppedAndVl15DroppedAreEachTheirOwnBytes) {
+  MadBytes m{};
+  m[64 + 19] = 0x9a;  // LocalLinkIntegrityErrors 9, ExcessiveBufferOverrunErrors 10
+  m[64 + 20] = 0x01;  // QP1Dropped 0x0102
+  m[64 + 21] = 0x02;
+  m[64 + 22] = 0x03;  // VL15Dropped 0x0304
+  m[64 + 23] = 0x04;
+  const PortCounters c = DecodePortCounters(m);
+  EXPECT_EQ(c.qp1_dropped, 0x0102);
+  EXPECT_EQ(c.vl15_dropped, 0x0304);
+  EXPECT_EQ(c.local_link_integrity_errors, 9);
+  EXPECT_EQ(c.excessive_buffer_overrun_errors, 10);
+
+  PortCounters planted;
+  planted.qp1_dropped = 0x0506;
+  planted.vl15_dropped = 0x0708;
+  const std::vector<std::uint8_t> data = testing::EncodePortCounters(planted);
+  EXPECT_EQ(data[20], 0x05);
+  EXPECT_EQ(data[21], 0x06);
+  EXPECT_EQ(data[22], 0x07);
+  EXPECT_EQ(data[23], 0x08);
 }
 
 // PortXmitDiscardDetails (attribute 0x16) from ibsim's leaf LID 1 port 3
@@ -325,17 +354,21 @@ TEST(CodecTest, DecodesAdaptiveRoutingInfo) {
   EXPECT_EQ(q.attr_mod, 0u);
 }
 
-// A Redirect's ClassPortInfo (IBTA 13.4.8.1): RedirectLID at data bytes
-// 28-29, RedirectP_Key 30-31, RedirectQP the low 24 bits of 32-35,
-// RedirectQ_Key 36-39
-// (libibmad fields.c IB_CPI_REDIRECT_*); the data starts at byte 64, or 56
-// in an SA MAD.
+// A Redirect's ClassPortInfo (IBTA 13.4.8.1, table 126): RedirectTC data
+// byte 24, RedirectSL the high 4 bits of 25, RedirectLID 28-29,
+// RedirectP_Key 30-31, RedirectQP the low 24 bits of 32-35, RedirectQ_Key
+// 36-39; the data starts at byte 64, 56 in an SA MAD (IBTA 15.2.1.1), 24
+// in a vendor class of range 1 (IBTA 13.4.5; rdma-core mad.h
+// IB_VENDOR_RANGE1_DATA_OFFS).
 TEST(CodecTest, DecodesARedirectAtEachClasssDataOffset) {
   for (const auto& [cls, offset] :
-       {std::pair{MgmtClass::kPerformance, kMadDataOffset}, std::pair{MgmtClass::kSubnAdm, kSaDataOffset}}) {
+       {std::pair{MgmtClass::kPerformance, std::size_t{64}}, std::pair{MgmtClass::kSubnAdm, std::size_t{56}},
+        std::pair{MgmtClass::kVendorNvidia, std::size_t{24}}}) {  // vendor range 1: data after the common header
     MadBytes m{};
     m[1] = static_cast<std::uint8_t>(cls);
     std::uint8_t* d = m.data() + offset;
+    d[24] = 0x0f;  // RedirectTC: not the SL
+    d[25] = 0x7f;  // RedirectSL 7 (bits 7-4), the top of RedirectFL below
     d[28] = 0x01;
     d[29] = 0x2c;  // LID 300
     d[30] = 0xff;  // RedirectP_Key: not the LID's, not the QP's
@@ -352,6 +385,7 @@ TEST(CodecTest, DecodesARedirectAtEachClasssDataOffset) {
     EXPECT_EQ(r.lid, 300) << static_cast<int>(cls);
     EXPECT_EQ(r.qp, 0x20u) << static_cast<int>(cls);
     EXPECT_EQ(r.qkey, 0x80010002u) << static_cast<int>(cls);
+    EXPECT_EQ(r.sl, 7) << static_cast<int>(cls);
   }
 }
 

@@ -742,12 +742,34 @@ TEST(ApplyPortInfoTest, LinkSpeedExtEnabled30IsNoExtendedSpeedEnabled) {
   pi.link_speed_ext_supported = 3;  // FDR, EDR
   pi.link_speed_ext_enabled = 30;   // disabled
   topology::Port p;
-  topology::ApplyPortInfo(pi, false, &p);
+  topology::ApplyPortInfo(pi, {.ext = true}, &p);
   EXPECT_EQ(p.speed_ext_enabled, 0);
   EXPECT_EQ(p.speed_ext_supported, 3);
   pi.link_speed_ext_enabled = 3;
-  topology::ApplyPortInfo(pi, false, &p);
+  topology::ApplyPortInfo(pi, {.ext = true}, &p);
   EXPECT_EQ(p.speed_ext_enabled, 3) << "a set of speeds stays one";
+}
+
+// LinkSpeedExt* mean something only where CapabilityMask says
+// IsExtendedSpeedsSupported (bit 14, 0x4000; libibnetdisc
+// ibnd_get_agg_linkspeedext): without it the port runs its LinkSpeedActive.
+TEST(ApplyPortInfoTest, ExtendedSpeedsOnlyWhereTheCapabilityMaskSaysSo) {
+  transport::PortInfo pi;
+  pi.capability_mask = 0x0848;  // bit 14 clear
+  pi.port_phys_state = 5;
+  pi.link_speed_active = 4;      // QDR
+  pi.link_speed_ext_active = 8;  // NDR, in a field the port does not say is valid
+  pi.link_speed_ext_supported = 8;
+  EXPECT_FALSE(transport::HasExtendedSpeeds(pi));
+  topology::Port p;
+  topology::ApplyPortInfo(pi, {.ext = transport::HasExtendedSpeeds(pi)}, &p);
+  EXPECT_EQ(p.speed_ext_active, 0);
+  EXPECT_EQ(p.speed_ext_supported, 0);
+  EXPECT_EQ(topology::ActiveSpeed(p), topology::Speed::kQdr);
+  pi.capability_mask |= transport::kPortCapHasExtSpeeds;
+  EXPECT_TRUE(transport::HasExtendedSpeeds(pi));
+  topology::ApplyPortInfo(pi, {.ext = transport::HasExtendedSpeeds(pi)}, &p);
+  EXPECT_EQ(topology::ActiveSpeed(p), topology::Speed::kNdr);
 }
 
 TEST(RotationTest, EveryElementOnceInEachRoundOfSweeps) {

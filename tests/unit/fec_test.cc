@@ -29,21 +29,49 @@ MadBytes WithData(const std::vector<std::uint8_t>& data) {
   return m;
 }
 
+// PortInfoExtended: CapabilityMask data bytes 0-3 (bit 0
+// IsFECModeSupported), FECModeActive bytes 4-5 (libibmad fields.c
+// BITSOFFS(32, 16)). Each mode against ibutils2's ibdm Fabric.h (enum
+// IBFECMode, isRSFEC(), IBPort::IsPLR()), not against the decoder's table.
 TEST(FecDecodeTest, PortInfoExtendedSaysWhenTheCountersComeInTheRsFecLayout) {
-  const auto mode = [](std::uint32_t caps, std::uint16_t m) {
-    return transport::DecodePortInfoExtended(WithData(transport::testing::EncodePortInfoExtended({caps, m})));
+  const auto mode = [](std::uint8_t cap, std::uint16_t m) {
+    MadBytes b{};
+    b[transport::kMadDataOffset + 3] = cap;
+    b[transport::kMadDataOffset + 4] = static_cast<std::uint8_t>(m >> 8);
+    b[transport::kMadDataOffset + 5] = static_cast<std::uint8_t>(m);
+    return transport::DecodePortInfoExtended(b);
   };
-  const transport::PortInfoExtended rs = mode(1, 2);
-  EXPECT_EQ(rs.capability_mask, 1u);
-  EXPECT_EQ(rs.fec_mode_active, 2);
-  EXPECT_TRUE(rs.RsFecActive());
-  EXPECT_TRUE(mode(1, 4).RsFecActive()) << "RS-FEC2, as perfquery reads it";
-  EXPECT_FALSE(mode(1, 3).RsFecActive()) << "low-latency RS-FEC: perfquery reads the plain layout";
-  EXPECT_FALSE(mode(1, 1).RsFecActive());
+  struct Row {
+    std::uint16_t value;
+    const char* name;
+    bool rs;   // ibdm isRSFEC
+    bool plr;  // ibdm IsPLR
+  };
+  const Row rows[] = {{0, "none", false, false},
+                      {1, "fire_code", false, false},
+                      {2, "rs_fec", true, false},                   // STD-RS
+                      {3, "low_latency_rs_fec", true, false},       // STD-LL-RS
+                      {4, "rs_fec2", true, false},                  // RS_FEC_544_514
+                      {8, "mlnx_strong_rs_fec", true, false},       // MLNX-STRONG-RS
+                      {9, "mlnx_low_latency_rs_fec", true, false},  // MLNX-LL-RS
+                      {10, "mlnx_adaptive_rs_fec", true, false},    // MLNX-ADAPT-RS
+                      {11, "mlnx_cod_fec", true, false},            // MLNX-COD-FEC
+                      {12, "mlnx_zero_latency_fec", false, false},  // MLNX-ZL-FEC
+                      {13, "mlnx_rs_fec_544_514_plr", true, true},  // MLNX_RS_544_514_PLR
+                      {14, "mlnx_rs_fec_271_257_plr", true, true},  // MLNX_RS_271_257_PLR
+                      {5, "unknown", false, false},                 // reserved
+                      {15, "unknown", false, false}};
+  for (const Row& r : rows) {
+    const transport::PortInfoExtended p = mode(1, r.value);
+    EXPECT_EQ(p.fec_mode_active, r.value);
+    EXPECT_EQ(p.RsFecActive(), r.rs) << r.value;
+    EXPECT_EQ(transport::Plr(p.Mode()), r.plr) << r.value;
+    EXPECT_STREQ(transport::ToString(p.Mode()), r.name) << r.value;
+  }
   EXPECT_FALSE(mode(0, 2).RsFecActive()) << "IsFECModeSupported clear: FECModeActive means nothing";
-  EXPECT_EQ(mode(0x80000001u, 0xabcd).fec_mode_active, 0xabcd);
-  EXPECT_STREQ(transport::ToString(FecMode::kRsFec), "rs_fec");
-  EXPECT_STREQ(transport::ToString(static_cast<FecMode>(9)), "unknown");
+  const transport::PortInfoExtended enc =
+      transport::DecodePortInfoExtended(WithData(transport::testing::EncodePortInfoExtended({1, 14})));
+  EXPECT_EQ(enc.fec_mode_active, 14) << "the test bed's encoder writes bytes 4-5 too";
 }
 
 TEST(FecDecodeTest, EveryRsFecFieldFromItsOwnBits) {

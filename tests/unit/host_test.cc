@@ -70,6 +70,7 @@ class Tree {
     File(d + "/ports/1/hw_counters/local_ack_timeout_err", "4");
     File(d + "/ports/1/hw_counters/rnr_nak_retry_err", "0");
     File(d + "/ports/1/hw_counters/req_cqe_error", "N/A");
+    File(d + "/ports/1/hw_counters/lifespan", "10");  // a setting (ms), as the kernel writes it
     const std::string roce = "class/infiniband/mlx5_1";
     File(roce + "/fw_ver", "28.39.1002");
     File(roce + "/ports/1/link_layer", "Ethernet");
@@ -80,6 +81,7 @@ class Tree {
     File(irdma + "/hca_type", "");
     File(irdma + "/ports/1/link_layer", "Ethernet");
     File(irdma + "/hw_counters/ip4RxPkts", "99");
+    File(irdma + "/hw_counters/lifespan", "10");
   }
 
  private:
@@ -116,7 +118,7 @@ TEST(HostSysfsTest, DevicesPortsCountersAndThePcieLinkAsTheKernelWritesThem) {
                             {"port_rcv_data", 250}, {"port_xmit_data", 1000}, {"symbol_error", 3}}));
   EXPECT_EQ(p.hw_counters, (std::map<std::string, std::uint64_t>{
                                {"local_ack_timeout_err", 4}, {"out_of_buffer", 17}, {"rnr_nak_retry_err", 0}}))
-      << "req_cqe_error is no number: left out";
+      << "req_cqe_error is no number: left out; lifespan is a setting, no counter";
   ASSERT_EQ(r.problems.size(), 1u);
   EXPECT_EQ(r.problems[0], "class/infiniband/mlx5_0/ports/1/hw_counters/req_cqe_error: not a number");
   EXPECT_FALSE(roce.ports.at(0).infiniband());
@@ -125,6 +127,7 @@ TEST(HostSysfsTest, DevicesPortsCountersAndThePcieLinkAsTheKernelWritesThem) {
   EXPECT_FALSE(roce.pcie) << "no device link";
   EXPECT_EQ(irdma.board_id, "") << "a missing file: empty, no problem";
   EXPECT_EQ(irdma.hw_counters.at("ip4RxPkts"), 99u) << "the device's own hw_counters";
+  EXPECT_EQ(irdma.hw_counters.count("lifespan"), 0u) << "a setting in ms, not a counter";
   EXPECT_EQ(irdma.numa_node, -1);
 }
 

@@ -166,15 +166,20 @@ TEST(MadEngineTest, RemoteErrorsAreReportedNotRetried) {
 
 // A PMA that redirects (IBTA 13.5.3.3): at QP1 of LID 1 it answers every
 // request with the Redirect status and a ClassPortInfo naming QP 0x20 at
-// the same LID (RedirectLID 0) and Q_Key 0x1234; there it answers.
+// `redirect_lid` with Q_Key 0x1234 and SL 5; there it answers. The
+// ClassPortInfo is written at the IBTA's offsets (13.4.8.1, table 126:
+// RedirectSL data byte 25 bits 7-4, RedirectLID 28-29, RedirectQP 33-35,
+// RedirectQ_Key 36-39).
 struct RedirectingPma {
   int at_qp1 = 0;
   int at_redirect = 0;
+  std::uint16_t redirect_lid = 1;
   bool redirect_again = false;   // the redirected QP redirects too
   bool silent_redirect = false;  // nothing answers at the redirected QP
   std::optional<MadBytes> operator()(const MadAddress& to, const MadBytes& req) {
     if (to.qp == 1) {
       EXPECT_EQ(to.qkey, kDefaultQp1Qkey);
+      EXPECT_EQ(to.sl, 0);
       ++at_qp1;
       return Redirect(req);
     }
@@ -182,14 +187,21 @@ struct RedirectingPma {
     EXPECT_EQ(to.lid, 1);
     EXPECT_EQ(to.qp, 0x20u);
     EXPECT_EQ(to.qkey, 0x1234u);
+    EXPECT_EQ(to.sl, 5) << "RedirectSL";
     if (silent_redirect) return std::nullopt;
     return redirect_again ? Redirect(req) : Echo(to, req);
   }
-  static MadBytes Redirect(const MadBytes& req) {
-    PerfClassPortInfo cpi;
-    cpi.redirect_qp = 0x20;
-    cpi.redirect_qkey = 0x1234;
-    return EncodeResponse(req, testing::EncodePerfClassPortInfo(cpi), kMadStatusRedirect);
+  MadBytes Redirect(const MadBytes& req) const {
+    std::vector<std::uint8_t> cpi(kPmaDataSize, 0);
+    cpi[0] = 1;                                              // BaseVersion
+    cpi[1] = 1;                                              // ClassVersion
+    cpi[25] = 5 << 4;                                        // RedirectSL
+    cpi[28] = static_cast<std::uint8_t>(redirect_lid >> 8);  // RedirectLID
+    cpi[29] = static_cast<std::uint8_t>(redirect_lid);
+    cpi[35] = 0x20;  // RedirectQP
+    cpi[38] = 0x12;  // RedirectQ_Key
+    cpi[39] = 0x34;
+    return EncodeResponse(req, cpi, kMadStatusRedirect);
   }
 };
 
@@ -204,6 +216,25 @@ TEST(MadEngineTest, ARedirectIsFollowedAndRemembered) {
   EXPECT_EQ(pma.at_redirect, 6);
   EXPECT_EQ(engine.stats().total().redirected, 1u);
   EXPECT_EQ(engine.stats().total().remote_errors, 0u);
+}
+
+// RedirectLID 0 sends the requester to the agent's RedirectGID (IBTA
+// 13.5.3.3), reached only through a GRH: not followed (libibmad's rpc.c
+// refuses it too), not taken as "the same LID", and counted apart.
+TEST(MadEngineTest, ARedirectToLidZeroIsReportedUnsupportedNotFollowed) {
+  RedirectingPma to_gid;
+  to_gid.redirect_lid = 0;
+  FakeMadPort port([&](const MadAddress& to, const MadBytes& req) { return to_gid(to, req); });
+  MadEngine engine(port, EngineOptions{4, milliseconds(50), 1});
+  const auto res = engine.Run(Requests(2));
+  for (const auto& r : res) {
+    EXPECT_EQ(r.outcome, MadOutcome::kRemoteError);
+    EXPECT_EQ(r.mad_status, kMadStatusRedirect);
+  }
+  EXPECT_EQ(to_gid.at_redirect, 0) << "nothing sent to the QP it named";
+  EXPECT_EQ(engine.stats().total().redirected, 0u);
+  EXPECT_EQ(engine.stats().total().redirects, 2u);
+  EXPECT_EQ(engine.stats().total().redirects_unsupported, 2u);
 }
 
 TEST(MadEngineTest, ARedirectThatRedirectsAgainOrGoesSilentIsNotFollowedForever) {

@@ -220,6 +220,10 @@ TEST(RegistersTest, TemperaturesFansGeneralInfoAndPowerSuppliesAsSwitchesAnswer)
   std::vector<int> want;
   for (int i = 1; i <= 14; ++i) want.push_back(i);
   EXPECT_EQ(ActiveTachometers(mfcr), want);
+  // Bit 0 is tachometer 0 (Linux mlxsw core_hwmon.c reads tacho_active
+  // from BIT(0) and asks MFSM for that index): a device that has it.
+  Put(&mfcr, 0x04, 0x007u << 16, 4);
+  EXPECT_EQ(ActiveTachometers(mfcr), (std::vector<int>{0, 1, 2}));
   const std::vector<std::uint8_t> q = MfsmRequest(12);
   EXPECT_EQ(q[0], 0x0c) << "tacho [27:24] = 12, tacho_hi 0";
   std::vector<std::uint8_t> mfsm(8, 0);

@@ -81,7 +81,10 @@ std::vector<std::uint8_t> EncodePortCounters(const PortCounters& c) {
   b.Set(IB_PC_ERR_RCVCONSTR_F, c.rcv_constraint_errors);
   b.Set(IB_PC_ERR_LOCALINTEG_F, c.local_link_integrity_errors);
   b.Set(IB_PC_ERR_EXCESS_OVR_F, c.excessive_buffer_overrun_errors);
-  b.Set(IB_PC_QP1_DROP_F, c.qp1_dropped);
+  // QP1Dropped at data bytes 20-21 (IBTA 16.1.3.5; libibmad's
+  // IB_PC_QP1_DROP_F names VL15Dropped's bytes 22-23).
+  b.bytes[kPortCountersQp1DroppedByte] = static_cast<std::uint8_t>(c.qp1_dropped >> 8);
+  b.bytes[kPortCountersQp1DroppedByte + 1] = static_cast<std::uint8_t>(c.qp1_dropped);
   b.Set(IB_PC_VL15_DROPPED_F, c.vl15_dropped);
   b.Set(IB_PC_XMT_BYTES_F, c.xmit_data);
   b.Set(IB_PC_RCV_BYTES_F, c.rcv_data);
