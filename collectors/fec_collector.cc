@@ -568,13 +568,16 @@ void RenderFec(const Snapshot& s, const Emit& out) {
     if (n && p && OwnsPort(s, *n, *p)) ports.push_back(&f);
   }
   {
-    FamilyParts info(out, "infiniband_port_fec_info",
-                     "The forward error correction the port runs (PortInfoExtended.FECModeActive: none, fire_code, "
-                     "rs_fec, low_latency_rs_fec, rs_fec2; unknown: not read, or the node has no PortInfoExtended) and "
-                     "where its "
-                     "FEC series come from (ppcnt: the PPCNT register's physical layer counters; "
-                     "pma_extended_speeds: PortExtendedSpeedsCounters, RS-FEC layout; none: not read)",
-                     prometheus::MetricType::Gauge);
+    FamilyParts info(
+        out, "infiniband_port_fec_info",
+        "The forward error correction the port runs (PortInfoExtended.FECModeActive: none, fire_code, "
+        "rs_fec, low_latency_rs_fec, rs_fec2, mlnx_strong_rs_fec, mlnx_low_latency_rs_fec, mlnx_adaptive_rs_fec, "
+        "mlnx_cod_fec, mlnx_zero_latency_fec, mlnx_rs_fec_544_514_plr, mlnx_rs_fec_271_257_plr; unknown: "
+        "not read, another value, or the node has no PortInfoExtended) and "
+        "where its "
+        "FEC series come from (ppcnt: the PPCNT register's physical layer counters; "
+        "pma_extended_speeds: PortExtendedSpeedsCounters, RS-FEC layout; none: not read)",
+        prometheus::MetricType::Gauge);
     for (const FecPort* f : ports) {
       auto labels = EndLabels(s, f->port);
       labels.push_back({"fec_mode", f->mode_known ? transport::ToString(f->mode) : "unknown"});

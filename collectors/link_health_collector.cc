@@ -271,7 +271,8 @@ void RenderLinkHealth(const Snapshot& s, const Emit& out) {
           "one lasts on that device at the link's speed)",
           &EndSummary::xmit_wait_fraction);
   per_end("infiniband_port_bit_error_ratio",
-          "Estimated bit error ratio of what the port received over the window (symbol errors over bits received)",
+          "Estimated bit error ratio of what the port received over the window (symbol errors over the bits its "
+          "link carried: the signalling rate times the window)",
           &EndSummary::bit_error_rate);
 
   RenderCongestion(s, out);

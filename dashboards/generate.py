@@ -228,7 +228,8 @@ def port_errors():
     l.add(heat, 24, 10)
     l.add(timeseries("Bit error ratio estimate: top $topn ports", [target(
         f'topk($topn, {ports(f"infiniband_port_bit_error_ratio{{{F}}}")})', "{{node}} port {{port}}")], "short",
-        "Symbol errors over bits received, over the exporter's link-health window."), 24, 7)
+        "Symbol errors over the bits the link carried (its signalling rate times the window), over the exporter's "
+        "link-health window."), 24, 7)
     return dashboard("ibfabric-port-errors", "InfiniBand / Port errors",
                      "Which ports and cables are taking errors.", l, topn=True)
 
@@ -389,8 +390,10 @@ def physical_layer():
                description="Cables whose raw (pre-FEC) bit error ratio rose tenfold over its lowest of the day while "
                            "still under the bad-cable level (cable_degrading)."), 6, 4)
     l.add(stat("Ports over the raw BER warning level", f'count({ports(raw)} >= 5e-6) or vector(0)', red_above=1,
-               description="Ports whose raw bit error ratio is at or over NVIDIA's NDR field warning level (5e-6; "
-                           "bad_cable.raw_bit_error_ratio, docs/alerts.md)."), 6, 4)
+               description="Ports whose raw bit error ratio is at or over NVIDIA's NDR field warning level (5e-6). "
+                           "bad_cable judges each port at its own speed's, FEC mode's and ASIC's level "
+                           "(bad_cable.ber_levels, docs/alerts.md): an HDR port on a 7nm ASIC is over its "
+                           "warning at 5e-8."), 6, 4)
     # Each source's counter on its own, then the two together: a port read
     # by one source, then the other, has both in range (`or` keeps one).
     uncorrected = (f'increase(infiniband_switch_port_fec_uncorrectable_blocks_total{{{SW}}}[$__range]) or '

@@ -72,7 +72,7 @@ void BerLevels(const YAML::Node& n, const std::string& where, std::vector<collec
           {"fec",
            [&](const YAML::Node& v, const std::string& k) {
              const auto c = collectors::ParseFecClass(v.IsScalar() ? v.Scalar() : "");
-             if (!c) throw Bad{LineOf(v), k + " must be any, none, rs or plr"};
+             if (!c) throw Bad{LineOf(v), k + " must be any, none, rs, ll_rs or plr"};
              row.fec = *c;
            }},
           {"asic",
@@ -82,8 +82,10 @@ void BerLevels(const YAML::Node& n, const std::string& where, std::vector<collec
                row.asic = collectors::AsicProcess::k7nm;
              } else if (s == "16nm") {
                row.asic = collectors::AsicProcess::k16nm;
+             } else if (s == "unknown") {
+               row.asic = collectors::AsicProcess::kUnknown;
              } else if (s != "any") {
-               throw Bad{LineOf(v), k + " must be 7nm, 16nm or any"};
+               throw Bad{LineOf(v), k + " must be 7nm, 16nm, unknown or any"};
              }
            }},
           {"raw", Levels(&row.raw)},
@@ -112,9 +114,12 @@ std::function<void(const YAML::Node&, const std::string&)> SeverityOf(Severity* 
 
 bool ParseAlertConfig(const std::string& text, AlertConfig* config, std::string* error) {
   AlertConfig c;
+  // The plain FEC levels given without ber_levels apply everywhere, as they
+  // did before the table (a site's copper levels keep their effect).
+  bool plain_levels = false, table = false;
   const bool ok = yaml::Parse(
       text,
-      [&c](const YAML::Node& root) {
+      [&c, &plain_levels, &table](const YAML::Node& root) {
         if (!root.IsNull()) {
           Keys(root, "the file",
                {{"window",
@@ -145,10 +150,20 @@ bool ParseAlertConfig(const std::string& text, AlertConfig* config, std::string*
                          {"bit_error_rate", Levels(&c.bit_error_rate, &c.bit_error_rate_min_bits, "min_bits")},
                          {"packet_drop_rate",
                           Levels(&c.packet_drop_rate, &c.packet_drop_rate_min_packets, "min_packets")},
-                         {"raw_bit_error_ratio", Levels(&c.raw_bit_error_ratio)},
-                         {"effective_bit_error_ratio", Levels(&c.effective_bit_error_ratio)},
-                         {"ber_levels",
-                          [&](const YAML::Node& v, const std::string& kk) { BerLevels(v, kk, &c.ber_levels); }}});
+                         {"raw_bit_error_ratio",
+                          [&](const YAML::Node& v, const std::string& kk) {
+                            Levels (&c.raw_bit_error_ratio)(v, kk);
+                            plain_levels = true;
+                          }},
+                         {"effective_bit_error_ratio",
+                          [&](const YAML::Node& v, const std::string& kk) {
+                            Levels (&c.effective_bit_error_ratio)(v, kk);
+                            plain_levels = true;
+                          }},
+                         {"ber_levels", [&](const YAML::Node& v, const std::string& kk) {
+                            BerLevels(v, kk, &c.ber_levels);
+                            table = true;
+                          }}});
                  }},
                 {"flapping_link",
                  [&](const YAML::Node& n, const std::string& k) {
@@ -196,6 +211,7 @@ bool ParseAlertConfig(const std::string& text, AlertConfig* config, std::string*
         }
       },
       error);
+  if (ok && plain_levels && !table) c.ber_levels.clear();
   if (ok) *config = c;
   return ok;
 }

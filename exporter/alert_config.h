@@ -18,7 +18,8 @@
 //     ber_levels:       # by speed, FEC mode and ASIC; the first row that fits. Unset: NVIDIA's
 //       - {speed: HDR, fec: any, asic: 7nm, raw: {warning: 5e-8, critical: 1e-7},   # (collectors/
 //          effective: {warning: 5e-14, critical: 1e-13}}                            # health/ber_levels.h);
-//       # fec: any, none, rs, plr; asic: any, 7nm, 16nm; [] to use the two levels above everywhere
+//       # fec: any, none, rs, ll_rs, plr; asic: any, 7nm, 16nm, unknown; [] to use the two levels
+//       # above everywhere, as setting either of them without ber_levels does
 //   cable_degrading:                   # a warning, under bad_cable's raw level
 //     raw_bit_error_ratio_factor: 10   # the raw ratio this many times its lowest (null: off)
 //     period: 24h                      # of the last period (in 24 parts), 24s to 168h

@@ -77,9 +77,11 @@ struct Node {
   std::vector<Port> ports;  // the ports discovery learnt, ascending by number
   // PortInfo.CapabilityMask (port 0 of a switch, the port of a CA) says
   // IsExtendedSpeedsSupported (bit 14): LinkSpeedExt* are valid, as
-  // libibnetdisc's ibnd_get_agg_linkspeedext reads them; and the masks say
+  // libibnetdisc's ibnd_get_agg_linkspeedext reads them (true until a
+  // CapabilityMask without it was read: a switch whose port 0 did not
+  // answer keeps its ports' extended speeds); and the masks say
   // LinkSpeedExt*2 are valid too.
-  bool ext_speeds = false;
+  bool ext_speeds = true;
   bool ext_speeds2 = false;
   // PortInfo.CapabilityMask2 IsPortInfoExtendedSupported (port 0 of a
   // switch, the port of a CA): its ports answer PortInfoExtended (FEC mode).

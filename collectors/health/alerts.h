@@ -74,7 +74,7 @@ struct AlertConfig {
   // times the lowest of its last `period` (the ratio of each 24th of it:
   // the lowest hour of the day by default) and at least `min_raw` (below
   // it corrected symbols are too few to matter), while still under
-  // raw_bit_error_ratio's warning level (over it, a bad_cable). Judged
+  // raw warning level of its ber_levels row (over it, a bad_cable). Judged
   // once two 24ths of the period are behind the port. Unset factor: off.
   struct Degrading {
     std::optional<double> factor = 10;

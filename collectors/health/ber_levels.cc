@@ -38,13 +38,14 @@ const char* ToString(FecClass c) {
     case FecClass::kAny: return "any";
     case FecClass::kNone: return "none";
     case FecClass::kRs: return "rs";
+    case FecClass::kLowLatencyRs: return "ll_rs";
     case FecClass::kPlr: return "plr";
   }
   return "any";
 }
 
 std::optional<FecClass> ParseFecClass(const std::string& s) {
-  for (FecClass c : {FecClass::kAny, FecClass::kNone, FecClass::kRs, FecClass::kPlr}) {
+  for (FecClass c : {FecClass::kAny, FecClass::kNone, FecClass::kRs, FecClass::kLowLatencyRs, FecClass::kPlr}) {
     if (s == ToString(c)) return c;
   }
   return std::nullopt;
@@ -68,8 +69,10 @@ std::vector<BerRow> DefaultBerLevels() {
   rows.push_back({Speed::kHdr, FecClass::kAny, AsicProcess::k7nm, {5e-8, 1e-7}, rs_effective});
   rows.push_back({Speed::kHdr, FecClass::kAny, std::nullopt, {5e-6, 1e-5}, rs_effective});
   rows.push_back({Speed::kEdr, FecClass::kRs, AsicProcess::k7nm, {5e-13, 1e-12}, rs_effective});
+  rows.push_back({Speed::kEdr, FecClass::kLowLatencyRs, std::nullopt, {5e-13, 1e-12}, rs_effective});
   rows.push_back({Speed::kEdr, FecClass::kRs, std::nullopt, {5e-10, 1e-9}, rs_effective});
   rows.push_back({Speed::kEdr, FecClass::kNone, std::nullopt, {5e-14, 1e-13}, rs_effective});
+  rows.push_back({Speed::kEdr, FecClass::kAny, std::nullopt, {5e-10, 1e-9}, rs_effective});
   return rows;
 }
 
@@ -78,11 +81,21 @@ const BerRow* MatchBerRow(const std::vector<BerRow>& rows, topology::Speed speed
   // A mode not read matches only the rows for any mode.
   FecClass fec = FecClass::kAny;
   if (mode) {
-    fec = transport::Plr(*mode) ? FecClass::kPlr : transport::RsFecLayout(*mode) ? FecClass::kRs : FecClass::kNone;
+    const bool low_latency =
+        *mode == transport::FecMode::kLowLatencyRsFec || *mode == transport::FecMode::kMlnxLowLatencyRsFec;
+    fec = transport::Plr(*mode)           ? FecClass::kPlr
+          : low_latency                   ? FecClass::kLowLatencyRs
+          : transport::RsFecLayout(*mode) ? FecClass::kRs
+                                          : FecClass::kNone;
   }
+  const auto fits = [fec](FecClass row) {
+    if (row == FecClass::kAny) return true;
+    if (fec == FecClass::kAny) return false;  // a mode not read fits only "any"
+    return row == fec || (row == FecClass::kRs && fec == FecClass::kLowLatencyRs);
+  };
   for (const BerRow& r : rows) {
     if (r.speed != speed) continue;
-    if (r.fec != FecClass::kAny && (fec == FecClass::kAny || r.fec != fec)) continue;
+    if (!fits(r.fec)) continue;
     if (r.asic && *r.asic != asic) continue;
     return &r;
   }

@@ -3,21 +3,26 @@
 // cable: by the speed its link runs, its FEC mode and the process of the
 // ASIC that receives (the end whose ratio it is), as NVIDIA's field
 // thresholds give them. Their source is the UFM PDR plugin's
-// Field_BER_Thresholds.csv, version V05 (Mellanox/ufm_sdk_3.0,
-// plugins/pdr_deterministic_plugin/build/config/, commit f5097fe7 to
-// e04f549a): per ASIC (7nm, 16nm), speed, FEC opcode and media, a pre-FEC
-// (raw) and a post-FEC (effective) error and warning level. Read here:
+// Field_BER_Thresholds.csv (Mellanox/ufm_sdk_3.0,
+// plugins/pdr_deterministic_plugin/build/config/), version V06 (branch
+// pdr_dynamic_telemetry, commit 0eea373b; V05 on the main branch, f5097fe7
+// to e04f549a, has the same levels): per ASIC (7nm, 16nm), speed, FEC
+// opcode and media, a pre-FEC (raw) and a post-FEC (effective) error and
+// warning level, and V06's column "FEC OPCODE vs MAD" maps each opcode to
+// PortInfoExtended's FECModeActive. Read here:
 //
-//   speed  FEC          ASIC    raw warning/error   effective warning/error
-//   NDR    PLR          any     5e-6 / 1e-5         5e-12 / 1e-11
-//   NDR    RS, no PLR   any     5e-6 / 1e-5         5e-14 / 1e-13
-//   NDR    not read     any     5e-6 / 1e-5         5e-12 / 1e-11
-//   HDR    any          7nm     5e-8 / 1e-7         5e-14 / 1e-13
-//   HDR    any          other   5e-6 / 1e-5         5e-14 / 1e-13
-//   EDR    RS           7nm     5e-13 / 1e-12       5e-14 / 1e-13
-//   EDR    RS           other   5e-10 / 1e-9        5e-14 / 1e-13
-//   EDR    none         any     5e-14 / 1e-13       5e-14 / 1e-13
-//   XDR    as NDR (V05 has no XDR rows: assumed)
+//   speed  FEC                ASIC    raw warning/error   effective warning/error
+//   NDR    PLR                any     5e-6 / 1e-5         5e-12 / 1e-11
+//   NDR    RS, no PLR         any     5e-6 / 1e-5         5e-14 / 1e-13
+//   NDR    not read           any     5e-6 / 1e-5         5e-12 / 1e-11
+//   HDR    any                7nm     5e-8 / 1e-7         5e-14 / 1e-13
+//   HDR    any                other   5e-6 / 1e-5         5e-14 / 1e-13
+//   EDR    RS                 7nm     5e-13 / 1e-12       5e-14 / 1e-13
+//   EDR    low-latency RS     any     5e-13 / 1e-12       5e-14 / 1e-13
+//   EDR    RS                 other   5e-10 / 1e-9        5e-14 / 1e-13
+//   EDR    none               any     5e-14 / 1e-13       5e-14 / 1e-13
+//   EDR    not read           any     5e-10 / 1e-9        5e-14 / 1e-13
+//   XDR    as NDR (no XDR rows: assumed)
 //
 // NDR's raw levels are the table's optical ("Active") ones: the media is
 // not known here, and a copper (DAC) link's are 10 to 100 times lower
@@ -29,7 +34,9 @@
 // The FEC modes are PortInfoExtended.FECModeActive's (transport/
 // attributes.h FecMode); the table's opcodes are PPLM's, another
 // numbering (RS-FEC 544/514 is 4 there and 7 in PPLM; 271/257 with PLR
-// 14 and 13). Pure: no state.
+// 14 and 13; V06's MAD column says so). Where a row is missing or the
+// mode was not read, the higher of the levels that could apply (no page
+// for want of knowing). Pure: no state.
 
 #include <cstdint>
 #include <optional>
@@ -53,12 +60,13 @@ AsicProcess AsicProcessOf(std::uint32_t vendor_id, std::uint16_t device_id);
 
 // Which FEC modes a row is for.
 enum class FecClass : std::uint8_t {
-  kAny,     // whatever the mode, read or not (a mode not read matches only this)
-  kNone,    // no FEC, or FireCode: no Reed-Solomon
-  kRs,      // Reed-Solomon without physical layer retransmission
-  kPlr,     // with it (FecMode 13, 14)
+  kAny,           // whatever the mode, read or not (a mode not read matches only this)
+  kNone,          // no FEC, or FireCode: no Reed-Solomon
+  kRs,            // Reed-Solomon without physical layer retransmission (low latency too)
+  kLowLatencyRs,  // only the low-latency RS(271,257) modes (FecMode 3, 9)
+  kPlr,           // with physical layer retransmission (FecMode 13, 14)
 };
-const char* ToString(FecClass c);  // "any", "none", "rs", "plr"
+const char* ToString(FecClass c);  // "any", "none", "rs", "ll_rs", "plr"
 std::optional<FecClass> ParseFecClass(const std::string& s);
 
 struct BerRow {

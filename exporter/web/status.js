@@ -915,7 +915,13 @@ async function openPort(guid, port) {
   drill(...parts);
 }
 
-const FEC_MODE = { none: "none", fire_code: "Fire-code", rs_fec: "RS-FEC", low_latency_rs_fec: "low-latency RS-FEC", rs_fec2: "RS-FEC (2)" };
+const FEC_MODE = {
+  none: "none", fire_code: "Fire-code", rs_fec: "RS-FEC (528,514)", low_latency_rs_fec: "low-latency RS-FEC (271,257)",
+  rs_fec2: "RS-FEC (544,514)", mlnx_strong_rs_fec: "NVIDIA strong RS-FEC", mlnx_low_latency_rs_fec: "NVIDIA low-latency RS-FEC",
+  mlnx_adaptive_rs_fec: "NVIDIA adaptive RS-FEC", mlnx_cod_fec: "NVIDIA correct-on-demand FEC",
+  mlnx_zero_latency_fec: "NVIDIA zero-latency FEC", mlnx_rs_fec_544_514_plr: "RS-FEC (544,514) with PLR",
+  mlnx_rs_fec_271_257_plr: "RS-FEC (271,257) with PLR",
+};
 
 // The cable's forward error correction, both ends as last read: the
 // ratios over each end's FEC window and each lane's raw ratio, the bad

@@ -780,6 +780,17 @@ cable_degrading: {raw_bit_error_ratio_factor: 4, period: 2h, min_raw_bit_error_r
   EXPECT_FALSE(c.ber_levels[1].effective.warning) << "a level not given is off";
   ASSERT_TRUE(exporter::ParseAlertConfig("bad_cable: {ber_levels: []}\n", &c, &error)) << error;
   EXPECT_TRUE(c.ber_levels.empty());
+  // A site's own plain levels (all-copper NDR) without ber_levels: they
+  // apply everywhere, as before the table.
+  ASSERT_TRUE(
+      exporter::ParseAlertConfig("bad_cable: {raw_bit_error_ratio: {warning: 5e-7, critical: 1e-6}}\n", &c, &error))
+      << error;
+  EXPECT_TRUE(c.ber_levels.empty());
+  EXPECT_EQ(c.raw_bit_error_ratio.warning, 5e-7);
+  ASSERT_TRUE(exporter::ParseAlertConfig(
+      "bad_cable:\n  raw_bit_error_ratio: {warning: 5e-7}\n  ber_levels:\n    - {speed: NDR}\n", &c, &error))
+      << error;
+  EXPECT_EQ(c.ber_levels.size(), 1u) << "with a table: the table, the plain levels where no row fits";
 
   const std::vector<std::pair<std::string, std::string>> cases{
       {"window: soon\n", "line 1: window must be a duration"},
@@ -804,9 +815,9 @@ cable_degrading: {raw_bit_error_ratio_factor: 4, period: 2h, min_raw_bit_error_r
       {"bad_cable:\n  ber_levels:\n    - {speed: PDR}\n", "line 3: bad_cable.ber_levels[0].speed must be a speed"},
       {"bad_cable:\n  ber_levels:\n    - {fec: plr}\n", "line 3: bad_cable.ber_levels[0]: speed is required"},
       {"bad_cable:\n  ber_levels:\n    - {speed: NDR, fec: kp4}\n",
-       "line 3: bad_cable.ber_levels[0].fec must be any, none, rs or plr"},
+       "line 3: bad_cable.ber_levels[0].fec must be any, none, rs, ll_rs or plr"},
       {"bad_cable:\n  ber_levels:\n    - {speed: NDR, asic: 5nm}\n",
-       "line 3: bad_cable.ber_levels[0].asic must be 7nm, 16nm or any"},
+       "line 3: bad_cable.ber_levels[0].asic must be 7nm, 16nm, unknown or any"},
       {"window: [1\n", "line 2: not YAML"},
       {"- 1\n", "line 1: the file must be a map of keys"},
   };
@@ -818,8 +829,10 @@ cable_degrading: {raw_bit_error_ratio_factor: 4, period: 2h, min_raw_bit_error_r
 }
 
 // NVIDIA's levels, each row held against UFM's Field_BER_Thresholds.csv
-// V05 (Mellanox/ufm_sdk_3.0 plugins/pdr_deterministic_plugin/build/config,
-// at e04f549a^): Pre-FEC and Post-FEC Warning / Error of the row named.
+// V06 (Mellanox/ufm_sdk_3.0 plugins/pdr_deterministic_plugin/build/config,
+// branch pdr_dynamic_telemetry at 0eea373b; the same levels as V05 at
+// e04f549a^): Pre-FEC and Post-FEC Warning / Error of the row named (its
+// opcode, PPLM's; "FEC OPCODE vs MAD" gives the FECModeActive used here).
 TEST(BerLevelsTest, EachSpeedModeAndAsicHasUfmsLevels) {
   using topology::Speed;
   using transport::FecMode;
@@ -845,6 +858,10 @@ TEST(BerLevelsTest, EachSpeedModeAndAsicHasUfmsLevels) {
       {Speed::kHdr, FecMode::kRsFec2, AsicProcess::kUnknown, 5e-6, 1e-5, 5e-14, 1e-13, "an unknown ASIC: the 16nm row"},
       {Speed::kEdr, FecMode::kRsFec, AsicProcess::k7nm, 5e-13, 1e-12, 5e-14, 1e-13, "7nm EDR STD_RS (2)"},
       {Speed::kEdr, FecMode::kRsFec, AsicProcess::k16nm, 5e-10, 1e-9, 5e-14, 1e-13, "16nm EDR STD_RS (2)"},
+      {Speed::kEdr, FecMode::kLowLatencyRsFec, AsicProcess::k16nm, 5e-13, 1e-12, 5e-14, 1e-13,
+       "16nm EDR STD_LL_RS (3)"},
+      {Speed::kEdr, std::nullopt, AsicProcess::k16nm, 5e-10, 1e-9, 5e-14, 1e-13,
+       "EDR, mode not read: the higher of its FEC rows"},
       {Speed::kEdr, FecMode::kNone, AsicProcess::k16nm, 5e-14, 1e-13, 5e-14, 1e-13, "16nm EDR NO_FEC (0)"},
   };
   for (const Case& c : cases) {

@@ -770,6 +770,10 @@ TEST(ApplyPortInfoTest, ExtendedSpeedsOnlyWhereTheCapabilityMaskSaysSo) {
   EXPECT_TRUE(transport::HasExtendedSpeeds(pi));
   topology::ApplyPortInfo(pi, {.ext = transport::HasExtendedSpeeds(pi)}, &p);
   EXPECT_EQ(topology::ActiveSpeed(p), topology::Speed::kNdr);
+  // A node whose CapabilityMask was not read (a switch's port 0 that did
+  // not answer) keeps its ports' extended speeds: only a mask read without
+  // the bit gates them.
+  EXPECT_TRUE(topology::ExtSpeedsOf(topology::Node{}).ext);
 }
 
 TEST(RotationTest, EveryElementOnceInEachRoundOfSweeps) {
