@@ -100,6 +100,17 @@ void RenderRuns(const Snapshot& s, const Emit& out) {
   out(std::move(duration));
   out(std::move(total));
 
+  if (s.discovery_phases.ran) {
+    auto phase = Family("infiniband_exporter_discovery_phase_seconds",
+                        "Wall time of each phase of the last full discovery: the walk (what ibnetdiscover does), the "
+                        "tables read after it, the analyses",
+                        MetricType::Gauge);
+    Add(phase, {{"phase", "walk"}}, s.discovery_phases.walk_seconds);
+    Add(phase, {{"phase", "tables"}}, s.discovery_phases.tables_seconds);
+    Add(phase, {{"phase", "analysis"}}, s.discovery_phases.analysis_seconds);
+    out(std::move(phase));
+  }
+
   EmitOne(out, "infiniband_exporter_sweep_duration_seconds", "Wall time of the last counter sweep", MetricType::Gauge,
           s.sweep_seconds);
 

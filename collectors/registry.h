@@ -35,6 +35,11 @@ struct CollectorInfo {
   // Its Update reads the sweep's counter samples (SweepResult::SampleOf):
   // they are let go once the last collector that does has run.
   bool reads_samples = false;
+  // kDiscovery: it reads tables after a full walk (thousands of MADs that
+  // ibnetdiscover does not send), so it runs once the walk's first sweep
+  // is published, not before: the counters of a fabric just walked are
+  // served without waiting for its tables.
+  bool after_publication = false;
 };
 
 // Every collector, in run order.

@@ -86,6 +86,18 @@ struct PhaseHealth {
   double total_seconds = 0;     // of every run: a slow run stays visible to rate()
 };
 
+// Where the last full discovery spent its time: the walk (NodeInfo,
+// NodeDescription, PortInfo: what ibnetdiscover does), the tables read
+// after it (the discovery collectors that sent MADs: ClassPortInfo,
+// forwarding and P_Key tables, AdaptiveRoutingInfo) and the analyses
+// (those that sent none: tiers, wiring, the cables' view).
+struct DiscoveryPhases {
+  bool ran = false;
+  double walk_seconds = 0;
+  double tables_seconds = 0;
+  double analysis_seconds = 0;
+};
+
 // Link health and alerts as of one sweep.
 struct HealthReport {
   std::vector<CableSummary> cables;  // the cables this exporter reads an end of
@@ -211,7 +223,8 @@ struct Snapshot {
   std::map<std::string, PhaseHealth> runs;          // collector -> its last run
   transport::EngineStats mad;
   PhaseHealth discovery;
-  double sweep_seconds = 0;  // the last sweep's batch of reads
+  DiscoveryPhases discovery_phases;  // of the last full walk
+  double sweep_seconds = 0;          // the last sweep's batch of reads
   // MADs of the last discovery (graph, tables, capabilities) and of the last
   // sweep (counters, link states, LID checks, SMs, clearing), by kind.
   transport::KindCounts discovery_mads{};

@@ -73,6 +73,8 @@ bool Poller::Cycle() {
   // (their samples went after port_counters: RunSweepCollectors).
   const bool read_any = SweepOnce();
   Publish();
+  // A full walk's tables, once its counters are served (then served too).
+  if (RunDeferred()) Publish();
 
   // Not even the local port answered discovery: count towards transport down.
   // (A local node that drops SMPs but answers GMPs is there: M_Key.)
@@ -133,11 +135,15 @@ void Poller::Discover(std::chrono::steady_clock::time_point now) {
   const transport::KindStats graph = transport::Total(transport::Since(before, engine_.stats().kinds));
   discovery_.ran = true;
   discovery_.success = walked.ok;
-  if (walked.ok) RunDiscoveryCollectors(walked);
+  collectors::DiscoveryPhases phases;
+  phases.walk_seconds = SecondsOf(graph_done - start);
+  if (walked.ok) RunDiscoveryCollectors(walked, &phases);
   discovery_mads_ = CountMads("discovery", before);
   discovery_.duration_seconds = SecondsOf(std::chrono::steady_clock::now() - start);
   discovery_.total_seconds += discovery_.duration_seconds;
   if (!walked.ok) return;
+  phases.ran = true;
+  discovery_phases_ = phases;
   const std::uint64_t tables_mads = transport::Total(discovery_mads_).sent - graph.sent;
   log_.Info("discovery done",
             "mode=full " + walked.summary + " seconds=" + std::to_string(discovery_.duration_seconds) +
@@ -216,7 +222,7 @@ void Poller::RunCollector(Entry& e, const collectors::Cycle& cycle, double batch
   run.total_seconds += run.duration_seconds;
 }
 
-void Poller::RunDiscoveryCollectors(const FabricTracker::Walked& walked) {
+void Poller::RunDiscoveryCollectors(const FabricTracker::Walked& walked, collectors::DiscoveryPhases* phases) {
   if (walked.trigger == collectors::Trigger::kFullWalk) {
     reads_.ForgetAll();
   } else {
@@ -227,8 +233,43 @@ void Poller::RunDiscoveryCollectors(const FabricTracker::Walked& walked) {
   cycle.fresh = walked.fresh;
   cycle.gone = walked.gone;
   for (Entry& e : collectors_) {
-    if (e.collector->schedule() == collectors::Schedule::kDiscovery) RunCollector(e, cycle);
+    if (e.collector->schedule() != collectors::Schedule::kDiscovery) continue;
+    if (walked.trigger == collectors::Trigger::kFullWalk && e.info->after_publication) {
+      e.deferred = true;
+      deferred_walk_ = walked;
+      continue;
+    }
+    if (e.deferred) continue;  // a full walk's, not run yet: it reads this fabric then
+    const auto start = std::chrono::steady_clock::now();
+    const std::uint64_t sent = transport::Total(engine_.stats().kinds).sent;
+    RunCollector(e, cycle);
+    if (!phases) continue;
+    // One that asked the fabric read tables; one that did not analysed.
+    const double took = SecondsOf(std::chrono::steady_clock::now() - start);
+    (transport::Total(engine_.stats().kinds).sent > sent ? phases->tables_seconds : phases->analysis_seconds) += took;
   }
+}
+
+bool Poller::RunDeferred() {
+  if (!deferred_walk_) return false;
+  const auto start = std::chrono::steady_clock::now();
+  const transport::KindCounts before = engine_.stats().kinds;
+  collectors::Cycle cycle = MakeCycle(deferred_walk_->trigger);
+  cycle.fresh = deferred_walk_->fresh;
+  cycle.gone = deferred_walk_->gone;
+  for (Entry& e : collectors_) {
+    if (!e.deferred) continue;
+    e.deferred = false;
+    RunCollector(e, cycle);
+  }
+  deferred_walk_.reset();
+  const double took = SecondsOf(std::chrono::steady_clock::now() - start);
+  discovery_phases_.tables_seconds += took;
+  const transport::KindCounts used = CountMads("discovery", before);
+  for (std::size_t k = 0; k < used.size(); ++k) discovery_mads_[k] += used[k];
+  log_.Info("discovery tables done",
+            "seconds=" + std::to_string(took) + " mads=" + std::to_string(transport::Total(used).sent));
+  return true;
 }
 
 void Poller::RunPending() {
@@ -244,7 +285,7 @@ void Poller::RunPending() {
     if (e.collector->schedule() != collectors::Schedule::kDiscovery) continue;
     const bool reads_fresh =
         std::any_of(e.info->reads.begin(), e.info->reads.end(), [&](std::string_view r) { return ran.count(r) > 0; });
-    if (!e.again && !reads_fresh) continue;
+    if (e.deferred || (!e.again && !reads_fresh)) continue;
     RunCollector(e, cycle);
     ran.insert(e.info->name);
   }
@@ -279,6 +320,7 @@ void Poller::Publish() {
   tracker_.Publish(s.get());
   s->mad = engine_.stats();
   s->discovery = discovery_;
+  s->discovery_phases = discovery_phases_;
   s->sweep_seconds = sweep_seconds_;
   s->discovery_mads = discovery_mads_;
   s->sweep_mads = sweep_mads_;

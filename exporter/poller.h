@@ -75,6 +75,7 @@ class Poller {
     const collectors::CollectorInfo* info;
     std::unique_ptr<collectors::Collector> collector;
     bool again = false;     // kDiscovery: asked to run at the next sweep
+    bool deferred = false;  // kDiscovery, after_publication: a full walk's, due once its first sweep is published
     bool in_batch = false;  // kSweep: put reads in this sweep's batch (its time is theirs)
   };
 
@@ -94,8 +95,15 @@ class Poller {
   // Runs `e` (timed, unless a trap's re-read), takes its part, logs its
   // problems.
   void RunCollector(Entry& e, const collectors::Cycle& cycle, double batch_seconds = 0);
-  // The kDiscovery collectors after a walk (all, with the nodes to read).
-  void RunDiscoveryCollectors(const FabricTracker::Walked& walked);
+  // The kDiscovery collectors after a walk (all, with the nodes to read);
+  // after a full walk, those that read tables after it
+  // (CollectorInfo::after_publication) are put off to RunDeferred. `phases`
+  // (a full walk's) gets each one's time, as tables (it sent MADs) or
+  // analysis (it sent none).
+  void RunDiscoveryCollectors(const FabricTracker::Walked& walked, collectors::DiscoveryPhases* phases = nullptr);
+  // The collectors a full walk put off, once its first sweep is published;
+  // their time is the walk's tables'. Returns whether any ran.
+  bool RunDeferred();
   // The kDiscovery collectors that asked to run again (tables that did not
   // answer, analyses a re-walk put off), and those that read the part of
   // one that ran (collectors/registry.h `reads`); their MADs count as
@@ -119,9 +127,11 @@ class Poller {
   // The collectors' parts as they published them last; the tracker's and
   // the scheduler's are filled in at Publish.
   collectors::Snapshot parts_;
-  bool rewalked_ = false;  // a re-walk since the pending collectors last ran
+  bool rewalked_ = false;                               // a re-walk since the pending collectors last ran
+  std::optional<FabricTracker::Walked> deferred_walk_;  // the full walk whose table readers wait
 
-  collectors::PhaseHealth discovery_;  // the walk and the kDiscovery collectors after it
+  collectors::PhaseHealth discovery_;             // the walk and the kDiscovery collectors after it
+  collectors::DiscoveryPhases discovery_phases_;  // of the last full walk
   transport::KindCounts discovery_mads_{};
   transport::KindCounts sweep_mads_{};
   // Cumulative MADs by phase: full walks, re-walks, sweeps, trap re-reads.

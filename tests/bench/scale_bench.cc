@@ -23,6 +23,16 @@
 //   build/tests/scale_bench --fabric 16k --blast       # what tracing a fault's routes costs
 //   build/tests/scale_bench --fabric 16k --tables switches  # --routing.tables and --partitions.tables (default: sa)
 //   build/tests/scale_bench --fabric 16k --exporter-arg --mad.sa-per-destination=8   # any flag
+//   build/tests/scale_bench --fabric 16k --sa none # no SA: opensm swept once and left (tables from switches)
+//
+// By default a resident opensm is the SM and the SA, as on a production
+// fabric (its light sweeps run while the exporter walks); with --sa none
+// it brings the subnet up once and exits, as where the SA refuses or
+// limits queries or UFM's SA is loaded: the exporter reads every table
+// from the switches. Either way ibnetdiscover and ibqueryerrors run in the
+// same run, and the exporter's own discovery phases
+// (infiniband_exporter_discovery_phase_seconds: walk, tables, analysis)
+// are printed beside them.
 //
 // With --phy INTERVAL the fabric's switches are Quantum-2 and its hosts
 // ConnectX-7 (the hardware personalities over ibsim: AccessRegister,
@@ -445,7 +455,7 @@ double CpuSeconds(pid_t pid) {
 
 int Run(const std::string& fabric, int sweeps, int scrapers, int seconds, const std::string& groups,
         const std::string& shard, const std::string& phy, bool blast, const std::string& tables,
-        const std::vector<std::string>& extra) {
+        const std::vector<std::string>& extra, bool no_sa) {
   const bool rails = fabric == "32k";
   const bool big = fabric == "16k" || rails;
   FatTreeSpec spec = rails ? Spec32kRails() : big ? Spec16k() : Spec1k();
@@ -468,7 +478,7 @@ int Run(const std::string& fabric, int sweeps, int scrapers, int seconds, const 
   o.timeout = std::chrono::seconds(900);
   // The resident SM below brings the subnet up (the main run); the other
   // runs sweep once at start.
-  o.sweep_once = !phy.empty() || blast;
+  o.sweep_once = !phy.empty() || blast || no_sa;
   std::string error;
   auto t0 = Clock::now();
   auto sim = SimFabric::Start(tree.NetFile(), o, &error);
@@ -495,14 +505,20 @@ int Run(const std::string& fabric, int sweeps, int scrapers, int seconds, const 
   if (blast) return BlastRadiusCost(*sim, tree);
 
   // A resident SM and SA, as on a production fabric: the exporter reads
-  // the forwarding tables from the SA, ibqueryerrors its nodes.
+  // the forwarding tables from the SA, ibqueryerrors its nodes. Without
+  // (--sa none), the subnet opensm -o brought up, and no SA.
   t0 = Clock::now();
-  auto sm = sim->StartSubnetManager(&error);
-  if (!sm) {
-    std::fprintf(stderr, "scale_bench: %s\n", error.c_str());
-    return 1;
+  std::unique_ptr<Process> sm;
+  if (!no_sa) {
+    sm = sim->StartSubnetManager(&error);
+    if (!sm) {
+      std::fprintf(stderr, "scale_bench: %s\n", error.c_str());
+      return 1;
+    }
+    std::printf("opensm resident (SM and SA) in %.1f s\n", SecondsSince(t0));
+  } else {
+    std::printf("no SA: opensm swept once and exited\n");
   }
-  std::printf("opensm resident (SM and SA) in %.1f s\n", SecondsSince(t0));
 
   // The exporter at its defaults but for the sweep interval (sweeps one
   // after the other, scraped between them) and a debug log to watch them.
@@ -519,10 +535,10 @@ int Run(const std::string& fabric, int sweeps, int scrapers, int seconds, const 
     args.push_back("--routing.tables=" + tables);
     args.push_back("--partitions.tables=" + tables);
   }
-  if (tables != "switches") args.push_back("--ib.sa-key=1");
+  if (tables != "switches" && !no_sa) args.push_back("--ib.sa-key=1");
   args.insert(args.end(), extra.begin(), extra.end());
   const std::string rmpp_stats = sim->dir() + "/exporter-rmpp.txt";
-  const double sm_cpu0 = CpuSeconds(sm->pid()), sim_cpu0 = CpuSeconds(sim->ibsim_pid());
+  const double sm_cpu0 = sm ? CpuSeconds(sm->pid()) : 0, sim_cpu0 = CpuSeconds(sim->ibsim_pid());
   auto e = ExporterProcess::Start(*sim, args, &error, {}, {{"RMPP_STATS", rmpp_stats}});
   if (!e) {
     std::fprintf(stderr, "scale_bench: %s\n", error.c_str());
@@ -535,7 +551,7 @@ int Run(const std::string& fabric, int sweeps, int scrapers, int seconds, const 
   }
   LogView v = ReadLog(*e);
   std::printf("CPU over the exporter's discovery and first sweep: opensm %.2f s, ibsim %.2f s, exporter %.2f s\n",
-              CpuSeconds(sm->pid()) - sm_cpu0, CpuSeconds(sim->ibsim_pid()) - sim_cpu0, CpuSeconds(pid));
+              sm ? CpuSeconds(sm->pid()) - sm_cpu0 : 0, CpuSeconds(sim->ibsim_pid()) - sim_cpu0, CpuSeconds(pid));
   const double ports = v.ports;
   if (rails) {
     // The rail findings: exactly the planted ones, each with both ends.
@@ -710,6 +726,7 @@ int Run(const std::string& fabric, int sweeps, int scrapers, int seconds, const 
         Percentile(lat, 1) * 1e3, StatusMiB(pid, "VmHWM:"));
   }
   const std::string last = e->Get("/metrics");
+  double discovery = -1, walk = -1;  // the exporter's own: before its first sweep, and the walk
   // Time to end the cycle under way (9 s at 32k GPUs) and exit: librmpp
   // writes its counts at exit.
   e->process().Stop(std::chrono::seconds(30));
@@ -729,6 +746,15 @@ int Run(const std::string& fabric, int sweeps, int scrapers, int seconds, const 
         s.Value("infiniband_routing_tables", {{"source", "switch"}}).value_or(-1),
         s.Value("infiniband_partition_tables", {{"source", "sa"}}).value_or(-1),
         s.Value("infiniband_partition_tables", {{"source", "port"}}).value_or(-1), ReadFile(rmpp_stats).c_str());
+    const auto phase = [&s](const char* p) {
+      return s.Value("infiniband_exporter_discovery_phase_seconds", {{"phase", p}}).value_or(-1);
+    };
+    discovery = s.Value("infiniband_exporter_collector_duration_seconds", {{"collector", "discovery"}}).value_or(-1);
+    walk = phase("walk");
+    std::printf(
+        "exporter's discovery phases (last full walk): walk %.2f s, tables %.2f s (after the first publication but "
+        "ClassPortInfo), analysis %.2f s; discovery before its first sweep %.2f s\n",
+        walk, phase("tables"), phase("analysis"), discovery);
     std::printf("discovery collectors' time (seconds since start):");
     for (const char* c : {"capabilities", "adaptive_routing", "routing", "partitions", "fat_tree", "fabric"}) {
       std::printf(" %s %.2f", c,
@@ -740,6 +766,8 @@ int Run(const std::string& fabric, int sweeps, int scrapers, int seconds, const 
   // The tools, in the same run: ibnetdiscover reads the graph only;
   // ibqueryerrors asks the SA for the nodes (the resident SM).
   const double ind = TimeTool(*sim, {"ibnetdiscover"}, "Switch");
+  std::printf("discovery / ibnetdiscover %.2f (walk / ibnetdiscover %.2f)\n", ind > 0 ? discovery / ind : 0,
+              ind > 0 ? walk / ind : 0);
   const double iqe = TimeTool(*sim, {"ibqueryerrors", "--data"}, "Summary");
   std::printf("ibnetdiscover %.2f s; ibqueryerrors --data %.2f s; sweep / ibqueryerrors %.2f\n", ind, iqe,
               iqe > 0 ? Percentile(sweep_s, 0.5) / iqe : 0);
@@ -760,7 +788,7 @@ int main(int argc, char** argv) {
   int sweeps = 10, scrapers = 0, seconds = 20;
   std::string groups, shard, phy, tables;
   std::vector<std::string> extra;
-  bool blast = false;
+  bool blast = false, no_sa = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--fabric" && i + 1 < argc &&
@@ -776,6 +804,9 @@ int main(int argc, char** argv) {
       tables = argv[++i];
     } else if (a == "--blast") {
       blast = true;
+    } else if (a == "--sa" && i + 1 < argc &&
+               (std::string(argv[i + 1]) == "none" || std::string(argv[i + 1]) == "resident")) {
+      no_sa = std::string(argv[++i]) == "none";
     } else if (a == "--phy" && i + 1 < argc) {
       phy = argv[++i];
       char* end = nullptr;
@@ -794,11 +825,13 @@ int main(int argc, char** argv) {
       }
       v = static_cast<int>(n);
     } else {
-      std::fprintf(stderr,
-                   "usage: scale_bench [--fabric 1k|16k|32k] [--sweeps N] [--scrapers K] [--seconds S] [--groups LIST] "
-                   "[--shard I/N] [--tables sa|switches] [--exporter-arg FLAG]... [--phy INTERVAL] [--blast]\n");
+      std::fprintf(
+          stderr,
+          "usage: scale_bench [--fabric 1k|16k|32k] [--sweeps N] [--scrapers K] [--seconds S] [--groups LIST] "
+          "[--shard I/N] [--tables sa|switches] [--sa resident|none] [--exporter-arg FLAG]... [--phy INTERVAL] "
+          "[--blast]\n");
       return 2;
     }
   }
-  return ibfabric::testbed::Run(fabric, sweeps, scrapers, seconds, groups, shard, phy, blast, tables, extra);
+  return ibfabric::testbed::Run(fabric, sweeps, scrapers, seconds, groups, shard, phy, blast, tables, extra, no_sa);
 }

@@ -31,7 +31,8 @@ bool Volatile(const std::string& name) {
       "^infiniband_(switch|hca)_port_(transmit|receive)_(data_bytes|packets)_total$|"
       "^infiniband_(switch|hca)_port_(unicast|multicast)_(transmit|receive)_packets_total$|"
       "^infiniband_(switch|hca)_collect_duration_seconds$|^infiniband_exporter_last_execution$|"
-      "^infiniband_exporter_(collector_duration_seconds|collector_seconds_total|sweep_duration_seconds|"
+      "^infiniband_exporter_(collector_duration_seconds|collector_seconds_total|discovery_phase_seconds|"
+      "sweep_duration_seconds|"
       "last_successful_sweep_timestamp_seconds|node_last_success_timestamp_seconds|mads_sent_total|"
       "mads_ignored_total|mad_retries_total|mad_failures_total|mad_busy_total|mad_round_trip_seconds|"
       "mad_timeout_seconds|last_run_mads)$");

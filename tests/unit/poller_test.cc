@@ -243,6 +243,47 @@ TEST(PollerTest, ADisabledCollectorSendsNoMadAndRendersNoFamily) {
 // a node that does not answer is that node's news (stale), not a failing
 // phase. (The fake answers no P_Key table: the phase reads nothing. One
 // dead host among answering ones on the simulator: the deployments test.)
+// A full walk's forwarding tables are read once its first sweep's
+// counters are published, not before (issue 59: at 16k hosts the tables
+// held the first publication back by seconds; without an SA, by minutes):
+// the first PortCounters goes out before the first table SMP (SwitchInfo,
+// LinearForwardingTable, P_KeyTable: the fake fabric has no SA, so every
+// table is read from its node), and the cycle ends with both published,
+// with the walk's phases.
+TEST(PollerTest, AFullWalksTablesAreReadAfterItsFirstCountersArePublished) {
+  Bed b;
+  const auto s = b.Cycle();
+  std::optional<std::size_t> first_counters, first_table;
+  const auto sent = b.port.sent_mads();
+  for (std::size_t i = 0; i < sent.size(); ++i) {
+    const auto h = transport::DecodeHeader(sent[i]);
+    const bool pma = h.mgmt_class == static_cast<std::uint8_t>(transport::MgmtClass::kPerformance);
+    const bool smp = !pma && h.mgmt_class != static_cast<std::uint8_t>(transport::MgmtClass::kSubnAdm);
+    if (pma && h.attr_id == transport::pma_attr::kPortCounters && !first_counters) first_counters = i;
+    // The routing collector's SwitchInfo and forwarding tables, the
+    // partitions collector's P_Key tables.
+    const bool table = h.attr_id == transport::smp_attr::kSwitchInfo ||
+                       h.attr_id == transport::smp_attr::kLinearForwardingTable ||
+                       h.attr_id == transport::smp_attr::kPKeyTable;
+    if (smp && table && !first_table) first_table = i;
+  }
+  ASSERT_TRUE(first_counters && first_table) << [&] {
+    std::string what;
+    for (const auto& [k, n] : b.Sent())
+      what += " " + std::to_string(k.first) + "/" + std::to_string(k.second) + ":" + std::to_string(n);
+    return what;
+  }();
+  EXPECT_LT(*first_counters, *first_table) << "the counters first, then the tables";
+  EXPECT_NE(s->routing, nullptr) << "both published by the cycle's end";
+  EXPECT_TRUE(s->discovery_phases.ran);
+  EXPECT_GT(s->discovery_phases.walk_seconds, 0);
+  EXPECT_GT(s->discovery_phases.tables_seconds, 0) << "the tables' time is the walk's, read after it";
+  const auto scrape = testbed::Scrape::Parse(exporter::Gunzip(s->exposition_gz));
+  for (const char* phase : {"walk", "tables", "analysis"}) {
+    EXPECT_TRUE(scrape.Value("infiniband_exporter_discovery_phase_seconds", {{"phase", phase}}).has_value()) << phase;
+  }
+}
+
 TEST(PollerTest, ADiscoveryPhaseFailsWhenItReadsNoTable) {
   Bed b;
   Settle(b);
