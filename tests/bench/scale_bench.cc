@@ -523,9 +523,10 @@ int Run(const std::string& fabric, int sweeps, int scrapers, int seconds, const 
   // The exporter at its defaults but for the sweep interval (sweeps one
   // after the other, scraped between them) and a debug log to watch them.
   // At 32k GPUs a cycle (the sweep, the collectors, rendering 4.7 million
-  // series) takes 8-9 s on 2 cores: 15 s leaves time between sweeps, where
-  // the RSS is read.
-  const char* interval = rails ? "15s" : big ? "5s" : "1s";
+  // series) takes 8-15 s on 2 cores (6.2 s sweeps on 2026-11-29), at 16k
+  // 4-6 s: 25 s and 10 s leave time between sweeps, where the RSS is read
+  // (at 15 s and 5 s a loaded machine left none).
+  const char* interval = rails ? "25s" : big ? "10s" : "1s";
   std::vector<std::string> args{"--sweep.interval=" + std::string(interval), "--log.level=debug"};
   if (!groups.empty()) args.push_back("--counters.groups=" + groups);
   if (!shard.empty()) args.push_back("--shard=" + shard);
