@@ -1,6 +1,8 @@
 #include "collectors/port_counters_collector.h"
 
 #include <algorithm>
+#include <array>
+#include <set>
 #include <vector>
 
 #include "collectors/health/counter_store.h"
@@ -110,7 +112,11 @@ class PortCountersCollector final : public Collector {
       const bool known = before != store_.ports().end();
       const auto total = [&](Counter c) { return known ? before->second.Total(Index(c)) : 0; };
       const std::uint64_t rcv_errors = total(Counter::kRcvErrors), discards = total(Counter::kXmitDiscards);
-      const PortTotals& now = store_.Update(r.target.port, *sample, cycle.wall);
+      const topology::Node* node = cycle.fabric->FindNode(r.target.port.node_guid);
+      const PortLimits limits = LimitsOf(node ? node->FindPort(r.target.port.port) : nullptr);
+      const Folded folded = store_.Update(r.target.port, *sample, cycle.wall, &limits);
+      if (folded.rejected) Rejected(r.target.port, *folded.rejected, folded.counter, cycle);
+      const PortTotals& now = *folded.totals;
       // Whether a counter moved since the last reading (or sits pinned,
       // where its moves cannot be seen).
       auto moved = [&](Counter c, std::uint64_t was) { return now.Total(Index(c)) != was || now.Pinned(Index(c)); };
@@ -159,6 +165,7 @@ class PortCountersCollector final : public Collector {
     parts->targets = targets_;
     parts->failed_ports = failed_ports_;
     parts->counter_clears = clears_;
+    parts->readings_rejected = rejected_;
     parts->collect = std::make_shared<const std::map<topology::PortRef, CollectHealth>>(collect_);
     parts->last_sweep = last_sweep_;
     parts->vl_xmit_wait = vl_wait_totals_;
@@ -193,6 +200,15 @@ class PortCountersCollector final : public Collector {
     vl_wait_totals_ = std::move(totals);
   }
 
+  // A reading no link can produce: counted, and logged once per port.
+  void Rejected(const topology::PortRef& port, Implausible why, std::size_t counter, const Cycle& cycle) {
+    ++rejected_[static_cast<std::size_t>(why)];
+    if (!rejected_logged_.insert(port).second) return;
+    cycle.log->Warn(
+        "implausible counter reading rejected (logged once per port)",
+        "port=\"" + cycle.describe(port) + "\" reason=" + ToString(why) + " counter=" + CounterSpecs()[counter].metric);
+  }
+
   void Clear(const SweepResult& sweep, const Cycle& cycle) {
     std::vector<ClearRequest> reqs;
     for (const auto& r : sweep.readings) {
@@ -218,6 +234,8 @@ class PortCountersCollector final : public Collector {
   std::size_t targets_ = 0;
   std::size_t failed_ports_ = 0;
   std::uint64_t clears_ = 0;
+  std::array<std::uint64_t, kImplausibleCount> rejected_{};
+  std::set<topology::PortRef> rejected_logged_;
   std::map<topology::PortRef, CollectHealth> collect_;
   std::chrono::system_clock::time_point last_sweep_{};
   // When to ask the optional attributes: PortRcvErrorDetails when
@@ -282,6 +300,13 @@ void RenderCollectHealth(const Snapshot& s, const Emit& out) {
            [](const CollectHealth& c) { return c.seconds; });
   }
   if (s.last_sweep == std::chrono::system_clock::time_point{}) return;
+  auto rejected = Family("infiniband_exporter_readings_rejected_total",
+                         "Counter readings no link can produce, not folded into any total, rate or alert, by reason",
+                         MetricType::Counter);
+  for (std::size_t r = 0; r < kImplausibleCount; ++r) {
+    Add(rejected, {{"reason", ToString(static_cast<Implausible>(r))}}, static_cast<double>(s.readings_rejected[r]));
+  }
+  out(std::move(rejected));
   auto errors =
       Family("infiniband_exporter_collect_errors",
              "Devices whose counter reads answered with an error status in the last sweep", MetricType::Gauge);

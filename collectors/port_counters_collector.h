@@ -3,8 +3,11 @@
 // scope, each sweep (in the sweep's one batch), folded into monotonic
 // totals (counter_store.h); each node's freshness and what its MADs went
 // through; the opt-in clearing of sticky counters near their maximum.
+// A reading no link can produce (counter_store.h) is not folded in: it is
+// counted by reason and logged once per port.
 // Metrics: infiniband_{switch,hca}_port_<counter>_total and the pinned
-// counters (treydock/infiniband_exporter's names and labels).
+// counters (treydock/infiniband_exporter's names and labels);
+// infiniband_exporter_readings_rejected_total{reason}.
 
 #include <memory>
 

@@ -4,6 +4,7 @@
 // the sweeping thread, then shared read-only (std::shared_ptr<const Snapshot>).
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -202,6 +203,9 @@ struct Snapshot {
   std::size_t targets = 0;                                            // ports read in the last sweep
   std::size_t failed_ports = 0;                                       // of which did not answer
   std::uint64_t counter_clears = 0;                                   // ports whose counters this exporter cleared
+  // Readings no link can produce, not folded in, by Implausible reason
+  // (counter_store.h).
+  std::array<std::uint64_t, kImplausibleCount> readings_rejected{};
   // The last sweep, per switch and HCA port.
   std::shared_ptr<const std::map<topology::PortRef, CollectHealth>> collect =
       std::make_shared<const std::map<topology::PortRef, CollectHealth>>();

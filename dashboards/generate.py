@@ -338,6 +338,15 @@ def exporter_health():
                "{{instance}} failed: {{reason}}", ref="B"),
         target(f'sum by (instance) (rate(infiniband_exporter_mad_retries_total{{{F}}}[$__rate_interval]))',
                "{{instance}} retried", ref="C")], "cps"), 12, 8)
+    l.add(timeseries("Counter readings rejected", [target(
+        f'sum by (instance, reason) (increase(infiniband_exporter_readings_rejected_total{{{F}}}[$__rate_interval]))',
+        "{{instance}} {{reason}}")], "short",
+        "Readings no link can produce (a firmware bug, another tool's reset, a corrupted MAD): folded into no total, "
+        "rate or alert; the exporter's log names each port once."), 12, 8)
+    l.add(timeseries("Discovery phases", [target(
+        f'infiniband_exporter_discovery_phase_seconds{{{F}}}', "{{instance}} {{phase}}")], "s",
+        "The last full walk: the graph walk, the tables (read after its first sweep is published) and the analysis."),
+        12, 8)
     l.add(timeseries("Discoveries", [target(
         f'increase(infiniband_exporter_discoveries_total{{{F}}}[$__rate_interval])', "{{instance}} {{mode}}")]), 12, 8)
     l.add(timeseries("SMPs per switch per minute, by phase", [target(

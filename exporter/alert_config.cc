@@ -59,13 +59,8 @@ void BerLevels(const YAML::Node& n, const std::string& where, std::vector<collec
     Keys(r, at,
          {{"speed",
            [&](const YAML::Node& v, const std::string& k) {
-             const std::string s = v.IsScalar() ? v.Scalar() : "";
-             for (int x = static_cast<int>(topology::Speed::kSdr); x <= static_cast<int>(topology::Speed::kXdr); ++x) {
-               if (s == topology::ToString(static_cast<topology::Speed>(x))) {
-                 row.speed = static_cast<topology::Speed>(x);
-                 has_speed = true;
-               }
-             }
+             row.speed = topology::ParseSpeed(v.IsScalar() ? v.Scalar() : "");
+             has_speed = row.speed != topology::Speed::kUnknown;
              if (!has_speed)
                throw Bad{LineOf(v), k + " must be a speed: SDR, DDR, QDR, FDR10, FDR, EDR, HDR, NDR, XDR"};
            }},

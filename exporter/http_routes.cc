@@ -405,6 +405,7 @@ void HttpRoutes::InstallApi(httplib::Server& server) {
   server.Get("/api/v1/subnet_managers", [this](const httplib::Request& req, httplib::Response& res) {
     auto snap = Snap(req, res);
     if (!snap) return;
+    if (!req.params.empty()) return JsonError(res, 400, "/api/v1/subnet_managers takes no parameters");
     if (!snap->subnet_managers) {
       return JsonError(res, snap->scope.reports_topology() ? 503 : 404,
                        snap->scope.reports_topology()
@@ -432,9 +433,7 @@ void HttpRoutes::InstallApi(httplib::Server& server) {
     };
     if (options_.fabrics.empty()) {
       const auto snap = holder_.Get();
-      const std::string prefix = topology::FormatGuid(snap->local.subnet_prefix);
-      const int plane = snap->local.plane;
-      add(*snap, plane == 0 ? prefix : prefix + "/plane" + std::to_string(plane), prefix, plane);
+      add(*snap, OwnName(*snap), topology::FormatGuid(snap->local.subnet_prefix), snap->local.plane);
     }
     for (const FabricView& v : options_.fabrics) {
       if (auto snap = v.holder->Get()) add(*snap, v.name(), v.subnet_prefix, v.plane);
@@ -443,8 +442,28 @@ void HttpRoutes::InstallApi(httplib::Server& server) {
   });
 }
 
+std::string HttpRoutes::OwnName(const collectors::Snapshot& s) {
+  const std::string prefix = topology::FormatGuid(s.local.subnet_prefix);
+  return s.local.plane == 0 ? prefix : prefix + "/plane" + std::to_string(s.local.plane);
+}
+
 std::shared_ptr<const collectors::Snapshot> HttpRoutes::Snap(const httplib::Request& req, httplib::Response& res) {
-  if (options_.fabrics.empty()) return holder_.Get();
+  if (options_.fabrics.empty()) {
+    // One fabric: `fabric` may name it, as /api/v1/fabrics does.
+    auto snap = holder_.Get();
+    const auto it = req.params.find("fabric");
+    if (it == req.params.end()) return snap;
+    if (req.params.count("fabric") > 1) {
+      JsonError(res, 400, "fabric given more than once");
+      return nullptr;
+    }
+    if (it->second != OwnName(*snap)) {
+      JsonError(res, 404, "no fabric '" + config::Excerpt(it->second, 80) + "' here; there is " + OwnName(*snap));
+      return nullptr;
+    }
+    const_cast<httplib::Request&>(req).params.erase("fabric");
+    return snap;
+  }
   const FabricView* view = &options_.fabrics.front();
   if (const auto it = req.params.find("fabric"); it != req.params.end()) {
     if (req.params.count("fabric") > 1) {

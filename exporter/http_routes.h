@@ -98,9 +98,13 @@ class HttpRoutes {
   void InstallProbesAndPage(httplib::Server& server);
   // The snapshot a JSON route answers from: the holder's, or with several
   // fabrics that of the one `?fabric=` names (the first when none), the
-  // parameter then taken off the request. Null after a 404 naming the
-  // fabrics there are.
+  // parameter then taken off the request (a single fabric's own name, as
+  // /api/v1/fabrics gives it, is taken off too). Null after a 400 (given
+  // twice) or a 404 naming the fabrics there are.
   std::shared_ptr<const collectors::Snapshot> Snap(const httplib::Request& req, httplib::Response& res);
+  // A single-fabric exporter's fabric as /api/v1/fabrics names it: its
+  // subnet prefix, "/planeN" after it on a plane of a multi-plane HCA.
+  static std::string OwnName(const collectors::Snapshot& s);
   // Basic auth against the web config's users; true when the request may go on.
   bool Authorized(const std::string& authorization);
   // Logs an unexpected exception's text the first time it is seen.

@@ -207,6 +207,13 @@ collectors::Cycle Poller::MakeCycle(collectors::Trigger trigger) {
   return c;
 }
 
+collectors::Cycle Poller::CycleOf(const FabricTracker::Walked& walked) {
+  collectors::Cycle cycle = MakeCycle(walked.trigger);
+  cycle.fresh = walked.fresh;
+  cycle.gone = walked.gone;
+  return cycle;
+}
+
 void Poller::RunCollector(Entry& e, const collectors::Cycle& cycle, double batch_seconds) {
   const auto start = std::chrono::steady_clock::now();
   const collectors::Outcome out = e.collector->Update(cycle);
@@ -229,9 +236,7 @@ void Poller::RunDiscoveryCollectors(const FabricTracker::Walked& walked, collect
     reads_.Forget(walked.fresh);
     reads_.Forget(walked.gone);
   }
-  collectors::Cycle cycle = MakeCycle(walked.trigger);
-  cycle.fresh = walked.fresh;
-  cycle.gone = walked.gone;
+  const collectors::Cycle cycle = CycleOf(walked);
   for (Entry& e : collectors_) {
     if (e.collector->schedule() != collectors::Schedule::kDiscovery) continue;
     if (walked.trigger == collectors::Trigger::kFullWalk && e.info->after_publication) {
@@ -240,12 +245,11 @@ void Poller::RunDiscoveryCollectors(const FabricTracker::Walked& walked, collect
       continue;
     }
     if (e.deferred) continue;  // a full walk's, not run yet: it reads this fabric then
-    const auto start = std::chrono::steady_clock::now();
     const std::uint64_t sent = transport::Total(engine_.stats().kinds).sent;
     RunCollector(e, cycle);
     if (!phases) continue;
     // One that asked the fabric read tables; one that did not analysed.
-    const double took = SecondsOf(std::chrono::steady_clock::now() - start);
+    const double took = parts_.runs[std::string(e.info->name)].duration_seconds;
     (transport::Total(engine_.stats().kinds).sent > sent ? phases->tables_seconds : phases->analysis_seconds) += took;
   }
 }
@@ -254,9 +258,7 @@ bool Poller::RunDeferred() {
   if (!deferred_walk_) return false;
   const auto start = std::chrono::steady_clock::now();
   const transport::KindCounts before = engine_.stats().kinds;
-  collectors::Cycle cycle = MakeCycle(deferred_walk_->trigger);
-  cycle.fresh = deferred_walk_->fresh;
-  cycle.gone = deferred_walk_->gone;
+  const collectors::Cycle cycle = CycleOf(*deferred_walk_);
   for (Entry& e : collectors_) {
     if (!e.deferred) continue;
     e.deferred = false;

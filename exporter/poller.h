@@ -92,6 +92,8 @@ class Poller {
   bool HandleReports();
   // The collectors' cycle: what each is handed.
   collectors::Cycle MakeCycle(collectors::Trigger trigger);
+  // A walk's discovery cycle: its trigger, the nodes it found and lost.
+  collectors::Cycle CycleOf(const FabricTracker::Walked& walked);
   // Runs `e` (timed, unless a trap's re-read), takes its part, logs its
   // problems.
   void RunCollector(Entry& e, const collectors::Cycle& cycle, double batch_seconds = 0);

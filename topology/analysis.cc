@@ -1032,6 +1032,10 @@ void FindDegradedLinks(const Fabric& f, const Wiring& w, Analysis* out) {
     const Port& a = *f.FindPort(l.a);
     if (a.link_up()) by_tiers[tiers_of(l)].emplace_back(Lanes(a.width_active), ActiveSpeed(a));
   }
+  // Each pair of tiers' usual rate, once (per link it was a count over
+  // every link of its tiers: 10^10 steps at 32k GPUs).
+  std::map<std::pair<int, int>, std::pair<int, Speed>> usual;
+  for (const auto& [tiers, rates] : by_tiers) usual[tiers] = Mode(rates);
   for (const Link& l : w.links) {
     const Port& a = *f.FindPort(l.a);
     const Port& b = *f.FindPort(l.b);
@@ -1051,7 +1055,7 @@ void FindDegradedLinks(const Fabric& f, const Wiring& w, Analysis* out) {
       out->degraded[l] = FindingKind::kBelowEnabled;
       continue;
     }
-    const auto [usual_lanes, usual_speed] = Mode(by_tiers[tiers_of(l)]);
+    const auto [usual_lanes, usual_speed] = usual[tiers_of(l)];
     if (lanes < usual_lanes || speed < usual_speed) {
       const std::string why = RateString(a) + " where most links of its tiers run " + std::to_string(usual_lanes) +
                               "x" + ToString(usual_speed);

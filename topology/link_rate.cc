@@ -139,6 +139,13 @@ std::string RateString(const Port& p) {
   return std::to_string(Lanes(p.width_active)) + "x" + ToString(ActiveSpeed(p));
 }
 
+Speed ParseSpeed(std::string_view name) {
+  for (int s = static_cast<int>(Speed::kSdr); s <= static_cast<int>(Speed::kXdr); ++s) {
+    if (name == ToString(static_cast<Speed>(s))) return static_cast<Speed>(s);
+  }
+  return Speed::kUnknown;
+}
+
 bool SetRate(std::string_view rate, Port* p) {
   const std::size_t x = rate.find('x');
   if (x == std::string_view::npos || x == 0 || x > 2) return false;
@@ -146,11 +153,7 @@ bool SetRate(std::string_view rate, Port* p) {
   for (const std::uint8_t bit : {1, 2, 4, 8, 16}) {
     if (std::to_string(Lanes(bit)) == rate.substr(0, x)) width = bit;
   }
-  const std::string_view name = rate.substr(x + 1);
-  Speed speed = Speed::kUnknown;
-  for (int s = static_cast<int>(Speed::kSdr); s <= static_cast<int>(Speed::kXdr); ++s) {
-    if (name == ToString(static_cast<Speed>(s))) speed = static_cast<Speed>(s);
-  }
+  const Speed speed = ParseSpeed(rate.substr(x + 1));
   if (width == 0 || speed == Speed::kUnknown) return false;
   Port q = *p;
   q.width_active = q.width_enabled = q.width_supported = width;

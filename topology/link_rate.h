@@ -19,6 +19,8 @@ namespace ibfabric::topology {
 enum class Speed : std::uint8_t { kUnknown, kSdr, kDdr, kQdr, kFdr10, kFdr, kEdr, kHdr, kNdr, kXdr };
 
 const char* ToString(Speed s);
+// The speed ToString names ("SDR" .. "XDR", exactly); kUnknown for any other text.
+Speed ParseSpeed(std::string_view name);
 // Lanes of a single-bit LinkWidth value: 1 1x, 16 2x, 2 4x, 4 8x, 8 12x.
 int Lanes(std::uint8_t width_bit);
 // The widest lane count in a LinkWidthSupported/Enabled mask.

@@ -111,13 +111,11 @@ AlertEngine::Verdict AlertEngine::BadCable(const CableHealth& h, const Describe&
     };
     // The levels of the end's speed, FEC mode and ASIC (ber_levels.h); the
     // worst lane is the raw ratio's: uncorrectable blocks are not per lane.
-    const BerRow* row = MatchBerRow(config_.ber_levels, end->speed, end->fec_mode, end->asic);
-    const std::string levels = row ? "levels " + row->Describe() : "";
+    const BerLevelsOf levels = LevelsOf(*end);
     const std::string lane = end->worst_lane >= 0 ? "worst lane " + std::to_string(end->worst_lane) : "";
-    fec("raw_bit_error_ratio", end->raw_bit_error_ratio, row ? row->raw : config_.raw_bit_error_ratio,
-        lane + (!lane.empty() && !levels.empty() ? ", " : "") + levels);
-    fec("effective_bit_error_ratio", end->effective_bit_error_ratio,
-        row ? row->effective : config_.effective_bit_error_ratio, levels);
+    fec("raw_bit_error_ratio", end->raw_bit_error_ratio, levels.raw,
+        lane + (!lane.empty() && !levels.row.empty() ? ", " : "") + levels.row);
+    fec("effective_bit_error_ratio", end->effective_bit_error_ratio, levels.effective, levels.row);
     ends_with_errors[me] = v.evidence.size() > before;
   }
   if (!v.severity) return v;
@@ -201,6 +199,12 @@ AlertEngine::Verdict AlertEngine::Degraded(const CableHealth& h, const Describe&
   return v;
 }
 
+AlertEngine::BerLevelsOf AlertEngine::LevelsOf(const EndRates& end) const {
+  const BerRow* row = MatchBerRow(config_.ber_levels, end.speed, end.fec_mode, end.asic);
+  if (!row) return {config_.raw_bit_error_ratio, config_.effective_bit_error_ratio, ""};
+  return {row->raw, row->effective, "levels " + row->Describe()};
+}
+
 AlertEngine::Verdict AlertEngine::CableDegrading(const CableHealth& h, const Describe& describe) const {
   Verdict v;
   const AlertConfig::Degrading& d = config_.degrading;
@@ -212,8 +216,7 @@ AlertEngine::Verdict AlertEngine::CableDegrading(const CableHealth& h, const Des
   for (const EndRates* end : {&h.a, &h.b}) {
     const int me = e++;
     // The end's bad-cable level: over it the cable is a bad_cable instead.
-    const BerRow* row = MatchBerRow(config_.ber_levels, end->speed, end->fec_mode, end->asic);
-    const Threshold& raw = row ? row->raw : config_.raw_bit_error_ratio;
+    const Threshold& raw = LevelsOf(*end).raw;
     const std::optional<double> bad = raw.warning ? raw.warning : raw.critical;
     if (end->raw_unknown) {
       v.clean = false;  // counted, but no ratio to judge now

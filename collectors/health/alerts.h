@@ -212,6 +212,15 @@ class AlertEngine {
   static void JudgeEnd(Verdict* v, int end, const EndRates& rates, const std::string& signal, double value,
                        const Threshold& t, const std::string& unit, std::optional<std::uint64_t> delta);
   void Apply(const std::pair<topology::Link, Cause>& key, const Verdict& v, std::chrono::system_clock::time_point now);
+  // The raw and effective BER levels of `end`: its speed, FEC mode and
+  // ASIC's row of the table (ber_levels.h), else the plain levels; `row`
+  // names the row, "" for the plain ones.
+  struct BerLevelsOf {
+    const Threshold& raw;
+    const Threshold& effective;
+    std::string row;
+  };
+  BerLevelsOf LevelsOf(const EndRates& end) const;
   Verdict BadCable(const CableHealth& h, const Describe& d) const;
   Verdict Flapping(const CableHealth& h, const Describe& d) const;
   Verdict Degraded(const CableHealth& h, const Describe& d) const;

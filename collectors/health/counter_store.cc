@@ -5,6 +5,8 @@
 #include <iterator>
 #include <stdexcept>
 
+#include "topology/link_rate.h"
+
 namespace ibfabric::collectors {
 
 void PortTotals::SetTotal(std::size_t i, std::uint64_t v) {
@@ -107,32 +109,109 @@ void PortTable::Merge(std::vector<value_type> fresh) {
   items_ = std::move(merged);
 }
 
-std::uint64_t Increase(const PortTotals& before, const PortSample& sample, std::size_t i) {
-  if (!sample.present.test(i) || !before.present.test(i)) return 0;
-  // Another field now feeds this counter: re-based, nothing added.
-  if (before.last_wide.test(i) != sample.wide.test(i)) return 0;
-  const std::uint64_t raw = sample.value[i];
-  const std::uint64_t last = before.LastRaw(i);
-  return raw >= last ? raw - last : raw;  // below: cleared since, all of it is new
+namespace {
+
+bool IsDataOrPackets(Counter c) {
+  return c == Counter::kXmitData || c == Counter::kRcvData || c == Counter::kXmitPkts || c == Counter::kRcvPkts ||
+         c == Counter::kUnicastXmitPkts || c == Counter::kUnicastRcvPkts || c == Counter::kMulticastXmitPkts ||
+         c == Counter::kMulticastRcvPkts;
 }
 
-const PortTotals& CounterStore::Update(const topology::PortRef& port, const PortSample& sample,
-                                       std::chrono::system_clock::time_point now) {
-  PortTotals& t = ports_->count(port) ? Mutable().find(port)->second : Fresh(port);
-  bool restarted = false;
+// Counter `i` in the sample, read from the field of its last reading.
+bool Comparable(const PortTotals& before, const PortSample& sample, std::size_t i) {
+  return sample.present.test(i) && before.present.test(i) && before.last_wide.test(i) == sample.wide.test(i);
+}
+
+// Why a rise of counter `c` by `rise` in `seconds` cannot be, if it cannot.
+std::optional<Implausible> Judge(Counter c, std::uint64_t rise, double seconds, const PortLimits& limits) {
+  const auto over = [&](double per_second, double units) {
+    return static_cast<double>(rise) * units > per_second * seconds;
+  };
+  if (c == Counter::kXmitWait) {
+    if (over(limits.bytes_per_second, 1)) return Implausible::kXmitWait;
+  } else if (c == Counter::kXmitData || c == Counter::kRcvData) {
+    if (over(limits.bytes_per_second, 4)) return Implausible::kData;  // 4-octet words (IBTA 16.1.3.5)
+  } else if (IsDataOrPackets(c)) {
+    if (over(limits.bytes_per_second, 1)) return Implausible::kData;  // a packet is a byte at least
+  } else if (over(limits.symbols_per_second, 1)) {
+    return Implausible::kErrors;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+const char* ToString(Implausible reason) {
+  switch (reason) {
+    case Implausible::kXmitWait: return "xmit_wait_over_elapsed_time";
+    case Implausible::kErrors: return "errors_over_symbol_rate";
+    case Implausible::kData: return "data_over_link_rate";
+    case Implausible::kFellAndRose: return "fell_and_rose";
+  }
+  return "unknown";
+}
+
+PortLimits LimitsOf(const topology::Port* port) {
+  int lanes = port ? topology::MaxLanes(port->width_supported) : 0;
+  topology::Speed speed = port ? topology::MaxSupportedSpeed(*port) : topology::Speed::kUnknown;
+  if (lanes == 0 || speed == topology::Speed::kUnknown) {
+    lanes = 12;
+    speed = topology::Speed::kXdr;
+  }
+  return {lanes * topology::LaneGbps(speed) * 1e9 / 8, lanes * topology::LaneSignalGbps(speed) * 1e9};
+}
+
+bool Restarted(const PortTotals& before, const PortSample& sample) {
+  for (const Counter c : {Counter::kXmitData, Counter::kRcvData, Counter::kXmitPkts, Counter::kRcvPkts}) {
+    const std::size_t i = Index(c);
+    if (Comparable(before, sample, i) && sample.value[i] < before.LastRaw(i)) return true;
+  }
+  return false;
+}
+
+std::uint64_t Increase(const PortTotals& before, const PortSample& sample, std::size_t i) {
+  // Absent, or another field now feeds this counter: re-based, nothing added.
+  if (!Comparable(before, sample, i)) return 0;
+  const std::uint64_t raw = sample.value[i];
+  const std::uint64_t last = before.LastRaw(i);
+  if (raw >= last) return raw - last;  // held: the fall was a wrong reading; this one goes on
+  // Below: cleared since (a restart, or a held fall confirmed), all of it is
+  // new; a first fall while the data went on is held.
+  return before.held.test(i) || Restarted(before, sample) ? raw : 0;
+}
+
+Folded CounterStore::Update(const topology::PortRef& port, const PortSample& sample,
+                            std::chrono::system_clock::time_point now, const PortLimits* limits) {
+  const auto known = ports_->find(port);
+  // Judged before anything changes (nor is the table copied for it).
+  if (limits && known != ports_->end() && now > known->second.last_update) {
+    const PortTotals& was = known->second;
+    const double seconds = 2 * std::chrono::duration<double>(now - was.last_update).count() + 1;
+    for (std::size_t i = 0; i < kCounterCount; ++i) {
+      if (const auto why = Judge(static_cast<Counter>(i), Increase(was, sample, i), seconds, *limits)) {
+        return {&was, why, i};
+      }
+    }
+  }
+  PortTotals& t = known != ports_->end() ? Mutable().find(port)->second : Fresh(port);
+  Folded out{&t, std::nullopt, 0};
+  const bool restarted = t.present.any() && Restarted(t, sample);
   for (std::size_t i = 0; i < kCounterCount; ++i) {
     if (!sample.present.test(i)) continue;
     const std::uint64_t raw = sample.value[i];
     if (!t.present.test(i)) {
       t.SetTotal(i, raw);
-    } else {
-      t.SetTotal(i, t.Total(i) + Increase(t, sample, i));
-      if (t.last_wide.test(i) == sample.wide.test(i) && raw < t.LastRaw(i)) {
-        const auto c = static_cast<Counter>(i);  // cleared since the last reading
-        restarted = restarted || c == Counter::kXmitData || c == Counter::kRcvData || c == Counter::kXmitPkts ||
-                    c == Counter::kRcvPkts;
+    } else if (Comparable(t, sample, i)) {
+      const std::uint64_t last = t.LastRaw(i);
+      if (raw < last && !restarted && !t.held.test(i)) {
+        t.held.set(i);  // the next reading tells a clear from a wrong reading
+        continue;
       }
+      if (t.held.test(i) && raw >= last && !out.rejected) out = {&t, Implausible::kFellAndRose, i};
+      // Increase's rule; asked of `t` as it was, not as this loop leaves it.
+      t.SetTotal(i, t.Total(i) + (raw >= last ? raw - last : raw));
     }
+    t.held.reset(i);
     t.SetLastRaw(i, raw);
     t.last_wide.set(i, sample.wide.test(i));
     t.present.set(i);
@@ -140,7 +219,7 @@ const PortTotals& CounterStore::Update(const topology::PortRef& port, const Port
   if (restarted) ++t.resets;
   t.last_update = now;
   t.stale = false;
-  return t;
+  return out;
 }
 
 PortTotals& CounterStore::Fresh(const topology::PortRef& port) {

@@ -2,10 +2,28 @@
 // Per-port 64-bit monotonic totals built from raw readings across sweeps.
 //
 // Rules: the first reading of a counter is its total. Afterwards the total
-// grows by the difference to the previous reading. A reading below the
-// previous one means the counter was cleared out of band: the new reading is
-// all new counts. A change of source width (32-bit to 64-bit field) re-bases
-// without adding. So no exported total ever goes backwards.
+// grows by the difference to the previous reading. A reading whose data or
+// packet counters fell means the port's counters restarted (a reset, a
+// reboot, a clear of everything): each reading below the one before is all
+// new counts. A counter that fell while the data went on (an error counter
+// cleared by ibclearerrors, or a reading that is wrong) is held: the next
+// reading says which (still below: cleared, all new counts; back at or above
+// the one before the fall: the fallen reading was wrong, and is rejected).
+// A change of source width (32-bit to 64-bit field) re-bases without adding.
+// So no exported total ever goes backwards.
+//
+// Readings no link can produce are never folded in (a firmware bug, a
+// counter reset by another tool, a corrupted MAD, the test bed's unfilled
+// answer: issue 63): a rise, over the time since the port's last reading
+// folded in, of PortXmitWait above one count per byte time of the port (no
+// Tick is finer than that: IBTA 16.1.3.2, one symbol time; the Quantum
+// family counts per byte of the port), of the data or packet counters above
+// the port's data rate in bytes, or of an error counter above its
+// signalling rate in symbols. The rate is the fastest the port supports
+// (PortInfo LinkWidthSupported and the speeds, topology/link_rate.h), the
+// fastest IBTA link (12x XDR) where unknown; the time is 2 x elapsed + 1 s,
+// since a sweep's readings are folded at its end and one port's two
+// readings may lie a sweep's length further apart than the sweeps.
 
 #include <array>
 #include <bitset>
@@ -13,6 +31,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -37,6 +56,9 @@ struct PortTotals {
   // The last reading of counter i came from a 64-bit field (its width:
   // LastBits).
   std::bitset<kCounterCount> last_wide;
+  // Counter i's last reading fell while the data went on: not folded yet
+  // (LastRaw is the reading before the fall).
+  std::bitset<kCounterCount> held;
   std::chrono::system_clock::time_point last_update{};
   bool stale = false;  // the last sweep got no reading for this port
   // Readings in which the data or packet counters went backwards without
@@ -69,12 +91,45 @@ struct PortTotals {
 };
 
 // How much counter `i` of a port grows with `sample`, by the rules above:
-// the difference to the last reading, the whole reading after a clear, 0
-// for a first reading, a changed field or a counter the sample lacks. The
+// the difference to the last reading, the whole reading after a restart or
+// a clear (a held fall confirmed), 0 for a first reading, a changed field,
+// a fall held or a counter the sample lacks. The
 // one place that decides whether a counter moved: CounterStore folds with
 // it, and the fabric tracker asks it whether a LinkDownedCounter moved
 // (a flap to look at), so the two never disagree.
 std::uint64_t Increase(const PortTotals& before, const PortSample& sample, std::size_t i);
+
+// Whether the sample's data or packet counters fell below the last
+// readings of the same fields: the port's counters restarted.
+bool Restarted(const PortTotals& before, const PortSample& sample);
+
+// The most a port's counters can move in a second (the rules above).
+struct PortLimits {
+  double bytes_per_second = 0;    // data rate
+  double symbols_per_second = 0;  // signalling rate, a bit a symbol
+};
+// The fastest `port` supports; the fastest IBTA link's when it is null or
+// its width or speed is unknown.
+PortLimits LimitsOf(const topology::Port* port);
+
+// Why a reading was not folded in.
+enum class Implausible : std::uint8_t {
+  kXmitWait,    // PortXmitWait over the time elapsed
+  kErrors,      // an error counter over the signalling rate
+  kData,        // a data or packet counter over the data rate
+  kFellAndRose  // a counter fell and came back: the fallen reading (held, then rejected)
+};
+inline constexpr std::size_t kImplausibleCount = 4;
+// The metric's `reason`: xmit_wait_over_elapsed_time, errors_over_symbol_rate,
+// data_over_link_rate, fell_and_rose.
+const char* ToString(Implausible reason);
+
+// What Update did with a reading.
+struct Folded {
+  const PortTotals* totals = nullptr;   // the port's totals after it
+  std::optional<Implausible> rejected;  // a reading rejected (this one, or a held fall)
+  std::size_t counter = 0;              // the counter that told
+};
 
 // PortVLXmitWaitCounters of one port as totals across readings, by the
 // rules above: the first reading is the total, then the difference to the
@@ -142,9 +197,12 @@ class CounterStore {
 
   // Folds in a reading; returns the port's totals after it. A port read for
   // the first time is held apart until Commit (read again before it, with
-  // other ports between, it starts over from that reading).
-  const PortTotals& Update(const topology::PortRef& port, const PortSample& sample,
-                           std::chrono::system_clock::time_point now);
+  // other ports between, it starts over from that reading). With `limits`,
+  // a reading no link can produce (the rules above) changes nothing, the
+  // port's next plausible reading going on from its last one; without, or
+  // when `now` is not after the port's last reading, rises are not judged.
+  Folded Update(const topology::PortRef& port, const PortSample& sample, std::chrono::system_clock::time_point now,
+                const PortLimits* limits = nullptr);
   // Adds the ports read for the first time since the last Commit to the
   // table (one pass for all: the first sweep reads every port).
   void Commit();

@@ -191,6 +191,10 @@ struct Pending {
   // This preload's own PortCounters request, sent ahead of a
   // PortCountersExtended one to fill its error counters (see OnSend).
   bool companion = false;
+  // A companion's: the TID (low 32 bits) of the extended request it goes
+  // ahead of. An extended request's: whether a companion went ahead.
+  std::uint32_t for_tid = 0;
+  bool filled = false;
 };
 
 // PortCounters' error counters and the PortCountersExtended fields that
@@ -445,7 +449,9 @@ class Personalities {
       Pending q = p;
       q.attr = kPortCounters;
       q.companion = true;
+      q.for_tid = Tid(mad);
       pending_[tid] = q;
+      p.filled = true;
     }
     pending_[Tid(mad)] = p;
     return false;
@@ -463,7 +469,8 @@ class Personalities {
     return std::nullopt;
   }
   // An answer from ibsim: rewritten as its node's model would have it.
-  // True when it is this preload's own (a companion's), for no client.
+  // True when it is for no client: this preload's own (a companion's), or
+  // an extended answer whose companion was lost (lost with it).
   bool OnReceive(ib_user_mad* u) {
     std::lock_guard<std::mutex> lock(mu_);
     if (!loaded_) return false;
@@ -473,12 +480,13 @@ class Personalities {
     const Pending p = it->second;
     pending_.erase(it);
     if (p.companion) {
-      const std::pair<int, int> at{p.node, mad[kData + 1]};  // PortSelect
       if (u->status == 0 && mad_get_field(mad, 0, IB_MAD_STATUS_F) == 0) {
-        auto& counters = companion_counters_[at];
+        auto& counters = companion_counters_[p.for_tid];
         for (std::size_t i = 0; i < std::size(kErrorCounters); ++i) {
           counters[i] = mad_get_field(mad, kData, kErrorCounters[i].first);
         }
+        // Those of extended requests lost on the way go, the lowest TIDs first.
+        while (companion_counters_.size() > kCompanionsKept) companion_counters_.erase(companion_counters_.begin());
       }
       return true;
     }
@@ -486,8 +494,12 @@ class Personalities {
     if ((mad[3] & 0x80) == 0 || p.node < 0) return false;  // not a response
     Node& n = nodes_[static_cast<std::size_t>(p.node)];
     if (p.mgmt_class == kPerformance && p.attr == kPortCountersExtended) {
-      const auto c = companion_counters_.find({p.node, mad[kData + 1]});
-      if (c != companion_counters_.end()) {
+      if (p.filled) {
+        // Its companion's values, or nothing: with the companion lost (or
+        // refused) the answer would carry 0 errors and whatever umad2sim
+        // left past ibsim's eight counters; it is lost with it instead.
+        const auto c = companion_counters_.find(Tid(mad));
+        if (c == companion_counters_.end()) return true;
         for (std::size_t i = 0; i < std::size(kErrorCounters); ++i) {
           mad_set_field64(mad, kData, kErrorCounters[i].second, c->second[i]);
         }
@@ -1088,9 +1100,11 @@ class Personalities {
 
   std::mutex mu_;
   std::uint32_t companions_ = 0;
-  // (node, port) -> the error counters of the companion PortCounters reply
-  // that came ahead of its PortCountersExtended one.
-  std::map<std::pair<int, int>, std::array<std::uint64_t, std::size(kErrorCounters)>> companion_counters_;
+  // The extended request's TID -> the error counters of the companion
+  // PortCounters reply that came ahead of its answer; at most
+  // kCompanionsKept (an extended answer lost leaves its companion's).
+  static constexpr std::size_t kCompanionsKept = 4096;
+  std::map<std::uint32_t, std::array<std::uint64_t, std::size(kErrorCounters)>> companion_counters_;
   bool loaded_ = false;
   std::int64_t checked_ms_ = 0;
   std::int64_t started_ms_ = WallMs();  // when this process loaded the preload

@@ -374,6 +374,41 @@ TEST(HttpServerTest, BadBytesInAQueryAreQuotedBackAsValidUtf8) {
   EXPECT_EQ(stats.Errors(), (std::map<int, std::uint64_t>{{400, 4}}));
 }
 
+// Issue 63: every JSON route refuses parameters it does not know, the
+// subnet managers' too; a single-fabric exporter takes `fabric=` naming its
+// own fabric (as /api/v1/fabrics names it) and answers 404 to another.
+TEST(HttpServerTest, UnknownParametersAre400AndASingleFabricAnswersToItsOwnName) {
+  SnapshotHolder holder;
+  auto s = Swept("x 1\n");
+  s->local.subnet_prefix = 0xfe80000000000000ULL;
+  s->subnet_managers = std::make_shared<const collectors::SmReport>();
+  holder.Publish(s);
+  HttpServer http(holder, Options());
+  std::string error;
+  ASSERT_TRUE(http.Start(&error)) << error;
+  httplib::Client c("127.0.0.1", http.bound_port());
+  const auto status = [&c](const std::string& path) {
+    auto r = c.Get(path);
+    EXPECT_TRUE(r) << path;
+    return r ? r->status : -1;
+  };
+  auto r = c.Get("/api/v1/fabrics");
+  ASSERT_TRUE(r);
+  const std::string own = nlohmann::json::parse(r->body)["fabrics"][0]["name"];
+  EXPECT_EQ(own, "0xfe80000000000000");
+  EXPECT_EQ(status("/api/v1/subnet_managers"), 200);
+  EXPECT_EQ(status("/api/v1/subnet_managers?x=1"), 400);
+  EXPECT_EQ(status("/api/v1/subnet_managers?fabric=" + own), 200);
+  EXPECT_EQ(status("/api/v1/subnet_managers?fabric=" + own + "&x=1"), 400);
+  EXPECT_EQ(status("/api/v1/alerts?fabric=" + own), 200);
+  EXPECT_EQ(status("/api/v1/alerts?fabric=0x1"), 404);
+  EXPECT_EQ(status("/api/v1/alerts?fabric=" + own + "&fabric=0x1"), 400);
+  r = c.Get("/api/v1/alerts?fabric=0x1");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(nlohmann::json::parse(r->body)["error"], "no fabric '0x1' here; there is " + own);
+  http.Stop();
+}
+
 // httplib alone kept such a connection open for its keep-alive timeout and
 // read the rest of the request as more requests.
 TEST(HttpServerTest, AnUnparsableRequestIsAnsweredOnceAndItsConnectionClosed) {

@@ -448,5 +448,77 @@ TEST(PollerTest, HcaSeriesCarryThePortGuidAndEachDeviceItsCollectionHealth) {
   EXPECT_EQ(scrape.Value("infiniband_hca_up", {{"guid", h00}, {"hca", "h00"}}), 0);
 }
 
+// Readings no link can produce (issue 63: the test bed's unfilled answer,
+// a firmware bug, a corrupted MAD): a PortXmitWait up by 2^56 in one
+// cycle, a symbol error counter that fell to 0 and came back while the data
+// went on, a data counter up by 4 PB. None reaches a total, a rate or an
+// alert; each is counted by its reason; the next plausible reading goes on.
+TEST(PollerTest, ReadingsNoLinkCanProduceReachNoTotalRateOrAlertAndAreCounted) {
+  Bed b;
+  const int host = b.hosts[1];
+  b.f.SetCapabilities(host, transport::pma_cap::kExtWidth | transport::pma_cap::kXmitWait,
+                      transport::pma_cap::kAdditionalExtended);
+  transport::PortCountersExtended x;
+  x.symbol_error = 500;
+  x.xmit_data = 1000;
+  b.f.SetExtended(host, 1, x);
+  Settle(b);
+  const topology::PortRef port{b.f.Guid(host), 1};
+  const auto total = [&](collectors::Counter c) { return b.holder.Get()->ports->at(port).Total(collectors::Index(c)); };
+  const auto rejected = [&](const char* reason) {
+    const auto scrape = testbed::Scrape::Parse(exporter::Gunzip(b.holder.Get()->exposition_gz));
+    return scrape.Value("infiniband_exporter_readings_rejected_total", {{"reason", reason}}).value_or(-1);
+  };
+  const auto quiet = [&] {
+    const auto s = b.holder.Get();
+    ASSERT_NE(s->health, nullptr);
+    EXPECT_TRUE(s->health->active.empty()) << s->health->active.front().summary;
+    EXPECT_TRUE(s->health->congestion.empty());
+    for (const auto& c : s->health->cables) {
+      EXPECT_LT(c.a.xmit_wait_fraction().value_or(0), 1e-3);  // 2^56 would be all of the time
+      EXPECT_LT(c.b.xmit_wait_fraction().value_or(0), 1e-3);
+    }
+  };
+  ASSERT_EQ(total(collectors::Counter::kSymbolError), 500u);
+  ASSERT_EQ(rejected("xmit_wait_over_elapsed_time"), 0);
+
+  x.xmit_wait = std::uint64_t{1} << 56;  // the over-read umad2sim left
+  x.xmit_data += 100;
+  b.f.SetExtended(host, 1, x);
+  b.Cycle();
+  EXPECT_EQ(total(collectors::Counter::kXmitWait), 0u);
+  EXPECT_EQ(total(collectors::Counter::kXmitData), 1000u) << "the whole reading was let go";
+  EXPECT_EQ(rejected("xmit_wait_over_elapsed_time"), 1);
+  quiet();
+  x.xmit_wait = 3;  // a plausible one goes on from the last folded in
+  x.xmit_data += 100;
+  b.f.SetExtended(host, 1, x);
+  b.Cycle();
+  EXPECT_EQ(total(collectors::Counter::kXmitWait), 3u);
+  EXPECT_EQ(total(collectors::Counter::kXmitData), 1200u);
+
+  x.symbol_error = 0;  // a companion lost: the errors unfilled
+  x.xmit_data += 100;
+  b.f.SetExtended(host, 1, x);
+  b.Cycle();
+  EXPECT_EQ(total(collectors::Counter::kSymbolError), 500u);
+  EXPECT_EQ(total(collectors::Counter::kXmitData), 1300u) << "the rest of the reading is folded in";
+  x.symbol_error = 500;
+  b.f.SetExtended(host, 1, x);
+  b.Cycle();
+  EXPECT_EQ(total(collectors::Counter::kSymbolError), 500u) << "not 1000: the fall was the wrong reading";
+  EXPECT_EQ(rejected("fell_and_rose"), 1);
+  quiet();
+
+  x.xmit_data += std::uint64_t{1'000'000'000'000'000};  // 4 PB in a moment
+  b.f.SetExtended(host, 1, x);
+  b.Cycle();
+  EXPECT_EQ(total(collectors::Counter::kXmitData), 1300u);
+  EXPECT_EQ(rejected("data_over_link_rate"), 1);
+  quiet();
+  EXPECT_EQ(rejected("errors_over_symbol_rate"), 0);
+  EXPECT_EQ(rejected("xmit_wait_over_elapsed_time"), 1);
+}
+
 }  // namespace
 }  // namespace ibfabric
