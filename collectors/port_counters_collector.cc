@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -96,6 +97,10 @@ class PortCountersCollector final : public Collector {
     std::vector<topology::PortRef> targeted;  // sorted below
     targeted.reserve(sweep.readings.size());
     store_.Expect(sweep.readings.size());
+    rejected_now_.clear();
+    const double since_last_sweep =
+        last_sweep_steady_ ? std::chrono::duration<double>(cycle.now - *last_sweep_steady_).count() : 0;
+    last_sweep_steady_ = cycle.now;
     for (const auto& r : sweep.readings) {
       targeted.push_back(r.target.port);
       bool& ok = node_ok[r.target.port.node_guid];
@@ -113,9 +118,13 @@ class PortCountersCollector final : public Collector {
       const auto total = [&](Counter c) { return known ? before->second.Total(Index(c)) : 0; };
       const std::uint64_t rcv_errors = total(Counter::kRcvErrors), discards = total(Counter::kXmitDiscards);
       const topology::Node* node = cycle.fabric->FindNode(r.target.port.node_guid);
-      const PortLimits limits = LimitsOf(node ? node->FindPort(r.target.port.port) : nullptr);
+      PortLimits limits = LimitsOf(node ? node->FindPort(r.target.port.port) : nullptr);
+      limits.seconds_at_least = since_last_sweep;
       const Folded folded = store_.Update(r.target.port, *sample, cycle.wall, &limits);
-      if (folded.rejected) Rejected(r.target.port, *folded.rejected, folded.counter, cycle);
+      if (folded.rejected) {
+        Rejected(r.target.port, *folded.rejected, folded.counter, cycle);
+        rejected_now_.insert(r.target.port);  // nothing of it is cleared either
+      }
       const PortTotals& now = *folded.totals;
       // Whether a counter moved since the last reading (or sits pinned,
       // where its moves cannot be seen).
@@ -213,7 +222,7 @@ class PortCountersCollector final : public Collector {
     std::vector<ClearRequest> reqs;
     for (const auto& r : sweep.readings) {
       const std::optional<PortSample> sample = sweep.SampleOf(r);
-      if (!sample) continue;
+      if (!sample || rejected_now_.count(r.target.port)) continue;
       if (auto c = ClearNeeded(r.target, *sample, clear_threshold_percent_)) reqs.push_back(*c);
     }
     if (reqs.empty()) return;
@@ -236,6 +245,8 @@ class PortCountersCollector final : public Collector {
   std::uint64_t clears_ = 0;
   std::array<std::uint64_t, kImplausibleCount> rejected_{};
   std::set<topology::PortRef> rejected_logged_;
+  std::set<topology::PortRef> rejected_now_;  // this sweep's rejected readings
+  std::optional<std::chrono::steady_clock::time_point> last_sweep_steady_;
   std::map<topology::PortRef, CollectHealth> collect_;
   std::chrono::system_clock::time_point last_sweep_{};
   // When to ask the optional attributes: PortRcvErrorDetails when

@@ -1,7 +1,6 @@
 #include "exporter/http_routes.h"
 
 #include <httplib.h>
-#include <openssl/sha.h>
 
 #include <algorithm>
 #include <array>
@@ -15,44 +14,13 @@
 
 #include "collectors/api/json.h"
 #include "config/text.h"
+#include "exporter/content_coding.h"
 #include "exporter/gzip.h"
 #include "exporter/status_assets.h"
 
 namespace ibfabric::exporter {
 
 namespace {
-
-// RFC 4648 base64 (the Basic credentials' encoding); nullopt when malformed.
-std::optional<std::string> DecodeBase64(const std::string& in) {
-  static constexpr std::string_view kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  if (in.empty() || in.size() % 4 != 0) return std::nullopt;
-  std::string out;
-  std::uint32_t acc = 0;
-  int bits = 0;
-  std::size_t pad = 0;
-  for (std::size_t i = 0; i < in.size(); ++i) {
-    if (in[i] == '=') {
-      if (i + 2 < in.size() || ++pad > 2) return std::nullopt;
-      continue;
-    }
-    if (pad > 0) return std::nullopt;
-    const auto v = kAlphabet.find(in[i]);
-    if (v == std::string_view::npos) return std::nullopt;
-    acc = (acc << 6) | static_cast<std::uint32_t>(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out.push_back(static_cast<char>((acc >> bits) & 0xff));
-    }
-  }
-  return out;
-}
-
-std::string Sha256(const std::string& s) {
-  std::array<unsigned char, SHA256_DIGEST_LENGTH> d{};
-  SHA256(reinterpret_cast<const unsigned char*>(s.data()), s.size(), d.data());
-  return std::string(d.begin(), d.end());
-}
 
 constexpr const char* kJson = "application/json";
 
@@ -79,53 +47,6 @@ bool ParseQuery(const httplib::Request& req, httplib::Response& res,
 constexpr std::size_t kMaxHeaders = 100;
 constexpr std::size_t kMaxHeaderBytes = 32 * 1024;
 constexpr std::size_t kMetricsSlice = 64 * 1024;  // what one write of a scrape's body sends
-
-// The codings an Accept-Encoding lists: each one's name and its whole
-// entry (name and parameters, e.g. "gzip;q=0.5"), blanks around trimmed.
-struct Coding {
-  std::string name;
-  std::string entry;
-};
-std::vector<Coding> Codings(const std::string& accept) {
-  std::vector<Coding> out;
-  std::size_t start = 0;
-  while (start < accept.size()) {
-    std::size_t end = accept.find(',', start);
-    if (end == std::string::npos) end = accept.size();
-    const std::string token = accept.substr(start, end - start);
-    start = end + 1;
-    const auto first = token.find_first_not_of(" \t");
-    if (first == std::string::npos) continue;
-    const auto name_end = token.find_first_of(" \t;", first);
-    out.push_back({token.substr(first, name_end == std::string::npos ? std::string::npos : name_end - first),
-                   token.substr(first)});
-  }
-  return out;
-}
-
-// Accept-Encoding without brotli. httplib prefers brotli whenever a client
-// offers it (browsers do) and compresses at quality 11: about 30 s of CPU
-// for a 10 MB exposition. gzip costs ~0.1 s and is what Prometheus asks for.
-// httplib takes "br" anywhere in the header for an offer of brotli (a
-// coding "xbr", a parameter "q=br"), so every entry holding it goes.
-std::string WithoutBrotli(const std::string& accept) {
-  std::string out;
-  for (const Coding& c : Codings(accept)) {
-    if (c.entry.find("br") == std::string::npos) out += (out.empty() ? "" : ", ") + c.entry;
-  }
-  return out;
-}
-
-// Whether an Accept-Encoding takes gzip: a "gzip", "x-gzip" or "*" coding
-// whose q is not 0 (RFC 9110 12.5.3).
-bool AcceptsGzip(const std::string& accept) {
-  for (const Coding& c : Codings(accept)) {
-    if (c.name != "gzip" && c.name != "x-gzip" && c.name != "*") continue;
-    const auto q = c.entry.find("q=");
-    if (q == std::string::npos || std::strtod(c.entry.c_str() + q + 2, nullptr) > 0) return true;
-  }
-  return false;
-}
 
 // httplib adds REMOTE_ADDR to a request once its request line and headers
 // parsed; a reply to one without it is httplib's own 400 or 414.
@@ -157,40 +78,7 @@ void AnswerAndClose(const httplib::Request& req, httplib::Response& res) {
 
 HttpRoutes::HttpRoutes(const SnapshotHolder& holder, const HttpOptions& options, HttpStats* stats,
                        collectors::Logger* log)
-    : holder_(holder), options_(options), stats_(stats), log_(log) {
-  // A hash of nothing anybody knows, at the users' cost: an unknown user
-  // costs as much as a known one, so timing does not tell which names exist.
-  if (!options_.web.basic_auth_users.empty()) {
-    const std::string& some = options_.web.basic_auth_users.begin()->second;
-    decoy_hash_ = HashPassword(Sha256(some), std::stoi(some.substr(4, 2)));
-  }
-}
-
-bool HttpRoutes::Authorized(const std::string& authorization) {
-  const auto& users = options_.web.basic_auth_users;
-  if (users.empty()) return true;
-  if (authorization.size() < 6 || authorization.compare(0, 6, "Basic ") != 0) return false;
-  const std::string digest = Sha256(authorization);
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (verified_.count(digest)) return true;
-  }
-  const auto decoded = DecodeBase64(authorization.substr(6));
-  if (!decoded) return false;
-  const auto colon = decoded->find(':');
-  if (colon == std::string::npos) return false;
-  const auto user = users.find(decoded->substr(0, colon));
-  const std::string password = decoded->substr(colon + 1);
-  // bcrypt per scrape would cost ~50 ms of CPU each; a credential that
-  // passed once is remembered by its digest only.
-  const bool ok = CheckPassword(password, user == users.end() ? decoy_hash_ : user->second) && user != users.end();
-  if (ok) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (verified_.size() >= 64) verified_.clear();
-    verified_.insert(digest);
-  }
-  return ok;
-}
+    : holder_(holder), options_(options), stats_(stats), log_(log), auth_(options_.web.basic_auth_users) {}
 
 void HttpRoutes::LogException(const std::string& path, const std::string& what) {
   {
@@ -243,7 +131,7 @@ void HttpRoutes::InstallChecks(httplib::Server& server) {
       return httplib::Server::HandlerResponse::Handled;
     }
     // Probes stay open so that kubelet and systemd need no password.
-    if (req.path != "/healthz" && req.path != "/readyz" && !Authorized(req.get_header_value("Authorization"))) {
+    if (req.path != "/healthz" && req.path != "/readyz" && !auth_.Check(req.get_header_value("Authorization"))) {
       res.status = 401;
       res.set_header("WWW-Authenticate", "Basic realm=\"ibfabric_exporter\", charset=\"UTF-8\"");
       res.set_content("unauthorized\n", "text/plain");

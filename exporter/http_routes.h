@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "collectors/common/log.h"
+#include "exporter/basic_auth.h"
 #include "exporter/fabric_set.h"
 #include "exporter/http_stats.h"
 #include "exporter/snapshot_holder.h"
@@ -105,8 +106,6 @@ class HttpRoutes {
   // A single-fabric exporter's fabric as /api/v1/fabrics names it: its
   // subnet prefix, "/planeN" after it on a plane of a multi-plane HCA.
   static std::string OwnName(const collectors::Snapshot& s);
-  // Basic auth against the web config's users; true when the request may go on.
-  bool Authorized(const std::string& authorization);
   // Logs an unexpected exception's text the first time it is seen.
   void LogException(const std::string& path, const std::string& what);
 
@@ -114,10 +113,9 @@ class HttpRoutes {
   const HttpOptions options_;
   HttpStats* stats_;
   collectors::Logger* log_;
-  std::string decoy_hash_;  // checked for unknown users, so they cost as much as known ones
+  BasicAuth auth_;  // the web config's users
   std::mutex mu_;
-  std::set<std::string> verified_;  // SHA-256 of Authorization values that passed bcrypt
-  std::set<std::string> logged_;    // exception texts already logged
+  std::set<std::string> logged_;  // exception texts already logged
 };
 
 }  // namespace ibfabric::exporter

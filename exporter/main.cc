@@ -377,15 +377,16 @@ sigset_t BlockStopSignals() {
   return signals;
 }
 
-int Main(int argc, char** argv) {
-  // Large buffers (an exposition is ~10 MB at 4k ports) straight from and back
-  // to the kernel, and few arenas: otherwise glibc's dynamic mmap threshold
-  // keeps each worker thread's freed buffers and RSS ratchets up per scrape.
+// Large buffers (an exposition is ~10 MB at 4k ports) straight from and back
+// to the kernel, and few arenas: otherwise glibc's dynamic mmap threshold
+// keeps each worker thread's freed buffers and RSS ratchets up per scrape.
+void TuneMalloc() {
   mallopt(M_MMAP_THRESHOLD, 256 * 1024);
   mallopt(M_ARENA_MAX, 2);
+}
 
-  const std::string program = argc > 0 ? argv[0] : "ibfabric_exporter";
-  const ParsedFlags flags = ParseFlags(std::vector<std::string>(argv + 1, argv + argc));
+// --help, --version or a bad flag: what to print, and the exit status.
+int AnswerFlags(const ParsedFlags& flags, const std::string& program) {
   switch (flags.action) {
     case ParsedFlags::Action::kHelp: std::cout << HelpText(program); return 0;
     case ParsedFlags::Action::kVersion:
@@ -394,26 +395,20 @@ int Main(int argc, char** argv) {
     case ParsedFlags::Action::kError: std::cerr << "ibfabric_exporter: " << flags.error << "\n"; return 2;
     case ParsedFlags::Action::kRun: break;
   }
-  Config cfg = flags.config;
-  const std::string m_key_source = KeyFromCredentials(cfg.m_key, &cfg.m_key_file, "m_key", "--ib.m-key-file");
-  const std::string sa_key_source = KeyFromCredentials(cfg.sa_key, &cfg.sa_key_file, "sa_key", "--ib.sa-key-file");
-  collectors::Logger log(collectors::Logger::LevelFrom(cfg.log_level));
-  // Every configuration file is read before anything starts: a bad one is
-  // one line naming the flag, the file and the line, and exit status 2.
-  Files files;
-  std::string error;
-  if (!LoadFiles(cfg, m_key_source, sa_key_source, &files, &error)) {
-    std::cerr << "ibfabric_exporter: " << error << "\n";
-    return 2;
-  }
-  if (!cfg.analyze.empty()) {
-    return AnalyzeOffline({cfg.analyze, cfg.analyze_json, &files.names,
-                           files.host_pattern ? &*files.host_pattern : nullptr, files.plan ? &*files.plan : nullptr},
-                          std::cout, std::cerr);
-  }
-  // cable_degrading compares a port's raw ratio with the lowest of the
-  // 24 parts of its period that hold a FEC window: a period of few
-  // --phy.interval has few such parts, and none under two.
+  return 0;
+}
+
+// One line naming the problem on stderr; `status` back.
+int Fail(const std::string& error, int status) {
+  std::cerr << "ibfabric_exporter: " << error << "\n";
+  return status;
+}
+
+// Settings that work but do less than they seem to: cable_degrading
+// compares a port's raw ratio with the lowest of the 24 parts of its
+// period that hold a FEC window, so a period of few --phy.interval has few
+// such parts, and none under two.
+void WarnAboutSettings(const Config& cfg, const Files& files, collectors::Logger& log) {
   const auto& degrading = files.alerts.degrading;
   if (degrading.factor && degrading.period < 4 * cfg.phy_interval) {
     log.Warn(
@@ -422,28 +417,25 @@ int Main(int argc, char** argv) {
         "period_ms=" + std::to_string(degrading.period.count()) +
             " phy_interval_ms=" + std::to_string(cfg.phy_interval.count()));
   }
+}
 
-  const sigset_t signals = BlockStopSignals();
-
+// A port and its MAD engine for each fabric read. An M_Key is one fabric's
+// secret: with several it goes to the first only (and the other planes of
+// its HCA, under the same subnet prefix), never to the SMAs of another;
+// likewise the SA's key, silently (its records are optional).
+bool OpenPipelines(const Config& cfg, const Files& files, collectors::Logger& log, std::vector<Pipeline>* pipelines,
+                   std::string* error) {
   std::vector<std::unique_ptr<transport::UmadPort>> ports;
-  if (!OpenPorts(cfg, log, &ports, &error)) {
-    std::cerr << "ibfabric_exporter: " << error << "\n";
-    return 1;
-  }
+  if (!OpenPorts(cfg, log, &ports, error)) return false;
   for (const auto& port : ports) LogOpened(*port, log);
-
-  std::vector<Pipeline> pipelines;
   for (auto& port : ports) {
     Pipeline p;
     transport::EngineOptions engine_options = EngineOptionsFrom(cfg, files);
-    // An M_Key is one fabric's secret: with several it goes to the first
-    // only (and the other planes of its HCA, under the same subnet
-    // prefix), never to the SMAs of another.
     const transport::LocalPortInfo& l = port->local();
     const bool first_fabric =
-        pipelines.empty() || (l.plane != 0 && l.ca_name == pipelines.front().port->local().ca_name &&
-                              l.subnet_prefix == pipelines.front().port->local().subnet_prefix);
-    if (!first_fabric) engine_options.sa_key = 0;  // likewise the SA's key, silently: its records are optional
+        pipelines->empty() || (l.plane != 0 && l.ca_name == pipelines->front().port->local().ca_name &&
+                               l.subnet_prefix == pipelines->front().port->local().subnet_prefix);
+    if (!first_fabric) engine_options.sa_key = 0;
     if (!first_fabric && engine_options.m_key != 0) {
       engine_options.m_key = 0;
       log.Warn(
@@ -453,137 +445,188 @@ int Main(int argc, char** argv) {
     }
     p.engine = std::make_unique<transport::MadEngine>(*port, engine_options);
     p.port = std::move(port);
-    pipelines.push_back(std::move(p));
+    pipelines->push_back(std::move(p));
   }
-  const transport::LocalPortInfo& first = pipelines.front().port->local();
-  if (cfg.check) return Check(*pipelines.front().engine, first);
-  if (cfg.doctor) {
-    DoctorOptions o;
-    o.sweep_interval = cfg.sweep_interval;
-    o.sweep_rotation = cfg.sweep_rotation;
-    o.m_key_given = files.m_key != 0;
-    o.subscribe_traps = cfg.sm_traps;
-    o.scope = cfg.scope;
-    o.agent_problems = pipelines.front().port->problems();
-    const DoctorReport report = Judge(Examine(*pipelines.front().engine, first, o));
-    for (const std::string& line : report.lines) std::cout << line << "\n";
-    return report.exit_code;
-  }
+  return true;
+}
 
-  // Several fabrics: each series carries its fabric's subnet prefix, the
-  // expositions are merged (exporter/fabric_set.h), and what is kept for
-  // one fabric only (a re-exec's totals, the plans) goes to the first.
+// --doctor: the preflight on the first port; its lines and exit status.
+int Doctor(const Config& cfg, const Files& files, const Pipeline& first) {
+  DoctorOptions o;
+  o.sweep_interval = cfg.sweep_interval;
+  o.sweep_rotation = cfg.sweep_rotation;
+  o.m_key_given = files.m_key != 0;
+  o.subscribe_traps = cfg.sm_traps;
+  o.scope = cfg.scope;
+  o.agent_problems = first.port->problems();
+  const DoctorReport report = Judge(Examine(*first.engine, first.port->local(), o));
+  for (const std::string& line : report.lines) std::cout << line << "\n";
+  return report.exit_code;
+}
+
+// The fabrics read and how they are named. Several: each series carries
+// its fabric's subnet prefix, the expositions are merged
+// (exporter/fabric_set.h), and what is kept for one fabric only (a
+// re-exec's totals, the plans) goes to the first.
+struct Fabrics {
+  std::vector<FabricView> views;   // one a pipeline
+  std::unique_ptr<FabricSet> set;  // with several only
+  bool several() const { return views.size() > 1; }
+};
+std::unique_ptr<Fabrics> NameFabrics(std::vector<Pipeline>& pipelines, const Files& files, collectors::Logger& log) {
+  auto f = std::make_unique<Fabrics>();
   const bool several = pipelines.size() > 1;
-  std::unique_ptr<FabricSet> set;
-  std::vector<FabricView> views;
   for (Pipeline& p : pipelines) {
-    p.holder = std::make_unique<SnapshotHolder>(several ? std::function<void()>([&set] { set->Combine(); })
+    Fabrics* fabrics = f.get();
+    p.holder = std::make_unique<SnapshotHolder>(several ? std::function<void()>([fabrics] { fabrics->set->Combine(); })
                                                         : std::function<void()>());
     const auto& local = p.port->local();
-    views.push_back(
+    f->views.push_back(
         {topology::FormatGuid(local.subnet_prefix), local.ca_name, local.port, p.holder.get(), local.plane});
   }
-  if (several) {
-    set = std::make_unique<FabricSet>(views);
-    std::string names;
-    for (const FabricView& v : views)
-      names += (names.empty() ? "" : " ") + v.name() + "=" + v.ca + "/" + std::to_string(v.port);
-    log.Info("reading several fabrics, each labelled by subnet_prefix (and plane)", "fabrics=\"" + names + "\"");
-    if (files.plan || files.partition_plan)
-      log.Info("--topology.plan and --partitions.plan are checked against the first fabric",
-               "subnet_prefix=" + views.front().subnet_prefix);
-  }
+  if (!several) return f;
+  f->set = std::make_unique<FabricSet>(f->views);
+  std::string names;
+  for (const FabricView& v : f->views)
+    names += (names.empty() ? "" : " ") + v.name() + "=" + v.ca + "/" + std::to_string(v.port);
+  log.Info("reading several fabrics, each labelled by subnet_prefix (and plane)", "fabrics=\"" + names + "\"");
+  if (files.plan || files.partition_plan)
+    log.Info("--topology.plan and --partitions.plan are checked against the first fabric",
+             "subnet_prefix=" + f->views.front().subnet_prefix);
+  return f;
+}
 
-  // A re-exec's totals (taken, so its file goes, whatever follows) are of
-  // one fabric: kept with one fabric only.
+// What every pipeline's poller shares.
+struct Shared {
+  HttpStats* http_stats;
+  HeapTrimmer* trimmer;
+  std::vector<std::string> read_ports;  // local scope: the ports the pipelines read from
+};
+
+// The options of pipeline `i`'s poller: the flags', its local port's, its
+// fabric's labels, its collectors (the host's own devices and jobs read
+// once, by the first pipeline), its trap subscription and its recovery.
+bool PipelinePollerOptions(const Config& cfg, const Files& files, collectors::Logger& log, const Fabrics& fabrics,
+                           Pipeline& p, std::size_t i, Shared& shared, PollerOptions* out, std::string* error) {
+  const auto& local = p.port->local();
+  const FabricView& view = fabrics.views[i];
+  PollerOptions o = PollerOptionsFrom(cfg, files, i == 0);
+  o.fabric.local_lid = local.lid;
+  o.fabric.sm_lid = local.sm_lid;
+  o.fabric.local = {local.ca_name,       local.port, local.smi_ca_name, local.smi_port,
+                    local.subnet_prefix, {},         local.plane,       {}};
+  for (const transport::AgentProblem& problem : p.port->problems())
+    o.fabric.local.agents_missing.push_back(transport::AgentName(problem.mgmt_class));
+  // Local scope reads the cables of the host's other ports on this fabric
+  // too (an 8-rail host's other seven), by LID, as they are at each walk.
+  if (cfg.scope.kind == topology::ScopeKind::kLocal)
+    o.fabric.host_ports = HostPortsOn(shared.read_ports, local.subnet_prefix, local.sm_lid);
+  // A plane's series name it even when it is the only one read, so that
+  // they keep their identity when the others come.
+  if (fabrics.several()) o.fabric_labels = {{"subnet_prefix", view.subnet_prefix}};
+  if (view.plane != 0) o.fabric_labels.emplace_back("plane", std::to_string(view.plane));
+  o.collectors.emplace();
+  // The names were checked by the flags; the registry's run order is
+  // checked here (a collector must run after those whose parts it reads).
+  if (!collectors::EnabledCollectors(cfg.collectors, &*o.collectors, error)) return false;
+  if (i != 0) std::erase_if(*o.collectors, [](const std::string& c) { return c == "host" || c == "jobs"; });
+  // Without a directed-route agent no walk answers however often the port
+  // is re-opened: nothing to recover (its line above says why). With
+  // several fabrics a re-exec would lose the others' totals: none.
+  if (!fabrics.several() && p.port->Has(transport::MgmtClass::kSubnDirectRoute))
+    o.on_transport_down = ReexecOncePortAnswers(cfg, log, pthread_self());
+  o.http = i == 0 ? shared.http_stats : nullptr;  // the endpoint's errors once
+  o.heap_trimmer = shared.trimmer;
+  // The kernel gives the SA's Reports to one agent per port: where another
+  // has them (another plane's pair on the same parent, or another
+  // process), a subscription would bring this pipeline nothing.
+  if (o.fabric.subscribe_traps && !p.port->takes_reports()) {
+    o.fabric.subscribe_traps = false;
+    (p.log ? *p.log : log)
+        .Warn("another agent on " + local.ca_name + " port " + std::to_string(local.port) +
+                  " receives the SA's Reports (another plane of this HCA, or another process): no trap "
+                  "subscription here, changes are found by the sweeps",
+              "");
+  }
+  *out = std::move(o);
+  return true;
+}
+
+// A poller for each pipeline; the first gets a re-exec's totals (taken, so
+// its file goes, whatever follows), unless several fabrics are read.
+bool MakePollers(const Config& cfg, const Files& files, collectors::Logger& log, const Fabrics& fabrics,
+                 std::vector<Pipeline>& pipelines, Shared& shared, std::vector<Poller*>* pollers, std::string* error) {
   collectors::PersistedState restored = Restored(log);
-  if (several && !restored.ports.empty()) {
+  if (fabrics.several() && !restored.ports.empty()) {
     log.Warn("counter totals handed over by a re-exec dropped: this start reads several fabrics", "");
     restored = {};
   }
-  HttpStats http_stats;
-  // At most once a sweep interval, when malloc holds 16 MiB free or more:
-  // a burst of trap re-reads is one trim, and so are several pipelines.
-  HeapTrimmer trimmer(cfg.sweep_interval, 16u << 20);
-  std::vector<Poller*> pollers;
-  // Local scope: the ports the pipelines read from.
-  std::vector<std::string> read_ports;
   if (cfg.scope.kind == topology::ScopeKind::kLocal) {
     for (const Pipeline& q : pipelines) {
-      read_ports.push_back(q.port->local().ca_name + "/" + std::to_string(q.port->local().port));
-      read_ports.push_back(q.port->local().smi_ca_name + "/" + std::to_string(q.port->local().smi_port));
+      shared.read_ports.push_back(q.port->local().ca_name + "/" + std::to_string(q.port->local().port));
+      shared.read_ports.push_back(q.port->local().smi_ca_name + "/" + std::to_string(q.port->local().smi_port));
     }
   }
   for (std::size_t i = 0; i < pipelines.size(); ++i) {
     Pipeline& p = pipelines[i];
-    const auto& local = p.port->local();
-    PollerOptions poller_options = PollerOptionsFrom(cfg, files, i == 0);
-    poller_options.fabric.local_lid = local.lid;
-    poller_options.fabric.sm_lid = local.sm_lid;
-    poller_options.fabric.local = {local.ca_name,       local.port, local.smi_ca_name, local.smi_port,
-                                   local.subnet_prefix, {},         local.plane,       {}};
-    for (const transport::AgentProblem& problem : p.port->problems())
-      poller_options.fabric.local.agents_missing.push_back(transport::AgentName(problem.mgmt_class));
-    // Local scope reads the cables of the host's other ports on this
-    // fabric too (an 8-rail host's other seven), by LID, as they are at
-    // each walk.
-    if (cfg.scope.kind == topology::ScopeKind::kLocal)
-      poller_options.fabric.host_ports = HostPortsOn(read_ports, local.subnet_prefix, local.sm_lid);
-    // A plane's series name it even when it is the only one read, so that
-    // they keep their identity when the others come.
-    if (several) poller_options.fabric_labels = {{"subnet_prefix", views[i].subnet_prefix}};
-    if (views[i].plane != 0) poller_options.fabric_labels.emplace_back("plane", std::to_string(views[i].plane));
-    poller_options.collectors.emplace();
-    // The names were checked by the flags; the registry's run order is
-    // checked here (a collector must run after those whose parts it reads).
-    if (!collectors::EnabledCollectors(cfg.collectors, &*poller_options.collectors, &error)) {
-      std::cerr << "ibfabric_exporter: " << error << "\n";
-      return 1;
-    }
-    // The host's own devices and jobs are the host's, not a fabric's: read
-    // once, by the first pipeline (its series then carry its labels).
-    if (i != 0)
-      std::erase_if(*poller_options.collectors, [](const std::string& c) { return c == "host" || c == "jobs"; });
-    // Without a directed-route agent no walk answers however often the
-    // port is re-opened: nothing to recover (its line above says why).
-    // With several fabrics a re-exec would lose the others' totals: none.
-    if (!several && p.port->Has(transport::MgmtClass::kSubnDirectRoute))
-      poller_options.on_transport_down = ReexecOncePortAnswers(cfg, log, pthread_self());
-    poller_options.http = i == 0 ? &http_stats : nullptr;  // the endpoint's errors once
-    poller_options.heap_trimmer = &trimmer;
-    collectors::Logger* pipeline_log = &log;
-    if (several) {
+    const FabricView& view = fabrics.views[i];
+    if (fabrics.several()) {
       p.log = std::make_unique<collectors::Logger>(
           collectors::Logger::LevelFrom(cfg.log_level),
-          "subnet_prefix=" + views[i].subnet_prefix +
-              (views[i].plane != 0 ? " plane=" + std::to_string(views[i].plane) : ""));
-      pipeline_log = p.log.get();
+          "subnet_prefix=" + view.subnet_prefix + (view.plane != 0 ? " plane=" + std::to_string(view.plane) : ""));
     }
-    // The kernel gives the SA's Reports to one agent per port: where
-    // another has them (another plane's pair on the same parent, or
-    // another process), a subscription would bring this pipeline nothing.
-    if (poller_options.fabric.subscribe_traps && !p.port->takes_reports()) {
-      poller_options.fabric.subscribe_traps = false;
-      pipeline_log->Warn(
-          "another agent on " + local.ca_name + " port " + std::to_string(local.port) +
-              " receives the SA's Reports (another plane of this HCA, or another process): no trap subscription "
-              "here, changes are found by the sweeps",
-          "");
-    }
-    p.poller = std::make_unique<Poller>(*p.engine, std::move(poller_options), *p.holder, *pipeline_log,
+    PollerOptions options;
+    if (!PipelinePollerOptions(cfg, files, log, fabrics, p, i, shared, &options, error)) return false;
+    p.poller = std::make_unique<Poller>(*p.engine, std::move(options), *p.holder, p.log ? *p.log : log,
                                         i == 0 ? std::move(restored) : collectors::PersistedState{});
-    pollers.push_back(p.poller.get());
+    pollers->push_back(p.poller.get());
   }
-  const SnapshotHolder& served = several ? set->combined() : *pipelines.front().holder;
+  return true;
+}
 
-  if (cfg.once) {
-    bool ok = true;
-    for (Poller* poller : pollers) ok = poller->Cycle() && ok;
-    std::cout << Gunzip(served.Get()->exposition_gz);
-    return ok ? 0 : 1;
+// --once: one discovery and sweep of each fabric, the exposition to stdout.
+int Once(const std::vector<Poller*>& pollers, const SnapshotHolder& served) {
+  bool ok = true;
+  for (Poller* poller : pollers) ok = poller->Cycle() && ok;
+  std::cout << Gunzip(served.Get()->exposition_gz);
+  return ok ? 0 : 1;
+}
+
+int Main(int argc, char** argv) {
+  TuneMalloc();
+  const ParsedFlags flags = ParseFlags(std::vector<std::string>(argv + 1, argv + argc));
+  if (flags.action != ParsedFlags::Action::kRun) return AnswerFlags(flags, argc > 0 ? argv[0] : "ibfabric_exporter");
+  Config cfg = flags.config;
+  const std::string m_key_source = KeyFromCredentials(cfg.m_key, &cfg.m_key_file, "m_key", "--ib.m-key-file");
+  const std::string sa_key_source = KeyFromCredentials(cfg.sa_key, &cfg.sa_key_file, "sa_key", "--ib.sa-key-file");
+  collectors::Logger log(collectors::Logger::LevelFrom(cfg.log_level));
+  // Every configuration file is read before anything starts: a bad one is
+  // one line naming the flag, the file and the line, and exit status 2.
+  Files files;
+  std::string error;
+  if (!LoadFiles(cfg, m_key_source, sa_key_source, &files, &error)) return Fail(error, 2);
+  if (!cfg.analyze.empty()) {
+    return AnalyzeOffline({cfg.analyze, cfg.analyze_json, &files.names,
+                           files.host_pattern ? &*files.host_pattern : nullptr, files.plan ? &*files.plan : nullptr},
+                          std::cout, std::cerr);
   }
-
-  return Serve(cfg, files.web, served, set.get(), http_stats, log, pollers, signals, argv);
+  WarnAboutSettings(cfg, files, log);
+  const sigset_t signals = BlockStopSignals();
+  std::vector<Pipeline> pipelines;
+  if (!OpenPipelines(cfg, files, log, &pipelines, &error)) return Fail(error, 1);
+  if (cfg.check) return Check(*pipelines.front().engine, pipelines.front().port->local());
+  if (cfg.doctor) return Doctor(cfg, files, pipelines.front());
+  const std::unique_ptr<Fabrics> fabrics = NameFabrics(pipelines, files, log);
+  HttpStats http_stats;
+  // At most once a sweep interval, when malloc holds 16 MiB free or more:
+  // a burst of trap re-reads is one trim, and so are several pipelines.
+  HeapTrimmer trimmer(cfg.sweep_interval, 16u << 20);
+  Shared shared{&http_stats, &trimmer, {}};
+  std::vector<Poller*> pollers;
+  if (!MakePollers(cfg, files, log, *fabrics, pipelines, shared, &pollers, &error)) return Fail(error, 1);
+  const SnapshotHolder& served = fabrics->several() ? fabrics->set->combined() : *pipelines.front().holder;
+  if (cfg.once) return Once(pollers, served);
+  return Serve(cfg, files.web, served, fabrics->set.get(), http_stats, log, pollers, signals, argv);
 }
 
 }  // namespace

@@ -169,15 +169,35 @@ bool Restarted(const PortTotals& before, const PortSample& sample) {
   return false;
 }
 
+namespace {
+
+// Whether a counter the port held is still below the reading before its
+// fall: the port's counters were cleared, all of those held (ibclearerrors
+// clears them together; one of them may have counted back up meanwhile).
+bool ClearedSince(const PortTotals& before, const PortSample& sample) {
+  if (before.held.none()) return false;
+  for (std::size_t i = 0; i < kCounterCount; ++i) {
+    if (before.held.test(i) && Comparable(before, sample, i) && sample.value[i] < before.LastRaw(i)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 std::uint64_t Increase(const PortTotals& before, const PortSample& sample, std::size_t i) {
   // Absent, or another field now feeds this counter: re-based, nothing added.
   if (!Comparable(before, sample, i)) return 0;
   const std::uint64_t raw = sample.value[i];
   const std::uint64_t last = before.LastRaw(i);
-  if (raw >= last) return raw - last;  // held: the fall was a wrong reading; this one goes on
+  const bool held = before.held.test(i);
+  if (raw >= last) {
+    // Held and back: counted back up since a clear (another held counter
+    // still below, or a restart), else the fall was a wrong reading.
+    return held && (Restarted(before, sample) || ClearedSince(before, sample)) ? raw : raw - last;
+  }
   // Below: cleared since (a restart, or a held fall confirmed), all of it is
   // new; a first fall while the data went on is held.
-  return before.held.test(i) || Restarted(before, sample) ? raw : 0;
+  return held || Restarted(before, sample) ? raw : 0;
 }
 
 Folded CounterStore::Update(const topology::PortRef& port, const PortSample& sample,
@@ -186,16 +206,37 @@ Folded CounterStore::Update(const topology::PortRef& port, const PortSample& sam
   // Judged before anything changes (nor is the table copied for it).
   if (limits && known != ports_->end() && now > known->second.last_update) {
     const PortTotals& was = known->second;
-    const double seconds = 2 * std::chrono::duration<double>(now - was.last_update).count() + 1;
+    const double elapsed =
+        std::max(std::chrono::duration<double>(now - was.last_update).count(), limits->seconds_at_least);
+    const double seconds = 2 * elapsed + 1;
     for (std::size_t i = 0; i < kCounterCount; ++i) {
-      if (const auto why = Judge(static_cast<Counter>(i), Increase(was, sample, i), seconds, *limits)) {
-        return {&was, why, i};
+      const auto why = Judge(static_cast<Counter>(i), Increase(was, sample, i), seconds, *limits);
+      if (!why) continue;
+      PortTotals& t = Mutable().find(port)->second;
+      if (!t.rejected) {
+        t.rejected = true;
+        return {&t, why, i};
       }
+      // Rejected twice in a row: the reading the rises are over was the
+      // wrong one (a fall of the data taken as a restart). Re-based on
+      // this one, nothing added, rather than stuck until enough time
+      // passed.
+      for (std::size_t c = 0; c < kCounterCount; ++c) {
+        if (!Comparable(t, sample, c)) continue;
+        t.SetLastRaw(c, sample.value[c]);
+        t.held.reset(c);
+      }
+      t.rejected = false;
+      t.last_update = now;
+      t.stale = false;
+      return {&t, std::nullopt, 0};
     }
   }
   PortTotals& t = known != ports_->end() ? Mutable().find(port)->second : Fresh(port);
   Folded out{&t, std::nullopt, 0};
+  t.rejected = false;
   const bool restarted = t.present.any() && Restarted(t, sample);
+  const bool cleared = ClearedSince(t, sample);
   for (std::size_t i = 0; i < kCounterCount; ++i) {
     if (!sample.present.test(i)) continue;
     const std::uint64_t raw = sample.value[i];
@@ -207,9 +248,10 @@ Folded CounterStore::Update(const topology::PortRef& port, const PortSample& sam
         t.held.set(i);  // the next reading tells a clear from a wrong reading
         continue;
       }
-      if (t.held.test(i) && raw >= last && !out.rejected) out = {&t, Implausible::kFellAndRose, i};
       // Increase's rule; asked of `t` as it was, not as this loop leaves it.
-      t.SetTotal(i, t.Total(i) + (raw >= last ? raw - last : raw));
+      const bool counted_back = t.held.test(i) && raw >= last && (restarted || cleared);
+      if (t.held.test(i) && raw >= last && !counted_back && !out.rejected) out = {&t, Implausible::kFellAndRose, i};
+      t.SetTotal(i, t.Total(i) + (raw >= last && !counted_back ? raw - last : raw));
     }
     t.held.reset(i);
     t.SetLastRaw(i, raw);
@@ -238,7 +280,9 @@ void CounterStore::NoteCleared(const topology::PortRef& port, const std::bitset<
   if (!ports_->count(port)) return;
   const auto it = Mutable().find(port);  // found: it was there before the copy
   for (std::size_t i = 0; i < kCounterCount; ++i) {
-    if (counters.test(i)) it->second.SetLastRaw(i, 0);
+    if (!counters.test(i)) continue;
+    it->second.SetLastRaw(i, 0);
+    it->second.held.reset(i);
   }
 }
 

@@ -61,6 +61,9 @@ struct PortTotals {
   std::bitset<kCounterCount> held;
   std::chrono::system_clock::time_point last_update{};
   bool stale = false;  // the last sweep got no reading for this port
+  // The port's last reading was rejected as no link can produce it (a
+  // second in a row re-bases: CounterStore::Update).
+  bool rejected = false;
   // Readings in which the data or packet counters went backwards without
   // our clearing them: the port's counters restarted (a reset, a reboot,
   // someone else's clear).
@@ -107,6 +110,10 @@ bool Restarted(const PortTotals& before, const PortSample& sample);
 struct PortLimits {
   double bytes_per_second = 0;    // data rate
   double symbols_per_second = 0;  // signalling rate, a bit a symbol
+  // The time since the port's last reading is at least this (a steady
+  // clock's time since the sweep before: a step of the wall clock back
+  // never narrows what is allowed).
+  double seconds_at_least = 0;
 };
 // The fastest `port` supports; the fastest IBTA link's when it is null or
 // its width or speed is unknown.
@@ -199,8 +206,11 @@ class CounterStore {
   // the first time is held apart until Commit (read again before it, with
   // other ports between, it starts over from that reading). With `limits`,
   // a reading no link can produce (the rules above) changes nothing, the
-  // port's next plausible reading going on from its last one; without, or
-  // when `now` is not after the port's last reading, rises are not judged.
+  // port's next plausible reading going on from its last one; a second such
+  // reading in a row re-bases the port on it, adding nothing (the one
+  // before was the wrong one: a fall of the data taken as a restart).
+  // Without limits, or when `now` is not after the port's last reading,
+  // rises are not judged.
   Folded Update(const topology::PortRef& port, const PortSample& sample, std::chrono::system_clock::time_point now,
                 const PortLimits* limits = nullptr);
   // Adds the ports read for the first time since the last Commit to the

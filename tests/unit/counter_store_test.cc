@@ -104,6 +104,84 @@ TEST(CounterStoreTest, AFallThatComesBackWasAWrongReadingAndARestartIsTakenAtOnc
   EXPECT_EQ(st.ports().at(kPort).resets, 1u);
 }
 
+// A held fall is a clear when any held counter is still below (ibclearerrors
+// clears them together; LinkDowned may count a flap back up meanwhile), or
+// when the port restarted; our own clear ends a hold.
+TEST(CounterStoreTest, HeldCountersBackUpAfterAClearOrARestartCountAll) {
+  CounterStore st;
+  PortSample s;
+  s.Set(Counter::kSymbolError, 50, true);
+  s.Set(Counter::kLinkDowned, 1, true);
+  s.Set(Counter::kXmitData, 1000, true);
+  Read(st, kPort, s);
+  s.Set(Counter::kSymbolError, 0, true);  // ibclearerrors
+  s.Set(Counter::kLinkDowned, 0, true);
+  s.Set(Counter::kXmitData, 1100, true);
+  Read(st, kPort, s);
+  s.Set(Counter::kSymbolError, 3, true);  // still below 50: a clear
+  s.Set(Counter::kLinkDowned, 1, true);   // one flap since it, back at 1
+  const PortTotals before = st.ports().at(kPort);
+  EXPECT_EQ(Increase(before, s, Index(Counter::kLinkDowned)), 1u) << "what the fold adds";
+  const Folded f = st.Update(kPort, s, {});
+  EXPECT_FALSE(f.rejected);
+  EXPECT_EQ(Total(st, Counter::kSymbolError), 53u);
+  EXPECT_EQ(Total(st, Counter::kLinkDowned), 2u) << "the flap after the clear counted";
+  // A restart while a counter is held: all of it is new.
+  s.Set(Counter::kSymbolError, 0, true);
+  s.Set(Counter::kXmitData, 1200, true);
+  Read(st, kPort, s);  // held
+  s.Set(Counter::kSymbolError, 9, true);
+  s.Set(Counter::kXmitData, 10, true);  // the port restarted
+  EXPECT_FALSE(st.Update(kPort, s, {}).rejected);
+  EXPECT_EQ(Total(st, Counter::kSymbolError), 62u);
+  // Our own clear of a held counter ends its hold.
+  s.Set(Counter::kSymbolError, 0, true);
+  s.Set(Counter::kXmitData, 20, true);
+  Read(st, kPort, s);
+  ASSERT_TRUE(st.ports().at(kPort).held.test(Index(Counter::kSymbolError)));
+  st.NoteCleared(kPort, std::bitset<kCounterCount>().set(Index(Counter::kSymbolError)));
+  EXPECT_FALSE(st.ports().at(kPort).held.test(Index(Counter::kSymbolError)));
+  s.Set(Counter::kSymbolError, 4, true);
+  EXPECT_FALSE(st.Update(kPort, s, {}).rejected);
+  EXPECT_EQ(Total(st, Counter::kSymbolError), 66u);
+}
+
+// A wrong fall of the data is taken as a restart (at once, for host resets);
+// the right readings after it then rise too fast. The first is rejected,
+// the second re-bases the port on itself, adding nothing: never stuck.
+TEST(CounterStoreTest, TwoRejectionsInARowRebaseThePort) {
+  topology::Port qdr;
+  qdr.width_supported = 2;
+  qdr.speed_supported = 4;
+  const PortLimits limits = LimitsOf(&qdr);
+  using std::chrono::seconds;
+  const std::chrono::system_clock::time_point t0{seconds(1'000'000)};
+  CounterStore st;
+  PortSample s;
+  s.Set(Counter::kXmitData, 900'000'000'000, true);
+  st.Update(kPort, s, t0, &limits);
+  st.Commit();
+  s.Set(Counter::kXmitData, 5, true);  // wrong: read as a restart
+  EXPECT_FALSE(st.Update(kPort, s, t0 + seconds(1), &limits).rejected);
+  EXPECT_EQ(Total(st, Counter::kXmitData), 900'000'000'005u);
+  s.Set(Counter::kXmitData, 900'000'100'000, true);
+  const Folded first = st.Update(kPort, s, t0 + seconds(2), &limits);
+  ASSERT_TRUE(first.rejected);
+  EXPECT_EQ(*first.rejected, Implausible::kData);
+  s.Set(Counter::kXmitData, 900'000'200'000, true);
+  EXPECT_FALSE(st.Update(kPort, s, t0 + seconds(3), &limits).rejected) << "re-based";
+  EXPECT_EQ(Total(st, Counter::kXmitData), 900'000'000'005u) << "nothing added by the re-base";
+  s.Set(Counter::kXmitData, 900'000'300'000, true);
+  EXPECT_FALSE(st.Update(kPort, s, t0 + seconds(4), &limits).rejected);
+  EXPECT_EQ(Total(st, Counter::kXmitData), 900'000'100'005u) << "and on from there";
+  // The steady clock's floor: a wall clock stepped back to a moment after
+  // the last reading narrows nothing.
+  PortLimits floored = limits;
+  floored.seconds_at_least = 10;
+  s.Set(Counter::kXmitData, 900'000'300'000 + 10'000'000'000, true);  // 40 GB: 10 s at 4 GB/s
+  EXPECT_FALSE(st.Update(kPort, s, t0 + seconds(4) + std::chrono::milliseconds(10), &floored).rejected);
+}
+
 // Rises no link can produce in the time since the port's last reading are
 // not folded in (the reading whole), and say why; the next plausible
 // reading goes on from the last one folded in. At 4xQDR: 4 GB/s of data,
@@ -132,15 +210,19 @@ TEST(CounterStoreTest, ReadingsNoLinkCanProduceAreNotFoldedIn) {
     std::uint64_t rise;  // over 1 s
     std::optional<Implausible> want;
   };
+  // A rejection never follows another (the second in a row re-bases:
+  // TwoRejectionsInARowRebaseThePort).
   const Case cases[] = {
       {Counter::kXmitWait, 11'000'000'000, std::nullopt},  // 3 s at a count a byte: 12e9
       {Counter::kXmitWait, 13'000'000'000, Implausible::kXmitWait},
-      {Counter::kXmitWait, std::uint64_t{1} << 56, Implausible::kXmitWait},
       {Counter::kXmitData, 2'900'000'000, std::nullopt},  // words: 11.6 GB of 12
-      {Counter::kXmitData, 3'100'000'000, Implausible::kData},
+      {Counter::kXmitWait, std::uint64_t{1} << 56, Implausible::kXmitWait},
       {Counter::kSymbolError, 110'000'000'000, std::nullopt},
+      {Counter::kXmitData, 3'100'000'000, Implausible::kData},
+      {Counter::kSymbolError, 1, std::nullopt},
       {Counter::kSymbolError, 130'000'000'000, Implausible::kErrors},
   };
+
   auto now = t0;
   for (const Case& c : cases) {
     const PortTotals before = st.ports().at(kPort);
