@@ -97,7 +97,7 @@ class PortCountersCollector final : public Collector {
     std::vector<topology::PortRef> targeted;  // sorted below
     targeted.reserve(sweep.readings.size());
     store_.Expect(sweep.readings.size());
-    rejected_now_.clear();
+    std::set<topology::PortRef> rejected;  // this sweep's rejected readings: nothing of them is cleared
     const double since_last_sweep =
         last_sweep_steady_ ? std::chrono::duration<double>(cycle.now - *last_sweep_steady_).count() : 0;
     last_sweep_steady_ = cycle.now;
@@ -123,7 +123,7 @@ class PortCountersCollector final : public Collector {
       const Folded folded = store_.Update(r.target.port, *sample, cycle.wall, &limits);
       if (folded.rejected) {
         Rejected(r.target.port, *folded.rejected, folded.counter, cycle);
-        rejected_now_.insert(r.target.port);  // nothing of it is cleared either
+        rejected.insert(r.target.port);
       }
       const PortTotals& now = *folded.totals;
       // Whether a counter moved since the last reading (or sits pinned,
@@ -163,7 +163,7 @@ class PortCountersCollector final : public Collector {
     last_sweep_ = cycle.wall;
     targets_ = sweep.readings.size();
     failed_ports_ = sweep.failed_ports;
-    if (clear_threshold_percent_ > 0) Clear(sweep, cycle);
+    if (clear_threshold_percent_ > 0) Clear(sweep, cycle, rejected);
     out.ok = targets_ > 0 && failed_ports_ < targets_;
     return out;
   }
@@ -218,11 +218,11 @@ class PortCountersCollector final : public Collector {
         "port=\"" + cycle.describe(port) + "\" reason=" + ToString(why) + " counter=" + CounterSpecs()[counter].metric);
   }
 
-  void Clear(const SweepResult& sweep, const Cycle& cycle) {
+  void Clear(const SweepResult& sweep, const Cycle& cycle, const std::set<topology::PortRef>& rejected) {
     std::vector<ClearRequest> reqs;
     for (const auto& r : sweep.readings) {
       const std::optional<PortSample> sample = sweep.SampleOf(r);
-      if (!sample || rejected_now_.count(r.target.port)) continue;
+      if (!sample || rejected.count(r.target.port)) continue;
       if (auto c = ClearNeeded(r.target, *sample, clear_threshold_percent_)) reqs.push_back(*c);
     }
     if (reqs.empty()) return;
@@ -245,7 +245,6 @@ class PortCountersCollector final : public Collector {
   std::uint64_t clears_ = 0;
   std::array<std::uint64_t, kImplausibleCount> rejected_{};
   std::set<topology::PortRef> rejected_logged_;
-  std::set<topology::PortRef> rejected_now_;  // this sweep's rejected readings
   std::optional<std::chrono::steady_clock::time_point> last_sweep_steady_;
   std::map<topology::PortRef, CollectHealth> collect_;
   std::chrono::system_clock::time_point last_sweep_{};

@@ -336,15 +336,15 @@ std::string HttpRoutes::OwnName(const collectors::Snapshot& s) {
 }
 
 std::shared_ptr<const collectors::Snapshot> HttpRoutes::Snap(const httplib::Request& req, httplib::Response& res) {
+  if (req.params.count("fabric") > 1) {
+    JsonError(res, 400, "fabric given more than once");
+    return nullptr;
+  }
   if (options_.fabrics.empty()) {
     // One fabric: `fabric` may name it, as /api/v1/fabrics does.
     auto snap = holder_.Get();
     const auto it = req.params.find("fabric");
     if (it == req.params.end()) return snap;
-    if (req.params.count("fabric") > 1) {
-      JsonError(res, 400, "fabric given more than once");
-      return nullptr;
-    }
     if (it->second != OwnName(*snap)) {
       JsonError(res, 404, "no fabric '" + config::Excerpt(it->second, 80) + "' here; there is " + OwnName(*snap));
       return nullptr;
@@ -354,10 +354,6 @@ std::shared_ptr<const collectors::Snapshot> HttpRoutes::Snap(const httplib::Requ
   }
   const FabricView* view = &options_.fabrics.front();
   if (const auto it = req.params.find("fabric"); it != req.params.end()) {
-    if (req.params.count("fabric") > 1) {
-      JsonError(res, 400, "fabric given more than once");
-      return nullptr;
-    }
     view = nullptr;
     for (const FabricView& v : options_.fabrics) {
       if (v.name() == it->second) view = &v;

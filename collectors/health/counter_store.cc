@@ -1,6 +1,7 @@
 #include "collectors/health/counter_store.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <iterator>
 #include <stdexcept>
@@ -203,14 +204,19 @@ std::uint64_t Increase(const PortTotals& before, const PortSample& sample, std::
 Folded CounterStore::Update(const topology::PortRef& port, const PortSample& sample,
                             std::chrono::system_clock::time_point now, const PortLimits* limits) {
   const auto known = ports_->find(port);
-  // Judged before anything changes (nor is the table copied for it).
+  // What each counter adds, by Increase's rule, asked of the totals as they
+  // were: judged before anything changes (nor is the table copied for it),
+  // then folded.
+  std::array<std::uint64_t, kCounterCount> rise{};
+  if (known != ports_->end()) {
+    for (std::size_t i = 0; i < kCounterCount; ++i) rise[i] = Increase(known->second, sample, i);
+  }
   if (limits && known != ports_->end() && now > known->second.last_update) {
-    const PortTotals& was = known->second;
     const double elapsed =
-        std::max(std::chrono::duration<double>(now - was.last_update).count(), limits->seconds_at_least);
+        std::max(std::chrono::duration<double>(now - known->second.last_update).count(), limits->seconds_at_least);
     const double seconds = 2 * elapsed + 1;
     for (std::size_t i = 0; i < kCounterCount; ++i) {
-      const auto why = Judge(static_cast<Counter>(i), Increase(was, sample, i), seconds, *limits);
+      const auto why = Judge(static_cast<Counter>(i), rise[i], seconds, *limits);
       if (!why) continue;
       PortTotals& t = Mutable().find(port)->second;
       if (!t.rejected) {
@@ -235,8 +241,7 @@ Folded CounterStore::Update(const topology::PortRef& port, const PortSample& sam
   PortTotals& t = known != ports_->end() ? Mutable().find(port)->second : Fresh(port);
   Folded out{&t, std::nullopt, 0};
   t.rejected = false;
-  const bool restarted = t.present.any() && Restarted(t, sample);
-  const bool cleared = ClearedSince(t, sample);
+  const bool restarted = Restarted(t, sample);
   for (std::size_t i = 0; i < kCounterCount; ++i) {
     if (!sample.present.test(i)) continue;
     const std::uint64_t raw = sample.value[i];
@@ -248,10 +253,11 @@ Folded CounterStore::Update(const topology::PortRef& port, const PortSample& sam
         t.held.set(i);  // the next reading tells a clear from a wrong reading
         continue;
       }
-      // Increase's rule; asked of `t` as it was, not as this loop leaves it.
-      const bool counted_back = t.held.test(i) && raw >= last && (restarted || cleared);
-      if (t.held.test(i) && raw >= last && !counted_back && !out.rejected) out = {&t, Implausible::kFellAndRose, i};
-      t.SetTotal(i, t.Total(i) + (raw >= last && !counted_back ? raw - last : raw));
+      // Held and back by no more than the difference: the fall was wrong.
+      if (t.held.test(i) && raw >= last && rise[i] == raw - last && !out.rejected) {
+        out = {&t, Implausible::kFellAndRose, i};
+      }
+      t.SetTotal(i, t.Total(i) + rise[i]);
     }
     t.held.reset(i);
     t.SetLastRaw(i, raw);
