@@ -1,7 +1,7 @@
 #include "collectors/adaptive_routing_collector.h"
 
-#include "collectors/render.h"
-#include "collectors/table_retry.h"
+#include "collectors/framework/render.h"
+#include "collectors/framework/table_retry.h"
 #include "topology/adaptive_routing.h"
 
 namespace ibfabric::collectors {
@@ -67,6 +67,16 @@ void RenderAdaptiveRouting(const Snapshot& s, const Emit& out) {
         a == topology::AdaptiveRouting::kOn ? 1 : 0);
   }
   EmitNonEmpty(out, enabled);
+}
+
+CollectorInfo AdaptiveRoutingCollectorInfo() {
+  return {
+      .name = "adaptive_routing",
+      .help = "NVIDIA switches' AdaptiveRoutingInfo: where the forwarding tables are only a fallback.",
+      .make = MakeAdaptiveRoutingCollector,
+      .render = RenderAdaptiveRouting,
+      .after_publication = true,
+  };
 }
 
 }  // namespace ibfabric::collectors

@@ -16,12 +16,13 @@
 #include <memory>
 #include <string_view>
 
-#include "collectors/collector.h"
+#include "collectors/framework/collector_info.h"
+#include "collectors/parts/adaptive_routing.h"
 
 namespace ibfabric::collectors {
 
-inline constexpr std::string_view kAdaptiveRoutingCollector = "adaptive_routing";
-
+// Its declaration (name, help, factory, render, reads, flags): the registry's line.
+CollectorInfo AdaptiveRoutingCollectorInfo();
 std::unique_ptr<Collector> MakeAdaptiveRoutingCollector(const CollectorOptions& options);
 void RenderAdaptiveRouting(const Snapshot& s, const Emit& out);
 

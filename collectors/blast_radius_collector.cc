@@ -5,9 +5,8 @@
 #include <set>
 #include <tuple>
 
-#include "collectors/adaptive_routing_collector.h"
-#include "collectors/host_collector.h"
-#include "collectors/render.h"
+#include "collectors/framework/render.h"
+#include "collectors/parts/adaptive_routing.h"
 #include "topology/adaptive_routing.h"
 
 namespace ibfabric::collectors {
@@ -162,6 +161,18 @@ void RenderBlastRadius(const Snapshot& s, const Emit& out) {
         static_cast<double>(names.size()));
   }
   EmitNonEmpty(out, per_port);
+}
+
+CollectorInfo BlastRadiusCollectorInfo() {
+  return {
+      .name = "blast_radius",
+      .help =
+          "For each bad or flapping cable and congestion root alerted on, the routes between host ports that cross it "
+          "(from the forwarding tables) and the host ports they join.",
+      .make = MakeBlastRadiusCollector,
+      .render = RenderBlastRadius,
+      .reads = {"adaptive_routing", "routing", "link_health"},
+  };
 }
 
 }  // namespace ibfabric::collectors

@@ -28,7 +28,7 @@
 #include <string_view>
 #include <vector>
 
-#include "collectors/collector.h"
+#include "collectors/framework/collector_info.h"
 #include "topology/blast_radius.h"
 
 namespace ibfabric::collectors {
@@ -55,6 +55,8 @@ struct BlastReport {
 // sending or receiving a route across it.
 std::vector<topology::PortRef> HurtPorts(const topology::Fabric& fabric, const BlastEntry& e);
 
+// Its declaration (name, help, factory, render, reads, flags): the registry's line.
+CollectorInfo BlastRadiusCollectorInfo();
 std::unique_ptr<Collector> MakeBlastRadiusCollector(const CollectorOptions& options);
 void RenderBlastRadius(const Snapshot& s, const Emit& out);
 

@@ -2,8 +2,8 @@
 
 #include <cstdio>
 
-#include "collectors/render.h"
-#include "collectors/table_retry.h"
+#include "collectors/framework/render.h"
+#include "collectors/framework/table_retry.h"
 
 namespace ibfabric::collectors {
 namespace {
@@ -101,6 +101,15 @@ void RenderCapabilities(const Snapshot& s, const Emit& out) {
     if (OwnsNode(s, guid)) Add(access, {{"guid", topology::FormatGuid(guid)}}, info.access_register ? 1 : 0);
   }
   out(std::move(access));
+}
+
+CollectorInfo CapabilitiesCollectorInfo() {
+  return {
+      .name = "capabilities",
+      .help = "PMA ClassPortInfo of every node: which counters each port supports.",
+      .make = MakeCapabilitiesCollector,
+      .render = RenderCapabilities,
+  };
 }
 
 }  // namespace ibfabric::collectors

@@ -13,10 +13,12 @@
 
 #include <memory>
 
-#include "collectors/collector.h"
+#include "collectors/framework/collector_info.h"
 
 namespace ibfabric::collectors {
 
+// Its declaration (name, help, factory, render, reads, flags): the registry's line.
+CollectorInfo CapabilitiesCollectorInfo();
 std::unique_ptr<Collector> MakeCapabilitiesCollector(const CollectorOptions& options);
 void RenderCapabilities(const Snapshot& s, const Emit& out);
 

@@ -1,6 +1,6 @@
 #include "collectors/fabric_collector.h"
 
-#include "collectors/render.h"
+#include "collectors/framework/render.h"
 #include "topology/link_rate.h"
 
 namespace ibfabric::collectors {
@@ -177,6 +177,15 @@ void RenderFabric(const Snapshot& s, const Emit& out) {
     up.Finish();
   }
   RenderPortStates(s, out);
+}
+
+CollectorInfo FabricCollectorInfo() {
+  return {
+      .name = "fabric",
+      .help = "Nodes and cables discovery found (infiniband_{switch,hca}_info, *_uplink_info).",
+      .make = MakeFabricCollector,
+      .render = RenderFabric,
+  };
 }
 
 }  // namespace ibfabric::collectors

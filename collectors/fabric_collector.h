@@ -6,10 +6,12 @@
 
 #include <memory>
 
-#include "collectors/collector.h"
+#include "collectors/framework/collector_info.h"
 
 namespace ibfabric::collectors {
 
+// Its declaration (name, help, factory, render, reads, flags): the registry's line.
+CollectorInfo FabricCollectorInfo();
 std::unique_ptr<Collector> MakeFabricCollector(const CollectorOptions& options);
 void RenderFabric(const Snapshot& s, const Emit& out);
 

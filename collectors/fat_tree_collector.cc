@@ -1,6 +1,6 @@
 #include "collectors/fat_tree_collector.h"
 
-#include "collectors/render.h"
+#include "collectors/framework/render.h"
 #include "topology/findings.h"
 
 namespace ibfabric::collectors {
@@ -194,6 +194,15 @@ void RenderFatTree(const Snapshot& s, const Emit& out) {
   EmitOne(out, "infiniband_topology_bisection_ratio",
           "Estimated bisection bandwidth over a non-blocking build of the same tiers", MetricType::Gauge,
           a.nonblocking_gbps > 0 ? a.bisection_gbps / a.nonblocking_gbps : 0);
+}
+
+CollectorInfo FatTreeCollectorInfo() {
+  return {
+      .name = "fat_tree",
+      .help = "Tiers, wiring faults, asymmetry, degraded links and bisection; the cabling plan diff.",
+      .make = MakeFatTreeCollector,
+      .render = RenderFatTree,
+  };
 }
 
 }  // namespace ibfabric::collectors

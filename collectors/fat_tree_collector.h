@@ -12,10 +12,12 @@
 
 #include <memory>
 
-#include "collectors/collector.h"
+#include "collectors/framework/collector_info.h"
 
 namespace ibfabric::collectors {
 
+// Its declaration (name, help, factory, render, reads, flags): the registry's line.
+CollectorInfo FatTreeCollectorInfo();
 std::unique_ptr<Collector> MakeFatTreeCollector(const CollectorOptions& options);
 void RenderFatTree(const Snapshot& s, const Emit& out);
 

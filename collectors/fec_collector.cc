@@ -6,7 +6,7 @@
 #include <map>
 #include <span>
 
-#include "collectors/render.h"
+#include "collectors/framework/render.h"
 #include "topology/link_rate.h"
 
 namespace ibfabric::collectors {
@@ -540,15 +540,6 @@ class FecCollector final : public Collector {
 
 }  // namespace
 
-const char* ToString(FecSource s) {
-  switch (s) {
-    case FecSource::kPmaExtendedSpeeds: return "pma_extended_speeds";
-    case FecSource::kPpcnt: return "ppcnt";
-    case FecSource::kNone: break;
-  }
-  return "none";
-}
-
 std::unique_ptr<Collector> MakeFecCollector(const CollectorOptions& options) {
   return std::make_unique<FecCollector>(options.phy_interval, options.clear_threshold_percent,
                                         options.alerts.degrading.period);
@@ -697,6 +688,20 @@ void RenderFec(const Snapshot& s, const Emit& out) {
     }
     f.Finish();
   }
+}
+
+CollectorInfo FecCollectorInfo() {
+  return {
+      .name = "fec",
+      .help =
+          "Forward error correction and bit error ratios per port where the device has them, every --phy.interval: "
+          "PPCNT's physical layer counters through AccessRegister (bits received and corrected, effective and symbol "
+          "errors, raw errors per lane), else PortExtendedSpeedsCounters of RS-FEC ports (corrected and uncorrectable "
+          "blocks, corrected symbols per lane); raw, effective and symbol bit error ratios.",
+      .make = MakeFecCollector,
+      .render = RenderFec,
+      .reads = {"capabilities"},
+  };
 }
 
 }  // namespace ibfabric::collectors

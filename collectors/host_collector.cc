@@ -1,6 +1,6 @@
 #include "collectors/host_collector.h"
 
-#include "collectors/render.h"
+#include "collectors/framework/render.h"
 
 namespace ibfabric::collectors {
 namespace {
@@ -34,12 +34,6 @@ double CounterValue(const std::string& name, std::uint64_t v) {
 }
 
 }  // namespace
-
-std::string HostOfDevice(const Snapshot& s, const host::HostDevice& d) {
-  const std::uint64_t guid = host::ParseSysfsGuid(d.node_guid);
-  std::string host = guid ? HostOf(s, guid) : "";
-  return host.empty() ? d.node_desc.substr(0, d.node_desc.find(' ')) : host;
-}
 
 std::unique_ptr<Collector> MakeHostCollector(const CollectorOptions& options) {
   return std::make_unique<HostCollector>(options.host_sysfs);
@@ -134,6 +128,18 @@ void RenderHost(const Snapshot& s, const Emit& out) {
           "Files of this host's RDMA devices in sysfs that could not be read or were not what the kernel writes "
           "(their values are left out)",
           MetricType::Gauge, static_cast<double>(r.problems.size()));
+}
+
+CollectorInfo HostCollectorInfo() {
+  return {
+      .name = "host",
+      .help =
+          "In local scope, this host's RDMA devices as its kernel shows them (sysfs under --host.sysfs): counters and "
+          "the driver's hw_counters, firmware, link layer, the PCIe link against its maximum, NUMA node.",
+      .make = MakeHostCollector,
+      .render = RenderHost,
+      .this_host = true,
+  };
 }
 
 }  // namespace ibfabric::collectors

@@ -27,23 +27,15 @@
 #include <memory>
 #include <string_view>
 
-#include "collectors/collector.h"
+#include "collectors/framework/collector_info.h"
+#include "collectors/parts/host.h"
 #include "host/sysfs.h"
 #include "topology/analysis.h"
 
 namespace ibfabric::collectors {
 
-inline constexpr std::string_view kHostCollector = "host";
-
-struct HostReadings {
-  std::shared_ptr<const host::HostReading> reading;  // null outside local scope
-};
-
-// The host a device belongs to: the fabric's name for it (topology/
-// hosts.h) where the device's GUID is in a host; else the first word of
-// its node description (rdma-ndd's "%h %d"); else empty.
-std::string HostOfDevice(const Snapshot& s, const host::HostDevice& d);
-
+// Its declaration (name, help, factory, render, reads, flags): the registry's line.
+CollectorInfo HostCollectorInfo();
 std::unique_ptr<Collector> MakeHostCollector(const CollectorOptions& options);
 void RenderHost(const Snapshot& s, const Emit& out);
 

@@ -2,9 +2,10 @@
 
 #include <algorithm>
 #include <deque>
+#include <filesystem>
 
-#include "collectors/host_collector.h"
-#include "collectors/render.h"
+#include "collectors/framework/render.h"
+#include "collectors/parts/host.h"
 
 namespace ibfabric::collectors {
 namespace {
@@ -13,8 +14,11 @@ using prometheus::MetricType;
 
 class JobsCollector final : public Collector {
  public:
-  explicit JobsCollector(const CollectorOptions& o)
-      : sysfs_(o.host_sysfs), proc_(o.host_proc), mapping_dir_(o.job_mapping_dir), pod_devices_(o.pod_devices) {}
+  JobsCollector(const CollectorOptions& o, PodDevices pod_devices)
+      : sysfs_(o.host_sysfs),
+        proc_(o.Get<JobsOptions>().proc),
+        mapping_dir_(o.Get<JobsOptions>().mapping_dir),
+        pod_devices_(std::move(pod_devices)) {}
 
   Schedule schedule() const override { return Schedule::kSweep; }
 
@@ -73,15 +77,32 @@ class JobsCollector final : public Collector {
   }
 
   std::string sysfs_, proc_, mapping_dir_;
-  std::function<std::optional<std::vector<host::DeviceClaim>>(std::string*)> pod_devices_;
+  PodDevices pod_devices_;
   std::deque<std::string> noted_;
   std::shared_ptr<const JobReadings> published_;
 };
 
+// The kubelet's pods, asked each sweep where the socket is: the default
+// socket's absence is a host without Kubernetes, not a problem.
+PodDevices KubeletPods(const CollectorOptions& options) {
+  const std::string socket = options.Get<JobsOptions>().kubelet_socket;
+  if (socket.empty() || !options.pod_resources) return nullptr;
+  PodDevices ask = options.pod_resources(socket);
+  const bool quiet_when_absent = socket == host::kKubeletPodResourcesSocket;
+  return [ask, quiet_when_absent, socket](std::string* error) {
+    // Asked even when the socket is gone, so that the client drops its
+    // connection and a kubelet that comes back is reached at once.
+    auto pods = ask(error);
+    std::error_code ec;
+    if (!pods && quiet_when_absent && !std::filesystem::exists(socket, ec)) error->clear();
+    return pods;
+  };
+}
+
 }  // namespace
 
 std::unique_ptr<Collector> MakeJobsCollector(const CollectorOptions& options) {
-  return std::make_unique<JobsCollector>(options);
+  return std::make_unique<JobsCollector>(options, KubeletPods(options));
 }
 
 void RenderJobs(const Snapshot& s, const Emit& out) {
@@ -126,6 +147,49 @@ void RenderJobs(const Snapshot& s, const Emit& out) {
     Add(unmatched, {{"source", source}}, it == jobs->unmatched_devices.end() ? 0 : it->second);
   }
   EmitNonEmpty(out, unmatched);
+}
+
+CollectorInfo JobsCollectorInfo() {
+  return {
+      .name = "jobs",
+      .help =
+          "In local scope, which jobs hold this host's HCAs: Slurm's mapping directory (--host.job-mapping-dir) and "
+          "the kubelet's pod-resources API (--host.kubelet-socket), one _info series per HCA port and job.",
+      .make = MakeJobsCollector,
+      .render = RenderJobs,
+      .reads = {"host"},
+      .this_host = true,
+      .flags =
+          {
+              {"host.proc",
+               "Where this host's /proc is, for the GPUs' UUIDs (driver/nvidia/gpus) that Kubernetes pods are "
+               "given, in local scope.",
+               "PATH",
+               [](CollectorOptions& o, const std::string& v) { return DirectoryValue(v, &o.Own<JobsOptions>().proc); }},
+              {"host.job-mapping-dir",
+               "Slurm's job mapping directory, in local scope: one file per device a job holds (an RDMA device such "
+               "as mlx5_0, or a GPU index as dcgm-exporter's --hpc-job-mapping-dir), listing the job ids; written by a "
+               "prolog, cleaned by an epilog (deploy/slurm/); it may not be there until the first job. Default: none.",
+               "DIR",
+               [](CollectorOptions& o, const std::string& v) -> std::string {
+                 if (v.empty()) return "must not be empty";
+                 std::error_code ec;
+                 if (std::filesystem::exists(v, ec) && !std::filesystem::is_directory(v, ec))
+                   return "'" + v + "' is not a directory";
+                 o.Own<JobsOptions>().mapping_dir = v;
+                 return "";
+               }},
+              {"host.kubelet-socket",
+               "The kubelet's pod-resources socket, in local scope: which pods hold the host's HCAs, GPUs or their "
+               "virtual functions (asked each sweep where the socket is; 'none': never).",
+               "PATH",
+               [](CollectorOptions& o, const std::string& v) -> std::string {
+                 if (v.empty()) return "must not be empty ('none' to never ask)";
+                 o.Own<JobsOptions>().kubelet_socket = v == "none" ? "" : v;
+                 return "";
+               }},
+          },
+  };
 }
 
 }  // namespace ibfabric::collectors

@@ -2,8 +2,8 @@
 // jobs: which jobs hold this host's HCAs (host/jobs.h), in local scope only,
 // at each sweep: a Slurm mapping directory (--host.job-mapping-dir, which a
 // prolog and an epilog keep, deploy/slurm/) and the kubelet's pod-resources
-// API (--host.kubelet-socket; CollectorOptions::pod_devices, which main
-// connects; asked only where the socket is). Each device id a job holds
+// API (--host.kubelet-socket, through CollectorOptions::pod_resources,
+// which the exporter connects; asked only where the socket is). Each device id a job holds
 // becomes the HCA it names (an RDMA device, an HCA's or its virtual
 // function's PCI address, a GPU's nearest HCA), and every port of it.
 // No MAD. Reads the host collector's part of the cycle (its devices).
@@ -24,7 +24,7 @@
 #include <string>
 #include <string_view>
 
-#include "collectors/collector.h"
+#include "collectors/framework/collector_info.h"
 #include "host/jobs.h"
 
 namespace ibfabric::collectors {
@@ -44,6 +44,17 @@ struct JobReadings {
   std::map<std::string, int> unmatched_devices;  // by source
 };
 
+// Its flags' options (the host's sysfs is the shared --host.sysfs).
+struct JobsOptions {
+  std::string proc = "/proc";  // --host.proc: GPUs' UUIDs under driver/nvidia
+  std::string mapping_dir;     // --host.job-mapping-dir: Slurm's; empty: none
+  // --host.kubelet-socket, connected through CollectorOptions::pod_resources;
+  // empty: none.
+  std::string kubelet_socket = host::kKubeletPodResourcesSocket;
+};
+
+// Its declaration (name, help, factory, render, reads, flags): the registry's line.
+CollectorInfo JobsCollectorInfo();
 std::unique_ptr<Collector> MakeJobsCollector(const CollectorOptions& options);
 void RenderJobs(const Snapshot& s, const Emit& out);
 

@@ -1,12 +1,12 @@
 #include "collectors/link_health_collector.h"
 
-#include "collectors/adaptive_routing_collector.h"
-#include "collectors/fec_collector.h"
+#include "collectors/framework/render.h"
 #include "collectors/health/alerts.h"
 #include "collectors/health/link_health.h"
+#include "collectors/parts/adaptive_routing.h"
+#include "collectors/parts/fec.h"
+#include "collectors/parts/xmit_wait_tick.h"
 #include "collectors/reads/batch.h"
-#include "collectors/render.h"
-#include "collectors/xmit_wait_tick_collector.h"
 #include "topology/adaptive_routing.h"
 
 namespace ibfabric::collectors {
@@ -299,6 +299,16 @@ void RenderLinkHealth(const Snapshot& s, const Emit& out) {
   }
   out(std::move(counts));
   out(std::move(raised));
+}
+
+CollectorInfo LinkHealthCollectorInfo() {
+  return {
+      .name = "link_health",
+      .help = "Link state, flaps and error rates per cable, and the alerts they raise.",
+      .make = MakeLinkHealthCollector,
+      .render = RenderLinkHealth,
+      .reads = {"port_counters", "fat_tree", "adaptive_routing", "routing", "xmit_wait_tick", "fec"},
+  };
 }
 
 }  // namespace ibfabric::collectors

@@ -8,10 +8,12 @@
 
 #include <memory>
 
-#include "collectors/collector.h"
+#include "collectors/framework/collector_info.h"
 
 namespace ibfabric::collectors {
 
+// Its declaration (name, help, factory, render, reads, flags): the registry's line.
+CollectorInfo LinkHealthCollectorInfo();
 std::unique_ptr<Collector> MakeLinkHealthCollector(const CollectorOptions& options);
 void RenderLinkHealth(const Snapshot& s, const Emit& out);
 

@@ -8,8 +8,8 @@
 #include <sstream>
 #include <string>
 
+#include "collectors/framework/render.h"
 #include "collectors/registry.h"
-#include "collectors/render.h"
 
 namespace ibfabric::collectors {
 namespace {

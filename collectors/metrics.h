@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include "collectors/snapshot.h"
+#include "collectors/framework/snapshot.h"
 
 namespace ibfabric::collectors {
 

@@ -4,8 +4,8 @@
 #include <cstdio>
 #include <map>
 
+#include "collectors/framework/render.h"
 #include "collectors/reads/batch.h"
-#include "collectors/render.h"
 #include "transport/attributes.h"
 
 namespace ibfabric::collectors {
@@ -326,6 +326,19 @@ void RenderModules(const Snapshot& s, const Emit& out) {
     differs.Add(std::move(labels), 1);
   }
   differs.Finish();
+}
+
+CollectorInfo ModuleCollectorInfo() {
+  return {
+      .name = "modules",
+      .help =
+          "The module at each end of a cable (PDDR Module Info through AccessRegister), every --phy.interval: "
+          "vendor, part and serial number, length, temperature and its alarm threshold, rx/tx power per lane, and "
+          "modules whose part differs from their level of cables'.",
+      .make = MakeModuleCollector,
+      .render = RenderModules,
+      .reads = {"capabilities"},
+  };
 }
 
 }  // namespace ibfabric::collectors

@@ -41,7 +41,7 @@
 #include <string_view>
 #include <vector>
 
-#include "collectors/collector.h"
+#include "collectors/framework/collector_info.h"
 #include "transport/registers.h"
 
 namespace ibfabric::collectors {
@@ -60,6 +60,8 @@ struct ModuleReadings {
       std::make_shared<const std::vector<ModulePort>>();  // by port, plugged modules only
 };
 
+// Its declaration (name, help, factory, render, reads, flags): the registry's line.
+CollectorInfo ModuleCollectorInfo();
 std::unique_ptr<Collector> MakeModuleCollector(const CollectorOptions& options);
 void RenderModules(const Snapshot& s, const Emit& out);
 

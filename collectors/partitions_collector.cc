@@ -4,8 +4,8 @@
 #include <iterator>
 #include <vector>
 
-#include "collectors/render.h"
-#include "collectors/table_retry.h"
+#include "collectors/framework/render.h"
+#include "collectors/framework/table_retry.h"
 #include "topology/partitions.h"
 
 namespace ibfabric::collectors {
@@ -138,7 +138,8 @@ class PartitionsCollector final : public Collector {
 }  // namespace
 
 std::unique_ptr<Collector> MakePartitionsCollector(const CollectorOptions& options) {
-  return std::make_unique<PartitionsCollector>(options.partition_plan, options.pkeys_from_sa);
+  return std::make_unique<PartitionsCollector>(options.Get<PartitionsOptions>().plan,
+                                               options.Get<PartitionsOptions>().pkeys_from_sa);
 }
 
 void RenderPartitions(const Snapshot& s, const Emit& out) {
@@ -199,6 +200,41 @@ void RenderPartitions(const Snapshot& s, const Emit& out) {
   Add(from, {{"source", "sa"}}, static_cast<double>(partitions->from_sa));
   Add(from, {{"source", "port"}}, static_cast<double>(partitions->ports.size() - partitions->from_sa));
   out(std::move(from));
+}
+
+CollectorInfo PartitionsCollectorInfo() {
+  return {
+      .name = "partitions",
+      .help = "P_Key tables of the CA ports and the switch ports facing them.",
+      .make = MakePartitionsCollector,
+      .render = RenderPartitions,
+      .after_publication = true,
+      .flags =
+          {
+              {"partitions.tables",
+               "Where the P_Key tables of the CA ports and the switch ports facing them are read: sa (their "
+               "P_KeyTableRecords from the SA, the subnet manager's copy of what it set, one query a CA port or "
+               "switch; the SA answers only with --ib.sa-key; a port it has no record of is read itself) or switches "
+               "(each port's own table: what it holds, even where it is not what the SM set).",
+               "SOURCE",
+               [](CollectorOptions& o, const std::string& v) {
+                 return FromSaValue(v, &o.Own<PartitionsOptions>().pkeys_from_sa);
+               }},
+              {"partitions.plan",
+               "Expected partition membership of the CA ports (YAML, see docs/api.md); ports that differ are "
+               "findings.",
+               "FILE",
+               [](CollectorOptions& o, const std::string& v) -> std::string {
+                 if (v.empty()) return "must not be empty";
+                 topology::PartitionPlan plan;
+                 std::string why;
+                 if (!topology::LoadPartitionPlan(v, &plan, &why)) return why;
+                 o.Own<PartitionsOptions>().plan = std::move(plan);
+                 return "";
+               },
+               /*one_fabric=*/true},
+          },
+  };
 }
 
 }  // namespace ibfabric::collectors

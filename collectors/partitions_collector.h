@@ -7,11 +7,21 @@
 // infiniband_port_partition_info, infiniband_switch_port_partition_*.
 
 #include <memory>
+#include <optional>
 
-#include "collectors/collector.h"
+#include "collectors/framework/collector_info.h"
+#include "topology/partitions.h"
 
 namespace ibfabric::collectors {
 
+// Its flags' options (--partitions.tables, --partitions.plan).
+struct PartitionsOptions {
+  bool pkeys_from_sa = true;                    // P_Key tables from the SA's records where it has them
+  std::optional<topology::PartitionPlan> plan;  // the expected membership; none: no plan
+};
+
+// Its declaration (name, help, factory, render, reads, flags): the registry's line.
+CollectorInfo PartitionsCollectorInfo();
 std::unique_ptr<Collector> MakePartitionsCollector(const CollectorOptions& options);
 void RenderPartitions(const Snapshot& s, const Emit& out);
 

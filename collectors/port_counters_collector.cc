@@ -6,8 +6,8 @@
 #include <set>
 #include <vector>
 
+#include "collectors/framework/render.h"
 #include "collectors/health/counter_store.h"
-#include "collectors/render.h"
 
 namespace ibfabric::collectors {
 namespace {
@@ -393,6 +393,17 @@ void RenderPortCounters(const Snapshot& s, const Emit& out) {
     which.Finish();
   }
   RenderCollectHealth(s, out);
+}
+
+CollectorInfo PortCountersCollectorInfo() {
+  return {
+      .name = "port_counters",
+      .help = "PortCounters and PortCountersExtended of every port, each sweep.",
+      .make = MakePortCountersCollector,
+      .render = RenderPortCounters,
+      .reads = {"capabilities"},
+      .reads_samples = true,
+  };
 }
 
 }  // namespace ibfabric::collectors

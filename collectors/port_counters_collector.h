@@ -11,10 +11,12 @@
 
 #include <memory>
 
-#include "collectors/collector.h"
+#include "collectors/framework/collector_info.h"
 
 namespace ibfabric::collectors {
 
+// Its declaration (name, help, factory, render, reads, flags): the registry's line.
+CollectorInfo PortCountersCollectorInfo();
 std::unique_ptr<Collector> MakePortCountersCollector(const CollectorOptions& options);
 void RenderPortCounters(const Snapshot& s, const Emit& out);
 

@@ -5,9 +5,9 @@
 #include <optional>
 #include <vector>
 
-#include "collectors/adaptive_routing_collector.h"
-#include "collectors/render.h"
-#include "collectors/table_retry.h"
+#include "collectors/framework/render.h"
+#include "collectors/framework/table_retry.h"
+#include "collectors/parts/adaptive_routing.h"
 #include "topology/adaptive_routing.h"
 #include "topology/routing.h"
 
@@ -154,7 +154,7 @@ class RoutingCollector final : public Collector {
 }  // namespace
 
 std::unique_ptr<Collector> MakeRoutingCollector(const CollectorOptions& options) {
-  return std::make_unique<RoutingCollector>(options.tables_from_sa);
+  return std::make_unique<RoutingCollector>(options.Get<RoutingOptions>().tables_from_sa);
 }
 
 void RenderRouting(const Snapshot& s, const Emit& out) {
@@ -218,6 +218,26 @@ void RenderRouting(const Snapshot& s, const Emit& out) {
   }
   EmitOne(out, "infiniband_routing_down_up_routes",
           "Leaf-to-CA routes that go down a tier and up again, or never arrive", MetricType::Gauge, a.down_up_routes);
+}
+
+CollectorInfo RoutingCollectorInfo() {
+  return {
+      .name = "routing",
+      .help = "The switches' forwarding tables: balance, unrouted destinations, down-up routes.",
+      .make = MakeRoutingCollector,
+      .render = RenderRouting,
+      .reads = {"fat_tree", "adaptive_routing"},
+      .after_publication = true,
+      .flags = {{"routing.tables",
+                 "Where the switches' forwarding tables are read: sa (each switch's LinearForwardingTableRecords from "
+                 "the SA, the subnet manager's copy of what it programmed, one query a switch; a switch the SA has no "
+                 "whole table of is read itself) or switches (every block from each switch: what the switch holds, "
+                 "even where it is not what the SM set).",
+                 "SOURCE",
+                 [](CollectorOptions& o, const std::string& v) {
+                   return FromSaValue(v, &o.Own<RoutingOptions>().tables_from_sa);
+                 }}},
+  };
 }
 
 }  // namespace ibfabric::collectors

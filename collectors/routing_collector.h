@@ -9,7 +9,7 @@
 #include <memory>
 #include <string_view>
 
-#include "collectors/collector.h"
+#include "collectors/framework/collector_info.h"
 
 namespace ibfabric::collectors {
 
@@ -22,6 +22,13 @@ struct TableSources {
   std::size_t switches = 0;  // the switch's own blocks
 };
 
+// Its flags' options (--routing.tables).
+struct RoutingOptions {
+  bool tables_from_sa = true;  // LFTs from the SA's records where it has them, else from each switch
+};
+
+// Its declaration (name, help, factory, render, reads, flags): the registry's line.
+CollectorInfo RoutingCollectorInfo();
 std::unique_ptr<Collector> MakeRoutingCollector(const CollectorOptions& options);
 void RenderRouting(const Snapshot& s, const Emit& out);
 

@@ -5,8 +5,9 @@
 #include <optional>
 #include <set>
 
+#include "collectors/framework/render.h"
 #include "collectors/health/subnet_managers.h"
-#include "collectors/render.h"
+#include "config/values.h"
 
 namespace ibfabric::collectors {
 namespace {
@@ -105,7 +106,7 @@ class SubnetManagersCollector final : public Collector {
 }  // namespace
 
 std::unique_ptr<Collector> MakeSubnetManagersCollector(const CollectorOptions& options) {
-  return std::make_unique<SubnetManagersCollector>(options.subnet_managers);
+  return std::make_unique<SubnetManagersCollector>(options.Get<SmMonitorOptions>());
 }
 
 void RenderSubnetManagers(const Snapshot& s, const Emit& out) {
@@ -156,6 +157,23 @@ void RenderSubnetManagers(const Snapshot& s, const Emit& out) {
     Add(conditions, {{"condition", ToString(c)}}, held ? 1 : 0);
   }
   out(std::move(conditions));
+}
+
+CollectorInfo SubnetManagersCollectorInfo() {
+  return {
+      .name = "subnet_managers",
+      .help = "SMInfo of every subnet manager: masters, standbys, sweeping, failovers.",
+      .make = MakeSubnetManagersCollector,
+      .render = RenderSubnetManagers,
+      .flags = {{"sm.stall-after",
+                 "How long the master subnet manager's SMInfo.ActCount may stand still before it counts as not "
+                 "sweeping.",
+                 "DURATION",
+                 [](CollectorOptions& o, const std::string& v) {
+                   return config::DurationValue(v, std::chrono::milliseconds(100),
+                                                &o.Own<SmMonitorOptions>().stall_after);
+                 }}},
+  };
 }
 
 }  // namespace ibfabric::collectors

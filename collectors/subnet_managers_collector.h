@@ -10,10 +10,12 @@
 
 #include <memory>
 
-#include "collectors/collector.h"
+#include "collectors/framework/collector_info.h"
 
 namespace ibfabric::collectors {
 
+// Its declaration (name, help, factory, render, reads, flags): the registry's line.
+CollectorInfo SubnetManagersCollectorInfo();
 std::unique_ptr<Collector> MakeSubnetManagersCollector(const CollectorOptions& options);
 void RenderSubnetManagers(const Snapshot& s, const Emit& out);
 

@@ -4,8 +4,8 @@
 #include <cmath>
 #include <set>
 
+#include "collectors/framework/render.h"
 #include "collectors/reads/batch.h"
-#include "collectors/render.h"
 #include "topology/scope.h"
 #include "transport/attributes.h"
 
@@ -303,6 +303,18 @@ void RenderSwitchEnvironment(const Snapshot& s, const Emit& out) {
   }
   for (auto* f : {&hardware, &uptime, &temperature, &threshold, &rpm, &fans, &psu_status, &psu_dc, &psu_fan, &watts})
     EmitNonEmpty(out, *f);
+}
+
+CollectorInfo SwitchEnvironmentCollectorInfo() {
+  return {
+      .name = "switch_environment",
+      .help =
+          "NVIDIA switches' temperature, fans, power supplies, firmware and uptime, from their registers in band "
+          "(AccessRegister), every --phy.interval, under SckyzO's ibswinfo metric names.",
+      .make = MakeSwitchEnvironmentCollector,
+      .render = RenderSwitchEnvironment,
+      .reads = {"capabilities"},
+  };
 }
 
 }  // namespace ibfabric::collectors

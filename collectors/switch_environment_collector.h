@@ -39,7 +39,7 @@
 #include <string_view>
 #include <vector>
 
-#include "collectors/collector.h"
+#include "collectors/framework/collector_info.h"
 #include "transport/registers.h"
 
 namespace ibfabric::collectors {
@@ -62,6 +62,8 @@ struct SwitchEnvironments {
   std::map<std::uint64_t, SwitchEnvironment> switches;  // by GUID: those whose registers answered
 };
 
+// Its declaration (name, help, factory, render, reads, flags): the registry's line.
+CollectorInfo SwitchEnvironmentCollectorInfo();
 std::unique_ptr<Collector> MakeSwitchEnvironmentCollector(const CollectorOptions& options);
 void RenderSwitchEnvironment(const Snapshot& s, const Emit& out);
 

@@ -2,7 +2,7 @@
 
 #include <vector>
 
-#include "collectors/render.h"
+#include "collectors/framework/render.h"
 
 namespace ibfabric::collectors {
 namespace {
@@ -192,11 +192,6 @@ class XmitWaitTickCollector final : public Collector {
 
 }  // namespace
 
-topology::TickLength XmitWaitTicks::TickOf(const topology::Node& node) const {
-  const auto t = tick.find(node.guid);
-  return topology::TickOf(node, t == tick.end() ? std::nullopt : std::optional(t->second), multiplier);
-}
-
 std::unique_ptr<Collector> MakeXmitWaitTickCollector(const CollectorOptions& options) {
   return std::make_unique<XmitWaitTickCollector>(options.alerts.xmit_wait_tick_multiplier, options.restored_waits);
 }
@@ -264,6 +259,18 @@ void RenderXmitWaitTick(const Snapshot& s, const Emit& out) {
     if (OwnsNode(s, guid)) Add(family, {{"guid", topology::FormatGuid(guid)}}, tick);
   }
   out(std::move(family));
+}
+
+CollectorInfo XmitWaitTickCollectorInfo() {
+  return {
+      .name = "xmit_wait_tick",
+      .help =
+          "PMA PortSamplesControl.Tick of each node once a port of it counted PortXmitWait, and each port's "
+          "PortXmitWait in seconds by its device's Tick and generation.",
+      .make = MakeXmitWaitTickCollector,
+      .render = RenderXmitWaitTick,
+      .reads = {"port_counters"},
+  };
 }
 
 }  // namespace ibfabric::collectors

@@ -40,28 +40,14 @@
 #include <set>
 #include <vector>
 
-#include "collectors/collector.h"
+#include "collectors/framework/collector_info.h"
+#include "collectors/parts/xmit_wait_tick.h"
 #include "topology/xmit_wait.h"
 
 namespace ibfabric::collectors {
 
-inline constexpr std::string_view kXmitWaitTickCollector = "xmit_wait_tick";
-
-struct XmitWaitTicks {
-  std::map<std::uint64_t, std::uint8_t> tick;  // node GUID -> PortSamplesControl.Tick
-  std::set<std::uint64_t> unsupported;         // answered "unsupported attribute"
-  std::optional<double> multiplier;            // the operator's Tick + 1 for every device
-  // Every port that reports PortXmitWait, by port (sorted).
-  std::shared_ptr<const std::vector<PortWait>> waits = std::make_shared<const std::vector<PortWait>>();
-
-  // Tick + 1 of the node's counts, and where it came from.
-  topology::TickLength TickOf(const topology::Node& node) const;
-  // Seconds one PortXmitWait count of `port` stands for now (0: not up).
-  double CountSeconds(const topology::Node& node, const topology::Port& port) const {
-    return topology::XmitWaitCountSeconds(node, port, TickOf(node));
-  }
-};
-
+// Its declaration (name, help, factory, render, reads, flags): the registry's line.
+CollectorInfo XmitWaitTickCollectorInfo();
 std::unique_ptr<Collector> MakeXmitWaitTickCollector(const CollectorOptions& options);
 void RenderXmitWaitTick(const Snapshot& s, const Emit& out);
 

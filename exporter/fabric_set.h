@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "collectors/snapshot.h"
+#include "collectors/framework/snapshot.h"
 #include "exporter/snapshot_holder.h"
 
 namespace ibfabric::exporter {

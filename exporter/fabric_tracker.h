@@ -53,10 +53,10 @@
 #include <string>
 #include <vector>
 
-#include "collectors/collector.h"
 #include "collectors/common/log.h"
+#include "collectors/framework/collector.h"
+#include "collectors/framework/snapshot.h"
 #include "collectors/reads/sweep.h"
-#include "collectors/snapshot.h"
 #include "exporter/rewalk_holds.h"
 #include "exporter/smp_watch.h"
 #include "exporter/trap_subscription.h"

@@ -1,26 +1,16 @@
 #include "exporter/flags.h"
 
 #include <charconv>
-#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iterator>
 #include <map>
 
 #include "collectors/registry.h"
-#include "topology/hosts.h"
+#include "config/values.h"
 
 namespace ibfabric::exporter {
 namespace {
-
-bool ParseInt(const std::string& s, long long lo, long long hi, long long* out) {
-  long long v = 0;
-  const char* end = s.data() + s.size();
-  auto [ptr, ec] = std::from_chars(s.data(), end, v);
-  if (s.empty() || ec != std::errc() || ptr != end || v < lo || v > hi) return false;
-  *out = v;
-  return true;
-}
 
 // host:port, [v6]:port or :port
 bool ParseListen(const std::string& s, std::string* host, int* port) {
@@ -29,51 +19,24 @@ bool ParseListen(const std::string& s, std::string* host, int* port) {
   std::string h = s.substr(0, colon);
   if (h.size() >= 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
   long long p = 0;
-  if (!ParseInt(s.substr(colon + 1), 0, 65535, &p)) return false;
+  if (!config::ParseInt(s.substr(colon + 1), 0, 65535, &p)) return false;
   *host = h.empty() ? "0.0.0.0" : h;
   *port = static_cast<int>(p);
   return true;
 }
 
 struct Flag {
-  const char* help;
-  const char* placeholder;  // nullptr for boolean flags
+  std::string_view help;         // empty: not listed by --help on its own line
+  std::string_view placeholder;  // empty: a boolean flag
   // Applies the value; returns an empty string or what is wrong with it.
   std::function<std::string(Config&, const std::string&)> apply;
 };
-
-std::string Duration(std::chrono::milliseconds* field, const std::string& v, std::chrono::milliseconds min) {
-  std::chrono::milliseconds d;
-  if (!ParseDuration(v, &d)) return "'" + v + "' is not a duration (e.g. 500ms, 10s, 5m)";
-  if (d < min) return "must be at least " + std::to_string(min.count()) + "ms";
-  *field = d;
-  return "";
-}
-
-std::string Int(int* field, const std::string& v, long long lo, long long hi) {
-  long long n = 0;
-  if (!ParseInt(v, lo, hi, &n)) {
-    return "'" + v + "' is not an integer in " + std::to_string(lo) + ".." + std::to_string(hi);
-  }
-  *field = static_cast<int>(n);
-  return "";
-}
 
 // A flag whose value is a file (or device) name, stored in `field`.
 std::function<std::string(Config&, const std::string&)> Path(std::string Config::*field) {
   return [field](Config& c, const std::string& v) -> std::string {
     if (v.empty()) return "must not be empty";
     c.*field = v;
-    return "";
-  };
-}
-
-// A flag saying where tables are read: "sa" (true in `field`) or
-// "switches".
-std::function<std::string(Config&, const std::string&)> FromSa(bool Config::*field) {
-  return [field](Config& c, const std::string& v) -> std::string {
-    if (v != "sa" && v != "switches") return "'" + v + "' is not one of sa, switches";
-    c.*field = v == "sa";
     return "";
   };
 }
@@ -89,17 +52,6 @@ std::function<std::string(Config&, const std::string&)> Key(std::optional<std::u
   };
 }
 
-// A flag whose value is a directory that must be there, stored in `field`.
-std::function<std::string(Config&, const std::string&)> Directory(std::string Config::*field) {
-  return [field](Config& c, const std::string& v) -> std::string {
-    if (v.empty()) return "must not be empty";
-    std::error_code ec;
-    if (!std::filesystem::is_directory(v, ec)) return "'" + v + "' is no directory";
-    c.*field = v;
-    return "";
-  };
-}
-
 // --collector.<name> and --no-collector.<name> for every collector
 // (node_exporter's convention), from the registry.
 void AddCollectorFlags(std::map<std::string, Flag>* flags) {
@@ -108,11 +60,27 @@ void AddCollectorFlags(std::map<std::string, Flag>* flags) {
     for (const bool on : {true, false}) {
       // No help line of their own: --help lists the collectors.
       (*flags)[(on ? "collector." : "no-collector.") + name] = {
-          nullptr, nullptr, [name, on](Config& cfg, const std::string&) -> std::string {
+          "", "", [name, on](Config& cfg, const std::string&) -> std::string {
             cfg.collectors[name] = on;
             return "";
           }};
     }
+  }
+}
+
+// Every collector's own flags and those they share (collectors::AllFlags),
+// each applied to the options of the first fabric and, unless it describes
+// one fabric, to the others'. A name the exporter's table has already is
+// not taken (FlagsTest checks that none is).
+void AddCollectorsFlags(std::map<std::string, Flag>* flags) {
+  for (const collectors::CollectorFlag* f : collectors::AllFlags()) {
+    flags->emplace(std::string(f->name),
+                   Flag{f->help, f->placeholder, [f](Config& c, const std::string& v) -> std::string {
+                          if (std::string e = f->apply(c.collector, v); !e.empty()) return e;
+                          if (!f->one_fabric) return f->apply(c.other_fabrics, v);
+                          c.one_fabric_flags.push_back("--" + std::string(f->name));
+                          return "";
+                        }});
   }
 }
 
@@ -147,11 +115,11 @@ const std::map<std::string, Flag>& Flags() {
           "NAME", Path(&Config::ca_name)}},
         {"ib.port",
          {"Port of the device to use (default: its first active port).", "N",
-          [](Config& c, const std::string& v) { return Int(&c.ca_port, v, 1, 254); }}},
+          [](Config& c, const std::string& v) { return config::IntValue(v, 1, 254, &c.ca_port); }}},
         {"ib.pkey-index",
          {"P_Key index the GMPs (PMA reads, SA requests) leave on (infiniband-diags' --pkey-idx; default: "
           "the index of the full-member default P_Key 0xffff in the port's P_Key table).",
-          "N", [](Config& c, const std::string& v) { return Int(&c.pkey_index, v, 0, 65535); }}},
+          "N", [](Config& c, const std::string& v) { return config::IntValue(v, 0, 65535, &c.pkey_index); }}},
         {"ib.m-key",
          {"M_Key to put in every SMP where the subnet manager protects ports with one (infiniband-diags' "
           "-y); prefer --ib.m-key-file, which keeps it out of process listings.",
@@ -171,61 +139,6 @@ const std::map<std::string, Flag>& Flags() {
          {"Node name map file (infiniband-diags format: GUID \"name\" per line) naming nodes in "
           "metrics and findings.",
           "FILE", Path(&Config::node_name_map)}},
-        {"topology.plan",
-         {"Cabling plan to compare the fabric with: ibnetdiscover output saved from the healthy "
-          "fabric, or a JSON or YAML plan (see docs/api.md).",
-          "FILE", Path(&Config::topology_plan)}},
-        {"topology.host-pattern",
-         {"Regular expression over a CA's node description (after the node-name map) whose two groups "
-          "are its host's name and its device's, for grouping HCAs into hosts and checking rails "
-          "(default: rdma-ndd's \"%h %d\", ^(\\S+)\\s+(\\S+)$).",
-          "REGEX",
-          [](Config& c, const std::string& v) -> std::string {
-            topology::HostPattern p;
-            std::string why;
-            if (!topology::ParseHostPattern(v, &p, &why)) return why;
-            c.host_pattern = v;
-            return "";
-          }}},
-        {"host.sysfs",
-         {"Where this host's sysfs is (its class/infiniband and PCI devices), for the host collector in local "
-          "scope; a container mounts the host's /sys elsewhere (as node_exporter's --path.sysfs).",
-          "PATH", Directory(&Config::host_sysfs)}},
-        {"host.proc",
-         {"Where this host's /proc is, for the GPUs' UUIDs (driver/nvidia/gpus) that Kubernetes pods are "
-          "given, in local scope.",
-          "PATH", Directory(&Config::host_proc)}},
-        {"host.job-mapping-dir",
-         {"Slurm's job mapping directory, in local scope: one file per device a job holds (an RDMA device "
-          "such as mlx5_0, or a GPU index as dcgm-exporter's --hpc-job-mapping-dir), listing the job ids; "
-          "written by a prolog, cleaned by an epilog (deploy/slurm/); it may not be there until the first "
-          "job. Default: none.",
-          "DIR",
-          [](Config& c, const std::string& v) -> std::string {
-            if (v.empty()) return "must not be empty";
-            std::error_code ec;
-            if (std::filesystem::exists(v, ec) && !std::filesystem::is_directory(v, ec))
-              return "'" + v + "' is not a directory";
-            c.job_mapping_dir = v;
-            return "";
-          }}},
-        {"host.kubelet-socket",
-         {"The kubelet's pod-resources socket, in local scope: which pods hold the host's HCAs, GPUs or "
-          "their virtual functions (asked each sweep where the socket is; 'none': never).",
-          "PATH",
-          [](Config& c, const std::string& v) -> std::string {
-            if (v.empty()) return "must not be empty ('none' to never ask)";
-            c.kubelet_socket = v == "none" ? "" : v;
-            return "";
-          }}},
-        {"partitions.plan",
-         {"Expected partition membership of the CA ports (YAML, see docs/api.md); ports that differ are "
-          "findings.",
-          "FILE", Path(&Config::partition_plan)}},
-        {"alerts.config",
-         {"Alert thresholds, windows and hysteresis (YAML; see docs/alerts.md). Default: built-in "
-          "thresholds.",
-          "FILE", Path(&Config::alerts_config)}},
         {"scope",
          {"Which ports to read: fabric (every port; see --shard), local (this host's ports and the "
           "switch port at the other end of each of its cables: for a DaemonSet), inter-switch (both "
@@ -246,40 +159,28 @@ const std::map<std::string, Flag>& Flags() {
           }}},
         {"sweep.interval",
          {"Time between counter sweeps.", "DURATION",
-          [](Config& c, const std::string& v) { return Duration(&c.sweep_interval, v, milliseconds(100)); }}},
+          [](Config& c, const std::string& v) {
+            return config::DurationValue(v, milliseconds(100), &c.sweep_interval);
+          }}},
         {"discovery.interval",
          {"Time between full walks of the fabric; in between, what changed (traps, sweeps) is re-walked "
           "incrementally.",
           "DURATION",
-          [](Config& c, const std::string& v) { return Duration(&c.discovery_interval, v, milliseconds(100)); }}},
-        {"phy.interval",
-         {"Time between reads of a port's physical-layer counters (PPCNT, else PortExtendedSpeedsCounters) and "
-          "module (PDDR), and of a switch's environment registers (temperature, fans, power supplies), where the "
-          "device has them; each read once in this time, spread over the sweeps.",
-          "DURATION",
-          [](Config& c, const std::string& v) { return Duration(&c.phy_interval, v, milliseconds(1000)); }}},
-        {"routing.tables",
-         {"Where the switches' forwarding tables are read: sa (each switch's LinearForwardingTableRecords from "
-          "the SA, the subnet manager's copy of what it programmed, one query a switch; a switch the SA has no "
-          "whole table of is read itself) or switches (every block from each switch: what the switch holds, "
-          "even where it is not what the SM set).",
-          "SOURCE", FromSa(&Config::tables_from_sa)}},
-        {"partitions.tables",
-         {"Where the P_Key tables of the CA ports and the switch ports facing them are read: sa (their "
-          "P_KeyTableRecords from the SA, the subnet manager's copy of what it set, one query a CA port or switch; "
-          "the SA answers only with --ib.sa-key; a port it has no record of is read itself) or switches (each "
-          "port's own table: what it holds, even where it is not what the SM set).",
-          "SOURCE", FromSa(&Config::pkeys_from_sa)}},
+          [](Config& c, const std::string& v) {
+            return config::DurationValue(v, milliseconds(100), &c.discovery_interval);
+          }}},
         {"sweep.rotation",
          {"Every switch port's PortInfo and every LID's owner (NodeInfo) are read again at least once in "
           "this time; ports with news (a moved LinkDownedCounter, a trap, a degraded or recently changed "
           "link) are read every sweep.",
           "DURATION",
-          [](Config& c, const std::string& v) { return Duration(&c.sweep_rotation, v, milliseconds(100)); }}},
+          [](Config& c, const std::string& v) {
+            return config::DurationValue(v, milliseconds(100), &c.sweep_rotation);
+          }}},
         {"sm.no-traps",
          {"Do not subscribe to the subnet manager's traps (link state changes, ports in and out of "
           "service); changes are then found by the sweeps alone.",
-          nullptr,
+          "",
           [](Config& c, const std::string&) -> std::string {
             c.sm_traps = false;
             return "";
@@ -287,54 +188,55 @@ const std::map<std::string, Flag>& Flags() {
         {"ib.pkey-recheck",
          {"How often the P_Key entry GMPs leave on is read again (one sysfs file), to follow the full-member "
           "entry when the SM moves it (not with --ib.pkey-index).",
-          "DURATION", [](Config& c, const std::string& v) { return Duration(&c.pkey_recheck, v, milliseconds(100)); }}},
-        {"sm.stall-after",
-         {"How long the master subnet manager's SMInfo.ActCount may stand still before it counts as not "
-          "sweeping.",
           "DURATION",
-          [](Config& c, const std::string& v) { return Duration(&c.sm_stall_after, v, milliseconds(100)); }}},
+          [](Config& c, const std::string& v) {
+            return config::DurationValue(v, milliseconds(100), &c.pkey_recheck);
+          }}},
         {"mad.timeout",
          {"Shortest time to wait for a MAD response before retrying; longer when the measured round trip or "
           "the agent's declared response time says so.",
-          "DURATION", [](Config& c, const std::string& v) { return Duration(&c.mad_timeout, v, milliseconds(1)); }}},
+          "DURATION",
+          [](Config& c, const std::string& v) { return config::DurationValue(v, milliseconds(1), &c.mad_timeout); }}},
         {"mad.timeout-max",
          {"Longest time to wait for a MAD response: the ceiling of the backoff after timeouts.", "DURATION",
-          [](Config& c, const std::string& v) { return Duration(&c.mad_timeout_max, v, milliseconds(1)); }}},
+          [](Config& c, const std::string& v) {
+            return config::DurationValue(v, milliseconds(1), &c.mad_timeout_max);
+          }}},
         {"mad.window.dr-smp",
          {"Directed-route SMPs in flight at once (each is forwarded by every switch on its route; opensm keeps 4).",
-          "N", [](Config& c, const std::string& v) { return Int(&c.mad_dr_window, v, 1, 64); }}},
+          "N", [](Config& c, const std::string& v) { return config::IntValue(v, 1, 64, &c.mad_dr_window); }}},
         {"mad.window.lid-smp",
          {"LID-routed SMPs in flight at once.", "N",
-          [](Config& c, const std::string& v) { return Int(&c.mad_lid_window, v, 1, 4096); }}},
+          [](Config& c, const std::string& v) { return config::IntValue(v, 1, 4096, &c.mad_lid_window); }}},
         {"mad.window.gmp",
          {"Performance-management queries in flight at once.", "N",
-          [](Config& c, const std::string& v) { return Int(&c.mad_gmp_window, v, 1, 4096); }}},
+          [](Config& c, const std::string& v) { return config::IntValue(v, 1, 4096, &c.mad_gmp_window); }}},
         {"mad.per-destination",
          {"MADs outstanding to any one node at once.", "N",
-          [](Config& c, const std::string& v) { return Int(&c.mad_per_destination, v, 1, 64); }}},
+          [](Config& c, const std::string& v) { return config::IntValue(v, 1, 64, &c.mad_per_destination); }}},
         {"mad.dr-per-switch",
          {"MADs outstanding at a switch that a directed-route SMP of ours would pass through (its firmware "
           "forwards it, beside the subnet manager's).",
-          "N", [](Config& c, const std::string& v) { return Int(&c.mad_dr_per_switch, v, 1, 64); }}},
+          "N", [](Config& c, const std::string& v) { return config::IntValue(v, 1, 64, &c.mad_dr_per_switch); }}},
         {"mad.sa-per-destination",
          {"SA queries outstanding to the SA at once (table transfers of many RMPP segments each).", "N",
-          [](Config& c, const std::string& v) { return Int(&c.mad_sa_per_destination, v, 1, 64); }}},
+          [](Config& c, const std::string& v) { return config::IntValue(v, 1, 64, &c.mad_sa_per_destination); }}},
         {"mad.rate-limit",
          {"MADs per second at most, over all kinds (default 100000, about 40 a second a switch on a 2,500-switch "
           "fabric; 0: no limit).",
           "N",
           [](Config& c, const std::string& v) -> std::string {
             int n = 0;
-            if (std::string e = Int(&n, v, 0, 10'000'000); !e.empty()) return e;
+            if (std::string e = config::IntValue(v, 0, 10'000'000, &n); !e.empty()) return e;
             c.mad_rate_limit = n;
             return "";
           }}},
         {"mad.retries",
          {"Retries of a MAD that got no response.", "N",
-          [](Config& c, const std::string& v) { return Int(&c.mad_retries, v, 0, 20); }}},
+          [](Config& c, const std::string& v) { return config::IntValue(v, 0, 20, &c.mad_retries); }}},
         {"mad.window",
          {"MAD requests kept in flight at once, all kinds together.", "N",
-          [](Config& c, const std::string& v) { return Int(&c.mad_window, v, 1, 4096); }}},
+          [](Config& c, const std::string& v) { return config::IntValue(v, 1, 4096, &c.mad_window); }}},
         {"log.level",
          {"Only log messages with the given severity or above: debug, info, warn, error.", "LEVEL",
           [](Config& c, const std::string& v) -> std::string {
@@ -354,13 +256,8 @@ const std::map<std::string, Flag>& Flags() {
             std::string why;
             return collectors::ParsePortGroups(v, &c.port_groups, &c.port_groups_auto, &why) ? "" : why;
           }}},
-        {"counters.clear-threshold",
-         {"Clear a port's counters on the fabric when one reaches this percent of its maximum "
-          "(PortCounters, and the FEC counters read at --phy.interval; e.g. 75; 0, the default, "
-          "never clears: other tools may rely on the counters).",
-          "PERCENT", [](Config& c, const std::string& v) { return Int(&c.clear_threshold, v, 0, 100); }}},
         {"check",
-         {"Check that the local port answers MADs, print one line and exit (0: it does).", nullptr,
+         {"Check that the local port answers MADs, print one line and exit (0: it does).", "",
           [](Config& c, const std::string&) -> std::string {
             c.check = true;
             return "";
@@ -369,7 +266,7 @@ const std::map<std::string, Flag>& Flags() {
          {"Preflight: print what this exporter can see from here and what stops it (the local port, the P_Key "
           "index, SMPs and GMPs on a sample of nodes, traps, capabilities, the MAD load), one line each, and "
           "exit: 0 pass, 3 degraded, 1 fail.",
-          nullptr,
+          "",
           [](Config& c, const std::string&) -> std::string {
             c.doctor = true;
             return "";
@@ -388,13 +285,14 @@ const std::map<std::string, Flag>& Flags() {
             return "";
           }}},
         {"once",
-         {"Discover and sweep once, print the metrics to standard output and exit.", nullptr,
+         {"Discover and sweep once, print the metrics to standard output and exit.", "",
           [](Config& c, const std::string&) -> std::string {
             c.once = true;
             return "";
           }}},
     };
     AddCollectorFlags(&flags);
+    AddCollectorsFlags(&flags);
     return flags;
   }();
   return kFlags;
@@ -427,27 +325,6 @@ bool LoadKey(const std::string& path, std::uint64_t* key, std::string* why) {
     *why = path + ": does not hold one 64-bit key (0x-prefixed hex or decimal)";
     return false;
   }
-  return true;
-}
-
-bool ParseDuration(const std::string& text, std::chrono::milliseconds* out) {
-  std::size_t i = 0;
-  while (i < text.size() && text[i] >= '0' && text[i] <= '9') ++i;
-  if (i == 0 || i > 12) return false;
-  long long n = std::stoll(text.substr(0, i));
-  const std::string unit = text.substr(i);
-  long long ms_per = 0;
-  if (unit == "ms")
-    ms_per = 1;
-  else if (unit == "s")
-    ms_per = 1000;
-  else if (unit == "m")
-    ms_per = 60'000;
-  else if (unit == "h")
-    ms_per = 3'600'000;
-  else
-    return false;
-  *out = std::chrono::milliseconds(n * ms_per);
   return true;
 }
 
@@ -492,7 +369,7 @@ ParsedFlags ParseFlags(const std::vector<std::string>& args) {
       return r;
     }
     const Flag& f = it->second;
-    if (f.placeholder == nullptr) {
+    if (f.placeholder.empty()) {
       if (has_value) {
         r.action = ParsedFlags::Action::kError;
         r.error = "flag --" + name + " takes no value";
@@ -542,13 +419,13 @@ std::string HelpText(const std::string& program) {
   s += "  -h, --help                Show this help and exit.\n";
   s += "      --version             Show the version and exit.\n";
   for (const auto& [name, f] : Flags()) {
-    if (f.help == nullptr) continue;  // the collectors' flags: listed below
-    std::string left = "      --" + name + (f.placeholder ? std::string("=") + f.placeholder : "");
+    if (f.help.empty()) continue;  // --collector.NAME and --no-collector.NAME: listed below
+    std::string left = "      --" + name + (f.placeholder.empty() ? "" : "=" + std::string(f.placeholder));
     if (left.size() < 40)
       left.resize(40, ' ');
     else
       left += "\n" + std::string(40, ' ');
-    s += left + f.help + "\n";
+    s += left + std::string(f.help) + "\n";
   }
   s += "\nCollectors (--collector.NAME turns one on, --no-collector.NAME off):\n";
   for (const auto& c : collectors::Registry()) {

@@ -1,7 +1,10 @@
 #pragma once
 // Command-line flags in the style of Prometheus exporters
 // (--web.listen-address, --help, --version, ...). Both `--flag=value` and
-// `--flag value` are accepted; boolean flags take no value.
+// `--flag value` are accepted; boolean flags take no value. The
+// exporter's own flags are here; each collector's come from its
+// declaration (collectors/registry.h AllFlags), and fill
+// Config::collector.
 
 #include <chrono>
 #include <cstdint>
@@ -10,9 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "collectors/framework/options.h"
 #include "exporter/http_server.h"
 #include "exporter/poller.h"
-#include "host/jobs.h"
 #include "topology/scope.h"
 #include "transport/mad_engine.h"
 
@@ -39,21 +42,15 @@ struct Config {
   // its file; secret likewise.
   std::optional<std::uint64_t> sa_key;
   std::string sa_key_file;
-  int ca_port = 0;             // 0: first active port
-  int pkey_index = -1;         // -1: the full-member default P_Key's (transport/umad_port.h)
-  std::string node_name_map;   // infiniband-diags node-name map file; empty: none
-  std::string topology_plan;   // cabling plan (ibnetdiscover output, JSON or YAML); empty: none
-  std::string host_pattern;    // how CA descriptions name host and device (topology/hosts.h); empty: rdma-ndd's
-  std::string alerts_config;   // alert thresholds file; empty: built-in defaults
-  std::string partition_plan;  // expected partition membership (YAML); empty: none
-  topology::Scope scope;       // which ports this exporter reads (--scope, --shard)
+  int ca_port = 0;            // 0: first active port
+  int pkey_index = -1;        // -1: the full-member default P_Key's (transport/umad_port.h)
+  std::string node_name_map;  // infiniband-diags node-name map file; empty: none
+  topology::Scope scope;      // which ports this exporter reads (--scope, --shard)
   std::chrono::milliseconds sweep_interval = kPollerDefaults.fabric.sweep_interval;
   std::chrono::milliseconds discovery_interval = kPollerDefaults.fabric.discovery_interval;  // full walks
   std::chrono::milliseconds sweep_rotation = kPollerDefaults.fabric.sweep_rotation;
   bool sm_traps = kPollerDefaults.fabric.subscribe_traps;  // subscribe to the SM's traps (InformInfo)
-  // Master SM ActCount standing still this long: not sweeping.
-  std::chrono::milliseconds sm_stall_after = kPollerDefaults.collector.subnet_managers.stall_after;
-  std::chrono::milliseconds pkey_recheck{10'000};  // --ib.pkey-recheck
+  std::chrono::milliseconds pkey_recheck{10'000};          // --ib.pkey-recheck
   // MAD limits, defaulting to the engine's own (transport/mad_engine.h
   // EngineOptions; docs/mad-limits.md).
   // Floor of every attempt's timeout, and ceiling of the backoff.
@@ -75,19 +72,17 @@ struct Config {
   std::string log_level = "info";                                    // debug, info, warn, error
   collectors::PortGroups port_groups = kPollerDefaults.port_groups;  // --counters.groups
   bool port_groups_auto = kPollerDefaults.port_groups_auto;
-  std::chrono::milliseconds phy_interval = kPollerDefaults.collector.phy_interval;
-  bool tables_from_sa = kPollerDefaults.collector.tables_from_sa;           // --routing.tables: sa or switches
-  bool pkeys_from_sa = kPollerDefaults.collector.pkeys_from_sa;             // --partitions.tables: sa or switches
-  std::string host_sysfs = kPollerDefaults.collector.host_sysfs;            // --host.sysfs
-  std::string host_proc = kPollerDefaults.collector.host_proc;              // --host.proc
-  std::string job_mapping_dir;                                              // --host.job-mapping-dir
-  std::string kubelet_socket = host::kKubeletPodResourcesSocket;            // --host.kubelet-socket ("": none)
-  int clear_threshold = kPollerDefaults.collector.clear_threshold_percent;  // percent of a counter's maximum; 0: never
-  bool once = false;          // one discovery and sweep, metrics to stdout, exit
-  bool check = false;         // does the local port answer? exit 0 or 1
-  bool doctor = false;        // the preflight (exporter/doctor.h): exit 0 pass, 3 degraded, 1 fail
-  std::string analyze;        // --analyze: an ibnetdiscover file to judge offline (exporter/offline.h)
-  bool analyze_json = false;  // --analyze.format=json
+  // The collectors' settings from their flags (collectors::AllFlags: each
+  // collector's own and those they share), for the first fabric read, and
+  // for the others: without the flags that describe one fabric (the plans).
+  collectors::CollectorOptions collector;
+  collectors::CollectorOptions other_fabrics;
+  std::vector<std::string> one_fabric_flags;  // those given ("--topology.plan"), in order
+  bool once = false;                          // one discovery and sweep, metrics to stdout, exit
+  bool check = false;                         // does the local port answer? exit 0 or 1
+  bool doctor = false;                        // the preflight (exporter/doctor.h): exit 0 pass, 3 degraded, 1 fail
+  std::string analyze;                        // --analyze: an ibnetdiscover file to judge offline (exporter/offline.h)
+  bool analyze_json = false;                  // --analyze.format=json
   // --collector.NAME / --no-collector.NAME: name -> on (collectors/registry.h).
   std::map<std::string, bool> collectors;
 };
@@ -108,8 +103,5 @@ bool ParseKey(const std::string& text, std::uint64_t* key);
 // The key in `path`; false with a one-line reason that never quotes the
 // file's contents.
 bool LoadKey(const std::string& path, std::uint64_t* key, std::string* why);
-
-// Parses "10s", "500ms", "2m", "1h" into milliseconds; false when malformed.
-bool ParseDuration(const std::string& text, std::chrono::milliseconds* out);
 
 }  // namespace ibfabric::exporter

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "collectors/common/log.h"
-#include "exporter/alert_config.h"
+#include "collectors/registry.h"
 #include "exporter/doctor.h"
 #include "exporter/fabric_set.h"
 #include "exporter/flags.h"
@@ -36,8 +36,6 @@
 #include "host/pod_resources.h"
 #include "topology/discovery.h"
 #include "topology/node_name_map.h"
-#include "topology/partitions.h"
-#include "topology/plan.h"
 #include "transport/attributes.h"
 #include "transport/mad_engine.h"
 #include "transport/umad_port.h"
@@ -50,13 +48,10 @@ namespace ibfabric::exporter {
 namespace {
 
 // What the configuration files say, each read and checked before anything starts.
+// (The collectors' files are read by their flags: collectors::AllFlags.)
 struct Files {
   topology::NodeNameMap names;
-  collectors::AlertConfig alerts;
-  std::optional<topology::PartitionPlan> partition_plan;
   WebConfig web;
-  std::optional<topology::CablingPlan> plan;
-  std::optional<topology::HostPattern> host_pattern;
   std::uint64_t m_key = 0;   // --ib.m-key or its file; 0: none
   std::uint64_t sa_key = 0;  // --ib.sa-key or its file; 0: none
 };
@@ -72,26 +67,15 @@ bool LoadFiles(const Config& cfg, const std::string& m_key_source, const std::st
     if (path.empty() || !bad_flag.empty()) return;
     if (!loader(path, out, &why)) bad_flag = flag;
   };
-  topology::PartitionPlan partitions;
-  topology::CablingPlan cabling;
   files->m_key = cfg.m_key.value_or(0);
   load(cfg.m_key_file, m_key_source.c_str(), LoadKey, &files->m_key);
   files->sa_key = cfg.sa_key.value_or(0);
   load(cfg.sa_key_file, sa_key_source.c_str(), LoadKey, &files->sa_key);
   load(cfg.node_name_map, "--ib.node-name-map", topology::LoadNodeNameMap, &files->names);
-  load(cfg.alerts_config, "--alerts.config", LoadAlertConfig, &files->alerts);
-  load(cfg.partition_plan, "--partitions.plan", topology::LoadPartitionPlan, &partitions);
   load(cfg.web_config, "--web.config.file", LoadWebConfig, &files->web);
-  load(cfg.topology_plan, "--topology.plan", topology::LoadPlan, &cabling);
   if (!bad_flag.empty()) {
     *error = "invalid " + bad_flag + ": " + why;
     return false;
-  }
-  if (!cfg.partition_plan.empty()) files->partition_plan = std::move(partitions);
-  if (!cfg.topology_plan.empty()) files->plan = std::move(cabling);
-  if (!cfg.host_pattern.empty()) {
-    files->host_pattern.emplace();
-    topology::ParseHostPattern(cfg.host_pattern, &*files->host_pattern, &why);  // the flag checked it
   }
   return true;
 }
@@ -162,9 +146,10 @@ int Check(transport::MadEngine& engine, const transport::LocalPortInfo& local) {
   return 0;
 }
 
-// The scheduler's options from the flags and the files; the plans only
-// with `with_plans` (they describe one fabric).
-PollerOptions PollerOptionsFrom(const Config& cfg, const Files& files, bool with_plans) {
+// The scheduler's options from the flags and the files; the collectors'
+// of the first fabric read with `first_fabric` (with the plans, which
+// describe one fabric).
+PollerOptions PollerOptionsFrom(const Config& cfg, const Files& files, bool first_fabric) {
   PollerOptions o;
   o.fabric.sweep_interval = cfg.sweep_interval;
   o.fabric.discovery_interval = cfg.discovery_interval;
@@ -172,36 +157,12 @@ PollerOptions PollerOptionsFrom(const Config& cfg, const Files& files, bool with
   o.fabric.subscribe_traps = cfg.sm_traps;
   o.fabric.names = files.names;
   o.fabric.scope = cfg.scope;
-  o.collector.clear_threshold_percent = cfg.clear_threshold;
-  o.collector.phy_interval = cfg.phy_interval;
-  o.collector.tables_from_sa = cfg.tables_from_sa;
-  o.collector.pkeys_from_sa = cfg.pkeys_from_sa;
-  o.collector.host_sysfs = cfg.host_sysfs;
-  o.collector.host_proc = cfg.host_proc;
-  o.collector.job_mapping_dir = cfg.job_mapping_dir;
-  if (cfg.scope.kind == topology::ScopeKind::kLocal && !cfg.kubelet_socket.empty()) {
-    // The kubelet's socket: asked each sweep where it is; the default's
-    // absence is a host without Kubernetes, not a problem.
-    auto client = std::make_shared<host::PodResourcesClient>(cfg.kubelet_socket);
-    const bool quiet_when_absent = cfg.kubelet_socket == host::kKubeletPodResourcesSocket;
-    const std::string path = cfg.kubelet_socket;
-    o.collector.pod_devices = [client, quiet_when_absent,
-                               path](std::string* error) -> std::optional<std::vector<host::DeviceClaim>> {
-      // Asked even when the socket is gone, so that the client drops its
-      // connection and a kubelet that comes back is reached at once.
-      auto pods = client->List(std::chrono::seconds(2), error);
-      std::error_code ec;
-      if (!pods && quiet_when_absent && !std::filesystem::exists(path, ec)) error->clear();
-      return pods;
-    };
-  }
-  if (with_plans) {
-    o.collector.plan = files.plan;
-    o.collector.partition_plan = files.partition_plan;
-  }
-  o.collector.host_pattern = files.host_pattern;
-  o.collector.alerts = files.alerts;
-  o.collector.subnet_managers.stall_after = cfg.sm_stall_after;
+  o.collector = first_fabric ? cfg.collector : cfg.other_fabrics;
+  // The kubelet's client (gRPC), for whichever collector asks it.
+  o.collector.pod_resources = [](const std::string& socket) -> collectors::PodDevices {
+    auto client = std::make_shared<host::PodResourcesClient>(socket);
+    return [client](std::string* error) { return client->List(std::chrono::seconds(2), error); };
+  };
   o.port_groups = cfg.port_groups;
   o.port_groups_auto = cfg.port_groups_auto;
   o.version = IBFABRIC_VERSION;
@@ -404,19 +365,9 @@ int Fail(const std::string& error, int status) {
   return status;
 }
 
-// Settings that work but do less than they seem to: cable_degrading
-// compares a port's raw ratio with the lowest of the 24 parts of its
-// period that hold a FEC window, so a period of few --phy.interval has few
-// such parts, and none under two.
-void WarnAboutSettings(const Config& cfg, const Files& files, collectors::Logger& log) {
-  const auto& degrading = files.alerts.degrading;
-  if (degrading.factor && degrading.period < 4 * cfg.phy_interval) {
-    log.Warn(
-        "cable_degrading.period holds fewer than four --phy.interval: a port needs two FEC reads in two of "
-        "its 24 parts to be judged",
-        "period_ms=" + std::to_string(degrading.period.count()) +
-            " phy_interval_ms=" + std::to_string(cfg.phy_interval.count()));
-  }
+// Settings that work but do less than they seem to (collectors::Doubts).
+void WarnAboutSettings(const Config& cfg, collectors::Logger& log) {
+  for (const collectors::Doubt& doubt : collectors::Doubts(cfg.collector)) log.Warn(doubt.message, doubt.fields);
 }
 
 // A port and its MAD engine for each fabric read. An M_Key is one fabric's
@@ -473,7 +424,7 @@ struct Fabrics {
   std::unique_ptr<FabricSet> set;  // with several only
   bool several() const { return views.size() > 1; }
 };
-std::unique_ptr<Fabrics> NameFabrics(std::vector<Pipeline>& pipelines, const Files& files, collectors::Logger& log) {
+std::unique_ptr<Fabrics> NameFabrics(std::vector<Pipeline>& pipelines, const Config& cfg, collectors::Logger& log) {
   auto f = std::make_unique<Fabrics>();
   const bool several = pipelines.size() > 1;
   for (Pipeline& p : pipelines) {
@@ -490,9 +441,11 @@ std::unique_ptr<Fabrics> NameFabrics(std::vector<Pipeline>& pipelines, const Fil
   for (const FabricView& v : f->views)
     names += (names.empty() ? "" : " ") + v.name() + "=" + v.ca + "/" + std::to_string(v.port);
   log.Info("reading several fabrics, each labelled by subnet_prefix (and plane)", "fabrics=\"" + names + "\"");
-  if (files.plan || files.partition_plan)
-    log.Info("--topology.plan and --partitions.plan are checked against the first fabric",
-             "subnet_prefix=" + f->views.front().subnet_prefix);
+  std::string plans;
+  for (const std::string& flag : cfg.one_fabric_flags) plans += (plans.empty() ? "" : ",") + flag;
+  if (!plans.empty())
+    log.Info("what these flags describe is checked against the first fabric",
+             "flags=" + plans + " subnet_prefix=" + f->views.front().subnet_prefix);
   return f;
 }
 
@@ -529,7 +482,8 @@ bool PipelinePollerOptions(const Config& cfg, const Files& files, collectors::Lo
   // The names were checked by the flags; the registry's run order is
   // checked here (a collector must run after those whose parts it reads).
   if (!collectors::EnabledCollectors(cfg.collectors, &*o.collectors, error)) return false;
-  if (i != 0) std::erase_if(*o.collectors, [](const std::string& c) { return c == "host" || c == "jobs"; });
+  if (i != 0)
+    std::erase_if(*o.collectors, [](const std::string& c) { return collectors::FindCollector(c)->this_host; });
   // Without a directed-route agent no walk answers however often the port
   // is re-opened: nothing to recover (its line above says why). With
   // several fabrics a re-exec would lose the others' totals: none.
@@ -606,17 +560,18 @@ int Main(int argc, char** argv) {
   std::string error;
   if (!LoadFiles(cfg, m_key_source, sa_key_source, &files, &error)) return Fail(error, 2);
   if (!cfg.analyze.empty()) {
-    return AnalyzeOffline({cfg.analyze, cfg.analyze_json, &files.names,
-                           files.host_pattern ? &*files.host_pattern : nullptr, files.plan ? &*files.plan : nullptr},
+    const collectors::CollectorOptions& c = cfg.collector;
+    return AnalyzeOffline({cfg.analyze, cfg.analyze_json, &files.names, c.host_pattern ? &*c.host_pattern : nullptr,
+                           c.plan ? &*c.plan : nullptr},
                           std::cout, std::cerr);
   }
-  WarnAboutSettings(cfg, files, log);
+  WarnAboutSettings(cfg, log);
   const sigset_t signals = BlockStopSignals();
   std::vector<Pipeline> pipelines;
   if (!OpenPipelines(cfg, files, log, &pipelines, &error)) return Fail(error, 1);
   if (cfg.check) return Check(*pipelines.front().engine, pipelines.front().port->local());
   if (cfg.doctor) return Doctor(cfg, files, pipelines.front());
-  const std::unique_ptr<Fabrics> fabrics = NameFabrics(pipelines, files, log);
+  const std::unique_ptr<Fabrics> fabrics = NameFabrics(pipelines, cfg, log);
   HttpStats http_stats;
   // At most once a sweep interval, when malloc holds 16 MiB free or more:
   // a burst of trap re-reads is one trim, and so are several pipelines.

@@ -10,7 +10,7 @@
 #include <string_view>
 
 #include "collectors/metrics.h"
-#include "collectors/xmit_wait_tick_collector.h"
+#include "collectors/parts/xmit_wait_tick.h"
 #include "exporter/gzip.h"
 
 namespace ibfabric::exporter {

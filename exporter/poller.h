@@ -17,10 +17,10 @@
 #include <string>
 #include <vector>
 
-#include "collectors/collector.h"
 #include "collectors/common/log.h"
+#include "collectors/framework/collector.h"
+#include "collectors/framework/snapshot.h"
 #include "collectors/registry.h"
-#include "collectors/snapshot.h"
 #include "exporter/fabric_tracker.h"
 #include "exporter/http_stats.h"
 #include "exporter/publisher.h"

@@ -9,8 +9,8 @@
 #include <string>
 
 #include "collectors/common/log.h"
+#include "collectors/framework/snapshot.h"
 #include "collectors/metrics.h"
-#include "collectors/snapshot.h"
 #include "exporter/heap_trim.h"
 #include "exporter/snapshot_holder.h"
 

@@ -6,7 +6,7 @@
 #include <memory>
 #include <mutex>
 
-#include "collectors/snapshot.h"
+#include "collectors/framework/snapshot.h"
 
 namespace ibfabric::exporter {
 

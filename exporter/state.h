@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "collectors/framework/snapshot.h"
 #include "collectors/health/counter_store.h"
-#include "collectors/snapshot.h"
 
 namespace ibfabric::collectors {
 

@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "collectors/framework/snapshot.h"
 #include "collectors/health/subnet_managers.h"
-#include "collectors/snapshot.h"
 #include "topology/analysis.h"
 #include "topology/fabric.h"
 #include "topology/findings.h"

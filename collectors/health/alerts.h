@@ -8,7 +8,7 @@
 // over the link-health window, never absolute counter values.
 //
 // Default thresholds (AlertConfig's initialisers) are documented with the
-// config file format (exporter/alert_config.h) in docs/alerts.md.
+// config file format (collectors/health/alert_config.h) in docs/alerts.md.
 
 #include <chrono>
 #include <cstdint>

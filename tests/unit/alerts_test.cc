@@ -12,8 +12,8 @@
 #include <set>
 
 #include "collectors/api/json.h"
+#include "collectors/health/alert_config.h"
 #include "collectors/health/link_health.h"
-#include "exporter/alert_config.h"
 #include "tests/unit/fabric_builder.h"
 
 namespace ibfabric::collectors {
@@ -732,9 +732,9 @@ TEST(AlertEngineTest, FlappingDegradedAndMiswiring) {
 TEST(AlertConfigTest, DefaultsOverridesAndErrorsNameTheLine) {
   AlertConfig c;
   std::string error;
-  ASSERT_TRUE(exporter::ParseAlertConfig("", &c, &error)) << error;
+  ASSERT_TRUE(ParseAlertConfig("", &c, &error)) << error;
   EXPECT_EQ(c.window, milliseconds(300'000));
-  ASSERT_TRUE(exporter::ParseAlertConfig(R"(# thresholds
+  ASSERT_TRUE(ParseAlertConfig(R"(# thresholds
 window: 30s
 raise_after: 3
 bad_cable:
@@ -745,7 +745,7 @@ congestion:
 degraded_link: {severity: critical}
 cable_degrading: {raw_bit_error_ratio_factor: 4, period: 2h, min_raw_bit_error_ratio: 1e-10}
 )",
-                                         &c, &error))
+                               &c, &error))
       << error;
   EXPECT_EQ(c.window, milliseconds(30'000));
   EXPECT_EQ(c.raise_after, 3);
@@ -762,15 +762,15 @@ cable_degrading: {raw_bit_error_ratio_factor: 4, period: 2h, min_raw_bit_error_r
   AlertConfig defaults;
   EXPECT_EQ(defaults.degrading.factor, 10);
   EXPECT_EQ(defaults.degrading.period, std::chrono::hours(24));
-  ASSERT_TRUE(exporter::ParseAlertConfig("cable_degrading: {raw_bit_error_ratio_factor: null}\n", &c, &error));
+  ASSERT_TRUE(ParseAlertConfig("cable_degrading: {raw_bit_error_ratio_factor: null}\n", &c, &error));
   EXPECT_FALSE(c.degrading.factor);
   EXPECT_EQ(defaults.ber_levels.size(), DefaultBerLevels().size());
-  ASSERT_TRUE(exporter::ParseAlertConfig(R"(bad_cable:
+  ASSERT_TRUE(ParseAlertConfig(R"(bad_cable:
   ber_levels:
     - {speed: NDR, fec: plr, raw: {warning: 5e-7, critical: 1e-6}, effective: {warning: 5e-12, critical: 1e-11}}
     - {speed: HDR, asic: 7nm, raw: {warning: 5e-8, critical: 1e-7}}
 )",
-                                         &c, &error))
+                               &c, &error))
       << error;
   ASSERT_EQ(c.ber_levels.size(), 2u) << "the file's rows replace NVIDIA's";
   EXPECT_EQ(c.ber_levels[0].speed, topology::Speed::kNdr);
@@ -778,16 +778,15 @@ cable_degrading: {raw_bit_error_ratio_factor: 4, period: 2h, min_raw_bit_error_r
   EXPECT_EQ(c.ber_levels[0].raw.warning, 5e-7);
   EXPECT_EQ(c.ber_levels[1].asic, AsicProcess::k7nm);
   EXPECT_FALSE(c.ber_levels[1].effective.warning) << "a level not given is off";
-  ASSERT_TRUE(exporter::ParseAlertConfig("bad_cable: {ber_levels: []}\n", &c, &error)) << error;
+  ASSERT_TRUE(ParseAlertConfig("bad_cable: {ber_levels: []}\n", &c, &error)) << error;
   EXPECT_TRUE(c.ber_levels.empty());
   // A site's own plain levels (all-copper NDR) without ber_levels: they
   // apply everywhere, as before the table.
-  ASSERT_TRUE(
-      exporter::ParseAlertConfig("bad_cable: {raw_bit_error_ratio: {warning: 5e-7, critical: 1e-6}}\n", &c, &error))
+  ASSERT_TRUE(ParseAlertConfig("bad_cable: {raw_bit_error_ratio: {warning: 5e-7, critical: 1e-6}}\n", &c, &error))
       << error;
   EXPECT_TRUE(c.ber_levels.empty());
   EXPECT_EQ(c.raw_bit_error_ratio.warning, 5e-7);
-  ASSERT_TRUE(exporter::ParseAlertConfig(
+  ASSERT_TRUE(ParseAlertConfig(
       "bad_cable:\n  raw_bit_error_ratio: {warning: 5e-7}\n  ber_levels:\n    - {speed: NDR}\n", &c, &error))
       << error;
   EXPECT_EQ(c.ber_levels.size(), 1u) << "with a table: the table, the plain levels where no row fits";
@@ -823,7 +822,7 @@ cable_degrading: {raw_bit_error_ratio_factor: 4, period: 2h, min_raw_bit_error_r
   };
   for (const auto& [text, want] : cases) {
     AlertConfig x;
-    EXPECT_FALSE(exporter::ParseAlertConfig(text, &x, &error)) << text;
+    EXPECT_FALSE(ParseAlertConfig(text, &x, &error)) << text;
     EXPECT_EQ(error.substr(0, want.size()), want) << text << " -> " << error;
   }
 }

@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-#include "collectors/collector.h"
+#include "collectors/framework/collector.h"
 #include "collectors/metrics.h"
 #include "collectors/registry.h"
 #include "tests/testbed/prom_text.h"

@@ -3,8 +3,14 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <set>
 
+#include "collectors/health/subnet_managers.h"
+#include "collectors/jobs_collector.h"
+#include "collectors/partitions_collector.h"
 #include "collectors/registry.h"
+#include "collectors/routing_collector.h"
+#include "tests/testbed/process.h"
 
 namespace ibfabric::exporter {
 namespace {
@@ -21,7 +27,7 @@ TEST(FlagsTest, Defaults) {
   EXPECT_EQ(r.config.sweep_rotation, std::chrono::minutes(5));
   EXPECT_TRUE(r.config.sm_traps);
   EXPECT_EQ(r.config.mad_rate_limit, 100'000) << "docs/mad-limits.md: the rate limit";
-  EXPECT_TRUE(r.config.pkeys_from_sa);
+  EXPECT_TRUE(r.config.collector.Get<collectors::PartitionsOptions>().pkeys_from_sa);
   EXPECT_FALSE(r.config.sa_key.has_value());
 }
 
@@ -111,9 +117,56 @@ TEST(FlagsTest, MKeyByFlagOrFileNeverEchoed) {
 }
 
 TEST(FlagsTest, HostPattern) {
-  EXPECT_EQ(ParseFlags({}).config.host_pattern, "");
-  EXPECT_EQ(ParseFlags({"--topology.host-pattern=^(node\\d+)-(hca\\d+)$"}).config.host_pattern,
-            "^(node\\d+)-(hca\\d+)$");
+  EXPECT_FALSE(ParseFlags({}).config.collector.host_pattern.has_value());
+  const auto r = ParseFlags({"--topology.host-pattern=^(node\\d+)-(hca\\d+)$"});
+  ASSERT_TRUE(r.config.collector.host_pattern.has_value());
+  EXPECT_EQ(r.config.collector.host_pattern->text, "^(node\\d+)-(hca\\d+)$");
+  EXPECT_EQ(r.config.other_fabrics.host_pattern->text, "^(node\\d+)-(hca\\d+)$") << "not one fabric's";
+  EXPECT_EQ(ParseFlags({"--topology.host-pattern=(x)"}).action, Action::kError);
+}
+
+// A collector's flag fills its own options struct; one that describes one
+// fabric (a plan) reaches the first fabric's options only; a file it names
+// is read by the flag, and a bad one is the flag's one-line error.
+TEST(FlagsTest, CollectorsFlagsFillTheirOwnOptions) {
+  auto r = ParseFlags(
+      {"--routing.tables=switches", "--sm.stall-after=90s", "--phy.interval=2s", "--host.kubelet-socket=none"});
+  ASSERT_EQ(r.action, Action::kRun) << r.error;
+  EXPECT_FALSE(r.config.collector.Get<collectors::RoutingOptions>().tables_from_sa);
+  EXPECT_FALSE(r.config.other_fabrics.Get<collectors::RoutingOptions>().tables_from_sa);
+  EXPECT_TRUE(r.config.collector.Get<collectors::PartitionsOptions>().pkeys_from_sa) << "untouched: its default";
+  EXPECT_EQ(r.config.collector.Get<collectors::SmMonitorOptions>().stall_after, std::chrono::seconds(90));
+  EXPECT_EQ(r.config.collector.phy_interval, std::chrono::seconds(2));
+  EXPECT_EQ(r.config.collector.Get<collectors::JobsOptions>().kubelet_socket, "");
+  EXPECT_EQ(ParseFlags({}).config.collector.Get<collectors::JobsOptions>().kubelet_socket,
+            host::kKubeletPodResourcesSocket);
+
+  const testbed::TempDir temp("collector-flags");
+  const std::string dir = temp.path();
+  std::ofstream(dir + "/plan.yaml") << "partitions:\n  - name: default\n    pkey: 0x7fff\n    full: all\n";
+  r = ParseFlags({"--partitions.plan=" + dir + "/plan.yaml"});
+  ASSERT_EQ(r.action, Action::kRun) << r.error;
+  EXPECT_TRUE(r.config.collector.Get<collectors::PartitionsOptions>().plan.has_value());
+  EXPECT_FALSE(r.config.other_fabrics.Get<collectors::PartitionsOptions>().plan.has_value()) << "one fabric's";
+
+  std::ofstream(dir + "/alerts.yaml") << "window: 5m\nraise_after: many\n";
+  r = ParseFlags({"--alerts.config=" + dir + "/alerts.yaml"});
+  ASSERT_EQ(r.action, Action::kError);
+  EXPECT_EQ(r.error.rfind("invalid value for --alerts.config: " + dir + "/alerts.yaml:2: ", 0), 0u) << r.error;
+  EXPECT_EQ(r.error.find('\n'), std::string::npos);
+  r = ParseFlags({"--routing.tables=lft"});
+  EXPECT_EQ(r.error, "invalid value for --routing.tables: 'lft' is not one of sa, switches");
+
+  // Every collector flag is taken under its own name (none shadowed by the
+  // exporter's or another's) and listed with its help.
+  const std::string help = HelpText("x");
+  std::set<std::string> names;
+  for (const collectors::CollectorFlag* f : collectors::AllFlags()) {
+    EXPECT_TRUE(names.insert(std::string(f->name)).second) << f->name;
+    EXPECT_NE(help.find("--" + std::string(f->name) + "="), std::string::npos) << f->name;
+    EXPECT_NE(help.find(std::string(f->help).substr(0, 30)), std::string::npos) << f->name;
+  }
+  EXPECT_GE(names.size(), 13u);
 }
 
 TEST(FlagsTest, PortGroups) {
@@ -128,18 +181,6 @@ TEST(FlagsTest, PortGroups) {
   r = ParseFlags({"--counters.groups=all"});
   EXPECT_FALSE(r.config.port_groups_auto);
   EXPECT_TRUE(r.config.port_groups.all());
-}
-
-TEST(FlagsTest, Durations) {
-  std::chrono::milliseconds d;
-  ASSERT_TRUE(ParseDuration("2m", &d));
-  EXPECT_EQ(d, std::chrono::minutes(2));
-  ASSERT_TRUE(ParseDuration("1h", &d));
-  EXPECT_EQ(d, std::chrono::hours(1));
-  EXPECT_FALSE(ParseDuration("", &d));
-  EXPECT_FALSE(ParseDuration("s", &d));
-  EXPECT_FALSE(ParseDuration("1.5s", &d));
-  EXPECT_FALSE(ParseDuration("99999999999999s", &d));
 }
 
 // --collector.NAME and --no-collector.NAME come from the registry; an

@@ -171,18 +171,24 @@ TEST(JobsCollectorTest, EachHcaPortHoldsItsJobsAndAPodThatEndsIsGone) {
   pods.push_back(gpu_claim("shared", "rdma_shared_device_a_0"));
   CollectorOptions o;
   o.host_sysfs = s.root();
-  o.host_proc = s.proc();
-  o.job_mapping_dir = dir;
+  o.Own<JobsOptions>().proc = s.proc();
+  o.Own<JobsOptions>().mapping_dir = dir;
+  o.Own<JobsOptions>().kubelet_socket = dir + "/kubelet.sock";
   bool answering = true;
-  o.pod_devices = [&pods, &answering](std::string* error) {
-    if (answering) return std::optional<std::vector<host::DeviceClaim>>(pods);
-    *error = "the kubelet's pod-resources List failed: Deadline Exceeded";
-    return std::optional<std::vector<host::DeviceClaim>>();
+  std::string asked;
+  o.pod_resources = [&pods, &answering, &asked](const std::string& socket) -> PodDevices {
+    asked = socket;
+    return [&pods, &answering](std::string* error) {
+      if (answering) return std::optional<std::vector<host::DeviceClaim>>(pods);
+      *error = "the kubelet's pod-resources List failed: Deadline Exceeded";
+      return std::optional<std::vector<host::DeviceClaim>>();
+    };
   };
   Bed b;
   b.parts.scope.kind = topology::ScopeKind::kLocal;
   auto host = b.Make("host", o);
   auto jobs = b.Make("jobs", o);
+  EXPECT_EQ(asked, dir + "/kubelet.sock");
   b.SweepWith({host.get(), jobs.get()});
   Scrape m = b.Render();
   const auto job = [&](const std::string& device, const std::string& pod) {

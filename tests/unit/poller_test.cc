@@ -14,8 +14,8 @@
 #include <map>
 
 #include "collectors/common/log.h"
+#include "collectors/framework/table_retry.h"
 #include "collectors/registry.h"
-#include "collectors/table_retry.h"
 #include "exporter/gzip.h"
 #include "exporter/snapshot_holder.h"
 #include "tests/testbed/prom_text.h"

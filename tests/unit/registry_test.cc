@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "collectors/snapshot.h"
+#include "collectors/framework/snapshot.h"
 
 namespace ibfabric::collectors {
 namespace {

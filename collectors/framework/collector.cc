@@ -1,4 +1,4 @@
-#include "collectors/collector.h"
+#include "collectors/framework/collector.h"
 
 #include "topology/routing.h"
 

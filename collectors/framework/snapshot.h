@@ -236,7 +236,7 @@ struct Snapshot {
   topology::Scope scope;  // which ports this exporter reads
   // The ports it reads (in scope, or switch ports once seen up there);
   // null when it reads every port. Facts about a port, a switch or an HCA
-  // come from one exporter only (collectors/render.h Owns*).
+  // come from one exporter only (collectors/framework/render.h Owns*).
   std::shared_ptr<const std::set<topology::PortRef>> read_ports;
   std::uint64_t sweeps = 0;
   std::uint64_t discoveries = 0;  // full walks

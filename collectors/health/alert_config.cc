@@ -1,22 +1,18 @@
-#include "exporter/alert_config.h"
+#include "collectors/health/alert_config.h"
 
 #include <functional>
 #include <map>
 #include <vector>
 
 #include "config/config_file.h"
+#include "config/values.h"
 #include "config/yaml.h"
-#include "exporter/flags.h"
 #include "topology/link_rate.h"
 
-namespace ibfabric::exporter {
+namespace ibfabric::collectors {
 
 namespace yaml = config::yaml;
 namespace {
-
-using collectors::AlertConfig;
-using collectors::Severity;
-using collectors::Threshold;
 
 using yaml::Bad;
 using yaml::Count;
@@ -48,13 +44,13 @@ std::function<void(const YAML::Node&, const std::string&)> Levels(Threshold* t, 
 
 // bad_cable.ber_levels: a list of rows, each {speed, fec, asic, raw,
 // effective}, which replaces NVIDIA's table (ber_levels.h) whole.
-void BerLevels(const YAML::Node& n, const std::string& where, std::vector<collectors::BerRow>* rows) {
+void BerLevels(const YAML::Node& n, const std::string& where, std::vector<BerRow>* rows) {
   if (!n.IsSequence()) throw Bad{LineOf(n), where + " must be a list of {speed, fec, asic, raw, effective}"};
   rows->clear();
   for (std::size_t i = 0; i < n.size(); ++i) {
     const YAML::Node r = n[i];
     const std::string at = where + "[" + std::to_string(i) + "]";
-    collectors::BerRow row;
+    BerRow row;
     bool has_speed = false;
     Keys(r, at,
          {{"speed",
@@ -66,7 +62,7 @@ void BerLevels(const YAML::Node& n, const std::string& where, std::vector<collec
            }},
           {"fec",
            [&](const YAML::Node& v, const std::string& k) {
-             const auto c = collectors::ParseFecClass(v.IsScalar() ? v.Scalar() : "");
+             const auto c = ParseFecClass(v.IsScalar() ? v.Scalar() : "");
              if (!c) throw Bad{LineOf(v), k + " must be any, none, rs, ll_rs or plr"};
              row.fec = *c;
            }},
@@ -74,11 +70,11 @@ void BerLevels(const YAML::Node& n, const std::string& where, std::vector<collec
            [&](const YAML::Node& v, const std::string& k) {
              const std::string s = v.IsScalar() ? v.Scalar() : "";
              if (s == "7nm") {
-               row.asic = collectors::AsicProcess::k7nm;
+               row.asic = AsicProcess::k7nm;
              } else if (s == "16nm") {
-               row.asic = collectors::AsicProcess::k16nm;
+               row.asic = AsicProcess::k16nm;
              } else if (s == "unknown") {
-               row.asic = collectors::AsicProcess::kUnknown;
+               row.asic = AsicProcess::kUnknown;
              } else if (s != "any") {
                throw Bad{LineOf(v), k + " must be 7nm, 16nm, unknown or any"};
              }
@@ -120,7 +116,7 @@ bool ParseAlertConfig(const std::string& text, AlertConfig* config, std::string*
                {{"window",
                  [&](const YAML::Node& n, const std::string& k) {
                    std::chrono::milliseconds d{};
-                   if (!n.IsScalar() || !ParseDuration(n.Scalar(), &d) || d.count() < 100 ||
+                   if (!n.IsScalar() || !config::ParseDuration(n.Scalar(), &d) || d.count() < 100 ||
                        d > std::chrono::hours(24)) {
                      throw Bad{LineOf(n), k + " must be a duration from 100ms to 24h, such as 5m"};
                    }
@@ -192,8 +188,8 @@ bool ParseAlertConfig(const std::string& text, AlertConfig* config, std::string*
                          {"period",
                           [&](const YAML::Node& v, const std::string& kk) {
                             std::chrono::milliseconds d{};
-                            if (!v.IsScalar() || !ParseDuration(v.Scalar(), &d) || d < std::chrono::seconds(24) ||
-                                d > std::chrono::hours(24 * 7)) {
+                            if (!v.IsScalar() || !config::ParseDuration(v.Scalar(), &d) ||
+                                d < std::chrono::seconds(24) || d > std::chrono::hours(24 * 7)) {
                               throw Bad{LineOf(v), kk + " must be a duration from 24s to 168h, such as 24h"};
                             }
                             c.degrading.period = d;
@@ -216,4 +212,4 @@ bool LoadAlertConfig(const std::string& path, AlertConfig* config, std::string* 
       path, [config](const std::string& text, std::string* why) { return ParseAlertConfig(text, config, why); }, error);
 }
 
-}  // namespace ibfabric::exporter
+}  // namespace ibfabric::collectors

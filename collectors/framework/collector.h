@@ -34,17 +34,13 @@
 #include <vector>
 
 #include "collectors/common/log.h"
+#include "collectors/framework/options.h"
+#include "collectors/framework/snapshot.h"
 #include "collectors/health/alerts.h"
 #include "collectors/health/counter_store.h"
-#include "collectors/health/subnet_managers.h"
 #include "collectors/reads/sweep.h"
-#include "collectors/snapshot.h"
-#include "host/jobs.h"
 #include "topology/analysis.h"
 #include "topology/fabric.h"
-#include "topology/hosts.h"
-#include "topology/partitions.h"
-#include "topology/plan.h"
 #include "topology/scope.h"
 #include "transport/attributes.h"
 #include "transport/mad_engine.h"
@@ -178,28 +174,6 @@ class PendingAnalysis {
 
 // Logs each finding as "topology finding" (after a full walk).
 void LogFindings(Logger& log, const std::vector<topology::Finding>& findings);
-
-// What the factories need; each collector takes its part.
-struct CollectorOptions {
-  std::optional<topology::CablingPlan> plan;              // fat_tree: every analysis is compared with it
-  std::optional<topology::HostPattern> host_pattern;      // fat_tree: how CA descriptions name hosts; none: rdma-ndd's
-  std::optional<topology::PartitionPlan> partition_plan;  // partitions
-  AlertConfig alerts;                                     // link_health: thresholds, window, hysteresis
-  SmMonitorOptions subnet_managers;                       // subnet_managers
-  int clear_threshold_percent = 0;                        // port_counters, fec: 0 never clears
-  PortTable restored_ports;                               // port_counters: totals from before a re-exec
-  std::vector<PortWait> restored_waits;                   // xmit_wait_tick: seconds from before a re-exec
-  std::chrono::milliseconds phy_interval{300'000};        // fec: each port's counters at most this often
-  bool tables_from_sa = true;                             // routing: LFTs from the SA's records where it has them
-  bool pkeys_from_sa = true;                              // partitions: P_Key tables from the SA's records likewise
-  std::string host_sysfs = "/sys";                        // host, jobs: the sysfs root (--host.sysfs)
-  std::string host_proc = "/proc";                        // jobs: GPUs' UUIDs under driver/nvidia (--host.proc)
-  std::string job_mapping_dir;                            // jobs: Slurm's mapping directory; empty: none
-  // jobs: the devices the kubelet gave each container (main connects it to
-  // --host.kubelet-socket); null: no kubelet. nullopt with a reason when it
-  // does not answer; nullopt with no reason where there is none to ask.
-  std::function<std::optional<std::vector<host::DeviceClaim>>(std::string* error)> pod_devices;
-};
 
 // Called with each metric family as soon as it is complete, or with
 // consecutive parts of one (render.h FamilyParts): a family of the name of

@@ -41,11 +41,11 @@
 
 #include "collectors/health/alerts.h"
 
-namespace ibfabric::exporter {
+namespace ibfabric::collectors {
 
 // Pure. False with "line N: reason" naming the key.
-bool ParseAlertConfig(const std::string& text, collectors::AlertConfig* config, std::string* error);
+bool ParseAlertConfig(const std::string& text, AlertConfig* config, std::string* error);
 // False with "FILE:N: reason" or "FILE: cannot read: ...".
-bool LoadAlertConfig(const std::string& path, collectors::AlertConfig* config, std::string* error);
+bool LoadAlertConfig(const std::string& path, AlertConfig* config, std::string* error);
 
-}  // namespace ibfabric::exporter
+}  // namespace ibfabric::collectors

@@ -1,4 +1,4 @@
-#include "collectors/render.h"
+#include "collectors/framework/render.h"
 
 #include "topology/scope.h"
 

@@ -8,7 +8,7 @@
 #include <map>
 #include <set>
 
-#include "collectors/collector.h"
+#include "collectors/framework/collector.h"
 #include "topology/fabric.h"
 
 namespace ibfabric::collectors {

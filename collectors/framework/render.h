@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "collectors/collector.h"
-#include "collectors/snapshot.h"
+#include "collectors/framework/collector.h"
+#include "collectors/framework/snapshot.h"
 #include "topology/analysis.h"
 
 namespace ibfabric::collectors {

@@ -1,0 +1,47 @@
+#pragma once
+// What a collector declares about itself, in its own file: its name and
+// help, whether it is on by default, the factory that makes it, the pure
+// function that renders its part of a Snapshot, the parts of others it
+// reads, and its flags (options.h). The registry (collectors/registry.h)
+// lists every collector's declaration, one line each; the exporter derives
+// its flags, --help and the collectors it runs from that list alone.
+
+#include <functional>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "collectors/framework/collector.h"
+#include "collectors/framework/options.h"
+
+namespace ibfabric::collectors {
+
+struct CollectorInfo {
+  std::string_view name;
+  std::string_view help;  // one line, for --help
+  bool default_on = true;
+  std::function<std::unique_ptr<Collector>(const CollectorOptions&)> make;
+  // Pure: the collector's families from its part of `s`; nothing when the
+  // part is absent.
+  void (*render)(const Snapshot& s, const Emit& out) = nullptr;
+  // The collectors whose part of this cycle its Update reads (Cycle::parts):
+  // they must run before it (CheckRunOrder). A part it can do without
+  // when that collector is off; one of the previous cycle (port_counters
+  // asks the ports of last sweep's congestion trees) is not listed.
+  std::vector<std::string_view> reads = {};
+  // Its Update reads the sweep's counter samples (SweepResult::SampleOf):
+  // they are let go once the last collector that does has run.
+  bool reads_samples = false;
+  // kDiscovery: it reads tables after a full walk (thousands of MADs that
+  // ibnetdiscover does not send), so it runs once the walk's first sweep
+  // is published, not before: the counters of a fabric just walked are
+  // served without waiting for its tables.
+  bool after_publication = false;
+  // It reads this host, not the fabric (sysfs, the jobs on it): one
+  // pipeline runs it, the first, however many fabrics the host is on.
+  bool this_host = false;
+  // Its own flags, filling its options struct (CollectorOptions::Own).
+  std::vector<CollectorFlag> flags = {};
+};
+
+}  // namespace ibfabric::collectors
