@@ -197,10 +197,9 @@ class FecCollector final : public Collector {
 
   void Plan(const Cycle& cycle, SweepPlan* plan) override {
     const double share = share_.Next(cycle.now);
-    std::vector<FecReads::Read> first;  // modes to read, and counters never read
-    std::vector<std::pair<std::chrono::steady_clock::time_point, FecReads::Read>> due;
-    std::size_t eligible = 0;  // ports of nodes whose PMA has the counters
-    std::size_t counted = 0;   // ports whose counters are read at all
+    IntervalPicks<FecReads::Read> picks;  // never read: modes to read, and counters never read
+    std::size_t eligible = 0;             // ports of nodes whose PMA has the counters
+    std::size_t counted = 0;              // ports whose counters are read at all
     const bool vendor_agent = cycle.parts->local.has_agent("vendor");
     for (const topology::Node& n : cycle.fabric->nodes()) {
       // A SHARP Aggregation Node's link is inside its switch: no cable.
@@ -236,7 +235,7 @@ class FecCollector final : public Collector {
         const double gbps = topology::ActiveSignalGbps(p);
         const bool by_ppcnt = ppcnt && !st.ppcnt_unsupported;
         if (n.port_info_extended && !st.mode_unsupported && (!st.mode || st.mode_gbps != gbps)) {
-          if (!cycle.smps_blocked) first.push_back(FecReads::Ask(FecReads::Kind::kMode, ref, lid));
+          if (!cycle.smps_blocked) picks.Never(FecReads::Ask(FecReads::Kind::kMode, ref, lid));
           if (!by_ppcnt) continue;  // the PMA's counters wait for the mode; PPCNT does not
         }
         if (!by_ppcnt && (!pma || !st.mode || !transport::RsFecLayout(*st.mode) || st.counters_unsupported))
@@ -244,21 +243,15 @@ class FecCollector final : public Collector {
         const auto kind = by_ppcnt ? FecReads::Kind::kPpcnt : FecReads::Kind::kCounters;
         ++counted;
         if (by_ppcnt ? !st.phys : !st.last) {
-          first.push_back(FecReads::Ask(kind, ref, lid));
+          picks.Never(FecReads::Ask(kind, ref, lid));
           continue;
         }
-        if (cycle.now - st.asked_at >= interval_) due.emplace_back(st.asked_at, FecReads::Ask(kind, ref, lid));
+        if (cycle.now - st.asked_at >= interval_) picks.Due(st.asked_at, FecReads::Ask(kind, ref, lid));
       }
     }
-    // Spread over the interval: this sweep's share of the ports (at least
-    // kFirstReadsPerSweep of those never read), the longest waiting first.
-    const auto cap = [share](std::size_t of) { return IntervalShare::Of(share, of); };
-    std::vector<FecReads::Read> reads;
-    for (std::size_t i = 0; i < first.size() && i < std::max(cap(eligible), kFirstReadsPerSweep); ++i)
-      reads.push_back(first[i]);
-    std::sort(due.begin(), due.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    for (std::size_t i = 0; i < due.size() && i < std::max<std::size_t>(cap(counted), 1); ++i)
-      reads.push_back(due[i].second);
+    // Spread over the interval (IntervalPicks): the share of the ports
+    // whose counters are read at all, of those never read of the eligible.
+    std::vector<FecReads::Read> reads = picks.Take(share, eligible, counted, kFirstReadsPerSweep);
     for (const FecReads::Read& r : reads) ports_[r.port].asked_at = cycle.now;
     if (reads.empty()) return;
     part_.Ask(std::move(reads));

@@ -71,8 +71,7 @@ class ModuleCollector final : public Collector {
   void Plan(const Cycle& cycle, SweepPlan* plan) override {
     const double share = share_.Next(cycle.now);
     if (!cycle.parts->local.has_agent("vendor")) return;
-    std::vector<ModuleReads::Read> first;
-    std::vector<std::pair<std::chrono::steady_clock::time_point, ModuleReads::Read>> due;
+    IntervalPicks<ModuleReads::Read> picks;
     std::size_t eligible = 0;
     for (const topology::Node& n : cycle.fabric->nodes()) {
       const auto info = cycle.parts->vendor->find(n.guid);
@@ -93,17 +92,13 @@ class ModuleCollector final : public Collector {
         r.port = ref;
         r.lid = lid;
         if (!st.out && st.asked_at == std::chrono::steady_clock::time_point{}) {
-          first.push_back(r);
+          picks.Never(r);
         } else if (cycle.now - st.asked_at >= interval_) {
-          due.emplace_back(st.asked_at, r);
+          picks.Due(st.asked_at, r);
         }
       }
     }
-    const std::size_t cap = IntervalShare::Of(share, eligible);
-    std::vector<ModuleReads::Read> reads;
-    for (std::size_t i = 0; i < first.size() && i < std::max(cap, kFirstReadsPerSweep); ++i) reads.push_back(first[i]);
-    std::sort(due.begin(), due.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    for (std::size_t i = 0; i < due.size() && i < std::max<std::size_t>(cap, 1); ++i) reads.push_back(due[i].second);
+    std::vector<ModuleReads::Read> reads = picks.Take(share, eligible, eligible, kFirstReadsPerSweep);
     for (const ModuleReads::Read& r : reads) ports_[r.port].asked_at = cycle.now;
     if (reads.empty()) return;
     part_.Ask(std::move(reads));

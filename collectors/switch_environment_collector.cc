@@ -126,13 +126,12 @@ class SwitchEnvironmentCollector final : public Collector {
     return info != cycle.parts->vendor->end() && info->second.access_register;
   }
 
-  // This sweep's asks: the registers of the switches never read (at least
-  // kFirstAsksPerSweep), then this sweep's share of those due, the longest
-  // waiting first.
+  // This sweep's asks (IntervalPicks): the registers of the switches never
+  // read (at least kFirstAsksPerSweep), then this sweep's share of those
+  // due, the longest waiting first.
   void Asks(const Cycle& cycle, std::vector<std::pair<What, transport::MadRequest>>* out) {
     const double share = share_.Next(cycle.now);
-    std::vector<const topology::Node*> fresh;
-    std::vector<std::pair<std::chrono::steady_clock::time_point, const topology::Node*>> due;
+    IntervalPicks<const topology::Node*> picks;
     std::size_t eligible = 0;
     for (const topology::Node& n : cycle.fabric->nodes()) {
       if (!Reads(cycle, n)) continue;
@@ -141,20 +140,17 @@ class SwitchEnvironmentCollector final : public Collector {
       const bool interval_passed = !st.asked || cycle.now - st.asked_at >= interval_;
       ++eligible;
       if (!st.registers_asked) {
-        fresh.push_back(&n);
+        picks.Never(&n);
       } else if (interval_passed) {
-        due.emplace_back(st.asked_at, &n);
+        picks.Due(st.asked_at, &n);
       }
     }
-    const std::size_t cap = std::max<std::size_t>(IntervalShare::Of(share, eligible), 1);
-    std::sort(due.begin(), due.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    for (std::size_t i = 0; i < due.size() && i < cap; ++i) fresh.push_back(due[i].second);
-    for (std::size_t i = 0; i < fresh.size() && i < std::max(cap, kFirstAsksPerSweep); ++i) {
-      SwitchState& st = states_[fresh[i]->guid];
+    for (const topology::Node* n : picks.Take(share, eligible, eligible, kFirstAsksPerSweep)) {
+      SwitchState& st = states_[n->guid];
       st.asked_at = cycle.now;
       st.asked = true;
       st.registers_asked = true;
-      AskRegisters(*fresh[i], st, out);
+      AskRegisters(*n, st, out);
     }
   }
 

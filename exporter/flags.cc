@@ -246,16 +246,6 @@ const std::map<std::string, Flag>& Flags() {
             c.log_level = v;
             return "";
           }}},
-        {"counters.groups",
-         {"Per-port series to export, by group: a comma-separated list of errors, congestion, data, "
-          "packets, details (PortRcvErrorDetails), state (port state and rate), lanes (the physical layer's "
-          "series per lane); all; or auto, the "
-          "default: all up to 20000 ports, above that errors, congestion and data (docs/scale.md).",
-          "LIST",
-          [](Config& c, const std::string& v) -> std::string {
-            std::string why;
-            return collectors::ParsePortGroups(v, &c.port_groups, &c.port_groups_auto, &why) ? "" : why;
-          }}},
         {"check",
          {"Check that the local port answers MADs, print one line and exit (0: it does).", "",
           [](Config& c, const std::string&) -> std::string {

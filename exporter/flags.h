@@ -69,9 +69,7 @@ struct Config {
   // MADs per second at most, over all kinds (0: none): the exporter's
   // default, not the engine's (docs/mad-limits.md says what it rests on).
   double mad_rate_limit = 100'000;
-  std::string log_level = "info";                                    // debug, info, warn, error
-  collectors::PortGroups port_groups = kPollerDefaults.port_groups;  // --counters.groups
-  bool port_groups_auto = kPollerDefaults.port_groups_auto;
+  std::string log_level = "info";  // debug, info, warn, error
   // The collectors' settings from their flags (collectors::AllFlags: each
   // collector's own and those they share), for the first fabric read, and
   // for the others: without the flags that describe one fabric (the plans).

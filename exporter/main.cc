@@ -163,8 +163,6 @@ PollerOptions PollerOptionsFrom(const Config& cfg, const Files& files, bool firs
     auto client = std::make_shared<host::PodResourcesClient>(socket);
     return [client](std::string* error) { return client->List(std::chrono::seconds(2), error); };
   };
-  o.port_groups = cfg.port_groups;
-  o.port_groups_auto = cfg.port_groups_auto;
   o.version = IBFABRIC_VERSION;
   return o;
 }

@@ -332,14 +332,14 @@ void Poller::Publish() {
   if (options_.http) s->http_errors = options_.http->Errors();
   // Of several fabrics, the one the endpoint's counts go with says them.
   s->http_known = options_.http != nullptr || options_.fabric_labels.empty();
-  if (options_.port_groups_auto) {
+  if (options_.collector.port_groups_auto) {
     std::size_t ports = 0;
     if (s->fabric) {
       for (const auto& n : s->fabric->nodes()) ports += n.ports.size();
     }
     s->port_groups = collectors::AutoPortGroups(ports);
   } else {
-    s->port_groups = options_.port_groups;
+    s->port_groups = options_.collector.port_groups;
   }
   publisher_.Publish(std::move(s));
 }

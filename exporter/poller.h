@@ -44,10 +44,6 @@ struct PollerOptions {
   // nullopt: the registry's defaults.
   std::optional<std::vector<std::string>> collectors;
   collectors::CollectorOptions collector;  // the plans, alert thresholds, ... (collectors/registry.h)
-  // The per-port series groups exported; `port_groups_auto`: as
-  // collectors::AutoPortGroups decides for the fabric's size instead.
-  collectors::PortGroups port_groups = collectors::PortGroups().set();
-  bool port_groups_auto = true;
   // The HTTP endpoint's error replies, copied into each Snapshot (null: none).
   const HttpStats* http = nullptr;
   // Gives the heap's free pages back after publications (null: never);

@@ -81,6 +81,15 @@ const std::vector<CollectorFlag>& SharedFlags() {
        [](CollectorOptions& o, const std::string& v) {
          return config::IntValue(v, 0, 100, &o.clear_threshold_percent);
        }},
+      {"counters.groups",
+       "Per-port series to export, by group: a comma-separated list of errors, congestion, data, packets, details "
+       "(PortRcvErrorDetails), state (port state and rate), lanes (the physical layer's series per lane); all; or "
+       "auto, the default: all up to 20000 ports, above that errors, congestion and data (docs/scale.md).",
+       "LIST",
+       [](CollectorOptions& o, const std::string& v) -> std::string {
+         std::string why;
+         return ParsePortGroups(v, &o.port_groups, &o.port_groups_auto, &why) ? "" : why;
+       }},
       {"host.sysfs",
        "Where this host's sysfs is (its class/infiniband and PCI devices), for the host collector in local scope; a "
        "container mounts the host's /sys elsewhere (as node_exporter's --path.sysfs).",

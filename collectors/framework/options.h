@@ -23,6 +23,7 @@
 
 #include "collectors/health/alerts.h"
 #include "collectors/health/counter_store.h"
+#include "collectors/reads/counters.h"
 #include "host/jobs.h"
 #include "topology/hosts.h"
 #include "topology/plan.h"
@@ -42,6 +43,10 @@ class CollectorOptions {
   std::chrono::milliseconds phy_interval{300'000};    // --phy.interval: each physical-layer read at most this often
   int clear_threshold_percent = 0;                    // --counters.clear-threshold: 0 never clears
   std::string host_sysfs = "/sys";                    // --host.sysfs: this host's sysfs root
+  // --counters.groups: the per-port series groups rendered; with
+  // `port_groups_auto`, as AutoPortGroups decides for the fabric's size.
+  PortGroups port_groups = PortGroups().set();
+  bool port_groups_auto = true;
 
   // Handed over by the process:
   PortTable restored_ports;              // counter totals from before a re-exec

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <map>
 #include <set>
+#include <utility>
 #include <vector>
 
 #include "transport/mad_engine.h"
@@ -112,6 +113,36 @@ class IntervalShare {
  private:
   std::chrono::milliseconds interval_;
   std::chrono::steady_clock::time_point last_{};
+};
+
+// This sweep's asks of a read made once per interval, one rule for every
+// such read (a port's FEC counters, its module, a switch's registers):
+// what was never read first, up to this sweep's share of all that is read
+// on the beat (`eligible`) but at least `first_floor` (a small fabric is
+// read whole at once, a large one within its first sweeps); then what was
+// read before and is due again, the longest waiting first, up to this
+// sweep's share of what is read at all (`counted`) but at least one.
+template <class T>
+class IntervalPicks {
+ public:
+  void Never(T item) { never_.push_back(std::move(item)); }
+  void Due(std::chrono::steady_clock::time_point asked_at, T item) { due_.emplace_back(asked_at, std::move(item)); }
+  // The asks, never read first; empties the picks.
+  std::vector<T> Take(double share, std::size_t eligible, std::size_t counted, std::size_t first_floor) {
+    std::vector<T> out;
+    const std::size_t firsts = std::min(never_.size(), std::max(IntervalShare::Of(share, eligible), first_floor));
+    for (std::size_t i = 0; i < firsts; ++i) out.push_back(std::move(never_[i]));
+    std::stable_sort(due_.begin(), due_.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    const std::size_t dues = std::min(due_.size(), std::max<std::size_t>(IntervalShare::Of(share, counted), 1));
+    for (std::size_t i = 0; i < dues; ++i) out.push_back(std::move(due_[i].second));
+    never_.clear();
+    due_.clear();
+    return out;
+  }
+
+ private:
+  std::vector<T> never_;
+  std::vector<std::pair<std::chrono::steady_clock::time_point, T>> due_;
 };
 
 struct BatchTally {

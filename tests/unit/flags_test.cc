@@ -171,16 +171,16 @@ TEST(FlagsTest, CollectorsFlagsFillTheirOwnOptions) {
 
 TEST(FlagsTest, PortGroups) {
   auto r = ParseFlags({});
-  EXPECT_TRUE(r.config.port_groups_auto);
+  EXPECT_TRUE(r.config.collector.port_groups_auto);
   r = ParseFlags({"--counters.groups=errors,data"});
   ASSERT_EQ(r.action, Action::kRun) << r.error;
-  EXPECT_FALSE(r.config.port_groups_auto);
-  EXPECT_EQ(r.config.port_groups, collectors::PortGroups()
-                                      .set(static_cast<std::size_t>(collectors::PortGroup::kErrors))
-                                      .set(static_cast<std::size_t>(collectors::PortGroup::kData)));
+  EXPECT_FALSE(r.config.collector.port_groups_auto);
+  EXPECT_EQ(r.config.collector.port_groups, collectors::PortGroups()
+                                                .set(static_cast<std::size_t>(collectors::PortGroup::kErrors))
+                                                .set(static_cast<std::size_t>(collectors::PortGroup::kData)));
   r = ParseFlags({"--counters.groups=all"});
-  EXPECT_FALSE(r.config.port_groups_auto);
-  EXPECT_TRUE(r.config.port_groups.all());
+  EXPECT_FALSE(r.config.collector.port_groups_auto);
+  EXPECT_TRUE(r.config.collector.port_groups.all());
 }
 
 // --collector.NAME and --no-collector.NAME come from the registry; an
