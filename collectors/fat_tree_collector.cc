@@ -1,6 +1,7 @@
 #include "collectors/fat_tree_collector.h"
 
 #include "collectors/framework/render.h"
+#include "collectors/parts/partitions.h"
 #include "topology/findings.h"
 
 namespace ibfabric::collectors {
@@ -121,7 +122,7 @@ void RenderFatTree(const Snapshot& s, const Emit& out) {
 
   // Every pass's findings: the tree's, the plan's, routing's, partitions'.
   const std::vector<topology::Finding> findings =
-      topology::AllFindings(a, s.routing.get(), s.by_collector.Get<topology::PartitionAnalysis>("partitions"));
+      topology::AllFindings(a, s.routing.get(), s.by_collector.Get<topology::PartitionAnalysis>(kPartitionsCollector));
   auto by_kind = Family("infiniband_topology_findings",
                         "Topology findings of the last discovery, by kind; level: information (no fault), warning, "
                         "miswiring or missing_cable (a cable alert too)",

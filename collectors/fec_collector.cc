@@ -181,10 +181,6 @@ bool NearMax(const ExtendedSpeedsRsFec& c, int percent) {
 // the interval.
 constexpr std::size_t kFirstReadsPerSweep = 512;
 
-// A counter read again: what it counted since, a clear (it went back)
-// counting on from its new value.
-std::uint64_t Delta(std::uint64_t was, std::uint64_t now) { return now >= was ? now - was : now; }
-
 class FecCollector final : public Collector {
  public:
   FecCollector(std::chrono::milliseconds interval, int clear_threshold_percent, std::chrono::milliseconds trend_period)
@@ -297,32 +293,44 @@ class FecCollector final : public Collector {
       st.not_before = now_at + interval_;  // no answer: again next interval, not every sweep
       return false;
     }
-    if (r.kind == FecReads::Kind::kMode) {
-      if (r.got == Got::kUnsupported) {
-        st.mode_unsupported = true;
-        return false;
-      }
-      st.mode = r.mode.Mode();
-      st.mode_gbps = topology::ActiveSignalGbps(*p);
-      const bool rs_fec = r.mode.RsFecActive();
-      const bool was = st.out.mode_known && st.out.mode == *st.mode && st.out.port == r.port;
-      st.out.port = r.port;
-      st.out.mode = *st.mode;
-      st.out.mode_known = true;
-      if (st.out.source == FecSource::kPpcnt) return !was;  // PPCNT counts whatever the mode
-      if (!rs_fec && st.out.counted) {
-        // No RS-FEC any more (the link retrained): its counters stay as
-        // they were, its rates and source go.
-        st.out.counted = false;
-        st.out.raw_ber.reset();
-        st.out.effective_ber.reset();
-        return true;
-      }
-      st.window_broken |= st.last.has_value();  // another speed: a new window
-      return !was;
-    }
+    if (r.kind == FecReads::Kind::kMode) return NoteMode(r, *p, &st);
     if (r.kind == FecReads::Kind::kPpcnt) return NotePpcnt(r, *p, &st);
-    if (r.got == Got::kUnsupported) {
+    return NotePma(r, *p, &st);
+  }
+
+  // Takes a PortInfoExtended answer in: the port's FEC mode.
+  static bool NoteMode(const FecReads::Read& r, const topology::Port& p, PortState* state) {
+    PortState& st = *state;
+    if (r.got == FecReads::Got::kUnsupported) {
+      st.mode_unsupported = true;
+      return false;
+    }
+    st.mode = r.mode.Mode();
+    st.mode_gbps = topology::ActiveSignalGbps(p);
+    const bool rs_fec = r.mode.RsFecActive();
+    const bool was = st.out.mode_known && st.out.mode == *st.mode && st.out.port == r.port;
+    st.out.port = r.port;
+    st.out.mode = *st.mode;
+    st.out.mode_known = true;
+    if (st.out.source == FecSource::kPpcnt) return !was;  // PPCNT counts whatever the mode
+    if (!rs_fec && st.out.counted) {
+      // No RS-FEC any more (the link retrained): its counters stay as
+      // they were, its rates and source go.
+      st.out.counted = false;
+      st.out.raw_ber.reset();
+      st.out.effective_ber.reset();
+      return true;
+    }
+    st.window_broken |= st.last.has_value();  // another speed: a new window
+    return !was;
+  }
+
+  // Takes a PortExtendedSpeedsCounters answer in (RS-FEC layout): its
+  // totals, and the ratios over the bits the link carried in the window.
+  bool NotePma(const FecReads::Read& r, const topology::Port& port, PortState* state) {
+    PortState& st = *state;
+    const topology::Port* p = &port;
+    if (r.got == FecReads::Got::kUnsupported) {
       st.counters_unsupported = true;
       return false;
     }
@@ -340,16 +348,16 @@ class FecCollector final : public Collector {
         f.lane_symbols[lane] = now.corrected_symbols_lane[lane];
     } else {
       const ExtendedSpeedsRsFec& was = *st.last;
-      const std::uint64_t symbols = Delta(was.corrected_symbols, now.corrected_symbols);
-      const std::uint64_t uncorrectable = Delta(was.uncorrectable_blocks, now.uncorrectable_blocks);
-      f.corrected_blocks += Delta(was.corrected_blocks, now.corrected_blocks);
+      const std::uint64_t symbols = RiseOf(was.corrected_symbols, now.corrected_symbols);
+      const std::uint64_t uncorrectable = RiseOf(was.uncorrectable_blocks, now.uncorrectable_blocks);
+      f.corrected_blocks += RiseOf(was.corrected_blocks, now.corrected_blocks);
       f.uncorrectable_blocks += uncorrectable;
       f.corrected_symbols += symbols;
       std::uint64_t most = 0;
       f.worst_lane = -1;
       std::array<std::uint64_t, transport::kFecLanes> lane_delta{};
       for (std::size_t lane = 0; lane < transport::kFecLanes; ++lane) {
-        const std::uint64_t d = Delta(was.corrected_symbols_lane[lane], now.corrected_symbols_lane[lane]);
+        const std::uint64_t d = RiseOf(was.corrected_symbols_lane[lane], now.corrected_symbols_lane[lane]);
         lane_delta[lane] = d;
         f.lane_symbols[lane] += d;
         if (d > most) {
@@ -429,10 +437,10 @@ class FecCollector final : public Collector {
       f.lane_raw_errors = now.raw_errors_lane;
     } else {
       const transport::PhysLayerStatistics& was = *st->phys;
-      const std::uint64_t bits = Delta(was.received_bits, now.received_bits);
-      const std::uint64_t corrected = Delta(was.corrected_bits, now.corrected_bits);
-      const std::uint64_t effective = Delta(was.effective_errors, now.effective_errors);
-      const std::uint64_t symbols = Delta(was.symbol_errors, now.symbol_errors);
+      const std::uint64_t bits = RiseOf(was.received_bits, now.received_bits);
+      const std::uint64_t corrected = RiseOf(was.corrected_bits, now.corrected_bits);
+      const std::uint64_t effective = RiseOf(was.effective_errors, now.effective_errors);
+      const std::uint64_t symbols = RiseOf(was.symbol_errors, now.symbol_errors);
       f.received_bits += bits;
       f.corrected_bits += corrected;
       f.effective_errors += effective;
@@ -441,7 +449,7 @@ class FecCollector final : public Collector {
       std::uint64_t most = 0;
       f.worst_lane = -1;
       for (std::size_t lane = 0; lane < transport::kPhysLayerLanes; ++lane) {
-        lane_delta[lane] = Delta(was.raw_errors_lane[lane], now.raw_errors_lane[lane]);
+        lane_delta[lane] = RiseOf(was.raw_errors_lane[lane], now.raw_errors_lane[lane]);
         f.lane_raw_errors[lane] += lane_delta[lane];
         if (lane_delta[lane] > most) {
           most = lane_delta[lane];
@@ -538,19 +546,65 @@ std::unique_ptr<Collector> MakeFecCollector(const CollectorOptions& options) {
                                         options.alerts.degrading.period);
 }
 
-void RenderFec(const Snapshot& s, const Emit& out) {
-  const auto* fec = s.by_collector.Get<FecReadings>(kFecCollector);
-  if (!fec || !s.fabric) return;
-  EmitOne(out, "infiniband_exporter_fec_port_resets_total",
-          "Ports whose FEC counters (PortExtendedSpeedsCounters) the exporter cleared (--counters.clear-threshold)",
-          prometheus::MetricType::Counter, static_cast<double>(fec->clears));
-  // Only what this exporter reads (its scope's ports).
-  std::vector<const FecPort*> ports;
-  for (const FecPort& f : *fec->ports) {
-    const topology::Node* n = s.fabric->FindNode(f.port.node_guid);
-    const topology::Port* p = n ? n->FindPort(f.port.port) : nullptr;
-    if (n && p && OwnsPort(s, *n, *p)) ports.push_back(&f);
-  }
+namespace {
+
+struct Total {
+  const char* name;
+  const char* help;
+  std::uint64_t FecPort::*field;
+};
+constexpr Total kCounters[] = {
+    {"fec_corrected_blocks_total",
+     "FEC blocks with errors FEC corrected (PortExtendedSpeedsCounters PortFECCorrectableBlockCtr; from what the "
+     "device counted when the exporter first read it)",
+     &FecPort::corrected_blocks},
+    {"fec_uncorrectable_blocks_total",
+     "FEC blocks with more errors than FEC corrects (PortFECUncorrectableBlockCtr): errors that reached the link "
+     "layer",
+     &FecPort::uncorrectable_blocks},
+    {"fec_corrected_symbols_total",
+     "Symbols FEC corrected (PortFECCorrectedSymbolCtr): raw errors that did no harm yet, the first sign of a "
+     "cable going bad",
+     &FecPort::corrected_symbols},
+};
+constexpr Total kPhysCounters[] = {
+    {"phy_received_bits_total",
+     "Bits received (PPCNT physical layer counters phy_received_bits; from what the device counted when the "
+     "exporter first read it)",
+     &FecPort::received_bits},
+    {"phy_corrected_bits_total", "Bits FEC corrected (phy_corrected_bits): the raw errors that did no harm yet",
+     &FecPort::corrected_bits},
+    {"phy_effective_errors_total", "Errors FEC left uncorrected (phy_effective_errors)", &FecPort::effective_errors},
+    {"phy_symbol_errors_total", "Symbol errors at the link layer, after FEC (phy_symbol_errors)",
+     &FecPort::symbol_errors},
+};
+
+// The ratios per port, as the link health ratios are (infiniband_port_*_ratio).
+struct Rate {
+  const char* name;
+  const char* help;
+  std::optional<double> FecPort::*field;
+};
+constexpr Rate kRates[] = {
+    {"infiniband_port_raw_bit_error_ratio",
+     "Raw (pre-FEC) bit error ratio of the port over the window between its last two FEC reads: corrected bits "
+     "per bit received (PPCNT), or corrected symbols per bit its link carried (PortExtendedSpeedsCounters, a "
+     "lower bound); absent across a link down or a pinned counter",
+     &FecPort::raw_ber},
+    {"infiniband_port_effective_bit_error_ratio",
+     "Effective (post-FEC) bit error ratio over the same window: errors FEC left per bit received (PPCNT), or "
+     "uncorrectable FEC blocks per bit the link carried (a lower bound)",
+     &FecPort::effective_ber},
+    {"infiniband_port_symbol_bit_error_ratio",
+     "Symbol bit error ratio over the same window: symbol errors per bit received (PPCNT only)", &FecPort::symbol_ber},
+    {"infiniband_port_raw_bit_error_ratio_baseline",
+     "The lowest raw bit error ratio of the port in any 24th of the last cable_degrading period (default 24h: "
+     "its lowest hour of the day), what a cable_degrading alert compares the current one with",
+     &FecPort::raw_ber_baseline},
+};
+
+// The port's FEC mode and source, and its pinned 32-bit counters.
+void RenderFecInfo(const Snapshot& s, const std::vector<const FecPort*>& ports, const Emit& out) {
   {
     FamilyParts info(
         out, "infiniband_port_fec_info",
@@ -580,36 +634,10 @@ void RenderFec(const Snapshot& s, const Emit& out) {
     }
     pinned.Finish();
   }
-  struct Total {
-    const char* name;
-    const char* help;
-    std::uint64_t FecPort::*field;
-  };
-  static constexpr Total kCounters[] = {
-      {"fec_corrected_blocks_total",
-       "FEC blocks with errors FEC corrected (PortExtendedSpeedsCounters PortFECCorrectableBlockCtr; from what the "
-       "device counted when the exporter first read it)",
-       &FecPort::corrected_blocks},
-      {"fec_uncorrectable_blocks_total",
-       "FEC blocks with more errors than FEC corrects (PortFECUncorrectableBlockCtr): errors that reached the link "
-       "layer",
-       &FecPort::uncorrectable_blocks},
-      {"fec_corrected_symbols_total",
-       "Symbols FEC corrected (PortFECCorrectedSymbolCtr): raw errors that did no harm yet, the first sign of a "
-       "cable going bad",
-       &FecPort::corrected_symbols},
-  };
-  static constexpr Total kPhysCounters[] = {
-      {"phy_received_bits_total",
-       "Bits received (PPCNT physical layer counters phy_received_bits; from what the device counted when the "
-       "exporter first read it)",
-       &FecPort::received_bits},
-      {"phy_corrected_bits_total", "Bits FEC corrected (phy_corrected_bits): the raw errors that did no harm yet",
-       &FecPort::corrected_bits},
-      {"phy_effective_errors_total", "Errors FEC left uncorrected (phy_effective_errors)", &FecPort::effective_errors},
-      {"phy_symbol_errors_total", "Symbol errors at the link layer, after FEC (phy_symbol_errors)",
-       &FecPort::symbol_errors},
-  };
+}
+
+// The totals of each source, per role (switch, hca), and their lanes.
+void RenderFecTotals(const Snapshot& s, const std::vector<const FecPort*>& ports, const Emit& out) {
   for (const bool sw : {false, true}) {
     const std::string role = sw ? "switch" : "hca";
     const auto of = [&](const FecPort& f, FecSource source) {
@@ -650,30 +678,10 @@ void RenderFec(const Snapshot& s, const Emit& out) {
     lanes("lane_raw_errors_total", "Raw (pre-FEC) errors (PPCNT phy_raw_errors_lane<n>)", FecSource::kPpcnt,
           [](const FecPort& p, std::size_t lane) { return p.lane_raw_errors[lane]; });
   }
-  // The ratios per port, as the link health ratios are (infiniband_port_*_ratio).
-  struct Rate {
-    const char* name;
-    const char* help;
-    std::optional<double> FecPort::*field;
-  };
-  static constexpr Rate kRates[] = {
-      {"infiniband_port_raw_bit_error_ratio",
-       "Raw (pre-FEC) bit error ratio of the port over the window between its last two FEC reads: corrected bits "
-       "per bit received (PPCNT), or corrected symbols per bit its link carried (PortExtendedSpeedsCounters, a "
-       "lower bound); absent across a link down or a pinned counter",
-       &FecPort::raw_ber},
-      {"infiniband_port_effective_bit_error_ratio",
-       "Effective (post-FEC) bit error ratio over the same window: errors FEC left per bit received (PPCNT), or "
-       "uncorrectable FEC blocks per bit the link carried (a lower bound)",
-       &FecPort::effective_ber},
-      {"infiniband_port_symbol_bit_error_ratio",
-       "Symbol bit error ratio over the same window: symbol errors per bit received (PPCNT only)",
-       &FecPort::symbol_ber},
-      {"infiniband_port_raw_bit_error_ratio_baseline",
-       "The lowest raw bit error ratio of the port in any 24th of the last cable_degrading period (default 24h: "
-       "its lowest hour of the day), what a cable_degrading alert compares the current one with",
-       &FecPort::raw_ber_baseline},
-  };
+}
+
+// The ratios per port, as the link health ratios are (infiniband_port_*_ratio).
+void RenderFecRatios(const Snapshot& s, const std::vector<const FecPort*>& ports, const Emit& out) {
   for (const Rate& r : kRates) {
     FamilyParts f(out, r.name, r.help, prometheus::MetricType::Gauge);
     for (const FecPort* p : ports) {
@@ -681,6 +689,80 @@ void RenderFec(const Snapshot& s, const Emit& out) {
     }
     f.Finish();
   }
+}
+
+}  // namespace
+
+void RenderFec(const Snapshot& s, const Emit& out) {
+  const auto* fec = s.by_collector.Get<FecReadings>(kFecCollector);
+  if (!fec || !s.fabric) return;
+  EmitOne(out, "infiniband_exporter_fec_port_resets_total",
+          "Ports whose FEC counters (PortExtendedSpeedsCounters) the exporter cleared (--counters.clear-threshold)",
+          prometheus::MetricType::Counter, static_cast<double>(fec->clears));
+  // Only what this exporter reads (its scope's ports).
+  std::vector<const FecPort*> ports;
+  for (const FecPort& f : *fec->ports) {
+    const topology::Node* n = s.fabric->FindNode(f.port.node_guid);
+    const topology::Port* p = n ? n->FindPort(f.port.port) : nullptr;
+    if (n && p && OwnsPort(s, *n, *p)) ports.push_back(&f);
+  }
+  RenderFecInfo(s, ports, out);
+  RenderFecTotals(s, ports, out);
+  RenderFecRatios(s, ports, out);
+}
+
+namespace {
+
+// A float's value to the digits it holds (6), not the double nearest it.
+double Significant(float v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", static_cast<double>(v));
+  return std::strtod(buf, nullptr);
+}
+
+}  // namespace
+
+// One port's FEC as the fec collector last read it; null where it has none.
+nlohmann::json FecJson(const Snapshot& s, const topology::PortRef& port) {
+  const auto* fec = s.by_collector.Get<FecReadings>(kFecCollector);
+  if (!fec) return nullptr;
+  // By port, as the collector publishes them.
+  const auto it = std::lower_bound(fec->ports->begin(), fec->ports->end(), port,
+                                   [](const FecPort& f, const topology::PortRef& p) { return f.port < p; });
+  if (it == fec->ports->end() || !(it->port == port)) return nullptr;
+  const FecPort& f = *it;
+  const auto ratio = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+  nlohmann::json j{{"mode", f.mode_known ? transport::ToString(f.mode) : "unknown"},
+                   {"source", ToString(f.counted ? f.source : FecSource::kNone)}};
+  if (!f.counted) return j;
+  const bool ppcnt = f.source == FecSource::kPpcnt;
+  j["pinned"] = f.pinned;
+  j["window_seconds"] = f.window_seconds;
+  j["raw_bit_error_ratio"] = ratio(f.raw_ber);
+  j["effective_bit_error_ratio"] = ratio(f.effective_ber);
+  j["symbol_bit_error_ratio"] = ratio(f.symbol_ber);
+  j["raw_bit_error_ratio_baseline"] = ratio(f.raw_ber_baseline);
+  j["worst_lane"] = f.worst_lane >= 0 ? nlohmann::json(f.worst_lane) : nlohmann::json(nullptr);
+  if (ppcnt) {
+    j["received_bits"] = f.received_bits;
+    j["corrected_bits"] = f.corrected_bits;
+    j["effective_errors"] = f.effective_errors;
+    j["symbol_errors"] = f.symbol_errors;
+  } else {
+    j["corrected_blocks"] = f.corrected_blocks;
+    j["uncorrectable_blocks"] = f.uncorrectable_blocks;
+    j["corrected_symbols"] = f.corrected_symbols;
+  }
+  nlohmann::json lanes = nlohmann::json::array();
+  for (int lane = 0; lane < f.lanes; ++lane) {
+    const auto i = static_cast<std::size_t>(lane);
+    lanes.push_back({{"lane", lane},
+                     {ppcnt ? "raw_errors" : "corrected_symbols", ppcnt ? f.lane_raw_errors[i] : f.lane_symbols[i]},
+                     {"raw_bit_error_ratio",
+                      f.raw_ber ? nlohmann::json(Significant(f.lane_raw_ber[i])) : nlohmann::json(nullptr)}});
+  }
+  j["lanes"] = std::move(lanes);
+  return j;
 }
 
 CollectorInfo FecCollectorInfo() {

@@ -83,6 +83,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -97,5 +98,8 @@ namespace ibfabric::collectors {
 CollectorInfo FecCollectorInfo();
 std::unique_ptr<Collector> MakeFecCollector(const CollectorOptions& options);
 void RenderFec(const Snapshot& s, const Emit& out);
+// One port's FEC as the collector last read it, for /api/v1/port (its
+// mode, source, ratios, totals and lanes); null where it has none.
+nlohmann::json FecJson(const Snapshot& s, const topology::PortRef& port);
 
 }  // namespace ibfabric::collectors

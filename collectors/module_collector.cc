@@ -212,20 +212,17 @@ std::unique_ptr<Collector> MakeModuleCollector(const CollectorOptions& options) 
   return std::make_unique<ModuleCollector>(options.phy_interval);
 }
 
-void RenderModules(const Snapshot& s, const Emit& out) {
-  const auto* modules = s.by_collector.Get<ModuleReadings>(kModulesCollector);
-  if (!modules || !s.fabric) return;
-  struct Mine {
-    const ModulePort* m;
-    const topology::Port* port;
-    Level level;
-  };
-  std::vector<Mine> ports;
-  for (const ModulePort& m : *modules->ports) {
-    const topology::Node* n = s.fabric->FindNode(m.port.node_guid);
-    const topology::Port* p = n ? n->FindPort(m.port.port) : nullptr;
-    if (n && p && OwnsPort(s, *n, *p)) ports.push_back({&m, p, LevelOf(s, *n, *p)});
-  }
+namespace {
+
+// A module this exporter reports: its reading, its port, its level of cables.
+struct Mine {
+  const ModulePort* m;
+  const topology::Port* port;
+  Level level;
+};
+
+// Each module's vendor, part, serial number, type and length.
+void RenderModuleInfo(const Snapshot& s, const std::vector<Mine>& ports, const Emit& out) {
   {
     FamilyParts info(out, "infiniband_port_module_info",
                      "The module at the port's end of its cable (PDDR Module Info): vendor, part and serial number, "
@@ -246,6 +243,10 @@ void RenderModules(const Snapshot& s, const Emit& out) {
     }
     info.Finish();
   }
+}
+
+// What the module monitors: temperature, voltage, and each lane's power.
+void RenderModuleMonitors(const Snapshot& s, const std::vector<Mine>& ports, const Emit& out) {
   // monitor_cap_mask bits: 0 temperature, 1 voltage, 2 tx power, 3 rx power.
   const auto monitors = [](const transport::ModuleInfo& i, int bit) { return (i.monitors >> bit & 1) != 0; };
   struct Gauge {
@@ -290,9 +291,12 @@ void RenderModules(const Snapshot& s, const Emit& out) {
     }
     f.Finish();
   }
-  // The part most modules at the same end of each level of cables have,
-  // where one has more than half of them; the modules that differ are
-  // findings.
+}
+
+// The part most modules at the same end of each level of cables have,
+// where one has more than half of them; the modules that differ are
+// findings.
+void RenderPartDiffers(const Snapshot& s, const std::vector<Mine>& ports, const Emit& out) {
   std::map<Level, std::map<std::string, int>> parts;
   for (const Mine& x : ports) {
     if (!x.level.empty() && !x.m->info.vendor_pn.empty()) ++parts[x.level][x.m->info.vendor_pn];
@@ -321,6 +325,44 @@ void RenderModules(const Snapshot& s, const Emit& out) {
     differs.Add(std::move(labels), 1);
   }
   differs.Finish();
+}
+
+}  // namespace
+
+void RenderModules(const Snapshot& s, const Emit& out) {
+  const auto* modules = s.by_collector.Get<ModuleReadings>(kModulesCollector);
+  if (!modules || !s.fabric) return;
+  std::vector<Mine> ports;
+  for (const ModulePort& m : *modules->ports) {
+    const topology::Node* n = s.fabric->FindNode(m.port.node_guid);
+    const topology::Port* p = n ? n->FindPort(m.port.port) : nullptr;
+    if (n && p && OwnsPort(s, *n, *p)) ports.push_back({&m, p, LevelOf(s, *n, *p)});
+  }
+  RenderModuleInfo(s, ports, out);
+  RenderModuleMonitors(s, ports, out);
+  RenderPartDiffers(s, ports, out);
+}
+
+// The module at one port as the modules collector last read it; null
+// where it has none.
+nlohmann::json ModuleJson(const Snapshot& s, const topology::PortRef& port) {
+  const auto* modules = s.by_collector.Get<ModuleReadings>(kModulesCollector);
+  if (!modules) return nullptr;
+  const auto it = std::lower_bound(modules->ports->begin(), modules->ports->end(), port,
+                                   [](const ModulePort& m, const topology::PortRef& p) { return m.port < p; });
+  if (it == modules->ports->end() || !(it->port == port)) return nullptr;
+  const transport::ModuleInfo& i = it->info;
+  const auto opt = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+  return {{"vendor", i.vendor_name},
+          {"part_number", i.vendor_pn},
+          {"serial_number", i.vendor_sn},
+          {"revision", i.vendor_rev},
+          {"type", transport::CableTypeName(i.cable_type)},
+          {"identifier", transport::CableIdentifierName(i.cable_identifier)},
+          {"length_meters", i.LengthMeters()},
+          {"temperature_celsius", (i.monitors & 1) ? opt(i.temperature_celsius) : nlohmann::json(nullptr)},
+          {"temperature_high_threshold_celsius",
+           (i.monitors & 1) ? opt(i.temperature_high_celsius) : nlohmann::json(nullptr)}};
 }
 
 CollectorInfo ModuleCollectorInfo() {

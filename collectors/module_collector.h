@@ -38,6 +38,7 @@
 
 #include <chrono>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string_view>
 #include <vector>
 
@@ -64,5 +65,8 @@ struct ModuleReadings {
 CollectorInfo ModuleCollectorInfo();
 std::unique_ptr<Collector> MakeModuleCollector(const CollectorOptions& options);
 void RenderModules(const Snapshot& s, const Emit& out);
+// The module at one port as the collector last read it, for /api/v1/port;
+// null where it has none.
+nlohmann::json ModuleJson(const Snapshot& s, const topology::PortRef& port);
 
 }  // namespace ibfabric::collectors

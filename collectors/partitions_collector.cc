@@ -82,7 +82,7 @@ class PartitionsCollector final : public Collector {
     return out;
   }
 
-  void Publish(Snapshot* parts) const override { parts->by_collector.Set("partitions", analysis_); }
+  void Publish(Snapshot* parts) const override { parts->by_collector.Set(kPartitionsCollector, analysis_); }
 
  private:
   // Where the tables just read came from: the ports read keep the SA as
@@ -143,7 +143,7 @@ std::unique_ptr<Collector> MakePartitionsCollector(const CollectorOptions& optio
 }
 
 void RenderPartitions(const Snapshot& s, const Emit& out) {
-  const auto* partitions = s.by_collector.Get<topology::PartitionAnalysis>("partitions");
+  const auto* partitions = s.by_collector.Get<topology::PartitionAnalysis>(kPartitionsCollector);
   if (!partitions || !s.fabric || !s.scope.reports_topology()) return;
   const topology::Fabric& f = *s.fabric;
   auto name = [&f](std::uint64_t guid) { return topology::NodeName(f, guid); };
@@ -204,7 +204,7 @@ void RenderPartitions(const Snapshot& s, const Emit& out) {
 
 CollectorInfo PartitionsCollectorInfo() {
   return {
-      .name = "partitions",
+      .name = kPartitionsCollector,
       .help = "P_Key tables of the CA ports and the switch ports facing them.",
       .make = MakePartitionsCollector,
       .render = RenderPartitions,

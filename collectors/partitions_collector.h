@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "collectors/framework/collector_info.h"
+#include "collectors/parts/partitions.h"
 #include "topology/partitions.h"
 
 namespace ibfabric::collectors {

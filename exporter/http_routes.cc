@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "collectors/api/json.h"
+#include "collectors/parts/partitions.h"
 #include "config/text.h"
 #include "exporter/content_coding.h"
 #include "exporter/gzip.h"
@@ -202,29 +203,8 @@ void HttpRoutes::InstallMetrics(httplib::Server& server) {
 }
 
 void HttpRoutes::InstallApi(httplib::Server& server) {
-  server.Get("/api/v1/topology", [this](const httplib::Request& req, httplib::Response& res) {
-    auto snap = Snap(req, res);
-    if (!snap) return;
-    collectors::TopologyQuery query;
-    if (!ParseQuery(req, res, collectors::ParseTopologyQuery, &query)) return;
-    if (!snap->topology) return JsonError(res, 503, "no discovery has completed yet");
-    // Written a piece at a time as it is sent (tens of MB for a whole big
-    // fabric); the writer borrows the snapshot, which the provider keeps.
-    const collectors::TopologyParts parts{
-        snap->fabric.get(),  snap->topology.get(),
-        snap->routing.get(), snap->by_collector.Get<topology::PartitionAnalysis>("partitions"),
-        &snap->scope,        snap->hosts.get()};
-    auto writer = std::make_shared<collectors::TopologyWriter>(parts, std::move(query));
-    if (!writer->error().empty()) return JsonError(res, 404, writer->error());
-    res.set_chunked_content_provider(
-        kJson, [snap, writer, piece = std::string()](std::size_t, httplib::DataSink& sink) mutable {
-          if (!writer->Next(&piece, kMetricsSlice)) {
-            sink.done();
-            return true;
-          }
-          return sink.write(piece.data(), piece.size());
-        });
-  });
+  server.Get("/api/v1/topology",
+             [this](const httplib::Request& req, httplib::Response& res) { ServeTopology(req, res); });
   server.Get("/api/v1/alerts", [this](const httplib::Request& req, httplib::Response& res) {
     auto snap = Snap(req, res);
     if (!snap) return;
@@ -303,31 +283,60 @@ void HttpRoutes::InstallApi(httplib::Server& server) {
     }
     Json(res, collectors::SubnetManagersJson(*snap->subnet_managers, snap->published));
   });
-  server.Get("/api/v1/fabrics", [this](const httplib::Request& req, httplib::Response& res) {
-    if (!req.params.empty()) return JsonError(res, 400, "/api/v1/fabrics takes no parameters");
-    nlohmann::json list = nlohmann::json::array();
-    const auto add = [&list](const collectors::Snapshot& s, const std::string& name, const std::string& subnet_prefix,
-                             int plane) {
-      const collectors::LocalPortSummary& l = s.local;
-      list.push_back({{"name", name},
-                      {"subnet_prefix", subnet_prefix},
-                      {"plane", plane},
-                      {"ca", l.ca},
-                      {"port", l.port},
-                      {"smi_ca", l.smi_ca},
-                      {"smi_port", l.smi_port},
-                      {"nodes", s.fabric ? s.fabric->nodes().size() : 0},
-                      {"sweeps", s.sweeps}});
-    };
-    if (options_.fabrics.empty()) {
-      const auto snap = holder_.Get();
-      add(*snap, OwnName(*snap), topology::FormatGuid(snap->local.subnet_prefix), snap->local.plane);
-    }
-    for (const FabricView& v : options_.fabrics) {
-      if (auto snap = v.holder->Get()) add(*snap, v.name(), v.subnet_prefix, v.plane);
-    }
-    Json(res, {{"fabrics", list}});
-  });
+  server.Get("/api/v1/fabrics",
+             [this](const httplib::Request& req, httplib::Response& res) { ServeFabrics(req, res); });
+}
+
+// /api/v1/topology: written a piece at a time as it is sent (tens of MB
+// for a whole big fabric); the writer borrows the snapshot, which the
+// provider keeps.
+void HttpRoutes::ServeTopology(const httplib::Request& req, httplib::Response& res) {
+  auto snap = Snap(req, res);
+  if (!snap) return;
+  collectors::TopologyQuery query;
+  if (!ParseQuery(req, res, collectors::ParseTopologyQuery, &query)) return;
+  if (!snap->topology) return JsonError(res, 503, "no discovery has completed yet");
+  const collectors::TopologyParts parts{
+      snap->fabric.get(),  snap->topology.get(),
+      snap->routing.get(), snap->by_collector.Get<topology::PartitionAnalysis>(collectors::kPartitionsCollector),
+      &snap->scope,        snap->hosts.get()};
+  auto writer = std::make_shared<collectors::TopologyWriter>(parts, std::move(query));
+  if (!writer->error().empty()) return JsonError(res, 404, writer->error());
+  res.set_chunked_content_provider(kJson,
+                                   [snap, writer, piece = std::string()](std::size_t, httplib::DataSink& sink) mutable {
+                                     if (!writer->Next(&piece, kMetricsSlice)) {
+                                       sink.done();
+                                       return true;
+                                     }
+                                     return sink.write(piece.data(), piece.size());
+                                   });
+}
+
+// /api/v1/fabrics: each fabric read, by the name ?fabric= takes.
+void HttpRoutes::ServeFabrics(const httplib::Request& req, httplib::Response& res) {
+  if (!req.params.empty()) return JsonError(res, 400, "/api/v1/fabrics takes no parameters");
+  nlohmann::json list = nlohmann::json::array();
+  const auto add = [&list](const collectors::Snapshot& s, const std::string& name, const std::string& subnet_prefix,
+                           int plane) {
+    const collectors::LocalPortSummary& l = s.local;
+    list.push_back({{"name", name},
+                    {"subnet_prefix", subnet_prefix},
+                    {"plane", plane},
+                    {"ca", l.ca},
+                    {"port", l.port},
+                    {"smi_ca", l.smi_ca},
+                    {"smi_port", l.smi_port},
+                    {"nodes", s.fabric ? s.fabric->nodes().size() : 0},
+                    {"sweeps", s.sweeps}});
+  };
+  if (options_.fabrics.empty()) {
+    const auto snap = holder_.Get();
+    add(*snap, OwnName(*snap), topology::FormatGuid(snap->local.subnet_prefix), snap->local.plane);
+  }
+  for (const FabricView& v : options_.fabrics) {
+    if (auto snap = v.holder->Get()) add(*snap, v.name(), v.subnet_prefix, v.plane);
+  }
+  Json(res, {{"fabrics", list}});
 }
 
 std::string HttpRoutes::OwnName(const collectors::Snapshot& s) {

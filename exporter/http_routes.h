@@ -96,6 +96,8 @@ class HttpRoutes {
   void InstallChecks(httplib::Server& server);
   void InstallMetrics(httplib::Server& server);
   void InstallApi(httplib::Server& server);  // the JSON routes
+  void ServeTopology(const httplib::Request& req, httplib::Response& res);
+  void ServeFabrics(const httplib::Request& req, httplib::Response& res);
   void InstallProbesAndPage(httplib::Server& server);
   // The snapshot a JSON route answers from: the holder's, or with several
   // fabrics that of the one `?fabric=` names (the first when none), the

@@ -78,7 +78,7 @@ run() {  # run TARGET [libFuzzer flags...]
 mkdir -p "$out/obj"
 parsers=(topology/plan.cc topology/plan_diff.cc topology/partition_plan.cc config/config_file.cc config/yaml.cc
   config/text.cc topology/analysis.cc topology/link_rate.cc topology/fabric.cc topology/hosts.cc
-  topology/node_name_map.cc topology/group_names.cc topology/ibnetdiscover.cc topology/findings.cc)
+  topology/node_name_map.cc topology/detail/group_names.cc topology/ibnetdiscover.cc topology/findings.cc)
 targets=(plan_net plan_json plan_yaml partition_plan node_name_map)
 for src in "${parsers[@]}"; do compile "$src"; done
 for target in "${targets[@]}"; do compile "tests/fuzz/${target}_fuzz.cc"; done

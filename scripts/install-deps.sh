@@ -18,8 +18,9 @@ packages=(
   # TLS and bcrypt (basic auth) for the web config; openssl makes test certificates
   libssl-dev libcrypt-dev openssl
   # tests and benchmarks; clang's libFuzzer and sanitizers for the fuzz targets;
-  # clang-format checks the style (.clang-format)
-  libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev clang-format
+  # clang-format checks the style (.clang-format); Universal Ctags finds each
+  # function's lines for the house rules (scripts/check-house.py)
+  libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev clang-format universal-ctags
   # the simulated fabric and the tools we cross-check against
   ibsim-utils opensm infiniband-diags
   # promtool lints the exposition format; the server scrapes in end-to-end tests;

@@ -7,7 +7,7 @@
 #include <set>
 #include <tuple>
 
-#include "topology/group_names.h"
+#include "topology/detail/group_names.h"
 #include "topology/link_rate.h"
 
 namespace ibfabric::topology {
@@ -168,10 +168,30 @@ Wiring Neighbours(const Fabric& f, Analysis* out) {
   return w;
 }
 
-// Leaves (switches with CAs, but for strays above them), then every
-// switch's tier: its distance from the nearest leaf, settled one above
-// where most of its switch neighbours not above it are.
-void RankTiers(Wiring* w, Analysis* out) {
+// A switch's distinct switch neighbours.
+std::set<std::uint64_t> Distinct(const Wiring& w, std::uint64_t g) {
+  const auto it = w.neighbours.find(g);
+  return it == w.neighbours.end() ? std::set<std::uint64_t>{}
+                                  : std::set<std::uint64_t>(it->second.begin(), it->second.end());
+}
+
+// Cabled alike: more than half of both switches' neighbours together are
+// shared, two at least.
+bool Alike(const std::set<std::uint64_t>& x, const std::set<std::uint64_t>& y) {
+  std::size_t shared = 0;
+  for (std::uint64_t v : x) shared += y.count(v);
+  return shared >= 2 && shared * 2 > x.size() + y.size() - shared;
+}
+
+int CaLinks(const Wiring& w, std::uint64_t g) {
+  const auto it = w.ca_links.find(g);
+  return it == w.ca_links.end() ? 0 : it->second;
+}
+
+// The leaves: switches with CAs, but for strays above them (every switch
+// neighbour carries CAs, more switch links than CAs, and far fewer CAs
+// than a typical leaf).
+void FindLeaves(Wiring* w) {
   std::set<std::uint64_t> candidates;
   for (const auto& [guid, n] : w->ca_links) {
     if (n > 0) candidates.insert(guid);
@@ -181,48 +201,43 @@ void RankTiers(Wiring* w, Analysis* out) {
   std::sort(leaf_cas.begin(), leaf_cas.end());
   const int typical_cas = leaf_cas.empty() ? 0 : leaf_cas[leaf_cas.size() / 2];
   for (std::uint64_t g : candidates) {
-    // Above the leaves: every switch neighbour carries CAs, it has more
-    // switch links than CAs, and far fewer CAs than a typical leaf.
     const auto& nb = w->neighbours[g];
     const bool above = !nb.empty() && static_cast<int>(nb.size()) > w->ca_links[g] &&
                        w->ca_links[g] * 2 < typical_cas &&
                        std::all_of(nb.begin(), nb.end(), [&](std::uint64_t x) { return candidates.count(x) > 0; });
     (above ? w->stray : w->leaves).insert(g);
   }
-  // A switch with no CA cabled like the leaves is a leaf whose hosts are
-  // not cabled (or not up): the leaves of a group cable to the same
-  // switches above them, while a switch above cables to those of several
-  // groups, which no leaf reaches (by distance alone it would rank above
-  // its spines, and they would look asymmetric). "Like": more than half
-  // of its and the leaf's neighbours together are shared. And the
-  // exception: fewer than half as many as the leaves with hosts it is
-  // like; so many switches cabled alike with no host at all are a tier of
-  // their own (a single group's core). A switch whose neighbours are some
-  // of a leaf's (two at least) is like it too: a leaf cabled to part of
-  // its group's spines, as one being built or spared is (ranked by
-  // distance it would be a core over half the spines, the other half with
-  // nothing above them).
-  const auto distinct = [&](std::uint64_t g) {
-    const auto& nb = w->neighbours[g];
-    return std::set<std::uint64_t>(nb.begin(), nb.end());
-  };
-  const auto alike = [](const std::set<std::uint64_t>& x, const std::set<std::uint64_t>& y) {
-    std::size_t shared = 0;
-    for (std::uint64_t v : x) shared += y.count(v);
-    return shared >= 2 && shared * 2 > x.size() + y.size() - shared;
-  };
+}
+
+// Leaves whose hosts are not cabled (or not up). A switch with no CA cabled
+// like the leaves is one: the leaves of a group cable to the same switches
+// above them, while a switch above cables to those of several groups,
+// which no leaf reaches (by distance alone it would rank above its spines,
+// and they would look asymmetric). "Like": Alike, with the exception:
+// fewer than half as many as the leaves with hosts it is like; so many
+// switches cabled alike with no host at all are a tier of their own (a
+// single group's core). A switch whose neighbours are some of a leaf's
+// (two at least) is like it too: a leaf cabled to part of its group's
+// spines, as one being built or spared is (ranked by distance it would be
+// a core over half the spines, the other half with nothing above them).
+// And a switch with no CA cabled to one switch only, which has none either
+// and joins others: a switch above the leaves joins several switches (the
+// leaves of its group and the tier above); one hanging off a single spine,
+// as a management island's leaf under its own spine, would otherwise rank
+// above its spine and its spine above the cores.
+void AddHostlessLeaves(Wiring* w) {
   std::vector<std::set<std::uint64_t>> leaf_sets;
-  for (std::uint64_t g : w->leaves) leaf_sets.push_back(distinct(g));
+  for (std::uint64_t g : w->leaves) leaf_sets.push_back(Distinct(*w, g));
   struct Bare {
     std::set<std::uint64_t> neighbours;
     std::ptrdiff_t leaves_alike = 0;
   };
   std::map<std::uint64_t, Bare> bare;  // no CA, cabled like some leaf
   for (const auto& [g, nb] : w->neighbours) {
-    if (w->ca_links[g] > 0 || w->stray.count(g)) continue;
-    Bare b{distinct(g), 0};
+    if (CaLinks(*w, g) > 0 || w->stray.count(g)) continue;
+    Bare b{Distinct(*w, g), 0};
     b.leaves_alike = std::count_if(leaf_sets.begin(), leaf_sets.end(), [&](const auto& l) {
-      return alike(b.neighbours, l) ||
+      return Alike(b.neighbours, l) ||
              (b.neighbours.size() >= 2 && std::includes(l.begin(), l.end(), b.neighbours.begin(), b.neighbours.end()));
     });
     if (b.leaves_alike > 0) bare.emplace(g, std::move(b));
@@ -230,52 +245,56 @@ void RankTiers(Wiring* w, Analysis* out) {
   std::vector<std::uint64_t> hostless;
   for (const auto& [g, b] : bare) {
     std::ptrdiff_t bare_alike = 0;
-    for (const auto& other : bare) bare_alike += alike(b.neighbours, other.second.neighbours);
+    for (const auto& other : bare) bare_alike += Alike(b.neighbours, other.second.neighbours);
     if (bare_alike * 2 < b.leaves_alike) hostless.push_back(g);
   }
-  // And a switch with no CA cabled to one switch only, which has none
-  // either and joins others, is a leaf whose hosts are not cabled: a switch above the
-  // leaves joins several switches (the leaves of its group and the tier
-  // above); one hanging off a single spine, as a management island's leaf
-  // under its own spine, would otherwise rank above its spine and its
-  // spine above the cores.
   for (const auto& [g, nb] : w->neighbours) {
-    if (w->ca_links[g] > 0 || w->stray.count(g) || w->leaves.count(g)) continue;
-    const std::set<std::uint64_t> only = distinct(g);
-    if (only.size() == 1 && w->ca_links[*only.begin()] == 0 && distinct(*only.begin()).size() >= 2) {
+    if (CaLinks(*w, g) > 0 || w->stray.count(g) || w->leaves.count(g)) continue;
+    const std::set<std::uint64_t> only = Distinct(*w, g);
+    if (only.size() == 1 && CaLinks(*w, *only.begin()) == 0 && Distinct(*w, *only.begin()).size() >= 2) {
       hostless.push_back(g);
     }
   }
   w->leaves.insert(hostless.begin(), hostless.end());
+}
 
-  // Tiers: distance in switch hops from the nearest leaf.
+// Each switch's distance in switch hops from the nearest leaf.
+std::map<std::uint64_t, int> LeafDistances(const Wiring& w) {
   std::map<std::uint64_t, int> tier;
   std::deque<std::uint64_t> queue;
-  for (std::uint64_t g : w->leaves) {
+  for (std::uint64_t g : w.leaves) {
     tier[g] = 0;
     queue.push_back(g);
   }
   while (!queue.empty()) {
     const std::uint64_t g = queue.front();
     queue.pop_front();
-    for (std::uint64_t n : w->neighbours[g]) {
+    const auto nb = w.neighbours.find(g);
+    if (nb == w.neighbours.end()) continue;
+    for (std::uint64_t n : nb->second) {
       if (!tier.count(n)) {
         tier[n] = tier[g] + 1;
         queue.push_back(n);
       }
     }
   }
-  // A link that skips a tier pulls a switch down in plain distance (a core
-  // switch cabled to one leaf would look like a spine). Settle instead on
-  // one tier above where most of a switch's switch neighbours are, each
-  // neighbour one vote (parallel cables are no more votes) and only those
-  // not above it: a switch with more cables up than down (parallel core
-  // cables, a taper the other way) is not lifted by the tier above it.
+  return tier;
+}
+
+// A link that skips a tier pulls a switch down in plain distance (a core
+// switch cabled to one leaf would look like a spine). Settle instead on
+// one tier above where most of a switch's switch neighbours are, each
+// neighbour one vote (parallel cables are no more votes) and only those
+// not above it: a switch with more cables up than down (parallel core
+// cables, a taper the other way) is not lifted by the tier above it.
+// Whether it settled (within 32 rounds).
+bool SettleTiers(const Wiring& w, std::map<std::uint64_t, int>* tiers) {
+  std::map<std::uint64_t, int>& tier = *tiers;
   bool settled = false;
   for (int round = 0; round < 32 && !settled; ++round) {
     settled = true;
-    for (const auto& [g, peers] : w->groups) {
-      if (w->leaves.count(g) || !tier.count(g)) continue;
+    for (const auto& [g, peers] : w.groups) {
+      if (w.leaves.count(g) || !tier.count(g)) continue;
       // Ties go to the lower tier here, so that settling only ever lifts.
       std::map<int, int> count;
       for (const auto& [n, links] : peers) {
@@ -295,32 +314,46 @@ void RankTiers(Wiring* w, Analysis* out) {
       }
     }
   }
-  w->settled = settled;
-  // Switches cabled alike sit in one tier: a switch with no CA whose
-  // switch neighbours are all below it, and that is cabled like switches
-  // of a lower tier above the leaves (sharing more than half of their
-  // neighbours, two at least), is in their tier. A director's line ASIC
-  // with nothing cabled outside its chassis joins every fabric ASIC as the
-  // other line ASICs do; by distance it would rank a tier above the fabric
-  // ASICs. (Whether a switch is a leaf without hosts is the rules' above:
-  // a small tree's cores are cabled as its leaves are.)
+  return settled;
+}
+
+// Switches cabled alike sit in one tier: a switch with no CA whose switch
+// neighbours are all below it, and that is cabled like switches of a lower
+// tier above the leaves (Alike), is in their tier. A director's line ASIC
+// with nothing cabled outside its chassis joins every fabric ASIC as the
+// other line ASICs do; by distance it would rank a tier above the fabric
+// ASICs. (Whether a switch is a leaf without hosts is AddHostlessLeaves':
+// a small tree's cores are cabled as its leaves are.)
+void LowerAlikeSwitches(const Wiring& w, std::map<std::uint64_t, int>* tiers) {
+  std::map<std::uint64_t, int>& tier = *tiers;
   std::map<std::uint64_t, int> lowered;
-  for (const auto& [g, nb] : w->neighbours) {
-    if (w->ca_links[g] > 0 || w->leaves.count(g) || !tier.count(g) || nb.empty()) continue;
-    const std::set<std::uint64_t> mine = distinct(g);
+  for (const auto& [g, nb] : w.neighbours) {
+    if (CaLinks(w, g) > 0 || w.leaves.count(g) || !tier.count(g) || nb.empty()) continue;
+    const std::set<std::uint64_t> mine = Distinct(w, g);
     const int own = tier[g];
     if (!std::all_of(mine.begin(), mine.end(), [&](std::uint64_t n) { return tier.count(n) && tier[n] < own; })) {
       continue;
     }
     std::set<std::uint64_t> seen;
     for (std::uint64_t n : mine) {
-      for (std::uint64_t h : w->neighbours[n]) {
+      for (std::uint64_t h : w.neighbours.at(n)) {
         if (h == g || !seen.insert(h).second || !tier.count(h) || tier[h] < 1 || tier[h] >= tier[g]) continue;
-        if (alike(mine, distinct(h)) && (!lowered.count(g) || tier[h] < lowered[g])) lowered[g] = tier[h];
+        if (Alike(mine, Distinct(w, h)) && (!lowered.count(g) || tier[h] < lowered[g])) lowered[g] = tier[h];
       }
     }
   }
   for (const auto& [g, t] : lowered) tier[g] = t;
+}
+
+// Leaves, then every switch's tier: its distance from the nearest leaf,
+// settled one above where most of its switch neighbours not above it are,
+// switches cabled alike in one tier.
+void RankTiers(Wiring* w, Analysis* out) {
+  FindLeaves(w);
+  AddHostlessLeaves(w);
+  std::map<std::uint64_t, int> tier = LeafDistances(*w);
+  w->settled = SettleTiers(*w, &tier);
+  LowerAlikeSwitches(*w, &tier);
   for (const auto& [g, nb] : w->neighbours) {
     SwitchSummary& s = out->switches[g];
     s.tier = tier.count(g) ? tier[g] : -1;
@@ -525,122 +558,150 @@ Chassis FindChassis(const Fabric& f) {
 // its tier mostly has, groups smaller than both ends mostly have (a
 // switch with one group that way is judged by its tier), and groups that
 // most of its peers have and it lacks.
-std::vector<Shortfall> FindShortfalls(const Analysis& a, const std::map<std::uint64_t, std::array<Groups, 2>>& updown,
-                                      const Chassis& chassis) {
-  std::vector<Shortfall> out;
-  std::map<std::pair<int, int>, std::vector<int>> sizes;  // (tier, dir) -> group sizes
-  std::map<int, std::vector<std::uint64_t>> by_tier;
-  for (const auto& [g, s] : a.switches) {
-    by_tier[s.tier].push_back(g);
-    const auto it = updown.find(g);
-    if (it == updown.end()) continue;
-    for (int dir = 0; dir < 2; ++dir) {
-      for (const auto& [n, c] : it->second[static_cast<std::size_t>(dir)]) sizes[{s.tier, dir}].push_back(c);
+// What FindShortfalls judges by: each tier's group sizes and cables up,
+// in all and to each chassis, and one switch's short groups three ways.
+class ShortfallFinder {
+ public:
+  ShortfallFinder(const Analysis& a, const std::map<std::uint64_t, std::array<Groups, 2>>& updown,
+                  const Chassis& chassis)
+      : a_(a), updown_(updown), chassis_(chassis) {
+    for (const auto& [g, s] : a.switches) {
+      by_tier_[s.tier].push_back(g);
+      const auto it = updown.find(g);
+      if (it == updown.end()) continue;
+      for (int dir = 0; dir < 2; ++dir) {
+        for (const auto& [n, c] : it->second[static_cast<std::size_t>(dir)]) sizes_[{s.tier, dir}].push_back(c);
+      }
+    }
+    for (const auto& [tier, members] : by_tier_) {
+      for (std::uint64_t g : members) {
+        totals_[tier].push_back(Total(g));
+        for (const auto& [key, c] : ToChassis(g)) chassis_totals_[{tier, key}].push_back(c);
+      }
     }
   }
-  static const std::array<Groups, 2> kNone;
-  const auto groups = [&](std::uint64_t g, int dir) -> const Groups& {
-    const auto it = updown.find(g);
-    return (it == updown.end() ? kNone : it->second)[static_cast<std::size_t>(dir)];
-  };
-  const auto usual = [&](std::uint64_t g, int dir) {
-    const Groups& own = groups(g, dir);
-    if (own.size() >= 2) return UsualSize(own);
-    const auto& tier = sizes[{a.switches.at(g).tier, dir}];
-    return tier.empty() ? 0 : Mode(tier);
-  };
+
   // A switch with as many cables up as its tier mostly has is missing
   // none: a group short of the pattern is made up elsewhere (a cable on
   // another neighbour than the pattern's: uneven groups, a warning).
-  std::map<int, std::vector<int>> totals;  // tier -> each switch's cables up
-  const auto total = [&](std::uint64_t g) {
-    int n = 0;
-    for (const auto& [x, c] : groups(g, 1)) n += c;
-    return n;
-  };
-  for (const auto& [tier, members] : by_tier) {
-    for (std::uint64_t g : members) totals[tier].push_back(total(g));
+  std::vector<Shortfall> Find() {
+    std::vector<Shortfall> out;
+    for (const auto& [tier, members] : by_tier_) {
+      if (tier < 0) continue;
+      const int usual_total = Mode(totals_[tier]);
+      for (std::uint64_t g : members) {
+        if (GroupsOf(g, 1).empty() || Total(g) >= usual_total) continue;
+        // A leaf with no host carries no traffic of its own: what it lacks
+        // costs no host any bandwidth (a leaf being built, or spared), so it
+        // is its fewer uplinks, a warning, not a missing cable that pages.
+        if (tier == 0 && a_.switches.at(g).ca_links == 0) continue;
+        ShortGroups(g, &out);
+        ShortToChassis(g, tier, usual_total, &out);
+        GroupsPeersHave(g, members, &out);
+      }
+    }
+    return out;
   }
-  // A switch's cables up to each chassis it is outside of, together; and
-  // what the switches of each tier have to each chassis.
-  const auto to_chassis = [&](std::uint64_t g) {
+
+ private:
+  const Groups& GroupsOf(std::uint64_t g, int dir) const {
+    static const std::array<Groups, 2> kNone;
+    const auto it = updown_.find(g);
+    return (it == updown_.end() ? kNone : it->second)[static_cast<std::size_t>(dir)];
+  }
+  int Usual(std::uint64_t g, int dir) {
+    const Groups& own = GroupsOf(g, dir);
+    if (own.size() >= 2) return UsualSize(own);
+    const auto& tier = sizes_[{a_.switches.at(g).tier, dir}];
+    return tier.empty() ? 0 : Mode(tier);
+  }
+  int Total(std::uint64_t g) const {
+    int n = 0;
+    for (const auto& [x, c] : GroupsOf(g, 1)) n += c;
+    return n;
+  }
+  // A switch's cables up to each chassis it is outside of, together.
+  std::map<std::uint64_t, int> ToChassis(std::uint64_t g) const {
     std::map<std::uint64_t, int> cables;  // chassis key -> cables
-    for (const auto& [n, c] : groups(g, 1)) {
-      if (chassis.Outside(g, n)) cables[chassis.of.at(n)] += c;
+    for (const auto& [n, c] : GroupsOf(g, 1)) {
+      if (chassis_.Outside(g, n)) cables[chassis_.of.at(n)] += c;
     }
     return cables;
-  };
-  std::map<std::pair<int, std::uint64_t>, std::vector<int>> chassis_totals;  // (tier, chassis) -> cables
-  for (const auto& [tier, members] : by_tier) {
-    for (std::uint64_t g : members) {
-      for (const auto& [key, c] : to_chassis(g)) chassis_totals[{tier, key}].push_back(c);
+  }
+
+  // Groups short of what both ends mostly have.
+  void ShortGroups(std::uint64_t g, std::vector<Shortfall>* out) {
+    for (const auto& [n, c] : GroupsOf(g, 1)) {
+      const int want = std::min(Usual(g, 1), Usual(n, 0));
+      if (c < want && !chassis_.Outside(g, n)) out->push_back({g, n, c, want, 0, 0, "", want - c});
     }
   }
-  for (const auto& [tier, members] : by_tier) {
-    if (tier < 0) continue;
-    const int usual_total = Mode(totals[tier]);
-    for (std::uint64_t g : members) {
-      const Groups& up = groups(g, 1);
-      if (up.empty() || total(g) >= usual_total) continue;
-      // A leaf with no host carries no traffic of its own: what it lacks
-      // costs no host any bandwidth (a leaf being built, or spared), so it
-      // is its fewer uplinks, a warning, not a missing cable that pages.
-      if (tier == 0 && a.switches.at(g).ca_links == 0) continue;
-      // Groups short of what both ends mostly have.
+
+  // Its cables to each chassis: short of the fewer of its largest such
+  // group and what its tier mostly has to that chassis, and in all of them
+  // at most as many as it has fewer cables up than its tier.
+  void ShortToChassis(std::uint64_t g, int tier, int usual_total, std::vector<Shortfall>* out) {
+    const Groups& up = GroupsOf(g, 1);
+    const std::map<std::uint64_t, int> mine = ToChassis(g);
+    int largest = 0;
+    for (const auto& [key, c] : mine) largest = std::max(largest, c);
+    std::vector<std::tuple<int, std::uint64_t, int, int>> short_of;  // (-lacking, chassis, have, want)
+    for (const auto& [key, c] : mine) {
+      const int want = std::min(largest, Mode(chassis_totals_[{tier, key}]));
+      if (c < want) short_of.emplace_back(c - want, key, c, want);
+    }
+    std::sort(short_of.begin(), short_of.end());
+    int spare = usual_total - Total(g);
+    for (const auto& [lacking, key, have, want] : short_of) {
+      const int need = std::min(want - have, spare);
+      if (need <= 0) break;
+      spare -= need;
+      // Named at the ASIC of the chassis it has the fewest cables to.
+      std::uint64_t asic = 0;
+      int fewest = 0;
       for (const auto& [n, c] : up) {
-        const int want = std::min(usual(g, 1), usual(n, 0));
-        if (c < want && !chassis.Outside(g, n)) out.push_back({g, n, c, want, 0, 0, "", want - c});
-      }
-      // Its cables to each chassis: short of the fewer of its largest such
-      // group and what its tier mostly has to that chassis, and in all of
-      // them at most as many as it has fewer cables up than its tier.
-      {
-        const std::map<std::uint64_t, int> mine = to_chassis(g);
-        int largest = 0;
-        for (const auto& [key, c] : mine) largest = std::max(largest, c);
-        std::vector<std::tuple<int, std::uint64_t, int, int>> short_of;  // (-lacking, chassis, have, want)
-        for (const auto& [key, c] : mine) {
-          const int want = std::min(largest, Mode(chassis_totals[{tier, key}]));
-          if (c < want) short_of.emplace_back(c - want, key, c, want);
-        }
-        std::sort(short_of.begin(), short_of.end());
-        int spare = usual_total - total(g);
-        for (const auto& [lacking, key, have, want] : short_of) {
-          const int need = std::min(want - have, spare);
-          if (need <= 0) break;
-          spare -= need;
-          // Named at the ASIC of the chassis it has the fewest cables to.
-          std::uint64_t asic = 0;
-          int fewest = 0;
-          for (const auto& [n, c] : up) {
-            if (chassis.Outside(g, n) && chassis.of.at(n) == key && (asic == 0 || c < fewest)) {
-              asic = n;
-              fewest = c;
-            }
-          }
-          out.push_back({g, asic, have, want, 0, 0, chassis.name.at(key), need});
+        if (chassis_.Outside(g, n) && chassis_.of.at(n) == key && (asic == 0 || c < fewest)) {
+          asic = n;
+          fewest = c;
         }
       }
-      // Groups its peers mostly have: the switches of its tier that share
-      // at least half of their neighbours above with it.
-      std::map<std::uint64_t, std::vector<int>> reached;  // neighbour above -> the peers' group sizes
-      std::size_t peers = 0;
-      for (std::uint64_t h : members) {
-        if (h == g) continue;
-        const Groups& other = groups(h, 1);
-        std::size_t shared = 0;
-        for (const auto& [n, c] : other) shared += up.count(n);
-        if (shared == 0 || shared * 2 < up.size() + other.size() - shared) continue;
-        ++peers;
-        for (const auto& [n, c] : other) reached[n].push_back(c);
-      }
-      for (const auto& [n, their] : reached) {
-        if (up.count(n) || their.size() * 2 <= peers || chassis.Outside(g, n)) continue;
-        out.push_back({g, n, 0, Mode(their), peers, their.size(), "", Mode(their)});
-      }
+      out->push_back({g, asic, have, want, 0, 0, chassis_.name.at(key), need});
     }
   }
-  return out;
+
+  // Groups its peers mostly have: the switches of its tier that share at
+  // least half of their neighbours above with it.
+  void GroupsPeersHave(std::uint64_t g, const std::vector<std::uint64_t>& members, std::vector<Shortfall>* out) const {
+    const Groups& up = GroupsOf(g, 1);
+    std::map<std::uint64_t, std::vector<int>> reached;  // neighbour above -> the peers' group sizes
+    std::size_t peers = 0;
+    for (std::uint64_t h : members) {
+      if (h == g) continue;
+      const Groups& other = GroupsOf(h, 1);
+      std::size_t shared = 0;
+      for (const auto& [n, c] : other) shared += up.count(n);
+      if (shared == 0 || shared * 2 < up.size() + other.size() - shared) continue;
+      ++peers;
+      for (const auto& [n, c] : other) reached[n].push_back(c);
+    }
+    for (const auto& [n, their] : reached) {
+      if (up.count(n) || their.size() * 2 <= peers || chassis_.Outside(g, n)) continue;
+      out->push_back({g, n, 0, Mode(their), peers, their.size(), "", Mode(their)});
+    }
+  }
+
+  const Analysis& a_;
+  const std::map<std::uint64_t, std::array<Groups, 2>>& updown_;
+  const Chassis& chassis_;
+  std::map<std::pair<int, int>, std::vector<int>> sizes_;  // (tier, dir) -> group sizes
+  std::map<int, std::vector<std::uint64_t>> by_tier_;
+  std::map<int, std::vector<int>> totals_;                                    // tier -> each switch's cables up
+  std::map<std::pair<int, std::uint64_t>, std::vector<int>> chassis_totals_;  // (tier, chassis) -> cables
+};
+
+std::vector<Shortfall> FindShortfalls(const Analysis& a, const std::map<std::uint64_t, std::array<Groups, 2>>& updown,
+                                      const Chassis& chassis) {
+  return ShortfallFinder(a, updown, chassis).Find();
 }
 
 // x's ports cabled to y.

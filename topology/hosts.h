@@ -28,8 +28,8 @@
 #include <vector>
 
 #include "topology/analysis.h"
+#include "topology/detail/group_names.h"
 #include "topology/fabric.h"
-#include "topology/group_names.h"
 
 namespace ibfabric::topology {
 

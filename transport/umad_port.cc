@@ -337,6 +337,93 @@ std::unique_ptr<UmadPort> UmadPort::Open(const UmadPortOptions& options, std::st
   return Open(PairManagementPorts(all, chosen), options, error);
 }
 
+// What the port says of itself (umad's sysfs view): its name, LID, SM,
+// state, GUIDs, subnet prefix, P_Key table; a plane's LID, SM and state
+// are its own port's (the parent's is the planes' aggregate).
+void UmadPort::ReadLocal(const ManagementPorts& ports) {
+  const UmadDevicePort& c = ports.gsi;
+  umad_port_t info{};
+  if (umad_get_port(c.ca.c_str(), c.port, &info) == 0) {
+    local_.ca_name = info.ca_name;
+    local_.port = info.portnum;
+    local_.lid = static_cast<std::uint16_t>(info.base_lid);
+    local_.sm_lid = static_cast<std::uint16_t>(info.sm_lid);
+    local_.state = info.state;
+    local_.port_guid = be64toh(info.port_guid);
+    local_.subnet_prefix = be64toh(info.gid_prefix);
+    if (info.pkeys != nullptr) local_.pkeys.assign(info.pkeys, info.pkeys + info.pkeys_size);
+    umad_release_port(&info);
+  } else {
+    local_.ca_name = c.ca;
+    local_.port = c.port;
+  }
+  umad_port_t plane{};
+  if (ports.plane != 0 && umad_get_port(ports.smi.ca.c_str(), ports.smi.port, &plane) == 0) {
+    local_.lid = static_cast<std::uint16_t>(plane.base_lid);
+    local_.sm_lid = static_cast<std::uint16_t>(plane.sm_lid);
+    local_.state = plane.state;
+    if (plane.gid_prefix != 0) local_.subnet_prefix = be64toh(plane.gid_prefix);
+    umad_release_port(&plane);
+  }
+  umad_ca_t ca_info{};
+  if (umad_get_ca(c.ca.c_str(), &ca_info) == 0) {
+    local_.node_guid = be64toh(ca_info.node_guid);
+    umad_release_ca(&ca_info);
+  }
+}
+
+// Registers the agents (SMI, directed-route SMI, PerfMgt, SubnAdm, the
+// vendor class): one that fails is a line in problems_; false with the
+// first line when none registered.
+bool UmadPort::RegisterAgents(const ManagementPorts& ports, std::string* error) {
+  const UmadDevicePort& c = ports.gsi;
+  // One agent: its id, or -1 with a line in problems_.
+  const auto enroll = [this](int fd, const UmadDevicePort& on, std::uint8_t mgmt_class, int version, int rmpp,
+                             long* methods, const char* what, const char* without) {
+    errno = 0;
+    const int agent = umad_register(fd, mgmt_class, version, static_cast<std::uint8_t>(rmpp), methods);
+    if (agent >= 0) return agent;
+    const int why = errno != 0 ? errno : -agent;
+    std::string line = "cannot register the " + std::string(what) + " agent (class " + Hex2(mgmt_class) + ") on " +
+                       on.ca + " port " + std::to_string(on.port) + ": " + std::strerror(why);
+    if (mgmt_class != static_cast<std::uint8_t>(MgmtClass::kPerformance) &&
+        mgmt_class != static_cast<std::uint8_t>(MgmtClass::kSubnAdm) && on.sm_disabled) {
+      line += " (the port says IsSMDisabled and no SMI sub-device shares its port GUID)";
+    }
+    problems_.push_back({static_cast<MgmtClass>(mgmt_class), line + "; " + without});
+    return -1;
+  };
+  // Class version 1 for SMI (IBTA 14.2.1) and PerfMgt (IBTA 16.1.1).
+  agent_smi_ = enroll(smi_fd_, ports.smi, IB_SMI_CLASS, 1, 0, nullptr, "LID-routed SMP",
+                      "LID checks, link states and SM checks are off");
+  agent_smi_dr_ = enroll(smi_fd_, ports.smi, IB_SMI_DIRECT_CLASS, 1, 0, nullptr, "directed-route SMP",
+                         "the fabric cannot be discovered");
+  agent_perf_ = enroll(fd_, c, IB_PERFORMANCE_CLASS, 1, 0, nullptr, "PerfMgt (PMA)", "no port counters are read");
+  // SubnAdm class version 2 (IBTA 15.2.1.1), taking the SA's unsolicited
+  // Reports (IBTA 13.4.5: method 0x06) besides responses to our requests.
+  // Optional: the kernel allows one receiver of a method per class on a
+  // port, so another daemon may hold it; the exporter then polls only.
+  // RMPP version 1: the kernel acknowledges and reassembles the SA's
+  // GetTable responses (IBTA 13.6), which the SA otherwise sends again.
+  long methods[16 / sizeof(long)] = {};
+  reinterpret_cast<unsigned char*>(methods)[0] = 1u << static_cast<unsigned>(MadMethod::kReport);
+  agent_sa_ = umad_register(fd_, IB_SA_CLASS, 2, UMAD_RMPP_VERSION, methods);
+  takes_reports_ = agent_sa_ >= 0;
+  if (agent_sa_ < 0) {
+    agent_sa_ = enroll(fd_, c, IB_SA_CLASS, 2, UMAD_RMPP_VERSION, nullptr, "SubnAdm (SA)",
+                       "no trap subscription (sweeps only)");
+  }
+  // NVIDIA's vendor class (GeneralInfo, AccessRegister), class version 1
+  // as mstflint sends it; no RMPP (vendor range 1).
+  agent_vendor_ = enroll(fd_, c, static_cast<std::uint8_t>(MgmtClass::kVendorNvidia), 1, 0, nullptr, "vendor-specific",
+                         "no device registers are read (AccessRegister)");
+  if (agent_smi_ < 0 && agent_smi_dr_ < 0 && agent_perf_ < 0 && agent_sa_ < 0) {
+    *error = problems_.front().line + " (and no other agent registered either)";
+    return false;
+  }
+  return true;
+}
+
 std::unique_ptr<UmadPort> UmadPort::Open(const ManagementPorts& ports, const UmadPortOptions& options,
                                          std::string* error) {
   const UmadDevicePort& c = ports.gsi;
@@ -347,37 +434,7 @@ std::unique_ptr<UmadPort> UmadPort::Open(const ManagementPorts& ports, const Uma
   port->local_.smi_port = ports.smi.port;
   port->local_.plane = ports.plane;
   port->local_.planes = static_cast<int>(ports.planes.size());
-  umad_port_t info{};
-  if (umad_get_port(c.ca.c_str(), c.port, &info) == 0) {
-    port->local_.ca_name = info.ca_name;
-    port->local_.port = info.portnum;
-    port->local_.lid = static_cast<std::uint16_t>(info.base_lid);
-    port->local_.sm_lid = static_cast<std::uint16_t>(info.sm_lid);
-    port->local_.state = info.state;
-    port->local_.port_guid = be64toh(info.port_guid);
-    port->local_.subnet_prefix = be64toh(info.gid_prefix);
-    if (info.pkeys != nullptr) port->local_.pkeys.assign(info.pkeys, info.pkeys + info.pkeys_size);
-    umad_release_port(&info);
-  } else {
-    port->local_.ca_name = c.ca;
-    port->local_.port = c.port;
-  }
-  umad_port_t plane{};
-  if (ports.plane != 0 && umad_get_port(ports.smi.ca.c_str(), ports.smi.port, &plane) == 0) {
-    // A plane's LID, SM and state are its own port's (the parent's is
-    // the planes' aggregate).
-    port->local_.lid = static_cast<std::uint16_t>(plane.base_lid);
-    port->local_.sm_lid = static_cast<std::uint16_t>(plane.sm_lid);
-    port->local_.state = plane.state;
-    if (plane.gid_prefix != 0) port->local_.subnet_prefix = be64toh(plane.gid_prefix);
-    umad_release_port(&plane);
-  }
-  umad_ca_t ca_info{};
-  if (umad_get_ca(c.ca.c_str(), &ca_info) == 0) {
-    port->local_.node_guid = be64toh(ca_info.node_guid);
-    umad_release_ca(&ca_info);
-  }
-
+  port->ReadLocal(ports);
   PKeyChoice pkey;
   if (!ChoosePKeyIndex(port->local_.pkeys, options.pkey_index, &pkey, error)) return nullptr;
   port->pkey_index_ = pkey.index;
@@ -400,51 +457,7 @@ std::unique_ptr<UmadPort> UmadPort::Open(const ManagementPorts& ports, const Uma
   port->smi_fd_ = port->fd_;
   if (ports.split() && (port->smi_fd_ = open(ports.smi)) < 0) return nullptr;
 
-  // One agent: its id, or -1 with a line in problems_.
-  const auto enroll = [&port](int fd, const UmadDevicePort& on, std::uint8_t mgmt_class, int version, int rmpp,
-                              long* methods, const char* what, const char* without) {
-    errno = 0;
-    const int agent = umad_register(fd, mgmt_class, version, static_cast<std::uint8_t>(rmpp), methods);
-    if (agent >= 0) return agent;
-    const int why = errno != 0 ? errno : -agent;
-    std::string line = "cannot register the " + std::string(what) + " agent (class " + Hex2(mgmt_class) + ") on " +
-                       on.ca + " port " + std::to_string(on.port) + ": " + std::strerror(why);
-    if (mgmt_class != static_cast<std::uint8_t>(MgmtClass::kPerformance) &&
-        mgmt_class != static_cast<std::uint8_t>(MgmtClass::kSubnAdm) && on.sm_disabled) {
-      line += " (the port says IsSMDisabled and no SMI sub-device shares its port GUID)";
-    }
-    port->problems_.push_back({static_cast<MgmtClass>(mgmt_class), line + "; " + without});
-    return -1;
-  };
-  // Class version 1 for SMI (IBTA 14.2.1) and PerfMgt (IBTA 16.1.1).
-  port->agent_smi_ = enroll(port->smi_fd_, ports.smi, IB_SMI_CLASS, 1, 0, nullptr, "LID-routed SMP",
-                            "LID checks, link states and SM checks are off");
-  port->agent_smi_dr_ = enroll(port->smi_fd_, ports.smi, IB_SMI_DIRECT_CLASS, 1, 0, nullptr, "directed-route SMP",
-                               "the fabric cannot be discovered");
-  port->agent_perf_ =
-      enroll(port->fd_, c, IB_PERFORMANCE_CLASS, 1, 0, nullptr, "PerfMgt (PMA)", "no port counters are read");
-  // SubnAdm class version 2 (IBTA 15.2.1.1), taking the SA's unsolicited
-  // Reports (IBTA 13.4.5: method 0x06) besides responses to our requests.
-  // Optional: the kernel allows one receiver of a method per class on a
-  // port, so another daemon may hold it; the exporter then polls only.
-  // RMPP version 1: the kernel acknowledges and reassembles the SA's
-  // GetTable responses (IBTA 13.6), which the SA otherwise sends again.
-  long methods[16 / sizeof(long)] = {};
-  reinterpret_cast<unsigned char*>(methods)[0] = 1u << static_cast<unsigned>(MadMethod::kReport);
-  port->agent_sa_ = umad_register(port->fd_, IB_SA_CLASS, 2, UMAD_RMPP_VERSION, methods);
-  port->takes_reports_ = port->agent_sa_ >= 0;
-  if (port->agent_sa_ < 0) {
-    port->agent_sa_ = enroll(port->fd_, c, IB_SA_CLASS, 2, UMAD_RMPP_VERSION, nullptr, "SubnAdm (SA)",
-                             "no trap subscription (sweeps only)");
-  }
-  // NVIDIA's vendor class (GeneralInfo, AccessRegister), class version 1
-  // as mstflint sends it; no RMPP (vendor range 1).
-  port->agent_vendor_ = enroll(port->fd_, c, static_cast<std::uint8_t>(MgmtClass::kVendorNvidia), 1, 0, nullptr,
-                               "vendor-specific", "no device registers are read (AccessRegister)");
-  if (port->agent_smi_ < 0 && port->agent_smi_dr_ < 0 && port->agent_perf_ < 0 && port->agent_sa_ < 0) {
-    *error = port->problems_.front().line + " (and no other agent registered either)";
-    return nullptr;
-  }
+  if (!port->RegisterAgents(ports, error)) return nullptr;
   port->send_buf_.reset(new std::uint8_t[umad_size() + kMadSize]());
   port->recv_buf_.reset(new std::uint8_t[umad_size() + kMadSize]());
   return port;

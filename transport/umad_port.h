@@ -192,6 +192,8 @@ class UmadPort final : public MadPort {
   const std::vector<AgentProblem>& problems() const { return problems_; }
 
  private:
+  void ReadLocal(const ManagementPorts& ports);
+  bool RegisterAgents(const ManagementPorts& ports, std::string* error);
   UmadPort() = default;
   int AgentFor(std::uint8_t mgmt_class) const;
   int FdFor(std::uint8_t mgmt_class) const;

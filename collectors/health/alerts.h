@@ -20,9 +20,9 @@
 #include <string>
 #include <vector>
 
-#include "collectors/health/ber_levels.h"
+#include "collectors/health/detail/ber_levels.h"
+#include "collectors/health/detail/threshold.h"
 #include "collectors/health/link_health.h"
-#include "collectors/health/threshold.h"
 #include "topology/analysis.h"
 #include "topology/congestion.h"
 #include "topology/routing.h"

@@ -194,11 +194,11 @@ std::uint64_t Increase(const PortTotals& before, const PortSample& sample, std::
   if (raw >= last) {
     // Held and back: counted back up since a clear (another held counter
     // still below, or a restart), else the fall was a wrong reading.
-    return held && (Restarted(before, sample) || ClearedSince(before, sample)) ? raw : raw - last;
+    return held && (Restarted(before, sample) || ClearedSince(before, sample)) ? raw : RiseOf(last, raw);
   }
   // Below: cleared since (a restart, or a held fall confirmed), all of it is
-  // new; a first fall while the data went on is held.
-  return held || Restarted(before, sample) ? raw : 0;
+  // new (RiseOf); a first fall while the data went on is held.
+  return held || Restarted(before, sample) ? RiseOf(last, raw) : 0;
 }
 
 Folded CounterStore::Update(const topology::PortRef& port, const PortSample& sample,

@@ -93,6 +93,13 @@ struct PortTotals {
   std::shared_ptr<const std::array<std::uint64_t, kCounterCount>> below_;
 };
 
+// A device counter's rise from its last raw reading to `raw`: the
+// difference, or all of `raw` after a fall (the counter was cleared, or
+// its device restarted). The rule every source's totals add by: the PMA
+// counters here (Increase, which first holds a single fall while the data
+// go on), the FEC and PPCNT counters (collectors/fec_collector.cc).
+constexpr std::uint64_t RiseOf(std::uint64_t last, std::uint64_t raw) { return raw >= last ? raw - last : raw; }
+
 // How much counter `i` of a port grows with `sample`, by the rules above:
 // the difference to the last reading, the whole reading after a restart or
 // a clear (a held fall confirmed), 0 for a first reading, a changed field,

@@ -41,8 +41,8 @@
 #include <string>
 #include <vector>
 
-#include "collectors/health/ber_levels.h"
 #include "collectors/health/counter_store.h"
+#include "collectors/health/detail/ber_levels.h"
 #include "collectors/reads/counters.h"
 #include "topology/analysis.h"
 #include "topology/fabric.h"

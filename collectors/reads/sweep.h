@@ -15,7 +15,7 @@
 
 #include "collectors/reads/batch.h"
 #include "collectors/reads/counters.h"
-#include "collectors/reads/packed_samples.h"
+#include "collectors/reads/detail/packed_samples.h"
 #include "topology/fabric.h"
 #include "transport/mad_engine.h"
 

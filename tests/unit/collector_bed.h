@@ -29,6 +29,9 @@ namespace ibfabric::collectors {
 
 using testbed::Scrape;
 
+// The PerfMgt class, as the fake fabric counts what was sent by class.
+inline constexpr int kPmaClass = static_cast<int>(transport::MgmtClass::kPerformance);
+
 // Two spines, two leaves, two hosts on each leaf ("cn0001 mlx5_0", ...),
 // the exporter on the first host; discovered once.
 struct Bed {

@@ -1,7 +1,7 @@
-// A sweep's samples packed (collectors/reads/packed_samples.h): what goes
+// A sweep's samples packed (collectors/reads/detail/packed_samples.h): what goes
 // in comes out, counter by counter, across chunks, and nothing once let go.
 
-#include "collectors/reads/packed_samples.h"
+#include "collectors/reads/detail/packed_samples.h"
 
 #include <gtest/gtest.h>
 

@@ -5,11 +5,12 @@
 // FEC mode), how often (--phy.interval), what "unsupported" stops, and the
 // totals, lanes and bit error rates it exports.
 
+#include "collectors/fec_collector.h"
+
 #include <gtest/gtest.h>
 
 #include <chrono>
 
-#include "collectors/fec_collector.h"
 #include "tests/model/personalities.h"
 #include "tests/unit/collector_bed.h"
 #include "transport/attributes.h"

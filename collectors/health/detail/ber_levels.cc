@@ -1,4 +1,4 @@
-#include "collectors/health/ber_levels.h"
+#include "collectors/health/detail/ber_levels.h"
 
 namespace ibfabric::collectors {
 namespace {

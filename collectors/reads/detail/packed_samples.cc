@@ -1,4 +1,4 @@
-#include "collectors/reads/packed_samples.h"
+#include "collectors/reads/detail/packed_samples.h"
 
 #include <limits>
 #include <stdexcept>

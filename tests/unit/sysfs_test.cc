@@ -6,6 +6,8 @@
 // counter that is not a number and a missing file; then the host
 // collector's series in local scope, and nothing in fabric scope.
 
+#include "host/sysfs.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -13,7 +15,6 @@
 #include <fstream>
 
 #include "collectors/host_collector.h"
-#include "host/sysfs.h"
 #include "tests/unit/collector_bed.h"
 #include "topology/hosts.h"
 

@@ -43,7 +43,7 @@
 #include <string>
 #include <vector>
 
-#include "collectors/health/threshold.h"
+#include "collectors/health/detail/threshold.h"
 #include "topology/link_rate.h"
 #include "transport/attributes.h"
 

@@ -1,4 +1,4 @@
-#include "collectors/health/threshold.h"
+#include "collectors/health/detail/threshold.h"
 
 namespace ibfabric::collectors {
 

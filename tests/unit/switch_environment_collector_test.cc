@@ -5,11 +5,12 @@
 // (a switch without AccessRegister, a register it lacks) and what no
 // answer does not, and the series under SckyzO's names.
 
+#include "collectors/switch_environment_collector.h"
+
 #include <gtest/gtest.h>
 
 #include <chrono>
 
-#include "collectors/switch_environment_collector.h"
 #include "tests/unit/collector_bed.h"
 #include "transport/registers.h"
 

@@ -1,4 +1,4 @@
-#include "topology/group_names.h"
+#include "topology/detail/group_names.h"
 
 #include <algorithm>
 
