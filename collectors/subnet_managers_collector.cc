@@ -5,6 +5,7 @@
 #include <optional>
 #include <set>
 
+#include "collectors/common/iso8601.h"
 #include "collectors/framework/render.h"
 #include "collectors/health/subnet_managers.h"
 #include "config/values.h"
@@ -159,6 +160,79 @@ void RenderSubnetManagers(const Snapshot& s, const Emit& out) {
   out(std::move(conditions));
 }
 
+namespace {
+
+nlohmann::json StatusJson(const SmStatus& s) {
+  return {{"guid", topology::FormatGuid(s.guid)},
+          {"node", s.node},
+          {"node_guid", topology::FormatGuid(s.port.node_guid)},
+          {"port", s.port.port},
+          {"lid", s.lid},
+          {"answering", s.answering},
+          {"state", transport::ToString(s.state)},
+          {"priority", s.priority},
+          {"act_count", s.act_count},
+          {"act_count_moving", s.act_count_moving},
+          {"last_answer", s.answering || s.last_answer.time_since_epoch().count() ? Iso8601(s.last_answer) : ""}};
+}
+
+}  // namespace
+
+nlohmann::json SubnetManagersJson(const SmReport& r, std::chrono::system_clock::time_point generated) {
+  nlohmann::json master = nullptr;
+  nlohmann::json standbys = nlohmann::json::array();
+  nlohmann::json sms = nlohmann::json::array();
+  for (const SmStatus& s : r.sms) {
+    sms.push_back(StatusJson(s));
+    if (!s.answering) continue;
+    if (s.state == transport::SmState::kMaster && r.masters == 1) master = StatusJson(s);
+    if (s.state == transport::SmState::kStandby) standbys.push_back(StatusJson(s));
+  }
+  nlohmann::json events = nlohmann::json::array();
+  for (const SmEvent& e : r.events) {
+    events.push_back({{"kind", "failover"},
+                      {"time", Iso8601(e.when)},
+                      {"from", e.from ? StatusJson(*e.from) : nlohmann::json(nullptr)},
+                      {"to", StatusJson(e.to)}});
+  }
+  nlohmann::json conditions = nlohmann::json::array();
+  for (const SmConditionState& c : r.conditions) {
+    conditions.push_back({{"condition", ToString(c.condition)},
+                          {"severity", ToString(c.severity)},
+                          {"since", Iso8601(c.since)},
+                          {"summary", c.summary},
+                          {"action", c.action}});
+  }
+  return {{"schema_version", kSubnetManagersSchemaVersion},
+          {"generated", Iso8601(generated)},
+          {"master_count", r.masters},
+          {"standby_count", r.standbys},
+          {"master", master},
+          {"standbys", standbys},
+          {"master_sweeping", r.master_sweeping},
+          {"master_changes", r.master_changes},
+          {"sms", sms},
+          {"events", events},
+          {"conditions", conditions}};
+}
+
+namespace {
+
+// GET /api/v1/subnet_managers: no parameters; none until a sweep watched
+// them, and none here where another exporter of the set watches them.
+ApiReply SubnetManagersReply(const Snapshot& s, const ApiParams& params) {
+  if (!params.empty()) return {400, nullptr, "/api/v1/subnet_managers takes no parameters"};
+  if (!s.subnet_managers) {
+    if (s.scope.reports_topology()) return {503, nullptr, "no sweep has completed yet"};
+    return {404, nullptr,
+            "this exporter does not watch subnet managers (scope " + std::string(topology::ToString(s.scope.kind)) +
+                " or a shard other than 0)"};
+  }
+  return {200, SubnetManagersJson(*s.subnet_managers, s.published), ""};
+}
+
+}  // namespace
+
 CollectorInfo SubnetManagersCollectorInfo() {
   return {
       .name = "subnet_managers",
@@ -173,6 +247,7 @@ CollectorInfo SubnetManagersCollectorInfo() {
                    return config::DurationValue(v, std::chrono::milliseconds(100),
                                                 &o.Own<SmMonitorOptions>().stall_after);
                  }}},
+      .routes = {{"/api/v1/subnet_managers", SubnetManagersReply}},
   };
 }
 

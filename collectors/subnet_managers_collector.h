@@ -8,9 +8,12 @@
 // sharded set watches them: the one that reports topology. Metrics:
 // infiniband_sm_*.
 
+#include <chrono>
 #include <memory>
+#include <nlohmann/json.hpp>
 
 #include "collectors/framework/collector_info.h"
+#include "collectors/health/subnet_managers.h"
 
 namespace ibfabric::collectors {
 
@@ -18,5 +21,10 @@ namespace ibfabric::collectors {
 CollectorInfo SubnetManagersCollectorInfo();
 std::unique_ptr<Collector> MakeSubnetManagersCollector(const CollectorOptions& options);
 void RenderSubnetManagers(const Snapshot& s, const Emit& out);
+
+// GET /api/v1/subnet_managers (its route): the master, the standbys, every
+// SM seen, failovers and conditions.
+inline constexpr int kSubnetManagersSchemaVersion = 1;
+nlohmann::json SubnetManagersJson(const SmReport& report, std::chrono::system_clock::time_point generated);
 
 }  // namespace ibfabric::collectors

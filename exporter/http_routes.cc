@@ -14,6 +14,7 @@
 
 #include "collectors/api/json.h"
 #include "collectors/parts/partitions.h"
+#include "collectors/registry.h"
 #include "config/text.h"
 #include "exporter/content_coding.h"
 #include "exporter/gzip.h"
@@ -270,19 +271,19 @@ void HttpRoutes::InstallApi(httplib::Server& server) {
     if (j.is_null()) return JsonError(res, 404, "from must be a CA port of the fabric and to a port with a LID");
     Json(res, j);
   });
-  server.Get("/api/v1/subnet_managers", [this](const httplib::Request& req, httplib::Response& res) {
-    auto snap = Snap(req, res);
-    if (!snap) return;
-    if (!req.params.empty()) return JsonError(res, 400, "/api/v1/subnet_managers takes no parameters");
-    if (!snap->subnet_managers) {
-      return JsonError(res, snap->scope.reports_topology() ? 503 : 404,
-                       snap->scope.reports_topology()
-                           ? "no sweep has completed yet"
-                           : "this exporter does not watch subnet managers (scope " +
-                                 std::string(topology::ToString(snap->scope.kind)) + " or a shard other than 0)");
+  // The collectors' own endpoints (CollectorInfo::routes).
+  for (const collectors::CollectorInfo& c : collectors::Registry()) {
+    for (const collectors::ApiRoute& route : c.routes) {
+      server.Get(std::string(route.path), [this, &route](const httplib::Request& req, httplib::Response& res) {
+        auto snap = Snap(req, res);
+        if (!snap) return;
+        const collectors::ApiReply reply =
+            route.reply(*snap, collectors::ApiParams(req.params.begin(), req.params.end()));
+        if (reply.status != 200) return JsonError(res, reply.status, reply.error);
+        Json(res, reply.body);
+      });
     }
-    Json(res, collectors::SubnetManagersJson(*snap->subnet_managers, snap->published));
-  });
+  }
   server.Get("/api/v1/fabrics",
              [this](const httplib::Request& req, httplib::Response& res) { ServeFabrics(req, res); });
 }

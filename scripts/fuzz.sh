@@ -88,8 +88,9 @@ if [ -n "$build" ]; then
   # compile definitions as its pkg-config gives them (the class layout
   # depends on them).
   read -r -a httplib_flags <<< "$(pkg-config --cflags cpp-httplib)"
-  http=(tests/fuzz/http_fuzz.cc tests/testbed/http_reply.cc exporter/http_routes.cc collectors/api/alerts.cc
-    collectors/api/structure.cc collectors/api/topology.cc collectors/api/subnet_managers.cc)
+  # Every body of the API (one file an endpoint, and what they share).
+  http=(tests/fuzz/http_fuzz.cc tests/testbed/http_reply.cc exporter/http_routes.cc collectors/api/*.cc
+    collectors/api/detail/*.cc)
   for src in "${http[@]}"; do compile "$src" "${httplib_flags[@]}"; done
 fi
 wait_objects
@@ -123,7 +124,8 @@ if [ -n "$build" ]; then
   mapfile -t http_objects < <(objects_of "${http[@]}" config/text.cc)
   # Static libraries last, those that use others first.
   link http "${http_objects[@]}" "$build/exporter/libibfabric_exporter_lib.a" \
-    "$build/tests/libibfabric_fake_fabric.a" "$build/collectors/libibfabric_collectors.a" "$build/host/libibfabric_host.a" \
+    "$build/tests/libibfabric_fake_fabric.a" "$build/collectors/libibfabric_collectors.a" \
+    "$build/collectors/libibfabric_parts.a" "$build/collectors/libibfabric_framework.a" "$build/host/libibfabric_host.a" \
     "$build/collectors/libibfabric_health.a" "$build/collectors/libibfabric_reads.a" \
     "$build/collectors/libibfabric_common.a" \
     "$build/topology/libibfabric_topology.a" "$build/config/libibfabric_config.a" \

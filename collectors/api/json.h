@@ -25,7 +25,6 @@ namespace ibfabric::collectors {
 
 inline constexpr int kTopologySchemaVersion = 1;
 inline constexpr int kAlertsSchemaVersion = 1;
-inline constexpr int kSubnetManagersSchemaVersion = 1;
 
 // Every body's text: compact JSON in which a string that is not valid
 // UTF-8 (nlohmann::json would throw type_error.316) has its bad bytes
@@ -225,9 +224,7 @@ bool ParseSearchQuery(const std::multimap<std::string, std::string>& params, Sea
 nlohmann::json SearchJson(const topology::Fabric& fabric, const topology::Analysis* analysis, const SearchQuery& query,
                           const topology::HostAnalysis* hosts = nullptr);
 
-// --- GET /api/v1/subnet_managers
-
-// The master, the standbys, every SM seen, failovers and conditions.
-nlohmann::json SubnetManagersJson(const SmReport& report, std::chrono::system_clock::time_point generated);
+// GET /api/v1/subnet_managers: the subnet_managers collector's route
+// (subnet_managers_collector.h).
 
 }  // namespace ibfabric::collectors

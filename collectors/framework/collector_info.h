@@ -7,7 +7,10 @@
 // its flags, --help and the collectors it runs from that list alone.
 
 #include <functional>
+#include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -15,6 +18,22 @@
 #include "collectors/framework/options.h"
 
 namespace ibfabric::collectors {
+
+// What an endpoint answers: its body, or a status and why (one line).
+struct ApiReply {
+  int status = 200;
+  nlohmann::json body;
+  std::string error;  // status != 200: the reason
+};
+// The request's parameters (?fabric= already taken by the exporter).
+using ApiParams = std::multimap<std::string, std::string>;
+// An endpoint a collector answers from its part of the Snapshot alone
+// (pure): the exporter installs it beside its own, with the same fabric
+// choice, auth, methods and error replies (exporter/http_routes.h).
+struct ApiRoute {
+  std::string_view path;  // "/api/v1/subnet_managers"
+  std::function<ApiReply(const Snapshot& s, const ApiParams& params)> reply;
+};
 
 struct CollectorInfo {
   std::string_view name;
@@ -42,6 +61,8 @@ struct CollectorInfo {
   bool this_host = false;
   // Its own flags, filling its options struct (CollectorOptions::Own).
   std::vector<CollectorFlag> flags = {};
+  // The endpoints it answers (docs/api.md).
+  std::vector<ApiRoute> routes = {};
 };
 
 }  // namespace ibfabric::collectors

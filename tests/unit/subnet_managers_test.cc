@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "collectors/api/json.h"
+#include "collectors/subnet_managers_collector.h"
 
 namespace ibfabric::collectors {
 namespace {
