@@ -221,14 +221,15 @@ namespace {
 // GET /api/v1/subnet_managers: no parameters; none until a sweep watched
 // them, and none here where another exporter of the set watches them.
 ApiReply SubnetManagersReply(const Snapshot& s, const ApiParams& params) {
-  if (!params.empty()) return {400, nullptr, "/api/v1/subnet_managers takes no parameters"};
+  if (!params.empty()) return {400, nullptr, "/api/v1/subnet_managers takes no parameters", "", ""};
   if (!s.subnet_managers) {
-    if (s.scope.reports_topology()) return {503, nullptr, "no sweep has completed yet"};
+    if (s.scope.reports_topology()) return {503, nullptr, "no sweep has completed yet", "", ""};
     return {404, nullptr,
             "this exporter does not watch subnet managers (scope " + std::string(topology::ToString(s.scope.kind)) +
-                " or a shard other than 0)"};
+                " or a shard other than 0)",
+            "", ""};
   }
-  return {200, SubnetManagersJson(*s.subnet_managers, s.published), ""};
+  return {200, SubnetManagersJson(*s.subnet_managers, s.published), "", "", ""};
 }
 
 }  // namespace

@@ -280,6 +280,7 @@ void HttpRoutes::InstallApi(httplib::Server& server) {
         const collectors::ApiReply reply =
             route.reply(*snap, collectors::ApiParams(req.params.begin(), req.params.end()));
         if (reply.status != 200) return JsonError(res, reply.status, reply.error);
+        if (!reply.content_type.empty()) return res.set_content(reply.text, reply.content_type);
         Json(res, reply.body);
       });
     }

@@ -19,11 +19,14 @@
 
 namespace ibfabric::collectors {
 
-// What an endpoint answers: its body, or a status and why (one line).
+// What an endpoint answers: its JSON body, or a text of a content type
+// (a file another tool reads), or a status and why (one line).
 struct ApiReply {
   int status = 200;
   nlohmann::json body;
-  std::string error;  // status != 200: the reason
+  std::string error;         // status != 200: the reason
+  std::string text;          // content_type not empty: the body
+  std::string content_type;  // empty: `body`, as JSON
 };
 // The request's parameters (?fabric= already taken by the exporter).
 using ApiParams = std::multimap<std::string, std::string>;
