@@ -15,6 +15,7 @@
 #include "collectors/partitions_collector.h"
 #include "collectors/port_counters_collector.h"
 #include "collectors/routing_collector.h"
+#include "collectors/slurm_topology_collector.h"
 #include "collectors/subnet_managers_collector.h"
 #include "collectors/switch_environment_collector.h"
 #include "collectors/xmit_wait_tick_collector.h"
@@ -28,6 +29,7 @@ const std::vector<CollectorInfo>& Registry() {
       FabricCollectorInfo(),
       CapabilitiesCollectorInfo(),
       FatTreeCollectorInfo(),
+      SlurmTopologyCollectorInfo(),
       AdaptiveRoutingCollectorInfo(),
       RoutingCollectorInfo(),
       PartitionsCollectorInfo(),

@@ -30,6 +30,8 @@ packages=(
   chromium chromium-driver
   # systemd-analyze checks the unit file
   systemd
+  # a real Slurm controller (and its munge) takes the exporter's topology.conf
+  slurmctld slurm-client munge
   # scripts used by the test bed and the demo
   python3 curl procps
 )

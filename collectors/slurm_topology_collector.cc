@@ -1,0 +1,361 @@
+#include "collectors/slurm_topology_collector.h"
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+#include <sstream>
+
+#include "collectors/framework/render.h"
+#include "config/config_file.h"
+
+namespace ibfabric::collectors {
+namespace {
+
+// A switch's description made a Slurm name: letters, digits, '.', '-' and
+// '_' kept, anything else '_' (Slurm's hostlist parser reads ',', '[' and
+// ' ' as its own; a switch's description holds ';', ':' and '/').
+std::string SlurmSafe(const std::string& text) {
+  std::string out;
+  for (const char c : text) {
+    const bool kept = std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '.' || c == '-' || c == '_';
+    out += kept ? c : '_';
+  }
+  return out;
+}
+
+// Each ranked switch's name: its description made safe, with its GUID's
+// last six hex digits where two would share one.
+std::map<std::uint64_t, std::string> SwitchNames(const topology::Fabric& fabric, const topology::Analysis& analysis) {
+  std::map<std::string, int> uses;
+  std::map<std::uint64_t, std::string> names;
+  for (const auto& [guid, summary] : analysis.switches) {
+    if (summary.tier < 0) continue;
+    const topology::Node* n = fabric.FindNode(guid);
+    const std::string base = SlurmSafe(n && !n->description.empty() ? n->description : "switch");
+    names[guid] = base;
+    ++uses[base];
+  }
+  for (auto& [guid, name] : names) {
+    if (uses[name] > 1) name += "_" + topology::FormatGuid(guid).substr(topology::FormatGuid(guid).size() - 6);
+  }
+  return names;
+}
+
+// The name and the width of its trailing number ("cn0007": "cn", 7, 4);
+// width 0 where it has none.
+struct Numbered {
+  std::string prefix;
+  unsigned long long number = 0;
+  std::size_t width = 0;
+};
+Numbered Split(const std::string& name) {
+  std::size_t digits = 0;
+  while (digits < name.size() && digits < 18 &&
+         std::isdigit(static_cast<unsigned char>(name[name.size() - 1 - digits])))
+    ++digits;
+  if (digits == 0) return {name, 0, 0};
+  return {name.substr(0, name.size() - digits), std::stoull(name.substr(name.size() - digits)), digits};
+}
+
+std::string Padded(unsigned long long n, std::size_t width) {
+  std::string s = std::to_string(n);
+  return std::string(width > s.size() ? width - s.size() : 0, '0') + s;
+}
+
+}  // namespace
+
+std::string HostList(std::vector<std::string> names) {
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  // By prefix and width, in order of first appearance; the numbers of each.
+  std::vector<std::pair<std::string, std::size_t>> order;
+  std::map<std::pair<std::string, std::size_t>, std::vector<unsigned long long>> numbers;
+  std::vector<std::string> plain;
+  for (const std::string& name : names) {
+    const Numbered n = Split(name);
+    if (n.width == 0) {
+      plain.push_back(name);
+      continue;
+    }
+    const auto key = std::make_pair(n.prefix, n.width);
+    if (!numbers.count(key)) order.push_back(key);
+    numbers[key].push_back(n.number);
+  }
+  std::vector<std::string> parts;
+  for (const auto& key : order) {
+    std::vector<unsigned long long>& v = numbers[key];
+    std::sort(v.begin(), v.end());
+    if (v.size() == 1) {
+      parts.push_back(key.first + Padded(v[0], key.second));
+      continue;
+    }
+    std::string ranges;
+    for (std::size_t i = 0; i < v.size();) {
+      std::size_t j = i;
+      while (j + 1 < v.size() && v[j + 1] == v[j] + 1) ++j;
+      ranges += (ranges.empty() ? "" : ",") + Padded(v[i], key.second) +
+                (j > i ? "-" + Padded(v[j], key.second) : std::string());
+      i = j + 1;
+    }
+    parts.push_back(key.first + "[" + ranges + "]");
+  }
+  parts.insert(parts.end(), plain.begin(), plain.end());
+  std::string out;
+  for (const std::string& p : parts) out += (out.empty() ? "" : ",") + p;
+  return out;
+}
+
+SlurmTree BuildSlurmTree(const topology::Fabric& fabric, const topology::Analysis& analysis,
+                         const topology::HostAnalysis& hosts, const std::map<std::string, std::string>& names) {
+  const std::map<std::uint64_t, std::string> switch_names = SwitchNames(fabric, analysis);
+  std::map<std::uint64_t, SlurmSwitch> switches;
+  for (const auto& [guid, name] : switch_names) switches[guid] = {name, guid, analysis.switches.at(guid).tier, {}, {}};
+  // Each host (or CA in no host, by the first word of its description, as
+  // HostOfDevice names it): its first cabled port's leaf, and whether any
+  // of its ports is up.
+  struct Candidate {
+    std::string name;
+    std::uint64_t leaf = 0;
+    bool up = false;
+  };
+  std::vector<Candidate> candidates;
+  const auto note_port = [&fabric](Candidate& c, std::uint64_t ca, std::uint8_t number) {
+    const topology::Port* port = fabric.FindPort({ca, number});
+    if (!port) return;
+    if (c.leaf == 0 && port->remote) c.leaf = port->remote->node_guid;
+    c.up = c.up || port->link_up();
+  };
+  for (const topology::Host& host : hosts.hosts) {
+    Candidate c;
+    c.name = host.name;
+    for (const topology::Hca& hca : host.hcas) {
+      for (const topology::HcaPort& p : hca.ports) note_port(c, hca.guid, p.port);
+    }
+    candidates.push_back(std::move(c));
+  }
+  for (const topology::Node& n : fabric.nodes()) {
+    if (!topology::IsHca(n) || hosts.of_ca.count(n.guid)) continue;
+    Candidate c;
+    c.name = SlurmSafe(n.description.substr(0, n.description.find(' ')));
+    if (c.name.empty()) continue;
+    for (const topology::Port& p : n.ports) note_port(c, n.guid, p.number);
+    candidates.push_back(std::move(c));
+  }
+  SlurmTree tree;
+  std::set<std::string> placed;
+  for (const Candidate& c : candidates) {
+    const auto named = names.find(c.name);
+    const std::string node = named == names.end() ? c.name : named->second;
+    const auto leaf = switches.find(c.leaf);
+    if (!c.up || leaf == switches.end()) {
+      tree.left_out.push_back(node);
+      continue;
+    }
+    if (!placed.insert(node).second) continue;  // a host's other CA
+    leaf->second.nodes.push_back(node);
+    ++tree.nodes;
+  }
+  // A switch above the leaves: the switches one tier below it it is cabled to.
+  for (auto& [guid, s] : switches) {
+    if (s.level == 0) continue;
+    const topology::Node* n = fabric.FindNode(guid);
+    if (!n) continue;
+    std::set<std::string> children;
+    for (const topology::Port& p : n->ports) {
+      if (!p.remote) continue;
+      const auto child = switches.find(p.remote->node_guid);
+      if (child != switches.end() && child->second.level == s.level - 1) children.insert(child->second.name);
+    }
+    s.switches.assign(children.begin(), children.end());
+  }
+  for (auto& [guid, s] : switches) {
+    std::sort(s.nodes.begin(), s.nodes.end());
+    if (!s.nodes.empty() || !s.switches.empty()) tree.switches.push_back(std::move(s));
+  }
+  std::sort(tree.switches.begin(), tree.switches.end(), [](const SlurmSwitch& a, const SlurmSwitch& b) {
+    return a.level != b.level ? a.level < b.level : a.name < b.name;
+  });
+  std::sort(tree.left_out.begin(), tree.left_out.end());
+  tree.left_out.erase(std::unique(tree.left_out.begin(), tree.left_out.end()), tree.left_out.end());
+  std::erase_if(tree.left_out, [&placed](const std::string& n) { return placed.count(n) > 0; });
+  return tree;
+}
+
+std::string TopologyConf(const SlurmTree& tree) {
+  std::string out =
+      "# topology.conf for Slurm's topology/tree plugin, from the InfiniBand fabric as ibfabric_exporter last "
+      "walked it\n";
+  if (!tree.left_out.empty())
+    out += "# left out (no port up, or cabled to no switch of the tree): " + HostList(tree.left_out) + "\n";
+  for (const SlurmSwitch& s : tree.switches) {
+    out += "SwitchName=" + s.name;
+    if (!s.nodes.empty()) out += " Nodes=" + HostList(s.nodes);
+    if (!s.switches.empty()) out += " Switches=" + HostList(s.switches);
+    out += "\n";
+  }
+  return out;
+}
+
+nlohmann::json SlurmTreeJson(const SlurmTree& tree) {
+  nlohmann::json switches = nlohmann::json::array();
+  for (const SlurmSwitch& s : tree.switches) {
+    switches.push_back({{"name", s.name},
+                        {"guid", topology::FormatGuid(s.guid)},
+                        {"level", s.level},
+                        {"nodes", s.nodes},
+                        {"switches", s.switches}});
+  }
+  return {{"switches", std::move(switches)}, {"nodes", tree.nodes}, {"left_out", tree.left_out}};
+}
+
+bool ParseSlurmNodeNames(const std::string& text, std::map<std::string, std::string>* names, std::string* error) {
+  std::istringstream in(text);
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    line = line.substr(0, line.find('#'));
+    std::istringstream words(line);
+    std::string host, node, extra;
+    if (!(words >> host)) continue;
+    if (!(words >> node) || (words >> extra)) {
+      *error = "line " + std::to_string(number) + ": not FABRIC_HOST SLURM_NODE";
+      return false;
+    }
+    if (SlurmSafe(node) != node) {
+      *error = "line " + std::to_string(number) + ": '" + node + "' is no Slurm node name (letters, digits, . - _)";
+      return false;
+    }
+    if (!names->emplace(host, node).second) {
+      *error = "line " + std::to_string(number) + ": " + host + " named twice";
+      return false;
+    }
+  }
+  return true;
+}
+
+namespace {
+
+class SlurmTopologyCollector final : public Collector {
+ public:
+  explicit SlurmTopologyCollector(std::map<std::string, std::string> names) : names_(std::move(names)) {}
+
+  Schedule schedule() const override { return Schedule::kDiscovery; }
+
+  // Again whenever fat_tree published another analysis (its parts are
+  // immutable: another pointer is another analysis).
+  Outcome Update(const Cycle& cycle) override {
+    const Snapshot& s = *cycle.parts;
+    if (!cycle.scope.reports_topology() || !s.topology || !s.hosts) {
+      tree_.reset();
+      return {};
+    }
+    if (s.topology == analysis_ && s.hosts == hosts_ && tree_) return {};
+    analysis_ = s.topology;
+    hosts_ = s.hosts;
+    auto tree = std::make_shared<SlurmTree>(BuildSlurmTree(*cycle.fabric, *s.topology, *s.hosts, names_));
+    // A host seen before and gone from the fabric (its every cable down:
+    // nothing reaches it) is left out too, and said so.
+    for (const std::string& node : tree->left_out) seen_.insert(node);
+    std::set<std::string> placed;
+    for (const SlurmSwitch& sw : tree->switches) placed.insert(sw.nodes.begin(), sw.nodes.end());
+    std::set<std::string> left(tree->left_out.begin(), tree->left_out.end());
+    for (const std::string& node : seen_) {
+      if (!placed.count(node)) left.insert(node);
+    }
+    seen_.insert(placed.begin(), placed.end());
+    tree->left_out.assign(left.begin(), left.end());
+    tree_ = std::move(tree);
+    return {};
+  }
+
+  void Publish(Snapshot* parts) const override { parts->by_collector.Set(kSlurmTopologyCollector, tree_); }
+
+ private:
+  std::map<std::string, std::string> names_;
+  std::shared_ptr<const topology::Analysis> analysis_;
+  std::shared_ptr<const topology::HostAnalysis> hosts_;
+  std::set<std::string> seen_;  // every Slurm node ever placed
+  std::shared_ptr<const SlurmTree> tree_;
+};
+
+// The tree, or why there is none (404 where this exporter reports no
+// topology, 503 before the first walk's analysis).
+const SlurmTree* TreeOr(const Snapshot& s, ApiReply* reply) {
+  if (const auto* tree = s.by_collector.Get<SlurmTree>(kSlurmTopologyCollector)) return tree;
+  if (s.scope.reports_topology()) {
+    *reply = {503, nullptr, "no discovery has completed yet", "", ""};
+  } else {
+    *reply = {404, nullptr,
+              "this exporter reports no topology (scope " + std::string(topology::ToString(s.scope.kind)) +
+                  " or a shard other than 0)",
+              "", ""};
+  }
+  return nullptr;
+}
+
+ApiReply ConfReply(const Snapshot& s, const ApiParams& params) {
+  ApiReply reply;
+  if (!params.empty()) return {400, nullptr, "/api/v1/slurm/topology.conf takes no parameters", "", ""};
+  const SlurmTree* tree = TreeOr(s, &reply);
+  if (!tree) return reply;
+  return {200, nullptr, "", TopologyConf(*tree), "text/plain; charset=utf-8"};
+}
+
+ApiReply JsonReply(const Snapshot& s, const ApiParams& params) {
+  ApiReply reply;
+  if (!params.empty()) return {400, nullptr, "/api/v1/slurm/topology takes no parameters", "", ""};
+  const SlurmTree* tree = TreeOr(s, &reply);
+  if (!tree) return reply;
+  return {200, SlurmTreeJson(*tree), "", "", ""};
+}
+
+}  // namespace
+
+std::unique_ptr<Collector> MakeSlurmTopologyCollector(const CollectorOptions& options) {
+  return std::make_unique<SlurmTopologyCollector>(options.Get<SlurmTopologyOptions>().node_names);
+}
+
+void RenderSlurmTopology(const Snapshot& s, const Emit& out) {
+  const auto* tree = s.by_collector.Get<SlurmTree>(kSlurmTopologyCollector);
+  if (!tree) return;
+  EmitOne(out, "infiniband_slurm_topology_switches",
+          "Switches in the Slurm topology.conf the exporter writes (/api/v1/slurm/topology.conf)",
+          prometheus::MetricType::Gauge, static_cast<double>(tree->switches.size()));
+  EmitOne(out, "infiniband_slurm_topology_nodes", "Slurm nodes placed under a leaf switch in that topology.conf",
+          prometheus::MetricType::Gauge, static_cast<double>(tree->nodes));
+  EmitOne(out, "infiniband_slurm_topology_nodes_left_out",
+          "Slurm nodes left out of that topology.conf: no port of theirs up (now, or gone since seen)",
+          prometheus::MetricType::Gauge, static_cast<double>(tree->left_out.size()));
+}
+
+CollectorInfo SlurmTopologyCollectorInfo() {
+  return {
+      .name = kSlurmTopologyCollector,
+      .help =
+          "The fabric's tree as Slurm's topology/tree plugin reads it (topology.conf at "
+          "/api/v1/slurm/topology.conf), hosts named as Slurm knows them (--slurm.node-name-map).",
+      .make = MakeSlurmTopologyCollector,
+      .render = RenderSlurmTopology,
+      .reads = {"fat_tree"},
+      .flags = {{"slurm.node-name-map",
+                 "Slurm's names of the fabric's hosts, for the topology.conf the exporter writes: FABRIC_HOST "
+                 "SLURM_NODE per line, '#' comments (default: the host's name in the fabric, rdma-ndd's \"%h\").",
+                 "FILE",
+                 [](CollectorOptions& o, const std::string& v) -> std::string {
+                   if (v.empty()) return "must not be empty";
+                   std::map<std::string, std::string> names;
+                   std::string why;
+                   if (!config::ParseFile(
+                           v,
+                           [&](const std::string& text, std::string* e) {
+                             return ParseSlurmNodeNames(text, &names, e);
+                           },
+                           &why))
+                     return why;
+                   o.Own<SlurmTopologyOptions>().node_names = std::move(names);
+                   return "";
+                 }}},
+      .routes = {{"/api/v1/slurm/topology.conf", ConfReply}, {"/api/v1/slurm/topology", JsonReply}},
+  };
+}
+
+}  // namespace ibfabric::collectors

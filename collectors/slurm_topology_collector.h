@@ -1,0 +1,90 @@
+#pragma once
+// slurm_topology: the fabric's tree as Slurm's topology/tree plugin reads
+// it (topology.conf: one line a switch, "SwitchName=NAME Nodes=..." for a
+// leaf, "SwitchName=NAME Switches=..." above), from the live fabric at each
+// discovery, so that the scheduler places a job under as few switches as the
+// fabric allows. Only where this exporter reports topology. No MAD: it reads
+// fat_tree's part (the tiers, and the hosts grouped from the CAs'
+// descriptions).
+//
+// - A switch lists the hosts cabled to it (the leaves theirs; a storage
+//   node on a spine is the spine's); a host is listed under the switch of
+//   its first HCA's first cabled port (rail 0 on a rail-optimized fabric:
+//   each host once, as Slurm's tree wants), named as Slurm knows it:
+//   --slurm.node-name-map (FABRIC_HOST SLURM_NODE per line), else the host's
+//   name in the fabric (rdma-ndd's "%h"; a CA in no host by the first word
+//   of its description).
+// - A switch above lists the switches one tier below it that it is cabled
+//   to. A switch without a tier (no tree) is left out.
+// - A host none of whose HCA ports is up, or cabled to no switch of the tree,
+//   is left out, and said so: a comment line of the file, the JSON's
+//   `left_out`, a gauge. So is one placed before and gone from the fabric
+//   since (its every cable down: nothing reaches it), for the exporter's
+//   lifetime.
+// - Switch names are their node descriptions made Slurm-safe (letters,
+//   digits, '.', '-', '_'; others '_'), with "_" and the GUID's last six hex
+//   digits where two would share one; lists are Slurm hostlists
+//   ("cn[0001-0004],login1").
+//
+// Part: SlurmTree under "slurm_topology". Metrics:
+// infiniband_slurm_topology_switches, infiniband_slurm_topology_nodes,
+// infiniband_slurm_topology_nodes_left_out. Routes:
+// GET /api/v1/slurm/topology.conf (text/plain, the file) and
+// GET /api/v1/slurm/topology (JSON: switches, levels, nodes, children,
+// left_out).
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "collectors/framework/collector_info.h"
+#include "topology/analysis.h"
+#include "topology/fabric.h"
+#include "topology/hosts.h"
+
+namespace ibfabric::collectors {
+
+inline constexpr std::string_view kSlurmTopologyCollector = "slurm_topology";
+
+// Its flag's options (--slurm.node-name-map).
+struct SlurmTopologyOptions {
+  std::map<std::string, std::string> node_names;  // fabric host -> Slurm NodeName
+};
+
+struct SlurmSwitch {
+  std::string name;  // Slurm-safe, unique
+  std::uint64_t guid = 0;
+  int level = 0;                      // the fabric's tier (0: leaf)
+  std::vector<std::string> nodes;     // the hosts cabled to it: Slurm NodeNames, sorted
+  std::vector<std::string> switches;  // above: the names of its children, sorted
+};
+
+struct SlurmTree {
+  std::vector<SlurmSwitch> switches;  // by level, then name
+  std::vector<std::string> left_out;  // Slurm NodeNames of hosts with no port up, sorted
+  std::size_t nodes = 0;              // listed under a leaf
+};
+
+// Pure: the tree of `fabric` as its analysis ranks it, the hosts under
+// their leaves, named by `names` where it names them.
+SlurmTree BuildSlurmTree(const topology::Fabric& fabric, const topology::Analysis& analysis,
+                         const topology::HostAnalysis& hosts, const std::map<std::string, std::string>& names);
+// Pure: Slurm's hostlist of `names` ("cn[0001-0003,0007],login1"): names
+// that differ only in a trailing number of the same width share brackets.
+std::string HostList(std::vector<std::string> names);
+// Pure: topology.conf's text, comment lines first.
+std::string TopologyConf(const SlurmTree& tree);
+nlohmann::json SlurmTreeJson(const SlurmTree& tree);
+// "FABRIC_HOST SLURM_NODE" per line, '#' comments; false with "line N: reason".
+bool ParseSlurmNodeNames(const std::string& text, std::map<std::string, std::string>* names, std::string* error);
+
+// Its declaration (name, help, factory, render, reads, flags, routes): the registry's line.
+CollectorInfo SlurmTopologyCollectorInfo();
+std::unique_ptr<Collector> MakeSlurmTopologyCollector(const CollectorOptions& options);
+void RenderSlurmTopology(const Snapshot& s, const Emit& out);
+
+}  // namespace ibfabric::collectors
