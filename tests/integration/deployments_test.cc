@@ -350,8 +350,14 @@ class DeploymentsTest : public FabricSuite {
                 "  " + name + " " + Subject(a) + " " + a.value("instance", "") + " " + a.value("collector", "") + "\n";
           }
         }
-        for (const auto& [role, e] : d.exporters)
+        for (const auto& [role, e] : d.exporters) {
           *why += "  " + role + " 127.0.0.1:" + std::to_string(e->port()) + "\n";
+          // Each exporter's congestion trees with their evidence (an extra
+          // hot spot on a down uplink failed two fresh-clone runs).
+          const json alerts = json::parse(e->Get("/api/v1/alerts"), nullptr, false);
+          if (alerts.is_object() && alerts.contains("congestion_trees") && !alerts["congestion_trees"].empty())
+            *why += "    congestion_trees: " + alerts["congestion_trees"].dump() + "\n";
+        }
       }
       return ok;
     };
