@@ -23,15 +23,16 @@ std::string SlurmSafe(const std::string& text) {
   return out;
 }
 
-// Each ranked switch's name: its description made safe, with its GUID's
-// last six hex digits where two would share one.
+// Each ranked switch's name: its name as operators say it
+// (topology::ShortName: an NVIDIA system's, not "MF0;...:MQM8700/U1") made
+// safe, with its GUID's last six hex digits where two would share one.
 std::map<std::uint64_t, std::string> SwitchNames(const topology::Fabric& fabric, const topology::Analysis& analysis) {
   std::map<std::string, int> uses;
   std::map<std::uint64_t, std::string> names;
   for (const auto& [guid, summary] : analysis.switches) {
     if (summary.tier < 0) continue;
     const topology::Node* n = fabric.FindNode(guid);
-    const std::string base = SlurmSafe(n && !n->description.empty() ? n->description : "switch");
+    const std::string base = SlurmSafe(n && !n->description.empty() ? topology::ShortName(n->description) : "switch");
     names[guid] = base;
     ++uses[base];
   }
@@ -281,14 +282,7 @@ class SlurmTopologyCollector final : public Collector {
 // topology, 503 before the first walk's analysis).
 const SlurmTree* TreeOr(const Snapshot& s, ApiReply* reply) {
   if (const auto* tree = s.by_collector.Get<SlurmTree>(kSlurmTopologyCollector)) return tree;
-  if (s.scope.reports_topology()) {
-    *reply = {503, nullptr, "no discovery has completed yet", "", ""};
-  } else {
-    *reply = {404, nullptr,
-              "this exporter reports no topology (scope " + std::string(topology::ToString(s.scope.kind)) +
-                  " or a shard other than 0)",
-              "", ""};
-  }
+  *reply = Absent(s, "no discovery has completed yet", "reports no topology");
   return nullptr;
 }
 

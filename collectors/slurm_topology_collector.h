@@ -21,7 +21,8 @@
 //   `left_out`, a gauge. So is one placed before and gone from the fabric
 //   since (its every cable down: nothing reaches it), for the exporter's
 //   lifetime.
-// - Switch names are their node descriptions made Slurm-safe (letters,
+// - Switch names are their names as operators say them (topology::ShortName)
+//   made Slurm-safe (letters,
 //   digits, '.', '-', '_'; others '_'), with "_" and the GUID's last six hex
 //   digits where two would share one; lists are Slurm hostlists
 //   ("cn[0001-0004],login1").

@@ -222,13 +222,7 @@ namespace {
 // them, and none here where another exporter of the set watches them.
 ApiReply SubnetManagersReply(const Snapshot& s, const ApiParams& params) {
   if (!params.empty()) return {400, nullptr, "/api/v1/subnet_managers takes no parameters", "", ""};
-  if (!s.subnet_managers) {
-    if (s.scope.reports_topology()) return {503, nullptr, "no sweep has completed yet", "", ""};
-    return {404, nullptr,
-            "this exporter does not watch subnet managers (scope " + std::string(topology::ToString(s.scope.kind)) +
-                " or a shard other than 0)",
-            "", ""};
-  }
+  if (!s.subnet_managers) return Absent(s, "no sweep has completed yet", "does not watch subnet managers");
   return {200, SubnetManagersJson(*s.subnet_managers, s.published), "", "", ""};
 }
 

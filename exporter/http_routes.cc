@@ -261,11 +261,9 @@ void HttpRoutes::InstallApi(httplib::Server& server) {
     collectors::RouteQuery query;
     if (!ParseQuery(req, res, collectors::ParseRouteQuery, &query)) return;
     if (!snap->forwarding || snap->forwarding->empty()) {
-      return JsonError(res, snap->scope.reports_topology() ? 503 : 404,
-                       snap->scope.reports_topology()
-                           ? "no forwarding tables read yet"
-                           : "this exporter reads no forwarding tables (scope " +
-                                 std::string(topology::ToString(snap->scope.kind)) + " or a shard other than 0)");
+      const collectors::ApiReply absent =
+          collectors::Absent(*snap, "no forwarding tables read yet", "reads no forwarding tables");
+      return JsonError(res, absent.status, absent.error);
     }
     const nlohmann::json j = collectors::RouteJson(*snap, query);
     if (j.is_null()) return JsonError(res, 404, "from must be a CA port of the fabric and to a port with a LID");

@@ -1,5 +1,6 @@
 #include "collectors/framework/collector.h"
 
+#include "collectors/framework/collector_info.h"
 #include "topology/routing.h"
 
 namespace ibfabric::collectors {
@@ -27,6 +28,14 @@ void LogFindings(Logger& log, const std::vector<topology::Finding>& findings) {
 
 void SharedReads::Forget(const std::set<std::uint64_t>& nodes) {
   for (std::uint64_t g : nodes) switch_info_.erase(g);
+}
+
+ApiReply Absent(const Snapshot& s, const std::string& pending, const std::string& not_here) {
+  if (s.scope.reports_topology()) return {503, nullptr, pending, "", ""};
+  return {404, nullptr,
+          "this exporter " + not_here + " (scope " + std::string(topology::ToString(s.scope.kind)) +
+              " or a shard other than 0)",
+          "", ""};
 }
 
 }  // namespace ibfabric::collectors

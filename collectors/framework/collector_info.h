@@ -28,6 +28,12 @@ struct ApiReply {
   std::string text;          // content_type not empty: the body
   std::string content_type;  // empty: `body`, as JSON
 };
+// The reply of an endpoint whose part is absent: where this exporter
+// reports topology the part is not there yet (503, `pending`); elsewhere
+// another exporter of the set has it (404, "this exporter <not_here> (scope
+// K or a shard other than 0)").
+ApiReply Absent(const Snapshot& s, const std::string& pending, const std::string& not_here);
+
 // The request's parameters (?fabric= already taken by the exporter).
 using ApiParams = std::multimap<std::string, std::string>;
 // An endpoint a collector answers from its part of the Snapshot alone
