@@ -253,6 +253,12 @@ AlertEngine::Verdict AlertEngine::CableDegrading(const CableHealth& h, const Des
 
 AlertEngine::Verdict AlertEngine::Congestion(const CableHealth& h) const {
   Verdict v;
+  // A link read down carries nothing, so nothing on it waits: clean. An
+  // alert raised before the exporter read it down clears: IBTA's
+  // PortXmitDiscards counts packets "discarded by the port because the
+  // port is down or congested", and a switch discards what its table still
+  // routes to a port that just died until the SM routes around it.
+  if (!h.up) return v;
   if (!h.active || (h.last_down && now_ - *h.last_down < config_.window)) {
     // Discards on a link that is not Active come from its state (packets
     // routed to a port still in Init), not from congestion; over a window

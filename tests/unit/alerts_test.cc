@@ -626,6 +626,33 @@ TEST(AlertEngineTest, OneCongestionAlertPerTreeOnItsRootsCable) {
   }
 }
 
+// A switch discards what its table still routes to a port that just died
+// (IBTA PortXmitDiscards: "because the port is down or congested") until
+// the exporter reads the link down: the congestion alert raised meanwhile
+// clears once it does (a down link waits on nothing), and does not return
+// while the link stays down. It stayed up for as long as the link was down
+// (the deployments suite, where an Unlinked uplink kept a hot spot).
+TEST(AlertEngineTest, ACongestionAlertOnALinkReadDownClears) {
+  Driven d(Quick());
+  d.Sweep();
+  for (int i = 0; i < 3; ++i) {
+    d.b.Add(d.b.leaf1, Counter::kXmitDiscards, 500);
+    d.Sweep();
+  }
+  auto active = d.engine.Active();
+  ASSERT_EQ(active.size(), 1u);
+  EXPECT_EQ(active[0].cause, Cause::kCongestion);
+  EXPECT_EQ(active[0].cable, topology::CableBetween(d.b.leaf1, d.b.host0));
+  d.b.SetUp(d.b.leaf1, false);
+  for (int i = 0; i < 6; ++i) {
+    d.Sweep();
+    if (i >= 1) {
+      for (const Alert& a : d.engine.Active()) EXPECT_NE(a.cause, Cause::kCongestion) << "sweep " << i;
+    }
+  }
+  EXPECT_EQ(d.engine.Raised().at(Cause::kCongestion), 1u);
+}
+
 // A bad-cable alert on host0's cable: errors in two sweeps in a row.
 void RaiseOnHost0(Driven& d) {
   d.Sweep();
