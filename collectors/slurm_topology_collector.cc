@@ -1,5 +1,7 @@
 #include "collectors/slurm_topology_collector.h"
 
+#include <yaml-cpp/yaml.h>
+
 #include <algorithm>
 #include <cctype>
 #include <set>
@@ -63,6 +65,32 @@ std::string Padded(unsigned long long n, std::size_t width) {
   return std::string(width > s.size() ? width - s.size() : 0, '0') + s;
 }
 
+// The scalable units as blocks, and the base block size: the servers most
+// units are built of (the larger where as many units have either), which
+// a unit with servers left out still is.
+void AddBlocks(const topology::HostAnalysis& hosts, const std::map<int, std::set<std::string>>& placed,
+               const std::map<int, std::set<std::string>>& built, SlurmTree* tree) {
+  std::map<std::size_t, int> sizes;  // servers -> units of that many
+  for (const auto& [unit, nodes] : built) ++sizes[nodes.size()];
+  int most = 0;
+  for (const auto& [size, units] : sizes) {
+    if (units >= most) {
+      most = units;
+      tree->block_size = size;
+    }
+  }
+  std::map<std::string, int> uses;
+  for (const auto& [unit, nodes] : placed) {
+    if (unit < static_cast<int>(hosts.units.size())) ++uses[SlurmSafe(hosts.units[static_cast<std::size_t>(unit)])];
+  }
+  for (const auto& [unit, nodes] : placed) {
+    if (unit >= static_cast<int>(hosts.units.size())) continue;
+    std::string name = SlurmSafe(hosts.units[static_cast<std::size_t>(unit)]);
+    if (uses[name] > 1) name += "_" + std::to_string(unit + 1);
+    tree->blocks.push_back({name, {nodes.begin(), nodes.end()}});
+  }
+}
+
 }  // namespace
 
 std::string HostList(std::vector<std::string> names) {
@@ -118,6 +146,7 @@ SlurmTree BuildSlurmTree(const topology::Fabric& fabric, const topology::Analysi
     std::string name;
     std::uint64_t leaf = 0;
     bool up = false;
+    int unit = -1;  // its scalable unit, on a rail-optimized fabric
   };
   std::vector<Candidate> candidates;
   const auto note_port = [&fabric](Candidate& c, std::uint64_t ca, std::uint8_t number) {
@@ -129,6 +158,7 @@ SlurmTree BuildSlurmTree(const topology::Fabric& fabric, const topology::Analysi
   for (const topology::Host& host : hosts.hosts) {
     Candidate c;
     c.name = host.name;
+    if (hosts.layout == topology::HostLayout::kRailOptimized) c.unit = host.unit;
     for (const topology::Hca& hca : host.hcas) {
       for (const topology::HcaPort& p : hca.ports) note_port(c, hca.guid, p.port);
     }
@@ -144,9 +174,11 @@ SlurmTree BuildSlurmTree(const topology::Fabric& fabric, const topology::Analysi
   }
   SlurmTree tree;
   std::set<std::string> placed;
+  std::map<int, std::set<std::string>> unit_nodes, unit_built;  // unit -> placed nodes, every node
   for (const Candidate& c : candidates) {
     const auto named = names.find(c.name);
     const std::string node = named == names.end() ? c.name : named->second;
+    if (c.unit >= 0) unit_built[c.unit].insert(node);
     const auto leaf = switches.find(c.leaf);
     if (!c.up || leaf == switches.end()) {
       tree.left_out.push_back(node);
@@ -154,24 +186,35 @@ SlurmTree BuildSlurmTree(const topology::Fabric& fabric, const topology::Analysi
     }
     if (!placed.insert(node).second) continue;  // a host's other CA
     leaf->second.nodes.push_back(node);
+    if (c.unit >= 0) unit_nodes[c.unit].insert(node);
     ++tree.nodes;
   }
-  // A switch above the leaves: the switches one tier below it it is cabled to.
-  for (auto& [guid, s] : switches) {
-    if (s.level == 0) continue;
-    const topology::Node* n = fabric.FindNode(guid);
-    if (!n) continue;
-    std::set<std::string> children;
-    for (const topology::Port& p : n->ports) {
-      if (!p.remote) continue;
-      const auto child = switches.find(p.remote->node_guid);
-      if (child != switches.end() && child->second.level == s.level - 1) children.insert(child->second.name);
+  AddBlocks(hosts, unit_nodes, unit_built, &tree);
+  // A switch above the leaves: the switches one tier below it it is cabled
+  // to that the file lists. A switch with neither hosts nor such children
+  // (a rail leaf whose servers are listed under their rail-0 leaf) is not
+  // listed, nor named as a child: Slurm takes only switches it was told of.
+  int top = 0;
+  for (const auto& [guid, s] : switches) top = std::max(top, s.level);
+  std::set<std::uint64_t> listed;
+  for (int level = 0; level <= top; ++level) {
+    for (auto& [guid, s] : switches) {
+      if (s.level != level) continue;
+      static const std::vector<topology::Port> kNoPorts;
+      const topology::Node* n = level > 0 ? fabric.FindNode(guid) : nullptr;
+      std::set<std::string> children;
+      for (const topology::Port& p : n ? n->ports : kNoPorts) {
+        if (!p.remote || !listed.count(p.remote->node_guid)) continue;
+        const auto child = switches.find(p.remote->node_guid);
+        if (child->second.level == level - 1) children.insert(child->second.name);
+      }
+      s.switches.assign(children.begin(), children.end());
+      if (!s.nodes.empty() || !s.switches.empty()) listed.insert(guid);
     }
-    s.switches.assign(children.begin(), children.end());
   }
   for (auto& [guid, s] : switches) {
     std::sort(s.nodes.begin(), s.nodes.end());
-    if (!s.nodes.empty() || !s.switches.empty()) tree.switches.push_back(std::move(s));
+    if (listed.count(guid)) tree.switches.push_back(std::move(s));
   }
   std::sort(tree.switches.begin(), tree.switches.end(), [](const SlurmSwitch& a, const SlurmSwitch& b) {
     return a.level != b.level ? a.level < b.level : a.name < b.name;
@@ -197,6 +240,40 @@ std::string TopologyConf(const SlurmTree& tree) {
   return out;
 }
 
+std::string TopologyYaml(const SlurmTree& tree) {
+  YAML::Emitter y;
+  y << YAML::BeginSeq;
+  y << YAML::BeginMap << YAML::Key << "topology" << YAML::Value << "infiniband_tree";
+  y << YAML::Key << "cluster_default" << YAML::Value << true;
+  y << YAML::Key << "tree" << YAML::Value << YAML::BeginMap << YAML::Key << "switches" << YAML::Value << YAML::BeginSeq;
+  for (const SlurmSwitch& s : tree.switches) {
+    y << YAML::BeginMap << YAML::Key << "switch" << YAML::Value << s.name;
+    if (!s.switches.empty()) y << YAML::Key << "children" << YAML::Value << HostList(s.switches);
+    if (!s.nodes.empty()) y << YAML::Key << "nodes" << YAML::Value << HostList(s.nodes);
+    y << YAML::EndMap;
+  }
+  y << YAML::EndSeq << YAML::EndMap << YAML::EndMap;
+  if (!tree.blocks.empty()) {
+    y << YAML::BeginMap << YAML::Key << "topology" << YAML::Value << "infiniband_units";
+    y << YAML::Key << "cluster_default" << YAML::Value << false;
+    y << YAML::Key << "block" << YAML::Value << YAML::BeginMap;
+    y << YAML::Key << "block_sizes" << YAML::Value << YAML::Flow << YAML::BeginSeq << tree.block_size << YAML::EndSeq;
+    y << YAML::Key << "blocks" << YAML::Value << YAML::BeginSeq;
+    for (const SlurmBlock& b : tree.blocks) {
+      y << YAML::BeginMap << YAML::Key << "block" << YAML::Value << b.name << YAML::Key << "nodes" << YAML::Value
+        << HostList(b.nodes) << YAML::EndMap;
+    }
+    y << YAML::EndSeq << YAML::EndMap << YAML::EndMap;
+  }
+  y << YAML::EndSeq;
+  std::string out =
+      "# topology.yaml for Slurm's topology plugins (25.05 and later), from the InfiniBand fabric as "
+      "ibfabric_exporter last walked it\n";
+  if (!tree.left_out.empty())
+    out += "# left out (no port up, or cabled to no switch of the tree): " + HostList(tree.left_out) + "\n";
+  return out + y.c_str() + "\n";
+}
+
 nlohmann::json SlurmTreeJson(const SlurmTree& tree) {
   nlohmann::json switches = nlohmann::json::array();
   for (const SlurmSwitch& s : tree.switches) {
@@ -206,7 +283,13 @@ nlohmann::json SlurmTreeJson(const SlurmTree& tree) {
                         {"nodes", s.nodes},
                         {"switches", s.switches}});
   }
-  return {{"switches", std::move(switches)}, {"nodes", tree.nodes}, {"left_out", tree.left_out}};
+  nlohmann::json blocks = nlohmann::json::array();
+  for (const SlurmBlock& b : tree.blocks) blocks.push_back({{"name", b.name}, {"nodes", b.nodes}});
+  return {{"switches", std::move(switches)},
+          {"nodes", tree.nodes},
+          {"blocks", std::move(blocks)},
+          {"block_size", tree.block_size},
+          {"left_out", tree.left_out}};
 }
 
 bool ParseSlurmNodeNames(const std::string& text, std::map<std::string, std::string>* names, std::string* error) {
@@ -294,6 +377,14 @@ ApiReply ConfReply(const Snapshot& s, const ApiParams& params) {
   return {200, nullptr, "", TopologyConf(*tree), "text/plain; charset=utf-8"};
 }
 
+ApiReply YamlReply(const Snapshot& s, const ApiParams& params) {
+  ApiReply reply;
+  if (!params.empty()) return {400, nullptr, "/api/v1/slurm/topology.yaml takes no parameters", "", ""};
+  const SlurmTree* tree = TreeOr(s, &reply);
+  if (!tree) return reply;
+  return {200, nullptr, "", TopologyYaml(*tree), "application/yaml; charset=utf-8"};
+}
+
 ApiReply JsonReply(const Snapshot& s, const ApiParams& params) {
   ApiReply reply;
   if (!params.empty()) return {400, nullptr, "/api/v1/slurm/topology takes no parameters", "", ""};
@@ -319,14 +410,19 @@ void RenderSlurmTopology(const Snapshot& s, const Emit& out) {
   EmitOne(out, "infiniband_slurm_topology_nodes_left_out",
           "Slurm nodes left out of that topology.conf: no port of theirs up (now, or gone since seen)",
           prometheus::MetricType::Gauge, static_cast<double>(tree->left_out.size()));
+  EmitOne(out, "infiniband_slurm_topology_blocks",
+          "Blocks (scalable units of a rail-optimized fabric) in the Slurm topology.yaml the exporter writes "
+          "(/api/v1/slurm/topology.yaml); 0 where the fabric has none",
+          prometheus::MetricType::Gauge, static_cast<double>(tree->blocks.size()));
 }
 
 CollectorInfo SlurmTopologyCollectorInfo() {
   return {
       .name = kSlurmTopologyCollector,
       .help =
-          "The fabric's tree as Slurm's topology/tree plugin reads it (topology.conf at "
-          "/api/v1/slurm/topology.conf), hosts named as Slurm knows them (--slurm.node-name-map).",
+          "The fabric's tree (and its scalable units as blocks) as Slurm's topology plugins read it "
+          "(/api/v1/slurm/topology.conf, /api/v1/slurm/topology.yaml), hosts named as Slurm knows them "
+          "(--slurm.node-name-map).",
       .make = MakeSlurmTopologyCollector,
       .render = RenderSlurmTopology,
       .reads = {"fat_tree"},
@@ -348,7 +444,9 @@ CollectorInfo SlurmTopologyCollectorInfo() {
                    o.Own<SlurmTopologyOptions>().node_names = std::move(names);
                    return "";
                  }}},
-      .routes = {{"/api/v1/slurm/topology.conf", ConfReply}, {"/api/v1/slurm/topology", JsonReply}},
+      .routes = {{"/api/v1/slurm/topology.conf", "Slurm topology.conf", ConfReply},
+                 {"/api/v1/slurm/topology.yaml", "Slurm topology.yaml", YamlReply},
+                 {"/api/v1/slurm/topology", "Slurm topology JSON", JsonReply}},
   };
 }
 

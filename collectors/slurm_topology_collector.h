@@ -27,12 +27,23 @@
 //   digits where two would share one; lists are Slurm hostlists
 //   ("cn[0001-0004],login1").
 //
+// - On a rail-optimized fabric (topology/hosts.h: servers whose HCAs sit on
+//   their scalable unit's rail leaves), each scalable unit is also a block
+//   of Slurm's topology/block plugin: a unit's servers reach each other
+//   through their own rail leaves, one hop, on every rail, so a job inside
+//   one unit never crosses a spine. The base block size is the servers a
+//   unit is built of (the most units have, left-out servers counted).
+//   topology.yaml (Slurm 25.05 and later) holds the tree as the cluster's
+//   default topology ("infiniband_tree") and, where there are units, the
+//   blocks as a second one ("infiniband_units") a partition may name.
+//
 // Part: SlurmTree under "slurm_topology". Metrics:
 // infiniband_slurm_topology_switches, infiniband_slurm_topology_nodes,
-// infiniband_slurm_topology_nodes_left_out. Routes:
-// GET /api/v1/slurm/topology.conf (text/plain, the file) and
+// infiniband_slurm_topology_nodes_left_out, infiniband_slurm_topology_blocks.
+// Routes: GET /api/v1/slurm/topology.conf (text/plain, the file),
+// GET /api/v1/slurm/topology.yaml (application/yaml) and
 // GET /api/v1/slurm/topology (JSON: switches, levels, nodes, children,
-// left_out).
+// blocks, block_size, left_out).
 
 #include <cstdint>
 #include <map>
@@ -64,10 +75,18 @@ struct SlurmSwitch {
   std::vector<std::string> switches;  // above: the names of its children, sorted
 };
 
+// A scalable unit as a block: its placed servers' Slurm NodeNames, sorted.
+struct SlurmBlock {
+  std::string name;  // the unit's name (HostAnalysis::units), Slurm-safe, unique
+  std::vector<std::string> nodes;
+};
+
 struct SlurmTree {
   std::vector<SlurmSwitch> switches;  // by level, then name
   std::vector<std::string> left_out;  // Slurm NodeNames of hosts with no port up, sorted
   std::size_t nodes = 0;              // listed under a leaf
+  std::vector<SlurmBlock> blocks;     // rail-optimized fabrics only, in unit order
+  std::size_t block_size = 0;         // the servers a unit is built of; 0 without blocks
 };
 
 // Pure: the tree of `fabric` as its analysis ranks it, the hosts under
@@ -79,6 +98,9 @@ SlurmTree BuildSlurmTree(const topology::Fabric& fabric, const topology::Analysi
 std::string HostList(std::vector<std::string> names);
 // Pure: topology.conf's text, comment lines first.
 std::string TopologyConf(const SlurmTree& tree);
+// Pure: topology.yaml's text (Slurm 25.05's format, topology.yaml(5)): the
+// tree as the cluster default, the blocks where there are any.
+std::string TopologyYaml(const SlurmTree& tree);
 nlohmann::json SlurmTreeJson(const SlurmTree& tree);
 // "FABRIC_HOST SLURM_NODE" per line, '#' comments; false with "line N: reason".
 bool ParseSlurmNodeNames(const std::string& text, std::map<std::string, std::string>* names, std::string* error);

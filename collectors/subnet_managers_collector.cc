@@ -242,7 +242,7 @@ CollectorInfo SubnetManagersCollectorInfo() {
                    return config::DurationValue(v, std::chrono::milliseconds(100),
                                                 &o.Own<SmMonitorOptions>().stall_after);
                  }}},
-      .routes = {{"/api/v1/subnet_managers", SubnetManagersReply}},
+      .routes = {{"/api/v1/subnet_managers", "Subnet managers JSON", SubnetManagersReply}},
   };
 }
 

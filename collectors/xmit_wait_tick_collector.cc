@@ -1,5 +1,6 @@
 #include "collectors/xmit_wait_tick_collector.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "collectors/framework/render.h"
@@ -48,6 +49,14 @@ class XmitWaitTickCollector final : public Collector {
   }
 
   Schedule schedule() const override { return Schedule::kSweep; }
+
+  // Each port's seconds and the total they count to: [[guid, port,
+  // seconds, counted], ...].
+  std::optional<nlohmann::json> Saved() const override {
+    nlohmann::json out = nlohmann::json::array();
+    for (const PortWait& w : *ticks_.waits) out.push_back({w.port.node_guid, w.port.port, w.seconds, w.counted});
+    return out;
+  }
 
   void Plan(const Cycle& cycle, SweepPlan* plan) override {
     ++sweep_;
@@ -192,8 +201,31 @@ class XmitWaitTickCollector final : public Collector {
 
 }  // namespace
 
+namespace {
+
+// What Saved wrote before a re-exec, by port; nothing where it cannot be
+// read (the seconds then count from the first sweep, as on a first start).
+std::vector<PortWait> RestoredWaits(const CollectorOptions& options) {
+  const auto it = options.restored.find(std::string(kXmitWaitTickCollector));
+  if (it == options.restored.end()) return {};
+  std::vector<PortWait> out;
+  try {
+    for (const auto& w : it->second) {
+      out.push_back({{w.at(0).get<std::uint64_t>(), w.at(1).get<std::uint8_t>()},
+                     w.at(2).get<double>(),
+                     w.at(3).get<std::uint64_t>()});
+    }
+  } catch (const nlohmann::json::exception&) {
+    return {};
+  }
+  std::sort(out.begin(), out.end(), [](const PortWait& a, const PortWait& b) { return a.port < b.port; });
+  return out;
+}
+
+}  // namespace
+
 std::unique_ptr<Collector> MakeXmitWaitTickCollector(const CollectorOptions& options) {
-  return std::make_unique<XmitWaitTickCollector>(options.alerts.xmit_wait_tick_multiplier, options.restored_waits);
+  return std::make_unique<XmitWaitTickCollector>(options.alerts.xmit_wait_tick_multiplier, RestoredWaits(options));
 }
 
 namespace {

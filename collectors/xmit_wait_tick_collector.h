@@ -23,7 +23,7 @@
 // settled (read, unsupported, given up, or the alerts config's
 // xmit_wait_tick_multiplier overrides every device's): they wait for it
 // rather than be converted at a guess. The seconds survive a re-exec
-// (CollectorOptions::restored_waits).
+// (Saved, read back from CollectorOptions::restored).
 //
 // Part: XmitWaitTicks under "xmit_wait_tick" (Snapshot::by_collector).
 // Metrics: infiniband_node_pma_samples_tick{guid}, absent where not read;

@@ -283,6 +283,12 @@ void HttpRoutes::InstallApi(httplib::Server& server) {
       });
     }
   }
+  server.Get("/api/v1/collectors", [this](const httplib::Request& req, httplib::Response& res) {
+    auto snap = Snap(req, res);
+    if (!snap) return;
+    if (!req.params.empty()) return JsonError(res, 400, "/api/v1/collectors takes no parameters");
+    Json(res, collectors::CollectorsJson(*snap));
+  });
   server.Get("/api/v1/fabrics",
              [this](const httplib::Request& req, httplib::Response& res) { ServeFabrics(req, res); });
 }

@@ -10,7 +10,6 @@
 #include <string_view>
 
 #include "collectors/metrics.h"
-#include "collectors/parts/xmit_wait_tick.h"
 #include "exporter/gzip.h"
 
 namespace ibfabric::exporter {
@@ -40,7 +39,7 @@ Poller::Poller(transport::MadEngine& engine, PollerOptions options, SnapshotHold
     collectors::EnabledCollectors({}, &*options_.collectors, &unused);
   }
   options_.collector.restored_ports = std::move(restored.ports);
-  options_.collector.restored_waits = std::move(restored.waits);
+  options_.collector.restored = std::move(restored.collectors);
   for (const auto& name : *options_.collectors) {
     const collectors::CollectorInfo* info = collectors::FindCollector(name);
     if (!info) continue;  // the flags said which exist
@@ -48,7 +47,7 @@ Poller::Poller(transport::MadEngine& engine, PollerOptions options, SnapshotHold
     collectors_.back().collector->Publish(&parts_);
   }
   options_.collector.restored_ports = {};
-  options_.collector.restored_waits = {};
+  options_.collector.restored = {};
   parts_.collectors = *options_.collectors;
   parts_.local = options_.fabric.local;  // which MAD agents the collectors may use
   Publish();                             // so /metrics answers (with restored totals, stale) before the first sweep
@@ -346,8 +345,8 @@ void Poller::Publish() {
 
 collectors::PersistedState Poller::SaveState() const {
   collectors::PersistedState state{*parts_.ports, tracker_.nodes(), tracker_.remembered(), {}};
-  if (const auto* ticks = parts_.by_collector.Get<collectors::XmitWaitTicks>(collectors::kXmitWaitTickCollector)) {
-    state.waits = *ticks->waits;
+  for (const auto& c : collectors_) {
+    if (auto saved = c.collector->Saved()) state.collectors[std::string(c.info->name)] = std::move(*saved);
   }
   return state;
 }

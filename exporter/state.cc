@@ -34,9 +34,10 @@ std::string SaveState(const PersistedState& state) {
   }
   json remembered = json::array();
   for (const auto& ref : state.remembered) remembered.push_back({ref.node_guid, ref.port});
-  json waits = json::array();
-  for (const PortWait& w : state.waits) waits.push_back({w.port.node_guid, w.port.port, w.seconds, w.counted});
-  return json{{"version", kVersion}, {"ports", ports}, {"nodes", nodes}, {"remembered", remembered}, {"waits", waits}}
+  json collectors = json::object();
+  for (const auto& [name, saved] : state.collectors) collectors[name] = saved;
+  return json{
+      {"version", kVersion}, {"ports", ports}, {"nodes", nodes}, {"remembered", remembered}, {"collectors", collectors}}
       .dump();
 }
 
@@ -83,14 +84,12 @@ bool LoadState(const std::string& text, PersistedState* state, std::string* erro
     for (const auto& r : j.at("remembered")) {
       out.remembered.insert({r.at(0).get<std::uint64_t>(), r.at(1).get<std::uint8_t>()});
     }
-    if (j.contains("waits")) {  // written since PortXmitWait is also exported in seconds
-      for (const auto& w : j.at("waits")) {
-        out.waits.push_back({{w.at(0).get<std::uint64_t>(), w.at(1).get<std::uint8_t>()},
-                             w.at(2).get<double>(),
-                             w.at(3).get<std::uint64_t>()});
-      }
-      std::sort(out.waits.begin(), out.waits.end(),
-                [](const PortWait& a, const PortWait& b) { return a.port < b.port; });
+    if (j.contains("collectors")) {  // written since collectors save their own
+      for (const auto& [name, saved] : j.at("collectors").items()) out.collectors[name] = saved;
+    } else if (j.contains("waits")) {
+      // An older build's file: its one collector state, the PortXmitWait
+      // seconds, in the form that collector saves them.
+      out.collectors["xmit_wait_tick"] = j.at("waits");
     }
     *state = std::move(out);
     return true;

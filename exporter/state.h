@@ -1,13 +1,14 @@
 #pragma once
 // What must survive a re-exec of the exporter (see exporter/recovery.h) so
 // that every exported total stays continuous: the per-port totals and raw
-// baselines, the ports' PortXmitWait seconds, the node labels, and the
-// switch ports once seen up. Serialized
-// as JSON with counters keyed by metric name, so a newer build can read an
-// older file.
+// baselines, the node labels, the switch ports once seen up, and what each
+// collector saves of its own (Collector::Saved: xmit_wait_tick's
+// PortXmitWait seconds). Serialized as JSON with counters keyed by metric
+// name, so a newer build can read an older file.
 
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <vector>
@@ -21,7 +22,7 @@ struct PersistedState {
   PortTable ports;
   std::map<std::uint64_t, NodeLabel> nodes;
   std::set<topology::PortRef> remembered;
-  std::vector<PortWait> waits;  // sorted by port (xmit_wait_tick)
+  std::map<std::string, nlohmann::json> collectors;  // collector name -> what it saved
 };
 
 std::string SaveState(const PersistedState& state);

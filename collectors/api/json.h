@@ -207,6 +207,14 @@ nlohmann::json HostDetailJson(const Snapshot& snapshot, const std::string& name)
 nlohmann::json StructureJson(const topology::Fabric& fabric, const topology::Analysis& analysis,
                              const topology::HostAnalysis* hosts = nullptr);
 
+// --- GET /api/v1/collectors: every collector of the registry, in run
+// order, as this exporter has it: name, help, whether it is on, whether
+// it reads this host rather than the fabric, its last run (absent before
+// one) and the endpoints it answers ({path, title}; relative paths
+// without the leading "/", as the status page links them). What the
+// status page builds its links and its loads from.
+nlohmann::json CollectorsJson(const Snapshot& snapshot);
+
 // --- GET /api/v1/search?q=TEXT[&limit=N]: nodes by name (case-blind,
 // anywhere in it; the host name is its first word), LID (a port's, in
 // decimal) or GUID (node or port, hex, "0x" optional; a part of it, of 4

@@ -190,6 +190,11 @@ class Collector {
   // Puts its immutable part into `parts` (shared pointers or copies: never
   // changed after).
   virtual void Publish(Snapshot* parts) const = 0;
+  // What must survive a re-exec of the exporter for what it exports to stay
+  // continuous (totals it keeps beyond the counter store's), as JSON its
+  // factory reads back from CollectorOptions::restored under its name;
+  // nothing by default. A factory given what it cannot read starts afresh.
+  virtual std::optional<nlohmann::json> Saved() const { return std::nullopt; }
 };
 
 }  // namespace ibfabric::collectors

@@ -40,7 +40,8 @@ using ApiParams = std::multimap<std::string, std::string>;
 // (pure): the exporter installs it beside its own, with the same fabric
 // choice, auth, methods and error replies (exporter/http_routes.h).
 struct ApiRoute {
-  std::string_view path;  // "/api/v1/subnet_managers"
+  std::string_view path;   // "/api/v1/subnet_managers"
+  std::string_view title;  // "Subnet managers JSON": the status page's link to it
   std::function<ApiReply(const Snapshot& s, const ApiParams& params)> reply;
 };
 

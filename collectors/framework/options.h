@@ -15,6 +15,7 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -49,8 +50,9 @@ class CollectorOptions {
   bool port_groups_auto = true;
 
   // Handed over by the process:
-  PortTable restored_ports;              // counter totals from before a re-exec
-  std::vector<PortWait> restored_waits;  // PortXmitWait seconds from before a re-exec
+  PortTable restored_ports;  // counter totals from before a re-exec
+  // Collector name -> what it saved before a re-exec (Collector::Saved).
+  std::map<std::string, nlohmann::json> restored;
   // Connects to the kubelet's pod-resources socket at a path (the exporter
   // links the gRPC client); null: nothing can.
   std::function<PodDevices(const std::string& socket)> pod_resources;

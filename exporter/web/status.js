@@ -39,7 +39,7 @@ const FIRST_PROBLEMS = 15;  // problem lines shown before "show all"
 const MAX_LIST = 500;       // findings listed per kind before "and N more"
 
 const state = {
-  alerts: null, findings: null, structure: null, sms: null, topology: null,
+  alerts: null, findings: null, structure: null, sms: null, topology: null, collectors: null,
   cables: new Map(),   // cable key -> problem (see problems())
   names: new Map(),    // guid -> name, of every node the page has seen
   open: new Set(),     // problem lines whose evidence is open
@@ -1108,12 +1108,38 @@ async function load(part, path) {
   try { return await get(path); } catch (e) { part.error = e.message; return null; }
 }
 
+// What this exporter runs (GET /api/v1/collectors: the registry as it has
+// it): a collector's data is asked only where it is on, and each endpoint
+// a collector answers is linked in the header by its title.
+function on(name) {
+  return !state.collectors || state.collectors.some((c) => c.name === name && c.enabled);
+}
+
+function collectorLinks() {
+  const box = document.getElementById("collector-links");
+  const links = [];
+  for (const c of state.collectors || []) {
+    if (!c.enabled) continue;
+    for (const r of c.routes) {
+      const href = r.path + (FABRIC ? (r.path.includes("?") ? "&" : "?") + "fabric=" + encodeURIComponent(FABRIC) : "");
+      links.push(" · ", el("a", { href, "data-collector": c.name, text: r.title }));
+    }
+  }
+  box.replaceChildren(...links);
+}
+
 async function refresh(withStructure) {
   const errors = {};
+  if (withStructure || !state.collectors) {
+    const c = await get("api/v1/collectors").catch(() => null);
+    if (c) state.collectors = c.collectors;
+    collectorLinks();
+  }
   const [alerts, findings, sms, structure] = await Promise.all([
     load(errors, "api/v1/alerts?state=active"),
     load(errors, "api/v1/topology?view=findings"),
-    get("api/v1/subnet_managers").catch(() => null),  // 404: another exporter watches them
+    // 404: another exporter watches them (its scope)
+    on("subnet_managers") ? get("api/v1/subnet_managers").catch(() => null) : Promise.resolve(null),
     withStructure ? load(errors, "api/v1/structure") : Promise.resolve(state.structure),
   ]);
   state.alerts = alerts;

@@ -13,6 +13,7 @@
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -131,6 +132,61 @@ class StatusPageTest : public FabricSuite {
                           seconds(30), &error))
         << error;
     return error.empty();
+  }
+
+  // The header links every endpoint of every collector on (their titles
+  // from the registry, /api/v1/collectors), each answering; the page asks
+  // a collector's data only where it is on. An exporter without the
+  // subnet managers and Slurm collectors has neither link, and its page
+  // never asks /api/v1/subnet_managers (the browser's resource timings).
+  void CheckCollectorLinks(Browser& b) {
+    std::string error;
+    const char* kLinks = R"(
+      return {links: [...document.querySelectorAll('#collector-links a')].map(
+                  (a) => [a.dataset.collector, a.getAttribute('href'), a.textContent]),
+              asked: performance.getEntriesByType('resource').map((r) => new URL(r.name).pathname)};)";
+    auto page = b.Execute(kLinks, &error);
+    ASSERT_TRUE(page) << error;
+    int status = 0;
+    const json registry = json::parse(exporter_->Get("/api/v1/collectors", &status), nullptr, false);
+    ASSERT_EQ(status, 200);
+    json want = json::array();
+    for (const json& c : registry["collectors"]) {
+      if (!c["enabled"]) continue;
+      for (const json& r : c["routes"]) want.push_back({c["name"], r["path"], r["title"]});
+    }
+    EXPECT_EQ((*page)["links"], want);
+    const std::set<std::string> titles = [&] {
+      std::set<std::string> out;
+      for (const json& l : (*page)["links"]) out.insert(l[2].get<std::string>());
+      return out;
+    }();
+    EXPECT_EQ(titles, (std::set<std::string>{"Subnet managers JSON", "Slurm topology.conf", "Slurm topology.yaml",
+                                             "Slurm topology JSON"}));
+    for (const json& l : (*page)["links"]) {
+      const std::string body = exporter_->Get("/" + l[1].get<std::string>(), &status);
+      EXPECT_EQ(status, 200) << l.dump() << ": " << body;
+    }
+    EXPECT_EQ(exporter_->Get("/api/v1/collectors?x=1", &status).find("takes no parameters") != std::string::npos, true);
+    EXPECT_EQ(status, 400);
+    const auto asked = [](const json& p, const std::string& path) {
+      for (const json& x : p["asked"]) {
+        if (x == path) return true;
+      }
+      return false;
+    };
+    EXPECT_TRUE(asked(*page, "/api/v1/subnet_managers")) << (*page)["asked"].dump();
+
+    auto fewer =
+        StartExporter({"--sweep.interval=2s", "--no-collector.subnet_managers", "--no-collector.slurm_topology"});
+    ASSERT_NE(fewer, nullptr);
+    ASSERT_TRUE(b.Navigate("http://127.0.0.1:" + std::to_string(fewer->port()) + "/", &error)) << error;
+    ASSERT_TRUE(b.WaitFor("return document.body.dataset.loaded === 'true';", seconds(30), &error)) << error;
+    page = b.Execute(kLinks, &error);
+    ASSERT_TRUE(page) << error;
+    EXPECT_EQ((*page)["links"], json::array());
+    EXPECT_TRUE(asked(*page, "/api/v1/collectors")) << (*page)["asked"].dump();
+    EXPECT_FALSE(asked(*page, "/api/v1/subnet_managers")) << (*page)["asked"].dump();
   }
 
   // The first screen: every planted fault on one problem line naming both
@@ -341,6 +397,7 @@ TEST_F(StatusPageTest, SmallFabricIsDrawnWithEveryFaultOnTheFirstScreen) {
   }
   CheckNodePage(*b, planted[0], "16");
   CheckDeepLink(*b, planted[2].a);
+  CheckCollectorLinks(*b);
 }
 
 TEST_F(StatusPageTest, TwoTierFabricOf1024HostsIsALeafBySpineMatrix) {

@@ -11,71 +11,14 @@
 #include <vector>
 
 #include "fabric_builder.h"
+#include "tests/unit/rail_fabric.h"
 
 namespace ibfabric::topology {
 namespace {
 
 using testing::FabricBuilder;
-
-// Where HCA `rail` of server `s` of unit `u` (all 0-based) is cabled: the
-// leaf of (unit, rail) it goes to, and which port of its HCA.
-struct Target {
-  int unit, rail;
-};
-using Cabling = std::function<Target(int u, int s, int r)>;
-
-// `units` units of `servers` servers with one HCA per device in `devices`
-// (HCA r on the rail-r leaf of its unit unless `where` says otherwise),
-// leaves "su<u>-leaf<r>" (1-based), two spines. With `ports` 2 every HCA
-// is dual-port: HCA r's port p is rail 2r+p-1, and `devices` are per HCA.
-struct RailFabric {
-  FabricBuilder b;
-  std::vector<std::vector<int>> leaf;                      // [unit][rail]
-  std::map<std::tuple<int, int, int>, int> hca;            // (unit, server, HCA) -> node
-  std::map<std::tuple<int, int, int>, PortRef> leaf_port;  // (unit, server, rail) -> leaf port it reached
-  Fabric fabric;
-  RailFabric(int units, int servers, const std::vector<std::string>& devices, const Cabling& where = {}, int ports = 1,
-             const std::function<std::string(int u, int s, int h)>& name = {}) {
-    const int rails = static_cast<int>(devices.size()) * ports;
-    for (int u = 0; u < units; ++u) {
-      leaf.emplace_back();
-      for (int r = 0; r < rails; ++r) {
-        leaf[u].push_back(b.Switch("su" + std::to_string(u + 1) + "-leaf" + std::to_string(r + 1), 64));
-      }
-    }
-    const int spine1 = b.Switch("spine1", 64), spine2 = b.Switch("spine2", 64);
-    for (auto& row : leaf) {
-      for (int l : row) {
-        b.Connect(l, spine1);
-        b.Connect(l, spine2);
-      }
-    }
-    for (int u = 0; u < units; ++u) {
-      for (int s = 0; s < servers; ++s) {
-        const std::string host = "gpu" + std::to_string(u + 1) + std::to_string(s + 1);
-        for (int h = 0; h < static_cast<int>(devices.size()); ++h) {
-          hca[{u, s, h}] = b.Ca(name ? name(u, s, h) : host + " " + devices[static_cast<std::size_t>(h)], ports);
-        }
-      }
-    }
-    for (int u = 0; u < units; ++u) {
-      for (int s = 0; s < servers; ++s) {
-        for (int r = 0; r < rails; ++r) {
-          const Target t = where ? where(u, s, r) : Target{u, r};
-          const int node = hca[{u, s, r / ports}];
-          const int to = leaf[static_cast<std::size_t>(t.unit)][static_cast<std::size_t>(t.rail)];
-          const int p = b.Next(to);
-          b.Link(node, r % ports + 1, to, p);
-          leaf_port[{u, s, r}] = {b.Guid(to), static_cast<std::uint8_t>(p)};
-        }
-      }
-    }
-    fabric = b.Build();
-  }
-  PortRef HcaPort(int u, int s, int r, int ports = 1) const {
-    return {b.Guid(hca.at({u, s, r / ports})), static_cast<std::uint8_t>(r % ports + 1)};
-  }
-};
+using testing::RailFabric;
+using testing::Target;
 
 const std::vector<std::string> kDevices{"mlx5_0", "mlx5_1", "mlx5_4", "mlx5_5"};  // storage HCAs took 2 and 3
 

@@ -7,12 +7,15 @@
 #include "collectors/slurm_topology_collector.h"
 
 #include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
 
 #include <map>
 
 #include "collectors/registry.h"
 #include "tests/testbed/prom_text.h"
 #include "tests/unit/collector_bed.h"
+#include "tests/unit/rail_fabric.h"
+#include "topology/hosts.h"
 
 namespace ibfabric::collectors {
 namespace {
@@ -92,6 +95,100 @@ TEST(SlurmTopologyCollectorTest, HostsAreNamedAsSlurmKnowsThemAndOneGoneIsLeftOu
       << conf;
   EXPECT_NE(conf.find("SwitchName=leaf1 Nodes=gpu-a\n"), std::string::npos) << conf;
   EXPECT_EQ(b.Render().Value("infiniband_slurm_topology_nodes_left_out", {}), 1);
+}
+
+// topology.yaml read back as YAML: each topology's switches (name ->
+// children, nodes) or blocks (name -> nodes), and its block sizes.
+struct YamlTopology {
+  bool cluster_default = false;
+  std::map<std::string, std::pair<std::string, std::string>> switches;
+  std::map<std::string, std::string> blocks;
+  std::vector<std::size_t> block_sizes;
+};
+std::map<std::string, YamlTopology> ReadYaml(const std::string& text) {
+  std::map<std::string, YamlTopology> out;
+  for (const YAML::Node& t : YAML::Load(text)) {
+    YamlTopology& y = out[t["topology"].as<std::string>()];
+    y.cluster_default = t["cluster_default"].as<bool>();
+    if (t["tree"]) {
+      for (const YAML::Node& s : t["tree"]["switches"]) {
+        y.switches[s["switch"].as<std::string>()] = {s["children"] ? s["children"].as<std::string>() : "",
+                                                     s["nodes"] ? s["nodes"].as<std::string>() : ""};
+      }
+    }
+    if (t["block"]) {
+      y.block_sizes = t["block"]["block_sizes"].as<std::vector<std::size_t>>();
+      for (const YAML::Node& b : t["block"]["blocks"])
+        y.blocks[b["block"].as<std::string>()] = b["nodes"].as<std::string>();
+    }
+  }
+  return out;
+}
+
+TEST(SlurmTopologyCollectorTest, TopologyYamlHoldsTheTreeAndNoBlocksWithoutUnits) {
+  Bed b;
+  auto tree = b.Make("fat_tree");
+  b.Run(*tree);
+  auto slurm = b.Make("slurm_topology");
+  b.Run(*slurm);
+  const ApiReply yaml = Route("/api/v1/slurm/topology.yaml").reply(b.parts, {});
+  ASSERT_EQ(yaml.status, 200) << yaml.error;
+  EXPECT_EQ(yaml.content_type, "application/yaml; charset=utf-8");
+  const auto read = ReadYaml(yaml.text);
+  ASSERT_EQ(read.size(), 1u) << yaml.text;
+  const YamlTopology& t = read.at("infiniband_tree");
+  EXPECT_TRUE(t.cluster_default);
+  using Switch = std::pair<std::string, std::string>;
+  EXPECT_EQ(t.switches, (std::map<std::string, Switch>{{"leaf0", {"", "cn[0001-0002]"}},
+                                                       {"leaf1", {"", "cn[0003-0004]"}},
+                                                       {"spine0", {"leaf[0-1]", ""}},
+                                                       {"spine1", {"leaf[0-1]", ""}}}));
+  const ApiReply json = Route("/api/v1/slurm/topology").reply(b.parts, {});
+  EXPECT_EQ(json.body["blocks"], nlohmann::json::array());
+  EXPECT_EQ(json.body["block_size"], 0);
+  EXPECT_EQ(b.Render().Value("infiniband_slurm_topology_blocks", {}), 0);
+  EXPECT_EQ(Route("/api/v1/slurm/topology.yaml").reply(b.parts, {{"x", "1"}}).status, 400);
+}
+
+// A rail-optimized fabric: each scalable unit a block of its servers, the
+// base block size the servers a unit is built of, a server whose every
+// cable is down left out of its block (and the tree) but still counted in
+// its unit's size.
+TEST(SlurmTopologyCollectorTest, ScalableUnitsAreBlocks) {
+  testing::RailFabric rails(3, 4, {"mlx5_0", "mlx5_1"});
+  // Server 3 of unit 2 (gpu23): both cables down.
+  for (int h = 0; h < 2; ++h) {
+    topology::Port& p = rails.b.PortOf(rails.hca.at({1, 2, h}), 1);
+    p.phys_state = 2;
+    p.state = 1;
+  }
+  const topology::Fabric f = rails.b.Build();
+  const topology::HostAnalysis hosts = topology::AnalyzeHosts(f, topology::HostPattern{});
+  ASSERT_EQ(hosts.layout, topology::HostLayout::kRailOptimized);
+  const SlurmTree t = BuildSlurmTree(f, topology::Analyze(f), hosts, {{"gpu11", "node-a"}});
+  ASSERT_EQ(t.blocks.size(), 3u);
+  EXPECT_EQ(t.blocks[0].name, "su1");
+  EXPECT_EQ(t.blocks[0].nodes, (std::vector<std::string>{"gpu12", "gpu13", "gpu14", "node-a"}));
+  EXPECT_EQ(t.blocks[1].nodes, (std::vector<std::string>{"gpu21", "gpu22", "gpu24"}));
+  EXPECT_EQ(t.block_size, 4u);
+  EXPECT_EQ(t.left_out, std::vector<std::string>{"gpu23"});
+  const auto read = ReadYaml(TopologyYaml(t));
+  ASSERT_EQ(read.size(), 2u) << TopologyYaml(t);
+  EXPECT_TRUE(read.at("infiniband_tree").cluster_default);
+  const YamlTopology& units = read.at("infiniband_units");
+  EXPECT_FALSE(units.cluster_default);
+  EXPECT_EQ(units.block_sizes, std::vector<std::size_t>{4});
+  EXPECT_EQ(units.blocks, (std::map<std::string, std::string>{
+                              {"su1", "gpu[12-14],node-a"}, {"su2", "gpu[21-22,24]"}, {"su3", "gpu[31-34]"}}));
+  EXPECT_NE(TopologyYaml(t).find("# left out (no port up, or cabled to no switch of the tree): gpu23\n"),
+            std::string::npos);
+  // The tree's leaves list each server once, under its rail-0 leaf; a
+  // rail-1 leaf (no host of its own there) is neither listed nor named as
+  // a spine's child: Slurm takes only switches it was told of.
+  const YamlTopology& tree = read.at("infiniband_tree");
+  EXPECT_EQ(tree.switches.at("su2-leaf1").second, "gpu[21-22,24]");
+  EXPECT_FALSE(tree.switches.count("su2-leaf2"));
+  EXPECT_EQ(tree.switches.at("spine1").first, "su1-leaf1,su2-leaf1,su3-leaf1");
 }
 
 TEST(SlurmTopologyCollectorTest, ANodeNameMapIsCheckedLineByLine) {

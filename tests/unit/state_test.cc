@@ -26,7 +26,7 @@ TEST(StateTest, RoundTripAndRejects) {
   st.ports[{0xabc, 3}] = t;
   st.nodes[0xabc] = {topology::NodeKind::kCa, "cn0001 \"quoted\"", {{1, 0xabd}, {2, 0xabe}}};
   st.remembered.insert({0xdef, 7});
-  st.waits = {{{0xabc, 3}, 1.25e-3, 123456789012345ULL}, {{0xdef, 1}, 0, 9}};
+  st.collectors["xmit_wait_tick"] = nlohmann::json::parse(R"([[2748, 3, 0.00125, 123456789012345], [3567, 1, 0, 9]])");
   collectors::PersistedState back;
   std::string error;
   ASSERT_TRUE(collectors::LoadState(collectors::SaveState(st), &back, &error)) << error;
@@ -41,11 +41,17 @@ TEST(StateTest, RoundTripAndRejects) {
   EXPECT_EQ(back.nodes.at(0xabc).name, "cn0001 \"quoted\"");
   EXPECT_EQ(back.nodes.at(0xabc).port_guids, (std::map<std::uint8_t, std::uint64_t>{{1, 0xabd}, {2, 0xabe}}));
   EXPECT_EQ(back.remembered, st.remembered);
-  EXPECT_EQ(back.waits, st.waits) << "PortXmitWait seconds and the total they count to";
-  // A state written before the seconds were kept still loads.
+  EXPECT_EQ(back.collectors, st.collectors) << "what each collector saved, as it saved it";
+  // A state written before the seconds were kept still loads; one written
+  // before collectors saved their own hands its PortXmitWait seconds to
+  // the collector that keeps them now.
   ASSERT_TRUE(collectors::LoadState(R"({"version": 1, "ports": [], "nodes": [], "remembered": []})", &back, &error))
       << error;
-  EXPECT_TRUE(back.waits.empty());
+  EXPECT_TRUE(back.collectors.empty());
+  ASSERT_TRUE(collectors::LoadState(
+      R"({"version": 1, "ports": [], "nodes": [], "remembered": [], "waits": [[1, 2, 0.5, 7]]})", &back, &error))
+      << error;
+  EXPECT_EQ(back.collectors.at("xmit_wait_tick"), nlohmann::json::parse("[[1, 2, 0.5, 7]]"));
 
   EXPECT_FALSE(collectors::LoadState("{not json", &back, &error));
   EXPECT_NE(error.find("malformed state"), std::string::npos);

@@ -164,14 +164,21 @@ TEST(XmitWaitTickCollectorTest, XmitWaitTickTurnsEachPortsCountsIntoSecondsOnceI
   o.SweepWith({ocounters.get(), oticks.get()});
   EXPECT_DOUBLE_EQ(seconds(o.Render(), "switch", leaf, 5), 2000 * 4e-9);
 
-  // Across a re-exec the seconds go on from where they were.
-  const auto* part = b.parts.by_collector.Get<XmitWaitTicks>("xmit_wait_tick");
-  ASSERT_NE(part, nullptr);
+  // Across a re-exec (what it saved, through the state's JSON text) the
+  // seconds go on from where they were.
+  const auto saved = ticks->Saved();
+  ASSERT_TRUE(saved);
   CollectorOptions again;
-  again.restored_waits = *part->waits;
+  again.restored["xmit_wait_tick"] = nlohmann::json::parse(saved->dump());
   auto restarted = FindCollector("xmit_wait_tick")->make(again);
   restarted->Publish(&b.parts);
   EXPECT_DOUBLE_EQ(seconds(b.Render(), "switch", leaf, 5), 6000 * 8e-9);
+  // What it cannot read: it starts afresh (no series until a port waits).
+  CollectorOptions garbled;
+  garbled.restored["xmit_wait_tick"] = nlohmann::json::parse(R"([["x"]])");
+  auto fresh = FindCollector("xmit_wait_tick")->make(garbled);
+  fresh->Publish(&b.parts);
+  EXPECT_LT(seconds(b.Render(), "switch", leaf, 5), 0);
 }
 
 // An HCA whose PMA does not claim PortXmitWait (as mlx5's ClassPortInfo)
