@@ -339,29 +339,27 @@ class FecCollector final : public Collector {
     if (f.source != FecSource::kPmaExtendedSpeeds) StartOver(FecSource::kPmaExtendedSpeeds, &st);
     f.port = r.port;
     f.lanes = std::min<int>(topology::MaxLanes(p->width_active), static_cast<int>(transport::kFecLanes));
-    if (!st.last) {
-      // The first read: what the device counted since it was last cleared.
-      f.corrected_blocks = now.corrected_blocks;
-      f.uncorrectable_blocks = now.uncorrectable_blocks;
-      f.corrected_symbols = now.corrected_symbols;
-      for (std::size_t lane = 0; lane < transport::kFecLanes; ++lane)
-        f.lane_symbols[lane] = now.corrected_symbols_lane[lane];
-    } else {
-      const ExtendedSpeedsRsFec& was = *st.last;
-      const std::uint64_t symbols = RiseOf(was.corrected_symbols, now.corrected_symbols);
-      const std::uint64_t uncorrectable = RiseOf(was.uncorrectable_blocks, now.uncorrectable_blocks);
-      f.corrected_blocks += RiseOf(was.corrected_blocks, now.corrected_blocks);
-      f.uncorrectable_blocks += uncorrectable;
-      f.corrected_symbols += symbols;
+    // Totals by the one rule (counter_store.h FoldTotal): the first read is
+    // what the device counted since it was last cleared.
+    const ExtendedSpeedsRsFec* was = st.last ? &*st.last : nullptr;
+    const auto fold = [&](std::uint32_t ExtendedSpeedsRsFec::*field, std::uint64_t* total) {
+      const std::uint64_t last = was ? was->*field : 0;
+      return FoldTotal(was ? &last : nullptr, now.*field, total);
+    };
+    fold(&ExtendedSpeedsRsFec::corrected_blocks, &f.corrected_blocks);
+    const std::uint64_t uncorrectable = fold(&ExtendedSpeedsRsFec::uncorrectable_blocks, &f.uncorrectable_blocks);
+    const std::uint64_t symbols = fold(&ExtendedSpeedsRsFec::corrected_symbols, &f.corrected_symbols);
+    std::array<std::uint64_t, transport::kFecLanes> lane_delta{};
+    for (std::size_t lane = 0; lane < transport::kFecLanes; ++lane) {
+      const std::uint64_t last = was ? was->corrected_symbols_lane[lane] : 0;
+      lane_delta[lane] = FoldTotal(was ? &last : nullptr, now.corrected_symbols_lane[lane], &f.lane_symbols[lane]);
+    }
+    if (was) {
       std::uint64_t most = 0;
       f.worst_lane = -1;
-      std::array<std::uint64_t, transport::kFecLanes> lane_delta{};
       for (std::size_t lane = 0; lane < transport::kFecLanes; ++lane) {
-        const std::uint64_t d = RiseOf(was.corrected_symbols_lane[lane], now.corrected_symbols_lane[lane]);
-        lane_delta[lane] = d;
-        f.lane_symbols[lane] += d;
-        if (d > most) {
-          most = d;
+        if (lane_delta[lane] > most) {
+          most = lane_delta[lane];
           f.worst_lane = static_cast<int>(lane);
         }
       }
@@ -428,29 +426,24 @@ class FecCollector final : public Collector {
     if (f.source != FecSource::kPpcnt) StartOver(FecSource::kPpcnt, st);
     f.port = r.port;
     f.lanes = std::min<int>(topology::MaxLanes(p.width_active), static_cast<int>(transport::kPhysLayerLanes));
-    if (!st->phys) {
-      // The first read: what the device counted since it was last cleared.
-      f.received_bits = now.received_bits;
-      f.corrected_bits = now.corrected_bits;
-      f.effective_errors = now.effective_errors;
-      f.symbol_errors = now.symbol_errors;
-      f.lane_raw_errors = now.raw_errors_lane;
-    } else {
-      const transport::PhysLayerStatistics& was = *st->phys;
-      const std::uint64_t bits = RiseOf(was.received_bits, now.received_bits);
-      const std::uint64_t corrected = RiseOf(was.corrected_bits, now.corrected_bits);
-      const std::uint64_t effective = RiseOf(was.effective_errors, now.effective_errors);
-      const std::uint64_t symbols = RiseOf(was.symbol_errors, now.symbol_errors);
-      f.received_bits += bits;
-      f.corrected_bits += corrected;
-      f.effective_errors += effective;
-      f.symbol_errors += symbols;
-      std::array<std::uint64_t, transport::kPhysLayerLanes> lane_delta{};
+    // Totals by the one rule (counter_store.h FoldTotal), as the PMA's.
+    const transport::PhysLayerStatistics* was = st->phys ? &*st->phys : nullptr;
+    const auto fold = [&](std::uint64_t transport::PhysLayerStatistics::*field, std::uint64_t* total) {
+      return FoldTotal(was ? &(was->*field) : nullptr, now.*field, total);
+    };
+    const std::uint64_t bits = fold(&transport::PhysLayerStatistics::received_bits, &f.received_bits);
+    const std::uint64_t corrected = fold(&transport::PhysLayerStatistics::corrected_bits, &f.corrected_bits);
+    const std::uint64_t effective = fold(&transport::PhysLayerStatistics::effective_errors, &f.effective_errors);
+    const std::uint64_t symbols = fold(&transport::PhysLayerStatistics::symbol_errors, &f.symbol_errors);
+    std::array<std::uint64_t, transport::kPhysLayerLanes> lane_delta{};
+    for (std::size_t lane = 0; lane < transport::kPhysLayerLanes; ++lane) {
+      lane_delta[lane] =
+          FoldTotal(was ? &was->raw_errors_lane[lane] : nullptr, now.raw_errors_lane[lane], &f.lane_raw_errors[lane]);
+    }
+    if (was) {
       std::uint64_t most = 0;
       f.worst_lane = -1;
       for (std::size_t lane = 0; lane < transport::kPhysLayerLanes; ++lane) {
-        lane_delta[lane] = RiseOf(was.raw_errors_lane[lane], now.raw_errors_lane[lane]);
-        f.lane_raw_errors[lane] += lane_delta[lane];
         if (lane_delta[lane] > most) {
           most = lane_delta[lane];
           f.worst_lane = static_cast<int>(lane);

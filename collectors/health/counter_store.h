@@ -97,8 +97,22 @@ struct PortTotals {
 // difference, or all of `raw` after a fall (the counter was cleared, or
 // its device restarted). The rule every source's totals add by: the PMA
 // counters here (Increase, which first holds a single fall while the data
-// go on), the FEC and PPCNT counters (collectors/fec_collector.cc).
+// go on), the FEC and PPCNT counters (FoldTotal).
 constexpr std::uint64_t RiseOf(std::uint64_t last, std::uint64_t raw) { return raw >= last ? raw - last : raw; }
+
+// A total kept from a device counter read whole each time (the FEC and
+// PPCNT counters, collectors/fec_collector.cc): the first reading (`last`
+// null) is what the device counted since it was last cleared; each later
+// one adds its rise (RiseOf). Returns the rise, 0 at the first reading.
+constexpr std::uint64_t FoldTotal(const std::uint64_t* last, std::uint64_t raw, std::uint64_t* total) {
+  if (!last) {
+    *total = raw;
+    return 0;
+  }
+  const std::uint64_t rise = RiseOf(*last, raw);
+  *total += rise;
+  return rise;
+}
 
 // How much counter `i` of a port grows with `sample`, by the rules above:
 // the difference to the last reading, the whole reading after a restart or
