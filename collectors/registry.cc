@@ -5,6 +5,7 @@
 #include "collectors/adaptive_routing_collector.h"
 #include "collectors/blast_radius_collector.h"
 #include "collectors/capabilities_collector.h"
+#include "collectors/drain_collector.h"
 #include "collectors/fabric_collector.h"
 #include "collectors/fat_tree_collector.h"
 #include "collectors/fec_collector.h"
@@ -39,6 +40,7 @@ const std::vector<CollectorInfo>& Registry() {
       ModuleCollectorInfo(),
       LinkHealthCollectorInfo(),
       BlastRadiusCollectorInfo(),
+      DrainCollectorInfo(),
       SubnetManagersCollectorInfo(),
       SwitchEnvironmentCollectorInfo(),
       HostCollectorInfo(),

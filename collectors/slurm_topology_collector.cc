@@ -9,21 +9,12 @@
 
 #include "collectors/framework/render.h"
 #include "config/config_file.h"
+#include "config/slurm_names.h"
 
 namespace ibfabric::collectors {
 namespace {
 
-// A switch's description made a Slurm name: letters, digits, '.', '-' and
-// '_' kept, anything else '_' (Slurm's hostlist parser reads ',', '[' and
-// ' ' as its own; a switch's description holds ';', ':' and '/').
-std::string SlurmSafe(const std::string& text) {
-  std::string out;
-  for (const char c : text) {
-    const bool kept = std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '.' || c == '-' || c == '_';
-    out += kept ? c : '_';
-  }
-  return out;
-}
+using config::SlurmSafe;
 
 // Each ranked switch's name: its name as operators say it
 // (topology::ShortName: an NVIDIA system's, not "MF0;...:MQM8700/U1") made
@@ -292,30 +283,6 @@ nlohmann::json SlurmTreeJson(const SlurmTree& tree) {
           {"left_out", tree.left_out}};
 }
 
-bool ParseSlurmNodeNames(const std::string& text, std::map<std::string, std::string>* names, std::string* error) {
-  std::istringstream in(text);
-  std::string line;
-  for (int number = 1; std::getline(in, line); ++number) {
-    line = line.substr(0, line.find('#'));
-    std::istringstream words(line);
-    std::string host, node, extra;
-    if (!(words >> host)) continue;
-    if (!(words >> node) || (words >> extra)) {
-      *error = "line " + std::to_string(number) + ": not FABRIC_HOST SLURM_NODE";
-      return false;
-    }
-    if (SlurmSafe(node) != node) {
-      *error = "line " + std::to_string(number) + ": '" + node + "' is no Slurm node name (letters, digits, . - _)";
-      return false;
-    }
-    if (!names->emplace(host, node).second) {
-      *error = "line " + std::to_string(number) + ": " + host + " named twice";
-      return false;
-    }
-  }
-  return true;
-}
-
 namespace {
 
 class SlurmTopologyCollector final : public Collector {
@@ -396,7 +363,7 @@ ApiReply JsonReply(const Snapshot& s, const ApiParams& params) {
 }  // namespace
 
 std::unique_ptr<Collector> MakeSlurmTopologyCollector(const CollectorOptions& options) {
-  return std::make_unique<SlurmTopologyCollector>(options.Get<SlurmTopologyOptions>().node_names);
+  return std::make_unique<SlurmTopologyCollector>(options.slurm_node_names);
 }
 
 void RenderSlurmTopology(const Snapshot& s, const Emit& out) {
@@ -426,24 +393,6 @@ CollectorInfo SlurmTopologyCollectorInfo() {
       .make = MakeSlurmTopologyCollector,
       .render = RenderSlurmTopology,
       .reads = {"fat_tree"},
-      .flags = {{"slurm.node-name-map",
-                 "Slurm's names of the fabric's hosts, for the topology.conf the exporter writes: FABRIC_HOST "
-                 "SLURM_NODE per line, '#' comments (default: the host's name in the fabric, rdma-ndd's \"%h\").",
-                 "FILE",
-                 [](CollectorOptions& o, const std::string& v) -> std::string {
-                   if (v.empty()) return "must not be empty";
-                   std::map<std::string, std::string> names;
-                   std::string why;
-                   if (!config::ParseFile(
-                           v,
-                           [&](const std::string& text, std::string* e) {
-                             return ParseSlurmNodeNames(text, &names, e);
-                           },
-                           &why))
-                     return why;
-                   o.Own<SlurmTopologyOptions>().node_names = std::move(names);
-                   return "";
-                 }}},
       .routes = {{"/api/v1/slurm/topology.conf", "Slurm topology.conf", ConfReply},
                  {"/api/v1/slurm/topology.yaml", "Slurm topology.yaml", YamlReply},
                  {"/api/v1/slurm/topology", "Slurm topology JSON", JsonReply}},

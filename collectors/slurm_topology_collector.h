@@ -62,11 +62,6 @@ namespace ibfabric::collectors {
 
 inline constexpr std::string_view kSlurmTopologyCollector = "slurm_topology";
 
-// Its flag's options (--slurm.node-name-map).
-struct SlurmTopologyOptions {
-  std::map<std::string, std::string> node_names;  // fabric host -> Slurm NodeName
-};
-
 struct SlurmSwitch {
   std::string name;  // Slurm-safe, unique
   std::uint64_t guid = 0;
@@ -102,10 +97,8 @@ std::string TopologyConf(const SlurmTree& tree);
 // tree as the cluster default, the blocks where there are any.
 std::string TopologyYaml(const SlurmTree& tree);
 nlohmann::json SlurmTreeJson(const SlurmTree& tree);
-// "FABRIC_HOST SLURM_NODE" per line, '#' comments; false with "line N: reason".
-bool ParseSlurmNodeNames(const std::string& text, std::map<std::string, std::string>* names, std::string* error);
 
-// Its declaration (name, help, factory, render, reads, flags, routes): the registry's line.
+// Its declaration (name, help, factory, render, reads, routes): the registry's line.
 CollectorInfo SlurmTopologyCollectorInfo();
 std::unique_ptr<Collector> MakeSlurmTopologyCollector(const CollectorOptions& options);
 void RenderSlurmTopology(const Snapshot& s, const Emit& out);

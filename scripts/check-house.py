@@ -8,7 +8,10 @@
   collector's header: what it reads of another comes through the Snapshot,
   by the part's type in collectors/parts/;
 - no production function is over 100 lines, but the tables of data listed
-  in TABLES (each with what it is a table of).
+  in TABLES (each with what it is a table of);
+- every test file (tests/unit/*_test.cc, tests/integration/*_test.cc) is
+  built: tests/CMakeLists.txt names it (a file it does not name is never
+  compiled, and its tests never run: slurm_topology's did not for a day).
 
 Functions are found by Universal Ctags (Debian's universal-ctags), which
 gives each one's first and last line. Prints one line per breach and exits
@@ -106,10 +109,21 @@ def long_functions(root, files):
     return problems
 
 
+def tests_built(root, files):
+    with open(os.path.join(root, "tests/CMakeLists.txt"), encoding="utf-8") as f:
+        listed = f.read()
+    problems = []
+    for path in files:
+        if re.fullmatch(r"tests/(unit|integration)/[^/]+_test\.cc", path) and path[len("tests/"):] not in listed:
+            problems.append(f"{path}: not built (tests/CMakeLists.txt does not name it)")
+    return problems
+
+
 def main():
     root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..")
     files = tracked(root)
-    problems = private_headers(root, files) + collectors_apart(root, files) + long_functions(root, files)
+    problems = (private_headers(root, files) + collectors_apart(root, files) + long_functions(root, files) +
+                tests_built(root, files))
     for p in problems:
         print(p)
     if problems:

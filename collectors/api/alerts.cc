@@ -20,7 +20,6 @@
 namespace ibfabric::collectors {
 namespace {
 
-using api::AlertId;
 using api::AlertToJson;
 using api::End;
 using api::NameOf;
@@ -112,14 +111,9 @@ json BlastRadiusJson(const Snapshot& s, const Alert& a) {
 
 }  // namespace
 
-std::string api::AlertId(const Alert& a) {
-  return std::string(ToString(a.cause)) + ":" + FormatGuid(a.cable.a.node_guid) + ":" + std::to_string(a.cable.a.port) +
-         "-" + FormatGuid(a.cable.b.node_guid) + ":" + std::to_string(a.cable.b.port);
-}
-
 // The alert as the API lists it (api/detail/common.h).
 json api::AlertToJson(const Snapshot& s, const Alert& a) {
-  const std::string id = AlertId(a);
+  const std::string id = IdOf(a);
   json evidence = json::array();
   for (const Evidence& e : a.evidence) {
     json x{{"signal", e.signal}};

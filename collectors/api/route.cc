@@ -12,7 +12,6 @@
 namespace ibfabric::collectors {
 namespace {
 
-using api::AlertId;
 using api::End;
 using api::NodeOf;
 using api::ParseGuid;
@@ -84,7 +83,7 @@ nlohmann::json RouteJson(const Snapshot& s, const RouteQuery& q) {
     for (const Alert& a : s.health->active) {
       const bool crosses =
           a.root ? left_by.count(*a.root) > 0 : left_by.count(a.cable.a) > 0 || left_by.count(a.cable.b) > 0;
-      if (crosses) crossed.push_back(AlertId(a));
+      if (crosses) crossed.push_back(IdOf(a));
     }
   }
   return {{"from", End(s, from)},

@@ -3,6 +3,8 @@
 #include <filesystem>
 
 #include "collectors/health/alert_config.h"
+#include "config/config_file.h"
+#include "config/slurm_names.h"
 #include "config/values.h"
 
 namespace ibfabric::collectors {
@@ -89,6 +91,22 @@ const std::vector<CollectorFlag>& SharedFlags() {
        [](CollectorOptions& o, const std::string& v) -> std::string {
          std::string why;
          return ParsePortGroups(v, &o.port_groups, &o.port_groups_auto, &why) ? "" : why;
+       }},
+      {"slurm.node-name-map",
+       "Slurm's names of the fabric's hosts, for the Slurm topology files and the drain list the exporter writes: "
+       "FABRIC_HOST SLURM_NODE per line, '#' comments (default: the host's name in the fabric, rdma-ndd's \"%h\").",
+       "FILE",
+       [](CollectorOptions& o, const std::string& v) -> std::string {
+         if (v.empty()) return "must not be empty";
+         std::map<std::string, std::string> names;
+         std::string why;
+         if (!config::ParseFile(
+                 v,
+                 [&](const std::string& text, std::string* e) { return config::ParseSlurmNodeNames(text, &names, e); },
+                 &why))
+           return why;
+         o.slurm_node_names = std::move(names);
+         return "";
        }},
       {"host.sysfs",
        "Where this host's sysfs is (its class/infiniband and PCI devices), for the host collector in local scope; a "

@@ -38,12 +38,13 @@ using PodDevices = std::function<std::optional<std::vector<host::DeviceClaim>>(s
 class CollectorOptions {
  public:
   // Shared by several collectors (SharedFlags):
-  std::optional<topology::CablingPlan> plan;          // --topology.plan: fat_tree compares every analysis with it
-  std::optional<topology::HostPattern> host_pattern;  // --topology.host-pattern; none: rdma-ndd's
-  AlertConfig alerts;                                 // --alerts.config: thresholds, windows, hysteresis
-  std::chrono::milliseconds phy_interval{300'000};    // --phy.interval: each physical-layer read at most this often
-  int clear_threshold_percent = 0;                    // --counters.clear-threshold: 0 never clears
-  std::string host_sysfs = "/sys";                    // --host.sysfs: this host's sysfs root
+  std::optional<topology::CablingPlan> plan;            // --topology.plan: fat_tree compares every analysis with it
+  std::optional<topology::HostPattern> host_pattern;    // --topology.host-pattern; none: rdma-ndd's
+  AlertConfig alerts;                                   // --alerts.config: thresholds, windows, hysteresis
+  std::map<std::string, std::string> slurm_node_names;  // --slurm.node-name-map: fabric host -> Slurm NodeName
+  std::chrono::milliseconds phy_interval{300'000};      // --phy.interval: each physical-layer read at most this often
+  int clear_threshold_percent = 0;                      // --counters.clear-threshold: 0 never clears
+  std::string host_sysfs = "/sys";                      // --host.sysfs: this host's sysfs root
   // --counters.groups: the per-port series groups rendered; with
   // `port_groups_auto`, as AutoPortGroups decides for the fabric's size.
   PortGroups port_groups = PortGroups().set();

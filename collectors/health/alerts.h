@@ -129,6 +129,10 @@ struct Alert {
   std::vector<std::uint64_t> adaptive_switches;
 };
 
+// An alert's id, as the API and the drain list name it:
+// "CAUSE:GUID_A:PORT_A-GUID_B:PORT_B" (the cable's ends in order).
+std::string IdOf(const Alert& a);
+
 // A congestion tree as one sweep judged it (topology/congestion.h), with
 // each port's transmit-wait fraction over the window where it is known.
 struct CongestionReport {

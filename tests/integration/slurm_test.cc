@@ -8,6 +8,12 @@
 // under its rail-0 leaf), and topology.yaml (Slurm 25.05's, which Debian's
 // 22.05 does not read: checked against the file the controller took) holds
 // that same tree and each scalable unit as a block of its servers.
+// The shipped drain script (deploy/slurm/ibfabric-drain) on the exporter's
+// drain list: of a planted bad host cable it drains exactly that host, with
+// the alert's reason, and resumes it once the cable has been clean for
+// --drain.resume-after; in dry-run, and past its cap, it drains nothing.
+// The shipped NHC check (deploy/nhc/ibfabric.nhc) fails that host alone,
+// with the same reason, until it may come back.
 
 #include "tests/testbed/slurm.h"
 
@@ -181,6 +187,142 @@ TEST_F(SlurmUnitsTest, TheUnitsAreBlocksAndTheYamlTreeIsTheOneARealSlurmctldTake
                                            lines.at(tree_->RailLeaf(2, 1)).substr(6)}))
       << "each unit's block lists the servers its rail-0 leaf does";
   EXPECT_EQ(e->ScrapeMetrics().Value("infiniband_slurm_topology_blocks", {}), 2);
+}
+
+class SlurmDrainTest : public FabricSuite {
+ protected:
+  static void SetUpTestSuite() { StartFabric(Spec(2, 2, 3, 1, 8)); }
+};
+
+TEST_F(SlurmDrainTest, TheScriptDrainsTheHostOfABadCableAndResumesItWhenClean) {
+  const std::string dir = MakeTempDir("drain");
+  WriteFile(dir + "/alerts.yaml", kPagingAlerts);
+  auto e =
+      StartExporter({"--sweep.interval=500ms", "--alerts.config=" + dir + "/alerts.yaml", "--drain.resume-after=3s"});
+  ASSERT_NE(e, nullptr);
+  int status = 0;
+  std::string error;
+  auto slurm = SlurmController::Start(tree_->hosts(), e->Get("/api/v1/slurm/topology.conf", &status), &error);
+  ASSERT_NE(slurm, nullptr) << error;
+  const auto script = [&](std::vector<std::string> args) {
+    std::vector<std::string> argv{"python3",    std::string(IBFABRIC_SOURCE_DIR) + "/deploy/slurm/ibfabric-drain",
+                                  "--url",      "http://127.0.0.1:" + std::to_string(e->port()),
+                                  "--state",    dir + "/state.json",
+                                  "--textfile", dir + "/drain.prom"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const CommandResult r = RunCommand(argv, slurm->ClientEnv(), std::chrono::seconds(30));
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    return r.out;
+  };
+  // NHC's check as NHC runs it: sourced into bash, failing through `die`.
+  const auto nhc = [&](const std::string& host) {
+    const std::string check = std::string(IBFABRIC_SOURCE_DIR) + "/deploy/nhc/ibfabric.nhc";
+    const CommandResult r = RunCommand(
+        {"bash", "-c",
+         "die() { echo \"DIE $1 $2\"; return 1; }; . '" + check +
+             "'; check_ibfabric_drain http://127.0.0.1:" + std::to_string(e->port()) + " " + host + "; echo rc=$?"},
+        {}, std::chrono::seconds(30));
+    return r.out + r.err;
+  };
+  const auto drained = [&] {
+    std::set<std::string> out;
+    for (const auto& [node, n] : slurm->Nodes(&error)) {
+      if (n.state.count("DRAIN")) out.insert(node + ": " + n.reason);
+    }
+    return out;
+  };
+
+  // Host 2's own cable goes bad: it alone is listed, with the alert's reason.
+  const std::string bad = tree_->Host(2);
+  auto ramp = std::make_unique<Ramp>(tree_->LeafHostPort(2), "PortCounters.SymbolErrorCounter", 10, 60000);
+  nlohmann::json listed;
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        listed = nlohmann::json::parse(e->Get("/api/v1/drain", &status), nullptr, false);
+        return status == 200 && listed["drain"].size() == 1;
+      },
+      seconds(30), std::chrono::milliseconds(250)))
+      << listed.dump();
+  const nlohmann::json& entry = listed["drain"][0];
+  EXPECT_EQ(entry["node"], bad);
+  EXPECT_EQ(entry["state"], "faulty");
+  ASSERT_EQ(entry["faults"].size(), 1u);
+  EXPECT_EQ(entry["faults"][0]["cause"], "bad_cable");
+  const std::string cable =
+      bad + "[1] - " + tree_->LeafHostPort(2).node + "[" + std::to_string(tree_->LeafHostPort(2).port) + "]";
+  EXPECT_EQ(entry["faults"][0]["cable"], cable);
+  const std::string reason = entry["reason"];
+  EXPECT_EQ(reason.rfind("ibfabric: bad_cable " + cable + " since ", 0), 0u) << reason;
+  const nlohmann::json alerts = nlohmann::json::parse(e->Get("/api/v1/alerts?state=active", &status), nullptr, false);
+  std::set<std::string> ids;
+  for (const auto& a : alerts["active"]) ids.insert(a["id"].get<std::string>());
+  EXPECT_TRUE(ids.count(entry["faults"][0]["alert_id"].get<std::string>())) << alerts.dump();
+  EXPECT_EQ(listed["fabric_hosts"], tree_->hosts().size());
+
+  EXPECT_EQ(nhc(bad), "DIE 1 " + reason + "\nrc=1\n");
+  EXPECT_EQ(nhc(tree_->Host(1)), "rc=0\n");
+
+  // Dry-run (the default): said, not done. Past its cap: said, not done.
+  std::string out = script({"--max-percent=50"});
+  EXPECT_NE(out.find("would drain " + bad + ": ibfabric: bad_cable " + cable), std::string::npos) << out;
+  EXPECT_TRUE(drained().empty());
+  out = script({"--apply", "--max-hosts=0"});
+  EXPECT_NE(out.find("skip " + bad + ": cap reached"), std::string::npos) << out;
+  EXPECT_TRUE(drained().empty());
+  // 5 % of 6 hosts is none: the default cap drains nothing here either.
+  out = script({"--apply"});
+  EXPECT_NE(out.find("cap reached (0 drained, at most 0)"), std::string::npos) << out;
+  EXPECT_TRUE(drained().empty());
+
+  // Applied: exactly that host, with the list's reason; again: nothing more.
+  out = script({"--apply", "--max-percent=50"});
+  EXPECT_NE(out.find("drain " + bad + ": "), std::string::npos) << out;
+  EXPECT_EQ(drained(), (std::set<std::string>{bad + ": " + reason})) << slurm->Log();
+  out = script({"--apply", "--max-percent=50"});
+  EXPECT_EQ(out.find("drain "), std::string::npos) << out;
+
+  // The cable clean: held for --drain.resume-after, then to resume; the
+  // script resumes the node it drained.
+  ramp.reset();
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        listed = nlohmann::json::parse(e->Get("/api/v1/drain", &status), nullptr, false);
+        return status == 200 && listed["drain"].size() == 1 && listed["drain"][0]["state"] == "holding";
+      },
+      seconds(30), std::chrono::milliseconds(250)))
+      << listed.dump();
+  out = script({"--apply", "--max-percent=50"});
+  EXPECT_EQ(drained().size(), 1u) << "held: still drained\n" << out;
+  EXPECT_NE(nhc(bad).find("DIE 1 ibfabric: cables clean since "), std::string::npos) << nhc(bad);
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        listed = nlohmann::json::parse(e->Get("/api/v1/drain", &status), nullptr, false);
+        return status == 200 && listed["drain"].empty() && listed["resume"].size() == 1;
+      },
+      seconds(30), std::chrono::milliseconds(250)))
+      << listed.dump();
+  EXPECT_EQ(listed["resume"][0]["node"], bad);
+  out = script({"--apply", "--max-percent=50"});
+  EXPECT_NE(out.find("resume " + bad), std::string::npos) << out << [&] {
+    std::string states;
+    for (const auto& [node, n] : slurm->Nodes(&error)) {
+      states += node + ":";
+      for (const auto& w : n.state) states += " " + w;
+      states += "\n";
+    }
+    return states;
+  }();
+  EXPECT_TRUE(drained().empty()) << out;
+  EXPECT_EQ(nhc(bad), "rc=0\n");
+  // Counted where node_exporter's textfile collector reads them.
+  const std::string counts = ReadFile(dir + "/drain.prom");
+  for (const char* line : {R"(ibfabric_drain_actions_total{action="drain",result="done"} 1)",
+                           R"(ibfabric_drain_actions_total{action="drain",result="dry_run"} 1)",
+                           R"(ibfabric_drain_actions_total{action="drain",result="capped"} 2)",
+                           R"(ibfabric_drain_actions_total{action="resume",result="done"} 1)"}) {
+    EXPECT_NE(counts.find(line), std::string::npos) << line << "\n" << counts;
+  }
+  RemoveTree(dir);
 }
 
 }  // namespace

@@ -137,7 +137,7 @@ class StatusPageTest : public FabricSuite {
   // The header links every endpoint of every collector on (their titles
   // from the registry, /api/v1/collectors), each answering; the page asks
   // a collector's data only where it is on. An exporter without the
-  // subnet managers and Slurm collectors has neither link, and its page
+  // subnet managers, Slurm and drain collectors has none of their links, and its page
   // never asks /api/v1/subnet_managers (the browser's resource timings).
   void CheckCollectorLinks(Browser& b) {
     std::string error;
@@ -162,7 +162,7 @@ class StatusPageTest : public FabricSuite {
       return out;
     }();
     EXPECT_EQ(titles, (std::set<std::string>{"Subnet managers JSON", "Slurm topology.conf", "Slurm topology.yaml",
-                                             "Slurm topology JSON"}));
+                                             "Slurm topology JSON", "Drain list JSON"}));
     for (const json& l : (*page)["links"]) {
       const std::string body = exporter_->Get("/" + l[1].get<std::string>(), &status);
       EXPECT_EQ(status, 200) << l.dump() << ": " << body;
@@ -177,8 +177,8 @@ class StatusPageTest : public FabricSuite {
     };
     EXPECT_TRUE(asked(*page, "/api/v1/subnet_managers")) << (*page)["asked"].dump();
 
-    auto fewer =
-        StartExporter({"--sweep.interval=2s", "--no-collector.subnet_managers", "--no-collector.slurm_topology"});
+    auto fewer = StartExporter({"--sweep.interval=2s", "--no-collector.subnet_managers",
+                                "--no-collector.slurm_topology", "--no-collector.drain"});
     ASSERT_NE(fewer, nullptr);
     ASSERT_TRUE(b.Navigate("http://127.0.0.1:" + std::to_string(fewer->port()) + "/", &error)) << error;
     ASSERT_TRUE(b.WaitFor("return document.body.dataset.loaded === 'true';", seconds(30), &error)) << error;

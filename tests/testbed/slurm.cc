@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <random>
 #include <regex>
@@ -113,6 +114,43 @@ std::map<std::string, SlurmSwitchLine> SlurmController::Topology(std::string* er
     s.level = fields.count("Level") ? std::stoi(fields["Level"]) : -1;
     if (fields.count("Nodes")) s.nodes = Expand(fields["Nodes"]);
     if (fields.count("Switches")) s.switches = Expand(fields["Switches"]);
+  }
+  return out;
+}
+
+std::map<std::string, SlurmNodeState> SlurmController::Nodes(std::string* error) const {
+  const CommandResult r = RunCommand({"scontrol", "show", "node", "-o"}, SlurmEnv(), std::chrono::seconds(10));
+  if (r.exit_code != 0) {
+    *error = "scontrol show node: " + r.err;
+    return {};
+  }
+  // "NodeName=cn0001 Arch=... State=IDLE+DRAIN ... Reason=text with spaces [root@2026-...] ..."
+  static const std::regex kKey(R"(^[A-Za-z]+=)");
+  std::map<std::string, SlurmNodeState> out;
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);) {
+    std::map<std::string, std::string> fields;
+    std::string key;
+    std::istringstream words(line);
+    for (std::string w; words >> w;) {
+      if (std::regex_search(w, kKey)) {
+        key = w.substr(0, w.find('='));
+        fields[key] = w.substr(w.find('=') + 1);
+      } else if (!key.empty()) {
+        fields[key] += " " + w;
+      }
+    }
+    if (!fields.count("NodeName")) continue;
+    SlurmNodeState& n = out[fields["NodeName"]];
+    std::string state = fields["State"];
+    state.erase(std::remove(state.begin(), state.end(), '*'), state.end());
+    std::istringstream parts(state);
+    for (std::string p; std::getline(parts, p, '+');) n.state.insert(p);
+    n.reason = fields["Reason"];
+    const auto who = n.reason.rfind(" [");
+    if (who != std::string::npos && n.reason.back() == ']' && n.reason.find('@', who) != std::string::npos) {
+      n.reason.resize(who);
+    }
   }
   return out;
 }

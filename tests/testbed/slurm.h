@@ -22,6 +22,12 @@ struct SlurmSwitchLine {
   std::set<std::string> switches;  // expanded
 };
 
+// One node as `scontrol show node -o` says it.
+struct SlurmNodeState {
+  std::set<std::string> state;  // "IDLE", "DRAIN", ... ('*' and '+' taken off)
+  std::string reason;           // without Slurm's " [user@time]"
+};
+
 class SlurmController {
  public:
   // Null with a one-line reason when munged or slurmctld does not start, or
@@ -39,6 +45,10 @@ class SlurmController {
   bool Reconfigure(const std::string& topology_conf, std::string* error) const;
   // What slurmctld logged (its warnings about the topology among them).
   std::string Log() const;
+  // Every node's state and reason; empty with *error when scontrol fails.
+  std::map<std::string, SlurmNodeState> Nodes(std::string* error) const;
+  // What a program run against this controller needs (SLURM_CONF).
+  Env ClientEnv() const { return SlurmEnv(); }
 
  private:
   SlurmController() = default;

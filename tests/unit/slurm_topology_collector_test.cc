@@ -25,7 +25,7 @@ const ApiRoute& Route(std::string_view path) {
     if (r.path == path) return r;
   }
   ADD_FAILURE() << "no route " << path;
-  static const ApiRoute kNone{"", [](const Snapshot&, const ApiParams&) { return ApiReply{}; }};
+  static const ApiRoute kNone{"", "", [](const Snapshot&, const ApiParams&) { return ApiReply{}; }};
   return kNone;
 }
 
@@ -71,7 +71,7 @@ TEST(SlurmTopologyCollectorTest, TheLeavesListTheirHostsAndTheSpinesTheirLeaves)
 TEST(SlurmTopologyCollectorTest, HostsAreNamedAsSlurmKnowsThemAndOneGoneIsLeftOut) {
   Bed b;
   CollectorOptions o;
-  o.Own<SlurmTopologyOptions>().node_names = {{"cn0003", "gpu-a"}, {"cn0004", "gpu-b"}};
+  o.slurm_node_names = {{"cn0003", "gpu-a"}, {"cn0004", "gpu-b"}};
   auto tree = b.Make("fat_tree");
   b.Run(*tree);
   auto slurm = b.Make("slurm_topology", o);
@@ -189,21 +189,6 @@ TEST(SlurmTopologyCollectorTest, ScalableUnitsAreBlocks) {
   EXPECT_EQ(tree.switches.at("su2-leaf1").second, "gpu[21-22,24]");
   EXPECT_FALSE(tree.switches.count("su2-leaf2"));
   EXPECT_EQ(tree.switches.at("spine1").first, "su1-leaf1,su2-leaf1,su3-leaf1");
-}
-
-TEST(SlurmTopologyCollectorTest, ANodeNameMapIsCheckedLineByLine) {
-  std::map<std::string, std::string> names;
-  std::string error;
-  EXPECT_TRUE(ParseSlurmNodeNames("# fabric slurm\ncn0001 node01\n\ncn0002 node02 # second\n", &names, &error));
-  EXPECT_EQ(names, (std::map<std::string, std::string>{{"cn0001", "node01"}, {"cn0002", "node02"}}));
-  names.clear();
-  EXPECT_FALSE(ParseSlurmNodeNames("cn0001\n", &names, &error));
-  EXPECT_EQ(error, "line 1: not FABRIC_HOST SLURM_NODE");
-  EXPECT_FALSE(ParseSlurmNodeNames("cn0001 a\ncn0002 b[1]\n", &names, &error));
-  EXPECT_EQ(error, "line 2: 'b[1]' is no Slurm node name (letters, digits, . - _)");
-  names.clear();
-  EXPECT_FALSE(ParseSlurmNodeNames("cn0001 a\ncn0001 b\n", &names, &error));
-  EXPECT_EQ(error, "line 2: cn0001 named twice");
 }
 
 }  // namespace

@@ -22,8 +22,6 @@ double Unix(std::chrono::system_clock::time_point t);
 std::string NameOf(const Snapshot& s, std::uint64_t guid);
 // One end of a cable: node, guid, port, kind, lid.
 nlohmann::json End(const Snapshot& s, const topology::PortRef& ref);
-// "bad_cable:0x...:3-0x...:2": the alert's id in the API.
-std::string AlertId(const Alert& a);
 // An alert as /api/v1/alerts lists it (its id, cause, severity, ends,
 // evidence, blast radius).
 nlohmann::json AlertToJson(const Snapshot& s, const Alert& a);
