@@ -27,9 +27,12 @@ namespace {
 constexpr auto kResumeListed = std::chrono::hours(24);
 
 // Each CA port's host: its host in fat_tree's analysis, else the first
-// word of its CA's description (as the Slurm topology files name it).
-std::map<topology::PortRef, std::string> HostPorts(const topology::Fabric& fabric,
-                                                   const topology::HostAnalysis* hosts) {
+// word of its CA's description (as the Slurm topology files name it). A CA
+// gone from the fabric (its only cable down: nothing reaches it) by the
+// name it was last seen with, so that its cable read down is its host's.
+std::map<topology::PortRef, std::string> HostPorts(const topology::Fabric& fabric, const topology::HostAnalysis* hosts,
+                                                   const NodeLabels& seen) {
+  const auto first_word = [](const std::string& s) { return config::SlurmSafe(s.substr(0, s.find(' '))); };
   std::map<topology::PortRef, std::string> out;
   for (const topology::Node& n : fabric.nodes()) {
     if (!topology::IsHca(n)) continue;
@@ -37,52 +40,65 @@ std::map<topology::PortRef, std::string> HostPorts(const topology::Fabric& fabri
     if (hosts) {
       if (const auto it = hosts->of_ca.find(n.guid); it != hosts->of_ca.end()) host = hosts->hosts[it->second].name;
     }
-    if (host.empty()) host = config::SlurmSafe(n.description.substr(0, n.description.find(' ')));
+    if (host.empty()) host = first_word(n.description);
     if (host.empty()) continue;
     for (const topology::Port& p : n.ports) out[{n.guid, p.number}] = host;
+  }
+  for (const auto& [guid, label] : seen) {
+    if (label.kind != topology::NodeKind::kCa || fabric.FindNode(guid) || first_word(label.name).empty()) continue;
+    for (const auto& [port, port_guid] : label.port_guids) out[{guid, port}] = first_word(label.name);
   }
   return out;
 }
 
-// The cable named from the host's end: "cn0001[1] - ib-leaf01[1]".
-std::string CableName(const topology::Fabric& fabric, const topology::PortRef& mine, const topology::PortRef& other) {
+// The cable named from the host's end: "cn0001[1] - ib-leaf01[1]", a node
+// gone from the fabric by the name it was last seen with.
+std::string CableName(const topology::Fabric& fabric, const NodeLabels& seen, const topology::PortRef& mine,
+                      const topology::PortRef& other) {
   const auto end = [&](const topology::PortRef& p) {
-    return topology::NodeName(fabric, p.node_guid) + "[" + std::to_string(p.port) + "]";
+    const auto label = seen.find(p.node_guid);
+    const std::string name = fabric.FindNode(p.node_guid) || label == seen.end()
+                                 ? topology::NodeName(fabric, p.node_guid)
+                                 : label->second.name;
+    return name + "[" + std::to_string(p.port) + "]";
   };
   return end(mine) + " - " + end(other);
 }
 
-// The host end of `cable` and its host; nothing where neither end is a host's.
-std::optional<std::pair<topology::PortRef, std::string>> HostEnd(const std::map<topology::PortRef, std::string>& ports,
-                                                                 const topology::Link& cable) {
+// The host ends of `cable` and their hosts (both, for a cable between two
+// HCAs); none where neither end is a host's.
+std::vector<std::pair<topology::PortRef, std::string>> HostEnds(const std::map<topology::PortRef, std::string>& ports,
+                                                                const topology::Link& cable) {
+  std::vector<std::pair<topology::PortRef, std::string>> out;
   for (const topology::PortRef& end : {cable.a, cable.b}) {
-    if (const auto it = ports.find(end); it != ports.end()) return std::make_pair(end, it->second);
+    if (const auto it = ports.find(end); it != ports.end()) out.emplace_back(end, it->second);
   }
-  return std::nullopt;
+  return out;
 }
 
 // Every host's faults now: its cables' draining alerts, and those read down.
-std::map<std::string, std::vector<DrainFault>> FaultsOf(const topology::Fabric& fabric, const HealthReport& health,
+std::map<std::string, std::vector<DrainFault>> FaultsOf(const topology::Fabric& fabric, const NodeLabels& seen,
+                                                        const HealthReport& health,
                                                         const std::map<topology::PortRef, std::string>& ports) {
   std::map<std::string, std::vector<DrainFault>> out;
   for (const Alert& a : health.active) {
     if (a.cause != Cause::kBadCable && a.cause != Cause::kFlappingLink && a.cause != Cause::kDegradedLink) continue;
-    const auto end = HostEnd(ports, a.cable);
-    if (!end) continue;
-    const topology::PortRef& other = end->first == a.cable.a ? a.cable.b : a.cable.a;
-    out[end->second].push_back(
-        {IdOf(a), ToString(a.cause), ToString(a.severity), CableName(fabric, end->first, other), a.since});
+    for (const auto& [mine, host] : HostEnds(ports, a.cable)) {
+      const topology::PortRef& other = mine == a.cable.a ? a.cable.b : a.cable.a;
+      out[host].push_back(
+          {IdOf(a), ToString(a.cause), ToString(a.severity), CableName(fabric, seen, mine, other), a.since});
+    }
   }
   for (const CableSummary& c : health.cables) {
     if (c.up || !c.reachable) continue;  // up, or nothing of it read: no fault seen
-    const auto end = HostEnd(ports, c.cable);
-    if (!end) continue;
-    const topology::PortRef& other = end->first == c.cable.a ? c.cable.b : c.cable.a;
     const std::string cause = c.disabled ? "port_disabled" : "link_down";
-    out[end->second].push_back({cause + ":" + topology::FormatGuid(c.cable.a.node_guid) + ":" +
-                                    std::to_string(c.cable.a.port) + "-" + topology::FormatGuid(c.cable.b.node_guid) +
-                                    ":" + std::to_string(c.cable.b.port),
-                                cause, "critical", CableName(fabric, end->first, other), c.last_down});
+    const std::string id = cause + ":" + topology::FormatGuid(c.cable.a.node_guid) + ":" +
+                           std::to_string(c.cable.a.port) + "-" + topology::FormatGuid(c.cable.b.node_guid) + ":" +
+                           std::to_string(c.cable.b.port);
+    for (const auto& [mine, host] : HostEnds(ports, c.cable)) {
+      const topology::PortRef& other = mine == c.cable.a ? c.cable.b : c.cable.a;
+      out[host].push_back({id, cause, "critical", CableName(fabric, seen, mine, other), c.last_down});
+    }
   }
   return out;
 }
@@ -105,10 +121,12 @@ class DrainCollector final : public Collector {
   Outcome Update(const Cycle& cycle) override {
     const Snapshot& s = *cycle.parts;
     if (!s.health) return {};
-    const auto ports = HostPorts(*cycle.fabric, s.hosts.get());
-    std::map<std::string, std::vector<DrainFault>> faults = FaultsOf(*cycle.fabric, *s.health, ports);
+    if (!judging_since_) judging_since_ = cycle.wall;
+    const auto ports = HostPorts(*cycle.fabric, s.hosts.get(), *s.nodes);
+    std::map<std::string, std::vector<DrainFault>> faults = FaultsOf(*cycle.fabric, *s.nodes, *s.health, ports);
     auto list = std::make_shared<DrainList>();
     list->resume_after = options_.resume_after;
+    list->judging_since = *judging_since_;
     std::set<std::string> hosts;
     for (const auto& [port, host] : ports) hosts.insert(host);
     list->fabric_hosts = hosts.size();
@@ -169,6 +187,7 @@ class DrainCollector final : public Collector {
   std::map<std::string, std::string> names_;
   std::set<std::string> listed_;                                              // hosts listed faulty, not yet forgotten
   std::map<std::string, std::chrono::system_clock::time_point> clean_since_;  // of those, clean since
+  std::optional<std::chrono::system_clock::time_point> judging_since_;        // its first verdicts
   std::shared_ptr<const DrainList> list_;
 };
 
@@ -215,7 +234,8 @@ nlohmann::json DrainJson(const DrainList& list, const std::string& host) {
     one["resume_at"] = h.clean_since ? Time(*h.clean_since + list.resume_after) : nlohmann::json(nullptr);
     drain.push_back(std::move(one));
   }
-  return {{"resume_after_seconds", std::chrono::duration<double>(list.resume_after).count()},
+  return {{"resume_after_seconds", std::chrono::duration_cast<std::chrono::seconds>(list.resume_after).count()},
+          {"judging_since", Iso8601(list.judging_since)},
           {"fabric_hosts", list.fabric_hosts},
           {"drain", std::move(drain)},
           {"resume", std::move(resume)}};

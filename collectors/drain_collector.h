@@ -48,7 +48,7 @@ struct DrainOptions {
 
 // One fault of a host's own cable.
 struct DrainFault {
-  std::string alert_id;  // as /api/v1/alerts ids it; "link_down:<cable>" for a cable read down
+  std::string alert_id;  // as /api/v1/alerts ids it; "link_down:<ends>" ("port_disabled:<ends>") read down
   std::string cause;     // bad_cable, flapping_link, degraded_link, link_down, port_disabled
   std::string severity;  // warning, critical
   std::string cable;     // "cn0001[1] - ib-leaf01[1]", the host's end first
@@ -69,6 +69,9 @@ const char* ToString(DrainHost::State s);  // "faulty", "holding", "resume"
 struct DrainList {
   std::vector<DrainHost> hosts;  // faulty and holding (to drain), then resume; by name within each
   std::chrono::milliseconds resume_after{};
+  // Since when this exporter has judged the cables: a host it has not
+  // listed since this plus resume_after has had no fault for the hold.
+  std::chrono::system_clock::time_point judging_since{};
   std::size_t fabric_hosts = 0;  // hosts (and CAs in none) of the fabric: what a cap in percent is of
 };
 

@@ -328,37 +328,19 @@ class SlurmTopologyCollector final : public Collector {
   std::shared_ptr<const SlurmTree> tree_;
 };
 
-// The tree, or why there is none (404 where this exporter reports no
-// topology, 503 before the first walk's analysis).
-const SlurmTree* TreeOr(const Snapshot& s, ApiReply* reply) {
-  if (const auto* tree = s.by_collector.Get<SlurmTree>(kSlurmTopologyCollector)) return tree;
-  *reply = Absent(s, "no discovery has completed yet", "reports no topology");
-  return nullptr;
+// An endpoint of the tree: no parameters; 404 where this exporter reports
+// no topology, 503 before the first walk's analysis; else `write`'s body.
+ApiRoute TreeRoute(std::string_view path, std::string_view title, ApiReply (*write)(const SlurmTree&)) {
+  return {path, title, [path, write](const Snapshot& s, const ApiParams& params) -> ApiReply {
+            if (!params.empty()) return {400, nullptr, std::string(path) + " takes no parameters", "", ""};
+            const auto* tree = s.by_collector.Get<SlurmTree>(kSlurmTopologyCollector);
+            if (!tree) return Absent(s, "no discovery has completed yet", "reports no topology");
+            return write(*tree);
+          }};
 }
-
-ApiReply ConfReply(const Snapshot& s, const ApiParams& params) {
-  ApiReply reply;
-  if (!params.empty()) return {400, nullptr, "/api/v1/slurm/topology.conf takes no parameters", "", ""};
-  const SlurmTree* tree = TreeOr(s, &reply);
-  if (!tree) return reply;
-  return {200, nullptr, "", TopologyConf(*tree), "text/plain; charset=utf-8"};
-}
-
-ApiReply YamlReply(const Snapshot& s, const ApiParams& params) {
-  ApiReply reply;
-  if (!params.empty()) return {400, nullptr, "/api/v1/slurm/topology.yaml takes no parameters", "", ""};
-  const SlurmTree* tree = TreeOr(s, &reply);
-  if (!tree) return reply;
-  return {200, nullptr, "", TopologyYaml(*tree), "application/yaml; charset=utf-8"};
-}
-
-ApiReply JsonReply(const Snapshot& s, const ApiParams& params) {
-  ApiReply reply;
-  if (!params.empty()) return {400, nullptr, "/api/v1/slurm/topology takes no parameters", "", ""};
-  const SlurmTree* tree = TreeOr(s, &reply);
-  if (!tree) return reply;
-  return {200, SlurmTreeJson(*tree), "", "", ""};
-}
+ApiReply ConfBody(const SlurmTree& t) { return {200, nullptr, "", TopologyConf(t), "text/plain; charset=utf-8"}; }
+ApiReply YamlBody(const SlurmTree& t) { return {200, nullptr, "", TopologyYaml(t), "application/yaml; charset=utf-8"}; }
+ApiReply JsonBody(const SlurmTree& t) { return {200, SlurmTreeJson(t), "", "", ""}; }
 
 }  // namespace
 
@@ -393,9 +375,9 @@ CollectorInfo SlurmTopologyCollectorInfo() {
       .make = MakeSlurmTopologyCollector,
       .render = RenderSlurmTopology,
       .reads = {"fat_tree"},
-      .routes = {{"/api/v1/slurm/topology.conf", "Slurm topology.conf", ConfReply},
-                 {"/api/v1/slurm/topology.yaml", "Slurm topology.yaml", YamlReply},
-                 {"/api/v1/slurm/topology", "Slurm topology JSON", JsonReply}},
+      .routes = {TreeRoute("/api/v1/slurm/topology.conf", "Slurm topology.conf", ConfBody),
+                 TreeRoute("/api/v1/slurm/topology.yaml", "Slurm topology.yaml", YamlBody),
+                 TreeRoute("/api/v1/slurm/topology", "Slurm topology JSON", JsonBody)},
   };
 }
 

@@ -20,6 +20,7 @@
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -192,45 +193,73 @@ TEST_F(SlurmUnitsTest, TheUnitsAreBlocksAndTheYamlTreeIsTheOneARealSlurmctldTake
 class SlurmDrainTest : public FabricSuite {
  protected:
   static void SetUpTestSuite() { StartFabric(Spec(2, 2, 3, 1, 8)); }
+  void SetUp() override {
+    dir_ = MakeTempDir("drain");
+    WriteFile(dir_ + "/alerts.yaml", kPagingAlerts);
+  }
+  void TearDown() override { RemoveTree(dir_); }
+
+  std::unique_ptr<ExporterProcess> Exporter() {
+    // Every port's state read again within 2 s: a cable found down soon.
+    return StartExporter({"--sweep.interval=500ms", "--sweep.rotation=2s", "--alerts.config=" + dir_ + "/alerts.yaml",
+                          "--drain.resume-after=3s"});
+  }
+  // The shipped script against `e` and `slurm`, its output.
+  std::string Script(const ExporterProcess& e, const SlurmController& slurm, std::vector<std::string> args) {
+    std::vector<std::string> argv{"python3",    std::string(IBFABRIC_SOURCE_DIR) + "/deploy/slurm/ibfabric-drain",
+                                  "--url",      "http://127.0.0.1:" + std::to_string(e.port()),
+                                  "--state",    dir_ + "/state.json",
+                                  "--textfile", dir_ + "/drain.prom"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const CommandResult r = RunCommand(argv, slurm.ClientEnv(), std::chrono::seconds(30));
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    return r.out;
+  }
+  // NHC's check as NHC runs it: sourced into bash, failing through `die`.
+  static std::string Nhc(int port, const std::string& host) {
+    const std::string check = std::string(IBFABRIC_SOURCE_DIR) + "/deploy/nhc/ibfabric.nhc";
+    const CommandResult r = RunCommand(
+        {"bash", "-c",
+         "die() { echo \"DIE $1 $2\"; return 1; }; . '" + check +
+             "'; check_ibfabric_drain http://127.0.0.1:" + std::to_string(port) + " " + host + "; echo rc=$?"},
+        {}, std::chrono::seconds(30));
+    return r.out + r.err;
+  }
+  // "node: reason" of every drained node.
+  static std::set<std::string> Drained(const SlurmController& slurm) {
+    std::string error;
+    std::set<std::string> out;
+    for (const auto& [node, n] : slurm.Nodes(&error)) {
+      if (n.state.count("DRAIN")) out.insert(node + ": " + n.reason);
+    }
+    return out;
+  }
+  // The drain list once `done` holds of it (within 30 s), else the last.
+  static nlohmann::json ListWhen(const ExporterProcess& e, const std::function<bool(const nlohmann::json&)>& done) {
+    nlohmann::json listed;
+    WaitUntil(
+        [&] {
+          int status = 0;
+          listed = nlohmann::json::parse(e.Get("/api/v1/drain", &status), nullptr, false);
+          return status == 200 && done(listed);
+        },
+        seconds(30), std::chrono::milliseconds(250));
+    return listed;
+  }
+
+  std::string dir_;
 };
 
 TEST_F(SlurmDrainTest, TheScriptDrainsTheHostOfABadCableAndResumesItWhenClean) {
-  const std::string dir = MakeTempDir("drain");
-  WriteFile(dir + "/alerts.yaml", kPagingAlerts);
-  auto e =
-      StartExporter({"--sweep.interval=500ms", "--alerts.config=" + dir + "/alerts.yaml", "--drain.resume-after=3s"});
+  auto e = Exporter();
   ASSERT_NE(e, nullptr);
   int status = 0;
   std::string error;
   auto slurm = SlurmController::Start(tree_->hosts(), e->Get("/api/v1/slurm/topology.conf", &status), &error);
   ASSERT_NE(slurm, nullptr) << error;
-  const auto script = [&](std::vector<std::string> args) {
-    std::vector<std::string> argv{"python3",    std::string(IBFABRIC_SOURCE_DIR) + "/deploy/slurm/ibfabric-drain",
-                                  "--url",      "http://127.0.0.1:" + std::to_string(e->port()),
-                                  "--state",    dir + "/state.json",
-                                  "--textfile", dir + "/drain.prom"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    const CommandResult r = RunCommand(argv, slurm->ClientEnv(), std::chrono::seconds(30));
-    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-    return r.out;
-  };
-  // NHC's check as NHC runs it: sourced into bash, failing through `die`.
-  const auto nhc = [&](const std::string& host) {
-    const std::string check = std::string(IBFABRIC_SOURCE_DIR) + "/deploy/nhc/ibfabric.nhc";
-    const CommandResult r = RunCommand(
-        {"bash", "-c",
-         "die() { echo \"DIE $1 $2\"; return 1; }; . '" + check +
-             "'; check_ibfabric_drain http://127.0.0.1:" + std::to_string(e->port()) + " " + host + "; echo rc=$?"},
-        {}, std::chrono::seconds(30));
-    return r.out + r.err;
-  };
-  const auto drained = [&] {
-    std::set<std::string> out;
-    for (const auto& [node, n] : slurm->Nodes(&error)) {
-      if (n.state.count("DRAIN")) out.insert(node + ": " + n.reason);
-    }
-    return out;
-  };
+  const auto script = [&](std::vector<std::string> args) { return Script(*e, *slurm, std::move(args)); };
+  const auto nhc = [&](const std::string& host) { return Nhc(e->port(), host); };
+  const auto drained = [&] { return Drained(*slurm); };
 
   // Host 2's own cable goes bad: it alone is listed, with the alert's reason.
   const std::string bad = tree_->Host(2);
@@ -315,14 +344,57 @@ TEST_F(SlurmDrainTest, TheScriptDrainsTheHostOfABadCableAndResumesItWhenClean) {
   EXPECT_TRUE(drained().empty()) << out;
   EXPECT_EQ(nhc(bad), "rc=0\n");
   // Counted where node_exporter's textfile collector reads them.
-  const std::string counts = ReadFile(dir + "/drain.prom");
+  const std::string counts = ReadFile(dir_ + "/drain.prom");
   for (const char* line : {R"(ibfabric_drain_actions_total{action="drain",result="done"} 1)",
                            R"(ibfabric_drain_actions_total{action="drain",result="dry_run"} 1)",
                            R"(ibfabric_drain_actions_total{action="drain",result="capped"} 2)",
                            R"(ibfabric_drain_actions_total{action="resume",result="done"} 1)"}) {
     EXPECT_NE(counts.find(line), std::string::npos) << line << "\n" << counts;
   }
-  RemoveTree(dir);
+}
+
+// A host whose only cable is down (gone from the fabric: nothing reaches
+// it) is drained as link_down by the name it was last seen with; an
+// exporter restarted meanwhile knows no history: once it has judged the
+// cables for longer than the hold without naming the node, the script lets
+// its drain go. NHC passes every node while no exporter answers.
+TEST_F(SlurmDrainTest, ADownCableDrainsItsHostAndARestartedExporterLetsTheDrainGo) {
+  auto e = Exporter();
+  ASSERT_NE(e, nullptr);
+  int status = 0;
+  std::string error;
+  auto slurm = SlurmController::Start(tree_->hosts(), e->Get("/api/v1/slurm/topology.conf", &status), &error);
+  ASSERT_NE(slurm, nullptr) << error;
+  const std::string host = tree_->Host(4);
+  const Endpoint leaf = tree_->LeafHostPort(4);
+  Console("Unlink " + At(leaf));
+  nlohmann::json listed = ListWhen(*e, [](const nlohmann::json& l) { return l["drain"].size() == 1; });
+  ASSERT_EQ(listed["drain"].size(), 1u) << listed.dump();
+  EXPECT_EQ(listed["drain"][0]["node"], host);
+  ASSERT_EQ(listed["drain"][0]["faults"].size(), 1u) << listed.dump();
+  EXPECT_EQ(listed["drain"][0]["faults"][0]["cause"], "link_down");
+  EXPECT_EQ(listed["drain"][0]["faults"][0]["cable"],
+            host + "[1] - " + leaf.node + "[" + std::to_string(leaf.port) + "]");
+  std::string out = Script(*e, *slurm, {"--apply", "--max-percent=50"});
+  EXPECT_NE(out.find("drain " + host + ": ibfabric: link_down " + host + "[1]"), std::string::npos) << out;
+  EXPECT_EQ(Drained(*slurm).size(), 1u) << out;
+
+  // The exporter restarts with the cable back: it lists nothing; once it
+  // has judged for the hold (3 s), the script undrains the node it drained.
+  Console("ReLink " + At(leaf));
+  const int old_port = e->port();
+  e.reset();
+  EXPECT_EQ(Nhc(old_port, host), "rc=0\n") << "no exporter answers: no node fails";
+  e = Exporter();
+  ASSERT_NE(e, nullptr);
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        out = Script(*e, *slurm, {"--apply", "--max-percent=50"});
+        return out.find("resume " + host + ": ibfabric: no fault listed since ") != std::string::npos;
+      },
+      seconds(30), std::chrono::milliseconds(500)))
+      << out;
+  EXPECT_TRUE(Drained(*slurm).empty());
 }
 
 }  // namespace

@@ -94,16 +94,22 @@ std::set<std::string> SlurmController::Expand(const std::string& hostlist) const
   return out;
 }
 
+std::optional<std::string> SlurmController::Show(const std::vector<std::string>& what, std::string* error) const {
+  std::vector<std::string> argv{"scontrol", "show"};
+  argv.insert(argv.end(), what.begin(), what.end());
+  const CommandResult r = RunCommand(argv, SlurmEnv(), std::chrono::seconds(10));
+  if (r.exit_code == 0) return r.out;
+  *error = "scontrol show " + what.front() + ": " + r.err;
+  return std::nullopt;
+}
+
 std::map<std::string, SlurmSwitchLine> SlurmController::Topology(std::string* error) const {
-  const CommandResult r = RunCommand({"scontrol", "show", "topology"}, SlurmEnv(), std::chrono::seconds(10));
-  if (r.exit_code != 0) {
-    *error = "scontrol show topology: " + r.err;
-    return {};
-  }
+  const auto text = Show({"topology"}, error);
+  if (!text) return {};
   // "SwitchName=leaf1 Level=0 LinkSpeed=1 Nodes=cn[0001-0002] Switches=..."
   static const std::regex kField(R"((\w+)=(\S+))");
   std::map<std::string, SlurmSwitchLine> out;
-  std::istringstream lines(r.out);
+  std::istringstream lines(*text);
   for (std::string line; std::getline(lines, line);) {
     std::map<std::string, std::string> fields;
     for (auto it = std::sregex_iterator(line.begin(), line.end(), kField); it != std::sregex_iterator(); ++it) {
@@ -119,15 +125,12 @@ std::map<std::string, SlurmSwitchLine> SlurmController::Topology(std::string* er
 }
 
 std::map<std::string, SlurmNodeState> SlurmController::Nodes(std::string* error) const {
-  const CommandResult r = RunCommand({"scontrol", "show", "node", "-o"}, SlurmEnv(), std::chrono::seconds(10));
-  if (r.exit_code != 0) {
-    *error = "scontrol show node: " + r.err;
-    return {};
-  }
+  const auto text = Show({"node", "-o"}, error);
+  if (!text) return {};
   // "NodeName=cn0001 Arch=... State=IDLE+DRAIN ... Reason=text with spaces [root@2026-...] ..."
   static const std::regex kKey(R"(^[A-Za-z]+=)");
   std::map<std::string, SlurmNodeState> out;
-  std::istringstream lines(r.out);
+  std::istringstream lines(*text);
   for (std::string line; std::getline(lines, line);) {
     std::map<std::string, std::string> fields;
     std::string key;

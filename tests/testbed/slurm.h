@@ -7,6 +7,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -53,6 +54,8 @@ class SlurmController {
  private:
   SlurmController() = default;
   Env SlurmEnv() const { return {{"SLURM_CONF", dir_ + "/slurm.conf"}}; }
+  // `scontrol show WHAT...`'s output; nullopt with *error when it fails.
+  std::optional<std::string> Show(const std::vector<std::string>& what, std::string* error) const;
   std::set<std::string> Expand(const std::string& hostlist) const;
   std::string dir_;
   std::unique_ptr<Process> munged_;
