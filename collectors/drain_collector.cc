@@ -113,10 +113,24 @@ std::string Reason(const std::vector<DrainFault>& faults) {
 
 class DrainCollector final : public Collector {
  public:
-  DrainCollector(DrainOptions options, std::map<std::string, std::string> names)
-      : options_(options), names_(std::move(names)) {}
+  DrainCollector(DrainOptions options, std::map<std::string, std::string> names, const nlohmann::json* saved)
+      : options_(options), names_(std::move(names)) {
+    if (saved) Restore(*saved);
+  }
 
   Schedule schedule() const override { return Schedule::kSweep; }
+
+  // Its history survives a re-exec: the hosts it listed, since when each
+  // clean one is clean, and since when it judges (seconds since the epoch).
+  std::optional<nlohmann::json> Saved() const override {
+    nlohmann::json listed = nlohmann::json::object();
+    for (const std::string& host : listed_) {
+      const auto clean = clean_since_.find(host);
+      listed[host] = clean == clean_since_.end() ? nlohmann::json(nullptr) : nlohmann::json(Seconds(clean->second));
+    }
+    return nlohmann::json{{"judging_since", judging_since_ ? nlohmann::json(Seconds(*judging_since_)) : nullptr},
+                          {"listed", std::move(listed)}};
+  }
 
   Outcome Update(const Cycle& cycle) override {
     const Snapshot& s = *cycle.parts;
@@ -178,6 +192,29 @@ class DrainCollector final : public Collector {
   void Publish(Snapshot* parts) const override { parts->by_collector.Set(kDrainCollector, list_); }
 
  private:
+  using Wall = std::chrono::system_clock::time_point;
+  static std::int64_t Seconds(Wall t) {
+    return std::chrono::duration_cast<std::chrono::seconds>(t.time_since_epoch()).count();
+  }
+  static Wall FromSeconds(std::int64_t s) { return Wall(std::chrono::seconds(s)); }
+  // What Saved wrote; nothing of it where it cannot be read (a first start).
+  void Restore(const nlohmann::json& saved) {
+    try {
+      std::set<std::string> listed;
+      std::map<std::string, Wall> clean;
+      for (const auto& [host, since] : saved.at("listed").items()) {
+        listed.insert(host);
+        if (!since.is_null()) clean[host] = FromSeconds(since.get<std::int64_t>());
+      }
+      const nlohmann::json& judging = saved.at("judging_since");
+      if (!judging.is_null()) judging_since_ = FromSeconds(judging.get<std::int64_t>());
+      listed_ = std::move(listed);
+      clean_since_ = std::move(clean);
+    } catch (const nlohmann::json::exception&) {
+      judging_since_.reset();
+    }
+  }
+
   std::string NodeOf(const std::string& host) const {
     const auto it = names_.find(host);
     return it == names_.end() ? host : it->second;
@@ -242,7 +279,9 @@ nlohmann::json DrainJson(const DrainList& list, const std::string& host) {
 }
 
 std::unique_ptr<Collector> MakeDrainCollector(const CollectorOptions& options) {
-  return std::make_unique<DrainCollector>(options.Get<DrainOptions>(), options.slurm_node_names);
+  const auto saved = options.restored.find(std::string(kDrainCollector));
+  return std::make_unique<DrainCollector>(options.Get<DrainOptions>(), options.slurm_node_names,
+                                          saved == options.restored.end() ? nullptr : &saved->second);
 }
 
 void RenderDrain(const Snapshot& s, const Emit& out) {

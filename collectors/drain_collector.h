@@ -23,6 +23,9 @@
 //   (--slurm.node-name-map). Congestion, miswiring and a cable degrading
 //   within its limits drain nothing: the host itself is well.
 //
+// Its history (the hosts it listed, since when each is clean, since when it
+// judges) survives a re-exec (Collector::Saved); a restart starts afresh.
+//
 // Part: DrainList under "drain". Metrics: infiniband_drain_hosts{state}
 // (faulty, holding, resume). Route: GET /api/v1/drain[?host=NAME].
 

@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "collectors/registry.h"
 #include "tests/testbed/prom_text.h"
@@ -22,7 +23,8 @@ namespace {
 // cn0003's cable bad for four sweeps a second apart, then clean for ten.
 // Returns the drain list after the bad sweeps and after the clean ones.
 std::pair<nlohmann::json, nlohmann::json> BadThenClean(Bed& b, std::chrono::milliseconds resume_after,
-                                                       testbed::Scrape* bad_scrape = nullptr) {
+                                                       testbed::Scrape* bad_scrape = nullptr,
+                                                       std::optional<nlohmann::json>* saved = nullptr) {
   CollectorOptions o;
   o.alerts.raise_after = 2;
   o.alerts.clear_after = 2;
@@ -51,6 +53,7 @@ std::pair<nlohmann::json, nlohmann::json> BadThenClean(Bed& b, std::chrono::mill
   for (; sweep < 14; ++sweep)
     b.SweepWith({counters.get(), health.get(), drain.get()}, t0 + std::chrono::seconds(sweep));
   list = b.parts.by_collector.Get<DrainList>(kDrainCollector);
+  if (saved) *saved = drain->Saved();
   return {bad, list ? DrainJson(*list) : nlohmann::json()};
 }
 
@@ -103,6 +106,35 @@ TEST(DrainCollectorTest, OnceCleanForLongEnoughTheHostIsListedToResume) {
   EXPECT_EQ(route.reply(b.parts, {{"host", "node-c"}}).body["resume"].size(), 1u);
   EXPECT_EQ(route.reply(b.parts, {{"x", "1"}}).status, 400);
   EXPECT_EQ(route.reply(b.parts, {{"host", ""}}).status, 400);
+}
+
+// A re-exec (what it saved, through the state's JSON text) keeps the hold:
+// the same host held since the same time; what cannot be read starts afresh.
+TEST(DrainCollectorTest, ItsHistorySurvivesAReexec) {
+  Bed b;
+  std::optional<nlohmann::json> saved;
+  const auto [bad, clean] = BadThenClean(b, std::chrono::hours(1), nullptr, &saved);
+  ASSERT_EQ(clean["drain"].size(), 1u);
+  ASSERT_TRUE(saved);
+  CollectorOptions again;
+  again.Own<DrainOptions>().resume_after = std::chrono::hours(1);
+  again.restored["drain"] = nlohmann::json::parse(saved->dump());
+  auto drain = FindCollector("drain")->make(again);
+  b.SweepWith({drain.get()});
+  const auto* list = b.parts.by_collector.Get<DrainList>(kDrainCollector);
+  ASSERT_NE(list, nullptr);
+  const nlohmann::json after = DrainJson(*list);
+  ASSERT_EQ(after["drain"].size(), 1u) << after.dump();
+  EXPECT_EQ(after["drain"][0]["host"], "cn0003");
+  EXPECT_EQ(after["drain"][0]["state"], "holding");
+  EXPECT_EQ(after["drain"][0]["clean_since"], clean["drain"][0]["clean_since"]);
+  EXPECT_EQ(after["judging_since"], clean["judging_since"]);
+
+  CollectorOptions garbled;
+  garbled.restored["drain"] = nlohmann::json::parse(R"({"listed": 3})");
+  auto fresh = FindCollector("drain")->make(garbled);
+  b.SweepWith({fresh.get()});
+  EXPECT_TRUE(DrainJson(*b.parts.by_collector.Get<DrainList>(kDrainCollector))["drain"].empty());
 }
 
 }  // namespace
