@@ -32,7 +32,6 @@ constexpr auto kResumeListed = std::chrono::hours(24);
 // name it was last seen with, so that its cable read down is its host's.
 std::map<topology::PortRef, std::string> HostPorts(const topology::Fabric& fabric, const topology::HostAnalysis* hosts,
                                                    const NodeLabels& seen) {
-  const auto first_word = [](const std::string& s) { return config::SlurmSafe(s.substr(0, s.find(' '))); };
   std::map<topology::PortRef, std::string> out;
   for (const topology::Node& n : fabric.nodes()) {
     if (!topology::IsHca(n)) continue;
@@ -40,13 +39,14 @@ std::map<topology::PortRef, std::string> HostPorts(const topology::Fabric& fabri
     if (hosts) {
       if (const auto it = hosts->of_ca.find(n.guid); it != hosts->of_ca.end()) host = hosts->hosts[it->second].name;
     }
-    if (host.empty()) host = first_word(n.description);
+    if (host.empty()) host = config::FirstWordName(n.description);
     if (host.empty()) continue;
     for (const topology::Port& p : n.ports) out[{n.guid, p.number}] = host;
   }
   for (const auto& [guid, label] : seen) {
-    if (label.kind != topology::NodeKind::kCa || fabric.FindNode(guid) || first_word(label.name).empty()) continue;
-    for (const auto& [port, port_guid] : label.port_guids) out[{guid, port}] = first_word(label.name);
+    if (label.kind != topology::NodeKind::kCa || fabric.FindNode(guid) || config::FirstWordName(label.name).empty())
+      continue;
+    for (const auto& [port, port_guid] : label.port_guids) out[{guid, port}] = config::FirstWordName(label.name);
   }
   return out;
 }
@@ -92,9 +92,7 @@ std::map<std::string, std::vector<DrainFault>> FaultsOf(const topology::Fabric& 
   for (const CableSummary& c : health.cables) {
     if (c.up || !c.reachable) continue;  // up, or nothing of it read: no fault seen
     const std::string cause = c.disabled ? "port_disabled" : "link_down";
-    const std::string id = cause + ":" + topology::FormatGuid(c.cable.a.node_guid) + ":" +
-                           std::to_string(c.cable.a.port) + "-" + topology::FormatGuid(c.cable.b.node_guid) + ":" +
-                           std::to_string(c.cable.b.port);
+    const std::string id = IdOf(cause, c.cable);
     for (const auto& [mine, host] : HostEnds(ports, c.cable)) {
       const topology::PortRef& other = mine == c.cable.a ? c.cable.b : c.cable.a;
       out[host].push_back({id, cause, "critical", CableName(fabric, seen, mine, other), c.last_down});

@@ -158,7 +158,7 @@ SlurmTree BuildSlurmTree(const topology::Fabric& fabric, const topology::Analysi
   for (const topology::Node& n : fabric.nodes()) {
     if (!topology::IsHca(n) || hosts.of_ca.count(n.guid)) continue;
     Candidate c;
-    c.name = SlurmSafe(n.description.substr(0, n.description.find(' ')));
+    c.name = config::FirstWordName(n.description);
     if (c.name.empty()) continue;
     for (const topology::Port& p : n.ports) note_port(c, n.guid, p.number);
     candidates.push_back(std::move(c));
@@ -191,13 +191,13 @@ SlurmTree BuildSlurmTree(const topology::Fabric& fabric, const topology::Analysi
   for (int level = 0; level <= top; ++level) {
     for (auto& [guid, s] : switches) {
       if (s.level != level) continue;
-      static const std::vector<topology::Port> kNoPorts;
-      const topology::Node* n = level > 0 ? fabric.FindNode(guid) : nullptr;
       std::set<std::string> children;
-      for (const topology::Port& p : n ? n->ports : kNoPorts) {
-        if (!p.remote || !listed.count(p.remote->node_guid)) continue;
-        const auto child = switches.find(p.remote->node_guid);
-        if (child->second.level == level - 1) children.insert(child->second.name);
+      if (const topology::Node* n = level > 0 ? fabric.FindNode(guid) : nullptr) {
+        for (const topology::Port& p : n->ports) {
+          if (!p.remote || !listed.count(p.remote->node_guid)) continue;
+          const auto child = switches.find(p.remote->node_guid);
+          if (child->second.level == level - 1) children.insert(child->second.name);
+        }
       }
       s.switches.assign(children.begin(), children.end());
       if (!s.nodes.empty() || !s.switches.empty()) listed.insert(guid);

@@ -14,6 +14,10 @@ std::string SlurmSafe(const std::string& text) {
   return out;
 }
 
+std::string FirstWordName(const std::string& description) {
+  return SlurmSafe(description.substr(0, description.find(' ')));
+}
+
 bool ParseSlurmNodeNames(const std::string& text, std::map<std::string, std::string>* names, std::string* error) {
   std::istringstream in(text);
   std::string line;

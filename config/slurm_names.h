@@ -13,6 +13,10 @@ namespace ibfabric::config {
 // switch's description holds ';', ':' and '/').
 std::string SlurmSafe(const std::string& text);
 
+// A CA in no host, as Slurm's files name it: the first word of its
+// description (the host name rdma-ndd's "%h %d" starts with), Slurm-safe.
+std::string FirstWordName(const std::string& description);
+
 // "FABRIC_HOST SLURM_NODE" per line, '#' comments; false with
 // "line N: reason" (a line of one word or three, a Slurm name with other
 // characters than SlurmSafe keeps, a host named twice).

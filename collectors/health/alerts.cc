@@ -46,11 +46,12 @@ void AlertEngine::JudgeEnd(Verdict* v, int end, const EndRates& rates, const std
   v->evidence.push_back({signal, end, value, unit, delta, rates.window_seconds, t.LevelOf(*sev), ""});
 }
 
-std::string IdOf(const Alert& a) {
-  return std::string(ToString(a.cause)) + ":" + topology::FormatGuid(a.cable.a.node_guid) + ":" +
-         std::to_string(a.cable.a.port) + "-" + topology::FormatGuid(a.cable.b.node_guid) + ":" +
-         std::to_string(a.cable.b.port);
+std::string IdOf(std::string_view cause, const topology::Link& cable) {
+  return std::string(cause) + ":" + topology::FormatGuid(cable.a.node_guid) + ":" + std::to_string(cable.a.port) + "-" +
+         topology::FormatGuid(cable.b.node_guid) + ":" + std::to_string(cable.b.port);
 }
+
+std::string IdOf(const Alert& a) { return IdOf(ToString(a.cause), a.cable); }
 
 const char* ToString(Cause c) {
   switch (c) {

@@ -18,6 +18,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "collectors/health/detail/ber_levels.h"
@@ -130,7 +131,9 @@ struct Alert {
 };
 
 // An alert's id, as the API and the drain list name it:
-// "CAUSE:GUID_A:PORT_A-GUID_B:PORT_B" (the cable's ends in order).
+// "CAUSE:GUID_A:PORT_A-GUID_B:PORT_B" (the cable's ends in order); the
+// same of another condition of a cable (the drain list's "link_down").
+std::string IdOf(std::string_view cause, const topology::Link& cable);
 std::string IdOf(const Alert& a);
 
 // A congestion tree as one sweep judged it (topology/congestion.h), with

@@ -66,10 +66,13 @@ function el(tag, attrs, ...children) {
 // call asks for it. None: the exporter's first (or only) fabric.
 const FABRIC = new URLSearchParams(location.search).get("fabric");
 
+// An API path of the fabric shown (the same path where none is chosen).
+function ofFabric(path) {
+  return FABRIC ? path + (path.includes("?") ? "&" : "?") + "fabric=" + encodeURIComponent(FABRIC) : path;
+}
+
 async function get(path) {
-  if (FABRIC && path.startsWith("api/v1/") && !path.startsWith("api/v1/fabrics")) {
-    path += (path.includes("?") ? "&" : "?") + "fabric=" + encodeURIComponent(FABRIC);
-  }
+  if (path.startsWith("api/v1/") && !path.startsWith("api/v1/fabrics")) path = ofFabric(path);
   const r = await fetch(path, { cache: "no-store", credentials: "same-origin" });
   const body = await r.json().catch(() => ({}));
   if (!r.ok) throw new Error(body.error || ("HTTP " + r.status));
@@ -1121,8 +1124,7 @@ function collectorLinks() {
   for (const c of state.collectors || []) {
     if (!c.enabled) continue;
     for (const r of c.routes) {
-      const href = r.path + (FABRIC ? (r.path.includes("?") ? "&" : "?") + "fabric=" + encodeURIComponent(FABRIC) : "");
-      links.push(" · ", el("a", { href, "data-collector": c.name, text: r.title }));
+      links.push(" · ", el("a", { href: ofFabric(r.path), "data-collector": c.name, text: r.title }));
     }
   }
   box.replaceChildren(...links);
@@ -1202,10 +1204,7 @@ window.addEventListener("unhandledrejection", (e) => pageError(String(e.reason &
 window.addEventListener("hashchange", route);
 // The header's JSON links are of the fabric shown.
 if (FABRIC) {
-  for (const a of document.querySelectorAll("header nav a[href^='api/v1/']")) {
-    const href = a.getAttribute("href");
-    a.setAttribute("href", href + (href.includes("?") ? "&" : "?") + "fabric=" + encodeURIComponent(FABRIC));
-  }
+  for (const a of document.querySelectorAll("header nav a[href^='api/v1/']")) a.setAttribute("href", ofFabric(a.getAttribute("href")));
 }
 // Several fabrics: one link each under the title, this page's marked.
 get("api/v1/fabrics").then((f) => {

@@ -204,6 +204,14 @@ class SlurmDrainTest : public FabricSuite {
     return StartExporter({"--sweep.interval=500ms", "--sweep.rotation=2s", "--alerts.config=" + dir_ + "/alerts.yaml",
                           "--drain.resume-after=3s"});
   }
+  // A controller of the fabric's hosts, given `e`'s topology.conf.
+  static std::unique_ptr<SlurmController> Controller(const ExporterProcess& e) {
+    int status = 0;
+    std::string error;
+    auto slurm = SlurmController::Start(tree_->hosts(), e.Get("/api/v1/slurm/topology.conf", &status), &error);
+    EXPECT_NE(slurm, nullptr) << error;
+    return slurm;
+  }
   // The shipped script against `e` and `slurm`, its output.
   std::string Script(const ExporterProcess& e, const SlurmController& slurm, std::vector<std::string> args) {
     std::vector<std::string> argv{"python3",    std::string(IBFABRIC_SOURCE_DIR) + "/deploy/slurm/ibfabric-drain",
@@ -253,10 +261,9 @@ class SlurmDrainTest : public FabricSuite {
 TEST_F(SlurmDrainTest, TheScriptDrainsTheHostOfABadCableAndResumesItWhenClean) {
   auto e = Exporter();
   ASSERT_NE(e, nullptr);
+  auto slurm = Controller(*e);
+  ASSERT_NE(slurm, nullptr);
   int status = 0;
-  std::string error;
-  auto slurm = SlurmController::Start(tree_->hosts(), e->Get("/api/v1/slurm/topology.conf", &status), &error);
-  ASSERT_NE(slurm, nullptr) << error;
   const auto script = [&](std::vector<std::string> args) { return Script(*e, *slurm, std::move(args)); };
   const auto nhc = [&](const std::string& host) { return Nhc(e->port(), host); };
   const auto drained = [&] { return Drained(*slurm); };
@@ -333,7 +340,7 @@ TEST_F(SlurmDrainTest, TheScriptDrainsTheHostOfABadCableAndResumesItWhenClean) {
   EXPECT_EQ(listed["resume"][0]["node"], bad);
   out = script({"--apply", "--max-percent=50"});
   EXPECT_NE(out.find("resume " + bad), std::string::npos) << out << [&] {
-    std::string states;
+    std::string states, error;
     for (const auto& [node, n] : slurm->Nodes(&error)) {
       states += node + ":";
       for (const auto& w : n.state) states += " " + w;
@@ -361,10 +368,8 @@ TEST_F(SlurmDrainTest, TheScriptDrainsTheHostOfABadCableAndResumesItWhenClean) {
 TEST_F(SlurmDrainTest, ADownCableDrainsItsHostAndARestartedExporterLetsTheDrainGo) {
   auto e = Exporter();
   ASSERT_NE(e, nullptr);
-  int status = 0;
-  std::string error;
-  auto slurm = SlurmController::Start(tree_->hosts(), e->Get("/api/v1/slurm/topology.conf", &status), &error);
-  ASSERT_NE(slurm, nullptr) << error;
+  auto slurm = Controller(*e);
+  ASSERT_NE(slurm, nullptr);
   const std::string host = tree_->Host(4);
   const Endpoint leaf = tree_->LeafHostPort(4);
   Console("Unlink " + At(leaf));
