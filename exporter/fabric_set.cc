@@ -21,13 +21,13 @@ std::string_view FamilyOf(std::string_view line) {
 }
 
 // One part's lines ('\n' kept), in order: Next is false after the last.
-class Lines {
+class PartLines {
  public:
-  virtual ~Lines() = default;
+  virtual ~PartLines() = default;
   virtual bool Next(std::string* line) = 0;
 };
 
-class TextLines final : public Lines {
+class TextLines final : public PartLines {
  public:
   explicit TextLines(std::string_view text) : text_(text) {}
   bool Next(std::string* line) override {
@@ -45,7 +45,7 @@ class TextLines final : public Lines {
 };
 
 // A gzip exposition inflated a slice at a time: never held whole.
-class GzipLines final : public Lines {
+class GzipLines final : public PartLines {
  public:
   explicit GzipLines(const std::string& gz) : reader_(gz) {}
   bool Next(std::string* line) override {
@@ -74,7 +74,7 @@ class GzipLines final : public Lines {
   std::size_t at_ = 0;
 };
 
-using Opener = std::function<std::unique_ptr<Lines>()>;
+using Opener = std::function<std::unique_ptr<PartLines>()>;
 
 // The order of the families of all parts: each part lists a subsequence
 // of one order (the collectors' registry), so a part's next family goes
@@ -183,7 +183,7 @@ void Merge(const std::vector<Opener>& parts, std::ostream& out) {
   const std::vector<std::string> order = FamilyOrder(parts, &consistent);
   if (!consistent) return MergeBuffered(parts, out);
   struct Cursor {
-    std::unique_ptr<Lines> lines;
+    std::unique_ptr<PartLines> lines;
     std::string line;  // the next line not written yet
     bool more = false;
   };

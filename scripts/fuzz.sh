@@ -28,16 +28,20 @@ mkdir -p "$out"
 cxx=$(command -v clang++ || command -v clang++-14)
 common=(-std=c++20 -O1 -g1 -fno-sanitize-recover=undefined -I.)
 # Compiles each source once into $out/obj (instrumented for the fuzzer, not
-# linked with its main), again only when it or a header changed; in the
-# background, as many at once as there are cores, collected by
-# wait_objects. objects_of names the objects.
+# linked with its main), again only when it, a file it stands for or a
+# header changed; in the background, as many at once as there are cores,
+# collected by wait_objects. objects_of names the objects. The parsers and
+# the HTTP layer compile as one unit each (unity SRC...: half the time of
+# one a source, the headers read once).
 pids=()
 compile() {  # compile SRC [extra flags...]
   local src="$1"
   shift
   local obj
   obj="$out/obj/$(echo "$src" | tr / _).o"
-  if [ ! -f "$obj" ] || [ -n "$(find "$src" topology/*.h config/*.h collectors/*.h collectors/*/*.h exporter/*.h transport/*.h -newer "$obj" 2>/dev/null)" ]; then
+  local sources=("$src")
+  [[ "$src" != "$out"/unity-* ]] || mapfile -t -O 1 sources < <(sed -n 's/^#include "\(.*\)"$/\1/p' "$src")
+  if [ ! -f "$obj" ] || [ -n "$(find "${sources[@]}" topology/*.h config/*.h collectors/*.h collectors/*/*.h exporter/*.h transport/*.h -newer "$obj" 2>/dev/null)" ]; then
     rm -f "$obj"
     if [ ${#pids[@]} -ge "$(nproc)" ]; then
       wait "${pids[0]}" || { echo "fuzz: compiling failed"; exit 1; }
@@ -46,6 +50,16 @@ compile() {  # compile SRC [extra flags...]
     "$cxx" "${common[@]}" "$@" -fsanitize=fuzzer-no-link,address,undefined -c "$src" -o "$obj" &
     pids+=($!)
   fi
+}
+# unity NAME SRC...: prints $out/unity-NAME.cc, a unit that includes each
+# SRC, written again only when the list changed (its time stands for theirs).
+unity() {
+  local file="$out/unity-$1.cc"
+  shift
+  local text
+  text=$(printf '#include "%s"\n' "$@")
+  [ -f "$file" ] && [ "$(cat "$file")" = "$text" ] || echo "$text" > "$file"
+  echo "$file"
 }
 objects_of() { for src in "$@"; do echo "$out/obj/$(echo "$src" | tr / _).o"; done; }
 wait_objects() {
@@ -80,7 +94,8 @@ parsers=(topology/plan.cc topology/plan_diff.cc topology/partition_plan.cc confi
   config/text.cc topology/analysis.cc topology/link_rate.cc topology/fabric.cc topology/hosts.cc
   topology/node_name_map.cc topology/detail/group_names.cc topology/ibnetdiscover.cc topology/findings.cc)
 targets=(plan_net plan_json plan_yaml partition_plan node_name_map)
-for src in "${parsers[@]}"; do compile "$src"; done
+parser_unit=$(unity parsers "${parsers[@]}")
+compile "$parser_unit"
 for target in "${targets[@]}"; do compile "tests/fuzz/${target}_fuzz.cc"; done
 http=()
 if [ -n "$build" ]; then
@@ -91,7 +106,9 @@ if [ -n "$build" ]; then
   # Every body of the API (one file an endpoint, and what they share).
   http=(tests/fuzz/http_fuzz.cc tests/testbed/http_reply.cc exporter/http_routes.cc collectors/api/*.cc
     collectors/api/detail/*.cc)
-  for src in "${http[@]}"; do compile "$src" "${httplib_flags[@]}"; done
+  http_unit=$(unity http "${http[@]}")
+  compile "$http_unit" "${httplib_flags[@]}"
+  compile config/text.cc
 fi
 wait_objects
 if [ "$compile_only" = 1 ]; then
@@ -114,14 +131,14 @@ wait_runs() {
   [ "$failed" = 0 ] || exit 1
 }
 
-mapfile -t parser_objects < <(objects_of "${parsers[@]}")
+mapfile -t parser_objects < <(objects_of "$parser_unit")
 for target in "${targets[@]}"; do
   mapfile -t target_object < <(objects_of "tests/fuzz/${target}_fuzz.cc")
   link "$target" "${target_object[@]}" "${parser_objects[@]}" -lyaml-cpp
   start "$target" -max_len=4096
 done
 if [ -n "$build" ]; then
-  mapfile -t http_objects < <(objects_of "${http[@]}" config/text.cc)
+  mapfile -t http_objects < <(objects_of "$http_unit" config/text.cc)
   # Static libraries last, those that use others first.
   link http "${http_objects[@]}" "$build/exporter/libibfabric_exporter_lib.a" \
     "$build/tests/libibfabric_fake_fabric.a" "$build/collectors/libibfabric_collectors.a" \

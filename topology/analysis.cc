@@ -18,10 +18,6 @@ bool IsSwitch(const Fabric& f, std::uint64_t guid) {
   return n != nullptr && n->kind == NodeKind::kSwitch;
 }
 
-std::string PortName(const Fabric& f, const PortRef& r) {
-  return NodeName(f, r.node_guid) + "[" + std::to_string(r.port) + "]";
-}
-
 // The most common value; of equally common ones the largest, because a
 // missing cable is a likelier fault than an extra one (with two spines, the
 // one that lost a link is the odd one out).

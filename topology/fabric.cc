@@ -111,6 +111,10 @@ std::string NodeName(const Fabric& fabric, std::uint64_t guid) {
   return name;
 }
 
+std::string PortName(const Fabric& fabric, const PortRef& port) {
+  return NodeName(fabric, port.node_guid) + "[" + std::to_string(port.port) + "]";
+}
+
 bool NaturalLess(std::string_view x, std::string_view y) {
   const auto digit = [](char c) { return c >= '0' && c <= '9'; };
   std::size_t i = 0, j = 0;

@@ -174,6 +174,9 @@ std::string ShortName(std::string_view description);
 // (switches left at their default description, "Quantum-2 Mellanox
 // Technologies", hosts without rdma-ndd).
 std::string NodeName(const Fabric& fabric, std::uint64_t guid);
+// A port as findings name it: NodeName, then the port number in brackets
+// ("leaf01[3]").
+std::string PortName(const Fabric& fabric, const PortRef& port);
 // Natural order of names, as a person sorts them: runs of digits compare
 // by value (leaf2 before leaf10), the rest byte by byte; of names equal so
 // (leaf02 and leaf2) the shorter first, then bytewise. A strict weak order.

@@ -9,10 +9,6 @@ namespace {
 // A (device, port) slot of a host: what a rail carries.
 using Slot = std::pair<std::string, std::uint8_t>;
 
-std::string PortName(const Fabric& f, const PortRef& r) {
-  return NodeName(f, r.node_guid) + "[" + std::to_string(r.port) + "]";
-}
-
 // Union-find over indices.
 struct Sets {
   std::vector<std::size_t> parent;

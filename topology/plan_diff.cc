@@ -18,9 +18,7 @@ struct PlanView {
   std::vector<std::optional<std::uint64_t>> resolved;  // plan node -> fabric node
   std::map<std::uint64_t, std::string> planned_rail;   // leaf -> device
 
-  std::string PortName(const PortRef& r) const {
-    return NodeName(fabric, r.node_guid) + "[" + std::to_string(r.port) + "]";
-  }
+  std::string PortName(const PortRef& r) const { return topology::PortName(fabric, r); }
   std::optional<PortRef> FarOf(const PortRef& r) const {
     const Port* p = fabric.FindPort(r);
     if (!p || !p->remote || !p->link_up()) return std::nullopt;
