@@ -11,15 +11,6 @@
 
 namespace ibfabric::collectors {
 
-const char* ToString(DrainHost::State s) {
-  switch (s) {
-    case DrainHost::State::kFaulty: return "faulty";
-    case DrainHost::State::kHolding: return "holding";
-    case DrainHost::State::kResume: return "resume";
-  }
-  return "unknown";
-}
-
 namespace {
 
 // How long a host listed to resume stays so: a consumer polling now and
@@ -142,6 +133,7 @@ class DrainCollector final : public Collector {
     std::set<std::string> hosts;
     for (const auto& [port, host] : ports) hosts.insert(host);
     list->fabric_hosts = hosts.size();
+    list->every_host = cycle.scope.everything();
     std::vector<DrainHost> resume;
     for (auto& [host, f] : faults) {
       std::sort(f.begin(), f.end(), [](const DrainFault& a, const DrainFault& b) {
@@ -272,6 +264,7 @@ nlohmann::json DrainJson(const DrainList& list, const std::string& host) {
   return {{"resume_after_seconds", std::chrono::duration_cast<std::chrono::seconds>(list.resume_after).count()},
           {"judging_since", Iso8601(list.judging_since)},
           {"fabric_hosts", list.fabric_hosts},
+          {"every_host", list.every_host},
           {"drain", std::move(drain)},
           {"resume", std::move(resume)}};
 }

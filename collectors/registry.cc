@@ -11,6 +11,7 @@
 #include "collectors/fec_collector.h"
 #include "collectors/host_collector.h"
 #include "collectors/jobs_collector.h"
+#include "collectors/kubernetes_node_collector.h"
 #include "collectors/link_health_collector.h"
 #include "collectors/module_collector.h"
 #include "collectors/partitions_collector.h"
@@ -45,6 +46,7 @@ const std::vector<CollectorInfo>& Registry() {
       SwitchEnvironmentCollectorInfo(),
       HostCollectorInfo(),
       JobsCollectorInfo(),
+      KubernetesNodeCollectorInfo(),
   };
   return kRegistry;
 }

@@ -125,62 +125,13 @@ std::string HostList(std::vector<std::string> names) {
   return out;
 }
 
-SlurmTree BuildSlurmTree(const topology::Fabric& fabric, const topology::Analysis& analysis,
-                         const topology::HostAnalysis& hosts, const std::map<std::string, std::string>& names) {
-  const std::map<std::uint64_t, std::string> switch_names = SwitchNames(fabric, analysis);
-  std::map<std::uint64_t, SlurmSwitch> switches;
-  for (const auto& [guid, name] : switch_names) switches[guid] = {name, guid, analysis.switches.at(guid).tier, {}, {}};
-  // Each host (or CA in no host, by the first word of its description, as
-  // HostOfDevice names it): its first cabled port's leaf, and whether any
-  // of its ports is up.
-  struct Candidate {
-    std::string name;
-    std::uint64_t leaf = 0;
-    bool up = false;
-    int unit = -1;  // its scalable unit, on a rail-optimized fabric
-  };
-  std::vector<Candidate> candidates;
-  const auto note_port = [&fabric](Candidate& c, std::uint64_t ca, std::uint8_t number) {
-    const topology::Port* port = fabric.FindPort({ca, number});
-    if (!port) return;
-    if (c.leaf == 0 && port->remote) c.leaf = port->remote->node_guid;
-    c.up = c.up || port->link_up();
-  };
-  for (const topology::Host& host : hosts.hosts) {
-    Candidate c;
-    c.name = host.name;
-    if (hosts.layout == topology::HostLayout::kRailOptimized) c.unit = host.unit;
-    for (const topology::Hca& hca : host.hcas) {
-      for (const topology::HcaPort& p : hca.ports) note_port(c, hca.guid, p.port);
-    }
-    candidates.push_back(std::move(c));
-  }
-  for (const topology::Node& n : fabric.nodes()) {
-    if (!topology::IsHca(n) || hosts.of_ca.count(n.guid)) continue;
-    Candidate c;
-    c.name = config::FirstWordName(n.description);
-    if (c.name.empty()) continue;
-    for (const topology::Port& p : n.ports) note_port(c, n.guid, p.number);
-    candidates.push_back(std::move(c));
-  }
-  SlurmTree tree;
-  std::set<std::string> placed;
-  std::map<int, std::set<std::string>> unit_nodes, unit_built;  // unit -> placed nodes, every node
-  for (const Candidate& c : candidates) {
-    const auto named = names.find(c.name);
-    const std::string node = named == names.end() ? c.name : named->second;
-    if (c.unit >= 0) unit_built[c.unit].insert(node);
-    const auto leaf = switches.find(c.leaf);
-    if (!c.up || leaf == switches.end()) {
-      tree.left_out.push_back(node);
-      continue;
-    }
-    if (!placed.insert(node).second) continue;  // a host's other CA
-    leaf->second.nodes.push_back(node);
-    if (c.unit >= 0) unit_nodes[c.unit].insert(node);
-    ++tree.nodes;
-  }
-  AddBlocks(hosts, unit_nodes, unit_built, &tree);
+namespace {
+
+// The switches `tree` lists, by level then name: the leaves with their
+// hosts, and a switch above the leaves with the switches one tier below it
+// it is cabled to that the file lists.
+void ListSwitches(const topology::Fabric& fabric, std::map<std::uint64_t, SlurmSwitch> switches, SlurmTree* out) {
+  SlurmTree& tree = *out;
   // A switch above the leaves: the switches one tier below it it is cabled
   // to that the file lists. A switch with neither hosts nor such children
   // (a rail leaf whose servers are listed under their rail-0 leaf) is not
@@ -210,6 +161,83 @@ SlurmTree BuildSlurmTree(const topology::Fabric& fabric, const topology::Analysi
   std::sort(tree.switches.begin(), tree.switches.end(), [](const SlurmSwitch& a, const SlurmSwitch& b) {
     return a.level != b.level ? a.level < b.level : a.name < b.name;
   });
+}
+
+}  // namespace
+
+SlurmTree BuildSlurmTree(const topology::Fabric& fabric, const topology::Analysis& analysis,
+                         const topology::HostAnalysis& hosts, const std::map<std::string, std::string>& names) {
+  const std::map<std::uint64_t, std::string> switch_names = SwitchNames(fabric, analysis);
+  std::map<std::uint64_t, SlurmSwitch> switches;
+  for (const auto& [guid, name] : switch_names) switches[guid] = {name, guid, analysis.switches.at(guid).tier, {}, {}};
+  // Each host (or CA in no host, by the first word of its description, as
+  // HostOfDevice names it): its first cabled port's leaf, and whether any
+  // of its ports is up.
+  struct Candidate {
+    std::string name;
+    std::uint64_t leaf = 0;
+    bool up = false;
+    int unit = -1;        // its scalable unit, on a rail-optimized fabric
+    std::set<int> rails;  // rail-optimized: the rails of its ports up
+  };
+  std::vector<Candidate> candidates;
+  const auto note_port = [&fabric](Candidate& c, std::uint64_t ca, std::uint8_t number) {
+    const topology::Port* port = fabric.FindPort({ca, number});
+    if (!port) return;
+    if (c.leaf == 0 && port->remote) c.leaf = port->remote->node_guid;
+    c.up = c.up || port->link_up();
+  };
+  for (const topology::Host& host : hosts.hosts) {
+    Candidate c;
+    c.name = host.name;
+    const bool rail_optimized = hosts.layout == topology::HostLayout::kRailOptimized;
+    if (rail_optimized) c.unit = host.unit;
+    for (const topology::Hca& hca : host.hcas) {
+      for (const topology::HcaPort& p : hca.ports) {
+        note_port(c, hca.guid, p.port);
+        const topology::Port* port = fabric.FindPort({hca.guid, p.port});
+        if (rail_optimized && p.rail >= 0 && port && port->link_up()) c.rails.insert(p.rail);
+      }
+    }
+    candidates.push_back(std::move(c));
+  }
+  for (const topology::Node& n : fabric.nodes()) {
+    if (!topology::IsHca(n) || hosts.of_ca.count(n.guid)) continue;
+    Candidate c;
+    c.name = config::FirstWordName(n.description);
+    if (c.name.empty()) continue;
+    for (const topology::Port& p : n.ports) note_port(c, n.guid, p.number);
+    candidates.push_back(std::move(c));
+  }
+  // Pods as /api/v1/structure groups the switches: a leaf's is its
+  // hosts' spine group.
+  const topology::Pods pods = topology::FindPods(fabric, analysis, &hosts.leaf_unit);
+  SlurmTree tree;
+  std::set<std::string> placed;
+  std::map<int, std::set<std::string>> unit_nodes, unit_built;  // unit -> placed nodes, every node
+  for (const Candidate& c : candidates) {
+    const auto named = names.find(c.name);
+    const std::string node = named == names.end() ? c.name : named->second;
+    if (c.unit >= 0) unit_built[c.unit].insert(node);
+    const auto leaf = switches.find(c.leaf);
+    if (!c.up || leaf == switches.end()) {
+      tree.left_out.push_back(node);
+      continue;
+    }
+    if (!placed.insert(node).second) continue;  // a host's other CA
+    leaf->second.nodes.push_back(node);
+    if (c.unit >= 0) unit_nodes[c.unit].insert(node);
+    ++tree.nodes;
+    const auto pod = pods.of.find(c.leaf);
+    tree.placement[node] = {c.name, leaf->second.name,
+                            pod == pods.of.end() ? "" : SlurmSafe(pods.names[static_cast<std::size_t>(pod->second)]),
+                            "", static_cast<int>(c.rails.size())};
+  }
+  AddBlocks(hosts, unit_nodes, unit_built, &tree);
+  for (const SlurmBlock& b : tree.blocks) {
+    for (const std::string& node : b.nodes) tree.placement[node].unit = b.name;
+  }
+  ListSwitches(fabric, std::move(switches), &tree);
   std::sort(tree.left_out.begin(), tree.left_out.end());
   tree.left_out.erase(std::unique(tree.left_out.begin(), tree.left_out.end()), tree.left_out.end());
   std::erase_if(tree.left_out, [&placed](const std::string& n) { return placed.count(n) > 0; });
@@ -283,6 +311,13 @@ nlohmann::json SlurmTreeJson(const SlurmTree& tree) {
           {"left_out", tree.left_out}};
 }
 
+nlohmann::json PlacementJson(const std::string& node, const SlurmPlacement& p) {
+  const auto or_null = [](const std::string& v) { return v.empty() ? nlohmann::json(nullptr) : nlohmann::json(v); };
+  return {{"host", p.host},          {"node", node},
+          {"leaf", p.leaf},          {"spine_group", or_null(p.spine_group)},
+          {"unit", or_null(p.unit)}, {"rails", p.unit.empty() ? nlohmann::json(nullptr) : nlohmann::json(p.rails)}};
+}
+
 namespace {
 
 class SlurmTopologyCollector final : public Collector {
@@ -342,6 +377,33 @@ ApiReply ConfBody(const SlurmTree& t) { return {200, nullptr, "", TopologyConf(t
 ApiReply YamlBody(const SlurmTree& t) { return {200, nullptr, "", TopologyYaml(t), "application/yaml; charset=utf-8"}; }
 ApiReply JsonBody(const SlurmTree& t) { return {200, SlurmTreeJson(t), "", "", ""}; }
 
+// GET /api/v1/placement[?host=NAME] (the fabric's name or the Slurm one):
+// every placed host, or that one.
+ApiReply PlacementReply(const Snapshot& s, const ApiParams& params) {
+  std::string host;
+  for (const auto& [key, value] : params) {
+    if (key != "host" || !host.empty() || value.empty() || value.size() > 200) {
+      return {400, nullptr, "/api/v1/placement takes host=NAME (once, 1 to 200 characters) and nothing else", "", ""};
+    }
+    host = value;
+  }
+  const auto* tree = s.by_collector.Get<SlurmTree>(kSlurmTopologyCollector);
+  if (!tree) return Absent(s, "no discovery has completed yet", "reports no topology");
+  if (host.empty()) {
+    nlohmann::json all = nlohmann::json::array();
+    for (const auto& [node, p] : tree->placement) all.push_back(PlacementJson(node, p));
+    return {200, {{"hosts", std::move(all)}, {"left_out", tree->left_out}}, "", "", ""};
+  }
+  for (const auto& [node, p] : tree->placement) {
+    if (node == host || p.host == host) return {200, PlacementJson(node, p), "", "", ""};
+  }
+  const bool left_out = std::find(tree->left_out.begin(), tree->left_out.end(), host) != tree->left_out.end();
+  return {404, nullptr,
+          left_out ? "host " + host + " is left out of the tree (no port up, or cabled to no switch of it)"
+                   : "no host " + host + " in the fabric",
+          "", ""};
+}
+
 }  // namespace
 
 std::unique_ptr<Collector> MakeSlurmTopologyCollector(const CollectorOptions& options) {
@@ -377,7 +439,8 @@ CollectorInfo SlurmTopologyCollectorInfo() {
       .reads = {"fat_tree"},
       .routes = {TreeRoute("/api/v1/slurm/topology.conf", "Slurm topology.conf", ConfBody),
                  TreeRoute("/api/v1/slurm/topology.yaml", "Slurm topology.yaml", YamlBody),
-                 TreeRoute("/api/v1/slurm/topology", "Slurm topology JSON", JsonBody)},
+                 TreeRoute("/api/v1/slurm/topology", "Slurm topology JSON", JsonBody),
+                 {"/api/v1/placement", "Host placement JSON", PlacementReply}},
   };
 }
 

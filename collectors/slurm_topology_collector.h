@@ -41,9 +41,12 @@
 // infiniband_slurm_topology_switches, infiniband_slurm_topology_nodes,
 // infiniband_slurm_topology_nodes_left_out, infiniband_slurm_topology_blocks.
 // Routes: GET /api/v1/slurm/topology.conf (text/plain, the file),
-// GET /api/v1/slurm/topology.yaml (application/yaml) and
+// GET /api/v1/slurm/topology.yaml (application/yaml),
 // GET /api/v1/slurm/topology (JSON: switches, levels, nodes, children,
-// blocks, block_size, left_out).
+// blocks, block_size, left_out) and GET /api/v1/placement?host=NAME (one
+// placed host: its leaf, its leaf's pod as its spine group, its unit and
+// how many rails it is up on; what the DaemonSet's exporters label their
+// Kubernetes nodes with, collectors/kubernetes_node_collector.h).
 
 #include <cstdint>
 #include <map>
@@ -76,12 +79,23 @@ struct SlurmBlock {
   std::vector<std::string> nodes;
 };
 
+// Where a placed host sits, in the tree's names: what a scheduler groups
+// hosts by (GET /api/v1/placement; the Kubernetes node labels).
+struct SlurmPlacement {
+  std::string host;         // as the fabric names it
+  std::string leaf;         // the switch it is listed under
+  std::string spine_group;  // its leaf's pod (/api/v1/structure's pods), Slurm-safe; empty: no pods
+  std::string unit;         // its block; empty off rail-optimized fabrics
+  int rails = 0;            // rail-optimized: the rails its HCA ports are up on; 0 elsewhere
+};
+
 struct SlurmTree {
-  std::vector<SlurmSwitch> switches;  // by level, then name
-  std::vector<std::string> left_out;  // Slurm NodeNames of hosts with no port up, sorted
-  std::size_t nodes = 0;              // listed under a leaf
-  std::vector<SlurmBlock> blocks;     // rail-optimized fabrics only, in unit order
-  std::size_t block_size = 0;         // the servers a unit is built of; 0 without blocks
+  std::vector<SlurmSwitch> switches;                // by level, then name
+  std::vector<std::string> left_out;                // Slurm NodeNames of hosts with no port up, sorted
+  std::size_t nodes = 0;                            // listed under a leaf
+  std::vector<SlurmBlock> blocks;                   // rail-optimized fabrics only, in unit order
+  std::size_t block_size = 0;                       // the servers a unit is built of; 0 without blocks
+  std::map<std::string, SlurmPlacement> placement;  // Slurm NodeName -> where it sits (placed hosts)
 };
 
 // Pure: the tree of `fabric` as its analysis ranks it, the hosts under
@@ -97,6 +111,9 @@ std::string TopologyConf(const SlurmTree& tree);
 // tree as the cluster default, the blocks where there are any.
 std::string TopologyYaml(const SlurmTree& tree);
 nlohmann::json SlurmTreeJson(const SlurmTree& tree);
+// Pure: GET /api/v1/placement's body for one host: host, node, leaf,
+// spine_group, unit, rails (null where the fabric has none).
+nlohmann::json PlacementJson(const std::string& node, const SlurmPlacement& p);
 
 // Its declaration (name, help, factory, render, reads, routes): the registry's line.
 CollectorInfo SlurmTopologyCollectorInfo();

@@ -27,6 +27,7 @@
 #include "exporter/flags.h"
 #include "exporter/gzip.h"
 #include "exporter/heap_trim.h"
+#include "exporter/http_client.h"
 #include "exporter/http_server.h"
 #include "exporter/offline.h"
 #include "exporter/poller.h"
@@ -163,6 +164,8 @@ PollerOptions PollerOptionsFrom(const Config& cfg, const Files& files, bool firs
     auto client = std::make_shared<host::PodResourcesClient>(socket);
     return [client](std::string* error) { return client->List(std::chrono::seconds(2), error); };
   };
+  // Requests to the Kubernetes API server and the fabric-scope exporter.
+  o.collector.http = HttpFetch;
   o.version = IBFABRIC_VERSION;
   return o;
 }

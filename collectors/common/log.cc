@@ -29,4 +29,13 @@ void Logger::Log(LogLevel level, std::string_view msg, std::string_view fields) 
                context_.c_str(), fields.empty() ? "" : " ", static_cast<int>(fields.size()), fields.data());
 }
 
+std::string Quoted(std::string_view text) {
+  std::string out = "\"";
+  for (const char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c == '\n' ? ' ' : c;
+  }
+  return out + "\"";
+}
+
 }  // namespace ibfabric::collectors

@@ -33,4 +33,8 @@ class Logger {
   std::mutex mu_;
 };
 
+// A logfmt value in double quotes, '"' and '\\' escaped (a JSON body, a
+// server's error): `field=` + Quoted(text).
+std::string Quoted(std::string_view text);
+
 }  // namespace ibfabric::collectors

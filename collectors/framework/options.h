@@ -35,6 +35,26 @@ namespace ibfabric::collectors {
 // `error` when it does not answer, with none where there is nothing to ask.
 using PodDevices = std::function<std::optional<std::vector<host::DeviceClaim>>(std::string* error)>;
 
+// One HTTP request to a service of the deployment (the Kubernetes API
+// server, the fabric-scope exporter), made by the client the exporter links
+// (exporter/http_client.h); tests hand a fake.
+struct HttpRequest {
+  std::string method = "GET";  // GET, PATCH
+  std::string url;             // "https://10.96.0.1:443/api/v1/nodes/gpu01/status"
+  std::string content_type;    // of `body`
+  std::string body;
+  std::string bearer_token;  // sent as "Authorization: Bearer ..." when not empty
+  std::string ca_file;       // https: the server's certificate is checked against it (empty: the system's CAs)
+  std::chrono::milliseconds timeout{5000};
+};
+// status 0: no answer, `error` says why in one line.
+struct HttpAnswer {
+  int status = 0;
+  std::string body;
+  std::string error;
+};
+using HttpCall = std::function<HttpAnswer(const HttpRequest&)>;
+
 class CollectorOptions {
  public:
   // Shared by several collectors (SharedFlags):
@@ -57,6 +77,8 @@ class CollectorOptions {
   // Connects to the kubelet's pod-resources socket at a path (the exporter
   // links the gRPC client); null: nothing can.
   std::function<PodDevices(const std::string& socket)> pod_resources;
+  // Makes HTTP requests (the exporter links the client); null: none can be.
+  HttpCall http;
 
   // Collector-own options: T as its flags left it; T's defaults when none
   // of them was given.

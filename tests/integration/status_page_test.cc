@@ -162,7 +162,7 @@ class StatusPageTest : public FabricSuite {
       return out;
     }();
     EXPECT_EQ(titles, (std::set<std::string>{"Subnet managers JSON", "Slurm topology.conf", "Slurm topology.yaml",
-                                             "Slurm topology JSON", "Drain list JSON"}));
+                                             "Slurm topology JSON", "Host placement JSON", "Drain list JSON"}));
     for (const json& l : (*page)["links"]) {
       const std::string body = exporter_->Get("/" + l[1].get<std::string>(), &status);
       EXPECT_EQ(status, 200) << l.dump() << ": " << body;

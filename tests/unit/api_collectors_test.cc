@@ -39,7 +39,8 @@ TEST(CollectorsJsonTest, EveryCollectorInRunOrderWithItsEndpointsAndLastRun) {
   EXPECT_FALSE(slurm->contains("last_run")) << "not run yet";
   EXPECT_EQ((*slurm)["routes"], json::parse(R"([{"path": "api/v1/slurm/topology.conf", "title": "Slurm topology.conf"},
                                                 {"path": "api/v1/slurm/topology.yaml", "title": "Slurm topology.yaml"},
-                                                {"path": "api/v1/slurm/topology", "title": "Slurm topology JSON"}])"));
+                                                {"path": "api/v1/slurm/topology", "title": "Slurm topology JSON"},
+                                                {"path": "api/v1/placement", "title": "Host placement JSON"}])"));
   const json* sms = Named(body, "subnet_managers");
   ASSERT_NE(sms, nullptr);
   EXPECT_FALSE((*sms)["enabled"]) << "off in this exporter";

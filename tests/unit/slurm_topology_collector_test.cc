@@ -191,5 +191,38 @@ TEST(SlurmTopologyCollectorTest, ScalableUnitsAreBlocks) {
   EXPECT_EQ(tree.switches.at("spine1").first, "su1-leaf1,su2-leaf1,su3-leaf1");
 }
 
+// Where each placed server sits (GET /api/v1/placement; the Kubernetes
+// labels): its rail-0 leaf, its unit's block, the rails it is up on; no
+// spine group on a fabric of two tiers (every leaf reaches every spine).
+TEST(SlurmTopologyCollectorTest, EachPlacedHostHasItsLeafUnitAndRails) {
+  testing::RailFabric rails(2, 3, {"mlx5_0", "mlx5_1"});
+  topology::Port& down = rails.b.PortOf(rails.hca.at({1, 1, 1}), 1);  // gpu22's rail 1
+  down.phys_state = 2;
+  down.state = 1;
+  const topology::Fabric f = rails.b.Build();
+  const topology::HostAnalysis hosts = topology::AnalyzeHosts(f, topology::HostPattern{});
+  const SlurmTree t = BuildSlurmTree(f, topology::Analyze(f), hosts, {{"gpu11", "node-a"}});
+  ASSERT_EQ(t.placement.size(), 6u);
+  EXPECT_EQ(PlacementJson("node-a", t.placement.at("node-a")), (nlohmann::json{{"host", "gpu11"},
+                                                                               {"node", "node-a"},
+                                                                               {"leaf", "su1-leaf1"},
+                                                                               {"spine_group", nullptr},
+                                                                               {"unit", "su1"},
+                                                                               {"rails", 2}}));
+  EXPECT_EQ(PlacementJson("gpu22", t.placement.at("gpu22")), (nlohmann::json{{"host", "gpu22"},
+                                                                             {"node", "gpu22"},
+                                                                             {"leaf", "su2-leaf1"},
+                                                                             {"spine_group", nullptr},
+                                                                             {"unit", "su2"},
+                                                                             {"rails", 1}}));
+  // Every placed host is on a leaf the file lists with it.
+  for (const auto& [node, p] : t.placement) {
+    const auto leaf =
+        std::find_if(t.switches.begin(), t.switches.end(), [&p](const SlurmSwitch& s) { return s.name == p.leaf; });
+    ASSERT_NE(leaf, t.switches.end()) << node;
+    EXPECT_NE(std::find(leaf->nodes.begin(), leaf->nodes.end(), node), leaf->nodes.end()) << node;
+  }
+}
+
 }  // namespace
 }  // namespace ibfabric::collectors

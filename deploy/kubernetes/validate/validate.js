@@ -21,6 +21,11 @@ const MODELS = {
   "v1/Service": () => require("kubernetes-models/v1/Service").Service,
   "v1/ConfigMap": () => require("kubernetes-models/v1/ConfigMap").ConfigMap,
   "v1/Secret": () => require("kubernetes-models/v1/Secret").Secret,
+  "v1/ServiceAccount": () => require("kubernetes-models/v1/ServiceAccount").ServiceAccount,
+  "rbac.authorization.k8s.io/v1/ClusterRole": () =>
+    require("kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRole").ClusterRole,
+  "rbac.authorization.k8s.io/v1/ClusterRoleBinding": () =>
+    require("kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRoleBinding").ClusterRoleBinding,
   "apps/v1/DaemonSet": () => require("kubernetes-models/apps/v1/DaemonSet").DaemonSet,
   "apps/v1/StatefulSet": () => require("kubernetes-models/apps/v1/StatefulSet").StatefulSet,
   "apps/v1/Deployment": () => require("kubernetes-models/apps/v1/Deployment").Deployment,
@@ -96,7 +101,7 @@ for (const { where, obj } of workloads) {
     if (!limits.memory || !((c.resources || {}).requests || {}).cpu) fail(w, "needs a memory limit and a CPU request");
     if (!Object.keys(limits).some((k) => k.startsWith("rdma/"))) fail(w, "needs an RDMA device resource for /dev/infiniband");
     // $(VAR) references resolve as Kubernetes would, with the first pod's values.
-    const env = { SHARD: "0" };
+    const env = { SHARD: "0", NODE_NAME: "node-1" };
     const args = (c.args || []).map((a) => a.replace(/\$\(([A-Z_]+)\)/g, (_, v) => env[v] ?? "$(" + v + ")"));
     const scope = (args.find((a) => a.startsWith("--scope=")) || "--scope=fabric").slice(8);
     const want = obj.kind === "DaemonSet" ? "local" : "inter-switch";
@@ -132,6 +137,52 @@ for (const { where, obj } of workloads) {
       execFileSync(exporter, [...flags[1].trim().split(/\s+/), "--help"], { stdio: ["ignore", "ignore", "pipe"] });
     } catch (e) {
       fail(w, "the exporter refuses its arguments: " + String(e.stderr).trim());
+    }
+  }
+}
+
+// Least privilege toward the API server: only the DaemonSet's pods have an
+// identity, bound to a role that grants exactly what its kubernetes_node
+// collector calls (PATCH nodes and nodes/status; tests/integration/
+// kubernetes_test.cc checks the calls made against this file), and only
+// its exporter container mounts the token.
+const NODE_GRANTS = ["/nodes/patch", "/nodes/status/patch"];
+const roles = objects.filter((o) => o.obj.kind === "ClusterRole");
+const bindings = objects.filter((o) => o.obj.kind === "ClusterRoleBinding");
+const accounts = objects.filter((o) => o.obj.kind === "ServiceAccount");
+for (const { where, obj } of workloads) {
+  const spec = obj.spec.template.spec;
+  if (spec.automountServiceAccountToken !== false) fail(where, "automountServiceAccountToken must be false");
+  const tokenVolumes = (spec.volumes || []).filter((v) =>
+    ((v.projected || {}).sources || []).some((src) => src.serviceAccountToken)).map((v) => v.name);
+  const account = spec.serviceAccountName;
+  if (obj.kind !== "DaemonSet") {
+    if (account || tokenVolumes.length) fail(where, "needs no API access: no service account, no token");
+    continue;
+  }
+  const sa = accounts.find((a) => a.obj.metadata.name === account && a.obj.metadata.namespace === obj.metadata.namespace);
+  if (!sa) { fail(where, "serviceAccountName " + account + " is not defined here"); continue; }
+  const grants = new Set();
+  for (const b of bindings) {
+    if (!(b.obj.subjects || []).some((x) => x.kind === "ServiceAccount" && x.name === account &&
+                                            x.namespace === obj.metadata.namespace)) continue;
+    const role = roles.find((r) => r.obj.metadata.name === b.obj.roleRef.name && b.obj.roleRef.kind === "ClusterRole");
+    if (!role) { fail(b.where, "binds " + b.obj.roleRef.kind + " " + b.obj.roleRef.name + ", not defined here"); continue; }
+    for (const rule of role.obj.rules || []) {
+      if ((rule.resourceNames || []).length || (rule.nonResourceURLs || []).length) fail(role.where, "unexpected rule form");
+      for (const g of rule.apiGroups || []) for (const r of rule.resources || []) for (const v of rule.verbs || []) {
+        grants.add(g + "/" + r + "/" + v);
+      }
+    }
+  }
+  const got = [...grants].sort();
+  if (JSON.stringify(got) !== JSON.stringify(NODE_GRANTS)) {
+    fail(where, "its service account may " + JSON.stringify(got) + ", exactly " + JSON.stringify(NODE_GRANTS) + " expected");
+  }
+  for (const c of [...spec.containers, ...(spec.initContainers || [])]) {
+    const mounts = (c.volumeMounts || []).filter((m) => tokenVolumes.includes(m.name));
+    if (c.name === "exporter" ? mounts.length !== 1 : mounts.length) {
+      fail(where + " container " + c.name, "the API token is the exporter container's alone");
     }
   }
 }
