@@ -1,6 +1,7 @@
 #include "collectors/blast_radius_collector.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <set>
 #include <tuple>
@@ -85,6 +86,154 @@ std::string FaultName(const Snapshot& s, const BlastEntry& e) {
     return LabelOf(s, p.node_guid).name + "[" + std::to_string(p.port) + "]";
   };
   return std::string(ToString(e.cause)) + " " + end(e.cable.a) + " - " + end(e.cable.b);
+}
+
+// What taking `out` (ports: a cable's two ends, or every port of a
+// switch) out of the fabric now costs, from the tables as read: the host
+// routes that leave by one of them (the first `limit` listed, hop by hop),
+// the host ports whose cable goes (cut off: their host loses that port, a
+// rail on a rail-optimized fabric; a host that loses every port is cut
+// off), the leaf uplinks the routes use before and after, and a verdict.
+nlohmann::json WhatIfJson(const Snapshot& s, const std::set<topology::PortRef>& out, std::size_t limit) {
+  const topology::Fabric& f = *s.fabric;
+  const topology::BlastRadius radius = topology::RoutesThrough(f, *s.forwarding, out, limit);
+  nlohmann::json listed = nlohmann::json::array();
+  for (const auto& [from, to] : radius.listed) {
+    const topology::Port* dst = f.FindPort(to);
+    nlohmann::json hops = nlohmann::json::array();
+    for (const topology::PortRef& e : topology::TraceRoute(f, *s.forwarding, from, dst->lid).egress) {
+      hops.push_back(topology::PortName(f, e));
+    }
+    listed.push_back({{"from", topology::PortName(f, from)},
+                      {"to", topology::PortName(f, to)},
+                      {"to_lid", dst->lid},
+                      {"hops", std::move(hops)}});
+  }
+  // Host ports (up) whose cable goes.
+  std::set<topology::PortRef> cut;
+  for (const topology::PortRef& h : topology::HostPorts(f)) {
+    const topology::Port* p = f.FindPort(h);
+    if (p->link_up() && (out.count(h) || (p->remote && out.count(*p->remote)))) cut.insert(h);
+  }
+  nlohmann::json cut_off = nlohmann::json::array(), losing = nlohmann::json::array();
+  std::map<std::string, std::set<std::string>> rails;  // rail -> servers losing it
+  if (s.hosts) {
+    for (const topology::Host& host : s.hosts->hosts) {
+      int up = 0, gone = 0;
+      for (const topology::Hca& hca : host.hcas) {
+        for (const topology::HcaPort& hp : hca.ports) {
+          const topology::Port* p = f.FindPort({hca.guid, hp.port});
+          if (!p || !p->link_up()) continue;
+          ++up;
+          if (!cut.count({hca.guid, hp.port})) continue;
+          ++gone;
+          if (s.hosts->layout == topology::HostLayout::kRailOptimized && hp.rail >= 0)
+            rails[s.hosts->rails[static_cast<std::size_t>(hp.rail)]].insert(host.name);
+        }
+      }
+      if (gone > 0) (gone == up ? cut_off : losing).push_back(host.name);
+    }
+  }
+  nlohmann::json broken = nlohmann::json::array();
+  for (const auto& [rail, servers] : rails) broken.push_back({{"rail", rail}, {"hosts", servers}});
+  const std::set<topology::Link> before =
+      s.topology ? topology::UplinksUsed(f, *s.forwarding, *s.topology) : std::set<topology::Link>{};
+  std::set<topology::Link> after;
+  for (const topology::Link& l : before) {
+    if (!out.count(l.a) && !out.count(l.b)) after.insert(l);
+  }
+  const double gbps_before = topology::UplinksGbps(f, before), gbps_after = topology::UplinksGbps(f, after);
+  const auto number = [](std::size_t n, const char* what) { return std::to_string(n) + " " + what; };
+  std::string verdict = "safe now", reason;
+  if (!cut_off.empty()) {
+    verdict = "wait";
+    reason = number(cut_off.size(), "hosts") + " lose every path (" + cut_off[0].get<std::string>() +
+             (cut_off.size() > 1 ? ", ..." : "") + "): drain them first";
+  } else if (!broken.empty()) {
+    verdict = "wait";
+    reason = number(losing.size(), "hosts") + " lose a rail (" + broken[0]["rail"].get<std::string>() +
+             "): a job across them runs at the pace of its slowest rail; drain them first";
+  } else if (radius.routes > 0) {
+    reason = number(radius.routes, "routes") + " between " + number(radius.ports.size(), "host ports") +
+             " move to other paths once the subnet manager routes around it";
+  } else {
+    reason = "no route between hosts crosses it";
+  }
+  return {{"routes", radius.routes},
+          {"ports", radius.ports.size()},
+          {"listed", std::move(listed)},
+          {"hosts_cut_off", std::move(cut_off)},
+          {"hosts_losing_ports", std::move(losing)},
+          {"rails_broken", std::move(broken)},
+          {"uplinks",
+           {{"cables_before", before.size()},
+            {"cables_after", after.size()},
+            {"gbps_before", gbps_before},
+            {"gbps_after", gbps_after},
+            {"lost_fraction", gbps_before > 0 ? 1.0 - gbps_after / gbps_before : 0.0}}},
+          {"verdict", verdict},
+          {"reason", reason}};
+}
+
+// GET /api/v1/whatif?cable=GUID:PORT | switch=GUID [&limit=N]: one; no
+// parameters: each active alert's cable.
+ApiReply WhatIfReply(const Snapshot& s, const ApiParams& params) {
+  std::optional<std::string> cable, sw;
+  std::size_t limit = 100;
+  for (const auto& [key, value] : params) {
+    if (key == "cable" && !cable && !sw) {
+      cable = value;
+    } else if (key == "switch" && !cable && !sw) {
+      sw = value;
+    } else if (key == "limit") {
+      char* stop = nullptr;
+      const unsigned long n = std::strtoul(value.c_str(), &stop, 10);
+      if (value.empty() || *stop != '\0' || n > 10000) return {400, nullptr, "limit must be 0 to 10000", "", ""};
+      limit = n;
+    } else {
+      return {400, nullptr, "/api/v1/whatif takes cable=GUID:PORT or switch=GUID (one of them, once), and limit=N", "",
+              ""};
+    }
+  }
+  if (!s.fabric || !s.forwarding || s.forwarding->empty()) {
+    return Absent(s, "no forwarding tables read yet", "reads no forwarding tables");
+  }
+  const topology::Fabric& f = *s.fabric;
+  std::set<topology::PortRef> out;
+  nlohmann::json target;
+  if (cable) {
+    const auto colon = cable->rfind(':');
+    const auto guid = colon == std::string::npos ? std::nullopt : topology::ParseGuid(cable->substr(0, colon));
+    const int port = colon == std::string::npos ? 0 : std::atoi(cable->c_str() + colon + 1);
+    if (!guid || port < 1 || port > 254) return {400, nullptr, "cable must be GUID:PORT (either end)", "", ""};
+    const topology::Port* p = f.FindPort({*guid, static_cast<std::uint8_t>(port)});
+    if (!p || !p->remote) return {404, nullptr, "no cable at " + *cable + " in the fabric", "", ""};
+    out = {{*guid, p->number}, *p->remote};
+    target = {{"cable", topology::PortName(f, {*guid, p->number}) + " - " + topology::PortName(f, *p->remote)}};
+  } else if (sw) {
+    const auto guid = topology::ParseGuid(*sw);
+    const topology::Node* n = guid ? f.FindNode(*guid) : nullptr;
+    if (!guid) return {400, nullptr, "switch must be a switch's GUID", "", ""};
+    if (!n || n->kind != topology::NodeKind::kSwitch)
+      return {404, nullptr, "no switch " + *sw + " in the fabric", "", ""};
+    for (const topology::Port& p : n->ports) out.insert({n->guid, p.number});
+    target = {{"switch", topology::NodeName(f, n->guid)}, {"guid", topology::FormatGuid(n->guid)}};
+  } else {
+    nlohmann::json alerts = nlohmann::json::array();
+    if (s.health) {
+      for (const Alert& a : s.health->active) {
+        if (a.root || a.cable.a.node_guid == 0) continue;
+        nlohmann::json one = WhatIfJson(s, {a.cable.a, a.cable.b}, limit);
+        one["alert_id"] = IdOf(a);
+        one["cable"] = topology::PortName(f, a.cable.a) + " - " + topology::PortName(f, a.cable.b);
+        alerts.push_back(std::move(one));
+      }
+    }
+    return {200, {{"alerts", std::move(alerts)}}, "", "", ""};
+  }
+  nlohmann::json body = WhatIfJson(s, out, limit);
+  body.update(target);
+  return {200, std::move(body), "", "", ""};
 }
 
 }  // namespace
@@ -172,6 +321,7 @@ CollectorInfo BlastRadiusCollectorInfo() {
       .make = MakeBlastRadiusCollector,
       .render = RenderBlastRadius,
       .reads = {"adaptive_routing", "routing", "link_health"},
+      .routes = {{"/api/v1/whatif", "What-if JSON", WhatIfReply}},
   };
 }
 

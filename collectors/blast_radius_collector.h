@@ -22,6 +22,14 @@
 // `faults` naming them ("bad_cable ib-spine01[3] - ib-leaf02[1]", "; "
 // between, in order), one series a port so that rules can join the jobs
 // (infiniband_host_port_job_info) on node_guid and port.
+//
+// Route: GET /api/v1/whatif?cable=GUID:PORT|switch=GUID[&limit=N]: what
+// taking that cable or switch out now would cost, computed per request
+// from the snapshot (no MAD): the host routes that leave by its ports (the
+// first N hop by hop), the hosts cut off or losing a port, the rails
+// broken, the leaf uplinks the tables use before and after
+// (topology/blast_radius.h UplinksUsed), and "safe now" or "wait" with why;
+// without parameters, for each active alert's cable.
 
 #include <memory>
 #include <optional>

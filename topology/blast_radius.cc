@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "topology/link_rate.h"
 #include "transport/attributes.h"
 
 namespace ibfabric::topology {
@@ -93,7 +94,8 @@ Route TraceRoute(const Fabric& fabric, const ForwardingTables& tables, const Por
   return r;  // a loop
 }
 
-BlastRadius RoutesThrough(const Fabric& fabric, const ForwardingTables& tables, const std::set<PortRef>& egress) {
+BlastRadius RoutesThrough(const Fabric& fabric, const ForwardingTables& tables, const std::set<PortRef>& egress,
+                          std::size_t list) {
   BlastRadius out;
   const std::vector<PortRef> hosts = HostPorts(fabric);
   // Each host port's LID and the switch it is cabled to (0: none).
@@ -121,6 +123,7 @@ BlastRadius RoutesThrough(const Fabric& fabric, const ForwardingTables& tables, 
     if (n && n->kind == NodeKind::kSwitch) switch_egress.push_back(e);
   }
   const auto count = [&](std::size_t s, std::size_t d) {
+    if (out.listed.size() < list) out.listed.emplace_back(hosts[s], hosts[d]);
     ++out.routes;
     ++out.ports[hosts[s]].sends;
     ++out.ports[hosts[d]].receives;
@@ -143,6 +146,40 @@ BlastRadius RoutesThrough(const Fabric& fabric, const ForwardingTables& tables, 
     }
   }
   return out;
+}
+
+std::set<Link> UplinksUsed(const Fabric& fabric, const ForwardingTables& tables, const Analysis& analysis) {
+  const auto tier = [&analysis](std::uint64_t guid) {
+    const auto it = analysis.switches.find(guid);
+    return it == analysis.switches.end() ? -1 : it->second.tier;
+  };
+  // Each host port's LID and the switch it is cabled to.
+  std::vector<std::pair<std::uint16_t, std::uint64_t>> hosts;
+  for (const PortRef& h : HostPorts(fabric)) {
+    const Port* p = fabric.FindPort(h);
+    hosts.emplace_back(p->lid, p->remote ? p->remote->node_guid : 0);
+  }
+  std::set<Link> used;
+  for (const Node& leaf : fabric.nodes()) {
+    if (leaf.kind != NodeKind::kSwitch || tier(leaf.guid) != 0) continue;
+    for (const auto& [lid, on] : hosts) {
+      if (on == leaf.guid) continue;
+      const int out = tables.Egress(leaf.guid, lid);
+      const Port* p = out > 0 ? fabric.FindPort({leaf.guid, static_cast<std::uint8_t>(out)}) : nullptr;
+      if (p && p->remote && p->link_up() && tier(p->remote->node_guid) == 1) {
+        used.insert(CableBetween({leaf.guid, p->number}, *p->remote));
+      }
+    }
+  }
+  return used;
+}
+
+double UplinksGbps(const Fabric& fabric, const std::set<Link>& uplinks) {
+  double gbps = 0;
+  for (const Link& l : uplinks) {
+    if (const Port* p = fabric.FindPort(l.a)) gbps += ActiveGbps(*p);
+  }
+  return gbps;
 }
 
 }  // namespace ibfabric::topology

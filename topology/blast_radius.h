@@ -18,6 +18,7 @@
 #include <set>
 #include <vector>
 
+#include "topology/analysis.h"
 #include "topology/fabric.h"
 #include "topology/routing.h"
 
@@ -41,12 +42,26 @@ struct PortRoutes {
 struct BlastRadius {
   std::size_t routes = 0;               // (source, destination) CA port pairs whose route crosses
   std::map<PortRef, PortRoutes> ports;  // every CA port that sends or receives one of them
+  // The first of those pairs (by destination, then source, in HostPorts'
+  // order), as many as asked.
+  std::vector<std::pair<PortRef, PortRef>> listed;
 };
 // The routes between CA ports that leave through any of `egress` (switch
 // or CA ports). Cost: for each destination some switch of `egress` routes
 // out of it, one pass over the host ports (each switch's way onward
 // followed once); for the others, only the CA ports in `egress`.
-BlastRadius RoutesThrough(const Fabric& fabric, const ForwardingTables& tables, const std::set<PortRef>& egress);
+// `list`: how many of the pairs to keep in `listed`.
+BlastRadius RoutesThrough(const Fabric& fabric, const ForwardingTables& tables, const std::set<PortRef>& egress,
+                          std::size_t list = 0);
+
+// The cables between the leaves (tier 0) and the switches one tier above
+// that routes between hosts go up by: for each leaf, the port its table
+// sends each host port's LID out of, for host ports not cabled to it,
+// where that port is cabled to a tier-1 switch. With their data rates
+// summed (ActiveGbps), the fabric's bisection as its tables route it: a
+// cable no route goes up by carries no host's traffic across the leaves.
+std::set<Link> UplinksUsed(const Fabric& fabric, const ForwardingTables& tables, const Analysis& analysis);
+double UplinksGbps(const Fabric& fabric, const std::set<Link>& uplinks);
 
 // The ports of the HCAs (fabric.h IsHca) with a LID, ascending.
 std::vector<PortRef> HostPorts(const Fabric& fabric);

@@ -1,7 +1,9 @@
 #include "topology/fabric.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 
 namespace ibfabric::topology {
 
@@ -86,6 +88,16 @@ std::string FormatGuid(std::uint64_t guid) {
   char buf[19];
   std::snprintf(buf, sizeof buf, "0x%016llx", static_cast<unsigned long long>(guid));
   return buf;
+}
+
+std::optional<std::uint64_t> ParseGuid(const std::string& text) {
+  char* stop = nullptr;
+  errno = 0;
+  const unsigned long long g = std::strtoull(text.c_str(), &stop, 16);
+  if (text.empty() || text.size() > 18 || errno != 0 || *stop != '\0' || text[0] == '-' || text[0] == ' ' ||
+      text[0] == '+')
+    return std::nullopt;
+  return g;
 }
 
 std::string ShortName(std::string_view description) {

@@ -39,7 +39,7 @@ const FIRST_PROBLEMS = 15;  // problem lines shown before "show all"
 const MAX_LIST = 500;       // findings listed per kind before "and N more"
 
 const state = {
-  alerts: null, findings: null, structure: null, sms: null, topology: null, collectors: null,
+  alerts: null, findings: null, structure: null, sms: null, topology: null, collectors: null, whatif: null,
   cables: new Map(),   // cable key -> problem (see problems())
   names: new Map(),    // guid -> name, of every node the page has seen
   open: new Set(),     // problem lines whose evidence is open
@@ -326,6 +326,12 @@ function evidenceBox(p) {
         a.confidence.failing_mads.map((m) => m.node + " (" + fmtPercent(m.mad_trouble_ratio) + " needed retries)").join(", ") }));
     }
     if (a.blast_radius) box.append(blastRadius(a.blast_radius));
+    // What taking the cable out now would cost (api/v1/whatif).
+    const w = state.whatif && state.whatif.get(a.id);
+    if (w) {
+      box.append(el("p", { class: "whatif", "data-verdict": w.verdict,
+                           text: "Taking this cable out now: " + w.verdict + ", " + w.reason + "." }));
+    }
     box.append(el("p", { class: "action", text: "What to do: " + a.action }));
   }
   const extra = p.findings.filter((f) => !p.alerts.some((a) => (a.evidence || []).some((e) => e.detail === f.detail)));
@@ -1137,13 +1143,16 @@ async function refresh(withStructure) {
     if (c) state.collectors = c.collectors;
     collectorLinks();
   }
-  const [alerts, findings, sms, structure] = await Promise.all([
+  const [alerts, findings, sms, structure, whatif] = await Promise.all([
     load(errors, "api/v1/alerts?state=active"),
     load(errors, "api/v1/topology?view=findings"),
     // 404: another exporter watches them (its scope)
     on("subnet_managers") ? get("api/v1/subnet_managers").catch(() => null) : Promise.resolve(null),
     withStructure ? load(errors, "api/v1/structure") : Promise.resolve(state.structure),
+    // Each alert's cable taken out: its verdict (404, 503: not here, not yet)
+    on("blast_radius") ? get("api/v1/whatif?limit=0").catch(() => null) : Promise.resolve(null),
   ]);
+  state.whatif = new Map(((whatif && whatif.alerts) || []).map((w) => [w.alert_id, w]));
   state.alerts = alerts;
   state.findings = findings;
   state.sms = sms;

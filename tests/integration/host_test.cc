@@ -341,6 +341,24 @@ TEST_F(HostSideTest, ABadSpineCableHurtsExactlyTheRoutesIbtracertSendsThroughIt)
   EXPECT_EQ((*blast)["listed"], std::min<std::size_t>(per_port.size(), 20));
   EXPECT_EQ((*blast)["text"], "Hurts " + std::to_string(crossing) + " routes between " +
                                   std::to_string(per_port.size()) + " host ports:");
+  // Beside it, what taking that cable out now would cost: the what-if's verdict.
+  int status = 0;
+  const json whatif = json::parse(fabric->Get("/api/v1/whatif?limit=0", &status), nullptr, false);
+  ASSERT_EQ(status, 200) << whatif.dump();
+  json mine;
+  for (const json& w : whatif["alerts"]) {
+    if (w["alert_id"] == alert["id"]) mine = w;
+  }
+  ASSERT_FALSE(mine.is_null()) << whatif.dump();
+  EXPECT_EQ(mine["routes"], crossing) << "the cable's what-if hurts what its blast radius does";
+  EXPECT_EQ(mine["verdict"], "safe now");
+  const auto shown = browser->Execute(R"(
+      const w = document.querySelector('#problems tr.evidence .whatif');
+      return w ? {verdict: w.dataset.verdict, text: w.textContent} : null;)",
+                                      &error);
+  ASSERT_TRUE(shown && !shown->is_null()) << error;
+  EXPECT_EQ((*shown)["verdict"], "safe now");
+  EXPECT_EQ((*shown)["text"], "Taking this cable out now: safe now, " + mine["reason"].get<std::string>() + ".");
   EXPECT_TRUE(browser->Screenshot(std::string(IBFABRIC_ARTIFACT_DIR) + "/status-blast-radius.png", &error)) << error;
   RemoveTree(dir);
 }
@@ -442,6 +460,96 @@ TEST_F(HostSideTest, TheShippedRuleNamesTheJobsOnTheHostsAFaultHurts) {
     EXPECT_EQ(named, (std::set<std::string>{"4242", "5151"})) << r.dump();
   }
   RemoveTree(dir);
+}
+
+// What taking a cable out would cost (GET /api/v1/whatif), for a spine
+// cable and for a host's only cable: every route it lists is the one
+// ibtracert walks, all of them listed (its count); the host of the host
+// cable is cut off and the verdict says wait; the leaf uplinks the routes
+// use equal a recount from the leaves' tables (ibtracert from a host of
+// each leaf to every host of the others), one fewer after a used uplink goes.
+TEST_F(HostSideTest, TheWhatIfOfASpineCableAndAHostCableIsWhatIbtracertWalks) {
+  auto fabric = StartExporter({"--sweep.interval=300ms"});
+  ASSERT_NE(fabric, nullptr);
+  const Scrape s = fabric->ScrapeMetrics();
+  std::map<std::string, std::string> lid_of, guid_of;
+  for (const auto& x : s.Find("infiniband_hca_info")) {
+    lid_of[x.labels.at("hca")] = x.labels.at("lid");
+    guid_of[x.labels.at("hca")] = x.labels.at("node_guid");
+  }
+  ASSERT_EQ(lid_of.size(), 16u);
+  const auto whatif = [&](const std::string& query) {
+    json j;
+    WaitUntil(
+        [&] {
+          int status = 0;
+          j = json::parse(fabric->Get("/api/v1/whatif?" + query + "&limit=1000", &status), nullptr, false);
+          return status == 200;
+        },
+        seconds(30), std::chrono::milliseconds(250));
+    return j;
+  };
+  // Each listed route hop by hop as ibtracert walks it.
+  const auto check_listed = [&](const json& w) {
+    ASSERT_EQ(w["listed"].size(), w["routes"].get<std::size_t>()) << "all listed under the limit";
+    for (const json& r : w["listed"]) {
+      const std::string from = r["from"].get<std::string>(), to = r["to"].get<std::string>();
+      const std::string a = from.substr(0, from.rfind('[')), b = to.substr(0, to.rfind('['));
+      const CommandResult t = sim_->Tool({"ibtracert", lid_of.at(a), lid_of.at(b)}, std::chrono::milliseconds(20000));
+      ASSERT_EQ(t.exit_code, 0) << t.err;
+      json walked = json::array();
+      for (const auto& [out, in] : Traced(t.out)) walked.push_back(out);
+      EXPECT_EQ(r["hops"], walked) << from << " -> " << to << "\n" << t.out;
+    }
+  };
+
+  // A spine cable: routes move, nobody is cut off.
+  const Endpoint leaf = tree_->LeafUplink(2, 1);
+  const std::string leaf_guid = Guid(s, leaf.node);
+  json w = whatif("cable=" + leaf_guid + ":" + std::to_string(leaf.port));
+  ASSERT_TRUE(w.contains("routes")) << w.dump();
+  EXPECT_GT(w["routes"].get<int>(), 0);
+  EXPECT_EQ(w["hosts_cut_off"], json::array());
+  EXPECT_EQ(w["verdict"], "safe now") << w.dump();
+  check_listed(w);
+
+  // The leaf uplinks used, recounted from the leaves' tables.
+  std::set<std::string> used;
+  for (int l = 1; l <= 4; ++l) {
+    const std::string src = tree_->Host((l - 1) * 4 + 1);
+    for (int h = 1; h <= 16; ++h) {
+      if ((h - 1) / 4 + 1 == l) continue;
+      const CommandResult t =
+          sim_->Tool({"ibtracert", lid_of.at(src), lid_of.at(tree_->Host(h))}, std::chrono::milliseconds(20000));
+      ASSERT_EQ(t.exit_code, 0) << t.err;
+      const auto hops = Traced(t.out);
+      ASSERT_GE(hops.size(), 2u) << t.out;
+      used.insert(hops[1].first + " - " + hops[1].second);  // the leaf's way up
+    }
+  }
+  const std::string cable = tree_->Leaf(2) + "[" + std::to_string(leaf.port) + "]";
+  const bool crossing =
+      std::any_of(used.begin(), used.end(), [&](const std::string& c) { return c.rfind(cable + " ", 0) == 0; });
+  EXPECT_EQ(w["uplinks"]["cables_before"], used.size()) << w["uplinks"].dump();
+  EXPECT_EQ(w["uplinks"]["cables_after"], used.size() - (crossing ? 1 : 0)) << w["uplinks"].dump();
+  EXPECT_GT(w["uplinks"]["gbps_before"].get<double>(), w["uplinks"]["gbps_after"].get<double>() - 1e-9);
+
+  // A host's only cable: that host is cut off; wait.
+  const std::string host = tree_->Host(3);
+  w = whatif("cable=" + guid_of.at(host) + ":1");
+  EXPECT_EQ(w["hosts_cut_off"], json::array({host.substr(0, host.find(' '))})) << w.dump();
+  EXPECT_EQ(w["verdict"], "wait");
+  EXPECT_EQ(w["routes"], 30) << "its 15 sends and 15 receives";
+  check_listed(w);
+  std::cout << "[ figures  ] what-if: " << used.size() << " leaf uplinks used; a spine cable crosses "
+            << whatif("cable=" + leaf_guid + ":" + std::to_string(leaf.port))["routes"] << " routes\n";
+
+  // Bad requests: one line, the right status.
+  int status = 0;
+  EXPECT_NE(fabric->Get("/api/v1/whatif?cable=zz:1", &status).find("cable must be GUID:PORT"), std::string::npos);
+  EXPECT_EQ(status, 400);
+  fabric->Get("/api/v1/whatif?switch=0x1", &status);
+  EXPECT_EQ(status, 404);
 }
 
 }  // namespace

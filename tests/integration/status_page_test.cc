@@ -161,8 +161,9 @@ class StatusPageTest : public FabricSuite {
       for (const json& l : (*page)["links"]) out.insert(l[2].get<std::string>());
       return out;
     }();
-    EXPECT_EQ(titles, (std::set<std::string>{"Subnet managers JSON", "Slurm topology.conf", "Slurm topology.yaml",
-                                             "Slurm topology JSON", "Host placement JSON", "Drain list JSON"}));
+    EXPECT_EQ(titles,
+              (std::set<std::string>{"Subnet managers JSON", "Slurm topology.conf", "Slurm topology.yaml",
+                                     "Slurm topology JSON", "Host placement JSON", "What-if JSON", "Drain list JSON"}));
     for (const json& l : (*page)["links"]) {
       const std::string body = exporter_->Get("/" + l[1].get<std::string>(), &status);
       EXPECT_EQ(status, 200) << l.dump() << ": " << body;
@@ -177,8 +178,9 @@ class StatusPageTest : public FabricSuite {
     };
     EXPECT_TRUE(asked(*page, "/api/v1/subnet_managers")) << (*page)["asked"].dump();
 
-    auto fewer = StartExporter({"--sweep.interval=2s", "--no-collector.subnet_managers",
-                                "--no-collector.slurm_topology", "--no-collector.drain"});
+    auto fewer =
+        StartExporter({"--sweep.interval=2s", "--no-collector.subnet_managers", "--no-collector.slurm_topology",
+                       "--no-collector.drain", "--no-collector.blast_radius"});
     ASSERT_NE(fewer, nullptr);
     ASSERT_TRUE(b.Navigate("http://127.0.0.1:" + std::to_string(fewer->port()) + "/", &error)) << error;
     ASSERT_TRUE(b.WaitFor("return document.body.dataset.loaded === 'true';", seconds(30), &error)) << error;

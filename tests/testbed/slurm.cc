@@ -53,7 +53,9 @@ std::unique_ptr<SlurmController> SlurmController::Start(const std::vector<std::s
        << "/state\nSlurmdSpoolDir=" << d << "/spool\nSlurmctldPidFile=" << d << "/slurmctld.pid\nSlurmctldLogFile=" << d
        << "/slurmctld.log\nSlurmUser=root\nSelectType=select/cons_tres\nTopologyPlugin=topology/tree\n"
        << "ProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\nMpiDefault=none\nMailProg=/bin/true\n"
-       << "ReturnToService=2\nNodeName=" << node_list << " NodeAddr=127.0.0.1 CPUs=1 State=UNKNOWN\n"
+       // No slurmd answers for the test's nodes: never set them DOWN for it
+       // (SlurmdTimeout=0), however late a loaded machine's pings come.
+       << "ReturnToService=2\nSlurmdTimeout=0\nNodeName=" << node_list << " NodeAddr=127.0.0.1 CPUs=1 State=UNKNOWN\n"
        << "PartitionName=all Nodes=ALL Default=YES State=UP\n";
   if (!WriteFile(d + "/slurm.conf", conf.str()) || !WriteFile(d + "/topology.conf", topology_conf)) {
     *error = "cannot write slurm.conf in " + d;

@@ -14,6 +14,7 @@
 #include "tests/unit/routed_tree.h"
 #include "topology/adaptive_routing.h"
 #include "topology/analysis.h"
+#include "topology/link_rate.h"
 
 namespace ibfabric::topology {
 namespace {
@@ -83,6 +84,36 @@ TEST(BlastRadiusTest, ASpineCableCarriesTheRoutesTheTablesSendThroughItBothWays)
   EXPECT_EQ(r.ports.at(t.Host(2)).sends, 1u) << "to cn1, down from spine1";
   EXPECT_EQ(r.ports.at(t.Host(3)).receives, 0u) << "cn4 is reached through spine2";
   EXPECT_EQ(r.ports.size(), 6u);
+}
+
+// The leaf uplinks host routes go up by, against each leaf's first hop up
+// traced from a host of it to every host of the others; and the pairs
+// RoutesThrough lists are crossing ones, as many as asked.
+TEST(BlastRadiusTest, TheUplinksUsedAreTheLeavesWaysUpAndTheListedPairsCross) {
+  BlastTree t;
+  std::set<Link> traced;
+  for (int l = 0; l < 3; ++l) {
+    for (int h = 0; h < 6; ++h) {
+      if (h / 2 == l) continue;
+      const Route r = TraceRoute(t.fabric, t.tables, t.Host(l * 2), t.fabric.FindPort(t.Host(h))->lid);
+      ASSERT_GE(r.egress.size(), 2u);
+      traced.insert(CableBetween(r.egress[1], *t.fabric.FindPort(r.egress[1])->remote));
+    }
+  }
+  const Analysis a = Analyze(t.fabric);
+  EXPECT_EQ(UplinksUsed(t.fabric, t.tables, a), traced);
+  EXPECT_GT(traced.size(), 1u);
+  EXPECT_DOUBLE_EQ(UplinksGbps(t.fabric, traced),
+                   static_cast<double>(traced.size()) * ActiveGbps(*t.fabric.FindPort(traced.begin()->a)));
+  const std::set<PortRef> cable{t.Up(0, 0), t.Down(0, 0)};
+  const BlastRadius r = RoutesThrough(t.fabric, t.tables, cable, 3);
+  ASSERT_EQ(r.listed.size(), 3u);
+  for (const auto& [from, to] : r.listed) {
+    const Route route = TraceRoute(t.fabric, t.tables, from, t.fabric.FindPort(to)->lid);
+    EXPECT_TRUE(
+        std::any_of(route.egress.begin(), route.egress.end(), [&](const PortRef& e) { return cable.count(e); }));
+  }
+  EXPECT_EQ(RoutesThrough(t.fabric, t.tables, cable, 100).listed.size(), r.routes) << "all, under the limit";
 }
 
 TEST(BlastRadiusTest, AHostsCableCarriesEveryRouteToAndFromIt) {

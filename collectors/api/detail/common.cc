@@ -27,13 +27,8 @@ json End(const Snapshot& s, const topology::PortRef& ref) {
 }
 
 std::optional<std::uint64_t> ParseGuid(const std::string& v, std::string* error) {
-  char* stop = nullptr;
-  errno = 0;
-  const unsigned long long g = std::strtoull(v.c_str(), &stop, 16);
-  if (v.empty() || v.size() > 18 || errno != 0 || *stop != '\0' || v[0] == '-') {
-    *error = "guid must be a hexadecimal node GUID such as 0x0002c90300a1b2c3";
-    return std::nullopt;
-  }
+  const auto g = topology::ParseGuid(v);
+  if (!g) *error = "guid must be a hexadecimal node GUID such as 0x0002c90300a1b2c3";
   return g;
 }
 
