@@ -462,13 +462,13 @@ TEST_F(HostSideTest, TheShippedRuleNamesTheJobsOnTheHostsAFaultHurts) {
   RemoveTree(dir);
 }
 
-// What taking a cable out would cost (GET /api/v1/whatif), for a spine
-// cable and for a host's only cable: every route it lists is the one
+// What taking a cable or a switch out would cost (GET /api/v1/whatif), for
+// a spine cable, a host's only cable and a spine: every route it lists is the one
 // ibtracert walks, all of them listed (its count); the host of the host
 // cable is cut off and the verdict says wait; the leaf uplinks the routes
 // use equal a recount from the leaves' tables (ibtracert from a host of
 // each leaf to every host of the others), one fewer after a used uplink goes.
-TEST_F(HostSideTest, TheWhatIfOfASpineCableAndAHostCableIsWhatIbtracertWalks) {
+TEST_F(HostSideTest, TheWhatIfOfACableOrASwitchIsWhatIbtracertWalks) {
   auto fabric = StartExporter({"--sweep.interval=300ms"});
   ASSERT_NE(fabric, nullptr);
   const Scrape s = fabric->ScrapeMetrics();
@@ -543,6 +543,19 @@ TEST_F(HostSideTest, TheWhatIfOfASpineCableAndAHostCableIsWhatIbtracertWalks) {
   check_listed(w);
   std::cout << "[ figures  ] what-if: " << used.size() << " leaf uplinks used; a spine cable crosses "
             << whatif("cable=" + leaf_guid + ":" + std::to_string(leaf.port))["routes"] << " routes\n";
+
+  // A spine: every route that goes over it moves, nobody is cut off, and
+  // the uplinks left are those the recount found on the other spine.
+  const std::string spine = tree_->Spine(1);
+  w = whatif("switch=" + Guid(s, spine));
+  EXPECT_EQ(w["switch"], spine) << w.dump();
+  EXPECT_GT(w["routes"].get<int>(), 0);
+  EXPECT_EQ(w["hosts_cut_off"], json::array());
+  EXPECT_EQ(w["verdict"], "safe now");
+  check_listed(w);
+  std::size_t on_other = 0;
+  for (const std::string& c : used) on_other += c.find(" - " + spine + "[") == std::string::npos ? 1 : 0;
+  EXPECT_EQ(w["uplinks"]["cables_after"], on_other) << w["uplinks"].dump();
 
   // Bad requests: one line, the right status.
   int status = 0;
