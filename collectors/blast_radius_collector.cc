@@ -204,9 +204,9 @@ ApiReply WhatIfReply(const Snapshot& s, const ApiParams& params) {
   if (cable) {
     const auto colon = cable->rfind(':');
     const auto guid = colon == std::string::npos ? std::nullopt : topology::ParseGuid(cable->substr(0, colon));
-    const int port = colon == std::string::npos ? 0 : std::atoi(cable->c_str() + colon + 1);
-    if (!guid || port < 1 || port > 254) return {400, nullptr, "cable must be GUID:PORT (either end)", "", ""};
-    const topology::Port* p = f.FindPort({*guid, static_cast<std::uint8_t>(port)});
+    const auto port = colon == std::string::npos ? std::nullopt : topology::ParsePortNumber(cable->substr(colon + 1));
+    if (!guid || !port) return {400, nullptr, "cable must be GUID:PORT (either end)", "", ""};
+    const topology::Port* p = f.FindPort({*guid, *port});
     if (!p || !p->remote) return {404, nullptr, "no cable at " + *cable + " in the fabric", "", ""};
     out = {{*guid, p->number}, *p->remote};
     target = {{"cable", topology::PortName(f, {*guid, p->number}) + " - " + topology::PortName(f, *p->remote)}};

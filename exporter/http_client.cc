@@ -16,10 +16,10 @@ collectors::HttpAnswer HttpFetch(const collectors::HttpRequest& r) {
   try {
     httplib::Client client(base);
     if (!client.is_valid()) return {0, "", "'" + base + "' is not a server httplib can reach"};
-    const auto seconds = std::chrono::duration_cast<std::chrono::microseconds>(r.timeout);
-    client.set_connection_timeout(seconds);
-    client.set_read_timeout(seconds);
-    client.set_write_timeout(seconds);
+    const auto timeout = std::chrono::duration_cast<std::chrono::microseconds>(r.timeout);
+    client.set_connection_timeout(timeout);
+    client.set_read_timeout(timeout);
+    client.set_write_timeout(timeout);
     if (!r.bearer_token.empty()) client.set_bearer_token_auth(r.bearer_token);
     if (!r.ca_file.empty()) client.set_ca_cert_path(r.ca_file);
     client.enable_server_certificate_verification(true);

@@ -100,6 +100,13 @@ std::optional<std::uint64_t> ParseGuid(const std::string& text) {
   return g;
 }
 
+std::optional<std::uint8_t> ParsePortNumber(const std::string& text, int lowest) {
+  char* stop = nullptr;
+  const long n = std::strtol(text.c_str(), &stop, 10);
+  if (text.empty() || *stop != '\0' || n < lowest || n > 254) return std::nullopt;
+  return static_cast<std::uint8_t>(n);
+}
+
 std::string ShortName(std::string_view description) {
   constexpr std::string_view kSystem = "MF0;";
   if (description.substr(0, kSystem.size()) != kSystem) return std::string(description);

@@ -166,6 +166,9 @@ std::string FormatGuid(std::uint64_t guid);
 // A GUID as written in hex, "0x" optional ("0x0002c90300a1b2c3"); nullopt
 // for anything else.
 std::optional<std::uint64_t> ParseGuid(const std::string& text);
+// A port number in decimal from `lowest` (0: a switch's own port 0) to 254
+// (IBTA: NumPorts is at most 254); nullopt for anything else.
+std::optional<std::uint8_t> ParsePortNumber(const std::string& text, int lowest = 1);
 // A node description as operators say it. NVIDIA switch systems describe
 // each ASIC "MF0;<system name>:<model>/<location>" (MQM8700/U1 for a
 // one-ASIC switch; MCS8500/L16/U2 for a line card's ASIC in a director):

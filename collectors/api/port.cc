@@ -44,13 +44,12 @@ bool ParsePortQuery(const std::multimap<std::string, std::string>& params, topol
       guid = ParseGuid(v, error);
       if (!guid) return false;
     } else if (k == "port" && !number) {
-      char* stop = nullptr;
-      const long n = std::strtol(v.c_str(), &stop, 10);
-      if (v.empty() || *stop != '\0' || n < 0 || n > 254) {
+      const auto n = topology::ParsePortNumber(v, 0);
+      if (!n) {
         *error = "port must be a port number from 0 to 254";
         return false;
       }
-      number = static_cast<int>(n);
+      number = *n;
     } else {
       *error = "unexpected parameter '" + config::Excerpt(k, 40) + "' (use guid and port, once each)";
       return false;

@@ -29,14 +29,12 @@ bool ParseRouteQuery(const std::multimap<std::string, std::string>& params, Rout
     }
     const auto guid = ParseGuid(v.substr(0, colon), error);
     if (!guid) return false;
-    char* stop = nullptr;
-    const std::string n = v.substr(colon + 1);
-    const long number = std::strtol(n.c_str(), &stop, 10);
-    if (n.empty() || *stop != '\0' || number < 1 || number > 254) {
+    const auto number = topology::ParsePortNumber(v.substr(colon + 1));
+    if (!number) {
       *error = name + "'s port must be a port number from 1 to 254";
       return false;
     }
-    *out = {*guid, static_cast<std::uint8_t>(number)};
+    *out = {*guid, *number};
     return true;
   };
   bool from = false, to = false;

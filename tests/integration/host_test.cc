@@ -561,6 +561,8 @@ TEST_F(HostSideTest, TheWhatIfOfACableOrASwitchIsWhatIbtracertWalks) {
   int status = 0;
   EXPECT_NE(fabric->Get("/api/v1/whatif?cable=zz:1", &status).find("cable must be GUID:PORT"), std::string::npos);
   EXPECT_EQ(status, 400);
+  fabric->Get("/api/v1/whatif?cable=" + leaf_guid + ":1x", &status);
+  EXPECT_EQ(status, 400) << "a port number and nothing after it";
   fabric->Get("/api/v1/whatif?switch=0x1", &status);
   EXPECT_EQ(status, 404);
 }
