@@ -6,8 +6,10 @@
 #include <set>
 #include <tuple>
 
+#include "collectors/common/iso8601.h"
 #include "collectors/framework/render.h"
 #include "collectors/parts/adaptive_routing.h"
+#include "collectors/parts/fabric_jobs.h"
 #include "topology/adaptive_routing.h"
 
 namespace ibfabric::collectors {
@@ -88,12 +90,105 @@ std::string FaultName(const Snapshot& s, const BlastEntry& e) {
   return std::string(ToString(e.cause)) + " " + end(e.cable.a) + " - " + end(e.cable.b);
 }
 
+// The host of a CA, or where it is in no host (its description is not
+// the host pattern's) the CA's own name.
+std::string HostOrNode(const Snapshot& s, std::uint64_t ca) {
+  std::string host = HostOf(s, ca);
+  return host.empty() ? topology::NodeName(*s.fabric, ca) : host;
+}
+
+// The jobs a fix would touch, from the hosts' own exporters as read back
+// (collectors/parts/fabric_jobs.h): each job holding a port that is cut
+// (its host cut off, or left a port short) or that sends or receives a
+// route that moves; and the jobs to wait for (the first kind), named.
+struct JobsTouched {
+  nlohmann::json listed = nlohmann::json::array();
+  std::vector<std::string> wait_for;  // "job 4242 (cn0005 loses every path)"
+  std::vector<std::string> moving;    // "job 5151"
+};
+JobsTouched TouchedJobs(const Snapshot& s, const FabricJobs& jobs, const std::set<topology::PortRef>& cut,
+                        const std::set<std::string>& cut_off, const topology::BlastRadius& radius) {
+  struct Hit {
+    std::set<std::string> hosts, cut_off, losing, moving;
+  };
+  std::map<FabricJob, Hit> hits;
+  for (const auto& [port, held] : jobs.at) {
+    if (!s.fabric->FindPort(port)) continue;  // another fabric's
+    const std::string host = HostOrNode(s, port.node_guid);
+    for (const FabricJob& job : held) {
+      Hit& h = hits[job];
+      h.hosts.insert(host);
+      if (cut.count(port)) {
+        (cut_off.count(host) ? h.cut_off : h.losing).insert(host);
+      } else if (radius.ports.count(port)) {
+        h.moving.insert(host);
+      }
+    }
+  }
+  JobsTouched out;
+  for (const auto& [job, h] : hits) {
+    if (h.cut_off.empty() && h.losing.empty() && h.moving.empty()) continue;
+    const std::string name = (job.source == "kubernetes" ? "pod " : "job ") + job.id;
+    out.listed.push_back({{"job", job.id},
+                          {"source", job.source},
+                          {"hosts", h.hosts},
+                          {"hosts_cut_off", h.cut_off},
+                          {"hosts_losing_ports", h.losing},
+                          {"hosts_whose_routes_move", h.moving}});
+    if (!h.cut_off.empty()) {
+      out.wait_for.push_back(name + " (" + *h.cut_off.begin() + " loses every path)");
+    } else if (!h.losing.empty()) {
+      out.wait_for.push_back(name + " (" + *h.losing.begin() + " loses a port)");
+    } else {
+      out.moving.push_back(name);
+    }
+  }
+  return out;
+}
+
+// "a, b, c and 2 more"
+std::string FirstFew(const std::vector<std::string>& names) {
+  std::string out;
+  for (std::size_t i = 0; i < names.size() && i < 3; ++i) out += (i ? ", " : "") + names[i];
+  if (names.size() > 3) out += " and " + std::to_string(names.size() - 3) + " more";
+  return out;
+}
+
+// The verdict: wait while a host it cuts off or leaves a port short runs a
+// job (or, not knowing the jobs, at all: drain first); else safe now.
+std::pair<std::string, std::string> Verdict(const topology::BlastRadius& radius, const nlohmann::json& cut_off,
+                                            const nlohmann::json& losing, const nlohmann::json& broken,
+                                            const JobsTouched* jobs) {
+  const auto number = [](std::size_t n, const char* what) { return std::to_string(n) + " " + what; };
+  std::string hurt;
+  if (!cut_off.empty()) {
+    hurt = number(cut_off.size(), "hosts") + " lose every path (" + cut_off[0].get<std::string>() +
+           (cut_off.size() > 1 ? ", ..." : "") + ")";
+  } else if (!broken.empty()) {
+    hurt = number(losing.size(), "hosts") + " lose a rail (" + broken[0]["rail"].get<std::string>() +
+           "): a job across them runs at the pace of its slowest rail";
+  } else if (!losing.empty()) {
+    hurt = number(losing.size(), "hosts") + " lose a port (" + losing[0].get<std::string>() + ")";
+  }
+  if (jobs && !jobs->wait_for.empty()) return {"wait", "wait for " + FirstFew(jobs->wait_for) + "; " + hurt};
+  if (!hurt.empty()) {
+    if (!jobs) return {"wait", hurt + ": drain them first"};
+    return {"safe now", hurt + " but run no job: drain them first so that none starts there"};
+  }
+  if (radius.routes == 0) return {"safe now", "no route between hosts crosses it"};
+  std::string reason = number(radius.routes, "routes") + " between " + number(radius.ports.size(), "host ports") +
+                       " move to other paths once the subnet manager routes around it";
+  if (jobs && !jobs->moving.empty()) reason += " (" + FirstFew(jobs->moving) + " among them)";
+  return {"safe now", reason};
+}
+
 // What taking `out` (ports: a cable's two ends, or every port of a
 // switch) out of the fabric now costs, from the tables as read: the host
 // routes that leave by one of them (the first `limit` listed, hop by hop),
 // the host ports whose cable goes (cut off: their host loses that port, a
 // rail on a rail-optimized fabric; a host that loses every port is cut
-// off), the leaf uplinks the routes use before and after, and a verdict.
+// off), the jobs on them, the leaf uplinks the routes use before and
+// after, and a verdict.
 nlohmann::json WhatIfJson(const Snapshot& s, const std::set<topology::PortRef>& out, std::size_t limit) {
   const topology::Fabric& f = *s.fabric;
   const topology::BlastRadius radius = topology::RoutesThrough(f, *s.forwarding, out, limit);
@@ -115,23 +210,32 @@ nlohmann::json WhatIfJson(const Snapshot& s, const std::set<topology::PortRef>& 
     const topology::Port* p = f.FindPort(h);
     if (p->link_up() && (out.count(h) || (p->remote && out.count(*p->remote)))) cut.insert(h);
   }
+  // Each host's ports up and cut (a CA in no host is a host of its own).
+  struct Count {
+    int up = 0, gone = 0;
+  };
+  std::map<std::string, Count, decltype(&topology::NaturalLess)> hosts(&topology::NaturalLess);
+  for (const topology::PortRef& h : topology::HostPorts(f)) {
+    if (!f.FindPort(h)->link_up()) continue;
+    Count& c = hosts[HostOrNode(s, h.node_guid)];
+    ++c.up;
+    c.gone += cut.count(h) ? 1 : 0;
+  }
   nlohmann::json cut_off = nlohmann::json::array(), losing = nlohmann::json::array();
+  std::set<std::string> cut_off_hosts;
+  for (const auto& [name, c] : hosts) {
+    if (c.gone > 0 && c.gone == c.up) cut_off_hosts.insert(name);
+    if (c.gone > 0) (c.gone == c.up ? cut_off : losing).push_back(name);
+  }
   std::map<std::string, std::set<std::string>> rails;  // rail -> servers losing it
-  if (s.hosts) {
+  if (s.hosts && s.hosts->layout == topology::HostLayout::kRailOptimized) {
     for (const topology::Host& host : s.hosts->hosts) {
-      int up = 0, gone = 0;
       for (const topology::Hca& hca : host.hcas) {
         for (const topology::HcaPort& hp : hca.ports) {
-          const topology::Port* p = f.FindPort({hca.guid, hp.port});
-          if (!p || !p->link_up()) continue;
-          ++up;
-          if (!cut.count({hca.guid, hp.port})) continue;
-          ++gone;
-          if (s.hosts->layout == topology::HostLayout::kRailOptimized && hp.rail >= 0)
+          if (hp.rail >= 0 && cut.count({hca.guid, hp.port}))
             rails[s.hosts->rails[static_cast<std::size_t>(hp.rail)]].insert(host.name);
         }
       }
-      if (gone > 0) (gone == up ? cut_off : losing).push_back(host.name);
     }
   }
   nlohmann::json broken = nlohmann::json::array();
@@ -143,28 +247,23 @@ nlohmann::json WhatIfJson(const Snapshot& s, const std::set<topology::PortRef>& 
     if (!out.count(l.a) && !out.count(l.b)) after.insert(l);
   }
   const double gbps_before = topology::UplinksGbps(f, before), gbps_after = topology::UplinksGbps(f, after);
-  const auto number = [](std::size_t n, const char* what) { return std::to_string(n) + " " + what; };
-  std::string verdict = "safe now", reason;
-  if (!cut_off.empty()) {
-    verdict = "wait";
-    reason = number(cut_off.size(), "hosts") + " lose every path (" + cut_off[0].get<std::string>() +
-             (cut_off.size() > 1 ? ", ..." : "") + "): drain them first";
-  } else if (!broken.empty()) {
-    verdict = "wait";
-    reason = number(losing.size(), "hosts") + " lose a rail (" + broken[0]["rail"].get<std::string>() +
-             "): a job across them runs at the pace of its slowest rail; drain them first";
-  } else if (radius.routes > 0) {
-    reason = number(radius.routes, "routes") + " between " + number(radius.ports.size(), "host ports") +
-             " move to other paths once the subnet manager routes around it";
-  } else {
-    reason = "no route between hosts crosses it";
-  }
+  const auto* jobs = s.by_collector.Get<FabricJobs>(kFabricJobsCollector);
+  std::optional<JobsTouched> touched;
+  if (jobs && jobs->known) touched = TouchedJobs(s, *jobs, cut, cut_off_hosts, radius);
+  const auto [verdict, reason] = Verdict(radius, cut_off, losing, broken, touched ? &*touched : nullptr);
   return {{"routes", radius.routes},
           {"ports", radius.ports.size()},
           {"listed", std::move(listed)},
           {"hosts_cut_off", std::move(cut_off)},
           {"hosts_losing_ports", std::move(losing)},
           {"rails_broken", std::move(broken)},
+          {"jobs", touched ? std::move(touched->listed) : nlohmann::json(nullptr)},
+          {"jobs_source",
+           {{"known", touched.has_value()},
+            {"read", touched ? Iso8601(jobs->read) : ""},
+            {"error", !jobs                                 ? "no jobs source: --jobs.prometheus-url"
+                      : !jobs->known && jobs->error.empty() ? "not read yet"
+                                                            : jobs->error}}},
           {"uplinks",
            {{"cables_before", before.size()},
             {"cables_after", after.size()},

@@ -28,8 +28,11 @@
 // from the snapshot (no MAD): the host routes that leave by its ports (the
 // first N hop by hop), the hosts cut off or losing a port, the rails
 // broken, the leaf uplinks the tables use before and after
-// (topology/blast_radius.h UplinksUsed), and "safe now" or "wait" with why;
-// without parameters, for each active alert's cable.
+// (topology/blast_radius.h UplinksUsed), the jobs on those hosts where the
+// fabric_jobs part knows them (collectors/parts/fabric_jobs.h), and "safe
+// now" or "wait" with why ("wait for job 4242 (cn0005 loses every path)";
+// not knowing the jobs, wait while any host would lose a port); without
+// parameters, for each active alert's cable.
 
 #include <memory>
 #include <optional>

@@ -7,6 +7,7 @@
 #include "collectors/capabilities_collector.h"
 #include "collectors/drain_collector.h"
 #include "collectors/fabric_collector.h"
+#include "collectors/fabric_jobs_collector.h"
 #include "collectors/fat_tree_collector.h"
 #include "collectors/fec_collector.h"
 #include "collectors/host_collector.h"
@@ -40,6 +41,7 @@ const std::vector<CollectorInfo>& Registry() {
       FecCollectorInfo(),
       ModuleCollectorInfo(),
       LinkHealthCollectorInfo(),
+      FabricJobsCollectorInfo(),
       BlastRadiusCollectorInfo(),
       DrainCollectorInfo(),
       SubnetManagersCollectorInfo(),

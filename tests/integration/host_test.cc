@@ -35,6 +35,76 @@ using std::chrono::seconds;
 
 class HostSideTest : public FabricSuite {
  protected:
+  // The what-if with the jobs (GET /api/v1/whatif), from a fabric exporter
+  // that reads them back from this Prometheus (--jobs.prometheus-url): the
+  // cable of a host with a job waits for that job, naming it; a host cable
+  // under no job is safe now; a spine cable names exactly the jobs with a
+  // host among the routes it lists (all of them: limit 1000) and is safe now.
+  static void WhatIfWaitsForTheJobs(const Scrape& f, const PrometheusServer& prometheus,
+                                    const std::map<int, std::vector<std::string>>& jobs_of) {
+    auto fabric = StartExporter({"--sweep.interval=300ms", "--jobs.refresh=1s",
+                                 "--jobs.prometheus-url=http://127.0.0.1:" + std::to_string(prometheus.port())});
+    ASSERT_NE(fabric, nullptr);
+    const auto whatif = [&](const std::string& guid, int port) {
+      json j;
+      EXPECT_TRUE(WaitUntil(
+          [&] {
+            int status = 0;
+            j = json::parse(
+                fabric->Get("/api/v1/whatif?cable=" + guid + ":" + std::to_string(port) + "&limit=1000", &status),
+                nullptr, false);
+            return status == 200 && j["jobs_source"]["known"] == true;
+          },
+          seconds(30), std::chrono::milliseconds(250)))
+          << j.dump() << fabric->Log();
+      return j;
+    };
+    const auto short_name = [](const std::string& host) { return host.substr(0, host.find(' ')); };
+    const int with_job = jobs_of.begin()->first;  // cn0005: job 4242 alone
+    const std::string host = short_name(tree_->Host(with_job));
+    json w = whatif(NodeGuid(f, tree_->Host(with_job)), 1);
+    EXPECT_EQ(w["verdict"], "wait") << w.dump();
+    EXPECT_EQ(w["reason"], "wait for job " + jobs_of.at(with_job)[0] + " (" + host +
+                               " loses every path); 1 hosts lose "
+                               "every path (" +
+                               host + ")");
+    bool named = false;
+    for (const json& j : w["jobs"]) {
+      if (j["job"] != jobs_of.at(with_job)[0]) continue;
+      named = true;
+      EXPECT_EQ(j["source"], "slurm");
+      EXPECT_EQ(j["hosts_cut_off"], json::array({host}));
+    }
+    EXPECT_TRUE(named) << w["jobs"].dump();
+
+    const std::string idle = short_name(tree_->Host(3));  // no job
+    w = whatif(NodeGuid(f, tree_->Host(3)), 1);
+    EXPECT_EQ(w["verdict"], "safe now") << w.dump();
+    EXPECT_EQ(w["reason"], "1 hosts lose every path (" + idle +
+                               ") but run no job: drain them first so that none "
+                               "starts there");
+
+    // A spine cable: the jobs named are those with a host among the routes.
+    const Endpoint uplink = tree_->LeafUplink(2, 1);
+    w = whatif(Guid(f, uplink.node), uplink.port);
+    EXPECT_EQ(w["verdict"], "safe now") << w.dump();
+    ASSERT_EQ(w["listed"].size(), w["routes"].get<std::size_t>());
+    std::set<std::string> on_routes;
+    for (const json& r : w["listed"]) {
+      for (const char* end : {"from", "to"}) {
+        const std::string port = r[end].get<std::string>();
+        on_routes.insert(short_name(port.substr(0, port.rfind('['))));
+      }
+    }
+    std::set<std::string> want, named_jobs;
+    for (const auto& [h, ids] : jobs_of) {
+      if (on_routes.count(short_name(tree_->Host(h)))) want.insert(ids.begin(), ids.end());
+    }
+    for (const json& j : w["jobs"]) named_jobs.insert(j["job"].get<std::string>());
+    EXPECT_EQ(named_jobs, want) << w["jobs"].dump();
+    EXPECT_FALSE(want.empty()) << "the spine cable carries a route of a host with a job";
+    std::cout << "[ figures  ] what-if with jobs: a spine cable moves the routes of " << want.size() << " jobs\n";
+  }
   static void SetUpTestSuite() {
     // Four leaves of four hosts, two spines: 16 host ports, 240 routes
     // between them, routed by opensm.
@@ -423,6 +493,7 @@ TEST_F(HostSideTest, TheShippedRuleNamesTheJobsOnTheHostsAFaultHurts) {
                         seconds(30), std::chrono::milliseconds(250)));
   std::this_thread::sleep_for(seconds(3));
   EXPECT_TRUE(hurt(nullptr).empty());
+  WhatIfWaitsForTheJobs(f, *prometheus, {{hosts[0], jobs[0]}, {hosts[1], jobs[1]}, {hosts[2], jobs[2]}});
 
   // cn0005's own cable: its job alone.
   const Endpoint own = tree_->LeafHostPort(hosts[0]);

@@ -117,6 +117,41 @@ TEST_F(RailsTest, ACleanRailOptimizedFabricHasItsRailsAndUnitsAndNoFinding) {
   ASSERT_EQ(node["nodes"].size(), 1u);
   EXPECT_EQ(node["nodes"][0]["host"], "gpu0037");
   EXPECT_EQ(node["nodes"][0]["device"], "mlx5_7");
+
+  // What taking out an HCA's cable, and its rail leaf, would cost: that
+  // rail of that server, then of every server whose HCA the metrics put on
+  // that leaf; wait (no jobs source: drain them first), nobody cut off.
+  const auto whatif = [&](const std::string& query) {
+    json j;
+    EXPECT_TRUE(WaitUntil(
+        [&] {
+          j = json::parse(exporter_->Get("/api/v1/whatif?" + query + "&limit=0", &status), nullptr, false);
+          return status == 200;
+        },
+        std::chrono::seconds(60), std::chrono::milliseconds(500)))
+        << j.dump();
+    return j;
+  };
+  const auto info = s.Find("infiniband_hca_info", {{"hca", "gpu0037 mlx5_7"}});
+  ASSERT_EQ(info.size(), 1u);
+  json w = whatif("cable=" + info[0].labels.at("node_guid") + ":1");
+  EXPECT_EQ(w["rails_broken"], json::parse(R"([{"rail": "mlx5_7", "hosts": ["gpu0037"]}])")) << w.dump();
+  EXPECT_EQ(w["hosts_losing_ports"], json::array({"gpu0037"}));
+  EXPECT_EQ(w["hosts_cut_off"], json::array());
+  EXPECT_EQ(w["verdict"], "wait");
+  EXPECT_EQ(w["reason"],
+            "1 hosts lose a rail (mlx5_7): a job across them runs at the pace of its slowest rail: drain them first");
+  std::set<std::string> on_leaf;
+  for (const auto& x : s.Find("infiniband_hca_rail_info", {{"leaf", tree_->RailLeaf(3, 6)}})) {
+    on_leaf.insert(x.labels.at("host"));
+  }
+  EXPECT_EQ(on_leaf.size(), 16u);
+  w = whatif("switch=" + Guid(s, tree_->RailLeaf(3, 6)));
+  ASSERT_EQ(w["rails_broken"].size(), 1u) << w.dump();
+  EXPECT_EQ(w["rails_broken"][0]["rail"], "mlx5_7");
+  EXPECT_EQ(w["rails_broken"][0]["hosts"].get<std::set<std::string>>(), on_leaf);
+  EXPECT_EQ(w["hosts_losing_ports"].size(), 16u);
+  EXPECT_EQ(w["verdict"], "wait");
 }
 
 // Rails in pods (the 32k-GPU shape, small): 2 pods of 2 units of 4

@@ -9,11 +9,13 @@
 
 #include "collectors/blast_radius_collector.h"
 #include "collectors/metrics.h"
+#include "collectors/parts/fabric_jobs.h"
 #include "collectors/registry.h"
 #include "tests/testbed/prom_text.h"
 #include "tests/unit/routed_tree.h"
 #include "topology/adaptive_routing.h"
 #include "topology/analysis.h"
+#include "topology/hosts.h"
 #include "topology/link_rate.h"
 
 namespace ibfabric::topology {
@@ -282,6 +284,69 @@ TEST(BlastRadiusCollectorTest, EachFaultItsRoutesAndTheHostPortsItHurts) {
   c->Update(local);
   c->Publish(&s.parts);
   EXPECT_EQ(s.parts.by_collector.Get<BlastReport>(kBlastRadiusCollector), nullptr);
+}
+
+// The what-if's verdict with the jobs on the fabric's host ports (the
+// fabric_jobs part): a host's only cable waits for the job on that host
+// and names it; a host cable under no job is safe now (drain it first); a
+// spine cable names the jobs whose routes move and is safe now; without a
+// jobs source a host cable is "wait" (the jobs are not known), and a job
+// on another fabric's port counts for nothing.
+TEST(BlastRadiusCollectorTest, TheWhatIfWaitsForTheJobsOnTheHostsItCutsOff) {
+  Snap s;
+  topology::HostPattern pattern;  // the tree's CAs are "cn1".."cn6": each a host
+  std::string error;
+  ASSERT_TRUE(topology::ParseHostPattern(R"(^((cn)\d+)$)", &pattern, &error)) << error;
+  s.parts.hosts = std::make_shared<topology::HostAnalysis>(topology::AnalyzeHosts(s.t.fabric, pattern));
+  const auto whatif = [&](const topology::PortRef& end) {
+    const ApiReply r =
+        FindCollector("blast_radius")
+            ->routes[0]
+            .reply(s.parts, {{"cable", topology::FormatGuid(end.node_guid) + ":" + std::to_string(end.port)}});
+    EXPECT_EQ(r.status, 200) << r.error;
+    return r.body;
+  };
+  const topology::PortRef cn1 = s.P(s.t.host[0], 1), cn3 = s.P(s.t.host[2], 1), cn5 = s.P(s.t.host[4], 1);
+  nlohmann::json w = whatif(cn1);
+  EXPECT_EQ(w["verdict"], "wait");
+  EXPECT_EQ(w["reason"], "1 hosts lose every path (cn1): drain them first");
+  EXPECT_TRUE(w["jobs"].is_null());
+  EXPECT_EQ(w["jobs_source"]["error"], "no jobs source: --jobs.prometheus-url");
+
+  auto jobs = std::make_shared<FabricJobs>();
+  jobs->known = true;
+  jobs->at[cn1] = {{"slurm", "4242"}};
+  jobs->at[cn3] = {{"slurm", "4242"}, {"kubernetes", "team-a/train-0"}};
+  jobs->at[{0x99, 1}] = {{"slurm", "7777"}};  // a port of another fabric
+  s.parts.by_collector.Set(kFabricJobsCollector, std::shared_ptr<const FabricJobs>(jobs));
+  w = whatif(cn1);
+  EXPECT_EQ(w["verdict"], "wait");
+  EXPECT_EQ(w["reason"], "wait for job 4242 (cn1 loses every path); 1 hosts lose every path (cn1)");
+  ASSERT_EQ(w["jobs"].size(), 2u) << w["jobs"].dump();
+  EXPECT_EQ(w["jobs"][0]["job"], "team-a/train-0");
+  EXPECT_EQ(w["jobs"][0]["hosts_whose_routes_move"], nlohmann::json::array({"cn3"}));
+  EXPECT_EQ(w["jobs"][1]["job"], "4242");
+  EXPECT_EQ(w["jobs"][1]["hosts"], nlohmann::json::array({"cn1", "cn3"}));
+  EXPECT_EQ(w["jobs"][1]["hosts_cut_off"], nlohmann::json::array({"cn1"}));
+  EXPECT_TRUE(w["jobs_source"]["known"]);
+
+  w = whatif(cn5);
+  EXPECT_EQ(w["verdict"], "safe now") << "no job on cn5";
+  EXPECT_EQ(w["reason"], "1 hosts lose every path (cn5) but run no job: drain them first so that none starts there");
+  EXPECT_EQ(w["jobs"].size(), 2u) << "cn1 and cn3 talk to cn5: their routes to it move" << w["jobs"].dump();
+
+  // leaf1's cable up to spine1: routes move, nobody is cut off.
+  w = whatif(s.P(s.t.leaf[0], 3));
+  EXPECT_EQ(w["verdict"], "safe now");
+  EXPECT_EQ(w["reason"],
+            "8 routes between 6 host ports move to other paths once the subnet manager routes around it "
+            "(pod team-a/train-0, job 4242 among them)");
+
+  // CAs whose descriptions are no host's: each its own host, by its name.
+  s.parts.hosts = std::make_shared<topology::HostAnalysis>();
+  w = whatif(cn1);
+  EXPECT_EQ(w["hosts_cut_off"], nlohmann::json::array({"cn1"}));
+  EXPECT_EQ(w["verdict"], "wait");
 }
 
 }  // namespace
