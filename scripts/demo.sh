@@ -30,7 +30,7 @@ done
 
 [ "$leaves" -ge 4 ] || { echo "demo.sh: --leaves must be at least 4 (the faults use four leaves)" >&2; exit 2; }
 if [ "$do_build" = 1 ]; then bash scripts/build.sh; fi
-[ -x "$build/exporter/ibfabric_exporter" ] && [ -e "$build/tests/librmpp.so" ] || { echo "demo.sh: no exporter (or test bed) in $build (build it, or leave out --no-build)" >&2; exit 2; }
+[ -x "$build/exporter/ibfabric_exporter" ] && [ -e "$build/tests/librmpp.so" ] && [ -e "$build/tests/libmad_timeouts.so" ] || { echo "demo.sh: no exporter (or test bed) in $build (build it, or leave out --no-build)" >&2; exit 2; }
 
 if [ -n "$(ls -A "$dir" 2>/dev/null)" ] && [ ! -e "$dir/fabric.net" ] && [ ! -e "$dir/osm-cache" ]; then
   echo "demo.sh: --dir $dir holds files that are not a demo's; not removing them" >&2; exit 2
@@ -39,6 +39,9 @@ rm -rf "$dir"; mkdir -p "$dir/osm-cache"
 # umad2sim, and the kernel's RMPP for the SA's long answers (the tables the
 # exporter asks the SA for; docs/testing.md): opensm and the exporter alike.
 preload="/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so $(cd "$build" && pwd)/tests/librmpp.so"
+# And for opensm the kernel's MAD timeouts, which umad2sim has not: opensm
+# waits on them (tests/tools/mad_timeouts.cc).
+sm_preload="$preload $(cd "$build" && pwd)/tests/libmad_timeouts.so"
 
 # Leaf ports: hosts, then two cables to each spine, then a spare one for
 # the miswired cable (leaf 1 to leaf 2).
@@ -64,12 +67,12 @@ grep -q "Network simulator ready" "$dir/ibsim.log" || { echo "demo.sh: ibsim fai
 # the log after each message, so that SUBNET UP can be waited for).
 echo "demo.sh: starting the subnet managers (opensm master at cn0001, standby at cn0002)"
 mkdir -p "$dir/osm-cache-standby"
-LD_PRELOAD=$preload SIM_HOST=cn0001 OSM_CACHE_DIR="$dir/osm-cache" \
+LD_PRELOAD=$sm_preload SIM_HOST=cn0001 OSM_CACHE_DIR="$dir/osm-cache" \
   opensm -d2 -p 10 -f "$dir/opensm.log" >/dev/null 2>&1 &
 pids+=($!)
 for _ in $(seq 600); do grep -q "SUBNET UP" "$dir/opensm.log" 2>/dev/null && break; sleep 0.2; done
 grep -q "SUBNET UP" "$dir/opensm.log" || { echo "demo.sh: opensm did not bring the subnet up"; tail "$dir/opensm.log"; exit 1; }
-LD_PRELOAD=$preload SIM_HOST=cn0002 OSM_CACHE_DIR="$dir/osm-cache-standby" \
+LD_PRELOAD=$sm_preload SIM_HOST=cn0002 OSM_CACHE_DIR="$dir/osm-cache-standby" \
   opensm -d2 -p 1 -f "$dir/opensm-standby.log" >/dev/null 2>&1 &
 pids+=($!)
 for _ in $(seq 300); do grep -q "STANDBY" "$dir/opensm-standby.log" 2>/dev/null && break; sleep 0.2; done

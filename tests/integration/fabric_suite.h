@@ -148,8 +148,8 @@ class FabricSuite : public ::testing::Test {
   // A resident opensm on `sm_host` (not the exporter's node: one SM port
   // per node) that hands the SA's Reports (traps) to an exporter started
   // with traps. The exporter's port then shows IsSM (SIM_SET_ISSM) but
-  // answers no SMInfo; an opensm that polls it stops sweeping, hence
-  // ignore_other_sm.
+  // answers no SMInfo; an opensm that polls it waits out a timeout in
+  // every sweep (tests/tools/mad_timeouts.cc), hence ignore_other_sm.
   static void StartTrapSm(const std::string& sm_host) {
     SimFabric::SmOptions sm;
     sm.attach = sm_host;

@@ -10,7 +10,9 @@
 #include <regex>
 #include <sstream>
 
+#include "tests/testbed/exporter_process.h"
 #include "tests/testbed/fat_tree.h"
+#include "tests/testbed/process.h"
 #include "tests/testbed/sim_fabric.h"
 
 namespace ibfabric::testbed {
@@ -115,6 +117,47 @@ TEST(TestbedTest, ConsoleVerbsAndCleanup) {
   sim.reset();
   const auto left = RunCommand({"pgrep", "-f", dir}, {}, std::chrono::seconds(5));
   EXPECT_NE(left.exit_code, 0) << "still running: " << left.out;
+}
+
+// The kernel's MAD timeouts for opensm (tests/tools/mad_timeouts.cc): a
+// port that shows IsSM but whose client answers no SMInfo (an exporter
+// started with SIM_SET_ISSM) holds the first sweep of an opensm on bare
+// umad2sim for ever, the SMInfo it sent there outstanding; the test bed's
+// opensm times that SMInfo out as the kernel would, says so in its log and
+// brings the subnet up.
+TEST(TestbedTest, OpensmTimesOutAnSmInfoNobodyAnswersAsTheKernelWould) {
+  const FatTree t = FatTree::Generate(FatTreeSpec{});
+  SimOptions o;
+  o.attach = t.Host(1);
+  std::string error;
+  auto sim = SimFabric::Start(t.NetFile(), o, &error);
+  ASSERT_NE(sim, nullptr) << error;
+  // At a node of its own: ibsim takes one SM client a node.
+  auto silent = ExporterProcess::Start(*sim, {"--sweep.interval=10s"}, &error, {},
+                                       Env{{"SIM_SET_ISSM", "1"}, {"SIM_HOST", t.Host(3)}});
+  ASSERT_NE(silent, nullptr) << error;
+
+  const std::string bare_log = sim->dir() + "/opensm.bare.log";
+  SpawnOptions bare;
+  bare.argv = {"opensm", "-d2", "-f", bare_log};
+  bare.env = sim->ClientEnv();
+  bare.env["SIM_HOST"] = t.Host(2);
+  bare.env["OSM_CACHE_DIR"] = sim->dir() + "/bare-cache";
+  auto sm = Process::Spawn(bare, &error);
+  ASSERT_NE(sm, nullptr) << error;
+  EXPECT_FALSE(WaitUntil([&] { return ReadFile(bare_log).find("SUBNET UP") != std::string::npos; },
+                         std::chrono::seconds(8), std::chrono::milliseconds(200)))
+      << "bare umad2sim: the SMInfo to the silent port never comes back";
+  sm->Signal(SIGKILL);
+  sm.reset();
+  sim->DisconnectDeadClients();
+
+  SimFabric::SmOptions with;
+  with.attach = t.Host(2);
+  auto timed = sim->StartSubnetManager(with, &error);  // returns at SUBNET UP
+  ASSERT_NE(timed, nullptr) << error;
+  const std::string log = ReadFile(sim->dir() + "/opensm.resident.log");
+  EXPECT_NE(log.find("Timeout while getting attribute 0x20 (SMInfo)"), std::string::npos) << log;
 }
 
 }  // namespace

@@ -271,7 +271,7 @@ bool SimFabric::SweepSubnet(std::string* error, bool forget_lids) {
   const std::string cache = dir_ + "/osm-cache";
   if (forget_lids) RemoveTree(cache);
   mkdir(cache.c_str(), 0700);
-  Env env = ClientEnv();
+  Env env = SmEnv();
   env["OSM_CACHE_DIR"] = cache;
   std::vector<std::string> argv{"opensm", "-o", "-f", log};
   if (!options_.sm_config.empty()) {
@@ -309,7 +309,7 @@ std::unique_ptr<Process> SimFabric::StartSubnetManager(const SmOptions& options,
     WriteFile(dir_ + "/partitions.conf", options_.partitions);
     o.argv.insert(o.argv.end(), {"-P", dir_ + "/partitions.conf"});
   }
-  o.env = ClientEnv();
+  o.env = SmEnv();
   if (!options.attach.empty()) o.env["SIM_HOST"] = options.attach;
   o.env["OSM_CACHE_DIR"] = cache;
   o.stdout_path = dir_ + "/" + name + ".out";
@@ -333,6 +333,12 @@ Env SimFabric::ClientEnv() const {
   Env env{{"LD_PRELOAD", SimPreload()}};
   if (!options_.attach.empty()) env["SIM_HOST"] = options_.attach;
   env["IBSIM_SOCKNAME"] = options_.socket_name;
+  return env;
+}
+
+Env SimFabric::SmEnv() const {
+  Env env = ClientEnv();
+  env["LD_PRELOAD"] += std::string(" ") + IBFABRIC_MAD_TIMEOUTS_LIB;
   return env;
 }
 

@@ -95,6 +95,9 @@ class SimFabric {
 
   // Environment for clients: LD_PRELOAD and SIM_HOST.
   Env ClientEnv() const;
+  // For opensm: ClientEnv() and the kernel's MAD timeouts, which opensm
+  // waits on and umad2sim has not (tests/tools/mad_timeouts.cc).
+  Env SmEnv() const;
   // Runs a tool (perfquery, ibnetdiscover, ...) attached to the fabric.
   CommandResult Tool(const std::vector<std::string>& argv,
                      std::chrono::milliseconds timeout = std::chrono::milliseconds(60000)) const;
