@@ -42,6 +42,15 @@ if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
   packages+=(nodejs npm)
 fi
 
+# --packaging: also what the packaging check needs (scripts/test-packaging.sh):
+# the Debian build (dpkg-dev, debhelper, help2man, lintian), the throwaway
+# root file systems (mmdebstrap) and the image (podman, and runc: crun
+# refuses a host whose cgroups are a v1/v2 hybrid).
+if [ "${1:-}" = --packaging ]; then
+  shift
+  packages+=(dpkg-dev debhelper help2man lintian mmdebstrap podman runc uidmap)
+fi
+
 # --list: the packages, one a line (scripts/repeat-tests.sh --purge).
 if [ "${1:-}" = --list ]; then
   printf '%s\n' "${packages[@]}"
