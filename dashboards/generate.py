@@ -10,8 +10,16 @@ Every dashboard has a Prometheus data source variable and the filters
 fabric (a target label set in the scrape config, see deploy/), switch and
 node (HCA). Panel queries use only metrics this exporter exposes, and the
 rule-generated ALERTS series where a panel shows firing rules.
+
+No data source is named: Grafana's import asks for one (the DS_PROMETHEUS
+input of `__inputs`, which becomes the data source variable's default), and
+a provisioned dashboard (deploy/grafana/) takes the variable's first
+Prometheus. The metrics each dashboard needs are listed in README.md,
+between the markers, from the queries (--check fails when that list is
+stale too).
 """
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -46,14 +54,13 @@ def variables(extra_topn=False):
     def query(name, label, expr):
         return {
             "name": name, "label": label, "type": "query", "datasource": DS,
-            "definition": f"label_values({expr})",
             "query": {"query": f"label_values({expr})", "refId": name},
             "includeAll": True, "multi": True, "allValue": ".*", "refresh": 2, "sort": 1,
             "current": {"selected": True, "text": ["All"], "value": ["$__all"]},
         }
     out = [
         {"name": "datasource", "label": "Data source", "type": "datasource", "query": "prometheus",
-         "current": {}, "hide": 0},
+         "current": {"selected": False, "text": "${DS_PROMETHEUS}", "value": "${DS_PROMETHEUS}"}, "hide": 0},
         query("fabric", "Fabric", "infiniband_exporter_build_info, fabric"),
         query("switch", "Switch", 'infiniband_switch_info{fabric=~"$fabric"}, switch'),
         query("node", "Node", 'infiniband_hca_info{fabric=~"$fabric"}, hca'),
@@ -133,13 +140,23 @@ def dashboard(uid, title, description, layout, topn=False):
     dupes = sorted({t for t in titles if titles.count(t) > 1})
     if dupes:
         raise SystemExit(f"{title}: panel titles must be unique: {dupes}")
+    kinds_used = sorted({p["type"] for p in layout.panels if p["type"] != "row"})
     return {
+        # What Grafana's import asks for, and what the dashboard needs.
+        "__inputs": [{"name": "DS_PROMETHEUS", "label": "Prometheus", "type": "datasource",
+                      "pluginId": "prometheus", "pluginName": "Prometheus",
+                      "description": "The Prometheus that scrapes the ibfabric exporters"}],
+        "__requires": [{"type": "grafana", "id": "grafana", "name": "Grafana", "version": "10.4.0"},
+                       {"type": "datasource", "id": "prometheus", "name": "Prometheus", "version": "1.0.0"}]
+        + [{"type": "panel", "id": k, "name": k, "version": ""} for k in kinds_used],
         "uid": uid, "title": title, "description": description,
         "tags": ["infiniband", "ibfabric"], "timezone": "browser", "editable": True,
         "schemaVersion": 39, "version": 1, "refresh": "30s",
         "time": {"from": "now-6h", "to": "now"},
         "templating": variables(topn), "annotations": {"list": []},
-        "links": [{"title": "InfiniBand", "type": "dashboards", "tags": ["ibfabric"], "asDropdown": True}],
+        "links": [{"title": "InfiniBand", "type": "dashboards", "tags": ["ibfabric"], "asDropdown": True,
+                   "icon": "external link", "includeVars": True, "keepTime": True, "targetBlank": False,
+                   "tooltip": "The other InfiniBand dashboards", "url": ""}],
         "panels": layout.panels,
     }
 
@@ -582,7 +599,6 @@ def hosts():
                   "ends, its jobs, and the jobs each fault hurts.", l)
     d["templating"]["list"].append({
         "name": "host", "label": "Host", "type": "query", "datasource": DS,
-        "definition": 'label_values(infiniband_host_port_info{fabric=~"$fabric"}, host)',
         "query": {"query": 'label_values(infiniband_host_port_info{fabric=~"$fabric"}, host)', "refId": "host"},
         "includeAll": True, "multi": True, "allValue": ".*", "refresh": 2, "sort": 1,
         "current": {"selected": True, "text": ["All"], "value": ["$__all"]}})
@@ -600,17 +616,59 @@ DASHBOARDS = {
 }
 
 
+METRIC = re.compile(r"\b((?:infiniband|ibfabric)_[a-z0-9_]+|infiniband:[a-z0-9_:]+|ALERTS)\b")
+BEGIN, END = "<!-- metrics: generate.py writes this list -->", "<!-- end of metrics -->"
+
+
+def required_metrics(dash):
+    """The series a dashboard's queries (panels and variables) read."""
+    found = set()
+    def walk(x):
+        if isinstance(x, dict):
+            for k, v in x.items():
+                if k in ("expr", "query") and isinstance(v, str):
+                    found.update(METRIC.findall(v))
+                else:
+                    walk(v)
+        elif isinstance(x, list):
+            for v in x:
+                walk(v)
+    walk(dash["panels"])
+    walk(dash["templating"])
+    return sorted(found)
+
+
+def readme_with(metrics):
+    """README.md with the list of each dashboard's metrics put in."""
+    lines = [BEGIN, "", "| file | metrics its queries read |", "| --- | --- |"]
+    for name, used in metrics.items():
+        lines.append(f"| `{name}` | " + ", ".join(f"`{m}`" for m in used) + " |")
+    lines += ["", END]
+    text = (HERE / "README.md").read_text()
+    start, end = text.index(BEGIN), text.index(END) + len(END)
+    return text[:start] + "\n".join(lines) + text[end:]
+
+
 def main():
     check = "--check" in sys.argv[1:]
     stale = []
+    metrics = {}
     for name, build in DASHBOARDS.items():
-        text = json.dumps(build(), indent=2, sort_keys=True) + "\n"
+        dash = build()
+        metrics[name] = required_metrics(dash)
+        text = json.dumps(dash, indent=2, sort_keys=True) + "\n"
         path = HERE / name
         if check:
             if not path.exists() or path.read_text() != text:
                 stale.append(name)
         else:
             path.write_text(text)
+    readme = readme_with(metrics)
+    if check:
+        if (HERE / "README.md").read_text() != readme:
+            stale.append("README.md")
+    else:
+        (HERE / "README.md").write_text(readme)
     if stale:
         print("dashboards out of date (run dashboards/generate.py): " + ", ".join(stale), file=sys.stderr)
         return 1

@@ -88,7 +88,7 @@ grep -q '^ibfabric:' "$r/etc/passwd" || fail "no user ibfabric (sysusers at inst
 grep -q '^ibfabric:' "$r/etc/group" || fail "no group ibfabric"
 grep -q 'GROUP="ibfabric"' "$r/lib/udev/rules.d/60-ibfabric-exporter.rules" || fail "no udev rule for umad"
 [ -f "$r/etc/default/ibfabric_exporter" ] || fail "no /etc/default/ibfabric_exporter"
-for f in prometheus/infiniband-rules.yml alertmanager/alertmanager.yml dashboards/fabric-overview.json; do
+for f in prometheus/infiniband-rules.yml alertmanager/alertmanager.yml dashboards/fabric-overview.json grafana/dashboards.yaml; do
   [ -f "$r/usr/share/ibfabric-exporter/$f" ] || fail "no /usr/share/ibfabric-exporter/$f"
 done
 [ -f "$r/usr/share/man/man1/ibfabric_exporter.1.gz" ] || fail "no manual page"

@@ -31,6 +31,8 @@ const MODELS = {
   "apps/v1/Deployment": () => require("kubernetes-models/apps/v1/Deployment").Deployment,
   "monitoring.coreos.com/v1/ServiceMonitor": () =>
     require("@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/ServiceMonitor").ServiceMonitor,
+  "monitoring.coreos.com/v1/PrometheusRule": () =>
+    require("@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PrometheusRule").PrometheusRule,
 };
 
 const problems = [];
@@ -212,6 +214,19 @@ if (!new RegExp("job_name:\\s*" + JOB + "\\b").test(scrape)) fail("scrape-kubern
 const rules = fs.readFileSync(path.join(promDir, "infiniband-rules.yml"), "utf8");
 for (const m of rules.matchAll(/job=~?"([^"]*)"/g)) {
   if (!new RegExp("^(?:" + m[1] + ")$").test(JOB)) fail("infiniband-rules.yml", "matcher job " + m[1] + " misses " + JOB);
+}
+
+// The PrometheusRule objects hold the shipped rule files' groups as the
+// files have them (prometheusrule.py writes them): one object a file.
+const ruleFiles = { "infiniband-rules": "infiniband-rules.yml", "infiniband-jobs-rules": "infiniband-jobs-rules.yml" };
+const promRules = objects.filter((o) => o.obj.kind === "PrometheusRule");
+for (const [name, file] of Object.entries(ruleFiles)) {
+  const o = promRules.find((r) => r.obj.metadata.name === name);
+  if (!o) { fail(dir, "expected a PrometheusRule " + name + " (deploy/kubernetes/prometheusrule.py)"); continue; }
+  const want = YAML.parse(fs.readFileSync(path.join(promDir, file), "utf8")).groups;
+  if (JSON.stringify(o.obj.spec.groups) !== JSON.stringify(want)) {
+    fail(o.where, "its groups differ from " + file + ": run deploy/kubernetes/prometheusrule.py");
+  }
 }
 
 if (problems.length) {
