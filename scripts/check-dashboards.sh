@@ -7,13 +7,8 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 work="${1:?usage: scripts/check-dashboards.sh WORKDIR}"
-mkdir -p "$work"
-cp "$root/dashboards/import-check/package.json" "$root/dashboards/import-check/package-lock.json" \
-   "$root/dashboards/import-check/check.js" "$work/"
-if ! cmp -s "$work/package-lock.json" "$work/node_modules/.installed-lock" 2>/dev/null; then
-  (cd "$work" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
-  cp "$work/package-lock.json" "$work/node_modules/.installed-lock"
-  rm -f "$work/dashboard.schema.json"
+if [ -n "$(bash "$root/scripts/npm-ci.sh" "$root/dashboards/import-check" "$work")" ]; then
+  rm -f "$work/dashboard.schema.json"  # made again from the packages just installed
 fi
 if [ ! -s "$work/dashboard.schema.json" ]; then
   (cd "$work" && node_modules/.bin/ts-json-schema-generator --no-type-check --type Dashboard \

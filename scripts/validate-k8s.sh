@@ -7,11 +7,5 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 exporter="$1"
 work="$2"
-mkdir -p "$work"
-cp "$root/deploy/kubernetes/validate/package.json" "$root/deploy/kubernetes/validate/package-lock.json" \
-   "$root/deploy/kubernetes/validate/validate.js" "$work/"
-if ! cmp -s "$work/package-lock.json" "$work/node_modules/.installed-lock" 2>/dev/null; then
-  (cd "$work" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
-  cp "$work/package-lock.json" "$work/node_modules/.installed-lock"
-fi
+bash "$root/scripts/npm-ci.sh" "$root/deploy/kubernetes/validate" "$work" > /dev/null
 node "$work/validate.js" "$root/deploy/kubernetes" "$exporter"
