@@ -42,13 +42,16 @@ if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
   packages+=(nodejs npm)
 fi
 
-# --packaging: also what the packaging check needs (scripts/test-packaging.sh):
-# the Debian build (dpkg-dev, debhelper, help2man, lintian), the throwaway
-# root file systems (mmdebstrap) and the image (podman, and runc: crun
-# refuses a host whose cgroups are a v1/v2 hybrid).
+# --packaging: what the packaging check needs instead (scripts/test-packaging.sh;
+# the package's own build dependencies come from debian/control, apt-get
+# build-dep): the Debian build (dpkg-dev, debhelper, help2man, lintian), the
+# throwaway root file systems (mmdebstrap), the image (podman, and runc:
+# crun refuses a host whose cgroups are a v1/v2 hybrid), the simulated
+# fabric it runs on and the tools that read it.
 if [ "${1:-}" = --packaging ]; then
   shift
-  packages+=(dpkg-dev debhelper help2man lintian mmdebstrap podman runc uidmap)
+  packages=(dpkg-dev debhelper help2man lintian mmdebstrap podman runc uidmap
+            ibsim-utils opensm git curl systemd)
 fi
 
 # --list: the packages, one a line (scripts/repeat-tests.sh --purge).
