@@ -45,12 +45,13 @@ fi
 # --packaging: what the packaging check needs instead (scripts/test-packaging.sh;
 # the package's own build dependencies come from debian/control, apt-get
 # build-dep): the Debian build (dpkg-dev, debhelper, help2man, lintian), the
-# throwaway root file systems (mmdebstrap), the image (podman, and runc:
-# crun refuses a host whose cgroups are a v1/v2 hybrid), the simulated
+# throwaway root file systems (mmdebstrap), the image (podman with its
+# network backend netavark, which it only recommends, and runc: crun refuses
+# a host whose cgroups are a v1/v2 hybrid), the simulated
 # fabric it runs on and the tools that read it.
 if [ "${1:-}" = --packaging ]; then
   shift
-  packages=(dpkg-dev debhelper help2man lintian mmdebstrap podman runc uidmap
+  packages=(dpkg-dev debhelper help2man lintian mmdebstrap podman runc netavark uidmap
             ibsim-utils opensm git curl systemd)
 fi
 
