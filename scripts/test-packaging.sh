@@ -23,6 +23,10 @@
 #     Containerfile built on it, run as its non-root user with every
 #     capability dropped against the same fabric until /metrics serves the
 #     fabric's HCAs; its size.
+#  5. The unit started by systemd: the root of step 2 booted in podman,
+#     the unit pointed at the fabric by a drop-in: without its M_Key
+#     credential file it does not start, with it it runs as user ibfabric
+#     without capabilities and serves its host's port.
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 out="$repo/build/packaging" full=0 deb=""
@@ -43,7 +47,7 @@ pids=()
 cleanup() {
   rc=$?
   for (( i=${#pids[@]}-1; i>=0; i-- )); do kill -9 "${pids[i]}" 2>/dev/null || true; done
-  podman rm -f ibfabric-packaging >/dev/null 2>&1 || true
+  podman rm -f ibfabric-packaging ibfabric-systemd >/dev/null 2>&1 || true
   umount "$out/root/umad2sim" 2>/dev/null || true
   echo "test-packaging.sh: ${phases#, }${current:+${phases:+, }$current $(($(date +%s) - start)) s}$([ $rc = 0 ] || echo " (failed, exit $rc)")"
 }
@@ -190,4 +194,41 @@ uid=$(podman exec ibfabric-packaging cat /proc/1/status | awk '/^Uid:/ {print $2
 caps=$(podman exec ibfabric-packaging cat /proc/1/status | awk '/^CapEff:/ {print $2}')
 [ "$uid" = 65532 ] && [ "$caps" = 0000000000000000 ] || fail "the exporter runs as uid $uid with capabilities $caps"
 echo "test-packaging.sh: image localhost/ibfabric-exporter:$tag ($((size / 1000000)) MB) serves /metrics: 4 HCAs and the switches, as uid $uid with no capability"
+podman rm -f ibfabric-packaging > /dev/null
+
+phase unit
+# The unit started by a real systemd: the throwaway root (systemd and the
+# package installed) booted in a container, a drop-in that points the unit
+# at the simulated fabric (umad2sim, the test's only change to it).
+tar -C "$r" -c . | podman import -q - localhost/ibfabric-systemd:test > /dev/null
+podman run -d --name ibfabric-systemd "${run_opts[@]}" --systemd=always --network host \
+  -v "$(dirname "$umad2sim"):/umad2sim:ro" localhost/ibfabric-systemd:test /lib/systemd/systemd > /dev/null
+in_box() { podman exec -i ibfabric-systemd sh -c "$1"; }
+for _ in $(seq 100); do [ "$(in_box 'systemctl is-system-running' 2>/dev/null)" = running ] && break; sleep 0.2; done
+printf '%s\n' '[Service]' \
+  'Environment=LD_PRELOAD=/umad2sim/libumad2sim.so "SIM_HOST=cn0003 mlx5_0" IBSIM_SOCKNAME=ibpkg' \
+  'WorkingDirectory=/tmp' |
+  in_box 'mkdir -p /etc/systemd/system/ibfabric_exporter.service.d && cat > /etc/systemd/system/ibfabric_exporter.service.d/sim.conf'
+# Its M_Key line uncommented: a missing key file stops the unit
+# (243/CREDENTIALS), a present one reaches the exporter.
+in_box "sed -i 's/^#LoadCredential=m_key:/LoadCredential=m_key:/' /lib/systemd/system/ibfabric_exporter.service && systemctl daemon-reload && systemctl restart ibfabric_exporter" || true
+sleep 2
+[ "$(in_box 'systemctl show -p ExecMainStatus --value ibfabric_exporter')" = 243 ] ||
+  fail "the unit started without its credential file"
+in_box 'mkdir -p /etc/ibfabric && echo 0x1234 > /etc/ibfabric/m_key && chmod 600 /etc/ibfabric/m_key && systemctl restart ibfabric_exporter'
+for _ in $(seq 60); do
+  curl -sf http://127.0.0.1:9315/metrics | grep -q '^infiniband_hca_info{.*cn0003' && break
+  sleep 0.5
+done
+[ "$(in_box 'systemctl is-active ibfabric_exporter')" = active ] ||
+  { in_box 'journalctl -u ibfabric_exporter --no-pager | tail'; fail "the unit is not active"; }
+in_box 'journalctl -u ibfabric_exporter --no-pager' | grep -q "M_Key given" || fail "the unit's M_Key credential did not reach the exporter"
+pid=$(in_box 'systemctl show -p MainPID --value ibfabric_exporter')
+owner=$(in_box "awk '/^Uid:/ {print \$2}' /proc/$pid/status")
+caps=$(in_box "awk '/^CapEff:/ {print \$2}' /proc/$pid/status")
+[ "$owner" = "$(in_box 'id -u ibfabric')" ] && [ "$caps" = 0000000000000000 ] ||
+  fail "the unit's exporter runs as uid $owner with capabilities $caps"
+curl -sf http://127.0.0.1:9315/metrics | grep -q '^infiniband_hca_info{.*cn0003' || fail "the unit's exporter serves no cn0003"
+echo "test-packaging.sh: the unit under systemd: without its credential file it does not start (243/CREDENTIALS); with it, active as user ibfabric (uid $owner) with no capability, serving its host's port"
+podman rm -f ibfabric-systemd > /dev/null
 phase ""
