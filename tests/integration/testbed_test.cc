@@ -51,6 +51,13 @@ std::map<Endpoint, Seen> SwitchLinks(const std::string& text) {
   return out;
 }
 
+// The simulator on `t`, its clients attached at the first host.
+std::unique_ptr<SimFabric> StartAt1(const FatTree& t, std::string* error) {
+  SimOptions o;
+  o.attach = t.Host(1);
+  return SimFabric::Start(t.NetFile(), o, error);
+}
+
 TEST(TestbedTest, GeneratedFaultsAreWhatIbnetdiscoverSees) {
   FatTreeSpec s = Spec(4, 3, 4, 2, 12);
   const FatTree clean = FatTree::Generate(s);
@@ -60,10 +67,8 @@ TEST(TestbedTest, GeneratedFaultsAreWhatIbnetdiscoverSees) {
   s.degraded = {{clean.LeafUplink(4, 2, 1), "1xQDR"}, {clean.LeafHostPort(5), "4xSDR"}};
   const FatTree t = FatTree::Generate(s);
 
-  SimOptions o;
-  o.attach = t.Host(1);
   std::string error;
-  auto sim = SimFabric::Start(t.NetFile(), o, &error);
+  auto sim = StartAt1(t, &error);
   ASSERT_NE(sim, nullptr) << error;
   const auto d = sim->Tool({"ibnetdiscover"});
   ASSERT_EQ(d.exit_code, 0) << d.err;
@@ -95,10 +100,8 @@ TEST(TestbedTest, GeneratedFaultsAreWhatIbnetdiscoverSees) {
 
 TEST(TestbedTest, ConsoleVerbsAndCleanup) {
   const FatTree t = FatTree::Generate(FatTreeSpec{});
-  SimOptions o;
-  o.attach = t.Host(1);
   std::string error;
-  auto sim = SimFabric::Start(t.NetFile(), o, &error);
+  auto sim = StartAt1(t, &error);
   ASSERT_NE(sim, nullptr) << error;
   bool ok = false;
   for (const std::string cmd :
@@ -127,10 +130,8 @@ TEST(TestbedTest, ConsoleVerbsAndCleanup) {
 // brings the subnet up.
 TEST(TestbedTest, OpensmTimesOutAnSmInfoNobodyAnswersAsTheKernelWould) {
   const FatTree t = FatTree::Generate(FatTreeSpec{});
-  SimOptions o;
-  o.attach = t.Host(1);
   std::string error;
-  auto sim = SimFabric::Start(t.NetFile(), o, &error);
+  auto sim = StartAt1(t, &error);
   ASSERT_NE(sim, nullptr) << error;
   // At a node of its own: ibsim takes one SM client a node.
   auto silent = ExporterProcess::Start(*sim, {"--sweep.interval=10s"}, &error, {},

@@ -36,20 +36,13 @@
 #include <tuple>
 #include <vector>
 
+#include "tests/tools/next_umad.h"
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using SendFn = int (*)(int, int, void*, int, int, int);
-using RecvFn = int (*)(int, void*, int*, int);
-
-SendFn RealSend() {
-  static SendFn fn = reinterpret_cast<SendFn>(dlsym(RTLD_NEXT, "umad_send"));
-  return fn;
-}
-RecvFn RealRecv() {
-  static RecvFn fn = reinterpret_cast<RecvFn>(dlsym(RTLD_NEXT, "umad_recv"));
-  return fn;
-}
+using ibfabric::testbed::tools::NextUmadRecv;
+using ibfabric::testbed::tools::NextUmadSend;
 
 constexpr std::size_t kMad = 256;
 // While waiting on the descriptor, look again this often: a request
@@ -104,7 +97,7 @@ bool TakeTimedOut(int fd, Sent* out) {
       --r.retries_left;
       r.due = now + std::chrono::milliseconds(r.timeout_ms);
       ++s.resent;
-      RealSend()(fd, r.agent, r.umad.data(), r.length, 0, 0);
+      NextUmadSend()(fd, r.agent, r.umad.data(), r.length, 0, 0);
       continue;
     }
     *out = std::move(r);
@@ -141,7 +134,7 @@ extern "C" int umad_send(int fd, int agentid, void* umad, int length, int timeou
     S().sent[KeyOf(fd, mad)] = std::move(r);
   }
   // The kernel times it out: umad2sim is given none.
-  return RealSend()(fd, agentid, umad, length, 0, 0);
+  return NextUmadSend()(fd, agentid, umad, length, 0, 0);
 }
 
 extern "C" int umad_recv(int fd, void* umad, int* length, int timeout_ms) {
@@ -174,7 +167,7 @@ extern "C" int umad_recv(int fd, void* umad, int* length, int timeout_ms) {
             ? 0
             : static_cast<int>(
                   std::chrono::ceil<std::chrono::milliseconds>(std::max(until - now, Clock::duration{})).count());
-    const int agent = RealRecv()(fd, umad, length, wait);
+    const int agent = NextUmadRecv()(fd, umad, length, wait);
     if (agent >= 0) {
       // A response, or the request itself handed back with a status
       // (ibsim's 110 for one it could not deliver): no longer outstanding.

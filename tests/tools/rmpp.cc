@@ -57,6 +57,8 @@
 #include <tuple>
 #include <vector>
 
+#include "tests/tools/next_umad.h"
+
 namespace {
 
 constexpr std::size_t kMad = 256;
@@ -87,17 +89,8 @@ std::uint32_t Window() {
 }
 constexpr auto kForgetAfter = std::chrono::seconds(30);
 
-using SendFn = int (*)(int, int, void*, int, int, int);
-using RecvFn = int (*)(int, void*, int*, int);
-
-SendFn RealSend() {
-  static SendFn fn = reinterpret_cast<SendFn>(dlsym(RTLD_NEXT, "umad_send"));
-  return fn;
-}
-RecvFn RealRecv() {
-  static RecvFn fn = reinterpret_cast<RecvFn>(dlsym(RTLD_NEXT, "umad_recv"));
-  return fn;
-}
+using ibfabric::testbed::tools::NextUmadRecv;
+using ibfabric::testbed::tools::NextUmadSend;
 
 std::uint32_t Get32(const std::uint8_t* p) {
   std::uint32_t v;
@@ -206,7 +199,7 @@ void SendSegment(const Outgoing& o, std::uint32_t seg) {
   if (from < o.data.size()) {
     std::memcpy(mad + kSaData, o.data.data() + from, std::min(kSegmentData, o.data.size() - from));
   }
-  RealSend()(o.fd, o.agent, buf.data(), static_cast<int>(kMad), 0, 0);
+  NextUmadSend()(o.fd, o.agent, buf.data(), static_cast<int>(kMad), 0, 0);
   ++counts.segments_sent;
 }
 
@@ -234,7 +227,7 @@ void SendAck(int fd, int agent, const std::uint8_t* umad_hdr, const std::uint8_t
   ack[kRmppHeader + 3] = 0;
   Put32(ack + kRmppHeader + 4, seg);
   Put32(ack + kRmppHeader + 8, window);
-  RealSend()(fd, agent, buf.data(), static_cast<int>(kMad), 0, 0);
+  NextUmadSend()(fd, agent, buf.data(), static_cast<int>(kMad), 0, 0);
   ++counts.acks_sent;
 }
 
@@ -338,7 +331,7 @@ int Deliver(int fd, void* umad, int* length, Held held) {
 extern "C" int umad_send(int fd, int agentid, void* umad, int length, int timeout_ms, int retries) {
   std::uint8_t* mad = static_cast<std::uint8_t*>(umad_get_mad(umad));
   if (length < static_cast<int>(kSaData) || !Rmpp(mad) || !Response(mad) || mad[kRmppHeader + 1] > kData) {
-    return RealSend()(fd, agentid, umad, length, timeout_ms, retries);
+    return NextUmadSend()(fd, agentid, umad, length, timeout_ms, retries);
   }
   auto& s = S();
   std::lock_guard<std::mutex> lock(s.mu);
@@ -384,7 +377,7 @@ extern "C" int umad_recv(int fd, void* umad, int* length, int timeout_ms) {
       wait = static_cast<int>((left.count() + 999) / 1000);
     }
     int got_length = static_cast<int>(kMad);
-    const int agent = RealRecv()(fd, buf.data(), &got_length, wait);
+    const int agent = NextUmadRecv()(fd, buf.data(), &got_length, wait);
     if (agent < 0) return agent;
     const std::uint8_t* mad = buf.data() + umad_size();
     const bool rmpp_data = Rmpp(mad) && mad[kRmppHeader + 1] == kData;
