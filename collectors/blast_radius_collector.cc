@@ -204,22 +204,22 @@ nlohmann::json WhatIfJson(const Snapshot& s, const std::set<topology::PortRef>& 
                       {"to_lid", dst->lid},
                       {"hops", std::move(hops)}});
   }
-  // Host ports (up) whose cable goes.
+  // Host ports (up) whose cable goes, and each host's ports up and cut (a
+  // CA in no host is a host of its own).
   std::set<topology::PortRef> cut;
-  for (const topology::PortRef& h : topology::HostPorts(f)) {
-    const topology::Port* p = f.FindPort(h);
-    if (p->link_up() && (out.count(h) || (p->remote && out.count(*p->remote)))) cut.insert(h);
-  }
-  // Each host's ports up and cut (a CA in no host is a host of its own).
   struct Count {
     int up = 0, gone = 0;
   };
   std::map<std::string, Count, decltype(&topology::NaturalLess)> hosts(&topology::NaturalLess);
   for (const topology::PortRef& h : topology::HostPorts(f)) {
-    if (!f.FindPort(h)->link_up()) continue;
+    const topology::Port* p = f.FindPort(h);
+    if (!p->link_up()) continue;
     Count& c = hosts[HostOrNode(s, h.node_guid)];
     ++c.up;
-    c.gone += cut.count(h) ? 1 : 0;
+    if (out.count(h) || (p->remote && out.count(*p->remote))) {
+      cut.insert(h);
+      ++c.gone;
+    }
   }
   nlohmann::json cut_off = nlohmann::json::array(), losing = nlohmann::json::array();
   std::set<std::string> cut_off_hosts;

@@ -11,6 +11,25 @@ namespace {
 
 constexpr int kMaxHops = 64;
 
+// A host port (HostPorts' order): its LID and the switch it is cabled to
+// (0: none).
+struct HostEnd {
+  std::uint16_t lid = 0;
+  std::uint64_t leaf = 0;
+};
+std::vector<HostEnd> HostEnds(const Fabric& fabric, const std::vector<PortRef>& hosts) {
+  std::vector<HostEnd> out(hosts.size());
+  for (std::size_t i = 0; i < hosts.size(); ++i) {
+    const Port* p = fabric.FindPort(hosts[i]);
+    out[i].lid = p->lid;
+    if (p->remote) {
+      const Node* n = fabric.FindNode(p->remote->node_guid);
+      if (n && n->kind == NodeKind::kSwitch) out[i].leaf = n->guid;
+    }
+  }
+  return out;
+}
+
 // Per destination LID: whether the route from each switch crosses the
 // egress set, memoized over the switches a walk passes.
 class Crossing {
@@ -98,17 +117,7 @@ BlastRadius RoutesThrough(const Fabric& fabric, const ForwardingTables& tables, 
                           std::size_t list) {
   BlastRadius out;
   const std::vector<PortRef> hosts = HostPorts(fabric);
-  // Each host port's LID and the switch it is cabled to (0: none).
-  std::vector<std::uint16_t> lid(hosts.size());
-  std::vector<std::uint64_t> first_switch(hosts.size(), 0);
-  for (std::size_t i = 0; i < hosts.size(); ++i) {
-    const Port* p = fabric.FindPort(hosts[i]);
-    lid[i] = p->lid;
-    if (p->remote) {
-      const Node* n = fabric.FindNode(p->remote->node_guid);
-      if (n && n->kind == NodeKind::kSwitch) first_switch[i] = n->guid;
-    }
-  }
+  const std::vector<HostEnd> ends = HostEnds(fabric, hosts);
   std::vector<std::size_t> ca_egress;  // host ports in the set: every route from them crosses
   std::vector<bool> is_egress(hosts.size(), false);
   std::vector<PortRef> switch_egress;
@@ -132,17 +141,17 @@ BlastRadius RoutesThrough(const Fabric& fabric, const ForwardingTables& tables, 
     // A route to d crosses a switch's egress only where that switch sends d
     // out of it.
     bool candidate = false;
-    for (const PortRef& e : switch_egress) candidate = candidate || tables.Egress(e.node_guid, lid[d]) == e.port;
+    for (const PortRef& e : switch_egress) candidate = candidate || tables.Egress(e.node_guid, ends[d].lid) == e.port;
     if (!candidate) {
       for (std::size_t s : ca_egress) {
         if (s != d) count(s, d);
       }
       continue;
     }
-    Crossing crossing(fabric, tables, egress, lid[d]);
+    Crossing crossing(fabric, tables, egress, ends[d].lid);
     for (std::size_t s = 0; s < hosts.size(); ++s) {
       if (s == d) continue;
-      if (is_egress[s] || (first_switch[s] && crossing.From(first_switch[s]))) count(s, d);
+      if (is_egress[s] || (ends[s].leaf && crossing.From(ends[s].leaf))) count(s, d);
     }
   }
   return out;
@@ -153,12 +162,7 @@ std::set<Link> UplinksUsed(const Fabric& fabric, const ForwardingTables& tables,
     const auto it = analysis.switches.find(guid);
     return it == analysis.switches.end() ? -1 : it->second.tier;
   };
-  // Each host port's LID and the switch it is cabled to.
-  std::vector<std::pair<std::uint16_t, std::uint64_t>> hosts;
-  for (const PortRef& h : HostPorts(fabric)) {
-    const Port* p = fabric.FindPort(h);
-    hosts.emplace_back(p->lid, p->remote ? p->remote->node_guid : 0);
-  }
+  const std::vector<HostEnd> hosts = HostEnds(fabric, HostPorts(fabric));
   std::set<Link> used;
   for (const Node& leaf : fabric.nodes()) {
     if (leaf.kind != NodeKind::kSwitch || tier(leaf.guid) != 0) continue;
