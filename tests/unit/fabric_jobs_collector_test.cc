@@ -109,16 +109,19 @@ struct JobsBed {
     c->Publish(&parts);
     return parts.by_collector.Get<FabricJobs>(kFabricJobsCollector);
   }
-  // A sweep at `now` that asks, then sweeps until its answer is taken (the
-  // client answers at once; its thread may not have run yet): a new part.
+  // Sweeps at `now` until the part differs from the one published before
+  // (the answer to the read asked now, or to one asked by an earlier sweep,
+  // taken: the client answers at once, its thread may not have run yet).
+  // The first sweep may take an earlier read's answer itself.
   const FabricJobs* Settle() {
-    const FabricJobs* asked_at = Sweep();
+    const FabricJobs* before = parts.by_collector.Get<FabricJobs>(kFabricJobsCollector);
     const auto give_up = std::chrono::steady_clock::now() + seconds(10);
-    const FabricJobs* j = asked_at;
-    while (j == asked_at && std::chrono::steady_clock::now() < give_up) {
+    const FabricJobs* j = Sweep();
+    while (j == before && std::chrono::steady_clock::now() < give_up) {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
       j = Sweep();
     }
+    EXPECT_NE(j, before) << "no answer taken within 10 s";
     return j;
   }
 };
