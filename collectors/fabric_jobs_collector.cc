@@ -149,14 +149,8 @@ CollectorInfo FabricJobsCollectorInfo() {
                "The Prometheus that scrapes the hosts' exporters (http://HOST:9090): the what-if names the jobs on "
                "the hosts a fix would cut off.",
                "URL",
-               [](CollectorOptions& o, const std::string& v) -> std::string {
-                 if (v.rfind("http://", 0) != 0 && v.rfind("https://", 0) != 0) {
-                   return "'" + v + "' is not an http(s):// URL";
-                 }
-                 std::string u = v;
-                 while (u.size() > 8 && u.back() == '/') u.pop_back();
-                 o.Own<FabricJobsOptions>().prometheus_url = u;
-                 return "";
+               [](CollectorOptions& o, const std::string& v) {
+                 return config::UrlValue(v, &o.Own<FabricJobsOptions>().prometheus_url);
                }},
               {"jobs.refresh", "Read the jobs from Prometheus at most this often (default 30s).", "DURATION",
                [](CollectorOptions& o, const std::string& v) {

@@ -401,12 +401,8 @@ CollectorInfo KubernetesNodeCollectorInfo() {
     };
   };
   const auto url = [](std::string KubernetesNodeOptions::*member) {
-    return [member](CollectorOptions& o, const std::string& v) -> std::string {
-      if (v.rfind("http://", 0) != 0 && v.rfind("https://", 0) != 0) return "'" + v + "' is not an http(s):// URL";
-      std::string u = v;
-      while (u.size() > 8 && u.back() == '/') u.pop_back();
-      o.Own<KubernetesNodeOptions>().*member = u;
-      return "";
+    return [member](CollectorOptions& o, const std::string& v) {
+      return config::UrlValue(v, &(o.Own<KubernetesNodeOptions>().*member));
     };
   };
   return {

@@ -51,4 +51,12 @@ std::string IntValue(const std::string& text, long long lo, long long hi, int* o
   return "";
 }
 
+std::string UrlValue(const std::string& text, std::string* out) {
+  if (text.rfind("http://", 0) != 0 && text.rfind("https://", 0) != 0) return "'" + text + "' is not an http(s):// URL";
+  std::string u = text;
+  while (u.size() > 8 && u.back() == '/') u.pop_back();
+  *out = u;
+  return "";
+}
+
 }  // namespace ibfabric::config

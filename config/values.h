@@ -1,7 +1,7 @@
 #pragma once
 // The values flags and configuration files take, parsed one way wherever
-// they are given: durations ("500ms", "10s", "2m", "1h") and bounded
-// integers. Pure.
+// they are given: durations ("500ms", "10s", "2m", "1h"), bounded
+// integers and service URLs. Pure.
 
 #include <chrono>
 #include <string>
@@ -20,5 +20,8 @@ bool ParseInt(const std::string& text, long long lo, long long hi, long long* ou
 // 5m)", "must be at least 100ms", "'x' is not an integer in 1..64").
 std::string DurationValue(const std::string& text, std::chrono::milliseconds min, std::chrono::milliseconds* out);
 std::string IntValue(const std::string& text, long long lo, long long hi, int* out);
+// An http:// or https:// URL of a service, its trailing '/'s dropped
+// ("'x' is not an http(s):// URL" otherwise).
+std::string UrlValue(const std::string& text, std::string* out);
 
 }  // namespace ibfabric::config
