@@ -1,7 +1,6 @@
 #include "collectors/blast_radius_collector.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <map>
 #include <set>
 #include <tuple>
@@ -10,6 +9,7 @@
 #include "collectors/framework/render.h"
 #include "collectors/parts/adaptive_routing.h"
 #include "collectors/parts/fabric_jobs.h"
+#include "config/values.h"
 #include "topology/adaptive_routing.h"
 
 namespace ibfabric::collectors {
@@ -285,10 +285,9 @@ ApiReply WhatIfReply(const Snapshot& s, const ApiParams& params) {
     } else if (key == "switch" && !cable && !sw) {
       sw = value;
     } else if (key == "limit") {
-      char* stop = nullptr;
-      const unsigned long n = std::strtoul(value.c_str(), &stop, 10);
-      if (value.empty() || *stop != '\0' || n > 10000) return {400, nullptr, "limit must be 0 to 10000", "", ""};
-      limit = n;
+      long long n = 0;
+      if (!config::ParseInt(value, 0, 10000, &n)) return {400, nullptr, "limit must be 0 to 10000", "", ""};
+      limit = static_cast<std::size_t>(n);
     } else {
       return {400, nullptr, "/api/v1/whatif takes cable=GUID:PORT or switch=GUID (one of them, once), and limit=N", "",
               ""};
